@@ -1,0 +1,138 @@
+# nectar build. Targets:
+#   make            library, the `nectar` command and the test binaries (build/)
+#   make test       run every test (build/)
+#   make check      install missing system packages, build with gcc and clang,
+#                   run every test, then run them again under ASan/UBSan
+#   make demo       install missing packages, build, run the bundled demo model
+#   make fuzz       libFuzzer builds of the fuzz targets (clang), for long runs
+# Sources are found by wildcard: adding a file under src/ adds it to the build.
+# Files named *_avx2.c / *_avx512.c (x86-64) and *_neon.c (arm64) are the
+# per-ISA kernels; they are compiled with their ISA flags, only on that
+# architecture, and dispatched at run time (src/cpu).
+
+UNAME_S := $(shell uname -s)
+UNAME_M := $(shell uname -m)
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2
+SAN ?=
+
+PKGS := libpcre2-8 libutf8proc jansson libmicrohttpd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CPPFLAGS := -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE
+CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -g $(OPT) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+LDLIBS := $(PKG_LIBS) -lm -lpthread
+# gcc's -Wformat-truncation flags every bounded snprintf of a message; the
+# truncation is intended there (one-line error records), so it is off for gcc.
+IS_CLANG := $(shell $(CC) -dM -E - </dev/null 2>/dev/null | grep -c __clang__)
+ifeq ($(IS_CLANG),0)
+CFLAGS_ALL += -Wno-format-truncation
+endif
+ifeq ($(UNAME_S),Darwin)
+LDLIBS += -framework Foundation -lobjc
+endif
+
+SRC := $(shell find src -name '*.c' | LC_ALL=C sort)
+ifneq ($(UNAME_S),Darwin)
+SRC := $(filter-out src/ane/%,$(SRC))
+endif
+ifeq ($(filter x86_64 amd64,$(UNAME_M)),)
+SRC := $(filter-out %_avx2.c %_avx512.c,$(SRC))
+endif
+ifeq ($(filter arm64 aarch64,$(UNAME_M)),)
+SRC := $(filter-out %_neon.c,$(SRC))
+endif
+OBJ := $(SRC:%.c=$(BUILD)/obj/%.o)
+LIB := $(BUILD)/libnectar.a
+
+CLI_SRC := $(shell find tools/nectar -name '*.c' | LC_ALL=C sort)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+NECTAR := $(BUILD)/nectar
+
+TEST_COMMON_SRC := $(wildcard tests/common/*.c)
+TEST_COMMON_OBJ := $(TEST_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(shell find tests -name 'test_*.c' -not -path 'tests/common/*' | LC_ALL=C sort)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_DRIVER_OBJ := $(BUILD)/obj/tests/fuzz/driver.o
+
+all: $(NECTAR) $(TEST_BIN) $(FUZZ_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+
+$(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
+$(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+$(BUILD)/obj/src/ane/%.o: CFLAGS_ALL += -fobjc-arc -Wno-unused-parameter
+
+$(LIB): $(OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $(OBJ)
+
+$(NECTAR): $(CLI_OBJ) $(LIB)
+	$(CC) $(SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(FUZZ_DRIVER_OBJ) $(TEST_COMMON_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+test: all
+	@sh tests/run_tests.sh $(BUILD)
+
+deps:
+	@sh scripts/install-deps.sh
+
+# Sanitizer build in its own folder; -O1 keeps it quick to run.
+asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+
+test-asan: asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    NECTAR_SANITIZED=1 sh tests/run_tests.sh build/asan
+
+# Warning check with clang (the other compiler CI promises to stay quiet on).
+clang-build:
+	@if command -v clang >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory CC=clang BUILD=build/clang all; \
+	else echo "clang not found: skipping the clang build"; fi
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory clang-build
+	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test-asan
+
+DEMO_PROMPT ?= In the beginning
+demo: deps
+	@$(MAKE) --no-print-directory $(NECTAR)
+	$(NECTAR) run -m models/demo -p "$(DEMO_PROMPT)" -n 64
+
+# Long fuzzing runs with libFuzzer (needs clang); the test suite runs each
+# target briefly through tests/fuzz/driver.c instead.
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 \
+	    SAN="-fsanitize=address,undefined" build/fuzz/libnectar.a
+	@mkdir -p build/fuzz/bin
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	    clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
+	      $$f build/fuzz/libnectar.a $(LDLIBS) -o build/fuzz/bin/$$n || exit 1; \
+	    echo "built build/fuzz/bin/$$n"; done
+
+clean:
+	rm -rf build
+
+.PHONY: all test deps asan test-asan clang-build check demo fuzz clean
+.SECONDARY:
+
+-include $(OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d)

@@ -1,0 +1,30 @@
+/* Read-only memory-mapped files: model weights stay in the page cache and are
+ * shared between processes; nothing is copied unless a kernel needs another
+ * format. */
+#ifndef NC_BASE_MMAP_H
+#define NC_BASE_MMAP_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+
+typedef struct nc_mapped_file {
+    const unsigned char *data; /* NULL for an empty file */
+    size_t size_bytes;
+} nc_mapped_file;
+
+nc_status nc_map_file(const char *path, nc_mapped_file *out, nc_error *err);
+void nc_unmap_file(nc_mapped_file *m);
+
+/* Reads a whole (small) file into a NUL-terminated heap buffer. */
+nc_status nc_read_file(const char *path, char **out, size_t *size_bytes, nc_error *err);
+
+/* Writes a file atomically: to PATH.tmp, then rename; on failure nothing is
+ * left behind (no partial output files). */
+nc_status nc_write_file_atomic(const char *path, const void *data, size_t size_bytes,
+                               nc_error *err);
+
+int nc_file_exists(const char *path);
+int nc_is_dir(const char *path);
+
+#endif

@@ -1,0 +1,11 @@
+/* Monotonic wall-clock time and peak resident memory, for load times,
+ * tokens/s and the measurement harness. */
+#ifndef NC_BASE_TIMER_H
+#define NC_BASE_TIMER_H
+
+#include <stddef.h>
+
+double nc_now_s(void);            /* monotonic seconds */
+size_t nc_peak_rss_bytes(void);   /* peak resident set size of this process */
+
+#endif

@@ -1,0 +1,24 @@
+/* The `nectar` subcommands. Each lives in its own cmd_*.c file and is one row
+ * of the table in main.c; argv[0] is the subcommand name. */
+#ifndef NECTAR_CLI_COMMANDS_H
+#define NECTAR_CLI_COMMANDS_H
+
+#include "nectar.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_gen_random(int argc, char **argv);
+int cmd_mil(int argc, char **argv);
+
+/* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
+int cli_fail(const nc_error *err);
+/* Same for a message formatted here. */
+int cli_failf(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#endif
