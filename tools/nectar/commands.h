@@ -11,6 +11,10 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen_random(int argc, char **argv);
 int cmd_mil(int argc, char **argv);
+int cmd_mil_check(int argc, char **argv); /* nectar mil check (called by cmd_mil) */
+int cmd_mil_run(int argc, char **argv);   /* nectar mil run (called by cmd_mil) */
+int cmd_bounds(int argc, char **argv);
+int cmd_bench_compare(int argc, char **argv); /* nectar bench --compare (called by cmd_bench) */
 
 /* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
 int cli_fail(const nc_error *err);

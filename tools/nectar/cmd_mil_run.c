@@ -1,0 +1,7 @@
+/* `nectar mil run`: placeholder until its implementation lands. */
+#include "commands.h"
+
+int cmd_mil_run(int argc, char **argv) {
+    (void)argc;
+    return cli_failf("%s: not implemented yet", argv[0]);
+}
