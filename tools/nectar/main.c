@@ -17,6 +17,7 @@ static const struct {
     {"bench", cmd_bench, "prompt processing and generation speed"},
     {"gen-random", cmd_gen_random, "write a random-weight model at a real shape"},
     {"mil", cmd_mil, "MIL toolkit: check, fmt, info, run, bundle"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
     {"bounds", cmd_bounds, "parameter counts, FLOPs and speed floors of a model shape"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
