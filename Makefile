@@ -107,10 +107,12 @@ clang-build:
 	    $(MAKE) --no-print-directory CC=clang BUILD=build/clang all; \
 	else echo "clang not found: skipping the clang build"; fi
 
+JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory clang-build
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) clang-build
 	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory -j$(JOBS) asan
 	@$(MAKE) --no-print-directory test-asan
 
 DEMO_PROMPT ?= In the beginning
