@@ -1,0 +1,65 @@
+/* Qwen3 on the CPU: load a Hugging Face model folder and run the decoder.
+ * A qwen3_model holds the read-only weights (mmapped safetensors), the config
+ * and the thread pool, and is shared by every sequence; a qwen3_state is one
+ * sequence (its KV cache, fp32, sized to its context, and scratch buffers
+ * allocated once). The math follows transformers' modeling_qwen3.py. */
+#ifndef NC_MODELS_QWEN3_H
+#define NC_MODELS_QWEN3_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+
+#define QWEN3_MAX_EOS 8
+
+typedef struct qwen3_config {
+    int vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+        num_key_value_heads, head_dim, max_position_embeddings;
+    float rms_norm_eps, rope_theta;
+    int tie_word_embeddings;
+    int32_t bos_token_id; /* -1 when the config names none */
+    int32_t eos_token_ids[QWEN3_MAX_EOS];
+    int n_eos; /* from config.json + generation_config.json */
+} qwen3_config;
+
+typedef struct qwen3_model qwen3_model;
+typedef struct qwen3_state qwen3_state;
+
+typedef struct qwen3_load_options {
+    int n_threads; /* <= 0: all cores */
+} qwen3_load_options;
+
+/* Reads config.json (+ generation_config.json when present) from dir into
+ * *cfg; errors name the file and field. Used by qwen3_load. */
+nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err);
+
+/* Opens the folder: config, safetensors (single or sharded), checks every
+ * tensor's presence, dtype and shape. opt may be NULL. */
+nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model **out,
+                     nc_error *err);
+void qwen3_free(qwen3_model *m);
+const qwen3_config *qwen3_model_config(const qwen3_model *m);
+/* The dtype name of the big matrices ("bf16", "f16", "f32"). */
+const char *qwen3_model_dtype(const qwen3_model *m);
+/* Bytes of matrix weights read per generated token (all layers + LM head). */
+size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m);
+int qwen3_model_threads(const qwen3_model *m);
+
+/* ctx <= 0 or above max_position_embeddings is capped to it. */
+nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err);
+void qwen3_state_free(qwen3_state *s);
+int qwen3_state_pos(const qwen3_state *s); /* tokens currently in the cache */
+int qwen3_state_ctx(const qwen3_state *s);
+void qwen3_state_truncate(qwen3_state *s, int n_keep); /* drop cache entries >= n_keep */
+
+/* Appends n tokens (batched: all n through each matrix at once, in chunks of
+ * at most QWEN3_MAX_BATCH). Writes the last token's logits (vocab_size
+ * floats) to logits_last and/or every token's (n * vocab_size) to logits_all,
+ * either may be NULL. NC_ERR_RANGE if pos + n > ctx; NC_ERR_INVALID for a
+ * token id outside the vocabulary. On error the state is unchanged. */
+nc_status qwen3_forward(qwen3_model *m, qwen3_state *s, const int32_t *tokens, int n,
+                        float *logits_last, float *logits_all, nc_error *err);
+
+#define QWEN3_MAX_BATCH 256
+
+#endif
