@@ -1,0 +1,31 @@
+/* The Qwen3 chat template, rendered natively in C (no Jinja engine): the
+ * same bytes as transformers' apply_chat_template(..., tokenize=False) with
+ * the official Qwen3 template, for system/user/assistant/tool messages
+ * (tool definitions and assistant tool_calls are not supported). */
+#ifndef NC_TEXT_CHAT_H
+#define NC_TEXT_CHAT_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+
+typedef struct chat_message {
+    const char *role;    /* "system", "user", "assistant" or "tool"; others are dropped as Jinja does */
+    const char *content; /* NULL counts as "" */
+    const char *reasoning_content; /* may be NULL (then <think>...</think> is taken from content) */
+} chat_message;
+
+typedef struct chat_options {
+    int add_generation_prompt; /* append "<|im_start|>assistant\n" */
+    int enable_thinking;       /* default 1; 0 appends the empty think block after the prompt */
+} chat_options;
+
+/* HF's defaults: no generation prompt, thinking enabled. */
+#define CHAT_OPTIONS_DEFAULT ((chat_options){0, 1})
+
+/* Renders the conversation; *out is malloc'ed and NUL-terminated. opt may be
+ * NULL (CHAT_OPTIONS_DEFAULT). Fails on a NULL role or n == 0. */
+nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
+                      nc_error *err);
+
+#endif
