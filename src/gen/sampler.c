@@ -1,0 +1,259 @@
+/* The sampler: penalties over the token history, then temperature, top-k,
+ * top-p and min-p on the candidate set, then one draw from xoshiro256**.
+ * Sorting is lazy: a binary heap over the candidates yields them best-first,
+ * so top-k and top-p cost O(V + kept * log V) instead of a full sort of a
+ * 150k-entry vocabulary every token. */
+#include "gen/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/rng.h"
+
+struct gen_sampler {
+    int n_vocab;
+    gen_sampler_params p;
+    gen_rng rng;
+    float *work;     /* [n_vocab] logits after penalties and temperature */
+    int32_t *counts; /* [n_vocab] occurrences of each token in the history */
+    int32_t *seen;   /* [n_vocab] distinct ids in the history, n_seen of them */
+    int n_seen;
+    int32_t *heap; /* [n_vocab] scratch for the best-first heap */
+    int32_t *cand; /* [n_vocab] the candidate set, best-first when sorted */
+    double *cprob; /* [n_vocab] probability of cand[i] */
+};
+
+gen_sampler_params gen_sampler_defaults_greedy(void) {
+    gen_sampler_params p = {0};
+    p.temperature = 0.0f;
+    p.top_p = 1.0f;
+    p.repeat_penalty = 1.0f;
+    return p;
+}
+
+nc_status gen_sampler_check_params(const gen_sampler_params *p, nc_error *err) {
+    if (!isfinite(p->temperature))
+        return nc_fail(err, NC_ERR_INVALID, "sampling: temperature must be finite");
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
+        return nc_fail(err, NC_ERR_INVALID, "sampling: top_p %g is outside [0, 1]",
+                       (double)p->top_p);
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return nc_fail(err, NC_ERR_INVALID, "sampling: min_p %g is outside [0, 1]",
+                       (double)p->min_p);
+    if (!(p->repeat_penalty > 0.0f) || !isfinite(p->repeat_penalty))
+        return nc_fail(err, NC_ERR_INVALID, "sampling: repeat_penalty %g must be > 0",
+                       (double)p->repeat_penalty);
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+        return nc_fail(err, NC_ERR_INVALID, "sampling: presence/frequency penalty must be finite");
+    return NC_OK;
+}
+
+void gen_sampler_free(gen_sampler *s) {
+    if (!s) return;
+    free(s->work);
+    free(s->counts);
+    free(s->seen);
+    free(s->heap);
+    free(s->cand);
+    free(s->cprob);
+    free(s);
+}
+
+nc_status gen_sampler_new(int n_vocab, const gen_sampler_params *p, gen_sampler **out,
+                          nc_error *err) {
+    *out = NULL;
+    if (n_vocab <= 0) return nc_fail(err, NC_ERR_INVALID, "sampler: vocabulary size %d", n_vocab);
+    NC_TRY(gen_sampler_check_params(p, err));
+    gen_sampler *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "sampler: out of memory");
+    size_t n = (size_t)n_vocab;
+    s->n_vocab = n_vocab;
+    s->work = malloc(n * sizeof *s->work);
+    s->counts = calloc(n, sizeof *s->counts);
+    s->seen = malloc(n * sizeof *s->seen);
+    s->heap = malloc(n * sizeof *s->heap);
+    s->cand = malloc(n * sizeof *s->cand);
+    s->cprob = malloc(n * sizeof *s->cprob);
+    if (!s->work || !s->counts || !s->seen || !s->heap || !s->cand || !s->cprob) {
+        gen_sampler_free(s);
+        return nc_fail(err, NC_ERR_NOMEM, "sampler: out of memory for %d tokens", n_vocab);
+    }
+    s->p = *p;
+    gen_rng_seed(&s->rng, p->seed);
+    *out = s;
+    return NC_OK;
+}
+
+nc_status gen_sampler_reset(gen_sampler *s, const gen_sampler_params *p, nc_error *err) {
+    NC_TRY(gen_sampler_check_params(p, err));
+    for (int i = 0; i < s->n_seen; i++)
+        s->counts[s->seen[i]] = 0;
+    s->n_seen = 0;
+    s->p = *p;
+    gen_rng_seed(&s->rng, p->seed);
+    return NC_OK;
+}
+
+void gen_sampler_accept(gen_sampler *s, int32_t id) {
+    if (id < 0 || id >= s->n_vocab) return;
+    if (s->counts[id]++ == 0) s->seen[s->n_seen++] = id;
+}
+
+/* a ranks before b: higher logit, then lower id. */
+static int ranks_before(const float *w, int32_t a, int32_t b) {
+    return w[a] > w[b] || (w[a] == w[b] && a < b);
+}
+
+static void sift_down(const float *w, int32_t *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, best = i;
+        if (l < n && ranks_before(w, h[l], h[best])) best = l;
+        if (r < n && ranks_before(w, h[r], h[best])) best = r;
+        if (best == i) return;
+        int32_t t = h[i];
+        h[i] = h[best];
+        h[best] = t;
+        i = best;
+    }
+}
+
+static void heap_build(const float *w, int32_t *h, int n) {
+    for (int i = n / 2 - 1; i >= 0; i--)
+        sift_down(w, h, n, i);
+}
+
+static int32_t heap_pop(const float *w, int32_t *h, int *n) {
+    int32_t top = h[0];
+    h[0] = h[--*n];
+    sift_down(w, h, *n, 0);
+    return top;
+}
+
+/* Penalties on the tokens seen, in place on s->work. */
+static void apply_penalties(gen_sampler *s) {
+    const gen_sampler_params *p = &s->p;
+    int has_rep = p->repeat_penalty != 1.0f;
+    int has_oai = p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    if (!has_rep && !has_oai) return;
+    for (int i = 0; i < s->n_seen; i++) {
+        int32_t id = s->seen[i];
+        float l = s->work[id];
+        if (has_rep) l = l > 0.0f ? l / p->repeat_penalty : l * p->repeat_penalty;
+        l -= (float)s->counts[id] * p->frequency_penalty + p->presence_penalty;
+        s->work[id] = l;
+    }
+}
+
+static int32_t argmax(const float *w, int n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (w[i] > w[best]) best = i; /* strict: ties keep the lower id */
+    return best;
+}
+
+/* Fills s->cand / s->cprob with the filtered, renormalised distribution and
+ * returns the number of candidates, or -1 for greedy with *greedy_id set. */
+static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
+    const gen_sampler_params *p = &s->p;
+    int n = s->n_vocab;
+    float *w = s->work;
+    for (int i = 0; i < n; i++)
+        w[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    apply_penalties(s);
+    if (p->temperature <= 0.0f || p->top_k == 1) {
+        *greedy_id = argmax(w, n);
+        return -1;
+    }
+    if (p->temperature != 1.0f)
+        for (int i = 0; i < n; i++)
+            w[i] /= p->temperature;
+
+    int n_cand = 0, is_sorted = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (w[i] > -INFINITY) s->cand[n_cand++] = i;
+    if (n_cand == 0) {
+        *greedy_id = 0;
+        return -1;
+    }
+    if (p->top_k > 0 && p->top_k < n_cand) {
+        int hn = n_cand;
+        memcpy(s->heap, s->cand, (size_t)hn * sizeof *s->heap);
+        heap_build(w, s->heap, hn);
+        for (int i = 0; i < p->top_k; i++)
+            s->cand[i] = heap_pop(w, s->heap, &hn);
+        n_cand = p->top_k;
+        is_sorted = 1;
+    }
+    if (p->top_p < 1.0f) {
+        /* HF keeps a token while the mass of the tokens ranked before it is
+         * below top_p; the first token is always kept. */
+        double maxl = -INFINITY, sum = 0.0;
+        for (int i = 0; i < n_cand; i++)
+            if (w[s->cand[i]] > maxl) maxl = w[s->cand[i]];
+        for (int i = 0; i < n_cand; i++)
+            sum += exp((double)w[s->cand[i]] - maxl);
+        double before = 0.0;
+        int kept = 0;
+        if (is_sorted) {
+            while (kept < n_cand && (kept == 0 || before < p->top_p))
+                before += exp((double)w[s->cand[kept++]] - maxl) / sum;
+        } else {
+            int hn = n_cand;
+            memcpy(s->heap, s->cand, (size_t)hn * sizeof *s->heap);
+            heap_build(w, s->heap, hn);
+            while (hn > 0 && (kept == 0 || before < p->top_p)) {
+                int32_t id = heap_pop(w, s->heap, &hn);
+                s->cand[kept++] = id;
+                before += exp((double)w[id] - maxl) / sum;
+            }
+            is_sorted = 1;
+        }
+        n_cand = kept;
+    }
+    if (p->min_p > 0.0f) {
+        /* p_i < min_p * p_max  <=>  l_i < l_max + log(min_p). */
+        double maxl = -INFINITY;
+        for (int i = 0; i < n_cand; i++)
+            if (w[s->cand[i]] > maxl) maxl = w[s->cand[i]];
+        double thr = maxl + log((double)p->min_p);
+        int kept = 0;
+        for (int i = 0; i < n_cand; i++)
+            if ((double)w[s->cand[i]] >= thr) s->cand[kept++] = s->cand[i];
+        n_cand = kept; /* the maximum always passes, so kept >= 1 */
+    }
+    double maxl = -INFINITY, sum = 0.0;
+    for (int i = 0; i < n_cand; i++)
+        if (w[s->cand[i]] > maxl) maxl = w[s->cand[i]];
+    for (int i = 0; i < n_cand; i++) {
+        s->cprob[i] = exp((double)w[s->cand[i]] - maxl);
+        sum += s->cprob[i];
+    }
+    for (int i = 0; i < n_cand; i++)
+        s->cprob[i] /= sum;
+    return n_cand;
+}
+
+int32_t gen_sampler_sample(gen_sampler *s, const float *logits) {
+    int32_t greedy_id = 0;
+    int n_cand = prepare(s, logits, &greedy_id);
+    if (n_cand < 0) return greedy_id;
+    double u = gen_rng_uniform(&s->rng), cum = 0.0;
+    for (int i = 0; i < n_cand; i++) {
+        cum += s->cprob[i];
+        if (u < cum) return s->cand[i];
+    }
+    return s->cand[n_cand - 1]; /* u within rounding of 1 */
+}
+
+void gen_sampler_probs(gen_sampler *s, const float *logits, float *probs) {
+    int32_t greedy_id = 0;
+    int n_cand = prepare(s, logits, &greedy_id);
+    memset(probs, 0, (size_t)s->n_vocab * sizeof *probs);
+    if (n_cand < 0) {
+        probs[greedy_id] = 1.0f;
+        return;
+    }
+    for (int i = 0; i < n_cand; i++)
+        probs[s->cand[i]] = (float)s->cprob[i];
+}
