@@ -1,0 +1,90 @@
+/* Runtime CPU detection and the one-time choice of the kernel table. On
+ * x86-64 the CPUID bits alone are not enough: the OS must also save the
+ * wide registers (XCR0), or AVX instructions fault. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_kernels.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+static unsigned long long read_xcr0(void) {
+    unsigned int lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static void detect(cpu_features *f) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    f->fma = (c >> 12) & 1;
+    f->f16c = (c >> 29) & 1;
+    unsigned long long xcr0 = osxsave ? read_xcr0() : 0;
+    int os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = (xcr0 & 0xe6) == 0xe6;
+    if (!avx || !os_avx) {
+        f->fma = f->f16c = 0;
+        return;
+    }
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    f->avx2 = (b >> 5) & 1;
+    if (os_avx512) {
+        f->avx512f = (b >> 16) & 1;
+        f->avx512bw = (b >> 30) & 1;
+        f->avx512vl = (b >> 31) & 1;
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = (a >> 5) & 1;
+    }
+}
+#elif defined(__aarch64__)
+static void detect(cpu_features *f) { f->neon = 1; }
+#else
+static void detect(cpu_features *f) { (void)f; }
+#endif
+
+static cpu_features features;
+static const cpu_kernels *chosen;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int simd_disabled(void) {
+    const char *v = getenv("NECTAR_NO_SIMD");
+    return v && *v && strcmp(v, "0");
+}
+
+static int has_avx2(void) { return features.avx2 && features.fma && features.f16c; }
+
+static void choose(void) {
+    detect(&features);
+    chosen = &cpu_kernels_scalar;
+    if (simd_disabled()) return;
+#if defined(__x86_64__)
+    if (has_avx2()) chosen = &cpu_kernels_avx2;
+#endif
+}
+
+const cpu_features *cpu_features_get(void) {
+    pthread_once(&once, choose);
+    return &features;
+}
+
+const cpu_kernels *cpu_kernels_get(void) {
+    pthread_once(&once, choose);
+    return chosen;
+}
+
+int cpu_kernels_available(const cpu_kernels **out, int cap) {
+    pthread_once(&once, choose);
+    int n = 0;
+    if (n < cap) out[n++] = &cpu_kernels_scalar;
+#if defined(__x86_64__)
+    if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
+#endif
+    return n;
+}
+
+size_t cpu_wtype_size(cpu_wtype t) { return t == CPU_W_F32 ? 4 : 2; }
+const char *cpu_wtype_name(cpu_wtype t) {
+    static const char *names[CPU_W_N] = {"f32", "f16", "bf16"};
+    return (unsigned)t < CPU_W_N ? names[t] : "?";
+}

@@ -1,0 +1,51 @@
+/* The CPU kernel table: one implementation per instruction set (scalar
+ * reference, AVX2+FMA+F16C, AVX-512), chosen once at start by
+ * cpu_kernels_get() from the CPU's features. Everything that must be fast
+ * and vectorised goes through this table; callers never test the ISA. */
+#ifndef NC_CPU_KERNELS_H
+#define NC_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Storage type of a weight matrix, read straight from the mmap. */
+typedef enum { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_N } cpu_wtype;
+
+/* Y[t*ldy + r] = sum_k X[t*ldx + k] * W[r*ldw + k]  for t in [0, n), r in
+ * [r0, r1): n activation rows against rows r0..r1 of W ([rows, k], row
+ * stride ldw elements), each weight loaded once per group of activation rows
+ * and converted to fp32 in registers. Accumulation is fp32. */
+typedef void (*cpu_matmul_fn)(const void *w, size_t ldw, const float *x, size_t ldx, float *y,
+                              size_t ldy, int n, int k, int r0, int r1);
+
+typedef struct cpu_kernels {
+    const char *name; /* "scalar", "avx2", "avx512" */
+    cpu_matmul_fn matmul[CPU_W_N];
+    float (*dot)(const float *a, const float *b, int n);
+    void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
+    void (*row_to_f32[CPU_W_N])(const void *src, float *dst, int n);
+} cpu_kernels;
+
+extern const cpu_kernels cpu_kernels_scalar;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const cpu_kernels cpu_kernels_avx2;
+extern const cpu_kernels cpu_kernels_avx512;
+#endif
+
+typedef struct cpu_features {
+    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512bf16, neon;
+} cpu_features;
+
+const cpu_features *cpu_features_get(void);
+
+/* The best table for this CPU, picked on the first call; the environment
+ * variable NECTAR_NO_SIMD=1 forces the scalar reference. Thread-safe. */
+const cpu_kernels *cpu_kernels_get(void);
+
+/* Every table this CPU can run (scalar first), for tests comparing them. */
+int cpu_kernels_available(const cpu_kernels **out, int cap);
+
+size_t cpu_wtype_size(cpu_wtype t);
+const char *cpu_wtype_name(cpu_wtype t);
+
+#endif

@@ -1,0 +1,54 @@
+/* Splitting a matrix product into pool tasks (see cpu_matmul.h). */
+#include "cpu/cpu_matmul.h"
+
+/* Activation rows per inner call when n > 1: 16 rows of fp32 activations
+ * (16 x 4 KiB at k = 1024) stay in L1/L2 while a task's weight rows pass. */
+#define TOKEN_BLOCK 16
+/* Weight rows per task when n > 1: 64 rows of bf16 at k = 1024 is 128 KiB,
+ * small enough to stay in L2 across the token blocks. */
+#define ROWS_PER_TASK_BATCH 64
+
+typedef struct {
+    const cpu_kernels *kern;
+    const cpu_mat *w;
+    const float *x;
+    size_t ldx, ldy;
+    float *y;
+    int n, rows_per_task;
+} matmul_job;
+
+static void matmul_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const matmul_job *j = ctx;
+    int r0 = task * j->rows_per_task;
+    int r1 = r0 + j->rows_per_task;
+    if (r1 > j->w->rows) r1 = j->w->rows;
+    cpu_matmul_fn fn = j->kern->matmul[j->w->type];
+    for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
+        int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
+        fn(j->w->data, (size_t)j->w->cols, j->x + (size_t)t * j->ldx, j->ldx,
+           j->y + (size_t)t * j->ldy, j->ldy, nt, j->w->cols, r0, r1);
+    }
+}
+
+void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
+                size_t ldx, float *y, size_t ldy, int n) {
+    if (n <= 0 || w->rows <= 0) return;
+    int threads = nc_pool_threads(pool);
+    int per;
+    if (n == 1) {
+        /* Decoding is bandwidth bound: a few large tasks per thread balance
+         * the load without paying a dispatch per few rows. */
+        per = (w->rows + threads * 4 - 1) / (threads * 4);
+        per = (per + 15) & ~15;
+    } else {
+        per = ROWS_PER_TASK_BATCH;
+    }
+    if (per < 16) per = 16;
+    matmul_job j = {kern, w, x, ldx, ldy, y, n, per};
+    nc_pool_for(pool, (w->rows + per - 1) / per, matmul_task, &j);
+}
+
+size_t cpu_mat_bytes(const cpu_mat *w) {
+    return (size_t)w->rows * (size_t)w->cols * cpu_wtype_size(w->type);
+}

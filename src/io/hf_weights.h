@@ -1,0 +1,25 @@
+/* The weights of a Hugging Face model folder: `model.safetensors`, or the
+ * shards listed in `model.safetensors.index.json` ("weight_map": tensor name
+ * -> shard file). All shards are mmapped and validated up front; lookups go
+ * by tensor name across every shard. */
+#ifndef NC_IO_HF_WEIGHTS_H
+#define NC_IO_HF_WEIGHTS_H
+
+#include "io/safetensors.h"
+
+typedef struct hf_weights {
+    st_file **shards;
+    int n_shards;
+    size_t total_bytes; /* sum of the shard file sizes */
+} hf_weights;
+
+nc_status hf_weights_open(const char *dir, hf_weights **out, nc_error *err);
+void hf_weights_close(hf_weights *w);
+
+/* NULL when no shard holds it; *file (if non-NULL) gets the shard's path. */
+const st_tensor *hf_weights_find(const hf_weights *w, const char *name, const char **file);
+
+/* "dir/name" into buf; returns buf (truncated paths fail the later open). */
+const char *hf_path_join(char *buf, size_t cap, const char *dir, const char *name);
+
+#endif

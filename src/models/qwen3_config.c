@@ -1,0 +1,173 @@
+/* Qwen3 config.json (+ generation_config.json) into a qwen3_config. Accepts
+ * what transformers 4.x and 5.x write (top-level `rope_theta` or
+ * `rope_parameters`, eos as an int or a list) and rejects, naming the field,
+ * anything this engine would compute differently (other model types, biases,
+ * sliding windows, RoPE scaling). */
+#include <math.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "io/hf_weights.h"
+#include "models/qwen3.h"
+
+#define MAX_DIM (1 << 20)
+#define MAX_VOCAB (1 << 24)
+
+static nc_status get_int(const json_t *o, const char *key, int *out, int required, int lo, int hi,
+                         const char *what, nc_error *err) {
+    int64_t v = *out;
+    NC_TRY(nc_json_int(o, key, &v, required, what, err));
+    if (v < lo || v > hi)
+        return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is outside [%d, %d]", what, key,
+                       (long long)v, lo, hi);
+    *out = (int)v;
+    return NC_OK;
+}
+
+static void add_eos(qwen3_config *c, int64_t id) {
+    for (int i = 0; i < c->n_eos; i++)
+        if (c->eos_token_ids[i] == id) return;
+    if (c->n_eos < QWEN3_MAX_EOS) c->eos_token_ids[c->n_eos++] = (int32_t)id;
+}
+
+/* eos_token_id: an int, a list of ints, or absent/null. */
+static nc_status read_eos(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
+    const json_t *v = json_object_get(o, "eos_token_id");
+    if (!v || json_is_null(v)) return NC_OK;
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0 || json_integer_value(v) >= c->vocab_size)
+            return nc_fail(err, NC_ERR_RANGE, "%s: eos_token_id %lld is outside the vocabulary",
+                           what, (long long)json_integer_value(v));
+        add_eos(c, json_integer_value(v));
+        return NC_OK;
+    }
+    if (!json_is_array(v))
+        return nc_fail(err, NC_ERR_FORMAT, "%s: field 'eos_token_id' must be an int or a list",
+                       what);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(v, i, e) {
+        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+            json_integer_value(e) >= c->vocab_size)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: eos_token_id[%zu] is not a token id", what, i);
+        add_eos(c, json_integer_value(e));
+    }
+    return NC_OK;
+}
+
+static nc_status read_rope(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
+    double theta = 10000.0; /* Qwen3Config's default */
+    NC_TRY(nc_json_num(o, "rope_theta", &theta, 0, what, err));
+    const json_t *rp = json_object_get(o, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        char sub[600];
+        snprintf(sub, sizeof sub, "%s: rope_parameters", what);
+        const char *type = "default";
+        NC_TRY(nc_json_num(rp, "rope_theta", &theta, 0, sub, err));
+        NC_TRY(nc_json_str(rp, "rope_type", &type, 0, sub, err));
+        if (strcmp(type, "default"))
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_type '%s' is not supported", sub,
+                           type);
+    }
+    const json_t *rs = json_object_get(o, "rope_scaling");
+    if (rs && !json_is_null(rs)) {
+        const char *type = "default";
+        NC_TRY(nc_json_str(rs, "rope_type", &type, 0, what, err));
+        if (strcmp(type, "default"))
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_scaling '%s' is not supported", what,
+                           type);
+    }
+    if (!(theta > 1.0) || !isfinite(theta))
+        return nc_fail(err, NC_ERR_RANGE, "%s: rope_theta %g must be a finite number > 1", what,
+                       theta);
+    c->rope_theta = (float)theta;
+    return NC_OK;
+}
+
+static nc_status check_supported(const json_t *o, const char *what, nc_error *err) {
+    const char *type = NULL;
+    NC_TRY(nc_json_str(o, "model_type", &type, 1, what, err));
+    if (strcmp(type, "qwen3"))
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: model_type '%s' is not supported (this engine runs 'qwen3')", what,
+                       type);
+    const char *act = "silu";
+    NC_TRY(nc_json_str(o, "hidden_act", &act, 0, what, err));
+    if (strcmp(act, "silu"))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu)",
+                       what, act);
+    int flag = 0;
+    NC_TRY(nc_json_bool(o, "attention_bias", &flag, 0, what, err));
+    if (flag) return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: attention_bias is not supported", what);
+    flag = 0;
+    NC_TRY(nc_json_bool(o, "use_sliding_window", &flag, 0, what, err));
+    if (flag)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: use_sliding_window is not supported", what);
+    const json_t *lt = json_object_get(o, "layer_types");
+    size_t i;
+    const json_t *e;
+    if (json_is_array(lt)) json_array_foreach(lt, i, e) {
+            if (!json_is_string(e) || strcmp(json_string_value(e), "full_attention"))
+                return nc_fail(err, NC_ERR_UNSUPPORTED,
+                               "%s: layer_types[%zu] is not 'full_attention'", what, i);
+        }
+    return NC_OK;
+}
+
+static nc_status parse_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
+    if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
+    NC_TRY(check_supported(o, what, err));
+    NC_TRY(get_int(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
+    NC_TRY(get_int(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(get_int(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(get_int(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
+    NC_TRY(get_int(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
+    c->num_key_value_heads = c->num_attention_heads;
+    NC_TRY(get_int(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
+    if (c->num_attention_heads % c->num_key_value_heads)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       what, c->num_attention_heads, c->num_key_value_heads);
+    c->head_dim = c->hidden_size / c->num_attention_heads;
+    NC_TRY(get_int(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
+    if (c->head_dim % 2)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: head_dim %d must be even (RoPE)", what,
+                       c->head_dim);
+    if ((int64_t)c->head_dim * c->num_attention_heads > MAX_DIM)
+        return nc_fail(err, NC_ERR_RANGE, "%s: num_attention_heads x head_dim is too large", what);
+    c->max_position_embeddings = 32768;
+    NC_TRY(get_int(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 24, what,
+                   err));
+    double eps = 1e-6;
+    NC_TRY(nc_json_num(o, "rms_norm_eps", &eps, 0, what, err));
+    if (!(eps > 0 && eps < 1))
+        return nc_fail(err, NC_ERR_RANGE, "%s: rms_norm_eps %g must be in (0, 1)", what, eps);
+    c->rms_norm_eps = (float)eps;
+    NC_TRY(read_rope(o, c, what, err));
+    c->tie_word_embeddings = 0; /* Qwen3Config's default */
+    NC_TRY(nc_json_bool(o, "tie_word_embeddings", &c->tie_word_embeddings, 0, what, err));
+    int64_t bos = -1;
+    NC_TRY(nc_json_int(o, "bos_token_id", &bos, 0, what, err));
+    c->bos_token_id = (bos >= 0 && bos < c->vocab_size) ? (int32_t)bos : -1;
+    return read_eos(o, c, what, err);
+}
+
+nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err) {
+    memset(cfg, 0, sizeof *cfg);
+    char path[4096];
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
+    hf_path_join(path, sizeof path, dir, "config.json");
+    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
+    json_t *root;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    nc_status st = parse_config(root, cfg, path, err);
+    json_decref(root);
+    NC_TRY(st);
+    hf_path_join(path, sizeof path, dir, "generation_config.json");
+    if (!nc_file_exists(path)) return NC_OK;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    st = json_is_object(root) ? read_eos(root, cfg, path, err)
+                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
+    json_decref(root);
+    return st;
+}
