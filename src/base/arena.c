@@ -57,7 +57,7 @@ char *nc_arena_strdup(nc_arena *a, const char *s) { return nc_arena_strndup(a, s
 
 void *nc_arena_memdup(nc_arena *a, const void *p, size_t size_bytes) {
     void *q = nc_arena_alloc(a, size_bytes);
-    if (q && size_bytes) memcpy(q, p, size_bytes);
+    if (q && p && size_bytes) memcpy(q, p, size_bytes);
     return q;
 }
 

@@ -173,6 +173,7 @@ typedef struct mil_function {
     mil_var **vars;     /* every variable of the function, vars[v->id] == v */
     int line;           /* source line of `func`, 0 when built */
     struct mil_program *prog;
+    struct mil_var_index *index; /* name -> variable hash, internal */
 } mil_function;
 
 typedef struct mil_blob_cache mil_blob_cache; /* opened weight files, internal */
