@@ -1,0 +1,213 @@
+/* Parameter counts, dense FLOPs and floors for encoders and Qwen3 decoders.
+ * Counts are doubles: exact for every integer below 2^53, which covers any
+ * model that fits in memory. */
+#include "bench/bounds.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/json.h"
+
+const nc_weight_format nc_weight_formats[] = {
+    {"fp32", 4.0},
+    {"fp16", 2.0},
+    {"bf16", 2.0},
+    {"q8", 34.0 / 32.0}, /* 32 int8 values + one fp16 scale */
+    {"q4", 18.0 / 32.0}, /* 32 4-bit values + one fp16 scale */
+};
+const int nc_n_weight_formats = (int)(sizeof nc_weight_formats / sizeof nc_weight_formats[0]);
+
+const nc_weight_format *nc_weight_format_find(const char *name) {
+    for (int i = 0; i < nc_n_weight_formats; i++)
+        if (!strcmp(nc_weight_formats[i].name, name)) return &nc_weight_formats[i];
+    return NULL;
+}
+
+double nc_encoder_params(const nc_encoder_shape *s) {
+    double n = (double)s->n_layers, d = (double)s->d_model, i = (double)s->d_ff;
+    double h = (double)s->n_head_layers;
+    /* per layer: Wqkv 3D^2 + Wo D^2 = 4D^2; Wi D x 2I + Wo I x D = 3DI */
+    return n * (4.0 * d * d + 3.0 * d * i) + 12.0 * h * d * d;
+}
+
+double nc_encoder_flops(const nc_encoder_shape *s, int64_t batch, int64_t seq_len) {
+    double b = (double)batch, l = (double)seq_len, d = (double)s->d_model;
+    double layers = (double)(s->n_layers + s->n_head_layers);
+    /* 2 FLOPs per weight per token, plus QK^T and AV: 2 x 2 x L^2 x D per layer */
+    return 2.0 * b * l * nc_encoder_params(s) + 4.0 * b * layers * l * l * d;
+}
+
+static double q_dim(const nc_qwen3_shape *s) {
+    return (double)s->num_attention_heads * (double)s->head_dim;
+}
+
+static double kv_dim(const nc_qwen3_shape *s) {
+    return (double)s->num_key_value_heads * (double)s->head_dim;
+}
+
+nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s) {
+    nc_qwen3_params p;
+    double h = (double)s->hidden_size, inter = (double)s->intermediate_size;
+    double n = (double)s->num_hidden_layers, vocab = (double)s->vocab_size;
+    /* q_proj h->q_dim, k_proj and v_proj h->kv_dim (GQA), o_proj q_dim->h */
+    double attn = h * q_dim(s) + 2.0 * h * kv_dim(s) + q_dim(s) * h;
+    double mlp = 3.0 * h * inter; /* gate, up: h->inter; down: inter->h */
+    p.layer_matmul = n * (attn + mlp);
+    /* input and post-attention RMSNorm (h each), q_norm and k_norm (head_dim
+     * each, shared by all heads of a layer), then the final norm */
+    p.norms = n * (2.0 * h + 2.0 * (double)s->head_dim) + h;
+    p.embedding = vocab * h;
+    p.lm_head = s->is_tied ? 0.0 : vocab * h;
+    p.total = p.layer_matmul + p.norms + p.embedding + p.lm_head;
+    p.non_embedding = p.total - p.embedding - p.lm_head;
+    /* the head multiplies every token (tied or not); the embedding is a
+     * gather of one row and costs no multiplications */
+    p.matmul_per_token = p.layer_matmul + vocab * h;
+    return p;
+}
+
+double nc_qwen3_prefill_flops(const nc_qwen3_shape *s, int64_t batch, int64_t seq_len) {
+    double b = (double)batch, l = (double)seq_len, n = (double)s->num_hidden_layers;
+    return 2.0 * b * l * nc_qwen3_count(s).matmul_per_token + 4.0 * b * n * l * l * q_dim(s);
+}
+
+double nc_qwen3_decode_flops(const nc_qwen3_shape *s, int64_t context) {
+    double n = (double)s->num_hidden_layers;
+    return 2.0 * nc_qwen3_count(s).matmul_per_token + 4.0 * n * (double)context * q_dim(s);
+}
+
+double nc_qwen3_kv_bytes(const nc_qwen3_shape *s, int64_t context) {
+    return 2.0 * (double)s->num_hidden_layers * kv_dim(s) * (double)context * 2.0;
+}
+
+nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err) {
+    const struct {
+        const char *name;
+        int64_t v;
+    } f[] = {{"hidden_size", s->hidden_size},
+             {"intermediate_size", s->intermediate_size},
+             {"num_hidden_layers", s->num_hidden_layers},
+             {"num_attention_heads", s->num_attention_heads},
+             {"num_key_value_heads", s->num_key_value_heads},
+             {"head_dim", s->head_dim},
+             {"vocab_size", s->vocab_size}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v <= 0 || f[i].v > (int64_t)1 << 24)
+            return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is out of range (1..2^24)",
+                           what, f[i].name, (long long)f[i].v);
+    if (s->num_attention_heads % s->num_key_value_heads != 0)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                       what, (long long)s->num_attention_heads, (long long)s->num_key_value_heads);
+    return NC_OK;
+}
+
+nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err) {
+    if (s->n_layers <= 0 || s->d_model <= 0 || s->d_ff <= 0)
+        return nc_fail(err, NC_ERR_INVALID, "encoder shape: -N, -D and -I must all be positive");
+    if (s->n_head_layers < 0) return nc_fail(err, NC_ERR_INVALID, "encoder shape: -H must be >= 0");
+    if (s->n_layers > (1 << 24) || s->d_model > (1 << 24) || s->d_ff > (1 << 24) ||
+        s->n_head_layers > (1 << 24))
+        return nc_fail(err, NC_ERR_RANGE, "encoder shape: a dimension exceeds 2^24");
+    return NC_OK;
+}
+
+nc_status nc_qwen3_shape_from_json(const json_t *cfg, const char *what, nc_qwen3_shape *out,
+                                   nc_error *err) {
+    nc_qwen3_shape s = {0};
+    const char *model_type = NULL;
+    NC_TRY(nc_json_str(cfg, "model_type", &model_type, 0, what, err));
+    if (model_type && strcmp(model_type, "qwen3") != 0)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: model_type '%s' is not qwen3", what,
+                       model_type);
+    NC_TRY(nc_json_int(cfg, "hidden_size", &s.hidden_size, 1, what, err));
+    NC_TRY(nc_json_int(cfg, "intermediate_size", &s.intermediate_size, 1, what, err));
+    NC_TRY(nc_json_int(cfg, "num_hidden_layers", &s.num_hidden_layers, 1, what, err));
+    NC_TRY(nc_json_int(cfg, "num_attention_heads", &s.num_attention_heads, 1, what, err));
+    s.num_key_value_heads = s.num_attention_heads; /* HF default: no GQA */
+    NC_TRY(nc_json_int(cfg, "num_key_value_heads", &s.num_key_value_heads, 0, what, err));
+    s.vocab_size = 151936; /* configuration_qwen3.py defaults */
+    NC_TRY(nc_json_int(cfg, "vocab_size", &s.vocab_size, 0, what, err));
+    s.head_dim = 128;
+    NC_TRY(nc_json_int(cfg, "head_dim", &s.head_dim, 0, what, err));
+    s.is_tied = 0;
+    NC_TRY(nc_json_bool(cfg, "tie_word_embeddings", &s.is_tied, 0, what, err));
+    NC_TRY(nc_qwen3_validate(&s, what, err));
+    *out = s;
+    return NC_OK;
+}
+
+nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
+    json_t *cfg;
+    NC_TRY(nc_json_load_file(config_path, &cfg, err));
+    nc_status st = nc_qwen3_shape_from_json(cfg, config_path, out, err);
+    json_decref(cfg);
+    return st;
+}
+
+/* Published configs (reference/qwen3-and-cpu-engines.md §1.2). */
+static const struct {
+    const char *name;
+    nc_qwen3_shape shape;
+} known_qwen3[] = {
+    {"qwen3-0.6b", {1024, 3072, 28, 16, 8, 128, 151936, 1}},
+    {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128, 151936, 1}},
+    {"qwen3-4b", {2560, 9728, 36, 32, 8, 128, 151936, 1}},
+    {"qwen3-8b", {4096, 12288, 36, 32, 8, 128, 151936, 0}},
+};
+
+nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
+    for (size_t i = 0; i < sizeof known_qwen3 / sizeof known_qwen3[0]; i++)
+        if (!strcmp(known_qwen3[i].name, name)) {
+            *out = known_qwen3[i].shape;
+            return NC_OK;
+        }
+    return nc_fail(err, NC_ERR_NOT_FOUND,
+                   "--like %s: unknown shape (known: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)",
+                   name);
+}
+
+/* ModernBERT configs on the HF hub (mmBERT-base shares the base shape). */
+static const struct {
+    const char *name;
+    nc_encoder_shape shape;
+} known_encoders[] = {
+    {"modernbert-base", {22, 768, 1152, 0}},
+    {"modernbert-large", {28, 1024, 2624, 0}},
+};
+
+nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err) {
+    for (size_t i = 0; i < sizeof known_encoders / sizeof known_encoders[0]; i++)
+        if (!strcmp(known_encoders[i].name, name)) {
+            *out = known_encoders[i].shape;
+            return NC_OK;
+        }
+    return nc_fail(err, NC_ERR_NOT_FOUND,
+                   "--like %s: unknown shape (known: modernbert-base, modernbert-large)", name);
+}
+
+nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, nc_error *err) {
+    json_t *cfg;
+    NC_TRY(nc_json_load_file(config_path, &cfg, err));
+    nc_encoder_shape s = *out;
+    nc_status st = nc_json_int(cfg, "hidden_size", &s.d_model, 1, config_path, err);
+    if (st == NC_OK) st = nc_json_int(cfg, "intermediate_size", &s.d_ff, 1, config_path, err);
+    if (st == NC_OK) st = nc_json_int(cfg, "num_hidden_layers", &s.n_layers, 1, config_path, err);
+    json_decref(cfg);
+    NC_TRY(st);
+    if (nc_encoder_validate(&s, err) != NC_OK) return nc_fail_prefix(err, "%s", config_path);
+    *out = s;
+    return NC_OK;
+}
+
+double nc_floor_s(double flops, double compute_flops_per_s, double bytes,
+                  double bandwidth_bytes_per_s) {
+    double t_compute = compute_flops_per_s > 0 ? flops / compute_flops_per_s : 0.0;
+    double t_bytes = bandwidth_bytes_per_s > 0 ? bytes / bandwidth_bytes_per_s : 0.0;
+    return fmax(t_compute, t_bytes);
+}
+
+double nc_amdahl(double fraction, double speedup) {
+    if (isinf(speedup)) return 1.0 / (1.0 - fraction);
+    return 1.0 / (1.0 - fraction + fraction / speedup);
+}

@@ -1,0 +1,90 @@
+/* The arithmetic behind `nectar bounds`: parameter counts, dense FLOPs,
+ * weight bytes per storage format and the bandwidth/compute floors that no
+ * implementation can beat (DESIGN.md §5). Pure functions of a model shape;
+ * the formulas and what each term counts are in docs/measuring.md. */
+#ifndef NC_BENCH_BOUNDS_H
+#define NC_BENCH_BOUNDS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+/* A ModernBERT-style encoder: N layers of attention (Wqkv D->3D, Wo D->D) and
+ * a gated MLP (Wi D->2I, Wo I->D), plus H "head" transformer layers of the
+ * classic shape (4D^2 attention + 8D^2 ungated D->4D->D MLP = 12D^2). */
+typedef struct nc_encoder_shape {
+    int64_t n_layers;      /* N */
+    int64_t d_model;       /* D */
+    int64_t d_ff;          /* I, the gated MLP's intermediate width */
+    int64_t n_head_layers; /* H, extra 12D^2 transformer layers on top */
+} nc_encoder_shape;
+
+/* The Qwen3 decoder fields that decide sizes (HF config.json names). */
+typedef struct nc_qwen3_shape {
+    int64_t hidden_size, intermediate_size, num_hidden_layers;
+    int64_t num_attention_heads, num_key_value_heads, head_dim, vocab_size;
+    int is_tied; /* tie_word_embeddings: lm_head shares the embedding table */
+} nc_qwen3_shape;
+
+/* Parameter counts of a Qwen3 model, split the ways claims need them. */
+typedef struct nc_qwen3_params {
+    double layer_matmul; /* q,k,v,o,gate,up,down matrices of all layers */
+    double norms;        /* RMSNorm weights: 2 per layer + q/k norms + final */
+    double embedding;    /* embed_tokens: vocab x hidden */
+    double lm_head;      /* separately stored head (0 when tied) */
+    double total;        /* everything stored once: matmul + norms + emb + head */
+    double non_embedding; /* total - embedding - lm_head (Qwen's published figure) */
+    double matmul_per_token; /* A: matrix params one token multiplies: layers + head */
+} nc_qwen3_params;
+
+/* A weight storage format and its bytes per parameter. */
+typedef struct nc_weight_format {
+    const char *name;
+    double bytes_per_param;
+} nc_weight_format;
+
+/* fp32, fp16, bf16, q8 (34 bytes per 32), q4 (18 bytes per 32). */
+extern const nc_weight_format nc_weight_formats[];
+extern const int nc_n_weight_formats;
+const nc_weight_format *nc_weight_format_find(const char *name);
+
+/* A = N(4D^2 + 3DI) + 12HD^2. */
+double nc_encoder_params(const nc_encoder_shape *s);
+/* F_dense(B,L) = 2BLA + 4B(N+H)L^2 D (multiply and add counted separately). */
+double nc_encoder_flops(const nc_encoder_shape *s, int64_t batch, int64_t seq_len);
+
+nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s);
+/* Prefill of B x L tokens, dense (un-masked) attention, logits at every
+ * position: 2BL*A + 4B*N*L^2*q_dim. */
+double nc_qwen3_prefill_flops(const nc_qwen3_shape *s, int64_t batch, int64_t seq_len);
+/* One decoded token with `context` cached positions: 2A + 4*N*context*q_dim. */
+double nc_qwen3_decode_flops(const nc_qwen3_shape *s, int64_t context);
+/* K and V read for one decoded token at `context` positions, fp16 cache. */
+double nc_qwen3_kv_bytes(const nc_qwen3_shape *s, int64_t context);
+
+/* Checks every field is positive and the shape is consistent. */
+nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err);
+nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err);
+
+/* Reads a Qwen3 config.json (model_type must be "qwen3" when present). */
+nc_status nc_qwen3_shape_from_json(const json_t *cfg, const char *what, nc_qwen3_shape *out,
+                                   nc_error *err);
+nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err);
+/* Known shapes: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b. */
+nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err);
+/* Known encoder shapes (H = 0): modernbert-base, modernbert-large. */
+nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err);
+/* Reads hidden_size, intermediate_size, num_hidden_layers of a ModernBERT config. */
+nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, nc_error *err);
+
+/* t >= max(flops / compute, bytes / bandwidth); a rate <= 0 means "not given"
+ * and that floor is reported as 0. Rates in bytes/s and FLOP/s. */
+double nc_floor_s(double flops, double compute_flops_per_s, double bytes,
+                  double bandwidth_bytes_per_s);
+
+/* Amdahl's law: a fraction f of the time sped up s times gives
+ * S = 1 / (1 - f + f/s); s = infinity gives 1 / (1 - f). */
+double nc_amdahl(double fraction, double speedup);
+
+#endif

@@ -1,0 +1,134 @@
+/* nectar bounds against figures published elsewhere: the 0.622 ms / 1.842 ms
+ * fp16 floors at 400 GB/s from the ANE feasibility study (shared/seeds), the
+ * Qwen3-0.6B 0.6B / 0.44B-non-embedding model-card counts, llama.cpp's
+ * "596.05 M", the 751,632,384 params stored in the 0.6B safetensors (head
+ * stored untied), and parameter counts that HF transformers reports for the
+ * same configs (tests/fixtures/bench/param_counts.json, made by
+ * tools/make_bench_fixtures.py). */
+#include <math.h>
+
+#include "../test.h"
+#include "base/json.h"
+#include "bench/bounds.h"
+#include "bench/bounds_report.h"
+
+static const nc_encoder_shape mm_base = {22, 768, 1152, 2};
+static const nc_encoder_shape en_large = {28, 1024, 2624, 2};
+
+static void test_encoder_fp16_floor_at_400_gbps_matches_study(void) {
+    const nc_weight_format *fp16 = nc_weight_format_find("fp16");
+    CHECK(fp16 != NULL);
+    double t_base = nc_floor_s(0, 0, nc_encoder_params(&mm_base) * fp16->bytes_per_param, 400e9);
+    double t_large = nc_floor_s(0, 0, nc_encoder_params(&en_large) * fp16->bytes_per_param, 400e9);
+    /* the study prints three decimals of milliseconds */
+    CHECKF(round(t_base * 1e6) == 622, "multilingual base floor %.6f ms", t_base * 1e3);
+    CHECKF(round(t_large * 1e6) == 1842, "English large floor %.6f ms", t_large * 1e3);
+}
+
+static void test_encoder_params_and_flops_by_hand(void) {
+    /* A = 22(4*768^2 + 3*768*1152) + 12*2*768^2 */
+    CHECK(nc_encoder_params(&mm_base) == 124452864.0);
+    CHECK(nc_encoder_params(&en_large) == 368312320.0);
+    /* F_dense(1,96) = 2*96*A + 4*(22+2)*96^2*768 */
+    CHECK(nc_encoder_flops(&mm_base, 1, 96) == 2.0 * 96 * 124452864.0 + 4.0 * 24 * 96 * 96 * 768);
+    /* B scales F linearly */
+    CHECK(nc_encoder_flops(&mm_base, 3, 64) == 3 * nc_encoder_flops(&mm_base, 1, 64));
+}
+
+static void test_qwen3_06b_counts_match_published(void) {
+    nc_qwen3_shape s;
+    nc_error err;
+    CHECK_OK(nc_qwen3_shape_load("tests/fixtures/bench/qwen3-0.6b-config.json", &s, &err), &err);
+    nc_qwen3_params p = nc_qwen3_count(&s);
+    /* model card: 0.6B total, 0.44B non-embedding; llama.cpp: 596.05 M */
+    CHECKF(round(p.total / 1e8) == 6, "total %.0f", p.total);
+    CHECKF(round(p.non_embedding / 1e7) == 44, "non-embedding %.0f", p.non_embedding);
+    CHECKF(round(p.total / 1e4) == 59605, "total %.0f", p.total);
+    /* safetensors dump: 751,632,384 params stored, lm_head written separately */
+    s.is_tied = 0;
+    CHECK(nc_qwen3_count(&s).total == 751632384.0);
+}
+
+static void test_qwen3_counts_match_transformers(void) {
+    json_t *ref;
+    nc_error err;
+    CHECK_OK(nc_json_load_file("tests/fixtures/bench/param_counts.json", &ref, &err), &err);
+    const char *name;
+    json_t *row;
+    int n = 0, bad = 0;
+    json_object_foreach(ref, name, row) {
+        nc_qwen3_shape s;
+        if (nc_qwen3_shape_from_json(json_object_get(row, "config"), name, &s, &err) != NC_OK) {
+            printf("  %s\n", err.msg);
+            bad++;
+            continue;
+        }
+        nc_qwen3_params p = nc_qwen3_count(&s);
+        double total = json_number_value(json_object_get(row, "total"));
+        double non_emb = json_number_value(json_object_get(row, "non_embedding"));
+        if (p.total != total || p.non_embedding != non_emb) {
+            printf("  %s: total %.0f vs HF %.0f, non-embedding %.0f vs HF %.0f\n", name, p.total,
+                   total, p.non_embedding, non_emb);
+            bad++;
+        }
+        n++;
+    }
+    json_decref(ref);
+    CHECK(n >= 3 && bad == 0);
+}
+
+static void test_qwen3_decode_ceiling(void) {
+    nc_qwen3_shape s;
+    nc_error err;
+    CHECK_OK(nc_qwen3_shape_like("qwen3-0.6b", &s, &err), &err);
+    nc_qwen3_params p = nc_qwen3_count(&s);
+    /* matmul weights read per token: all layers + tied head = 0.596 B */
+    CHECK(p.matmul_per_token == p.layer_matmul + 151936.0 * 1024);
+    /* KV cache per token, fp16 K+V all layers: 112 KiB per cached position */
+    CHECK(nc_qwen3_kv_bytes(&s, 1) == 112.0 * 1024);
+    nc_bounds_query q = {0};
+    q.is_decoder = 1;
+    q.decoder = s;
+    q.batch = 1;
+    q.seq_len = 512;
+    q.bandwidth_bytes_per_s = 100e9;
+    q.format = "fp16";
+    json_t *r;
+    CHECK_OK(nc_bounds_report(&q, &r, &err), &err);
+    json_t *row = json_array_get(json_object_get(r, "formats"), 0);
+    double tps = json_number_value(json_object_get(row, "tokens_per_s_ceiling"));
+    CHECK_NEAR(tps, 100e9 / (2.0 * p.matmul_per_token), 1e-9);
+    CHECK(json_is_null(json_object_get(row, "compute_floor_s")));
+    json_decref(r);
+}
+
+static void test_amdahl(void) {
+    CHECK_NEAR(nc_amdahl(0.9, INFINITY), 10.0, 1e-12);
+    CHECK_NEAR(nc_amdahl(0.5, 2.0), 1.0 / 0.75, 1e-12);
+    CHECK_NEAR(nc_amdahl(0.0, 100.0), 1.0, 0);
+    CHECK_NEAR(nc_amdahl(1.0, 4.0), 4.0, 1e-12);
+}
+
+static void test_bad_configs_are_rejected_with_the_field(void) {
+    nc_qwen3_shape s;
+    nc_error err;
+    CHECK(nc_qwen3_shape_load("tests/fixtures/bench/bad-config-heads.json", &s, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "num_key_value_heads") != NULL, "%s", err.msg);
+    CHECK(nc_qwen3_shape_load("tests/fixtures/bench/bad-config-type.json", &s, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "hidden_size") != NULL, "%s", err.msg);
+    CHECK(nc_qwen3_shape_load("tests/fixtures/bench/no-such-file.json", &s, &err) == NC_ERR_IO);
+    CHECK(nc_qwen3_shape_like("qwen9-1b", &s, &err) == NC_ERR_NOT_FOUND);
+    nc_encoder_shape e = {0, 768, 1152, 2};
+    CHECK(nc_encoder_validate(&e, &err) == NC_ERR_INVALID);
+}
+
+int main(void) {
+    RUN(test_encoder_fp16_floor_at_400_gbps_matches_study);
+    RUN(test_encoder_params_and_flops_by_hand);
+    RUN(test_qwen3_06b_counts_match_published);
+    RUN(test_qwen3_counts_match_transformers);
+    RUN(test_qwen3_decode_ceiling);
+    RUN(test_amdahl);
+    RUN(test_bad_configs_are_rejected_with_the_field);
+    return nc_test_exit_code();
+}
