@@ -1,7 +1,229 @@
-/* `nectar chat`: placeholder until its implementation lands. */
+/* `nectar chat`: interactive multi-turn chat. Each turn renders the whole
+ * history with the Qwen3 chat template and hands it to the session, which
+ * recomputes only what differs from its KV cache (the previous turns are a
+ * shared prefix). Thinking (<think>...</think>) is dimmed on a terminal or
+ * hidden with --hide-think. With stdin not a terminal, each line is a turn,
+ * so the command can be driven through a pipe. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "gen_cli.h"
+#include "text/chat.h"
+
+#define DIM "\x1b[2m"
+#define UNDIM "\x1b[0m"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nectar chat -m DIR [--system TEXT] [--think | --no-think] [--hide-think]\n"
+               "                  [options]\n\n"
+               "Interactive chat with the Qwen3 chat template. One line is one user turn;\n"
+               "/reset clears the history, Ctrl-D (end of input) quits.\n\n"
+               "      --system TEXT         system prompt\n"
+               "      --think               let the model think first (default)\n"
+               "      --no-think            answer directly (the template's empty think block)\n"
+               "      --hide-think          do not print the thinking\n");
+    gen_cli_print_options(f);
+    fprintf(f, "\nDefaults: -n 1024 per reply; sampling as Qwen3 recommends: with thinking\n"
+               "temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8, top-k 20.\n");
+}
+
+typedef struct chat_msg_store {
+    chat_message *msgs;
+    char **owned; /* the strings msgs point to */
+    size_t n, cap;
+} chat_msg_store;
+
+static int store_add(chat_msg_store *s, const char *role, const char *content) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        chat_message *m = realloc(s->msgs, cap * sizeof *m);
+        if (!m) return -1;
+        s->msgs = m;
+        char **o = realloc(s->owned, cap * sizeof *o);
+        if (!o) return -1;
+        s->owned = o;
+        s->cap = cap;
+    }
+    char *copy = strdup(content);
+    if (!copy) return -1;
+    s->owned[s->n] = copy;
+    s->msgs[s->n] = (chat_message){role, copy, NULL};
+    s->n++;
+    return 0;
+}
+
+static void store_truncate(chat_msg_store *s, size_t n) {
+    while (s->n > n)
+        free(s->owned[--s->n]);
+}
+
+/* The reply as it streams: kept whole for the history, printed with the
+ * thinking dimmed or hidden. */
+typedef struct reply {
+    char *text;
+    size_t len, cap;
+    int32_t think_open, think_close;
+    int is_thinking, is_after_think, is_tty, hide_think, failed;
+} reply;
+
+static int on_piece(void *user, int32_t token, const char *text, size_t len) {
+    reply *r = user;
+    if (r->len + len + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 1024;
+        while (cap < r->len + len + 1)
+            cap *= 2;
+        char *t = realloc(r->text, cap);
+        if (!t) return r->failed = 1;
+        r->text = t;
+        r->cap = cap;
+    }
+    if (len) memcpy(r->text + r->len, text, len);
+    r->len += len;
+    r->text[r->len] = '\0';
+    if (token >= 0 && token == r->think_open) {
+        r->is_thinking = 1;
+        if (r->is_tty && !r->hide_think) fputs(DIM, stdout);
+        return 0;
+    }
+    if (token >= 0 && token == r->think_close) {
+        if (r->is_tty && !r->hide_think) fputs(UNDIM, stdout);
+        r->is_thinking = 0;
+        r->is_after_think = 1;
+        fflush(stdout);
+        return 0;
+    }
+    if (r->is_thinking && r->hide_think) return 0;
+    if (r->is_after_think) { /* the template puts "\n\n" after </think> */
+        while (len && text[0] == '\n')
+            text++, len--;
+        if (len) r->is_after_think = 0;
+    }
+    if (len) fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+/* One turn: render, encode, generate. Returns NC_OK with the reply in r. */
+static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_msg_store *h,
+                           int enable_thinking, reply *r, gen_result *res, nc_error *err) {
+    char *rendered = NULL;
+    chat_options copt = {1, enable_thinking};
+    NC_TRY(chat_render(h->msgs, h->n, &copt, &rendered, err));
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
+    free(rendered);
+    if (st != NC_OK) return st;
+    gen_request req = {o->sampling, o->max_new_tokens, o->stops, o->n_stops, 0};
+    st = gen_generate(l->session, ids, (int)n_ids, &req, on_piece, r, res, err);
+    free(ids);
+    if (st == NC_OK && r->failed) st = nc_fail(err, NC_ERR_NOMEM, "chat: out of memory");
+    return st;
+}
 
 int cmd_chat(int argc, char **argv) {
-    (void)argc;
-    return cli_failf("%s: not implemented yet", argv[0]);
+    gen_cli_opts o;
+    gen_cli_defaults(&o, 1024);
+    const char *system = NULL;
+    int enable_thinking = 1, hide_think = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        int r = gen_cli_parse(argc, argv, &i, &o);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "--system")) {
+            if (i + 1 >= argc) return cli_failf("%s needs a value", a), 2;
+            system = argv[++i];
+        } else if (!strcmp(a, "--think")) {
+            enable_thinking = 1;
+        } else if (!strcmp(a, "--no-think")) {
+            enable_thinking = 0;
+        } else if (!strcmp(a, "--hide-think")) {
+            hide_think = 1;
+        } else {
+            return cli_failf("chat: unknown option '%s' (try nectar chat --help)", a), 2;
+        }
+    }
+    if (!o.model_dir) return cli_failf("chat: no model given (-m DIR)"), 2;
+    if (enable_thinking) { /* Qwen3's recommended thinking-mode sampling */
+        if (!o.is_set_temp) o.sampling.temperature = 0.6f;
+        if (!o.is_set_top_p) o.sampling.top_p = 0.95f;
+    }
+
+    nc_error err = {0};
+    gen_cli_loaded l;
+    if (gen_cli_load(&o, &l, &err) != NC_OK) return cli_fail(&err);
+    int is_tty_in = isatty(STDIN_FILENO), is_tty_out = isatty(STDOUT_FILENO);
+    fprintf(stderr, "nectar: loaded %s in %.2f s; /reset clears the history, Ctrl-D quits\n",
+            o.model_dir, l.load_s);
+
+    chat_msg_store h = {0};
+    int rc = 0;
+    if (system && store_add(&h, "system", system)) rc = cli_failf("chat: out of memory");
+    size_t n_base = h.n;
+    reply r = {0};
+    r.think_open = tok_find(l.tok, "<think>");
+    r.think_close = tok_find(l.tok, "</think>");
+    r.is_tty = is_tty_out;
+    r.hide_think = hide_think;
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (rc == 0) {
+        if (is_tty_in) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        ssize_t n = getline(&line, &line_cap, stdin);
+        if (n < 0) break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (n == 0) continue;
+        if (!strcmp(line, "/reset")) {
+            store_truncate(&h, n_base);
+            gen_session_reset(l.session);
+            fprintf(stderr, "nectar: history cleared\n");
+            continue;
+        }
+        if (store_add(&h, "user", line)) {
+            rc = cli_failf("chat: out of memory");
+            break;
+        }
+        r.len = 0;
+        r.is_thinking = r.is_after_think = 0;
+        gen_result res;
+        nc_status st = chat_turn(&l, &o, &h, enable_thinking, &r, &res, &err);
+        if (r.is_thinking && is_tty_out && !hide_think) fputs(UNDIM, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        if (st != NC_OK) {
+            /* the turn is dropped; the history stays usable (or /reset) */
+            store_truncate(&h, h.n - 1);
+            if (st == NC_ERR_RANGE)
+                fprintf(stderr, "nectar: error: %s (/reset clears the history)\n", err.msg);
+            else
+                rc = cli_fail(&err);
+            continue;
+        }
+        if (store_add(&h, "assistant", r.text ? r.text : "")) {
+            rc = cli_failf("chat: out of memory");
+            break;
+        }
+        fprintf(stderr, "nectar: ");
+        gen_cli_print_timings(stderr, &res);
+        fflush(stderr);
+    }
+    free(line);
+    free(r.text);
+    store_truncate(&h, 0);
+    free(h.msgs);
+    free(h.owned);
+    gen_cli_unload(&l);
+    return rc;
 }
