@@ -55,8 +55,8 @@ int tok_is_special(const tok_tokenizer *t, int32_t id);
 
 /* ids -> text (malloc'ed, NUL-terminated, *len excludes the NUL; len may be
  * NULL). skip_special drops special tokens. Byte sequences that are not
- * valid UTF-8 become U+FFFD, exactly as HF's decode does. An id that names
- * no token is an error (NC_ERR_RANGE). */
+ * valid UTF-8 become U+FFFD, and ids that name no token are skipped, both
+ * exactly as HF's decode does. */
 nc_status tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
                      char **out, size_t *len, nc_error *err);
 

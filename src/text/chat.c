@@ -1,0 +1,162 @@
+/* The Qwen3 chat template (see chat.h), transcribed from the Jinja source
+ * in Qwen3's tokenizer_config.json. The one non-obvious rule: reasoning
+ * ("<think>...</think>") of an assistant turn is rendered only for turns
+ * after the last real user query, and the final assistant turn always gets
+ * a think block (possibly empty). */
+#include "text/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put_n(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+
+/* A view of part of a string (the Python str methods the template uses). */
+typedef struct view {
+    const char *s;
+    size_t n;
+} view;
+
+static view view_of(const char *s) { return (view){s ? s : "", s ? strlen(s) : 0}; }
+
+static int starts_with(view v, const char *p) {
+    size_t n = strlen(p);
+    return v.n >= n && !memcmp(v.s, p, n);
+}
+
+static int ends_with(view v, const char *p) {
+    size_t n = strlen(p);
+    return v.n >= n && !memcmp(v.s + v.n - n, p, n);
+}
+
+/* Offset of the first (or last) occurrence of p in v, or -1. */
+static long find(view v, const char *p, int last) {
+    size_t n = strlen(p);
+    long at = -1;
+    for (size_t i = 0; i + n <= v.n; i++) {
+        if (memcmp(v.s + i, p, n) != 0) continue;
+        at = (long)i;
+        if (!last) break;
+    }
+    return at;
+}
+
+static view lstrip_nl(view v) {
+    while (v.n && v.s[0] == '\n') v.s++, v.n--;
+    return v;
+}
+
+static view rstrip_nl(view v) {
+    while (v.n && v.s[v.n - 1] == '\n') v.n--;
+    return v;
+}
+
+static int is_role(const chat_message *m, const char *role) { return !strcmp(m->role, role); }
+
+/* Index of the last user message that is a real query (not a wrapped tool
+ * response); the template's ns.last_query_index. */
+static size_t last_query_index(const chat_message *msgs, size_t n) {
+    for (size_t i = n; i-- > 0;) {
+        view c = view_of(msgs[i].content);
+        if (is_role(&msgs[i], "user") &&
+            !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>")))
+            return i;
+    }
+    return n - 1;
+}
+
+static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n, size_t last_query) {
+    view content = view_of(m->content), reasoning = {"", 0};
+    if (m->reasoning_content) {
+        reasoning = view_of(m->reasoning_content);
+    } else if (find(content, "</think>", 0) >= 0) {
+        /* content.split('</think>')[-1].lstrip('\n') and the reasoning as
+         * content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+        long first = find(content, "</think>", 0), last = find(content, "</think>", 1);
+        view before = rstrip_nl((view){content.s, (size_t)first});
+        long open = find(before, "<think>", 1);
+        if (open >= 0) before = (view){before.s + open + 7, before.n - (size_t)open - 7};
+        reasoning = lstrip_nl(before);
+        content = lstrip_nl((view){content.s + last + 8, content.n - (size_t)last - 8});
+    }
+    put(b, "<|im_start|>assistant\n");
+    if (i > last_query && (i == n - 1 || reasoning.n > 0)) {
+        reasoning = rstrip_nl(lstrip_nl(reasoning));
+        put(b, "<think>\n");
+        put_n(b, reasoning.s, reasoning.n);
+        put(b, "\n</think>\n\n");
+        content = lstrip_nl(content);
+    }
+    put_n(b, content.s, content.n);
+    put(b, "<|im_end|>\n");
+}
+
+nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
+                      nc_error *err) {
+    *out = NULL;
+    chat_options o = opt ? *opt : CHAT_OPTIONS_DEFAULT;
+    if (n == 0) return nc_fail(err, NC_ERR_INVALID, "chat template: no messages");
+    for (size_t i = 0; i < n; i++)
+        if (!msgs[i].role)
+            return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has no role", i);
+    sbuf b = {0};
+    if (is_role(&msgs[0], "system")) {
+        put(&b, "<|im_start|>system\n");
+        put(&b, view_of(msgs[0].content).s);
+        put(&b, "<|im_end|>\n");
+    }
+    size_t last_query = last_query_index(msgs, n);
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &msgs[i];
+        if (is_role(m, "user") || (is_role(m, "system") && i > 0)) {
+            put(&b, "<|im_start|>");
+            put(&b, m->role);
+            put(&b, "\n");
+            put(&b, view_of(m->content).s);
+            put(&b, "<|im_end|>\n");
+        } else if (is_role(m, "assistant")) {
+            render_assistant(&b, m, i, n, last_query);
+        } else if (is_role(m, "tool")) {
+            /* Consecutive tool results share one user turn. */
+            if (i == 0 || !is_role(&msgs[i - 1], "tool")) put(&b, "<|im_start|>user");
+            put(&b, "\n<tool_response>\n");
+            put(&b, view_of(m->content).s);
+            put(&b, "\n</tool_response>");
+            if (i == n - 1 || !is_role(&msgs[i + 1], "tool")) put(&b, "<|im_end|>\n");
+        }
+    }
+    if (o.add_generation_prompt) {
+        put(&b, "<|im_start|>assistant\n");
+        if (!o.enable_thinking) put(&b, "<think>\n\n</think>\n\n");
+    }
+    put(&b, ""); /* so an empty result is still an allocated "" */
+    if (b.oom) {
+        free(b.p);
+        return nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
+    }
+    *out = b.p;
+    return NC_OK;
+}
