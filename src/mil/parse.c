@@ -322,7 +322,7 @@ static nc_status parse_dims(parser *p, mil_type *t) {
                 dims[rank] = MIL_DIM_UNKNOWN;
                 has_sym = 1;
             } else {
-                NC_TRY(int_token(p, "a dimension (an integer >= 0, or ?)", 0, INT64_MAX, &dims[rank]));
+                NC_TRY(int_token(p, "a dimension (an integer >= 0, or ?)", 0, INT32_MAX, &dims[rank]));
             }
             rank++;
             if (!is_punct(peek(p, 0), ",")) break;
