@@ -1,0 +1,85 @@
+#!/bin/sh
+# End-to-end `nectar chat` ($NECTAR_BIN) through a pipe on the tiny random
+# Qwen3 checkpoints: two turns give byte-identical replies to HF transformers'
+# greedy generation on apply_chat_template of the same history
+# (tests/fixtures/gen/e2e/chat_*, from tools/make_gen_fixtures.py), which also
+# shows the KV-cache prefix reuse changes nothing; /reset forgets the history.
+BIN=${NECTAR_BIN:-build/nectar}
+FIX=tests/fixtures/gen/e2e
+T="-t 1" # the tiny models gain nothing from threads; see test_run.sh
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+chat() { # model, extra args... (stdin: the user lines)
+    m=$1; shift
+    "$BIN" chat $T -m "tests/fixtures/qwen3/$m" --no-think --temp 0 -n 16 "$@"
+}
+
+for in in "$FIX"/chat_*.in; do
+    name=$(basename "${in%.in}")
+    model=${name#chat_}
+    exp="${in%.in}.expected"
+    if chat "$model" <"$in" >"$TMP/out" 2>"$TMP/err" && cmp -s "$TMP/out" "$exp"; then
+        pass "chat_two_turns_match_hf_$model"
+    else
+        fail "chat_two_turns_match_hf_$model" "got '$(cat "$TMP/out")' expected '$(cat "$exp")' ($(tail -1 "$TMP/err"))"
+    fi
+done
+
+# /reset: the first question asked again after /reset gets the first answer;
+# asked again without /reset (history kept) the reply is the model's answer
+# to a longer prompt
+M=tiny_gqa2
+first_q=$(head -1 "$FIX/chat_$M.in")
+first_a=$(head -1 "$FIX/chat_$M.expected")
+printf '%s\n/reset\n%s\n' "$first_q" "$first_q" | chat $M >"$TMP/out" 2>"$TMP/err"
+if [ "$(sed -n 1p "$TMP/out")" = "$first_a" ] && [ "$(sed -n 2p "$TMP/out")" = "$first_a" ] &&
+    grep -q "history cleared" "$TMP/err"; then
+    pass chat_reset_forgets_history
+else fail chat_reset_forgets_history "got '$(cat "$TMP/out")' expected '$first_a' twice"; fi
+printf '%s\n%s\n' "$first_q" "$first_q" | chat $M >"$TMP/out" 2>/dev/null
+if [ "$(sed -n 1p "$TMP/out")" = "$first_a" ] && [ "$(sed -n 2p "$TMP/out")" != "$first_a" ]; then
+    pass chat_history_changes_the_reply
+else fail chat_history_changes_the_reply "got '$(cat "$TMP/out")'"; fi
+
+# the system prompt is part of the rendered conversation: it changes the reply
+printf '%s\n' "$first_q" | chat $M --system "You are a helpful assistant." >"$TMP/out" 2>/dev/null
+if [ -s "$TMP/out" ] && [ "$(sed -n 1p "$TMP/out")" != "$first_a" ]; then
+    pass chat_system_prompt_is_used
+else fail chat_system_prompt_is_used "got '$(cat "$TMP/out")'"; fi
+
+# --hide-think: with thinking on, nothing between <think> and </think> shows
+printf '%s\n' "$first_q" | chat $M --think --hide-think >"$TMP/out" 2>/dev/null
+if [ $? -eq 0 ] && ! grep -q "<think>" "$TMP/out"; then
+    pass chat_hide_think_runs
+else fail chat_hide_think_runs "got '$(cat "$TMP/out")'"; fi
+
+# end of input right away: a clean exit
+if chat $M </dev/null >"$TMP/out" 2>/dev/null && [ ! -s "$TMP/out" ]; then
+    pass chat_eof_quits
+else fail chat_eof_quits "rc or output"; fi
+
+# bad arguments: one line, non-zero exit
+"$BIN" chat $T -m "tests/fixtures/qwen3/$M" --bogus </dev/null >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: error: " "$TMP/err"; then
+    pass chat_rejects_unknown_option
+else fail chat_rejects_unknown_option "rc $rc stderr '$(cat "$TMP/err")'"; fi
+"$BIN" chat </dev/null >"$TMP/out" 2>"$TMP/err"
+if [ $? -ne 0 ] && grep -q "^nectar: error: .*-m DIR" "$TMP/err"; then
+    pass chat_rejects_missing_model
+else fail chat_rejects_missing_model "stderr '$(cat "$TMP/err")'"; fi
+
+# a conversation that outgrows the context: an error for that turn, then
+# /reset makes the chat usable again
+printf '%s\n%s\n/reset\n%s\n' "$first_q" "$first_q" "$first_q" | chat $M --ctx 50 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^nectar: error: .*context of 50 tokens" "$TMP/err" &&
+    [ "$(tail -1 "$TMP/out")" = "$first_a" ]; then
+    pass chat_context_overflow_then_reset
+else fail chat_context_overflow_then_reset "rc $rc stderr '$(cat "$TMP/err")' stdout '$(cat "$TMP/out")'"; fi
+
+if "$BIN" chat --help >"$TMP/out" 2>&1 && grep -q -- "--no-think" "$TMP/out"; then
+    pass chat_help
+else fail chat_help "no help text"; fi

@@ -1,0 +1,100 @@
+#!/bin/sh
+# End-to-end `nectar run` ($NECTAR_BIN) on the tiny random Qwen3 checkpoints:
+# greedy output byte-identical to HF transformers' (tests/fixtures/gen/e2e,
+# written by tools/make_gen_fixtures.py), seeds, stop strings, context
+# overflow, and one-line errors for bad input. The demo model is checked
+# against its reference.json by tests/cli/test_demo_reference.c.
+BIN=${NECTAR_BIN:-build/nectar}
+# one thread: the tiny models gain nothing from more, and the run stays
+# independent of the machine (the thread pool has its own tests)
+T="-t 1"
+FIX=tests/fixtures/gen/e2e
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# greedy continuation == HF's, for every fixture prompt
+for p in "$FIX"/run_*.prompt; do
+    base=${p%.prompt}
+    name=$(basename "$base")
+    model=$(echo "$name" | sed 's/^run_//; s/_[0-9]*$//')
+    if "$BIN" run $T -m "tests/fixtures/qwen3/$model" -f "$p" --temp 0 -n 24 >"$TMP/out" 2>"$TMP/err" &&
+        cmp -s "$TMP/out" "$base.expected"; then
+        pass "run_greedy_matches_hf_$name"
+    else
+        fail "run_greedy_matches_hf_$name" "got '$(cat "$TMP/out")' expected '$(cat "$base.expected")' ($(tail -1 "$TMP/err"))"
+    fi
+done
+
+M=tests/fixtures/qwen3/tiny_gqa2
+P="$FIX/run_tiny_gqa2_0.prompt"
+E="$FIX/run_tiny_gqa2_0.expected"
+
+# -p gives the same as -f for the same bytes
+if "$BIN" run $T -m "$M" -p "$(cat "$P")" --temp 0 -n 24 >"$TMP/out" 2>/dev/null && cmp -s "$TMP/out" "$E"; then
+    pass run_prompt_flag_equals_file
+else fail run_prompt_flag_equals_file "stdout differs"; fi
+
+# a stop string taken from the middle of the expected text (" " + its third
+# word): the output is cut just before it
+stop=" $(awk '{ print $3 }' "$E")"
+expect_cut=$(awk -v s="$stop" '{ i = index($0, s); print substr($0, 1, i - 1) }' "$E")
+if "$BIN" run $T -m "$M" -f "$P" --temp 0 -n 24 --stop "$stop" >"$TMP/out" 2>"$TMP/err" &&
+    [ "$(cat "$TMP/out")" = "$expect_cut" ] && grep -q "stop: stop" "$TMP/err"; then
+    pass run_stop_string_cuts_output
+else fail run_stop_string_cuts_output "stop '$stop': got '$(cat "$TMP/out")' expected '$expect_cut'"; fi
+
+# same seed, same output; another seed, another output
+"$BIN" run $T -m "$M" -f "$P" --temp 1.5 --top-k 0 --top-p 1 --seed 7 -n 24 >"$TMP/a" 2>/dev/null
+"$BIN" run $T -m "$M" -f "$P" --temp 1.5 --top-k 0 --top-p 1 --seed 7 -n 24 >"$TMP/b" 2>/dev/null
+"$BIN" run $T -m "$M" -f "$P" --temp 1.5 --top-k 0 --top-p 1 --seed 8 -n 24 >"$TMP/c" 2>/dev/null
+if [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" && ! cmp -s "$TMP/a" "$TMP/c"; then
+    pass run_same_seed_same_output
+else fail run_same_seed_same_output "seeds 7/7/8 gave '$(cat "$TMP/a")' '$(cat "$TMP/b")' '$(cat "$TMP/c")'"; fi
+
+# timings on stderr, nothing but the continuation on stdout
+"$BIN" run $T -m "$M" -f "$P" --temp 0 -n 4 >"$TMP/out" 2>"$TMP/err"
+if grep -q "load .* s | prompt 7 tokens, .* tok/s | generated 4 tokens, .* tok/s" "$TMP/err"; then
+    pass run_reports_timings_on_stderr
+else fail run_reports_timings_on_stderr "stderr: $(cat "$TMP/err")"; fi
+
+# context overflow: a clear error before any output, or --truncate
+if ! "$BIN" run $T -m "$M" -f "$P" --ctx 16 -n 24 >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/out" ] &&
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: error: .*exceeds the context of 16 tokens" "$TMP/err"; then
+    pass run_context_overflow_is_one_line_error
+else fail run_context_overflow_is_one_line_error "stderr: $(cat "$TMP/err")"; fi
+if "$BIN" run $T -m "$M" -f "$P" --ctx 16 -n 12 --truncate --temp 0 >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "3 oldest dropped" "$TMP/err"; then
+    pass run_truncate_keeps_last_tokens
+else fail run_truncate_keeps_last_tokens "stderr: $(cat "$TMP/err")"; fi
+
+# bad arguments: one line on stderr, nothing on stdout, non-zero exit
+bad() { # name, args...
+    name=$1; shift
+    "$BIN" run $T "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -q "^nectar: error: " "$TMP/err"; then
+        pass "run_rejects_$name"
+    else fail "run_rejects_$name" "rc $rc, stderr '$(cat "$TMP/err")', stdout '$(head -c 80 "$TMP/out")'"; fi
+}
+bad unknown_option -m "$M" -p x --bogus
+bad missing_model -p x
+bad missing_prompt -m "$M"
+bad prompt_and_file -m "$M" -p x -f "$P"
+bad missing_value -m "$M" -p x -n
+bad non_numeric_temp -m "$M" -p x --temp hot
+bad top_p_above_one -m "$M" -p x --top-p 1.5
+bad negative_top_k -m "$M" -p x --top-k -3
+bad negative_seed -m "$M" -p x --seed -1
+bad empty_stop -m "$M" -p x --stop ""
+bad zero_ctx -m "$M" -p x --ctx 0
+bad missing_folder -m "$TMP/nope" -p x
+bad missing_prompt_file -m "$M" -f "$TMP/nope.txt"
+bad empty_prompt -m "$M" -p ""
+bad folder_without_weights -m tests/fixtures/gen -p x
+
+if "$BIN" run --help >"$TMP/out" 2>&1 && grep -q -- "--top-p" "$TMP/out" && grep -q -- "--stop" "$TMP/out"; then
+    pass run_help
+else fail run_help "no help text"; fi
