@@ -38,7 +38,8 @@ struct qwen3_model {
 
 struct qwen3_state {
     const qwen3_model *m;
-    int ctx, pos, batch; /* batch: rows the scratch buffers hold */
+    int ctx, pos;
+    int batch_cap, batch; /* rows the scratch buffers hold; rows per chunk */
     float *k_cache, *v_cache;
     /* scratch, [batch, width] each */
     float *x, *xb, *q, *att, *hb, *hb2, *rope_cos, *rope_sin;
@@ -213,7 +214,7 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
     s->m = m;
     s->ctx = ctx;
-    s->batch = ctx < QWEN3_MAX_BATCH ? ctx : QWEN3_MAX_BATCH;
+    s->batch = s->batch_cap = ctx < QWEN3_MAX_BATCH ? ctx : QWEN3_MAX_BATCH;
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     size_t qd = (size_t)c->num_attention_heads * c->head_dim;
     size_t b = (size_t)s->batch, cache = (size_t)c->num_hidden_layers * (size_t)ctx * kvd;
@@ -253,6 +254,9 @@ void qwen3_state_free(qwen3_state *s) {
 
 int qwen3_state_pos(const qwen3_state *s) { return s->pos; }
 int qwen3_state_ctx(const qwen3_state *s) { return s->ctx; }
+void qwen3_state_set_batch(qwen3_state *s, int max_rows) {
+    s->batch = max_rows < 1 ? 1 : max_rows > s->batch_cap ? s->batch_cap : max_rows;
+}
 void qwen3_state_truncate(qwen3_state *s, int n_keep) {
     if (n_keep < 0) n_keep = 0;
     if (n_keep < s->pos) s->pos = n_keep;

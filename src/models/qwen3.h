@@ -51,6 +51,9 @@ void qwen3_state_free(qwen3_state *s);
 int qwen3_state_pos(const qwen3_state *s); /* tokens currently in the cache */
 int qwen3_state_ctx(const qwen3_state *s);
 void qwen3_state_truncate(qwen3_state *s, int n_keep); /* drop cache entries >= n_keep */
+/* Lowers the rows per internal batch (1..QWEN3_MAX_BATCH; scratch is sized
+ * for the default), e.g. to interleave long prompts with other work. */
+void qwen3_state_set_batch(qwen3_state *s, int max_rows);
 
 /* Appends n tokens (batched: all n through each matrix at once, in chunks of
  * at most QWEN3_MAX_BATCH). Writes the last token's logits (vocab_size

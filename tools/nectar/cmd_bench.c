@@ -1,7 +1,164 @@
-/* `nectar bench`: placeholder until its implementation lands. */
+/* `nectar bench -m DIR`: the speed of the Qwen3 CPU engine, llama-bench
+ * style. pp<P>: one batched forward of a P-token prompt from an empty cache;
+ * tg<N>: N single-token forwards from an empty cache, each producing logits.
+ * Each is repeated --runs times (after one untimed warm-up token that pages
+ * the weights in) and printed as mean +/- sd tokens/s, with the load time,
+ * peak RSS and the decoding roofline (weight bytes per token / measured
+ * read bandwidth). `--compare` hands over to cmd_bench_compare. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/timer.h"
 #include "commands.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_membw.h"
+#include "models/qwen3.h"
+
+#define MAX_RUNS 100
+
+typedef struct {
+    double tok_per_s[MAX_RUNS];
+    int runs;
+    double mean, sd;
+} bench_series;
+
+static void summarize(bench_series *b) {
+    double s = 0, ss = 0;
+    for (int i = 0; i < b->runs; i++) s += b->tok_per_s[i];
+    b->mean = s / b->runs;
+    for (int i = 0; i < b->runs; i++) ss += (b->tok_per_s[i] - b->mean) * (b->tok_per_s[i] - b->mean);
+    b->sd = b->runs > 1 ? sqrt(ss / (b->runs - 1)) : 0.0;
+}
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--json]\n"
+               "       nectar bench --compare ...   (A/B harness)\n"
+               "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
+               "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS.\n");
+    return f == stdout ? 0 : 2;
+}
+
+static void print_series_json(const char *name, int n_tokens, const bench_series *b) {
+    printf("  \"%s\": {\"n_tokens\": %d, \"mean_tok_per_s\": %.3f, \"sd_tok_per_s\": %.3f, "
+           "\"runs_tok_per_s\": [",
+           name, n_tokens, b->mean, b->sd);
+    for (int i = 0; i < b->runs; i++) printf("%s%.3f", i ? ", " : "", b->tok_per_s[i]);
+    printf("]},\n");
+}
 
 int cmd_bench(int argc, char **argv) {
-    (void)argc;
-    return cli_failf("%s: not implemented yet", argv[0]);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
+    const char *dir = NULL;
+    int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
+        else if (!strcmp(a, "-m") && has_val) dir = argv[++i];
+        else if (!strcmp(a, "-t") && has_val) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "-p") && has_val) n_pp = atoi(argv[++i]);
+        else if (!strcmp(a, "-n") && has_val) n_tg = atoi(argv[++i]);
+        else if (!strcmp(a, "--runs") && has_val) runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--json")) as_json = 1;
+        else {
+            cli_failf("bench: unknown or incomplete option '%s'", a);
+            return usage(stderr);
+        }
+    }
+    if (!dir) return usage(stderr);
+    if (n_pp < 0 || n_tg < 0 || n_pp + n_tg == 0 || runs < 1 || runs > MAX_RUNS)
+        return cli_failf("bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= --runs <= %d",
+                         MAX_RUNS);
+
+    nc_error err;
+    qwen3_model *m;
+    qwen3_load_options opt = {threads};
+    double t0 = nc_now_s();
+    if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return cli_fail(&err);
+    double load_s = nc_now_s() - t0;
+    const qwen3_config *c = qwen3_model_config(m);
+    int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
+    if (ctx > c->max_position_embeddings) {
+        qwen3_free(m);
+        return cli_failf("bench: -p/-n %d exceeds max_position_embeddings %d", ctx - 1,
+                         c->max_position_embeddings);
+    }
+    qwen3_state *s;
+    float *logits = malloc((size_t)c->vocab_size * sizeof(float));
+    int32_t *tokens = malloc((size_t)ctx * sizeof(int32_t));
+    if (!logits || !tokens || qwen3_state_new(m, ctx, &s, &err) != NC_OK) {
+        if (!logits || !tokens) nc_fail(&err, NC_ERR_NOMEM, "bench: out of memory");
+        free(logits);
+        free(tokens);
+        qwen3_free(m);
+        return cli_fail(&err);
+    }
+    uint32_t rng = 12345;
+    for (int i = 0; i < ctx; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        tokens[i] = (int32_t)((rng >> 8) % (uint32_t)c->vocab_size);
+    }
+    nc_status st = qwen3_forward(m, s, tokens, 1, logits, NULL, &err); /* warm-up */
+    bench_series pp = {.runs = runs}, tg = {.runs = runs};
+    for (int r = 0; r < runs && st == NC_OK && n_pp > 0; r++) {
+        qwen3_state_truncate(s, 0);
+        double t = nc_now_s();
+        st = qwen3_forward(m, s, tokens, n_pp, logits, NULL, &err);
+        pp.tok_per_s[r] = n_pp / (nc_now_s() - t);
+    }
+    for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
+        qwen3_state_truncate(s, 0);
+        double t = nc_now_s();
+        for (int i = 0; i < n_tg && st == NC_OK; i++)
+            st = qwen3_forward(m, s, tokens + i, 1, logits, NULL, &err);
+        tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
+    }
+    if (st != NC_OK) {
+        qwen3_state_free(s);
+        qwen3_free(m);
+        free(logits);
+        free(tokens);
+        return cli_fail(&err);
+    }
+    if (n_pp > 0) summarize(&pp);
+    if (n_tg > 0) summarize(&tg);
+    size_t rss = nc_peak_rss_bytes();
+    size_t wbytes = qwen3_model_weight_bytes_per_token(m);
+    int n_threads = qwen3_model_threads(m);
+    qwen3_state_free(s);
+    free(logits);
+    free(tokens);
+    /* Probe bandwidth with the model's pool gone from the caches' way. */
+    nc_pool *pool = NULL;
+    double bw = nc_pool_new(n_threads, &pool, &err) == NC_OK
+                    ? cpu_read_bandwidth(pool, (size_t)512 << 20, 3)
+                    : 0.0;
+    nc_pool_free(pool);
+    const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
+
+    if (as_json) {
+        printf("{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"threads\": %d,\n"
+               "  \"kernels\": \"%s\",\n  \"load_s\": %.4f,\n",
+               dir, dtype, n_threads, kern, load_s);
+        if (n_pp > 0) print_series_json("pp", n_pp, &pp);
+        if (n_tg > 0) print_series_json("tg", n_tg, &tg);
+        printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
+               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f\n}\n",
+               rss, wbytes, bw, bw > 0 ? bw / (double)wbytes : 0.0);
+    } else {
+        printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir,
+               dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
+        printf("| test   | tokens/s (mean +/- sd over %d runs) |\n|--------|------|\n", runs);
+        if (n_pp > 0) printf("| pp%-4d | %.2f +/- %.2f |\n", n_pp, pp.mean, pp.sd);
+        if (n_tg > 0) printf("| tg%-4d | %.2f +/- %.2f |\n", n_tg, tg.mean, tg.sd);
+        printf("load %.3f s, peak RSS %.1f MiB\n", load_s, (double)rss / (1 << 20));
+        printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
+               "tok/s\n",
+               (double)wbytes / 1e9, bw / 1e9, bw > 0 ? bw / (double)wbytes : 0.0);
+    }
+    qwen3_free(m);
+    return 0;
 }

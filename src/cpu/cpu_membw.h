@@ -1,0 +1,16 @@
+/* A quick memory read-bandwidth probe: the denominator of the decoding
+ * roofline (weight bytes read per token / bandwidth = the floor on time per
+ * generated token) that `nectar bench` prints beside its measurements. */
+#ifndef NC_CPU_MEMBW_H
+#define NC_CPU_MEMBW_H
+
+#include <stddef.h>
+
+#include "base/pool.h"
+
+/* Best of `reps` timed passes reading a buffer of size_bytes (much larger
+ * than the caches) split across the pool's threads; bytes/s, or 0 if the
+ * buffer cannot be allocated. */
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps);
+
+#endif

@@ -1,0 +1,274 @@
+/* Qwen3 CPU forward pass against Hugging Face transformers: the fixtures in
+ * tests/fixtures/qwen3/ (written by tools/make_qwen3_fixtures.py) hold HF's
+ * fp32 logits at every prompt position and HF's 32-step greedy continuation.
+ * Checked: batched prompt logits, token-by-token logits, a split prompt
+ * (prefix in the cache, then the rest), cache truncation, greedy ids. The
+ * same binary runs with NECTAR_NO_SIMD=1 from test_qwen3_scalar.sh. */
+#include <math.h>
+
+#include "../test.h"
+#include "base/json.h"
+#include "cpu/cpu_kernels.h"
+#include "io/npy.h"
+#include "models/qwen3.h"
+
+#define FIX "tests/fixtures/qwen3/"
+#define MAX_PROMPTS 8
+#define MAX_IDS 64
+/* fp32 fixtures: the issue's bound. The bf16 fixture's reference also
+ * computes in fp32 (from the same bf16 weights, upcast), so the same bound
+ * holds; it is kept separate in case a reference in bf16 math lands. */
+#define TOL_F32 1e-4
+#define TOL_BF16 1e-4
+
+typedef struct prompt_ref {
+    int32_t ids[MAX_IDS], greedy[MAX_IDS];
+    int n_ids, n_greedy;
+    float *logits; /* [n_ids, vocab] */
+    int vocab;
+} prompt_ref;
+
+typedef struct fixture {
+    char dir[256];
+    int is_bf16;
+    prompt_ref p[MAX_PROMPTS];
+    int n_prompts;
+} fixture;
+
+static void fixture_free(fixture *f) {
+    for (int i = 0; i < f->n_prompts; i++) free(f->p[i].logits);
+    f->n_prompts = 0;
+}
+
+static int read_ids(const json_t *arr, int32_t *out, int cap) {
+    if (!json_is_array(arr) || (int)json_array_size(arr) > cap) return -1;
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        out[i] = (int32_t)json_integer_value(json_array_get(arr, i));
+    return (int)json_array_size(arr);
+}
+
+/* Returns 0 and fills f, or -1 with a message in err. */
+static int fixture_load(const char *name, fixture *f, nc_error *err) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, FIX "%s", name);
+    char path[512];
+    snprintf(path, sizeof path, "%s/reference.json", f->dir);
+    json_t *root;
+    if (nc_json_load_file(path, &root, err) != NC_OK) return -1;
+    const char *dt = "";
+    nc_json_str(root, "dtype", &dt, 0, path, err);
+    f->is_bf16 = !strcmp(dt, "bfloat16");
+    json_t *prompts = json_object_get(root, "prompts");
+    for (size_t i = 0; i < json_array_size(prompts) && i < MAX_PROMPTS; i++) {
+        json_t *p = json_array_get(prompts, i);
+        prompt_ref *r = &f->p[f->n_prompts];
+        r->n_ids = read_ids(json_object_get(p, "ids"), r->ids, MAX_IDS);
+        r->n_greedy = read_ids(json_object_get(p, "greedy_ids"), r->greedy, MAX_IDS);
+        const char *lf = NULL;
+        nc_json_str(p, "logits_file", &lf, 1, path, err);
+        if (r->n_ids <= 0 || r->n_greedy < 0 || !lf) {
+            json_decref(root);
+            nc_fail(err, NC_ERR_FORMAT, "%s: prompt %zu is malformed", path, i);
+            return -1;
+        }
+        char lp[512];
+        snprintf(lp, sizeof lp, "%s/%s", f->dir, lf);
+        nc_npy a;
+        if (nc_npy_read(lp, &a, err) != NC_OK) {
+            json_decref(root);
+            return -1;
+        }
+        r->vocab = a.ndim == 2 ? (int)a.shape[1] : 0;
+        int ok = a.ndim == 2 && a.shape[0] == r->n_ids &&
+                 nc_npy_to_f32(&a, &r->logits, err) == NC_OK;
+        nc_npy_free(&a);
+        if (!ok) {
+            json_decref(root);
+            nc_fail(err, NC_ERR_FORMAT, "%s: unexpected shape", lp);
+            return -1;
+        }
+        f->n_prompts++;
+    }
+    json_decref(root);
+    return f->n_prompts > 0 ? 0 : -1;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates as a failure */
+    }
+    return m;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Batched prompt, all positions at once, then greedy continuation. */
+static void check_fixture(const char *name) {
+    fixture f;
+    nc_error err;
+    if (fixture_load(name, &f, &err) != 0) SKIP("%s", err.msg);
+    qwen3_model *m = NULL;
+    qwen3_load_options opt = {2};
+    nc_status st = qwen3_load(f.dir, &opt, &m, &err);
+    if (st != NC_OK) {
+        fixture_free(&f);
+        CHECK_OK(st, &err);
+    }
+    int V = qwen3_model_config(m)->vocab_size;
+    double tol = f.is_bf16 ? TOL_BF16 : TOL_F32, worst = 0;
+    int ok = 1, greedy_ok = 1;
+    float *all = malloc(sizeof(float) * MAX_IDS * (size_t)V), *last = malloc(sizeof(float) * V);
+    for (int i = 0; i < f.n_prompts && ok; i++) {
+        prompt_ref *r = &f.p[i];
+        qwen3_state *s;
+        ok = r->vocab == V && qwen3_state_new(m, 128, &s, &err) == NC_OK;
+        if (!ok) break;
+        ok = qwen3_forward(m, s, r->ids, r->n_ids, last, all, &err) == NC_OK;
+        double d = ok ? max_abs_diff(all, r->logits, (size_t)r->n_ids * V) : 1e9;
+        double dl = ok ? max_abs_diff(last, r->logits + (size_t)(r->n_ids - 1) * V, (size_t)V) : 1e9;
+        worst = d > worst ? d : worst;
+        if (!(d <= tol) || !(dl <= tol)) {
+            printf("  %s prompt %d: max abs logit error %.3g > %.1g\n", name, i, d, tol);
+            ok = 0;
+        }
+        int tok = argmax(last, V);
+        for (int g = 0; g < r->n_greedy && ok; g++) {
+            if (tok != r->greedy[g]) {
+                printf("  %s prompt %d: greedy step %d: got %d, HF %d\n", name, i, g, tok,
+                       r->greedy[g]);
+                greedy_ok = 0;
+                break;
+            }
+            if (qwen3_forward(m, s, &tok, 1, last, NULL, &err) != NC_OK) ok = 0;
+            tok = argmax(last, V);
+        }
+        qwen3_state_free(s);
+    }
+    printf("  %s (%s weights, %s kernels): max abs logit error vs HF %.3g (tolerance %.0e)\n",
+           name, f.is_bf16 ? "bf16" : "fp32", cpu_kernels_get()->name, worst, tol);
+    free(all);
+    free(last);
+    qwen3_free(m);
+    fixture_free(&f);
+    CHECKF(ok, "%s", err.msg);
+    CHECK(greedy_ok);
+}
+
+static void test_tiny_gqa2_logits_and_greedy_match_hf(void) { check_fixture("tiny_gqa2"); }
+static void test_tiny_gqa4_tied_logits_and_greedy_match_hf(void) { check_fixture("tiny_gqa4_tied"); }
+static void test_tiny_bf16_logits_and_greedy_match_hf(void) { check_fixture("tiny_bf16"); }
+
+/* The longest prompt one token at a time, then split in two batches, then
+ * truncated back and recomputed: every position's logits still match HF. */
+static void test_incremental_split_and_truncate_match_hf(void) {
+    fixture f;
+    nc_error err;
+    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    prompt_ref *r = &f.p[0];
+    for (int i = 1; i < f.n_prompts; i++)
+        if (f.p[i].n_ids > r->n_ids) r = &f.p[i];
+    qwen3_model *m;
+    qwen3_state *s;
+    CHECK_OK(qwen3_load(f.dir, NULL, &m, &err), &err);
+    int V = qwen3_model_config(m)->vocab_size, T = r->n_ids, k = T / 3;
+    CHECK_OK(qwen3_state_new(m, 64, &s, &err), &err);
+    float *lg = malloc(sizeof(float) * (size_t)T * V);
+    double worst_step = 0, worst_split = 0, worst_trunc = 0;
+    for (int t = 0; t < T; t++) {
+        qwen3_forward(m, s, r->ids + t, 1, lg + (size_t)t * V, NULL, &err);
+        double d = max_abs_diff(lg + (size_t)t * V, r->logits + (size_t)t * V, (size_t)V);
+        worst_step = d > worst_step ? d : worst_step;
+    }
+    int pos_after = qwen3_state_pos(s);
+    qwen3_state_truncate(s, 0);
+    qwen3_forward(m, s, r->ids, k, NULL, lg, &err);
+    qwen3_forward(m, s, r->ids + k, T - k, NULL, lg + (size_t)k * V, &err);
+    worst_split = max_abs_diff(lg, r->logits, (size_t)T * V);
+    qwen3_state_truncate(s, k + 1);
+    int pos_trunc = qwen3_state_pos(s);
+    qwen3_forward(m, s, r->ids + k + 1, T - k - 1, NULL, lg, &err);
+    worst_trunc = max_abs_diff(lg, r->logits + (size_t)(k + 1) * V, (size_t)(T - k - 1) * V);
+    printf("  one token at a time %.3g, split %d+%d %.3g, truncate to %d then rest %.3g\n",
+           worst_step, k, T - k, worst_split, k + 1, worst_trunc);
+    free(lg);
+    qwen3_state_free(s);
+    qwen3_free(m);
+    fixture_free(&f);
+    CHECK(pos_after == T && pos_trunc == k + 1);
+    CHECK(worst_step <= TOL_F32 && worst_split <= TOL_F32 && worst_trunc <= TOL_F32);
+}
+
+/* Prompts longer than one internal batch go in chunks (here of 16 rows);
+ * the logits must not depend on the chunking. Compared against the same
+ * tokens fed one at a time. */
+static void test_prompt_longer_than_a_batch_is_chunked_exactly(void) {
+    nc_error err;
+    qwen3_model *m;
+    qwen3_state *s;
+    if (qwen3_load(FIX "tiny_gqa4_tied", NULL, &m, &err) != NC_OK) SKIP("%s", err.msg);
+    const qwen3_config *c = qwen3_model_config(m);
+    int T = c->max_position_embeddings < 100 ? c->max_position_embeddings : 100, V = c->vocab_size;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)T);
+    for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 7919 + 13) % V);
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+    CHECK_OK(qwen3_state_new(m, T, &s, &err), &err);
+    qwen3_state_set_batch(s, 16);
+    CHECK_OK(qwen3_forward(m, s, ids, T, a, NULL, &err), &err);
+    qwen3_state_truncate(s, 0);
+    for (int i = 0; i < T; i++) qwen3_forward(m, s, ids + i, 1, b, NULL, &err);
+    double d = max_abs_diff(a, b, (size_t)V);
+    printf("  %d tokens batched vs one at a time: max abs diff %.3g\n", T, d);
+    free(ids);
+    free(a);
+    free(b);
+    qwen3_state_free(s);
+    qwen3_free(m);
+    CHECK(d <= 1e-4);
+}
+
+static void test_context_overflow_and_bad_token_are_clear_errors(void) {
+    nc_error err;
+    qwen3_model *m;
+    qwen3_state *s;
+    if (qwen3_load(FIX "tiny_gqa2", NULL, &m, &err) != NC_OK) SKIP("%s", err.msg);
+    CHECK_OK(qwen3_state_new(m, 4, &s, &err), &err);
+    int32_t ids[5] = {1, 2, 3, 4, 5};
+    float *lg = malloc(sizeof(float) * (size_t)qwen3_model_config(m)->vocab_size);
+    nc_status st1 = qwen3_forward(m, s, ids, 5, lg, NULL, &err);
+    int range_msg = strstr(err.msg, "context") != NULL;
+    nc_status st2 = qwen3_forward(m, s, ids, 3, lg, NULL, &err);
+    nc_status st3 = qwen3_forward(m, s, ids, 2, lg, NULL, &err);
+    int32_t bad = qwen3_model_config(m)->vocab_size;
+    nc_status st4 = qwen3_forward(m, s, &bad, 1, lg, NULL, &err);
+    int bad_msg = strstr(err.msg, "vocabulary") != NULL;
+    int pos = qwen3_state_pos(s);
+    /* ctx above max_position_embeddings is capped */
+    qwen3_state *big;
+    CHECK_OK(qwen3_state_new(m, 1 << 30, &big, &err), &err);
+    int capped = qwen3_state_ctx(big) == qwen3_model_config(m)->max_position_embeddings;
+    qwen3_state_free(big);
+    free(lg);
+    qwen3_state_free(s);
+    qwen3_free(m);
+    CHECK(st1 == NC_ERR_RANGE && range_msg);
+    CHECK(st2 == NC_OK && st3 == NC_ERR_RANGE && pos == 3);
+    CHECK(st4 == NC_ERR_INVALID && bad_msg);
+    CHECK(capped);
+}
+
+int main(void) {
+    RUN(test_tiny_gqa2_logits_and_greedy_match_hf);
+    RUN(test_tiny_gqa4_tied_logits_and_greedy_match_hf);
+    RUN(test_tiny_bf16_logits_and_greedy_match_hf);
+    RUN(test_incremental_split_and_truncate_match_hf);
+    RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
+    RUN(test_context_overflow_and_bad_token_are_clear_errors);
+    return nc_test_exit_code();
+}
