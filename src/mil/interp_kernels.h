@@ -54,7 +54,7 @@ typedef enum mil_kun {
     MIL_KU_LEAKY_RELU, MIL_KU_SOFTPLUS, MIL_KU_RELU6
 } mil_kun;
 
-/* out[i] = f(x[i]); p0/p1 are epsilon (rsqrt, inverse), alpha/beta (clip,
+/* out[i] = f(x[i]); p0/p1 are epsilon (rsqrt, inverse, log), alpha/beta (clip,
  * leaky_relu). */
 void mil_k_unary_f32(mil_kun op, const float *x, float *out, size_t n, float p0, float p1);
 

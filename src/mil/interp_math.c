@@ -250,7 +250,7 @@ void mil_k_unary_f32(mil_kun op, const float *x, float *out, size_t n, float p0,
         case MIL_KU_RSQRT: r = 1.0f / sqrtf(v + p0); break;
         case MIL_KU_EXP: r = expf(v); break;
         case MIL_KU_EXP2: r = exp2f(v); break;
-        case MIL_KU_LOG: r = logf(v); break;
+        case MIL_KU_LOG: r = logf(v + p0); break;
         case MIL_KU_TANH: r = tanhf(v); break;
         case MIL_KU_SIGMOID: r = sigmoidf(v); break;
         case MIL_KU_SILU: r = v * sigmoidf(v); break;
