@@ -340,27 +340,27 @@ def greedy_text(model, tok, prompt, n):
 def stage_reference(args):
     """HF greedy continuations from the SAVED weights, loaded back as float32."""
     import torch
+    from make_qwen3_fixtures import hf_greedy
     from transformers import AutoTokenizer, Qwen3ForCausalLM
 
     torch.set_num_threads(args.threads)
     tk = AutoTokenizer.from_pretrained(args.out)
-    model = Qwen3ForCausalLM.from_pretrained(args.out, dtype=torch.float32)
+    model = Qwen3ForCausalLM.from_pretrained(args.out, dtype=torch.float32,
+                                             attn_implementation="eager")
     model.eval()
     prompts = []
     for text in REFERENCE_PROMPTS:
         ids = tk.encode(text, add_special_tokens=False)
-        x = torch.tensor([ids])
-        with torch.no_grad():
-            out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=64,
-                                 min_new_tokens=64, do_sample=False)
-        greedy = out[0, len(ids):].tolist()
+        greedy, margin = hf_greedy(model, ids, 64)
         prompts.append({"text": text, "ids": ids, "greedy_ids": greedy,
-                        "greedy_text": tk.decode(greedy, skip_special_tokens=False)})
+                        "greedy_text": tk.decode(greedy, skip_special_tokens=False),
+                        "min_greedy_margin": round(margin, 6)})
         log("reference %r -> %r" % (text, prompts[-1]["greedy_text"]))
     st = os.path.join(args.out, "model.safetensors")
     ref = {
-        "comment": "HF transformers greedy decoding (do_sample=False, 64 new tokens) from the saved "
-                   "weights loaded back with dtype=float32; computed in float32 on the CPU",
+        "comment": "HF transformers Qwen3ForCausalLM (eager attention) greedy decoding (argmax through HF's KV cache, "
+                   "64 new tokens, not stopped by eos) from the saved weights loaded back with "
+                   "dtype=float32; computed in float32 on the CPU",
         "weights_dtype": args.dtype,
         "reference_compute": "float32",
         "max_new_tokens": 64,
