@@ -1,0 +1,183 @@
+/* The interpreter on whole programs: the hand-written attention block from
+ * the corpus against numpy's attention (tools/mil_goldens.py: an exact
+ * float64 result for fp32 mode and a numpy simulation of the fp16 model for
+ * fp16 mode), a prepared function run many times with changing inputs, state
+ * that persists across runs, and clear errors for bad inputs. */
+#include <math.h>
+#include <stdint.h>
+
+#include "../test.h"
+#include "base/half.h"
+#include "io/npy.h"
+#include "mil/interp.h"
+#include "mil/parse.h"
+
+#define ATTN "data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil"
+
+/* Max |got - want| over the output, NaN counted as infinite. */
+static double max_abs_diff(const mil_interp_view *got, const nc_npy *want) {
+    double m = 0;
+    for (size_t i = 0; i < got->count; i++) {
+        double w = want->dtype == NC_NPY_F16 ? nc_fp16_to_f32(((uint16_t *)want->data)[i])
+                                             : ((float *)want->data)[i];
+        double d = fabs(got->f32[i] - w);
+        if (!(d <= m)) m = isnan(d) ? INFINITY : d;
+    }
+    return m;
+}
+
+static void attention_case(mil_interp_mode mode, const char *golden, double tol) {
+    const char *path = nc_test_shared_path(ATTN);
+    if (!path) SKIP("shared corpus not found");
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    nc_npy x, want;
+    CHECK_OK(mil_parse_file(path, &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, "main", mode, &it, &err), &err);
+    CHECK_OK(nc_npy_read("tests/fixtures/mil/attention/x.npy", &x, &err), &err);
+    CHECK_OK(nc_npy_read(golden, &want, &err), &err);
+    CHECK_OK(mil_interp_set_input_npy(it, "x", &x, &err), &err);
+    CHECK_OK(mil_interp_run(it, &err), &err);
+    mil_interp_view y;
+    CHECK_OK(mil_interp_get(it, "y", &y, &err), &err);
+    CHECK(y.rank == 4 && y.shape[1] == 64 && y.shape[3] == 64 && y.count == want.count);
+    double d = max_abs_diff(&y, &want);
+    printf("  attention %s: max |interp - numpy| = %.3g (tolerance %.3g)\n",
+           mode == MIL_INTERP_FP16 ? "fp16" : "fp32", d, tol);
+    CHECKF(d <= tol, "max abs difference %g", d);
+    nc_npy_free(&x);
+    nc_npy_free(&want);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+/* fp16 mode against numpy's simulation of the same model (each op rounded
+ * to fp16, fp32 accumulation): differences come only from summation order
+ * and libm, a few fp16 ulps of values below ~4. */
+static void test_attention_fp16_matches_numpy_fp16_model(void) {
+    attention_case(MIL_INTERP_FP16, "tests/fixtures/mil/attention/y.f16.npy", 2e-3);
+}
+
+static void test_attention_fp32_matches_numpy_float64(void) {
+    attention_case(MIL_INTERP_FP32, "tests/fixtures/mil/attention/y.f32.npy", 2e-5);
+}
+
+/* The fp16 model stays close to the exact result too (what the ANE's error
+ * budget looks like for one attention block). */
+static void test_attention_fp16_close_to_exact(void) {
+    attention_case(MIL_INTERP_FP16, "tests/fixtures/mil/attention/y.f32.npy", 5e-3);
+}
+
+static const char *AXPY =
+    "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+    "    func main<ios18>(tensor<fp16, [2, 3]> x, tensor<fp16, [3]> y) {\n"
+    "        fp16 a = const()[name = string(\"a\"), val = fp16(0x1.8p+1)];\n"
+    "        tensor<fp16, [2, 3]> ax = mul(x = x, y = a)[name = string(\"ax\")];\n"
+    "        tensor<fp16, [2, 3]> z = add(x = ax, y = y)[name = string(\"z\")];\n"
+    "    } -> (z);\n}\n";
+
+/* Prepared once, run with different inputs: each run gives 3x + y. */
+static void test_prepared_function_reruns_with_new_inputs(void) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(AXPY, strlen(AXPY), "axpy.mil", &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, NULL, MIL_INTERP_FP16, &it, &err), &err);
+    int64_t sx[2] = {2, 3}, sy[1] = {3};
+    for (int r = 0; r < 5; r++) {
+        float x[6], y[3];
+        for (int i = 0; i < 6; i++) x[i] = (float)(i - r);
+        for (int i = 0; i < 3; i++) y[i] = 0.5f * (float)(r + i);
+        CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 2, sx, x, &err), &err);
+        CHECK_OK(mil_interp_set_input(it, "y", MIL_DT_FP32, 1, sy, y, &err), &err);
+        CHECK_OK(mil_interp_run(it, &err), &err);
+        float z[6];
+        CHECK_OK(mil_interp_copy_out(it, "z", MIL_DT_FP32, z, 6, &err), &err);
+        for (int i = 0; i < 6; i++) CHECK_NEAR(z[i], 3.0 * x[i] + y[i % 3], 1e-6);
+    }
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+static const char *ACCUM =
+    "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+    "    func main<ios18>(state<tensor<fp16, [1, 4]>> acc, tensor<fp16, [1, 4]> x) {\n"
+    "        tensor<fp16, [1, 4]> old = read_state(input = acc)[name = string(\"rd\")];\n"
+    "        tensor<fp16, [1, 4]> s = add(x = old, y = x)[name = string(\"s\")];\n"
+    "        write_state(data = s, input = acc)[name = string(\"wr\")];\n"
+    "    } -> (s);\n}\n";
+
+/* A state keeps its value between runs (starting at zero). */
+static void test_state_persists_across_runs(void) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(ACCUM, strlen(ACCUM), "accum.mil", &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, NULL, MIL_INTERP_FP16, &it, &err), &err);
+    int64_t sh[2] = {1, 4};
+    float x[4] = {1, -2, 0.25f, 100};
+    CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 2, sh, x, &err), &err);
+    for (int r = 0; r < 3; r++) CHECK_OK(mil_interp_run(it, &err), &err);
+    float acc[4];
+    CHECK_OK(mil_interp_copy_out(it, "acc", MIL_DT_FP32, acc, 4, &err), &err);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(acc[i], 3.0 * x[i], 0);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+/* Wrong input names, shapes and dtypes, unset inputs and unknown functions
+ * fail with a message that names them. */
+static void test_bad_inputs_are_reported(void) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(AXPY, strlen(AXPY), "axpy.mil", &prog, &err), &err);
+    CHECK(mil_interp_new(prog, "nope", MIL_INTERP_FP16, &it, &err) == NC_ERR_NOT_FOUND);
+    CHECK(strstr(err.msg, "nope") != NULL);
+    CHECK_OK(mil_interp_new(prog, "main", MIL_INTERP_FP16, &it, &err), &err);
+    CHECK(mil_interp_run(it, &err) != NC_OK && strstr(err.msg, "'x'"));
+    int64_t s3[1] = {3}, s4[1] = {4};
+    float v[4] = {0};
+    int32_t iv[3] = {0};
+    CHECK(mil_interp_set_input(it, "w", MIL_DT_FP32, 1, s3, v, &err) == NC_ERR_NOT_FOUND);
+    CHECK(mil_interp_set_input(it, "y", MIL_DT_FP32, 1, s4, v, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "tensor<fp16, [3]>") != NULL);
+    CHECK(mil_interp_set_input(it, "y", MIL_DT_INT32, 1, s3, iv, &err) == NC_ERR_INVALID);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+static const char *BAD_SHAPE =
+    "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+    "    func main<ios18>(tensor<fp16, [2, 3]> x) {\n"
+    "        tensor<fp16, [3, 3]> z = relu(x = x)[name = string(\"r\")];\n"
+    "    } -> (z);\n}\n";
+
+/* An output whose computed shape disagrees with its declaration is an error
+ * naming the op and its line. */
+static void test_declared_shape_mismatch_names_op(void) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(BAD_SHAPE, strlen(BAD_SHAPE), "bad.mil", &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, NULL, MIL_INTERP_FP16, &it, &err), &err);
+    int64_t sh[2] = {2, 3};
+    float x[6] = {0};
+    CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 2, sh, x, &err), &err);
+    CHECK(mil_interp_run(it, &err) == NC_ERR_FORMAT);
+    CHECKF(strstr(err.msg, "relu 'r'") && strstr(err.msg, "bad.mil:5"), "%s", err.msg);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+int main(void) {
+    RUN(test_attention_fp16_matches_numpy_fp16_model);
+    RUN(test_attention_fp32_matches_numpy_float64);
+    RUN(test_attention_fp16_close_to_exact);
+    RUN(test_prepared_function_reruns_with_new_inputs);
+    RUN(test_state_persists_across_runs);
+    RUN(test_bad_inputs_are_reported);
+    RUN(test_declared_shape_mismatch_names_op);
+    return nc_test_exit_code();
+}
