@@ -1012,7 +1012,7 @@ nc_status mil_parse_file(const char *path, mil_program **out, nc_error *err) {
     char dir[4096];
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path ? slash - path : 1), path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash > path ? slash - path : 1), path);
     st = mil_program_set_model_dir(*out, dir, err);
     if (st != NC_OK) {
         mil_program_free(*out);
