@@ -14,6 +14,7 @@ Outputs (all small):
   tests/fixtures/tokenizer/decode_qwen3.jsonl  id sequences (incl. split UTF-8) + HF decodes
   tests/fixtures/tokenizer/gpt2style/tokenizer.json, qwenstyle/tokenizer.json
   tests/fixtures/tokenizer/small_expected.jsonl ids of the corpus under both small tokenizers
+  tests/fixtures/tokenizer/cli/                 input.txt and its ids for the CLI test
   tests/fixtures/chat/cases.jsonl              messages + options + rendered prompt
 """
 import argparse
@@ -306,6 +307,20 @@ def main():
             small_rows.append({"tokenizer": kind, "name": name, "text": text, "ids": ids,
                                "decoded": tok.decode(ids, skip_special_tokens=False)})
     write_jsonl(os.path.join(TOK_DIR, "small_expected.jsonl"), small_rows)
+
+    # For tests/text/test_tokenize_cli.sh: one input file (exact bytes, with
+    # CRLF, tabs, special tokens, no final newline) and the ids HF gives.
+    cli_dir = os.path.join(TOK_DIR, "cli")
+    os.makedirs(cli_dir, exist_ok=True)
+    cli_text = ("Tokenize me: 12345 apples\r\n\tand 🍕 «pizza» — 你好!<|im_end|>\n"
+                "<think>\nok</think>  trailing  ")
+    with open(os.path.join(cli_dir, "input.txt"), "wb") as f:
+        f.write(cli_text.encode("utf-8"))
+    for kind, tok in (("qwen3", qwen), ("qwenstyle", Tokenizer.from_file(
+            os.path.join(TOK_DIR, "qwenstyle", "tokenizer.json")))):
+        ids = tok.encode(cli_text, add_special_tokens=False).ids
+        with open(os.path.join(cli_dir, "ids_%s.txt" % kind), "w") as f:
+            f.write(" ".join(map(str, ids)) + "\n")
 
     write_jsonl(os.path.join(CHAT_DIR, "cases.jsonl"), chat_rows(qwen_dir))
     print("wrote fixtures to", TOK_DIR, "and", CHAT_DIR)

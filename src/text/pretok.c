@@ -192,6 +192,18 @@ static nc_status push_span(run_ctx *c, size_t k, size_t *n, span s, nc_error *er
     return NC_OK;
 }
 
+/* The JIT's default 32 KiB stack is enough for ordinary text; very long
+ * runs of whitespace backtrack deeper. Then this run gets a large stack of
+ * its own (private, so concurrent runs stay independent). */
+static nc_status use_large_jit_stack(run_ctx *c, nc_error *err) {
+    c->mctx = pcre2_match_context_create(NULL);
+    c->jit_stack = pcre2_jit_stack_create(32 * 1024, 256 * 1024 * 1024, NULL);
+    if (!c->mctx || !c->jit_stack)
+        return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (regex stack)");
+    pcre2_jit_stack_assign(c->mctx, NULL, c->jit_stack);
+    return NC_OK;
+}
+
 static size_t utf8_char_len(unsigned char b) {
     return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
 }
@@ -209,6 +221,10 @@ static nc_status find_matches(run_ctx *c, size_t k, const char *s, size_t len, s
         int rc = pcre2_match(st->re, (PCRE2_SPTR)s, len, search_at, PCRE2_NO_UTF_CHECK, c->md[k],
                              c->mctx);
         if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !c->jit_stack) {
+            NC_TRY(use_large_jit_stack(c, err));
+            continue; /* the same search again */
+        }
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(rc, msg, sizeof msg);
@@ -311,14 +327,6 @@ nc_status tok_pretok_run(const tok_pretok *p, const char *text, size_t len, tok_
         if (!p->steps[k].re) continue;
         c.md[k] = pcre2_match_data_create_from_pattern(p->steps[k].re, NULL);
         if (!c.md[k]) st = nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (regex)");
-    }
-    if (st == NC_OK) {
-        /* A JIT stack of its own per run keeps runs thread-safe; 1 MiB covers
-         * backtracking over very long whitespace runs. */
-        c.mctx = pcre2_match_context_create(NULL);
-        c.jit_stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
-        if (!c.mctx) st = nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (regex)");
-        else if (c.jit_stack) pcre2_jit_stack_assign(c.mctx, NULL, c.jit_stack);
     }
     if (st == NC_OK) st = run_from(&c, 0, text, len, err);
     for (size_t k = 0; k < p->n_steps; k++) {

@@ -379,9 +379,14 @@ nc_status tok_load(const char *path, tok_tokenizer **out, nc_error *err) {
             return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such file or folder", path);
         snprintf(file, sizeof file, "%s", path);
     }
-    json_t *root;
-    NC_TRY(nc_json_load_file(file, &root, err));
-    return load_parsed(root, file, out, err);
+    /* Reading the file whole and parsing the buffer is much faster than
+     * jansson's file reader (which goes through getc). */
+    char *buf;
+    size_t len;
+    NC_TRY(nc_read_file(file, &buf, &len, err));
+    nc_status st = tok_load_from_memory(buf, len, file, out, err);
+    free(buf);
+    return st;
 }
 
 void tok_free(tok_tokenizer *t) {

@@ -1,0 +1,80 @@
+/* The C rendering of the Qwen3 chat template is byte-identical to
+ * transformers' apply_chat_template(..., tokenize=False) with the official
+ * template, over the committed cases in tests/fixtures/chat/cases.jsonl
+ * (written by tools/make_tokenizer_fixtures.py). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "fixture_lines.h"
+#include "text/chat.h"
+
+/* Shows the first differing byte with some context. */
+static void show_diff(const char *name, const char *got, const char *want) {
+    size_t i = 0;
+    while (got[i] && got[i] == want[i]) i++;
+    size_t from = i > 20 ? i - 20 : 0;
+    printf("  %s: differs at byte %zu\n    got:  '%.*s'\n    want: '%.*s'\n", name, i, 40,
+           got + from, 40, want + from);
+}
+
+static void test_chat_template_matches_transformers_byte_for_byte(void) {
+    fixture_rows rows;
+    CHECK(fixture_rows_load("tests/fixtures/chat/cases.jsonl", &rows) == 0);
+    CHECK(rows.n >= 15);
+    int ok = 1;
+    for (size_t r = 0; r < rows.n; r++) {
+        const json_t *row = rows.rows[r];
+        const json_t *msgs = json_object_get(row, "messages");
+        size_t n = json_array_size(msgs);
+        chat_message *m = calloc(n, sizeof *m);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *o = json_array_get(msgs, i);
+            m[i].role = json_string_value(json_object_get(o, "role"));
+            m[i].content = json_string_value(json_object_get(o, "content"));
+            m[i].reasoning_content = json_string_value(json_object_get(o, "reasoning_content"));
+        }
+        chat_options opt = {json_is_true(json_object_get(row, "add_generation_prompt")),
+                            json_is_true(json_object_get(row, "enable_thinking"))};
+        char *got;
+        nc_error err;
+        const char *name = fixture_str(row, "name", NULL), *want = fixture_str(row, "expected", NULL);
+        if (chat_render(m, n, &opt, &got, &err) != NC_OK) {
+            printf("  %s: %s\n", name, err.msg);
+            ok = 0;
+        } else {
+            if (strcmp(got, want) != 0) {
+                show_diff(name, got, want);
+                ok = 0;
+            }
+            free(got);
+        }
+        free(m);
+    }
+    fixture_rows_free(&rows);
+    CHECK(ok);
+}
+
+static void test_chat_defaults_and_errors(void) {
+    chat_message m[2] = {{"user", "hi", NULL}, {NULL, "x", NULL}};
+    char *out;
+    nc_error err;
+    CHECK_OK(chat_render(m, 1, NULL, &out, &err), &err); /* NULL options: HF defaults */
+    CHECK(!strcmp(out, "<|im_start|>user\nhi<|im_end|>\n"));
+    free(out);
+    CHECK(chat_render(m, 0, NULL, &out, &err) == NC_ERR_INVALID && out == NULL);
+    CHECK(chat_render(m, 2, NULL, &out, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "message 1") != NULL);
+    /* Unknown roles are dropped, as the Jinja template does; NULL content is "". */
+    chat_message odd[2] = {{"narrator", "ignored", NULL}, {"user", NULL, NULL}};
+    CHECK_OK(chat_render(odd, 2, NULL, &out, &err), &err);
+    CHECK(!strcmp(out, "<|im_start|>user\n<|im_end|>\n"));
+    free(out);
+}
+
+int main(void) {
+    RUN(test_chat_template_matches_transformers_byte_for_byte);
+    RUN(test_chat_defaults_and_errors);
+    return nc_test_exit_code();
+}
