@@ -288,7 +288,8 @@ def unary_cases():
     refs = {
         "exp": np.exp, "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
         "silu": lambda v: v / (1 + np.exp(-v)), "relu": lambda v: np.where(np.isnan(v), v, np.maximum(v, 0)),
-        "abs": np.abs, "square": np.square, "erf": erf,
+        "abs": np.abs, "square": np.square, "erf": erf, "atan": np.arctan,
+        "softsign": lambda v: v / (1 + np.abs(v)),
     }
     for op, fn in refs.items():
         add_case(op, op, {"x": In(wide)}, lambda x, fn=fn: fn(x))
@@ -324,6 +325,10 @@ def reduce_cases():
             "reduce_sum_square": lambda v, axis, keepdims: np.sum(v * v, axis=axis, keepdims=keepdims),
             "reduce_l2_norm": lambda v, axis, keepdims: np.sqrt(np.sum(v * v, axis=axis, keepdims=keepdims)),
             "reduce_log_sum_exp": lambda v, axis, keepdims: np.log(np.sum(np.exp(v), axis=axis, keepdims=keepdims))}
+    add_case("reduce_log_sum", "reduce_log_sum",
+             {"x": In(np.abs(x) + f16(0.5)), "axes": Const(np.int32([2])), "keep_dims": scal(False, "bool")},
+             lambda x, axes, keep_dims: np.log(np.sum(x, axis=2)),
+             tol16={"abs": 2e-3, "rel": 2.0 ** -10}, tol32={"abs": 1e-5, "rel": 1e-5})
     tol_sum16 = {"abs": 2e-3, "rel": 2.0 ** -10}
     tol_sum32 = {"abs": 1e-5, "rel": 1e-5}
     for op, fn in reds.items():
@@ -438,6 +443,19 @@ def linalg_cases():
              lambda x, y: np.matmul(x, y), tol16=tol16, tol32=tol32)
     add_case("matmul_const_weight", "matmul", {"x": In(randn16(2, 7)), "y": Const(randn16(7, 3))},
              lambda x, y: x @ y, tol16=tol16, tol32=tol32)
+    def sdpa(query, key, value, attn_mask=None):
+        s = np.matmul(query, np.swapaxes(key, -1, -2)) / math.sqrt(query.shape[-1])
+        if attn_mask is not None:
+            s = s + (np.where(attn_mask, 0.0, -np.inf) if attn_mask.dtype == np.bool_ else attn_mask)
+        return np.matmul(softmax(s, -1), value)
+    add_case("sdpa_float_mask", "scaled_dot_product_attention",
+             {"query": In(randn16(1, 2, 3, 4)), "key": In(randn16(1, 2, 5, 4)), "value": In(randn16(1, 2, 5, 6)),
+              "attn_mask": In(f16(np.triu(np.full((3, 5), -1e4), 3)))},
+             sdpa, tol16=tol16, tol32=tol32)
+    add_case("sdpa_bool_mask_bcast", "scaled_dot_product_attention",
+             {"query": In(randn16(2, 3, 4)), "key": In(randn16(2, 5, 4)), "value": In(randn16(2, 5, 2)),
+              "attn_mask": In(np.array([[True, True, False, True, False]]))},
+             sdpa, tol16=tol16, tol32=tol32)
     big = f16(np.full((2, 4), 200.0))
     add_case("matmul_overflow_fp32_acc", "matmul", {"x": In(big), "y": In(f16(np.full((4, 3), 100.0)))},
              lambda x, y: x @ y)
@@ -653,6 +671,15 @@ def layout_cases():
     add_case("scatter_along_axis_add", "scatter_along_axis",
              {"data": In(randn16(2, 4)), "indices": In(np.int32([[0, 3, 3], [1, 1, 2]])),
               "updates": In(randn16(2, 3)), "axis": scal(1, "int32"), "mode": Const(np.array("add"), "string")}, sca)
+
+    def snd(data, indices, updates, mode):
+        out = data.copy()
+        for t in range(indices.shape[0]):
+            out[tuple(indices[t])] += updates[t]
+        return out
+    add_case("scatter_nd_add", "scatter_nd",
+             {"data": In(randn16(3, 4, 2)), "indices": In(np.int32([[0, 1], [2, 3], [0, 1]])),
+              "updates": In(randn16(3, 2)), "mode": Const(np.array("add"), "string")}, snd)
 
     def su(x, update, begin, end):
         out = x.copy()

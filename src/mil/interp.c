@@ -274,7 +274,7 @@ static void round_fp16(float *x, size_t n) {
  * disagrees is an error (the checker reports the same statically). */
 static nc_status check_declared(const mil_op *op, int k, const mil_slot *s, nc_error *err) {
     const mil_type *t = tensor_type_of(op->outputs[k]->type);
-    if (!t || t->kind != MIL_TYPE_TENSOR) return NC_OK;
+    if (!t || (t->kind != MIL_TYPE_TENSOR && t->kind != MIL_TYPE_BUFFER)) return NC_OK;
     int ok = t->rank == s->shape.rank;
     for (int i = 0; ok && i < t->rank; i++)
         if (t->dims[i] >= 0 && t->dims[i] != s->shape.d[i]) ok = 0;
@@ -446,7 +446,7 @@ nc_status mil_interp_set_input(mil_interp *it, const char *name, mil_dtype dtype
         if (!strcmp(it->fn->inputs[i]->name, name)) v = it->fn->inputs[i];
     if (!v) return nc_fail(err, NC_ERR_NOT_FOUND, "function '%s' has no input '%s'", it->fn->name, name);
     const mil_type *t = tensor_type_of(v->type);
-    if (!t || t->kind != MIL_TYPE_TENSOR)
+    if (!t || (t->kind != MIL_TYPE_TENSOR && t->kind != MIL_TYPE_BUFFER))
         return nc_fail(err, NC_ERR_UNSUPPORTED, "input '%s': only tensor inputs can be bound", name);
     if (dtype_bytes_in(dtype) == 0)
         return nc_fail(err, NC_ERR_UNSUPPORTED, "input '%s': data of dtype %s", name, mil_dtype_name(dtype));

@@ -51,7 +51,7 @@ typedef enum mil_kun {
     MIL_KU_SIGMOID, MIL_KU_SILU, MIL_KU_RELU, MIL_KU_GELU_EXACT, MIL_KU_GELU_TANH,
     MIL_KU_GELU_SIGMOID, MIL_KU_ERF, MIL_KU_ABS, MIL_KU_SIGN, MIL_KU_CEIL, MIL_KU_FLOOR,
     MIL_KU_ROUND, MIL_KU_SQUARE, MIL_KU_INVERSE, MIL_KU_SIN, MIL_KU_COS, MIL_KU_CLIP,
-    MIL_KU_LEAKY_RELU, MIL_KU_SOFTPLUS, MIL_KU_RELU6
+    MIL_KU_LEAKY_RELU, MIL_KU_SOFTPLUS, MIL_KU_RELU6, MIL_KU_ATAN, MIL_KU_SOFTSIGN
 } mil_kun;
 
 /* out[i] = f(x[i]); p0/p1 are epsilon (rsqrt, inverse, log), alpha/beta (clip,
@@ -95,7 +95,7 @@ void mil_k_conv(const mil_kconv *c, const float *x, const float *w, const float 
 /* ---- reductions ---- */
 typedef enum mil_kred {
     MIL_KR_SUM, MIL_KR_MEAN, MIL_KR_MAX, MIL_KR_MIN, MIL_KR_PROD, MIL_KR_SUM_SQUARE,
-    MIL_KR_L1, MIL_KR_L2, MIL_KR_LOG_SUM_EXP, MIL_KR_ARGMAX, MIL_KR_ARGMIN
+    MIL_KR_L1, MIL_KR_L2, MIL_KR_LOG_SUM_EXP, MIL_KR_LOG_SUM, MIL_KR_ARGMAX, MIL_KR_ARGMIN
 } mil_kred;
 
 /* Reduces x over the axes set in `mask` (bit i = axis i); out holds the
@@ -153,6 +153,11 @@ int mil_k_scatter(uint32_t *out, const mil_kshape *ds, const int32_t *idx, const
 int mil_k_scatter_along_axis(uint32_t *out, const mil_kshape *ds, const int32_t *idx,
                              const mil_kshape *is, const uint32_t *upd, int axis,
                              mil_kscat mode, int is_float);
+
+/* scatter_nd: idx [..., K] addresses data[:K]; updates are idx.shape[:-1] +
+ * ds[K:]. */
+int mil_k_scatter_nd(uint32_t *out, const mil_kshape *ds, const int32_t *idx, const mil_kshape *is,
+                     const uint32_t *upd, mil_kscat mode, int is_float);
 
 typedef enum mil_kpad { MIL_KP_CONSTANT, MIL_KP_REFLECT, MIL_KP_REPLICATE } mil_kpad;
 /* pad_before/after per axis (full rank). */

@@ -210,6 +210,26 @@ int mil_k_scatter_along_axis(uint32_t *out, const mil_kshape *ds, const int32_t 
     return 0;
 }
 
+int mil_k_scatter_nd(uint32_t *out, const mil_kshape *ds, const int32_t *idx, const mil_kshape *is,
+                     const uint32_t *upd, mil_kscat mode, int is_float) {
+    int64_t st[MIL_K_MAX_RANK];
+    mil_kshape_strides(ds, st);
+    int k = (int)is->d[is->rank - 1];
+    int64_t inner = 1;
+    for (int i = k; i < ds->rank; i++) inner *= ds->d[i];
+    size_t n = k ? mil_kshape_count(is) / (size_t)k : 0, u = 0;
+    for (size_t t = 0; t < n; t++) {
+        int64_t off = 0;
+        for (int j = 0; j < k; j++) {
+            int64_t q = fix_index(idx[t * (size_t)k + (size_t)j], ds->d[j]);
+            if (q < 0) return -1;
+            off += q * st[j];
+        }
+        for (int64_t e = 0; e < inner; e++, u++) out[off + e] = scat_combine(mode, out[off + e], upd[u], is_float);
+    }
+    return 0;
+}
+
 /* Source index along one axis for output position p, or -1 for the fill. */
 static int64_t pad_src(int64_t p, int64_t before, int64_t d, mil_kpad mode) {
     int64_t i = p - before;

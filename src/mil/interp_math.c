@@ -274,6 +274,8 @@ void mil_k_unary_f32(mil_kun op, const float *x, float *out, size_t n, float p0,
         case MIL_KU_LEAKY_RELU: r = v >= 0 ? v : p0 * v; break;
         case MIL_KU_SOFTPLUS: r = v > 20.0f ? v : log1pf(expf(v)); break;
         case MIL_KU_RELU6: r = v < 0 ? 0.0f : (v > 6.0f ? 6.0f : v); break;
+        case MIL_KU_ATAN: r = atanf(v); break;
+        case MIL_KU_SOFTSIGN: r = v / (1.0f + fabsf(v)); break;
         default: r = v; break;
         }
         out[i] = r;

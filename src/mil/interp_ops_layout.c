@@ -427,7 +427,7 @@ static nc_status scatter_mode(const mil_op *op, const char *m, mil_kscat *out, n
 
 static nc_status ex_scatter(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
-    int along = !strcmp(op->type, "scatter_along_axis");
+    int along = !strcmp(op->type, "scatter_along_axis"), nd = !strcmp(op->type, "scatter_nd");
     mil_slot *d, *ix, *u, *o;
     int64_t axis;
     const int32_t *idx;
@@ -441,7 +441,13 @@ static nc_status ex_scatter(mil_interp *it, op_plan *p, nc_error *err) {
     int ax = mil_interp_axis(axis, d->shape.rank);
     if (ax < 0) return mil_interp_fail(err, NC_ERR_FORMAT, op, "axis %lld out of range", (long long)axis);
     mil_kshape us = {0, {0}};
-    if (along) {
+    if (nd) {
+        int kk = ix->shape.rank ? (int)ix->shape.d[ix->shape.rank - 1] : -1;
+        if (kk < 1 || kk > d->shape.rank || ix->shape.rank - 1 + d->shape.rank - kk > MIL_K_MAX_RANK)
+            return mil_interp_fail(err, NC_ERR_FORMAT, op, "indices' last axis must be 1..rank(data)");
+        for (int i = 0; i < ix->shape.rank - 1; i++) us.d[us.rank++] = ix->shape.d[i];
+        for (int i = kk; i < d->shape.rank; i++) us.d[us.rank++] = d->shape.d[i];
+    } else if (along) {
         us = ix->shape;
     } else {
         if (d->shape.rank - 1 + ix->shape.rank > MIL_K_MAX_RANK)
@@ -455,7 +461,8 @@ static nc_status ex_scatter(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(as_index(p, ix, &idx, err));
     NC_TRY(mil_interp_out(it, op, 0, &d->shape, &o, err));
     memmove(o->data, d->data, mil_kshape_count(&d->shape) * 4);
-    int bad = along ? mil_k_scatter_along_axis(o->data, &d->shape, idx, &ix->shape, u->data, ax, mode, !d->is_int)
+    int bad = nd      ? mil_k_scatter_nd(o->data, &d->shape, idx, &ix->shape, u->data, mode, !d->is_int)
+              : along ? mil_k_scatter_along_axis(o->data, &d->shape, idx, &ix->shape, u->data, ax, mode, !d->is_int)
                     : mil_k_scatter(o->data, &d->shape, idx, &ix->shape, u->data, ax, mode, !d->is_int);
     if (bad) return mil_interp_fail(err, NC_ERR_RANGE, op, "an index is out of range");
     return NC_OK;
@@ -652,13 +659,23 @@ static nc_status ex_write_state(mil_interp *it, op_plan *p, nc_error *err) {
     return NC_OK;
 }
 
+/* E5RT dialect boundaries: a tensor_buffer holds the same elements (its
+ * strides describe the ANE's memory, not the values). */
+static nc_status ex_buffer_copy(mil_interp *it, op_plan *p, nc_error *err) {
+    mil_slot *x;
+    NC_TRY(mil_interp_need(it, p->op, "input", &x, err));
+    return copy_out(it, p->op, x, &x->shape, err);
+}
+
 static const struct { const char *type; mil_exec_fn fn; } LAYOUT_OPS[] = {
     {"identity", ex_identity}, {"transpose", ex_transpose}, {"reshape", ex_reshape},
     {"expand_dims", ex_expand_dims}, {"squeeze", ex_squeeze},
     {"slice_by_index", ex_slice_by_index}, {"slice_by_size", ex_slice_by_size},
     {"slice_update", ex_slice_update}, {"concat", ex_concat}, {"stack", ex_stack},
     {"split", ex_split}, {"gather", ex_gather}, {"gather_along_axis", ex_gather_along_axis},
-    {"scatter", ex_scatter}, {"scatter_along_axis", ex_scatter}, {"select", ex_select},
+    {"scatter", ex_scatter}, {"scatter_along_axis", ex_scatter}, {"scatter_nd", ex_scatter},
+    {"select", ex_select}, {"tensor_buffer_to_tensor", ex_buffer_copy},
+    {"tensor_to_tensor_buffer", ex_buffer_copy},
     {"cast", ex_cast}, {"fill", ex_fill}, {"fill_like", ex_fill}, {"band_part", ex_band_part},
     {"pad", ex_pad}, {"tile", ex_tile}, {"shape", ex_shape}, {"read_state", ex_read_state},
     {"write_state", ex_write_state},

@@ -2,6 +2,7 @@
  * activations, softmax, reductions, layer_norm, matmul, linear, conv. Each
  * reads its arguments (names and defaults as in coremltools' op specs),
  * computes the output shape and calls a kernel. */
+#include <math.h>
 #include <string.h>
 
 #include "mil/interp_priv.h"
@@ -96,6 +97,8 @@ static const struct {
     {"leaky_relu", MIL_KU_LEAKY_RELU, "alpha", 0.01f, NULL, 0},
     {"softplus", MIL_KU_SOFTPLUS, NULL, 0, NULL, 0},
     {"gelu", MIL_KU_GELU_EXACT, NULL, 0, NULL, 0},
+    {"atan", MIL_KU_ATAN, NULL, 0, NULL, 0},
+    {"softsign", MIL_KU_SOFTSIGN, NULL, 0, NULL, 0},
 };
 
 static nc_status ex_unary(mil_interp *it, op_plan *p, nc_error *err) {
@@ -157,6 +160,7 @@ static const struct { const char *type; mil_kred op; } REDUCE[] = {
     {"reduce_min", MIL_KR_MIN}, {"reduce_prod", MIL_KR_PROD},
     {"reduce_sum_square", MIL_KR_SUM_SQUARE}, {"reduce_l1_norm", MIL_KR_L1},
     {"reduce_l2_norm", MIL_KR_L2}, {"reduce_log_sum_exp", MIL_KR_LOG_SUM_EXP},
+    {"reduce_log_sum", MIL_KR_LOG_SUM},
     {"reduce_argmax", MIL_KR_ARGMAX}, {"reduce_argmin", MIL_KR_ARGMIN},
 };
 
@@ -399,7 +403,55 @@ static nc_status ex_conv(mil_interp *it, op_plan *p, nc_error *err) {
     return NC_OK;
 }
 
+/* scaled_dot_product_attention: softmax(q·kᵀ/sqrt(E) + mask)·v as one op
+ * (one fp16 rounding at the end); a bool mask keeps where true. The ANE
+ * ignores this op's mask (DESIGN.md §3), so the lowering writes attention
+ * out; the interpreter still runs it for CoreML programs. */
+static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
+    const mil_op *op = p->op;
+    mil_slot *q, *k, *v, *o, *m = mil_interp_arg(it, op, "attn_mask");
+    NC_TRY(mil_interp_need(it, op, "query", &q, err));
+    NC_TRY(mil_interp_need(it, op, "key", &k, err));
+    NC_TRY(mil_interp_need(it, op, "value", &v, err));
+    int r = q->shape.rank;
+    if (r < 2 || k->shape.rank != r || v->shape.rank != r || q->is_int || k->is_int || v->is_int ||
+        q->shape.d[r - 1] != k->shape.d[r - 1] || k->shape.d[r - 2] != v->shape.d[r - 2])
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "query [..., L, E], key [..., S, E], value [..., S, EV] expected");
+    mil_kshape bq = q->shape, bk = k->shape, bv = v->shape, b1, bo;
+    bq.rank = bk.rank = bv.rank = r - 2;
+    if (!mil_kshape_broadcast(&bq, &bk, &b1) || !mil_kshape_broadcast(&b1, &bv, &bo))
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "batch dimensions do not broadcast");
+    int64_t l = q->shape.d[r - 2], s = k->shape.d[r - 2], ev = v->shape.d[r - 1];
+    mil_kshape ss = bo, os = bo;
+    ss.d[r - 2] = l;
+    ss.d[r - 1] = s;
+    ss.rank = os.rank = r;
+    os.d[r - 2] = l;
+    os.d[r - 1] = ev;
+    void *sc, *mk;
+    NC_TRY(mil_interp_scratch(p, 0, mil_kshape_count(&ss), &sc, err));
+    mil_k_matmul(q->data, &q->shape, 0, k->data, &k->shape, 1, sc, &ss);
+    float scale = 1.0f / sqrtf((float)q->shape.d[r - 1]);
+    size_t n = mil_kshape_count(&ss);
+    for (size_t i = 0; i < n; i++) ((float *)sc)[i] *= scale;
+    if (m) {
+        mil_kshape t;
+        if (!m->has_value || !mil_kshape_broadcast(&ss, &m->shape, &t) || !mil_kshape_equal(&t, &ss))
+            return mil_interp_fail(err, NC_ERR_FORMAT, op, "attn_mask does not broadcast to the scores");
+        size_t nm = mil_kshape_count(&m->shape);
+        NC_TRY(mil_interp_scratch(p, 1, nm, &mk, err));
+        for (size_t i = 0; i < nm; i++)
+            ((float *)mk)[i] = m->is_int ? (((int32_t *)m->data)[i] ? 0.0f : -INFINITY) : ((float *)m->data)[i];
+        mil_k_binary_f32(MIL_KB_ADD, sc, &ss, mk, &m->shape, sc, &ss);
+    }
+    mil_k_softmax(sc, &ss, r - 1, sc);
+    NC_TRY(mil_interp_out(it, op, 0, &os, &o, err));
+    mil_k_matmul(sc, &ss, 0, v->data, &v->shape, 0, o->data, &os);
+    return NC_OK;
+}
+
 static const struct { const char *type; mil_exec_fn fn; } MATH_OPS[] = {
+    {"scaled_dot_product_attention", ex_sdpa},
     {"softmax", ex_softmax}, {"layer_norm", ex_layer_norm}, {"matmul", ex_matmul},
     {"linear", ex_linear}, {"conv", ex_conv}, {"logical_not", ex_logical_not},
 };

@@ -86,7 +86,8 @@ static float red_run(mil_kred op, const float *x, const red_geom *g, int64_t bas
         float v = x[base + (dense ? r * rstride : geom_off(g->red_d, g->red_st, g->n_red, r))];
         switch (op) {
         case MIL_KR_SUM:
-        case MIL_KR_MEAN: acc += v; break;
+        case MIL_KR_MEAN:
+        case MIL_KR_LOG_SUM: acc += v; break;
         case MIL_KR_MAX:
             if (v > acc || isnan(v)) acc = v;
             break;
@@ -115,6 +116,7 @@ static float red_run(mil_kred op, const float *x, const red_geom *g, int64_t bas
     }
     if (op == MIL_KR_MEAN) acc /= (float)g->n_r;
     if (op == MIL_KR_L2) acc = sqrtf(acc);
+    if (op == MIL_KR_LOG_SUM) acc = logf(acc);
     if (op == MIL_KR_LOG_SUM_EXP) acc = logf(acc) + mx;
     if (arg) *arg = best;
     return acc;

@@ -10,6 +10,8 @@
 #include "base/half.h"
 #include "io/npy.h"
 #include "mil/interp.h"
+#include "mil/interp_priv.h"
+#include "mil/ops.h"
 #include "mil/parse.h"
 
 #define ATTN "data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil"
@@ -171,7 +173,18 @@ static void test_declared_shape_mismatch_names_op(void) {
     mil_program_free(prog);
 }
 
+/* Every op type of the op table (ops.c) has an interpreter implementation. */
+static void test_every_table_op_is_interpreted(void) {
+    int n;
+    const mil_op_def *t = mil_op_table(&n);
+    CHECK(n > 50);
+    for (int i = 0; i < n; i++)
+        CHECKF(!strcmp(t[i].type, "const") || mil_interp_lookup(t[i].type), "no implementation of %s",
+               t[i].type);
+}
+
 int main(void) {
+    RUN(test_every_table_op_is_interpreted);
     RUN(test_attention_fp16_matches_numpy_fp16_model);
     RUN(test_attention_fp32_matches_numpy_float64);
     RUN(test_attention_fp16_close_to_exact);
