@@ -1,7 +1,150 @@
-/* `nectar serve`: placeholder until its implementation lands. */
+/* `nectar serve`: the OpenAI-compatible HTTP server (src/serve). Parses the
+ * options, opens the engine, starts the server and runs until SIGINT or
+ * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
 #include "commands.h"
+#include "serve/serve_engine.h"
+#include "serve/serve_http.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: nectar serve -m DIR [options]\n\n"
+            "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
+            "/v1/models, /health, /metrics and a chat page at /.\n\n"
+            "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
+            "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
+            "  --port N              port (default 8080; 0 picks a free one)\n"
+            "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+            "  --parallel N          slots decoded together (default 4)\n"
+            "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
+            "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
+            "  --max-body BYTES      largest request body (default 8388608)\n"
+            "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
+            "  --backend cpu         engine (only cpu here; mil and ane are not servable yet)\n"
+            "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
+            "  -v, --verbose         log each request\n");
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Strict integer option value in [lo, hi]. */
+static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > hi) {
+        cli_failf("serve: %s '%s': expected an integer between %ld and %ld", opt, v, lo, hi);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
 
 int cmd_serve(int argc, char **argv) {
-    (void)argc;
-    return cli_failf("%s: not implemented yet", argv[0]);
+    const char *model = NULL, *backend = "cpu";
+    serve_options o = {0};
+    o.host = "127.0.0.1";
+    o.port = 8080;
+    o.n_parallel = 4;
+    o.ctx = 4096;
+    o.queue_max = 64;
+    o.max_body_bytes = 8u << 20;
+    o.timeout_s = 600;
+    int is_fake = 0;
+    long fake_step_ms = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            nc_log_set_level(NC_LOG_DEBUG);
+            continue;
+        }
+        /* Hidden, for tests: a deterministic fake model (serve_engine_fake.c). */
+        if (!strcmp(a, "--fake-engine")) {
+            is_fake = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return cli_failf("serve: unknown option or missing value: '%s'", a), 2;
+        const char *v = argv[++i];
+        long n = 0;
+        int bad = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--host"))
+            o.host = v;
+        else if (!strcmp(a, "--api-key"))
+            o.api_key = v;
+        else if (!strcmp(a, "--backend"))
+            backend = v;
+        else if (!strcmp(a, "--port"))
+            bad = parse_int(a, v, 0, 65535, &n) || ((o.port = (int)n), 0);
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
+            bad = parse_int(a, v, 1, 256, &n) || ((o.n_parallel = (int)n), 0);
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c"))
+            bad = parse_int(a, v, 2, 1 << 20, &n) || ((o.ctx = (int)n), 0);
+        else if (!strcmp(a, "--queue"))
+            bad = parse_int(a, v, 0, 100000, &n) || ((o.queue_max = (int)n), 0);
+        else if (!strcmp(a, "--max-body"))
+            bad = parse_int(a, v, 64, 1L << 30, &n) || ((o.max_body_bytes = (size_t)n), 0);
+        else if (!strcmp(a, "--timeout"))
+            bad = parse_int(a, v, 1, 86400, &n) || ((o.timeout_s = (int)n), 0);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            bad = parse_int(a, v, 0, 1024, &threads);
+        else if (!strcmp(a, "--fake-step-ms"))
+            bad = parse_int(a, v, 0, 10000, &fake_step_ms);
+        else
+            return cli_failf("serve: unknown option '%s' (try nectar serve --help)", a), 2;
+        if (bad) return 2;
+    }
+    if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
+    if (strcmp(backend, "cpu") != 0)
+        return cli_failf("serve: --backend %s: only the cpu backend can serve for now", backend), 2;
+    o.model_path = model;
+    o.max_connections = o.n_parallel + o.queue_max + 32;
+
+    nc_error err = {0};
+    serve_engine e;
+    serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
+    nc_status st = is_fake ? serve_engine_open_fake(model, &eo, &e, &err)
+                           : serve_engine_open_qwen3(model, &eo, &e, &err);
+    if (st != NC_OK) return cli_fail(&err);
+    if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
+
+    serve_server *srv;
+    st = serve_server_start(&e, &o, &srv, &err);
+    if (st != NC_OK) {
+        serve_engine_close(&e);
+        return cli_fail(&err);
+    }
+    /* One line on stdout with the real port, so scripts using --port 0 can
+     * find the server. */
+    printf("nectar serve: %s (%s) on http://%s:%d  slots %d, ctx %d\n", e.model_id, e.kind, o.host,
+           serve_server_port(srv), o.n_parallel, o.ctx);
+    fflush(stdout);
+    while (!stop_requested) pause();
+    fprintf(stderr, "nectar serve: shutting down\n");
+    serve_server_stop(srv);
+    serve_engine_close(&e);
+    return 0;
 }

@@ -1,0 +1,37 @@
+/* The HTTP front of `nectar serve`, on libmicrohttpd (one thread per
+ * connection, so a connection may block while its request generates):
+ * routing, API-key check, body limits, timeouts, the OpenAI endpoints and
+ * SSE streaming, /health, /metrics and the chat page. */
+#ifndef NC_SERVE_HTTP_H
+#define NC_SERVE_HTTP_H
+
+#include <stddef.h>
+
+#include "serve/serve_engine.h"
+
+typedef struct serve_options {
+    const char *host;     /* numeric IPv4 or IPv6 address */
+    int port;             /* 0: any free port (see serve_server_port) */
+    const char *api_key;  /* NULL: no authentication */
+    const char *model_path; /* the -m argument, also accepted as a model name */
+    int n_parallel;       /* slots */
+    int ctx;              /* tokens per slot */
+    int queue_max;        /* waiting requests beyond the slots */
+    size_t max_body_bytes;
+    int timeout_s;        /* idle connection, body upload and queue wait limit */
+    int max_connections;
+} serve_options;
+
+typedef struct serve_server serve_server;
+
+/* Starts the scheduler and the listener; the engine must outlive the server. */
+nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_server **out,
+                             nc_error *err);
+int serve_server_port(const serve_server *s);
+/* Stops accepting, ends running requests, frees everything. */
+void serve_server_stop(serve_server *s);
+
+/* The chat page served at GET / (serve_page.c). */
+extern const char serve_page_html[];
+
+#endif

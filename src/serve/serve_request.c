@@ -1,0 +1,356 @@
+/* Parsing and validation of /v1/chat/completions and /v1/completions bodies.
+ * Unknown fields are ignored (clients send many, e.g. "user"); fields we
+ * know but cannot honour (n > 1, tools, logit_bias, echo) are rejected so a
+ * client never silently gets something other than what it asked for. */
+#include "serve/serve_request.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parse context: the error record and the parameter it is about. */
+typedef struct pctx {
+    serve_parse_error *perr;
+    nc_error *err;
+} pctx;
+
+static nc_status bad(pctx *c, const char *param, const char *fmt, const char *detail) {
+    snprintf(c->perr->param, sizeof c->perr->param, "%s", param);
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, detail ? detail : "");
+    return nc_fail(c->err, NC_ERR_INVALID, "'%s' %s", param, msg);
+}
+
+/* The field, or NULL when absent or JSON null (OpenAI treats both alike). */
+static json_t *field(const json_t *obj, const char *key) {
+    json_t *v = json_object_get(obj, key);
+    return (v && !json_is_null(v)) ? v : NULL;
+}
+
+static nc_status get_num(pctx *c, const json_t *obj, const char *key, double lo, double hi,
+                         double *out) {
+    json_t *v = field(obj, key);
+    if (!v) return NC_OK;
+    if (!json_is_number(v)) return bad(c, key, "must be a number%s", NULL);
+    double d = json_number_value(v);
+    if (!isfinite(d) || d < lo || d > hi) {
+        char range[96];
+        snprintf(range, sizeof range, "must be between %g and %g", lo, hi);
+        return bad(c, key, "%s", range);
+    }
+    *out = d;
+    return NC_OK;
+}
+
+/* Integers may arrive as 3 or 3.0; anything else, or out of [lo, hi], fails.
+ * The range is checked on the double before converting (a huge value must
+ * not reach an integer cast). */
+static nc_status get_int(pctx *c, const json_t *obj, const char *key, double lo, double hi,
+                         int64_t *out) {
+    json_t *v = field(obj, key);
+    if (!v) return NC_OK;
+    double d;
+    if (json_is_integer(v))
+        d = (double)json_integer_value(v);
+    else if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v))
+        d = json_real_value(v);
+    else
+        return bad(c, key, "must be an integer%s", NULL);
+    if (d < lo || d > hi) {
+        char range[96];
+        snprintf(range, sizeof range, "must be between %.0f and %.0f", lo, hi);
+        return bad(c, key, "%s", range);
+    }
+    *out = json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)d;
+    return NC_OK;
+}
+
+static nc_status get_bool(pctx *c, const json_t *obj, const char *key, int *out) {
+    json_t *v = field(obj, key);
+    if (!v) return NC_OK;
+    if (!json_is_boolean(v)) return bad(c, key, "must be true or false%s", NULL);
+    *out = json_is_true(v);
+    return NC_OK;
+}
+
+/* A copy of a JSON string; strings with NUL bytes are refused because
+ * everything downstream (chat template, stop strings) works on C strings. */
+static nc_status dup_string(pctx *c, const json_t *v, const char *param, char **out) {
+    if (!json_is_string(v)) return bad(c, param, "must be a string%s", NULL);
+    size_t n = json_string_length(v);
+    const char *s = json_string_value(v);
+    if (memchr(s, '\0', n)) return bad(c, param, "must not contain NUL characters%s", NULL);
+    *out = malloc(n + 1);
+    if (!*out) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+    memcpy(*out, s, n + 1);
+    return NC_OK;
+}
+
+/* Content as a string or as an array of {"type":"text","text":...} parts,
+ * which are concatenated (as the OpenAI API defines for text parts). */
+static nc_status parse_content(pctx *c, const json_t *v, const char *param, char **out) {
+    if (!v) {
+        *out = strdup("");
+        return *out ? NC_OK : nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+    }
+    if (json_is_string(v)) return dup_string(c, v, param, out);
+    if (!json_is_array(v)) return bad(c, param, "must be a string or an array of text parts%s", NULL);
+    size_t total = 0, i;
+    json_t *part;
+    char sub[96];
+    json_array_foreach(v, i, part) {
+        snprintf(sub, sizeof sub, "%s[%zu]", param, i);
+        const char *type;
+        json_t *t = json_is_object(part) ? field(part, "type") : NULL;
+        if (!t || !json_is_string(t)) return bad(c, sub, "must be an object with a 'type'%s", NULL);
+        type = json_string_value(t);
+        if (strcmp(type, "text") != 0)
+            return bad(c, sub, "has type '%s'; only text parts are supported", type);
+        json_t *text = field(part, "text");
+        snprintf(sub, sizeof sub, "%s[%zu].text", param, i);
+        if (!text || !json_is_string(text)) return bad(c, sub, "must be a string%s", NULL);
+        total += json_string_length(text);
+    }
+    char *buf = malloc(total + 1);
+    if (!buf) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+    size_t off = 0;
+    json_array_foreach(v, i, part) {
+        json_t *text = field(part, "text");
+        size_t n = json_string_length(text);
+        memcpy(buf + off, json_string_value(text), n);
+        off += n;
+    }
+    buf[off] = '\0';
+    if (strlen(buf) != off) {
+        free(buf);
+        return bad(c, param, "must not contain NUL characters%s", NULL);
+    }
+    *out = buf;
+    return NC_OK;
+}
+
+static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
+    json_t *msgs = field(root, "messages");
+    if (!msgs) return bad(c, "messages", "is required%s", NULL);
+    if (!json_is_array(msgs)) return bad(c, "messages", "must be an array%s", NULL);
+    size_t n = json_array_size(msgs);
+    if (n == 0) return bad(c, "messages", "must not be empty%s", NULL);
+    if (n > SERVE_MAX_MESSAGES) return bad(c, "messages", "has too many entries%s", NULL);
+    r->messages = calloc(n, sizeof *r->messages);
+    if (!r->messages) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+    char param[96];
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(msgs, i);
+        snprintf(param, sizeof param, "messages[%zu]", i);
+        if (!json_is_object(m)) return bad(c, param, "must be an object%s", NULL);
+        r->n_messages = i + 1;
+        serve_message *out = &r->messages[i];
+        json_t *role = field(m, "role");
+        snprintf(param, sizeof param, "messages[%zu].role", i);
+        if (!role || !json_is_string(role)) return bad(c, param, "must be a string%s", NULL);
+        const char *rs = json_string_value(role);
+        if (!strcmp(rs, "developer")) rs = "system";
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+            return bad(c, param, "'%s' is not supported (system, developer, user, assistant)",
+                       rs);
+        out->role = strdup(rs);
+        if (!out->role) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+        json_t *content = field(m, "content");
+        snprintf(param, sizeof param, "messages[%zu].content", i);
+        if (!content && strcmp(rs, "assistant") != 0) return bad(c, param, "is required%s", NULL);
+        NC_TRY(parse_content(c, content, param, &out->content));
+        json_t *rc = field(m, "reasoning_content");
+        snprintf(param, sizeof param, "messages[%zu].reasoning_content", i);
+        if (rc) NC_TRY(dup_string(c, rc, param, &out->reasoning_content));
+        snprintf(param, sizeof param, "messages[%zu].tool_calls", i);
+        json_t *tc = field(m, "tool_calls");
+        if (tc && (!json_is_array(tc) || json_array_size(tc) > 0))
+            return bad(c, param, "tool calls are not supported%s", NULL);
+    }
+    return NC_OK;
+}
+
+static nc_status parse_prompt(pctx *c, const json_t *root, serve_request *r) {
+    json_t *p = field(root, "prompt");
+    if (!p) return bad(c, "prompt", "is required%s", NULL);
+    if (json_is_array(p)) {
+        if (json_array_size(p) != 1 || !json_is_string(json_array_get(p, 0)))
+            return bad(c, "prompt", "must be a string or an array of exactly one string%s", NULL);
+        p = json_array_get(p, 0);
+    }
+    if (!json_is_string(p))
+        return bad(c, "prompt", "must be a string or an array of exactly one string%s", NULL);
+    return dup_string(c, p, "prompt", &r->prompt);
+}
+
+static nc_status parse_stop(pctx *c, const json_t *root, serve_request *r) {
+    json_t *s = field(root, "stop");
+    if (!s) return NC_OK;
+    json_t *one[1] = {s};
+    json_t **list = one;
+    size_t n = 1;
+    if (json_is_array(s)) {
+        n = json_array_size(s);
+        if (n > SERVE_MAX_STOP) return bad(c, "stop", "allows at most 4 strings%s", NULL);
+        list = NULL;
+    } else if (!json_is_string(s)) {
+        return bad(c, "stop", "must be a string or an array of strings%s", NULL);
+    }
+    char param[32];
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = list ? list[i] : json_array_get(s, i);
+        snprintf(param, sizeof param, list ? "stop" : "stop[%zu]", i);
+        NC_TRY(dup_string(c, v, param, &r->stop[r->n_stop]));
+        r->n_stop++;
+        size_t len = strlen(r->stop[r->n_stop - 1]);
+        if (len == 0) return bad(c, param, "must not be empty%s", NULL);
+        if (len > SERVE_MAX_STOP_BYTES) return bad(c, param, "is longer than 256 bytes%s", NULL);
+    }
+    return NC_OK;
+}
+
+/* Fields the server recognises but does not implement: present and
+ * non-empty means a 400, never a silent ignore. */
+static nc_status reject_unsupported(pctx *c, const json_t *root) {
+    static const char *const keys[] = {"tools", "functions", "logit_bias"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = field(root, keys[i]);
+        if (v && !((json_is_array(v) && json_array_size(v) == 0) ||
+                   (json_is_object(v) && json_object_size(v) == 0)))
+            return bad(c, keys[i], "is not supported by this server%s", NULL);
+    }
+    json_t *rf = field(root, "response_format");
+    if (rf) {
+        json_t *t = json_is_object(rf) ? field(rf, "type") : NULL;
+        if (!t || !json_is_string(t) || strcmp(json_string_value(t), "text") != 0)
+            return bad(c, "response_format", "only {\"type\": \"text\"} is supported%s", NULL);
+    }
+    return NC_OK;
+}
+
+static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
+    NC_TRY(get_num(c, root, "temperature", 0.0, 2.0, &r->temperature));
+    NC_TRY(get_num(c, root, "top_p", 0.0, 1.0, &r->top_p));
+    NC_TRY(get_num(c, root, "min_p", 0.0, 1.0, &r->min_p));
+    NC_TRY(get_num(c, root, "presence_penalty", -2.0, 2.0, &r->presence_penalty));
+    NC_TRY(get_num(c, root, "frequency_penalty", -2.0, 2.0, &r->frequency_penalty));
+    NC_TRY(get_num(c, root, "repeat_penalty", 0.01, 10.0, &r->repeat_penalty));
+    int64_t v = r->top_k;
+    NC_TRY(get_int(c, root, "top_k", 0, 1e9, &v));
+    r->top_k = (int)v;
+    /* A seed is any 64-bit integer (negative seeds wrap as in numpy). */
+    int64_t seed = 0;
+    if (field(root, "seed")) {
+        NC_TRY(get_int(c, root, "seed", -9.2e18, 9.2e18, &seed));
+        r->has_seed = 1;
+        r->seed = (uint64_t)seed;
+    }
+    int64_t n = 1;
+    NC_TRY(get_int(c, root, "n", 1, 1e9, &n));
+    if (n != 1) return bad(c, "n", "must be 1 (one choice per request)%s", NULL);
+    int64_t mt = -1;
+    NC_TRY(get_int(c, root, "max_tokens", 1, 1e9, &mt));
+    NC_TRY(get_int(c, root, "max_completion_tokens", 1, 1e9, &mt));
+    r->max_tokens = (int)mt;
+    return NC_OK;
+}
+
+static nc_status parse_logprobs(pctx *c, const json_t *root, serve_request *r) {
+    json_t *lp = field(root, "logprobs");
+    if (r->endpoint == SERVE_EP_COMPLETIONS) {
+        /* Legacy completions: "logprobs": N asks for the chosen token plus N
+         * alternatives (0..5). */
+        int64_t n = -1;
+        NC_TRY(get_int(c, root, "logprobs", 0, 5, &n));
+        if (lp) {
+            r->logprobs = 1;
+            r->top_logprobs = (int)n;
+        }
+        return get_bool(c, root, "echo", &r->echo);
+    }
+    NC_TRY(get_bool(c, root, "logprobs", &r->logprobs));
+    int64_t top = 0;
+    NC_TRY(get_int(c, root, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &top));
+    if (top > 0 && !r->logprobs)
+        return bad(c, "top_logprobs", "requires 'logprobs' to be true%s", NULL);
+    r->top_logprobs = (int)top;
+    return NC_OK;
+}
+
+static nc_status parse_stream(pctx *c, const json_t *root, serve_request *r) {
+    NC_TRY(get_bool(c, root, "stream", &r->stream));
+    json_t *so = field(root, "stream_options");
+    if (so) {
+        if (!json_is_object(so)) return bad(c, "stream_options", "must be an object%s", NULL);
+        json_t *iu = field(so, "include_usage");
+        if (iu && !json_is_boolean(iu))
+            return bad(c, "stream_options.include_usage", "must be true or false%s", NULL);
+        r->include_usage = iu && json_is_true(iu);
+    }
+    json_t *kw = field(root, "chat_template_kwargs");
+    if (kw) {
+        if (!json_is_object(kw)) return bad(c, "chat_template_kwargs", "must be an object%s", NULL);
+        json_t *et = field(kw, "enable_thinking");
+        if (et && !json_is_boolean(et))
+            return bad(c, "chat_template_kwargs.enable_thinking", "must be true or false%s", NULL);
+        if (et) r->enable_thinking = json_is_true(et);
+    }
+    return NC_OK;
+}
+
+static nc_status parse_root(pctx *c, const json_t *root, serve_request *r) {
+    if (!json_is_object(root))
+        return bad(c, "", "request body must be a JSON object%s", NULL);
+    json_t *model = field(root, "model");
+    if (model) NC_TRY(dup_string(c, model, "model", &r->model));
+    if (r->endpoint == SERVE_EP_CHAT)
+        NC_TRY(parse_messages(c, root, r));
+    else
+        NC_TRY(parse_prompt(c, root, r));
+    NC_TRY(reject_unsupported(c, root));
+    NC_TRY(parse_sampling(c, root, r));
+    NC_TRY(parse_stop(c, root, r));
+    NC_TRY(parse_logprobs(c, root, r));
+    if (r->echo) return bad(c, "echo", "is not supported by this server%s", NULL);
+    return parse_stream(c, root, r);
+}
+
+nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpoint,
+                              serve_request *req, serve_parse_error *perr, nc_error *err) {
+    memset(req, 0, sizeof *req);
+    perr->param[0] = '\0';
+    req->endpoint = endpoint;
+    req->temperature = 1.0;
+    req->top_p = 1.0;
+    req->repeat_penalty = 1.0;
+    req->max_tokens = -1;
+    req->enable_thinking = 1;
+    pctx c = {perr, err};
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    if (!root)
+        return nc_fail(err, NC_ERR_FORMAT, "request body:%d:%d: invalid JSON: %s", je.line,
+                       je.column, je.text);
+    nc_status st = parse_root(&c, root, req);
+    json_decref(root);
+    if (st != NC_OK) {
+        serve_request_free(req);
+        req->endpoint = endpoint;
+    }
+    return st;
+}
+
+void serve_request_free(serve_request *req) {
+    for (size_t i = 0; i < req->n_messages; i++) {
+        free(req->messages[i].role);
+        free(req->messages[i].content);
+        free(req->messages[i].reasoning_content);
+    }
+    free(req->messages);
+    free(req->prompt);
+    free(req->model);
+    for (int i = 0; i < req->n_stop; i++) free(req->stop[i]);
+    memset(req, 0, sizeof *req);
+}

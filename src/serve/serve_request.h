@@ -1,0 +1,67 @@
+/* The body of an OpenAI-style completion request, parsed and validated.
+ * Everything a client sends goes through serve_request_parse before it can
+ * reach the scheduler, so this is the server's trust boundary: any bytes give
+ * either a complete request or an error naming the offending field. */
+#ifndef NC_SERVE_REQUEST_H
+#define NC_SERVE_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+typedef enum { SERVE_EP_CHAT, SERVE_EP_COMPLETIONS } serve_endpoint;
+
+#define SERVE_MAX_STOP 4          /* OpenAI's limit on stop strings */
+#define SERVE_MAX_STOP_BYTES 256  /* per stop string */
+#define SERVE_MAX_TOP_LOGPROBS 20 /* chat; completions allow 5 */
+#define SERVE_MAX_MESSAGES 4096
+
+typedef struct serve_message {
+    char *role;              /* system, user or assistant ("developer" maps to system) */
+    char *content;           /* text parts joined; never NULL */
+    char *reasoning_content; /* assistant history only; may be NULL */
+} serve_message;
+
+typedef struct serve_request {
+    serve_endpoint endpoint;
+    char *model; /* NULL when the client named none */
+
+    serve_message *messages; /* chat */
+    size_t n_messages;
+    char *prompt; /* completions */
+
+    /* Sampling (OpenAI defaults; gen_sampler semantics). */
+    double temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
+    int top_k;
+    int has_seed;
+    uint64_t seed;
+
+    int max_tokens; /* -1: until the end of the context */
+    char *stop[SERVE_MAX_STOP];
+    int n_stop;
+
+    int logprobs;     /* return the chosen tokens' logprobs */
+    int top_logprobs; /* alternatives per token (0..20) */
+    int echo;         /* completions: unsupported, rejected when set */
+
+    int stream;
+    int include_usage;   /* stream_options.include_usage */
+    int enable_thinking; /* chat_template_kwargs.enable_thinking, default 1 */
+} serve_request;
+
+/* What a parse failure is about: `param` is the OpenAI error's "param" field
+ * (the JSON path of the bad field, "" when the whole body is at fault). */
+typedef struct serve_parse_error {
+    char param[96];
+} serve_parse_error;
+
+/* Parses body[0..len) for the endpoint. On failure fills err (a one-line
+ * message naming the field) and perr, leaves *req zeroed and returns
+ * NC_ERR_FORMAT (malformed JSON) or NC_ERR_INVALID (a bad field). */
+nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpoint,
+                              serve_request *req, serve_parse_error *perr, nc_error *err);
+
+void serve_request_free(serve_request *req);
+
+#endif
