@@ -15,6 +15,8 @@ Outputs (all small):
   tests/fixtures/tokenizer/gpt2style/tokenizer.json, qwenstyle/tokenizer.json
   tests/fixtures/tokenizer/small_expected.jsonl ids of the corpus under both small tokenizers
   tests/fixtures/tokenizer/cli/                 input.txt and its ids for the CLI test
+  tests/fixtures/tokenizer/pipelines.jsonl      overrides of qwenstyle/ (split behaviours,
+                                                ByteLevel options, normal forms, unk) + ids
   tests/fixtures/chat/cases.jsonl              messages + options + rendered prompt
 """
 import argparse
@@ -195,6 +197,75 @@ def save_small(tok, kind):
     return Tokenizer.from_file(path)  # the reference is what HF reads back
 
 
+PIPELINE_TEXTS = [
+    "Hello world 123 and 4567xx, it's   x  9x9\n\n end ",
+    "Café ﬁne ① Ⅻ ｆｕｌｌ x\u0301 ",
+    "<|im_end|>ab 12<|im_end|>  ",
+    "",
+]
+
+
+def pipeline_variants(base_model):
+    """Overrides of the small Qwen-style file: each split behaviour with and
+    without invert (including a regex that matches empty strings), literal
+    String patterns, ByteLevel options, other normal forms, ignore_merges
+    and unk handling. Each is {"set": top-level fields, "model_set": fields
+    of "model"}; the C test applies them to the same base file."""
+    bl_plain = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                "use_regex": False}
+    out = []
+    for beh in ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"):
+        for inv in (False, True):
+            for pat in ({"Regex": r"\d+|x*"}, {"String": " "}):
+                name = "split_%s_%s_%s" % (beh, "inv" if inv else "fwd", list(pat)[0])
+                out.append((name, {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                    {"type": "Split", "pattern": pat, "behavior": beh, "invert": inv},
+                    bl_plain]}}, {}))
+    for aps in (False, True):
+        for rx in (False, True):
+            out.append(("bytelevel_prefix%d_regex%d" % (aps, rx), {"pre_tokenizer": {
+                "type": "ByteLevel", "add_prefix_space": aps, "trim_offsets": True,
+                "use_regex": rx}}, {}))
+    out.append(("bytelevel_after_split_with_prefix", {"pre_tokenizer": {
+        "type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": r"\s+"}, "behavior": "Removed", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+             "use_regex": True}]}}, {}))
+    for nf in ("NFD", "NFKC", "NFKD"):
+        out.append(("normalizer_" + nf, {"normalizer": {"type": nf}}, {}))
+    out.append(("normalizer_sequence", {"normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "NFKD"}, {"type": "NFC"}]}}, {}))
+    out.append(("normalizer_none", {"normalizer": None}, {}))
+    out.append(("ignore_merges", {}, {"ignore_merges": True}))
+
+    # Bytes missing from the vocabulary: unk (fused or not) or dropped.
+    vocab = dict(base_model["vocab"])
+    for ch in "lo1x":
+        vocab.pop(ch, None)
+    merges = [[a, b] for a, b in base_model["merges"]
+              if a in vocab and b in vocab and a + b in vocab]
+    vocab["<unk>"] = max(vocab.values()) + 1
+    out.append(("unk_plain", {}, {"vocab": vocab, "merges": merges, "unk_token": "<unk>"}))
+    out.append(("unk_fused", {}, {"vocab": vocab, "merges": merges, "unk_token": "<unk>",
+                                  "fuse_unk": True}))
+    out.append(("no_unk_drops_bytes", {}, {"vocab": vocab, "merges": merges}))
+    return out
+
+
+def pipeline_rows():
+    base = json.load(open(os.path.join(TOK_DIR, "qwenstyle", "tokenizer.json"), encoding="utf-8"))
+    rows = []
+    for name, top, model in pipeline_variants(base["model"]):
+        doc = json.loads(json.dumps(base))
+        doc.update(top)
+        doc["model"].update(model)
+        tok = Tokenizer.from_str(json.dumps(doc))
+        cases = [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids}
+                 for t in PIPELINE_TEXTS]
+        rows.append({"name": name, "set": top, "model_set": model, "cases": cases})
+    return rows
+
+
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
@@ -307,6 +378,8 @@ def main():
             small_rows.append({"tokenizer": kind, "name": name, "text": text, "ids": ids,
                                "decoded": tok.decode(ids, skip_special_tokens=False)})
     write_jsonl(os.path.join(TOK_DIR, "small_expected.jsonl"), small_rows)
+
+    write_jsonl(os.path.join(TOK_DIR, "pipelines.jsonl"), pipeline_rows())
 
     # For tests/text/test_tokenize_cli.sh: one input file (exact bytes, with
     # CRLF, tabs, special tokens, no final newline) and the ids HF gives.

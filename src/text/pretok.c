@@ -66,7 +66,8 @@ static nc_status compile_regex(const char *pattern, size_t len, int literal, con
                                pcre2_code **out, nc_error *err) {
     int code;
     PCRE2_SIZE at;
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    /* PCRE2_LITERAL admits UTF but not UCP (which only matters for classes). */
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     *out = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &at, NULL);
     if (!*out) {
         PCRE2_UCHAR msg[160];

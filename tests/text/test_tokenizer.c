@@ -216,6 +216,58 @@ static void test_tokenizer_matches_hf_with_gpt2_pipeline_and_added_token_flags(v
 
 static void test_tokenizer_matches_hf_with_small_qwen_pipeline(void) { check_small("qwenstyle"); }
 
+/* Each row overrides fields of the small Qwen-style tokenizer.json (split
+ * behaviours, ByteLevel options, normal forms, unk) and lists HF's ids. */
+static void test_tokenizer_matches_hf_on_pipeline_variants(void) {
+    json_t *base;
+    nc_error err;
+    CHECK_OK(nc_json_load_file(FIX "qwenstyle/tokenizer.json", &base, &err), &err);
+    fixture_rows rows;
+    int loaded = fixture_rows_load(FIX "pipelines.jsonl", &rows) == 0;
+    int ok = loaded, n_cases = 0;
+    for (size_t r = 0; loaded && r < rows.n; r++) {
+        const json_t *row = rows.rows[r];
+        const char *name = fixture_str(row, "name", NULL);
+        json_t *doc = json_deep_copy(base);
+        json_object_update(doc, json_object_get(row, "set"));
+        json_object_update(json_object_get(doc, "model"), json_object_get(row, "model_set"));
+        char *text = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        tok_tokenizer *t;
+        if (tok_load_from_memory(text, strlen(text), name, &t, &err) != NC_OK) {
+            printf("  %s: %s\n", name, err.msg);
+            ok = 0;
+            free(text);
+            continue;
+        }
+        free(text);
+        const json_t *cases = json_object_get(row, "cases");
+        for (size_t c = 0; c < json_array_size(cases); c++) {
+            const json_t *cs = json_array_get(cases, c);
+            size_t len, n_want, n_got;
+            const char *in = fixture_str(cs, "text", &len);
+            int32_t *want = fixture_ids(cs, "ids", &n_want), *got = NULL;
+            char label[160];
+            snprintf(label, sizeof label, "%s case %zu", name, c);
+            if (tok_encode(t, in, len, &got, &n_got, &err) != NC_OK) {
+                printf("  %s: %s\n", label, err.msg);
+                ok = 0;
+            } else if (!ids_equal(got, n_got, want, n_want, label)) {
+                ok = 0;
+            }
+            n_cases++;
+            free(want);
+            free(got);
+        }
+        tok_free(t);
+    }
+    if (loaded) fixture_rows_free(&rows);
+    json_decref(base);
+    CHECK(loaded);
+    CHECK(ok);
+    CHECK(n_cases >= 100);
+}
+
 static void test_tokenizer_long_inputs_are_not_quadratic_and_match_structure(void) {
     if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
     CHECK(qwen != NULL);
@@ -333,6 +385,7 @@ int main(void) {
     RUN(test_tokenizer_round_trips_corpus);
     RUN(test_tokenizer_matches_hf_with_gpt2_pipeline_and_added_token_flags);
     RUN(test_tokenizer_matches_hf_with_small_qwen_pipeline);
+    RUN(test_tokenizer_matches_hf_on_pipeline_variants);
     RUN(test_tokenizer_long_inputs_are_not_quadratic_and_match_structure);
     RUN(test_tokenizer_rejects_invalid_utf8_text);
     RUN(test_tokenizer_rejects_bad_tokenizer_json);
