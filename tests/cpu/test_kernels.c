@@ -1,0 +1,178 @@
+/* CPU kernels: every kernel table this CPU can run (scalar, AVX2, ...)
+ * against a double-precision reference written here, on awkward sizes (k not
+ * a multiple of the vector width, odd row and token counts, sub-ranges of
+ * rows, padded strides); the threaded matmul's row split against one call;
+ * RoPE's rotate-half pairing and RMSNorm on hand-checked values. */
+#include <math.h>
+
+#include "../test.h"
+#include "base/half.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_matmul.h"
+#include "cpu/cpu_ops.h"
+
+static uint32_t rng = 1;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / (float)(1 << 23) - 1.0f;
+}
+
+/* W as stored (dtype t) and its exact fp32 values. */
+static void make_weights(cpu_wtype t, void *w, float *wf, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = frand();
+        if (t == CPU_W_F32) ((float *)w)[i] = wf[i] = v;
+        if (t == CPU_W_F16) wf[i] = nc_fp16_to_f32(((nc_fp16 *)w)[i] = nc_f32_to_fp16(v));
+        if (t == CPU_W_BF16) wf[i] = nc_bf16_to_f32(((nc_bf16 *)w)[i] = nc_f32_to_bf16(v));
+    }
+}
+
+static void test_matmul_all_tables_all_dtypes_awkward_sizes(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    static const int ks[] = {1, 7, 8, 9, 16, 31, 33, 100};
+    static const int ns[] = {1, 2, 3, 4, 5, 9};
+    const int rows = 13, ldw_pad = 3, ld_pad = 5;
+    int checked = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int dt = 0; dt < CPU_W_N; dt++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    int k = ks[ki], n = ns[ni], ldw = k + ldw_pad, ldx = k + ld_pad,
+                        ldy = rows + ld_pad;
+                    float *wf = malloc(sizeof(float) * rows * ldw);
+                    void *w = malloc(4 * (size_t)rows * ldw);
+                    float *x = malloc(sizeof(float) * n * ldx);
+                    float *y = malloc(sizeof(float) * n * ldy);
+                    make_weights((cpu_wtype)dt, w, wf, (size_t)rows * ldw);
+                    for (int i = 0; i < n * ldx; i++) x[i] = frand();
+                    for (int i = 0; i < n * ldy; i++) y[i] = 12345.0f;
+                    int r0 = 2, r1 = rows - 1; /* a sub-range: rows outside stay untouched */
+                    tabs[ti]->matmul[dt](w, (size_t)ldw, x, (size_t)ldx, y, (size_t)ldy, n, k, r0, r1);
+                    int bad = 0;
+                    for (int t = 0; t < n && !bad; t++)
+                        for (int r = 0; r < rows && !bad; r++) {
+                            double ref = 0;
+                            for (int i = 0; i < k; i++) ref += (double)x[t * ldx + i] * wf[r * ldw + i];
+                            float got = y[t * ldy + r];
+                            if (r < r0 || r >= r1) bad = got != 12345.0f;
+                            else bad = !(fabs(got - ref) <= 1e-5 * (k + 1));
+                            if (bad)
+                                printf("  %s %s k=%d n=%d row %d tok %d: got %g want %g\n",
+                                       tabs[ti]->name, cpu_wtype_name((cpu_wtype)dt), k, n, r, t,
+                                       got, ref);
+                        }
+                    free(wf);
+                    free(w);
+                    free(x);
+                    free(y);
+                    CHECK(!bad);
+                    checked++;
+                }
+    printf("  %d kernel tables (", nt);
+    for (int i = 0; i < nt; i++) printf("%s%s", i ? ", " : "", tabs[i]->name);
+    printf("), %d cases\n", checked);
+}
+
+static void test_dot_axpy_row_conversion_match_scalar(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    float a[67], b[67], y0[67], y1[67];
+    nc_bf16 hb[67];
+    nc_fp16 hh[67];
+    for (int i = 0; i < 67; i++) {
+        a[i] = frand();
+        b[i] = frand();
+        y0[i] = y1[i] = frand();
+        hb[i] = nc_f32_to_bf16(a[i]);
+        hh[i] = nc_f32_to_fp16(b[i]);
+    }
+    for (int ti = 0; ti < nt; ti++)
+        for (int n = 0; n <= 67; n += 1) {
+            double ref = 0;
+            for (int i = 0; i < n; i++) ref += (double)a[i] * b[i];
+            CHECK(fabs(tabs[ti]->dot(a, b, n) - ref) <= 1e-5 * (n + 1));
+            memcpy(y1, y0, sizeof y0);
+            tabs[ti]->axpy(0.75f, a, y1, n);
+            for (int i = 0; i < 67; i++)
+                CHECK(fabsf(y1[i] - (i < n ? y0[i] + 0.75f * a[i] : y0[i])) <= 1e-6f);
+            float r[67];
+            tabs[ti]->row_to_f32[CPU_W_BF16](hb, r, n);
+            for (int i = 0; i < n; i++) CHECK(r[i] == nc_bf16_to_f32(hb[i])); /* exact */
+            tabs[ti]->row_to_f32[CPU_W_F16](hh, r, n);
+            for (int i = 0; i < n; i++) CHECK(r[i] == nc_fp16_to_f32(hh[i]));
+        }
+}
+
+/* The pool splits rows into tasks; with a NULL pool the same tasks run in
+ * order. Either way every row is written once with the single-call value. */
+static void test_threaded_matmul_split_matches_one_call(void) {
+    const cpu_kernels *k = cpu_kernels_get();
+    int rows = 1000, cols = 72;
+    nc_bf16 *w = malloc(sizeof(nc_bf16) * rows * cols);
+    float *wf = malloc(sizeof(float) * rows * cols), x[3 * 72], y1[3 * 1000], y2[3 * 1000];
+    make_weights(CPU_W_BF16, w, wf, (size_t)rows * cols);
+    for (int i = 0; i < 3 * cols; i++) x[i] = frand();
+    cpu_mat m = {CPU_W_BF16, w, rows, cols};
+    for (int n = 1; n <= 3; n += 2) {
+        k->matmul[CPU_W_BF16](w, (size_t)cols, x, (size_t)cols, y1, (size_t)rows, n, cols, 0, rows);
+        memset(y2, 0, sizeof y2);
+        cpu_matmul(NULL, k, &m, x, (size_t)cols, y2, (size_t)rows, n);
+        CHECK(!memcmp(y1, y2, sizeof(float) * (size_t)(n * rows)));
+    }
+    CHECK(cpu_mat_bytes(&m) == (size_t)rows * cols * 2);
+    free(w);
+    free(wf);
+}
+
+static void test_rope_pairs_i_with_i_plus_half(void) {
+    /* head_dim 4, theta 10000: inv_freq = {1, 1/100}; at pos 1 element 0
+     * pairs with element 2 (angle 1) and element 1 with 3 (angle 0.01). */
+    float inv[2], c[2], s[2], v[4] = {1, 2, 3, 4};
+    cpu_rope_inv_freq(inv, 4, 10000.0f);
+    CHECK(inv[0] == 1.0f && fabsf(inv[1] - 0.01f) < 1e-9f);
+    cpu_rope_angles(c, s, inv, 4, 1);
+    cpu_rope_apply(v, c, s, 4);
+    CHECK_NEAR(v[0], 1 * cos(1.0) - 3 * sin(1.0), 1e-6);
+    CHECK_NEAR(v[2], 3 * cos(1.0) + 1 * sin(1.0), 1e-6);
+    CHECK_NEAR(v[1], 2 * cos(0.01) - 4 * sin(0.01), 1e-6);
+    CHECK_NEAR(v[3], 4 * cos(0.01) + 2 * sin(0.01), 1e-6);
+    cpu_rope_angles(c, s, inv, 4, 0); /* position 0 is the identity */
+    float u[4] = {1, 2, 3, 4};
+    cpu_rope_apply(u, c, s, 4);
+    CHECK(u[0] == 1 && u[1] == 2 && u[2] == 3 && u[3] == 4);
+}
+
+static void test_rmsnorm_softmax_silu_values(void) {
+    float x[4] = {1, -2, 3, -4}, w[4] = {1, 1, 2, 0.5f}, out[4];
+    cpu_rmsnorm(out, x, w, 4, 0.0f); /* rms = sqrt(30/4) */
+    double r = 1 / sqrt(7.5);
+    CHECK_NEAR(out[0], r, 1e-6);
+    CHECK_NEAR(out[2], 2 * 3 * r, 1e-6);
+    CHECK_NEAR(out[3], 0.5 * -4 * r, 1e-6);
+    float p[3] = {1000, 1001, 999}; /* max-subtracted: no overflow */
+    cpu_softmax(p, 3);
+    double e = 1 + exp(1) + exp(-1);
+    CHECK_NEAR(p[1], exp(1) / e, 1e-6);
+    CHECK_NEAR(p[0] + p[1] + p[2], 1.0, 1e-6);
+    float g[2] = {0, 2}, u[2] = {5, 3};
+    cpu_silu_mul(g, u, 2);
+    CHECK(g[0] == 0.0f);
+    CHECK_NEAR(g[1], 2 / (1 + exp(-2)) * 3, 1e-5);
+}
+
+static void test_no_simd_env_is_respected(void) {
+    const char *v = getenv("NECTAR_NO_SIMD");
+    if (v && *v && strcmp(v, "0")) CHECK(!strcmp(cpu_kernels_get()->name, "scalar"));
+    else CHECK(cpu_kernels_get() != NULL);
+}
+
+int main(void) {
+    RUN(test_matmul_all_tables_all_dtypes_awkward_sizes);
+    RUN(test_dot_axpy_row_conversion_match_scalar);
+    RUN(test_threaded_matmul_split_matches_one_call);
+    RUN(test_rope_pairs_i_with_i_plus_half);
+    RUN(test_rmsnorm_softmax_silu_values);
+    RUN(test_no_simd_env_is_respected);
+    return nc_test_exit_code();
+}
