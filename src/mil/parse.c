@@ -267,7 +267,7 @@ static nc_status int_token(parser *p, const char *what, int64_t lo, int64_t hi, 
     buf[t->len] = 0;
     errno = 0;
     long long v = strtoll(buf, NULL, 10);
-    if (errno || v < lo || v > hi) return at_fail(p, t, "integer out of range");
+    if (errno || v < lo || v > hi) return expected(p, what);
     next(p);
     *out = v;
     return NC_OK;
