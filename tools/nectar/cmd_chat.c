@@ -200,7 +200,7 @@ int cmd_chat(int argc, char **argv) {
         gen_result res;
         nc_status st = chat_turn(&l, &o, &h, enable_thinking, &r, &res, &err);
         if (r.is_thinking && is_tty_out && !hide_think) fputs(UNDIM, stdout);
-        fputc('\n', stdout);
+        if (st == NC_OK || r.len) fputc('\n', stdout); /* a refused turn printed nothing */
         fflush(stdout);
         if (st != NC_OK) {
             /* the turn is dropped; the history stays usable (or /reset) */
@@ -217,6 +217,7 @@ int cmd_chat(int argc, char **argv) {
         }
         fprintf(stderr, "nectar: ");
         gen_cli_print_timings(stderr, &res);
+        fputc('\n', stderr);
         fflush(stderr);
     }
     free(line);

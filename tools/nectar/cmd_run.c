@@ -89,11 +89,12 @@ int cmd_run(int argc, char **argv) {
             cli_fail(&err);
         rc = 1;
     } else {
-        fputc('\n', stderr);
-        fprintf(stderr, "load %.2f s | ", l.load_s);
+        /* the continuation does not end with a newline; stderr starts one */
+        fprintf(stderr, "\nload %.2f s | ", l.load_s);
         gen_cli_print_timings(stderr, &res);
         if (o.sampling.temperature > 0)
-            fprintf(stderr, "seed %llu\n", (unsigned long long)o.sampling.seed);
+            fprintf(stderr, " | seed %llu", (unsigned long long)o.sampling.seed);
+        fputc('\n', stderr);
     }
     gen_cli_unload(&l);
     return rc;

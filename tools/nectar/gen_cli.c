@@ -205,7 +205,7 @@ void gen_cli_print_timings(FILE *f, const gen_result *r) {
     fprintf(f, "prompt %d tokens", r->n_prompt);
     if (r->n_prompt_cached) fprintf(f, " (%d cached)", r->n_prompt_cached);
     if (r->n_truncated) fprintf(f, " (%d oldest dropped)", r->n_truncated);
-    fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s\n",
+    fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s",
             r->prompt_s > 0 ? n_run / r->prompt_s : 0.0, r->n_generated,
             r->gen_s > 0 ? r->n_generated / r->gen_s : 0.0, gen_finish_name(r->finish));
 }

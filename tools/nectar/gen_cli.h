@@ -48,7 +48,8 @@ void gen_cli_print_options(FILE *f);
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
 void gen_cli_unload(gen_cli_loaded *l);
 
-/* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s" */
+/* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
+ * stop: length", no newline */
 void gen_cli_print_timings(FILE *f, const gen_result *r);
 
 #endif
