@@ -152,6 +152,50 @@ static int32_t argmax(const float *w, int n) {
     return best;
 }
 
+static void heap_build_worst(const float *w, int32_t *h, int n);
+
+/* Worst-at-root heap of the k best seen so far (a worse b: b ranks before a). */
+static void sift_down_worst(const float *w, int32_t *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, worst = i;
+        if (l < n && ranks_before(w, h[worst], h[l])) worst = l;
+        if (r < n && ranks_before(w, h[worst], h[r])) worst = r;
+        if (worst == i) return;
+        int32_t t = h[i];
+        h[i] = h[worst];
+        h[worst] = t;
+        i = worst;
+    }
+}
+
+static void heap_build_worst(const float *w, int32_t *h, int n) {
+    for (int i = n / 2 - 1; i >= 0; i--)
+        sift_down_worst(w, h, n, i);
+}
+
+/* The k best finite tokens, best-first, in one pass over the vocabulary
+ * (each token costs one comparison against the current k-th best). */
+static int select_top_k(const float *w, int n, int k, int32_t *heap, int32_t *out) {
+    int hn = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!(w[i] > -INFINITY)) continue;
+        if (hn < k) {
+            heap[hn++] = i;
+            if (hn == k) heap_build_worst(w, heap, hn);
+        } else if (ranks_before(w, i, heap[0])) {
+            heap[0] = i;
+            sift_down_worst(w, heap, hn, 0);
+        }
+    }
+    if (hn < k) heap_build_worst(w, heap, hn);
+    for (int m = hn; m > 0; m--) { /* pop the worst to the back */
+        out[m - 1] = heap[0];
+        heap[0] = heap[m - 1];
+        sift_down_worst(w, heap, m - 1, 0);
+    }
+    return hn;
+}
+
 /* Fills s->cand / s->cprob with the filtered, renormalised distribution and
  * returns the number of candidates, or -1 for greedy with *greedy_id set. */
 static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
@@ -165,25 +209,24 @@ static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
         *greedy_id = argmax(w, n);
         return -1;
     }
-    if (p->temperature != 1.0f)
-        for (int i = 0; i < n; i++)
-            w[i] /= p->temperature;
-
     int n_cand = 0, is_sorted = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (w[i] > -INFINITY) s->cand[n_cand++] = i;
+    if (p->top_k > 0 && p->top_k < n) {
+        n_cand = select_top_k(w, n, p->top_k, s->heap, s->cand);
+        is_sorted = 1;
+        /* temperature keeps the order, so it only needs the survivors */
+        if (p->temperature != 1.0f)
+            for (int i = 0; i < n_cand; i++)
+                w[s->cand[i]] /= p->temperature;
+    } else {
+        if (p->temperature != 1.0f)
+            for (int i = 0; i < n; i++)
+                w[i] /= p->temperature;
+        for (int32_t i = 0; i < n; i++)
+            if (w[i] > -INFINITY) s->cand[n_cand++] = i;
+    }
     if (n_cand == 0) {
         *greedy_id = 0;
         return -1;
-    }
-    if (p->top_k > 0 && p->top_k < n_cand) {
-        int hn = n_cand;
-        memcpy(s->heap, s->cand, (size_t)hn * sizeof *s->heap);
-        heap_build(w, s->heap, hn);
-        for (int i = 0; i < p->top_k; i++)
-            s->cand[i] = heap_pop(w, s->heap, &hn);
-        n_cand = p->top_k;
-        is_sorted = 1;
     }
     if (p->top_p < 1.0f) {
         /* HF keeps a token while the mass of the tokens ranked before it is

@@ -228,6 +228,28 @@ static void test_nan_logits_and_bad_params(void) {
     CHECK(gen_sampler_check_params(&bad, &err) == NC_ERR_INVALID);
 }
 
+/* top-k larger than the number of finite logits keeps just those. */
+static void test_top_k_beyond_finite_logits(void) {
+    float logits[10], probs[10];
+    for (int i = 0; i < 10; i++) logits[i] = -INFINITY;
+    logits[2] = 1.0f;
+    logits[5] = 3.0f;
+    logits[7] = 2.0f;
+    gen_sampler_params p = gen_sampler_defaults_greedy();
+    p.temperature = 2.0f;
+    p.top_k = 5;
+    gen_sampler *s = NULL;
+    nc_error err;
+    CHECK_OK(gen_sampler_new(10, &p, &s, &err), &err);
+    gen_sampler_probs(s, logits, probs);
+    gen_sampler_free(s);
+    double z = exp(0.5) + exp(1.5) + exp(1.0);
+    CHECK_NEAR(probs[2], exp(0.5) / z, 1e-6);
+    CHECK_NEAR(probs[5], exp(1.5) / z, 1e-6);
+    CHECK_NEAR(probs[7], exp(1.0) / z, 1e-6);
+    CHECK(probs[0] == 0.0f && probs[9] == 0.0f);
+}
+
 /* A 151,936-token vocabulary with top-p alone exercises the heap path. */
 static void test_large_vocab_top_p_without_top_k(void) {
     enum { V = 151936 };
@@ -268,6 +290,7 @@ int main(void) {
     RUN(test_xoshiro_reference_vector);
     RUN(test_penalties_history_and_reset);
     RUN(test_nan_logits_and_bad_params);
+    RUN(test_top_k_beyond_finite_logits);
     RUN(test_large_vocab_top_p_without_top_k);
     return nc_test_exit_code();
 }
