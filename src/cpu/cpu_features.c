@@ -53,6 +53,9 @@ static int simd_disabled(void) {
 }
 
 static int has_avx2(void) { return features.avx2 && features.fma && features.f16c; }
+static int has_avx512(void) {
+    return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl;
+}
 
 static void choose(void) {
     detect(&features);
@@ -60,6 +63,11 @@ static void choose(void) {
     if (simd_disabled()) return;
 #if defined(__x86_64__)
     if (has_avx2()) chosen = &cpu_kernels_avx2;
+    if (has_avx512()) chosen = &cpu_kernels_avx512;
+    /* NECTAR_SIMD=avx2 caps the choice (to test or compare a narrower ISA). */
+    const char *cap = getenv("NECTAR_SIMD");
+    if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
+    if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
 #endif
 }
 
@@ -79,6 +87,7 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
     if (n < cap) out[n++] = &cpu_kernels_scalar;
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
+    if (has_avx512() && n < cap) out[n++] = &cpu_kernels_avx512;
 #endif
     return n;
 }

@@ -39,7 +39,8 @@ typedef struct cpu_features {
 const cpu_features *cpu_features_get(void);
 
 /* The best table for this CPU, picked on the first call; the environment
- * variable NECTAR_NO_SIMD=1 forces the scalar reference. Thread-safe. */
+ * variable NECTAR_NO_SIMD=1 forces the scalar reference, NECTAR_SIMD=avx2
+ * (or scalar) caps the choice. Thread-safe. */
 const cpu_kernels *cpu_kernels_get(void);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */

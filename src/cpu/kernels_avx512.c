@@ -1,0 +1,120 @@
+/* AVX-512 kernels (F + BW + VL): the AVX2 design at twice the width. The
+ * matmul tiles are 4 weight rows x 4 activation rows (16 zmm accumulators)
+ * for prompts and 8 x 1 for decoding; weights are widened to fp32 in
+ * registers. fp32 FMAs only (no vdpbf16ps: it would round the activations
+ * to bf16 and break parity with transformers' fp32 math). */
+#include <immintrin.h>
+
+#include "base/half.h"
+#include "cpu/cpu_kernels.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __m512 ld16_f32(const void *w, size_t i) { return _mm512_loadu_ps((const float *)w + i); }
+INLINE __m512 ld16_f16(const void *w, size_t i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)));
+}
+INLINE __m512 ld16_bf16(const void *w, size_t i) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+INLINE float ld1_f32(const void *w, size_t i) { return ((const float *)w)[i]; }
+INLINE float ld1_f16(const void *w, size_t i) { return nc_fp16_to_f32(((const uint16_t *)w)[i]); }
+INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const uint16_t *)w)[i]); }
+
+#define DEF_TILE(SUF)                                                                              \
+    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,       \
+                           size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
+        __m512 acc[8][4];                                                                          \
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                       \
+            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();  \
+        int i = 0;                                                                                 \
+        for (; i + 16 <= k; i += 16) {                                                             \
+            __m512 wv[8];                                                                          \
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                   \
+                wv[a] = ld16_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                          \
+            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
+                __m512 xv = _mm512_loadu_ps(x + (size_t)(t + b) * ldx + (size_t)i);                \
+                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                               \
+                    acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);                             \
+            }                                                                                      \
+        }                                                                                          \
+        for (int a = 0; a < RB; a++)                                                               \
+            for (int b = 0; b < TB; b++) {                                                         \
+                const float *xr = x + (size_t)(t + b) * ldx;                                       \
+                float s = _mm512_reduce_add_ps(acc[a][b]);                                         \
+                for (int j = i; j < k; j++)                                                        \
+                    s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j);                  \
+                y[(size_t)(t + b) * ldy + (size_t)(r + a)] = s;                                    \
+            }                                                                                      \
+    }
+
+#define DEF_MATMUL(SUF)                                                                            \
+    DEF_TILE(SUF)                                                                                  \
+    static void matmul_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,     \
+                             size_t ldy, int n, int k, int r0, int r1) {                           \
+        int r = r0;                                                                                \
+        if (n == 1) {                                                                              \
+            for (; r + 8 <= r1; r += 8) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, 0, 8, 1);         \
+            for (; r < r1; r++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, 0, 1, 1);                 \
+            return;                                                                                \
+        }                                                                                          \
+        for (; r + 4 <= r1; r += 4) {                                                              \
+            int t = 0;                                                                             \
+            for (; t + 4 <= n; t += 4) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 4, 4);          \
+            for (; t < n; t++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 4, 1);                  \
+        }                                                                                          \
+        for (; r < r1; r++) {                                                                      \
+            int t = 0;                                                                             \
+            for (; t + 4 <= n; t += 4) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 1, 4);          \
+            for (; t < n; t++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 1, 1);                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void row_##SUF(const void *src, float *dst, int n) {                                    \
+        int i = 0;                                                                                 \
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, ld16_##SUF(src, (size_t)i));      \
+        for (; i < n; i++) dst[i] = ld1_##SUF(src, (size_t)i);                                     \
+    }
+DEF_MATMUL(f32)
+DEF_MATMUL(f16)
+DEF_MATMUL(bf16)
+
+static float dot_avx512(const float *a, const float *b, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    if (i < n) { /* masked tail: no scalar loop */
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+        i += 16;
+        if (i < n) {
+            m = (__mmask16)((1u << (n - i)) - 1);
+            s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+static void axpy_avx512(float a, const float *x, float *y, int n) {
+    __m512 av = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m,
+                              _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
+                                              _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+const cpu_kernels cpu_kernels_avx512 = {
+    .name = "avx512",
+    .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
+    .dot = dot_avx512,
+    .axpy = axpy_avx512,
+    .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
+};
