@@ -29,20 +29,20 @@ typedef struct srv {
 
 static char tmp_dir[256];
 
-static const char *nectar_bin(void) {
+static inline const char *nectar_bin(void) {
     const char *b = getenv("NECTAR_BIN");
     return b && *b ? b : "build/nectar";
 }
 
-static int have_curl(void) { return system("command -v curl >/dev/null 2>&1") == 0; }
+static inline int have_curl(void) { return system("command -v curl >/dev/null 2>&1") == 0; }
 
-static void make_tmp_dir(void) {
+static inline void make_tmp_dir(void) {
     if (tmp_dir[0]) return;
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/nectar_serve_test_XXXXXX");
     if (!mkdtemp(tmp_dir)) tmp_dir[0] = '\0';
 }
 
-static void rm_tmp_dir(void) {
+static inline void rm_tmp_dir(void) {
     if (!tmp_dir[0]) return;
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
@@ -52,7 +52,7 @@ static void rm_tmp_dir(void) {
 
 /* Starts the server with the given extra arguments (NULL-terminated);
  * returns 0 once it printed its port. */
-static int srv_start(srv *s, const char *const *args) {
+static inline int srv_start(srv *s, const char *const *args) {
     make_tmp_dir();
     static int n_started;
     snprintf(s->log_path, sizeof s->log_path, "%s/server%d.log", tmp_dir, n_started++);
@@ -102,7 +102,7 @@ static int srv_start(srv *s, const char *const *args) {
 
 /* Stops with SIGTERM; returns the exit status (0: clean shutdown, which
  * under ASan also means no leak), or -1 when it had to be killed. */
-static int srv_stop(srv *s) {
+static inline int srv_stop(srv *s) {
     if (s->pid <= 0) return -1;
     kill(s->pid, SIGTERM);
     for (int i = 0; i < 200; i++) {
@@ -120,7 +120,7 @@ static int srv_stop(srv *s) {
     return -1;
 }
 
-static char *slurp(const char *path, size_t *len) {
+static inline char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
@@ -143,7 +143,7 @@ static char *slurp(const char *path, size_t *len) {
     return buf;
 }
 
-static int spit(const char *path, const char *data, size_t len) {
+static inline int spit(const char *path, const char *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     size_t w = fwrite(data, 1, len, f);
@@ -159,14 +159,14 @@ typedef struct reply {
     size_t body_len;
 } reply;
 
-static void reply_free(reply *r) {
+static inline void reply_free(reply *r) {
     free(r->headers);
     free(r->body);
     memset(r, 0, sizeof *r);
 }
 
 /* The curl command line for a request, writing to files under tag. */
-static void curl_cmd(char *cmd, size_t cap, const srv *s, const char *method, const char *path,
+static inline void curl_cmd(char *cmd, size_t cap, const srv *s, const char *method, const char *path,
                      const char *body, size_t body_len, const char *extra, const char *tag) {
     char bpath[320];
     snprintf(bpath, sizeof bpath, "%s/%s.req", tmp_dir, tag);
@@ -178,7 +178,7 @@ static void curl_cmd(char *cmd, size_t cap, const srv *s, const char *method, co
              body ? "'" : "", extra ? extra : "", s->port, path);
 }
 
-static void collect(reply *r, FILE *p, const char *tag) {
+static inline void collect(reply *r, FILE *p, const char *tag) {
     char code[16] = {0};
     if (!fgets(code, sizeof code, p)) code[0] = '\0';
     pclose(p);
@@ -192,7 +192,7 @@ static void collect(reply *r, FILE *p, const char *tag) {
     if (!r->headers) r->headers = strdup("");
 }
 
-static reply http(const srv *s, const char *method, const char *path, const char *body,
+static inline reply http(const srv *s, const char *method, const char *path, const char *body,
                   const char *extra) {
     reply r = {0};
     char cmd[2048];
@@ -202,13 +202,13 @@ static reply http(const srv *s, const char *method, const char *path, const char
     return r;
 }
 
-static json_t *parse_json(const char *text) {
+static inline json_t *parse_json(const char *text) {
     json_error_t je;
     return json_loads(text ? text : "", 0, &je);
 }
 
 /* Dotted path with numeric indices: "choices.0.message.content". */
-static json_t *jget(json_t *o, const char *path) {
+static inline json_t *jget(json_t *o, const char *path) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", path);
     json_t *cur = o;
@@ -221,18 +221,18 @@ static json_t *jget(json_t *o, const char *path) {
     return cur;
 }
 
-static const char *jstr(json_t *o, const char *path) {
+static inline const char *jstr(json_t *o, const char *path) {
     json_t *v = jget(o, path);
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static long long jint(json_t *o, const char *path) {
+static inline long long jint(json_t *o, const char *path) {
     json_t *v = jget(o, path);
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
 /* A raw TCP connection to the server (for slow and vanishing clients). */
-static int raw_connect(const srv *s) {
+static inline int raw_connect(const srv *s) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
     struct sockaddr_in a;
@@ -247,7 +247,7 @@ static int raw_connect(const srv *s) {
     return fd;
 }
 
-static void sleep_ms(int ms) {
+static inline void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }

@@ -1,0 +1,242 @@
+/* `nectar serve` on the real Qwen3 CPU engine, checked against Hugging Face
+ * transformers' greedy outputs: the tiny random checkpoints
+ * (tests/fixtures/qwen3/tiny_*, expected texts in tests/fixtures/gen/e2e
+ * from tools/make_gen_fixtures.py) and the demo model (models/demo,
+ * reference.json) when present. Raw-text completions, streamed and not,
+ * eight at once; a two-turn chat with the template and thinking off. */
+#include "../test.h"
+#include "serve_client.h"
+
+#define E2E "tests/fixtures/gen/e2e"
+
+static char *read_text(const char *path) { return slurp(path, NULL); }
+
+static char *completion_body(const char *prompt, int max_tokens, int stream) {
+    json_t *b = json_pack("{s:s,s:f,s:i,s:b}", "prompt", prompt, "temperature", 0.0, "max_tokens",
+                          max_tokens, "stream", stream);
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return s;
+}
+
+/* Concatenated "text" of a completions SSE body; NULL when the framing is wrong. */
+static char *sse_text(const char *body) {
+    size_t cap = strlen(body) + 1, n = 0;
+    char *out = calloc(1, cap);
+    const char *p = body;
+    int done = 0;
+    while (out && *p) {
+        const char *end = strstr(p, "\n\n");
+        if (!end || strncmp(p, "data: ", 6) != 0 || done) {
+            free(out);
+            return NULL;
+        }
+        char *data = strndup(p + 6, (size_t)(end - p - 6));
+        if (!strcmp(data, "[DONE]")) {
+            done = 1;
+        } else {
+            json_t *j = parse_json(data);
+            const char *t = jstr(j, "choices.0.text");
+            if (t && n + strlen(t) < cap) {
+                memcpy(out + n, t, strlen(t) + 1);
+                n += strlen(t);
+            }
+            json_decref(j);
+        }
+        free(data);
+        p = end + 2;
+    }
+    if (out && !done) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* One completion (streamed or not) must give exactly `want`. */
+static int completion_matches(const srv *s, const char *prompt, int max_tokens, const char *want,
+                              int stream, char *why, size_t cap) {
+    char *body = completion_body(prompt, max_tokens, stream);
+    reply r = http(s, "POST", "/v1/completions", body, NULL);
+    free(body);
+    char *got = NULL;
+    if (r.status == 200) {
+        if (stream) {
+            got = sse_text(r.body);
+        } else {
+            json_t *j = parse_json(r.body);
+            const char *t = jstr(j, "choices.0.text");
+            got = t ? strdup(t) : NULL;
+            json_decref(j);
+        }
+    }
+    int ok = got && !strcmp(got, want);
+    if (!ok)
+        snprintf(why, cap, "prompt '%s' (%s): HTTP %d, got '%s', want '%s'", prompt,
+                 stream ? "stream" : "json", r.status, got ? got : r.body, want);
+    free(got);
+    reply_free(&r);
+    return ok;
+}
+
+static int start_on(srv *s, const char *model, const char *parallel) {
+    const char *args[] = {"-m", model, "--parallel", parallel, "--ctx", "256", "-t", "1", NULL};
+    return srv_start(s, args);
+}
+
+static void test_tiny_completions_match_hf_greedy(void) {
+    srv s;
+    CHECKF(start_on(&s, "tests/fixtures/qwen3/tiny_gqa2", "2") == 0, "server did not start");
+    char why[1024] = "";
+    int ok = 1;
+    for (int k = 0; ok && k < 2; k++) {
+        char path[256];
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.prompt", k);
+        char *prompt = read_text(path);
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.expected", k);
+        char *want = read_text(path);
+        if (prompt && want)
+            ok = completion_matches(&s, prompt, 24, want, 0, why, sizeof why) &&
+                 completion_matches(&s, prompt, 24, want, 1, why, sizeof why);
+        free(prompt);
+        free(want);
+    }
+    int rc = srv_stop(&s);
+    CHECKF(ok, "%s", why);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
+/* Eight streams at once over four slots, three different prompts: every
+ * one equals HF's single-sequence greedy output. */
+static void test_tiny_eight_concurrent_streams_match_hf(void) {
+    srv s;
+    CHECKF(start_on(&s, "tests/fixtures/qwen3/tiny_gqa4_tied", "4") == 0, "server did not start");
+    char *prompts[3] = {0}, *wants[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        char path[256];
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa4_tied_%d.prompt", k);
+        prompts[k] = read_text(path);
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa4_tied_%d.expected", k);
+        wants[k] = read_text(path);
+    }
+    FILE *p[8] = {0};
+    char tags[8][16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(tags[i], sizeof tags[i], "q%d", i);
+        char *body = completion_body(prompts[i % 3] ? prompts[i % 3] : "x", 24, 1);
+        char cmd[2048];
+        curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", body, strlen(body), NULL, tags[i]);
+        free(body);
+        p[i] = popen(cmd, "r");
+    }
+    int n_ok = 0;
+    char why[1024] = "";
+    for (int i = 0; i < 8; i++) {
+        reply r = {0};
+        if (p[i]) collect(&r, p[i], tags[i]);
+        char *got = r.status == 200 ? sse_text(r.body) : NULL;
+        if (got && wants[i % 3] && !strcmp(got, wants[i % 3])) n_ok++;
+        else if (!why[0])
+            snprintf(why, sizeof why, "stream %d: HTTP %d got '%s' want '%s'", i, r.status,
+                     got ? got : "(bad framing)", wants[i % 3] ? wants[i % 3] : "?");
+        free(got);
+        reply_free(&r);
+    }
+    for (int k = 0; k < 3; k++) {
+        free(prompts[k]);
+        free(wants[k]);
+    }
+    int rc = srv_stop(&s);
+    CHECKF(n_ok == 8, "%d of 8 correct; %s", n_ok, why);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
+/* Two chat turns (thinking off), the second with the first in its history;
+ * replies equal HF's greedy replies on apply_chat_template. The second
+ * request reuses the slot's cached prompt prefix. */
+static void test_tiny_chat_two_turns_match_hf(void) {
+    char *in = read_text(E2E "/chat_tiny_gqa2.in"), *exp = read_text(E2E "/chat_tiny_gqa2.expected");
+    CHECKF(in && exp, "chat fixtures missing");
+    char *q2 = strchr(in, '\n'), *a2 = strchr(exp, '\n');
+    CHECK(q2 && a2);
+    *q2++ = '\0';
+    *a2++ = '\0';
+    char *end = strchr(q2, '\n');
+    if (end) *end = '\0';
+    end = strchr(a2, '\n');
+    if (end) *end = '\0';
+    srv s;
+    int started = start_on(&s, "tests/fixtures/qwen3/tiny_gqa2", "1") == 0;
+    char why[1024] = "";
+    int ok = started;
+    long long cached = -1;
+    json_t *msgs = json_pack("[{s:s,s:s}]", "role", "user", "content", in);
+    for (int turn = 0; ok && turn < 2; turn++) {
+        json_t *b = json_pack("{s:O,s:f,s:i,s:{s:b}}", "messages", msgs, "temperature", 0.0,
+                              "max_tokens", 16, "chat_template_kwargs", "enable_thinking", 0);
+        char *body = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        reply r = http(&s, "POST", "/v1/chat/completions", body, NULL);
+        free(body);
+        json_t *j = parse_json(r.body);
+        const char *got = jstr(j, "choices.0.message.content");
+        const char *want = turn == 0 ? exp : a2;
+        ok = r.status == 200 && got && !strcmp(got, want);
+        if (!ok) snprintf(why, sizeof why, "turn %d: HTTP %d got '%s' want '%s'", turn + 1, r.status,
+                          got ? got : r.body, want);
+        if (turn == 1) cached = jint(j, "usage.prompt_tokens_details.cached_tokens");
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content", want));
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", q2));
+        json_decref(j);
+        reply_free(&r);
+    }
+    json_decref(msgs);
+    int rc = started ? srv_stop(&s) : -1;
+    free(in);
+    free(exp);
+    CHECKF(started, "server did not start");
+    CHECKF(ok, "%s", why);
+    CHECKF(cached > 0, "second turn reused no cached prompt tokens (%lld)", cached);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
+static void test_demo_model_matches_hf_greedy(void) {
+    json_error_t je;
+    json_t *ref = json_load_file("models/demo/reference.json", 0, &je);
+    if (!ref) SKIP("models/demo/reference.json not present");
+    srv s;
+    /* -t 1: nc_pool_new (src/base/pool.c) fills a worker's argument after
+     * pthread_create, so with several threads a worker may read it before
+     * it is set; one thread keeps this test clear of that race. */
+    const char *args[] = {"-m", "models/demo", "--parallel", "3", "--ctx", "256", "-t", "1", NULL};
+    int started = srv_start(&s, args) == 0;
+    char why[2048] = "";
+    int ok = started;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(ref, "prompts"), i, p) {
+        if (!ok) break;
+        int n = (int)json_array_size(json_object_get(p, "greedy_ids"));
+        ok = completion_matches(&s, json_string_value(json_object_get(p, "text")), n,
+                                json_string_value(json_object_get(p, "greedy_text")), i % 2, why,
+                                sizeof why);
+    }
+    json_decref(ref);
+    int rc = started ? srv_stop(&s) : -1;
+    CHECKF(started, "server did not start on models/demo");
+    CHECKF(ok, "%s", why);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
+int main(void) {
+    if (!have_curl()) {
+        printf("SKIP serve_qwen3_tests: curl is not installed\n");
+        return 0;
+    }
+    RUN(test_tiny_completions_match_hf_greedy);
+    RUN(test_tiny_eight_concurrent_streams_match_hf);
+    RUN(test_tiny_chat_two_turns_match_hf);
+    RUN(test_demo_model_matches_hf_greedy);
+    rm_tmp_dir();
+    return nc_test_exit_code();
+}
