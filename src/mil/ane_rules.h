@@ -1,0 +1,45 @@
+/* The ANE rules as a table: one row per rule (id, severity, what it
+ * forbids, the check, the suggested rewrite, where the fact comes from).
+ * Errors are what the ANE compiler rejects or runs wrongly; warnings are ops
+ * reported to fail on some chips, each with its rewrite. The facts are
+ * DESIGN.md §3 and shared/reference/ane-private-api.md; docs/ane-rules.md
+ * lists the rules as implemented. */
+#ifndef NC_MIL_ANE_RULES_H
+#define NC_MIL_ANE_RULES_H
+
+#include "mil/check.h"
+
+struct mil_ane_rule;
+
+typedef struct mil_ane_ctx {
+    const mil_program *prog;
+    const mil_function *fn;
+    const struct mil_ane_rule *rule;
+    mil_diagnostics *diags;
+} mil_ane_ctx;
+
+typedef void (*mil_ane_check_fn)(mil_ane_ctx *c);
+
+typedef struct mil_ane_rule {
+    const char *id;          /* "ane-fp16-compute" */
+    mil_severity severity;   /* ERROR: rejected or wrong; WARNING: chip-dependent */
+    const char *description; /* one line, for docs and `--list` */
+    mil_ane_check_fn check;  /* walks the function, reports through mil_ane_report */
+    const char *suggestion;  /* the rewrite, appended to each report; NULL if none */
+    const char *source;      /* the observation the rule rests on */
+} mil_ane_rule;
+
+const mil_ane_rule *mil_ane_rules(int *n);
+
+/* Runs every rule not listed in skip (comma-separated ids) over fn. */
+void mil_ane_check_function(const mil_program *prog, const mil_function *fn, const char *skip,
+                            mil_diagnostics *diags);
+
+/* Reports a problem of the current rule at `line`. */
+void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif
