@@ -4,6 +4,7 @@
  * shared prefix). Thinking (<think>...</think>) is dimmed on a terminal or
  * hidden with --hide-think. With stdin not a terminal, each line is a turn,
  * so the command can be driven through a pipe. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,8 @@ static void usage(FILE *f) {
                "      --no-think            answer directly (the template's empty think block)\n"
                "      --hide-think          do not print the thinking\n");
     gen_cli_print_options(f);
-    fprintf(f, "\nDefaults: -n 1024 per reply; sampling as Qwen3 recommends: with thinking\n"
+    fprintf(f, "\nDefaults: -n 1024 per reply (less when the context has less room); sampling as "
+               "Qwen3 recommends: with thinking\n"
                "temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8, top-k 20.\n");
 }
 
@@ -69,8 +71,18 @@ typedef struct reply {
     int is_thinking, is_after_think, is_tty, hide_think, failed;
 } reply;
 
+/* Ctrl-C during a reply ends that reply (kept in the history as far as it
+ * got); at the prompt it quits as usual, the handler being installed only
+ * while generating. */
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
 static int on_piece(void *user, int32_t token, const char *text, size_t len) {
     reply *r = user;
+    if (interrupted) return 1;
     if (r->len + len + 1 > r->cap) {
         size_t cap = r->cap ? r->cap : 1024;
         while (cap < r->len + len + 1)
@@ -117,7 +129,16 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
     nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
     free(rendered);
     if (st != NC_OK) return st;
-    gen_request req = {o->sampling, o->max_new_tokens, o->stops, o->n_stops, 0};
+    /* a reply may use whatever room the conversation leaves, up to -n */
+    int room = qwen3_state_ctx(l->state) - (int)n_ids;
+    if (room <= 0) {
+        free(ids);
+        return nc_fail(err, NC_ERR_RANGE,
+                       "the conversation (%zu tokens) does not fit in the context of %d tokens",
+                       n_ids, qwen3_state_ctx(l->state));
+    }
+    int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
+    gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0};
     st = gen_generate(l->session, ids, (int)n_ids, &req, on_piece, r, res, err);
     free(ids);
     if (st == NC_OK && r->failed) st = nc_fail(err, NC_ERR_NOMEM, "chat: out of memory");
@@ -198,7 +219,13 @@ int cmd_chat(int argc, char **argv) {
         r.len = 0;
         r.is_thinking = r.is_after_think = 0;
         gen_result res;
+        struct sigaction sa = {0}, old_sa;
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        interrupted = 0;
+        sigaction(SIGINT, &sa, &old_sa);
         nc_status st = chat_turn(&l, &o, &h, enable_thinking, &r, &res, &err);
+        sigaction(SIGINT, &old_sa, NULL);
         if (r.is_thinking && is_tty_out && !hide_think) fputs(UNDIM, stdout);
         if (st == NC_OK || r.len) fputc('\n', stdout); /* a refused turn printed nothing */
         fflush(stdout);
