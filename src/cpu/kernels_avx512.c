@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/kernels_driver.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -51,25 +52,7 @@ INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const u
 
 #define DEF_MATMUL(SUF)                                                                            \
     DEF_TILE(SUF)                                                                                  \
-    static void matmul_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,     \
-                             size_t ldy, int n, int k, int r0, int r1) {                           \
-        int r = r0;                                                                                \
-        if (n == 1) {                                                                              \
-            for (; r + 8 <= r1; r += 8) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, 0, 8, 1);         \
-            for (; r < r1; r++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, 0, 1, 1);                 \
-            return;                                                                                \
-        }                                                                                          \
-        for (; r + 4 <= r1; r += 4) {                                                              \
-            int t = 0;                                                                             \
-            for (; t + 4 <= n; t += 4) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 4, 4);          \
-            for (; t < n; t++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 4, 1);                  \
-        }                                                                                          \
-        for (; r < r1; r++) {                                                                      \
-            int t = 0;                                                                             \
-            for (; t + 4 <= n; t += 4) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 1, 4);          \
-            for (; t < n; t++) tile_##SUF(w, ldw, x, ldx, y, ldy, k, r, t, 1, 1);                  \
-        }                                                                                          \
-    }                                                                                              \
+    CPU_DEF_MATMUL_LOOPS(SUF, 8, 4, 4)                                                          \
     static void row_##SUF(const void *src, float *dst, int n) {                                    \
         int i = 0;                                                                                 \
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, ld16_##SUF(src, (size_t)i));      \
