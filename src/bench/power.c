@@ -91,16 +91,17 @@ nc_status nc_power_open(const char *spec, const char *powercap_root, double peri
 
 int nc_power_is_active(const nc_power_sampler *s) { return s && s->ops != NULL; }
 
+/* A NULL sampler behaves as "none". */
 nc_status nc_power_start(nc_power_sampler *s, nc_error *err) {
-    return s->ops ? s->ops->start(s, err) : NC_OK;
+    return s && s->ops ? s->ops->start(s, err) : NC_OK;
 }
 
 void nc_power_mark(nc_power_sampler *s) {
-    if (s->ops && s->ops->mark) s->ops->mark(s);
+    if (s && s->ops && s->ops->mark) s->ops->mark(s);
 }
 
 nc_status nc_power_stop(nc_power_sampler *s, double t_end, nc_error *err) {
-    return s->ops ? s->ops->stop(s, t_end, err) : NC_OK;
+    return s && s->ops ? s->ops->stop(s, t_end, err) : NC_OK;
 }
 
 nc_status nc_power_energy(nc_power_sampler *s, double t0, double t1, double *joules,

@@ -1,0 +1,439 @@
+/* Runs the A/B protocol and turns its samples into the figures of the report
+ * (definitions in docs/measuring.md). */
+#include "bench/compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/timer.h"
+
+#define MAX_CONSECUTIVE_FAILURES 10
+
+void nc_compare_opts_default(nc_compare_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_blocks = 5;
+    o->per_block = 10;
+    o->n_warmup = 3;
+    o->n_resamples = 2000;
+    o->confidence = 0.95;
+    o->seed = 1;
+}
+
+static void sleep_until(double t_abs) {
+    for (;;) {
+        double left = t_abs - nc_now_s();
+        if (left <= 0) return;
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static nc_status push_decision(nc_compare_result *r, const nc_decision *d, nc_error *err) {
+    if (r->n_dec == r->cap_dec) {
+        size_t cap = r->cap_dec ? 2 * r->cap_dec : 256;
+        nc_decision *p = realloc(r->dec, cap * sizeof *p);
+        if (!p) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+        r->dec = p;
+        r->cap_dec = cap;
+    }
+    r->dec[r->n_dec++] = *d;
+    return NC_OK;
+}
+
+static nc_status push_block(nc_compare_result *r, const nc_block *b, nc_error *err) {
+    if (r->n_blocks == r->cap_blocks) {
+        size_t cap = r->cap_blocks ? 2 * r->cap_blocks : 64;
+        nc_block *p = realloc(r->blocks, cap * sizeof *p);
+        if (!p) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+        r->blocks = p;
+        r->cap_blocks = cap;
+    }
+    r->blocks[r->n_blocks++] = *b;
+    return NC_OK;
+}
+
+/* One decision, prepared outside the clock. */
+static nc_status timed_run(nc_candidate *c, const nc_bench_item *item, double *secs, int *is_ok,
+                           nc_error *run_err, nc_error *err) {
+    if (c->ops->prepare) NC_TRY(c->ops->prepare(c, item, err));
+    double t0 = nc_now_s();
+    nc_status st = c->ops->run(c, item, run_err);
+    *secs = nc_now_s() - t0;
+    *is_ok = st == NC_OK;
+    return NC_OK;
+}
+
+typedef struct run_state {
+    nc_candidate *cand[2];
+    const nc_bench_workload *w;
+    size_t next_item[2];
+    int consecutive_failures[2];
+    nc_error last_failure[2];
+} run_state;
+
+static nc_status run_block(run_state *rs, int who, int index, const nc_compare_opts *o,
+                           nc_power_sampler *power, nc_compare_result *r, nc_error *err) {
+    nc_candidate *c = rs->cand[who];
+    nc_block b = {who, index, 0, 0, 0, 0, 0, 0, 0};
+    nc_power_mark(power);
+    double t0 = nc_now_s();
+    for (int i = 0; i < o->per_block; i++) {
+        size_t item = rs->next_item[who]++ % rs->w->n_items;
+        nc_decision d = {who, index, i, item, 0, 0, 0, 0, 0};
+        double arrival = o->rate_hz > 0 ? t0 + (double)i / o->rate_hz : 0;
+        if (o->rate_hz > 0) {
+            if (c->ops->prepare) NC_TRY(c->ops->prepare(c, &rs->w->items[item], err));
+            sleep_until(arrival);
+        }
+        double start = nc_now_s();
+        if (o->rate_hz > 0) {
+            nc_status st = c->ops->run(c, &rs->w->items[item], &rs->last_failure[who]);
+            d.service_s = nc_now_s() - start;
+            d.is_ok = st == NC_OK;
+            d.latency_s = nc_now_s() - arrival; /* queueing behind a slow answer counts */
+            d.is_missed = d.latency_s > o->deadline_s;
+        } else {
+            NC_TRY(timed_run(c, &rs->w->items[item], &d.service_s, &d.is_ok, &rs->last_failure[who],
+                             err));
+            d.latency_s = d.service_s;
+        }
+        d.t_start_s = start - r->origin_s;
+        NC_TRY(push_decision(r, &d, err));
+        b.n_done += d.is_ok;
+        b.n_failed += !d.is_ok;
+        b.n_missed += d.is_missed;
+        rs->consecutive_failures[who] = d.is_ok ? 0 : rs->consecutive_failures[who] + 1;
+        if (rs->consecutive_failures[who] >= MAX_CONSECUTIVE_FAILURES)
+            return nc_fail(err, NC_ERR_IO, "candidate %c (%s): %d decisions in a row failed; last: %s",
+                           'A' + who, c->spec, MAX_CONSECUTIVE_FAILURES, rs->last_failure[who].msg);
+    }
+    /* equal offered load: the block spans the offered interval even when the
+     * candidate finished early (idling is part of its energy) */
+    if (o->rate_hz > 0) sleep_until(t0 + (double)o->per_block / o->rate_hz);
+    double t1 = nc_now_s();
+    nc_power_mark(power);
+    b.t0_s = t0 - r->origin_s;
+    b.t1_s = t1 - r->origin_s;
+    return push_block(r, &b, err);
+}
+
+static nc_status run_idle_block(int index, double idle_s, nc_power_sampler *power,
+                                nc_compare_result *r, nc_error *err) {
+    nc_block b = {NC_WHO_IDLE, index, 0, 0, 0, 0, 0, 0, 0};
+    nc_power_mark(power);
+    double t0 = nc_now_s();
+    sleep_until(t0 + idle_s);
+    double t1 = nc_now_s();
+    nc_power_mark(power);
+    b.t0_s = t0 - r->origin_s;
+    b.t1_s = t1 - r->origin_s;
+    return push_block(r, &b, err);
+}
+
+/* --- statistics ----------------------------------------------------------- */
+
+/* Which statistic a bootstrap computes from its groups' ratios (the group
+ * order each kind expects is in the comment). */
+typedef enum {
+    STAT_ENERGY_SAT,      /* lat, pow:               P t */
+    STAT_NET_ENERGY_SAT,  /* lat, pow, idle:         (P - P_idle) t */
+    STAT_NET_GAIN_SAT,    /* latA, latB, powA, powB, idle */
+    STAT_ENERGY_RATE,     /* epd:                    E / n */
+    STAT_NET_ENERGY_RATE, /* epd, idle:              E/n - P_idle d */
+    STAT_NET_GAIN_RATE    /* epdA, epdB, idle */
+} stat_kind;
+
+typedef struct stat_ctx {
+    stat_kind kind;
+    double d_a, d_b; /* rate mode: block seconds per completed decision */
+} stat_ctx;
+
+static double stat_eval(const double *r, void *vctx) {
+    const stat_ctx *c = vctx;
+    switch (c->kind) {
+    case STAT_ENERGY_SAT: return r[1] * r[0];
+    case STAT_NET_ENERGY_SAT: return (r[1] - r[2]) * r[0];
+    case STAT_NET_GAIN_SAT: return ((r[2] - r[4]) * r[0]) / ((r[3] - r[4]) * r[1]);
+    case STAT_ENERGY_RATE: return r[0];
+    case STAT_NET_ENERGY_RATE: return r[0] - r[1] * c->d_a;
+    case STAT_NET_GAIN_RATE: return (r[0] - r[2] * c->d_a) / (r[1] - r[2] * c->d_b);
+    }
+    return NAN;
+}
+
+static double stat_ratio_of_first(const double *r, void *ctx) {
+    (void)ctx;
+    return r[0];
+}
+
+typedef struct groups {
+    double *num, *den;
+    size_t n;
+} groups_buf;
+
+static void groups_free(groups_buf *g) {
+    free(g->num);
+    free(g->den);
+}
+
+/* lat: latency of every attempted decision over completed (1/0). */
+static nc_status latency_group(const nc_compare_result *r, int who, groups_buf *g, nc_error *err) {
+    g->num = malloc((r->n_dec + 1) * sizeof *g->num);
+    g->den = malloc((r->n_dec + 1) * sizeof *g->den);
+    g->n = 0;
+    if (!g->num || !g->den) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+    for (size_t i = 0; i < r->n_dec; i++)
+        if (r->dec[i].who == who) {
+            g->num[g->n] = r->dec[i].latency_s;
+            g->den[g->n] = r->dec[i].is_ok;
+            g->n++;
+        }
+    return NC_OK;
+}
+
+/* Blocks of `who` with energy: (joules, seconds) or, when per_decision,
+ * (joules, completed decisions). */
+static nc_status block_group(const nc_compare_result *r, int who, int per_decision, groups_buf *g,
+                             nc_error *err) {
+    g->num = malloc((r->n_blocks + 1) * sizeof *g->num);
+    g->den = malloc((r->n_blocks + 1) * sizeof *g->den);
+    g->n = 0;
+    if (!g->num || !g->den) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+    for (size_t i = 0; i < r->n_blocks; i++) {
+        const nc_block *b = &r->blocks[i];
+        if (b->who != who || !b->has_energy) continue;
+        g->num[g->n] = b->energy_j;
+        g->den[g->n] = per_decision ? (double)b->n_done : b->t1_s - b->t0_s;
+        g->n++;
+    }
+    return NC_OK;
+}
+
+static nc_boot_group as_group(const groups_buf *g) { return (nc_boot_group){g->num, g->den, g->n}; }
+
+static void interval_nan(nc_interval *iv) {
+    memset(iv, 0, sizeof *iv);
+    iv->estimate = iv->lower = iv->upper = NAN;
+}
+
+static nc_status boot(const groups_buf *const *gs, int n, nc_boot_stat_fn fn, void *ctx,
+                      const nc_compare_opts *o, nc_interval *out, nc_error *err) {
+    nc_boot_group g[8];
+    for (int i = 0; i < n; i++) {
+        if (gs[i]->n == 0) {
+            interval_nan(out);
+            return NC_OK;
+        }
+        g[i] = as_group(gs[i]);
+    }
+    return nc_bootstrap(g, n, fn, ctx, o->n_resamples, o->confidence, o->seed, out, err);
+}
+
+static nc_status compute_stats(nc_compare_result *r, const nc_compare_opts *o, nc_error *err) {
+    groups_buf lat[2] = {{0}}, pow_[2] = {{0}}, epd[2] = {{0}}, idle = {0};
+    nc_status st = NC_OK;
+    for (int w = 0; w < 2 && st == NC_OK; w++) {
+        st = latency_group(r, w, &lat[w], err);
+        if (st == NC_OK) st = block_group(r, w, 0, &pow_[w], err);
+        if (st == NC_OK) st = block_group(r, w, 1, &epd[w], err);
+    }
+    if (st == NC_OK) st = block_group(r, NC_WHO_IDLE, 0, &idle, err);
+    if (st != NC_OK) goto done;
+    double *tmp = malloc((r->n_dec + 1) * sizeof *tmp);
+    if (!tmp) {
+        st = nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+        goto done;
+    }
+    for (int w = 0; w < 2; w++) {
+        nc_cand_result *c = &r->cand[w];
+        size_t n = 0;
+        double sum_lat = 0;
+        for (size_t i = 0; i < r->n_dec; i++) {
+            const nc_decision *d = &r->dec[i];
+            if (d->who != w) continue;
+            sum_lat += d->latency_s;
+            if (d->is_ok) tmp[n++] = d->latency_s;
+            c->n_completed += d->is_ok;
+            c->n_failed += !d->is_ok;
+            c->n_missed += d->is_missed;
+        }
+        st = nc_summarize(tmp, n, &c->latency, err);
+        if (st != NC_OK) break;
+        for (size_t i = 0; i < r->n_blocks; i++)
+            if (r->blocks[i].who == w) c->busy_s += r->blocks[i].t1_s - r->blocks[i].t0_s;
+        c->throughput_per_s = c->busy_s > 0 ? c->n_completed / c->busy_s : 0;
+        c->t_s = c->n_completed ? sum_lat / c->n_completed : NAN;
+        c->has_power = pow_[w].n > 0;
+        double e = 0, t = 0;
+        for (size_t i = 0; i < pow_[w].n; i++) {
+            e += pow_[w].num[i];
+            t += pow_[w].den[i];
+        }
+        c->power_w = c->has_power ? e / t : NAN;
+        c->interval_energy_j = c->has_power ? e : NAN;
+    }
+    free(tmp);
+    if (st != NC_OK) goto done;
+    r->has_idle = idle.n > 0;
+    if (r->has_idle) {
+        const groups_buf *g1[1] = {&idle};
+        st = boot(g1, 1, stat_ratio_of_first, NULL, o, &r->idle_power, err);
+        r->idle_power_w = r->idle_power.estimate;
+    } else {
+        interval_nan(&r->idle_power);
+        r->idle_power_w = NAN;
+    }
+    if (st != NC_OK) goto done;
+    {
+        const groups_buf *gs[2] = {&lat[0], &lat[1]};
+        st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->S, err);
+    }
+    if (st != NC_OK) goto done;
+    {
+        const groups_buf *gs[2] = {&pow_[0], &pow_[1]};
+        st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->R, err);
+    }
+    if (st != NC_OK) goto done;
+    stat_ctx ctx = {STAT_ENERGY_SAT, 0, 0};
+    if (r->is_rate_mode) {
+        /* seconds of block per completed decision: the offered interval */
+        for (int w = 0; w < 2; w++) {
+            double d = r->cand[w].n_completed ? r->cand[w].busy_s / r->cand[w].n_completed : NAN;
+            if (w == 0) ctx.d_a = d;
+            else ctx.d_b = d;
+        }
+        const groups_buf *gs[2] = {&epd[0], &epd[1]};
+        st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->energy_gain, err);
+        for (int w = 0; w < 2 && st == NC_OK; w++) {
+            stat_ctx cw = {STAT_ENERGY_RATE, 0, 0};
+            const groups_buf *g1[1] = {&epd[w]};
+            st = boot(g1, 1, stat_eval, &cw, o, &r->cand[w].energy_per_decision_j, err);
+            cw.kind = STAT_NET_ENERGY_RATE;
+            cw.d_a = w == 0 ? ctx.d_a : ctx.d_b;
+            const groups_buf *g2[2] = {&epd[w], &idle};
+            if (st == NC_OK) st = boot(g2, 2, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
+        }
+        ctx.kind = STAT_NET_GAIN_RATE;
+        const groups_buf *g3[3] = {&epd[0], &epd[1], &idle};
+        if (st == NC_OK) st = boot(g3, 3, stat_eval, &ctx, o, &r->net_energy_gain, err);
+    } else {
+        const groups_buf *gs[4] = {&lat[0], &lat[1], &pow_[0], &pow_[1]};
+        st = boot(gs, 4, nc_boot_stat_ratio_product, NULL, o, &r->energy_gain, err);
+        for (int w = 0; w < 2 && st == NC_OK; w++) {
+            stat_ctx cw = {STAT_ENERGY_SAT, 0, 0};
+            const groups_buf *g2[2] = {&lat[w], &pow_[w]};
+            st = boot(g2, 2, stat_eval, &cw, o, &r->cand[w].energy_per_decision_j, err);
+            cw.kind = STAT_NET_ENERGY_SAT;
+            const groups_buf *g3[3] = {&lat[w], &pow_[w], &idle};
+            if (st == NC_OK) st = boot(g3, 3, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
+        }
+        ctx.kind = STAT_NET_GAIN_SAT;
+        const groups_buf *g5[5] = {&lat[0], &lat[1], &pow_[0], &pow_[1], &idle};
+        if (st == NC_OK) st = boot(g5, 5, stat_eval, &ctx, o, &r->net_energy_gain, err);
+    }
+done:
+    for (int w = 0; w < 2; w++) {
+        groups_free(&lat[w]);
+        groups_free(&pow_[w]);
+        groups_free(&epd[w]);
+    }
+    groups_free(&idle);
+    return st;
+}
+
+/* --- the protocol ----------------------------------------------------------- */
+
+static nc_status cold_and_warmup(run_state *rs, int who, const nc_compare_opts *o,
+                                 nc_compare_result *r, nc_error *err) {
+    nc_candidate *c = rs->cand[who];
+    nc_cand_result *cr = &r->cand[who];
+    double t0 = nc_now_s();
+    if (c->ops->load(c, err) != NC_OK)
+        return nc_fail_prefix(err, "candidate %c (%s): load", 'A' + who, c->spec);
+    cr->load_s = nc_now_s() - t0;
+    int is_ok;
+    nc_error run_err = {0};
+    size_t item = rs->next_item[who]++ % rs->w->n_items;
+    NC_TRY(timed_run(c, &rs->w->items[item], &cr->first_s, &is_ok, &run_err, err));
+    if (!is_ok)
+        return nc_fail(err, NC_ERR_IO, "candidate %c (%s): first decision failed: %s", 'A' + who,
+                       c->spec, run_err.msg);
+    double sum = 0;
+    for (int i = 0; i < o->n_warmup; i++) {
+        double s;
+        item = rs->next_item[who]++ % rs->w->n_items;
+        NC_TRY(timed_run(c, &rs->w->items[item], &s, &is_ok, &run_err, err));
+        if (!is_ok)
+            return nc_fail(err, NC_ERR_IO, "candidate %c (%s): warm-up decision failed: %s",
+                           'A' + who, c->spec, run_err.msg);
+        sum += s;
+    }
+    cr->warmup_mean_s = o->n_warmup ? sum / o->n_warmup : NAN;
+    return NC_OK;
+}
+
+nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_workload *w,
+                         nc_power_sampler *power, const nc_compare_opts *o,
+                         nc_compare_result *out, nc_error *err) {
+    memset(out, 0, sizeof *out);
+    if (o->n_blocks < 5)
+        return nc_fail(err, NC_ERR_INVALID, "--blocks %d: at least 5 blocks per candidate", o->n_blocks);
+    if (o->per_block < 1 || o->n_warmup < 0)
+        return nc_fail(err, NC_ERR_INVALID, "--per-block must be >= 1 and --warmup >= 0");
+    if (o->rate_hz < 0 || (o->rate_hz > 0 && !(o->deadline_s > 0)))
+        return nc_fail(err, NC_ERR_INVALID, "--rate needs a positive rate and --deadline-ms");
+    if (!w->n_items) return nc_fail(err, NC_ERR_INVALID, "compare: empty workload");
+    out->origin_s = nc_now_s();
+    out->is_rate_mode = o->rate_hz > 0;
+    out->has_power = nc_power_is_active(power);
+    snprintf(out->power_kind, sizeof out->power_kind, "%s", power ? power->kind : "none");
+    snprintf(out->power_domain, sizeof out->power_domain, "%s",
+             power ? power->domain : "not measured");
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.cand[0] = a;
+    rs.cand[1] = b;
+    rs.w = w;
+    /* cold load + first decision, then warm-up: reported, not in the stats */
+    NC_TRY(cold_and_warmup(&rs, NC_WHO_A, o, out, err));
+    NC_TRY(cold_and_warmup(&rs, NC_WHO_B, o, out, err));
+    /* both candidates start the blocks on the same item */
+    rs.next_item[0] = rs.next_item[1] = 0;
+    nc_status st = NC_OK;
+    if (out->has_power) st = nc_power_start(power, err);
+    int use_idle = out->has_power && o->idle_s > 0;
+    for (int k = 0; k < o->n_blocks && st == NC_OK; k++) {
+        if (use_idle) st = run_idle_block(k, o->idle_s, power, out, err);
+        if (st == NC_OK) st = run_block(&rs, NC_WHO_A, k, o, power, out, err);
+        if (st == NC_OK) st = run_block(&rs, NC_WHO_B, k, o, power, out, err);
+    }
+    if (use_idle && st == NC_OK) st = run_idle_block(o->n_blocks, o->idle_s, power, out, err);
+    if (out->has_power) {
+        nc_error stop_err;
+        double t_end = out->n_blocks ? out->blocks[out->n_blocks - 1].t1_s + out->origin_s : nc_now_s();
+        nc_power_stop(power, t_end, &stop_err);
+        for (size_t i = 0; i < out->n_blocks; i++) {
+            nc_block *bl = &out->blocks[i];
+            nc_error ignored;
+            bl->has_energy = nc_power_energy(power, bl->t0_s + out->origin_s,
+                                             bl->t1_s + out->origin_s, &bl->energy_j,
+                                             &ignored) == NC_OK;
+        }
+        if (st == NC_OK) st = nc_power_copy_trace(power, &out->trace, err);
+    }
+    if (st == NC_OK) st = compute_stats(out, o, err);
+    if (st != NC_OK) nc_compare_result_free(out);
+    return st;
+}
+
+void nc_compare_result_free(nc_compare_result *r) {
+    free(r->dec);
+    free(r->blocks);
+    nc_energy_trace_free(&r->trace);
+    r->dec = NULL;
+    r->blocks = NULL;
+    r->n_dec = r->n_blocks = r->cap_dec = r->cap_blocks = 0;
+}
