@@ -61,10 +61,11 @@ nc_status mil_interp_copy_out(const mil_interp *it, const char *name, mil_dtype 
                               size_t max_count, nc_error *err);
 
 const mil_function *mil_interp_function(const mil_interp *it);
+mil_interp_mode mil_interp_get_mode(const mil_interp *it);
 
 /* .npy exchange (interp_npy.c), for `nectar mil run` and tests: binds an
  * input from an array, and writes a variable as .npy in its declared dtype
- * (fp16, fp32, int32 or bool). */
+ * (fp16, fp32, int32 or bool; fp16 tensors as fp32 in fp32 mode, unrounded). */
 struct nc_npy;
 nc_status mil_interp_set_input_npy(mil_interp *it, const char *name, const struct nc_npy *a,
                                    nc_error *err);

@@ -36,7 +36,7 @@ nc_status mil_interp_write_npy(const mil_interp *it, const char *name, const cha
     mil_dtype dt = v.dtype;
     nc_npy_dtype nt;
     size_t esz;
-    if (dt == MIL_DT_FP16) { nt = NC_NPY_F16; esz = 2; }
+    if (dt == MIL_DT_FP16 && mil_interp_get_mode(it) == MIL_INTERP_FP16) { nt = NC_NPY_F16; esz = 2; }
     else if (v.f32) { dt = MIL_DT_FP32; nt = NC_NPY_F32; esz = 4; }
     else if (dt == MIL_DT_BOOL) { nt = NC_NPY_BOOL; esz = 1; }
     else { dt = MIL_DT_INT32; nt = NC_NPY_I32; esz = 4; }
