@@ -69,6 +69,10 @@ CORPUS = [
     ("only_newlines", "\n\n\n\n"),
     ("unicode_spaces", "nbsp:\u00a0x em:\u2003x ideo:\u3000x thin:\u2009x nel:\u0085x zwsp:\u200bx bom:\ufeffx "
      "ogham:\u1680x mongol:\u180ex narrow:\u202fx"),
+    # U+180E is a space to PCRE2's \s but not to Oniguruma's (HF): pretok.c
+    # spells \s out; U+001C..U+001F are spaces to Python but not to either.
+    ("mongolian_vowel_separator", "\u180e're a\u180e'b x\u180e(y \u180e.world \u180e \u180e\n"),
+    ("info_separators", "a\x1cb\x1d c\x1e\x1f d\u2060e\u200ef\u061cg"),
     ("special_literals", "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\nhmm\n</think>\n\nHi!<|im_end|><|endoftext|>"),
     ("special_adjacent", "x<|endoftext|>y<|endoftext|><|endoftext|> <|im_end|> z<think></think>"),
     ("special_partial", "<|im_start <|im_end| <|endoftext| <think <|fim_prefix|> <tool_call> </tool_call> <|>"),

@@ -62,6 +62,66 @@ static nc_status add_step(tok_pretok *p, step s, const char *what, nc_error *err
     return NC_OK;
 }
 
+/* HF runs Split regexes on Oniguruma, whose Unicode \s is Z* plus
+ * \t\n\v\f\r and U+0085. PCRE2's \s also takes U+180E (Mongolian vowel
+ * separator, a space before Unicode 6.3), which splits text differently,
+ * so \s is spelled out as Oniguruma's set, and \S outside a class as its
+ * complement. (\S inside a class is left alone: no real pattern has it.) */
+#define ONIG_SPACE_SET "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+
+static char *spell_out_spaces(const char *p, size_t len, size_t *out_len) {
+    static const char set[] = ONIG_SPACE_SET;
+    char *o = malloc(len * (sizeof set + 3) + 1);
+    if (!o) return NULL;
+    size_t n = 0;
+    int in_class = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < len) {
+            char e = p[i + 1];
+            if (e == 's' || (e == 'S' && !in_class)) {
+                if (!in_class) o[n++] = '[';
+                if (e == 'S') o[n++] = '^';
+                memcpy(o + n, set, sizeof set - 1);
+                n += sizeof set - 1;
+                if (!in_class) o[n++] = ']';
+            } else {
+                o[n++] = c;
+                o[n++] = e;
+            }
+            i++;
+            continue;
+        }
+        if (!in_class && c == '[') {
+            in_class = 1;
+            o[n++] = c;
+            /* A ']' right after '[' or '[^' is a literal member. */
+            if (i + 1 < len && p[i + 1] == '^') o[n++] = p[++i];
+            if (i + 1 < len && p[i + 1] == ']') o[n++] = p[++i];
+            continue;
+        }
+        if (in_class && c == '[' && i + 1 < len && p[i + 1] == ':') { /* [:alpha:] */
+            const char *end = NULL;
+            for (size_t j = i + 2; j + 1 < len; j++)
+                if (p[j] == ':' && p[j + 1] == ']') {
+                    end = p + j + 2;
+                    break;
+                }
+            if (end) {
+                memcpy(o + n, p + i, (size_t)(end - (p + i)));
+                n += (size_t)(end - (p + i));
+                i = (size_t)(end - p) - 1;
+                continue;
+            }
+        }
+        if (in_class && c == ']') in_class = 0;
+        o[n++] = c;
+    }
+    o[n] = '\0';
+    *out_len = n;
+    return o;
+}
+
 static nc_status compile_regex(const char *pattern, size_t len, int literal, const char *what,
                                pcre2_code **out, nc_error *err) {
     int code;
@@ -69,6 +129,17 @@ static nc_status compile_regex(const char *pattern, size_t len, int literal, con
     /* PCRE2_LITERAL admits UTF but not UCP (which only matters for classes). */
     uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     *out = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &at, NULL);
+    if (*out && !literal) { /* valid as written: now compile it with \s spelled out */
+        size_t n;
+        char *spelled = spell_out_spaces(pattern, len, &n);
+        pcre2_code *re = spelled ? pcre2_compile((PCRE2_SPTR)spelled, n, opts, &code, &at, NULL)
+                                 : NULL;
+        free(spelled);
+        if (re) { /* (if the rewrite does not compile, e.g. \s in a range, keep the original) */
+            pcre2_code_free(*out);
+            *out = re;
+        }
+    }
     if (!*out) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
