@@ -77,14 +77,16 @@ nc_status nc_pool_new(int n_threads, nc_pool **out, nc_error *err) {
     }
     for (int i = 1; i < n_threads; i++) {
         struct worker_arg *a = malloc(sizeof *a);
+        if (a) {
+            a->pool = p; /* filled before the thread starts: it reads them at once */
+            a->thread = i;
+        }
         if (!a || pthread_create(&p->workers[i - 1], NULL, worker_main, a) != 0) {
             free(a);
             p->n_threads = i; /* only join the ones that started */
             nc_pool_free(p);
             return nc_fail(err, NC_ERR_INTERNAL, "thread pool: cannot start thread %d", i);
         }
-        a->pool = p;
-        a->thread = i;
     }
     *out = p;
     return NC_OK;
