@@ -15,6 +15,7 @@ Outputs (all small):
   tests/fixtures/tokenizer/gpt2style/tokenizer.json, qwenstyle/tokenizer.json
   tests/fixtures/tokenizer/small_expected.jsonl ids of the corpus under both small tokenizers
   tests/fixtures/tokenizer/cli/                 input.txt and its ids for the CLI test
+  tests/fixtures/tokenizer/demo_expected.jsonl  corpus ids under models/demo/tokenizer.json
   tests/fixtures/tokenizer/pipelines.jsonl      overrides of qwenstyle/ (split behaviours,
                                                 ByteLevel options, normal forms, unk) + ids
   tests/fixtures/chat/cases.jsonl              messages + options + rendered prompt
@@ -270,6 +271,13 @@ def pipeline_rows():
     return rows
 
 
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
@@ -384,6 +392,21 @@ def main():
     write_jsonl(os.path.join(TOK_DIR, "small_expected.jsonl"), small_rows)
 
     write_jsonl(os.path.join(TOK_DIR, "pipelines.jsonl"), pipeline_rows())
+
+    # The demo model's own tokenizer (trained elsewhere, models/demo/): its ids
+    # for the corpus, keyed by an FNV-1a hash of the file so the C test can
+    # tell when the fixture is stale.
+    demo_path = os.path.join(ROOT, "models", "demo", "tokenizer.json")
+    if os.path.exists(demo_path):
+        raw = open(demo_path, "rb").read()
+        demo = Tokenizer.from_file(demo_path)
+        rows = [{"fnv1a64": "%016x" % fnv1a64(raw)}]
+        for name, text in CORPUS:
+            rows.append({"name": name, "text": text,
+                         "ids": demo.encode(text, add_special_tokens=False).ids,
+                         "decoded": demo.decode(demo.encode(text, add_special_tokens=False).ids,
+                                                skip_special_tokens=False)})
+        write_jsonl(os.path.join(TOK_DIR, "demo_expected.jsonl"), rows)
 
     # For tests/text/test_tokenize_cli.sh: one input file (exact bytes, with
     # CRLF, tabs, special tokens, no final newline) and the ids HF gives.

@@ -269,6 +269,45 @@ static void test_tokenizer_matches_hf_on_pipeline_variants(void) {
     CHECK(n_cases >= 100);
 }
 
+static uint64_t fnv1a64(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The bundled demo model's tokenizer (models/demo/, trained with HF
+ * tokenizers). Its fixture records a hash of the file it was made from; a
+ * retrained tokenizer makes the fixture stale, which is a skip, not a fail. */
+static void test_tokenizer_matches_hf_on_demo_model_tokenizer(void) {
+    const char *path = "models/demo/tokenizer.json";
+    char *raw;
+    size_t raw_len;
+    if (nc_read_file(path, &raw, &raw_len, NULL) != NC_OK) SKIP("%s not present", path);
+    uint64_t h = fnv1a64(raw, raw_len);
+    free(raw);
+    fixture_rows rows;
+    CHECK(fixture_rows_load(FIX "demo_expected.jsonl", &rows) == 0 && rows.n > 1);
+    char want_hash[32];
+    snprintf(want_hash, sizeof want_hash, "%016llx", (unsigned long long)h);
+    const char *have = fixture_str(rows.rows[0], "fnv1a64", NULL);
+    if (!have || strcmp(have, want_hash) != 0) {
+        fixture_rows_free(&rows);
+        SKIP("fixture is stale for %s: rerun tools/make_tokenizer_fixtures.py", path);
+    }
+    tok_tokenizer *t;
+    nc_error err;
+    nc_status st = tok_load("models/demo", &t, &err);
+    int ok = st == NC_OK;
+    if (ok) {
+        fixture_rows body = {rows.rows + 1, rows.n - 1};
+        ok = check_rows(t, &body, NULL);
+        tok_free(t);
+    }
+    fixture_rows_free(&rows);
+    CHECK_OK(st, &err);
+    CHECK(ok);
+}
+
 static void test_tokenizer_long_inputs_are_not_quadratic_and_match_structure(void) {
     if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
     CHECK(qwen != NULL);
@@ -387,6 +426,7 @@ int main(void) {
     RUN(test_tokenizer_matches_hf_with_gpt2_pipeline_and_added_token_flags);
     RUN(test_tokenizer_matches_hf_with_small_qwen_pipeline);
     RUN(test_tokenizer_matches_hf_on_pipeline_variants);
+    RUN(test_tokenizer_matches_hf_on_demo_model_tokenizer);
     RUN(test_tokenizer_long_inputs_are_not_quadratic_and_match_structure);
     RUN(test_tokenizer_rejects_invalid_utf8_text);
     RUN(test_tokenizer_rejects_bad_tokenizer_json);
