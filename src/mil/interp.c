@@ -371,13 +371,12 @@ static nc_status prepare(mil_interp *it, nc_error *err) {
             }
             continue;
         }
-        op_plan p = {op, mil_interp_lookup(op->type), {NULL, NULL}, {0, 0}};
+        op_plan p = {op, mil_interp_lookup(op->type), {NULL, NULL, NULL}, {0, 0, 0}};
         if (!p.fn) return mil_interp_fail(err, NC_ERR_UNSUPPORTED, op, "op type not supported by the interpreter");
         if (!is_stateful(op) && op->n_outputs > 0 && inputs_all_const(it, op)) {
             /* constant folding: computed once here, never again */
             nc_status st = exec_plan(it, &p, err);
-            free(p.scratch[0]);
-            free(p.scratch[1]);
+            for (int s = 0; s < 3; s++) free(p.scratch[s]);
             if (st != NC_OK) return st;
             for (int o = 0; o < op->n_outputs; o++) mil_interp_slot(it, op->outputs[o])->is_const = 1;
             continue;
@@ -416,10 +415,8 @@ nc_status mil_interp_new(const mil_program *prog, const char *fn_name, mil_inter
 void mil_interp_free(mil_interp *it) {
     if (!it) return;
     for (int i = 0; i < it->n_slots; i++) free(it->slots[i].data);
-    for (int i = 0; i < it->n_plans; i++) {
-        free(it->plans[i].scratch[0]);
-        free(it->plans[i].scratch[1]);
-    }
+    for (int i = 0; i < it->n_plans; i++)
+        for (int s = 0; s < 3; s++) free(it->plans[i].scratch[s]);
     free(it->slots);
     free(it->plans);
     free(it);

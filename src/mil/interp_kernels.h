@@ -71,9 +71,10 @@ void mil_k_broadcast_to(const uint32_t *x, const mil_kshape *xs, uint32_t *out,
 
 /* x [..., M, K] (or [..., K, M] when tx), y [..., K, N] (or [..., N, K] when
  * ty), rank >= 2 both (the caller promotes 1-D operands), batch dims
- * broadcast to os [..., M, N]. */
+ * broadcast to os [..., M, N]. scratch (K*N floats, or NULL: slower) holds a
+ * transposed y. */
 void mil_k_matmul(const float *x, const mil_kshape *xs, int tx, const float *y,
-                  const mil_kshape *ys, int ty, float *out, const mil_kshape *os);
+                  const mil_kshape *ys, int ty, float *out, const mil_kshape *os, float *scratch);
 
 /* out[r, o] = sum_i x[r, i] * w[o, i] + (bias ? bias[o] : 0). */
 void mil_k_linear(const float *x, size_t rows, size_t d_in, const float *w, const float *bias,

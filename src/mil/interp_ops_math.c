@@ -295,9 +295,11 @@ static nc_status ex_matmul(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(mil_interp_out(it, op, 0, &os, &o, err));
     if (o->is_int) return mil_interp_fail(err, NC_ERR_UNSUPPORTED, op, "integer matmul");
     const float *xf, *yf;
+    void *tr = NULL;
     NC_TRY(as_float(p, 0, x, &xf, err));
     NC_TRY(as_float(p, 1, y, &yf, err));
-    mil_k_matmul(xf, &xs, (int)tx, yf, &ys, (int)ty, o->data, &full);
+    if (ty) NC_TRY(mil_interp_scratch(p, 2, (size_t)(kx * n), &tr, err));
+    mil_k_matmul(xf, &xs, (int)tx, yf, &ys, (int)ty, o->data, &full, tr);
     return NC_OK;
 }
 
@@ -428,9 +430,10 @@ static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
     ss.rank = os.rank = r;
     os.d[r - 2] = l;
     os.d[r - 1] = ev;
-    void *sc, *mk;
+    void *sc, *mk, *tr;
     NC_TRY(mil_interp_scratch(p, 0, mil_kshape_count(&ss), &sc, err));
-    mil_k_matmul(q->data, &q->shape, 0, k->data, &k->shape, 1, sc, &ss);
+    NC_TRY(mil_interp_scratch(p, 2, (size_t)(s * q->shape.d[r - 1]), &tr, err));
+    mil_k_matmul(q->data, &q->shape, 0, k->data, &k->shape, 1, sc, &ss, tr);
     float scale = 1.0f / sqrtf((float)q->shape.d[r - 1]);
     size_t n = mil_kshape_count(&ss);
     for (size_t i = 0; i < n; i++) ((float *)sc)[i] *= scale;
@@ -446,7 +449,7 @@ static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
     }
     mil_k_softmax(sc, &ss, r - 1, sc);
     NC_TRY(mil_interp_out(it, op, 0, &os, &o, err));
-    mil_k_matmul(sc, &ss, 0, v->data, &v->shape, 0, o->data, &os);
+    mil_k_matmul(sc, &ss, 0, v->data, &v->shape, 0, o->data, &os, NULL);
     return NC_OK;
 }
 
