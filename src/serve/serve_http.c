@@ -41,7 +41,7 @@ struct serve_server {
 
 typedef struct conn_ctx {
     serve_text body;
-    int is_rejected; /* a response went out before the body was complete */
+    int is_rejected; /* 1: answered before the body; 2: body too large, answer at its end */
     double t_start;
     serve_route route;
     int status;
@@ -563,22 +563,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (cc->is_rejected) return MHD_YES;
+        /* libmicrohttpd accepts a response only before the body starts or
+         * after it ends, so a body that is too slow can only be cut off
+         * (the connection closes), and one that grows past the limit
+         * without a Content-Length is read and dropped, then answered. */
         if (nc_now_s() - cc->t_start > s->opt.timeout_s) {
-            cc->is_rejected = 1;
+            nc_log(NC_LOG_DEBUG, "http: request body slower than --timeout; closing");
             cc->status = 408;
-            return send_error(c, cc, 408, "request body took too long to arrive (--timeout)", NULL,
-                              "timeout");
+            return MHD_NO;
         }
+        if (cc->is_rejected) return MHD_YES;
         if (cc->body.len + n > s->opt.max_body_bytes) {
-            cc->is_rejected = 1;
-            cc->status = 413;
-            return send_error(c, cc, 413, "request body is larger than the limit (--max-body)",
-                              NULL, "body_too_large");
+            cc->is_rejected = 2;
+            return MHD_YES;
         }
         if (serve_text_append(&cc->body, upload, n) != 0) return MHD_NO;
         return MHD_YES;
     }
+    if (cc->is_rejected == 2)
+        return send_error(c, cc, 413, "request body is larger than the limit (--max-body)", NULL,
+                          "body_too_large");
     if (cc->is_rejected) return MHD_YES;
     return dispatch(s, c, cc, url, method);
 }

@@ -2,11 +2,11 @@
  * options, opens the engine, starts the server and runs until SIGINT or
  * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "commands.h"
@@ -30,12 +30,6 @@ static void usage(FILE *f) {
             "  --backend cpu         engine (only cpu here; mil and ane are not servable yet)\n"
             "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
             "  -v, --verbose         log each request\n");
-}
-
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
 }
 
 /* Strict integer option value in [lo, hi]. */
@@ -116,6 +110,16 @@ int cmd_serve(int argc, char **argv) {
     o.model_path = model;
     o.max_connections = o.n_parallel + o.queue_max + 32;
 
+    /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
+     * scheduler and the HTTP threads inherit the mask) and taken by sigwait
+     * in this one, so shutdown always starts here. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
+
     nc_error err = {0};
     serve_engine e;
     serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
@@ -123,13 +127,6 @@ int cmd_serve(int argc, char **argv) {
                            : serve_engine_open_qwen3(model, &eo, &e, &err);
     if (st != NC_OK) return cli_fail(&err);
     if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
     serve_server *srv;
     st = serve_server_start(&e, &o, &srv, &err);
@@ -142,7 +139,8 @@ int cmd_serve(int argc, char **argv) {
     printf("nectar serve: %s (%s) on http://%s:%d  slots %d, ctx %d\n", e.model_id, e.kind, o.host,
            serve_server_port(srv), o.n_parallel, o.ctx);
     fflush(stdout);
-    while (!stop_requested) pause();
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
     fprintf(stderr, "nectar serve: shutting down\n");
     serve_server_stop(srv);
     serve_engine_close(&e);
