@@ -12,6 +12,8 @@
                          (method="percentile", each sample resampled on its
                          own), an independent implementation with its own
                          PRNG: C must agree within Monte-Carlo tolerance.
+  hashes.json        SHA-256 (hashlib) of fixture files and of a fixture folder
+                     by the folder rule of src/bench/sha256.h.
   param_counts.json  Qwen3 parameter counts reported by HF transformers for
                      real configs (model built on the meta device, nothing
                      downloaded): total and non-embedding.
@@ -221,7 +223,40 @@ def make_param_counts():
         f.write("\n")
 
 
+def folder_sha256(root):
+    import hashlib
+
+    lines = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            with open(full, "rb") as f:
+                lines.append((rel, hashlib.sha256(f.read()).hexdigest()))
+    lines.sort(key=lambda x: x[0].encode())
+    h = hashlib.sha256()
+    for rel, hx in lines:
+        h.update(f"{rel}\t{hx}\n".encode())
+    return h.hexdigest()
+
+
+def make_hashes():
+    import hashlib
+
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    out = {}
+    for rel in ["tests/fixtures/bench/prompts.txt", "tests/fixtures/bench/qwen3-0.6b-config.json",
+                "tests/fixtures/bench/powermetrics_m3max.plist"]:
+        with open(os.path.join(repo, rel), "rb") as f:
+            out[rel] = hashlib.sha256(f.read()).hexdigest()
+    out["tests/fixtures/bench/powercap"] = folder_sha256(os.path.join(repo, "tests/fixtures/bench/powercap"))
+    with open(os.path.join(OUT, "hashes.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
+    make_hashes()
     make_stats()
     make_param_counts()

@@ -1,0 +1,291 @@
+/* The A/B harness on real processes: this binary doubles as the external
+ * candidate (`--burn N` burns N rounds of nc_spin and exits; `--serve N`
+ * answers one line per request after N rounds). Shown here: A = B gives an S
+ * interval that contains 1; a candidate doing twice the work is detected
+ * (interval above 1.3, both per-decision processes and persistent ones);
+ * equal offered load counts deadline misses; power from a replayed
+ * powermetrics stream flows into R, energy and idle-subtracted figures; the
+ * outputs are written; bad candidates fail with a message. No assertion
+ * depends on absolute timings. */
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "../test.h"
+#include "base/json.h"
+#include "base/mmap.h"
+#include "bench/compare.h"
+#include "bench/report.h"
+#include "bench/sha256.h"
+
+static const char *self_path;
+
+/* Work per decision: ~12 ms on an idle core of this class of machine, above
+ * the few ms of starting a process, so a 2x work ratio shows as S well
+ * above 1.3 even under load. */
+#define WORK 6000000ull
+
+static nc_compare_opts quick_opts(void) {
+    nc_compare_opts o;
+    nc_compare_opts_default(&o);
+    o.n_blocks = 5;
+    o.per_block = 4;
+    o.n_warmup = 1;
+    o.n_resamples = 2000;
+    return o;
+}
+
+static nc_status compare(const char *spec_a, const char *spec_b, const nc_compare_opts *o,
+                         nc_power_sampler *power, nc_compare_result *r, nc_error *err) {
+    nc_candidate *a = NULL, *b = NULL;
+    nc_bench_workload w;
+    NC_TRY(nc_workload_load("none", NULL, &w, err));
+    nc_status st = nc_candidate_open(spec_a, 30, &a, err);
+    if (st == NC_OK) st = nc_candidate_open(spec_b, 30, &b, err);
+    if (st == NC_OK) st = nc_compare_run(a, b, &w, power, o, r, err);
+    nc_candidate_close(a);
+    nc_candidate_close(b);
+    nc_workload_free(&w);
+    return st;
+}
+
+static void test_self_comparison_interval_contains_one(void) {
+    char spec[1024];
+    snprintf(spec, sizeof spec, "cmd:%s --burn %llu", self_path, WORK);
+    nc_compare_opts o = quick_opts();
+    /* A = B: a 99.9% interval, so a true ratio of 1 falls outside it by
+     * chance once in a thousand runs rather than once in twenty */
+    o.confidence = 0.999;
+    o.n_resamples = 4000;
+    nc_compare_result r;
+    nc_error err;
+    CHECK_OK(compare(spec, spec, &o, NULL, &r, &err), &err);
+    int ok = r.S.lower <= 1.0 && r.S.upper >= 1.0;
+    printf("  A = B: S = %.3f [%.3f, %.3f], A %.2f ms, B %.2f ms\n", r.S.estimate, r.S.lower,
+           r.S.upper, r.cand[0].latency.mean * 1e3, r.cand[1].latency.mean * 1e3);
+    CHECK(r.cand[0].n_completed == 20 && r.cand[1].n_completed == 20);
+    CHECK(r.n_blocks == 10 && r.blocks[0].who == NC_WHO_A && r.blocks[1].who == NC_WHO_B);
+    CHECK(nc_claim_factor(&r.S) == 0);
+    nc_compare_result_free(&r);
+    CHECK(ok);
+}
+
+static void test_double_work_is_detected(void) {
+    char a[1024], b[1024];
+    nc_compare_opts o = quick_opts();
+    nc_compare_result r;
+    nc_error err;
+    /* one process per decision: A does twice B's work */
+    snprintf(a, sizeof a, "cmd:%s --burn %llu", self_path, 2 * WORK);
+    snprintf(b, sizeof b, "cmd:%s --burn %llu", self_path, WORK);
+    CHECK_OK(compare(a, b, &o, NULL, &r, &err), &err);
+    printf("  cmd 2x: S = %.3f [%.3f, %.3f]\n", r.S.estimate, r.S.lower, r.S.upper);
+    double lower = r.S.lower;
+    nc_compare_result_free(&r);
+    CHECKF(lower > 1.3, "S lower bound %.3f", lower);
+    /* persistent processes: no start-up cost in the decision */
+    snprintf(a, sizeof a, "pipe:%s --serve %llu", self_path, 2 * WORK);
+    snprintf(b, sizeof b, "pipe:%s --serve %llu", self_path, WORK);
+    CHECK_OK(compare(a, b, &o, NULL, &r, &err), &err);
+    printf("  pipe 2x: S = %.3f [%.3f, %.3f]\n", r.S.estimate, r.S.lower, r.S.upper);
+    lower = r.S.lower;
+    nc_compare_result_free(&r);
+    CHECKF(lower > 1.3, "S lower bound %.3f", lower);
+}
+
+static void test_equal_offered_load_counts_misses(void) {
+    nc_compare_opts o = quick_opts();
+    o.per_block = 3;
+    o.rate_hz = 50;        /* a request every 20 ms */
+    o.deadline_s = 0.015;  /* B needs longer than that for every request */
+    nc_compare_result r;
+    nc_error err;
+    char b[64];
+    snprintf(b, sizeof b, "spin:%llu", 2 * WORK);
+    CHECK_OK(compare("spin:0", b, &o, NULL, &r, &err), &err);
+    int missed_a = r.cand[0].n_missed, missed_b = r.cand[1].n_missed;
+    int done_b = r.cand[1].n_completed;
+    double a_block = r.blocks[0].t1_s - r.blocks[0].t0_s;
+    int is_rate_mode = r.is_rate_mode;
+    nc_compare_result_free(&r);
+    CHECK(is_rate_mode);
+    CHECKF(missed_b == 15 && done_b == 15, "B missed %d of %d", missed_b, done_b);
+    CHECKF(missed_a < missed_b, "A missed %d", missed_a);
+    /* an early finisher still spans the offered interval: 3 requests at 50/s */
+    CHECKF(a_block >= 3.0 / 50 - 1e-6, "A block %.4f s", a_block);
+}
+
+static void test_power_flows_into_ratios(void) {
+    /* a constant 2 W SoC reported every 50 ms in powermetrics' plist form */
+    const char *spec =
+        "powermetrics-cmd:while :; do printf '<plist><dict><key>elapsed_ns</key><integer>50000000"
+        "</integer><key>combined_power</key><real>2000</real></dict></plist>\\0'; sleep 0.05; done";
+    nc_power_sampler *p;
+    nc_error err;
+    CHECK_OK(nc_power_open(spec, NULL, 0.05, &p, &err), &err);
+    nc_compare_opts o = quick_opts();
+    o.idle_s = 0.1;
+    o.per_block = 2;
+    nc_compare_result r;
+    char spin_a[64], spin_b[64];
+    snprintf(spin_a, sizeof spin_a, "spin:%llu", 2 * WORK);
+    snprintf(spin_b, sizeof spin_b, "spin:%llu", WORK);
+    nc_status st = compare(spin_a, spin_b, &o, p, &r, &err);
+    nc_power_close(p);
+    CHECK_OK(st, &err);
+    int n_idle = 0;
+    for (size_t i = 0; i < r.n_blocks; i++) n_idle += r.blocks[i].who == NC_WHO_IDLE;
+    printf("  P_A %.3f W, P_B %.3f W, idle %.3f W, R %.3f [%.3f, %.3f], E gain %.3f\n",
+           r.cand[0].power_w, r.cand[1].power_w, r.idle_power_w, r.R.estimate, r.R.lower, r.R.upper,
+           r.energy_gain.estimate);
+    int ok = r.has_power && r.has_idle && n_idle == 6 && r.cand[0].power_w > 1.0 &&
+             r.cand[0].power_w < 2.5 && r.R.estimate > 0.7 && r.R.estimate < 1.4 &&
+             isfinite(r.energy_gain.estimate) && isfinite(r.cand[0].net_energy_per_decision_j.estimate) &&
+             strstr(r.power_domain, "ANE") != NULL;
+    /* identity of the design notes: energy gain = S x R on the point estimates */
+    double identity = fabs(r.energy_gain.estimate - r.S.estimate * r.R.estimate);
+    double scale = 1e-9 * fabs(r.energy_gain.estimate) + 1e-12;
+    nc_compare_result_free(&r);
+    CHECK(ok);
+    CHECK(identity < scale);
+}
+
+static int count_lines(const char *path) {
+    char *text;
+    size_t len;
+    if (nc_read_file(path, &text, &len, NULL) != NC_OK) return -1;
+    int n = 0;
+    for (size_t i = 0; i < len; i++) n += text[i] == '\n';
+    free(text);
+    return n;
+}
+
+static void test_outputs_are_written(void) {
+    const char *dir = "build/tmp/test_compare_out";
+    system("mkdir -p build/tmp && rm -rf build/tmp/test_compare_out");
+    nc_compare_opts o = quick_opts();
+    o.per_block = 2;
+    o.claim = 10;
+    nc_candidate *a, *b;
+    nc_error err;
+    nc_bench_workload w;
+    CHECK_OK(nc_workload_load("prompts", "tests/fixtures/bench/prompts.txt", &w, &err), &err);
+    CHECK(w.n_items == 3);
+    CHECK_OK(nc_candidate_open("spin:1000", 10, &a, &err), &err);
+    CHECK_OK(nc_candidate_open("spin:2000", 10, &b, &err), &err);
+    CHECK_OK(nc_candidate_set_model(b, "tests/fixtures/bench/powercap", &err), &err);
+    nc_compare_result r;
+    CHECK_OK(nc_compare_run(a, b, &w, NULL, &o, &r, &err), &err);
+    nc_report_input in = {&r, &o, {a, b}, &w};
+    char note[256];
+    /* without gnuplot on PATH the plot is skipped, with a note, not an error */
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", "/nonexistent", 1);
+    nc_status st = nc_report_write(&in, dir, 1, note, sizeof note, &err);
+    if (old_path) setenv("PATH", old_path, 1);
+    free(old_path);
+    nc_compare_result_free(&r);
+    nc_candidate_close(a);
+    nc_candidate_close(b);
+    char hash[65];
+    snprintf(hash, sizeof hash, "%s", w.sha256);
+    nc_workload_free(&w);
+    CHECK_OK(st, &err);
+    CHECKF(strstr(note, "gnuplot not found") != NULL, "%s", note);
+    CHECK(count_lines("build/tmp/test_compare_out/samples.csv") == 1 + 2 * 5 * 2);
+    CHECK(count_lines("build/tmp/test_compare_out/blocks.csv") == 1 + 2 * 5);
+    json_t *j;
+    CHECK_OK(nc_json_load_file("build/tmp/test_compare_out/summary.json", &j, &err), &err);
+    json_t *s = json_object_get(json_object_get(j, "ratios"), "S");
+    json_t *cb = json_object_get(json_object_get(j, "candidates"), "B");
+    int ok = json_is_number(json_object_get(s, "lower")) &&
+             json_is_false(json_object_get(s, "claim_target_met")) &&
+             !strcmp(json_string_value(json_object_get(json_object_get(j, "workload"), "sha256")), hash) &&
+             json_string_value(json_object_get(cb, "model_sha256")) &&
+             json_is_null(json_object_get(json_object_get(json_object_get(j, "candidates"), "A"), "power_w"));
+    json_decref(j);
+    CHECK(ok);
+    struct stat sb;
+    CHECK(stat("build/tmp/test_compare_out/report.md", &sb) == 0 && sb.st_size > 200);
+}
+
+static void test_hashes_match_python_hashlib(void) {
+    char hex[65];
+    nc_sha256_hex("abc", 3, hex);
+    CHECK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    json_t *j;
+    nc_error err;
+    CHECK_OK(nc_json_load_file("tests/fixtures/bench/hashes.json", &j, &err), &err);
+    const char *path;
+    json_t *v;
+    int n = 0, bad = 0;
+    json_object_foreach(j, path, v) {
+        CHECK_OK(nc_sha256_path(path, hex, &err), &err);
+        if (strcmp(hex, json_string_value(v)) != 0) {
+            printf("  %s: %s vs hashlib %s\n", path, hex, json_string_value(v));
+            bad++;
+        }
+        n++;
+    }
+    json_decref(j);
+    CHECK(n >= 3 && bad == 0);
+}
+
+static void test_bad_candidates_fail_with_a_message(void) {
+    nc_candidate *c;
+    nc_error err;
+    CHECK(nc_candidate_open("mil:some.bundle", 10, &c, &err) == NC_ERR_UNSUPPORTED);
+    CHECKF(strstr(err.msg, "not available") != NULL, "%s", err.msg);
+    CHECK(nc_candidate_open("gpu:x", 10, &c, &err) == NC_ERR_INVALID);
+    CHECK(nc_candidate_open("no colon", 10, &c, &err) == NC_ERR_INVALID);
+    CHECK(nc_candidate_open("spin:lots", 10, &c, &err) == NC_ERR_INVALID);
+    CHECK(nc_candidate_open("cmd:", 10, &c, &err) == NC_ERR_INVALID);
+    CHECK(nc_candidate_open("cpu:/nonexistent/model", 10, &c, &err) == NC_ERR_IO);
+    nc_compare_opts o = quick_opts();
+    nc_compare_result r;
+    CHECK(compare("cmd:exit 3", "spin:1", &o, NULL, &r, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "exit status 3") && strstr(err.msg, "candidate A"), "%s", err.msg);
+    CHECK(compare("spin:1", "pipe:exit 0", &o, NULL, &r, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "candidate B") != NULL, "%s", err.msg);
+    char spec[1024];
+    snprintf(spec, sizeof spec, "pipe:%s --serve-fail", self_path);
+    CHECK(compare("spin:1", spec, &o, NULL, &r, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "answered: error") != NULL, "%s", err.msg);
+    o.n_blocks = 4;
+    CHECK(compare("spin:1", "spin:1", &o, NULL, &r, &err) == NC_ERR_INVALID);
+}
+
+/* The external-candidate roles of this binary. */
+static int helper_main(int argc, char **argv) {
+    if (!strcmp(argv[1], "--burn") && argc > 2) {
+        nc_spin(strtoull(argv[2], NULL, 10));
+        return 0;
+    }
+    if (!strcmp(argv[1], "--serve") || !strcmp(argv[1], "--serve-fail")) {
+        int is_failing = !strcmp(argv[1], "--serve-fail");
+        unsigned long long n = argc > 2 ? strtoull(argv[2], NULL, 10) : 0;
+        printf("ready\n");
+        fflush(stdout);
+        char line[65536];
+        while (fgets(line, sizeof line, stdin)) {
+            nc_spin(n);
+            printf(is_failing ? "error: refusing on purpose\n" : "ok\n");
+            fflush(stdout);
+        }
+        return 0;
+    }
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) return helper_main(argc, argv);
+    self_path = argv[0];
+    RUN(test_self_comparison_interval_contains_one);
+    RUN(test_double_work_is_detected);
+    RUN(test_equal_offered_load_counts_misses);
+    RUN(test_power_flows_into_ratios);
+    RUN(test_outputs_are_written);
+    RUN(test_hashes_match_python_hashlib);
+    RUN(test_bad_candidates_fail_with_a_message);
+    return nc_test_exit_code();
+}
