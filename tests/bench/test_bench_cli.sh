@@ -1,0 +1,86 @@
+#!/bin/sh
+# `nectar bounds` and `nectar bench --compare` ($NECTAR_BIN) end to end:
+# the study's 0.622 ms floor and Qwen3-0.6B counts in --json, clear errors
+# with a non-zero exit on bad input, a comparison of two in-process cpu:DIR
+# candidates (tiny Qwen3 fixtures) whose outputs are all written, the workload
+# hash equal to sha256sum's, and the mil backend refused as not available.
+BIN=${NECTAR_BIN:-build/nectar}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+FIX=tests/fixtures/bench
+
+if "$BIN" bounds --arch modernbert -N 22 -D 768 -I 1152 -H 2 --bandwidth 400 --format fp16 --json \
+    >"$TMP/b.json" 2>"$TMP/err" && grep -q '"bandwidth_floor_s": 0.00062226' "$TMP/b.json"; then
+    pass bounds_json_gives_0622_ms
+else
+    fail bounds_json_gives_0622_ms "$(cat "$TMP/b.json" "$TMP/err" | head -5)"
+fi
+
+if "$BIN" bounds --arch qwen3 --config "$FIX/qwen3-0.6b-config.json" >"$TMP/q.txt" 2>&1 &&
+    grep -q "596049920" "$TMP/q.txt" && grep -q "440467456" "$TMP/q.txt"; then
+    pass bounds_qwen3_table_counts
+else
+    fail bounds_qwen3_table_counts "$(head -5 "$TMP/q.txt")"
+fi
+
+if "$BIN" bounds --fraction 0.9 --speedup inf >"$TMP/a.txt" 2>&1 && grep -q "= 10$" "$TMP/a.txt"; then
+    pass bounds_amdahl_limit
+else
+    fail bounds_amdahl_limit "$(cat "$TMP/a.txt")"
+fi
+
+# bad input: one clear line naming the culprit, exit 1, nothing on stdout
+check_error() { # name, expected text, args...
+    name=$1 want=$2
+    shift 2
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -q -e "$want" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+        pass "$name"
+    else
+        fail "$name" "exit $rc, stderr '$(cat "$TMP/err")'"
+    fi
+}
+check_error bounds_missing_config "no-such.json" bounds --arch qwen3 --config "$TMP/no-such.json"
+check_error bounds_bad_config_field "num_key_value_heads" bounds --arch qwen3 --config "$FIX/bad-config-heads.json"
+check_error bounds_bad_number "-D: .7x8" bounds --arch modernbert -N 22 -D 7x8 -I 1152
+check_error bounds_unknown_format "--format fp8" bounds --like qwen3-0.6b --format fp8
+check_error compare_mil_not_available "not available" bench --compare --a mil:x.bundle --b spin:1
+check_error compare_needs_two "both --a and --b" bench --compare --a spin:1
+check_error compare_few_blocks "blocks: 3 is outside 5" bench --compare --a spin:1 --b spin:1 --blocks 3
+check_error compare_missing_prompts "no-prompts.txt" bench --compare --a spin:1 --b spin:1 --prompts "$TMP/no-prompts.txt"
+
+# two tiny Qwen3 models through the cpu engine, prompts hashed
+OUT="$TMP/cmp"
+if "$BIN" bench --compare --a cpu:tests/fixtures/qwen3/tiny_gqa2 --b cpu:tests/fixtures/qwen3/tiny_gqa4_tied \
+    --prompts "$FIX/prompts.txt" --per-block 3 --warmup 1 --power none --no-plot --out "$OUT" \
+    >"$TMP/report.md" 2>"$TMP/err"; then
+    ok=1
+    for f in samples.csv blocks.csv power.csv summary.json report.md; do [ -s "$OUT/$f" ] || ok=0; done
+    [ "$(wc -l <"$OUT/samples.csv")" -eq 31 ] || ok=0
+    grep -q "speed gain S = t_A / t_B" "$TMP/report.md" || ok=0
+    if [ $ok -eq 1 ]; then pass compare_cpu_candidates_write_outputs; else fail compare_cpu_candidates_write_outputs "missing output in $OUT"; fi
+    if command -v sha256sum >/dev/null 2>&1; then
+        h=$(sha256sum "$FIX/prompts.txt" | cut -d' ' -f1)
+        if grep -q "\"sha256\": \"$h\"" "$OUT/summary.json"; then
+            pass compare_workload_hash_matches_sha256sum
+        else
+            fail compare_workload_hash_matches_sha256sum "want $h"
+        fi
+    else
+        echo "SKIP compare_workload_hash_matches_sha256sum: sha256sum not found"
+    fi
+else
+    fail compare_cpu_candidates_write_outputs "$(cat "$TMP/err")"
+fi
+
+# an external command and an equal-offered-load run through the CLI
+if "$BIN" bench --compare --a-cmd "true" --b spin:1000 --rate 200 --deadline-ms 50 --per-block 2 --warmup 0 \
+    --power none --no-plot --json --out "$TMP/rate" >"$TMP/rate.json" 2>"$TMP/err" &&
+    grep -q '"mode": "equal_offered_load"' "$TMP/rate.json" && grep -q '"deadline_misses"' "$TMP/rate.json"; then
+    pass compare_rate_mode_json
+else
+    fail compare_rate_mode_json "$(cat "$TMP/err")"
+fi
