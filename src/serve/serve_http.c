@@ -257,6 +257,7 @@ static void job_usage(serve_job *j, serve_usage *u) {
     double t_first = j->t_first_token > 0 ? j->t_first_token : j->t_done;
     u->prompt_ms = j->t_start > 0 ? 1000.0 * (t_first - j->t_start) : 0;
     u->predicted_ms = j->t_first_token > 0 ? 1000.0 * (j->t_done - j->t_first_token) : 0;
+    u->ttft_ms = j->t_first_token > 0 ? 1000.0 * (j->t_first_token - j->t_submit) : 0;
 }
 
 typedef struct stream_ctx {

@@ -49,9 +49,10 @@ static json_t *usage_json(const serve_usage *u) {
 
 static json_t *timings_json(const serve_usage *u) {
     double per_s = u->predicted_ms > 0 ? 1000.0 * u->completion_tokens / u->predicted_ms : 0;
-    return json_pack("{s:i,s:f,s:i,s:f,s:f,s:i}", "prompt_n", u->prompt_tokens, "prompt_ms",
+    return json_pack("{s:i,s:f,s:i,s:f,s:f,s:i,s:f}", "prompt_n", u->prompt_tokens, "prompt_ms",
                      u->prompt_ms, "predicted_n", u->completion_tokens, "predicted_ms",
-                     u->predicted_ms, "predicted_per_second", per_s, "cache_n", u->cached_tokens);
+                     u->predicted_ms, "predicted_per_second", per_s, "cache_n", u->cached_tokens,
+                     "ttft_ms", u->ttft_ms);
 }
 
 /* Legacy completions logprobs from chat-shaped entries. */

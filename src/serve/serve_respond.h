@@ -24,7 +24,8 @@ typedef struct serve_resp_id {
 
 typedef struct serve_usage {
     int prompt_tokens, completion_tokens, cached_tokens;
-    double prompt_ms, predicted_ms;
+    double prompt_ms, predicted_ms; /* slot start -> first token -> last token */
+    double ttft_ms;                 /* arrival -> first token (queueing included) */
 } serve_usage;
 
 /* A piece of output: text (content and, for chat, reasoning) and the
