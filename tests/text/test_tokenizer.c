@@ -308,11 +308,8 @@ static void test_tokenizer_matches_hf_on_demo_model_tokenizer(void) {
     CHECK(ok);
 }
 
-static void test_tokenizer_long_inputs_are_not_quadratic_and_match_structure(void) {
-    if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
-    CHECK(qwen != NULL);
-    /* 200 KB without any split point: one pre-token for BPE. The expected
-     * count follows from the vocabulary: "aaaaaaaa" style runs. */
+static void long_inputs_round_trip(const tok_tokenizer *t) {
+    /* 200 KB without any split point: one pre-token for BPE. */
     size_t n = 200000;
     char *s = malloc(n);
     CHECK(s != NULL);
@@ -320,24 +317,37 @@ static void test_tokenizer_long_inputs_are_not_quadratic_and_match_structure(voi
     int32_t *ids;
     size_t n_ids;
     nc_error err;
-    nc_status st = tok_encode(qwen, s, n, &ids, &n_ids, &err);
+    nc_status st = tok_encode(t, s, n, &ids, &n_ids, &err);
     CHECK(st == NC_OK);
     char *dec;
     size_t dlen;
-    CHECK_OK(tok_decode(qwen, ids, n_ids, 0, &dec, &dlen, &err), &err);
+    CHECK_OK(tok_decode(t, ids, n_ids, 0, &dec, &dlen, &err), &err);
     CHECK(dlen == n && memcmp(dec, s, n) == 0);
-    CHECK(n_ids < n / 4); /* merged into long tokens */
+    CHECK(n_ids < n / 2); /* merged into longer tokens */
     free(dec);
     free(ids);
     /* A long whitespace run exercises \s+(?!\S) backtracking. */
     memset(s, ' ', n);
     s[n - 1] = 'x';
-    CHECK_OK(tok_encode(qwen, s, n, &ids, &n_ids, &err), &err);
-    CHECK_OK(tok_decode(qwen, ids, n_ids, 0, &dec, &dlen, &err), &err);
+    CHECK_OK(tok_encode(t, s, n, &ids, &n_ids, &err), &err);
+    CHECK_OK(tok_decode(t, ids, n_ids, 0, &dec, &dlen, &err), &err);
     CHECK(dlen == n && memcmp(dec, s, n) == 0);
     free(dec);
     free(ids);
     free(s);
+}
+
+/* With the real Qwen3 file when present, else the small committed one. */
+static void test_tokenizer_long_inputs_are_not_quadratic_and_round_trip(void) {
+    if (qwen) {
+        long_inputs_round_trip(qwen);
+        return;
+    }
+    tok_tokenizer *t;
+    nc_error err;
+    CHECK_OK(tok_load(FIX "qwenstyle", &t, &err), &err);
+    long_inputs_round_trip(t);
+    tok_free(t);
 }
 
 static void test_tokenizer_rejects_invalid_utf8_text(void) {
@@ -427,7 +437,7 @@ int main(void) {
     RUN(test_tokenizer_matches_hf_with_small_qwen_pipeline);
     RUN(test_tokenizer_matches_hf_on_pipeline_variants);
     RUN(test_tokenizer_matches_hf_on_demo_model_tokenizer);
-    RUN(test_tokenizer_long_inputs_are_not_quadratic_and_match_structure);
+    RUN(test_tokenizer_long_inputs_are_not_quadratic_and_round_trip);
     RUN(test_tokenizer_rejects_invalid_utf8_text);
     RUN(test_tokenizer_rejects_bad_tokenizer_json);
     RUN(test_tokenizer_load_reports_missing_paths);
