@@ -757,7 +757,10 @@ static nc_status parse_attrs(parser *p, mil_attr **out, int *n_out) {
     next(p);
     while (1) {
         if (n == 256) return at_fail(p, peek(p, 0), "too many attributes");
+        const token *nt = peek(p, 0);
         NC_TRY(ident(p, "an attribute name", &tmp[n].name));
+        for (int i = 0; i < n; i++)
+            if (!strcmp(tmp[i].name, tmp[n].name)) return at_fail(p, nt, "attribute given twice");
         NC_TRY(expect(p, "="));
         NC_TRY(parse_value(p, &tmp[n].value));
         n++;
@@ -810,7 +813,10 @@ static nc_status parse_args(parser *p, mil_op *op) {
             if (n == 64) return at_fail(p, peek(p, 0), "too many arguments");
             mil_arg *a = &tmp[n];
             memset(a, 0, sizeof *a);
+            const token *nt = peek(p, 0);
             NC_TRY(ident(p, "an argument name", &a->name));
+            for (int i = 0; i < n; i++)
+                if (!strcmp(tmp[i].name, a->name)) return at_fail(p, nt, "argument given twice");
             NC_TRY(expect(p, "="));
             mil_var *items[1024];
             int k = 0;

@@ -44,6 +44,7 @@ static void test_errors_give_line_column_expected_and_found(void) {
     expect_error(HEAD "            bool c = const()[val = bool(maybe)];\n",
                  "t.mil:4:41: expected true or false, found 'maybe'");
     expect_error(HEAD "        } -> (nope);\n}\n", "t.mil:4:15: unknown variable 'nope'");
+    expect_error(HEAD "            tensor<fp16, [1, 4]> y = add(x = x, x = x);\n", "t.mil:4:49: argument given twice");
     expect_error(HEAD "        } -> (x);\n}\n}\n", "t.mil:6:1: expected end of file, found '}'");
     expect_error("program(1.3) { func main<ios18>() { } -> (); ",
                  "t.mil:1:46: expected '}', found end of file");
