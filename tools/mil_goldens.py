@@ -750,6 +750,22 @@ def constexpr_cases():
                  files={"weights/weight.bin": wbin})
 
 
+def quantize_cases():
+    # W8A8-style activation round trip: quantize to int8, dequantize back
+    x = f16(np.concatenate([rng.standard_normal(8) * 3, [10.0, -10.0]]).reshape(2, 5))
+    sc = f16(0.05)
+    body = ['fp16 s = const()[name = string("s"), val = %s];' % literal("fp16", sc),
+            'int8 zp = const()[name = string("zp"), val = int8(3)];',
+            'string dt = const()[name = string("dt"), val = string("int8")];',
+            'tensor<int8, [2, 5]> q = quantize(input = x, output_dtype = dt, scale = s, zero_point = zp)'
+            '[name = string("q")];',
+            'tensor<fp16, [2, 5]> y = dequantize(input = q, scale = s, zero_point = zp)[name = string("dq")];']
+    s64 = float(sc)
+    q = np.clip(np.round(x.astype(np.float64) / s64) + 3, -128, 127)
+    add_raw_case("quantize_dequantize_int8", program([("x", "tensor<fp16, [2, 5]>")], body, ["y"]),
+                 {"x": x}, [("y", (q - 3) * s64, "fp16")])
+
+
 def stateful_cases():
     # KV-cache style state: read, add the new value, write back, read again.
     s0 = randn16(1, 4)
@@ -873,6 +889,7 @@ def main():
     linalg_cases()
     layout_cases()
     constexpr_cases()
+    quantize_cases()
     stateful_cases()
     n = write_all()
     attention_golden()

@@ -85,29 +85,28 @@ static float slot_f32(const mil_slot *s, size_t i) {
     return s->is_int ? (float)((const int32_t *)s->data)[i] : ((const float *)s->data)[i];
 }
 
+/* The slot of a one-number argument; *out = NULL when it is absent. */
+static nc_status scalar_arg(mil_interp *it, const mil_op *op, const char *name, mil_slot **out,
+                            nc_error *err) {
+    mil_slot *s = *out = mil_interp_arg(it, op, name);
+    if (s && (!s->has_value || mil_kshape_count(&s->shape) < 1))
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "argument '%s' must be one number", name);
+    return NC_OK;
+}
+
 nc_status mil_interp_int(mil_interp *it, const mil_op *op, const char *name, int64_t dflt,
                          int64_t *out, nc_error *err) {
-    mil_slot *s = mil_interp_arg(it, op, name);
-    if (!s) {
-        *out = dflt;
-        return NC_OK;
-    }
-    if (!s->has_value || mil_kshape_count(&s->shape) < 1)
-        return mil_interp_fail(err, NC_ERR_FORMAT, op, "argument '%s' must be one number", name);
-    *out = slot_i64(s, 0);
+    mil_slot *s;
+    NC_TRY(scalar_arg(it, op, name, &s, err));
+    *out = s ? slot_i64(s, 0) : dflt;
     return NC_OK;
 }
 
 nc_status mil_interp_float(mil_interp *it, const mil_op *op, const char *name, float dflt,
                            float *out, nc_error *err) {
-    mil_slot *s = mil_interp_arg(it, op, name);
-    if (!s) {
-        *out = dflt;
-        return NC_OK;
-    }
-    if (!s->has_value || mil_kshape_count(&s->shape) < 1)
-        return mil_interp_fail(err, NC_ERR_FORMAT, op, "argument '%s' must be one number", name);
-    *out = slot_f32(s, 0);
+    mil_slot *s;
+    NC_TRY(scalar_arg(it, op, name, &s, err));
+    *out = s ? slot_f32(s, 0) : dflt;
     return NC_OK;
 }
 

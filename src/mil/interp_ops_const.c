@@ -245,9 +245,12 @@ static nc_status ex_constexpr_cast(mil_interp *it, op_plan *p, nc_error *err) {
     return st;
 }
 
-/* iOS17 activation quantization: q = clamp(round(x / scale) + zp). */
+/* iOS17 activation quantization, per tensor or along `axis`:
+ * quantize q = clamp(round(x / scale) + zp) to int8/uint8, dequantize
+ * x = (q - zp) * scale. */
 static nc_status ex_quantize(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
+    int is_quantize = !strcmp(op->type, "quantize");
     mil_slot *x, *s, *o, *z = mil_interp_arg(it, op, "zero_point");
     int64_t axis;
     NC_TRY(mil_interp_need(it, op, "input", &x, err));
@@ -255,32 +258,20 @@ static nc_status ex_quantize(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(mil_interp_int(it, op, "axis", 0, &axis, err));
     int ax = mil_interp_axis(axis, x->shape.rank > 0 ? x->shape.rank : 1);
     NC_TRY(mil_interp_out(it, op, 0, &x->shape, &o, err));
+    if (o->is_int != is_quantize)
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "output dtype %s", mil_dtype_name(o->dtype));
     int lo = o->dtype == MIL_DT_UINT8 ? 0 : -128, hi = o->dtype == MIL_DT_UINT8 ? 255 : 127;
     size_t n = mil_kshape_count(&x->shape);
     for (size_t i = 0; i < n; i++) {
         float sc = val_f(s, per_axis(s, &x->shape, ax, i));
         float zp = z ? val_f(z, per_axis(z, &x->shape, ax, i)) : 0.0f;
-        float q = nearbyintf(val_f(x, i) / sc) + zp;
-        q = q != q ? 0.0f : q < lo ? (float)lo : q > hi ? (float)hi : q;
-        ((int32_t *)o->data)[i] = (int32_t)q;
-    }
-    return NC_OK;
-}
-
-static nc_status ex_dequantize(mil_interp *it, op_plan *p, nc_error *err) {
-    const mil_op *op = p->op;
-    mil_slot *x, *s, *o, *z = mil_interp_arg(it, op, "zero_point");
-    int64_t axis;
-    NC_TRY(mil_interp_need(it, op, "input", &x, err));
-    NC_TRY(mil_interp_need(it, op, "scale", &s, err));
-    NC_TRY(mil_interp_int(it, op, "axis", 0, &axis, err));
-    int ax = mil_interp_axis(axis, x->shape.rank > 0 ? x->shape.rank : 1);
-    NC_TRY(mil_interp_out(it, op, 0, &x->shape, &o, err));
-    size_t n = mil_kshape_count(&x->shape);
-    for (size_t i = 0; i < n; i++) {
-        float sc = val_f(s, per_axis(s, &x->shape, ax, i));
-        float zp = z ? val_f(z, per_axis(z, &x->shape, ax, i)) : 0.0f;
-        ((float *)o->data)[i] = (val_f(x, i) - zp) * sc;
+        if (is_quantize) {
+            float q = nearbyintf(val_f(x, i) / sc) + zp;
+            q = q != q ? 0.0f : q < lo ? (float)lo : q > hi ? (float)hi : q;
+            ((int32_t *)o->data)[i] = (int32_t)q;
+        } else {
+            ((float *)o->data)[i] = (val_f(x, i) - zp) * sc;
+        }
     }
     return NC_OK;
 }
@@ -291,7 +282,7 @@ static const struct { const char *type; mil_exec_fn fn; } CONST_OPS[] = {
     {"constexpr_blockwise_shift_scale", ex_blockwise_shift_scale},
     {"constexpr_cast", ex_constexpr_cast},
     {"quantize", ex_quantize},
-    {"dequantize", ex_dequantize},
+    {"dequantize", ex_quantize},
 };
 
 mil_exec_fn mil_interp_lookup_const(const char *type) {

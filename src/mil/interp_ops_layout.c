@@ -21,9 +21,13 @@ static nc_status copy_out(mil_interp *it, const mil_op *op, const mil_slot *x,
     return NC_OK;
 }
 
-static nc_status ex_identity(mil_interp *it, op_plan *p, nc_error *err) {
+/* identity (x), read_state and the E5RT tensor_buffer boundaries (input):
+ * the output is the input. A state's slot holds its tensor and keeps it
+ * across runs; a tensor_buffer holds the same elements as its tensor (its
+ * strides describe the ANE's memory, not the values). */
+static nc_status ex_pass_through(mil_interp *it, op_plan *p, nc_error *err) {
     mil_slot *x;
-    NC_TRY(mil_interp_need(it, p->op, "x", &x, err));
+    NC_TRY(mil_interp_need(it, p->op, mil_op_arg(p->op, "x") ? "x" : "input", &x, err));
     return copy_out(it, p->op, x, &x->shape, err);
 }
 
@@ -640,14 +644,6 @@ static nc_status ex_shape(mil_interp *it, op_plan *p, nc_error *err) {
     return NC_OK;
 }
 
-/* States: the slot of the state input holds the tensor; it keeps its value
- * across runs (the host owns a KV cache this way on CoreML). */
-static nc_status ex_read_state(mil_interp *it, op_plan *p, nc_error *err) {
-    mil_slot *s;
-    NC_TRY(mil_interp_need(it, p->op, "input", &s, err));
-    return copy_out(it, p->op, s, &s->shape, err);
-}
-
 static nc_status ex_write_state(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
     mil_slot *s, *d;
@@ -659,25 +655,17 @@ static nc_status ex_write_state(mil_interp *it, op_plan *p, nc_error *err) {
     return NC_OK;
 }
 
-/* E5RT dialect boundaries: a tensor_buffer holds the same elements (its
- * strides describe the ANE's memory, not the values). */
-static nc_status ex_buffer_copy(mil_interp *it, op_plan *p, nc_error *err) {
-    mil_slot *x;
-    NC_TRY(mil_interp_need(it, p->op, "input", &x, err));
-    return copy_out(it, p->op, x, &x->shape, err);
-}
-
 static const struct { const char *type; mil_exec_fn fn; } LAYOUT_OPS[] = {
-    {"identity", ex_identity}, {"transpose", ex_transpose}, {"reshape", ex_reshape},
+    {"identity", ex_pass_through}, {"transpose", ex_transpose}, {"reshape", ex_reshape},
     {"expand_dims", ex_expand_dims}, {"squeeze", ex_squeeze},
     {"slice_by_index", ex_slice_by_index}, {"slice_by_size", ex_slice_by_size},
     {"slice_update", ex_slice_update}, {"concat", ex_concat}, {"stack", ex_stack},
     {"split", ex_split}, {"gather", ex_gather}, {"gather_along_axis", ex_gather_along_axis},
     {"scatter", ex_scatter}, {"scatter_along_axis", ex_scatter}, {"scatter_nd", ex_scatter},
-    {"select", ex_select}, {"tensor_buffer_to_tensor", ex_buffer_copy},
-    {"tensor_to_tensor_buffer", ex_buffer_copy},
+    {"select", ex_select}, {"tensor_buffer_to_tensor", ex_pass_through},
+    {"tensor_to_tensor_buffer", ex_pass_through},
     {"cast", ex_cast}, {"fill", ex_fill}, {"fill_like", ex_fill}, {"band_part", ex_band_part},
-    {"pad", ex_pad}, {"tile", ex_tile}, {"shape", ex_shape}, {"read_state", ex_read_state},
+    {"pad", ex_pad}, {"tile", ex_tile}, {"shape", ex_shape}, {"read_state", ex_pass_through},
     {"write_state", ex_write_state},
 };
 
