@@ -221,8 +221,12 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     int ovf = 0;
     size_t cache_bytes = nc_mul_size(cache, sizeof(float), &ovf);
     if (!ovf) {
-        s->k_cache = nc_alloc_aligned(cache_bytes);
-        s->v_cache = nc_alloc_aligned(cache_bytes);
+        /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
+         * that become resident only when a position is written, so a 4096
+         * context costs memory only as it fills. (The kernels do unaligned
+         * loads; 16-byte alignment is enough.) */
+        s->k_cache = calloc(1, cache_bytes);
+        s->v_cache = calloc(1, cache_bytes);
     }
     s->x = nc_alloc_aligned(b * c->hidden_size * sizeof(float));
     s->xb = nc_alloc_aligned(b * c->hidden_size * sizeof(float));
@@ -246,9 +250,10 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
 
 void qwen3_state_free(qwen3_state *s) {
     if (!s) return;
-    float *bufs[] = {s->k_cache, s->v_cache, s->x,        s->xb,       s->q,          s->att,
-                     s->hb,      s->hb2,     s->rope_cos, s->rope_sin, s->scores};
+    float *bufs[] = {s->x, s->xb, s->q, s->att, s->hb, s->hb2, s->rope_cos, s->rope_sin, s->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nc_free_aligned(bufs[i]);
+    free(s->k_cache);
+    free(s->v_cache);
     free(s);
 }
 
