@@ -3,6 +3,7 @@
  * under two small committed tokenizers (GPT-2 and Qwen pipelines), HF's
  * decodes of the same ids and of random id sequences, lookups, and the
  * errors for bad tokenizer.json files. Fixtures: tools/make_tokenizer_fixtures.py. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,57 @@ static void test_tokenizer_long_inputs_are_not_quadratic_and_round_trip(void) {
     tok_free(t);
 }
 
+/* One tokenizer shared by several threads encoding at once gives every
+ * thread HF's ids (all per-call state is the caller's). */
+typedef struct thread_job {
+    const tok_tokenizer *t;
+    const fixture_rows *rows;
+    int mismatches;
+} thread_job;
+
+static void *encode_all_rows(void *arg) {
+    thread_job *j = arg;
+    for (int rep = 0; rep < 10; rep++)
+        for (size_t r = 0; r < j->rows->n; r++) {
+            const json_t *row = j->rows->rows[r];
+            if (strcmp(fixture_str(row, "tokenizer", NULL), "qwenstyle") != 0) continue;
+            size_t len, n_want, n_got;
+            const char *text = fixture_str(row, "text", &len);
+            int32_t *want = fixture_ids(row, "ids", &n_want), *got;
+            if (tok_encode(j->t, text, len, &got, &n_got, NULL) != NC_OK) {
+                j->mismatches++;
+            } else {
+                j->mismatches += n_got != n_want || memcmp(got, want, n_got * sizeof *got) != 0;
+                free(got);
+            }
+            free(want);
+        }
+    return NULL;
+}
+
+static void test_tokenizer_is_safe_to_share_between_threads(void) {
+    tok_tokenizer *t;
+    nc_error err;
+    CHECK_OK(tok_load(FIX "qwenstyle", &t, &err), &err);
+    fixture_rows rows;
+    CHECK(fixture_rows_load(FIX "small_expected.jsonl", &rows) == 0);
+    enum { N_THREADS = 4 };
+    pthread_t th[N_THREADS];
+    thread_job jobs[N_THREADS];
+    for (int i = 0; i < N_THREADS; i++) {
+        jobs[i] = (thread_job){t, &rows, 0};
+        pthread_create(&th[i], NULL, encode_all_rows, &jobs[i]);
+    }
+    int mismatches = 0;
+    for (int i = 0; i < N_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        mismatches += jobs[i].mismatches;
+    }
+    fixture_rows_free(&rows);
+    tok_free(t);
+    CHECKF(mismatches == 0, "%d encodes differ from HF", mismatches);
+}
+
 static void test_tokenizer_rejects_invalid_utf8_text(void) {
     tok_tokenizer *t;
     nc_error err;
@@ -438,6 +490,7 @@ int main(void) {
     RUN(test_tokenizer_matches_hf_on_pipeline_variants);
     RUN(test_tokenizer_matches_hf_on_demo_model_tokenizer);
     RUN(test_tokenizer_long_inputs_are_not_quadratic_and_round_trip);
+    RUN(test_tokenizer_is_safe_to_share_between_threads);
     RUN(test_tokenizer_rejects_invalid_utf8_text);
     RUN(test_tokenizer_rejects_bad_tokenizer_json);
     RUN(test_tokenizer_load_reports_missing_paths);
