@@ -52,10 +52,12 @@ static int simd_disabled(void) {
     return v && *v && strcmp(v, "0");
 }
 
+#if defined(__x86_64__)
 static int has_avx2(void) { return features.avx2 && features.fma && features.f16c; }
 static int has_avx512(void) {
     return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl;
 }
+#endif
 
 static void choose(void) {
     detect(&features);
@@ -68,6 +70,8 @@ static void choose(void) {
     const char *cap = getenv("NECTAR_SIMD");
     if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
     if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
+#elif defined(__aarch64__)
+    chosen = &cpu_kernels_neon;
 #endif
 }
 
@@ -88,6 +92,8 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
     if (has_avx512() && n < cap) out[n++] = &cpu_kernels_avx512;
+#elif defined(__aarch64__)
+    if (n < cap) out[n++] = &cpu_kernels_neon;
 #endif
     return n;
 }

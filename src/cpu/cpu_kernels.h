@@ -1,5 +1,5 @@
 /* The CPU kernel table: one implementation per instruction set (scalar
- * reference, AVX2+FMA+F16C, AVX-512), chosen once at start by
+ * reference, AVX2+FMA+F16C, AVX-512, NEON), chosen once at start by
  * cpu_kernels_get() from the CPU's features. Everything that must be fast
  * and vectorised goes through this table; callers never test the ISA. */
 #ifndef NC_CPU_KERNELS_H
@@ -30,6 +30,9 @@ extern const cpu_kernels cpu_kernels_scalar;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const cpu_kernels cpu_kernels_avx2;
 extern const cpu_kernels cpu_kernels_avx512;
+#endif
+#if defined(__aarch64__)
+extern const cpu_kernels cpu_kernels_neon;
 #endif
 
 typedef struct cpu_features {
