@@ -99,6 +99,9 @@ CORPUS = [
 SMALL_EXTRA = [
     ("added_flags", "a <mask> b<mask>c  <mask>  [ROW] x[ROW]y <sep>d hello world hello worlds "
      "<mask>\n\n<sep>\t[ROW]\u00a0z"),
+    # An added token spelled with characters outside the byte alphabet (a
+    # space) decodes to its own UTF-8; one inside it ("Ġ") to the byte.
+    ("added_decode", "Ġweird ġ<mask>hello world<think>x Ġweird ġ"),
 ]
 
 
