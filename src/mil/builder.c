@@ -137,7 +137,7 @@ mil_var *mil_build_input(mil_builder *b, const char *name, const mil_type *type)
     mil_var *v = mil_var_new(b->fn, name, type, &e);
     mil_var **ins = v ? nc_arena_calloc(&b->prog->arena, (size_t)b->fn->n_inputs + 1, sizeof *ins) : NULL;
     if (!ins) return failf(b, NC_ERR_NOMEM, "out of memory"), NULL;
-    memcpy(ins, b->fn->inputs, (size_t)b->fn->n_inputs * sizeof *ins);
+    if (b->fn->n_inputs) memcpy(ins, b->fn->inputs, (size_t)b->fn->n_inputs * sizeof *ins);
     ins[b->fn->n_inputs++] = v;
     b->fn->inputs = ins;
     v->is_input = 1;

@@ -658,7 +658,7 @@ MIL_INFER_FN(mil_infer_pad) {
     if (mode && strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "replicate"))
         return fail(op, err, "mode '%s' is not constant, reflect or replicate", mode);
     if (k == 1 && (n % 2 || n / 2 > x->rank)) return fail(op, err, "pad has %d entries for rank %d", n, x->rank);
-    memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
+    if (x->rank) memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
     if (k == 1) {
         int first = x->rank - n / 2; /* pad covers the last n/2 dims */
         for (int i = 0; i < n / 2; i++) {
