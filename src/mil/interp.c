@@ -141,6 +141,9 @@ nc_status mil_interp_out(mil_interp *it, const mil_op *op, int k, const mil_ksha
     if (shape->rank > MIL_K_MAX_RANK)
         return mil_interp_fail(err, NC_ERR_UNSUPPORTED, op, "rank %d is above %d", shape->rank,
                                MIL_K_MAX_RANK);
+    if (it->max_elements && mil_kshape_count(shape) > it->max_elements)
+        return mil_interp_fail(err, NC_ERR_RANGE, op, "output of %zu elements is above the limit %zu",
+                               mil_kshape_count(shape), it->max_elements);
     NC_TRY(slot_set_shape(s, shape, err));
     s->has_value = 1;
     *out = s;
@@ -233,6 +236,9 @@ nc_status mil_interp_load_value(mil_interp *it, const mil_value *v, mil_slot *s,
     mil_kshape shape;
     shape_from_type(t, &shape);
     int64_t numel = mil_type_numel(t);
+    if (it->max_elements && numel > (int64_t)it->max_elements)
+        return nc_fail(err, NC_ERR_RANGE, "a constant of %lld elements is above the limit %zu",
+                       (long long)numel, it->max_elements);
     if (numel < 0) { /* `?` dims in a literal: take it as a vector */
         shape.rank = 1;
         shape.d[0] = (int64_t)v->n;
@@ -343,7 +349,8 @@ static nc_status prepare(mil_interp *it, nc_error *err) {
             if (it->mode == MIL_INTERP_FP16 && s->dtype == MIL_DT_FP16 && !s->str)
                 round_fp16(s->data, mil_kshape_count(&s->shape));
         } else if (v->is_input && v->type && v->type->kind == MIL_TYPE_STATE && t &&
-                   mil_type_numel(t) >= 0) {
+                   t->kind == MIL_TYPE_TENSOR && t->rank <= MIL_K_MAX_RANK && mil_type_numel(t) >= 0 &&
+                   (!it->max_elements || mil_type_numel(t) <= (int64_t)it->max_elements)) {
             /* states start at zero until bound */
             mil_kshape shape;
             shape_from_type(t, &shape);
@@ -387,6 +394,12 @@ static nc_status prepare(mil_interp *it, nc_error *err) {
 
 nc_status mil_interp_new(const mil_program *prog, const char *fn_name, mil_interp_mode mode,
                          mil_interp **out, nc_error *err) {
+    return mil_interp_new_limited(prog, fn_name, mode, 0, out, err);
+}
+
+nc_status mil_interp_new_limited(const mil_program *prog, const char *fn_name,
+                                 mil_interp_mode mode, size_t max_elements, mil_interp **out,
+                                 nc_error *err) {
     *out = NULL;
     const mil_function *fn = NULL;
     if (fn_name) fn = mil_program_function(prog, fn_name);
@@ -402,6 +415,7 @@ nc_status mil_interp_new(const mil_program *prog, const char *fn_name, mil_inter
     it->prog = prog;
     it->fn = fn;
     it->mode = mode;
+    it->max_elements = max_elements;
     nc_status st = prepare(it, err);
     if (st != NC_OK) {
         mil_interp_free(it);
@@ -461,6 +475,9 @@ nc_status mil_interp_set_input(mil_interp *it, const char *name, mil_dtype dtype
     mil_slot *s = mil_interp_slot(it, v);
     mil_kshape ks = {rank, {0}};
     for (int i = 0; i < rank; i++) ks.d[i] = shape[i];
+    if (it->max_elements && mil_kshape_count(&ks) > it->max_elements)
+        return nc_fail(err, NC_ERR_RANGE, "input '%s' is above the limit of %zu elements", name,
+                       it->max_elements);
     NC_TRY(slot_set_shape(s, &ks, err));
     size_t n = mil_kshape_count(&ks);
     NC_TRY(convert_in(dtype, data, n, s->is_int, s->data, err));

@@ -39,6 +39,11 @@ typedef struct mil_interp_view {
  * prog must outlive the interpreter; its model_dir locates weight files. */
 nc_status mil_interp_new(const mil_program *prog, const char *fn_name, mil_interp_mode mode,
                          mil_interp **out, nc_error *err);
+/* Same, refusing (NC_ERR_RANGE, naming the op) any tensor of more than
+ * max_elements elements (0: no limit): for untrusted programs and fuzzing. */
+nc_status mil_interp_new_limited(const mil_program *prog, const char *fn_name,
+                                 mil_interp_mode mode, size_t max_elements, mil_interp **out,
+                                 nc_error *err);
 void mil_interp_free(mil_interp *it);
 
 /* Binds input (or initial state) `name`. `dtype` says how `data` is stored:

@@ -17,6 +17,7 @@ typedef struct mil_kshape {
     int64_t d[MIL_K_MAX_RANK];
 } mil_kshape;
 
+/* Number of elements; SIZE_MAX when the product does not fit. */
 size_t mil_kshape_count(const mil_kshape *s);
 int mil_kshape_equal(const mil_kshape *a, const mil_kshape *b);
 /* Row-major element strides of s. */

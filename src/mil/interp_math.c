@@ -8,7 +8,13 @@
 
 size_t mil_kshape_count(const mil_kshape *s) {
     size_t n = 1;
-    for (int i = 0; i < s->rank; i++) n *= (size_t)s->d[i];
+    for (int i = 0; i < s->rank; i++) {
+        size_t d = s->d[i] < 0 ? 0 : (size_t)s->d[i];
+        if (d && n > SIZE_MAX / d) return SIZE_MAX; /* saturates: no buffer is that large */
+        n *= d;
+    }
+    for (int i = 0; i < s->rank; i++)
+        if (s->d[i] == 0) return 0;
     return n;
 }
 

@@ -46,7 +46,7 @@ static float val_f(const mil_slot *s, size_t i) {
 /* Index of the per-axis parameter p (scalar, or a vector along `axis`) for
  * element i of a tensor of shape xs. */
 static size_t per_axis(const mil_slot *p, const mil_kshape *xs, int axis, size_t i) {
-    if (mil_kshape_count(&p->shape) <= 1) return 0;
+    if (mil_kshape_count(&p->shape) <= 1 || axis < 0 || axis >= xs->rank || xs->d[axis] < 1) return 0;
     size_t inner = 1;
     for (int k = axis + 1; k < xs->rank; k++) inner *= (size_t)xs->d[k];
     return (i / inner) % (size_t)xs->d[axis];
@@ -257,6 +257,10 @@ static nc_status ex_quantize(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(mil_interp_need(it, op, "scale", &s, err));
     NC_TRY(mil_interp_int(it, op, "axis", 0, &axis, err));
     int ax = mil_interp_axis(axis, x->shape.rank > 0 ? x->shape.rank : 1);
+    size_t ns = mil_kshape_count(&s->shape), nz = z ? mil_kshape_count(&z->shape) : 1;
+    if ((ns > 1 || nz > 1) && (ax < 0 || ax >= x->shape.rank || (ns > 1 && (int64_t)ns != x->shape.d[ax]) ||
+                               (nz > 1 && (int64_t)nz != x->shape.d[ax])))
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "scale/zero_point do not fit axis %lld", (long long)axis);
     NC_TRY(mil_interp_out(it, op, 0, &x->shape, &o, err));
     if (o->is_int != is_quantize)
         return mil_interp_fail(err, NC_ERR_FORMAT, op, "output dtype %s", mil_dtype_name(o->dtype));

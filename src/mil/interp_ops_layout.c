@@ -70,6 +70,8 @@ static nc_status ex_reshape(mil_interp *it, op_plan *p, nc_error *err) {
         }
         if (sh[i] == 0 && i < x->shape.rank) sh[i] = x->shape.d[i]; /* 0 copies the input's dim */
         if (sh[i] < 0) return mil_interp_fail(err, NC_ERR_FORMAT, op, "bad shape entry %lld", (long long)sh[i]);
+        if (sh[i] && known > INT64_MAX / sh[i])
+            return mil_interp_fail(err, NC_ERR_RANGE, op, "shape has too many elements");
         os.d[i] = sh[i];
         known *= sh[i];
     }
@@ -627,7 +629,7 @@ static nc_status ex_tile(mil_interp *it, op_plan *p, nc_error *err) {
     if (n != x->shape.rank) return mil_interp_fail(err, NC_ERR_FORMAT, op, "reps needs %d values", x->shape.rank);
     mil_kshape os = x->shape;
     for (int i = 0; i < n; i++) {
-        if (reps[i] < 1) return mil_interp_fail(err, NC_ERR_FORMAT, op, "reps must be >= 1");
+        if (reps[i] < 1 || os.d[i] > INT32_MAX) return mil_interp_fail(err, NC_ERR_FORMAT, op, "reps must be >= 1");
         os.d[i] *= reps[i];
     }
     NC_TRY(mil_interp_out(it, op, 0, &os, &o, err));

@@ -35,6 +35,7 @@ struct mil_interp {
     const mil_program *prog;
     const mil_function *fn;
     mil_interp_mode mode;
+    size_t max_elements; /* 0: no limit */
     int n_slots;
     mil_slot *slots;
     int n_plans;
