@@ -142,7 +142,7 @@ static nc_status fill_shard(void *ctx, int index, size_t first, size_t n, void *
 static nc_status write_json(const char *dir, const char *name, json_t *j, nc_error *err) {
     char path[4096];
     hf_path_join(path, sizeof path, dir, name);
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(j);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
     size_t len = strlen(s);
@@ -156,13 +156,16 @@ static json_t *config_json(const like_shape *s, const char *dtype_name) {
     json_t *c = json_object();
     json_object_set_new(c, "architectures", json_pack("[s]", "Qwen3ForCausalLM"));
     json_object_set_new(c, "attention_bias", json_false());
+    json_object_set_new(c, "attention_dropout", json_real(0.0));
     json_object_set_new(c, "bos_token_id", json_integer(s->vocab > 151643 ? 151643 : 0));
     json_object_set_new(c, "eos_token_id", json_integer(s->vocab > 151645 ? 151645 : 1));
     json_object_set_new(c, "head_dim", json_integer(s->head_dim));
     json_object_set_new(c, "hidden_act", json_string("silu"));
     json_object_set_new(c, "hidden_size", json_integer(s->hidden));
+    json_object_set_new(c, "initializer_range", json_real(0.02));
     json_object_set_new(c, "intermediate_size", json_integer(s->inter));
     json_object_set_new(c, "max_position_embeddings", json_integer(s->max_pos));
+    json_object_set_new(c, "max_window_layers", json_integer(s->layers));
     json_object_set_new(c, "model_type", json_string("qwen3"));
     json_object_set_new(c, "num_attention_heads", json_integer(s->heads));
     json_object_set_new(c, "num_hidden_layers", json_integer(s->layers));
@@ -170,8 +173,10 @@ static json_t *config_json(const like_shape *s, const char *dtype_name) {
     json_object_set_new(c, "rms_norm_eps", json_real(1e-6));
     json_object_set_new(c, "rope_scaling", json_null());
     json_object_set_new(c, "rope_theta", json_real(1000000.0));
+    json_object_set_new(c, "sliding_window", json_null());
     json_object_set_new(c, "tie_word_embeddings", json_true());
     json_object_set_new(c, "torch_dtype", json_string(dtype_name));
+    json_object_set_new(c, "use_cache", json_true());
     json_object_set_new(c, "use_sliding_window", json_false());
     json_object_set_new(c, "vocab_size", json_integer(s->vocab));
     return c;
