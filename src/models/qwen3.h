@@ -59,7 +59,9 @@ void qwen3_state_set_batch(qwen3_state *s, int max_rows);
  * at most QWEN3_MAX_BATCH). Writes the last token's logits (vocab_size
  * floats) to logits_last and/or every token's (n * vocab_size) to logits_all,
  * either may be NULL. NC_ERR_RANGE if pos + n > ctx; NC_ERR_INVALID for a
- * token id outside the vocabulary. On error the state is unchanged. */
+ * token id outside the vocabulary. On error the state is unchanged. Calls on
+ * one model must not overlap (its thread pool serves one call at a time);
+ * states of different sequences may be used one after another freely. */
 nc_status qwen3_forward(qwen3_model *m, qwen3_state *s, const int32_t *tokens, int n,
                         float *logits_last, float *logits_all, nc_error *err);
 
