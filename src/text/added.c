@@ -23,7 +23,8 @@ nc_status tok_added_set_build(tok_added_set *s, const tok_added *tokens, size_t 
                               nc_error *err) {
     memset(s, 0, sizeof *s);
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) m += tokens[i].normalized == normalized && tokens[i].len > 0;
+    for (size_t i = 0; i < n; i++)
+        m += tokens[i].normalized == normalized && tokens[i].len > 0;
     s->items = calloc(m ? m : 1, sizeof *s->items);
     if (!s->items) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (added tokens)");
     m = 0;
@@ -32,7 +33,8 @@ nc_status tok_added_set_build(tok_added_set *s, const tok_added *tokens, size_t 
     qsort(s->items, m, sizeof *s->items, by_first_byte_then_longest);
     size_t k = 0;
     for (unsigned b = 0; b <= 256; b++) {
-        while (k < m && (unsigned char)s->items[k]->content[0] < b) k++;
+        while (k < m && (unsigned char)s->items[k]->content[0] < b)
+            k++;
         s->start[b] = (uint32_t)k;
     }
     return NC_OK;
@@ -62,7 +64,8 @@ static int is_word_char(uint32_t c) {
 /* Start of the character that ends at s[end] (exclusive). */
 static size_t char_start_before(const unsigned char *s, size_t end) {
     size_t i = end - 1;
-    while (i > 0 && (s[i] & 0xC0) == 0x80) i--;
+    while (i > 0 && (s[i] & 0xC0) == 0x80)
+        i--;
     return i;
 }
 

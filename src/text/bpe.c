@@ -48,17 +48,23 @@ static nc_status reserve(tok_bpe_scratch *s, size_t n, nc_error *err) {
     if (n > s->cap_syms) {
         size_t cap = n < 64 ? 64 : n * 2;
         int32_t *p = realloc(s->prev, cap * sizeof *p);
-        if (!p) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)", n);
+        if (!p)
+            return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)",
+                           n);
         s->prev = p;
         p = realloc(s->next, cap * sizeof *p);
-        if (!p) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)", n);
+        if (!p)
+            return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)",
+                           n);
         s->next = p;
         s->cap_syms = cap;
     }
     if (need_heap > s->cap_heap) {
         size_t cap = need_heap < 192 ? 192 : need_heap * 2;
         tok_bpe_entry *h = realloc(s->heap, cap * sizeof *h);
-        if (!h) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)", n);
+        if (!h)
+            return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (BPE word of %zu bytes)",
+                           n);
         s->heap = h;
         s->cap_heap = cap;
     }
@@ -99,7 +105,8 @@ nc_status tok_bpe_merge(const tok_pairmap *merges, int32_t *ids, size_t n, size_
         if (next[pos] >= 0) push_pair(merges, ids, pos, next[pos], s->heap, &n_heap);
     }
     size_t o = 0;
-    for (int32_t i = 0; i >= 0; i = next[i]) ids[o++] = ids[i];
+    for (int32_t i = 0; i >= 0; i = next[i])
+        ids[o++] = ids[i];
     *n_out = o;
     return NC_OK;
 }

@@ -15,7 +15,8 @@ uint32_t tok_byte_to_cp(unsigned char b) {
     if (is_printable_byte(b)) return b;
     /* The non-printable bytes, in increasing order, take 256, 257, ... */
     uint32_t rank = 0;
-    for (unsigned x = 0; x < b; x++) rank += !is_printable_byte(x);
+    for (unsigned x = 0; x < b; x++)
+        rank += !is_printable_byte(x);
     return 256 + rank;
 }
 
@@ -34,7 +35,8 @@ static short cp_byte[324];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void fill_tables(void) {
-    for (unsigned cp = 0; cp < 324; cp++) cp_byte[cp] = (short)tok_cp_to_byte(cp);
+    for (unsigned cp = 0; cp < 324; cp++)
+        cp_byte[cp] = (short)tok_cp_to_byte(cp);
     for (unsigned b = 0; b < 256; b++) {
         unsigned char buf[4];
         spell_len[b] = (unsigned char)tok_utf8_encode(tok_byte_to_cp((unsigned char)b), buf);
@@ -42,7 +44,9 @@ static void fill_tables(void) {
     }
 }
 
-static void build_tables(void) { pthread_once(&tables_once, fill_tables); }
+static void build_tables(void) {
+    pthread_once(&tables_once, fill_tables);
+}
 
 size_t tok_bytes_to_spelling(const unsigned char *s, size_t n, unsigned char *out) {
     build_tables();

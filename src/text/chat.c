@@ -18,7 +18,8 @@ static void put_n(sbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
             b->oom = 1;
@@ -32,7 +33,9 @@ static void put_n(sbuf *b, const char *s, size_t n) {
     b->p[b->n] = '\0';
 }
 
-static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+static void put(sbuf *b, const char *s) {
+    put_n(b, s, strlen(s));
+}
 
 /* A view of part of a string (the Python str methods the template uses). */
 typedef struct view {
@@ -40,7 +43,9 @@ typedef struct view {
     size_t n;
 } view;
 
-static view view_of(const char *s) { return (view){s ? s : "", s ? strlen(s) : 0}; }
+static view view_of(const char *s) {
+    return (view){s ? s : "", s ? strlen(s) : 0};
+}
 
 static int starts_with(view v, const char *p) {
     size_t n = strlen(p);
@@ -65,16 +70,20 @@ static long find(view v, const char *p, int last) {
 }
 
 static view lstrip_nl(view v) {
-    while (v.n && v.s[0] == '\n') v.s++, v.n--;
+    while (v.n && v.s[0] == '\n')
+        v.s++, v.n--;
     return v;
 }
 
 static view rstrip_nl(view v) {
-    while (v.n && v.s[v.n - 1] == '\n') v.n--;
+    while (v.n && v.s[v.n - 1] == '\n')
+        v.n--;
     return v;
 }
 
-static int is_role(const chat_message *m, const char *role) { return !strcmp(m->role, role); }
+static int is_role(const chat_message *m, const char *role) {
+    return !strcmp(m->role, role);
+}
 
 /* Index of the last user message that is a real query (not a wrapped tool
  * response); the template's ns.last_query_index. */
@@ -88,7 +97,8 @@ static size_t last_query_index(const chat_message *msgs, size_t n) {
     return n - 1;
 }
 
-static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n, size_t last_query) {
+static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
+                             size_t last_query) {
     view content = view_of(m->content), reasoning = {"", 0};
     if (m->reasoning_content) {
         reasoning = view_of(m->reasoning_content);

@@ -10,8 +10,9 @@
 #include "base/error.h"
 
 typedef struct chat_message {
-    const char *role;    /* "system", "user", "assistant" or "tool"; others are dropped as Jinja does */
-    const char *content; /* NULL counts as "" */
+    const char
+        *role; /* "system", "user", "assistant" or "tool"; others are dropped as Jinja does */
+    const char *content;           /* NULL counts as "" */
     const char *reasoning_content; /* may be NULL (then <think>...</think> is taken from content) */
 } chat_message;
 

@@ -13,7 +13,9 @@ void tok_stream_init(tok_stream *s, const tok_tokenizer *t) {
     s->t = t;
 }
 
-size_t tok_stream_cap(const tok_tokenizer *t) { return 3 * (tok_max_token_bytes(t) + 3) + 1; }
+size_t tok_stream_cap(const tok_tokenizer *t) {
+    return 3 * (tok_max_token_bytes(t) + 3) + 1;
+}
 
 /* Appends the repaired text of s[0..n) to out, stopping (at a character
  * boundary) when it would not fit; returns the bytes consumed from s. With

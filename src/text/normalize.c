@@ -33,8 +33,8 @@ static nc_status parse_spec(tok_norm *n, const json_t *spec, const char *what, i
     if (!strcmp(type, "Sequence")) {
         const json_t *list = json_object_get(spec, "normalizers");
         if (!json_is_array(list))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: normalizer Sequence needs a 'normalizers' array",
-                           what);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: normalizer Sequence needs a 'normalizers' array", what);
         for (size_t i = 0; i < json_array_size(list); i++)
             NC_TRY(parse_spec(n, json_array_get(list, i), what, depth + 1, err));
         return NC_OK;
@@ -42,7 +42,8 @@ static nc_status parse_spec(tok_norm *n, const json_t *spec, const char *what, i
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         if (strcmp(forms[i].type, type) != 0) continue;
         if (n->n_forms == MAX_FORMS)
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: more than %d normalizers", what, MAX_FORMS);
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: more than %d normalizers", what,
+                           MAX_FORMS);
         n->forms[n->n_forms++] = forms[i].opts;
         return NC_OK;
     }
@@ -65,7 +66,9 @@ nc_status tok_norm_new(const json_t *spec, const char *what, tok_norm **out, nc_
     return NC_OK;
 }
 
-void tok_norm_free(tok_norm *n) { free(n); }
+void tok_norm_free(tok_norm *n) {
+    free(n);
+}
 
 static int is_ascii(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -80,8 +83,8 @@ nc_status tok_norm_apply(const tok_norm *n, const char *text, size_t len, char *
     if (n->n_forms == 0 || is_ascii(text, len)) return NC_OK;
     for (size_t i = 0; i < n->n_forms; i++) {
         utf8proc_uint8_t *dst = NULL;
-        utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)*out, (utf8proc_ssize_t)*out_len,
-                                          &dst, n->forms[i]);
+        utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)*out,
+                                          (utf8proc_ssize_t)*out_len, &dst, n->forms[i]);
         if (*out != text) free(*out);
         if (r < 0) {
             *out = (char *)text;

@@ -67,7 +67,9 @@ static nc_status add_step(tok_pretok *p, step s, const char *what, nc_error *err
  * separator, a space before Unicode 6.3), which splits text differently,
  * so \s is spelled out as Oniguruma's set, and \S outside a class as its
  * complement. (\S inside a class is left alone: no real pattern has it.) */
-#define ONIG_SPACE_SET "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define ONIG_SPACE_SET                                                                             \
+    "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{"   \
+    "202F}\\x{205F}\\x{3000}"
 
 static char *spell_out_spaces(const char *p, size_t len, size_t *out_len) {
     static const char set[] = ONIG_SPACE_SET;
@@ -132,8 +134,8 @@ static nc_status compile_regex(const char *pattern, size_t len, int literal, con
     if (*out && !literal) { /* valid as written: now compile it with \s spelled out */
         size_t n;
         char *spelled = spell_out_spaces(pattern, len, &n);
-        pcre2_code *re = spelled ? pcre2_compile((PCRE2_SPTR)spelled, n, opts, &code, &at, NULL)
-                                 : NULL;
+        pcre2_code *re =
+            spelled ? pcre2_compile((PCRE2_SPTR)spelled, n, opts, &code, &at, NULL) : NULL;
         free(spelled);
         if (re) { /* (if the rewrite does not compile, e.g. \s in a range, keep the original) */
             pcre2_code_free(*out);
@@ -157,9 +159,9 @@ static nc_status parse_split(tok_pretok *p, const json_t *spec, const char *what
     const json_t *str = pat ? json_object_get(pat, "String") : NULL;
     const json_t *src = regex ? regex : str;
     if (!json_is_string(src))
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: pre_tokenizer Split needs pattern {\"Regex\": ...} or {\"String\": ...}",
-                       what);
+        return nc_fail(
+            err, NC_ERR_FORMAT,
+            "%s: pre_tokenizer Split needs pattern {\"Regex\": ...} or {\"String\": ...}", what);
     const char *bname;
     NC_TRY(nc_json_str(spec, "behavior", &bname, 1, what, err));
     step s = {STEP_SPLIT, NULL, SPLIT_ISOLATED, 0};
@@ -323,27 +325,34 @@ static nc_status find_matches(run_ctx *c, size_t k, const char *s, size_t len, s
  * "drop this span" (only Removed drops anything). */
 static size_t apply_behavior(span *sp, size_t n, split_behavior b, int invert) {
     if (invert)
-        for (size_t i = 0; i < n; i++) sp[i].is_match = !sp[i].is_match;
+        for (size_t i = 0; i < n; i++)
+            sp[i].is_match = !sp[i].is_match;
     size_t o = 0;
     int previous_match = 0;
     switch (b) {
-    case SPLIT_REMOVED: return n;
+    case SPLIT_REMOVED:
+        return n;
     case SPLIT_ISOLATED:
-        for (size_t i = 0; i < n; i++) sp[i].is_match = 0;
+        for (size_t i = 0; i < n; i++)
+            sp[i].is_match = 0;
         return n;
     case SPLIT_CONTIGUOUS:
         for (size_t i = 0; i < n; i++) {
             int m = sp[i].is_match;
-            if (o > 0 && m == previous_match) sp[o - 1].end = sp[i].end;
-            else sp[o++] = (span){sp[i].start, sp[i].end, 0};
+            if (o > 0 && m == previous_match)
+                sp[o - 1].end = sp[i].end;
+            else
+                sp[o++] = (span){sp[i].start, sp[i].end, 0};
             previous_match = m;
         }
         return o;
     case SPLIT_MERGED_WITH_PREVIOUS:
         for (size_t i = 0; i < n; i++) {
             int m = sp[i].is_match;
-            if (o > 0 && m && !previous_match) sp[o - 1].end = sp[i].end;
-            else sp[o++] = (span){sp[i].start, sp[i].end, 0};
+            if (o > 0 && m && !previous_match)
+                sp[o - 1].end = sp[i].end;
+            else
+                sp[o++] = (span){sp[i].start, sp[i].end, 0};
             previous_match = m;
         }
         return o;
@@ -352,8 +361,10 @@ static size_t apply_behavior(span *sp, size_t n, split_behavior b, int invert) {
         size_t w = n;
         for (size_t i = n; i-- > 0;) {
             int m = sp[i].is_match;
-            if (w < n && m && !previous_match) sp[w].start = sp[i].start;
-            else sp[--w] = (span){sp[i].start, sp[i].end, 0};
+            if (w < n && m && !previous_match)
+                sp[w].start = sp[i].start;
+            else
+                sp[--w] = (span){sp[i].start, sp[i].end, 0};
             previous_match = m;
         }
         memmove(sp, sp + w, (n - w) * sizeof *sp);

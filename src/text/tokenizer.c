@@ -98,7 +98,8 @@ static int32_t vocab_id(const tok_tokenizer *t, const char *s, size_t len) {
  * merge is its index. */
 static nc_status load_merges(loader *L, const json_t *merges) {
     tok_tokenizer *t = L->t;
-    if (!merges || json_is_null(merges)) merges = NULL;
+    if (!merges || json_is_null(merges))
+        merges = NULL;
     else if (!json_is_array(merges))
         return nc_fail(L->err, NC_ERR_FORMAT, "%s: model.merges must be an array", L->what);
     size_t n = merges ? json_array_size(merges) : 0;
@@ -163,8 +164,8 @@ static nc_status load_model(loader *L, const json_t *model, int32_t *max_id) {
     const char *type = "BPE";
     NC_TRY(nc_json_str(model, "type", &type, 0, L->what, L->err));
     if (strcmp(type, "BPE") != 0)
-        return nc_fail(L->err, NC_ERR_UNSUPPORTED, "%s: model type '%s' is not supported (BPE only)",
-                       L->what, type);
+        return nc_fail(L->err, NC_ERR_UNSUPPORTED,
+                       "%s: model type '%s' is not supported (BPE only)", L->what, type);
     const char *prefix = "", *suffix = "", *unk = NULL;
     NC_TRY(nc_json_str(model, "continuing_subword_prefix", &prefix, 0, L->what, L->err));
     NC_TRY(nc_json_str(model, "end_of_word_suffix", &suffix, 0, L->what, L->err));
@@ -291,7 +292,8 @@ static nc_status build_id_table(loader *L, int32_t max_id) {
         spell_len[a->id] = a->len;
         t->is_special[a->id] = a->special;
     }
-    for (size_t id = 0; id < n; id++) total += spell_len[id];
+    for (size_t id = 0; id < n; id++)
+        total += spell_len[id];
     t->tok_bytes = malloc(total ? total : 1);
     if (!t->tok_bytes) {
         free(spell);
@@ -359,8 +361,8 @@ static nc_status load_parsed(json_t *root, const char *what, tok_tokenizer **out
     return NC_OK;
 }
 
-nc_status tok_load_from_memory(const char *json, size_t len, const char *what,
-                               tok_tokenizer **out, nc_error *err) {
+nc_status tok_load_from_memory(const char *json, size_t len, const char *what, tok_tokenizer **out,
+                               nc_error *err) {
     *out = NULL;
     json_t *root;
     NC_TRY(nc_json_parse(json, len, what, &root, err));
@@ -398,7 +400,8 @@ void tok_free(tok_tokenizer *t) {
     free(t->spellings);
     tok_strmap_free(&t->vocab);
     tok_pairmap_free(&t->merges);
-    for (size_t i = 0; i < t->n_added; i++) free(t->added[i].content);
+    for (size_t i = 0; i < t->n_added; i++)
+        free(t->added[i].content);
     free(t->added);
     tok_added_set_free(&t->raw_set);
     tok_added_set_free(&t->norm_set);
@@ -409,9 +412,13 @@ void tok_free(tok_tokenizer *t) {
 
 /* ----------------------------------------------------------------- lookup */
 
-int32_t tok_vocab_size(const tok_tokenizer *t) { return t->vocab_size; }
+int32_t tok_vocab_size(const tok_tokenizer *t) {
+    return t->vocab_size;
+}
 
-size_t tok_max_token_bytes(const tok_tokenizer *t) { return t->max_token_bytes; }
+size_t tok_max_token_bytes(const tok_tokenizer *t) {
+    return t->max_token_bytes;
+}
 
 const char *tok_token_bytes(const tok_tokenizer *t, int32_t id, size_t *len) {
     if (id < 0 || id >= t->vocab_size || t->tok_len[id] == UINT32_MAX) {
@@ -448,7 +455,8 @@ typedef struct encoder {
 static nc_status reserve_ids(encoder *e, size_t more, nc_error *err) {
     if (e->n + more <= e->cap) return NC_OK;
     size_t cap = e->cap ? e->cap : 64;
-    while (cap < e->n + more) cap *= 2;
+    while (cap < e->n + more)
+        cap *= 2;
     int32_t *ids = realloc(e->ids, cap * sizeof *ids);
     if (!ids) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (%zu ids)", cap);
     e->ids = ids;
@@ -467,8 +475,8 @@ static nc_status encode_piece(void *ctx, const char *piece, size_t len, nc_error
             e->spell = s;
             e->spell_cap = 2 * len;
         }
-        size_t n = tok_bytes_to_spelling((const unsigned char *)piece, len,
-                                         (unsigned char *)e->spell);
+        size_t n =
+            tok_bytes_to_spelling((const unsigned char *)piece, len, (unsigned char *)e->spell);
         int32_t id = vocab_id(t, e->spell, n);
         if (id >= 0) {
             NC_TRY(reserve_ids(e, 1, err));
@@ -515,8 +523,8 @@ static nc_status encode_raw_segment(void *ctx, int32_t id, const char *s, size_t
     char *norm;
     size_t norm_len;
     NC_TRY(tok_norm_apply(e->t->norm, s, len, &norm, &norm_len, err));
-    nc_status st = tok_added_split(&e->t->norm_set, norm, norm_len, encode_normalized_segment, e,
-                                   err);
+    nc_status st =
+        tok_added_split(&e->t->norm_set, norm, norm_len, encode_normalized_segment, e, err);
     if (norm != s) free(norm);
     return st;
 }

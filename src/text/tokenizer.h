@@ -20,8 +20,8 @@ nc_status tok_load(const char *path, tok_tokenizer **out, nc_error *err);
 
 /* Builds a tokenizer from a tokenizer.json document held in memory; `what`
  * names it in error messages (a path, "fuzz input"). */
-nc_status tok_load_from_memory(const char *json, size_t len, const char *what,
-                               tok_tokenizer **out, nc_error *err);
+nc_status tok_load_from_memory(const char *json, size_t len, const char *what, tok_tokenizer **out,
+                               nc_error *err);
 
 void tok_free(tok_tokenizer *t);
 

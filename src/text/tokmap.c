@@ -7,13 +7,15 @@
 
 static size_t capacity_for(size_t n) {
     size_t cap = 16;
-    while (cap < 2 * n + 1) cap <<= 1;
+    while (cap < 2 * n + 1)
+        cap <<= 1;
     return cap;
 }
 
 static uint64_t hash_bytes(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
     return h ^ (h >> 29);
 }
 
@@ -30,7 +32,8 @@ nc_status tok_strmap_init(tok_strmap *m, size_t n, nc_error *err) {
     m->slots = calloc(cap, sizeof *m->slots);
     m->mask = cap - 1;
     m->count = 0;
-    if (!m->slots) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (%zu map slots)", cap);
+    if (!m->slots)
+        return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (%zu map slots)", cap);
     return NC_OK;
 }
 
@@ -71,7 +74,8 @@ nc_status tok_pairmap_init(tok_pairmap *m, size_t n, nc_error *err) {
     size_t cap = capacity_for(n);
     m->slots = calloc(cap, sizeof *m->slots);
     m->mask = cap - 1;
-    if (!m->slots) return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (%zu map slots)", cap);
+    if (!m->slots)
+        return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (%zu map slots)", cap);
     return NC_OK;
 }
 

@@ -14,12 +14,16 @@ tok_utf8_kind tok_utf8_scan(const unsigned char *s, size_t n, size_t *adv) {
         need = 2;
     } else if (c >= 0xE0 && c <= 0xEF) {
         need = 3;
-        if (c == 0xE0) lo = 0xA0;      /* no overlongs */
-        else if (c == 0xED) hi = 0x9F; /* no surrogates */
+        if (c == 0xE0)
+            lo = 0xA0; /* no overlongs */
+        else if (c == 0xED)
+            hi = 0x9F; /* no surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         need = 4;
-        if (c == 0xF0) lo = 0x90;      /* no overlongs */
-        else if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+        if (c == 0xF0)
+            lo = 0x90; /* no overlongs */
+        else if (c == 0xF4)
+            hi = 0x8F; /* nothing above U+10FFFF */
     } else {
         *adv = 1; /* a continuation byte or C0, C1, F5..FF */
         return TOK_UTF8_INVALID;

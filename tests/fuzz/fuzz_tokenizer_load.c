@@ -23,12 +23,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *buf = malloc(cap);
         tok_stream s;
         tok_stream_init(&s, t);
-        for (size_t i = 0; i < n && buf; i++) tok_stream_push(&s, ids[i], buf, cap);
+        for (size_t i = 0; i < n && buf; i++)
+            tok_stream_push(&s, ids[i], buf, cap);
         if (buf) tok_stream_flush(&s, buf, cap);
         free(buf);
         free(ids);
     }
-    for (int32_t id = -1; id <= tok_vocab_size(t); id++) tok_token_bytes(t, id, NULL);
+    for (int32_t id = -1; id <= tok_vocab_size(t); id++)
+        tok_token_bytes(t, id, NULL);
     tok_find(t, "<s>");
     tok_free(t);
     return 0;

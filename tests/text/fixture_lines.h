@@ -45,7 +45,8 @@ static inline int fixture_rows_load(const char *path, fixture_rows *out) {
 }
 
 static inline void fixture_rows_free(fixture_rows *r) {
-    for (size_t i = 0; i < r->n; i++) json_decref(r->rows[i]);
+    for (size_t i = 0; i < r->n; i++)
+        json_decref(r->rows[i]);
     free(r->rows);
     r->rows = NULL;
     r->n = 0;
@@ -56,7 +57,8 @@ static inline int32_t *fixture_ids(const json_t *row, const char *key, size_t *n
     const json_t *a = json_object_get(row, key);
     *n = json_array_size(a);
     int32_t *ids = malloc((*n ? *n : 1) * sizeof *ids);
-    for (size_t i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(a, i));
+    for (size_t i = 0; i < *n; i++)
+        ids[i] = (int32_t)json_integer_value(json_array_get(a, i));
     return ids;
 }
 

@@ -13,7 +13,8 @@
 /* Shows the first differing byte with some context. */
 static void show_diff(const char *name, const char *got, const char *want) {
     size_t i = 0;
-    while (got[i] && got[i] == want[i]) i++;
+    while (got[i] && got[i] == want[i])
+        i++;
     size_t from = i > 20 ? i - 20 : 0;
     printf("  %s: differs at byte %zu\n    got:  '%.*s'\n    want: '%.*s'\n", name, i, 40,
            got + from, 40, want + from);
@@ -39,7 +40,8 @@ static void test_chat_template_matches_transformers_byte_for_byte(void) {
                             json_is_true(json_object_get(row, "enable_thinking"))};
         char *got;
         nc_error err;
-        const char *name = fixture_str(row, "name", NULL), *want = fixture_str(row, "expected", NULL);
+        const char *name = fixture_str(row, "name", NULL),
+                   *want = fixture_str(row, "expected", NULL);
         if (chat_render(m, n, &opt, &got, &err) != NC_OK) {
             printf("  %s: %s\n", name, err.msg);
             ok = 0;

@@ -60,7 +60,8 @@ static void test_detok_replaces_invalid_bytes_like_hf(void) {
     /* E4 then 'A': the held byte becomes U+FFFD, followed by "A". */
     CHECK(tok_stream_push(&s, byte_token(small, 0xE4), out, sizeof out) == 0);
     CHECK(tok_stream_push(&s, byte_token(small, 'A'), out, sizeof out) == 4);
-    CHECK(!strcmp(out, "\xEF\xBF\xBD" "A"));
+    CHECK(!strcmp(out, "\xEF\xBF\xBD"
+                       "A"));
     /* An incomplete character at the end comes out of flush as one U+FFFD. */
     CHECK(tok_stream_push(&s, byte_token(small, 0xF0), out, sizeof out) == 0);
     CHECK(tok_stream_push(&s, byte_token(small, 0x9F), out, sizeof out) == 0);
@@ -130,7 +131,8 @@ static void test_detok_stream_equals_hf_decode_on_small_tokenizer_corpus(void) {
         int32_t *ids = fixture_ids(rows.rows[r], "ids", &n);
         const char *want = fixture_str(rows.rows[r], "decoded", &want_len);
         if (!stream_equals(small, ids, n, want, want_len)) {
-            printf("  %s: stream differs from HF decode\n", fixture_str(rows.rows[r], "name", NULL));
+            printf("  %s: stream differs from HF decode\n",
+                   fixture_str(rows.rows[r], "name", NULL));
             ok = 0;
         }
         n_checked++;

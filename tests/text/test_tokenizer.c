@@ -32,7 +32,8 @@ static double now_s(void) {
 /* Prints where two id lists first differ. */
 static int ids_equal(const int32_t *a, size_t na, const int32_t *b, size_t nb, const char *name) {
     size_t i = 0;
-    while (i < na && i < nb && a[i] == b[i]) i++;
+    while (i < na && i < nb && a[i] == b[i])
+        i++;
     if (i == na && i == nb) return 1;
     printf("  %s: ids differ at %zu (got %zu ids, want %zu): got %d, want %d\n", name, i, na, nb,
            i < na ? a[i] : -1, i < nb ? b[i] : -1);
@@ -143,8 +144,8 @@ static void test_tokenizer_decode_matches_hf_on_random_ids(void) {
         size_t n, len, want_len;
         int32_t *ids = fixture_ids(rows.rows[r], "ids", &n);
         for (int skip = 0; skip < 2; skip++) {
-            const char *want = fixture_str(rows.rows[r], skip ? "text_skip_special" : "text",
-                                           &want_len);
+            const char *want =
+                fixture_str(rows.rows[r], skip ? "text_skip_special" : "text", &want_len);
             char *got;
             nc_error err;
             if (tok_decode(qwen, ids, n, skip, &got, &len, &err) != NC_OK) {
@@ -216,7 +217,9 @@ static void test_tokenizer_matches_hf_with_gpt2_pipeline_and_added_token_flags(v
     check_small("gpt2style");
 }
 
-static void test_tokenizer_matches_hf_with_small_qwen_pipeline(void) { check_small("qwenstyle"); }
+static void test_tokenizer_matches_hf_with_small_qwen_pipeline(void) {
+    check_small("qwenstyle");
+}
 
 /* Each row overrides fields of the small Qwen-style tokenizer.json (split
  * behaviours, ByteLevel options, normal forms, unk) and lists HF's ids. */
@@ -272,7 +275,8 @@ static void test_tokenizer_matches_hf_on_pipeline_variants(void) {
 
 static uint64_t fnv1a64(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -435,7 +439,8 @@ static void test_tokenizer_rejects_bad_tokenizer_json(void) {
                       "WordPiece");
     expect_load_error("{\"model\": {\"type\": \"BPE\", \"vocab\": [1]}}", NC_ERR_FORMAT,
                       "model.vocab must be an object");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": \"x\"}}}", NC_ERR_FORMAT, "model.vocab['a']");
+    expect_load_error("{\"model\": {\"vocab\": {\"a\": \"x\"}}}", NC_ERR_FORMAT,
+                      "model.vocab['a']");
     expect_load_error("{\"model\": {\"vocab\": {\"a\": -1}}}", NC_ERR_RANGE, "out of range");
     expect_load_error("{\"model\": {\"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a c\"]}}",
                       NC_ERR_FORMAT, "model.merges[0]: right token");
@@ -449,17 +454,22 @@ static void test_tokenizer_rejects_bad_tokenizer_json(void) {
                       NC_ERR_FORMAT, "vocabulary is empty");
     expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}}", NC_ERR_UNSUPPORTED,
                       "decoder must be ByteLevel");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"normalizer\": {\"type\": \"Lowercase\"}, "
-                      BYTELEVEL_TAIL, NC_ERR_UNSUPPORTED, "normalizer type 'Lowercase'");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Split\", "
-                      "\"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}, " BYTELEVEL_TAIL,
-                      NC_ERR_FORMAT, "pre_tokenizer regex");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Metaspace\"}, "
-                      BYTELEVEL_TAIL, NC_ERR_UNSUPPORTED, "Metaspace");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": [{\"id\": 1}], "
-                      BYTELEVEL_TAIL, NC_ERR_NOT_FOUND, "added_tokens[0]: missing field 'content'");
-    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}, \"byte_fallback\": true}, " BYTELEVEL_TAIL,
-                      NC_ERR_UNSUPPORTED, "byte_fallback");
+    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"normalizer\": {\"type\": "
+                      "\"Lowercase\"}, " BYTELEVEL_TAIL,
+                      NC_ERR_UNSUPPORTED, "normalizer type 'Lowercase'");
+    expect_load_error(
+        "{\"model\": {\"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Split\", "
+        "\"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}, " BYTELEVEL_TAIL,
+        NC_ERR_FORMAT, "pre_tokenizer regex");
+    expect_load_error("{\"model\": {\"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": "
+                      "\"Metaspace\"}, " BYTELEVEL_TAIL,
+                      NC_ERR_UNSUPPORTED, "Metaspace");
+    expect_load_error(
+        "{\"model\": {\"vocab\": {\"a\": 0}}, \"added_tokens\": [{\"id\": 1}], " BYTELEVEL_TAIL,
+        NC_ERR_NOT_FOUND, "added_tokens[0]: missing field 'content'");
+    expect_load_error(
+        "{\"model\": {\"vocab\": {\"a\": 0}, \"byte_fallback\": true}, " BYTELEVEL_TAIL,
+        NC_ERR_UNSUPPORTED, "byte_fallback");
 }
 
 static void test_tokenizer_load_reports_missing_paths(void) {

@@ -11,19 +11,20 @@
 #include "text/tokenizer.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar tokenize -m DIR (-p TEXT | -f FILE) [--decode] [--skip-special]\n\n"
-            "Prints the token ids of the text on one line, separated by spaces (no BOS/EOS;\n"
-            "special tokens written in the text, such as <|im_end|>, become their ids).\n\n"
-            "  -m, --model DIR       model folder with tokenizer.json (or the file itself)\n"
-            "  -p, --prompt TEXT     the text\n"
-            "  -f, --file FILE       read the text from FILE (exact bytes)\n"
-            "  --decode              the input is ids (separated by spaces, commas or\n"
-            "                        newlines): print the text they stand for, as is\n"
-            "  --skip-special        with --decode: leave out special tokens\n");
+    fprintf(f, "usage: nectar tokenize -m DIR (-p TEXT | -f FILE) [--decode] [--skip-special]\n\n"
+               "Prints the token ids of the text on one line, separated by spaces (no BOS/EOS;\n"
+               "special tokens written in the text, such as <|im_end|>, become their ids).\n\n"
+               "  -m, --model DIR       model folder with tokenizer.json (or the file itself)\n"
+               "  -p, --prompt TEXT     the text\n"
+               "  -f, --file FILE       read the text from FILE (exact bytes)\n"
+               "  --decode              the input is ids (separated by spaces, commas or\n"
+               "                        newlines): print the text they stand for, as is\n"
+               "  --skip-special        with --decode: leave out special tokens\n");
 }
 
-static int is_sep(char c) { return c != '\0' && strchr(" \t\r\n,[]", c) != NULL; }
+static int is_sep(char c) {
+    return c != '\0' && strchr(" \t\r\n,[]", c) != NULL;
+}
 
 /* Parses "1 2, 3\n4" (or "[1, 2]") into ids; every id must name a token. */
 static int parse_ids(const tok_tokenizer *t, const char *s, size_t len, int32_t **out,
@@ -38,13 +39,15 @@ static int parse_ids(const tok_tokenizer *t, const char *s, size_t len, int32_t 
             continue;
         }
         size_t j = i;
-        while (j < len && s[j] >= '0' && s[j] <= '9') j++;
+        while (j < len && s[j] >= '0' && s[j] <= '9')
+            j++;
         if (j == i || j - i > 9 || (j < len && !is_sep(s[j]))) {
             size_t k = j;
-            while (k < len && k - i < 40 && !is_sep(s[k])) k++;
+            while (k < len && k - i < 40 && !is_sep(s[k]))
+                k++;
             free(ids);
-            return cli_failf("tokenize --decode: '%.*s' is not a token id", (int)(k > i ? k - i : 1),
-                             s + i);
+            return cli_failf("tokenize --decode: '%.*s' is not a token id",
+                             (int)(k > i ? k - i : 1), s + i);
         }
         long id = strtol(s + i, NULL, 10);
         if (!tok_token_bytes(t, (int32_t)id, NULL)) {
@@ -74,7 +77,8 @@ static int print_ids(const tok_tokenizer *t, const char *text, size_t len) {
     size_t n;
     nc_error err;
     if (tok_encode(t, text, len, &ids, &n, &err) != NC_OK) return cli_fail(&err);
-    for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+    for (size_t i = 0; i < n; i++)
+        printf(i ? " %d" : "%d", ids[i]);
     printf("\n");
     free(ids);
     return 0;
@@ -136,6 +140,7 @@ int cmd_tokenize(int argc, char **argv) {
     int rc = decode ? print_text(t, input, len, skip_special) : print_ids(t, input, len);
     tok_free(t);
     free(file_text);
-    if (rc == 0 && fflush(stdout) != 0) rc = cli_failf("tokenize: writing output: %s", strerror(errno));
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = cli_failf("tokenize: writing output: %s", strerror(errno));
     return rc;
 }
