@@ -10,6 +10,8 @@ transformers (greedy generate, eager attention, float32) and tokenizers
   chat_<model>.in           user lines fed to `nectar chat --no-think`
   chat_<model>.expected     each reply (HF greedy on apply_chat_template of
                             the history so far, enable_thinking=False) + "\n"
+  chat_think_<model>.expected  the reply to the first line with
+                            enable_thinking=True (the template's default)
 
 A case is kept only when every greedy step's top-1/top-2 logit gap is at
 least MIN_GAP, so float rounding cannot flip a token.
@@ -93,6 +95,19 @@ def main():
                   newline="") as f:
             f.write("".join(r + "\n" for r in replies))
         print(f"{name}: chat {replies!r}")
+        # thinking mode (the template's default): one turn, no empty think block
+        ids = tok.apply_chat_template([{"role": "user", "content": lines[0]}],
+                                      add_generation_prompt=True, enable_thinking=True,
+                                      tokenize=True)
+        if isinstance(ids, dict) or hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        new, gap = greedy(model, list(ids), N_CHAT, eos)
+        assert gap >= MIN_GAP, f"{name}: thinking-mode turn too close to a tie ({gap})"
+        reply = tok.decode(new, skip_special_tokens=False)
+        with open(os.path.join(OUT, f"chat_think_{name}.expected"), "w", encoding="utf-8",
+                  newline="") as f:
+            f.write(reply + "\n")
+        print(f"{name}: chat (thinking) {reply!r}")
 
 
 if __name__ == "__main__":

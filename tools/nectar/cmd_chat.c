@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "gen/think.h"
 #include "gen_cli.h"
 #include "text/chat.h"
 
@@ -67,8 +68,8 @@ static void store_truncate(chat_msg_store *s, size_t n) {
 typedef struct reply {
     char *text;
     size_t len, cap;
-    int32_t think_open, think_close;
-    int is_thinking, is_after_think, is_tty, hide_think, failed;
+    gen_think think;
+    int is_dim, is_tty, hide_think, failed;
 } reply;
 
 /* Ctrl-C during a reply ends that reply (kept in the history as far as it
@@ -95,25 +96,14 @@ static int on_piece(void *user, int32_t token, const char *text, size_t len) {
     if (len) memcpy(r->text + r->len, text, len);
     r->len += len;
     r->text[r->len] = '\0';
-    if (token >= 0 && token == r->think_open) {
-        r->is_thinking = 1;
-        if (r->is_tty && !r->hide_think) fputs(DIM, stdout);
-        return 0;
+    gen_text_kind kind = gen_think_piece(&r->think, token, &text, &len);
+    if (kind == GEN_TEXT_REASONING && r->hide_think) return 0;
+    if (kind != GEN_TEXT_NONE && r->is_tty && !r->hide_think) {
+        int is_dim = kind == GEN_TEXT_REASONING; /* switch only on a change */
+        if (is_dim != r->is_dim) fputs(is_dim ? DIM : UNDIM, stdout);
+        r->is_dim = is_dim;
     }
-    if (token >= 0 && token == r->think_close) {
-        if (r->is_tty && !r->hide_think) fputs(UNDIM, stdout);
-        r->is_thinking = 0;
-        r->is_after_think = 1;
-        fflush(stdout);
-        return 0;
-    }
-    if (r->is_thinking && r->hide_think) return 0;
-    if (r->is_after_think) { /* the template puts "\n\n" after </think> */
-        while (len && text[0] == '\n')
-            text++, len--;
-        if (len) r->is_after_think = 0;
-    }
-    if (len) fwrite(text, 1, len, stdout);
+    if (kind != GEN_TEXT_NONE) fwrite(text, 1, len, stdout);
     fflush(stdout);
     return 0;
 }
@@ -190,8 +180,6 @@ int cmd_chat(int argc, char **argv) {
     if (system && store_add(&h, "system", system)) rc = cli_failf("chat: out of memory");
     size_t n_base = h.n;
     reply r = {0};
-    r.think_open = tok_find(l.tok, "<think>");
-    r.think_close = tok_find(l.tok, "</think>");
     r.is_tty = is_tty_out;
     r.hide_think = hide_think;
     char *line = NULL;
@@ -217,7 +205,7 @@ int cmd_chat(int argc, char **argv) {
             break;
         }
         r.len = 0;
-        r.is_thinking = r.is_after_think = 0;
+        gen_think_init(&r.think, l.tok, 0);
         gen_result res;
         struct sigaction sa = {0}, old_sa;
         sa.sa_handler = on_sigint;
@@ -226,7 +214,8 @@ int cmd_chat(int argc, char **argv) {
         sigaction(SIGINT, &sa, &old_sa);
         nc_status st = chat_turn(&l, &o, &h, enable_thinking, &r, &res, &err);
         sigaction(SIGINT, &old_sa, NULL);
-        if (r.is_thinking && is_tty_out && !hide_think) fputs(UNDIM, stdout);
+        if (r.is_dim) fputs(UNDIM, stdout);
+        r.is_dim = 0;
         if (st == NC_OK || r.len) fputc('\n', stdout); /* a refused turn printed nothing */
         fflush(stdout);
         if (st != NC_OK) {
