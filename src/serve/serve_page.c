@@ -1,7 +1,9 @@
 /* The chat page served at GET /: one self-contained HTML file (no build
  * step, no external scripts) that keeps a conversation, streams replies
  * from /v1/chat/completions over fetch + SSE, shows the model's reasoning
- * in a collapsed <details>, and reports tokens/s for each reply. */
+ * in a collapsed <details>, and reports tokens/s for each reply. A query
+ * string ?q=TEXT[&think=0][&temp=T] sends TEXT on load (used by the
+ * headless-browser test; body[data-state=done] marks the reply's end). */
 #include "serve/serve_http.h"
 
 const char serve_page_html[] =
@@ -60,9 +62,13 @@ const char serve_page_html[] =
     "  stats.textContent=n+' tokens, '+(secs>0?(n/secs).toFixed(1):'-')+' tokens/s';\n"
     "  history.push({role:'assistant',content:content});\n"
     " }catch(e){stats.textContent='error: '+e.message;history.pop()}\n"
-    " busy=false;\n"
+    " busy=false;document.body.dataset.state='done';\n"
     "}\n"
     "document.getElementById('f').onsubmit=e=>{e.preventDefault();const t=input.value.trim();if(!t||busy)return;input.value='';send(t)};\n"
     "input.onkeydown=e=>{if(e.key==='Enter'&&!e.shiftKey){e.preventDefault();document.getElementById('f').requestSubmit()}};\n"
+    "const qs=new URLSearchParams(location.search);\n"
+    "if(qs.get('think')==='0')document.getElementById('think').checked=false;\n"
+    "if(qs.get('temp'))document.getElementById('temp').value=qs.get('temp');\n"
+    "if(qs.get('q'))send(qs.get('q'));\n"
     "document.getElementById('reset').onclick=e=>{e.preventDefault();history=[];log.innerHTML=''};\n"
     "</script></body></html>\n";

@@ -18,7 +18,7 @@ trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT
 PORT=""
 i=0
 while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-    PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/out")
+    PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/out" 2>/dev/null)
     [ -z "$PORT" ] && sleep 0.1
     i=$((i + 1))
 done
