@@ -84,9 +84,11 @@ def spec_bootstrap(groups, stat, n_resamples, confidence, seed):
     reps = []
     for _ in range(n_resamples):
         r = []
+        idx = None
         for g in groups:
             n = len(g["num"])
-            idx = [rng.index(n) for _ in range(n)]
+            if not g.get("paired"):  # a paired group reuses the previous draws
+                idx = [rng.index(n) for _ in range(n)]
             r.append(group_ratio(g["num"], g.get("den"), idx))
         v = stat(r)
         if not np.isnan(v):
@@ -111,8 +113,21 @@ def scipy_bootstrap(groups, stat, n_resamples, confidence):
             r.append(num / den)
         return stat(r)
 
-    data = tuple(np.arange(len(g["num"])) for g in groups)
-    res = sst.bootstrap(data, statistic, n_resamples=n_resamples, confidence_level=confidence,
+    # a paired group rides on the previous group's indices: scipy resamples
+    # one index array per independent unit, and the statistic expands it
+    units = [i for i, g in enumerate(groups) if not g.get("paired")]
+
+    def expanded(*unit_idx):
+        per_group = []
+        k = -1
+        for g in groups:
+            if not g.get("paired"):
+                k += 1
+            per_group.append(unit_idx[k])
+        return statistic(*per_group)
+
+    data = tuple(np.arange(len(groups[i]["num"])) for i in units)
+    res = sst.bootstrap(data, expanded, n_resamples=n_resamples, confidence_level=confidence,
                         method="percentile", vectorized=False, paired=False,
                         rng=np.random.default_rng(12345))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -124,6 +139,10 @@ def ratio(r):
 
 def ratio_product(r):
     return (r[0] / r[1]) * (r[2] / r[3])
+
+
+def paired_product(r):  # (t_A / t_B) * (P_A / P_B) with groups tA, PA, tB, PB
+    return (r[0] / r[2]) * (r[1] / r[3])
 
 
 def make_stats():
@@ -159,14 +178,23 @@ def make_stats():
     e_a = [float(d * p) for d, p in zip(dur_a, gen.normal(12.0, 0.6, 6))]
     e_b = [float(d * p) for d, p in zip(dur_b, gen.normal(4.0, 0.4, 6))]
     same = [float(v) for v in gen.lognormal(np.log(0.02), 0.1, 20)]
+    blk_n_a = [float(v) for v in gen.integers(8, 11, 6)]
+    blk_n_b = [float(v) for v in gen.integers(8, 11, 6)]
+    blk_lat_a = [float(n * v) for n, v in zip(blk_n_a, gen.lognormal(np.log(0.016), 0.1, 6))]
+    blk_lat_b = [float(n * v) for n, v in zip(blk_n_b, gen.lognormal(np.log(0.010), 0.1, 6))]
     specs = [
         ("speed_ratio", [{"num": lat_a}, {"num": lat_b}], "ratio", 2000, 0.95, 7),
         ("speed_ratio_99", [{"num": lat_a}, {"num": lat_b}], "ratio", 4000, 0.99, 1234567),
         ("self_ratio", [{"num": same}, {"num": same}], "ratio", 2000, 0.95, 99),
         ("energy_gain", [{"num": lat_a}, {"num": lat_b}, {"num": e_a, "den": dur_a},
                          {"num": e_b, "den": dur_b}], "ratio_product", 3000, 0.95, 2026),
+        # per block: (latency sum, completed) paired with (joules, seconds) of
+        # the same blocks, as nectar bench --compare resamples them
+        ("paired_blocks", [{"num": blk_lat_a, "den": blk_n_a}, {"num": e_a, "den": dur_a, "paired": True},
+                           {"num": blk_lat_b, "den": blk_n_b}, {"num": e_b, "den": dur_b, "paired": True}],
+         "paired_product", 3000, 0.95, 77),
     ]
-    fns = {"ratio": ratio, "ratio_product": ratio_product}
+    fns = {"ratio": ratio, "ratio_product": ratio_product, "paired_product": paired_product}
     for name, groups, stat, nres, conf, seed in specs:
         est, lo, hi = spec_bootstrap(groups, fns[stat], nres, conf, seed)
         slo, shi = scipy_bootstrap(groups, fns[stat], 20000, conf)

@@ -135,14 +135,20 @@ static nc_status run_idle_block(int index, double idle_s, nc_power_sampler *powe
 
 /* --- statistics ----------------------------------------------------------- */
 
-/* Which statistic a bootstrap computes from its groups' ratios (the group
- * order each kind expects is in the comment). */
+/* The resampling unit is the block: decisions inside one block share its
+ * moment (other load, clocks, temperature), so they are not independent
+ * draws, while interleaved blocks are the replicates of the design. Each
+ * block contributes (sum of latencies, completed) for t, (joules, seconds)
+ * for P and (joules, completed) for rate-mode energy; groups of the same
+ * blocks are paired so a block's time and energy are resampled together. */
+
 typedef enum {
-    STAT_ENERGY_SAT,      /* lat, pow:               P t */
-    STAT_NET_ENERGY_SAT,  /* lat, pow, idle:         (P - P_idle) t */
-    STAT_NET_GAIN_SAT,    /* latA, latB, powA, powB, idle */
-    STAT_ENERGY_RATE,     /* epd:                    E / n */
-    STAT_NET_ENERGY_RATE, /* epd, idle:              E/n - P_idle d */
+    STAT_ENERGY_SAT,      /* lat, pow(paired):                         P t */
+    STAT_NET_ENERGY_SAT,  /* lat, pow(paired), idle:                   (P - P_idle) t */
+    STAT_GAIN_SAT,        /* latA, powA(p), latB, powB(p):             (tA PA) / (tB PB) */
+    STAT_NET_GAIN_SAT,    /* latA, powA(p), latB, powB(p), idle */
+    STAT_ENERGY_RATE,     /* epd:                                      E / n */
+    STAT_NET_ENERGY_RATE, /* epd, idle:                                E/n - P_idle d */
     STAT_NET_GAIN_RATE    /* epdA, epdB, idle */
 } stat_kind;
 
@@ -156,7 +162,8 @@ static double stat_eval(const double *r, void *vctx) {
     switch (c->kind) {
     case STAT_ENERGY_SAT: return r[1] * r[0];
     case STAT_NET_ENERGY_SAT: return (r[1] - r[2]) * r[0];
-    case STAT_NET_GAIN_SAT: return ((r[2] - r[4]) * r[0]) / ((r[3] - r[4]) * r[1]);
+    case STAT_GAIN_SAT: return (r[0] / r[2]) * (r[1] / r[3]);
+    case STAT_NET_GAIN_SAT: return ((r[1] - r[4]) * r[0]) / ((r[3] - r[4]) * r[2]);
     case STAT_ENERGY_RATE: return r[0];
     case STAT_NET_ENERGY_RATE: return r[0] - r[1] * c->d_a;
     case STAT_NET_GAIN_RATE: return (r[0] - r[2] * c->d_a) / (r[1] - r[2] * c->d_b);
@@ -169,9 +176,10 @@ static double stat_ratio_of_first(const double *r, void *ctx) {
     return r[0];
 }
 
-typedef struct groups {
+typedef struct groups_buf {
     double *num, *den;
     size_t n;
+    int is_paired;
 } groups_buf;
 
 static void groups_free(groups_buf *g) {
@@ -179,46 +187,45 @@ static void groups_free(groups_buf *g) {
     free(g->den);
 }
 
-/* lat: latency of every attempted decision over completed (1/0). */
-static nc_status latency_group(const nc_compare_result *r, int who, groups_buf *g, nc_error *err) {
-    g->num = malloc((r->n_dec + 1) * sizeof *g->num);
-    g->den = malloc((r->n_dec + 1) * sizeof *g->den);
+static nc_status groups_alloc(groups_buf *g, size_t n, nc_error *err) {
+    g->num = malloc((n + 1) * sizeof *g->num);
+    g->den = malloc((n + 1) * sizeof *g->den);
     g->n = 0;
     if (!g->num || !g->den) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
-    for (size_t i = 0; i < r->n_dec; i++)
-        if (r->dec[i].who == who) {
-            g->num[g->n] = r->dec[i].latency_s;
-            g->den[g->n] = r->dec[i].is_ok;
-            g->n++;
-        }
     return NC_OK;
 }
 
-/* Blocks of `who` with energy: (joules, seconds) or, when per_decision,
- * (joules, completed decisions). */
-static nc_status block_group(const nc_compare_result *r, int who, int per_decision, groups_buf *g,
-                             nc_error *err) {
-    g->num = malloc((r->n_blocks + 1) * sizeof *g->num);
-    g->den = malloc((r->n_blocks + 1) * sizeof *g->den);
-    g->n = 0;
-    if (!g->num || !g->den) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+/* The blocks of `who` (only those with an energy reading when with_energy):
+ * lat = (sum of latencies, completed), pow = (joules, seconds) and
+ * epd = (joules, completed), pow and epd paired with lat. Idle blocks: pow. */
+static nc_status block_groups(const nc_compare_result *r, int who, int with_energy,
+                              groups_buf *lat, groups_buf *pow, groups_buf *epd, nc_error *err) {
+    NC_TRY(groups_alloc(lat, r->n_blocks, err));
+    NC_TRY(groups_alloc(pow, r->n_blocks, err));
+    NC_TRY(groups_alloc(epd, r->n_blocks, err));
+    pow->is_paired = epd->is_paired = 1;
     for (size_t i = 0; i < r->n_blocks; i++) {
         const nc_block *b = &r->blocks[i];
-        if (b->who != who || !b->has_energy) continue;
-        g->num[g->n] = b->energy_j;
-        g->den[g->n] = per_decision ? (double)b->n_done : b->t1_s - b->t0_s;
-        g->n++;
+        if (b->who != who || (with_energy && !b->has_energy)) continue;
+        double sum = 0;
+        for (size_t k = 0; k < r->n_dec; k++)
+            if (r->dec[k].who == who && r->dec[k].block == b->index) sum += r->dec[k].latency_s;
+        lat->num[lat->n] = sum;
+        lat->den[lat->n++] = b->n_done;
+        pow->num[pow->n] = b->energy_j;
+        pow->den[pow->n++] = b->t1_s - b->t0_s;
+        epd->num[epd->n] = b->energy_j;
+        epd->den[epd->n++] = b->n_done;
     }
     return NC_OK;
 }
-
-static nc_boot_group as_group(const groups_buf *g) { return (nc_boot_group){g->num, g->den, g->n}; }
 
 static void interval_nan(nc_interval *iv) {
     memset(iv, 0, sizeof *iv);
     iv->estimate = iv->lower = iv->upper = NAN;
 }
 
+/* Bootstraps over the listed groups; NaN interval when a group is empty. */
 static nc_status boot(const groups_buf *const *gs, int n, nc_boot_stat_fn fn, void *ctx,
                       const nc_compare_opts *o, nc_interval *out, nc_error *err) {
     nc_boot_group g[8];
@@ -227,120 +234,130 @@ static nc_status boot(const groups_buf *const *gs, int n, nc_boot_stat_fn fn, vo
             interval_nan(out);
             return NC_OK;
         }
-        g[i] = as_group(gs[i]);
+        g[i] = (nc_boot_group){gs[i]->num, gs[i]->den, gs[i]->n, i > 0 && gs[i]->is_paired};
     }
     return nc_bootstrap(g, n, fn, ctx, o->n_resamples, o->confidence, o->seed, out, err);
 }
 
+/* Descriptive figures of one candidate from its decisions and blocks. */
+static nc_status describe(nc_compare_result *r, int w, double *tmp, nc_error *err) {
+    nc_cand_result *c = &r->cand[w];
+    size_t n = 0;
+    double sum_lat = 0;
+    for (size_t i = 0; i < r->n_dec; i++) {
+        const nc_decision *d = &r->dec[i];
+        if (d->who != w) continue;
+        sum_lat += d->latency_s;
+        if (d->is_ok) tmp[n++] = d->latency_s;
+        c->n_completed += d->is_ok;
+        c->n_failed += !d->is_ok;
+        c->n_missed += d->is_missed;
+    }
+    NC_TRY(nc_summarize(tmp, n, &c->latency, err));
+    double e = 0, t = 0;
+    int n_energy = 0;
+    for (size_t i = 0; i < r->n_blocks; i++) {
+        const nc_block *b = &r->blocks[i];
+        if (b->who != w) continue;
+        c->busy_s += b->t1_s - b->t0_s;
+        if (b->has_energy) {
+            e += b->energy_j;
+            t += b->t1_s - b->t0_s;
+            n_energy++;
+        }
+    }
+    c->throughput_per_s = c->busy_s > 0 ? c->n_completed / c->busy_s : 0;
+    c->t_s = c->n_completed ? sum_lat / c->n_completed : NAN;
+    c->has_power = n_energy > 0;
+    c->power_w = c->has_power ? e / t : NAN;
+    c->interval_energy_j = c->has_power ? e : NAN;
+    return NC_OK;
+}
+
 static nc_status compute_stats(nc_compare_result *r, const nc_compare_opts *o, nc_error *err) {
-    groups_buf lat[2] = {{0}}, pow_[2] = {{0}}, epd[2] = {{0}}, idle = {0};
+    /* all blocks (for S) and blocks with energy (for everything with P or E) */
+    groups_buf lat[2] = {{0}}, unused_p[2] = {{0}}, unused_e[2] = {{0}};
+    groups_buf latE[2] = {{0}}, powE[2] = {{0}}, epd[2] = {{0}};
+    groups_buf idle_lat = {0}, idle = {0}, idle_epd = {0};
     nc_status st = NC_OK;
-    for (int w = 0; w < 2 && st == NC_OK; w++) {
-        st = latency_group(r, w, &lat[w], err);
-        if (st == NC_OK) st = block_group(r, w, 0, &pow_[w], err);
-        if (st == NC_OK) st = block_group(r, w, 1, &epd[w], err);
-    }
-    if (st == NC_OK) st = block_group(r, NC_WHO_IDLE, 0, &idle, err);
-    if (st != NC_OK) goto done;
     double *tmp = malloc((r->n_dec + 1) * sizeof *tmp);
-    if (!tmp) {
-        st = nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
-        goto done;
-    }
-    for (int w = 0; w < 2; w++) {
-        nc_cand_result *c = &r->cand[w];
-        size_t n = 0;
-        double sum_lat = 0;
-        for (size_t i = 0; i < r->n_dec; i++) {
-            const nc_decision *d = &r->dec[i];
-            if (d->who != w) continue;
-            sum_lat += d->latency_s;
-            if (d->is_ok) tmp[n++] = d->latency_s;
-            c->n_completed += d->is_ok;
-            c->n_failed += !d->is_ok;
-            c->n_missed += d->is_missed;
-        }
-        st = nc_summarize(tmp, n, &c->latency, err);
-        if (st != NC_OK) break;
-        for (size_t i = 0; i < r->n_blocks; i++)
-            if (r->blocks[i].who == w) c->busy_s += r->blocks[i].t1_s - r->blocks[i].t0_s;
-        c->throughput_per_s = c->busy_s > 0 ? c->n_completed / c->busy_s : 0;
-        c->t_s = c->n_completed ? sum_lat / c->n_completed : NAN;
-        c->has_power = pow_[w].n > 0;
-        double e = 0, t = 0;
-        for (size_t i = 0; i < pow_[w].n; i++) {
-            e += pow_[w].num[i];
-            t += pow_[w].den[i];
-        }
-        c->power_w = c->has_power ? e / t : NAN;
-        c->interval_energy_j = c->has_power ? e : NAN;
+    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "compare: out of memory");
+    for (int w = 0; w < 2 && st == NC_OK; w++) {
+        st = describe(r, w, tmp, err);
+        if (st == NC_OK) st = block_groups(r, w, 0, &lat[w], &unused_p[w], &unused_e[w], err);
+        if (st == NC_OK) st = block_groups(r, w, 1, &latE[w], &powE[w], &epd[w], err);
     }
     free(tmp);
+    if (st == NC_OK) st = block_groups(r, NC_WHO_IDLE, 1, &idle_lat, &idle, &idle_epd, err);
+    idle.is_paired = 0;
+    epd[0].is_paired = epd[1].is_paired = 0; /* used on their own below */
     if (st != NC_OK) goto done;
     r->has_idle = idle.n > 0;
+    interval_nan(&r->idle_power);
+    r->idle_power_w = NAN;
     if (r->has_idle) {
         const groups_buf *g1[1] = {&idle};
         st = boot(g1, 1, stat_ratio_of_first, NULL, o, &r->idle_power, err);
         r->idle_power_w = r->idle_power.estimate;
-    } else {
-        interval_nan(&r->idle_power);
-        r->idle_power_w = NAN;
     }
-    if (st != NC_OK) goto done;
-    {
+    if (st == NC_OK) {
         const groups_buf *gs[2] = {&lat[0], &lat[1]};
         st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->S, err);
     }
-    if (st != NC_OK) goto done;
-    {
-        const groups_buf *gs[2] = {&pow_[0], &pow_[1]};
+    if (st == NC_OK) {
+        const groups_buf *gs[2] = {&powE[0], &powE[1]};
+        powE[0].is_paired = powE[1].is_paired = 0;
         st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->R, err);
+        powE[0].is_paired = powE[1].is_paired = 1;
     }
     if (st != NC_OK) goto done;
-    stat_ctx ctx = {STAT_ENERGY_SAT, 0, 0};
     if (r->is_rate_mode) {
+        stat_ctx ctx = {STAT_NET_GAIN_RATE, 0, 0};
         /* seconds of block per completed decision: the offered interval */
-        for (int w = 0; w < 2; w++) {
-            double d = r->cand[w].n_completed ? r->cand[w].busy_s / r->cand[w].n_completed : NAN;
-            if (w == 0) ctx.d_a = d;
-            else ctx.d_b = d;
-        }
+        ctx.d_a = r->cand[0].n_completed ? r->cand[0].busy_s / r->cand[0].n_completed : NAN;
+        ctx.d_b = r->cand[1].n_completed ? r->cand[1].busy_s / r->cand[1].n_completed : NAN;
         const groups_buf *gs[2] = {&epd[0], &epd[1]};
         st = boot(gs, 2, nc_boot_stat_ratio, NULL, o, &r->energy_gain, err);
         for (int w = 0; w < 2 && st == NC_OK; w++) {
-            stat_ctx cw = {STAT_ENERGY_RATE, 0, 0};
+            stat_ctx cw = {STAT_ENERGY_RATE, w == 0 ? ctx.d_a : ctx.d_b, 0};
             const groups_buf *g1[1] = {&epd[w]};
             st = boot(g1, 1, stat_eval, &cw, o, &r->cand[w].energy_per_decision_j, err);
             cw.kind = STAT_NET_ENERGY_RATE;
-            cw.d_a = w == 0 ? ctx.d_a : ctx.d_b;
             const groups_buf *g2[2] = {&epd[w], &idle};
-            if (st == NC_OK) st = boot(g2, 2, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
+            if (st == NC_OK)
+                st = boot(g2, 2, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
         }
-        ctx.kind = STAT_NET_GAIN_RATE;
         const groups_buf *g3[3] = {&epd[0], &epd[1], &idle};
         if (st == NC_OK) st = boot(g3, 3, stat_eval, &ctx, o, &r->net_energy_gain, err);
     } else {
-        const groups_buf *gs[4] = {&lat[0], &lat[1], &pow_[0], &pow_[1]};
-        st = boot(gs, 4, nc_boot_stat_ratio_product, NULL, o, &r->energy_gain, err);
+        stat_ctx ctx = {STAT_GAIN_SAT, 0, 0};
+        const groups_buf *gs[4] = {&latE[0], &powE[0], &latE[1], &powE[1]};
+        st = boot(gs, 4, stat_eval, &ctx, o, &r->energy_gain, err);
         for (int w = 0; w < 2 && st == NC_OK; w++) {
             stat_ctx cw = {STAT_ENERGY_SAT, 0, 0};
-            const groups_buf *g2[2] = {&lat[w], &pow_[w]};
+            const groups_buf *g2[2] = {&latE[w], &powE[w]};
             st = boot(g2, 2, stat_eval, &cw, o, &r->cand[w].energy_per_decision_j, err);
             cw.kind = STAT_NET_ENERGY_SAT;
-            const groups_buf *g3[3] = {&lat[w], &pow_[w], &idle};
-            if (st == NC_OK) st = boot(g3, 3, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
+            const groups_buf *g3[3] = {&latE[w], &powE[w], &idle};
+            if (st == NC_OK)
+                st = boot(g3, 3, stat_eval, &cw, o, &r->cand[w].net_energy_per_decision_j, err);
         }
         ctx.kind = STAT_NET_GAIN_SAT;
-        const groups_buf *g5[5] = {&lat[0], &lat[1], &pow_[0], &pow_[1], &idle};
+        const groups_buf *g5[5] = {&latE[0], &powE[0], &latE[1], &powE[1], &idle};
         if (st == NC_OK) st = boot(g5, 5, stat_eval, &ctx, o, &r->net_energy_gain, err);
     }
 done:
     for (int w = 0; w < 2; w++) {
         groups_free(&lat[w]);
-        groups_free(&pow_[w]);
+        groups_free(&unused_p[w]);
+        groups_free(&unused_e[w]);
+        groups_free(&latE[w]);
+        groups_free(&powE[w]);
         groups_free(&epd[w]);
     }
+    groups_free(&idle_lat);
     groups_free(&idle);
+    groups_free(&idle_epd);
     return st;
 }
 

@@ -89,6 +89,9 @@ nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_f
         if (groups[g].n == 0)
             return nc_fail(err, NC_ERR_INVALID, "bootstrap: group %d has no samples", g);
         if (groups[g].n > max_n) max_n = groups[g].n;
+        if (groups[g].is_paired_with_previous && (g == 0 || groups[g - 1].n != groups[g].n))
+            return nc_fail(err, NC_ERR_INVALID,
+                           "bootstrap: group %d is paired but the previous group differs in size", g);
     }
     double r[NC_BOOT_MAX_GROUPS];
     for (int g = 0; g < n_groups; g++) r[g] = group_ratio(&groups[g], NULL);
@@ -108,7 +111,8 @@ nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_f
     int n_ok = 0;
     for (int b = 0; b < n_resamples; b++) {
         for (int g = 0; g < n_groups; g++) {
-            for (size_t k = 0; k < groups[g].n; k++) idx[k] = nc_rng_index(&rng, groups[g].n);
+            if (!groups[g].is_paired_with_previous)
+                for (size_t k = 0; k < groups[g].n; k++) idx[k] = nc_rng_index(&rng, groups[g].n);
             r[g] = group_ratio(&groups[g], idx);
         }
         double v = stat(r, ctx);

@@ -30,6 +30,9 @@ nc_status nc_summarize(const double *x, size_t n, nc_summary *out, nc_error *err
 typedef struct nc_boot_group {
     const double *num, *den;
     size_t n;
+    /* When set, this group reuses the indices drawn for the group before it
+     * (same n): two measurements of the same blocks stay together. */
+    int is_paired_with_previous;
 } nc_boot_group;
 
 /* Combines the groups' ratios into the statistic of interest. */
@@ -45,7 +48,8 @@ typedef struct nc_interval {
 
 /* Percentile bootstrap. For each of n_resamples replicates, for each group in
  * order, draw n indices with nc_rng_index (with replacement, within that
- * group only) and form sum(num)/sum(den) summing in draw order; the
+ * group only; a paired group reuses the previous group's indices and draws
+ * none) and form sum(num)/sum(den) summing in draw order; the
  * statistic of the replicates' ratios goes into a list. The interval is the
  * list's (1-c)/2 and (1+c)/2 percentiles (nc_percentile_sorted). The PRNG
  * (rng.h) is seeded once with `seed`. */

@@ -90,6 +90,12 @@ static void test_rng_reference_vectors(void) {
     json_decref(doc);
 }
 
+/* (t_A/t_B) x (P_A/P_B) for groups ordered tA, PA (paired), tB, PB (paired) */
+static double paired_product(const double *r, void *ctx) {
+    (void)ctx;
+    return (r[0] / r[2]) * (r[1] / r[3]);
+}
+
 static void test_bootstrap_matches_spec_and_scipy(void) {
     json_t *doc;
     nc_error err;
@@ -110,13 +116,16 @@ static void test_bootstrap_matches_spec_and_scipy(void) {
             groups[g].num = bufs[2 * g];
             groups[g].n = n;
             groups[g].den = NULL;
+            groups[g].is_paired_with_previous = json_is_true(json_object_get(jg, "paired"));
             if (json_object_get(jg, "den")) {
                 bufs[2 * g + 1] = json_doubles(json_object_get(jg, "den"), &nd);
                 groups[g].den = bufs[2 * g + 1];
             }
         }
         const char *stat = json_string_value(json_object_get(b, "stat"));
-        nc_boot_stat_fn fn = !strcmp(stat, "ratio") ? nc_boot_stat_ratio : nc_boot_stat_ratio_product;
+        nc_boot_stat_fn fn = !strcmp(stat, "ratio")           ? nc_boot_stat_ratio
+                             : !strcmp(stat, "paired_product") ? paired_product
+                                                                : nc_boot_stat_ratio_product;
         nc_interval iv;
         nc_status st = nc_bootstrap(groups, (int)n_groups, fn, NULL,
                                     (int)json_integer_value(json_object_get(b, "n_resamples")),
@@ -143,7 +152,7 @@ static void test_bootstrap_matches_spec_and_scipy(void) {
         n_cases++;
     }
     json_decref(doc);
-    CHECK(n_cases >= 4);
+    CHECK(n_cases >= 5);
 }
 
 static void test_claims_need_the_lower_bound(void) {
@@ -164,12 +173,18 @@ static void test_bootstrap_rejects_bad_input(void) {
     nc_error err;
     nc_interval iv;
     double x[2] = {1, 2};
-    nc_boot_group g[2] = {{x, NULL, 2}, {x, NULL, 0}};
+    nc_boot_group g[2] = {{x, NULL, 2, 0}, {x, NULL, 0, 0}};
     CHECK(nc_bootstrap(g, 2, nc_boot_stat_ratio, NULL, 100, 0.95, 1, &iv, &err) == NC_ERR_INVALID);
     g[1].n = 2;
     CHECK(nc_bootstrap(g, 2, nc_boot_stat_ratio, NULL, 100, 1.5, 1, &iv, &err) == NC_ERR_INVALID);
     CHECK_OK(nc_bootstrap(g, 2, nc_boot_stat_ratio, NULL, 100, 0.95, 1, &iv, &err), &err);
     CHECK(iv.estimate == 1.0 && iv.lower <= 1.0 && iv.upper >= 1.0);
+    /* a paired group reuses the same draws: x against itself is exactly 1 */
+    g[1].is_paired_with_previous = 1;
+    CHECK_OK(nc_bootstrap(g, 2, nc_boot_stat_ratio, NULL, 100, 0.95, 1, &iv, &err), &err);
+    CHECK(iv.lower == 1.0 && iv.upper == 1.0);
+    g[0].n = 1;
+    CHECK(nc_bootstrap(g, 2, nc_boot_stat_ratio, NULL, 100, 0.95, 1, &iv, &err) == NC_ERR_INVALID);
 }
 
 int main(void) {
