@@ -84,14 +84,17 @@ typedef struct setup {
     gen_session *s;
 } setup;
 
-static int make_setup(setup *u, int ctx, nc_error *err) {
+static int make_setup_text(setup *u, int ctx, const char *text, nc_error *err) {
     memset(u, 0, sizeof *u);
     if (tok_load(TOKENIZER, &u->tok, err) != NC_OK) return 0;
-    if (tok_encode(u->tok, SCRIPT_TEXT, strlen(SCRIPT_TEXT), &u->ids, &u->n_ids, err) != NC_OK)
-        return 0;
+    if (tok_encode(u->tok, text, strlen(text), &u->ids, &u->n_ids, err) != NC_OK) return 0;
     u->f = (fake){u->ids, (int)u->n_ids, 0, ctx, 4096, 0, 0, -1};
     gen_engine e = fake_engine(&u->f);
     return gen_session_new(&e, u->tok, &u->s, err) == NC_OK;
+}
+
+static int make_setup(setup *u, int ctx, nc_error *err) {
+    return make_setup_text(u, ctx, SCRIPT_TEXT, err);
 }
 
 static void free_setup(setup *u) {
@@ -280,10 +283,44 @@ static void test_prefix_reuse_and_cancel(void) {
     CHECK(st7 == NC_OK && r7.finish == GEN_FINISH_LENGTH);
 }
 
+/* Multi-byte characters the demo vocabulary (English only) spells with
+ * single-byte tokens: the detokenizer holds back half characters, so a
+ * non-ASCII stop string still matches and the output stays valid UTF-8. */
+static void test_stop_string_over_split_utf8_characters(void) {
+    const char *text = "In the beginning \xce\xb1\xce\xb2\xce\xb3 caf\xc3\xa9 \xe2\x80\x9c"
+                       "done\xe2\x80\x9d end";
+    setup u;
+    nc_error err;
+    int ok = make_setup_text(&u, 256, text, &err);
+    if (!ok) {
+        free_setup(&u);
+        CHECKF(0, "%s", err.msg);
+    }
+    int n_tokens = (int)u.n_ids;
+    gen_request req = greedy(100);
+    const char *stops[] = {"\xc3\xa9 \xe2\x80\x9c"}; /* "é “" */
+    req.stops = stops;
+    req.n_stops = 1;
+    sink out = {0};
+    gen_result res;
+    nc_status st = gen_generate(u.s, u.ids, 3, &req, collect, &out, &res, &err);
+    char expect[256];
+    int dec = decode_range(&u, 3, u.n_ids, expect, sizeof expect);
+    char *cut = dec ? strstr(expect, stops[0]) : NULL;
+    if (cut) *cut = '\0';
+    free_setup(&u);
+    CHECK_OK(st, &err);
+    CHECK(n_tokens > 20); /* the Greek letters became byte tokens */
+    CHECK(cut);
+    CHECK(res.finish == GEN_FINISH_STOP);
+    CHECKF(!strcmp(out.text, expect), "got '%s' expected '%s'", out.text, expect);
+}
+
 int main(void) {
     RUN(test_greedy_continuation_is_the_script);
     RUN(test_eos_and_stop_string_end_generation);
     RUN(test_context_overflow_is_an_error_before_any_output);
     RUN(test_prefix_reuse_and_cancel);
+    RUN(test_stop_string_over_split_utf8_characters);
     return nc_test_exit_code();
 }
