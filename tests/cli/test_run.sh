@@ -94,6 +94,8 @@ bad missing_folder -m "$TMP/nope" -p x
 bad missing_prompt_file -m "$M" -f "$TMP/nope.txt"
 bad empty_prompt -m "$M" -p ""
 bad folder_without_weights -m tests/fixtures/gen -p x
+printf 'In the \377\376 beginning' >"$TMP/bad_utf8.txt"
+bad invalid_utf8_prompt -m "$M" -f "$TMP/bad_utf8.txt"
 
 if "$BIN" run --help >"$TMP/out" 2>&1 && grep -q -- "--top-p" "$TMP/out" && grep -q -- "--stop" "$TMP/out"; then
     pass run_help
