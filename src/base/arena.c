@@ -53,7 +53,9 @@ char *nc_arena_strndup(nc_arena *a, const char *s, size_t n) {
     return p;
 }
 
-char *nc_arena_strdup(nc_arena *a, const char *s) { return nc_arena_strndup(a, s, strlen(s)); }
+char *nc_arena_strdup(nc_arena *a, const char *s) {
+    return nc_arena_strndup(a, s, strlen(s));
+}
 
 void *nc_arena_memdup(nc_arena *a, const void *p, size_t size_bytes) {
     void *q = nc_arena_alloc(a, size_bytes);

@@ -11,14 +11,20 @@
 static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static uint64_t rd64(const uint8_t *p) {
+    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
 static void wr32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 static void wr64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
-static uint64_t align64(uint64_t x) { return (x + MIL_BLOB_ALIGN - 1) & ~(uint64_t)(MIL_BLOB_ALIGN - 1); }
+static uint64_t align64(uint64_t x) {
+    return (x + MIL_BLOB_ALIGN - 1) & ~(uint64_t)(MIL_BLOB_ALIGN - 1);
+}
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -84,8 +90,8 @@ nc_status mil_blob_entry_at(const mil_blob_file *f, uint64_t offset, mil_blob_en
     if (offset < MIL_BLOB_HEADER_BYTES || offset > f->size_bytes ||
         f->size_bytes - offset < MIL_BLOB_RECORD_BYTES)
         return nc_fail(err, NC_ERR_RANGE,
-                       "%s: blob offset %" PRIu64 " is outside the file (%zu bytes)", what,
-                       offset, f->size_bytes);
+                       "%s: blob offset %" PRIu64 " is outside the file (%zu bytes)", what, offset,
+                       f->size_bytes);
     const uint8_t *r = f->data + offset;
     uint32_t sentinel = rd32(r);
     if (sentinel != MIL_BLOB_SENTINEL)
@@ -111,11 +117,13 @@ nc_status mil_blob_entry_at(const mil_blob_file *f, uint64_t offset, mil_blob_en
     if (out->padding_bits >= 8 || (bits >= 8 && out->padding_bits != 0) ||
         out->padding_bits > out->size_bytes * 8)
         return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: blob at offset %" PRIu64 ": padding of %" PRIu64 " bits is invalid for %s",
+                       "%s: blob at offset %" PRIu64 ": padding of %" PRIu64
+                       " bits is invalid for %s",
                        what, offset, out->padding_bits, mil_dtype_name(out->dtype));
     if (bits >= 8 && out->size_bytes % (uint64_t)(bits / 8))
         return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: blob at offset %" PRIu64 ": %" PRIu64 " bytes is not a whole number of %s",
+                       "%s: blob at offset %" PRIu64 ": %" PRIu64
+                       " bytes is not a whole number of %s",
                        what, offset, out->size_bytes, mil_dtype_name(out->dtype));
     out->data = f->data + out->data_offset;
     return NC_OK;
@@ -125,8 +133,9 @@ nc_status mil_blob_check_type(const mil_blob_file *f, const mil_blob_entry *e, m
                               uint64_t numel, const char *what, nc_error *err) {
     const char *file = f && f->what ? f->what : "weight.bin";
     if (e->dtype != dt)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: %s: blob at offset %" PRIu64 " holds %s, MIL declares %s",
-                       file, what, e->record_offset, mil_dtype_name(e->dtype), mil_dtype_name(dt));
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: %s: blob at offset %" PRIu64 " holds %s, MIL declares %s", file, what,
+                       e->record_offset, mil_dtype_name(e->dtype), mil_dtype_name(dt));
     uint64_t pad;
     int bits = mil_dtype_bits(dt);
     if (bits > 0 && numel > UINT64_MAX / (uint64_t)bits)
@@ -147,8 +156,9 @@ nc_status mil_blob_list(const mil_blob_file *f, mil_blob_entry **out, size_t *n,
     *n = 0;
     /* Each blob takes at least 64 bytes of record, so count is bounded by the size. */
     if ((uint64_t)f->count > f->size_bytes / MIL_BLOB_RECORD_BYTES)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: header declares %u blobs, more than fit in %zu bytes",
-                       f->what, f->count, f->size_bytes);
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: header declares %u blobs, more than fit in %zu bytes", f->what,
+                       f->count, f->size_bytes);
     mil_blob_entry *v = calloc(f->count ? f->count : 1, sizeof *v);
     if (!v) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", f->what);
     uint64_t off = MIL_BLOB_HEADER_BYTES;
@@ -168,7 +178,8 @@ nc_status mil_blob_list(const mil_blob_file *f, mil_blob_entry **out, size_t *n,
 
 /* --- writer -------------------------------------------------------------- */
 
-static nc_status write_at(mil_blob_writer *w, uint64_t pos, const void *p, size_t n, nc_error *err) {
+static nc_status write_at(mil_blob_writer *w, uint64_t pos, const void *p, size_t n,
+                          nc_error *err) {
     if (fseeko(w->f, (off_t)pos, SEEK_SET) != 0 || (n && fwrite(p, 1, n, w->f) != n)) {
         w->failed = 1;
         return nc_fail(err, NC_ERR_IO, "%s: write failed: %s", w->tmp_path, strerror(errno));
@@ -195,7 +206,8 @@ nc_status mil_blob_writer_open(mil_blob_writer *w, const char *path, nc_error *e
     snprintf(w->tmp_path, n, "%s.tmp", path);
     w->f = fopen(w->tmp_path, "w+b");
     if (!w->f) {
-        nc_status st = nc_fail(err, NC_ERR_IO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
+        nc_status st =
+            nc_fail(err, NC_ERR_IO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
         mil_blob_writer_abort(w);
         return st;
     }

@@ -25,9 +25,9 @@
 typedef struct mil_blob_file {
     const uint8_t *data;
     size_t size_bytes;
-    uint32_t count;      /* blobs the header declares */
-    const char *what;    /* path or label for messages (owned copy) */
-    nc_mapped_file map;  /* set when opened from a path */
+    uint32_t count;     /* blobs the header declares */
+    const char *what;   /* path or label for messages (owned copy) */
+    nc_mapped_file map; /* set when opened from a path */
 } mil_blob_file;
 
 /* One blob, validated: sentinel, dtype code, payload inside the file. */
@@ -35,10 +35,10 @@ typedef struct mil_blob_entry {
     uint64_t record_offset; /* what BLOBFILE(offset = ...) holds */
     uint32_t dtype_code;    /* BlobDataType code */
     mil_dtype dtype;
-    uint64_t size_bytes;    /* payload bytes */
-    uint64_t data_offset;   /* absolute offset of the payload */
-    uint64_t padding_bits;  /* unused bits in the last byte (sub-byte dtypes) */
-    const uint8_t *data;    /* points into the file */
+    uint64_t size_bytes;   /* payload bytes */
+    uint64_t data_offset;  /* absolute offset of the payload */
+    uint64_t padding_bits; /* unused bits in the last byte (sub-byte dtypes) */
+    const uint8_t *data;   /* points into the file */
 } mil_blob_entry;
 
 /* Maps a file and validates its header (size, version 2). */

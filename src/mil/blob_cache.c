@@ -11,7 +11,9 @@ struct mil_blob_cache {
     mil_blob_file *files;
 };
 
-mil_blob_cache *mil_blob_cache_new(void) { return calloc(1, sizeof(mil_blob_cache)); }
+mil_blob_cache *mil_blob_cache_new(void) {
+    return calloc(1, sizeof(mil_blob_cache));
+}
 
 void mil_blob_cache_free(mil_blob_cache *c) {
     if (!c) return;
@@ -31,7 +33,8 @@ nc_status mil_blob_resolve_path(const mil_program *prog, const char *blob_path, 
     int n;
     if (!strncmp(blob_path, prefix, sizeof prefix - 1)) {
         rest = blob_path + sizeof prefix - 1;
-        while (*rest == '/') rest++;
+        while (*rest == '/')
+            rest++;
     } else if (blob_path[0] == '/') {
         n = snprintf(buf, size, "%s", blob_path);
         goto done;

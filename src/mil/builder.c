@@ -52,8 +52,10 @@ nc_status mil_builder_new(mil_builder **out, const char *model_dir, nc_error *er
     nc_status st = mil_program_new(&b->prog, err);
     if (st == NC_OK && model_dir) {
         b->model_dir = malloc(strlen(model_dir) + 1);
-        if (!b->model_dir) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
-        else strcpy(b->model_dir, model_dir);
+        if (!b->model_dir)
+            st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        else
+            strcpy(b->model_dir, model_dir);
         if (st == NC_OK) st = mil_program_set_model_dir(b->prog, model_dir, err);
     }
     if (st != NC_OK) {
@@ -64,8 +66,12 @@ nc_status mil_builder_new(mil_builder **out, const char *model_dir, nc_error *er
     return NC_OK;
 }
 
-mil_program *mil_builder_program(mil_builder *b) { return b->prog; }
-const nc_error *mil_builder_error(const mil_builder *b) { return &b->err; }
+mil_program *mil_builder_program(mil_builder *b) {
+    return b->prog;
+}
+const nc_error *mil_builder_error(const mil_builder *b) {
+    return &b->err;
+}
 
 void mil_builder_free(mil_builder *b) {
     if (!b) return;
@@ -77,7 +83,8 @@ void mil_builder_free(mil_builder *b) {
 
 nc_status mil_builder_finish(mil_builder *b, mil_program **out, nc_error *err) {
     *out = NULL;
-    if (!b->failed && b->fn) failf(b, NC_ERR_INVALID, "function '%s' is still open (call mil_build_done)", b->fn->name);
+    if (!b->failed && b->fn)
+        failf(b, NC_ERR_INVALID, "function '%s' is still open (call mil_build_done)", b->fn->name);
     if (!b->failed && b->writer_open) {
         nc_error e;
         b->writer_open = 0;
@@ -122,7 +129,8 @@ nc_status mil_build_function(mil_builder *b, const char *name, const char *opset
 
 static int need_fn(mil_builder *b, const char *what) {
     if (b->failed) return 0;
-    if (!b->fn) return failf(b, NC_ERR_INVALID, "%s: no open function (call mil_build_function)", what);
+    if (!b->fn)
+        return failf(b, NC_ERR_INVALID, "%s: no open function (call mil_build_function)", what);
     return 1;
 }
 
@@ -132,10 +140,12 @@ mil_var *mil_build_input(mil_builder *b, const char *name, const mil_type *type)
     if (mil_function_var(b->fn, name))
         return failf(b, NC_ERR_INVALID, "input '%s': name already defined", name), NULL;
     if (b->fn->n_ops)
-        return failf(b, NC_ERR_INVALID, "input '%s': inputs must be declared before ops", name), NULL;
+        return failf(b, NC_ERR_INVALID, "input '%s': inputs must be declared before ops", name),
+               NULL;
     nc_error e;
     mil_var *v = mil_var_new(b->fn, name, type, &e);
-    mil_var **ins = v ? nc_arena_calloc(&b->prog->arena, (size_t)b->fn->n_inputs + 1, sizeof *ins) : NULL;
+    mil_var **ins =
+        v ? nc_arena_calloc(&b->prog->arena, (size_t)b->fn->n_inputs + 1, sizeof *ins) : NULL;
     if (!ins) return failf(b, NC_ERR_NOMEM, "out of memory"), NULL;
     if (b->fn->n_inputs) memcpy(ins, b->fn->inputs, (size_t)b->fn->n_inputs * sizeof *ins);
     ins[b->fn->n_inputs++] = v;
@@ -152,7 +162,8 @@ nc_status mil_build_done(mil_builder *b, mil_var *const *outputs, int n) {
     if (!need_fn(b, "done")) return b->err.code;
     for (int i = 0; i < n; i++)
         if (!in_fn(b->fn, outputs[i]) || !outputs[i]->name) {
-            failf(b, NC_ERR_INVALID, "function '%s': output %d is not a variable of this function", b->fn->name, i);
+            failf(b, NC_ERR_INVALID, "function '%s': output %d is not a variable of this function",
+                  b->fn->name, i);
             return NC_ERR_INVALID;
         }
     mil_var **outs = nc_arena_memdup(&b->prog->arena, outputs, (size_t)(n ? n : 1) * sizeof *outs);
@@ -198,19 +209,24 @@ nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
         const mil_build_arg *in = &args[i];
         mil_arg *m = &margs[i];
         m->name = in->name;
-        if (!in->name) return failf(b, NC_ERR_INVALID, "%s: argument %d has no name", label, i), NC_ERR_INVALID;
+        if (!in->name)
+            return failf(b, NC_ERR_INVALID, "%s: argument %d has no name", label, i),
+                   NC_ERR_INVALID;
         if (in->tuple) {
             m->is_tuple = 1;
             m->n_items = in->n_tuple;
-            m->items = nc_arena_memdup(a, in->tuple, (size_t)(in->n_tuple ? in->n_tuple : 1) * sizeof *in->tuple);
+            m->items = nc_arena_memdup(a, in->tuple,
+                                       (size_t)(in->n_tuple ? in->n_tuple : 1) * sizeof *in->tuple);
             if (!m->items) return failf(b, NC_ERR_NOMEM, "out of memory"), NC_ERR_NOMEM;
         } else {
             mil_var *v = in->var;
             if (!v && in->ref) {
                 v = mil_function_var(fn, in->ref);
                 if (!v)
-                    return failf(b, NC_ERR_NOT_FOUND, "%s: argument '%s' refers to unknown variable '%s'",
-                                 label, in->name, in->ref), NC_ERR_NOT_FOUND;
+                    return failf(b, NC_ERR_NOT_FOUND,
+                                 "%s: argument '%s' refers to unknown variable '%s'", label,
+                                 in->name, in->ref),
+                           NC_ERR_NOT_FOUND;
             }
             mil_var **items = nc_arena_alloc(a, sizeof *items);
             if (!items) return failf(b, NC_ERR_NOMEM, "out of memory"), NC_ERR_NOMEM;
@@ -220,11 +236,14 @@ nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
         }
         for (int j = 0; j < m->n_items; j++)
             if (!in_fn(fn, m->items[j]))
-                return failf(b, NC_ERR_INVALID, "%s: argument '%s' is not a variable of function '%s'",
-                             label, in->name, fn->name), NC_ERR_INVALID;
+                return failf(b, NC_ERR_INVALID,
+                             "%s: argument '%s' is not a variable of function '%s'", label,
+                             in->name, fn->name),
+                       NC_ERR_INVALID;
     }
     if (mil_function_var(fn, name))
-        return failf(b, NC_ERR_INVALID, "%s: name '%s' is already defined", label, name), NC_ERR_INVALID;
+        return failf(b, NC_ERR_INVALID, "%s: name '%s' is already defined", label, name),
+               NC_ERR_INVALID;
     mil_op *op = mil_op_append(fn, type, NULL, &e);
     if (!op) return set_fail(b, &e), e.code;
     op->args = margs;
@@ -240,7 +259,8 @@ nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
     }
     nc_status st = mil_op_infer(b->prog, op, inf, &e);
     if (st == NC_OK && inf->n > max_outs)
-        st = nc_fail(&e, NC_ERR_INVALID, "%s: has %d outputs, room for %d", label, inf->n, max_outs);
+        st =
+            nc_fail(&e, NC_ERR_INVALID, "%s: has %d outputs, room for %d", label, inf->n, max_outs);
     if (st != NC_OK) {
         fn->n_ops--; /* the op never happened */
         free(inf);
@@ -251,11 +271,15 @@ nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
     op->outputs = nc_arena_calloc(a, (size_t)(inf->n ? inf->n : 1), sizeof *op->outputs);
     for (int i = 0; op->outputs && i < inf->n; i++) {
         char oname[160];
-        if (inf->n == 1) snprintf(oname, sizeof oname, "%s", name);
-        else snprintf(oname, sizeof oname, "%s_%d", name, i);
+        if (inf->n == 1)
+            snprintf(oname, sizeof oname, "%s", name);
+        else
+            snprintf(oname, sizeof oname, "%s_%d", name, i);
         if (inf->n > 1 && mil_function_var(fn, oname)) {
             free(inf);
-            return failf(b, NC_ERR_INVALID, "%s: output name '%s' is already defined", label, oname), NC_ERR_INVALID;
+            return failf(b, NC_ERR_INVALID, "%s: output name '%s' is already defined", label,
+                         oname),
+                   NC_ERR_INVALID;
         }
         mil_var *v = mil_var_new(fn, oname, inf->types[i], &e);
         if (!v) {
@@ -272,8 +296,8 @@ nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
     return NC_OK;
 }
 
-mil_var *mil_build_op(mil_builder *b, const char *type, const char *name,
-                      const mil_build_arg *args, int n_args) {
+mil_var *mil_build_op(mil_builder *b, const char *type, const char *name, const mil_build_arg *args,
+                      int n_args) {
     mil_var *out[1];
     int n;
     if (mil_build_op_n(b, type, name, args, n_args, out, 1, &n) != NC_OK) return NULL;
@@ -396,7 +420,10 @@ mil_var *mil_build_const_str(mil_builder *b, const char *name, const char *s) {
 mil_var *mil_build_const_scalar(mil_builder *b, const char *name, mil_dtype dt, double v) {
     if (b->failed) return NULL;
     const mil_value *val = mil_value_f32(b->prog, dt, v);
-    if (!val) return failf(b, NC_ERR_INVALID, "const '%s': %s is not a float dtype", name ? name : "?", mil_dtype_name(dt)), NULL;
+    if (!val)
+        return failf(b, NC_ERR_INVALID, "const '%s': %s is not a float dtype", name ? name : "?",
+                     mil_dtype_name(dt)),
+               NULL;
     return mil_build_const(b, name, val);
 }
 
@@ -414,7 +441,8 @@ static const char *helper_name(mil_builder *b, const char *type, const char *nam
     return pick_name(b, type, name, buf, size);
 }
 
-#define ARG(n, v) {.name = (n), .var = (v)}
+#define ARG(n, v)                                                                                  \
+    { .name = (n), .var = (v) }
 
 mil_var *mil_build_binary(mil_builder *b, const char *type, const char *name, mil_var *x,
                           mil_var *y) {
@@ -433,10 +461,12 @@ mil_var *mil_build_mul(mil_builder *b, const char *name, mil_var *x, mil_var *y)
 }
 
 /* A float scalar parameter in x's dtype (fp16 or fp32). */
-static mil_var *float_param(mil_builder *b, const char *op, const char *param, mil_var *x, double v) {
+static mil_var *float_param(mil_builder *b, const char *op, const char *param, mil_var *x,
+                            double v) {
     char pn[160];
     mil_dtype dt = x && x->type && x->type->kind == MIL_TYPE_TENSOR && x->type->dtype == MIL_DT_FP32
-                       ? MIL_DT_FP32 : MIL_DT_FP16;
+                       ? MIL_DT_FP32
+                       : MIL_DT_FP16;
     return mil_build_const_scalar(b, param_name(pn, sizeof pn, op, param), dt, v);
 }
 
@@ -450,14 +480,18 @@ mil_var *mil_build_rsqrt(mil_builder *b, const char *name, mil_var *x, double ep
 mil_var *mil_build_gelu(mil_builder *b, const char *name, mil_var *x, const char *mode) {
     char nb[128], pn[160];
     name = helper_name(b, "gelu", name, nb, sizeof nb);
-    mil_build_arg a[] = {ARG("x", x), ARG("mode", mil_build_const_str(b, param_name(pn, sizeof pn, name, "mode"), mode))};
+    mil_build_arg a[] = {
+        ARG("x", x),
+        ARG("mode", mil_build_const_str(b, param_name(pn, sizeof pn, name, "mode"), mode))};
     return b->failed ? NULL : mil_build_op(b, "gelu", name, a, 2);
 }
 
 mil_var *mil_build_softmax(mil_builder *b, const char *name, mil_var *x, int axis) {
     char nb[128], pn[160];
     name = helper_name(b, "softmax", name, nb, sizeof nb);
-    mil_build_arg a[] = {ARG("x", x), ARG("axis", mil_build_const_i32(b, param_name(pn, sizeof pn, name, "axis"), axis))};
+    mil_build_arg a[] = {
+        ARG("x", x),
+        ARG("axis", mil_build_const_i32(b, param_name(pn, sizeof pn, name, "axis"), axis))};
     return b->failed ? NULL : mil_build_op(b, "softmax", name, a, 2);
 }
 
@@ -469,14 +503,17 @@ static mil_var *conv_with(mil_builder *b, const char *name, mil_var *x, mil_var 
     int ns = w && w->type && w->type->rank >= 3 ? w->type->rank - 2 : 2;
     int32_t ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, zeros[16] = {0};
     if (ns > 8) return failf(b, NC_ERR_INVALID, "conv '%s': too many spatial dims", name), NULL;
-    mil_var *strides = mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "strides"), ns, ones);
-    mil_var *pad_type = mil_build_const_str(b, param_name(pn, sizeof pn, name, "pad_type"), "valid");
+    mil_var *strides =
+        mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "strides"), ns, ones);
+    mil_var *pad_type =
+        mil_build_const_str(b, param_name(pn, sizeof pn, name, "pad_type"), "valid");
     mil_var *pad = mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "pad"), 2 * ns, zeros);
     mil_var *dil = mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "dilations"), ns, ones);
     mil_var *grp = mil_build_const_i32(b, param_name(pn, sizeof pn, name, "groups"), groups);
     if (b->failed) return NULL;
-    mil_build_arg a[8] = {ARG("x", x), ARG("weight", w), ARG("strides", strides), ARG("pad_type", pad_type),
-                          ARG("pad", pad), ARG("dilations", dil), ARG("groups", grp)};
+    mil_build_arg a[8] = {
+        ARG("x", x),     ARG("weight", w),      ARG("strides", strides), ARG("pad_type", pad_type),
+        ARG("pad", pad), ARG("dilations", dil), ARG("groups", grp)};
     int n = 7;
     if (bias) a[n++] = (mil_build_arg)ARG("bias", bias);
     return mil_build_op(b, "conv", name, a, n);
@@ -489,23 +526,27 @@ mil_var *mil_build_conv(mil_builder *b, const char *name, mil_var *x, mil_var *w
     return conv_with(b, name, x, weight, bias, groups);
 }
 
-mil_var *mil_build_conv1x1(mil_builder *b, const char *name, mil_var *x, int64_t cout,
-                           int64_t cin, const float *weight, const float *bias) {
+mil_var *mil_build_conv1x1(mil_builder *b, const char *name, mil_var *x, int64_t cout, int64_t cin,
+                           const float *weight, const float *bias) {
     char nb[128], pn[160];
     name = helper_name(b, "conv", name, nb, sizeof nb);
     int64_t wd[4] = {cout, cin, 1, 1};
     mil_var *w = mil_build_const_fp16(b, param_name(pn, sizeof pn, name, "weight"), 4, wd, weight);
-    mil_var *bv = bias ? mil_build_const_fp16(b, param_name(pn, sizeof pn, name, "bias"), 1, &cout, bias) : NULL;
+    mil_var *bv =
+        bias ? mil_build_const_fp16(b, param_name(pn, sizeof pn, name, "bias"), 1, &cout, bias)
+             : NULL;
     if (b->failed) return NULL;
     return conv_with(b, name, x, w, bv, 1);
 }
 
-mil_var *mil_build_matmul(mil_builder *b, const char *name, mil_var *x, mil_var *y,
-                          int transpose_x, int transpose_y) {
+mil_var *mil_build_matmul(mil_builder *b, const char *name, mil_var *x, mil_var *y, int transpose_x,
+                          int transpose_y) {
     char nb[128], pn[160];
     name = helper_name(b, "matmul", name, nb, sizeof nb);
-    mil_var *tx = mil_build_const_bool(b, param_name(pn, sizeof pn, name, "transpose_x"), transpose_x);
-    mil_var *ty = mil_build_const_bool(b, param_name(pn, sizeof pn, name, "transpose_y"), transpose_y);
+    mil_var *tx =
+        mil_build_const_bool(b, param_name(pn, sizeof pn, name, "transpose_x"), transpose_x);
+    mil_var *ty =
+        mil_build_const_bool(b, param_name(pn, sizeof pn, name, "transpose_y"), transpose_y);
     mil_build_arg a[] = {ARG("x", x), ARG("y", y), ARG("transpose_x", tx), ARG("transpose_y", ty)};
     return b->failed ? NULL : mil_build_op(b, "matmul", name, a, 4);
 }
@@ -549,15 +590,17 @@ mil_var *mil_build_slice_by_size(mil_builder *b, const char *name, mil_var *x, i
 }
 
 mil_var *mil_build_slice_by_index(mil_builder *b, const char *name, mil_var *x, int rank,
-                                  const int32_t *begin, const int32_t *end,
-                                  const int32_t *stride) {
+                                  const int32_t *begin, const int32_t *end, const int32_t *stride) {
     char nb[128], pn[160];
     name = helper_name(b, "slice_by_index", name, nb, sizeof nb);
     mil_var *bv = mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "begin"), rank, begin);
     mil_var *ev = mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "end"), rank, end);
     mil_build_arg a[4] = {ARG("x", x), ARG("begin", bv), ARG("end", ev)};
     int n = 3;
-    if (stride) a[n++] = (mil_build_arg)ARG("stride", mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "stride"), rank, stride));
+    if (stride)
+        a[n++] = (mil_build_arg)ARG(
+            "stride",
+            mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "stride"), rank, stride));
     return b->failed ? NULL : mil_build_op(b, "slice_by_index", name, a, n);
 }
 
@@ -567,7 +610,8 @@ mil_var *mil_build_concat(mil_builder *b, const char *name, mil_var *const *valu
     name = helper_name(b, "concat", name, nb, sizeof nb);
     mil_var *ax = mil_build_const_i32(b, param_name(pn, sizeof pn, name, "axis"), axis);
     mil_var *il = mil_build_const_bool(b, param_name(pn, sizeof pn, name, "interleave"), 0);
-    mil_build_arg a[] = {{.name = "values", .tuple = values, .n_tuple = n}, ARG("axis", ax), ARG("interleave", il)};
+    mil_build_arg a[] = {
+        {.name = "values", .tuple = values, .n_tuple = n}, ARG("axis", ax), ARG("interleave", il)};
     return b->failed ? NULL : mil_build_op(b, "concat", name, a, 3);
 }
 
@@ -579,9 +623,13 @@ int mil_build_split(mil_builder *b, const char *name, mil_var *x, int axis, int 
     mil_var *ax = mil_build_const_i32(b, param_name(pn, sizeof pn, name, "axis"), axis);
     mil_build_arg a[3] = {ARG("x", x), ARG("axis", ax)};
     if (split_sizes)
-        a[2] = (mil_build_arg)ARG("split_sizes", mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "split_sizes"), num_splits, split_sizes));
+        a[2] = (mil_build_arg)ARG(
+            "split_sizes", mil_build_const_i32s(b, param_name(pn, sizeof pn, name, "split_sizes"),
+                                                num_splits, split_sizes));
     else
-        a[2] = (mil_build_arg)ARG("num_splits", mil_build_const_i32(b, param_name(pn, sizeof pn, name, "num_splits"), num_splits));
+        a[2] = (mil_build_arg)ARG(
+            "num_splits",
+            mil_build_const_i32(b, param_name(pn, sizeof pn, name, "num_splits"), num_splits));
     if (b->failed) return -1;
     return mil_build_op_n(b, "split", name, a, 3, outs, max_outs, &n_out) == NC_OK ? n_out : -1;
 }
@@ -589,7 +637,8 @@ int mil_build_split(mil_builder *b, const char *name, mil_var *x, int axis, int 
 mil_var *mil_build_cast(mil_builder *b, const char *name, mil_var *x, mil_dtype dt) {
     char nb[128], pn[160];
     name = helper_name(b, "cast", name, nb, sizeof nb);
-    mil_var *d = mil_build_const_str(b, param_name(pn, sizeof pn, name, "dtype"), mil_dtype_name(dt));
+    mil_var *d =
+        mil_build_const_str(b, param_name(pn, sizeof pn, name, "dtype"), mil_dtype_name(dt));
     mil_build_arg a[] = {ARG("x", x), ARG("dtype", d)};
     return b->failed ? NULL : mil_build_op(b, "cast", name, a, 2);
 }

@@ -3,11 +3,10 @@
  *   mil_builder *b;
  *   mil_builder_new(&b, "out/model", &err);          // weights -> out/model/weights/weight.bin
  *   mil_build_function(b, "main", "ios18");
- *   mil_var *x = mil_build_input(b, "x", mil_type_tensor(mil_builder_program(b), MIL_DT_FP16, 4, dims));
- *   mil_var *y = mil_build_conv1x1(b, "proj", x, 64, 128, weights, NULL);
- *   y = mil_build_unary(b, "relu", "act", y);
- *   mil_build_done(b, &y, 1);
- *   mil_builder_finish(b, &prog, &err);              // closes weight.bin; prog is yours
+ *   mil_var *x = mil_build_input(b, "x", mil_type_tensor(mil_builder_program(b), MIL_DT_FP16, 4,
+ * dims)); mil_var *y = mil_build_conv1x1(b, "proj", x, 64, 128, weights, NULL); y =
+ * mil_build_unary(b, "relu", "act", y); mil_build_done(b, &y, 1); mil_builder_finish(b, &prog,
+ * &err);              // closes weight.bin; prog is yours
  *
  * Every call infers its outputs' types at once (ops.h). A wrong argument
  * name, dtype or shape fails AT THAT CALL: it returns NULL (or an error
@@ -60,16 +59,16 @@ mil_var *mil_build_var(mil_builder *b, const char *name);
 /* --- generic ops --------------------------------------------------------- */
 
 typedef struct mil_build_arg {
-    const char *name;       /* argument name, e.g. "x" */
-    mil_var *var;           /* the variable, or NULL to use `ref` / `tuple` */
-    const char *ref;        /* an earlier variable by name */
-    mil_var *const *tuple;  /* for tuple arguments (concat's values): n_tuple items */
+    const char *name;      /* argument name, e.g. "x" */
+    mil_var *var;          /* the variable, or NULL to use `ref` / `tuple` */
+    const char *ref;       /* an earlier variable by name */
+    mil_var *const *tuple; /* for tuple arguments (concat's values): n_tuple items */
     int n_tuple;
 } mil_build_arg;
 
 /* Appends an op with one output; returns it or NULL. */
-mil_var *mil_build_op(mil_builder *b, const char *type, const char *name,
-                      const mil_build_arg *args, int n_args);
+mil_var *mil_build_op(mil_builder *b, const char *type, const char *name, const mil_build_arg *args,
+                      int n_args);
 /* Appends an op with any number of outputs (named name_0, name_1, ...). */
 nc_status mil_build_op_n(mil_builder *b, const char *type, const char *name,
                          const mil_build_arg *args, int n_args, mil_var **outs, int max_outs,
@@ -106,13 +105,13 @@ mil_var *mil_build_gelu(mil_builder *b, const char *name, mil_var *x, const char
 mil_var *mil_build_softmax(mil_builder *b, const char *name, mil_var *x, int axis);
 /* 1x1 conv on [B, Cin, 1, S]: weight [cout, cin] (row-major fp32, stored as
  * fp16), optional bias [cout]. The ANE's fast linear layer. */
-mil_var *mil_build_conv1x1(mil_builder *b, const char *name, mil_var *x, int64_t cout,
-                           int64_t cin, const float *weight, const float *bias);
+mil_var *mil_build_conv1x1(mil_builder *b, const char *name, mil_var *x, int64_t cout, int64_t cin,
+                           const float *weight, const float *bias);
 /* conv with explicit weight/bias variables, valid padding, unit strides. */
 mil_var *mil_build_conv(mil_builder *b, const char *name, mil_var *x, mil_var *weight,
                         mil_var *bias, int groups);
-mil_var *mil_build_matmul(mil_builder *b, const char *name, mil_var *x, mil_var *y,
-                          int transpose_x, int transpose_y);
+mil_var *mil_build_matmul(mil_builder *b, const char *name, mil_var *x, mil_var *y, int transpose_x,
+                          int transpose_y);
 mil_var *mil_build_reshape(mil_builder *b, const char *name, mil_var *x, int rank,
                            const int32_t *shape);
 mil_var *mil_build_transpose(mil_builder *b, const char *name, mil_var *x, int rank,
@@ -121,8 +120,7 @@ mil_var *mil_build_slice_by_size(mil_builder *b, const char *name, mil_var *x, i
                                  const int32_t *begin, const int32_t *size);
 /* stride NULL means all 1. */
 mil_var *mil_build_slice_by_index(mil_builder *b, const char *name, mil_var *x, int rank,
-                                  const int32_t *begin, const int32_t *end,
-                                  const int32_t *stride);
+                                  const int32_t *begin, const int32_t *end, const int32_t *stride);
 mil_var *mil_build_concat(mil_builder *b, const char *name, mil_var *const *values, int n,
                           int axis);
 /* num_splits > 0 splits evenly; else split_sizes (n entries). outs gets the
@@ -135,10 +133,8 @@ mil_var *mil_build_reduce(mil_builder *b, const char *type, const char *name, mi
                           int n_axes, const int32_t *axes, int keep_dims);
 mil_var *mil_build_layer_norm(mil_builder *b, const char *name, mil_var *x, int n_axes,
                               const int32_t *axes, mil_var *gamma, mil_var *beta, double eps);
-mil_var *mil_build_select(mil_builder *b, const char *name, mil_var *cond, mil_var *a,
-                          mil_var *c);
-mil_var *mil_build_gather(mil_builder *b, const char *name, mil_var *x, mil_var *indices,
-                          int axis);
+mil_var *mil_build_select(mil_builder *b, const char *name, mil_var *cond, mil_var *a, mil_var *c);
+mil_var *mil_build_gather(mil_builder *b, const char *name, mil_var *x, mil_var *indices, int axis);
 mil_var *mil_build_expand_dims(mil_builder *b, const char *name, mil_var *x, int n_axes,
                                const int32_t *axes);
 mil_var *mil_build_squeeze(mil_builder *b, const char *name, mil_var *x, int n_axes,

@@ -66,7 +66,7 @@ static void collect(void *vctx, const mil_value *v, const mil_op *op) {
             int k = c->rep->n_files++;
             snprintf(c->orig[k], 1024, "%s", v->blob_path);
             snprintf(c->rep->from[k], 1024, "%s", resolved);
-            snprintf(c->rep->to[k], 64, "%s", c->rep->to[i]);
+            memcpy(c->rep->to[k], c->rep->to[i], sizeof c->rep->to[k]);
             return;
         }
     if (c->rep->n_files >= MIL_BUNDLE_MAX_FILES) {
@@ -77,8 +77,10 @@ static void collect(void *vctx, const mil_value *v, const mil_op *op) {
     snprintf(c->orig[k], 1024, "%s", v->blob_path);
     snprintf(c->rep->from[k], 1024, "%s", resolved);
     /* the first file becomes weight.bin (coremltools' name); others keep theirs */
-    if (k == 0) snprintf(c->rep->to[k], 64, "weight.bin");
-    else snprintf(c->rep->to[k], 64, "%d_%.50s", k, base_name(resolved));
+    if (k == 0)
+        snprintf(c->rep->to[k], 64, "weight.bin");
+    else
+        snprintf(c->rep->to[k], 64, "%d_%.50s", k, base_name(resolved));
 }
 
 typedef struct {
@@ -97,8 +99,10 @@ static void rewrite(void *vctx, const mil_value *v, const mil_op *op) {
             char p[128];
             snprintf(p, sizeof p, "@model_path/weights/%s", c->rep->to[i]);
             char *s = nc_arena_strdup(&c->prog->arena, p);
-            if (!s) c->oom = 1;
-            else ((mil_value *)v)->blob_path = s; /* the program is ours to edit */
+            if (!s)
+                c->oom = 1;
+            else
+                ((mil_value *)v)->blob_path = s; /* the program is ours to edit */
             return;
         }
 }
@@ -152,7 +156,8 @@ nc_status mil_bundle(const char *mil_path, const char *out_dir, mil_bundle_repor
     if (stat(out_dir, &sb) == 0) {
         mil_program_free(prog);
         free(orig);
-        return nc_fail(err, NC_ERR_INVALID, "%s: already exists (bundle writes a fresh folder)", out_dir);
+        return nc_fail(err, NC_ERR_INVALID, "%s: already exists (bundle writes a fresh folder)",
+                       out_dir);
     }
     char p[1200];
     snprintf(p, sizeof p, "%s/weights", out_dir);
@@ -165,7 +170,8 @@ nc_status mil_bundle(const char *mil_path, const char *out_dir, mil_bundle_repor
     }
     for (int i = 0; st == NC_OK && i < rep->n_files; i++) {
         int dup = 0;
-        for (int j = 0; j < i; j++) dup |= !strcmp(rep->to[j], rep->to[i]);
+        for (int j = 0; j < i; j++)
+            dup |= !strcmp(rep->to[j], rep->to[i]);
         if (dup) continue;
         snprintf(p, sizeof p, "%s/weights/%s", out_dir, rep->to[i]);
         st = copy_file(rep->from[i], p, err);

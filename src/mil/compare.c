@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static int streq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+static int streq(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
 
 int mil_value_equal(const mil_value *a, const mil_value *b) {
     if (a == b) return 1;
-    if (!a || !b || a->kind != b->kind || a->n != b->n || !mil_type_equal(a->type, b->type)) return 0;
+    if (!a || !b || a->kind != b->kind || a->n != b->n || !mil_type_equal(a->type, b->type))
+        return 0;
     switch (a->kind) {
     case MIL_VALUE_TENSOR:
         if (a->type->dtype == MIL_DT_STRING) {
@@ -42,7 +45,8 @@ static int attrs_equal(const mil_attr *a, int na, const mil_attr *b, int nb, int
     if (na != nb) return 0;
     for (int i = 0; i < na; i++) {
         const mil_attr *m = NULL;
-        if (ordered) m = streq(a[i].name, b[i].name) ? &b[i] : NULL;
+        if (ordered)
+            m = streq(a[i].name, b[i].name) ? &b[i] : NULL;
         else
             for (int j = 0; j < nb && !m; j++)
                 if (streq(a[i].name, b[j].name)) m = &b[j];
@@ -60,7 +64,8 @@ static int op_equal(const mil_op *a, const mil_op *b, char *why, size_t n) {
     for (int i = 0; i < a->n_args; i++) {
         const mil_arg *x = &a->args[i], *y = mil_op_arg(b, x->name);
         int ok = y && x->is_tuple == y->is_tuple && x->n_items == y->n_items;
-        for (int j = 0; ok && j < x->n_items; j++) ok = var_equal(x->items[j], y->items[j]);
+        for (int j = 0; ok && j < x->n_items; j++)
+            ok = var_equal(x->items[j], y->items[j]);
         if (!ok) {
             snprintf(why, n, "op %s: argument '%s' differs", a->type, x->name);
             return 0;
@@ -85,7 +90,8 @@ int mil_program_equal(const mil_program *a, const mil_program *b, char *why, siz
         why_size = sizeof tmp;
     }
     why[0] = 0;
-    if (!streq(a->version, b->version) || !attrs_equal(a->attrs, a->n_attrs, b->attrs, b->n_attrs, 1) ||
+    if (!streq(a->version, b->version) ||
+        !attrs_equal(a->attrs, a->n_attrs, b->attrs, b->n_attrs, 1) ||
         a->n_functions != b->n_functions) {
         snprintf(why, why_size, "program version, attributes or function count differ");
         return 0;

@@ -41,20 +41,21 @@ static const mil_type *tensor_of(const mil_op *op, const char *name) {
     return t && t->kind == MIL_TYPE_TENSOR ? t : NULL;
 }
 
-static nc_status need_tensor(const mil_op *op, const char *name, int min_rank,
-                             const mil_type **t, nc_error *err) {
+static nc_status need_tensor(const mil_op *op, const char *name, int min_rank, const mil_type **t,
+                             nc_error *err) {
     *t = tensor_of(op, name);
     if (!*t) return fail(op, err, "argument '%s' must be a tensor", name);
     if ((*t)->rank < min_rank)
-        return fail(op, err, "argument '%s' must have rank >= %d, has %d", name, min_rank, (*t)->rank);
+        return fail(op, err, "argument '%s' must have rank >= %d, has %d", name, min_rank,
+                    (*t)->rank);
     if ((*t)->rank > MAXR) return fail(op, err, "argument '%s' has too many dims", name);
     return NC_OK;
 }
 
 /* Reads an integer vector parameter. Returns 1 if known (values in v, count
  * in *n), 0 if absent, -1 if present but not a compile-time value. */
-static int ints_of(const mil_program *prog, const mil_op *op, const char *name, int64_t *v,
-                   int max, int *n) {
+static int ints_of(const mil_program *prog, const mil_op *op, const char *name, int64_t *v, int max,
+                   int *n) {
     const mil_value *val = mil_op_operand(op, name);
     *n = 0;
     if (!val) return mil_op_operand_type(op, name) ? -1 : 0;
@@ -118,23 +119,28 @@ MIL_INFER_FN(mil_infer_none) {
     return NC_OK;
 }
 
-static nc_status same_as(mil_program *prog, const mil_op *op, const char *name,
-                         mil_infer_out *out, nc_error *err) {
+static nc_status same_as(mil_program *prog, const mil_op *op, const char *name, mil_infer_out *out,
+                         nc_error *err) {
     const mil_type *x;
     (void)prog;
     NC_TRY(need_tensor(op, name, 0, &x, err));
     return emit_type(out, x);
 }
 
-MIL_INFER_FN(mil_infer_same_as_x) { return same_as(prog, op, "x", out, err); }
-MIL_INFER_FN(mil_infer_same_as_data) { return same_as(prog, op, "data", out, err); }
+MIL_INFER_FN(mil_infer_same_as_x) {
+    return same_as(prog, op, "x", out, err);
+}
+MIL_INFER_FN(mil_infer_same_as_data) {
+    return same_as(prog, op, "data", out, err);
+}
 
 MIL_INFER_FN(mil_infer_softmax) {
     const mil_type *x;
     int64_t axis, a;
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     int_of(prog, op, "axis", -1, &axis);
-    if (!norm_axis(axis, x->rank, &a)) return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    if (!norm_axis(axis, x->rank, &a))
+        return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
     return emit_type(out, x);
 }
 
@@ -146,7 +152,8 @@ MIL_INFER_FN(mil_infer_layer_norm) {
     if (ints_of(prog, op, "axes", axes, MAXR, &n) == 1)
         for (int i = 0; i < n; i++)
             if (!norm_axis(axes[i], x->rank, &a))
-                return fail(op, err, "axes[%d] = %lld is out of range for rank %d", i, (long long)axes[i], x->rank);
+                return fail(op, err, "axes[%d] = %lld is out of range for rank %d", i,
+                            (long long)axes[i], x->rank);
     const mil_type *g = tensor_of(op, "gamma");
     if (g && n > 0 && mil_type_numel(g) >= 0) {
         int64_t want = 1;
@@ -168,15 +175,20 @@ static nc_status broadcast2(const mil_op *op, const mil_type *a, const mil_type 
     for (int i = 0; i < r; i++) {
         int ia = i - (r - a->rank), ib = i - (r - b->rank);
         int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-        if (da == db) dims[i] = da;
-        else if (da == 1) dims[i] = db;
-        else if (db == 1) dims[i] = da;
-        else if (da < 0) dims[i] = db;
-        else if (db < 0) dims[i] = da;
+        if (da == db)
+            dims[i] = da;
+        else if (da == 1)
+            dims[i] = db;
+        else if (db == 1)
+            dims[i] = da;
+        else if (da < 0)
+            dims[i] = db;
+        else if (db < 0)
+            dims[i] = da;
         else {
             char sa[256], sb[256];
-            return fail(op, err, "cannot broadcast '%s' %s with '%s' %s", na, mil_type_str(a, sa, sizeof sa),
-                        nb, mil_type_str(b, sb, sizeof sb));
+            return fail(op, err, "cannot broadcast '%s' %s with '%s' %s", na,
+                        mil_type_str(a, sa, sizeof sa), nb, mil_type_str(b, sb, sizeof sb));
         }
     }
     *rank = r;
@@ -194,8 +206,12 @@ static nc_status binary(mil_program *prog, const mil_op *op, mil_infer_out *out,
     return emit(prog, out, is_bool ? MIL_DT_BOOL : x->dtype, rank, dims, err);
 }
 
-MIL_INFER_FN(mil_infer_broadcast) { return binary(prog, op, out, 0, err); }
-MIL_INFER_FN(mil_infer_compare) { return binary(prog, op, out, 1, err); }
+MIL_INFER_FN(mil_infer_broadcast) {
+    return binary(prog, op, out, 0, err);
+}
+MIL_INFER_FN(mil_infer_compare) {
+    return binary(prog, op, out, 1, err);
+}
 
 MIL_INFER_FN(mil_infer_select) {
     const mil_type *c, *a, *b;
@@ -218,31 +234,35 @@ MIL_INFER_FN(mil_infer_conv) {
     NC_TRY(need_tensor(op, "weight", 3, &w, err));
     int ns = x->rank - 2;
     if (w->rank != x->rank)
-        return fail(op, err, "weight has rank %d, x has rank %d (they must match)", w->rank, x->rank);
+        return fail(op, err, "weight has rank %d, x has rank %d (they must match)", w->rank,
+                    x->rank);
     int64_t groups, strides[MAXR], dil[MAXR], pad[2 * MAXR];
     int n;
     int_of(prog, op, "groups", 1, &groups);
     if (groups < 1) return fail(op, err, "groups must be >= 1, is %lld", (long long)groups);
-    for (int i = 0; i < ns; i++) strides[i] = dil[i] = 1;
+    for (int i = 0; i < ns; i++)
+        strides[i] = dil[i] = 1;
     if (ints_of(prog, op, "strides", strides, MAXR, &n) == 1 && n != ns)
         return fail(op, err, "strides has %d entries, expected %d", n, ns);
     if (ints_of(prog, op, "dilations", dil, MAXR, &n) == 1 && n != ns)
         return fail(op, err, "dilations has %d entries, expected %d", n, ns);
     for (int i = 0; i < ns; i++)
-        if (strides[i] < 1 || dil[i] < 1) return fail(op, err, "strides and dilations must be >= 1");
+        if (strides[i] < 1 || dil[i] < 1)
+            return fail(op, err, "strides and dilations must be >= 1");
     const char *pad_type = str_of(op, "pad_type");
     if (!pad_type) pad_type = "valid";
     memset(pad, 0, sizeof pad);
     if (!strcmp(pad_type, "custom")) {
         if (ints_of(prog, op, "pad", pad, 2 * MAXR, &n) == 1 && n != 2 * ns)
             return fail(op, err, "pad has %d entries, expected %d", n, 2 * ns);
-    } else if (strcmp(pad_type, "valid") && strcmp(pad_type, "same") && strcmp(pad_type, "same_lower")) {
+    } else if (strcmp(pad_type, "valid") && strcmp(pad_type, "same") &&
+               strcmp(pad_type, "same_lower")) {
         return fail(op, err, "pad_type '%s' is not valid, same, same_lower or custom", pad_type);
     }
     int64_t cin = x->dims[1], wcin = w->dims[1];
     if (cin >= 0 && wcin >= 0 && cin != dim_mul(wcin, groups))
-        return fail(op, err, "x has %lld channels but weight expects %lld x %lld groups", (long long)cin,
-                    (long long)wcin, (long long)groups);
+        return fail(op, err, "x has %lld channels but weight expects %lld x %lld groups",
+                    (long long)cin, (long long)wcin, (long long)groups);
     if (w->dims[0] >= 0 && w->dims[0] % groups)
         return fail(op, err, "weight's %lld output channels are not divisible by groups %lld",
                     (long long)w->dims[0], (long long)groups);
@@ -270,8 +290,10 @@ MIL_INFER_FN(mil_infer_conv) {
             continue;
         }
         if (padded < ek)
-            return fail(op, err, "spatial dim %d: input %lld (padded) is smaller than the kernel extent %lld",
-                        i, (long long)padded, (long long)ek);
+            return fail(
+                op, err,
+                "spatial dim %d: input %lld (padded) is smaller than the kernel extent %lld", i,
+                (long long)padded, (long long)ek);
         dims[2 + i] = (padded - ek) / strides[i] + 1;
     }
     return emit(prog, out, x->dtype, x->rank, dims, err);
@@ -310,7 +332,8 @@ MIL_INFER_FN(mil_infer_matmul) {
     }
     int64_t kx = xd[xr - 1], ky = yd[yr - 2];
     if (kx >= 0 && ky >= 0 && kx != ky)
-        return fail(op, err, "inner dimensions differ: x gives %lld, y gives %lld", (long long)kx, (long long)ky);
+        return fail(op, err, "inner dimensions differ: x gives %lld, y gives %lld", (long long)kx,
+                    (long long)ky);
     mil_type bx = {.kind = MIL_TYPE_TENSOR, .rank = xr - 2, .dims = xd};
     mil_type by = {.kind = MIL_TYPE_TENSOR, .rank = yr - 2, .dims = yd};
     int64_t dims[MAXR];
@@ -328,7 +351,8 @@ MIL_INFER_FN(mil_infer_linear) {
     if (w->rank != 2) return fail(op, err, "weight must be [D_out, D_in], has rank %d", w->rank);
     int64_t din = x->dims[x->rank - 1];
     if (din >= 0 && w->dims[1] >= 0 && din != w->dims[1])
-        return fail(op, err, "x's last dim %lld differs from weight's D_in %lld", (long long)din, (long long)w->dims[1]);
+        return fail(op, err, "x's last dim %lld differs from weight's D_in %lld", (long long)din,
+                    (long long)w->dims[1]);
     const mil_type *b = tensor_of(op, "bias");
     if (b && (b->rank != 1 || (b->dims[0] >= 0 && w->dims[0] >= 0 && b->dims[0] != w->dims[0])))
         return fail(op, err, "bias must be [%lld]", (long long)w->dims[0]);
@@ -360,7 +384,8 @@ static nc_status reduce_shape(mil_program *prog, const mil_op *op, const mil_typ
     for (int i = 0; i < n_axes; i++) {
         int64_t a;
         if (!norm_axis(axes[i], x->rank, &a))
-            return fail(op, err, "axis %lld is out of range for rank %d", (long long)axes[i], x->rank);
+            return fail(op, err, "axis %lld is out of range for rank %d", (long long)axes[i],
+                        x->rank);
         reduced[a] = 1;
     }
     int64_t dims[MAXR];
@@ -384,8 +409,10 @@ MIL_INFER_FN(mil_infer_reduce) {
     int keep = bool_of(prog, op, "keep_dims", 0);
     if (k == -1) {
         int64_t dims[MAXR];
-        for (int i = 0; i < x->rank; i++) dims[i] = UNK;
-        return emit(prog, out, x->dtype, keep ? x->rank : 0, dims, err); /* rank unknown: best effort */
+        for (int i = 0; i < x->rank; i++)
+            dims[i] = UNK;
+        return emit(prog, out, x->dtype, keep ? x->rank : 0, dims,
+                    err); /* rank unknown: best effort */
     }
     return reduce_shape(prog, op, x, axes, n, k == 0, keep, x->dtype, out, err);
 }
@@ -406,7 +433,8 @@ MIL_INFER_FN(mil_infer_transpose) {
     int64_t perm[MAXR], dims[MAXR];
     int n, seen[MAXR] = {0};
     NC_TRY(need_tensor(op, "x", 0, &x, err));
-    if (ints_of(prog, op, "perm", perm, MAXR, &n) != 1) return fail(op, err, "perm must be a constant");
+    if (ints_of(prog, op, "perm", perm, MAXR, &n) != 1)
+        return fail(op, err, "perm must be a constant");
     if (n != x->rank) return fail(op, err, "perm has %d entries, x has rank %d", n, x->rank);
     for (int i = 0; i < n; i++) {
         int64_t a;
@@ -428,7 +456,8 @@ MIL_INFER_FN(mil_infer_reshape) {
         /* a runtime shape: rank known from its length, dims not */
         int64_t dims[MAXR];
         if (s->dims[0] < 0 || s->dims[0] > MAXR) return fail(op, err, "shape has unknown length");
-        for (int i = 0; i < s->dims[0]; i++) dims[i] = UNK;
+        for (int i = 0; i < s->dims[0]; i++)
+            dims[i] = UNK;
         return emit(prog, out, x->dtype, (int)s->dims[0], dims, err);
     }
     int ios17 = mil_op_opset_version(op) >= 17;
@@ -436,9 +465,11 @@ MIL_INFER_FN(mil_infer_reshape) {
     int neg = -1, any_unknown = 0;
     for (int i = 0; i < n; i++) {
         if (shape[i] == 0) {
-            /* iOS15: copy x's dim i (only when ranks match); iOS17: right-aligned copy, 1 when out of range */
+            /* iOS15: copy x's dim i (only when ranks match); iOS17: right-aligned copy, 1 when out
+             * of range */
             int src = ios17 ? x->rank - n + i : i;
-            if (!ios17 && n != x->rank) return fail(op, err, "shape uses 0 but its length differs from x's rank");
+            if (!ios17 && n != x->rank)
+                return fail(op, err, "shape uses 0 but its length differs from x's rank");
             shape[i] = src >= 0 && src < x->rank ? x->dims[src] : 1;
             if (shape[i] == UNK) {
                 any_unknown = 1;
@@ -449,20 +480,24 @@ MIL_INFER_FN(mil_infer_reshape) {
             neg = i;
             continue;
         }
-        if (shape[i] < 0) return fail(op, err, "shape[%d] = %lld is invalid", i, (long long)shape[i]);
+        if (shape[i] < 0)
+            return fail(op, err, "shape[%d] = %lld is invalid", i, (long long)shape[i]);
         known = dim_mul(known, shape[i]);
         if (known < 0) return fail(op, err, "shape is too large");
     }
     int64_t total = mil_type_numel(x);
     if (neg >= 0) {
-        if (total < 0 || any_unknown) shape[neg] = UNK;
+        if (total < 0 || any_unknown)
+            shape[neg] = UNK;
         else if (known == 0 || total % known)
-            return fail(op, err, "cannot infer -1: %lld elements do not divide by %lld", (long long)total, (long long)known);
-        else shape[neg] = total / known;
+            return fail(op, err, "cannot infer -1: %lld elements do not divide by %lld",
+                        (long long)total, (long long)known);
+        else
+            shape[neg] = total / known;
     } else if (total >= 0 && !any_unknown && known != total) {
         char sx[256];
-        return fail(op, err, "cannot reshape %s (%lld elements) to %lld elements", mil_type_str(x, sx, sizeof sx),
-                    (long long)total, (long long)known);
+        return fail(op, err, "cannot reshape %s (%lld elements) to %lld elements",
+                    mil_type_str(x, sx, sizeof sx), (long long)total, (long long)known);
     }
     return emit(prog, out, x->dtype, n, shape, err);
 }
@@ -472,15 +507,18 @@ MIL_INFER_FN(mil_infer_expand_dims) {
     int64_t axes[MAXR], dims[MAXR];
     int n, is_new[MAXR] = {0};
     NC_TRY(need_tensor(op, "x", 0, &x, err));
-    if (ints_of(prog, op, "axes", axes, MAXR, &n) != 1 || n == 0) return fail(op, err, "axes must be a non-empty constant");
+    if (ints_of(prog, op, "axes", axes, MAXR, &n) != 1 || n == 0)
+        return fail(op, err, "axes must be a non-empty constant");
     int rank = x->rank + n;
     if (rank > MAXR) return fail(op, err, "result rank too large");
     for (int i = 0; i < n; i++) {
         int64_t a;
         if (!norm_axis(axes[i], rank, &a) || is_new[a]++)
-            return fail(op, err, "axes[%d] = %lld is out of range or repeated for result rank %d", i, (long long)axes[i], rank);
+            return fail(op, err, "axes[%d] = %lld is out of range or repeated for result rank %d",
+                        i, (long long)axes[i], rank);
     }
-    for (int i = 0, j = 0; i < rank; i++) dims[i] = is_new[i] ? 1 : x->dims[j++];
+    for (int i = 0, j = 0; i < rank; i++)
+        dims[i] = is_new[i] ? 1 : x->dims[j++];
     return emit(prog, out, x->dtype, rank, dims, err);
 }
 
@@ -493,19 +531,25 @@ MIL_INFER_FN(mil_infer_squeeze) {
     if (k == 1) {
         for (int i = 0; i < n; i++) {
             int64_t a;
-            if (!norm_axis(axes[i], x->rank, &a)) return fail(op, err, "axes[%d] = %lld is out of range", i, (long long)axes[i]);
-            if (x->dims[a] > 1) return fail(op, err, "cannot squeeze axis %lld of size %lld", (long long)a, (long long)x->dims[a]);
+            if (!norm_axis(axes[i], x->rank, &a))
+                return fail(op, err, "axes[%d] = %lld is out of range", i, (long long)axes[i]);
+            if (x->dims[a] > 1)
+                return fail(op, err, "cannot squeeze axis %lld of size %lld", (long long)a,
+                            (long long)x->dims[a]);
             drop[a] = 1;
         }
     } else {
-        for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
+        for (int i = 0; i < x->rank; i++)
+            drop[i] = x->dims[i] == 1;
     }
     for (int i = 0; i < x->rank; i++)
         if (!drop[i]) dims[rank++] = x->dims[i];
     return emit(prog, out, x->dtype, rank, dims, err);
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 MIL_INFER_FN(mil_infer_slice_by_index) {
     const mil_type *x;
@@ -514,12 +558,18 @@ MIL_INFER_FN(mil_infer_slice_by_index) {
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     int r = x->rank;
     int kb = ints_of(prog, op, "begin", b, MAXR, &nb), ke = ints_of(prog, op, "end", e, MAXR, &ne);
-    for (int i = 0; i < r; i++) s[i] = 1;
-    if (ints_of(prog, op, "stride", s, MAXR, &n) == 1 && n != r) return fail(op, err, "stride must have %d entries", r);
-    if (ints_of(prog, op, "begin_mask", bm, MAXR, &n) == 1 && n != r) return fail(op, err, "begin_mask must have %d entries", r);
-    if (ints_of(prog, op, "end_mask", em, MAXR, &n) == 1 && n != r) return fail(op, err, "end_mask must have %d entries", r);
-    if (ints_of(prog, op, "squeeze_mask", sm, MAXR, &n) == 1 && n != r) return fail(op, err, "squeeze_mask must have %d entries", r);
-    if ((kb == 1 && nb != r) || (ke == 1 && ne != r)) return fail(op, err, "begin and end must have %d entries", r);
+    for (int i = 0; i < r; i++)
+        s[i] = 1;
+    if (ints_of(prog, op, "stride", s, MAXR, &n) == 1 && n != r)
+        return fail(op, err, "stride must have %d entries", r);
+    if (ints_of(prog, op, "begin_mask", bm, MAXR, &n) == 1 && n != r)
+        return fail(op, err, "begin_mask must have %d entries", r);
+    if (ints_of(prog, op, "end_mask", em, MAXR, &n) == 1 && n != r)
+        return fail(op, err, "end_mask must have %d entries", r);
+    if (ints_of(prog, op, "squeeze_mask", sm, MAXR, &n) == 1 && n != r)
+        return fail(op, err, "squeeze_mask must have %d entries", r);
+    if ((kb == 1 && nb != r) || (ke == 1 && ne != r))
+        return fail(op, err, "begin and end must have %d entries", r);
     int rank = 0;
     for (int i = 0; i < r; i++) {
         if (s[i] == 0 || s[i] == INT64_MIN) return fail(op, err, "stride[%d] is invalid", i);
@@ -550,7 +600,8 @@ MIL_INFER_FN(mil_infer_slice_by_size) {
     int nb, ns;
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     int kb = ints_of(prog, op, "begin", b, MAXR, &nb);
-    if (ints_of(prog, op, "size", sz, MAXR, &ns) != 1) return fail(op, err, "size must be a constant");
+    if (ints_of(prog, op, "size", sz, MAXR, &ns) != 1)
+        return fail(op, err, "size must be a constant");
     if (ns != x->rank || (kb == 1 && nb != x->rank))
         return fail(op, err, "begin and size must have %d entries", x->rank);
     for (int i = 0; i < x->rank; i++) {
@@ -559,12 +610,14 @@ MIL_INFER_FN(mil_infer_slice_by_size) {
             if (kb == 1 && d >= 0) {
                 int64_t lo = b[i] < 0 ? b[i] + d : b[i];
                 if (lo < 0 || lo > d || sz[i] > d - lo)
-                    return fail(op, err, "dim %d: slice [%lld, +%lld) exceeds size %lld", i, (long long)b[i], (long long)sz[i], (long long)d);
+                    return fail(op, err, "dim %d: slice [%lld, +%lld) exceeds size %lld", i,
+                                (long long)b[i], (long long)sz[i], (long long)d);
             }
             dims[i] = sz[i];
         } else if (sz[i] == -1) {
             dims[i] = kb == 1 && d >= 0 ? d - (b[i] < 0 ? b[i] + d : b[i]) : UNK;
-            if (dims[i] < 0 && dims[i] != UNK) return fail(op, err, "dim %d: begin is out of range", i);
+            if (dims[i] < 0 && dims[i] != UNK)
+                return fail(op, err, "dim %d: begin is out of range", i);
         } else {
             return fail(op, err, "size[%d] = %lld is invalid", i, (long long)sz[i]);
         }
@@ -577,13 +630,16 @@ MIL_INFER_FN(mil_infer_concat) {
     int64_t axis, a, dims[MAXR];
     if (!vals || vals->n_items < 1) return fail(op, err, "values must be a non-empty tuple");
     const mil_type *t0 = vals->items[0]->type;
-    if (!mil_type_is_tensor(t0) || t0->rank < 1 || t0->rank > MAXR) return fail(op, err, "values must be tensors of rank >= 1");
+    if (!mil_type_is_tensor(t0) || t0->rank < 1 || t0->rank > MAXR)
+        return fail(op, err, "values must be tensors of rank >= 1");
     if (int_of(prog, op, "axis", 0, &axis) != 1) return fail(op, err, "axis must be a constant");
-    if (!norm_axis(axis, t0->rank, &a)) return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, t0->rank);
+    if (!norm_axis(axis, t0->rank, &a))
+        return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, t0->rank);
     memcpy(dims, t0->dims, (size_t)t0->rank * sizeof *dims);
     for (int i = 1; i < vals->n_items; i++) {
         const mil_type *t = vals->items[i]->type;
-        if (!mil_type_is_tensor(t) || t->rank != t0->rank) return fail(op, err, "values[%d] has a different rank", i);
+        if (!mil_type_is_tensor(t) || t->rank != t0->rank)
+            return fail(op, err, "values[%d] has a different rank", i);
         for (int d = 0; d < t->rank; d++) {
             if (d == a) {
                 dims[d] = dim_add(dims[d], t->dims[d]);
@@ -604,7 +660,8 @@ MIL_INFER_FN(mil_infer_split) {
     int n = 0;
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     if (int_of(prog, op, "axis", 0, &axis) != 1) return fail(op, err, "axis must be a constant");
-    if (!norm_axis(axis, x->rank, &a)) return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    if (!norm_axis(axis, x->rank, &a))
+        return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
     int64_t d = x->dims[a];
     int ks = ints_of(prog, op, "split_sizes", sizes, MIL_MAX_OUTPUTS, &n);
     int kn = int_of(prog, op, "num_splits", 0, &num);
@@ -615,13 +672,21 @@ MIL_INFER_FN(mil_infer_split) {
             sum = dim_add(sum, sizes[i]);
             if (sum < 0) return fail(op, err, "split_sizes are too large");
         }
-        if (d >= 0 && sum != d) return fail(op, err, "split_sizes sum to %lld, axis has %lld", (long long)sum, (long long)d);
-        if (kn == 1 && num != n) return fail(op, err, "num_splits %lld disagrees with %d split_sizes", (long long)num, n);
+        if (d >= 0 && sum != d)
+            return fail(op, err, "split_sizes sum to %lld, axis has %lld", (long long)sum,
+                        (long long)d);
+        if (kn == 1 && num != n)
+            return fail(op, err, "num_splits %lld disagrees with %d split_sizes", (long long)num,
+                        n);
     } else if (kn == 1) {
-        if (num < 1 || num > MIL_MAX_OUTPUTS) return fail(op, err, "num_splits %lld is out of range", (long long)num);
-        if (d >= 0 && d % num) return fail(op, err, "axis size %lld is not divisible by num_splits %lld", (long long)d, (long long)num);
+        if (num < 1 || num > MIL_MAX_OUTPUTS)
+            return fail(op, err, "num_splits %lld is out of range", (long long)num);
+        if (d >= 0 && d % num)
+            return fail(op, err, "axis size %lld is not divisible by num_splits %lld", (long long)d,
+                        (long long)num);
         n = (int)num;
-        for (int i = 0; i < n; i++) sizes[i] = d >= 0 ? d / num : UNK;
+        for (int i = 0; i < n; i++)
+            sizes[i] = d >= 0 ? d / num : UNK;
     } else {
         return fail(op, err, "needs num_splits or split_sizes");
     }
@@ -640,7 +705,8 @@ MIL_INFER_FN(mil_infer_tile) {
     int n;
     NC_TRY(need_tensor(op, "x", 0, &x, err));
     int k = ints_of(prog, op, "reps", reps, MAXR, &n);
-    if (k == 1 && n != x->rank) return fail(op, err, "reps has %d entries, x has rank %d", n, x->rank);
+    if (k == 1 && n != x->rank)
+        return fail(op, err, "reps has %d entries, x has rank %d", n, x->rank);
     for (int i = 0; i < x->rank; i++) {
         if (k == 1 && reps[i] < 0) return fail(op, err, "reps[%d] is negative", i);
         dims[i] = k != 1 ? UNK : dim_mul(x->dims[i], reps[i]);
@@ -657,17 +723,20 @@ MIL_INFER_FN(mil_infer_pad) {
     const char *mode = str_of(op, "mode");
     if (mode && strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "replicate"))
         return fail(op, err, "mode '%s' is not constant, reflect or replicate", mode);
-    if (k == 1 && (n % 2 || n / 2 > x->rank)) return fail(op, err, "pad has %d entries for rank %d", n, x->rank);
+    if (k == 1 && (n % 2 || n / 2 > x->rank))
+        return fail(op, err, "pad has %d entries for rank %d", n, x->rank);
     if (x->rank) memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
     if (k == 1) {
         int first = x->rank - n / 2; /* pad covers the last n/2 dims */
         for (int i = 0; i < n / 2; i++) {
-            if (pad[2 * i] < 0 || pad[2 * i + 1] < 0) return fail(op, err, "pad amounts must be >= 0");
+            if (pad[2 * i] < 0 || pad[2 * i + 1] < 0)
+                return fail(op, err, "pad amounts must be >= 0");
             int64_t *d = &dims[first + i];
             *d = dim_add(*d, dim_add(pad[2 * i], pad[2 * i + 1]));
         }
     } else {
-        for (int i = 0; i < x->rank; i++) dims[i] = UNK;
+        for (int i = 0; i < x->rank; i++)
+            dims[i] = UNK;
     }
     return emit(prog, out, x->dtype, x->rank, dims, err);
 }
@@ -682,7 +751,8 @@ MIL_INFER_FN(mil_infer_fill) {
     if (ints_of(prog, op, "shape", shape, MAXR, &n) != 1) {
         if (s->dims[0] < 0 || s->dims[0] > MAXR) return fail(op, err, "shape has unknown length");
         n = (int)s->dims[0];
-        for (int i = 0; i < n; i++) shape[i] = UNK;
+        for (int i = 0; i < n; i++)
+            shape[i] = UNK;
     }
     for (int i = 0; i < n; i++)
         if (shape[i] < 0 && shape[i] != UNK) return fail(op, err, "shape[%d] is negative", i);
@@ -694,12 +764,15 @@ MIL_INFER_FN(mil_infer_cast) {
     NC_TRY(need_tensor(op, "x", 0, &x, err));
     const char *name = str_of(op, "dtype");
     mil_dtype dt = name ? mil_dtype_from_name(name) : MIL_DT_INVALID;
-    static const mil_dtype ok[] = {MIL_DT_FP16, MIL_DT_FP32, MIL_DT_INT32, MIL_DT_BOOL, MIL_DT_INT8,
-                                   MIL_DT_UINT8, MIL_DT_INT16, MIL_DT_UINT16, MIL_DT_FP64, MIL_DT_INT64};
+    static const mil_dtype ok[] = {MIL_DT_FP16, MIL_DT_FP32,  MIL_DT_INT32, MIL_DT_BOOL,
+                                   MIL_DT_INT8, MIL_DT_UINT8, MIL_DT_INT16, MIL_DT_UINT16,
+                                   MIL_DT_FP64, MIL_DT_INT64};
     int allowed = 0;
     int n_ok = mil_op_opset_version(op) >= 17 ? 10 : 4;
-    for (int i = 0; i < n_ok; i++) allowed |= ok[i] == dt;
-    if (!allowed) return fail(op, err, "dtype '%s' is not a cast target at this opset", name ? name : "?");
+    for (int i = 0; i < n_ok; i++)
+        allowed |= ok[i] == dt;
+    if (!allowed)
+        return fail(op, err, "dtype '%s' is not a cast target at this opset", name ? name : "?");
     return emit(prog, out, dt, x->rank, x->dims, err);
 }
 
@@ -719,14 +792,19 @@ MIL_INFER_FN(mil_infer_gather) {
     NC_TRY(need_tensor(op, "indices", 0, &ix, err));
     int_of(prog, op, "axis", 0, &axis);
     int_of(prog, op, "batch_dims", 0, &bd);
-    if (!norm_axis(axis, x->rank, &a)) return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    if (!norm_axis(axis, x->rank, &a))
+        return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
     if (bd < 0) bd += ix->rank;
-    if (bd < 0 || bd > a || bd > ix->rank) return fail(op, err, "batch_dims %lld is out of range", (long long)bd);
+    if (bd < 0 || bd > a || bd > ix->rank)
+        return fail(op, err, "batch_dims %lld is out of range", (long long)bd);
     int rank = 0;
     if (x->rank - 1 + ix->rank - bd > MAXR) return fail(op, err, "result rank too large");
-    for (int i = 0; i < a; i++) dims[rank++] = x->dims[i];
-    for (int i = (int)bd; i < ix->rank; i++) dims[rank++] = ix->dims[i];
-    for (int i = (int)a + 1; i < x->rank; i++) dims[rank++] = x->dims[i];
+    for (int i = 0; i < a; i++)
+        dims[rank++] = x->dims[i];
+    for (int i = (int)bd; i < ix->rank; i++)
+        dims[rank++] = ix->dims[i];
+    for (int i = (int)a + 1; i < x->rank; i++)
+        dims[rank++] = x->dims[i];
     return emit(prog, out, x->dtype, rank, dims, err);
 }
 
@@ -737,7 +815,8 @@ MIL_INFER_FN(mil_infer_gather_along_axis) {
     NC_TRY(need_tensor(op, "indices", 1, &ix, err));
     if (ix->rank != x->rank) return fail(op, err, "indices must have x's rank %d", x->rank);
     int_of(prog, op, "axis", 0, &axis);
-    if (!norm_axis(axis, x->rank, &a)) return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    if (!norm_axis(axis, x->rank, &a))
+        return fail(op, err, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
     return emit(prog, out, x->dtype, ix->rank, ix->dims, err);
 }
 
@@ -767,9 +846,11 @@ MIL_INFER_FN(mil_infer_lut16) {
     int n;
     NC_TRY(need_tensor(op, "indices", 1, &ix, err));
     NC_TRY(need_tensor(op, "lut", 1, &lut, err));
-    if (ints_of(prog, op, "shape", shape, MAXR, &n) != 1) return fail(op, err, "shape must be a constant");
+    if (ints_of(prog, op, "shape", shape, MAXR, &n) != 1)
+        return fail(op, err, "shape must be a constant");
     int64_t entries = lut->dims[lut->rank - 1];
-    if (lut->rank != 1 || (entries != 2 && entries != 4 && entries != 16 && entries != 64 && entries != 256))
+    if (lut->rank != 1 ||
+        (entries != 2 && entries != 4 && entries != 16 && entries != 64 && entries != 256))
         return fail(op, err, "lut must be 1-D with 2, 4, 16, 64 or 256 entries");
     int bits = entries == 2 ? 1 : entries == 4 ? 2 : entries == 16 ? 4 : entries == 64 ? 6 : 8;
     int64_t numel = 1;
@@ -779,7 +860,8 @@ MIL_INFER_FN(mil_infer_lut16) {
     }
     int64_t need = numel < 0 ? UNK : dim_add(dim_mul(numel, bits), 7);
     if (need >= 0 && ix->dims[0] >= 0 && ix->dims[0] != need / 8)
-        return fail(op, err, "indices has %lld bytes, shape needs %lld", (long long)ix->dims[0], (long long)(need / 8));
+        return fail(op, err, "indices has %lld bytes, shape needs %lld", (long long)ix->dims[0],
+                    (long long)(need / 8));
     return emit(prog, out, lut->dtype, n, shape, err);
 }
 
@@ -788,7 +870,8 @@ MIL_INFER_FN(mil_infer_lut18) {
     NC_TRY(need_tensor(op, "indices", 1, &ix, err));
     NC_TRY(need_tensor(op, "lut", 2, &lut, err));
     if (lut->rank != ix->rank + 2)
-        return fail(op, err, "lut must have rank %d (indices rank + 2), has %d", ix->rank + 2, lut->rank);
+        return fail(op, err, "lut must have rank %d (indices rank + 2), has %d", ix->rank + 2,
+                    lut->rank);
     int64_t entries = lut->dims[lut->rank - 2], vec = lut->dims[lut->rank - 1];
     int bits = mil_dtype_bits(ix->dtype);
     if (bits < 1 || bits > 8 || (entries >= 0 && entries != (int64_t)1 << bits))
@@ -798,8 +881,8 @@ MIL_INFER_FN(mil_infer_lut18) {
     memcpy(dims, ix->dims, (size_t)ix->rank * sizeof *dims);
     for (int i = 0; i < ix->rank; i++)
         if (dims[i] >= 0 && lut->dims[i] > 0 && dims[i] % lut->dims[i])
-            return fail(op, err, "indices dim %d (%lld) is not divisible by lut's group count %lld", i,
-                        (long long)dims[i], (long long)lut->dims[i]);
+            return fail(op, err, "indices dim %d (%lld) is not divisible by lut's group count %lld",
+                        i, (long long)dims[i], (long long)lut->dims[i]);
     if (vec > 1) {
         int_of(prog, op, "vector_axis", 0, &axis);
         if (!norm_axis(axis, ix->rank, &a)) return fail(op, err, "vector_axis is out of range");
@@ -824,7 +907,8 @@ MIL_INFER_FN(mil_infer_quantize) {
     NC_TRY(need_tensor(op, "input", 0, &x, err));
     const char *name = str_of(op, "output_dtype");
     mil_dtype dt = name ? mil_dtype_from_name(name) : MIL_DT_INVALID;
-    if (dt != MIL_DT_INT8 && dt != MIL_DT_UINT8) return fail(op, err, "output_dtype must be int8 or uint8");
+    if (dt != MIL_DT_INT8 && dt != MIL_DT_UINT8)
+        return fail(op, err, "output_dtype must be int8 or uint8");
     return emit(prog, out, dt, x->rank, x->dims, err);
 }
 
@@ -850,7 +934,8 @@ MIL_INFER_FN(mil_infer_tensor_to_buffer) {
         return fail(op, err, "strides must be a constant with %d entries", x->rank);
     if (ints_of(prog, op, "interleave_factors", il, MAXR, &ni) != 1) {
         ni = x->rank;
-        for (int i = 0; i < ni; i++) il[i] = 1;
+        for (int i = 0; i < ni; i++)
+            il[i] = 1;
     }
     mil_type *t = nc_arena_alloc(&prog->arena, sizeof *t);
     const char **names = nc_arena_calloc(&prog->arena, 3, sizeof *names);

@@ -49,7 +49,8 @@ nc_status mil_program_set_model_dir(mil_program *prog, const char *dir, nc_error
 static int grow(void **arr, int *cap, int need, size_t elem) {
     if (need <= *cap) return 1;
     int nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *p = realloc(*arr, (size_t)nc * elem);
     if (!p) return 0;
     *arr = p;
@@ -85,7 +86,8 @@ struct mil_var_index {
 
 static uint32_t hash_str(const char *s) {
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
 
@@ -104,11 +106,13 @@ static int index_insert(struct mil_var_index *ix, mil_var *v) {
 
 static int index_add(mil_function *fn, mil_var *v) {
     int named = 0;
-    for (int i = 0; i < fn->n_vars; i++) named += fn->vars[i]->name != NULL;
+    for (int i = 0; i < fn->n_vars; i++)
+        named += fn->vars[i]->name != NULL;
     struct mil_var_index *ix = fn->index;
     if (!ix || named * 2 >= ix->cap) {
         int cap = ix ? ix->cap * 2 : 64;
-        while (cap < named * 4) cap *= 2;
+        while (cap < named * 4)
+            cap *= 2;
         struct mil_var_index *nx = calloc(1, sizeof *nx + (size_t)cap * sizeof(mil_var *));
         if (!nx) return 0;
         nx->cap = cap;
@@ -163,7 +167,8 @@ mil_op *mil_op_append(mil_function *fn, const char *type, const char *opset, nc_
     nc_arena *a = &fn->prog->arena;
     mil_op *op = nc_arena_alloc(a, sizeof *op);
     if (!op || !grow((void **)&fn->ops, &fn->cap_ops, fn->n_ops + 1, sizeof *fn->ops) ||
-        !(op->type = nc_arena_strdup(a, type)) || (opset && !(op->opset = nc_arena_strdup(a, opset)))) {
+        !(op->type = nc_arena_strdup(a, type)) ||
+        (opset && !(op->opset = nc_arena_strdup(a, opset)))) {
         nc_fail(err, NC_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -208,7 +213,9 @@ mil_var *mil_op_input(const mil_op *op, const char *name) {
     return a && !a->is_tuple && a->n_items == 1 ? a->items[0] : NULL;
 }
 
-const char *mil_op_name(const mil_op *op) { return mil_value_str(mil_op_attr(op, "name")); }
+const char *mil_op_name(const mil_op *op) {
+    return mil_value_str(mil_op_attr(op, "name"));
+}
 
 int mil_opset_version(const char *opset) {
     if (!opset) return 0;
@@ -264,7 +271,8 @@ static const mil_type *type_with_elems(mil_program *p, mil_type_kind kind, int n
     mil_type *t = new_type(p, kind);
     const mil_type **e = nc_arena_calloc(&p->arena, (size_t)(n ? n : 1), sizeof *e);
     if (!t || !e) return NULL;
-    for (int i = 0; i < n; i++) e[i] = elems[i];
+    for (int i = 0; i < n; i++)
+        e[i] = elems[i];
     t->n_elems = n;
     t->elems = e;
     return t;
@@ -286,8 +294,12 @@ const mil_type *mil_type_state(mil_program *p, const mil_type *tensor) {
     return type_with_elems(p, MIL_TYPE_STATE, 1, &tensor);
 }
 
-int mil_type_is_tensor(const mil_type *t) { return t && t->kind == MIL_TYPE_TENSOR; }
-int mil_type_is_scalar(const mil_type *t) { return t && t->kind == MIL_TYPE_TENSOR && t->rank == 0; }
+int mil_type_is_tensor(const mil_type *t) {
+    return t && t->kind == MIL_TYPE_TENSOR;
+}
+int mil_type_is_scalar(const mil_type *t) {
+    return t && t->kind == MIL_TYPE_TENSOR && t->rank == 0;
+}
 
 int64_t mil_type_numel(const mil_type *t) {
     if (!t || (t->kind != MIL_TYPE_TENSOR && t->kind != MIL_TYPE_BUFFER)) return -1;
@@ -331,13 +343,18 @@ static int type_cmp(const mil_type *a, const mil_type *b, int loose) {
     return 1;
 }
 
-int mil_type_equal(const mil_type *a, const mil_type *b) { return type_cmp(a, b, 0); }
-int mil_type_compatible(const mil_type *a, const mil_type *b) { return type_cmp(a, b, 1); }
+int mil_type_equal(const mil_type *a, const mil_type *b) {
+    return type_cmp(a, b, 0);
+}
+int mil_type_compatible(const mil_type *a, const mil_type *b) {
+    return type_cmp(a, b, 1);
+}
 
 /* Appends to a bounded buffer; *pos may pass size (output truncated). */
 static void put(char *buf, size_t size, size_t *pos, const char *fmt, const char *s, long long v) {
     if (*pos >= size) return;
-    int n = s ? snprintf(buf + *pos, size - *pos, fmt, s) : snprintf(buf + *pos, size - *pos, fmt, v);
+    int n =
+        s ? snprintf(buf + *pos, size - *pos, fmt, s) : snprintf(buf + *pos, size - *pos, fmt, v);
     if (n > 0) *pos += (size_t)n;
 }
 
@@ -355,9 +372,12 @@ static void type_str(const mil_type *t, char *buf, size_t size, size_t *pos) {
         put(buf, size, pos, "tensor<%s, [", mil_dtype_name(t->dtype), 0);
         for (int i = 0; i < t->rank; i++) {
             if (i) put(buf, size, pos, "%s", ", ", 0);
-            if (t->dim_syms && t->dim_syms[i]) put(buf, size, pos, "%s", t->dim_syms[i], 0);
-            else if (t->dims[i] < 0) put(buf, size, pos, "%s", "?", 0);
-            else put(buf, size, pos, "%lld", NULL, (long long)t->dims[i]);
+            if (t->dim_syms && t->dim_syms[i])
+                put(buf, size, pos, "%s", t->dim_syms[i], 0);
+            else if (t->dims[i] < 0)
+                put(buf, size, pos, "%s", "?", 0);
+            else
+                put(buf, size, pos, "%lld", NULL, (long long)t->dims[i]);
         }
         put(buf, size, pos, "%s", "]>", 0);
         return;
@@ -374,14 +394,19 @@ static void type_str(const mil_type *t, char *buf, size_t size, size_t *pos) {
     case MIL_TYPE_LIST:
         put(buf, size, pos, "%s", "list<", 0);
         type_str(t->elems[0], buf, size, pos);
-        if (t->list_len < 0) put(buf, size, pos, "%s", ", ?>", 0);
-        else put(buf, size, pos, ", %lld>", NULL, (long long)t->list_len);
+        if (t->list_len < 0)
+            put(buf, size, pos, "%s", ", ?>", 0);
+        else
+            put(buf, size, pos, ", %lld>", NULL, (long long)t->list_len);
         return;
     case MIL_TYPE_TUPLE:
     case MIL_TYPE_DICT:
     case MIL_TYPE_STATE:
         put(buf, size, pos, "%s",
-            t->kind == MIL_TYPE_TUPLE ? "tuple<" : t->kind == MIL_TYPE_DICT ? "dict<" : "state<", 0);
+            t->kind == MIL_TYPE_TUPLE  ? "tuple<"
+            : t->kind == MIL_TYPE_DICT ? "dict<"
+                                       : "state<",
+            0);
         for (int i = 0; i < t->n_elems; i++) {
             if (i) put(buf, size, pos, "%s", ", ", 0);
             type_str(t->elems[i], buf, size, pos);

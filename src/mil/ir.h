@@ -109,8 +109,8 @@ typedef struct mil_value mil_value;
 struct mil_value {
     const mil_type *type; /* declared type; for nested items, the container's element type */
     mil_value_kind kind;
-    size_t n;             /* TENSOR: element count; LIST/TUPLE: items; DICT: pairs */
-    const void *data;     /* TENSOR, non-string: n * mil_dtype_storage_bytes(dtype) bytes */
+    size_t n;                /* TENSOR: element count; LIST/TUPLE: items; DICT: pairs */
+    const void *data;        /* TENSOR, non-string: n * mil_dtype_storage_bytes(dtype) bytes */
     const char *const *strs; /* TENSOR, string dtype: n NUL-terminated strings */
     const mil_value *const *items; /* LIST/TUPLE: n; DICT: 2n */
     const char *blob_path;         /* BLOB: "@model_path/weights/weight.bin" */
@@ -145,33 +145,33 @@ typedef struct mil_arg {
 struct mil_op_def; /* op table row, ops.h */
 
 struct mil_op {
-    const char *type;              /* "conv", "const", ... */
-    const char *opset;             /* per-op opset override (`op<ios17>(...)`), or NULL */
-    const struct mil_op_def *def;  /* table row for this type and opset; NULL if unknown */
+    const char *type;             /* "conv", "const", ... */
+    const char *opset;            /* per-op opset override (`op<ios17>(...)`), or NULL */
+    const struct mil_op_def *def; /* table row for this type and opset; NULL if unknown */
     int n_args;
-    mil_arg *args;                 /* in source order (the printer sorts by name) */
+    mil_arg *args; /* in source order (the printer sorts by name) */
     int n_attrs;
     mil_attr *attrs;
-    int n_outputs;                 /* 0 for write_state */
+    int n_outputs; /* 0 for write_state */
     mil_var **outputs;
-    int line;                      /* 1-based source line (parser), 0 when built */
-    struct mil_function *fn;       /* owning function */
+    int line;                /* 1-based source line (parser), 0 when built */
+    struct mil_function *fn; /* owning function */
 };
 
 typedef struct mil_function {
-    const char *name;   /* "main" */
-    const char *opset;  /* "ios18", "CoreML8", ... (see mil_opset_version) */
+    const char *name;  /* "main" */
+    const char *opset; /* "ios18", "CoreML8", ... (see mil_opset_version) */
     int n_inputs;
     mil_var **inputs;
     int n_attrs;
-    mil_attr *attrs;    /* kept verbatim: FlexibleShapeInformation, Launch_ane_ms, ... */
+    mil_attr *attrs; /* kept verbatim: FlexibleShapeInformation, Launch_ane_ms, ... */
     int n_ops, cap_ops;
     mil_op **ops;
     int n_outputs;
-    mil_var **outputs;  /* the `-> (a, b)` list */
+    mil_var **outputs; /* the `-> (a, b)` list */
     int n_vars, cap_vars;
-    mil_var **vars;     /* every variable of the function, vars[v->id] == v */
-    int line;           /* source line of `func`, 0 when built */
+    mil_var **vars; /* every variable of the function, vars[v->id] == v */
+    int line;       /* source line of `func`, 0 when built */
     struct mil_program *prog;
     struct mil_var_index *index; /* name -> variable hash, internal */
 } mil_function;
@@ -181,7 +181,7 @@ typedef struct mil_blob_cache mil_blob_cache; /* opened weight files, internal *
 typedef struct mil_program {
     const char *version; /* "1.3", "1.0", "1" (the text inside program(...)) */
     int n_attrs;
-    mil_attr *attrs;     /* program attributes: buildInfo (a dict<string, string>) */
+    mil_attr *attrs; /* program attributes: buildInfo (a dict<string, string>) */
     int n_functions, cap_functions;
     mil_function **functions;
     const char *model_dir; /* what @model_path means (folder of model.mil), or NULL */
@@ -245,9 +245,9 @@ char *mil_type_str(const mil_type *t, char *buf, size_t size);
  * copied into the arena. n must equal numel unless the type has unknown dims. */
 const mil_value *mil_value_tensor(mil_program *prog, const mil_type *type, size_t n,
                                   const void *data);
-const mil_value *mil_value_string(mil_program *prog, const char *s); /* string("s") */
-const mil_value *mil_value_i32(mil_program *prog, int32_t v);         /* int32(v) */
-const mil_value *mil_value_bool(mil_program *prog, int v);            /* bool(v) */
+const mil_value *mil_value_string(mil_program *prog, const char *s);       /* string("s") */
+const mil_value *mil_value_i32(mil_program *prog, int32_t v);              /* int32(v) */
+const mil_value *mil_value_bool(mil_program *prog, int v);                 /* bool(v) */
 const mil_value *mil_value_f32(mil_program *prog, mil_dtype dt, double v); /* fp16/fp32/fp64 */
 const mil_value *mil_value_blob(mil_program *prog, const mil_type *type, const char *path,
                                 uint64_t offset);

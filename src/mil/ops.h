@@ -27,22 +27,22 @@ enum mil_arg_flag {
 };
 
 enum mil_op_flag {
-    MIL_OP_CONSTEXPR = 1u << 0,  /* compile-time op; parameters may be attributes */
-    MIL_OP_NO_OUTPUT = 1u << 1,  /* has no outputs (write_state) */
+    MIL_OP_CONSTEXPR = 1u << 0,    /* compile-time op; parameters may be attributes */
+    MIL_OP_NO_OUTPUT = 1u << 1,    /* has no outputs (write_state) */
     MIL_OP_MULTI_OUTPUT = 1u << 2, /* several outputs (split) */
-    MIL_OP_STATEFUL = 1u << 3    /* reads or writes state (read_state, write_state) */
+    MIL_OP_STATEFUL = 1u << 3      /* reads or writes state (read_state, write_state) */
 };
 
 typedef struct mil_arg_spec {
-    const char *name;  /* NULL ends the list */
-    unsigned flags;    /* enum mil_arg_flag */
-    char domain;       /* type variable ('T', 'U', ...): args with the same letter share one
-                          dtype; 0 = no sharing */
-    uint32_t dtypes;   /* allowed dtypes (MIL_DTBIT mask); 0 = any */
+    const char *name; /* NULL ends the list */
+    unsigned flags;   /* enum mil_arg_flag */
+    char domain;      /* type variable ('T', 'U', ...): args with the same letter share one
+                         dtype; 0 = no sharing */
+    uint32_t dtypes;  /* allowed dtypes (MIL_DTBIT mask); 0 = any */
 } mil_arg_spec;
 
 typedef struct mil_infer_out {
-    int n;                                 /* number of outputs */
+    int n;                                  /* number of outputs */
     const mil_type *types[MIL_MAX_OUTPUTS]; /* allocated in the program's arena */
 } mil_infer_out;
 
@@ -52,9 +52,9 @@ typedef nc_status (*mil_infer_fn)(mil_program *prog, const mil_op *op, mil_infer
                                   nc_error *err);
 
 typedef struct mil_op_def {
-    const char *type;  /* "conv" */
-    int opset;         /* first opset version with this signature: 15, 16, 17, 18 */
-    unsigned flags;    /* enum mil_op_flag */
+    const char *type; /* "conv" */
+    int opset;        /* first opset version with this signature: 15, 16, 17, 18 */
+    unsigned flags;   /* enum mil_op_flag */
     mil_arg_spec args[MIL_MAX_OP_ARGS]; /* in canonical order; ends at name == NULL */
     mil_infer_fn infer;
 } mil_op_def;

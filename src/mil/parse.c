@@ -15,7 +15,7 @@
 #include "base/mmap.h"
 #include "mil/ops.h"
 
-#define MAX_DEPTH 64  /* nesting of types and literals: bounds recursion */
+#define MAX_DEPTH 64 /* nesting of types and literals: bounds recursion */
 #define MAX_RANK 64
 
 typedef enum { T_EOF, T_IDENT, T_NUM, T_STR, T_PUNCT } tok_kind;
@@ -25,7 +25,7 @@ typedef struct {
     const char *s; /* start in the text */
     int len;
     int line, col;
-    char *str;     /* T_STR: unescaped contents (heap) */
+    char *str; /* T_STR: unescaped contents (heap) */
 } token;
 
 typedef struct {
@@ -43,8 +43,12 @@ typedef struct {
 static int is_ident_start(int c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '@';
 }
-static int is_ident_char(int c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_ident_char(int c) {
+    return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+static int is_digit(int c) {
+    return c >= '0' && c <= '9';
+}
 static int is_hex(int c) {
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -73,20 +77,24 @@ static int scan_number(const char *s, const char *end) {
     if (end - q >= 3 && (!strncmp(q, "inf", 3) || !strncmp(q, "nan", 3)) &&
         (end - q == 3 || !is_ident_char((unsigned char)q[3])))
         return (int)(q + 3 - s);
-    if (q >= end || !(is_digit((unsigned char)*q) || (*q == '.' && q + 1 < end && is_digit((unsigned char)q[1]))))
+    if (q >= end || !(is_digit((unsigned char)*q) ||
+                      (*q == '.' && q + 1 < end && is_digit((unsigned char)q[1]))))
         return 0;
     int hex = end - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X');
     if (hex) q += 2;
-    while (q < end && (hex ? is_hex((unsigned char)*q) : is_digit((unsigned char)*q))) q++;
+    while (q < end && (hex ? is_hex((unsigned char)*q) : is_digit((unsigned char)*q)))
+        q++;
     if (q < end && *q == '.') {
         q++;
-        while (q < end && (hex ? is_hex((unsigned char)*q) : is_digit((unsigned char)*q))) q++;
+        while (q < end && (hex ? is_hex((unsigned char)*q) : is_digit((unsigned char)*q)))
+            q++;
     }
     if (q < end && (hex ? (*q == 'p' || *q == 'P') : (*q == 'e' || *q == 'E'))) {
         const char *e = q + 1;
         if (e < end && (*e == '+' || *e == '-')) e++;
         if (e < end && is_digit((unsigned char)*e)) {
-            while (e < end && is_digit((unsigned char)*e)) e++;
+            while (e < end && is_digit((unsigned char)*e))
+                e++;
             q = e;
         }
     }
@@ -105,7 +113,8 @@ static nc_status lex(parser *p, const char *text, size_t len) {
             } else if (*s == ' ' || *s == '\t' || *s == '\r') {
                 s++;
             } else if (*s == '/' && s + 1 < end && s[1] == '/') {
-                while (s < end && *s != '\n') s++;
+                while (s < end && *s != '\n')
+                    s++;
             } else {
                 break;
             }
@@ -135,12 +144,23 @@ static nc_status lex(parser *p, const char *text, size_t len) {
                 if (ch == '\\') {
                     if (++q >= end) continue; /* reported as unterminated */
                     switch (*q) {
-                    case 'n': ch = '\n'; break;
-                    case 't': ch = '\t'; break;
-                    case 'r': ch = '\r'; break;
-                    case '"': case '\\': case '\'': ch = *q; break;
+                    case 'n':
+                        ch = '\n';
+                        break;
+                    case 't':
+                        ch = '\t';
+                        break;
+                    case 'r':
+                        ch = '\r';
+                        break;
+                    case '"':
+                    case '\\':
+                    case '\'':
+                        ch = *q;
+                        break;
                     case 'x':
-                        if (q + 2 < end && is_hex((unsigned char)q[1]) && is_hex((unsigned char)q[2])) {
+                        if (q + 2 < end && is_hex((unsigned char)q[1]) &&
+                            is_hex((unsigned char)q[2])) {
                             char hx[3] = {q[1], q[2], 0};
                             ch = (char)strtol(hx, NULL, 16);
                             q += 2;
@@ -181,7 +201,8 @@ static nc_status lex(parser *p, const char *text, size_t len) {
             s += n;
         } else if (is_ident_start(c)) {
             const char *q = s;
-            while (q < end && is_ident_char((unsigned char)*q)) q++;
+            while (q < end && is_ident_char((unsigned char)*q))
+                q++;
             t.kind = T_IDENT;
             t.len = (int)(q - s);
             s = q;
@@ -191,7 +212,9 @@ static nc_status lex(parser *p, const char *text, size_t len) {
             s++;
         } else {
             char msg[64];
-            snprintf(msg, sizeof msg, (c >= 32 && c < 127) ? "unexpected character '%c'" : "unexpected byte 0x%02x", c);
+            snprintf(msg, sizeof msg,
+                     (c >= 32 && c < 127) ? "unexpected character '%c'" : "unexpected byte 0x%02x",
+                     c);
             return lex_fail(p, t.line, t.col, msg);
         }
         if (t.len > 1 << 20) return lex_fail(p, t.line, t.col, "token too long");
@@ -241,7 +264,9 @@ static nc_status expect(parser *p, const char *punct) {
     return NC_OK;
 }
 
-static nc_status oom(parser *p) { return nc_fail(p->err, NC_ERR_NOMEM, "%s: out of memory", p->src); }
+static nc_status oom(parser *p) {
+    return nc_fail(p->err, NC_ERR_NOMEM, "%s: out of memory", p->src);
+}
 
 static nc_status ident(parser *p, const char *what, const char **out) {
     const token *t = peek(p, 0);
@@ -322,7 +347,8 @@ static nc_status parse_dims(parser *p, mil_type *t) {
                 dims[rank] = MIL_DIM_UNKNOWN;
                 has_sym = 1;
             } else {
-                NC_TRY(int_token(p, "a dimension (an integer >= 0, or ?)", 0, INT32_MAX, &dims[rank]));
+                NC_TRY(
+                    int_token(p, "a dimension (an integer >= 0, or ?)", 0, INT32_MAX, &dims[rank]));
             }
             rank++;
             if (!is_punct(peek(p, 0), ",")) break;
@@ -355,9 +381,11 @@ static nc_status parse_buffer_type(parser *p, mil_type *t) {
         NC_TRY(expect(p, "="));
         mil_type tmp = {0};
         NC_TRY(parse_dims(p, &tmp));
-        if (tmp.dim_syms) return at_fail(p, peek(p, 0), "tensor_buffer parameters must be integers");
+        if (tmp.dim_syms)
+            return at_fail(p, peek(p, 0), "tensor_buffer parameters must be integers");
         for (int i = 0; i < tmp.rank; i++)
-            if (tmp.dims[i] < 0) return at_fail(p, peek(p, 0), "tensor_buffer parameters must be integers");
+            if (tmp.dims[i] < 0)
+                return at_fail(p, peek(p, 0), "tensor_buffer parameters must be integers");
         lens[n] = tmp.rank;
         vals[n] = tmp.dims;
         if (!strcmp(names[n], "shape")) {
@@ -411,7 +439,9 @@ static nc_status parse_type_inner(parser *p, const mil_type **out) {
             NC_TRY(int_token(p, "a list length (an integer, or ?)", 0, INT64_MAX, &ty->list_len));
         }
     } else if (is_word(t, "tuple") || is_word(t, "dict") || is_word(t, "state")) {
-        ty->kind = is_word(t, "tuple") ? MIL_TYPE_TUPLE : is_word(t, "dict") ? MIL_TYPE_DICT : MIL_TYPE_STATE;
+        ty->kind = is_word(t, "tuple")  ? MIL_TYPE_TUPLE
+                   : is_word(t, "dict") ? MIL_TYPE_DICT
+                                        : MIL_TYPE_STATE;
         next(p);
         NC_TRY(expect(p, "<"));
         while (1) {
@@ -421,7 +451,8 @@ static nc_status parse_type_inner(parser *p, const mil_type **out) {
             next(p);
         }
         if ((ty->kind == MIL_TYPE_DICT && n != 2) || (ty->kind == MIL_TYPE_STATE && n != 1))
-            return expected(p, ty->kind == MIL_TYPE_DICT ? "a dict<key, value> type" : "a state<tensor> type");
+            return expected(p, ty->kind == MIL_TYPE_DICT ? "a dict<key, value> type"
+                                                         : "a state<tensor> type");
     } else {
         ty->kind = MIL_TYPE_TENSOR; /* a scalar dtype (dialect B) */
         return parse_dtype(p, &ty->dtype);
@@ -505,11 +536,15 @@ static nc_status parse_element(parser *p, mil_dtype dt, elem_buf *b) {
     }
     uint8_t *dst = b->data + b->n * eb;
     if (dt == MIL_DT_BOOL) {
-        if (is_word(t, "true")) *dst = 1;
-        else if (is_word(t, "false")) *dst = 0;
-        else if (is_punct(t, "?") || !tok_is_int(t) || (t->len != 1) || (t->s[0] != '0' && t->s[0] != '1'))
+        if (is_word(t, "true"))
+            *dst = 1;
+        else if (is_word(t, "false"))
+            *dst = 0;
+        else if (is_punct(t, "?") || !tok_is_int(t) || (t->len != 1) ||
+                 (t->s[0] != '0' && t->s[0] != '1'))
             return expected(p, "true or false");
-        else *dst = (uint8_t)(t->s[0] - '0');
+        else
+            *dst = (uint8_t)(t->s[0] - '0');
         next(p);
         b->n++;
         return NC_OK;
@@ -523,11 +558,27 @@ static nc_status parse_element(parser *p, mil_dtype dt, elem_buf *b) {
         double d = strtod(buf, NULL);
         if (!strcmp(buf, "nan") || !strcmp(buf, "-nan")) d = buf[0] == '-' ? -NAN : NAN;
         switch (dt) {
-        case MIL_DT_FP16: { uint16_t h = nc_f32_to_fp16((float)d); memcpy(dst, &h, 2); break; }
-        case MIL_DT_BF16: { uint16_t h = nc_f32_to_bf16((float)d); memcpy(dst, &h, 2); break; }
-        case MIL_DT_FP32: { float f = (float)d; memcpy(dst, &f, 4); break; }
-        case MIL_DT_FP64: memcpy(dst, &d, 8); break;
-        default: fp8_encode(d, dt == MIL_DT_FP8E4M3FN, dst); break;
+        case MIL_DT_FP16: {
+            uint16_t h = nc_f32_to_fp16((float)d);
+            memcpy(dst, &h, 2);
+            break;
+        }
+        case MIL_DT_BF16: {
+            uint16_t h = nc_f32_to_bf16((float)d);
+            memcpy(dst, &h, 2);
+            break;
+        }
+        case MIL_DT_FP32: {
+            float f = (float)d;
+            memcpy(dst, &f, 4);
+            break;
+        }
+        case MIL_DT_FP64:
+            memcpy(dst, &d, 8);
+            break;
+        default:
+            fp8_encode(d, dt == MIL_DT_FP8E4M3FN, dst);
+            break;
         }
     } else {
         if (!tok_is_int(t)) return expected(p, "an integer");
@@ -537,9 +588,12 @@ static nc_status parse_element(parser *p, mil_dtype dt, elem_buf *b) {
             long long v = strtoll(buf, NULL, 10);
             long long lo = bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1));
             long long hi = bits >= 64 ? LLONG_MAX : (1LL << (bits - 1)) - 1;
-            if (errno || v < lo || v > hi) return at_fail(p, t, "integer out of range for its dtype");
-            if (bits >= 8) memcpy(dst, &v, eb); /* little-endian: low bytes first */
-            else *dst = (uint8_t)(int8_t)v;
+            if (errno || v < lo || v > hi)
+                return at_fail(p, t, "integer out of range for its dtype");
+            if (bits >= 8)
+                memcpy(dst, &v, eb); /* little-endian: low bytes first */
+            else
+                *dst = (uint8_t)(int8_t)v;
         } else {
             if (buf[0] == '-') return at_fail(p, t, "negative value for an unsigned dtype");
             unsigned long long v = strtoull(buf, NULL, 10);
@@ -592,7 +646,8 @@ static nc_status finish_tensor(parser *p, const mil_type *type, elem_buf *b, con
         v->strs = nc_arena_memdup(&p->prog->arena, b->strs, b->n * sizeof *b->strs);
         if (!v->strs) return oom(p);
     } else {
-        v->data = nc_arena_memdup(&p->prog->arena, b->data, b->n * mil_dtype_storage_bytes(type->dtype));
+        v->data =
+            nc_arena_memdup(&p->prog->arena, b->data, b->n * mil_dtype_storage_bytes(type->dtype));
         if (!v->data) return oom(p);
     }
     *out = v;
@@ -641,7 +696,8 @@ static nc_status parse_items(parser *p, const mil_type *type, const char *close,
     }
     if (st == NC_OK && type->kind == MIL_TYPE_TUPLE && n != (size_t)type->n_elems)
         st = expected(p, "as many items as the tuple type has");
-    if (st == NC_OK && type->kind == MIL_TYPE_LIST && type->list_len >= 0 && n != (size_t)type->list_len)
+    if (st == NC_OK && type->kind == MIL_TYPE_LIST && type->list_len >= 0 &&
+        n != (size_t)type->list_len)
         st = expected(p, "as many items as the list type's length");
     if (st == NC_OK) st = expect(p, close);
     if (st == NC_OK) {
@@ -709,9 +765,12 @@ static nc_status parse_blobfile(parser *p, const mil_type *type, const mil_value
         const token *kt = peek(p, 0);
         NC_TRY(ident(p, "path or offset", &key));
         NC_TRY(expect(p, "="));
-        if (!strcmp(key, "path")) NC_TRY(parse_value(p, &path));
-        else if (!strcmp(key, "offset")) NC_TRY(parse_value(p, &off));
-        else return at_fail(p, kt, "expected path or offset in BLOBFILE");
+        if (!strcmp(key, "path"))
+            NC_TRY(parse_value(p, &path));
+        else if (!strcmp(key, "offset"))
+            NC_TRY(parse_value(p, &off));
+        else
+            return at_fail(p, kt, "expected path or offset in BLOBFILE");
     }
     NC_TRY(expect(p, ")"));
     int64_t o = 0;
@@ -738,8 +797,9 @@ static nc_status parse_value(parser *p, const mil_value **out) {
         mil_value *v = nc_arena_alloc(&p->prog->arena, sizeof *v);
         if (!v) return oom(p);
         v->type = type;
-        v->kind = type->kind == MIL_TYPE_LIST ? MIL_VALUE_LIST
-                  : type->kind == MIL_TYPE_TUPLE ? MIL_VALUE_TUPLE : MIL_VALUE_DICT;
+        v->kind = type->kind == MIL_TYPE_LIST    ? MIL_VALUE_LIST
+                  : type->kind == MIL_TYPE_TUPLE ? MIL_VALUE_TUPLE
+                                                 : MIL_VALUE_DICT;
         *out = v;
     } else {
         NC_TRY(parse_raw(p, type, out));
@@ -880,7 +940,8 @@ static nc_status parse_stmt(parser *p) {
     NC_TRY(parse_attrs(p, &op->attrs, &op->n_attrs));
     NC_TRY(expect(p, ";"));
     op->n_outputs = n_out;
-    op->outputs = nc_arena_calloc(&p->prog->arena, (size_t)(n_out ? n_out : 1), sizeof *op->outputs);
+    op->outputs =
+        nc_arena_calloc(&p->prog->arena, (size_t)(n_out ? n_out : 1), sizeof *op->outputs);
     if (!op->outputs) return oom(p);
     const mil_value *val = !strcmp(type, "const") ? mil_op_attr(op, "val") : NULL;
     for (int i = 0; i < n_out; i++) {
@@ -959,7 +1020,8 @@ static nc_status parse_function(parser *p) {
     }
     if (st == NC_OK) {
         fn->n_outputs = n_out;
-        fn->outputs = nc_arena_memdup(&p->prog->arena, outs, (size_t)(n_out ? n_out : 1) * sizeof *outs);
+        fn->outputs =
+            nc_arena_memdup(&p->prog->arena, outs, (size_t)(n_out ? n_out : 1) * sizeof *outs);
         if (!fn->outputs) st = oom(p);
     }
     free(outs);
@@ -980,7 +1042,8 @@ static nc_status parse_program(parser *p) {
     NC_TRY(expect(p, ")"));
     NC_TRY(parse_attrs(p, &p->prog->attrs, &p->prog->n_attrs));
     NC_TRY(expect(p, "{"));
-    while (is_word(peek(p, 0), "func")) NC_TRY(parse_function(p));
+    while (is_word(peek(p, 0), "func"))
+        NC_TRY(parse_function(p));
     NC_TRY(expect(p, "}"));
     if (peek(p, 0)->kind != T_EOF) return expected(p, "end of file");
     return NC_OK;
@@ -997,7 +1060,8 @@ nc_status mil_parse(const char *text, size_t len, const char *source, mil_progra
     p.prog->source = nc_arena_strdup(&p.prog->arena, p.src);
     st = p.prog->source ? lex(&p, text, len) : oom(&p);
     if (st == NC_OK) st = parse_program(&p);
-    for (int i = 0; i < p.n; i++) free(p.toks[i].str);
+    for (int i = 0; i < p.n; i++)
+        free(p.toks[i].str);
     free(p.toks);
     if (st != NC_OK) {
         mil_program_free(p.prog);
@@ -1017,8 +1081,10 @@ nc_status mil_parse_file(const char *path, mil_program **out, nc_error *err) {
     if (st != NC_OK) return st;
     char dir[4096];
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash > path ? slash - path : 1), path);
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash > path ? slash - path : 1), path);
     st = mil_program_set_model_dir(*out, dir, err);
     if (st != NC_OK) {
         mil_program_free(*out);

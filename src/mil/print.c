@@ -43,13 +43,18 @@ static void print_type(printer *pr, const mil_type *t) {
     case MIL_TYPE_LIST:
         fputs("list<", pr->f);
         print_type(pr, t->elems[0]);
-        if (t->list_len < 0) fputs(", ?>", pr->f);
-        else fprintf(pr->f, ", %lld>", (long long)t->list_len);
+        if (t->list_len < 0)
+            fputs(", ?>", pr->f);
+        else
+            fprintf(pr->f, ", %lld>", (long long)t->list_len);
         return;
     case MIL_TYPE_TUPLE:
     case MIL_TYPE_DICT:
     case MIL_TYPE_STATE:
-        fputs(t->kind == MIL_TYPE_TUPLE ? "tuple<" : t->kind == MIL_TYPE_DICT ? "dict<" : "state<", pr->f);
+        fputs(t->kind == MIL_TYPE_TUPLE  ? "tuple<"
+              : t->kind == MIL_TYPE_DICT ? "dict<"
+                                         : "state<",
+              pr->f);
         for (int i = 0; i < t->n_elems; i++) {
             if (i) fputs(", ", pr->f);
             print_type(pr, t->elems[i]);
@@ -65,20 +70,29 @@ static void print_string(printer *pr, const char *s) {
     fputc('"', pr->f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(pr->f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", pr->f);
-        else if (c == '\t') fputs("\\t", pr->f);
-        else if (c == '\r') fputs("\\r", pr->f);
-        else if (c < 32 || c == 127) fprintf(pr->f, "\\x%02x", c);
-        else fputc(c, pr->f);
+        if (c == '"' || c == '\\')
+            fprintf(pr->f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", pr->f);
+        else if (c == '\t')
+            fputs("\\t", pr->f);
+        else if (c == '\r')
+            fputs("\\r", pr->f);
+        else if (c < 32 || c == 127)
+            fprintf(pr->f, "\\x%02x", c);
+        else
+            fputc(c, pr->f);
     }
     fputc('"', pr->f);
 }
 
 static void print_double(printer *pr, double d) {
-    if (isnan(d)) fputs(signbit(d) ? "-nan" : "nan", pr->f);
-    else if (isinf(d)) fputs(d < 0 ? "-inf" : "inf", pr->f);
-    else fprintf(pr->f, "%a", d);
+    if (isnan(d))
+        fputs(signbit(d) ? "-nan" : "nan", pr->f);
+    else if (isinf(d))
+        fputs(d < 0 ? "-inf" : "inf", pr->f);
+    else
+        fprintf(pr->f, "%a", d);
 }
 
 static void print_element(printer *pr, const mil_value *v, size_t i) {
@@ -99,8 +113,10 @@ static void print_element(printer *pr, const mil_value *v, size_t i) {
         int64_t x;
         mil_value_to_f64(NULL, v, i, &d, NULL);
         mil_value_to_i64(NULL, v, i, &x, NULL);
-        if (mil_dtype_is_float(dt)) print_double(pr, d);
-        else fprintf(pr->f, "%lld", (long long)x);
+        if (mil_dtype_is_float(dt))
+            print_double(pr, d);
+        else
+            fprintf(pr->f, "%lld", (long long)x);
     }
 }
 
@@ -167,7 +183,8 @@ static void print_attrs(printer *pr, const mil_attr *attrs, int n, int sorted) {
     if (!n) return;
     const mil_attr *order[256];
     int m = n < 256 ? n : 256;
-    for (int i = 0; i < m; i++) order[i] = &attrs[i];
+    for (int i = 0; i < m; i++)
+        order[i] = &attrs[i];
     if (sorted) /* insertion sort: attribute lists are short */
         for (int i = 1; i < m; i++)
             for (int j = i; j > 0 && strcmp(order[j - 1]->name, order[j]->name) > 0; j--) {
@@ -184,9 +201,12 @@ static void print_attrs(printer *pr, const mil_attr *attrs, int n, int sorted) {
 }
 
 static void print_operand(printer *pr, const mil_var *v) {
-    if (v->name) fputs(v->name, pr->f);
-    else if (v->cval) print_value(pr, v->cval, 1);
-    else fputs("?", pr->f);
+    if (v->name)
+        fputs(v->name, pr->f);
+    else if (v->cval)
+        print_value(pr, v->cval, 1);
+    else
+        fputs("?", pr->f);
 }
 
 static void print_op(printer *pr, const mil_op *op) {
@@ -202,7 +222,8 @@ static void print_op(printer *pr, const mil_op *op) {
     fputc('(', pr->f);
     const mil_arg *order[64];
     int m = op->n_args < 64 ? op->n_args : 64;
-    for (int i = 0; i < m; i++) order[i] = &op->args[i];
+    for (int i = 0; i < m; i++)
+        order[i] = &op->args[i];
     for (int i = 1; i < m; i++)
         for (int j = i; j > 0 && strcmp(order[j - 1]->name, order[j]->name) > 0; j--) {
             const mil_arg *t = order[j];
@@ -237,9 +258,11 @@ static void print_function(printer *pr, const mil_function *fn) {
         fputc(' ', pr->f);
     }
     fputs("{\n", pr->f);
-    for (int i = 0; i < fn->n_ops; i++) print_op(pr, fn->ops[i]);
+    for (int i = 0; i < fn->n_ops; i++)
+        print_op(pr, fn->ops[i]);
     fputs("        } -> (", pr->f);
-    for (int i = 0; i < fn->n_outputs; i++) fprintf(pr->f, "%s%s", i ? ", " : "", fn->outputs[i]->name);
+    for (int i = 0; i < fn->n_outputs; i++)
+        fprintf(pr->f, "%s%s", i ? ", " : "", fn->outputs[i]->name);
     fputs(");\n", pr->f);
 }
 
@@ -251,7 +274,8 @@ nc_status mil_print(const mil_program *prog, FILE *f, nc_error *err) {
         fputc('\n', f);
     }
     fputs("{\n", f);
-    for (int i = 0; i < prog->n_functions; i++) print_function(&pr, prog->functions[i]);
+    for (int i = 0; i < prog->n_functions; i++)
+        print_function(&pr, prog->functions[i]);
     fputs("}\n", f);
     if (ferror(f)) return nc_fail(err, NC_ERR_IO, "writing MIL text failed");
     return NC_OK;

@@ -14,8 +14,10 @@ static double fp8_to_f64(uint8_t b, int e4m3) {
     if (!e4m3) return nc_fp16_to_f32((uint16_t)(b << 8)); /* e5m2 is fp16's top byte */
     int exp = (b >> 3) & 0xf, mant = b & 7;
     if (exp == 0xf && mant == 7) return NAN; /* e4m3fn: no inf, one NaN pattern */
-    if (exp == 0) v = ldexp(mant / 8.0, -6);
-    else v = ldexp(1.0 + mant / 8.0, exp - 7);
+    if (exp == 0)
+        v = ldexp(mant / 8.0, -6);
+    else
+        v = ldexp(1.0 + mant / 8.0, exp - 7);
     return sign ? -v : v;
 }
 
@@ -26,27 +28,83 @@ static void decode(mil_dtype dt, const uint8_t *p, size_t i, int packed, double 
     double d = 0;
     int is_float = 1;
     switch (dt) {
-    case MIL_DT_FP16: { uint16_t h; memcpy(&h, p + 2 * i, 2); d = nc_fp16_to_f32(h); break; }
-    case MIL_DT_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); d = nc_bf16_to_f32(h); break; }
-    case MIL_DT_FP32: { float v; memcpy(&v, p + 4 * i, 4); d = v; break; }
-    case MIL_DT_FP64: memcpy(&d, p + 8 * i, 8); break;
-    case MIL_DT_FP8E4M3FN: d = fp8_to_f64(p[i], 1); break;
-    case MIL_DT_FP8E5M2: d = fp8_to_f64(p[i], 0); break;
-    default: is_float = 0; break;
+    case MIL_DT_FP16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        d = nc_fp16_to_f32(h);
+        break;
+    }
+    case MIL_DT_BF16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        d = nc_bf16_to_f32(h);
+        break;
+    }
+    case MIL_DT_FP32: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        d = v;
+        break;
+    }
+    case MIL_DT_FP64:
+        memcpy(&d, p + 8 * i, 8);
+        break;
+    case MIL_DT_FP8E4M3FN:
+        d = fp8_to_f64(p[i], 1);
+        break;
+    case MIL_DT_FP8E5M2:
+        d = fp8_to_f64(p[i], 0);
+        break;
+    default:
+        is_float = 0;
+        break;
     }
     if (!is_float) {
         switch (dt) {
-        case MIL_DT_INT8: x = (int8_t)p[i]; break;
-        case MIL_DT_UINT8: case MIL_DT_BOOL: x = p[i]; break;
-        case MIL_DT_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); x = v; break; }
-        case MIL_DT_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); x = v; break; }
-        case MIL_DT_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); x = v; break; }
-        case MIL_DT_UINT32: { uint32_t v; memcpy(&v, p + 4 * i, 4); x = v; break; }
-        case MIL_DT_INT64: memcpy(&x, p + 8 * i, 8); break;
-        case MIL_DT_UINT64: { uint64_t v; memcpy(&v, p + 8 * i, 8); x = (int64_t)v; break; }
+        case MIL_DT_INT8:
+            x = (int8_t)p[i];
+            break;
+        case MIL_DT_UINT8:
+        case MIL_DT_BOOL:
+            x = p[i];
+            break;
+        case MIL_DT_INT16: {
+            int16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            x = v;
+            break;
+        }
+        case MIL_DT_UINT16: {
+            uint16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            x = v;
+            break;
+        }
+        case MIL_DT_INT32: {
+            int32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            x = v;
+            break;
+        }
+        case MIL_DT_UINT32: {
+            uint32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            x = v;
+            break;
+        }
+        case MIL_DT_INT64:
+            memcpy(&x, p + 8 * i, 8);
+            break;
+        case MIL_DT_UINT64: {
+            uint64_t v;
+            memcpy(&v, p + 8 * i, 8);
+            x = (int64_t)v;
+            break;
+        }
         default: { /* sub-byte */
             int bits = mil_dtype_bits(dt);
-            unsigned u = packed ? mil_unpack_sub_byte(p, i, bits) : (unsigned)(p[i] & ((1u << bits) - 1));
+            unsigned u =
+                packed ? mil_unpack_sub_byte(p, i, bits) : (unsigned)(p[i] & ((1u << bits) - 1));
             x = u;
             if (dt == MIL_DT_INT4 && (u & 8)) x = (int64_t)u - 16;
             break;
@@ -69,7 +127,8 @@ static nc_status blob_payload(const mil_program *prog, const mil_value *v, const
     NC_TRY(mil_blob_entry_at(f, v->blob_offset, &e, err));
     int64_t numel = mil_type_numel(v->type);
     if (numel < 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: BLOBFILE at offset %llu has a tensor type of unknown size",
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: BLOBFILE at offset %llu has a tensor type of unknown size",
                        v->blob_path, (unsigned long long)v->blob_offset);
     char what[64];
     snprintf(what, sizeof what, "BLOBFILE offset %llu", (unsigned long long)v->blob_offset);
@@ -110,8 +169,7 @@ static nc_status element(const mil_program *prog, const mil_value *v, size_t i, 
     if (!v || !v->type || v->type->kind != MIL_TYPE_TENSOR || v->type->dtype == MIL_DT_STRING ||
         (v->kind != MIL_VALUE_TENSOR && v->kind != MIL_VALUE_BLOB))
         return nc_fail(err, NC_ERR_INVALID, "value is not a numeric tensor");
-    if (i >= v->n)
-        return nc_fail(err, NC_ERR_RANGE, "element %zu of a %zu-element value", i, v->n);
+    if (i >= v->n) return nc_fail(err, NC_ERR_RANGE, "element %zu of a %zu-element value", i, v->n);
     if (v->kind == MIL_VALUE_TENSOR) {
         decode(v->type->dtype, v->data, i, 0, f, x);
         return NC_OK;

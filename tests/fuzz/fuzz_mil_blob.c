@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (mil_blob_list(&f, &e, &n, &err) == NC_OK) {
         uint64_t sum = 0;
         for (size_t i = 0; i < n; i++) {
-            for (uint64_t k = 0; k < e[i].size_bytes; k++) sum += e[i].data[k]; /* touch every byte */
+            for (uint64_t k = 0; k < e[i].size_bytes; k++)
+                sum += e[i].data[k]; /* touch every byte */
             mil_blob_check_type(&f, &e[i], e[i].dtype, e[i].size_bytes, "t", &err);
         }
         free(e);

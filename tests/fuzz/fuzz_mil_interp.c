@@ -18,7 +18,8 @@ static void run_function(const mil_program *p, const mil_function *fn, mil_inter
     nc_error err;
     if (mil_interp_new_limited(p, fn->name, mode, MAX_ELEMS, &it, &err) != NC_OK) return;
     float *data = malloc(MAX_ELEMS * sizeof *data);
-    for (int i = 0; data && i < MAX_ELEMS; i++) data[i] = (float)((i * 37) % 11) - 5.0f;
+    for (int i = 0; data && i < MAX_ELEMS; i++)
+        data[i] = (float)((i * 37) % 11) - 5.0f;
     for (int i = 0; data && i < fn->n_inputs; i++) {
         const mil_type *t = fn->inputs[i]->type;
         if (t && t->kind == MIL_TYPE_STATE && t->n_elems) t = t->elems[0];

@@ -17,12 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (mil_parse((const char *)data, size, "fuzz", &p, &err) != NC_OK) return 0;
     mil_infer_out *out = malloc(sizeof *out);
     for (int f = 0; out && f < p->n_functions; f++)
-        for (int k = 0; k < p->functions[f]->n_ops; k++) mil_op_infer(p, p->functions[f]->ops[k], out, &err);
+        for (int k = 0; k < p->functions[f]->n_ops; k++)
+            mil_op_infer(p, p->functions[f]->ops[k], out, &err);
     free(out);
     char *text;
     size_t n;
     if (mil_print_string(p, &text, &n, &err) == NC_OK) {
-        if (mil_parse(text, n, "reprint", &q, &err) != NC_OK) abort(); /* printer wrote what parser rejects */
+        if (mil_parse(text, n, "reprint", &q, &err) != NC_OK)
+            abort(); /* printer wrote what parser rejects */
         if (!mil_program_equal(p, q, NULL, 0)) abort();
         mil_program_free(q);
         free(text);

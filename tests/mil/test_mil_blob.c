@@ -57,12 +57,15 @@ static void test_writer_matches_the_documented_byte_exact_example(void) {
     size_t n;
     CHECK_OK(nc_read_file(path, &buf, &n, &err), &err);
     static const uint8_t expect_head[8] = {1, 0, 0, 0, 2, 0, 0, 0};
-    static const uint8_t expect_rec[32] = {0xEF, 0xBE, 0xAD, 0xDE, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0,
-                                           0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t expect_rec[32] = {0xEF, 0xBE, 0xAD, 0xDE, 1, 0,    0, 0, 8, 0, 0,
+                                           0,    0,    0,    0,    0, 0x80, 0, 0, 0, 0, 0,
+                                           0,    0,    0,    0,    0, 0,    0, 0, 0, 0};
     int ok = n == 136 && !memcmp(buf, expect_head, 8) && !memcmp(buf + 64, expect_rec, 32) &&
              !memcmp(buf + 128, data, 8);
-    for (int i = 8; ok && i < 64; i++) ok = buf[i] == 0;
-    for (int i = 96; ok && i < 128; i++) ok = buf[i] == 0;
+    for (int i = 8; ok && i < 64; i++)
+        ok = buf[i] == 0;
+    for (int i = 96; ok && i < 128; i++)
+        ok = buf[i] == 0;
     free(buf);
     CHECKF(ok, "file differs from the documented 136-byte layout (size %zu)", n);
     CHECK(access(tmp_path("one.bin.tmp"), F_OK) != 0); /* no temp file left */
@@ -80,7 +83,9 @@ static void test_writer_reproduces_real_coremlc_offsets(void) {
     nc_error err;
     CHECK(write_blobs(tmp_path("conv.bin"), dts, ns, 6, offs, &err));
     static const uint64_t want[6] = {64, 8320, 8512, 16768, 16960, 25216};
-    for (int i = 0; i < 6; i++) CHECKF(offs[i] == want[i], "blob %d at %llu, coremlc wrote %llu", i, (unsigned long long)offs[i], (unsigned long long)want[i]);
+    for (int i = 0; i < 6; i++)
+        CHECKF(offs[i] == want[i], "blob %d at %llu, coremlc wrote %llu", i,
+               (unsigned long long)offs[i], (unsigned long long)want[i]);
     /* The encoder: fp16 [256,1,3,3] at 64, fp16 [256] bias at 4736, next at 5312. */
     mil_dtype d2[3] = {MIL_DT_FP16, MIL_DT_FP16, MIL_DT_FP16};
     uint64_t n2[3] = {256 * 9, 256, 1}, o2[3];
@@ -195,8 +200,10 @@ static void test_sub_byte_packing_is_lsb_first(void) {
     uint8_t v1[8] = {1, 0, 1, 1, 0, 0, 0, 1};
     mil_pack_sub_byte(v1, 8, 1, out);
     CHECK(out[0] == 0x8d);
-    for (int i = 0; i < 3; i++) CHECK(mil_unpack_sub_byte((const uint8_t[]){0x47, 0x01}, (size_t)i, 3) == v3[i]);
-    for (int i = 0; i < 2; i++) CHECK(mil_unpack_sub_byte((const uint8_t[]){0x7f, 0x00}, (size_t)i, 6) == v6[i]);
+    for (int i = 0; i < 3; i++)
+        CHECK(mil_unpack_sub_byte((const uint8_t[]){0x47, 0x01}, (size_t)i, 3) == v3[i]);
+    for (int i = 0; i < 2; i++)
+        CHECK(mil_unpack_sub_byte((const uint8_t[]){0x7f, 0x00}, (size_t)i, 6) == v6[i]);
     /* int4 -1 is the nibble 0xf */
     uint8_t vi[2] = {(uint8_t)-1, 2};
     mil_pack_sub_byte(vi, 2, 4, out);
@@ -207,22 +214,28 @@ static void test_sub_byte_packing_is_lsb_first(void) {
 
 static void test_every_dtype_code_maps_both_ways(void) {
     /* BlobDataType codes from MILBlob/Blob/BlobDataType.hpp (mil-format.md) */
-    static const struct { mil_dtype dt; uint32_t code; } codes[] = {
-        {MIL_DT_FP16, 1}, {MIL_DT_FP32, 2}, {MIL_DT_UINT8, 3}, {MIL_DT_INT8, 4}, {MIL_DT_BF16, 5},
-        {MIL_DT_INT16, 6}, {MIL_DT_UINT16, 7}, {MIL_DT_INT4, 8}, {MIL_DT_UINT1, 9}, {MIL_DT_UINT2, 10},
-        {MIL_DT_UINT4, 11}, {MIL_DT_UINT3, 12}, {MIL_DT_UINT6, 13}, {MIL_DT_INT32, 14},
-        {MIL_DT_UINT32, 15}, {MIL_DT_FP8E4M3FN, 16}, {MIL_DT_FP8E5M2, 17}};
+    static const struct {
+        mil_dtype dt;
+        uint32_t code;
+    } codes[] = {{MIL_DT_FP16, 1},       {MIL_DT_FP32, 2},    {MIL_DT_UINT8, 3},
+                 {MIL_DT_INT8, 4},       {MIL_DT_BF16, 5},    {MIL_DT_INT16, 6},
+                 {MIL_DT_UINT16, 7},     {MIL_DT_INT4, 8},    {MIL_DT_UINT1, 9},
+                 {MIL_DT_UINT2, 10},     {MIL_DT_UINT4, 11},  {MIL_DT_UINT3, 12},
+                 {MIL_DT_UINT6, 13},     {MIL_DT_INT32, 14},  {MIL_DT_UINT32, 15},
+                 {MIL_DT_FP8E4M3FN, 16}, {MIL_DT_FP8E5M2, 17}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         CHECK(mil_dtype_blob_code(codes[i].dt) == codes[i].code);
         CHECK(mil_dtype_from_blob_code(codes[i].code) == codes[i].dt);
     }
-    CHECK(mil_dtype_from_blob_code(0) == MIL_DT_INVALID && mil_dtype_from_blob_code(18) == MIL_DT_INVALID);
+    CHECK(mil_dtype_from_blob_code(0) == MIL_DT_INVALID &&
+          mil_dtype_from_blob_code(18) == MIL_DT_INVALID);
     CHECK(mil_dtype_blob_code(MIL_DT_BOOL) == 0);
 }
 
 static void cleanup(void) {
     const char *names[] = {"one.bin", "conv.bin", "enc.bin", "pal.bin", "mixed.bin"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) remove(tmp_path(names[i]));
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        remove(tmp_path(names[i]));
     rmdir(tmp_dir);
 }
 

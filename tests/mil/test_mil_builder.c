@@ -26,7 +26,8 @@ static const char *model_dir(void) {
     return tmp_dir;
 }
 
-static const mil_type *t4(mil_builder *b, mil_dtype dt, int64_t a, int64_t c, int64_t d, int64_t e) {
+static const mil_type *t4(mil_builder *b, mil_dtype dt, int64_t a, int64_t c, int64_t d,
+                          int64_t e) {
     int64_t dims[4] = {a, c, d, e};
     return mil_type_tensor(mil_builder_program(b), dt, 4, dims);
 }
@@ -61,8 +62,10 @@ static void test_conv_block_with_weights_round_trips(void) {
     CHECK_OK(mil_build_function(b, "main", "ios18"), mil_builder_error(b));
     mil_var *x = mil_build_input(b, "x", t4(b, MIL_DT_FP16, 1, 64, 1, 32));
     float *w = malloc(64 * 64 * sizeof *w), bias[64];
-    for (int i = 0; i < 64 * 64; i++) w[i] = (float)((i % 97) - 48) / 64.0f;
-    for (int i = 0; i < 64; i++) bias[i] = (float)i * 0.1f;
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)((i % 97) - 48) / 64.0f;
+    for (int i = 0; i < 64; i++)
+        bias[i] = (float)i * 0.1f;
     mil_var *y = mil_build_conv1x1(b, "conv0", x, 64, 64, w, bias);
     y = mil_build_unary(b, "relu", "relu0", y);
     mil_var *z = mil_build_conv1x1(b, "conv1", y, 64, 64, w, bias);
@@ -73,9 +76,11 @@ static void test_conv_block_with_weights_round_trips(void) {
     CHECK_OK(mil_builder_finish(b, &p, &err), &err);
     /* the weights went to the blob at coremlc's offsets (weight, bias, weight, bias) */
     const mil_function *fn = p->functions[0];
-    const mil_value *w0 = mil_function_var(fn, "conv0_weight")->cval, *b0 = mil_function_var(fn, "conv0_bias")->cval;
+    const mil_value *w0 = mil_function_var(fn, "conv0_weight")->cval,
+                    *b0 = mil_function_var(fn, "conv0_bias")->cval;
     const mil_value *w1 = mil_function_var(fn, "conv1_weight")->cval;
-    CHECK(w0->kind == MIL_VALUE_BLOB && w0->blob_offset == 64 && b0->blob_offset == 8320 && w1->blob_offset == 8512);
+    CHECK(w0->kind == MIL_VALUE_BLOB && w0->blob_offset == 64 && b0->blob_offset == 8320 &&
+          w1->blob_offset == 8512);
     CHECK(!strcmp(w0->blob_path, "@model_path/weights/weight.bin"));
     const uint8_t *bytes;
     size_t nb;
@@ -93,8 +98,13 @@ static void test_conv_block_with_weights_round_trips(void) {
     int ok;
     char *text = round_trip(p, model_dir(), &ok);
     CHECK(ok);
-    CHECK(strstr(text, "tensor<fp16, [64, 64, 1, 1]> conv0_weight = const()[name = string(\"conv0_weight\"), val = tensor<fp16, [64, 64, 1, 1]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];"));
-    CHECK(strstr(text, "tensor<fp16, [1, 64, 1, 32]> conv0 = conv(bias = conv0_bias, dilations = conv0_dilations, groups = conv0_groups, pad = conv0_pad, pad_type = conv0_pad_type, strides = conv0_strides, weight = conv0_weight, x = x)[name = string(\"conv0\")];"));
+    CHECK(strstr(text, "tensor<fp16, [64, 64, 1, 1]> conv0_weight = const()[name = "
+                       "string(\"conv0_weight\"), val = tensor<fp16, [64, 64, 1, 1]>(BLOBFILE(path "
+                       "= string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];"));
+    CHECK(strstr(
+        text, "tensor<fp16, [1, 64, 1, 32]> conv0 = conv(bias = conv0_bias, dilations = "
+              "conv0_dilations, groups = conv0_groups, pad = conv0_pad, pad_type = conv0_pad_type, "
+              "strides = conv0_strides, weight = conv0_weight, x = x)[name = string(\"conv0\")];"));
     free(text);
     mil_program_free(p);
 }
@@ -102,7 +112,8 @@ static void test_conv_block_with_weights_round_trips(void) {
 /* The corpus's hand-written attention block, rebuilt: every op's inferred
  * type must equal the type the file declares. */
 static void test_attention_block_matches_corpus_types(void) {
-    const char *path = nc_test_shared_path("data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil");
+    const char *path = nc_test_shared_path(
+        "data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil");
     if (!path) SKIP("mil corpus not present");
     nc_error err;
     mil_program *ref;
@@ -111,7 +122,8 @@ static void test_attention_block_matches_corpus_types(void) {
     CHECK_OK(mil_builder_new(&b, NULL, &err), &err);
     CHECK_OK(mil_build_function(b, "main", "ios18"), mil_builder_error(b));
     mil_var *x = mil_build_input(b, "x", t4(b, MIL_DT_FP16, 1, 64, 4, 192));
-    int32_t size[4] = {1, 64, 4, 64}, bq[4] = {0, 0, 0, 0}, bk[4] = {0, 0, 0, 64}, bv[4] = {0, 0, 0, 128};
+    int32_t size[4] = {1, 64, 4, 64}, bq[4] = {0, 0, 0, 0}, bk[4] = {0, 0, 0, 64},
+            bv[4] = {0, 0, 0, 128};
     int32_t pq[4] = {0, 2, 3, 1}, pk[4] = {0, 2, 1, 3}, po[4] = {0, 3, 1, 2};
     mil_var *q0 = mil_build_slice_by_size(b, "Q0", x, 4, bq, size);
     mil_var *k0 = mil_build_slice_by_size(b, "K0", x, 4, bk, size);
@@ -119,7 +131,8 @@ static void test_attention_block_matches_corpus_types(void) {
     mil_var *q = mil_build_transpose(b, "Q", q0, 4, pq);
     mil_var *k = mil_build_transpose(b, "K", k0, 4, pk);
     mil_var *s = mil_build_matmul(b, "scores", q, k, 0, 0);
-    mil_var *sc = mil_build_mul(b, "scaled", s, mil_build_const_scalar(b, "scale", MIL_DT_FP16, 0.125));
+    mil_var *sc =
+        mil_build_mul(b, "scaled", s, mil_build_const_scalar(b, "scale", MIL_DT_FP16, 0.125));
     mil_var *pr = mil_build_softmax(b, "probabilities", sc, -1);
     mil_var *v = mil_build_transpose(b, "V", v0, 4, pq);
     mil_var *c = mil_build_matmul(b, "context", pr, v, 0, 0);
@@ -129,7 +142,9 @@ static void test_attention_block_matches_corpus_types(void) {
     CHECK_OK(mil_build_done(b, &y, 1), mil_builder_error(b));
     mil_program *p;
     CHECK_OK(mil_builder_finish(b, &p, &err), &err);
-    static const char *names[] = {"Q0", "K0", "V0", "Q", "K", "scores", "scaled", "probabilities", "V", "context", "context_nchw", "y"};
+    static const char *names[] = {"Q0", "K0",      "V0",           "Q",
+                                  "K",  "scores",  "scaled",       "probabilities",
+                                  "V",  "context", "context_nchw", "y"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const mil_var *mine = mil_function_var(p->functions[0], names[i]);
         const mil_var *theirs = mil_function_var(ref->functions[0], names[i]);
@@ -149,7 +164,8 @@ static void test_functions_share_one_weight(void) {
     nc_error err;
     CHECK_OK(mil_builder_new(&b, dir, &err), &err);
     float w[32 * 32];
-    for (int i = 0; i < 32 * 32; i++) w[i] = (float)i;
+    for (int i = 0; i < 32 * 32; i++)
+        w[i] = (float)i;
     const mil_value *shared = NULL;
     static const char *fns[] = {"prefill", "decode"};
     for (int f = 0; f < 2; f++) {
@@ -169,8 +185,10 @@ static void test_functions_share_one_weight(void) {
     }
     mil_program *p;
     CHECK_OK(mil_builder_finish(b, &p, &err), &err);
-    const mil_value *a = mil_function_var(p->functions[0], "w")->cval, *c = mil_function_var(p->functions[1], "w")->cval;
-    CHECK(a->kind == MIL_VALUE_BLOB && c->kind == MIL_VALUE_BLOB && a->blob_offset == c->blob_offset);
+    const mil_value *a = mil_function_var(p->functions[0], "w")->cval,
+                    *c = mil_function_var(p->functions[1], "w")->cval;
+    CHECK(a->kind == MIL_VALUE_BLOB && c->kind == MIL_VALUE_BLOB &&
+          a->blob_offset == c->blob_offset);
     char path[400];
     snprintf(path, sizeof path, "%s/weights/weight.bin", dir);
     mil_blob_file f;
@@ -188,7 +206,8 @@ static void test_functions_share_one_weight(void) {
 /* Each bad call fails right there, names the op, and poisons the builder. */
 static void expect_fail(mil_builder *b, mil_var *result, const char *needle) {
     const nc_error *e = mil_builder_error(b);
-    CHECKF(!result && e->code != NC_OK && strstr(e->msg, needle), "expected '%s', got '%s'", needle, e->msg);
+    CHECKF(!result && e->code != NC_OK && strstr(e->msg, needle), "expected '%s', got '%s'", needle,
+           e->msg);
 }
 
 static mil_builder *fresh(mil_var **x, mil_var **y) {
@@ -205,7 +224,8 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
     mil_var *x, *y;
     mil_builder *b = fresh(&x, &y);
     CHECK(b);
-    expect_fail(b, mil_build_matmul(b, "qk", x, y, 0, 0), "matmul 'qk': inner dimensions differ: x gives 16, y gives 32");
+    expect_fail(b, mil_build_matmul(b, "qk", x, y, 0, 0),
+                "matmul 'qk': inner dimensions differ: x gives 16, y gives 32");
     CHECK(mil_build_unary(b, "relu", "r", x) == NULL); /* sticky */
     mil_builder_free(b);
 
@@ -215,12 +235,14 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
     mil_builder_free(b);
 
     b = fresh(&x, &y);
-    expect_fail(b, mil_build_add(b, "a", x, mil_build_const_i32(b, "one", 1)), "add 'a': argument 'y' is int32 but 'x' is fp16");
+    expect_fail(b, mil_build_add(b, "a", x, mil_build_const_i32(b, "one", 1)),
+                "add 'a': argument 'y' is int32 but 'x' is fp16");
     mil_builder_free(b);
 
     b = fresh(&x, &y);
     int32_t shape[2] = {7, -1};
-    expect_fail(b, mil_build_reshape(b, "rs", x, 2, shape), "reshape 'rs': cannot infer -1: 512 elements do not divide by 7");
+    expect_fail(b, mil_build_reshape(b, "rs", x, 2, shape),
+                "reshape 'rs': cannot infer -1: 512 elements do not divide by 7");
     mil_builder_free(b);
 
     b = fresh(&x, &y);
@@ -229,7 +251,8 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
     mil_builder_free(b);
 
     b = fresh(&x, &y);
-    expect_fail(b, mil_build_softmax(b, "sm", x, 4), "softmax 'sm': axis 4 is out of range for rank 4");
+    expect_fail(b, mil_build_softmax(b, "sm", x, 4),
+                "softmax 'sm': axis 4 is out of range for rank 4");
     mil_builder_free(b);
 
     b = fresh(&x, &y);
@@ -238,7 +261,8 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
 
     b = fresh(&x, &y);
     mil_build_arg ref[] = {{.name = "x", .ref = "nope"}};
-    expect_fail(b, mil_build_op(b, "relu", "r", ref, 1), "relu 'r': argument 'x' refers to unknown variable 'nope'");
+    expect_fail(b, mil_build_op(b, "relu", "r", ref, 1),
+                "relu 'r': argument 'x' refers to unknown variable 'nope'");
     mil_builder_free(b);
 
     b = fresh(&x, &y); /* by name works */
@@ -249,7 +273,8 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
 
     b = fresh(&x, &y); /* a non-constant where a constant is required */
     mil_build_arg nc[] = {{.name = "x", .var = x}, {.name = "perm", .var = x}};
-    expect_fail(b, mil_build_op(b, "transpose", "t", nc, 2), "transpose 't': argument 'perm' must be a compile-time constant");
+    expect_fail(b, mil_build_op(b, "transpose", "t", nc, 2),
+                "transpose 't': argument 'perm' must be a compile-time constant");
     mil_builder_free(b);
 
     b = fresh(&x, &y); /* read_state does not exist before iOS18 */
@@ -258,7 +283,9 @@ static void test_builder_errors_name_the_op_at_the_call(void) {
     CHECK_OK(mil_builder_new(&b2, NULL, &err), &err);
     mil_build_function(b2, "main", "ios17");
     mil_var *x2 = mil_build_input(b2, "x", t4(b2, MIL_DT_FP16, 1, 4, 8, 16));
-    expect_fail(b2, mil_build_op(b2, "slice_update", "su", (mil_build_arg[]){{.name = "x", .var = x2}}, 1), "slice_update 'su': not available before ios18");
+    expect_fail(
+        b2, mil_build_op(b2, "slice_update", "su", (mil_build_arg[]){{.name = "x", .var = x2}}, 1),
+        "slice_update 'su': not available before ios18");
     mil_builder_free(b2);
     mil_program *p;
     CHECK(mil_builder_finish(b, &p, &err) == NC_ERR_INVALID); /* main still open */

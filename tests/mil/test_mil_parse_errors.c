@@ -31,8 +31,9 @@ static void test_errors_give_line_column_expected_and_found(void) {
                  "t.mil:4:47: unknown variable 'z'");
     expect_error(HEAD "            tensor<fp17, [1, 4]> y = relu(x = x);\n",
                  "t.mil:4:20: expected a dtype (fp16, int32, ...), found 'fp17'");
-    expect_error(HEAD "            tensor<fp16, [1, 4]> y = add(x = x, y = tensor<int32, [3]>([1, 2]));\n",
-                 "t.mil:4:72: expected 3 elements for the declared shape, found 2");
+    expect_error(
+        HEAD "            tensor<fp16, [1, 4]> y = add(x = x, y = tensor<int32, [3]>([1, 2]));\n",
+        "t.mil:4:72: expected 3 elements for the declared shape, found 2");
     expect_error(HEAD "            int8 c = const()[val = int8(300)];\n",
                  "t.mil:4:41: integer out of range for its dtype");
     expect_error(HEAD "            string c = const()[val = string(\"abc)];\n",
@@ -44,11 +45,13 @@ static void test_errors_give_line_column_expected_and_found(void) {
     expect_error(HEAD "            bool c = const()[val = bool(maybe)];\n",
                  "t.mil:4:41: expected true or false, found 'maybe'");
     expect_error(HEAD "        } -> (nope);\n}\n", "t.mil:4:15: unknown variable 'nope'");
-    expect_error(HEAD "            tensor<fp16, [1, 4]> y = add(x = x, x = x);\n", "t.mil:4:49: argument given twice");
+    expect_error(HEAD "            tensor<fp16, [1, 4]> y = add(x = x, x = x);\n",
+                 "t.mil:4:49: argument given twice");
     expect_error(HEAD "        } -> (x);\n}\n}\n", "t.mil:6:1: expected end of file, found '}'");
     expect_error("program(1.3) { func main<ios18>() { } -> (); ",
                  "t.mil:1:46: expected '}', found end of file");
-    expect_error(HEAD "            tensor<fp16, [1, 4]> w = const()[val = tensor<fp16, [1, 4]>(BLOBFILE(path = string(\"a\"), size = uint64(64)))];\n",
+    expect_error(HEAD "            tensor<fp16, [1, 4]> w = const()[val = tensor<fp16, [1, "
+                      "4]>(BLOBFILE(path = string(\"a\"), size = uint64(64)))];\n",
                  "t.mil:4:102: expected path or offset in BLOBFILE");
 }
 
@@ -96,12 +99,18 @@ static void test_blobfile_resolves_against_model_folder(void) {
         CHECK_OK(mil_blob_writer_add(&w, MIL_DT_FP16, 4, h, &off, &err), &err);
         CHECK_OK(mil_blob_writer_finish(&w, &err), &err);
     }
-    write_text(mil, "program(1.3)\n{\n    func main<ios18>(tensor<fp16, [4]> x) {\n"
-                    "            tensor<fp16, [4]> a = const()[val = tensor<fp16, [4]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
-                    "            tensor<fp16, [4]> b = const()[val = tensor<fp16, [4]>(BLOBFILE(path = string(\"@model_path/../shared.bin\"), offset = uint64(64)))];\n"
-                    "            tensor<fp16, [2, 4]> c = const()[val = tensor<fp16, [2, 4]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
-                    "            tensor<fp16, [4]> d = const()[val = tensor<fp16, [4]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(128)))];\n"
-                    "        } -> (x);\n}\n");
+    write_text(
+        mil,
+        "program(1.3)\n{\n    func main<ios18>(tensor<fp16, [4]> x) {\n"
+        "            tensor<fp16, [4]> a = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
+        "string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
+        "            tensor<fp16, [4]> b = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
+        "string(\"@model_path/../shared.bin\"), offset = uint64(64)))];\n"
+        "            tensor<fp16, [2, 4]> c = const()[val = tensor<fp16, [2, 4]>(BLOBFILE(path = "
+        "string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
+        "            tensor<fp16, [4]> d = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
+        "string(\"@model_path/weights/weight.bin\"), offset = uint64(128)))];\n"
+        "        } -> (x);\n}\n");
     mil_program *p;
     CHECK_OK(mil_parse_file(mil, &p, &err), &err);
     const mil_function *fn = p->functions[0];

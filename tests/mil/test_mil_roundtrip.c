@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../test.h"
 #include "base/mmap.h"
 #include "mil/compare.h"
 #include "mil/ops.h"
 #include "mil/parse.h"
 #include "mil/print.h"
-#include "../test.h"
 
 #define MAX_FILES 64
 
@@ -70,10 +70,16 @@ static void test_every_corpus_file_round_trips_to_the_same_program(void) {
  * printer writes the dialect coremlc writes. */
 static void test_coremlc_files_reprint_byte_for_byte(void) {
     static const char *files[] = {
-        "data/mil-corpus/751K__Apple-Neural-Engine-Microarchitecture-Study-M6__data__03_compile__hwx__model.mil",
-        "data/mil-corpus/apple__coremltools__coremltools__modelrunner__ModelRunner__add_model.mlmodelc__model.mil",
-        "data/mil-corpus/rebeckerspecialties__mlmodelc-export__tests__fixtures__flexible-multifunction__expected-macos.mlmodelc__model.mil",
-        "data/mil-corpus/rebeckerspecialties__mlmodelc-export__tests__fixtures__quantized-constexpr__expected-macos.mlmodelc__model.mil",
+        "data/mil-corpus/"
+        "751K__Apple-Neural-Engine-Microarchitecture-Study-M6__data__03_compile__hwx__model.mil",
+        "data/mil-corpus/"
+        "apple__coremltools__coremltools__modelrunner__ModelRunner__add_model.mlmodelc__model.mil",
+        "data/mil-corpus/"
+        "rebeckerspecialties__mlmodelc-export__tests__fixtures__flexible-multifunction__expected-"
+        "macos.mlmodelc__model.mil",
+        "data/mil-corpus/"
+        "rebeckerspecialties__mlmodelc-export__tests__fixtures__quantized-constexpr__expected-"
+        "macos.mlmodelc__model.mil",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *path = nc_test_shared_path(files[i]);
@@ -91,7 +97,8 @@ static void test_coremlc_files_reprint_byte_for_byte(void) {
         if (!same)
             for (size_t k = 0; k < n_orig && k < n_text; k++)
                 if (orig[k] != text[k]) {
-                    printf("  first difference at byte %zu: ...%.40s\n", k, text + (k > 20 ? k - 20 : 0));
+                    printf("  first difference at byte %zu: ...%.40s\n", k,
+                           text + (k > 20 ? k - 20 : 0));
                     break;
                 }
         free(orig);
@@ -117,13 +124,14 @@ static void test_inference_matches_coremlc_declared_types(void) {
                 mil_infer_out out;
                 nc_status st = mil_op_infer(p, op, &out, &err);
                 int ok = st == NC_OK && out.n == op->n_outputs;
-                for (int o = 0; ok && o < out.n; o++) ok = mil_type_equal(out.types[o], op->outputs[o]->type);
+                for (int o = 0; ok && o < out.n; o++)
+                    ok = mil_type_equal(out.types[o], op->outputs[o]->type);
                 if (!ok) {
                     char a[256] = "", b[256] = "";
                     if (st == NC_OK && out.n) mil_type_str(out.types[0], a, sizeof a);
                     if (op->n_outputs) mil_type_str(op->outputs[0]->type, b, sizeof b);
-                    printf("  %s:%d: %s: %s inferred %s declared %s\n", paths[i], op->line, op->type,
-                           st == NC_OK ? "" : err.msg, a, b);
+                    printf("  %s:%d: %s: %s inferred %s declared %s\n", paths[i], op->line,
+                           op->type, st == NC_OK ? "" : err.msg, a, b);
                     mil_program_free(p);
                     CHECK(0);
                 }
@@ -136,9 +144,11 @@ static void test_inference_matches_coremlc_declared_types(void) {
 
 /* Dialect A (program(1.0)) stays dialect A, with tensor<string, []> scalars. */
 static void test_program_1_0_keeps_its_dialect(void) {
-    const char *src = "program(1.0)\n[buildInfo = dict<tensor<string, []>, tensor<string, []>>({{\"k\", \"v\"}})]\n"
+    const char *src = "program(1.0)\n[buildInfo = dict<tensor<string, []>, tensor<string, "
+                      "[]>>({{\"k\", \"v\"}})]\n"
                       "{\n    func main<ios16>(tensor<fp16, [1, 10]> x) {\n"
-                      "            tensor<fp16, [1, 10]> y = mul(x = x, y = x)[name = tensor<string, []>(\"op\")];\n"
+                      "            tensor<fp16, [1, 10]> y = mul(x = x, y = x)[name = "
+                      "tensor<string, []>(\"op\")];\n"
                       "        } -> (y);\n}\n";
     nc_error err;
     mil_program *p;
@@ -162,12 +172,14 @@ static void test_literals_and_layout_variants_round_trip(void) {
     const char *src =
         "program(1.3)\n{\nfunc main<ios18>(tensor<fp16,[1,?]> x,state<tensor<fp16, [1, 4]>> s) {\n"
         "// a comment\n"
-        "tensor<fp16,[4]> c=const()[name=string(\"q\\\"uote\\\\ \\n\"),val=tensor<fp16,[4]>([0.125,-inf,0x1p-24,65504])];\n"
+        "tensor<fp16,[4]> c=const()[name=string(\"q\\\"uote\\\\ "
+        "\\n\"),val=tensor<fp16,[4]>([0.125,-inf,0x1p-24,65504])];\n"
         "tensor<int32,[1]> one = const()[val = tensor<int32, [1]>(-1)];\n"
         "tensor<fp32, [2]> f = const()[val = tensor<fp32, [2]>([6.3110803182750176e-06, 0])];\n"
         "tensor<fp16, [1, 4]> r = read_state(input = s);\n"
         "write_state(data = r, input = s);\n"
-        "tensor<fp16, [1, ?]> y = relu<ios17>(x = x)[d = dict<string, tuple<int32, list<bool, ?>>>({{\"a\", (1, [true, false])}}), u = tensor<uint4, [3]>([1, 15, 0])];\n"
+        "tensor<fp16, [1, ?]> y = relu<ios17>(x = x)[d = dict<string, tuple<int32, list<bool, "
+        "?>>>({{\"a\", (1, [true, false])}}), u = tensor<uint4, [3]>([1, 15, 0])];\n"
         "} -> (y, r);\n}\n";
     nc_error err;
     mil_program *p, *q;

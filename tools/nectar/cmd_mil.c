@@ -16,13 +16,14 @@
 #include "mil/walk.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: nectar mil <command> ...\n\n"
-               "  check FILE.mil|DIR [--target ane]   report every problem with its line\n"
-               "  fmt FILE.mil [-o OUT.mil]            canonical reprint (program(1.3) dialect)\n"
-               "  info FILE.mil                        functions, I/O shapes, op histogram, weights\n"
-               "  run FILE.mil --fn F --in x=x.npy --out DIR   interpret a function\n"
-               "  bundle FILE.mil -o DIR               copy into a fresh model folder\n"
-               "  bundle --batch FILES...              table of which files pass the ANE rules\n");
+    fprintf(f,
+            "usage: nectar mil <command> ...\n\n"
+            "  check FILE.mil|DIR [--target ane]   report every problem with its line\n"
+            "  fmt FILE.mil [-o OUT.mil]            canonical reprint (program(1.3) dialect)\n"
+            "  info FILE.mil                        functions, I/O shapes, op histogram, weights\n"
+            "  run FILE.mil --fn F --in x=x.npy --out DIR   interpret a function\n"
+            "  bundle FILE.mil -o DIR               copy into a fresh model folder\n"
+            "  bundle --batch FILES...              table of which files pass the ANE rules\n");
 }
 
 /* --- fmt ----------------------------------------------------------------- */
@@ -30,13 +31,17 @@ static void usage(FILE *f) {
 static int cmd_fmt(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: nectar mil fmt FILE.mil [-o OUT.mil]\n");
             return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) return cli_failf("mil fmt: unknown option '%s'", argv[i]);
-        else if (!in) in = argv[i];
-        else return cli_failf("mil fmt: one input file expected, got '%s' too", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return cli_failf("mil fmt: unknown option '%s'", argv[i]);
+        else if (!in)
+            in = argv[i];
+        else
+            return cli_failf("mil fmt: one input file expected, got '%s' too", argv[i]);
     }
     if (!in) return cli_failf("mil fmt: missing FILE.mil (see nectar mil fmt --help)");
     nc_error err;
@@ -100,7 +105,8 @@ static int hist_cmp(const void *a, const void *b) {
 static void print_vars(const char *label, mil_var *const *vars, int n) {
     char buf[512];
     printf("  %s:\n", label);
-    for (int i = 0; i < n; i++) printf("    %-24s %s\n", vars[i]->name, mil_type_str(vars[i]->type, buf, sizeof buf));
+    for (int i = 0; i < n; i++)
+        printf("    %-24s %s\n", vars[i]->name, mil_type_str(vars[i]->type, buf, sizeof buf));
     if (!n) printf("    (none)\n");
 }
 
@@ -116,29 +122,34 @@ static int cmd_info(int argc, char **argv) {
     mil_program *p;
     if (mil_parse_file(argv[1], &p, &err)) return cli_fail(&err);
     const mil_value *bi = mil_program_attr(p, "buildInfo");
-    printf("%s: program(%s), %d function%s\n", argv[1], p->version, p->n_functions, p->n_functions == 1 ? "" : "s");
+    printf("%s: program(%s), %d function%s\n", argv[1], p->version, p->n_functions,
+           p->n_functions == 1 ? "" : "s");
     if (bi && bi->kind == MIL_VALUE_DICT)
         for (size_t i = 0; i < bi->n; i++) {
-            const char *k = mil_value_str(bi->items[2 * i]), *v = mil_value_str(bi->items[2 * i + 1]);
+            const char *k = mil_value_str(bi->items[2 * i]),
+                       *v = mil_value_str(bi->items[2 * i + 1]);
             if (k && v) printf("  buildInfo %s = %s\n", k, v);
         }
     for (int f = 0; f < p->n_functions; f++) {
         const mil_function *fn = p->functions[f];
         printf("function %s<%s>: %d ops\n", fn->name, fn->opset, fn->n_ops);
-        for (int i = 0; i < fn->n_attrs; i++) printf("  attribute %s\n", fn->attrs[i].name);
+        for (int i = 0; i < fn->n_attrs; i++)
+            printf("  attribute %s\n", fn->attrs[i].name);
         print_vars("inputs", fn->inputs, fn->n_inputs);
         print_vars("outputs", fn->outputs, fn->n_outputs);
         hist_entry *h = calloc((size_t)(fn->n_ops ? fn->n_ops : 1), sizeof *h);
         int nh = 0;
         for (int k = 0; h && k < fn->n_ops; k++) {
             int j = 0;
-            while (j < nh && strcmp(h[j].type, fn->ops[k]->type)) j++;
+            while (j < nh && strcmp(h[j].type, fn->ops[k]->type))
+                j++;
             if (j == nh) h[nh++].type = fn->ops[k]->type;
             h[j].count++;
         }
         if (h) qsort(h, (size_t)nh, sizeof *h, hist_cmp);
         printf("  ops:");
-        for (int j = 0; j < nh; j++) printf(" %s %d%s", h[j].type, h[j].count, j + 1 < nh ? "," : "\n");
+        for (int j = 0; j < nh; j++)
+            printf(" %s %d%s", h[j].type, h[j].count, j + 1 < nh ? "," : "\n");
         if (!nh) printf(" (none)\n");
         free(h);
     }
@@ -149,7 +160,8 @@ static int cmd_info(int argc, char **argv) {
     for (int dt = 1; dt < MIL_DT_COUNT; dt++)
         if (wc.blobs[dt]) {
             printf("  %-8s %12llu bytes in %d blob%s\n", mil_dtype_name((mil_dtype)dt),
-                   (unsigned long long)wc.blob_bytes[dt], wc.blobs[dt], wc.blobs[dt] == 1 ? "" : "s");
+                   (unsigned long long)wc.blob_bytes[dt], wc.blobs[dt],
+                   wc.blobs[dt] == 1 ? "" : "s");
             total += wc.blob_bytes[dt];
         }
     printf("  total    %12llu bytes\n", (unsigned long long)total);
@@ -157,7 +169,8 @@ static int cmd_info(int argc, char **argv) {
     uint64_t total_inline = 0;
     for (int dt = 1; dt < MIL_DT_COUNT; dt++)
         if (wc.inline_bytes[dt]) {
-            printf("  %-8s %12llu bytes\n", mil_dtype_name((mil_dtype)dt), (unsigned long long)wc.inline_bytes[dt]);
+            printf("  %-8s %12llu bytes\n", mil_dtype_name((mil_dtype)dt),
+                   (unsigned long long)wc.inline_bytes[dt]);
             total_inline += wc.inline_bytes[dt];
         }
     printf("  total    %12llu bytes\n", (unsigned long long)total_inline);
@@ -178,7 +191,8 @@ static int batch_row(const char *path) {
         printf("%-6s %6s %6s  %s  parse: %s\n", "FAIL", "-", "-", path, err.msg);
         return 0;
     }
-    for (int f = 0; f < p->n_functions; f++) n_ops += p->functions[f]->n_ops;
+    for (int f = 0; f < p->n_functions; f++)
+        n_ops += p->functions[f]->n_ops;
     mil_diagnostics d = {0};
     mil_check_options opt = {.target_ane = 1};
     int pass = 0;
@@ -189,8 +203,9 @@ static int batch_row(const char *path) {
         const mil_diag *first = NULL;
         for (int i = 0; i < d.n && !first; i++)
             if (d.items[i].severity == MIL_SEV_ERROR) first = &d.items[i];
-        printf("%-6s %6d %6d  %s  %d error%s, %d warning%s", pass ? "PASS" : "FAIL", p->n_functions, n_ops,
-               path, d.n_errors, d.n_errors == 1 ? "" : "s", d.n_warnings, d.n_warnings == 1 ? "" : "s");
+        printf("%-6s %6d %6d  %s  %d error%s, %d warning%s", pass ? "PASS" : "FAIL", p->n_functions,
+               n_ops, path, d.n_errors, d.n_errors == 1 ? "" : "s", d.n_warnings,
+               d.n_warnings == 1 ? "" : "s");
         if (first) printf("; first: line %d: %s [%s]", first->line, first->msg, first->rule);
         printf("\n");
     }
@@ -205,8 +220,10 @@ static int cmd_bundle(int argc, char **argv) {
     char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return cli_failf("mil bundle: out of memory");
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--batch")) batch = 1;
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--batch"))
+            batch = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: nectar mil bundle FILE.mil -o DIR\n"
                    "       nectar mil bundle --batch FILES...\n\n"
@@ -232,7 +249,8 @@ static int cmd_bundle(int argc, char **argv) {
             return cli_failf("mil bundle --batch: no files given");
         }
         printf("%-6s %6s %6s  %s\n", "ANE", "funcs", "ops", "file  reason");
-        for (int i = 0; i < n_files; i++) passed += batch_row(files[i]);
+        for (int i = 0; i < n_files; i++)
+            passed += batch_row(files[i]);
         printf("%d of %d file%s pass the ANE rules\n", passed, n_files, n_files == 1 ? "" : "s");
         rc = passed == n_files ? 0 : 1;
     } else if (n_files != 1 || !out) {
@@ -244,8 +262,10 @@ static int cmd_bundle(int argc, char **argv) {
             rc = cli_fail(&err);
         } else {
             printf("%s/model.mil\n", out);
-            for (int i = 0; i < rep.n_files; i++) printf("%s/weights/%s  <- %s\n", out, rep.to[i], rep.from[i]);
-            printf("%d BLOBFILE reference%s checked\n", rep.n_blob_refs, rep.n_blob_refs == 1 ? "" : "s");
+            for (int i = 0; i < rep.n_files; i++)
+                printf("%s/weights/%s  <- %s\n", out, rep.to[i], rep.from[i]);
+            printf("%d BLOBFILE reference%s checked\n", rep.n_blob_refs,
+                   rep.n_blob_refs == 1 ? "" : "s");
             rc = 0;
         }
     }
@@ -259,7 +279,7 @@ static const struct {
     const char *name;
     int (*fn)(int, char **);
 } subcommands[] = {
-    {"check", cmd_mil_check}, {"run", cmd_mil_run}, {"fmt", cmd_fmt},
+    {"check", cmd_mil_check}, {"run", cmd_mil_run},   {"fmt", cmd_fmt},
     {"info", cmd_info},       {"bundle", cmd_bundle},
 };
 
