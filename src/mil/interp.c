@@ -437,6 +437,7 @@ void mil_interp_free(mil_interp *it) {
 
 const mil_function *mil_interp_function(const mil_interp *it) { return it->fn; }
 mil_interp_mode mil_interp_get_mode(const mil_interp *it) { return it->mode; }
+void mil_interp_set_pool(mil_interp *it, nc_pool *pool) { it->pool = pool; }
 
 /* ---- inputs and outputs ---- */
 

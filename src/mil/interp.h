@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/pool.h"
 #include "mil/ir.h"
 
 typedef enum mil_interp_mode {
@@ -64,6 +65,13 @@ nc_status mil_interp_get(const mil_interp *it, const char *name, mil_interp_view
  * FP32, INT32 or BOOL bytes); dst holds max_count elements. */
 nc_status mil_interp_copy_out(const mil_interp *it, const char *name, mil_dtype dtype, void *dst,
                               size_t max_count, nc_error *err);
+
+/* Lets matmul, linear and conv split their work over `pool` (owned by the
+ * caller, shared by any number of interpreters; NULL: serial, the default).
+ * Results are identical either way: each output element is summed by one
+ * thread in the same order. Runs of interpreters sharing a pool must not
+ * overlap (nc_pool_for is not re-entrant). */
+void mil_interp_set_pool(mil_interp *it, nc_pool *pool);
 
 const mil_function *mil_interp_function(const mil_interp *it);
 mil_interp_mode mil_interp_get_mode(const mil_interp *it);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/pool.h"
+
 #define MIL_K_MAX_RANK 8
 
 typedef struct mil_kshape {
@@ -72,14 +74,15 @@ void mil_k_broadcast_to(const uint32_t *x, const mil_kshape *xs, uint32_t *out,
 
 /* x [..., M, K] (or [..., K, M] when tx), y [..., K, N] (or [..., N, K] when
  * ty), rank >= 2 both (the caller promotes 1-D operands), batch dims
- * broadcast to os [..., M, N]. scratch (K*N floats, or NULL: slower) holds a
- * transposed y. */
+ * broadcast to os [..., M, N]. scratch (as many floats as y, or NULL: slower)
+ * holds y transposed when ty. pool: NULL runs serially. */
 void mil_k_matmul(const float *x, const mil_kshape *xs, int tx, const float *y,
-                  const mil_kshape *ys, int ty, float *out, const mil_kshape *os, float *scratch);
+                  const mil_kshape *ys, int ty, float *out, const mil_kshape *os, float *scratch,
+                  nc_pool *pool);
 
 /* out[r, o] = sum_i x[r, i] * w[o, i] + (bias ? bias[o] : 0). */
 void mil_k_linear(const float *x, size_t rows, size_t d_in, const float *w, const float *bias,
-                  size_t d_out, float *out);
+                  size_t d_out, float *out, nc_pool *pool);
 
 typedef struct mil_kconv {
     int n_spatial;      /* 1..3 */
@@ -91,8 +94,8 @@ typedef struct mil_kconv {
 } mil_kconv;
 
 /* x [N, Cin, *in], w [Cout, Cin/groups, *k], bias [Cout] or NULL. */
-void mil_k_conv(const mil_kconv *c, const float *x, const float *w, const float *bias,
-                float *out);
+void mil_k_conv(const mil_kconv *c, const float *x, const float *w, const float *bias, float *out,
+                nc_pool *pool);
 
 /* ---- reductions ---- */
 typedef enum mil_kred {

@@ -298,8 +298,8 @@ static nc_status ex_matmul(mil_interp *it, op_plan *p, nc_error *err) {
     void *tr = NULL;
     NC_TRY(as_float(p, 0, x, &xf, err));
     NC_TRY(as_float(p, 1, y, &yf, err));
-    if (ty) NC_TRY(mil_interp_scratch(p, 2, (size_t)(kx * n), &tr, err));
-    mil_k_matmul(xf, &xs, (int)tx, yf, &ys, (int)ty, o->data, &full, tr);
+    if (ty) NC_TRY(mil_interp_scratch(p, 2, mil_kshape_count(&ys), &tr, err));
+    mil_k_matmul(xf, &xs, (int)tx, yf, &ys, (int)ty, o->data, &full, tr, it->pool);
     return NC_OK;
 }
 
@@ -325,7 +325,7 @@ static nc_status ex_linear(mil_interp *it, op_plan *p, nc_error *err) {
         bf = b->data;
     }
     size_t rows = d_in ? mil_kshape_count(&x->shape) / (size_t)d_in : 0;
-    mil_k_linear(xf, rows, (size_t)d_in, wf, bf, (size_t)d_out, o->data);
+    mil_k_linear(xf, rows, (size_t)d_in, wf, bf, (size_t)d_out, o->data, it->pool);
     return NC_OK;
 }
 
@@ -401,7 +401,7 @@ static nc_status ex_conv(mil_interp *it, op_plan *p, nc_error *err) {
     const float *xf, *wf;
     NC_TRY(as_float(p, 0, x, &xf, err));
     NC_TRY(as_float(p, 1, w, &wf, err));
-    mil_k_conv(&c, xf, wf, b ? b->data : NULL, o->data);
+    mil_k_conv(&c, xf, wf, b ? b->data : NULL, o->data, it->pool);
     return NC_OK;
 }
 
@@ -432,8 +432,8 @@ static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
     os.d[r - 1] = ev;
     void *sc, *mk, *tr;
     NC_TRY(mil_interp_scratch(p, 0, mil_kshape_count(&ss), &sc, err));
-    NC_TRY(mil_interp_scratch(p, 2, (size_t)(s * q->shape.d[r - 1]), &tr, err));
-    mil_k_matmul(q->data, &q->shape, 0, k->data, &k->shape, 1, sc, &ss, tr);
+    NC_TRY(mil_interp_scratch(p, 2, mil_kshape_count(&k->shape), &tr, err));
+    mil_k_matmul(q->data, &q->shape, 0, k->data, &k->shape, 1, sc, &ss, tr, it->pool);
     float scale = 1.0f / sqrtf((float)q->shape.d[r - 1]);
     size_t n = mil_kshape_count(&ss);
     for (size_t i = 0; i < n; i++) ((float *)sc)[i] *= scale;
@@ -449,7 +449,7 @@ static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
     }
     mil_k_softmax(sc, &ss, r - 1, sc);
     NC_TRY(mil_interp_out(it, op, 0, &os, &o, err));
-    mil_k_matmul(sc, &ss, 0, v->data, &v->shape, 0, o->data, &os, NULL);
+    mil_k_matmul(sc, &ss, 0, v->data, &v->shape, 0, o->data, &os, NULL, it->pool);
     return NC_OK;
 }
 

@@ -36,6 +36,7 @@ struct mil_interp {
     const mil_function *fn;
     mil_interp_mode mode;
     size_t max_elements; /* 0: no limit */
+    nc_pool *pool;       /* caller's thread pool for the matrix kernels, or NULL */
     int n_slots;
     mil_slot *slots;
     int n_plans;

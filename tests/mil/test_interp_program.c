@@ -173,6 +173,70 @@ static void test_declared_shape_mismatch_names_op(void) {
     mil_program_free(prog);
 }
 
+static const char *HEAVY =
+    "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+    "    func main<ios18>(tensor<fp16, [2, 48, 37]> x, tensor<fp16, [40, 48, 1]> w,\n"
+    "                     tensor<fp16, [40, 12, 3]> w3) {\n"
+    "        tensor<fp16, [2, 40, 37]> c = conv(weight = w, x = x)[name = string(\"c\")];\n"
+    "        int32 g = const()[name = string(\"g\"), val = int32(4)];\n"
+    "        tensor<fp16, [2, 40, 35]> c3 = conv(groups = g, weight = w3, x = x)[name = string(\"c3\")];\n"
+    "        bool bf = const()[name = string(\"bf\"), val = bool(false)];\n"
+    "        bool bt = const()[name = string(\"bt\"), val = bool(true)];\n"
+    "        tensor<fp16, [2, 40, 40]> s = matmul(transpose_x = bf, transpose_y = bt, x = c, y = c)[name = string(\"s\")];\n"
+    "        tensor<int32, [2]> ws = const()[name = string(\"ws\"), val = tensor<int32, [2]>([40, 35])];\n"
+    "        fp16 wv = const()[name = string(\"wv\"), val = fp16(0x1p-4)];\n"
+    "        tensor<fp16, [40, 35]> wl = fill(shape = ws, value = wv)[name = string(\"wl\")];\n"
+    "        tensor<fp16, [2, 40, 40]> l = linear(weight = wl, x = c3)[name = string(\"l\")];\n"
+    "    } -> (s, l);\n}\n";
+
+/* Filling inputs with a fixed pseudo-random sequence. */
+static void fill_pattern(float *v, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (float)((seed >> 9) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+static void run_heavy(nc_pool *pool, float *s_out, float *l_out) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(HEAVY, strlen(HEAVY), "heavy.mil", &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, NULL, MIL_INTERP_FP16, &it, &err), &err);
+    mil_interp_set_pool(it, pool);
+    static float x[2 * 48 * 37], w[40 * 48], w3[40 * 12 * 3];
+    fill_pattern(x, 2 * 48 * 37, 1);
+    fill_pattern(w, 40 * 48, 2);
+    fill_pattern(w3, 40 * 12 * 3, 3);
+    int64_t sx[3] = {2, 48, 37}, sw[3] = {40, 48, 1}, sw3[3] = {40, 12, 3};
+    CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 3, sx, x, &err), &err);
+    CHECK_OK(mil_interp_set_input(it, "w", MIL_DT_FP32, 3, sw, w, &err), &err);
+    CHECK_OK(mil_interp_set_input(it, "w3", MIL_DT_FP32, 3, sw3, w3, &err), &err);
+    CHECK_OK(mil_interp_run(it, &err), &err);
+    CHECK_OK(mil_interp_copy_out(it, "s", MIL_DT_FP32, s_out, 2 * 40 * 40, &err), &err);
+    CHECK_OK(mil_interp_copy_out(it, "l", MIL_DT_FP32, l_out, 2 * 40 * 40, &err), &err);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
+/* Splitting matmul, conv and linear over a thread pool gives bit-identical
+ * results to a serial run. */
+static void test_thread_pool_gives_identical_results(void) {
+    static float s1[3200], l1[3200], s2[3200], l2[3200];
+    nc_pool *pool;
+    nc_error err;
+    run_heavy(NULL, s1, l1);
+    CHECK(!nc_test_failed_);
+    CHECK_OK(nc_pool_new(3, &pool, &err), &err);
+    run_heavy(pool, s2, l2);
+    nc_pool_free(pool);
+    CHECK(!nc_test_failed_);
+    CHECK(!memcmp(s1, s2, sizeof s1) && !memcmp(l1, l2, sizeof l1));
+    double mx = 0;
+    for (int i = 0; i < 3200; i++) mx = fmax(mx, fabs(s1[i]));
+    CHECK(mx > 1); /* the program computed something */
+}
+
 /* Every op type of the op table (ops.c) has an interpreter implementation. */
 static void test_every_table_op_is_interpreted(void) {
     int n;
@@ -190,6 +254,7 @@ int main(void) {
     RUN(test_attention_fp16_close_to_exact);
     RUN(test_prepared_function_reruns_with_new_inputs);
     RUN(test_state_persists_across_runs);
+    RUN(test_thread_pool_gives_identical_results);
     RUN(test_bad_inputs_are_reported);
     RUN(test_declared_shape_mismatch_names_op);
     return nc_test_exit_code();
