@@ -30,7 +30,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "f
 M64 = (1 << 64) - 1
 
 
-# --- the PRNG spec (same as src/bench/rng.c) ------------------------------------
+# --- the PRNG spec (same as src/gen/rng.c, used by src/bench/stats.c) -------------
 def splitmix64(state):
     state = (state + 0x9E3779B97F4A7C15) & M64
     z = state

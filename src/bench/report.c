@@ -255,6 +255,18 @@ static nc_status write_text(const char *dir, const char *name, const char *text,
     return nc_write_file_atomic(path, text, len, err);
 }
 
+/* Closes a memory stream and writes what it holds to dir/name (the stream
+ * sets *text and *len only when closed). */
+static nc_status flush_stream(FILE *f, char **text, size_t *len, const char *dir, const char *name,
+                              nc_error *err) {
+    fclose(f);
+    nc_status st = *text ? write_text(dir, name, *text, *len, err)
+                         : nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
+    free(*text);
+    *text = NULL;
+    return st;
+}
+
 static nc_status write_csvs(const nc_report_input *in, const char *dir, nc_error *err) {
     const nc_compare_result *r = in->r;
     char *text = NULL;
@@ -267,12 +279,7 @@ static nc_status write_csvs(const nc_report_input *in, const char *dir, nc_error
         fprintf(f, "%s,%d,%d,%zu,%.9f,%.9f,%.9f,%d,%d\n", WHO[d->who], d->block, d->index, d->item,
                 d->t_start_s, d->latency_s, d->service_s, d->is_ok, d->is_missed);
     }
-    fclose(f);
-    nc_status st = text ? write_text(dir, "samples.csv", text, len, err)
-                        : nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    free(text);
-    NC_TRY(st);
-    text = NULL;
+    NC_TRY(flush_stream(f, &text, &len, dir, "samples.csv", err));
     f = open_memstream(&text, &len);
     if (!f) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
     fprintf(f, "kind,block,t0_s,t1_s,duration_s,completed,failed,deadline_missed,energy_j,power_w\n");
@@ -286,12 +293,7 @@ static nc_status write_csvs(const nc_report_input *in, const char *dir, nc_error
         else
             fprintf(f, ",\n");
     }
-    fclose(f);
-    st = text ? write_text(dir, "blocks.csv", text, len, err)
-              : nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    free(text);
-    NC_TRY(st);
-    text = NULL;
+    NC_TRY(flush_stream(f, &text, &len, dir, "blocks.csv", err));
     f = open_memstream(&text, &len);
     if (!f) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
     fprintf(f, "t_s,energy_j,power_w\n");
@@ -304,11 +306,7 @@ static nc_status write_csvs(const nc_report_input *in, const char *dir, nc_error
         else
             fprintf(f, "\n");
     }
-    fclose(f);
-    st = text ? write_text(dir, "power.csv", text, len, err)
-              : nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    free(text);
-    return st;
+    return flush_stream(f, &text, &len, dir, "power.csv", err);
 }
 
 /* The gnuplot script: latency CDF per candidate on top, power over time (or,
@@ -349,11 +347,7 @@ static nc_status write_plot_script(const nc_report_input *in, const char *dir, n
                 "plot 'samples.csv' using (strcol(1) eq 'A' ? $5 : 1/0):($6*1000) with points pt 7 ps 0.5 title 'A', \\\n"
                 "     'samples.csv' using (strcol(1) eq 'B' ? $5 : 1/0):($6*1000) with points pt 5 ps 0.5 title 'B'\n");
     fprintf(f, "unset multiplot\n");
-    fclose(f);
-    if (!text) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    nc_status st = write_text(dir, "plot.gp", text, len, err);
-    free(text);
-    return st;
+    return flush_stream(f, &text, &len, dir, "plot.gp", err);
 }
 
 static int cmp_double(const void *pa, const void *pb) {
@@ -379,14 +373,10 @@ static nc_status write_cdf(const nc_report_input *in, const char *dir, int who, 
     }
     fprintf(f, "# latency_ms fraction_at_or_below (candidate %s)\n", WHO[who]);
     for (size_t i = 0; i < n; i++) fprintf(f, "%.6f %.6f\n", x[i], (double)(i + 1) / (double)n);
-    fclose(f);
     free(x);
-    if (!text) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
     char name[64];
     snprintf(name, sizeof name, "plot_latency_%s.dat", WHO[who]);
-    nc_status st = write_text(dir, name, text, len, err);
-    free(text);
-    return st;
+    return flush_stream(f, &text, &len, dir, name, err);
 }
 
 /* Full path of an executable named `name` on PATH, or 0. */

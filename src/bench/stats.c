@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/rng.h"
+#include "gen/rng.h"
 
 double nc_mean(const double *x, size_t n) {
     if (n == 0) return NAN;
@@ -63,6 +63,14 @@ nc_status nc_summarize(const double *x, size_t n, nc_summary *out, nc_error *err
     return NC_OK;
 }
 
+/* Index in [0, n): floor(u * n) for u = 53 random bits / 2^53, the same two
+ * IEEE operations as the Python spec in tools/make_bench_fixtures.py. */
+static size_t draw_index(gen_rng *r, size_t n) {
+    double scaled = gen_rng_uniform(r) * (double)n;
+    size_t i = (size_t)scaled;
+    return i < n ? i : n - 1;
+}
+
 static double group_ratio(const nc_boot_group *g, const size_t *idx) {
     double num = 0, den = 0;
     for (size_t k = 0; k < g->n; k++) {
@@ -106,13 +114,13 @@ nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_f
         free(reps);
         return nc_fail(err, NC_ERR_NOMEM, "bootstrap: out of memory");
     }
-    nc_rng rng;
-    nc_rng_seed(&rng, seed);
+    gen_rng rng; /* the sampler's xoshiro256** seeded by splitmix64 */
+    gen_rng_seed(&rng, seed);
     int n_ok = 0;
     for (int b = 0; b < n_resamples; b++) {
         for (int g = 0; g < n_groups; g++) {
             if (!groups[g].is_paired_with_previous)
-                for (size_t k = 0; k < groups[g].n; k++) idx[k] = nc_rng_index(&rng, groups[g].n);
+                for (size_t k = 0; k < groups[g].n; k++) idx[k] = draw_index(&rng, groups[g].n);
             r[g] = group_ratio(&groups[g], idx);
         }
         double v = stat(r, ctx);

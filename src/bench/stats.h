@@ -47,12 +47,12 @@ typedef struct nc_interval {
 } nc_interval;
 
 /* Percentile bootstrap. For each of n_resamples replicates, for each group in
- * order, draw n indices with nc_rng_index (with replacement, within that
- * group only; a paired group reuses the previous group's indices and draws
- * none) and form sum(num)/sum(den) summing in draw order; the
+ * order, draw n indices floor(u * n), u = gen_rng_uniform, with replacement
+ * within that group only (a paired group reuses the previous group's
+ * indices and draws none) and form sum(num)/sum(den) summing in draw order; the
  * statistic of the replicates' ratios goes into a list. The interval is the
  * list's (1-c)/2 and (1+c)/2 percentiles (nc_percentile_sorted). The PRNG
- * (rng.h) is seeded once with `seed`. */
+ * (gen/rng.h: xoshiro256** seeded by splitmix64) is seeded once with `seed`. */
 nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_fn stat,
                        void *ctx, int n_resamples, double confidence, uint64_t seed,
                        nc_interval *out, nc_error *err);

@@ -27,6 +27,14 @@ static void usage(FILE *f) {
             "  --json              machine-readable output (times in seconds)\n");
 }
 
+/* --config FILE, or DIR/config.json for -m DIR. */
+static void config_path(const char *config, const char *model_dir, char *path, size_t cap) {
+    if (config)
+        snprintf(path, cap, "%s", config);
+    else
+        snprintf(path, cap, "%s/config.json", model_dir);
+}
+
 int cmd_bounds(int argc, char **argv) {
     nc_error err = {0};
     nc_bounds_query q;
@@ -127,10 +135,7 @@ int cmd_bounds(int argc, char **argv) {
             if (nc_qwen3_shape_like(like, &q.decoder, &err) != NC_OK) return cli_fail(&err);
             snprintf(path, sizeof path, "--like %s", like);
         } else if (config || model_dir) {
-            if (config)
-                snprintf(path, sizeof path, "%s", config);
-            else
-                snprintf(path, sizeof path, "%s/config.json", model_dir);
+            config_path(config, model_dir, path, sizeof path);
             if (nc_qwen3_shape_load(path, &q.decoder, &err) != NC_OK) return cli_fail(&err);
         } else {
             return cli_failf("bounds: qwen3 needs --config FILE, -m DIR or --like NAME");
@@ -142,10 +147,7 @@ int cmd_bounds(int argc, char **argv) {
             if (nc_encoder_shape_like(like, &q.encoder, &err) != NC_OK) return cli_fail(&err);
             snprintf(path, sizeof path, "--like %s", like);
         } else if (config || model_dir) {
-            if (config)
-                snprintf(path, sizeof path, "%s", config);
-            else
-                snprintf(path, sizeof path, "%s/config.json", model_dir);
+            config_path(config, model_dir, path, sizeof path);
             if (nc_encoder_shape_load(path, &q.encoder, &err) != NC_OK) return cli_fail(&err);
         } else if (!(has_n && has_d && has_i)) {
             return cli_failf("bounds: modernbert needs -N, -D and -I (or --like / --config)");
