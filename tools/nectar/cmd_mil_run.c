@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/mmap.h"
+#include "base/pool.h"
 #include "base/timer.h"
 #include "commands.h"
 #include "io/npy.h"
@@ -20,14 +21,16 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nectar mil run FILE.mil [--fn NAME] --in NAME=FILE.npy ... --out DIR\n"
-            "                      [--mode fp16|fp32] [--repeat N]\n\n"
+            "                      [--mode fp16|fp32] [--repeat N] [--threads N]\n\n"
             "Runs function NAME (default main) of the program with the interpreter and writes\n"
             "each output, and each state's final value, as DIR/<name>.npy.\n\n"
             "  --in NAME=FILE.npy  binds input NAME (repeat for each input)\n"
             "  --out DIR           output folder (created if missing)\n"
             "  --mode fp16         the ANE's numerics: each op's result rounded to fp16, sums\n"
             "                      in fp32 (default); fp32: no rounding, for debugging\n"
-            "  --repeat N          run N times and print the mean time per run\n");
+            "  --repeat N          run N times and print the mean time per run\n"
+            "  --threads N         threads for matmul/conv/linear (default 1; 0: all CPUs);\n"
+            "                      results are the same for any N\n");
 }
 
 static int bind_inputs(mil_interp *it, char **specs, int n) {
@@ -73,7 +76,7 @@ int cmd_mil_run(int argc, char **argv) {
     const char *file = NULL, *fn = NULL, *out = NULL;
     char *ins[MAX_INPUTS];
     int n_in = 0;
-    long repeat = 1;
+    long repeat = 1, threads = 1;
     mil_interp_mode mode = MIL_INTERP_FP16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -97,6 +100,10 @@ int cmd_mil_run(int argc, char **argv) {
             char *end;
             repeat = strtol(argv[++i], &end, 10);
             if (*end || repeat < 1 || repeat > 1000000) return cli_failf("mil run: bad --repeat '%s'", argv[i]);
+        } else if (!strcmp(a, "--threads") && has_val) {
+            char *end;
+            threads = strtol(argv[++i], &end, 10);
+            if (*end || threads < 0 || threads > 256) return cli_failf("mil run: bad --threads '%s'", argv[i]);
         } else if (a[0] == '-' && a[1]) {
             usage(stderr);
             return cli_failf("mil run: unknown option or missing value '%s'", a);
@@ -115,10 +122,18 @@ int cmd_mil_run(int argc, char **argv) {
     mil_interp *it = NULL;
     char *owned[MAX_INPUTS];
     int n_owned = 0, rc = 0;
+    nc_pool *pool = NULL;
     if (mil_parse_file(file, &prog, &err) != NC_OK) return cli_fail(&err);
     if (mil_interp_new(prog, fn, mode, &it, &err) != NC_OK) {
         rc = cli_fail(&err);
         goto done;
+    }
+    if (threads != 1) {
+        if (nc_pool_new((int)threads, &pool, &err) != NC_OK) {
+            rc = cli_fail(&err);
+            goto done;
+        }
+        mil_interp_set_pool(it, pool);
     }
     /* bind_inputs edits the NAME=FILE strings in place; copy them first */
     for (; n_owned < n_in; n_owned++)
@@ -139,6 +154,7 @@ int cmd_mil_run(int argc, char **argv) {
 done:
     for (int i = 0; i < n_owned; i++) free(owned[i]);
     mil_interp_free(it);
+    nc_pool_free(pool);
     mil_program_free(prog);
     return rc;
 }
