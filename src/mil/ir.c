@@ -80,7 +80,8 @@ mil_function *mil_function_add(mil_program *prog, const char *name, const char *
 /* --- variable index: open addressing on the name hash -------------------- */
 
 struct mil_var_index {
-    int cap; /* power of two */
+    int cap;   /* power of two */
+    int named; /* variables inserted (kept under half of cap) */
     mil_var *slots[];
 };
 
@@ -105,23 +106,18 @@ static int index_insert(struct mil_var_index *ix, mil_var *v) {
 }
 
 static int index_add(mil_function *fn, mil_var *v) {
-    int named = 0;
-    for (int i = 0; i < fn->n_vars; i++)
-        named += fn->vars[i]->name != NULL;
     struct mil_var_index *ix = fn->index;
-    if (!ix || named * 2 >= ix->cap) {
+    if (!ix || (ix->named + 1) * 2 >= ix->cap) {
         int cap = ix ? ix->cap * 2 : 64;
-        while (cap < named * 4)
-            cap *= 2;
         struct mil_var_index *nx = calloc(1, sizeof *nx + (size_t)cap * sizeof(mil_var *));
         if (!nx) return 0;
         nx->cap = cap;
         for (int i = 0; i < fn->n_vars; i++)
-            if (fn->vars[i]->name && fn->vars[i] != v) index_insert(nx, fn->vars[i]);
+            if (fn->vars[i]->name && fn->vars[i] != v) nx->named += index_insert(nx, fn->vars[i]);
         free(ix);
         fn->index = ix = nx;
     }
-    index_insert(ix, v);
+    ix->named += index_insert(ix, v);
     return 1;
 }
 
