@@ -30,7 +30,9 @@ QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 # Every token of the script must be distinct (the fake engine checks it).
-SCRIPT = ("<think>Planning a friendly reply.</think>\n\nHello from nectar's fake engine! "
+# The blanks inside <think> ... </think> exercise the server's trimming of
+# the reasoning (leading blanks dropped, trailing ones dropped at </think>).
+SCRIPT = ("<think> Planning a friendly reply. </think>\n\nHello from nectar's fake engine! "
           "It counts one two three four five six seven eight nine ten, then stops")
 
 ADDED = [("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True),
@@ -117,11 +119,11 @@ def generate(hf, model, prompt_ids, max_tokens, eog, n_top):
 def split_reasoning(hf, ids, think_open, think_close):
     if ids and ids[0] == think_open and think_close in ids:
         k = ids.index(think_close)
-        reasoning = hf.decode(ids[1:k])
+        reasoning = hf.decode(ids[1:k]).strip(" \t\r\n")
         content = hf.decode(ids[k + 1:]).lstrip(" \t\r\n")
         return reasoning, content
     if ids and ids[0] == think_open:
-        return hf.decode(ids[1:]), ""
+        return hf.decode(ids[1:]).strip(" \t\r\n"), ""
     return None, hf.decode(ids)
 
 

@@ -35,6 +35,7 @@ typedef struct serve_slot {
     int32_t next;   /* sampled, not yet fed */
     int n_gen;
     think_state think;
+    serve_text held_ws; /* trailing blanks of the reasoning, see publish_reasoning */
     gen_sampler *sampler;
     tok_stream detok;
     gen_stop stop;
@@ -92,9 +93,31 @@ static void publish_content(serve_slot *sl, const char *p, size_t n) {
 }
 
 /* Routes a piece of detokenized text by the reasoning state. */
+static int is_space(char c) { return c == '\n' || c == ' ' || c == '\r' || c == '\t'; }
+
+/* Reasoning without the whitespace that frames it ("<think>\n...\n</think>"):
+ * leading blanks are dropped, trailing ones held until more text follows
+ * (then released) or </think> comes (then dropped), so streamed and whole
+ * answers agree. */
+static void publish_reasoning(serve_slot *sl, const char *p, size_t n) {
+    serve_job *j = sl->job;
+    if (j->reasoning.len == 0 && sl->held_ws.len == 0)
+        while (n && is_space(*p)) p++, n--;
+    size_t body = n;
+    while (body && is_space(p[body - 1])) body--;
+    if (body) {
+        job_append(j, &j->reasoning, sl->held_ws.p, sl->held_ws.len);
+        sl->held_ws.len = 0;
+        job_append(j, &j->reasoning, p, body);
+    } else if (j->reasoning.len == 0) {
+        return; /* still only leading blanks */
+    }
+    if (serve_text_append(&sl->held_ws, p + body, n - body) != 0) sl->held_ws.len = 0;
+}
+
 static void publish_text(serve_slot *sl, const char *p, size_t n) {
     if (sl->think == THINK_REASONING) {
-        job_append(sl->job, &sl->job->reasoning, p, n);
+        publish_reasoning(sl, p, n);
         return;
     }
     if (sl->think == THINK_AFTER) {
@@ -255,6 +278,7 @@ static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
     sl->n_cache = keep;
     sl->n_fed = keep;
     sl->think = j->starts_in_reasoning ? THINK_REASONING : THINK_START;
+    sl->held_ws.len = 0;
     tok_stream_init(&sl->detok, s->e->tok);
     const serve_request *r = &j->req;
     gen_sampler_params p = gen_sampler_defaults_greedy();
@@ -507,6 +531,7 @@ void serve_sched_free(serve_sched *s) {
         free(sl->cache);
         free(sl->logits);
         free(sl->piece);
+        free(sl->held_ws.p);
     }
     if (s->has_thread) {
         pthread_cond_destroy(&s->cv);
