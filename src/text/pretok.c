@@ -271,7 +271,7 @@ static nc_status push_span(run_ctx *c, size_t k, size_t *n, span s, nc_error *er
  * its own (private, so concurrent runs stay independent). */
 static nc_status use_large_jit_stack(run_ctx *c, nc_error *err) {
     c->mctx = pcre2_match_context_create(NULL);
-    c->jit_stack = pcre2_jit_stack_create(32 * 1024, 256 * 1024 * 1024, NULL);
+    c->jit_stack = pcre2_jit_stack_create((PCRE2_SIZE)32 << 10, (PCRE2_SIZE)256 << 20, NULL);
     if (!c->mctx || !c->jit_stack)
         return nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory (regex stack)");
     pcre2_jit_stack_assign(c->mctx, NULL, c->jit_stack);
@@ -324,6 +324,7 @@ static nc_status find_matches(run_ctx *c, size_t k, const char *s, size_t len, s
 /* Rewrites the spans in place per the behaviour; afterwards is_match means
  * "drop this span" (only Removed drops anything). */
 static size_t apply_behavior(span *sp, size_t n, split_behavior b, int invert) {
+    if (n == 0 || !sp) return 0; /* (find_matches always gives one span or more) */
     if (invert)
         for (size_t i = 0; i < n; i++)
             sp[i].is_match = !sp[i].is_match;
@@ -391,7 +392,7 @@ static nc_status run_from(run_ctx *c, size_t k, const char *s, size_t len, nc_er
     size_t n;
     NC_TRY(find_matches(c, k, s, len, &n, err));
     n = apply_behavior(c->spans[k], n, st->behavior, st->invert);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && c->spans[k]; i++) {
         span sp = c->spans[k][i]; /* copied: deeper steps use their own lists */
         if (!sp.is_match) NC_TRY(run_from(c, k + 1, s + sp.start, sp.end - sp.start, err));
     }

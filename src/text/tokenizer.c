@@ -133,7 +133,7 @@ static nc_status load_merges(loader *L, const json_t *merges) {
                          "%s: model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", L->what, i);
             break;
         }
-        if (la + lb > buf_cap) {
+        if (!buf || la + lb > buf_cap) { /* (allocated even for two empty strings) */
             buf_cap = 2 * (la + lb) + 64;
             char *nb = realloc(buf, buf_cap);
             if (!nb) {
