@@ -123,6 +123,9 @@ static nc_status blob_payload(const mil_program *prog, const mil_value *v, const
                               size_t *size_bytes, nc_error *err) {
     const mil_blob_file *f;
     mil_blob_entry e;
+    if (!prog)
+        return nc_fail(err, NC_ERR_INVALID, "%s: reading a BLOBFILE value needs its program",
+                       v->blob_path);
     NC_TRY(mil_blob_cache_get(prog, v->blob_path, &f, err));
     NC_TRY(mil_blob_entry_at(f, v->blob_offset, &e, err));
     int64_t numel = mil_type_numel(v->type);

@@ -214,6 +214,28 @@ static int batch_row(const char *path) {
     return pass;
 }
 
+/* The bundle is complete either way; the checker's findings (op table
+ * rules, then the ANE rules) are reported so the user knows what the
+ * compiler will make of it. Returns 0: findings are not a bundling error. */
+static int check_summary(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.mil", dir);
+    nc_error err;
+    mil_program *p;
+    if (mil_parse_file(path, &p, &err)) return cli_fail(&err);
+    for (int ane = 0; ane < 2; ane++) {
+        mil_diagnostics d = {0};
+        mil_check_options opt = {.target_ane = ane};
+        if (mil_check_program(p, &opt, &d, &err) == NC_OK)
+            printf("check%s: %d error%s, %d warning%s%s\n", ane ? " --target ane" : "", d.n_errors,
+                   d.n_errors == 1 ? "" : "s", d.n_warnings, d.n_warnings == 1 ? "" : "s",
+                   d.n_errors + d.n_warnings ? " (nectar mil check for details)" : "");
+        mil_diagnostics_free(&d);
+    }
+    mil_program_free(p);
+    return 0;
+}
+
 static int cmd_bundle(int argc, char **argv) {
     const char *out = NULL;
     int batch = 0, n_files = 0;
@@ -266,7 +288,7 @@ static int cmd_bundle(int argc, char **argv) {
                 printf("%s/weights/%s  <- %s\n", out, rep.to[i], rep.from[i]);
             printf("%d BLOBFILE reference%s checked\n", rep.n_blob_refs,
                    rep.n_blob_refs == 1 ? "" : "s");
-            rc = 0;
+            rc = check_summary(out);
         }
     }
     free(files);
