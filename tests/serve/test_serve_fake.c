@@ -344,6 +344,35 @@ static void test_eight_concurrent_streams_equal_single_outputs(void) {
     CHECKF(steps > 0 && seqs > 1.5 * steps, "little batching: %g sequences over %g steps", seqs, steps);
 }
 
+/* One slot: the same conversation twice. The second request must take all
+ * but the last prompt token from the slot's KV cache and still give the
+ * reference answer. */
+static void test_prefix_reuse_keeps_the_answer(void) {
+    srv s;
+    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--parallel", "1", NULL};
+    CHECKF(srv_start(&s, args) == 0, "server did not start");
+    json_t *c = find_case("chat_no_thinking");
+    char *body = case_body(c, 0);
+    long long cached[2] = {-1, -1}, prompt = -1;
+    int n_match = 0;
+    for (int k = 0; k < 2; k++) {
+        reply r = http(&s, "POST", "/v1/chat/completions", body, NULL);
+        json_t *j = parse_json(r.body);
+        cached[k] = jint(j, "usage.prompt_tokens_details.cached_tokens");
+        prompt = jint(j, "usage.prompt_tokens");
+        const char *got = jstr(j, "choices.0.message.content");
+        if (r.status == 200 && str_eq_json(got, jget(c, "expect.content"))) n_match++;
+        json_decref(j);
+        reply_free(&r);
+    }
+    free(body);
+    int rc = srv_stop(&s);
+    CHECKF(n_match == 2, "%d of 2 answers equal the reference", n_match);
+    CHECKF(cached[0] == 0 && cached[1] == prompt - 1, "cached tokens %lld then %lld (prompt %lld)",
+           cached[0], cached[1], prompt);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
 static void test_same_seed_same_sample(void) {
     const char *body = "{\"prompt\":\"Hello from\",\"temperature\":1.5,\"seed\":42,\"max_tokens\":12}";
     reply a = http(&main_srv, "POST", "/v1/completions", body, NULL);
@@ -590,6 +619,7 @@ int main(void) {
     RUN(test_streaming_matches_reference);
     RUN(test_eight_concurrent_streams_equal_single_outputs);
     RUN(test_same_seed_same_sample);
+    RUN(test_prefix_reuse_keeps_the_answer);
     RUN(test_bad_requests_get_400_naming_the_field);
     RUN(test_unknown_route_model_method_and_size);
     RUN(test_metrics_are_prometheus_text);
