@@ -150,6 +150,23 @@ static void check_function(mil_program *prog, const mil_function *fn, const mil_
     if (opt && opt->target_ane) mil_ane_check_function(prog, fn, opt->skip_rules, d);
 }
 
+nc_status mil_check_strict(const mil_program *prog, int target_ane, nc_error *err) {
+    mil_diagnostics d = {0};
+    mil_check_options opt = {target_ane, NULL, NULL};
+    NC_TRY(mil_check_program(prog, &opt, &d, err));
+    nc_status st = NC_OK;
+    for (int i = 0; i < d.n; i++)
+        if (d.items[i].severity == MIL_SEV_ERROR) {
+            const mil_diag *g = &d.items[i];
+            st = nc_fail(err, NC_ERR_FORMAT, "%d error%s; first: %s:%d: %s [%s]", d.n_errors,
+                         d.n_errors == 1 ? "" : "s", g->source ? g->source : "<program>", g->line,
+                         g->msg, g->rule);
+            break;
+        }
+    mil_diagnostics_free(&d);
+    return st;
+}
+
 nc_status mil_check_program(const mil_program *prog, const mil_check_options *opt,
                             mil_diagnostics *diags, nc_error *err) {
     /* Inference allocates the types it infers in the program's arena (a cache

@@ -41,6 +41,11 @@ typedef struct mil_check_options {
 nc_status mil_check_program(const mil_program *prog, const mil_check_options *opt,
                             mil_diagnostics *diags, nc_error *err);
 
+/* For code that emits programs (the lowering, the bundler): NC_OK when the
+ * program has no error (warnings allowed), else NC_ERR_FORMAT with "N
+ * errors; first: file:line: message [rule]". */
+nc_status mil_check_strict(const mil_program *prog, int target_ane, nc_error *err);
+
 /* Records one problem (printf-style message). */
 void mil_diag_add(mil_diagnostics *d, mil_severity sev, const char *rule, const char *source,
                   int line, const char *fmt, ...)

@@ -159,7 +159,32 @@ static void test_op_fixture_programs_pass_the_checker(void) {
     CHECKF(bad == 0, "%zu fixture programs fail the checker", bad);
 }
 
+/* mil_check_strict: OK for a clean program, else the count and the first
+ * error in one message. */
+static void test_strict_check_summarises_errors(void) {
+    const char *bad = "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+                      "    func main<ios18>(tensor<fp16, [1, 16]> x) {\n"
+                      "        tensor<fp16, [1, 16]> y = relu(x = x, q = x)[name = string(\"r\")];\n"
+                      "    } -> (y);\n}\n";
+    nc_error err;
+    mil_program *prog;
+    CHECK_OK(mil_parse(bad, strlen(bad), "s.mil", &prog, &err), &err);
+    CHECK(mil_check_strict(prog, 0, &err) == NC_ERR_FORMAT);
+    CHECKF(strstr(err.msg, "1 error; first: s.mil:5:") && strstr(err.msg, "'q'"), "%s", err.msg);
+    CHECK(mil_check_strict(prog, 1, &err) == NC_ERR_FORMAT);
+    CHECKF(strstr(err.msg, "3 errors"), "%s", err.msg); /* + input and output width */
+    mil_program_free(prog);
+    const char *good = "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+                       "    func main<ios18>(tensor<fp16, [1, 32]> x) {\n"
+                       "        tensor<fp16, [1, 32]> y = exp(x = x)[name = string(\"e\")];\n"
+                       "    } -> (y);\n}\n";
+    CHECK_OK(mil_parse(good, strlen(good), "g.mil", &prog, &err), &err);
+    CHECK_OK(mil_check_strict(prog, 1, &err), &err); /* a warning only */
+    mil_program_free(prog);
+}
+
 int main(void) {
+    RUN(test_strict_check_summarises_errors);
     RUN(test_unknown_op_is_reported);
     RUN(test_unknown_argument_is_reported);
     RUN(test_missing_required_argument_is_reported);
