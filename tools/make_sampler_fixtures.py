@@ -21,6 +21,7 @@ V = 40
 
 
 def reference(logits, history, p):
+    V = len(logits)
     x = logits.astype(np.float32).copy()
     ids, counts = np.unique(np.array(history, dtype=np.int64), return_counts=True)
     if len(ids):
@@ -126,6 +127,13 @@ def main():
     cases.append(("top_k_ties_keep_lower_ids", tie, [], params(top_k=2)))
     cases.append(("greedy_tie_lowest_id", tie, [], params(temperature=0.0)))
 
+    # a wider vocabulary with a long tail: top-p alone must order thousands of
+    # candidates (the C code prunes buckets of the tail first)
+    wide = (rng.standard_normal(1500) * 3.0).astype(np.float32)
+    cases.append(("top_p_0_9_wide_vocab", wide, [], params(top_p=0.9)))
+    cases.append(("top_p_0_5_min_p_wide_vocab", wide, [5, 5, 17], params(
+        temperature=0.8, top_p=0.5, min_p=0.02, repeat_penalty=1.2)))
+
     doc = {"vocab": V, "cases": []}
     for name, logits, history, p in cases:
         ref = reference(logits, history, p)
@@ -133,13 +141,14 @@ def main():
             hf_check(logits, history, p, ref)
         doc["cases"].append({
             "name": name,
-            "logits": [float(v) for v in logits],
+            # shortest text that reads back as the same float32
+            "logits": [float(str(np.float32(v))) for v in logits],
             "history": history,
             "params": p,
-            "probs": [float(v) for v in ref],
+            "probs": [float(f"{v:.9g}") for v in ref],
         })
     with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
+        json.dump(doc, f, separators=(",", ":"))
         f.write("\n")
     print(f"wrote {out}: {len(cases)} cases")
 

@@ -22,6 +22,7 @@ struct gen_sampler {
     int32_t *heap; /* [n_vocab] scratch for the best-first heap */
     int32_t *cand; /* [n_vocab] the candidate set, best-first when sorted */
     double *cprob; /* [n_vocab] probability of cand[i] */
+    double *mass;  /* [n_vocab] exp(logit - max) by token id, for top-p */
 };
 
 gen_sampler_params gen_sampler_defaults_greedy(void) {
@@ -57,6 +58,7 @@ void gen_sampler_free(gen_sampler *s) {
     free(s->heap);
     free(s->cand);
     free(s->cprob);
+    free(s->mass);
     free(s);
 }
 
@@ -75,7 +77,8 @@ nc_status gen_sampler_new(int n_vocab, const gen_sampler_params *p, gen_sampler 
     s->heap = malloc(n * sizeof *s->heap);
     s->cand = malloc(n * sizeof *s->cand);
     s->cprob = malloc(n * sizeof *s->cprob);
-    if (!s->work || !s->counts || !s->seen || !s->heap || !s->cand || !s->cprob) {
+    s->mass = malloc(n * sizeof *s->mass);
+    if (!s->work || !s->counts || !s->seen || !s->heap || !s->cand || !s->cprob || !s->mass) {
         gen_sampler_free(s);
         return nc_fail(err, NC_ERR_NOMEM, "sampler: out of memory for %d tokens", n_vocab);
     }
@@ -196,6 +199,34 @@ static int select_top_k(const float *w, int n, int k, int32_t *heap, int32_t *ou
     return hn;
 }
 
+/* Top-p without top-k on a whole vocabulary: instead of ordering every
+ * token, bucket the logits below the maximum and drop the buckets that lie
+ * wholly below a set of better buckets already holding the nucleus mass
+ * (with a margin for rounding). Exact: every dropped token ranks after
+ * tokens whose mass reaches top_p, so HF's rule would drop it too. */
+#define NUCLEUS_BUCKETS 512
+#define NUCLEUS_RANGE 40.0 /* logits more than this below the max share the last bucket */
+static int bucket_of(double maxl, float l) {
+    double b = (maxl - (double)l) * (NUCLEUS_BUCKETS / NUCLEUS_RANGE);
+    return b >= NUCLEUS_BUCKETS - 1 ? NUCLEUS_BUCKETS - 1 : (int)b;
+}
+
+static int drop_beyond_nucleus(gen_sampler *s, int n_cand, double maxl, double need) {
+    double bucket_mass[NUCLEUS_BUCKETS] = {0};
+    for (int i = 0; i < n_cand; i++)
+        bucket_mass[bucket_of(maxl, s->work[s->cand[i]])] += s->mass[s->cand[i]];
+    need *= 1.0 + 1e-9;
+    double acc = 0.0;
+    int last = 0;
+    while (last < NUCLEUS_BUCKETS - 1 && acc + bucket_mass[last] < need)
+        acc += bucket_mass[last++];
+    if (last == NUCLEUS_BUCKETS - 1) return n_cand; /* nothing provably outside */
+    int kept = 0;
+    for (int i = 0; i < n_cand; i++)
+        if (bucket_of(maxl, s->work[s->cand[i]]) <= last) s->cand[kept++] = s->cand[i];
+    return kept;
+}
+
 /* Fills s->cand / s->cprob with the filtered, renormalised distribution and
  * returns the number of candidates, or -1 for greedy with *greedy_id set. */
 static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
@@ -234,21 +265,24 @@ static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
         double maxl = -INFINITY, sum = 0.0;
         for (int i = 0; i < n_cand; i++)
             if (w[s->cand[i]] > maxl) maxl = w[s->cand[i]];
-        for (int i = 0; i < n_cand; i++)
-            sum += exp((double)w[s->cand[i]] - maxl);
+        for (int i = 0; i < n_cand; i++) {
+            int32_t id = s->cand[i];
+            s->mass[id] = exp((double)w[id] - maxl);
+            sum += s->mass[id];
+        }
         double before = 0.0;
         int kept = 0;
         if (is_sorted) {
             while (kept < n_cand && (kept == 0 || before < p->top_p))
-                before += exp((double)w[s->cand[kept++]] - maxl) / sum;
-        } else {
-            int hn = n_cand;
+                before += s->mass[s->cand[kept++]] / sum;
+        } else { /* best-first through a heap: only as many pops as kept */
+            int hn = drop_beyond_nucleus(s, n_cand, maxl, p->top_p * sum);
             memcpy(s->heap, s->cand, (size_t)hn * sizeof *s->heap);
             heap_build(w, s->heap, hn);
             while (hn > 0 && (kept == 0 || before < p->top_p)) {
                 int32_t id = heap_pop(w, s->heap, &hn);
                 s->cand[kept++] = id;
-                before += exp((double)w[id] - maxl) / sum;
+                before += s->mass[id] / sum;
             }
             is_sorted = 1;
         }
