@@ -17,10 +17,10 @@ static void attention_task(void *ctx, int task, int thread) {
     int i = task / a->n_heads, h = task % a->n_heads;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
     int kvh = h / (a->n_heads / a->n_kv_heads);
-    int n_keys = a->pos0 + i + 1;
+    int n_keys = a->n_keys[i];
     const float *q = a->q + (size_t)i * a->ldq + (size_t)h * hd;
-    const float *kc = a->k_cache + (size_t)kvh * hd;
-    const float *vc = a->v_cache + (size_t)kvh * hd;
+    const float *kc = a->k_cache[i] + (size_t)kvh * hd;
+    const float *vc = a->v_cache[i] + (size_t)kvh * hd;
     float *s = a->scores + (size_t)thread * a->scores_stride;
     for (int t = 0; t < n_keys; t++) s[t] = j->kern->dot(q, kc + (size_t)t * kv_dim, hd) * a->scale;
     cpu_softmax(s, n_keys);

@@ -1,7 +1,7 @@
-/* Causal grouped-query attention over a KV cache, fp32. Query row i of the
- * batch sits at position pos0 + i and sees cache rows 0..pos0 + i; query
- * head h reads KV head h / (n_heads / n_kv_heads). One pool task per
- * (query row, head). */
+/* Causal grouped-query attention over KV caches, fp32. Each query row has
+ * its own cache (rows of one batch may belong to different sequences) and
+ * sees its first n_keys cache rows (its position + 1); query head h reads
+ * KV head h / (n_heads / n_kv_heads). One pool task per (query row, head). */
 #ifndef NC_CPU_ATTENTION_H
 #define NC_CPU_ATTENTION_H
 
@@ -9,15 +9,16 @@
 #include "cpu/cpu_kernels.h"
 
 typedef struct cpu_attention_args {
-    const float *q;       /* [n, n_heads * head_dim], row stride ldq */
-    const float *k_cache; /* [ctx, n_kv_heads * head_dim] */
-    const float *v_cache; /* same layout */
-    float *out;           /* [n, n_heads * head_dim], row stride ldo */
+    const float *q; /* [n, n_heads * head_dim], row stride ldq */
+    float *out;     /* [n, n_heads * head_dim], row stride ldo */
     size_t ldq, ldo;
-    int n, pos0, n_heads, n_kv_heads, head_dim;
+    const float *const *k_cache; /* per row: [positions, n_kv_heads * head_dim] */
+    const float *const *v_cache; /* same layout */
+    const int *n_keys;           /* per row */
+    int n, n_heads, n_kv_heads, head_dim;
     float scale;
     float *scores;        /* per pool thread: scores + thread * scores_stride */
-    size_t scores_stride; /* >= pos0 + n */
+    size_t scores_stride; /* >= every n_keys */
 } cpu_attention_args;
 
 void cpu_attention(nc_pool *pool, const cpu_kernels *kern, const cpu_attention_args *a);

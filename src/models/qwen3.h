@@ -1,7 +1,7 @@
 /* Qwen3 on the CPU: load a Hugging Face model folder and run the decoder.
- * A qwen3_model holds the read-only weights (mmapped safetensors), the config
- * and the thread pool, and is shared by every sequence; a qwen3_state is one
- * sequence (its KV cache, fp32, sized to its context, and scratch buffers
+ * A qwen3_model holds the read-only weights (mmapped safetensors), the config,
+ * the thread pool and one batch workspace, and is shared by every sequence;
+ * a qwen3_state is one sequence: its KV cache (fp32, sized to its context,
  * allocated once). The math follows transformers' modeling_qwen3.py. */
 #ifndef NC_MODELS_QWEN3_H
 #define NC_MODELS_QWEN3_H
@@ -65,6 +65,23 @@ void qwen3_state_set_batch(qwen3_state *s, int max_rows);
 nc_status qwen3_forward(qwen3_model *m, qwen3_state *s, const int32_t *tokens, int n,
                         float *logits_last, float *logits_all, nc_error *err);
 
+/* Several sequences in one step: the rows of every item share each pass
+ * over the weights (e.g. one new token for each of several server slots).
+ * Each item appends its tokens to its own state exactly as qwen3_forward
+ * would; items must name distinct states. Checked up front: on error no
+ * state changes. */
+typedef struct qwen3_batch_item {
+    qwen3_state *state;
+    const int32_t *tokens;
+    int n;
+    float *logits_last; /* vocab_size floats, or NULL */
+    float *logits_all;  /* n * vocab_size floats, or NULL */
+} qwen3_batch_item;
+
+nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count,
+                              nc_error *err);
+
+/* Rows (tokens, over all sequences) per pass through the weights. */
 #define QWEN3_MAX_BATCH 256
 
 #endif

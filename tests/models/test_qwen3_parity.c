@@ -239,6 +239,65 @@ static void test_prompt_longer_than_a_batch_is_chunked_exactly(void) {
     CHECK(d <= 1e-4);
 }
 
+/* Three sequences in one qwen3_forward_batch: a whole prompt (in chunks of
+ * 5 rows), the middle of another prompt with its prefix already cached, and
+ * one decoding step. Every row's logits must match HF's for its prompt
+ * position (or, for the decoding step, the same step run alone). */
+static void test_batch_of_sequences_matches_hf(void) {
+    fixture f;
+    nc_error err;
+    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    qwen3_model *m;
+    CHECK_OK(qwen3_load(f.dir, &(qwen3_load_options){TEST_THREADS}, &m, &err), &err);
+    int V = qwen3_model_config(m)->vocab_size;
+    prompt_ref *pa = &f.p[f.n_prompts - 1], *pb = &f.p[1 % f.n_prompts], *pc = &f.p[0];
+    qwen3_state *sa, *sb, *sc, *sd;
+    CHECK_OK(qwen3_state_new(m, 64, &sa, &err), &err);
+    CHECK_OK(qwen3_state_new(m, 64, &sb, &err), &err);
+    CHECK_OK(qwen3_state_new(m, 64, &sc, &err), &err);
+    CHECK_OK(qwen3_state_new(m, 64, &sd, &err), &err);
+    qwen3_state_set_batch(sa, 5);
+    int kb = pb->n_ids / 2;
+    float *la = malloc(sizeof(float) * (size_t)pa->n_ids * V);
+    float *lb = malloc(sizeof(float) * (size_t)pb->n_ids * V);
+    float *lc = malloc(sizeof(float) * V), *ld = malloc(sizeof(float) * V);
+    qwen3_forward(m, sb, pb->ids, kb, NULL, NULL, &err);
+    qwen3_forward(m, sc, pc->ids, pc->n_ids, NULL, NULL, &err);
+    qwen3_forward(m, sd, pc->ids, pc->n_ids, NULL, NULL, &err);
+    int32_t next = pc->greedy[0];
+    qwen3_forward(m, sd, &next, 1, ld, NULL, &err); /* the decoding step alone */
+    qwen3_batch_item items[3] = {{sa, pa->ids, pa->n_ids, NULL, la},
+                                 {sb, pb->ids + kb, pb->n_ids - kb, NULL, lb},
+                                 {sc, &next, 1, lc, NULL}};
+    /* bad batches first: nothing may change */
+    qwen3_batch_item dup[2] = {items[2], items[2]};
+    nc_status st_dup = qwen3_forward_batch(m, dup, 2, &err);
+    qwen3_batch_item over[2] = {items[2], {sb, pb->ids, 64, NULL, NULL}};
+    nc_status st_over = qwen3_forward_batch(m, over, 2, &err);
+    int pos_unchanged = qwen3_state_pos(sb) == kb && qwen3_state_pos(sc) == pc->n_ids;
+    nc_status st = qwen3_forward_batch(m, items, 3, &err);
+    double da = max_abs_diff(la, pa->logits, (size_t)pa->n_ids * V);
+    double db = max_abs_diff(lb, pb->logits + (size_t)kb * V, (size_t)(pb->n_ids - kb) * V);
+    double dc = max_abs_diff(lc, ld, (size_t)V);
+    printf("  batch of 3 sequences: prompt %.3g, continued prompt %.3g, decode step vs alone %.3g\n",
+           da, db, dc);
+    int pos_ok = qwen3_state_pos(sa) == pa->n_ids && qwen3_state_pos(sb) == pb->n_ids &&
+                 qwen3_state_pos(sc) == pc->n_ids + 1;
+    free(la);
+    free(lb);
+    free(lc);
+    free(ld);
+    qwen3_state_free(sa);
+    qwen3_state_free(sb);
+    qwen3_state_free(sc);
+    qwen3_state_free(sd);
+    qwen3_free(m);
+    fixture_free(&f);
+    CHECK(st_dup == NC_ERR_INVALID && st_over == NC_ERR_RANGE && pos_unchanged);
+    CHECK(st == NC_OK && pos_ok);
+    CHECK(da <= TOL_F32 && db <= TOL_F32 && dc <= 1e-5);
+}
+
 static void test_context_overflow_and_bad_token_are_clear_errors(void) {
     nc_error err;
     qwen3_model *m;
@@ -275,6 +334,7 @@ int main(void) {
     RUN(test_tiny_bf16_logits_and_greedy_match_hf);
     RUN(test_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
+    RUN(test_batch_of_sequences_matches_hf);
     RUN(test_context_overflow_and_bad_token_are_clear_errors);
     return nc_test_exit_code();
 }

@@ -1,0 +1,57 @@
+/* Inside the Qwen3 engine: the structs shared by the loader (qwen3_load.c)
+ * and the forward pass (qwen3.c). The model owns the weights, the thread
+ * pool and one workspace for a batch of rows (forwards on a model never
+ * overlap, so one is enough and sequences cost only their KV cache); a state
+ * is one sequence's KV cache and position. */
+#ifndef NC_MODELS_QWEN3_IMPL_H
+#define NC_MODELS_QWEN3_IMPL_H
+
+#include "base/pool.h"
+#include "cpu/cpu_matmul.h"
+#include "io/hf_weights.h"
+#include "models/qwen3.h"
+
+/* Rows of logits computed per LM-head call into the workspace. */
+#define QWEN3_LOGIT_ROWS 16
+
+typedef struct qwen3_layer {
+    const float *attn_norm, *q_norm, *k_norm, *mlp_norm; /* fp32 copies */
+    cpu_mat q, k, v, o, gate, up, down;                  /* in the mmap */
+} qwen3_layer;
+
+/* Scratch for up to QWEN3_MAX_BATCH rows, each row one token of some
+ * sequence: [rows, width] activations plus where each row belongs. */
+typedef struct qwen3_workspace {
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
+    float *scores; /* [threads, max_position_embeddings] */
+    float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
+    qwen3_state **row_state;
+    int *row_pos;       /* position of each row in its sequence */
+    int *row_n_keys;    /* row_pos + 1 */
+    int32_t *row_token;
+    const float **row_k, **row_v; /* the row's cache for the current layer */
+    float **logit_dst;            /* where a row's logits go (NULL: none) */
+} qwen3_workspace;
+
+struct qwen3_model {
+    qwen3_config cfg;
+    char *dir;
+    hf_weights *weights;
+    nc_pool *pool;
+    const cpu_kernels *kern;
+    qwen3_layer *layers;
+    cpu_mat embed, lm_head;
+    const float *final_norm;
+    float *norms;    /* one block holding every fp32 norm vector */
+    float *inv_freq; /* RoPE, head_dim / 2 */
+    qwen3_workspace ws;
+};
+
+struct qwen3_state {
+    const qwen3_model *m;
+    int ctx, pos;
+    int batch; /* at most this many of its rows per internal batch */
+    float *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim] */
+};
+
+#endif

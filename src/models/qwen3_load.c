@@ -1,0 +1,271 @@
+/* Loading a Qwen3 folder into a qwen3_model: config, safetensors (single or
+ * sharded), every tensor found by its HF name and checked (dtype F32/F16/
+ * BF16, shape from the config, alignment), matrices left in the mmap, norm
+ * vectors widened to fp32, and the workspace and thread pool made once.
+ * Also the per-sequence state (the KV cache). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "cpu/cpu_ops.h"
+#include "models/qwen3_impl.h"
+
+const qwen3_config *qwen3_model_config(const qwen3_model *m) { return &m->cfg; }
+int qwen3_model_threads(const qwen3_model *m) { return nc_pool_threads(m->pool); }
+
+const char *qwen3_model_dtype(const qwen3_model *m) {
+    return m->cfg.num_hidden_layers ? cpu_wtype_name(m->layers[0].q.type) : "?";
+}
+
+size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
+    size_t b = cpu_mat_bytes(&m->lm_head);
+    for (int l = 0; l < m->cfg.num_hidden_layers; l++) {
+        const qwen3_layer *L = &m->layers[l];
+        b += cpu_mat_bytes(&L->q) + cpu_mat_bytes(&L->k) + cpu_mat_bytes(&L->v) +
+             cpu_mat_bytes(&L->o) + cpu_mat_bytes(&L->gate) + cpu_mat_bytes(&L->up) +
+             cpu_mat_bytes(&L->down);
+    }
+    return b;
+}
+
+static const char *shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, cap - o, "[");
+    for (int i = 0; i < ndim && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+    return buf;
+}
+
+/* Finds a tensor and checks its dtype (F32/F16/BF16), shape and alignment. */
+static nc_status find_tensor(const qwen3_model *m, const char *name, int ndim, int64_t d0,
+                             int64_t d1, const st_tensor **out, nc_error *err) {
+    const char *file = NULL;
+    const st_tensor *t = hf_weights_find(m->weights, name, &file);
+    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor '%s' not found", m->dir, name);
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", file, name,
+                       st_dtype_name(t->dtype));
+    int64_t want[2] = {d0, d1};
+    if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
+        char got[128], exp[64];
+        return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s' has shape %s; the config needs %s",
+                       file, name, shape_str(got, sizeof got, t->shape, t->ndim),
+                       shape_str(exp, sizeof exp, want, ndim));
+    }
+    if ((uintptr_t)t->data % st_dtype_size(t->dtype))
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' is not aligned to its %zu-byte elements", file, name,
+                       st_dtype_size(t->dtype));
+    *out = t;
+    return NC_OK;
+}
+
+static cpu_wtype wtype_of(st_dtype d) {
+    return d == ST_F32 ? CPU_W_F32 : d == ST_F16 ? CPU_W_F16 : CPU_W_BF16;
+}
+
+static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols,
+                          cpu_mat *out, nc_error *err) {
+    const st_tensor *t;
+    NC_TRY(find_tensor(m, name, 2, rows, cols, &t, err));
+    out->type = wtype_of(t->dtype);
+    out->data = t->data;
+    out->rows = rows;
+    out->cols = cols;
+    return NC_OK;
+}
+
+/* Norm weights are small: widen them to fp32 once, into *dst. */
+static nc_status load_norm(const qwen3_model *m, const char *name, int n, float **dst,
+                           const float **out, nc_error *err) {
+    const st_tensor *t;
+    NC_TRY(find_tensor(m, name, 1, n, 0, &t, err));
+    cpu_kernels_scalar.row_to_f32[wtype_of(t->dtype)](t->data, *dst, n);
+    *out = *dst;
+    *dst += n;
+    return NC_OK;
+}
+
+static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *err) {
+    const qwen3_config *c = &m->cfg;
+    qwen3_layer *L = &m->layers[l];
+    int d = c->hidden_size, qd = c->num_attention_heads * c->head_dim,
+        kvd = c->num_key_value_heads * c->head_dim, ff = c->intermediate_size;
+    char n[160];
+#define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
+    NC_TRY(load_norm(m, NAME("input_layernorm.weight"), d, norm_dst, &L->attn_norm, err));
+    NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
+    NC_TRY(load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
+    NC_TRY(load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+    NC_TRY(load_mat(m, NAME("self_attn.q_proj.weight"), qd, d, &L->q, err));
+    NC_TRY(load_mat(m, NAME("self_attn.k_proj.weight"), kvd, d, &L->k, err));
+    NC_TRY(load_mat(m, NAME("self_attn.v_proj.weight"), kvd, d, &L->v, err));
+    NC_TRY(load_mat(m, NAME("self_attn.o_proj.weight"), d, qd, &L->o, err));
+    NC_TRY(load_mat(m, NAME("mlp.gate_proj.weight"), ff, d, &L->gate, err));
+    NC_TRY(load_mat(m, NAME("mlp.up_proj.weight"), ff, d, &L->up, err));
+    NC_TRY(load_mat(m, NAME("mlp.down_proj.weight"), d, ff, &L->down, err));
+#undef NAME
+    return NC_OK;
+}
+
+static nc_status load_weights(qwen3_model *m, nc_error *err) {
+    const qwen3_config *c = &m->cfg;
+    int nl = c->num_hidden_layers;
+    m->layers = calloc((size_t)nl, sizeof *m->layers);
+    size_t n_norm = (size_t)nl * (2 * (size_t)c->hidden_size + 2 * (size_t)c->head_dim) +
+                    (size_t)c->hidden_size;
+    m->norms = nc_alloc_aligned(n_norm * sizeof(float));
+    m->inv_freq = nc_alloc_aligned((size_t)c->head_dim / 2 * sizeof(float));
+    if (!m->layers || !m->norms || !m->inv_freq)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
+    cpu_rope_inv_freq(m->inv_freq, c->head_dim, c->rope_theta);
+    NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed,
+                    err));
+    float *dst = m->norms;
+    for (int l = 0; l < nl; l++) NC_TRY(load_layer(m, l, &dst, err));
+    NC_TRY(load_norm(m, "model.norm.weight", c->hidden_size, &dst, &m->final_norm, err));
+    /* lm_head.weight when stored (Qwen3-0.6B stores it although tied), else
+     * the tied embedding. */
+    if (hf_weights_find(m->weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
+        return load_mat(m, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, err);
+    m->lm_head = m->embed;
+    return NC_OK;
+}
+
+/* The batch workspace: fixed size, allocated once per model. */
+static nc_status workspace_new(qwen3_model *m, nc_error *err) {
+    const qwen3_config *c = &m->cfg;
+    qwen3_workspace *w = &m->ws;
+    size_t b = QWEN3_MAX_BATCH, d = (size_t)c->hidden_size, ff = (size_t)c->intermediate_size;
+    size_t qd = (size_t)c->num_attention_heads * c->head_dim;
+    size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
+    w->x = nc_alloc_aligned(b * d * sizeof(float));
+    w->xb = nc_alloc_aligned(b * d * sizeof(float));
+    w->q = nc_alloc_aligned(b * qd * sizeof(float));
+    w->k = nc_alloc_aligned(b * kvd * sizeof(float));
+    w->v = nc_alloc_aligned(b * kvd * sizeof(float));
+    w->att = nc_alloc_aligned(b * qd * sizeof(float));
+    w->hb = nc_alloc_aligned(b * ff * sizeof(float));
+    w->hb2 = nc_alloc_aligned(b * ff * sizeof(float));
+    w->rope_cos = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
+    w->rope_sin = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
+    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
+                                 (size_t)c->max_position_embeddings * sizeof(float));
+    w->logits = nc_alloc_aligned((size_t)QWEN3_LOGIT_ROWS * (size_t)c->vocab_size * sizeof(float));
+    w->row_state = calloc(b, sizeof *w->row_state);
+    w->row_pos = calloc(b, sizeof *w->row_pos);
+    w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
+    w->row_token = calloc(b, sizeof *w->row_token);
+    w->row_k = calloc(b, sizeof *w->row_k);
+    w->row_v = calloc(b, sizeof *w->row_v);
+    w->logit_dst = calloc(b, sizeof *w->logit_dst);
+    if (!w->x || !w->xb || !w->q || !w->k || !w->v || !w->att || !w->hb || !w->hb2 ||
+        !w->rope_cos || !w->rope_sin || !w->scores || !w->logits || !w->row_state ||
+        !w->row_pos || !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v ||
+        !w->logit_dst)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
+    return NC_OK;
+}
+
+static void workspace_free(qwen3_workspace *w) {
+    float *bufs[] = {w->x,   w->xb,  w->q,        w->k,        w->v,      w->att,
+                     w->hb,  w->hb2, w->rope_cos, w->rope_sin, w->scores, w->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nc_free_aligned(bufs[i]);
+    free(w->row_state);
+    free(w->row_pos);
+    free(w->row_n_keys);
+    free(w->row_token);
+    free(w->row_k);
+    free(w->row_v);
+    free(w->logit_dst);
+}
+
+nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model **out,
+                     nc_error *err) {
+    *out = NULL;
+    qwen3_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->dir = strdup(dir))) {
+        free(m);
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
+    }
+    m->kern = cpu_kernels_get();
+    nc_status st = qwen3_config_load(dir, &m->cfg, err);
+    if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
+    if (st == NC_OK) st = load_weights(m, err);
+    if (st == NC_OK) st = nc_pool_new(opt ? opt->n_threads : 0, &m->pool, err);
+    if (st == NC_OK) st = workspace_new(m, err);
+    if (st != NC_OK) {
+        qwen3_free(m);
+        return st;
+    }
+    *out = m;
+    return NC_OK;
+}
+
+void qwen3_free(qwen3_model *m) {
+    if (!m) return;
+    nc_pool_free(m->pool);
+    workspace_free(&m->ws);
+    hf_weights_close(m->weights);
+    nc_free_aligned(m->norms);
+    nc_free_aligned(m->inv_freq);
+    free(m->layers);
+    free(m->dir);
+    free(m);
+}
+
+/* ---- per-sequence state ----------------------------------------------- */
+
+nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err) {
+    *out = NULL;
+    const qwen3_config *c = &m->cfg;
+    if (ctx <= 0 || ctx > c->max_position_embeddings) ctx = c->max_position_embeddings;
+    qwen3_state *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
+    s->m = m;
+    s->ctx = ctx;
+    s->batch = QWEN3_MAX_BATCH;
+    size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
+    int ovf = 0;
+    size_t cache_bytes =
+        nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
+                    sizeof(float), &ovf);
+    if (!ovf) {
+        /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
+         * that become resident only when a position is written, so a 4096
+         * context costs memory only as it fills. (The kernels do unaligned
+         * loads; 16-byte alignment is enough.) */
+        s->k_cache = calloc(1, cache_bytes);
+        s->v_cache = calloc(1, cache_bytes);
+    }
+    if (!s->k_cache || !s->v_cache) {
+        qwen3_state_free(s);
+        return nc_fail(err, NC_ERR_NOMEM,
+                       "KV cache: out of memory for a context of %d tokens (%zu MiB)", ctx,
+                       ovf ? (size_t)-1 : 2 * cache_bytes >> 20);
+    }
+    *out = s;
+    return NC_OK;
+}
+
+void qwen3_state_free(qwen3_state *s) {
+    if (!s) return;
+    free(s->k_cache);
+    free(s->v_cache);
+    free(s);
+}
+
+int qwen3_state_pos(const qwen3_state *s) { return s->pos; }
+int qwen3_state_ctx(const qwen3_state *s) { return s->ctx; }
+void qwen3_state_set_batch(qwen3_state *s, int max_rows) {
+    s->batch = max_rows < 1 ? 1 : max_rows > QWEN3_MAX_BATCH ? QWEN3_MAX_BATCH : max_rows;
+}
+void qwen3_state_truncate(qwen3_state *s, int n_keep) {
+    if (n_keep < 0) n_keep = 0;
+    if (n_keep < s->pos) s->pos = n_keep;
+}
+
