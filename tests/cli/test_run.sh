@@ -69,6 +69,17 @@ if "$BIN" run $T -m "$M" -f "$P" --ctx 16 -n 12 --truncate --temp 0 >"$TMP/out" 
     pass run_truncate_keeps_last_tokens
 else fail run_truncate_keeps_last_tokens "stderr: $(cat "$TMP/err")"; fi
 
+# sampling defaults come from generation_config.json: the tiny models say
+# do_sample false, so without sampling flags run is greedy, as HF would be
+if "$BIN" run $T -m "$M" -f "$P" -n 24 >"$TMP/out" 2>/dev/null && cmp -s "$TMP/out" "$E"; then
+    pass run_defaults_follow_generation_config
+else fail run_defaults_follow_generation_config "got '$(cat "$TMP/out")'"; fi
+mkdir -p "$TMP/badgen"
+for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do
+    ln -s "$PWD/$M/$f" "$TMP/badgen/$f"
+done
+echo '{"do_sample": true, "top_p": "high"}' >"$TMP/badgen/generation_config.json"
+
 # bad arguments: one line on stderr, nothing on stdout, non-zero exit
 bad() { # name, args...
     name=$1; shift
@@ -94,6 +105,7 @@ bad missing_folder -m "$TMP/nope" -p x
 bad missing_prompt_file -m "$M" -f "$TMP/nope.txt"
 bad empty_prompt -m "$M" -p ""
 bad folder_without_weights -m tests/fixtures/gen -p x
+bad malformed_generation_config -m "$TMP/badgen" -p x
 printf 'In the \377\376 beginning' >"$TMP/bad_utf8.txt"
 bad invalid_utf8_prompt -m "$M" -f "$TMP/bad_utf8.txt"
 

@@ -16,8 +16,9 @@ static void usage(FILE *f) {
                "  -p, --prompt TEXT         the prompt\n"
                "  -f, --file FILE           read the prompt from FILE (exact bytes)\n");
     gen_cli_print_options(f);
-    fprintf(f, "\nDefaults: -n 256 and Qwen3's non-thinking sampling (temp 0.7, top-p 0.8,\n"
-               "top-k 20); --temp 0 is greedy.\n");
+    fprintf(f, "\nDefaults: -n 256; sampling from the model's generation_config.json where it\n"
+               "has a value (do_sample false = greedy), else Qwen3's non-thinking settings\n"
+               "(temp 0.7, top-p 0.8, top-k 20). --temp 0 is greedy.\n");
 }
 
 static int write_piece(void *user, int32_t token, const char *text, size_t len) {
@@ -58,6 +59,7 @@ int cmd_run(int argc, char **argv) {
     if (!prompt == !prompt_file) return cli_failf("run: give exactly one of -p TEXT or -f FILE"), 2;
 
     nc_error err = {0};
+    if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     char *file_text = NULL;
     size_t prompt_len = prompt ? strlen(prompt) : 0;
     if (prompt_file && nc_read_file(prompt_file, &file_text, &prompt_len, &err) != NC_OK)

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "commands.h"
@@ -123,6 +124,7 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
         o->is_set_min_p = 1;
     } else if (!strcmp(a, "--repeat-penalty")) {
         r = parse_float(a, v, 1e-3, 100, &o->sampling.repeat_penalty);
+        o->is_set_repeat = 1;
     } else if (!strcmp(a, "--presence-penalty")) {
         r = parse_float(a, v, -100, 100, &o->sampling.presence_penalty);
     } else if (!strcmp(a, "--frequency-penalty")) {
@@ -168,6 +170,39 @@ void gen_cli_print_options(FILE *f) {
            "      --stop STR            end generation at STR (not printed); repeatable\n"
            "      --truncate            drop the oldest prompt tokens when the prompt does not\n"
            "                            fit (default: an error)\n");
+}
+
+nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
+    if (!o->model_dir) return NC_OK;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", o->model_dir);
+    if (!nc_file_exists(path)) return NC_OK;
+    json_t *doc = NULL;
+    NC_TRY(nc_json_load_file(path, &doc, err));
+    const char *what = path;
+    int do_sample = 1;
+    double temp = o->sampling.temperature, top_p = o->sampling.top_p, min_p = o->sampling.min_p;
+    double rep = o->sampling.repeat_penalty;
+    int64_t top_k = o->sampling.top_k;
+    nc_status st =
+        json_is_object(doc) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
+    if (st == NC_OK) st = nc_json_bool(doc, "do_sample", &do_sample, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "temperature", &temp, 0, what, err);
+    if (st == NC_OK) st = nc_json_int(doc, "top_k", &top_k, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "top_p", &top_p, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "min_p", &min_p, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "repetition_penalty", &rep, 0, what, err);
+    json_decref(doc);
+    if (st != NC_OK) return st;
+    gen_sampler_params p = o->sampling;
+    if (!o->is_set_temp) p.temperature = do_sample ? (float)temp : 0.0f;
+    if (!o->is_set_top_k) p.top_k = top_k < 0 || top_k > INT_MAX ? 0 : (int)top_k;
+    if (!o->is_set_top_p) p.top_p = (float)top_p;
+    if (!o->is_set_min_p) p.min_p = (float)min_p;
+    if (!o->is_set_repeat) p.repeat_penalty = (float)rep;
+    if (gen_sampler_check_params(&p, err) != NC_OK) return nc_fail_prefix(err, "%s", path);
+    o->sampling = p;
+    return NC_OK;
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {

@@ -19,7 +19,8 @@ typedef struct gen_cli_opts {
     int n_threads;
     int has_seed;
     gen_sampler_params sampling;
-    int is_set_temp, is_set_top_k, is_set_top_p, is_set_min_p; /* for mode defaults */
+    /* given on the command line (defaults from elsewhere must not override) */
+    int is_set_temp, is_set_top_k, is_set_top_p, is_set_min_p, is_set_repeat;
     const char *stops[GEN_CLI_MAX_STOPS];
     int n_stops;
     int truncate;
@@ -43,6 +44,12 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o);
 
 /* The help lines of the shared options. */
 void gen_cli_print_options(FILE *f);
+
+/* Sampling defaults from DIR/generation_config.json (HF's: do_sample false
+ * means greedy; temperature, top_k, top_p, min_p, repetition_penalty) for
+ * every parameter the command line did not set. A missing file is fine; a
+ * malformed one is an error naming the file and field. */
+nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
 
 /* Loads tokenizer, weights and a KV cache of o->ctx tokens. */
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
