@@ -1,7 +1,8 @@
 /* Causal grouped-query attention over KV caches, fp32. Each query row has
  * its own cache (rows of one batch may belong to different sequences) and
  * sees its first n_keys cache rows (its position + 1); query head h reads
- * KV head h / (n_heads / n_kv_heads). One pool task per (query row, head). */
+ * KV head h / (n_heads / n_kv_heads). One pool task per (query row, KV
+ * head), covering the query heads of that group. */
 #ifndef NC_CPU_ATTENTION_H
 #define NC_CPU_ATTENTION_H
 
@@ -17,7 +18,8 @@ typedef struct cpu_attention_args {
     const int *n_keys;           /* per row */
     int n, n_heads, n_kv_heads, head_dim;
     float scale;
-    float *scores;        /* per pool thread: scores + thread * scores_stride */
+    float *scores;        /* per pool thread and head of a group: scores +
+                             (thread * group + g) * scores_stride */
     size_t scores_stride; /* >= every n_keys */
 } cpu_attention_args;
 

@@ -23,7 +23,7 @@ typedef struct qwen3_layer {
  * sequence: [rows, width] activations plus where each row belongs. */
 typedef struct qwen3_workspace {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
-    float *scores; /* [threads, max_position_embeddings] */
+    float *scores; /* [threads, heads per KV head, max_position_embeddings] */
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
     qwen3_state **row_state;
     int *row_pos;       /* position of each row in its sequence */

@@ -153,7 +153,8 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->hb2 = nc_alloc_aligned(b * ff * sizeof(float));
     w->rope_cos = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     w->rope_sin = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
-    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
+    size_t group = (size_t)(c->num_attention_heads / c->num_key_value_heads);
+    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * group *
                                  (size_t)c->max_position_embeddings * sizeof(float));
     w->logits = nc_alloc_aligned((size_t)QWEN3_LOGIT_ROWS * (size_t)c->vocab_size * sizeof(float));
     w->row_state = calloc(b, sizeof *w->row_state);
