@@ -336,7 +336,7 @@ static nc_status write_plot_script(const nc_report_input *in, const char *dir, n
     if (r->has_power && r->trace.n > 1)
         fprintf(f,
                 "set title 'power over time (%s)'\nset xlabel 'time (s)'\nset ylabel 'power (W)'\n"
-                "plot 'power.csv' using 1:3 with steps lw 1 title 'power', \\\n"
+                "plot 'power.csv' using 1:3 with fsteps lw 1 title 'power (over the step ending at each sample)', \\\n"
                 "     'blocks.csv' using (strcol(1) eq 'A' ? ($3+$4)/2 : 1/0):10 with points pt 7 title 'A block mean', \\\n"
                 "     'blocks.csv' using (strcol(1) eq 'B' ? ($3+$4)/2 : 1/0):10 with points pt 5 title 'B block mean', \\\n"
                 "     'blocks.csv' using (strcol(1) eq 'idle' ? ($3+$4)/2 : 1/0):10 with points pt 9 title 'idle block mean'\n",
