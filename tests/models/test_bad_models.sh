@@ -2,8 +2,7 @@
 # `nectar bench -m BADDIR` on broken model folders: each must exit non-zero
 # with exactly one line on stderr that names the file, field or tensor, and
 # never crash. Also gen-random --like tiny + bench on the result (a smoke
-# test of both commands at a toy shape). One thread (-t 1): see the note on
-# the thread pool in test_qwen3_parity.c.
+# test of both commands at a toy shape).
 BIN=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/qwen3/tiny_gqa2
 T=${NECTAR_BUILD:-build}/test_bad_models_sh
@@ -14,7 +13,7 @@ rm -rf "$T"; mkdir -p "$T"
 # expect NAME DIR WANT: bench fails (exit 1), one stderr line containing WANT
 expect() {
     name=$1 dir=$2 want=$3
-    "$BIN" bench -t 1 -m "$dir" -p 4 -n 2 --runs 1 >"$T/out" 2>"$T/err"
+    "$BIN" bench -m "$dir" -p 4 -n 2 --runs 1 >"$T/out" 2>"$T/err"
     rc=$?
     lines=$(wc -l <"$T/err")
     if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && grep -qF -- "$want" "$T/err"; then
@@ -57,8 +56,8 @@ sed 's/"F32"/"I32"/' "$FIX/model.safetensors" >"$T/dtype/model.safetensors" 2>/d
 expect wrong_dtype "$T/dtype" "has dtype I32; expected F32, F16 or BF16"
 
 # gen-random at a toy shape, then bench it
-if "$BIN" gen-random -t 1 --like tiny "$T/gen" --seed 3 2>"$T/err" && \
-   "$BIN" bench -t 1 -m "$T/gen" -p 8 -n 4 --runs 2 --json >"$T/out" 2>>"$T/err" && \
+if "$BIN" gen-random --like tiny "$T/gen" --seed 3 2>"$T/err" && \
+   "$BIN" bench -t 2 -m "$T/gen" -p 8 -n 4 --runs 2 --json >"$T/out" 2>>"$T/err" && \
    grep -q '"pp": {"n_tokens": 8' "$T/out" && grep -q '"tg": {"n_tokens": 4' "$T/out"; then
     echo "PASS gen_random_then_bench"
 else

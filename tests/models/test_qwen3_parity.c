@@ -19,12 +19,9 @@
  * computes in fp32 (from the same bf16 weights, upcast), so the same bound
  * holds; it is kept separate in case a reference in bf16 math lands. */
 #define TOL_F32 1e-4
-/* One thread: src/base/pool.c's nc_pool_new currently races with its workers
- * over their start argument (written after pthread_create, freed by the
- * worker), which crashes multi-threaded pools at random; reported to the
- * owner. The kernels' row split is still exercised: a 1-thread pool runs
- * the same tasks serially (tests/cpu/test_kernels.c covers the split). */
-#define TEST_THREADS 1
+/* Two threads: the kernels' row split and the attention tasks run on the
+ * pool, as in real use (the scalar run in test_qwen3_scalar.sh does too). */
+#define TEST_THREADS 2
 #define TOL_BF16 1e-4
 
 typedef struct prompt_ref {
