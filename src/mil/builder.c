@@ -382,6 +382,13 @@ mil_var *mil_build_const_tensor(mil_builder *b, const char *name, mil_dtype dt, 
     int64_t n = mil_type_numel(t);
     if (!t || n < 0 || dt == MIL_DT_STRING)
         return failf(b, NC_ERR_INVALID, "const '%s': invalid tensor type", name ? name : "?"), NULL;
+    if (b->model_dir && n > MIL_BUILD_INLINE_MAX && mil_dtype_blob_code(dt)) {
+        /* Headed for weight.bin: write straight from the caller's data, so
+         * a model's weights are never also copied into the arena. The
+         * temporary value does not outlive this call (it becomes a BLOB). */
+        mil_value tmp = {.type = t, .kind = MIL_VALUE_TENSOR, .n = (size_t)n, .data = data};
+        return mil_build_const(b, name, &tmp);
+    }
     const mil_value *v = mil_value_tensor(b->prog, t, (size_t)n, data);
     if (!v) return failf(b, NC_ERR_NOMEM, "out of memory"), NULL;
     return mil_build_const(b, name, v);
