@@ -108,28 +108,35 @@ static int ranks_before(const float *w, int32_t a, int32_t b) {
     return w[a] > w[b] || (w[a] == w[b] && a < b);
 }
 
-static void sift_down(const float *w, int32_t *h, int n, int i) {
+/* Binary heaps of token ids: best-at-root to pop candidates best-first, or
+ * worst-at-root to hold the k best seen so far. */
+static int goes_above(const float *w, int32_t a, int32_t b, int is_worst_root) {
+    return is_worst_root ? ranks_before(w, b, a) : ranks_before(w, a, b);
+}
+
+static void sift_down(const float *w, int32_t *h, int n, int i, int is_worst_root) {
     for (;;) {
-        int l = 2 * i + 1, r = l + 1, best = i;
-        if (l < n && ranks_before(w, h[l], h[best])) best = l;
-        if (r < n && ranks_before(w, h[r], h[best])) best = r;
-        if (best == i) return;
+        int l = 2 * i + 1, r = l + 1, top = i;
+        if (l < n && goes_above(w, h[l], h[top], is_worst_root)) top = l;
+        if (r < n && goes_above(w, h[r], h[top], is_worst_root)) top = r;
+        if (top == i) return;
         int32_t t = h[i];
-        h[i] = h[best];
-        h[best] = t;
-        i = best;
+        h[i] = h[top];
+        h[top] = t;
+        i = top;
     }
 }
 
-static void heap_build(const float *w, int32_t *h, int n) {
+static void heap_build(const float *w, int32_t *h, int n, int is_worst_root) {
     for (int i = n / 2 - 1; i >= 0; i--)
-        sift_down(w, h, n, i);
+        sift_down(w, h, n, i, is_worst_root);
 }
 
+/* Removes and returns the root of a best-at-root heap. */
 static int32_t heap_pop(const float *w, int32_t *h, int *n) {
     int32_t top = h[0];
     h[0] = h[--*n];
-    sift_down(w, h, *n, 0);
+    sift_down(w, h, *n, 0, 0);
     return top;
 }
 
@@ -155,27 +162,6 @@ static int32_t argmax(const float *w, int n) {
     return best;
 }
 
-static void heap_build_worst(const float *w, int32_t *h, int n);
-
-/* Worst-at-root heap of the k best seen so far (a worse b: b ranks before a). */
-static void sift_down_worst(const float *w, int32_t *h, int n, int i) {
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, worst = i;
-        if (l < n && ranks_before(w, h[worst], h[l])) worst = l;
-        if (r < n && ranks_before(w, h[worst], h[r])) worst = r;
-        if (worst == i) return;
-        int32_t t = h[i];
-        h[i] = h[worst];
-        h[worst] = t;
-        i = worst;
-    }
-}
-
-static void heap_build_worst(const float *w, int32_t *h, int n) {
-    for (int i = n / 2 - 1; i >= 0; i--)
-        sift_down_worst(w, h, n, i);
-}
-
 /* The k best finite tokens, best-first, in one pass over the vocabulary
  * (each token costs one comparison against the current k-th best). */
 static int select_top_k(const float *w, int n, int k, int32_t *heap, int32_t *out) {
@@ -184,17 +170,17 @@ static int select_top_k(const float *w, int n, int k, int32_t *heap, int32_t *ou
         if (!(w[i] > -INFINITY)) continue;
         if (hn < k) {
             heap[hn++] = i;
-            if (hn == k) heap_build_worst(w, heap, hn);
+            if (hn == k) heap_build(w, heap, hn, 1);
         } else if (ranks_before(w, i, heap[0])) {
             heap[0] = i;
-            sift_down_worst(w, heap, hn, 0);
+            sift_down(w, heap, hn, 0, 1);
         }
     }
-    if (hn < k) heap_build_worst(w, heap, hn);
+    if (hn < k) heap_build(w, heap, hn, 1);
     for (int m = hn; m > 0; m--) { /* pop the worst to the back */
         out[m - 1] = heap[0];
         heap[0] = heap[m - 1];
-        sift_down_worst(w, heap, m - 1, 0);
+        sift_down(w, heap, m - 1, 0, 1);
     }
     return hn;
 }
@@ -278,7 +264,7 @@ static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
         } else { /* best-first through a heap: only as many pops as kept */
             int hn = drop_beyond_nucleus(s, n_cand, maxl, p->top_p * sum);
             memcpy(s->heap, s->cand, (size_t)hn * sizeof *s->heap);
-            heap_build(w, s->heap, hn);
+            heap_build(w, s->heap, hn, 0);
             while (hn > 0 && (kept == 0 || before < p->top_p)) {
                 int32_t id = heap_pop(w, s->heap, &hn);
                 s->cand[kept++] = id;
