@@ -294,6 +294,38 @@ static void r_conv_kernel_width(mil_ane_ctx *c) {
     }
 }
 
+/* Weights baked at compile time: a conv's weight comes from a const (or
+ * constexpr); runtime weights compile but are ignored. */
+static void r_conv_const_weight(mil_ane_ctx *c) {
+    char lb[200];
+    for (int k = 0; k < c->fn->n_ops; k++) {
+        const mil_op *op = c->fn->ops[k];
+        if (strcmp(op->type, "conv")) continue;
+        const mil_var *w = mil_op_input(op, "weight");
+        if (w && !is_const_var(w))
+            mil_ane_report(c, op->line, "%s: weight '%s' is computed at run time; the ANE uses weights "
+                           "baked in at compile time and ignores these", label(op, lb, sizeof lb), vname(w));
+    }
+}
+
+/* matmul's inner (contracted) dimension, from the operands' declared types. */
+static void r_matmul_inner(mil_ane_ctx *c) {
+    char lb[200];
+    for (int k = 0; k < c->fn->n_ops; k++) {
+        const mil_op *op = c->fn->ops[k];
+        if (strcmp(op->type, "matmul")) continue;
+        const mil_var *x = mil_op_input(op, "x"), *tx = mil_op_input(op, "transpose_x");
+        if (!x || !x->type || x->type->kind != MIL_TYPE_TENSOR || x->type->rank < 1) continue;
+        int64_t t = 0;
+        if (tx && tx->cval) mil_value_to_i64(c->prog, tx->cval, 0, &t, NULL);
+        int r = x->type->rank;
+        int64_t inner = (t && r >= 2) ? x->type->dims[r - 2] : x->type->dims[r - 1];
+        if (inner > 0 && inner % 32)
+            mil_ane_report(c, op->line, "%s: inner dimension %lld is not a multiple of 32 (reported to "
+                           "give zeros)", label(op, lb, sizeof lb), (long long)inner);
+    }
+}
+
 static int64_t max_dim(const mil_type *t) {
     t = tensor_of(t);
     int64_t m = 0;
@@ -384,10 +416,16 @@ static const mil_ane_rule RULES[] = {
      "DESIGN.md §3 (uint16 indices cannot address a 151,936-entry vocabulary)"},
     {"ane-conv-kernel-width", MIL_SEV_ERROR, "conv kernel width <= 15", r_conv_kernel_width,
      "split the kernel into several convs added together", "DESIGN.md §3; ane-private-api.md §8"},
+    {"ane-conv-const-weight", MIL_SEV_ERROR, "conv weights are compile-time constants", r_conv_const_weight,
+     "pass runtime weights to matmul instead (the \"dynamic\" pipeline)",
+     "DESIGN.md §3 (weights as runtime inputs work only with matmul); skyfallsin (ane-private-api.md §8)"},
     {"ane-max-dim", MIL_SEV_ERROR, "no dimension above 65,536", r_max_dim,
      "split the tensor (e.g. the LM head into 16 vocabulary chunks)", "DESIGN.md §3; maderix/ANE PR #26"},
     {"ane-sdpa-mask", MIL_SEV_ERROR, "scaled_dot_product_attention has no attn_mask", r_sdpa_mask,
      "write attention as matmul, add mask, softmax, matmul", "DESIGN.md §3 (the built-in SDPA ignores its mask)"},
+    {"ane-matmul-inner", MIL_SEV_WARNING, "matmul inner dimension is a multiple of 32", r_matmul_inner,
+     "pad the contracted axis to a multiple of 32 with zeros",
+     "imperatormk in maderix/ANE #47 (ane-private-api.md §7), one report"},
     {"ane-gelu", MIL_SEV_WARNING, "gelu is reported to fail on some chips", r_op_gelu,
      "write it out: 0.5*x*(1+tanh(0.79788456*(x+0.044715*x^3))) with mul/add/tanh (keep EXACT behind a switch)",
      "DESIGN.md §3; Orion constraint #10"},

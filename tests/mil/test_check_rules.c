@@ -11,7 +11,7 @@
 
 /* Wraps a function signature and body into a program(1.3) text. */
 static char *program(const char *params, const char *body, const char *outs) {
-    static char buf[8192];
+    static char buf[32768];
     snprintf(buf, sizeof buf,
              "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
              "    func main<ios18>(%s) {\n%s    } -> (%s);\n}\n",
@@ -67,28 +67,37 @@ static int expect_rule(const char *params, const char *body, const char *outs, c
 
 #define STR(name, v) "        string " name " = const()[name = string(\"" name "\"), val = string(\"" v "\")];\n"
 
-/* The ANE idiom: fp32 in, cast, 1x1 conv, relu, attention written out,
- * cast back. No rule fires. */
+/* The ANE idiom: fp32 in, cast, 1x1 conv with constant weights, relu,
+ * attention written out on [1, heads, d, L] (inner dimensions 32), cast
+ * back. No rule fires. */
 static void test_clean_ane_program_passes_every_rule(void) {
-    const char *body =
+    static char body[24576], weights[12288];
+    size_t n = 0;
+    for (int i = 0; i < 32 * 32; i++)
+        n += (size_t)snprintf(weights + n, sizeof weights - n, "%s%s", i ? ", " : "",
+                              i % 33 ? "0x0p+0" : "0x1p+0");
+    snprintf(body, sizeof body,
         STR("to16", "fp16")
-        "        tensor<fp16, [1, 4, 1, 32]> x16 = cast(dtype = to16, x = x)[name = string(\"c0\")];\n"
-        "        tensor<fp16, [4, 4, 1, 1]> w = const()[name = string(\"w\"), val = tensor<fp16, [4, 4, 1, 1]>"
-        "([0x1p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0, 0x0p+0, "
-        "0x0p+0, 0x0p+0, 0x0p+0, 0x1p+0])];\n"
-        "        tensor<fp16, [1, 4, 1, 32]> h = conv(weight = w, x = x16)[name = string(\"conv\")];\n"
-        "        tensor<fp16, [1, 4, 1, 32]> r = relu(x = h)[name = string(\"relu\")];\n"
+        "        tensor<fp16, [1, 32, 1, 32]> x16 = cast(dtype = to16, x = x)[name = string(\"c0\")];\n"
+        "        tensor<fp16, [32, 32, 1, 1]> w = const()[name = string(\"w\"), val = tensor<fp16, [32, 32, 1, 1]>([%s])];\n"
+        "        tensor<fp16, [1, 32, 1, 32]> h = conv(weight = w, x = x16)[name = string(\"conv\")];\n"
+        "        tensor<fp16, [1, 32, 1, 32]> r = relu(x = h)[name = string(\"relu\")];\n"
+        "        tensor<int32, [4]> hs = const()[name = string(\"hs\"), val = tensor<int32, [4]>([1, 1, 32, 32])];\n"
+        "        tensor<fp16, [1, 1, 32, 32]> q = reshape(shape = hs, x = r)[name = string(\"heads\")];\n"
         "        bool bf = const()[name = string(\"bf\"), val = bool(false)];\n"
         "        bool bt = const()[name = string(\"bt\"), val = bool(true)];\n"
-        "        tensor<fp16, [1, 4, 32, 32]> s = matmul(transpose_x = bt, transpose_y = bf, x = r, y = r)[name = string(\"qk\")];\n"
-        "        tensor<fp16, [1, 4, 32, 32]> sm = add(x = s, y = mask)[name = string(\"mask\")];\n"
+        "        tensor<fp16, [1, 1, 32, 32]> s = matmul(transpose_x = bt, transpose_y = bf, x = q, y = q)[name = string(\"qk\")];\n"
+        "        tensor<fp16, [1, 1, 32, 32]> sm = add(x = s, y = mask)[name = string(\"mask\")];\n"
         "        int32 ax = const()[name = string(\"ax\"), val = int32(-1)];\n"
-        "        tensor<fp16, [1, 4, 32, 32]> p = softmax(axis = ax, x = sm)[name = string(\"sm\")];\n"
-        "        tensor<fp16, [1, 4, 1, 32]> o = matmul(transpose_x = bf, transpose_y = bt, x = r, y = p)[name = string(\"pv\")];\n"
+        "        tensor<fp16, [1, 1, 32, 32]> p = softmax(axis = ax, x = sm)[name = string(\"sm\")];\n"
+        "        tensor<fp16, [1, 1, 32, 32]> o = matmul(transpose_x = bf, transpose_y = bt, x = q, y = p)[name = string(\"pv\")];\n"
+        "        tensor<int32, [4]> os = const()[name = string(\"os\"), val = tensor<int32, [4]>([1, 32, 1, 32])];\n"
+        "        tensor<fp16, [1, 32, 1, 32]> ob = reshape(shape = os, x = o)[name = string(\"merge\")];\n"
         STR("to32", "fp32")
-        "        tensor<fp32, [1, 4, 1, 32]> y = cast(dtype = to32, x = o)[name = string(\"c1\")];\n";
+        "        tensor<fp32, [1, 32, 1, 32]> y = cast(dtype = to32, x = ob)[name = string(\"c1\")];\n",
+        weights);
     mil_diagnostics d;
-    CHECK(check_text(program("tensor<fp32, [1, 4, 1, 32]> x, tensor<fp16, [1, 1, 32, 32]> mask", body, "y"), &d) == 0);
+    CHECK(check_text(program("tensor<fp32, [1, 32, 1, 32]> x, tensor<fp16, [1, 1, 32, 32]> mask", body, "y"), &d) == 0);
     if (d.n) dump(&d);
     CHECKF(d.n == 0, "%d diagnostics on the clean program", d.n);
     mil_diagnostics_free(&d);
@@ -195,6 +204,18 @@ static void test_rule_gather_indices(void) {
     mil_diagnostics_free(&d);
 }
 
+static void test_rule_conv_const_weight(void) {
+    CHECK(expect_rule("tensor<fp16, [1, 4, 1, 32]> x, tensor<fp16, [4, 4, 1, 1]> w",
+                      "        tensor<fp16, [1, 4, 1, 32]> y = conv(weight = w, x = x)[name = string(\"c\")];\n",
+                      "y", "ane-conv-const-weight", MIL_SEV_ERROR, 5));
+}
+
+static void test_warning_matmul_inner(void) {
+    CHECK(expect_rule("tensor<fp16, [1, 32, 48]> a, tensor<fp16, [1, 48, 32]> b",
+                      "        tensor<fp16, [1, 32, 32]> y = matmul(x = a, y = b)[name = string(\"m\")];\n",
+                      "y", "ane-matmul-inner", MIL_SEV_WARNING, 5));
+}
+
 static void test_rule_conv_kernel_width(void) {
     CHECK(expect_rule("tensor<fp16, [1, 4, 1, 47]> x, tensor<fp16, [4, 4, 1, 16]> w",
                       "        tensor<fp16, [1, 4, 1, 32]> y = conv(weight = w, x = x)[name = string(\"c\")];\n",
@@ -259,7 +280,7 @@ static void test_warning_sqrt(void) {
 static void test_rule_table_rows_are_complete(void) {
     int n;
     const mil_ane_rule *r = mil_ane_rules(&n);
-    CHECK(n >= 18);
+    CHECK(n >= 20);
     for (int i = 0; i < n; i++) {
         CHECK(r[i].id && !strncmp(r[i].id, "ane-", 4) && r[i].check && r[i].description && r[i].source);
         CHECK(r[i].severity == MIL_SEV_ERROR || r[i].suggestion);
@@ -299,6 +320,8 @@ int main(void) {
     RUN(test_rule_static_dims);
     RUN(test_rule_gather_indices);
     RUN(test_rule_conv_kernel_width);
+    RUN(test_rule_conv_const_weight);
+    RUN(test_warning_matmul_inner);
     RUN(test_rule_max_dim);
     RUN(test_rule_sdpa_mask);
     RUN(test_warning_gelu);
