@@ -294,6 +294,10 @@ static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
     nc_error err;
     nc_status st = sl->sampler ? gen_sampler_reset(sl->sampler, &p, &err)
                                : gen_sampler_new(s->e->n_vocab, &p, &sl->sampler, &err);
+    /* Penalties look at the prompt too, as in `nectar run` (src/gen) and HF's
+     * repetition penalty, so a seeded request samples exactly what the
+     * command line would. */
+    for (int i = 0; st == NC_OK && i < j->n_prompt; i++) gen_sampler_accept(sl->sampler, j->prompt[i]);
     if (st == NC_OK) st = gen_stop_init(&sl->stop, (const char *const *)r->stop, r->n_stop, &err);
     else memset(&sl->stop, 0, sizeof sl->stop);
     pthread_mutex_lock(&j->mu);

@@ -3,7 +3,8 @@
  * (tests/fixtures/qwen3/tiny_*, expected texts in tests/fixtures/gen/e2e
  * from tools/make_gen_fixtures.py) and the demo model (models/demo,
  * reference.json) when present. Raw-text completions, streamed and not,
- * eight at once; a two-turn chat with the template and thinking off. */
+ * eight at once; a two-turn chat with the template and thinking off; and
+ * seeded sampling equal to `nectar run` with the same seed. */
 #include "../test.h"
 #include "serve_client.h"
 
@@ -200,6 +201,54 @@ static void test_tiny_chat_two_turns_match_hf(void) {
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
+/* Sampling with a seed: the server's completion equals `nectar run` with
+ * the same seed and settings (the CPU engine's own generation loop), both
+ * alone and while other requests share the step. */
+static void test_seeded_sampling_matches_nectar_run(void) {
+    const char *model = "tests/fixtures/qwen3/tiny_gqa2", *prompt = "And God said";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "'%s' run -m %s -t 1 -p '%s' -n 20 --temp 0.9 --top-k 40 --top-p 0.95 --min-p 0.02 "
+             "--presence-penalty 0.5 --seed 1234 2>/dev/null",
+             nectar_bin(), model, prompt);
+    FILE *p = popen(cmd, "r");
+    CHECK(p);
+    char want[4096];
+    size_t n = fread(want, 1, sizeof want - 1, p);
+    want[n] = '\0';
+    int rc_run = pclose(p);
+    CHECKF(rc_run == 0 && n > 0, "nectar run failed (%d)", rc_run);
+    srv s;
+    CHECKF(start_on(&s, model, "3") == 0, "server did not start");
+    const char *body = "{\"prompt\":\"And God said\",\"max_tokens\":20,\"temperature\":0.9,"
+                       "\"top_k\":40,\"top_p\":0.95,\"min_p\":0.02,\"presence_penalty\":0.5,"
+                       "\"seed\":1234}";
+    const char *other = "{\"prompt\":\"In the beginning\",\"max_tokens\":20,\"temperature\":1.0,"
+                        "\"seed\":99,\"stream\":true}";
+    char c1[2048], c2[2048];
+    curl_cmd(c1, sizeof c1, &s, "POST", "/v1/completions", other, strlen(other), NULL, "oth1");
+    curl_cmd(c2, sizeof c2, &s, "POST", "/v1/completions", other, strlen(other), NULL, "oth2");
+    FILE *o1 = popen(c1, "r"), *o2 = popen(c2, "r");
+    char got[2][4096] = {"", ""};
+    for (int k = 0; k < 2; k++) {
+        reply r = http(&s, "POST", "/v1/completions", body, NULL);
+        json_t *j = parse_json(r.body);
+        const char *t = jstr(j, "choices.0.text");
+        snprintf(got[k], sizeof got[k], "%s", t ? t : r.body);
+        json_decref(j);
+        reply_free(&r);
+    }
+    reply r1 = {0}, r2 = {0};
+    if (o1) collect(&r1, o1, "oth1");
+    if (o2) collect(&r2, o2, "oth2");
+    reply_free(&r1);
+    reply_free(&r2);
+    int rc = srv_stop(&s);
+    CHECKF(!strcmp(got[0], want) && !strcmp(got[1], want), "server '%s' / '%s', nectar run '%s'",
+           got[0], got[1], want);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
 static void test_demo_model_matches_hf_greedy(void) {
     json_error_t je;
     json_t *ref = json_load_file("models/demo/reference.json", 0, &je);
@@ -236,6 +285,7 @@ int main(void) {
     RUN(test_tiny_completions_match_hf_greedy);
     RUN(test_tiny_eight_concurrent_streams_match_hf);
     RUN(test_tiny_chat_two_turns_match_hf);
+    RUN(test_seeded_sampling_matches_nectar_run);
     RUN(test_demo_model_matches_hf_greedy);
     rm_tmp_dir();
     return nc_test_exit_code();
