@@ -157,8 +157,12 @@ static void apply_penalties(gen_sampler *s) {
 
 static int32_t argmax(const float *w, int n) {
     int32_t best = 0;
+    float best_l = w[0];
     for (int32_t i = 1; i < n; i++)
-        if (w[i] > w[best]) best = i; /* strict: ties keep the lower id */
+        if (w[i] > best_l) { /* strict: ties keep the lower id */
+            best_l = w[i];
+            best = i;
+        }
     return best;
 }
 
@@ -219,8 +223,10 @@ static int prepare(gen_sampler *s, const float *logits, int32_t *greedy_id) {
     const gen_sampler_params *p = &s->p;
     int n = s->n_vocab;
     float *w = s->work;
-    for (int i = 0; i < n; i++)
-        w[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    for (int i = 0; i < n; i++) {
+        float x = logits[i];
+        w[i] = x == x ? x : -INFINITY; /* NaN ranks last */
+    }
     apply_penalties(s);
     if (p->temperature <= 0.0f || p->top_k == 1) {
         *greedy_id = argmax(w, n);
