@@ -31,6 +31,12 @@ M=tests/fixtures/qwen3/tiny_gqa2
 P="$FIX/run_tiny_gqa2_0.prompt"
 E="$FIX/run_tiny_gqa2_0.expected"
 
+# the thread count does not change the text (default: all cores)
+if "$BIN" run -m "$M" -f "$P" --temp 0 -n 24 -t 2 >"$TMP/out" 2>/dev/null && cmp -s "$TMP/out" "$E" &&
+    "$BIN" run -m "$M" -f "$P" --temp 0 -n 24 >"$TMP/out" 2>/dev/null && cmp -s "$TMP/out" "$E"; then
+    pass run_greedy_same_with_threads
+else fail run_greedy_same_with_threads "got '$(cat "$TMP/out")'"; fi
+
 # -p gives the same as -f for the same bytes
 if "$BIN" run $T -m "$M" -p "$(cat "$P")" --temp 0 -n 24 >"$TMP/out" 2>/dev/null && cmp -s "$TMP/out" "$E"; then
     pass run_prompt_flag_equals_file
