@@ -3,7 +3,8 @@
  * shared/reference/mil-format.md section 3 (64, 8320, 8512, ... of the
  * coremlc-compiled conv stack; 64, 4736, 5312 of the encoder), LSB-first
  * sub-byte packing worked out by hand from the MILBlob definition, and every
- * validation error of the reader. */
+ * validation error of the reader; and a file written by Apple's own
+ * MILBlob writer (via coremltools), read and reproduced byte for byte. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -232,6 +233,72 @@ static void test_every_dtype_code_maps_both_ways(void) {
     CHECK(mil_dtype_blob_code(MIL_DT_BOOL) == 0);
 }
 
+/* Apple's MILBlob StorageWriter (via coremltools, tools/mil_blob_fixtures.py)
+ * wrote tests/fixtures/mil_blob/coremltools.bin: one blob per dtype it
+ * supports. Our reader must find each blob's dtype and exact payload, and
+ * our writer, given the same values, must produce the identical file. */
+static void test_matches_apples_blob_writer_byte_for_byte(void) {
+    char *list, *ref;
+    size_t n_list, n_ref;
+    nc_error err;
+    CHECK_OK(nc_read_file("tests/fixtures/mil_blob/coremltools.txt", &list, &n_list, &err), &err);
+    CHECK_OK(nc_read_file("tests/fixtures/mil_blob/coremltools.bin", &ref, &n_ref, &err), &err);
+    mil_blob_file f;
+    mil_blob_writer w;
+    CHECK_OK(mil_blob_open_memory((const uint8_t *)ref, n_ref, "coremltools.bin", &f, &err), &err);
+    const char *out_path = tmp_path("ours.bin");
+    CHECK_OK(mil_blob_writer_open(&w, out_path, &err), &err);
+    int n_blobs = 0, ok = 1;
+    char *save = NULL;
+    for (char *line = strtok_r(list, "\n", &save); line && ok; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#') continue;
+        char name[16];
+        unsigned long long count, offset;
+        int used;
+        ok = sscanf(line, "%15s %llu %llu%n", name, &count, &offset, &used) == 3 && count <= 64;
+        mil_dtype dt = mil_dtype_from_name(name);
+        int bits = mil_dtype_bits(dt);
+        uint8_t vals[64], payload[512];
+        memset(payload, 0, sizeof payload);
+        const char *p = line + used;
+        for (unsigned long long i = 0; ok && i < count; i++) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            ok = end != p;
+            p = end;
+            if (bits < 8)
+                vals[i] = (uint8_t)v;
+            else
+                for (int b = 0; b < bits / 8; b++)
+                    payload[i * (unsigned)(bits / 8) + (unsigned)b] =
+                        (uint8_t)((unsigned long long)v >> (8 * b));
+        }
+        if (bits < 8) mil_pack_sub_byte(vals, count, bits, payload);
+        uint64_t size = mil_blob_payload_bytes(dt, count, NULL), mine;
+        mil_blob_entry e;
+        CHECK_OK(mil_blob_entry_at(&f, offset, &e, &err), &err);
+        CHECK_OK(mil_blob_check_type(&f, &e, dt, count, name, &err), &err);
+        CHECKF(e.size_bytes == size && !memcmp(e.data, payload, size), "%s payload differs", name);
+        CHECK_OK(mil_blob_writer_add(&w, dt, count, payload, &mine, &err), &err);
+        CHECKF(mine == offset, "%s: our offset %llu, Apple's %llu", name, (unsigned long long)mine,
+               offset);
+        n_blobs++;
+    }
+    CHECK(ok);
+    CHECK_OK(mil_blob_writer_finish(&w, &err), &err);
+    CHECK(n_blobs == 14 && f.count == 14);
+    char *ours;
+    size_t n_ours;
+    CHECK_OK(nc_read_file(out_path, &ours, &n_ours, &err), &err);
+    int same = n_ours == n_ref && !memcmp(ours, ref, n_ref);
+    free(ours);
+    free(list);
+    free(ref);
+    mil_blob_close(&f);
+    remove(out_path);
+    CHECKF(same, "our file (%zu bytes) differs from Apple's (%zu bytes)", n_ours, n_ref);
+}
+
 static void cleanup(void) {
     const char *names[] = {"one.bin", "conv.bin", "enc.bin", "pal.bin", "mixed.bin"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -246,6 +313,7 @@ int main(void) {
     RUN(test_reader_rejects_corrupt_files_with_clear_errors);
     RUN(test_sub_byte_packing_is_lsb_first);
     RUN(test_every_dtype_code_maps_both_ways);
+    RUN(test_matches_apples_blob_writer_byte_for_byte);
     cleanup();
     return nc_test_exit_code();
 }
