@@ -217,6 +217,11 @@ static void test_context_overflow_is_an_error_before_any_output(void) {
     sink c = {0};
     gen_result ru;
     nc_status st3 = gen_generate(u.s, u.ids, 4, &unlimited, collect, &c, &ru, &err);
+    /* no limit and too long a prompt: truncation keeps half the context */
+    gen_request unlimited_trunc = greedy(-1);
+    unlimited_trunc.truncate = 1;
+    gen_result rut;
+    nc_status st5 = gen_generate(u.s, u.ids, 20, &unlimited_trunc, collect, &c, &rut, &err);
     /* an empty prompt */
     gen_result re;
     nc_status st4 = gen_generate(u.s, u.ids, 0, &req, collect, &c, &re, &err);
@@ -230,6 +235,10 @@ static void test_context_overflow_is_an_error_before_any_output(void) {
     CHECKF(st3 == NC_OK && ru.finish == GEN_FINISH_CONTEXT && ru.n_generated == 16 - 4 + 1,
            "st %d finish %s generated %d", st3, gen_finish_name(ru.finish), ru.n_generated);
     CHECK(st4 == NC_ERR_INVALID);
+    CHECKF(st5 == NC_OK && rut.n_prompt == 8 && rut.n_truncated == 12 &&
+               rut.finish == GEN_FINISH_CONTEXT && rut.n_generated == 16 - 8 + 1,
+           "st %d prompt %d dropped %d finish %s generated %d", st5, rut.n_prompt, rut.n_truncated,
+           gen_finish_name(rut.finish), rut.n_generated);
 }
 
 static void test_prefix_reuse_and_cancel(void) {
