@@ -26,6 +26,8 @@
 
 /* How often a waiting connection checks whether its client is still there. */
 #define SERVE_POLL_MS 20
+/* A stream with nothing new for this long gets an SSE comment line. */
+#define SERVE_SSE_PING_S 15.0
 
 struct serve_server {
     serve_engine *e;
@@ -40,6 +42,7 @@ struct serve_server {
 };
 
 typedef struct conn_ctx {
+    char what[80]; /* "METHOD /path" for the request log */
     serve_text body;
     int is_rejected; /* 1: answered before the body; 2: body too large, answer at its end */
     double t_start;
@@ -333,9 +336,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (sc->is_finished) return MHD_CONTENT_READER_END_OF_STREAM;
         sc->out.len = 0;
         sc->out_off = 0;
-        if (wait_job(sc->job, &sc->seen, sc->fd, 0) == 1) {
+        int w = wait_job(sc->job, &sc->seen, sc->fd, nc_now_s() + SERVE_SSE_PING_S);
+        if (w == 1) {
             serve_sched_cancel(sc->s->sched, sc->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (w == 2) { /* a long prefill: an SSE comment keeps proxies and clients patient */
+            serve_text_append(&sc->out, ": ping\n\n", 8);
+            continue;
         }
         pthread_mutex_lock(&sc->job->mu);
         stream_collect(sc);
@@ -547,6 +555,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (!cc) return MHD_NO;
         cc->t_start = nc_now_s();
         cc->route = route_of(url);
+        snprintf(cc->what, sizeof cc->what, "%.10s %.60s", method, url);
         *con_cls = cc;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
@@ -591,12 +600,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     (void)c;
-    (void)toe;
     serve_server *s = cls;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
-    serve_metrics_request(&s->metrics, cc->route, cc->status ? cc->status : 499,
-                          nc_now_s() - cc->t_start);
+    double dt = nc_now_s() - cc->t_start;
+    serve_metrics_request(&s->metrics, cc->route, cc->status ? cc->status : 499, dt);
+    nc_log(NC_LOG_DEBUG, "http: %s -> %d in %.1f ms%s", cc->what, cc->status ? cc->status : 499,
+           1000.0 * dt, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     free(cc->body.p);
     free(cc);
     *con_cls = NULL;
@@ -656,11 +666,11 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
     }
     unsigned max_conn = opt->max_connections > 0 ? (unsigned)opt->max_connections : 256;
     s->d = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_access, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_SOCK_ADDR, addr,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, max_conn,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_END);
     if (!s->d) {
         serve_server_stop(s);
