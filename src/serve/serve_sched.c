@@ -92,7 +92,6 @@ static void publish_content(serve_slot *sl, const char *p, size_t n) {
     if (r == 1) sl->is_stop_matched = 1;
 }
 
-/* Routes a piece of detokenized text by the reasoning state. */
 static int is_space(char c) { return c == '\n' || c == ' ' || c == '\r' || c == '\t'; }
 
 /* Reasoning without the whitespace that frames it ("<think>\n...\n</think>"):
@@ -115,6 +114,7 @@ static void publish_reasoning(serve_slot *sl, const char *p, size_t n) {
     if (serve_text_append(&sl->held_ws, p + body, n - body) != 0) sl->held_ws.len = 0;
 }
 
+/* Routes a piece of detokenized text by the reasoning state. */
 static void publish_text(serve_slot *sl, const char *p, size_t n) {
     if (sl->think == THINK_REASONING) {
         publish_reasoning(sl, p, n);
@@ -122,7 +122,7 @@ static void publish_text(serve_slot *sl, const char *p, size_t n) {
     }
     if (sl->think == THINK_AFTER) {
         /* The template's "</think>\n\n": drop the blank lines after it. */
-        while (n && (*p == '\n' || *p == ' ' || *p == '\r' || *p == '\t')) p++, n--;
+        while (n && is_space(*p)) p++, n--;
         if (!n) return;
         sl->think = THINK_CONTENT;
     }

@@ -586,6 +586,37 @@ static void test_slow_client_and_disconnect(void) {
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
+/* Random bytes, truncated requests and random bodies over raw sockets
+ * (fixed seed): whatever comes back, the server stays up and correct. */
+static void test_garbage_over_the_wire_leaves_the_server_healthy(void) {
+    unsigned long long x = 0x9e3779b97f4a7c15ull;
+    static const char *const heads[] = {
+        "", "GET / HTTP/1.1\r\n", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It co"};
+    for (int i = 0; i < 60; i++) {
+        int fd = raw_connect(&main_srv);
+        CHECK(fd >= 0);
+        const char *h = heads[i % 5];
+        ssize_t w = write(fd, h, strlen(h));
+        unsigned char junk[256];
+        size_t n = 0;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t len = (size_t)(x % sizeof junk);
+        for (; n < len; n++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            junk[n] = (unsigned char)x;
+        }
+        if (w >= 0) w = write(fd, junk, n);
+        shutdown(fd, SHUT_WR);
+        char buf[512];
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 500) > 0) w = read(fd, buf, sizeof buf);
+        close(fd);
+    }
+    run_case("completion", 0);
+}
+
 static void test_metrics_are_prometheus_text(void) {
     reply r = http(&main_srv, "GET", "/metrics", NULL, NULL);
     int ok = r.status == 200 && strstr(r.body, "# TYPE nectar_requests_total counter") &&
@@ -622,6 +653,7 @@ int main(void) {
     RUN(test_prefix_reuse_keeps_the_answer);
     RUN(test_bad_requests_get_400_naming_the_field);
     RUN(test_unknown_route_model_method_and_size);
+    RUN(test_garbage_over_the_wire_leaves_the_server_healthy);
     RUN(test_metrics_are_prometheus_text);
     RUN(test_api_key_required_when_set);
     RUN(test_full_queue_429_and_queue_timeout_504);
