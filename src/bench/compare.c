@@ -78,8 +78,12 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
                            nc_power_sampler *power, nc_compare_result *r, nc_error *err) {
     nc_candidate *c = rs->cand[who];
     nc_block b = {who, index, 0, 0, 0, 0, 0, 0, 0};
-    nc_power_mark(power);
+    /* reading the counters just inside the block's ends (t0 before the start
+     * reading, t1 after the end reading) makes a block's energy exactly the
+     * counter difference for sources read on demand: nothing runs between a
+     * block's end reading and the next block's start reading */
     double t0 = nc_now_s();
+    nc_power_mark(power);
     for (int i = 0; i < o->per_block; i++) {
         size_t item = rs->next_item[who]++ % rs->w->n_items;
         nc_decision d = {who, index, i, item, 0, 0, 0, 0, 0};
@@ -91,9 +95,10 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
         double start = nc_now_s();
         if (o->rate_hz > 0) {
             nc_status st = c->ops->run(c, &rs->w->items[item], &rs->last_failure[who]);
-            d.service_s = nc_now_s() - start;
+            double end = nc_now_s();
+            d.service_s = end - start;
             d.is_ok = st == NC_OK;
-            d.latency_s = nc_now_s() - arrival; /* queueing behind a slow answer counts */
+            d.latency_s = end - arrival; /* queueing behind a slow answer counts */
             d.is_missed = d.latency_s > o->deadline_s;
         } else {
             NC_TRY(timed_run(c, &rs->w->items[item], &d.service_s, &d.is_ok, &rs->last_failure[who],
@@ -113,8 +118,8 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
     /* equal offered load: the block spans the offered interval even when the
      * candidate finished early (idling is part of its energy) */
     if (o->rate_hz > 0) sleep_until(t0 + (double)o->per_block / o->rate_hz);
-    double t1 = nc_now_s();
     nc_power_mark(power);
+    double t1 = nc_now_s();
     b.t0_s = t0 - r->origin_s;
     b.t1_s = t1 - r->origin_s;
     return push_block(r, &b, err);
@@ -123,11 +128,11 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
 static nc_status run_idle_block(int index, double idle_s, nc_power_sampler *power,
                                 nc_compare_result *r, nc_error *err) {
     nc_block b = {NC_WHO_IDLE, index, 0, 0, 0, 0, 0, 0, 0};
-    nc_power_mark(power);
     double t0 = nc_now_s();
-    sleep_until(t0 + idle_s);
-    double t1 = nc_now_s();
     nc_power_mark(power);
+    sleep_until(t0 + idle_s);
+    nc_power_mark(power);
+    double t1 = nc_now_s();
     b.t0_s = t0 - r->origin_s;
     b.t1_s = t1 - r->origin_s;
     return push_block(r, &b, err);
@@ -438,6 +443,7 @@ nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_worklo
             bl->has_energy = nc_power_energy(power, bl->t0_s + out->origin_s,
                                              bl->t1_s + out->origin_s, &bl->energy_j,
                                              &ignored) == NC_OK;
+            out->n_blocks_without_energy += !bl->has_energy;
         }
         if (st == NC_OK) st = nc_power_copy_trace(power, &out->trace, err);
     }

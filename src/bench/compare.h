@@ -74,6 +74,7 @@ typedef struct nc_compare_result {
     char power_kind[32], power_domain[256];
     double idle_power_w;
     nc_interval idle_power;
+    int n_blocks_without_energy; /* power measured, but no trace covers them */
     nc_interval S, R, energy_gain, net_energy_gain;
     nc_energy_trace trace; /* the power samples, for the raw output and plot */
 } nc_compare_result;

@@ -104,6 +104,7 @@ nc_status nc_report_summary_json(const nc_report_input *in, json_t **out, nc_err
     json_object_set_new(pw, "source", json_string(r->power_kind));
     json_object_set_new(pw, "domain", json_string(r->power_domain));
     json_object_set_new(pw, "idle_power_w", r->has_idle ? interval_json(&r->idle_power) : json_null());
+    json_object_set_new(pw, "blocks_without_energy", json_integer(r->n_blocks_without_energy));
     json_object_set_new(j, "power", pw);
     json_t *cs = json_object();
     json_object_set_new(cs, "A", candidate_json(in, 0));
@@ -179,7 +180,17 @@ nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *er
             o->n_warmup);
     fprintf(f, "- intervals: %g%% percentile bootstrap, %d resamples within each candidate, seed %llu\n",
             o->confidence * 100, o->n_resamples, (unsigned long long)o->seed);
-    fprintf(f, "- power: %s: %s\n\n", r->power_kind, r->power_domain);
+    fprintf(f, "- power: %s: %s\n", r->power_kind, r->power_domain);
+    if (r->has_power && r->n_blocks_without_energy)
+        fprintf(f, "- **warning**: %d of %zu blocks have no power samples covering them (did the "
+                   "source start late or stop? powermetrics needs root); they are left out of every "
+                   "power and energy figure\n",
+                r->n_blocks_without_energy, r->n_blocks);
+    if (o->n_blocks < 10)
+        fprintf(f, "- note: %d blocks per candidate; the intervals resample blocks, so they are "
+                   "coarse (use --blocks 10 or more for tighter ones)\n",
+                o->n_blocks);
+    fputc('\n', f);
 
     fprintf(f, "## Per candidate\n\n| | A | B |\n|---|---|---|\n");
     const nc_cand_result *a = &r->cand[0], *b = &r->cand[1];

@@ -150,6 +150,60 @@ static void test_power_flows_into_ratios(void) {
     CHECK(identity < scale);
 }
 
+/* Candidates that each add a known number of microjoules to a RAPL counter
+ * (a copy of the fixture powercap tree, started just below its wrap): the
+ * harness must find exactly that energy per decision, across the wrap. */
+#define RAPL_MAX "262143328850"
+static void rapl_spec(char *buf, size_t cap, const char *root, int add_uj) {
+    snprintf(buf, cap,
+             "cmd:f=%s/intel-rapl:0/energy_uj; v=$(cat $f); v=$((v + %d)); "
+             "[ $v -gt " RAPL_MAX " ] && v=$((v - " RAPL_MAX " - 1)); echo $v >$f.tmp && mv $f.tmp $f",
+             root, add_uj);
+}
+
+static void test_rapl_energy_per_decision_is_exact(void) {
+    const char *root = "build/tmp/test_compare_powercap";
+    CHECK(system("rm -rf build/tmp/test_compare_powercap && mkdir -p build/tmp && "
+                 "cp -r tests/fixtures/bench/powercap build/tmp/test_compare_powercap") == 0);
+    FILE *f = fopen("build/tmp/test_compare_powercap/intel-rapl:0/energy_uj", "w");
+    CHECK(f != NULL);
+    /* cold + warm-up add 15000 uJ: the first measured decision wraps it */
+    fprintf(f, "%llu\n", 262143328850ull - 16000);
+    fclose(f);
+    char a[512], b[512];
+    rapl_spec(a, sizeof a, root, 5000);
+    rapl_spec(b, sizeof b, root, 2500);
+    nc_power_sampler *p;
+    nc_error err;
+    CHECK_OK(nc_power_open("rapl", root, 0.02, &p, &err), &err);
+    nc_compare_opts o = quick_opts();
+    o.per_block = 3;
+    o.idle_s = 0.05;
+    o.rate_hz = 100;
+    o.deadline_s = 1.0;
+    nc_compare_result r;
+    nc_status st = compare(a, b, &o, p, &r, &err);
+    nc_power_close(p);
+    CHECK_OK(st, &err);
+    nc_interval ea = r.cand[0].energy_per_decision_j, eb = r.cand[1].energy_per_decision_j;
+    nc_interval gain = r.energy_gain, net = r.cand[0].net_energy_per_decision_j;
+    double idle_w = r.idle_power_w;
+    int n_missing = r.n_blocks_without_energy;
+    nc_compare_result_free(&r);
+    printf("  E_A %.9f J [%.9f, %.9f], E_B %.9f J, gain %.6f [%.6f, %.6f], idle %.3g W\n",
+           ea.estimate, ea.lower, ea.upper, eb.estimate, gain.estimate, gain.lower, gain.upper, idle_w);
+    CHECK(n_missing == 0);
+    CHECK_NEAR(ea.estimate, 0.005, 1e-12);
+    CHECK_NEAR(ea.lower, 0.005, 1e-12);
+    CHECK_NEAR(ea.upper, 0.005, 1e-12);
+    CHECK_NEAR(eb.estimate, 0.0025, 1e-12);
+    CHECK_NEAR(gain.lower, 2.0, 1e-9);
+    CHECK_NEAR(gain.upper, 2.0, 1e-9);
+    /* nothing is added while idle: idle-subtracted energy equals the raw one */
+    CHECK_NEAR(idle_w, 0.0, 1e-12);
+    CHECK_NEAR(net.estimate, 0.005, 1e-12);
+}
+
 static int count_lines(const char *path) {
     char *text;
     size_t len;
@@ -284,6 +338,7 @@ int main(int argc, char **argv) {
     RUN(test_double_work_is_detected);
     RUN(test_equal_offered_load_counts_misses);
     RUN(test_power_flows_into_ratios);
+    RUN(test_rapl_energy_per_decision_is_exact);
     RUN(test_outputs_are_written);
     RUN(test_hashes_match_python_hashlib);
     RUN(test_bad_candidates_fail_with_a_message);
