@@ -4,9 +4,10 @@
 /* Activation rows per inner call when n > 1: 16 rows of fp32 activations
  * (16 x 4 KiB at k = 1024) stay in L1/L2 while a task's weight rows pass. */
 #define TOKEN_BLOCK 16
-/* Weight rows per task when n > 1: 64 rows of bf16 at k = 1024 is 128 KiB,
- * small enough to stay in L2 across the token blocks. */
-#define ROWS_PER_TASK_BATCH 64
+/* Weight rows per task when n > 1: 48 rows (a multiple of every ISA's tile
+ * height) of bf16 at k = 1024 is 96 KiB, small enough to stay in L2 across
+ * the token blocks. */
+#define ROWS_PER_TASK_BATCH 48
 
 typedef struct {
     const cpu_kernels *kern;
