@@ -308,6 +308,7 @@ static nc_status pm_start(nc_power_sampler *ps, nc_error *err) {
         execl("/bin/sh", "sh", "-c", pm->cmd, (char *)NULL);
         _exit(127);
     }
+    setpgid(pid, pid); /* also here, so a stop right away still reaches the group */
     close(fds[1]);
     pm->pid = pid;
     pm->fd = fds[0];
@@ -341,8 +342,17 @@ static nc_status pm_stop(nc_power_sampler *ps, double t_end, nc_error *err) {
         usleep(10000);
     }
     if (pm->pid) {
+        /* powermetrics ends on SIGTERM; anything that ignores it gets SIGKILL */
         kill(-pm->pid, SIGTERM);
-        waitpid(pm->pid, NULL, 0);
+        double give_up = nc_now_s() + 1.0;
+        while (waitpid(pm->pid, NULL, WNOHANG) != pm->pid) {
+            if (nc_now_s() > give_up) {
+                kill(-pm->pid, SIGKILL);
+                waitpid(pm->pid, NULL, 0);
+                break;
+            }
+            usleep(5000);
+        }
         pm->pid = 0;
     }
     if (pm->has_thread) {
