@@ -7,6 +7,9 @@
 /* A floor that was not asked for (no rate given) is a JSON null. */
 static json_t *opt_real(double v, int is_given) { return is_given ? json_real(v) : json_null(); }
 
+/* Parameter counts are exact integers (below 2^53): print them as such. */
+static json_t *count(double v) { return json_integer((json_int_t)v); }
+
 static json_t *format_row(const nc_bounds_query *q, const nc_weight_format *wf, double a,
                           double flops) {
     int has_bw = q->bandwidth_bytes_per_s > 0, has_fl = q->compute_flops_per_s > 0;
@@ -65,13 +68,13 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
         json_object_set_new(shape, "head_dim", json_integer(s->head_dim));
         json_object_set_new(shape, "vocab_size", json_integer(s->vocab_size));
         json_object_set_new(shape, "tie_word_embeddings", json_boolean(s->is_tied));
-        json_object_set_new(params, "total", json_real(p.total));
-        json_object_set_new(params, "non_embedding", json_real(p.non_embedding));
-        json_object_set_new(params, "embedding", json_real(p.embedding));
-        json_object_set_new(params, "lm_head", json_real(p.lm_head));
-        json_object_set_new(params, "layer_matmul", json_real(p.layer_matmul));
-        json_object_set_new(params, "norms", json_real(p.norms));
-        json_object_set_new(params, "A", json_real(p.matmul_per_token));
+        json_object_set_new(params, "total", count(p.total));
+        json_object_set_new(params, "non_embedding", count(p.non_embedding));
+        json_object_set_new(params, "embedding", count(p.embedding));
+        json_object_set_new(params, "lm_head", count(p.lm_head));
+        json_object_set_new(params, "layer_matmul", count(p.layer_matmul));
+        json_object_set_new(params, "norms", count(p.norms));
+        json_object_set_new(params, "A", count(p.matmul_per_token));
         a = p.matmul_per_token;
         flops = nc_qwen3_prefill_flops(s, q->batch, q->seq_len);
     } else {
@@ -82,7 +85,7 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
         json_object_set_new(shape, "I", json_integer(s->d_ff));
         json_object_set_new(shape, "H", json_integer(s->n_head_layers));
         a = nc_encoder_params(s);
-        json_object_set_new(params, "A", json_real(a));
+        json_object_set_new(params, "A", count(a));
         flops = nc_encoder_flops(s, q->batch, q->seq_len);
     }
     json_object_set_new(r, "source", json_string(q->source ? q->source : "command line"));

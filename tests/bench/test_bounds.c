@@ -31,6 +31,14 @@ static void test_encoder_params_and_flops_by_hand(void) {
     CHECK(nc_encoder_params(&en_large) == 368312320.0);
     /* F_dense(1,96) = 2*96*A + 4*(22+2)*96^2*768 */
     CHECK(nc_encoder_flops(&mm_base, 1, 96) == 2.0 * 96 * 124452864.0 + 4.0 * 24 * 96 * 96 * 768);
+    /* reference/encoders-and-ane-layout.md §5: ModernBERT-base 110.3M and
+     * ModernBERT-large 343.1M linear parameters (no head layers) */
+    nc_encoder_shape base, large;
+    nc_error err;
+    CHECK_OK(nc_encoder_shape_like("modernbert-base", &base, &err), &err);
+    CHECK_OK(nc_encoder_shape_like("modernbert-large", &large, &err), &err);
+    CHECK(round(nc_encoder_params(&base) / 1e5) == 1103);
+    CHECK(round(nc_encoder_params(&large) / 1e5) == 3431);
     /* B scales F linearly */
     CHECK(nc_encoder_flops(&mm_base, 3, 64) == 3 * nc_encoder_flops(&mm_base, 1, 64));
 }
