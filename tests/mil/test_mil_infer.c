@@ -2,10 +2,13 @@
  * out by hand from NumPy / coremltools semantics (conv output size from
  * pad/stride/dilation/groups, matmul batch broadcasting and 1-D promotion,
  * reshape's -1 and 0 per opset, negative axes and strides, gather with
- * batch_dims, iOS18 palettization). Each case is one op in a tiny program. */
+ * batch_dims, iOS18 palettization). Each case is one op in a tiny program.
+ * A second table comes from coremltools' own type inference (fixture). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../test.h"
+#include "base/mmap.h"
 #include "mil/ops.h"
 #include "mil/parse.h"
 
@@ -259,8 +262,75 @@ static void test_split_outputs_and_lookup_by_opset(void) {
         CHECKF(mil_op_lookup(needed[i], 0), "%s", needed[i]);
 }
 
+/* coremltools' own type inference (tools/mil_infer_fixtures.py) on the same
+ * ops: every type it computes, nectar must compute; every op it rejects,
+ * nectar must reject. */
+static void test_inference_matches_coremltools(void) {
+    char *text;
+    size_t len;
+    nc_error err;
+    CHECK_OK(nc_read_file("tests/fixtures/mil_infer/cases.txt", &text, &len, &err), &err);
+    int n_cases = 0, n_bad = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#') continue;
+        char *field[4];
+        int nf = 0;
+        for (char *p = line; nf < 4; nf++) {
+            field[nf] = p;
+            p = strchr(p, '\t');
+            if (!p) {
+                nf++;
+                break;
+            }
+            *p++ = 0;
+        }
+        if (nf != 4) {
+            n_bad++;
+            printf("  malformed fixture line: %.60s\n", line);
+            continue;
+        }
+        size_t cap = strlen(field[1]) + strlen(field[2]) + 256;
+        char *src = malloc(cap);
+        if (!src) break;
+        snprintf(src, cap,
+                 "program(1.3)\n{\n    func main<%s>(%s) {\n            fp16 out = %s;\n        } "
+                 "-> (out);\n}\n",
+                 field[0], field[1], field[2]);
+        mil_program *p;
+        char got[2048] = "";
+        if (mil_parse(src, strlen(src), "case.mil", &p, &err) != NC_OK) {
+            snprintf(got, sizeof got, "parse error: %s", err.msg);
+        } else {
+            mil_infer_out out;
+            if (mil_op_infer(p, p->functions[0]->ops[0], &out, &err) != NC_OK) {
+                snprintf(got, sizeof got, "!");
+            } else {
+                size_t pos = 0;
+                for (int i = 0; i < out.n && pos < sizeof got - 300; i++) {
+                    char t[256];
+                    pos += (size_t)snprintf(got + pos, sizeof got - pos, "%s%s", i ? " ; " : "",
+                                            mil_type_str(out.types[i], t, sizeof t));
+                }
+            }
+            mil_program_free(p);
+        }
+        if (strcmp(got, field[3])) {
+            n_bad++;
+            printf("  %.120s\n    nectar      %s%s%s\n    coremltools %s\n", field[2], got,
+                   got[0] == '!' ? " " : "", got[0] == '!' ? err.msg : "", field[3]);
+        }
+        free(src);
+        n_cases++;
+    }
+    free(text);
+    CHECKF(n_bad == 0, "%d of %d cases differ from coremltools", n_bad, n_cases);
+    CHECKF(n_cases >= 50, "only %d cases", n_cases);
+}
+
 int main(void) {
     RUN(test_inference_matches_hand_computed_shapes);
     RUN(test_split_outputs_and_lookup_by_opset);
+    RUN(test_inference_matches_coremltools);
     return nc_test_exit_code();
 }
