@@ -9,11 +9,9 @@
 #include "base/json.h"
 
 const nc_weight_format nc_weight_formats[] = {
-    {"fp32", 4.0},
-    {"fp16", 2.0},
-    {"bf16", 2.0},
-    {"q8", 34.0 / 32.0}, /* 32 int8 values + one fp16 scale */
-    {"q4", 18.0 / 32.0}, /* 32 4-bit values + one fp16 scale */
+    {"fp32", 4.0},       {"fp16", 2.0},
+    {"bf16", 2.0},       {"q8", 34.0 / 32.0}, /* 32 int8 values + one fp16 scale */
+    {"q4", 18.0 / 32.0},                      /* 32 4-bit values + one fp16 scale */
 };
 const int nc_n_weight_formats = (int)(sizeof nc_weight_formats / sizeof nc_weight_formats[0]);
 

@@ -29,12 +29,12 @@ typedef struct nc_qwen3_shape {
 
 /* Parameter counts of a Qwen3 model, split the ways claims need them. */
 typedef struct nc_qwen3_params {
-    double layer_matmul; /* q,k,v,o,gate,up,down matrices of all layers */
-    double norms;        /* RMSNorm weights: 2 per layer + q/k norms + final */
-    double embedding;    /* embed_tokens: vocab x hidden */
-    double lm_head;      /* separately stored head (0 when tied) */
-    double total;        /* everything stored once: matmul + norms + emb + head */
-    double non_embedding; /* total - embedding - lm_head (Qwen's published figure) */
+    double layer_matmul;     /* q,k,v,o,gate,up,down matrices of all layers */
+    double norms;            /* RMSNorm weights: 2 per layer + q/k norms + final */
+    double embedding;        /* embed_tokens: vocab x hidden */
+    double lm_head;          /* separately stored head (0 when tied) */
+    double total;            /* everything stored once: matmul + norms + emb + head */
+    double non_embedding;    /* total - embedding - lm_head (Qwen's published figure) */
     double matmul_per_token; /* A: matrix params one token multiplies: layers + head */
 } nc_qwen3_params;
 

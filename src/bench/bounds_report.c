@@ -5,10 +5,14 @@
 #include <string.h>
 
 /* A floor that was not asked for (no rate given) is a JSON null. */
-static json_t *opt_real(double v, int is_given) { return is_given ? json_real(v) : json_null(); }
+static json_t *opt_real(double v, int is_given) {
+    return is_given ? json_real(v) : json_null();
+}
 
 /* Parameter counts are exact integers (below 2^53): print them as such. */
-static json_t *count(double v) { return json_integer((json_int_t)v); }
+static json_t *count(double v) {
+    return json_integer((json_int_t)v);
+}
 
 static json_t *format_row(const nc_bounds_query *q, const nc_weight_format *wf, double a,
                           double flops) {
@@ -22,15 +26,15 @@ static json_t *format_row(const nc_bounds_query *q, const nc_weight_format *wf, 
                         opt_real(has_bw ? bytes / q->bandwidth_bytes_per_s : 0, has_bw));
     json_object_set_new(row, "compute_floor_s",
                         opt_real(has_fl ? flops / q->compute_flops_per_s : 0, has_fl));
-    json_object_set_new(row, "floor_s",
-                        opt_real(nc_floor_s(flops, q->compute_flops_per_s, bytes,
-                                            q->bandwidth_bytes_per_s),
-                                 has_bw || has_fl));
+    json_object_set_new(
+        row, "floor_s",
+        opt_real(nc_floor_s(flops, q->compute_flops_per_s, bytes, q->bandwidth_bytes_per_s),
+                 has_bw || has_fl));
     if (q->is_decoder) {
         double tok_bytes = bytes + nc_qwen3_kv_bytes(&q->decoder, q->context);
         double tok_flops = nc_qwen3_decode_flops(&q->decoder, q->context);
-        double t = nc_floor_s(tok_flops, q->compute_flops_per_s, tok_bytes,
-                              q->bandwidth_bytes_per_s);
+        double t =
+            nc_floor_s(tok_flops, q->compute_flops_per_s, tok_bytes, q->bandwidth_bytes_per_s);
         json_object_set_new(row, "decode_bytes_per_token", json_real(tok_bytes));
         json_object_set_new(row, "decode_floor_s", opt_real(t, has_bw || has_fl));
         json_object_set_new(row, "tokens_per_s_ceiling",
@@ -115,8 +119,9 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
         json_object_set_new(am, "fraction", json_real(q->fraction));
         json_object_set_new(am, "speedup", opt_real(q->speedup, !isinf(q->speedup)));
         json_object_set_new(am, "S", json_real(nc_amdahl(q->fraction, q->speedup)));
-        json_object_set_new(am, "S_limit", q->fraction < 1 ? json_real(nc_amdahl(q->fraction, INFINITY))
-                                                           : json_null());
+        json_object_set_new(am, "S_limit",
+                            q->fraction < 1 ? json_real(nc_amdahl(q->fraction, INFINITY))
+                                            : json_null());
         json_object_set_new(r, "amdahl", am);
     }
     *out = r;
@@ -190,8 +195,9 @@ void nc_bounds_print_table(FILE *f, const json_t *r) {
     const json_t *bw = json_object_get(r, "bandwidth_bytes_per_s");
     const json_t *fl = json_object_get(r, "compute_flops_per_s");
     fprintf(f, "  bandwidth %s, compute %s\n",
-            json_is_number(bw) ? (snprintf(b1, sizeof b1, "%g GB/s", json_number_value(bw) / 1e9), b1)
-                               : "not given (--bandwidth GB/s)",
+            json_is_number(bw)
+                ? (snprintf(b1, sizeof b1, "%g GB/s", json_number_value(bw) / 1e9), b1)
+                : "not given (--bandwidth GB/s)",
             json_is_number(fl)
                 ? (snprintf(b2, sizeof b2, "%g TFLOP/s", json_number_value(fl) / 1e12), b2)
                 : "not given (--flops TFLOP/s)");

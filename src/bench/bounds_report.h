@@ -10,15 +10,15 @@
 #include "bench/bounds.h"
 
 typedef struct nc_bounds_query {
-    int is_decoder;           /* qwen3 when set, else the encoder shape */
+    int is_decoder; /* qwen3 when set, else the encoder shape */
     nc_encoder_shape encoder;
     nc_qwen3_shape decoder;
-    const char *source;       /* where the shape came from: "--like qwen3-0.6b", a path */
-    int64_t batch, seq_len;   /* the forward pass / prefill shape */
-    int64_t context;          /* decoder: cached positions read per decoded token */
+    const char *source;           /* where the shape came from: "--like qwen3-0.6b", a path */
+    int64_t batch, seq_len;       /* the forward pass / prefill shape */
+    int64_t context;              /* decoder: cached positions read per decoded token */
     double bandwidth_bytes_per_s; /* <= 0: not given, no bandwidth floor */
     double compute_flops_per_s;   /* <= 0: not given, no compute floor */
-    const char *format;       /* one weight format, or NULL for all */
+    const char *format;           /* one weight format, or NULL for all */
     int has_amdahl;
     double fraction, speedup; /* speedup may be infinity */
 } nc_bounds_query;

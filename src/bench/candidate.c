@@ -9,8 +9,7 @@
 #include "bench/numarg.h"
 #include "bench/sha256.h"
 
-nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **out,
-                            nc_error *err) {
+nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **out, nc_error *err) {
     *out = NULL;
     const char *colon = spec ? strchr(spec, ':') : NULL;
     if (!colon || colon == spec)
@@ -38,8 +37,9 @@ nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **o
     else if (!strcmp(c->kind, "cpu") || !strcmp(c->kind, "mil"))
         st = nc_candidate_nectar_init(c, c->kind, arg, err);
     else
-        st = nc_fail(err, NC_ERR_INVALID, "candidate '%s': unknown kind '%s' (cmd, pipe, spin, cpu, mil)",
-                     spec, c->kind);
+        st =
+            nc_fail(err, NC_ERR_INVALID,
+                    "candidate '%s': unknown kind '%s' (cmd, pipe, spin, cpu, mil)", spec, c->kind);
     if (st != NC_OK) {
         if (c->ops && c->ops->unload) c->ops->unload(c);
         free(c);
@@ -146,7 +146,8 @@ nc_status nc_workload_load(const char *kind, const char *path, nc_bench_workload
         return NC_OK;
     }
     size_t n = 0;
-    for (size_t i = 0; i < len; i++) n += out->storage[i] == '\n';
+    for (size_t i = 0; i < len; i++)
+        n += out->storage[i] == '\n';
     out->items = calloc(n + 1, sizeof *out->items);
     if (!out->items) {
         nc_workload_free(out);

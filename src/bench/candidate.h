@@ -30,9 +30,9 @@ typedef struct nc_bench_item {
 typedef struct nc_bench_workload {
     nc_bench_item *items;
     size_t n_items;
-    char kind[16];     /* "prompts", "input" or "none" */
+    char kind[16]; /* "prompts", "input" or "none" */
     char path[1024];
-    char sha256[65];   /* of the file's bytes (of "" for none) */
+    char sha256[65]; /* of the file's bytes (of "" for none) */
     char *storage;
 } nc_bench_workload;
 
@@ -55,17 +55,16 @@ typedef struct nc_candidate_ops {
 
 struct nc_candidate {
     const nc_candidate_ops *ops;
-    char kind[16];          /* "cmd", "pipe", "spin", "cpu", "mil" */
-    char spec[2048];        /* as given */
-    char model_path[1024];  /* hashed into model_sha256 when set */
-    char model_sha256[65];  /* "" when there is no model to hash */
-    double timeout_s;       /* per decision */
+    char kind[16];         /* "cmd", "pipe", "spin", "cpu", "mil" */
+    char spec[2048];       /* as given */
+    char model_path[1024]; /* hashed into model_sha256 when set */
+    char model_sha256[65]; /* "" when there is no model to hash */
+    double timeout_s;      /* per decision */
     void *impl;
 };
 
 /* Parses the spec; nothing is started until load. */
-nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **out,
-                            nc_error *err);
+nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **out, nc_error *err);
 /* Records (and hashes) the model the candidate runs. */
 nc_status nc_candidate_set_model(nc_candidate *c, const char *path, nc_error *err);
 void nc_candidate_close(nc_candidate *c);

@@ -31,9 +31,9 @@ typedef struct cmd_impl {
     /* pipe: the process and its channels */
     pid_t pid;
     int req_fd, resp_fd;
-    char *req;           /* the prepared request line */
+    char *req; /* the prepared request line */
     size_t req_len, req_cap;
-    char rbuf[4096];     /* answer bytes not yet consumed */
+    char rbuf[4096]; /* answer bytes not yet consumed */
     size_t rlen;
 } cmd_impl;
 
@@ -173,7 +173,8 @@ static nc_status read_line(cmd_impl *m, double timeout_s, char *line, size_t cap
         }
         if (m->rlen == sizeof m->rbuf) m->rlen = 0; /* an over-long line: keep its tail */
         int ms = (int)((deadline - nc_now_s()) * 1000);
-        if (ms <= 0) return nc_fail(err, NC_ERR_RANGE, "pipe candidate: no answer within %g s", timeout_s);
+        if (ms <= 0)
+            return nc_fail(err, NC_ERR_RANGE, "pipe candidate: no answer within %g s", timeout_s);
         struct pollfd pfd = {m->resp_fd, POLLIN, 0};
         int r = poll(&pfd, 1, ms);
         if (r < 0 && errno == EINTR) continue;

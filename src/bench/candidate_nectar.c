@@ -73,7 +73,9 @@ nc_status nc_candidate_nectar_init(nc_candidate *c, const char *kind, const char
                        "candidate '%s': the mil backend is not available as a bench candidate yet "
                        "(no model-level MIL entry point); use cpu:DIR or an external command",
                        c->spec);
-    if (!*arg) return nc_fail(err, NC_ERR_INVALID, "candidate '%s': cpu:DIR needs a model folder", c->spec);
+    if (!*arg)
+        return nc_fail(err, NC_ERR_INVALID, "candidate '%s': cpu:DIR needs a model folder",
+                       c->spec);
     if (strlen(arg) >= sizeof((cpu_impl *)0)->dir)
         return nc_fail(err, NC_ERR_RANGE, "candidate '%s': path too long", c->spec);
     cpu_impl *m = calloc(1, sizeof *m);

@@ -112,8 +112,9 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
         b.n_missed += d.is_missed;
         rs->consecutive_failures[who] = d.is_ok ? 0 : rs->consecutive_failures[who] + 1;
         if (rs->consecutive_failures[who] >= MAX_CONSECUTIVE_FAILURES)
-            return nc_fail(err, NC_ERR_IO, "candidate %c (%s): %d decisions in a row failed; last: %s",
-                           'A' + who, c->spec, MAX_CONSECUTIVE_FAILURES, rs->last_failure[who].msg);
+            return nc_fail(err, NC_ERR_IO,
+                           "candidate %c (%s): %d decisions in a row failed; last: %s", 'A' + who,
+                           c->spec, MAX_CONSECUTIVE_FAILURES, rs->last_failure[who].msg);
     }
     /* equal offered load: the block spans the offered interval even when the
      * candidate finished early (idling is part of its energy) */
@@ -165,13 +166,20 @@ typedef struct stat_ctx {
 static double stat_eval(const double *r, void *vctx) {
     const stat_ctx *c = vctx;
     switch (c->kind) {
-    case STAT_ENERGY_SAT: return r[1] * r[0];
-    case STAT_NET_ENERGY_SAT: return (r[1] - r[2]) * r[0];
-    case STAT_GAIN_SAT: return (r[0] / r[2]) * (r[1] / r[3]);
-    case STAT_NET_GAIN_SAT: return ((r[1] - r[4]) * r[0]) / ((r[3] - r[4]) * r[2]);
-    case STAT_ENERGY_RATE: return r[0];
-    case STAT_NET_ENERGY_RATE: return r[0] - r[1] * c->d_a;
-    case STAT_NET_GAIN_RATE: return (r[0] - r[2] * c->d_a) / (r[1] - r[2] * c->d_b);
+    case STAT_ENERGY_SAT:
+        return r[1] * r[0];
+    case STAT_NET_ENERGY_SAT:
+        return (r[1] - r[2]) * r[0];
+    case STAT_GAIN_SAT:
+        return (r[0] / r[2]) * (r[1] / r[3]);
+    case STAT_NET_GAIN_SAT:
+        return ((r[1] - r[4]) * r[0]) / ((r[3] - r[4]) * r[2]);
+    case STAT_ENERGY_RATE:
+        return r[0];
+    case STAT_NET_ENERGY_RATE:
+        return r[0] - r[1] * c->d_a;
+    case STAT_NET_GAIN_RATE:
+        return (r[0] - r[2] * c->d_a) / (r[1] - r[2] * c->d_b);
     }
     return NAN;
 }
@@ -203,8 +211,8 @@ static nc_status groups_alloc(groups_buf *g, size_t n, nc_error *err) {
 /* The blocks of `who` (only those with an energy reading when with_energy):
  * lat = (sum of latencies, completed), pow = (joules, seconds) and
  * epd = (joules, completed), pow and epd paired with lat. Idle blocks: pow. */
-static nc_status block_groups(const nc_compare_result *r, int who, int with_energy,
-                              groups_buf *lat, groups_buf *pow, groups_buf *epd, nc_error *err) {
+static nc_status block_groups(const nc_compare_result *r, int who, int with_energy, groups_buf *lat,
+                              groups_buf *pow, groups_buf *epd, nc_error *err) {
     NC_TRY(groups_alloc(lat, r->n_blocks, err));
     NC_TRY(groups_alloc(pow, r->n_blocks, err));
     NC_TRY(groups_alloc(epd, r->n_blocks, err));
@@ -398,11 +406,12 @@ static nc_status cold_and_warmup(run_state *rs, int who, const nc_compare_opts *
 }
 
 nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_workload *w,
-                         nc_power_sampler *power, const nc_compare_opts *o,
-                         nc_compare_result *out, nc_error *err) {
+                         nc_power_sampler *power, const nc_compare_opts *o, nc_compare_result *out,
+                         nc_error *err) {
     memset(out, 0, sizeof *out);
     if (o->n_blocks < 5)
-        return nc_fail(err, NC_ERR_INVALID, "--blocks %d: at least 5 blocks per candidate", o->n_blocks);
+        return nc_fail(err, NC_ERR_INVALID, "--blocks %d: at least 5 blocks per candidate",
+                       o->n_blocks);
     if (o->per_block < 1 || o->n_warmup < 0)
         return nc_fail(err, NC_ERR_INVALID, "--per-block must be >= 1 and --warmup >= 0");
     if (o->rate_hz < 0 || (o->rate_hz > 0 && !(o->deadline_s > 0)))
@@ -435,14 +444,15 @@ nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_worklo
     if (use_idle && st == NC_OK) st = run_idle_block(o->n_blocks, o->idle_s, power, out, err);
     if (out->has_power) {
         nc_error stop_err;
-        double t_end = out->n_blocks ? out->blocks[out->n_blocks - 1].t1_s + out->origin_s : nc_now_s();
+        double t_end =
+            out->n_blocks ? out->blocks[out->n_blocks - 1].t1_s + out->origin_s : nc_now_s();
         nc_power_stop(power, t_end, &stop_err);
         for (size_t i = 0; i < out->n_blocks; i++) {
             nc_block *bl = &out->blocks[i];
             nc_error ignored;
-            bl->has_energy = nc_power_energy(power, bl->t0_s + out->origin_s,
-                                             bl->t1_s + out->origin_s, &bl->energy_j,
-                                             &ignored) == NC_OK;
+            bl->has_energy =
+                nc_power_energy(power, bl->t0_s + out->origin_s, bl->t1_s + out->origin_s,
+                                &bl->energy_j, &ignored) == NC_OK;
             out->n_blocks_without_energy += !bl->has_energy;
         }
         if (st == NC_OK) st = nc_power_copy_trace(power, &out->trace, err);

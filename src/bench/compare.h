@@ -23,7 +23,7 @@ typedef struct nc_compare_opts {
     int n_resamples;
     double confidence;
     uint64_t seed;
-    double claim;      /* > 0: test an "N x" claim against the lower bounds */
+    double claim; /* > 0: test an "N x" claim against the lower bounds */
 } nc_compare_opts;
 
 void nc_compare_opts_default(nc_compare_opts *o);
@@ -48,15 +48,15 @@ typedef struct nc_block {
 } nc_block;
 
 typedef struct nc_cand_result {
-    double load_s, first_s;  /* cold: load, then the first decision */
-    double warmup_mean_s;    /* NAN without warm-up */
-    nc_summary latency;      /* completed decisions in the blocks */
+    double load_s, first_s; /* cold: load, then the first decision */
+    double warmup_mean_s;   /* NAN without warm-up */
+    nc_summary latency;     /* completed decisions in the blocks */
     int n_completed, n_failed, n_missed;
     double busy_s;           /* sum of its block durations */
     double throughput_per_s; /* completed / busy_s */
     double t_s;              /* sum of latencies / completed: the t of S */
     int has_power;
-    double power_w;          /* sum of block energy / sum of block time */
+    double power_w; /* sum of block energy / sum of block time */
     double interval_energy_j;
     nc_interval energy_per_decision_j;     /* raw */
     nc_interval net_energy_per_decision_j; /* idle-subtracted (needs idle blocks) */
@@ -80,8 +80,8 @@ typedef struct nc_compare_result {
 } nc_compare_result;
 
 nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_workload *w,
-                         nc_power_sampler *power, const nc_compare_opts *o,
-                         nc_compare_result *out, nc_error *err);
+                         nc_power_sampler *power, const nc_compare_opts *o, nc_compare_result *out,
+                         nc_error *err);
 void nc_compare_result_free(nc_compare_result *r);
 
 #endif

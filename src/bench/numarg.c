@@ -26,8 +26,8 @@ nc_status nc_parse_int64(const char *s, const char *what, int64_t lo, int64_t hi
     if (*end != '\0' || end == s || errno == ERANGE)
         return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not an integer", what, s);
     if (v < lo || v > hi)
-        return nc_fail(err, NC_ERR_RANGE, "%s: %lld is outside %lld..%lld", what, v,
-                       (long long)lo, (long long)hi);
+        return nc_fail(err, NC_ERR_RANGE, "%s: %lld is outside %lld..%lld", what, v, (long long)lo,
+                       (long long)hi);
     *out = (int64_t)v;
     return NC_OK;
 }

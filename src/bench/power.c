@@ -40,8 +40,8 @@ static double energy_at(const nc_energy_trace *tr, double t) {
     return a->energy_j + w * (b->energy_j - a->energy_j);
 }
 
-nc_status nc_energy_trace_between(const nc_energy_trace *tr, double t0, double t1,
-                                  double *joules, nc_error *err) {
+nc_status nc_energy_trace_between(const nc_energy_trace *tr, double t0, double t1, double *joules,
+                                  nc_error *err) {
     if (tr->n < 2 || t0 < tr->pts[0].t_s || t1 > tr->pts[tr->n - 1].t_s || t1 < t0)
         return nc_fail(err, NC_ERR_RANGE,
                        "power trace does not cover the interval [%.3f, %.3f] s (%zu points)", t0,
@@ -73,7 +73,8 @@ nc_status nc_power_open(const char *spec, const char *powercap_root, double peri
         return nc_power_open("none", NULL, period_s, out, err);
     }
     if (!strcmp(spec, "rapl")) return nc_rapl_open(powercap_root, NULL, period_s, out, err);
-    if (!strncmp(spec, "rapl:", 5)) return nc_rapl_open(powercap_root, spec + 5, period_s, out, err);
+    if (!strncmp(spec, "rapl:", 5))
+        return nc_rapl_open(powercap_root, spec + 5, period_s, out, err);
     if (!strcmp(spec, "powermetrics")) {
         char cmd[256];
         int ms = (int)(period_s * 1000 + 0.5);
@@ -89,7 +90,9 @@ nc_status nc_power_open(const char *spec, const char *powercap_root, double peri
                    spec);
 }
 
-int nc_power_is_active(const nc_power_sampler *s) { return s && s->ops != NULL; }
+int nc_power_is_active(const nc_power_sampler *s) {
+    return s && s->ops != NULL;
+}
 
 /* A NULL sampler behaves as "none". */
 nc_status nc_power_start(nc_power_sampler *s, nc_error *err) {

@@ -29,8 +29,8 @@ typedef struct nc_energy_trace {
 nc_status nc_energy_trace_add(nc_energy_trace *tr, double t_s, double energy_j, nc_error *err);
 /* Joules in [t0, t1] by interpolation; NC_ERR_RANGE when the trace does not
  * cover the interval. */
-nc_status nc_energy_trace_between(const nc_energy_trace *tr, double t0, double t1,
-                                  double *joules, nc_error *err);
+nc_status nc_energy_trace_between(const nc_energy_trace *tr, double t0, double t1, double *joules,
+                                  nc_error *err);
 void nc_energy_trace_free(nc_energy_trace *tr);
 
 typedef struct nc_power_sampler nc_power_sampler;
@@ -68,8 +68,7 @@ nc_status nc_power_start(nc_power_sampler *s, nc_error *err);
 void nc_power_mark(nc_power_sampler *s);
 nc_status nc_power_stop(nc_power_sampler *s, double t_end, nc_error *err);
 /* Joules in [t0, t1] (thread-safe). */
-nc_status nc_power_energy(nc_power_sampler *s, double t0, double t1, double *joules,
-                          nc_error *err);
+nc_status nc_power_energy(nc_power_sampler *s, double t0, double t1, double *joules, nc_error *err);
 /* A copy of the trace (for raw output and plots); free with nc_energy_trace_free. */
 nc_status nc_power_copy_trace(nc_power_sampler *s, nc_energy_trace *out, nc_error *err);
 void nc_power_close(nc_power_sampler *s);
@@ -81,15 +80,15 @@ void nc_power_close(nc_power_sampler *s);
 uint64_t nc_rapl_delta_uj(uint64_t prev, uint64_t cur, uint64_t max_range_uj);
 /* Parses a sysfs counter file's text ("123456\n"); `what` names the file. */
 nc_status nc_rapl_parse_uj(const char *text, const char *what, uint64_t *out, nc_error *err);
-nc_status nc_rapl_open(const char *root, const char *zones, double period_s,
-                       nc_power_sampler **out, nc_error *err);
+nc_status nc_rapl_open(const char *root, const char *zones, double period_s, nc_power_sampler **out,
+                       nc_error *err);
 
 /* --- macOS powermetrics -------------------------------------------------- */
 
 typedef struct nc_pm_sample {
     double t_s;       /* when the sample's first byte arrived (its interval's end) */
     double elapsed_s; /* the sample's own interval */
-    double cpu_w, gpu_w, ane_w, combined_w;       /* NAN when absent */
+    double cpu_w, gpu_w, ane_w, combined_w; /* NAN when absent */
 } nc_pm_sample;
 
 /* Incremental parser: text samples start at "*** Sampled system activity";

@@ -35,7 +35,8 @@ static int parse_watts(const char *p, double *out) {
     char *end;
     double v = strtod(p, &end);
     if (end == p || !isfinite(v)) return 0;
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     if (!strncmp(end, "mW", 2))
         *out = v / 1000.0;
     else if (*end == 'W')
@@ -59,7 +60,8 @@ static void parse_text_line(const char *line, nc_pm_sample *s) {
         const char *e = strstr(line, "ms elapsed)");
         if (!e) return;
         const char *open = e;
-        while (open > line && *open != '(') open--;
+        while (open > line && *open != '(')
+            open--;
         char *end;
         double ms = strtod(open + 1, &end);
         if (*open == '(' && end != open + 1 && isfinite(ms) && ms > 0) s->elapsed_s = ms / 1000.0;
@@ -83,7 +85,8 @@ static int plist_number(const char *doc, const char *name, double *out) {
     const char *p = strstr(doc, key);
     if (!p) return 0;
     p += strlen(key);
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
     if (!strncmp(p, "<integer>", 9))
         p += 9;
     else if (!strncmp(p, "<real>", 6))
@@ -124,7 +127,8 @@ nc_status nc_pm_parse_sample(const char *text, size_t len, nc_pm_sample *out, nc
     copy[len] = '\0';
     size_t n = strlen(copy); /* stops at an embedded NUL */
     size_t i = 0;
-    while (i < n && (copy[i] == ' ' || copy[i] == '\n' || copy[i] == '\t' || copy[i] == '\r')) i++;
+    while (i < n && (copy[i] == ' ' || copy[i] == '\n' || copy[i] == '\t' || copy[i] == '\r'))
+        i++;
     if (i < n && copy[i] == '<') {
         parse_plist(copy + i, &s);
     } else {
@@ -179,7 +183,8 @@ nc_status nc_pm_feed(nc_pm_stream *st, const char *data, size_t len, double now_
                      void (*emit)(const nc_pm_sample *, void *), void *ctx, nc_error *err) {
     if (st->len + len + 1 > st->cap) {
         size_t cap = st->cap ? st->cap : 4096;
-        while (cap < st->len + len + 1) cap *= 2;
+        while (cap < st->len + len + 1)
+            cap *= 2;
         char *b = realloc(st->buf, cap);
         if (!b) return nc_fail(err, NC_ERR_NOMEM, "powermetrics stream: out of memory");
         st->buf = b;
@@ -378,7 +383,8 @@ static const nc_power_ops pm_ops = {pm_start, NULL, pm_stop, pm_close};
 nc_status nc_powermetrics_open(const char *cmd, double period_s, nc_power_sampler **out,
                                nc_error *err) {
     *out = NULL;
-    if (!cmd || !*cmd) return nc_fail(err, NC_ERR_INVALID, "--power powermetrics-cmd: empty command");
+    if (!cmd || !*cmd)
+        return nc_fail(err, NC_ERR_INVALID, "--power powermetrics-cmd: empty command");
     nc_power_sampler *ps = calloc(1, sizeof *ps);
     pm_impl *pm = calloc(1, sizeof *pm);
     char *c = strdup(cmd);

@@ -156,7 +156,8 @@ static void rapl_mark(nc_power_sampler *s) {
 static void *rapl_thread(void *arg) {
     nc_power_sampler *s = arg;
     rapl_impl *r = s->impl;
-    struct timespec ts = {(time_t)s->period_s, (long)((s->period_s - (double)(time_t)s->period_s) * 1e9)};
+    struct timespec ts = {(time_t)s->period_s,
+                          (long)((s->period_s - (double)(time_t)s->period_s) * 1e9)};
     while (!atomic_load(&r->stop_flag)) {
         nanosleep(&ts, NULL);
         rapl_mark(s);
@@ -195,8 +196,8 @@ static void rapl_close(nc_power_sampler *s) {
 
 static const nc_power_ops rapl_ops = {rapl_start, rapl_mark, rapl_stop, rapl_close};
 
-nc_status nc_rapl_open(const char *root, const char *zones, double period_s,
-                       nc_power_sampler **out, nc_error *err) {
+nc_status nc_rapl_open(const char *root, const char *zones, double period_s, nc_power_sampler **out,
+                       nc_error *err) {
     *out = NULL;
     if (!root) root = "/sys/class/powercap";
     rapl_impl *r = calloc(1, sizeof *r);

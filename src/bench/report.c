@@ -16,7 +16,9 @@
 static const char *WHO[3] = {"A", "B", "idle"};
 
 /* NaN and infinities are not JSON: they become null. */
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 static json_t *interval_json(const nc_interval *iv) {
     json_t *o = json_object();
@@ -32,7 +34,8 @@ static json_t *ratio_json(const nc_interval *iv, double target) {
     int n = nc_claim_factor(iv);
     json_object_set_new(o, "claim_factor", n ? json_integer(n) : json_null());
     if (target > 0)
-        json_object_set_new(o, "claim_target_met", json_boolean(isfinite(iv->lower) && iv->lower >= target));
+        json_object_set_new(o, "claim_target_met",
+                            json_boolean(isfinite(iv->lower) && iv->lower >= target));
     return o;
 }
 
@@ -42,7 +45,8 @@ static json_t *candidate_json(const nc_report_input *in, int w) {
     json_t *o = json_object();
     json_object_set_new(o, "spec", json_string(cd->spec));
     json_object_set_new(o, "kind", json_string(cd->kind));
-    json_object_set_new(o, "model_path", cd->model_path[0] ? json_string(cd->model_path) : json_null());
+    json_object_set_new(o, "model_path",
+                        cd->model_path[0] ? json_string(cd->model_path) : json_null());
     json_object_set_new(o, "model_sha256",
                         cd->model_sha256[0] ? json_string(cd->model_sha256) : json_null());
     json_object_set_new(o, "load_s", num(c->load_s));
@@ -77,7 +81,8 @@ nc_status nc_report_summary_json(const nc_report_input *in, json_t **out, nc_err
     json_t *j = json_object();
     if (!j) return nc_fail(err, NC_ERR_NOMEM, "summary: out of memory");
     json_object_set_new(j, "tool", json_string("nectar bench --compare " NECTAR_VERSION));
-    json_object_set_new(j, "mode", json_string(r->is_rate_mode ? "equal_offered_load" : "saturated"));
+    json_object_set_new(j, "mode",
+                        json_string(r->is_rate_mode ? "equal_offered_load" : "saturated"));
     json_t *wl = json_object();
     json_object_set_new(wl, "kind", json_string(in->w->kind));
     json_object_set_new(wl, "path", in->w->path[0] ? json_string(in->w->path) : json_null());
@@ -88,13 +93,15 @@ nc_status nc_report_summary_json(const nc_report_input *in, json_t **out, nc_err
     json_object_set_new(pr, "blocks_per_candidate", json_integer(o->n_blocks));
     json_object_set_new(pr, "decisions_per_block", json_integer(o->per_block));
     json_object_set_new(pr, "warmup_decisions", json_integer(o->n_warmup));
-    json_object_set_new(pr, "order", json_string(r->has_idle ? "idle A B idle A B ... idle" : "A B A B ..."));
+    json_object_set_new(pr, "order",
+                        json_string(r->has_idle ? "idle A B idle A B ... idle" : "A B A B ..."));
     json_object_set_new(pr, "idle_block_s", r->has_idle ? json_real(o->idle_s) : json_null());
     json_object_set_new(pr, "rate_hz", r->is_rate_mode ? json_real(o->rate_hz) : json_null());
     json_object_set_new(pr, "deadline_s", r->is_rate_mode ? json_real(o->deadline_s) : json_null());
     json_object_set_new(j, "protocol", pr);
     json_t *bs = json_object();
-    json_object_set_new(bs, "method", json_string("percentile bootstrap, resampling within each candidate"));
+    json_object_set_new(bs, "method",
+                        json_string("percentile bootstrap, resampling within each candidate"));
     json_object_set_new(bs, "prng", json_string("xoshiro256** seeded by splitmix64"));
     json_object_set_new(bs, "resamples", json_integer(o->n_resamples));
     json_object_set_new(bs, "confidence", json_real(o->confidence));
@@ -103,7 +110,8 @@ nc_status nc_report_summary_json(const nc_report_input *in, json_t **out, nc_err
     json_t *pw = json_object();
     json_object_set_new(pw, "source", json_string(r->power_kind));
     json_object_set_new(pw, "domain", json_string(r->power_domain));
-    json_object_set_new(pw, "idle_power_w", r->has_idle ? interval_json(&r->idle_power) : json_null());
+    json_object_set_new(pw, "idle_power_w",
+                        r->has_idle ? interval_json(&r->idle_power) : json_null());
     json_object_set_new(pw, "blocks_without_energy", json_integer(r->n_blocks_without_energy));
     json_object_set_new(j, "power", pw);
     json_t *cs = json_object();
@@ -134,13 +142,16 @@ void nc_report_claim_text(const nc_interval *iv, double target, char *buf, size_
                         target, iv->lower >= target ? "supported" : "NOT supported", iv->lower,
                         iv->lower >= target ? ">=" : "<", target);
     else if (n)
-        len += snprintf(buf + len, cap - (size_t)len, "; supports a %dx claim (lower bound >= %d)", n, n);
+        len += snprintf(buf + len, cap - (size_t)len, "; supports a %dx claim (lower bound >= %d)",
+                        n, n);
     else if (iv->upper < 1)
         len += snprintf(buf + len, cap - (size_t)len, "; the whole interval is below 1: favours A");
     else if (iv->lower > 1)
-        len += snprintf(buf + len, cap - (size_t)len, "; favours B, but no Nx claim (lower bound below 2)");
+        len += snprintf(buf + len, cap - (size_t)len,
+                        "; favours B, but no Nx claim (lower bound below 2)");
     else
-        len += snprintf(buf + len, cap - (size_t)len, "; the interval contains 1: no difference shown");
+        len += snprintf(buf + len, cap - (size_t)len,
+                        "; the interval contains 1: no difference shown");
     (void)len;
 }
 
@@ -167,55 +178,73 @@ nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *er
     char b1[64], b2[64], b3[64], b4[64], line[256];
     fprintf(f, "# nectar bench --compare\n\n");
     fprintf(f, "- mode: %s", r->is_rate_mode ? "equal offered load" : "saturated sequential");
-    if (r->is_rate_mode) fprintf(f, " (%g requests/s, deadline %g ms)", o->rate_hz, o->deadline_s * 1e3);
+    if (r->is_rate_mode)
+        fprintf(f, " (%g requests/s, deadline %g ms)", o->rate_hz, o->deadline_s * 1e3);
     fprintf(f, "\n- workload: %s %s, %zu item%s, sha256 `%s`\n", in->w->kind,
             in->w->path[0] ? in->w->path : "(none)", in->w->n_items, in->w->n_items == 1 ? "" : "s",
             in->w->sha256);
     for (int w = 0; w < 2; w++)
         fprintf(f, "- %s%s: `%s`; model %s%s%s\n", WHO[w], w == 0 ? " (baseline)" : " (candidate)",
-                in->cand[w]->spec, in->cand[w]->model_path[0] ? in->cand[w]->model_path : "(not recorded)",
+                in->cand[w]->spec,
+                in->cand[w]->model_path[0] ? in->cand[w]->model_path : "(not recorded)",
                 in->cand[w]->model_sha256[0] ? ", sha256 " : "", in->cand[w]->model_sha256);
-    fprintf(f, "- protocol: %d blocks per candidate, %d decisions per block, order %s, %d warm-up decisions\n",
-            o->n_blocks, o->per_block, r->has_idle ? "idle A B ... (idle blocks of the same power domain)" : "A B A B ...",
+    fprintf(f,
+            "- protocol: %d blocks per candidate, %d decisions per block, order %s, %d warm-up "
+            "decisions\n",
+            o->n_blocks, o->per_block,
+            r->has_idle ? "idle A B ... (idle blocks of the same power domain)" : "A B A B ...",
             o->n_warmup);
-    fprintf(f, "- intervals: %g%% percentile bootstrap, %d resamples within each candidate, seed %llu\n",
-            o->confidence * 100, o->n_resamples, (unsigned long long)o->seed);
+    fprintf(
+        f,
+        "- intervals: %g%% percentile bootstrap, %d resamples within each candidate, seed %llu\n",
+        o->confidence * 100, o->n_resamples, (unsigned long long)o->seed);
     fprintf(f, "- power: %s: %s\n", r->power_kind, r->power_domain);
     if (r->has_power && r->n_blocks_without_energy)
-        fprintf(f, "- **warning**: %d of %zu blocks have no power samples covering them (did the "
-                   "source start late or stop? powermetrics needs root); they are left out of every "
-                   "power and energy figure\n",
+        fprintf(f,
+                "- **warning**: %d of %zu blocks have no power samples covering them (did the "
+                "source start late or stop? powermetrics needs root); they are left out of every "
+                "power and energy figure\n",
                 r->n_blocks_without_energy, r->n_blocks);
     if (o->n_blocks < 10)
-        fprintf(f, "- note: %d blocks per candidate; the intervals resample blocks, so they are "
-                   "coarse (use --blocks 10 or more for tighter ones)\n",
+        fprintf(f,
+                "- note: %d blocks per candidate; the intervals resample blocks, so they are "
+                "coarse (use --blocks 10 or more for tighter ones)\n",
                 o->n_blocks);
     fputc('\n', f);
 
     fprintf(f, "## Per candidate\n\n| | A | B |\n|---|---|---|\n");
     const nc_cand_result *a = &r->cand[0], *b = &r->cand[1];
-    fprintf(f, "| cold load (ms) | %s | %s |\n", ms(a->load_s, b1, sizeof b1), ms(b->load_s, b2, sizeof b2));
-    fprintf(f, "| first decision (ms) | %s | %s |\n", ms(a->first_s, b1, sizeof b1), ms(b->first_s, b2, sizeof b2));
+    fprintf(f, "| cold load (ms) | %s | %s |\n", ms(a->load_s, b1, sizeof b1),
+            ms(b->load_s, b2, sizeof b2));
+    fprintf(f, "| first decision (ms) | %s | %s |\n", ms(a->first_s, b1, sizeof b1),
+            ms(b->first_s, b2, sizeof b2));
     fprintf(f, "| warm-up mean (ms) | %s | %s |\n", ms(a->warmup_mean_s, b1, sizeof b1),
             ms(b->warmup_mean_s, b2, sizeof b2));
     fprintf(f, "| completed / failed | %d / %d | %d / %d |\n", a->n_completed, a->n_failed,
             b->n_completed, b->n_failed);
-    if (r->is_rate_mode)
-        fprintf(f, "| deadline misses | %d | %d |\n", a->n_missed, b->n_missed);
-    fprintf(f, "| latency mean (ms) | %s | %s |\n", ms(a->latency.mean, b1, sizeof b1), ms(b->latency.mean, b2, sizeof b2));
-    fprintf(f, "| latency P50 (ms) | %s | %s |\n", ms(a->latency.p50, b1, sizeof b1), ms(b->latency.p50, b2, sizeof b2));
-    fprintf(f, "| latency P95 (ms) | %s | %s |\n", ms(a->latency.p95, b1, sizeof b1), ms(b->latency.p95, b2, sizeof b2));
-    fprintf(f, "| latency sd (ms) | %s | %s |\n", ms(a->latency.sd, b1, sizeof b1), ms(b->latency.sd, b2, sizeof b2));
+    if (r->is_rate_mode) fprintf(f, "| deadline misses | %d | %d |\n", a->n_missed, b->n_missed);
+    fprintf(f, "| latency mean (ms) | %s | %s |\n", ms(a->latency.mean, b1, sizeof b1),
+            ms(b->latency.mean, b2, sizeof b2));
+    fprintf(f, "| latency P50 (ms) | %s | %s |\n", ms(a->latency.p50, b1, sizeof b1),
+            ms(b->latency.p50, b2, sizeof b2));
+    fprintf(f, "| latency P95 (ms) | %s | %s |\n", ms(a->latency.p95, b1, sizeof b1),
+            ms(b->latency.p95, b2, sizeof b2));
+    fprintf(f, "| latency sd (ms) | %s | %s |\n", ms(a->latency.sd, b1, sizeof b1),
+            ms(b->latency.sd, b2, sizeof b2));
     fprintf(f, "| throughput (decisions/s) | %s | %s |\n", g4(a->throughput_per_s, b1, sizeof b1),
             g4(b->throughput_per_s, b2, sizeof b2));
     if (r->has_power) {
-        fprintf(f, "| mean power (W) | %s | %s |\n", g4(a->power_w, b1, sizeof b1), g4(b->power_w, b2, sizeof b2));
+        fprintf(f, "| mean power (W) | %s | %s |\n", g4(a->power_w, b1, sizeof b1),
+                g4(b->power_w, b2, sizeof b2));
         fprintf(f, "| interval energy (J) | %s | %s |\n", g4(a->interval_energy_j, b1, sizeof b1),
                 g4(b->interval_energy_j, b2, sizeof b2));
-        fprintf(f, "| energy per decision (J) | %s [%s, %s] | ", g4(a->energy_per_decision_j.estimate, b1, sizeof b1),
-                g4(a->energy_per_decision_j.lower, b2, sizeof b2), g4(a->energy_per_decision_j.upper, b3, sizeof b3));
+        fprintf(f, "| energy per decision (J) | %s [%s, %s] | ",
+                g4(a->energy_per_decision_j.estimate, b1, sizeof b1),
+                g4(a->energy_per_decision_j.lower, b2, sizeof b2),
+                g4(a->energy_per_decision_j.upper, b3, sizeof b3));
         fprintf(f, "%s [%s, %s] |\n", g4(b->energy_per_decision_j.estimate, b1, sizeof b1),
-                g4(b->energy_per_decision_j.lower, b2, sizeof b2), g4(b->energy_per_decision_j.upper, b4, sizeof b4));
+                g4(b->energy_per_decision_j.lower, b2, sizeof b2),
+                g4(b->energy_per_decision_j.upper, b4, sizeof b4));
         if (r->has_idle) {
             fprintf(f, "| idle-subtracted energy per decision (J) | %s [%s, %s] | ",
                     g4(a->net_energy_per_decision_j.estimate, b1, sizeof b1),
@@ -228,29 +257,36 @@ nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *er
     }
     fprintf(f, "\n## Ratios (A is the baseline; above 1 favours B)\n\n");
     nc_report_claim_text(&r->S, o->claim, line, sizeof line);
-    fprintf(f, "- speed gain S = t_A / t_B%s: %s\n", r->is_rate_mode ? " (response times)" : "", line);
+    fprintf(f, "- speed gain S = t_A / t_B%s: %s\n", r->is_rate_mode ? " (response times)" : "",
+            line);
     if (r->has_power) {
         nc_report_claim_text(&r->R, o->claim, line, sizeof line);
         fprintf(f, "- power reduction R = P_A / P_B: %s\n", line);
         nc_report_claim_text(&r->energy_gain, o->claim, line, sizeof line);
-        fprintf(f, "- energy gain %s: %s\n", r->is_rate_mode ? "E_A / E_B (interval energy per completed decision)" : "S x R = E_A / E_B", line);
+        fprintf(f, "- energy gain %s: %s\n",
+                r->is_rate_mode ? "E_A / E_B (interval energy per completed decision)"
+                                : "S x R = E_A / E_B",
+                line);
         if (r->has_idle) {
             nc_report_claim_text(&r->net_energy_gain, o->claim, line, sizeof line);
             fprintf(f, "- idle-subtracted energy gain: %s (idle power %s W [%s, %s])\n", line,
-                    g4(r->idle_power.estimate, b1, sizeof b1), g4(r->idle_power.lower, b2, sizeof b2),
-                    g4(r->idle_power.upper, b3, sizeof b3));
-            const nc_interval *na = &a->net_energy_per_decision_j, *nb = &b->net_energy_per_decision_j;
+                    g4(r->idle_power.estimate, b1, sizeof b1),
+                    g4(r->idle_power.lower, b2, sizeof b2), g4(r->idle_power.upper, b3, sizeof b3));
+            const nc_interval *na = &a->net_energy_per_decision_j,
+                              *nb = &b->net_energy_per_decision_j;
             if ((isfinite(na->lower) && na->lower <= 0) || (isfinite(nb->lower) && nb->lower <= 0))
-                fprintf(f, "  - load minus idle is within the noise for %s: the idle-subtracted ratio "
-                           "is not meaningful; the interval is reported as measured, not clamped\n",
+                fprintf(f,
+                        "  - load minus idle is within the noise for %s: the idle-subtracted ratio "
+                        "is not meaningful; the interval is reported as measured, not clamped\n",
                         (na->lower <= 0 && nb->lower <= 0) ? "both" : (na->lower <= 0 ? "A" : "B"));
         }
     } else {
         fprintf(f, "- power: not measured, so no power or energy ratio\n");
     }
-    fprintf(f, "\nAn Nx claim is printed only when the interval's lower bound is at least N; "
-               "otherwise the measured ratio is the result. Cold load and warm-up are excluded from "
-               "the ratios.\n");
+    fprintf(f,
+            "\nAn Nx claim is printed only when the interval's lower bound is at least N; "
+            "otherwise the measured ratio is the result. Cold load and warm-up are excluded from "
+            "the ratios.\n");
     fclose(f);
     if (!text) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
     *out = text;
@@ -293,7 +329,8 @@ static nc_status write_csvs(const nc_report_input *in, const char *dir, nc_error
     NC_TRY(flush_stream(f, &text, &len, dir, "samples.csv", err));
     f = open_memstream(&text, &len);
     if (!f) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    fprintf(f, "kind,block,t0_s,t1_s,duration_s,completed,failed,deadline_missed,energy_j,power_w\n");
+    fprintf(f,
+            "kind,block,t0_s,t1_s,duration_s,completed,failed,deadline_missed,energy_j,power_w\n");
     for (size_t i = 0; i < r->n_blocks; i++) {
         const nc_block *b = &r->blocks[i];
         double d = b->t1_s - b->t0_s;
@@ -338,7 +375,8 @@ static nc_status write_plot_script(const nc_report_input *in, const char *dir, n
             "set key autotitle columnhead\n"
             "set multiplot layout 2,1\n"
             "set title 'latency distribution (completed decisions)'\n"
-            "set xlabel 'latency (ms)'\nset ylabel 'fraction of decisions'\nset yrange [0:1.05]\nset grid\n"
+            "set xlabel 'latency (ms)'\nset ylabel 'fraction of decisions'\nset yrange "
+            "[0:1.05]\nset grid\n"
             "set datafile separator whitespace\n"
             "plot 'plot_latency_A.dat' using 1:2 with steps lw 2 title 'A', \\\n"
             "     'plot_latency_B.dat' using 1:2 with steps lw 2 title 'B'\n"
@@ -347,16 +385,22 @@ static nc_status write_plot_script(const nc_report_input *in, const char *dir, n
     if (r->has_power && r->trace.n > 1)
         fprintf(f,
                 "set title 'power over time (%s)'\nset xlabel 'time (s)'\nset ylabel 'power (W)'\n"
-                "plot 'power.csv' using 1:3 with fsteps lw 1 title 'power (over the step ending at each sample)', \\\n"
-                "     'blocks.csv' using (strcol(1) eq 'A' ? ($3+$4)/2 : 1/0):10 with points pt 7 title 'A block mean', \\\n"
-                "     'blocks.csv' using (strcol(1) eq 'B' ? ($3+$4)/2 : 1/0):10 with points pt 5 title 'B block mean', \\\n"
-                "     'blocks.csv' using (strcol(1) eq 'idle' ? ($3+$4)/2 : 1/0):10 with points pt 9 title 'idle block mean'\n",
+                "plot 'power.csv' using 1:3 with fsteps lw 1 title 'power (over the step ending at "
+                "each sample)', \\\n"
+                "     'blocks.csv' using (strcol(1) eq 'A' ? ($3+$4)/2 : 1/0):10 with points pt 7 "
+                "title 'A block mean', \\\n"
+                "     'blocks.csv' using (strcol(1) eq 'B' ? ($3+$4)/2 : 1/0):10 with points pt 5 "
+                "title 'B block mean', \\\n"
+                "     'blocks.csv' using (strcol(1) eq 'idle' ? ($3+$4)/2 : 1/0):10 with points pt "
+                "9 title 'idle block mean'\n",
                 r->power_kind);
     else
-        fprintf(f,
-                "set title 'latency over time (power not measured)'\nset xlabel 'time (s)'\nset ylabel 'latency (ms)'\n"
-                "plot 'samples.csv' using (strcol(1) eq 'A' ? $5 : 1/0):($6*1000) with points pt 7 ps 0.5 title 'A', \\\n"
-                "     'samples.csv' using (strcol(1) eq 'B' ? $5 : 1/0):($6*1000) with points pt 5 ps 0.5 title 'B'\n");
+        fprintf(f, "set title 'latency over time (power not measured)'\nset xlabel 'time (s)'\nset "
+                   "ylabel 'latency (ms)'\n"
+                   "plot 'samples.csv' using (strcol(1) eq 'A' ? $5 : 1/0):($6*1000) with points "
+                   "pt 7 ps 0.5 title 'A', \\\n"
+                   "     'samples.csv' using (strcol(1) eq 'B' ? $5 : 1/0):($6*1000) with points "
+                   "pt 5 ps 0.5 title 'B'\n");
     fprintf(f, "unset multiplot\n");
     return flush_stream(f, &text, &len, dir, "plot.gp", err);
 }
@@ -383,7 +427,8 @@ static nc_status write_cdf(const nc_report_input *in, const char *dir, int who, 
         return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
     }
     fprintf(f, "# latency_ms fraction_at_or_below (candidate %s)\n", WHO[who]);
-    for (size_t i = 0; i < n; i++) fprintf(f, "%.6f %.6f\n", x[i], (double)(i + 1) / (double)n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%.6f %.6f\n", x[i], (double)(i + 1) / (double)n);
     free(x);
     char name[64];
     snprintf(name, sizeof name, "plot_latency_%s.dat", WHO[who]);
@@ -406,7 +451,8 @@ static int find_on_path(const char *name, char *out, size_t cap) {
 static void run_gnuplot(const char *dir, char *note, size_t cap) {
     char exe[4096];
     if (!find_on_path("gnuplot", exe, sizeof exe)) {
-        snprintf(note, cap, "plot skipped: gnuplot not found (plot.gp is written; install gnuplot-nox)");
+        snprintf(note, cap,
+                 "plot skipped: gnuplot not found (plot.gp is written; install gnuplot-nox)");
         return;
     }
     pid_t pid = fork();

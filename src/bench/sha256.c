@@ -18,7 +18,9 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+static uint32_t ror(uint32_t x, int n) {
+    return (x >> n) | (x << (32 - n));
+}
 
 static void compress(uint32_t h[8], const unsigned char *p) {
     uint32_t w[64];
@@ -32,7 +34,8 @@ static void compress(uint32_t h[8], const unsigned char *p) {
     }
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+        uint32_t t1 =
+            hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         hh = g;
         g = f;
@@ -43,8 +46,14 @@ static void compress(uint32_t h[8], const unsigned char *p) {
         b = a;
         a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d;
-    h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
 }
 
 void nc_sha256_init(nc_sha256 *c) {
@@ -75,10 +84,13 @@ void nc_sha256_final_hex(nc_sha256 *c, char hex[65]) {
     uint64_t bits = c->n_bytes * 8;
     unsigned char pad = 0x80, zero = 0, len_be[8];
     nc_sha256_update(c, &pad, 1);
-    while (c->used != 56) nc_sha256_update(c, &zero, 1);
-    for (int i = 0; i < 8; i++) len_be[i] = (unsigned char)(bits >> (56 - 8 * i));
+    while (c->used != 56)
+        nc_sha256_update(c, &zero, 1);
+    for (int i = 0; i < 8; i++)
+        len_be[i] = (unsigned char)(bits >> (56 - 8 * i));
     nc_sha256_update(c, len_be, 8);
-    for (int i = 0; i < 8; i++) snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 8 * i, 9, "%08x", c->h[i]);
 }
 
 void nc_sha256_hex(const void *data, size_t len, char hex[65]) {
@@ -95,7 +107,8 @@ static nc_status hash_file(const char *path, char hex[65], nc_error *err) {
     nc_sha256_init(&c);
     unsigned char buf[1 << 16];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) nc_sha256_update(&c, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        nc_sha256_update(&c, buf, n);
     int bad = ferror(f);
     fclose(f);
     if (bad) return nc_fail(err, NC_ERR_IO, "%s: read error", path);
@@ -170,7 +183,8 @@ nc_status nc_sha256_path(const char *path, char hex[65], nc_error *err) {
         nc_sha256_update(&c, fh, 64);
         nc_sha256_update(&c, "\n", 1);
     }
-    for (size_t i = 0; i < n; i++) free(list[i]);
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
     free(list);
     if (st == NC_OK) nc_sha256_final_hex(&c, hex);
     return st;

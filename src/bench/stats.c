@@ -11,14 +11,16 @@
 double nc_mean(const double *x, size_t n) {
     if (n == 0) return NAN;
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += x[i];
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
     return s / (double)n;
 }
 
 double nc_sd(const double *x, size_t n) {
     if (n < 2) return 0.0;
     double m = nc_mean(x, n), ss = 0;
-    for (size_t i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+    for (size_t i = 0; i < n; i++)
+        ss += (x[i] - m) * (x[i] - m);
     return sqrt(ss / (double)(n - 1));
 }
 
@@ -83,15 +85,15 @@ static double group_ratio(const nc_boot_group *g, const size_t *idx) {
 
 #define NC_BOOT_MAX_GROUPS 8
 
-nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_fn stat,
-                       void *ctx, int n_resamples, double confidence, uint64_t seed,
-                       nc_interval *out, nc_error *err) {
+nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_fn stat, void *ctx,
+                       int n_resamples, double confidence, uint64_t seed, nc_interval *out,
+                       nc_error *err) {
     if (n_groups < 1 || n_groups > NC_BOOT_MAX_GROUPS)
         return nc_fail(err, NC_ERR_INVALID, "bootstrap: %d groups (1..%d)", n_groups,
                        NC_BOOT_MAX_GROUPS);
     if (n_resamples < 1 || !(confidence > 0 && confidence < 1))
-        return nc_fail(err, NC_ERR_INVALID, "bootstrap: %d resamples at confidence %g",
-                       n_resamples, confidence);
+        return nc_fail(err, NC_ERR_INVALID, "bootstrap: %d resamples at confidence %g", n_resamples,
+                       confidence);
     size_t max_n = 0;
     for (int g = 0; g < n_groups; g++) {
         if (groups[g].n == 0)
@@ -99,10 +101,12 @@ nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_f
         if (groups[g].n > max_n) max_n = groups[g].n;
         if (groups[g].is_paired_with_previous && (g == 0 || groups[g - 1].n != groups[g].n))
             return nc_fail(err, NC_ERR_INVALID,
-                           "bootstrap: group %d is paired but the previous group differs in size", g);
+                           "bootstrap: group %d is paired but the previous group differs in size",
+                           g);
     }
     double r[NC_BOOT_MAX_GROUPS];
-    for (int g = 0; g < n_groups; g++) r[g] = group_ratio(&groups[g], NULL);
+    for (int g = 0; g < n_groups; g++)
+        r[g] = group_ratio(&groups[g], NULL);
     memset(out, 0, sizeof *out);
     out->estimate = stat(r, ctx);
     out->confidence = confidence;
@@ -120,7 +124,8 @@ nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_f
     for (int b = 0; b < n_resamples; b++) {
         for (int g = 0; g < n_groups; g++) {
             if (!groups[g].is_paired_with_previous)
-                for (size_t k = 0; k < groups[g].n; k++) idx[k] = draw_index(&rng, groups[g].n);
+                for (size_t k = 0; k < groups[g].n; k++)
+                    idx[k] = draw_index(&rng, groups[g].n);
             r[g] = group_ratio(&groups[g], idx);
         }
         double v = stat(r, ctx);

@@ -39,11 +39,11 @@ typedef struct nc_boot_group {
 typedef double (*nc_boot_stat_fn)(const double *group_ratios, void *ctx);
 
 typedef struct nc_interval {
-    double estimate;   /* the statistic on the original samples */
+    double estimate; /* the statistic on the original samples */
     double lower, upper;
     double confidence; /* e.g. 0.95 */
     int n_resamples;
-    int n_invalid;     /* replicates whose statistic was NaN (dropped) */
+    int n_invalid; /* replicates whose statistic was NaN (dropped) */
 } nc_interval;
 
 /* Percentile bootstrap. For each of n_resamples replicates, for each group in
@@ -53,9 +53,9 @@ typedef struct nc_interval {
  * statistic of the replicates' ratios goes into a list. The interval is the
  * list's (1-c)/2 and (1+c)/2 percentiles (nc_percentile_sorted). The PRNG
  * (gen/rng.h: xoshiro256** seeded by splitmix64) is seeded once with `seed`. */
-nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_fn stat,
-                       void *ctx, int n_resamples, double confidence, uint64_t seed,
-                       nc_interval *out, nc_error *err);
+nc_status nc_bootstrap(const nc_boot_group *groups, int n_groups, nc_boot_stat_fn stat, void *ctx,
+                       int n_resamples, double confidence, uint64_t seed, nc_interval *out,
+                       nc_error *err);
 
 /* Ready-made statistics: r0/r1 and (r0/r1)*(r2/r3). */
 double nc_boot_stat_ratio(const double *r, void *ctx);

@@ -97,8 +97,8 @@ static void test_double_work_is_detected(void) {
 static void test_equal_offered_load_counts_misses(void) {
     nc_compare_opts o = quick_opts();
     o.per_block = 3;
-    o.rate_hz = 50;        /* a request every 20 ms */
-    o.deadline_s = 0.015;  /* B needs longer than that for every request */
+    o.rate_hz = 50;       /* a request every 20 ms */
+    o.deadline_s = 0.015; /* B needs longer than that for every request */
     nc_compare_result r;
     nc_error err;
     char b[64];
@@ -134,7 +134,8 @@ static void test_power_flows_into_ratios(void) {
     nc_power_close(p);
     CHECK_OK(st, &err);
     int n_idle = 0;
-    for (size_t i = 0; i < r.n_blocks; i++) n_idle += r.blocks[i].who == NC_WHO_IDLE;
+    for (size_t i = 0; i < r.n_blocks; i++)
+        n_idle += r.blocks[i].who == NC_WHO_IDLE;
     printf("  P_A %.3f W, P_B %.3f W, idle %.3f W, R %.3f [%.3f, %.3f], E gain %.3f\n",
            r.cand[0].power_w, r.cand[1].power_w, r.idle_power_w, r.R.estimate, r.R.lower, r.R.upper,
            r.energy_gain.estimate);
@@ -142,7 +143,8 @@ static void test_power_flows_into_ratios(void) {
      * machine delays (exact energies are shown by the RAPL test below) */
     int ok = r.has_power && r.has_idle && n_idle == 6 && r.cand[0].power_w > 0.5 &&
              r.cand[0].power_w < 3.0 && r.R.estimate > 0.5 && r.R.estimate < 2.0 &&
-             isfinite(r.energy_gain.estimate) && isfinite(r.cand[0].net_energy_per_decision_j.estimate) &&
+             isfinite(r.energy_gain.estimate) &&
+             isfinite(r.cand[0].net_energy_per_decision_j.estimate) &&
              strstr(r.power_domain, "ANE") != NULL;
     /* identity of the design notes: energy gain = S x R on the point estimates */
     double identity = fabs(r.energy_gain.estimate - r.S.estimate * r.R.estimate);
@@ -159,7 +161,8 @@ static void test_power_flows_into_ratios(void) {
 static void rapl_spec(char *buf, size_t cap, const char *root, int add_uj) {
     snprintf(buf, cap,
              "cmd:f=%s/intel-rapl:0/energy_uj; v=$(cat $f); v=$((v + %d)); "
-             "[ $v -gt " RAPL_MAX " ] && v=$((v - " RAPL_MAX " - 1)); echo $v >$f.tmp && mv $f.tmp $f",
+             "[ $v -gt " RAPL_MAX " ] && v=$((v - " RAPL_MAX
+             " - 1)); echo $v >$f.tmp && mv $f.tmp $f",
              root, add_uj);
 }
 
@@ -193,7 +196,8 @@ static void test_rapl_energy_per_decision_is_exact(void) {
     int n_missing = r.n_blocks_without_energy;
     nc_compare_result_free(&r);
     printf("  E_A %.9f J [%.9f, %.9f], E_B %.9f J, gain %.6f [%.6f, %.6f], idle %.3g W\n",
-           ea.estimate, ea.lower, ea.upper, eb.estimate, gain.estimate, gain.lower, gain.upper, idle_w);
+           ea.estimate, ea.lower, ea.upper, eb.estimate, gain.estimate, gain.lower, gain.upper,
+           idle_w);
     CHECK(n_missing == 0);
     CHECK_NEAR(ea.estimate, 0.005, 1e-12);
     CHECK_NEAR(ea.lower, 0.005, 1e-12);
@@ -211,7 +215,8 @@ static int count_lines(const char *path) {
     size_t len;
     if (nc_read_file(path, &text, &len, NULL) != NC_OK) return -1;
     int n = 0;
-    for (size_t i = 0; i < len; i++) n += text[i] == '\n';
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
     free(text);
     return n;
 }
@@ -256,9 +261,11 @@ static void test_outputs_are_written(void) {
     json_t *cb = json_object_get(json_object_get(j, "candidates"), "B");
     int ok = json_is_number(json_object_get(s, "lower")) &&
              json_is_false(json_object_get(s, "claim_target_met")) &&
-             !strcmp(json_string_value(json_object_get(json_object_get(j, "workload"), "sha256")), hash) &&
+             !strcmp(json_string_value(json_object_get(json_object_get(j, "workload"), "sha256")),
+                     hash) &&
              json_string_value(json_object_get(cb, "model_sha256")) &&
-             json_is_null(json_object_get(json_object_get(json_object_get(j, "candidates"), "A"), "power_w"));
+             json_is_null(json_object_get(json_object_get(json_object_get(j, "candidates"), "A"),
+                                          "power_w"));
     json_decref(j);
     CHECK(ok);
     struct stat sb;

@@ -56,7 +56,8 @@ static void test_powermetrics_text_with_ane_power(void) {
     collected d;
     CHECK_OK(parse_file(FIX "powermetrics_m1_ane.txt", 1, &d, &err), &err);
     CHECK(d.n == 4);
-    for (int i = 0; i < 4; i++) CHECK(d.s[i].combined_w == c.s[i].combined_w);
+    for (int i = 0; i < 4; i++)
+        CHECK(d.s[i].combined_w == c.s[i].combined_w);
 }
 
 static void test_powermetrics_plist(void) {
@@ -76,10 +77,12 @@ static void test_powermetrics_plist(void) {
 static void test_powermetrics_rejects_junk(void) {
     nc_pm_sample s;
     nc_error err;
-    const char *bad[] = {"", "CPU Power: lots mW\n", "*** Sampled system activity (x) (ms elapsed) ***\n",
+    const char *bad[] = {"", "CPU Power: lots mW\n",
+                         "*** Sampled system activity (x) (ms elapsed) ***\n",
                          "<plist><key>cpu_power</key><string>1</string></plist>"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECKF(nc_pm_parse_sample(bad[i], strlen(bad[i]), &s, &err) == NC_ERR_FORMAT, "input %zu", i);
+        CHECKF(nc_pm_parse_sample(bad[i], strlen(bad[i]), &s, &err) == NC_ERR_FORMAT, "input %zu",
+               i);
     const char ok[] = "ANE Power: 12.5 W\n";
     CHECK_OK(nc_pm_parse_sample(ok, sizeof ok - 1, &s, &err), &err);
     CHECK(s.ane_w == 12.5 && isnan(s.elapsed_s));
@@ -101,8 +104,10 @@ static void test_rapl_counter_wraps(void) {
         uint64_t cur;
         CHECK_OK(nc_rapl_parse_uj(sp + 1, "trace", &cur, &err), &err);
         double t = atof(line);
-        if (n++) total += nc_rapl_delta_uj(prev, cur, max_range);
-        else t_first = t;
+        if (n++)
+            total += nc_rapl_delta_uj(prev, cur, max_range);
+        else
+            t_first = t;
         prev = cur;
         t_last = t;
     }
@@ -171,9 +176,9 @@ static void test_rapl_sampler_on_powercap_tree(void) {
 static void test_powermetrics_sampler_replays_a_recording(void) {
     nc_power_sampler *s;
     nc_error err;
-    CHECK_OK(nc_power_open("powermetrics-cmd:cat " FIX "powermetrics_m1_ane.txt", NULL, 1.0, &s,
-                           &err),
-             &err);
+    CHECK_OK(
+        nc_power_open("powermetrics-cmd:cat " FIX "powermetrics_m1_ane.txt", NULL, 1.0, &s, &err),
+        &err);
     CHECK(strstr(s->domain, "CPU + GPU + ANE") != NULL);
     CHECK_OK(nc_power_start(s, &err), &err);
     CHECK_OK(nc_power_stop(s, 0, &err), &err);
@@ -190,8 +195,8 @@ static void test_energy_trace_interpolates(void) {
     nc_energy_trace tr = {0};
     nc_error err;
     CHECK_OK(nc_energy_trace_add(&tr, 0.0, 0.0, &err), &err);
-    CHECK_OK(nc_energy_trace_add(&tr, 1.0, 3.0, &err), &err);  /* 3 W */
-    CHECK_OK(nc_energy_trace_add(&tr, 3.0, 4.0, &err), &err);  /* 0.5 W */
+    CHECK_OK(nc_energy_trace_add(&tr, 1.0, 3.0, &err), &err); /* 3 W */
+    CHECK_OK(nc_energy_trace_add(&tr, 3.0, 4.0, &err), &err); /* 0.5 W */
     double j;
     CHECK_OK(nc_energy_trace_between(&tr, 0.5, 2.0, &j, &err), &err);
     CHECK_NEAR(j, 1.5 + 0.5, 1e-12);

@@ -8,15 +8,16 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "gen/rng.h"
 #include "bench/stats.h"
+#include "gen/rng.h"
 
 static const char *FIXTURE = "tests/fixtures/bench/stats_cases.json";
 
 static double *json_doubles(const json_t *arr, size_t *n) {
     *n = json_array_size(arr);
     double *v = malloc((*n ? *n : 1) * sizeof *v);
-    for (size_t i = 0; i < *n; i++) v[i] = json_number_value(json_array_get(arr, i));
+    for (size_t i = 0; i < *n; i++)
+        v[i] = json_number_value(json_array_get(arr, i));
     return v;
 }
 
@@ -37,7 +38,8 @@ static void test_summary_matches_numpy(void) {
         nc_summary s;
         nc_status st = nc_summarize(x, n, &s, &err);
         const char *name = json_string_value(json_object_get(c, "name"));
-        int ok = st == NC_OK && rel_close(s.mean, json_number_value(json_object_get(c, "mean")), 1e-13) &&
+        int ok = st == NC_OK &&
+                 rel_close(s.mean, json_number_value(json_object_get(c, "mean")), 1e-13) &&
                  rel_close(s.sd, json_number_value(json_object_get(c, "sd")), 1e-12) &&
                  rel_close(s.p50, json_number_value(json_object_get(c, "p50")), 1e-14) &&
                  rel_close(s.p95, json_number_value(json_object_get(c, "p95")), 1e-14);
@@ -83,7 +85,8 @@ static void test_rng_reference_vectors(void) {
     json_t *rng = json_object_get(doc, "rng");
     gen_rng_seed(&r, 0);
     for (size_t i = 0; i < 4; i++) {
-        const char *want = json_string_value(json_array_get(json_object_get(rng, "xoshiro_first"), i));
+        const char *want =
+            json_string_value(json_array_get(json_object_get(rng, "xoshiro_first"), i));
         unsigned long long got = (unsigned long long)gen_rng_next(&r);
         CHECKF(want && strtoull(want, NULL, 10) == got, "xoshiro output %zu: %llu vs %s", i, got,
                want ? want : "?");
@@ -124,16 +127,17 @@ static void test_bootstrap_matches_spec_and_scipy(void) {
             }
         }
         const char *stat = json_string_value(json_object_get(b, "stat"));
-        nc_boot_stat_fn fn = !strcmp(stat, "ratio")           ? nc_boot_stat_ratio
+        nc_boot_stat_fn fn = !strcmp(stat, "ratio")            ? nc_boot_stat_ratio
                              : !strcmp(stat, "paired_product") ? paired_product
-                                                                : nc_boot_stat_ratio_product;
+                                                               : nc_boot_stat_ratio_product;
         nc_interval iv;
-        nc_status st = nc_bootstrap(groups, (int)n_groups, fn, NULL,
-                                    (int)json_integer_value(json_object_get(b, "n_resamples")),
-                                    json_number_value(json_object_get(b, "confidence")),
-                                    (uint64_t)json_integer_value(json_object_get(b, "seed")), &iv,
-                                    &err);
-        for (int i = 0; i < 8; i++) free(bufs[i]);
+        nc_status st =
+            nc_bootstrap(groups, (int)n_groups, fn, NULL,
+                         (int)json_integer_value(json_object_get(b, "n_resamples")),
+                         json_number_value(json_object_get(b, "confidence")),
+                         (uint64_t)json_integer_value(json_object_get(b, "seed")), &iv, &err);
+        for (int i = 0; i < 8; i++)
+            free(bufs[i]);
         CHECK_OK(st, &err);
         double lo = json_number_value(json_object_get(b, "lower"));
         double hi = json_number_value(json_object_get(b, "upper"));

@@ -11,36 +11,38 @@
 #include "commands.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar bench --compare --a SPEC (--b SPEC | --b-cmd \"SHELL\") [options]\n"
-            "candidates (A is the baseline):\n"
-            "  --a SPEC, --b SPEC    cmd:SHELL | pipe:SHELL | spin:N | cpu:DIR | mil:BUNDLE\n"
-            "  --a-cmd/--b-cmd \"SHELL\"     = cmd:SHELL (one process per decision, item on stdin)\n"
-            "  --a-pipe/--b-pipe \"SHELL\"   = pipe:SHELL (persistent, one line per decision)\n"
-            "  --a-model/--b-model PATH    model file or folder to hash into the record\n"
-            "workload (hashed with sha256):\n"
-            "  --prompts FILE        one item per non-empty line\n"
-            "  --input FILE          the whole file is one item\n"
-            "protocol:\n"
-            "  --blocks N            blocks per candidate, interleaved A B A B (default 5, min 5)\n"
-            "  --per-block N         decisions per block (default 10)\n"
-            "  --warmup N            warm-up decisions after the cold one (default 3)\n"
-            "  --rate R --deadline-ms D   equal offered load: R requests/s, deadline D ms\n"
-            "  --timeout-s T         per-decision timeout (default 60)\n"
-            "power:\n"
-            "  --power SPEC          auto (default) | none | rapl | rapl:ZONE,... | powermetrics |\n"
-            "                        powermetrics-cmd:SHELL\n"
-            "  --power-period-ms MS  sampling period (default 50)\n"
-            "  --idle-ms MS          idle block before each round when power is measured (default 1000)\n"
-            "  --powercap-root DIR   powercap folder (default /sys/class/powercap)\n"
-            "statistics:\n"
-            "  --resamples N --confidence C --seed S   bootstrap (default 2000, 0.95, 1)\n"
-            "  --claim N             state whether each ratio supports an N x claim\n"
-            "output:\n"
-            "  --out DIR             samples.csv blocks.csv power.csv summary.json report.md plot.png\n"
-            "                        (default bench-compare)\n"
-            "  --no-plot             do not run gnuplot\n"
-            "  --json                print summary.json instead of the Markdown report\n");
+    fprintf(
+        f,
+        "usage: nectar bench --compare --a SPEC (--b SPEC | --b-cmd \"SHELL\") [options]\n"
+        "candidates (A is the baseline):\n"
+        "  --a SPEC, --b SPEC    cmd:SHELL | pipe:SHELL | spin:N | cpu:DIR | mil:BUNDLE\n"
+        "  --a-cmd/--b-cmd \"SHELL\"     = cmd:SHELL (one process per decision, item on stdin)\n"
+        "  --a-pipe/--b-pipe \"SHELL\"   = pipe:SHELL (persistent, one line per decision)\n"
+        "  --a-model/--b-model PATH    model file or folder to hash into the record\n"
+        "workload (hashed with sha256):\n"
+        "  --prompts FILE        one item per non-empty line\n"
+        "  --input FILE          the whole file is one item\n"
+        "protocol:\n"
+        "  --blocks N            blocks per candidate, interleaved A B A B (default 5, min 5)\n"
+        "  --per-block N         decisions per block (default 10)\n"
+        "  --warmup N            warm-up decisions after the cold one (default 3)\n"
+        "  --rate R --deadline-ms D   equal offered load: R requests/s, deadline D ms\n"
+        "  --timeout-s T         per-decision timeout (default 60)\n"
+        "power:\n"
+        "  --power SPEC          auto (default) | none | rapl | rapl:ZONE,... | powermetrics |\n"
+        "                        powermetrics-cmd:SHELL\n"
+        "  --power-period-ms MS  sampling period (default 50)\n"
+        "  --idle-ms MS          idle block before each round when power is measured (default "
+        "1000)\n"
+        "  --powercap-root DIR   powercap folder (default /sys/class/powercap)\n"
+        "statistics:\n"
+        "  --resamples N --confidence C --seed S   bootstrap (default 2000, 0.95, 1)\n"
+        "  --claim N             state whether each ratio supports an N x claim\n"
+        "output:\n"
+        "  --out DIR             samples.csv blocks.csv power.csv summary.json report.md plot.png\n"
+        "                        (default bench-compare)\n"
+        "  --no-plot             do not run gnuplot\n"
+        "  --json                print summary.json instead of the Markdown report\n");
 }
 
 typedef struct cli {
@@ -84,19 +86,32 @@ static int parse(cli *c, int argc, char **argv) {
         nc_status st = NC_OK;
         int64_t n;
         int rc = 0;
-        if (!strcmp(a, "--a")) rc = set_spec(c, 0, "", v);
-        else if (!strcmp(a, "--b")) rc = set_spec(c, 1, "", v);
-        else if (!strcmp(a, "--a-cmd")) rc = set_spec(c, 0, "cmd:", v);
-        else if (!strcmp(a, "--b-cmd")) rc = set_spec(c, 1, "cmd:", v);
-        else if (!strcmp(a, "--a-pipe")) rc = set_spec(c, 0, "pipe:", v);
-        else if (!strcmp(a, "--b-pipe")) rc = set_spec(c, 1, "pipe:", v);
-        else if (!strcmp(a, "--a-model")) c->model[0] = v;
-        else if (!strcmp(a, "--b-model")) c->model[1] = v;
-        else if (!strcmp(a, "--prompts")) c->prompts = v;
-        else if (!strcmp(a, "--input")) c->input = v;
-        else if (!strcmp(a, "--power")) c->power = v;
-        else if (!strcmp(a, "--powercap-root")) c->powercap_root = v;
-        else if (!strcmp(a, "--out")) c->out_dir = v;
+        if (!strcmp(a, "--a"))
+            rc = set_spec(c, 0, "", v);
+        else if (!strcmp(a, "--b"))
+            rc = set_spec(c, 1, "", v);
+        else if (!strcmp(a, "--a-cmd"))
+            rc = set_spec(c, 0, "cmd:", v);
+        else if (!strcmp(a, "--b-cmd"))
+            rc = set_spec(c, 1, "cmd:", v);
+        else if (!strcmp(a, "--a-pipe"))
+            rc = set_spec(c, 0, "pipe:", v);
+        else if (!strcmp(a, "--b-pipe"))
+            rc = set_spec(c, 1, "pipe:", v);
+        else if (!strcmp(a, "--a-model"))
+            c->model[0] = v;
+        else if (!strcmp(a, "--b-model"))
+            c->model[1] = v;
+        else if (!strcmp(a, "--prompts"))
+            c->prompts = v;
+        else if (!strcmp(a, "--input"))
+            c->input = v;
+        else if (!strcmp(a, "--power"))
+            c->power = v;
+        else if (!strcmp(a, "--powercap-root"))
+            c->powercap_root = v;
+        else if (!strcmp(a, "--out"))
+            c->out_dir = v;
         else if (!strcmp(a, "--blocks")) {
             st = nc_parse_int64(v, "--blocks", 5, 100000, &n, &err);
             c->o.n_blocks = (int)n;
@@ -118,10 +133,12 @@ static int parse(cli *c, int argc, char **argv) {
                 return cli_failf("--confidence %s: must be in (0.5, 1)", v);
         } else if (!strcmp(a, "--claim")) {
             st = nc_parse_double(v, "--claim", 0, &c->o.claim, &err);
-            if (st == NC_OK && !(c->o.claim > 0)) return cli_failf("--claim %s: must be positive", v);
+            if (st == NC_OK && !(c->o.claim > 0))
+                return cli_failf("--claim %s: must be positive", v);
         } else if (!strcmp(a, "--rate")) {
             st = nc_parse_double(v, "--rate", 0, &c->o.rate_hz, &err);
-            if (st == NC_OK && !(c->o.rate_hz > 0)) return cli_failf("--rate %s: must be positive", v);
+            if (st == NC_OK && !(c->o.rate_hz > 0))
+                return cli_failf("--rate %s: must be positive", v);
         } else if (!strcmp(a, "--deadline-ms")) {
             double d;
             st = nc_parse_double(v, "--deadline-ms", 0, &d, &err);
@@ -129,13 +146,16 @@ static int parse(cli *c, int argc, char **argv) {
             c->o.deadline_s = d / 1e3;
         } else if (!strcmp(a, "--timeout-s")) {
             st = nc_parse_double(v, "--timeout-s", 0, &c->timeout_s, &err);
-            if (st == NC_OK && !(c->timeout_s > 0)) return cli_failf("--timeout-s %s: must be positive", v);
+            if (st == NC_OK && !(c->timeout_s > 0))
+                return cli_failf("--timeout-s %s: must be positive", v);
         } else if (!strcmp(a, "--power-period-ms")) {
             st = nc_parse_double(v, "--power-period-ms", 0, &c->period_ms, &err);
-            if (st == NC_OK && !(c->period_ms >= 1)) return cli_failf("--power-period-ms %s: must be >= 1", v);
+            if (st == NC_OK && !(c->period_ms >= 1))
+                return cli_failf("--power-period-ms %s: must be >= 1", v);
         } else if (!strcmp(a, "--idle-ms")) {
             st = nc_parse_double(v, "--idle-ms", 0, &c->idle_ms, &err);
-            if (st == NC_OK && !(c->idle_ms >= 0)) return cli_failf("--idle-ms %s: must be >= 0", v);
+            if (st == NC_OK && !(c->idle_ms >= 0))
+                return cli_failf("--idle-ms %s: must be >= 0", v);
         } else {
             usage(stderr);
             return cli_failf("bench --compare: unknown option %s", a);
@@ -147,7 +167,8 @@ static int parse(cli *c, int argc, char **argv) {
         usage(stderr);
         return cli_failf("bench --compare: both --a and --b (or --b-cmd) are required");
     }
-    if (c->prompts && c->input) return cli_failf("bench --compare: give --prompts or --input, not both");
+    if (c->prompts && c->input)
+        return cli_failf("bench --compare: give --prompts or --input, not both");
     if ((c->o.rate_hz > 0) != (c->o.deadline_s > 0))
         return cli_failf("bench --compare: --rate and --deadline-ms go together");
     return 0;
@@ -181,7 +202,8 @@ int cmd_bench_compare(int argc, char **argv) {
         if (nc_candidate_open(c.spec[k], c.timeout_s, &cand[k], &err) != NC_OK) goto fail;
         if (c.model[k] && nc_candidate_set_model(cand[k], c.model[k], &err) != NC_OK) goto fail;
     }
-    if (nc_power_open(c.power, c.powercap_root, c.period_ms / 1e3, &power, &err) != NC_OK) goto fail;
+    if (nc_power_open(c.power, c.powercap_root, c.period_ms / 1e3, &power, &err) != NC_OK)
+        goto fail;
     fprintf(stderr, "nectar: comparing A = %s and B = %s; power: %s\n", c.spec[0], c.spec[1],
             power->domain);
     if (nc_compare_run(cand[0], cand[1], &w, power, &c.o, &r, &err) != NC_OK) goto fail;
@@ -201,7 +223,8 @@ int cmd_bench_compare(int argc, char **argv) {
         fputs(md, stdout);
         free(md);
     }
-    fprintf(stderr, "nectar: wrote %s/{samples.csv,blocks.csv,power.csv,summary.json,report.md}; %s\n",
+    fprintf(stderr,
+            "nectar: wrote %s/{samples.csv,blocks.csv,power.csv,summary.json,report.md}; %s\n",
             c.out_dir, note);
     exit_code = 0;
 fail:

@@ -63,18 +63,30 @@ int cmd_bounds(int argc, char **argv) {
             return cli_failf("bounds: option %s needs a value", a);
         }
         i++;
-        if (!strcmp(a, "--arch")) arch = v;
-        else if (!strcmp(a, "--like")) like = v;
-        else if (!strcmp(a, "--config")) config = v;
-        else if (!strcmp(a, "-m")) model_dir = v;
-        else if (!strcmp(a, "--format")) q.format = v;
-        else if (!strcmp(a, "-N")) st = nc_parse_int64(v, "-N", 1, big, &n, &err), has_n = 1;
-        else if (!strcmp(a, "-D")) st = nc_parse_int64(v, "-D", 1, big, &d, &err), has_d = 1;
-        else if (!strcmp(a, "-I")) st = nc_parse_int64(v, "-I", 1, big, &i_ff, &err), has_i = 1;
-        else if (!strcmp(a, "-H")) st = nc_parse_int64(v, "-H", 0, big, &h, &err), has_h = 1;
-        else if (!strcmp(a, "-B")) st = nc_parse_int64(v, "-B", 1, big, &q.batch, &err);
-        else if (!strcmp(a, "-L")) st = nc_parse_int64(v, "-L", 1, big, &q.seq_len, &err);
-        else if (!strcmp(a, "--context")) st = nc_parse_int64(v, "--context", 0, big, &q.context, &err);
+        if (!strcmp(a, "--arch"))
+            arch = v;
+        else if (!strcmp(a, "--like"))
+            like = v;
+        else if (!strcmp(a, "--config"))
+            config = v;
+        else if (!strcmp(a, "-m"))
+            model_dir = v;
+        else if (!strcmp(a, "--format"))
+            q.format = v;
+        else if (!strcmp(a, "-N"))
+            st = nc_parse_int64(v, "-N", 1, big, &n, &err), has_n = 1;
+        else if (!strcmp(a, "-D"))
+            st = nc_parse_int64(v, "-D", 1, big, &d, &err), has_d = 1;
+        else if (!strcmp(a, "-I"))
+            st = nc_parse_int64(v, "-I", 1, big, &i_ff, &err), has_i = 1;
+        else if (!strcmp(a, "-H"))
+            st = nc_parse_int64(v, "-H", 0, big, &h, &err), has_h = 1;
+        else if (!strcmp(a, "-B"))
+            st = nc_parse_int64(v, "-B", 1, big, &q.batch, &err);
+        else if (!strcmp(a, "-L"))
+            st = nc_parse_int64(v, "-L", 1, big, &q.seq_len, &err);
+        else if (!strcmp(a, "--context"))
+            st = nc_parse_int64(v, "--context", 0, big, &q.context, &err);
         else if (!strcmp(a, "--bandwidth")) {
             st = nc_parse_double(v, "--bandwidth", 0, &q.bandwidth_bytes_per_s, &err);
             if (st == NC_OK && !(q.bandwidth_bytes_per_s > 0))
