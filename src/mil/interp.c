@@ -377,7 +377,7 @@ static nc_status prepare(mil_interp *it, nc_error *err) {
             }
             continue;
         }
-        op_plan p = {op, mil_interp_lookup(op->type), {NULL, NULL, NULL}, {0, 0, 0}};
+        op_plan p = {op, mil_interp_lookup(op->type), -1, {NULL, NULL, NULL}, {0, 0, 0}};
         if (!p.fn) return mil_interp_fail(err, NC_ERR_UNSUPPORTED, op, "op type not supported by the interpreter");
         if (!is_stateful(op) && op->n_outputs > 0 && inputs_all_const(it, op)) {
             /* constant folding: computed once here, never again */

@@ -33,11 +33,21 @@ static const struct { const char *type; mil_kbin op; } BINARY[] = {
     {"logical_or", MIL_KB_OR}, {"logical_xor", MIL_KB_XOR},
 };
 
+/* Row of `type` in a family table (first member of each row is the type
+ * name), looked up once per op and kept in its plan. */
+#define FAMILY_ROW(p, table)                                                                       \
+    do {                                                                                           \
+        if ((p)->row < 0) {                                                                        \
+            (p)->row = 0;                                                                          \
+            for (size_t i_ = 0; i_ < sizeof table / sizeof table[0]; i_++)                         \
+                if (!strcmp(table[i_].type, (p)->op->type)) (p)->row = (int)i_;                    \
+        }                                                                                          \
+    } while (0)
+
 static nc_status ex_binary(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
-    mil_kbin kop = MIL_KB_ADD;
-    for (size_t i = 0; i < sizeof BINARY / sizeof BINARY[0]; i++)
-        if (!strcmp(BINARY[i].type, op->type)) kop = BINARY[i].op;
+    FAMILY_ROW(p, BINARY);
+    mil_kbin kop = BINARY[p->row].op;
     mil_slot *x, *y, *o;
     NC_TRY(mil_interp_need(it, op, "x", &x, err));
     NC_TRY(mil_interp_need(it, op, "y", &y, err));
@@ -103,9 +113,8 @@ static const struct {
 
 static nc_status ex_unary(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
-    size_t row = 0;
-    for (size_t i = 0; i < sizeof UNARY / sizeof UNARY[0]; i++)
-        if (!strcmp(UNARY[i].type, op->type)) row = i;
+    FAMILY_ROW(p, UNARY);
+    size_t row = (size_t)p->row;
     mil_slot *x, *o;
     NC_TRY(mil_interp_need(it, op, "x", &x, err));
     mil_kun kop = UNARY[row].op;
@@ -187,9 +196,8 @@ static nc_status axes_mask(mil_interp *it, const mil_op *op, const char *name, i
 
 static nc_status ex_reduce(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;
-    mil_kred kop = MIL_KR_SUM;
-    for (size_t i = 0; i < sizeof REDUCE / sizeof REDUCE[0]; i++)
-        if (!strcmp(REDUCE[i].type, op->type)) kop = REDUCE[i].op;
+    FAMILY_ROW(p, REDUCE);
+    mil_kred kop = REDUCE[p->row].op;
     mil_slot *x, *o;
     int64_t keep;
     unsigned mask;

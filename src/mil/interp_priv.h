@@ -27,6 +27,7 @@ typedef nc_status (*mil_exec_fn)(mil_interp *it, struct op_plan *p, nc_error *er
 typedef struct op_plan {
     const mil_op *op;
     mil_exec_fn fn;
+    int row;          /* the op's row in its family's table, -1 until first run */
     void *scratch[3]; /* per-op temporaries, grown and kept across runs */
     size_t scratch_cap[3];
 } op_plan;
