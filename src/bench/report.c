@@ -145,7 +145,9 @@ void nc_report_claim_text(const nc_interval *iv, double target, char *buf, size_
         len += snprintf(buf + len, cap - (size_t)len, "; supports a %dx claim (lower bound >= %d)",
                         n, n);
     else if (iv->upper < 1)
-        len += snprintf(buf + len, cap - (size_t)len, "; the whole interval is below 1: favours A");
+        len += snprintf(buf + len, cap - (size_t)len,
+                        "; the whole interval is below 1: favours A (B/A %.3gx [%.3g, %.3g])",
+                        1.0 / iv->estimate, 1.0 / iv->upper, 1.0 / iv->lower);
     else if (iv->lower > 1)
         len += snprintf(buf + len, cap - (size_t)len,
                         "; favours B, but no Nx claim (lower bound below 2)");
