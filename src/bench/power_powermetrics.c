@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,15 +46,10 @@ static int parse_watts(const char *p, double *out) {
 }
 
 static void parse_text_line(const char *line, nc_pm_sample *s) {
-    static const struct {
-        const char *label;
-        size_t off;
-    } labels[] = {
-        {"CPU Power:", offsetof(nc_pm_sample, cpu_w)},
-        {"GPU Power:", offsetof(nc_pm_sample, gpu_w)},
-        {"ANE Power:", offsetof(nc_pm_sample, ane_w)},
-        {"Combined Power (CPU + GPU + ANE):", offsetof(nc_pm_sample, combined_w)},
-    };
+    /* labels in the order of `fields` below */
+    static const char *const labels[4] = {
+        "CPU Power:", "GPU Power:", "ANE Power:", "Combined Power (CPU + GPU + ANE):"};
+    double *fields[4] = {&s->cpu_w, &s->gpu_w, &s->ane_w, &s->combined_w};
     if (!strncmp(line, HEADER, HEADER_LEN)) {
         const char *e = strstr(line, "ms elapsed)");
         if (!e) return;
@@ -67,10 +61,10 @@ static void parse_text_line(const char *line, nc_pm_sample *s) {
         if (*open == '(' && end != open + 1 && isfinite(ms) && ms > 0) s->elapsed_s = ms / 1000.0;
         return;
     }
-    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
-        size_t n = strlen(labels[i].label);
-        if (strncmp(line, labels[i].label, n) != 0) continue;
-        double *field = (double *)((char *)s + labels[i].off);
+    for (size_t i = 0; i < 4; i++) {
+        size_t n = strlen(labels[i]);
+        if (strncmp(line, labels[i], n) != 0) continue;
+        double *field = fields[i];
         double w;
         /* "GPU Power" appears again in the GPU section: keep the first */
         if (isnan(*field) && parse_watts(line + n, &w)) *field = w;
