@@ -121,6 +121,13 @@ int mil_k_gather(const uint32_t *x, const mil_kshape *xs, const int32_t *idx,
     return 0;
 }
 
+/* Offset in a tensor of strides st of position pos with index j on axis. */
+static int64_t along_offset(const int64_t *pos, const int64_t *st, int rank, int axis, int64_t j) {
+    int64_t off = 0;
+    for (int i = 0; i < rank; i++) off += (i == axis ? j : pos[i]) * st[i];
+    return off;
+}
+
 int mil_k_gather_along_axis(const uint32_t *x, const mil_kshape *xs, const int32_t *idx,
                             const mil_kshape *is, int axis, uint32_t *out) {
     int64_t st[MIL_K_MAX_RANK], pos[MIL_K_MAX_RANK] = {0};
@@ -130,9 +137,7 @@ int mil_k_gather_along_axis(const uint32_t *x, const mil_kshape *xs, const int32
     do {
         int64_t j = fix_index(idx[o], xs->d[axis]);
         if (j < 0) return -1;
-        int64_t off = 0;
-        for (int i = 0; i < xs->rank; i++) off += (i == axis ? j : pos[i]) * st[i];
-        out[o++] = x[off];
+        out[o++] = x[along_offset(pos, st, xs->rank, axis, j)];
     } while (odo_next(pos, is));
     return 0;
 }
@@ -202,8 +207,7 @@ int mil_k_scatter_along_axis(uint32_t *out, const mil_kshape *ds, const int32_t 
     do {
         int64_t j = fix_index(idx[u], ds->d[axis]);
         if (j < 0) return -1;
-        int64_t off = 0;
-        for (int i = 0; i < ds->rank; i++) off += (i == axis ? j : pos[i]) * st[i];
+        int64_t off = along_offset(pos, st, ds->rank, axis, j);
         out[off] = scat_combine(mode, out[off], upd[u], is_float);
         u++;
     } while (odo_next(pos, is));

@@ -108,7 +108,9 @@ static inline float bin_f32(mil_kbin op, float a, float b) {
     }
 }
 
-static inline int32_t cmp_f32(mil_kbin op, float a, float b) {
+/* Comparisons and logical ops for both storages (int32 and float are exact
+ * in double). */
+static inline int32_t compare(mil_kbin op, double a, double b) {
     switch (op) {
     case MIL_KB_EQ: return a == b;
     case MIL_KB_NE: return a != b;
@@ -138,7 +140,7 @@ void mil_k_binary_f32(mil_kbin op, const float *a, const mil_kshape *as, const f
     do {
         const float *pa = a + w.off[0], *pb = b + w.off[1];
         if (is_cmp)
-            for (int64_t j = 0; j < n; j++) oi[o + j] = cmp_f32(op, pa[j * sa], pb[j * sb]);
+            for (int64_t j = 0; j < n; j++) oi[o + j] = compare(op, pa[j * sa], pb[j * sb]);
         else if (op == MIL_KB_ADD && sa == 1 && sb == 1)
             for (int64_t j = 0; j < n; j++) of[o + j] = pa[j] + pb[j];
         else if (op == MIL_KB_MUL && sa == 1 && sb == 1)
@@ -180,17 +182,8 @@ static inline int32_t bin_i32(mil_kbin op, int32_t a, int32_t b) {
     }
     case MIL_KB_MAX: return a > b ? a : b;
     case MIL_KB_MIN: return a < b ? a : b;
-    case MIL_KB_EQ: return a == b;
-    case MIL_KB_NE: return a != b;
-    case MIL_KB_LT: return a < b;
-    case MIL_KB_LE: return a <= b;
-    case MIL_KB_GT: return a > b;
-    case MIL_KB_GE: return a >= b;
-    case MIL_KB_AND: return (a != 0) && (b != 0);
-    case MIL_KB_OR: return (a != 0) || (b != 0);
-    case MIL_KB_XOR: return (a != 0) != (b != 0);
+    default: return compare(op, a, b);
     }
-    return 0;
 }
 
 void mil_k_binary_i32(mil_kbin op, const int32_t *a, const mil_kshape *as, const int32_t *b,
