@@ -18,6 +18,7 @@ static const struct {
     {"gen-random", cmd_gen_random, "write a random-weight model at a real shape"},
     {"mil", cmd_mil, "MIL toolkit: check, fmt, info, run, bundle"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+    {"compile", cmd_compile, "lower a model to an ANE bundle (MIL programs + weight.bin)"},
     {"bounds", cmd_bounds, "parameter counts, FLOPs and speed floors of a model shape"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])

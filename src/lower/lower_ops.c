@@ -1,0 +1,70 @@
+/* Building blocks of the Qwen3 lowering (see lower_ops.h): the fp16-safe
+ * RMSNorm, RoPE by a constant rotate-half matmul, shared weights. */
+#include "lower/lower_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w) {
+    if (w->val) return mil_build_const(b, name, w->val);
+    mil_var *v = mil_build_const_tensor(b, name, MIL_DT_FP16, w->rank, w->dims, w->data);
+    if (v) w->val = v->cval;
+    return v;
+}
+
+static mil_var *scalar(mil_builder *b, const char *prefix, const char *what, double v) {
+    char n[160];
+    snprintf(n, sizeof n, "%s_%s", prefix, what);
+    return mil_build_const_scalar(b, n, MIL_DT_FP16, v);
+}
+
+mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis, int64_t d,
+                       double eps, mil_var *w) {
+    char n[160];
+#define NM(s) (snprintf(n, sizeof n, "%s_%s", prefix, s), n)
+    int32_t ax[1] = {axis};
+    mil_var *ab = mil_build_unary(b, "abs", NM("abs"), x);
+    mil_var *mx = ab ? mil_build_reduce(b, "reduce_max", NM("absmax"), ab, 1, ax, 1) : NULL;
+    /* the floor keeps all-zero (padding) columns finite; any m > 0 is exact */
+    mil_var *m = mx ? mil_build_binary(b, "maximum", NM("m"), mx, scalar(b, prefix, "floor",
+                                                                        1.0 / 128))
+                    : NULL;
+    mil_var *xs = m ? mil_build_binary(b, "real_div", NM("xs"), x, m) : NULL;
+    mil_var *sq = xs ? mil_build_mul(b, NM("sq"), xs, xs) : NULL;
+    mil_var *ss = sq ? mil_build_reduce(b, "reduce_sum", NM("sumsq"), sq, 1, ax, 1) : NULL;
+    /* reduce_sum then 1/d: reduce_mean fails on some chips (DESIGN.md §3) */
+    mil_var *ms = ss ? mil_build_mul(b, NM("meansq"), ss, scalar(b, prefix, "inv_d", 1.0 / d))
+                     : NULL;
+    mil_var *re = m ? mil_build_binary(b, "real_div", NM("eps_root"),
+                                       scalar(b, prefix, "sqrt_eps", sqrt(eps)), m)
+                    : NULL;
+    mil_var *es = re ? mil_build_mul(b, NM("eps_scaled"), re, re) : NULL;
+    mil_var *den = ms && es ? mil_build_add(b, NM("den"), ms, es) : NULL;
+    mil_var *r = den ? mil_build_rsqrt(b, NM("rsqrt"), den, 0.0) : NULL;
+    mil_var *y = r ? mil_build_mul(b, NM("normed"), xs, r) : NULL;
+    return y && w ? mil_build_mul(b, NM("out"), y, w) : y;
+#undef NM
+}
+
+nc_fp16 *lower_rope_matrix(int hd) {
+    nc_fp16 *r = calloc((size_t)hd * hd, sizeof *r);
+    if (!r) return NULL;
+    int h = hd / 2;
+    for (int i = 0; i < h; i++) {
+        r[(size_t)i * hd + i + h] = nc_f32_to_fp16(-1.0f); /* out[i] = -x[i + h] */
+        r[(size_t)(i + h) * hd + i] = nc_f32_to_fp16(1.0f); /* out[i + h] = x[i] */
+    }
+    return r;
+}
+
+mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot, mil_var *cos,
+                    mil_var *sin) {
+    char n[160];
+#define NM(s) (snprintf(n, sizeof n, "%s_%s", prefix, s), n)
+    mil_var *qr = mil_build_matmul(b, NM("rot"), rot, q4, 0, 0);
+    mil_var *qc = qr ? mil_build_mul(b, NM("cos"), q4, cos) : NULL;
+    mil_var *qs = qc ? mil_build_mul(b, NM("sin"), qr, sin) : NULL;
+    return qs ? mil_build_add(b, NM("out"), qc, qs) : NULL;
+#undef NM
+}

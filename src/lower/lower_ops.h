@@ -1,0 +1,44 @@
+/* Building blocks the Qwen3 lowering writes into MIL functions: RMSNorm
+ * reformulated for fp16 (no square can overflow), rotate-half RoPE as a
+ * constant matmul, and weights shared by every function of a program (one
+ * BLOBFILE in weight.bin, referenced again by each bucket's function). */
+#ifndef NC_LOWER_LOWER_OPS_H
+#define NC_LOWER_LOWER_OPS_H
+
+#include <stdint.h>
+
+#include "base/half.h"
+#include "mil/builder.h"
+
+/* A weight written once per program and referenced by later functions:
+ * `val` is NULL until the first lower_shared_weight call stores it. */
+typedef struct lower_weight {
+    const nc_fp16 *data; /* fp16 bits, caller-owned until the builder finishes */
+    int rank;
+    int64_t dims[4];
+    const mil_value *val; /* the BLOBFILE (or inline) value once written */
+} lower_weight;
+
+/* A const op named `name` holding w: written on first use, referenced after. */
+mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w);
+
+/* RMSNorm over `axis` (of size d) of fp16 x, times weight `w` (broadcast
+ * along that axis), computed so that fp16 never overflows:
+ *   m  = max(max|x|, 2^-7)            (per normalised vector)
+ *   xs = x / m                        (|xs| <= 1, squares <= 1)
+ *   y  = xs * rsqrt(sum(xs^2)/d + (sqrt(eps)/m)^2) * w
+ * which equals x * rsqrt(mean(x^2) + eps) * w in real arithmetic for any
+ * m > 0. `prefix` names the ops (prefix_max, prefix_scaled, ...). */
+mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis, int64_t d,
+                       double eps, mil_var *w);
+
+/* The rotate-half matrix R [1, 1, hd, hd] (fp16 0/+-1) with
+ * R x = concat(-x[hd/2:], x[:hd/2]) along the head axis, as a shared weight
+ * (malloc'd; the caller frees it once the builder is finished). */
+nc_fp16 *lower_rope_matrix(int head_dim);
+
+/* q4 [.., hd, S] rotated: q4 * cos + (R q4) * sin, with cos/sin [1, 1, hd, S]. */
+mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot,
+                    mil_var *cos, mil_var *sin);
+
+#endif

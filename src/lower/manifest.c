@@ -1,0 +1,370 @@
+/* manifest.json writer and reader (manifest.h). */
+#include "lower/manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/mmap.h"
+#include "nectar.h"
+
+static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
+    const mil_type *t = v->type;
+    if (!v->name || !mil_type_is_tensor(t) || t->rank < 1 || t->rank > 4)
+        return nc_fail(err, NC_ERR_INTERNAL, "function %s: I/O is not a tensor of rank 1..4", fn);
+    snprintf(io->name, sizeof io->name, "%s", v->name);
+    snprintf(io->dtype, sizeof io->dtype, "%s", mil_dtype_name(t->dtype));
+    io->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) io->shape[i] = t->dims[i];
+    return NC_OK;
+}
+
+nc_status lower_describe_program(const mil_program *prog, const char *path, int layer,
+                                 lower_program_info *out, nc_error *err) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    out->layer = layer;
+    if (prog->n_functions > LOWER_MAX_FUNCS)
+        return nc_fail(err, NC_ERR_INTERNAL, "%s: too many functions", path);
+    for (int f = 0; f < prog->n_functions; f++) {
+        const mil_function *fn = prog->functions[f];
+        lower_fn_info *fi = &out->fns[out->n_fns++];
+        snprintf(fi->name, sizeof fi->name, "%s", fn->name);
+        const char *s = strrchr(fn->name, 's');
+        fi->seq = s ? atoi(s + 1) : 0;
+        if (fn->n_inputs > LOWER_MAX_IO || fn->n_outputs > LOWER_MAX_IO)
+            return nc_fail(err, NC_ERR_INTERNAL, "%s: too many I/O", fn->name);
+        for (int i = 0; i < fn->n_inputs; i++)
+            NC_TRY(describe_var(fn->inputs[i], &fi->in[fi->n_in++], fn->name, err));
+        for (int i = 0; i < fn->n_outputs; i++)
+            NC_TRY(describe_var(fn->outputs[i], &fi->out[fi->n_out++], fn->name, err));
+    }
+    return NC_OK;
+}
+
+static json_t *io_json(const lower_io *io) {
+    json_t *o = json_object(), *sh = json_array();
+    for (int i = 0; i < io->rank; i++) json_array_append_new(sh, json_integer(io->shape[i]));
+    json_object_set_new(o, "name", json_string(io->name));
+    json_object_set_new(o, "shape", sh);
+    json_object_set_new(o, "dtype", json_string(io->dtype));
+    return o;
+}
+
+static json_t *config_json(const qwen3_config *c) {
+    json_t *o = json_object(), *eos = json_array();
+    json_object_set_new(o, "model_type", json_string("qwen3"));
+    json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+    json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+    json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+    json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
+    json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
+    json_object_set_new(o, "num_key_value_heads", json_integer(c->num_key_value_heads));
+    json_object_set_new(o, "head_dim", json_integer(c->head_dim));
+    json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+    json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
+    json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
+    json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+    json_object_set_new(o, "bos_token_id", json_integer(c->bos_token_id));
+    for (int i = 0; i < c->n_eos; i++) json_array_append_new(eos, json_integer(c->eos_token_ids[i]));
+    json_object_set_new(o, "eos_token_ids", eos);
+    return o;
+}
+
+nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_error *err) {
+    const qwen3_config *c = &m->cfg;
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_string(LOWER_MANIFEST_FORMAT));
+    json_object_set_new(root, "format_version", json_integer(LOWER_MANIFEST_VERSION));
+    json_object_set_new(root, "nectar_version", json_string(NECTAR_VERSION));
+    json_object_set_new(root, "model", config_json(c));
+    json_t *tok = json_object();
+    json_object_set_new(tok, "file", json_string("tokenizer.json"));
+    json_object_set_new(tok, "config", json_string("tokenizer_config.json"));
+    json_object_set_new(tok, "note", json_string("copied from the checkpoint folder"));
+    json_object_set_new(root, "tokenizer", tok);
+
+    json_t *ext = json_object(), *need = json_array();
+    json_object_set_new(ext, "dir", json_string(m->source_dir));
+    json_array_append_new(need, json_string(m->embed_tensor));
+    if (!m->lm_head_on_ane) {
+        json_array_append_new(need, json_string(m->final_norm_tensor));
+        if (strcmp(m->lm_head_tensor, m->embed_tensor))
+            json_array_append_new(need, json_string(m->lm_head_tensor));
+    }
+    json_object_set_new(ext, "tensors", need);
+    json_object_set_new(ext, "embedding", json_string(m->embed_tensor));
+    json_object_set_new(ext, "final_norm", json_string(m->final_norm_tensor));
+    json_object_set_new(ext, "lm_head", json_string(m->lm_head_tensor));
+    json_object_set_new(ext, "how",
+                        json_string("safetensors in 'dir' (model.safetensors or the shards of "
+                                    "model.safetensors.index.json), looked up by tensor name"));
+    json_object_set_new(root, "checkpoint", ext);
+
+    json_t *plan = json_object(), *seqs = json_array();
+    json_object_set_new(plan, "ctx", json_integer(m->ctx));
+    for (int i = 0; i < m->n_seqs; i++) json_array_append_new(seqs, json_integer(m->seqs[i]));
+    json_object_set_new(plan, "buckets", seqs);
+    json_object_set_new(plan, "decode_bucket", json_integer(m->seqs[0]));
+    json_object_set_new(plan, "lm_head", json_string(m->lm_head_on_ane ? "ane" : "cpu"));
+    json_object_set_new(plan, "kernels_per_token", json_integer(m->kernels_per_token));
+    json_object_set_new(plan, "column_rule",
+                        json_string("in an S-wide function, column c holds the token at "
+                                    "position p with p mod S == c; unused columns are zero"));
+    json_object_set_new(root, "plan", plan);
+
+    json_t *kv = json_object();
+    json_object_set_new(kv, "layout", json_string("[1, num_key_value_heads * head_dim, 1, ctx]"));
+    json_object_set_new(kv, "dtype", json_string("fp16"));
+    json_object_set_new(kv, "per_layer", json_string("k_cache, v_cache"));
+    json_object_set_new(kv, "update",
+                        json_string("kv_<S>: gather(new, j mod S) then select(kv_write > 0.5, "
+                                    "spread, cache)"));
+    json_object_set_new(kv, "owner", json_string("host"));
+    json_object_set_new(root, "kv_cache", kv);
+
+    json_t *conv = json_object();
+    json_object_set_new(conv, "from", json_string("checkpoint dtype (bf16/fp16/fp32)"));
+    json_object_set_new(conv, "to", json_string("fp16"));
+    json_object_set_new(conv, "overflow_policy", json_string("saturate to +/-65504"));
+    json_object_set_new(conv, "values", json_integer((json_int_t)m->fp16.n_values));
+    json_object_set_new(conv, "saturated", json_integer((json_int_t)m->fp16.n_saturated));
+    json_object_set_new(conv, "nonfinite", json_integer((json_int_t)m->fp16.n_nonfinite));
+    json_object_set_new(root, "weights_fp16", conv);
+
+    json_t *progs = json_array();
+    for (int p = 0; p < m->n_programs; p++) {
+        const lower_program_info *pi = &m->programs[p];
+        json_t *po = json_object(), *fns = json_array();
+        json_object_set_new(po, "path", json_string(pi->path));
+        json_object_set_new(po, "weights", json_string("weights/weight.bin"));
+        if (pi->layer >= 0) json_object_set_new(po, "layer", json_integer(pi->layer));
+        json_object_set_new(po, "role", json_string(pi->layer >= 0 ? "layer" : "head"));
+        for (int f = 0; f < pi->n_fns; f++) {
+            const lower_fn_info *fi = &pi->fns[f];
+            json_t *fo = json_object(), *in = json_array(), *out = json_array();
+            json_object_set_new(fo, "name", json_string(fi->name));
+            json_object_set_new(fo, "seq", json_integer(fi->seq));
+            for (int i = 0; i < fi->n_in; i++) json_array_append_new(in, io_json(&fi->in[i]));
+            for (int i = 0; i < fi->n_out; i++) json_array_append_new(out, io_json(&fi->out[i]));
+            json_object_set_new(fo, "inputs", in);
+            json_object_set_new(fo, "outputs", out);
+            json_array_append_new(fns, fo);
+        }
+        json_object_set_new(po, "functions", fns);
+        json_array_append_new(progs, po);
+    }
+    json_object_set_new(root, "programs", progs);
+    if (m->lm_head_on_ane) {
+        json_t *rows = json_array();
+        for (int i = 0; i < m->n_head_chunks; i++)
+            json_array_append_new(rows, json_integer(m->head_rows[i]));
+        json_object_set_new(root, "head_chunk_rows", rows);
+    }
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!text) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
+    nc_status st = nc_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+/* --- reading --------------------------------------------------------------- */
+
+static nc_status int_field(const json_t *o, const char *key, int *out, const char *what,
+                           nc_error *err) {
+    int64_t v = 0;
+    NC_TRY(nc_json_int(o, key, &v, 1, what, err));
+    if (v < -1 || v > (1 << 30)) return nc_fail(err, NC_ERR_FORMAT, "%s: %s out of range", what, key);
+    *out = (int)v;
+    return NC_OK;
+}
+
+static nc_status str_field(const json_t *o, const char *key, char *buf, size_t cap,
+                           const char *what, nc_error *err) {
+    const char *s = NULL;
+    NC_TRY(nc_json_str(o, key, &s, 1, what, err));
+    if (strlen(s) >= cap) return nc_fail(err, NC_ERR_FORMAT, "%s: %s is too long", what, key);
+    snprintf(buf, cap, "%s", s);
+    return NC_OK;
+}
+
+static const json_t *obj(const json_t *o, const char *key, int is_array, const char *what,
+                         nc_error *err) {
+    const json_t *v = json_object_get(o, key);
+    if (!v || (is_array ? !json_is_array(v) : !json_is_object(v))) {
+        nc_fail(err, NC_ERR_FORMAT, "%s: field '%s' must be %s", what, key,
+                is_array ? "an array" : "an object");
+        return NULL;
+    }
+    return v;
+}
+
+static nc_status read_io(const json_t *a, lower_io *io, int *n, const char *what, nc_error *err) {
+    if (json_array_size(a) > LOWER_MAX_IO) return nc_fail(err, NC_ERR_FORMAT, "%s: too many I/O", what);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *e = json_array_get(a, i);
+        lower_io *x = &io[(*n)++];
+        if (!json_is_object(e)) return nc_fail(err, NC_ERR_FORMAT, "%s: I/O %zu is not an object", what, i);
+        NC_TRY(str_field(e, "name", x->name, sizeof x->name, what, err));
+        NC_TRY(str_field(e, "dtype", x->dtype, sizeof x->dtype, what, err));
+        const json_t *sh = obj(e, "shape", 1, what, err);
+        if (!sh) return err->code;
+        if (json_array_size(sh) < 1 || json_array_size(sh) > 4)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: %s has rank %zu", what, x->name, json_array_size(sh));
+        x->rank = (int)json_array_size(sh);
+        for (int d = 0; d < x->rank; d++) {
+            const json_t *v = json_array_get(sh, (size_t)d);
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 24))
+                return nc_fail(err, NC_ERR_FORMAT, "%s: %s has a bad dimension", what, x->name);
+            x->shape[d] = json_integer_value(v);
+        }
+    }
+    return NC_OK;
+}
+
+static nc_status read_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
+    memset(c, 0, sizeof *c);
+    NC_TRY(int_field(o, "vocab_size", &c->vocab_size, what, err));
+    NC_TRY(int_field(o, "hidden_size", &c->hidden_size, what, err));
+    NC_TRY(int_field(o, "intermediate_size", &c->intermediate_size, what, err));
+    NC_TRY(int_field(o, "num_hidden_layers", &c->num_hidden_layers, what, err));
+    NC_TRY(int_field(o, "num_attention_heads", &c->num_attention_heads, what, err));
+    NC_TRY(int_field(o, "num_key_value_heads", &c->num_key_value_heads, what, err));
+    NC_TRY(int_field(o, "head_dim", &c->head_dim, what, err));
+    NC_TRY(int_field(o, "max_position_embeddings", &c->max_position_embeddings, what, err));
+    int bos = -1;
+    NC_TRY(int_field(o, "bos_token_id", &bos, what, err));
+    c->bos_token_id = bos;
+    double eps = 0, theta = 0;
+    NC_TRY(nc_json_num(o, "rms_norm_eps", &eps, 1, what, err));
+    NC_TRY(nc_json_num(o, "rope_theta", &theta, 1, what, err));
+    c->rms_norm_eps = (float)eps;
+    c->rope_theta = (float)theta;
+    NC_TRY(nc_json_bool(o, "tie_word_embeddings", &c->tie_word_embeddings, 1, what, err));
+    const json_t *eos = obj(o, "eos_token_ids", 1, what, err);
+    if (!eos) return err->code;
+    for (size_t i = 0; i < json_array_size(eos) && i < QWEN3_MAX_EOS; i++)
+        c->eos_token_ids[c->n_eos++] = (int32_t)json_integer_value(json_array_get(eos, i));
+    if (c->vocab_size < 1 || c->hidden_size < 1 || c->num_hidden_layers < 1 ||
+        c->num_attention_heads < 1 || c->num_key_value_heads < 1 || c->head_dim < 2 ||
+        c->num_attention_heads % c->num_key_value_heads)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: inconsistent model shape", what);
+    return NC_OK;
+}
+
+nc_status lower_manifest_read(const char *dir, lower_manifest *m, nc_error *err) {
+    memset(m, 0, sizeof *m);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_t *root = NULL;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    const char *what = path, *fmt = NULL;
+    int ver = 0;
+    nc_status st = json_is_object(root) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not an object", path);
+    if (!st) st = nc_json_str(root, "format", &fmt, 1, what, err);
+    if (!st && strcmp(fmt, LOWER_MANIFEST_FORMAT))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: format is '%s', not '%s'", path, fmt, LOWER_MANIFEST_FORMAT);
+    if (!st) st = int_field(root, "format_version", &ver, what, err);
+    if (!st && ver != LOWER_MANIFEST_VERSION)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: format_version %d (this nectar reads %d)", path, ver,
+                     LOWER_MANIFEST_VERSION);
+    const json_t *model = st ? NULL : obj(root, "model", 0, what, err);
+    if (!st && !model) st = err->code;
+    if (!st) st = read_config(model, &m->cfg, what, err);
+    const json_t *ck = st ? NULL : obj(root, "checkpoint", 0, what, err);
+    if (!st && !ck) st = err->code;
+    if (!st) st = str_field(ck, "dir", m->source_dir, sizeof m->source_dir, what, err);
+    if (!st) st = str_field(ck, "embedding", m->embed_tensor, sizeof m->embed_tensor, what, err);
+    if (!st) st = str_field(ck, "final_norm", m->final_norm_tensor, sizeof m->final_norm_tensor, what, err);
+    if (!st) st = str_field(ck, "lm_head", m->lm_head_tensor, sizeof m->lm_head_tensor, what, err);
+    const json_t *plan = st ? NULL : obj(root, "plan", 0, what, err);
+    if (!st && !plan) st = err->code;
+    if (!st) st = int_field(plan, "ctx", &m->ctx, what, err);
+    if (!st) st = int_field(plan, "kernels_per_token", &m->kernels_per_token, what, err);
+    char head[8] = "";
+    if (!st) st = str_field(plan, "lm_head", head, sizeof head, what, err);
+    m->lm_head_on_ane = !strcmp(head, "ane");
+    const json_t *bk = st ? NULL : obj(plan, "buckets", 1, what, err);
+    if (!st && !bk) st = err->code;
+    if (!st && (json_array_size(bk) < 1 || json_array_size(bk) > LOWER_MAX_BUCKETS))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path, LOWER_MAX_BUCKETS);
+    for (size_t i = 0; !st && i < json_array_size(bk); i++) {
+        int64_t v = json_integer_value(json_array_get(bk, i));
+        if (v < 32 || v % 32 || v > m->ctx || (i && v <= m->seqs[i - 1]))
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets[%zu] = %lld is not a multiple of 32 "
+                         "in ascending order within ctx", path, i, (long long)v);
+        else
+            m->seqs[m->n_seqs++] = (int)v;
+    }
+    if (!st && (m->ctx < 32 || m->ctx % 32))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.ctx %d is not a multiple of 32", path, m->ctx);
+    const json_t *progs = st ? NULL : obj(root, "programs", 1, what, err);
+    if (!st && !progs) st = err->code;
+    if (!st) {
+        m->programs = calloc(json_array_size(progs) + 1, sizeof *m->programs);
+        if (!m->programs) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t p = 0; !st && p < json_array_size(progs); p++) {
+        const json_t *po = json_array_get(progs, p);
+        lower_program_info *pi = &m->programs[m->n_programs++];
+        pi->layer = -1;
+        if (!json_is_object(po)) {
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: programs[%zu] is not an object", path, p);
+            break;
+        }
+        st = str_field(po, "path", pi->path, sizeof pi->path, what, err);
+        if (!st && json_object_get(po, "layer")) st = int_field(po, "layer", &pi->layer, what, err);
+        if (!st && strstr(pi->path, ".."))
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path, pi->path);
+        const json_t *fns = st ? NULL : obj(po, "functions", 1, what, err);
+        if (!st && !fns) st = err->code;
+        if (!st && json_array_size(fns) > LOWER_MAX_FUNCS)
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: %s lists too many functions", path, pi->path);
+        for (size_t f = 0; !st && f < json_array_size(fns); f++) {
+            const json_t *fo = json_array_get(fns, f);
+            lower_fn_info *fi = &pi->fns[pi->n_fns++];
+            if (!json_is_object(fo)) {
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path, pi->path);
+                break;
+            }
+            st = str_field(fo, "name", fi->name, sizeof fi->name, what, err);
+            if (!st) st = int_field(fo, "seq", &fi->seq, what, err);
+            const json_t *in = st ? NULL : obj(fo, "inputs", 1, what, err);
+            const json_t *out = in ? obj(fo, "outputs", 1, what, err) : NULL;
+            if (!st && (!in || !out)) st = err->code;
+            if (!st) st = read_io(in, fi->in, &fi->n_in, what, err);
+            if (!st) st = read_io(out, fi->out, &fi->n_out, what, err);
+        }
+    }
+    if (!st && m->lm_head_on_ane) {
+        const json_t *rows = obj(root, "head_chunk_rows", 1, what, err);
+        if (!rows) st = err->code;
+        for (size_t i = 0; !st && i < json_array_size(rows) && i < 16; i++)
+            m->head_rows[m->n_head_chunks++] = json_integer_value(json_array_get(rows, i));
+    }
+    json_decref(root);
+    if (st) lower_manifest_free(m);
+    return st;
+}
+
+void lower_manifest_free(lower_manifest *m) {
+    free(m->programs);
+    m->programs = NULL;
+    m->n_programs = 0;
+}
+
+const lower_fn_info *lower_manifest_fn(const lower_program_info *p, const char *fn) {
+    for (int i = 0; i < p->n_fns; i++)
+        if (!strcmp(p->fns[i].name, fn)) return &p->fns[i];
+    return NULL;
+}
+
+const lower_io *lower_fn_io(const lower_fn_info *f, const char *name, int is_output) {
+    int n = is_output ? f->n_out : f->n_in;
+    const lower_io *io = is_output ? f->out : f->in;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(io[i].name, name)) return &io[i];
+    return NULL;
+}

@@ -1,0 +1,339 @@
+/* The compile driver (qwen3_compile.h): read the checkpoint tensor by tensor,
+ * convert each layer's weights to fp16 in parallel, lower the layer, print
+ * its program, describe it in the manifest; then the head, the tokenizer
+ * files and the manifest; then one rename publishes the bundle. */
+#define _XOPEN_SOURCE 700
+#include "lower/qwen3_compile.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/mmap.h"
+#include "base/timer.h"
+#include "io/hf_weights.h"
+#include "lower/manifest.h"
+#include "mil/print.h"
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void lower_remove_tree(const char *dir) {
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static size_t tree_bytes;
+static int add_size(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F) tree_bytes += (size_t)sb->st_size;
+    return 0;
+}
+
+typedef struct compile_ctx {
+    const lower_compile_options *opt;
+    qwen3_config cfg;
+    lower_plan plan;
+    hf_weights *w;
+    nc_pool *pool;
+    char tmp[4096];
+    lower_manifest man;
+    lower_fp16_stats stats;
+    int show_progress;
+    double t0;
+} compile_ctx;
+
+static void progress(compile_ctx *c, int done, int total) {
+    if (!c->show_progress) return;
+    int width = 30, fill = total ? done * width / total : width;
+    fprintf(stderr, "\rcompile [");
+    for (int i = 0; i < width; i++) fputc(i < fill ? '=' : ' ', stderr);
+    fprintf(stderr, "] %d/%d programs, %.1f s", done, total, nc_now_s() - c->t0);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* The tensor `name` with exactly the given shape (rank 1 or 2). */
+static nc_status find(compile_ctx *c, const char *name, int64_t d0, int64_t d1,
+                      const st_tensor **out, nc_error *err) {
+    const st_tensor *t = hf_weights_find(c->w, name, NULL);
+    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, name);
+    int rank = d1 ? 2 : 1;
+    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1))
+        return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json (expected "
+                       "[%lld%s%lld])", name, (long long)d0, rank == 2 ? ", " : "", (long long)(rank == 2 ? d1 : 0));
+    *out = t;
+    return NC_OK;
+}
+
+/* Converts tensor `name` into a fresh fp16 buffer held by w->data. */
+static nc_status load_weight(compile_ctx *c, const char *name, int64_t d0, int64_t d1,
+                             lower_weight *w, nc_error *err) {
+    const st_tensor *t;
+    NC_TRY(find(c, name, d0, d1, &t, err));
+    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
+    nc_fp16 *buf = malloc(n * sizeof *buf);
+    if (!buf) return nc_fail(err, NC_ERR_NOMEM, "tensor %s: out of memory", name);
+    nc_status st = lower_tensor_to_fp16(c->pool, t, 0, n, buf, &c->stats, err);
+    if (st != NC_OK) {
+        free(buf);
+        return st;
+    }
+    w->data = buf;
+    w->val = NULL;
+    return NC_OK;
+}
+
+static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int layer, nc_error *err) {
+    char path[4200], rel[64];
+    snprintf(rel, sizeof rel, "%s/model.mil", sub);
+    snprintf(path, sizeof path, "%s/%s", c->tmp, rel);
+    nc_status st = mil_print_file(prog, path, err);
+    if (st == NC_OK)
+        st = lower_describe_program(prog, rel, layer, &c->man.programs[c->man.n_programs++], err);
+    mil_program_free(prog);
+    return st;
+}
+
+static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_error *err) {
+    const qwen3_config *q = &c->cfg;
+    int64_t D = q->hidden_size, hd = q->head_dim, I = q->intermediate_size;
+    int64_t qd = (int64_t)q->num_attention_heads * hd, kvd = (int64_t)q->num_key_value_heads * hd;
+    lower_layer_weights w;
+    memset(&w, 0, sizeof w);
+    lower_qwen3_layer_shapes(q, &w);
+    struct { lower_weight *w; const char *name; int64_t d0, d1; } t[] = {
+        {&w.q, "self_attn.q_proj.weight", qd, D},     {&w.k, "self_attn.k_proj.weight", kvd, D},
+        {&w.v, "self_attn.v_proj.weight", kvd, D},    {&w.o, "self_attn.o_proj.weight", D, qd},
+        {&w.gate, "mlp.gate_proj.weight", I, D},      {&w.up, "mlp.up_proj.weight", I, D},
+        {&w.down, "mlp.down_proj.weight", D, I},      {&w.attn_norm, "input_layernorm.weight", D, 0},
+        {&w.mlp_norm, "post_attention_layernorm.weight", D, 0},
+        {&w.q_norm, "self_attn.q_norm.weight", hd, 0}, {&w.k_norm, "self_attn.k_norm.weight", hd, 0}};
+    int n = (int)(sizeof t / sizeof t[0]);
+    nc_status st = NC_OK;
+    for (int i = 0; i < n && st == NC_OK; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "model.layers.%d.%s", l, t[i].name);
+        st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
+    }
+    char sub[32], dir[4200];
+    snprintf(sub, sizeof sub, "layer_%02d", l);
+    snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
+    mil_program *prog = NULL;
+    if (st == NC_OK) st = lower_qwen3_layer_program(&c->plan, &w, rope, dir, &prog, err);
+    if (st == NC_OK) st = emit(c, prog, sub, l, err);
+    if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
+    rope->val = NULL; /* each program has its own weight.bin */
+    for (int i = 0; i < n; i++) free((void *)t[i].w->data);
+    return st;
+}
+
+static nc_status compile_head(compile_ctx *c, nc_error *err) {
+    const qwen3_config *q = &c->cfg;
+    int64_t D = q->hidden_size, V = q->vocab_size;
+    lower_weight norm = {0}, chunks[16];
+    memset(chunks, 0, sizeof chunks);
+    norm.rank = 4;
+    norm.dims[0] = 1;
+    norm.dims[1] = D;
+    norm.dims[2] = norm.dims[3] = 1;
+    NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
+    const st_tensor *t;
+    nc_status st = find(c, c->man.lm_head_tensor, V, D, &t, err);
+    int n_chunks = (int)((V + LOWER_MAX_HEAD_ROWS - 1) / LOWER_MAX_HEAD_ROWS);
+    if (n_chunks > 16) st = nc_fail(err, NC_ERR_UNSUPPORTED, "vocabulary of %lld rows is too large", (long long)V);
+    int64_t per = n_chunks ? (V + n_chunks - 1) / n_chunks : V;
+    for (int i = 0; st == NC_OK && i < n_chunks; i++) {
+        int64_t lo = i * per, rows = lo + per > V ? V - lo : per;
+        nc_fp16 *buf = malloc((size_t)(rows * D) * sizeof *buf);
+        if (!buf) {
+            st = nc_fail(err, NC_ERR_NOMEM, "LM head: out of memory");
+            break;
+        }
+        chunks[i].data = buf;
+        chunks[i].rank = 4;
+        chunks[i].dims[0] = rows;
+        chunks[i].dims[1] = D;
+        chunks[i].dims[2] = chunks[i].dims[3] = 1;
+        c->man.head_rows[c->man.n_head_chunks++] = rows;
+        st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats, err);
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/head", c->tmp);
+    mil_program *prog = NULL;
+    if (st == NC_OK) st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
+    if (st == NC_OK) st = emit(c, prog, "head", -1, err);
+    free((void *)norm.data);
+    for (int i = 0; i < n_chunks && i < 16; i++) free((void *)chunks[i].data);
+    return st;
+}
+
+static nc_status copy_file(const char *from_dir, const char *to_dir, const char *name, int required,
+                           nc_error *err) {
+    char src[4200], dst[4200];
+    snprintf(src, sizeof src, "%s/%s", from_dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
+    if (!nc_file_exists(src))
+        return required ? nc_fail(err, NC_ERR_NOT_FOUND, "%s: missing", src) : NC_OK;
+    char *data = NULL;
+    size_t n = 0;
+    NC_TRY(nc_read_file(src, &data, &n, err));
+    nc_status st = nc_write_file_atomic(dst, data, n, err);
+    free(data);
+    return st;
+}
+
+static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
+    const lower_compile_options *o = c->opt;
+    int max_pos = c->cfg.max_position_embeddings;
+    int ctx = o->ctx > 0 ? o->ctx : (max_pos < 512 ? max_pos : 512) / 32 * 32;
+    if (ctx < 32 || ctx % 32 || ctx > max_pos)
+        return nc_fail(err, NC_ERR_INVALID, "--ctx %d: must be a multiple of 32 in [32, %d] "
+                       "(max_position_embeddings)", ctx, max_pos);
+    lower_plan *p = &c->plan;
+    p->cfg = &c->cfg;
+    p->ctx = ctx;
+    p->seqs[p->n_seqs++] = 32; /* decode: one token padded to 32 columns */
+    static const int defaults[] = {64, 128};
+    int n = o->n_seqs ? o->n_seqs : 2;
+    for (int i = 0; i < n; i++) {
+        int s = o->n_seqs ? o->seqs[i] : defaults[i];
+        if (s < 32 || s % 32)
+            return nc_fail(err, NC_ERR_INVALID, "--buckets: %d is not a multiple of 32", s);
+        if (s > ctx) {
+            if (o->n_seqs) return nc_fail(err, NC_ERR_INVALID, "--buckets: %d exceeds --ctx %d", s, ctx);
+            continue;
+        }
+        if (s <= p->seqs[p->n_seqs - 1]) {
+            if (s == p->seqs[p->n_seqs - 1]) continue;
+            return nc_fail(err, NC_ERR_INVALID, "--buckets: sizes must ascend");
+        }
+        if (p->n_seqs == LOWER_MAX_BUCKETS)
+            return nc_fail(err, NC_ERR_INVALID, "--buckets: at most %d sizes", LOWER_MAX_BUCKETS);
+        p->seqs[p->n_seqs++] = s;
+    }
+    return NC_OK;
+}
+
+/* Publishes tmp as out: a fresh name, or an older bundle replaced. */
+static nc_status publish(const char *tmp, const char *out, nc_error *err) {
+    if (rename(tmp, out) == 0) return NC_OK;
+    char old[4200];
+    snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
+    if (rename(out, old) != 0 || rename(tmp, out) != 0)
+        return nc_fail(err, NC_ERR_IO, "%s: cannot move the bundle into place: %s", out, strerror(errno));
+    lower_remove_tree(old);
+    return NC_OK;
+}
+
+static nc_status check_out(const char *out, nc_error *err) {
+    if (!nc_file_exists(out) && !nc_is_dir(out)) return NC_OK;
+    char m[4200];
+    snprintf(m, sizeof m, "%s/manifest.json", out);
+    if (nc_is_dir(out) && nc_file_exists(m)) return NC_OK; /* an older bundle: replaced at the end */
+    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a nectar bundle (not replacing it)", out);
+}
+
+nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,
+                              nc_error *err) {
+    compile_ctx *c = calloc(1, sizeof *c);
+    if (!c) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    memset(rep, 0, sizeof *rep);
+    c->opt = opt;
+    c->t0 = nc_now_s();
+    c->show_progress = opt->progress > 0 || (opt->progress < 0 && isatty(2));
+    nc_status st = check_out(opt->out_dir, err);
+    if (!st) st = qwen3_config_load(opt->model_dir, &c->cfg, err);
+    if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
+        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: head_dim must be even and heads a multiple of "
+                     "kv heads", opt->model_dir);
+    if (!st) st = plan_buckets(c, err);
+    if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
+    if (!st) st = nc_pool_new(opt->n_threads, &c->pool, err);
+    int L = c->cfg.num_hidden_layers;
+    if (!st) {
+        c->man.programs = calloc((size_t)L + 1, sizeof *c->man.programs);
+        if (!c->man.programs) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    char *abs_src = st ? NULL : realpath(opt->model_dir, NULL);
+    if (!st && !abs_src) st = nc_fail(err, NC_ERR_IO, "%s: %s", opt->model_dir, strerror(errno));
+    if (!st) {
+        snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%ld", opt->out_dir, (long)getpid());
+        lower_remove_tree(c->tmp);
+        if (mkdir(c->tmp, 0777) != 0)
+            st = nc_fail(err, NC_ERR_IO, "%s: cannot create: %s", c->tmp, strerror(errno));
+    }
+    lower_manifest *m = &c->man;
+    if (!st) {
+        m->cfg = c->cfg;
+        m->ctx = c->plan.ctx;
+        m->n_seqs = c->plan.n_seqs;
+        memcpy(m->seqs, c->plan.seqs, sizeof m->seqs);
+        m->lm_head_on_ane = !opt->lm_head_on_cpu;
+        snprintf(m->source_dir, sizeof m->source_dir, "%s", abs_src);
+        snprintf(m->embed_tensor, sizeof m->embed_tensor, "model.embed_tokens.weight");
+        snprintf(m->final_norm_tensor, sizeof m->final_norm_tensor, "model.norm.weight");
+        snprintf(m->lm_head_tensor, sizeof m->lm_head_tensor, "%s",
+                 c->cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+        const st_tensor *e;
+        st = find(c, m->embed_tensor, c->cfg.vocab_size, c->cfg.hidden_size, &e, err);
+    }
+    free(abs_src);
+    int total = L + (opt->lm_head_on_cpu ? 0 : 1);
+    lower_weight rope = {0};
+    rope.rank = 4;
+    rope.dims[0] = rope.dims[1] = 1;
+    rope.dims[2] = rope.dims[3] = c->cfg.head_dim;
+    if (!st) {
+        rope.data = lower_rope_matrix(c->cfg.head_dim);
+        if (!rope.data) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    for (int l = 0; l < L && !st; l++) {
+        progress(c, l, total);
+        st = compile_layer(c, l, &rope, err);
+    }
+    free((void *)rope.data);
+    if (!st && !opt->lm_head_on_cpu) st = compile_head(c, err);
+    if (!st) progress(c, total, total);
+    if (!st) st = copy_file(opt->model_dir, c->tmp, "tokenizer.json", 1, err);
+    if (!st) st = copy_file(opt->model_dir, c->tmp, "tokenizer_config.json", 0, err);
+    if (!st) st = copy_file(opt->model_dir, c->tmp, "generation_config.json", 0, err);
+    if (!st) st = copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
+    if (!st) {
+        m->fp16 = c->stats;
+        m->kernels_per_token = LOWER_N_KERNELS * L + (m->lm_head_on_ane ? 1 : 0);
+        char mp[4200];
+        snprintf(mp, sizeof mp, "%s/manifest.json", c->tmp);
+        st = lower_manifest_write(m, mp, err);
+    }
+    if (!st) {
+        tree_bytes = 0;
+        nftw(c->tmp, add_size, 16, FTW_PHYS);
+        rep->bundle_bytes = tree_bytes;
+        st = publish(c->tmp, opt->out_dir, err);
+    }
+    if (st && c->tmp[0]) lower_remove_tree(c->tmp);
+    if (!st) {
+        rep->seconds = nc_now_s() - c->t0;
+        rep->n_programs = m->n_programs;
+        for (int p = 0; p < m->n_programs; p++) rep->n_functions += m->programs[p].n_fns;
+        rep->kernels_per_token = m->kernels_per_token;
+        rep->ctx = m->ctx;
+        rep->fp16 = c->stats;
+    }
+    free(m->programs);
+    nc_pool_free(c->pool);
+    hf_weights_close(c->w);
+    free(c);
+    return st;
+}

@@ -1,0 +1,232 @@
+/* Qwen3 decoder layers and LM head written as MIL functions (see
+ * qwen3_lower.h for the kernels and their I/O). Every function is built
+ * with the builder, so a shape or argument mistake fails at the op that
+ * makes it, and every finished program is checked against the ANE rules. */
+#include "lower/qwen3_lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mil/check.h"
+
+static const char *const kernel_names[LOWER_N_KERNELS] = {"qkv", "kv", "attn", "mlp"};
+
+const char *lower_kernel_name(lower_kernel k) {
+    return k >= 0 && k < LOWER_N_KERNELS ? kernel_names[k] : "?";
+}
+
+static void shape4(lower_weight *w, int64_t a, int64_t b, int64_t c, int64_t d) {
+    w->rank = 4;
+    w->dims[0] = a;
+    w->dims[1] = b;
+    w->dims[2] = c;
+    w->dims[3] = d;
+}
+
+void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
+    int64_t D = c->hidden_size, hd = c->head_dim, I = c->intermediate_size;
+    int64_t qd = (int64_t)c->num_attention_heads * hd, kvd = (int64_t)c->num_key_value_heads * hd;
+    shape4(&w->q, qd, D, 1, 1);
+    shape4(&w->k, kvd, D, 1, 1);
+    shape4(&w->v, kvd, D, 1, 1);
+    shape4(&w->o, D, qd, 1, 1);
+    shape4(&w->gate, I, D, 1, 1);
+    shape4(&w->up, I, D, 1, 1);
+    shape4(&w->down, D, I, 1, 1);
+    shape4(&w->attn_norm, 1, D, 1, 1);
+    shape4(&w->mlp_norm, 1, D, 1, 1);
+    shape4(&w->q_norm, 1, 1, hd, 1);
+    shape4(&w->k_norm, 1, 1, hd, 1);
+}
+
+static mil_var *input4(mil_builder *b, const char *name, int64_t d0, int64_t d1, int64_t d2,
+                       int64_t d3) {
+    int64_t dims[4] = {d0, d1, d2, d3};
+    const mil_type *t = mil_type_tensor(mil_builder_program(b), MIL_DT_FP16, 4, dims);
+    return t ? mil_build_input(b, name, t) : NULL;
+}
+
+static mil_var *conv(mil_builder *b, const char *name, mil_var *x, lower_weight *w) {
+    char wn[160];
+    snprintf(wn, sizeof wn, "%s_weight", name);
+    mil_var *wv = lower_shared_weight(b, wn, w);
+    return wv ? mil_build_conv(b, name, x, wv, NULL, 1) : NULL;
+}
+
+static mil_var *reshape4(mil_builder *b, const char *name, mil_var *x, int32_t d0, int32_t d1,
+                         int32_t d2, int32_t d3) {
+    int32_t s[4] = {d0, d1, d2, d3};
+    return x ? mil_build_reshape(b, name, x, 4, s) : NULL;
+}
+
+/* rmsnorm + q/k/v projections + per-head q/k RMSNorm + RoPE. */
+static void build_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                      lower_weight *rope) {
+    const qwen3_config *c = p->cfg;
+    int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
+    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
+    mil_var *cs = input4(b, "rope_cos", 1, 1, hd, S);
+    mil_var *sn = input4(b, "rope_sin", 1, 1, hd, S);
+    mil_var *nw = lower_shared_weight(b, "attn_norm_weight", &w->attn_norm);
+    mil_var *h = x && nw ? lower_rmsnorm(b, "attn_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
+                         : NULL;
+    mil_var *q = h ? conv(b, "q_proj", h, &w->q) : NULL;
+    mil_var *k = q ? conv(b, "k_proj", h, &w->k) : NULL;
+    mil_var *v = k ? conv(b, "v_new", h, &w->v) : NULL;
+    mil_var *rot = v ? lower_shared_weight(b, "rope_rotate_half", rope) : NULL;
+    mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
+    mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
+    /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
+    mil_var *q4 = kw ? reshape4(b, "q_heads", q, 1, H, hd, S) : NULL;
+    mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
+    mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
+    mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
+    mil_var *qr = kn ? lower_rope(b, "q_rope", qn, rot, cs, sn) : NULL;
+    mil_var *kr = qr ? lower_rope(b, "k_rope", kn, rot, cs, sn) : NULL;
+    mil_var *qo = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
+    mil_var *ko = qo ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
+    mil_var *outs[3] = {qo, ko, v};
+    if (ko) mil_build_done(b, outs, 3);
+}
+
+/* The cache update: gather spreads the S new columns over the whole context
+ * with constant indices j mod S; select keeps them where kv_write is 1. */
+static void build_kv(mil_builder *b, const lower_plan *p, int S) {
+    const qwen3_config *c = p->cfg;
+    int64_t kvd = (int64_t)c->num_key_value_heads * c->head_dim;
+    mil_var *kc = input4(b, "k_cache", 1, kvd, 1, p->ctx);
+    mil_var *vc = input4(b, "v_cache", 1, kvd, 1, p->ctx);
+    mil_var *kn = input4(b, "k_new", 1, kvd, 1, S);
+    mil_var *vn = input4(b, "v_new", 1, kvd, 1, S);
+    mil_var *wr = input4(b, "kv_write", 1, 1, 1, p->ctx);
+    int32_t *idx = malloc((size_t)p->ctx * sizeof *idx);
+    if (!idx) return;
+    for (int j = 0; j < p->ctx; j++) idx[j] = j % S;
+    mil_var *iv = wr ? mil_build_const_i32s(b, "spread_indices", p->ctx, idx) : NULL;
+    free(idx);
+    /* bools may not cross the boundary: the mask arrives as fp16 0/1 */
+    mil_var *m = iv ? mil_build_binary(b, "greater", "write_mask", wr,
+                                       mil_build_const_scalar(b, "half", MIL_DT_FP16, 0.5))
+                    : NULL;
+    mil_var *ku = m ? mil_build_gather(b, "k_spread", kn, iv, 3) : NULL;
+    mil_var *vu = ku ? mil_build_gather(b, "v_spread", vn, iv, 3) : NULL;
+    mil_var *ko = vu ? mil_build_select(b, "k_cache_out", m, ku, kc) : NULL;
+    mil_var *vo = ko ? mil_build_select(b, "v_cache_out", m, vu, vc) : NULL;
+    mil_var *outs[2] = {ko, vo};
+    if (vo) mil_build_done(b, outs, 2);
+}
+
+/* Grouped-query attention written out, then o_proj and the residual. Query
+ * heads sharing a KV head form one batch entry [KV, G, ...] so the cache is
+ * read once per group and never copied. */
+static void build_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w) {
+    const qwen3_config *c = p->cfg;
+    int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
+    int32_t G = H / KV, ctx = p->ctx;
+    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
+    mil_var *q = input4(b, "q", 1, (int64_t)H * hd, 1, S);
+    mil_var *kc = input4(b, "k_cache", 1, (int64_t)KV * hd, 1, ctx);
+    mil_var *vc = input4(b, "v_cache", 1, (int64_t)KV * hd, 1, ctx);
+    mil_var *mask = input4(b, "attn_mask", 1, 1, S, ctx);
+    mil_var *q4 = mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
+    mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
+                                     mil_build_const_scalar(b, "scale", MIL_DT_FP16,
+                                                            1.0 / sqrt((double)hd)))
+                     : NULL;
+    mil_var *k4 = qs ? reshape4(b, "k_groups", kc, KV, 1, hd, ctx) : NULL;
+    mil_var *v4 = k4 ? reshape4(b, "v_groups", vc, KV, 1, hd, ctx) : NULL;
+    /* scores [KV, G, S, ctx] = q^T k */
+    mil_var *sc = v4 ? mil_build_matmul(b, "scores", qs, k4, 1, 0) : NULL;
+    mil_var *sm = sc ? mil_build_add(b, "scores_masked", sc, mask) : NULL;
+    /* softmax subtracts the row max before exp (mil-interpreter.md, MIL spec) */
+    mil_var *pr = sm ? mil_build_softmax(b, "probs", sm, -1) : NULL;
+    /* out [KV, G, hd, S] = v p^T: heads come out channel-major, no transpose */
+    mil_var *at = pr ? mil_build_matmul(b, "attn", v4, pr, 0, 1) : NULL;
+    mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
+    mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
+    mil_var *xo = o ? mil_build_add(b, "x_out", x, o) : NULL;
+    if (xo) mil_build_done(b, &xo, 1);
+}
+
+/* rmsnorm + SiLU-gated MLP + residual. */
+static void build_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w) {
+    const qwen3_config *c = p->cfg;
+    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
+    mil_var *nw = x ? lower_shared_weight(b, "mlp_norm_weight", &w->mlp_norm) : NULL;
+    mil_var *h = nw ? lower_rmsnorm(b, "mlp_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
+                    : NULL;
+    mil_var *g = h ? conv(b, "gate_proj", h, &w->gate) : NULL;
+    mil_var *u = g ? conv(b, "up_proj", h, &w->up) : NULL;
+    mil_var *a = u ? mil_build_unary(b, "silu", "gate_act", g) : NULL;
+    mil_var *gu = a ? mil_build_mul(b, "gated", a, u) : NULL;
+    mil_var *d = gu ? conv(b, "down_proj", gu, &w->down) : NULL;
+    mil_var *xo = d ? mil_build_add(b, "x_out", x, d) : NULL;
+    if (xo) mil_build_done(b, &xo, 1);
+}
+
+static nc_status finish(mil_builder *b, mil_program **out, nc_error *err) {
+    if (mil_builder_error(b)->code != NC_OK) {
+        *err = *mil_builder_error(b);
+        mil_builder_free(b);
+        return err->code;
+    }
+    mil_program *prog = NULL;
+    NC_TRY(mil_builder_finish(b, &prog, err));
+    nc_status st = mil_check_strict(prog, 1, err);
+    if (st != NC_OK) {
+        mil_program_free(prog);
+        return st;
+    }
+    *out = prog;
+    return NC_OK;
+}
+
+nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
+                                    const char *dir, mil_program **out, nc_error *err) {
+    mil_builder *b;
+    NC_TRY(mil_builder_new(&b, dir, err));
+    for (int s = 0; s < p->n_seqs; s++) {
+        int S = p->seqs[s];
+        for (int k = 0; k < LOWER_N_KERNELS; k++) {
+            char fn[64];
+            snprintf(fn, sizeof fn, "%s_s%d", kernel_names[k], S);
+            if (mil_build_function(b, fn, "ios18") != NC_OK) break;
+            if (k == LOWER_K_QKV) build_qkv(b, p, S, w, rope);
+            if (k == LOWER_K_KV) build_kv(b, p, S);
+            if (k == LOWER_K_ATTN) build_attn(b, p, S, w);
+            if (k == LOWER_K_MLP) build_mlp(b, p, S, w);
+        }
+    }
+    return finish(b, out, err);
+}
+
+nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
+                                   lower_weight *chunks, int n_chunks, const char *dir,
+                                   mil_program **out, nc_error *err) {
+    const qwen3_config *c = p->cfg;
+    mil_builder *b;
+    NC_TRY(mil_builder_new(&b, dir, err));
+    char fn[64];
+    snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
+    mil_var *outs[16];
+    if (n_chunks > 16) {
+        mil_builder_free(b);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "LM head: %d chunks (at most 16)", n_chunks);
+    }
+    if (mil_build_function(b, fn, "ios18") == NC_OK) {
+        mil_var *x = input4(b, "x", 1, c->hidden_size, 1, LOWER_HEAD_SEQ);
+        mil_var *nw = x ? lower_shared_weight(b, "final_norm_weight", final_norm) : NULL;
+        mil_var *h = nw ? lower_rmsnorm(b, "final_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
+                        : NULL;
+        int ok = h != NULL;
+        for (int i = 0; ok && i < n_chunks; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "logits_%d", i);
+            outs[i] = conv(b, name, h, &chunks[i]);
+            ok = outs[i] != NULL;
+        }
+        if (ok) mil_build_done(b, outs, n_chunks);
+    }
+    return finish(b, out, err);
+}

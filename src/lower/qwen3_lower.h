@@ -1,0 +1,61 @@
+/* Qwen3 as ANE programs: one MIL program per decoder layer holding four
+ * kernels (functions) per sequence bucket, and one program for the final
+ * norm + LM head. Activations are [1, C, 1, S] fp16; the KV cache of a
+ * layer is [1, kv_heads * head_dim, 1, ctx] fp16, an explicit input and
+ * output owned by the host. docs/lowering.md describes every I/O.
+ *
+ *   qkv_sS : x, rope_cos, rope_sin         -> q, k_new, v_new
+ *   kv_sS  : k_cache, v_cache, k_new, v_new, kv_write -> k_cache_out, v_cache_out
+ *   attn_sS: x, q, k_cache, v_cache, attn_mask          -> x_out
+ *   mlp_sS : x                                            -> x_out
+ *   head_s32 (head program): x -> logits_0, logits_1, ... (<= 65,536 rows each)
+ *
+ * Column c of an S-wide function holds the token whose position p has
+ * p mod S == c, so the KV update is a gather with CONSTANT indices
+ * (j mod S) followed by a select on the host's write mask. */
+#ifndef NC_LOWER_QWEN3_LOWER_H
+#define NC_LOWER_QWEN3_LOWER_H
+
+#include "lower/lower_ops.h"
+#include "models/qwen3.h"
+
+#define LOWER_HEAD_SEQ 32          /* the head runs one token, padded to 32 columns */
+#define LOWER_MAX_HEAD_ROWS 65536  /* ANE dimension limit (DESIGN.md §3) */
+#define LOWER_MASK_NEG (-1.0e4)    /* finite "minus infinity" of the attention mask */
+#define LOWER_MAX_BUCKETS 8
+
+/* The four kernels of a layer, in execution order. */
+typedef enum lower_kernel { LOWER_K_QKV, LOWER_K_KV, LOWER_K_ATTN, LOWER_K_MLP, LOWER_N_KERNELS } lower_kernel;
+const char *lower_kernel_name(lower_kernel k); /* "qkv", "kv", "attn", "mlp" */
+
+/* The fp16 weights of one layer (shapes set by lower_qwen3_layer_shapes). */
+typedef struct lower_layer_weights {
+    lower_weight q, k, v, o, gate, up, down;           /* [cout, cin, 1, 1] */
+    lower_weight attn_norm, mlp_norm;                  /* [1, D, 1, 1] */
+    lower_weight q_norm, k_norm;                       /* [1, 1, hd, 1] */
+} lower_layer_weights;
+
+/* Fills every weight's rank and dims from the config (data left as is). */
+void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w);
+
+typedef struct lower_plan {
+    const qwen3_config *cfg;
+    int ctx;                       /* KV cache length, a multiple of 32 */
+    int n_seqs;
+    int seqs[LOWER_MAX_BUCKETS];   /* sequence buckets, ascending, multiples of 32, <= ctx */
+} lower_plan;
+
+/* Builds the layer program into folder dir (dir/weights/weight.bin is
+ * written; the caller prints dir/model.mil). rope is the shared rotate-half
+ * matrix weight [1, 1, hd, hd]. Every function passes mil_check_strict
+ * with the ANE rules before it is returned. */
+nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
+                                    const char *dir, mil_program **out, nc_error *err);
+
+/* The head program: final RMSNorm then the LM head in n_chunks 1x1 convs
+ * (chunks[i]: [rows_i, D, 1, 1]); function head_s32, outputs logits_<i>. */
+nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
+                                   lower_weight *chunks, int n_chunks, const char *dir,
+                                   mil_program **out, nc_error *err);
+
+#endif

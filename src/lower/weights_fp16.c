@@ -1,0 +1,76 @@
+/* Parallel checkpoint -> fp16 conversion with saturation (weights_fp16.h). */
+#include "lower/weights_fp16.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CHUNK_ELEMS (1u << 16)
+
+typedef struct {
+    const st_tensor *t;
+    size_t first, count;
+    nc_fp16 *dst;
+    size_t sat[64], nonfinite[64]; /* per thread */
+} conv_job;
+
+static nc_fp16 saturate(float f, size_t *sat, size_t *nonfinite) {
+    if (!isfinite(f)) {
+        (*nonfinite)++;
+        return nc_f32_to_fp16(f);
+    }
+    nc_fp16 h = nc_f32_to_fp16(f);
+    if ((h & 0x7fff) == 0x7c00) { /* finite but rounds to inf */
+        (*sat)++;
+        h = (nc_fp16)((h & 0x8000) | 0x7bff);
+    }
+    return h;
+}
+
+static void convert_chunk(void *ctx, int task, int thread) {
+    conv_job *j = ctx;
+    size_t lo = (size_t)task * CHUNK_ELEMS, hi = lo + CHUNK_ELEMS;
+    if (hi > j->count) hi = j->count;
+    size_t *sat = &j->sat[thread & 63], *nf = &j->nonfinite[thread & 63];
+    const unsigned char *base = j->t->data;
+    for (size_t i = lo; i < hi; i++) {
+        size_t e = j->first + i;
+        float f;
+        if (j->t->dtype == ST_BF16) {
+            nc_bf16 v;
+            memcpy(&v, base + 2 * e, 2);
+            f = nc_bf16_to_f32(v);
+        } else if (j->t->dtype == ST_F16) {
+            nc_fp16 v;
+            memcpy(&v, base + 2 * e, 2);
+            f = nc_fp16_to_f32(v);
+        } else {
+            memcpy(&f, base + 4 * e, 4);
+        }
+        j->dst[i] = saturate(f, sat, nf);
+    }
+}
+
+nc_status lower_tensor_to_fp16(nc_pool *pool, const st_tensor *t, size_t first, size_t count,
+                               nc_fp16 *dst, lower_fp16_stats *stats, nc_error *err) {
+    if (t->dtype != ST_BF16 && t->dtype != ST_F16 && t->dtype != ST_F32)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "tensor %s: dtype %s (expected BF16, F16 or F32)",
+                       t->name, st_dtype_name(t->dtype));
+    size_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= (size_t)t->shape[i];
+    if (first > n || count > n - first)
+        return nc_fail(err, NC_ERR_INTERNAL, "tensor %s: rows out of range", t->name);
+    conv_job j;
+    memset(&j, 0, sizeof j);
+    j.t = t;
+    j.first = first;
+    j.count = count;
+    j.dst = dst;
+    int tasks = (int)((count + CHUNK_ELEMS - 1) / CHUNK_ELEMS);
+    nc_pool_for(pool, tasks, convert_chunk, &j);
+    for (int i = 0; i < 64; i++) {
+        stats->n_saturated += j.sat[i];
+        stats->n_nonfinite += j.nonfinite[i];
+    }
+    stats->n_values += count;
+    return NC_OK;
+}
