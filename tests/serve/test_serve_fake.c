@@ -498,19 +498,33 @@ static void test_api_key_required_when_set(void) {
 /* One slot, no queue, slow steps: a second request while the first runs is
  * answered 429 with Retry-After; with a queue and a 1 s timeout, a request
  * that cannot get a slot in time is answered 504. */
+/* Polls /metrics until the gauge reaches at least `want` (10 s at most). */
+static int wait_gauge(const srv *s, const char *name, double want) {
+    for (int i = 0; i < 200; i++) {
+        reply r = http(s, "GET", "/metrics", NULL, NULL);
+        double v = metric(r.body, name);
+        reply_free(&r);
+        if (v >= want) return 1;
+        sleep_ms(50);
+    }
+    return 0;
+}
+
 static void test_full_queue_429_and_queue_timeout_504(void) {
     srv s;
     const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--parallel", "1", "--queue", "1",
-                          "--fake-step-ms", "100", "--timeout", "1", NULL};
+                          "--fake-step-ms", "150", "--timeout", "1", NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start");
-    const char *body = "{\"prompt\":\"Hello\",\"max_tokens\":25}";
+    /* "Start" is not in the script, so the fake recites all of it: about
+     * 32 steps, 4.8 s, far longer than the 1 s the queued request may wait. */
+    const char *body = "{\"prompt\":\"Start\",\"max_tokens\":40}";
     char cmd[2048];
     curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", body, strlen(body), NULL, "busy1");
     FILE *p1 = popen(cmd, "r");
-    sleep_ms(300);
+    int busy = wait_gauge(&s, "nectar_slots_busy", 1);
     curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", body, strlen(body), NULL, "busy2");
     FILE *p2 = popen(cmd, "r");
-    sleep_ms(300);
+    int queued = wait_gauge(&s, "nectar_queue_depth", 1);
     reply r3 = http(&s, "POST", "/v1/completions", body, NULL);
     reply r1 = {0}, r2 = {0};
     if (p1) collect(&r1, p1, "busy1");
@@ -521,6 +535,7 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
     reply_free(&r1);
     reply_free(&r2);
     reply_free(&r3);
+    CHECKF(busy && queued, "the slot never filled (%d) or nothing queued (%d)", busy, queued);
     CHECKF(st1 == 200, "first request: HTTP %d", st1);
     CHECKF(st2 == 504, "queued request: HTTP %d, expected 504", st2);
     CHECKF(st3 == 429 && has_retry, "third request: HTTP %d (Retry-After %s)", st3, has_retry ? "yes" : "no");
@@ -532,7 +547,7 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
  * server stays healthy throughout. */
 static void test_slow_client_and_disconnect(void) {
     srv s;
-    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--fake-step-ms", "50", "--timeout",
+    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--fake-step-ms", "100", "--timeout",
                           "1", "--parallel", "2", NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start");
     int fd = raw_connect(&s);
@@ -557,9 +572,10 @@ static void test_slow_client_and_disconnect(void) {
     }
     close(fd);
     int slow_ok = n_got == 0 || strstr(got, " 408 ") != NULL;
-    /* Vanishing client: start a long stream, read its first bytes, close. */
+    /* Vanishing client: start a long stream (the whole script, about 3.2 s),
+     * read its first bytes, close. */
     fd = raw_connect(&s);
-    const char *body = "{\"prompt\":\"Hello\",\"max_tokens\":200,\"stream\":true}";
+    const char *body = "{\"prompt\":\"Start\",\"max_tokens\":200,\"stream\":true}";
     char req[512];
     snprintf(req, sizeof req,
              "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
