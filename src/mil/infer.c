@@ -422,8 +422,11 @@ MIL_INFER_FN(mil_infer_argreduce) {
     int64_t axis;
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     int_of(prog, op, "axis", -1, &axis);
-    return reduce_shape(prog, op, x, &axis, 1, 0, bool_of(prog, op, "keep_dims", 0), MIL_DT_INT32,
-                        out, err);
+    const char *name = str_of(op, "output_dtype"); /* iOS17+: int32 (default) or uint16 */
+    mil_dtype dt = name ? mil_dtype_from_name(name) : MIL_DT_INT32;
+    if (dt != MIL_DT_INT32 && dt != MIL_DT_UINT16)
+        return fail(op, err, "output_dtype '%s' is not int32 or uint16", name);
+    return reduce_shape(prog, op, x, &axis, 1, 0, bool_of(prog, op, "keep_dims", 0), dt, out, err);
 }
 
 /* --- shape and data movement --------------------------------------------- */
@@ -600,8 +603,11 @@ MIL_INFER_FN(mil_infer_slice_by_size) {
     int nb, ns;
     NC_TRY(need_tensor(op, "x", 1, &x, err));
     int kb = ints_of(prog, op, "begin", b, MAXR, &nb);
-    if (ints_of(prog, op, "size", sz, MAXR, &ns) != 1)
-        return fail(op, err, "size must be a constant");
+    if (ints_of(prog, op, "size", sz, MAXR, &ns) != 1) { /* runtime size: rank only */
+        for (int i = 0; i < x->rank; i++)
+            dims[i] = UNK;
+        return emit(prog, out, x->dtype, x->rank, dims, err);
+    }
     if (ns != x->rank || (kb == 1 && nb != x->rank))
         return fail(op, err, "begin and size must have %d entries", x->rank);
     for (int i = 0; i < x->rank; i++) {
@@ -615,9 +621,12 @@ MIL_INFER_FN(mil_infer_slice_by_size) {
             }
             dims[i] = sz[i];
         } else if (sz[i] == -1) {
-            dims[i] = kb == 1 && d >= 0 ? d - (b[i] < 0 ? b[i] + d : b[i]) : UNK;
-            if (dims[i] < 0 && dims[i] != UNK)
-                return fail(op, err, "dim %d: begin is out of range", i);
+            dims[i] = UNK;
+            if (kb == 1 && d >= 0) {
+                int64_t lo = b[i] < 0 ? b[i] + d : b[i];
+                if (lo < 0 || lo > d) return fail(op, err, "dim %d: begin is out of range", i);
+                dims[i] = d - lo;
+            }
         } else {
             return fail(op, err, "size[%d] = %lld is invalid", i, (long long)sz[i]);
         }
