@@ -9,7 +9,9 @@ with weights/weight.bin), the inputs as .npy and the expected outputs:
   <out>.npy      integer and bool outputs (exact in both modes)
 and tests/fixtures/mil/ops/cases.json listing every case with its tolerances.
 Also writes tests/fixtures/mil/attention/ (inputs and numpy attention for the
-corpus program joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil).
+corpus program joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil)
+and tests/fixtures/mil/programs/rmsnorm_{naive,scaled}/ (two RMSNorm programs
+in the ANE layout with numpy's float64 RMSNorm).
 
 Usage: /work/venv/bin/python tools/mil_goldens.py   (from the repo root)
 The numpy code below is written from the op definitions (coremltools op
@@ -841,6 +843,54 @@ def attention_golden():
     np.save(os.path.join(d, "y.f16.npy"), sim16.astype(np.float16))
 
 
+# ---- RMSNorm in fp16: naive vs rescaled (DESIGN.md §3) --------------------------
+
+def rmsnorm_programs():
+    """Two RMSNorm programs in the ANE layout [1, C, 1, S] over channels, for
+    activations of magnitude ~300: the naive one squares x (overflows fp16
+    above 256), the rescaled one squares x/128 and multiplies back. numpy's
+    float64 RMSNorm is the reference for both."""
+    c, s = 64, 32
+    x = randn16(1, c, 1, s, scale=300.0)
+    gain = (1.0 + 0.1 * rng.standard_normal((1, c, 1, 1))).astype(np.float16)
+    eps = 1e-5
+    xd = x.astype(np.float64)
+    ref = xd / np.sqrt(np.mean(xd * xd, axis=1, keepdims=True) + eps) * gain.astype(np.float64)
+    consts = [const_stmt("ax", "int32", np.int32([1])),
+              'bool kd = const()[name = string("kd"), val = bool(true)];',
+              const_stmt("g", "fp16", gain)]
+    naive = consts + [
+        'tensor<fp16, [1, 64, 1, 32]> sq = mul(x = x, y = x)[name = string("sq")];',
+        'tensor<fp16, [1, 1, 1, 32]> ss = reduce_sum(axes = ax, keep_dims = kd, x = sq)[name = string("ss")];',
+        'fp16 inv_c = const()[name = string("inv_c"), val = fp16(%s)];' % fmt_float(1.0 / c),
+        'tensor<fp16, [1, 1, 1, 32]> ms = mul(x = ss, y = inv_c)[name = string("ms")];',
+        'fp16 eps = const()[name = string("eps"), val = fp16(%s)];' % fmt_float(float(np.float16(eps))),
+        'tensor<fp16, [1, 1, 1, 32]> r = rsqrt(epsilon = eps, x = ms)[name = string("r")];',
+        'tensor<fp16, [1, 64, 1, 32]> xn = mul(x = x, y = r)[name = string("xn")];',
+        'tensor<fp16, [1, 64, 1, 32]> y = mul(x = xn, y = g)[name = string("y")];']
+    # x/128 keeps sum((x/128)^2) = mean(x^2)/256 in range; rms(x) = 16 * sqrt(that)
+    scaled = consts + [
+        'fp16 k = const()[name = string("k"), val = fp16(0x1p-7)];',
+        'tensor<fp16, [1, 64, 1, 32]> xs = mul(x = x, y = k)[name = string("xs")];',
+        'tensor<fp16, [1, 64, 1, 32]> sq = mul(x = xs, y = xs)[name = string("sq")];',
+        'tensor<fp16, [1, 1, 1, 32]> ss = reduce_sum(axes = ax, keep_dims = kd, x = sq)[name = string("ss")];',
+        'fp16 eps = const()[name = string("eps"), val = fp16(%s)];' % fmt_float(float(np.float16(eps / 256))),
+        'tensor<fp16, [1, 1, 1, 32]> r = rsqrt(epsilon = eps, x = ss)[name = string("r")];',
+        'fp16 eight = const()[name = string("eight"), val = fp16(0x1p+3)];',
+        'tensor<fp16, [1, 1, 1, 32]> r8 = mul(x = r, y = eight)[name = string("r8")];',
+        'tensor<fp16, [1, 64, 1, 32]> xn = mul(x = xs, y = r8)[name = string("xn")];',
+        'tensor<fp16, [1, 64, 1, 32]> y = mul(x = xn, y = g)[name = string("y")];']
+    for name, body in (("rmsnorm_naive", naive), ("rmsnorm_scaled", scaled)):
+        d = os.path.join(OUT, "programs", name)
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        with open(os.path.join(d, "model.mil"), "w") as f:
+            f.write(program([("x", "tensor<fp16, [1, 64, 1, 32]>")], body, ["y"]))
+        np.save(os.path.join(d, "x.npy"), x)
+        np.save(os.path.join(d, "y.f32.npy"), ref.astype(np.float32))
+
+
 # ---- output ---------------------------------------------------------------------
 
 def write_all():
@@ -893,6 +943,7 @@ def main():
     stateful_cases()
     n = write_all()
     attention_golden()
+    rmsnorm_programs()
     total = 0
     for dp, _, fs in os.walk(OUT):
         total += sum(os.path.getsize(os.path.join(dp, f)) for f in fs)

@@ -10,6 +10,7 @@
 #include "base/half.h"
 #include "io/npy.h"
 #include "mil/interp.h"
+#include "mil/check.h"
 #include "mil/interp_priv.h"
 #include "mil/ops.h"
 #include "mil/parse.h"
@@ -69,6 +70,69 @@ static void test_attention_fp32_matches_numpy_float64(void) {
  * budget looks like for one attention block). */
 static void test_attention_fp16_close_to_exact(void) {
     attention_case(MIL_INTERP_FP16, "tests/fixtures/mil/attention/y.f32.npy", 5e-3);
+}
+
+/* Runs tests/fixtures/mil/programs/<name> in `mode` and returns the max and
+ * mean |y - numpy's float64 RMSNorm|, and how many elements are off by more
+ * than 0.1. */
+static int run_rmsnorm(const char *name, mil_interp_mode mode, double *max_err, double *mean_err,
+                       size_t *n_off) {
+    char path[256];
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    nc_npy x, want;
+    snprintf(path, sizeof path, "tests/fixtures/mil/programs/%s/model.mil", name);
+    if (mil_parse_file(path, &prog, &err) != NC_OK) return printf("  %s\n", err.msg), -1;
+    int rc = -1;
+    if (mil_check_strict(prog, 1, &err) != NC_OK) printf("  %s\n", err.msg); /* ANE-clean programs */
+    else if (mil_interp_new(prog, NULL, mode, &it, &err) == NC_OK) {
+        snprintf(path, sizeof path, "tests/fixtures/mil/programs/%s/x.npy", name);
+        nc_npy_read(path, &x, &err);
+        snprintf(path, sizeof path, "tests/fixtures/mil/programs/%s/y.f32.npy", name);
+        nc_npy_read(path, &want, &err);
+        mil_interp_view y;
+        if (mil_interp_set_input_npy(it, "x", &x, &err) == NC_OK && mil_interp_run(it, &err) == NC_OK &&
+            mil_interp_get(it, "y", &y, &err) == NC_OK && y.count == want.count) {
+            double sum = 0;
+            *max_err = 0;
+            *n_off = 0;
+            for (size_t i = 0; i < y.count; i++) {
+                double d = fabs(y.f32[i] - ((float *)want.data)[i]);
+                if (!(d <= 1e30)) d = 1e30; /* NaN, inf */
+                sum += d;
+                *max_err = fmax(*max_err, d);
+                *n_off += d > 0.1;
+            }
+            *mean_err = sum / (double)y.count;
+            rc = 0;
+        } else {
+            printf("  %s\n", err.msg);
+        }
+        nc_npy_free(&x);
+        nc_npy_free(&want);
+        mil_interp_free(it);
+    }
+    mil_program_free(prog);
+    return rc;
+}
+
+/* RMSNorm of activations around 300 in the ANE layout (DESIGN.md §3): the
+ * naive program squares x, which overflows fp16, and the fp16 model shows it
+ * (while fp32 mode matches numpy); the program that squares x/128 instead
+ * matches numpy in fp16 mode too. */
+static void test_rmsnorm_fp16_overflow_shows_and_rescaling_fixes_it(void) {
+    double mx, mean;
+    size_t off;
+    CHECK(run_rmsnorm("rmsnorm_naive", MIL_INTERP_FP32, &mx, &mean, &off) == 0);
+    printf("  naive, fp32 mode:    max %.3g mean %.3g\n", mx, mean);
+    CHECK(mx < 1e-4);
+    CHECK(run_rmsnorm("rmsnorm_naive", MIL_INTERP_FP16, &mx, &mean, &off) == 0);
+    printf("  naive, fp16 mode:    %zu of 2048 off by > 0.1\n", off);
+    CHECK(off > 1000);
+    CHECK(run_rmsnorm("rmsnorm_scaled", MIL_INTERP_FP16, &mx, &mean, &off) == 0);
+    printf("  rescaled, fp16 mode: max %.3g mean %.3g\n", mx, mean);
+    CHECK(mx < 1e-2 && mean < 1e-3);
 }
 
 static const char *AXPY =
@@ -252,6 +316,7 @@ int main(void) {
     RUN(test_attention_fp16_matches_numpy_fp16_model);
     RUN(test_attention_fp32_matches_numpy_float64);
     RUN(test_attention_fp16_close_to_exact);
+    RUN(test_rmsnorm_fp16_overflow_shows_and_rescaling_fixes_it);
     RUN(test_prepared_function_reruns_with_new_inputs);
     RUN(test_state_persists_across_runs);
     RUN(test_thread_pool_gives_identical_results);
