@@ -13,7 +13,8 @@
  *   spin:N       builtin: N rounds of an integer hash (calibration, tests).
  *   cpu:DIR      nectar's Qwen3 cpu engine: tokenize the item, prefill it
  *                from an empty cache and pick the argmax next token.
- *   mil:BUNDLE   the MIL interpreter (not available yet). */
+ *   mil:BUNDLE   one MIL program (.mil file or bundle folder) on the MIL
+ *                interpreter (fp16); inputs bound to a fixed pattern. */
 #ifndef NC_BENCH_CANDIDATE_H
 #define NC_BENCH_CANDIDATE_H
 

@@ -3,7 +3,7 @@
 # the study's 0.622 ms floor and Qwen3-0.6B counts in --json, clear errors
 # with a non-zero exit on bad input, a comparison of two in-process cpu:DIR
 # candidates (tiny Qwen3 fixtures) whose outputs are all written, the workload
-# hash equal to sha256sum's, and the mil backend refused as not available.
+# hash equal to sha256sum's, and a missing MIL bundle named in the error.
 BIN=${NECTAR_BIN:-build/nectar}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -47,7 +47,7 @@ check_error bounds_missing_config "no-such.json" bounds --arch qwen3 --config "$
 check_error bounds_bad_config_field "num_key_value_heads" bounds --arch qwen3 --config "$FIX/bad-config-heads.json"
 check_error bounds_bad_number "-D: .7x8" bounds --arch modernbert -N 22 -D 7x8 -I 1152
 check_error bounds_unknown_format "--format fp8" bounds --like qwen3-0.6b --format fp8
-check_error compare_mil_not_available "not available" bench --compare --a mil:x.bundle --b spin:1
+check_error compare_missing_bundle "x.bundle" bench --compare --a mil:x.bundle --b spin:1
 check_error compare_needs_two "both --a and --b" bench --compare --a spin:1
 check_error compare_few_blocks "blocks: 3 is outside 5" bench --compare --a spin:1 --b spin:1 --blocks 3
 check_error compare_missing_prompts "no-prompts.txt" bench --compare --a spin:1 --b spin:1 --prompts "$TMP/no-prompts.txt"
