@@ -75,5 +75,17 @@ else
     echo "SKIP fmt_is_a_fixed_point_on_the_corpus: $CORPUS not present"
 fi
 
+# --batch: one row per file (PASS / FAIL with the first reason), exit 1 unless all pass
+printf 'program(1.3)\n{\n    func main<ios18>(tensor<fp16, [1, 64, 1, 32]> x) {\n            tensor<fp16, [1, 64, 1, 32]> y = relu(x = x)[name = string("y")];\n        } -> (y);\n}\n' >"$TMP/good.mil"
+printf 'program(1.3)\n{\n    func main<ios18>(tensor<fp32, [1, 10]> x) {\n            tensor<fp32, [1, 10]> y = relu(x = x)[name = string("y")];\n        } -> (y);\n}\n' >"$TMP/fp32.mil"
+printf 'program(1.3)\n{ oops' >"$TMP/broken.mil"
+"$BIN" mil bundle --batch "$TMP/good.mil" "$TMP/fp32.mil" "$TMP/broken.mil" >"$TMP/batch" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^PASS .*good.mil" "$TMP/batch" && grep -q "^FAIL .*fp32.mil.*ane-fp16-compute" "$TMP/batch" &&
+    grep -q "^FAIL .*broken.mil  parse: .*broken.mil:2:3: expected '}', found 'oops'" "$TMP/batch" &&
+    grep -q "^1 of 3 files pass the ANE rules" "$TMP/batch"; then
+    pass bundle_batch_sorts_files_by_ane_rules
+else fail bundle_batch_sorts_files_by_ane_rules "rc=$rc $(cat "$TMP/batch")"; fi
+
 "$BIN" mil frobnicate >/dev/null 2>&1
 [ $? -eq 2 ] && pass unknown_mil_command_is_a_usage_error || fail unknown_mil_command_is_a_usage_error "exit not 2"
