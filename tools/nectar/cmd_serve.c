@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
             "  --port N              port (default 8080; 0 picks a free one)\n"
             "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+            "                        (default: $NECTAR_API_KEY when set)\n"
             "  --parallel N          slots decoded together (default 4)\n"
             "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
             "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
@@ -105,6 +106,11 @@ int cmd_serve(int argc, char **argv) {
         if (bad) return 2;
     }
     if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
+    if (!o.api_key && getenv("NECTAR_API_KEY") && *getenv("NECTAR_API_KEY"))
+        o.api_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
+    if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
+        fprintf(stderr, "nectar serve: warning: listening on %s without --api-key: anyone who can "
+                        "reach it can use the model\n", o.host);
     if (strcmp(backend, "cpu") != 0)
         return cli_failf("serve: --backend %s: only the cpu backend can serve for now", backend), 2;
     o.model_path = model;
