@@ -19,7 +19,7 @@ static void usage(FILE *f) {
             "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
             "/v1/models, /health, /metrics and a chat page at /.\n\n"
             "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
-            "  --host ADDR           numeric address to listen on (default 127.0.0.1)\n"
+            "  --host ADDR           numeric address (or localhost) to listen on (default 127.0.0.1)\n"
             "  --port N              port (default 8080; 0 picks a free one)\n"
             "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
             "                        (default: $NECTAR_API_KEY when set)\n"
@@ -106,6 +106,7 @@ int cmd_serve(int argc, char **argv) {
         if (bad) return 2;
     }
     if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
+    if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
     if (!o.api_key && getenv("NECTAR_API_KEY") && *getenv("NECTAR_API_KEY"))
         o.api_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
@@ -142,8 +143,9 @@ int cmd_serve(int argc, char **argv) {
     }
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
-    printf("nectar serve: %s (%s) on http://%s:%d  slots %d, ctx %d\n", e.model_id, e.kind, o.host,
-           serve_server_port(srv), o.n_parallel, o.ctx);
+    int is_v6 = strchr(o.host, ':') != NULL;
+    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d\n", e.model_id, e.kind,
+           is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
