@@ -115,6 +115,7 @@ struct mil_value {
     const mil_value *const *items; /* LIST/TUPLE: n; DICT: 2n */
     const char *blob_path;         /* BLOB: "@model_path/weights/weight.bin" */
     uint64_t blob_offset;          /* BLOB: offset of the metadata record in the file */
+    const uint8_t *packed; /* internal: inline sub-byte data packed once by mil_value_bytes */
 };
 
 typedef struct mil_op mil_op;

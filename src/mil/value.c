@@ -156,13 +156,17 @@ nc_status mil_value_bytes(const mil_program *prog, const mil_value *v, const uin
         return NC_OK;
     }
     /* Inline sub-byte data is one element per byte; pack it once into the
-     * program's arena (the program is logically const: this is a cache). */
+     * program's arena and keep it (the value is logically const: a cache). */
     int bits = mil_dtype_bits(dt);
     size_t nb = (v->n * (size_t)bits + 7) / 8;
-    uint8_t *packed = nc_arena_alloc(&((mil_program *)prog)->arena, nb ? nb : 1);
-    if (!packed) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    mil_pack_sub_byte(v->data, v->n, bits, packed);
-    *out = packed;
+    if (!v->packed) {
+        if (!prog) return nc_fail(err, NC_ERR_INVALID, "packing sub-byte data needs its program");
+        uint8_t *packed = nc_arena_alloc(&((mil_program *)prog)->arena, nb ? nb : 1);
+        if (!packed) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        mil_pack_sub_byte(v->data, v->n, bits, packed);
+        ((mil_value *)v)->packed = packed;
+    }
+    *out = v->packed;
     *size_bytes = nb;
     return NC_OK;
 }
