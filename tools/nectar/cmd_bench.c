@@ -3,12 +3,14 @@
  * tg<N>: N single-token forwards from an empty cache, each producing logits.
  * Each is repeated --runs times (after one untimed warm-up token that pages
  * the weights in) and printed as mean +/- sd tokens/s, with the load time,
- * peak RSS and the decoding roofline (weight bytes per token / measured
- * read bandwidth). `--compare` hands over to cmd_bench_compare. */
+ * peak RSS, the decoding roofline (weight bytes per token / measured
+ * read bandwidth) and the share of the threads' time the process got.
+ * `--compare` hands over to cmd_bench_compare. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/timer.h"
 #include "commands.h"
@@ -22,7 +24,17 @@ typedef struct {
     double tok_per_s[MAX_RUNS];
     int runs;
     double mean, sd;
+    double wall_s, cpu_s; /* totals over the runs: CPU share = cpu_s / (wall_s * threads) */
 } bench_series;
+
+/* User + system CPU seconds of this process (all threads). On a shared
+ * machine the CPU share says how much of the wall time the engine ran. */
+static double process_cpu_s(void) {
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0) return 0.0;
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
+           u.ru_stime.tv_usec * 1e-6;
+}
 
 static void summarize(bench_series *b) {
     double s = 0, ss = 0;
@@ -40,10 +52,15 @@ static int usage(FILE *f) {
     return f == stdout ? 0 : 2;
 }
 
-static void print_series_json(const char *name, int n_tokens, const bench_series *b) {
+static double cpu_share(const bench_series *b, int threads) {
+    return b->wall_s > 0 ? b->cpu_s / (b->wall_s * threads) : 0.0;
+}
+
+static void print_series_json(const char *name, int n_tokens, const bench_series *b,
+                              int threads) {
     printf("  \"%s\": {\"n_tokens\": %d, \"mean_tok_per_s\": %.3f, \"sd_tok_per_s\": %.3f, "
-           "\"runs_tok_per_s\": [",
-           name, n_tokens, b->mean, b->sd);
+           "\"cpu_share\": %.3f, \"runs_tok_per_s\": [",
+           name, n_tokens, b->mean, b->sd, cpu_share(b, threads));
     for (int i = 0; i < b->runs; i++) printf("%s%.3f", i ? ", " : "", b->tok_per_s[i]);
     printf("]},\n");
 }
@@ -107,16 +124,20 @@ int cmd_bench(int argc, char **argv) {
     bench_series pp = {.runs = runs}, tg = {.runs = runs};
     for (int r = 0; r < runs && st == NC_OK && n_pp > 0; r++) {
         qwen3_state_truncate(s, 0);
-        double t = nc_now_s();
+        double t = nc_now_s(), c0 = process_cpu_s();
         st = qwen3_forward(m, s, tokens, n_pp, logits, NULL, &err);
         pp.tok_per_s[r] = n_pp / (nc_now_s() - t);
+        pp.wall_s += nc_now_s() - t;
+        pp.cpu_s += process_cpu_s() - c0;
     }
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
         qwen3_state_truncate(s, 0);
-        double t = nc_now_s();
+        double t = nc_now_s(), c0 = process_cpu_s();
         for (int i = 0; i < n_tg && st == NC_OK; i++)
             st = qwen3_forward(m, s, tokens + i, 1, logits, NULL, &err);
         tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
+        tg.wall_s += nc_now_s() - t;
+        tg.cpu_s += process_cpu_s() - c0;
     }
     if (st != NC_OK) {
         qwen3_state_free(s);
@@ -145,17 +166,23 @@ int cmd_bench(int argc, char **argv) {
         printf("{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"threads\": %d,\n"
                "  \"kernels\": \"%s\",\n  \"load_s\": %.4f,\n  \"first_token_s\": %.4f,\n",
                dir, dtype, n_threads, kern, load_s, first_s);
-        if (n_pp > 0) print_series_json("pp", n_pp, &pp);
-        if (n_tg > 0) print_series_json("tg", n_tg, &tg);
+        if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
+        if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
         printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
                "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f\n}\n",
                rss, wbytes, bw, bw > 0 ? bw / (double)wbytes : 0.0);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir,
                dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
-        printf("| test   | tokens/s (mean +/- sd over %d runs) |\n|--------|------|\n", runs);
-        if (n_pp > 0) printf("| pp%-4d | %.2f +/- %.2f |\n", n_pp, pp.mean, pp.sd);
-        if (n_tg > 0) printf("| tg%-4d | %.2f +/- %.2f |\n", n_tg, tg.mean, tg.sd);
+        printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
+               "|--------|------|------|\n",
+               runs, n_threads);
+        if (n_pp > 0)
+            printf("| pp%-4d | %.2f +/- %.2f | %.0f%% |\n", n_pp, pp.mean, pp.sd,
+                   100 * cpu_share(&pp, n_threads));
+        if (n_tg > 0)
+            printf("| tg%-4d | %.2f +/- %.2f | %.0f%% |\n", n_tg, tg.mean, tg.sd,
+                   100 * cpu_share(&tg, n_threads));
         printf("load %.3f s (mmap + validation), first token %.3f s (pages the weights in), "
                "peak RSS %.1f MiB\n",
                load_s, first_s, (double)rss / (1 << 20));
