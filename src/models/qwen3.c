@@ -119,6 +119,7 @@ static void decoder_rows(qwen3_model *m, int n) {
         nc_pool_for(pool, n, silu_mul_row, &lc);
         cpu_matmul(pool, K, &L->down, w->hb, ff, w->xb, d, n);
         add_rows(w->x, w->xb, (size_t)n * d);
+        if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
     }
 }
 
@@ -211,4 +212,9 @@ nc_status qwen3_forward(qwen3_model *m, qwen3_state *s, const int32_t *tokens, i
                         float *logits_last, float *logits_all, nc_error *err) {
     qwen3_batch_item it = {s, tokens, n, logits_last, logits_all};
     return qwen3_forward_batch(m, &it, 1, err);
+}
+
+void qwen3_set_layer_hook(qwen3_model *m, qwen3_layer_hook hook, void *user) {
+    m->layer_hook = hook;
+    m->layer_hook_user = user;
 }

@@ -55,6 +55,12 @@ void qwen3_state_truncate(qwen3_state *s, int n_keep); /* drop cache entries >= 
  * for the default), e.g. to interleave long prompts with other work. */
 void qwen3_state_set_batch(qwen3_state *s, int max_rows);
 
+/* Called after each decoder layer with the hidden states of the rows just
+ * processed ([n_rows, width] fp32, row-major), e.g. for --dump-layers.
+ * NULL (the default) turns it off. */
+typedef void (*qwen3_layer_hook)(void *user, int layer, const float *rows, int n_rows, int width);
+void qwen3_set_layer_hook(qwen3_model *m, qwen3_layer_hook hook, void *user);
+
 /* Appends n tokens (batched: all n through each matrix at once, in chunks of
  * at most QWEN3_MAX_BATCH). Writes the last token's logits (vocab_size
  * floats) to logits_last and/or every token's (n * vocab_size) to logits_all,

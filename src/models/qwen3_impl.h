@@ -45,6 +45,8 @@ struct qwen3_model {
     float *norms;    /* one block holding every fp32 norm vector */
     float *inv_freq; /* RoPE, head_dim / 2 */
     qwen3_workspace ws;
+    qwen3_layer_hook layer_hook; /* NULL: off */
+    void *layer_hook_user;
 };
 
 struct qwen3_state {

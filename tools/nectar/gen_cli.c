@@ -15,7 +15,9 @@
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "gen/engine_mil.h"
 #include "gen/engine_qwen3.h"
+#include "gen/layer_dump.h"
 
 void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     memset(o, 0, sizeof *o);
@@ -84,7 +86,9 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
                                              "--frequency-penalty",
                                              "--seed",
                                              "-s",
-                                             "--stop"};
+                                             "--stop",
+                                             "--backend",
+                                             "--dump-layers"};
     int takes_value = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
         takes_value |= !strcmp(a, with_value[k]);
@@ -132,6 +136,14 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
     } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
         r = parse_seed(v, &o->sampling.seed);
         o->has_seed = 1;
+    } else if (!strcmp(a, "--backend")) {
+        if (strcmp(v, "cpu") && strcmp(v, "mil")) {
+            cli_failf("--backend: '%s' is not cpu or mil", v);
+            return -1;
+        }
+        o->backend = v;
+    } else if (!strcmp(a, "--dump-layers")) {
+        o->dump_dir = v;
     } else if (!strcmp(a, "--stop")) {
         if (o->n_stops >= GEN_CLI_MAX_STOPS) {
             cli_failf("--stop: at most %d stop strings", GEN_CLI_MAX_STOPS);
@@ -169,7 +181,12 @@ void gen_cli_print_options(FILE *f) {
            "                            (default: from the clock)\n"
            "      --stop STR            end generation at STR (not printed); repeatable\n"
            "      --truncate            drop the oldest prompt tokens when the prompt does not\n"
-           "                            fit (default: an error)\n");
+           "                            fit (default: an error)\n"
+           "      --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
+           "                            compile) run by the MIL interpreter in fp16; its\n"
+           "                            context is the bundle's\n"
+           "      --dump-layers DIR     write the hidden state after each layer for every\n"
+           "                            token as DIR/layer_NN.npy (float32 [tokens, hidden])\n");
 }
 
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
@@ -212,13 +229,24 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
         return nc_fail(err, NC_ERR_NOT_FOUND, "%s: not a folder", o->model_dir);
     double t0 = nc_now_s();
     nc_status st = tok_load(o->model_dir, &l->tok, err);
-    qwen3_load_options lo = {o->n_threads};
-    if (st == NC_OK) st = qwen3_load(o->model_dir, &lo, &l->model, err);
-    if (st == NC_OK) st = qwen3_state_new(l->model, o->ctx, &l->state, err);
-    if (st == NC_OK) {
-        gen_engine eng = gen_engine_qwen3(l->model, l->state);
-        st = gen_session_new(&eng, l->tok, &l->session, err);
+    int is_mil = o->backend && !strcmp(o->backend, "mil");
+    gen_engine eng;
+    if (is_mil) {
+        if (st == NC_OK) st = gen_mil_open(o->model_dir, o->n_threads, &l->mil, err);
+        if (st == NC_OK) eng = gen_engine_mil(l->mil);
+    } else {
+        qwen3_load_options lo = {o->n_threads};
+        if (st == NC_OK) st = qwen3_load(o->model_dir, &lo, &l->model, err);
+        if (st == NC_OK) st = qwen3_state_new(l->model, o->ctx, &l->state, err);
+        if (st == NC_OK) eng = gen_engine_qwen3(l->model, l->state);
     }
+    if (st == NC_OK && o->dump_dir) {
+        const qwen3_config *c = is_mil ? &gen_mil_manifest(l->mil)->cfg : qwen3_model_config(l->model);
+        st = gen_layer_dump_new(o->dump_dir, c->num_hidden_layers, c->hidden_size, &l->dump, err);
+        if (st == NC_OK && is_mil) gen_mil_set_layer_hook(l->mil, gen_layer_dump_hook, l->dump);
+        if (st == NC_OK && !is_mil) qwen3_set_layer_hook(l->model, gen_layer_dump_hook, l->dump);
+    }
+    if (st == NC_OK) st = gen_session_new(&eng, l->tok, &l->session, err);
     if (st != NC_OK) {
         gen_cli_unload(l);
         return st;
@@ -228,6 +256,12 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
 }
 
 void gen_cli_unload(gen_cli_loaded *l) {
+    if (l->dump && l->session) {
+        nc_error err = {0};
+        if (gen_layer_dump_write(l->dump, &err) != NC_OK) cli_fail(&err);
+    }
+    gen_layer_dump_free(l->dump);
+    gen_mil_free(l->mil);
     gen_session_free(l->session);
     qwen3_state_free(l->state);
     qwen3_free(l->model);

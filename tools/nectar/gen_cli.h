@@ -24,6 +24,8 @@ typedef struct gen_cli_opts {
     const char *stops[GEN_CLI_MAX_STOPS];
     int n_stops;
     int truncate;
+    const char *backend;   /* "cpu" (default) or "mil" (an ANE bundle through the interpreter) */
+    const char *dump_dir;  /* --dump-layers: hidden state after each layer as .npy, or NULL */
 } gen_cli_opts;
 
 typedef struct gen_cli_loaded {
@@ -31,6 +33,8 @@ typedef struct gen_cli_loaded {
     qwen3_model *model;
     qwen3_state *state;
     gen_session *session;
+    struct gen_mil *mil;          /* --backend mil (then model and state are NULL) */
+    struct gen_layer_dump *dump;  /* --dump-layers, written by gen_cli_unload */
     double load_s;
 } gen_cli_loaded;
 
@@ -51,7 +55,8 @@ void gen_cli_print_options(FILE *f);
  * malformed one is an error naming the file and field. */
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
 
-/* Loads tokenizer, weights and a KV cache of o->ctx tokens. */
+/* Loads tokenizer, weights and a KV cache of o->ctx tokens (--backend mil:
+ * the bundle's programs, its fixed context). */
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
 void gen_cli_unload(gen_cli_loaded *l);
 
