@@ -153,7 +153,8 @@ static serve_route route_of(const char *url) {
         return SERVE_ROUTE_CHAT;
     if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
         return SERVE_ROUTE_COMPLETIONS;
-    if (!strncmp(url, "/v1/models", 10) || !strcmp(url, "/models")) return SERVE_ROUTE_MODELS;
+    if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11) || !strcmp(url, "/models"))
+        return SERVE_ROUTE_MODELS;
     if (!strcmp(url, "/health")) return SERVE_ROUTE_HEALTH;
     if (!strcmp(url, "/metrics")) return SERVE_ROUTE_METRICS;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return SERVE_ROUTE_PAGE;
