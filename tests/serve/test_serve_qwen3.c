@@ -254,10 +254,8 @@ static void test_demo_model_matches_hf_greedy(void) {
     json_t *ref = json_load_file("models/demo/reference.json", 0, &je);
     if (!ref) SKIP("models/demo/reference.json not present");
     srv s;
-    /* -t 1: nc_pool_new (src/base/pool.c) fills a worker's argument after
-     * pthread_create, so with several threads a worker may read it before
-     * it is set; one thread keeps this test clear of that race. */
-    const char *args[] = {"-m", "models/demo", "--parallel", "3", "--ctx", "256", "-t", "1", NULL};
+    /* Two engine threads: the served path with the thread pool at work. */
+    const char *args[] = {"-m", "models/demo", "--parallel", "3", "--ctx", "256", "-t", "2", NULL};
     int started = srv_start(&s, args) == 0;
     char why[2048] = "";
     int ok = started;
