@@ -24,11 +24,16 @@ static void attention_task(void *ctx, int task, int thread) {
     const float *vc = a->v_cache[i] + (size_t)kvh * hd;
     float *s = a->scores + (size_t)thread * group * a->scores_stride;
     float *out = a->out + (size_t)i * a->ldo + (size_t)kvh * group * hd;
-    for (int t = 0; t < n_keys; t++)
-        for (int g = 0; g < group; g++)
-            s[(size_t)g * a->scores_stride + t] =
-                j->kern->dot(q + (size_t)g * hd, kc + (size_t)t * kv_dim, hd) * a->scale;
-    for (int g = 0; g < group; g++) cpu_softmax(s + (size_t)g * a->scores_stride, n_keys);
+    /* q.k for every key: the fp32 matmul kernel with the cache rows as the
+     * weight matrix (several keys per register tile, the group's heads as
+     * activation rows) */
+    j->kern->matmul[CPU_W_F32](kc, (size_t)kv_dim, q, (size_t)hd, s, a->scores_stride, group, hd, 0,
+                               n_keys);
+    for (int g = 0; g < group; g++) {
+        float *sg = s + (size_t)g * a->scores_stride;
+        for (int t = 0; t < n_keys; t++) sg[t] *= a->scale;
+        cpu_softmax(sg, n_keys);
+    }
     memset(out, 0, (size_t)group * hd * sizeof *out);
     for (int t = 0; t < n_keys; t++)
         for (int g = 0; g < group; g++)
