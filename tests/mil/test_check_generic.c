@@ -103,6 +103,39 @@ static void test_missing_weight_file_is_reported(void) {
                  5, "nothere.bin");
 }
 
+/* BLOBFILE references are checked against the weight file: a record whose
+ * dtype differs from the declared type, and an offset that is no record. */
+static void test_bad_blob_references_are_reported(void) {
+    const char *text =
+        "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+        "    func main<ios18>(tensor<fp16, [24]> x) {\n"
+        "        tensor<fp16, [24]> a = const()[name = string(\"a\"), val = tensor<fp16, [24]>(BLOBFILE(path = "
+        "string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
+        "        tensor<fp16, [24]> b = const()[name = string(\"b\"), val = tensor<fp16, [24]>(BLOBFILE(path = "
+        "string(\"@model_path/weights/weight.bin\"), offset = uint64(100)))];\n"
+        "        tensor<fp16, [24]> c = add(x = a, y = b)[name = string(\"c\")];\n"
+        "        tensor<fp16, [24]> y = add(x = x, y = c)[name = string(\"y\")];\n"
+        "    } -> (y);\n}\n";
+    nc_error err;
+    mil_program *prog;
+    CHECK_OK(mil_parse(text, strlen(text), "b.mil", &prog, &err), &err);
+    /* a real weight.bin whose first record holds uint4 indices */
+    CHECK_OK(mil_program_set_model_dir(prog, "tests/fixtures/mil/ops/constexpr_lut_to_dense_ios18_blob", &err),
+             &err);
+    mil_diagnostics d = {0};
+    mil_check_options opt = {0, NULL, NULL};
+    CHECK_OK(mil_check_program(prog, &opt, &d, &err), &err);
+    int at5 = 0, at6 = 0;
+    for (int i = 0; i < d.n; i++) {
+        if (!strcmp(d.items[i].rule, "blob") && d.items[i].line == 5) at5 = 1;
+        if (!strcmp(d.items[i].rule, "blob") && d.items[i].line == 6) at6 = 1;
+    }
+    if (!(at5 && at6)) mil_diagnostics_print(&d, stdout);
+    CHECK(at5 && at6 && d.n_errors == 2);
+    mil_diagnostics_free(&d);
+    mil_program_free(prog);
+}
+
 /* One run reports every problem, each at its own line, and goes on after
  * the first. */
 static void test_every_problem_is_reported_in_one_run(void) {
@@ -193,6 +226,7 @@ int main(void) {
     RUN(test_op_newer_than_opset_is_reported);
     RUN(test_declared_type_mismatch_is_reported);
     RUN(test_missing_weight_file_is_reported);
+    RUN(test_bad_blob_references_are_reported);
     RUN(test_every_problem_is_reported_in_one_run);
     RUN(test_clean_program_has_no_diagnostics);
     RUN(test_op_fixture_programs_pass_the_checker);
