@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/mmap.h"
@@ -72,6 +74,25 @@ static json_t *candidate_json(const nc_report_input *in, int w) {
     json_object_set_new(o, "energy_per_decision_j", interval_json(&c->energy_per_decision_j));
     json_object_set_new(o, "net_energy_per_decision_j",
                         interval_json(&c->net_energy_per_decision_j));
+    return o;
+}
+
+/* Where the numbers were taken: OS, release, machine, UTC time of writing. */
+static json_t *environment_json(void) {
+    json_t *o = json_object();
+    struct utsname u;
+    if (uname(&u) == 0) {
+        json_object_set_new(o, "os", json_string(u.sysname));
+        json_object_set_new(o, "release", json_string(u.release));
+        json_object_set_new(o, "machine", json_string(u.machine));
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    char buf[32];
+    if (gmtime_r(&now, &tm) && strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        json_object_set_new(o, "written_utc", json_string(buf));
+    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
+    json_object_set_new(o, "online_cpus", n_cpu > 0 ? json_integer(n_cpu) : json_null());
     return o;
 }
 

@@ -15,7 +15,7 @@ static void usage(FILE *f) {
         f,
         "usage: nectar bench --compare --a SPEC (--b SPEC | --b-cmd \"SHELL\") [options]\n"
         "candidates (A is the baseline):\n"
-        "  --a SPEC, --b SPEC    cmd:SHELL | pipe:SHELL | spin:N | cpu:DIR | mil:BUNDLE\n"
+        "  --a SPEC, --b SPEC    cmd:SHELL | pipe:SHELL | spin:N | cpu:DIR | mil:BUNDLE[#fn]\n"
         "  --a-cmd/--b-cmd \"SHELL\"     = cmd:SHELL (one process per decision, item on stdin)\n"
         "  --a-pipe/--b-pipe \"SHELL\"   = pipe:SHELL (persistent, one line per decision)\n"
         "  --a-model/--b-model PATH    model file or folder to hash into the record\n"
