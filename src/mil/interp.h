@@ -37,7 +37,10 @@ typedef struct mil_interp_view {
 } mil_interp_view;
 
 /* Prepares function `fn_name` (NULL: "main", or the only function) of prog.
- * prog must outlive the interpreter; its model_dir locates weight files. */
+ * prog must outlive the interpreter; its model_dir locates weight files.
+ * Preparing reads weights through the program's caches, so interpreters of
+ * one program are prepared from one thread at a time; once prepared, each
+ * interpreter may run on its own thread. */
 nc_status mil_interp_new(const mil_program *prog, const char *fn_name, mil_interp_mode mode,
                          mil_interp **out, nc_error *err);
 /* Same, refusing (NC_ERR_RANGE, naming the op) any tensor of more than
