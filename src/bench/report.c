@@ -104,6 +104,7 @@ nc_status nc_report_summary_json(const nc_report_input *in, json_t **out, nc_err
     json_object_set_new(j, "tool", json_string("nectar bench --compare " NECTAR_VERSION));
     json_object_set_new(j, "mode",
                         json_string(r->is_rate_mode ? "equal_offered_load" : "saturated"));
+    json_object_set_new(j, "environment", environment_json());
     json_t *wl = json_object();
     json_object_set_new(wl, "kind", json_string(in->w->kind));
     json_object_set_new(wl, "path", in->w->path[0] ? json_string(in->w->path) : json_null());
