@@ -31,7 +31,8 @@ static void attention_task(void *ctx, int task, int thread) {
                                n_keys);
     for (int g = 0; g < group; g++) {
         float *sg = s + (size_t)g * a->scores_stride;
-        for (int t = 0; t < n_keys; t++) sg[t] *= a->scale;
+        for (int t = 0; t < n_keys; t++)
+            sg[t] *= a->scale;
         cpu_softmax(sg, n_keys);
     }
     memset(out, 0, (size_t)group * hd * sizeof *out);

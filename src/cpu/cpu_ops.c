@@ -5,9 +5,11 @@
 
 void cpu_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    for (int i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
     float r = 1.0f / sqrtf((float)(ss / n) + eps);
-    for (int i = 0; i < n; i++) out[i] = w[i] * (x[i] * r);
+    for (int i = 0; i < n; i++)
+        out[i] = w[i] * (x[i] * r);
 }
 
 void cpu_rope_inv_freq(float *inv_freq, int head_dim, float theta) {
@@ -33,17 +35,20 @@ void cpu_rope_apply(float *v, const float *cos_t, const float *sin_t, int head_d
 }
 
 void cpu_silu_mul(float *g, const float *u, int n) {
-    for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (int i = 0; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 void cpu_softmax(float *x, int n) {
     float mx = x[0];
-    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
         x[i] = expf(x[i] - mx);
         sum += x[i];
     }
     float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }

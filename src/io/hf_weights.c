@@ -17,7 +17,8 @@ const char *hf_path_join(char *buf, size_t cap, const char *dir, const char *nam
 
 void hf_weights_close(hf_weights *w) {
     if (!w) return;
-    for (int i = 0; i < w->n_shards; i++) st_close(w->shards[i]);
+    for (int i = 0; i < w->n_shards; i++)
+        st_close(w->shards[i]);
     free(w->shards);
     free(w);
 }
@@ -59,7 +60,8 @@ static nc_status open_sharded(hf_weights *w, const char *dir, const char *index_
         }
         hf_path_join(path, sizeof path, dir, json_string_value(v));
         int seen = 0;
-        for (int i = 0; i < w->n_shards && !seen; i++) seen = !strcmp(w->shards[i]->path, path);
+        for (int i = 0; i < w->n_shards && !seen; i++)
+            seen = !strcmp(w->shards[i]->path, path);
         if (!seen && (st = add_shard(w, path, err)) != NC_OK) goto done;
     }
     json_object_foreach(map, name, v) {

@@ -12,17 +12,19 @@ static const struct {
     const char *name;
     size_t size;
 } dtype_table[ST_N_DTYPES] = {
-    [ST_F32] = {"F32", 4},  [ST_F16] = {"F16", 2},   [ST_BF16] = {"BF16", 2},
-    [ST_F64] = {"F64", 8},  [ST_I8] = {"I8", 1},     [ST_U8] = {"U8", 1},
-    [ST_I16] = {"I16", 2},  [ST_U16] = {"U16", 2},   [ST_I32] = {"I32", 4},
-    [ST_U32] = {"U32", 4},  [ST_I64] = {"I64", 8},   [ST_U64] = {"U64", 8},
+    [ST_F32] = {"F32", 4},   [ST_F16] = {"F16", 2},         [ST_BF16] = {"BF16", 2},
+    [ST_F64] = {"F64", 8},   [ST_I8] = {"I8", 1},           [ST_U8] = {"U8", 1},
+    [ST_I16] = {"I16", 2},   [ST_U16] = {"U16", 2},         [ST_I32] = {"I32", 4},
+    [ST_U32] = {"U32", 4},   [ST_I64] = {"I64", 8},         [ST_U64] = {"U64", 8},
     [ST_BOOL] = {"BOOL", 1}, [ST_F8_E4M3] = {"F8_E4M3", 1}, [ST_F8_E5M2] = {"F8_E5M2", 1},
 };
 
 const char *st_dtype_name(st_dtype t) {
     return (unsigned)t < ST_N_DTYPES ? dtype_table[t].name : "?";
 }
-size_t st_dtype_size(st_dtype t) { return (unsigned)t < ST_N_DTYPES ? dtype_table[t].size : 0; }
+size_t st_dtype_size(st_dtype t) {
+    return (unsigned)t < ST_N_DTYPES ? dtype_table[t].size : 0;
+}
 
 static int dtype_from_name(const char *s, st_dtype *out) {
     for (int i = 0; i < ST_N_DTYPES; i++)
@@ -35,7 +37,8 @@ static int dtype_from_name(const char *s, st_dtype *out) {
 
 void st_tensors_free(st_tensor *t, int n) {
     if (!t) return;
-    for (int i = 0; i < n; i++) free(t[i].name);
+    for (int i = 0; i < n; i++)
+        free(t[i].name);
     free(t);
 }
 
@@ -48,8 +51,8 @@ static int get_size(const json_t *v, uint64_t *out) {
     return 1;
 }
 
-static nc_status parse_entry(const char *what, const char *name, const json_t *v,
-                             size_t data_size, st_tensor *t, nc_error *err) {
+static nc_status parse_entry(const char *what, const char *name, const json_t *v, size_t data_size,
+                             st_tensor *t, nc_error *err) {
     if (!json_is_object(v))
         return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': header entry is not an object", what,
                        name);
@@ -79,8 +82,8 @@ static nc_status parse_entry(const char *what, const char *name, const json_t *v
     }
     const json_t *jo = json_object_get(v, "data_offsets");
     uint64_t begin, end;
-    if (!json_is_array(jo) || json_array_size(jo) != 2 || !get_size(json_array_get(jo, 0), &begin) ||
-        !get_size(json_array_get(jo, 1), &end))
+    if (!json_is_array(jo) || json_array_size(jo) != 2 ||
+        !get_size(json_array_get(jo, 0), &begin) || !get_size(json_array_get(jo, 1), &end))
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: tensor '%s': 'data_offsets' must be [begin, end] byte offsets", what,
                        name);
@@ -113,15 +116,16 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(((const st_tensor *)a)->name, ((const st_tensor *)b)->name);
 }
 
-nc_status st_parse(const uint8_t *buf, size_t size, const char *what, st_tensor **out,
-                   int *n_out, nc_error *err) {
+nc_status st_parse(const uint8_t *buf, size_t size, const char *what, st_tensor **out, int *n_out,
+                   nc_error *err) {
     *out = NULL;
     *n_out = 0;
     if (size < 8)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: too short for a safetensors file (%zu bytes)",
-                       what, size);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: too short for a safetensors file (%zu bytes)", what,
+                       size);
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | buf[i];
     if (hlen < 2 || hlen > ST_MAX_HEADER_BYTES)
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: header length %llu is outside [2, %u] (not a safetensors file?)", what,
@@ -178,8 +182,8 @@ nc_status st_parse(const uint8_t *buf, size_t size, const char *what, st_tensor 
     for (int i = 0; i < n; i++) {
         if (ts[i].size_bytes == 0) continue;
         if (prev_name && ts[i].offset_bytes < prev_end) {
-            nc_fail(err, NC_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap in the data block",
-                    what, prev_name, ts[i].name);
+            nc_fail(err, NC_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap in the data block", what,
+                    prev_name, ts[i].name);
             st_tensors_free(ts, n);
             return NC_ERR_FORMAT;
         }
@@ -200,7 +204,8 @@ nc_status st_open(const char *path, st_file **out, nc_error *err) {
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
     }
     nc_status st = nc_map_file(path, &f->map, err);
-    if (st == NC_OK) st = st_parse(f->map.data, f->map.size_bytes, path, &f->tensors, &f->n_tensors, err);
+    if (st == NC_OK)
+        st = st_parse(f->map.data, f->map.size_bytes, path, &f->tensors, &f->n_tensors, err);
     if (st != NC_OK) {
         st_close(f);
         return st;

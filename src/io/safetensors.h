@@ -16,8 +16,22 @@
 #define ST_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* the reference library's limit */
 
 typedef enum {
-    ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_U8, ST_I16, ST_U16, ST_I32, ST_U32, ST_I64,
-    ST_U64, ST_BOOL, ST_F8_E4M3, ST_F8_E5M2, ST_N_DTYPES
+    ST_F32,
+    ST_F16,
+    ST_BF16,
+    ST_F64,
+    ST_I8,
+    ST_U8,
+    ST_I16,
+    ST_U16,
+    ST_I32,
+    ST_U32,
+    ST_I64,
+    ST_U64,
+    ST_BOOL,
+    ST_F8_E4M3,
+    ST_F8_E5M2,
+    ST_N_DTYPES
 } st_dtype;
 
 typedef struct st_tensor {
@@ -45,8 +59,8 @@ size_t st_dtype_size(st_dtype t);
  * of the data block) and returns its tensors sorted by name, with data
  * pointing into buf. `what` names the file in messages. Free the result with
  * st_tensors_free. */
-nc_status st_parse(const uint8_t *buf, size_t size, const char *what, st_tensor **out,
-                   int *n_out, nc_error *err);
+nc_status st_parse(const uint8_t *buf, size_t size, const char *what, st_tensor **out, int *n_out,
+                   nc_error *err);
 void st_tensors_free(st_tensor *t, int n);
 
 nc_status st_open(const char *path, st_file **out, nc_error *err);

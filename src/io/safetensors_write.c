@@ -11,7 +11,8 @@
 
 size_t st_write_tensor_bytes(const st_write_tensor *t) {
     size_t n = 1;
-    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+    for (int d = 0; d < t->ndim; d++)
+        n *= (size_t)t->shape[d];
     return n * st_dtype_size(t->dtype);
 }
 
@@ -22,7 +23,8 @@ static char *build_header(const st_write_tensor *ts, int n, size_t *len) {
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         json_t *e = json_object(), *shape = json_array(), *offs = json_array();
-        for (int d = 0; d < ts[i].ndim; d++) json_array_append_new(shape, json_integer(ts[i].shape[d]));
+        for (int d = 0; d < ts[i].ndim; d++)
+            json_array_append_new(shape, json_integer(ts[i].shape[d]));
         size_t b = st_write_tensor_bytes(&ts[i]);
         json_array_append_new(offs, json_integer((json_int_t)off));
         json_array_append_new(offs, json_integer((json_int_t)(off + b)));
@@ -66,12 +68,14 @@ nc_status st_write_file(const char *path, const st_write_tensor *ts, int n, st_f
         goto done;
     }
     unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     if (fwrite(len8, 1, 8, f) != 8 || fwrite(header, 1, hlen, f) != hlen) goto write_error;
     for (int i = 0; i < n && st == NC_OK; i++) {
         size_t es = st_dtype_size(ts[i].dtype), total = st_write_tensor_bytes(&ts[i]) / es;
         for (size_t first = 0; first < total; first += ST_WRITE_CHUNK_ELEMS) {
-            size_t cnt = total - first < ST_WRITE_CHUNK_ELEMS ? total - first : ST_WRITE_CHUNK_ELEMS;
+            size_t cnt =
+                total - first < ST_WRITE_CHUNK_ELEMS ? total - first : ST_WRITE_CHUNK_ELEMS;
             if ((st = fill(ctx, i, first, cnt, buf, err)) != NC_OK) break;
             if (fwrite(buf, es, cnt, f) != cnt) goto write_error;
         }

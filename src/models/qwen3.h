@@ -84,8 +84,7 @@ typedef struct qwen3_batch_item {
     float *logits_all;  /* n * vocab_size floats, or NULL */
 } qwen3_batch_item;
 
-nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count,
-                              nc_error *err);
+nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count, nc_error *err);
 
 /* Rows (tokens, over all sequences) per pass through the weights. */
 #define QWEN3_MAX_BATCH 256

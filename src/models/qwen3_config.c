@@ -94,8 +94,8 @@ static nc_status check_supported(const json_t *o, const char *what, nc_error *er
     const char *act = "silu";
     NC_TRY(nc_json_str(o, "hidden_act", &act, 0, what, err));
     if (strcmp(act, "silu"))
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu)",
-                       what, act);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu)", what,
+                       act);
     int flag = 0;
     NC_TRY(nc_json_bool(o, "attention_bias", &flag, 0, what, err));
     if (flag) return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: attention_bias is not supported", what);

@@ -13,9 +13,11 @@
 /* A safetensors image: 8-byte length, header, then data_len bytes of data. */
 static size_t make_image(unsigned char *buf, const char *header, size_t data_len) {
     size_t h = strlen(header);
-    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
     memcpy(buf + 8, header, h);
-    for (size_t i = 0; i < data_len; i++) buf[8 + h + i] = (unsigned char)i;
+    for (size_t i = 0; i < data_len; i++)
+        buf[8 + h + i] = (unsigned char)i;
     return 8 + h + data_len;
 }
 
@@ -64,7 +66,8 @@ static void test_valid_header_with_metadata_and_all_dtypes(void) {
                    44, &err),
              &err);
     unsigned char buf[512];
-    size_t n = make_image(buf, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
+    size_t n =
+        make_image(buf, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
     st_tensor *t;
     int nt;
     CHECK_OK(st_parse(buf, n, "y", &t, &nt, &err), &err);
@@ -151,7 +154,8 @@ static void test_open_missing_file_names_it(void) {
 static nc_status fill_index(void *ctx, int k, size_t first, size_t n, void *dst, nc_error *err) {
     (void)ctx;
     (void)err;
-    for (size_t i = 0; i < n; i++) ((float *)dst)[i] = (float)(k * 1000 + (int)(first + i));
+    for (size_t i = 0; i < n; i++)
+        ((float *)dst)[i] = (float)(k * 1000 + (int)(first + i));
     return NC_OK;
 }
 
@@ -189,8 +193,8 @@ static void test_sharded_folder_via_index(void) {
     /* an index naming a tensor its shard lacks, and one naming a missing shard */
     const char *stale = "{\"weight_map\":{\"a\":\"model-00001-of-00002.safetensors\","
                         "\"zz\":\"model-00002-of-00002.safetensors\"}}";
-    nc_write_file_atomic("build/test_st_sharded/model.safetensors.index.json", stale,
-                         strlen(stale), &err);
+    nc_write_file_atomic("build/test_st_sharded/model.safetensors.index.json", stale, strlen(stale),
+                         &err);
     CHECK(hf_weights_open(dir, &w, &err) == NC_ERR_NOT_FOUND);
     CHECK(one_line_naming(&err, "'zz'", "00002-of-00002"));
     const char *missing = "{\"weight_map\":{\"a\":\"model-00009-of-00009.safetensors\"}}";

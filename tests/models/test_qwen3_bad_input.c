@@ -147,7 +147,8 @@ static void test_truncated_and_corrupted_safetensors(void) {
     nc_status st2 = nc_write_file_atomic(ROOT "/corrupted/model.safetensors", data, len, &err);
     free(data);
     CHECK(st == NC_OK && st2 == NC_OK);
-    CHECK(load_fails_with(ROOT "/truncated", NC_ERR_FORMAT, "truncated/model.safetensors: tensor '"));
+    CHECK(
+        load_fails_with(ROOT "/truncated", NC_ERR_FORMAT, "truncated/model.safetensors: tensor '"));
     CHECK(load_fails_with(ROOT "/truncated", NC_ERR_FORMAT, "past the data block"));
     CHECK(load_fails_with(d2, NC_ERR_FORMAT, "corrupted/model.safetensors: header"));
 }

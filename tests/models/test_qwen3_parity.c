@@ -39,7 +39,8 @@ typedef struct fixture {
 } fixture;
 
 static void fixture_free(fixture *f) {
-    for (int i = 0; i < f->n_prompts; i++) free(f->p[i].logits);
+    for (int i = 0; i < f->n_prompts; i++)
+        free(f->p[i].logits);
     f->n_prompts = 0;
 }
 
@@ -82,8 +83,8 @@ static int fixture_load(const char *name, fixture *f, nc_error *err) {
             return -1;
         }
         r->vocab = a.ndim == 2 ? (int)a.shape[1] : 0;
-        int ok = a.ndim == 2 && a.shape[0] == r->n_ids &&
-                 nc_npy_to_f32(&a, &r->logits, err) == NC_OK;
+        int ok =
+            a.ndim == 2 && a.shape[0] == r->n_ids && nc_npy_to_f32(&a, &r->logits, err) == NC_OK;
         nc_npy_free(&a);
         if (!ok) {
             json_decref(root);
@@ -135,7 +136,8 @@ static void check_fixture(const char *name) {
         if (!ok) break;
         ok = qwen3_forward(m, s, r->ids, r->n_ids, last, all, &err) == NC_OK;
         double d = ok ? max_abs_diff(all, r->logits, (size_t)r->n_ids * V) : 1e9;
-        double dl = ok ? max_abs_diff(last, r->logits + (size_t)(r->n_ids - 1) * V, (size_t)V) : 1e9;
+        double dl =
+            ok ? max_abs_diff(last, r->logits + (size_t)(r->n_ids - 1) * V, (size_t)V) : 1e9;
         worst = d > worst ? d : worst;
         if (!(d <= tol) || !(dl <= tol)) {
             printf("  %s prompt %d: max abs logit error %.3g > %.1g\n", name, i, d, tol);
@@ -154,8 +156,8 @@ static void check_fixture(const char *name) {
         }
         qwen3_state_free(s);
     }
-    printf("  %s (%s weights, %s kernels): max abs logit error vs HF %.3g (tolerance %.0e)\n",
-           name, f.is_bf16 ? "bf16" : "fp32", cpu_kernels_get()->name, worst, tol);
+    printf("  %s (%s weights, %s kernels): max abs logit error vs HF %.3g (tolerance %.0e)\n", name,
+           f.is_bf16 ? "bf16" : "fp32", cpu_kernels_get()->name, worst, tol);
     free(all);
     free(last);
     qwen3_free(m);
@@ -164,9 +166,15 @@ static void check_fixture(const char *name) {
     CHECK(greedy_ok);
 }
 
-static void test_tiny_gqa2_logits_and_greedy_match_hf(void) { check_fixture("tiny_gqa2"); }
-static void test_tiny_gqa4_tied_logits_and_greedy_match_hf(void) { check_fixture("tiny_gqa4_tied"); }
-static void test_tiny_bf16_logits_and_greedy_match_hf(void) { check_fixture("tiny_bf16"); }
+static void test_tiny_gqa2_logits_and_greedy_match_hf(void) {
+    check_fixture("tiny_gqa2");
+}
+static void test_tiny_gqa4_tied_logits_and_greedy_match_hf(void) {
+    check_fixture("tiny_gqa4_tied");
+}
+static void test_tiny_bf16_logits_and_greedy_match_hf(void) {
+    check_fixture("tiny_bf16");
+}
 
 /* The longest prompt one token at a time, then split in two batches, then
  * truncated back and recomputed: every position's logits still match HF. */
@@ -215,17 +223,20 @@ static void test_prompt_longer_than_a_batch_is_chunked_exactly(void) {
     nc_error err;
     qwen3_model *m;
     qwen3_state *s;
-    if (qwen3_load(FIX "tiny_gqa4_tied", &(qwen3_load_options){TEST_THREADS}, &m, &err) != NC_OK) SKIP("%s", err.msg);
+    if (qwen3_load(FIX "tiny_gqa4_tied", &(qwen3_load_options){TEST_THREADS}, &m, &err) != NC_OK)
+        SKIP("%s", err.msg);
     const qwen3_config *c = qwen3_model_config(m);
     int T = c->max_position_embeddings < 100 ? c->max_position_embeddings : 100, V = c->vocab_size;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)T);
-    for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 7919 + 13) % V);
+    for (int i = 0; i < T; i++)
+        ids[i] = (int32_t)((i * 7919 + 13) % V);
     float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
     CHECK_OK(qwen3_state_new(m, T, &s, &err), &err);
     qwen3_state_set_batch(s, 16);
     CHECK_OK(qwen3_forward(m, s, ids, T, a, NULL, &err), &err);
     qwen3_state_truncate(s, 0);
-    for (int i = 0; i < T; i++) qwen3_forward(m, s, ids + i, 1, b, NULL, &err);
+    for (int i = 0; i < T; i++)
+        qwen3_forward(m, s, ids + i, 1, b, NULL, &err);
     double d = max_abs_diff(a, b, (size_t)V);
     printf("  %d tokens batched vs one at a time: max abs diff %.3g\n", T, d);
     free(ids);
@@ -276,8 +287,9 @@ static void test_batch_of_sequences_matches_hf(void) {
     double da = max_abs_diff(la, pa->logits, (size_t)pa->n_ids * V);
     double db = max_abs_diff(lb, pb->logits + (size_t)kb * V, (size_t)(pb->n_ids - kb) * V);
     double dc = max_abs_diff(lc, ld, (size_t)V);
-    printf("  batch of 3 sequences: prompt %.3g, continued prompt %.3g, decode step vs alone %.3g\n",
-           da, db, dc);
+    printf(
+        "  batch of 3 sequences: prompt %.3g, continued prompt %.3g, decode step vs alone %.3g\n",
+        da, db, dc);
     int pos_ok = qwen3_state_pos(sa) == pa->n_ids && qwen3_state_pos(sb) == pb->n_ids &&
                  qwen3_state_pos(sc) == pc->n_ids + 1;
     free(la);
@@ -299,7 +311,8 @@ static void test_context_overflow_and_bad_token_are_clear_errors(void) {
     nc_error err;
     qwen3_model *m;
     qwen3_state *s;
-    if (qwen3_load(FIX "tiny_gqa2", &(qwen3_load_options){TEST_THREADS}, &m, &err) != NC_OK) SKIP("%s", err.msg);
+    if (qwen3_load(FIX "tiny_gqa2", &(qwen3_load_options){TEST_THREADS}, &m, &err) != NC_OK)
+        SKIP("%s", err.msg);
     CHECK_OK(qwen3_state_new(m, 4, &s, &err), &err);
     int32_t ids[5] = {1, 2, 3, 4, 5};
     float *lg = malloc(sizeof(float) * (size_t)qwen3_model_config(m)->vocab_size);

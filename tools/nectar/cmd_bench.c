@@ -38,9 +38,11 @@ static double process_cpu_s(void) {
 
 static void summarize(bench_series *b) {
     double s = 0, ss = 0;
-    for (int i = 0; i < b->runs; i++) s += b->tok_per_s[i];
+    for (int i = 0; i < b->runs; i++)
+        s += b->tok_per_s[i];
     b->mean = s / b->runs;
-    for (int i = 0; i < b->runs; i++) ss += (b->tok_per_s[i] - b->mean) * (b->tok_per_s[i] - b->mean);
+    for (int i = 0; i < b->runs; i++)
+        ss += (b->tok_per_s[i] - b->mean) * (b->tok_per_s[i] - b->mean);
     b->sd = b->runs > 1 ? sqrt(ss / (b->runs - 1)) : 0.0;
 }
 
@@ -56,12 +58,12 @@ static double cpu_share(const bench_series *b, int threads) {
     return b->wall_s > 0 ? b->cpu_s / (b->wall_s * threads) : 0.0;
 }
 
-static void print_series_json(const char *name, int n_tokens, const bench_series *b,
-                              int threads) {
+static void print_series_json(const char *name, int n_tokens, const bench_series *b, int threads) {
     printf("  \"%s\": {\"n_tokens\": %d, \"mean_tok_per_s\": %.3f, \"sd_tok_per_s\": %.3f, "
            "\"cpu_share\": %.3f, \"runs_tok_per_s\": [",
            name, n_tokens, b->mean, b->sd, cpu_share(b, threads));
-    for (int i = 0; i < b->runs; i++) printf("%s%.3f", i ? ", " : "", b->tok_per_s[i]);
+    for (int i = 0; i < b->runs; i++)
+        printf("%s%.3f", i ? ", " : "", b->tok_per_s[i]);
     printf("]},\n");
 }
 
@@ -73,13 +75,20 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
-        else if (!strcmp(a, "-m") && has_val) dir = argv[++i];
-        else if (!strcmp(a, "-t") && has_val) threads = atoi(argv[++i]);
-        else if (!strcmp(a, "-p") && has_val) n_pp = atoi(argv[++i]);
-        else if (!strcmp(a, "-n") && has_val) n_tg = atoi(argv[++i]);
-        else if (!strcmp(a, "--runs") && has_val) runs = atoi(argv[++i]);
-        else if (!strcmp(a, "--json")) as_json = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return usage(stdout);
+        else if (!strcmp(a, "-m") && has_val)
+            dir = argv[++i];
+        else if (!strcmp(a, "-t") && has_val)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(a, "-p") && has_val)
+            n_pp = atoi(argv[++i]);
+        else if (!strcmp(a, "-n") && has_val)
+            n_tg = atoi(argv[++i]);
+        else if (!strcmp(a, "--runs") && has_val)
+            runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--json"))
+            as_json = 1;
         else {
             cli_failf("bench: unknown or incomplete option '%s'", a);
             return usage(stderr);
@@ -172,8 +181,8 @@ int cmd_bench(int argc, char **argv) {
                "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f\n}\n",
                rss, wbytes, bw, bw > 0 ? bw / (double)wbytes : 0.0);
     } else {
-        printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir,
-               dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
+        printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir, dtype,
+               c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);

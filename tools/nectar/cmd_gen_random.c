@@ -58,11 +58,13 @@ static void add_tensor(gen_plan *p, const char *name, st_dtype dt, int64_t d0, i
 }
 
 static void plan_tensors(gen_plan *p, const like_shape *s, st_dtype dt) {
-    int64_t d = s->hidden, qd = (int64_t)s->heads * s->head_dim, kvd = (int64_t)s->kv_heads * s->head_dim;
+    int64_t d = s->hidden, qd = (int64_t)s->heads * s->head_dim,
+            kvd = (int64_t)s->kv_heads * s->head_dim;
     add_tensor(p, "model.embed_tokens.weight", dt, s->vocab, d);
     char n[96];
     for (int l = 0; l < s->layers; l++) {
-#define T(suffix, a, b) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), add_tensor(p, n, dt, a, b))
+#define T(suffix, a, b)                                                                            \
+    (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), add_tensor(p, n, dt, a, b))
         T("input_layernorm.weight", d, 0);
         T("self_attn.q_proj.weight", qd, d);
         T("self_attn.k_proj.weight", kvd, d);
@@ -199,7 +201,8 @@ static nc_status copy_file(const char *src_dir, const char *dst_dir, const char 
 /* Splits the plan into shards of at most SHARD_MAX_BYTES and writes them. */
 static nc_status write_weights(gen_plan *p, const char *out, nc_error *err) {
     size_t total = 0;
-    for (int i = 0; i < p->n; i++) total += st_write_tensor_bytes(&p->t[i]);
+    for (int i = 0; i < p->n; i++)
+        total += st_write_tensor_bytes(&p->t[i]);
     char path[4096];
     if (total <= SHARD_MAX_BYTES) {
         hf_path_join(path, sizeof path, out, "model.safetensors");
@@ -224,8 +227,8 @@ static nc_status write_weights(gen_plan *p, const char *out, nc_error *err) {
         snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
         hf_path_join(path, sizeof path, out, name);
         shard_ctx sc = {p, start[s]};
-        nc_status st = st_write_file(path, p->t + start[s], start[s + 1] - start[s], fill_shard,
-                                     &sc, err);
+        nc_status st =
+            st_write_file(path, p->t + start[s], start[s + 1] - start[s], fill_shard, &sc, err);
         if (st != NC_OK) {
             json_decref(index);
             json_decref(map);
@@ -257,26 +260,40 @@ int cmd_gen_random(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
-        } else if (!strcmp(a, "--like") && has_val) like = argv[++i];
-        else if (!strcmp(a, "--dtype") && has_val) dtype = argv[++i];
-        else if (!strcmp(a, "--seed") && has_val) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--tokenizer") && has_val) tok_dir = argv[++i];
-        else if (!strcmp(a, "-t") && has_val) threads = atoi(argv[++i]);
-        else if (a[0] == '-') return cli_failf("gen-random: unknown or incomplete option '%s'", a), usage();
-        else if (!out) out = a;
-        else return cli_failf("gen-random: unexpected argument '%s'", a), usage();
+        } else if (!strcmp(a, "--like") && has_val)
+            like = argv[++i];
+        else if (!strcmp(a, "--dtype") && has_val)
+            dtype = argv[++i];
+        else if (!strcmp(a, "--seed") && has_val)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--tokenizer") && has_val)
+            tok_dir = argv[++i];
+        else if (!strcmp(a, "-t") && has_val)
+            threads = atoi(argv[++i]);
+        else if (a[0] == '-')
+            return cli_failf("gen-random: unknown or incomplete option '%s'", a), usage();
+        else if (!out)
+            out = a;
+        else
+            return cli_failf("gen-random: unexpected argument '%s'", a), usage();
     }
     if (!like || !out) return usage();
     const like_shape *shape = NULL;
     for (size_t i = 0; i < sizeof likes / sizeof likes[0]; i++)
         if (!strcmp(like, likes[i].name)) shape = &likes[i];
-    if (!shape) return cli_failf("gen-random: unknown --like '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b)", like);
+    if (!shape)
+        return cli_failf("gen-random: unknown --like '%s' (qwen3-0.6b, qwen3-1.7b, qwen3-4b)",
+                         like);
     st_dtype dt;
     const char *torch_dtype;
-    if (!strcmp(dtype, "bf16")) dt = ST_BF16, torch_dtype = "bfloat16";
-    else if (!strcmp(dtype, "f16")) dt = ST_F16, torch_dtype = "float16";
-    else if (!strcmp(dtype, "f32")) dt = ST_F32, torch_dtype = "float32";
-    else return cli_failf("gen-random: --dtype must be bf16, f16 or f32, not '%s'", dtype);
+    if (!strcmp(dtype, "bf16"))
+        dt = ST_BF16, torch_dtype = "bfloat16";
+    else if (!strcmp(dtype, "f16"))
+        dt = ST_F16, torch_dtype = "float16";
+    else if (!strcmp(dtype, "f32"))
+        dt = ST_F32, torch_dtype = "float32";
+    else
+        return cli_failf("gen-random: --dtype must be bf16, f16 or f32, not '%s'", dtype);
     if (mkdir(out, 0777) != 0 && errno != EEXIST)
         return cli_failf("%s: cannot create folder: %s", out, strerror(errno));
     if (!nc_is_dir(out)) return cli_failf("%s: not a folder", out);
@@ -292,8 +309,9 @@ int cmd_gen_random(int argc, char **argv) {
     if (st == NC_OK) {
         json_t *g = json_object();
         json_object_set_new(g, "bos_token_id", json_integer(shape->vocab > 151643 ? 151643 : 0));
-        json_object_set_new(g, "eos_token_id", shape->vocab > 151645 ? json_pack("[i,i]", 151645, 151643)
-                                                                     : json_pack("[i]", 1));
+        json_object_set_new(g, "eos_token_id",
+                            shape->vocab > 151645 ? json_pack("[i,i]", 151645, 151643)
+                                                  : json_pack("[i]", 1));
         st = write_json(out, "generation_config.json", g, &err);
     }
     if (st == NC_OK) st = write_weights(&plan, out, &err);
@@ -309,13 +327,15 @@ int cmd_gen_random(int argc, char **argv) {
     }
     if (tok_dir) {
         if (!nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
-        const char *files[] = {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"};
+        const char *files[] = {"tokenizer.json", "tokenizer_config.json", "vocab.json",
+                               "merges.txt"};
         for (size_t i = 0; i < sizeof files / sizeof files[0] && st == NC_OK; i++)
             st = copy_file(tok_dir, out, files[i], &err);
         if (st != NC_OK) return cli_fail(&err);
     }
     size_t bytes = 0;
-    for (int i = 0; i < plan.n; i++) bytes += st_write_tensor_bytes(&plan.t[i]);
+    for (int i = 0; i < plan.n; i++)
+        bytes += st_write_tensor_bytes(&plan.t[i]);
     fprintf(stderr, "wrote %s: %s shape, %s, %d tensors, %.2f GB in %.1f s%s\n", out, shape->name,
             dtype, plan.n, (double)bytes / 1e9, nc_now_s() - t0,
             tok_dir ? "" : " (no tokenizer copied)");
