@@ -35,6 +35,7 @@ struct serve_engine {
     int32_t eog[SERVE_MAX_EOG]; /* end-of-generation ids */
     int n_eog;
     const char *kind;        /* "qwen3-cpu", "fake" */
+    size_t kv_bytes_per_token; /* a sequence's cache cost per token (0: negligible) */
     void *impl;
 
     nc_status (*seq_new)(serve_engine *e, int ctx, void **seq, nc_error *err);

@@ -103,6 +103,9 @@ nc_status serve_engine_open_qwen3(const char *dir, const serve_engine_options *o
     const qwen3_config *c = qwen3_model_config(q->m);
     out->impl = q;
     out->kind = "qwen3-cpu";
+    /* K and V, fp32, every layer (qwen3.h: the state's cache is fp32). */
+    out->kv_bytes_per_token = 2 * sizeof(float) * (size_t)c->num_hidden_layers *
+                              (size_t)c->num_key_value_heads * (size_t)c->head_dim;
     out->n_vocab = c->vocab_size;
     out->ctx_max = c->max_position_embeddings;
     if (opt && opt->ctx > 0 && opt->ctx < out->ctx_max) out->ctx_max = opt->ctx;
