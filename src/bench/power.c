@@ -78,7 +78,7 @@ nc_status nc_power_open(const char *spec, const char *powercap_root, double peri
     if (!strcmp(spec, "powermetrics")) {
         char cmd[256];
         int ms = (int)(period_s * 1000 + 0.5);
-        snprintf(cmd, sizeof cmd, "powermetrics --samplers cpu_power,gpu_power -i %d",
+        snprintf(cmd, sizeof cmd, "powermetrics --samplers cpu_power,gpu_power -b 1 -i %d",
                  ms < 10 ? 10 : ms);
         return nc_powermetrics_open(cmd, period_s, out, err);
     }

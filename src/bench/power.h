@@ -57,7 +57,7 @@ struct nc_power_sampler {
 
 /* spec: "none", "auto" (rapl when readable, else none), "rapl",
  * "rapl:ZONE,ZONE" (zone names such as package-0, dram, psys),
- * "powermetrics" (runs `powermetrics --samplers cpu_power,gpu_power -i MS`),
+ * "powermetrics" (runs `powermetrics --samplers cpu_power,gpu_power -b 1 -i MS`),
  * "powermetrics-cmd:CMD" (any shell command printing powermetrics output;
  * also how a recorded file is replayed). powercap_root: NULL for
  * /sys/class/powercap. */
