@@ -58,11 +58,65 @@ nc_status mil_builder_new(mil_builder **out, const char *model_dir, nc_error *er
             strcpy(b->model_dir, model_dir);
         if (st == NC_OK) st = mil_program_set_model_dir(b->prog, model_dir, err);
     }
+    static const char *const info[][2] = MIL_BUILD_INFO_DEFAULT;
+    for (size_t i = 0; st == NC_OK && i < sizeof info / sizeof info[0]; i++)
+        st = mil_builder_build_info(b, info[i][0], info[i][1]);
     if (st != NC_OK) {
+        if (err && b->failed) *err = b->err;
         mil_builder_free(b);
         return st;
     }
     *out = b;
+    return NC_OK;
+}
+
+nc_status mil_builder_build_info(mil_builder *b, const char *key, const char *value) {
+    mil_program *p = b->prog;
+    const mil_value *old = mil_program_attr(p, "buildInfo");
+    size_t n = old ? old->n : 0;
+    const mil_type *str = mil_type_scalar(p, MIL_DT_STRING);
+    mil_value *d = nc_arena_alloc(&p->arena, sizeof *d);
+    const mil_value **items = nc_arena_calloc(&p->arena, 2 * (n + 1), sizeof *items);
+    const mil_value *k = mil_value_string(p, key), *v = mil_value_string(p, value);
+    if (!str || !d || !items || !k || !v || !(d->type = mil_type_dict(p, str, str))) {
+        failf(b, NC_ERR_NOMEM, "out of memory");
+        return NC_ERR_NOMEM;
+    }
+    size_t m = 0;
+    int placed = 0;
+    for (size_t i = 0; i < n; i++) { /* merge in key order, replacing an equal key */
+        const char *ki = mil_value_str(old->items[2 * i]);
+        int c = ki ? strcmp(key, ki) : 1;
+        if (!placed && c <= 0) {
+            items[2 * m] = k;
+            items[2 * m++ + 1] = v;
+            placed = 1;
+            if (c == 0) continue;
+        }
+        items[2 * m] = old->items[2 * i];
+        items[2 * m++ + 1] = old->items[2 * i + 1];
+    }
+    if (!placed) {
+        items[2 * m] = k;
+        items[2 * m++ + 1] = v;
+    }
+    d->kind = MIL_VALUE_DICT;
+    d->n = m;
+    d->items = items;
+    if (old) { /* the attribute array is ours: point it at the new dict */
+        for (int i = 0; i < p->n_attrs; i++)
+            if (!strcmp(p->attrs[i].name, "buildInfo")) p->attrs[i].value = d;
+        return NC_OK;
+    }
+    mil_attr *attrs = nc_arena_calloc(&p->arena, (size_t)p->n_attrs + 1, sizeof *attrs);
+    if (!attrs) {
+        failf(b, NC_ERR_NOMEM, "out of memory");
+        return NC_ERR_NOMEM;
+    }
+    if (p->n_attrs) memcpy(attrs, p->attrs, (size_t)p->n_attrs * sizeof *attrs);
+    attrs[p->n_attrs].name = "buildInfo";
+    attrs[p->n_attrs++].value = d;
+    p->attrs = attrs;
     return NC_OK;
 }
 

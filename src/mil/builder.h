@@ -33,10 +33,24 @@
 
 typedef struct mil_builder mil_builder;
 
+/* The buildInfo a new builder's program carries, as direct-ANE projects send
+ * it (shared/reference/ane-private-api.md: a coremlc buildInfo with
+ * coremlc-version is reported as required; one line, keys sorted). */
+#define MIL_BUILD_INFO_DEFAULT                                                                     \
+    {                                                                                              \
+        {"coremlc-component-MIL", "3510.2.1"}, {"coremlc-version", "3505.4.1"},                    \
+            {"coremltools-component-milinternal", ""}, {                                           \
+            "coremltools-version", "9.0"                                                           \
+        }                                                                                          \
+    }
+
 /* model_dir: the model folder (weights go to model_dir/weights/weight.bin,
  * created on first use), or NULL to keep every constant inline. */
 nc_status mil_builder_new(mil_builder **out, const char *model_dir, nc_error *err);
 mil_program *mil_builder_program(mil_builder *b);
+/* Adds or replaces one buildInfo entry (kept sorted by key), e.g. a nonce
+ * that gives otherwise identical programs distinct compile-cache keys. */
+nc_status mil_builder_build_info(mil_builder *b, const char *key, const char *value);
 /* The first error (code NC_OK while none). */
 const nc_error *mil_builder_error(const mil_builder *b);
 /* Closes the weight file (renamed into place) and hands over the program;

@@ -105,8 +105,33 @@ static void test_conv_block_with_weights_round_trips(void) {
         text, "tensor<fp16, [1, 64, 1, 32]> conv0 = conv(bias = conv0_bias, dilations = "
               "conv0_dilations, groups = conv0_groups, pad = conv0_pad, pad_type = conv0_pad_type, "
               "strides = conv0_strides, weight = conv0_weight, x = x)[name = string(\"conv0\")];"));
+    /* the buildInfo line direct-ANE projects send (ane-private-api.md) */
+    static const char head[] =
+        "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-component-MIL\", "
+        "\"3510.2.1\"}, "
+        "{\"coremlc-version\", \"3505.4.1\"}, {\"coremltools-component-milinternal\", \"\"}, "
+        "{\"coremltools-version\", \"9.0\"}})]\n{\n";
+    CHECK(!strncmp(text, head, strlen(head)));
     free(text);
     mil_program_free(p);
+}
+
+static void test_build_info_entries_stay_sorted_and_replace(void) {
+    mil_builder *b;
+    nc_error err;
+    CHECK_OK(mil_builder_new(&b, NULL, &err), &err);
+    CHECK_OK(mil_builder_build_info(b, "ane-nonce", "7"), mil_builder_error(b));
+    CHECK_OK(mil_builder_build_info(b, "coremlc-version", "3600.25.1"), mil_builder_error(b));
+    CHECK_OK(mil_builder_build_info(b, "zz", "last"), mil_builder_error(b));
+    const mil_value *bi = mil_program_attr(mil_builder_program(b), "buildInfo");
+    CHECK(bi && bi->kind == MIL_VALUE_DICT && bi->n == 6);
+    static const char *keys[] = {"ane-nonce",           "coremlc-component-MIL",
+                                 "coremlc-version",     "coremltools-component-milinternal",
+                                 "coremltools-version", "zz"};
+    for (int i = 0; i < 6; i++)
+        CHECK(!strcmp(mil_value_str(bi->items[2 * i]), keys[i]));
+    CHECK(!strcmp(mil_value_str(bi->items[5]), "3600.25.1"));
+    mil_builder_free(b);
 }
 
 /* The corpus's hand-written attention block, rebuilt: every op's inferred
@@ -329,6 +354,7 @@ static void test_split_concat_and_friends_infer_shapes(void) {
 
 int main(void) {
     RUN(test_conv_block_with_weights_round_trips);
+    RUN(test_build_info_entries_stay_sorted_and_replace);
     RUN(test_attention_block_matches_corpus_types);
     RUN(test_functions_share_one_weight);
     RUN(test_builder_errors_name_the_op_at_the_call);
