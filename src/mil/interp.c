@@ -295,6 +295,29 @@ static nc_status check_declared(const mil_op *op, int k, const mil_slot *s, nc_e
                            op->outputs[k]->name ? op->outputs[k]->name : "?", got, decl);
 }
 
+/* One trace line for output k of op: range and non-finite counts. */
+static void trace_output(FILE *f, const mil_op *op, int k, const mil_slot *s) {
+    size_t n = mil_kshape_count(&s->shape), n_inf = 0, n_nan = 0;
+    double lo = 0, hi = 0;
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        double v = s->is_int ? ((const int32_t *)s->data)[i] : ((const float *)s->data)[i];
+        if (v != v) n_nan++;
+        else if (v > 3.4e38 || v < -3.4e38) n_inf++;
+        else {
+            lo = first || v < lo ? v : lo;
+            hi = first || v > hi ? v : hi;
+            first = 0;
+        }
+    }
+    char label[400];
+    fprintf(f, "%s -> %s %s [", mil_interp_op_label(op, label, sizeof label),
+            op->outputs[k]->name ? op->outputs[k]->name : "?", mil_dtype_name(s->dtype));
+    for (int i = 0; i < s->shape.rank; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)s->shape.d[i]);
+    if (first) fprintf(f, "] no finite value, %zu inf, %zu nan\n", n_inf, n_nan);
+    else fprintf(f, "] %.6g .. %.6g, %zu inf, %zu nan\n", lo, hi, n_inf, n_nan);
+}
+
 static nc_status exec_plan(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(p->fn(it, p, err));
     for (int k = 0; k < p->op->n_outputs; k++) {
@@ -303,6 +326,7 @@ static nc_status exec_plan(mil_interp *it, op_plan *p, nc_error *err) {
         NC_TRY(check_declared(p->op, k, s, err));
         if (it->mode == MIL_INTERP_FP16 && s->dtype == MIL_DT_FP16)
             round_fp16(s->data, mil_kshape_count(&s->shape));
+        if (it->trace && !s->str) trace_output(it->trace, p->op, k, s);
     }
     return NC_OK;
 }
@@ -438,6 +462,7 @@ void mil_interp_free(mil_interp *it) {
 const mil_function *mil_interp_function(const mil_interp *it) { return it->fn; }
 mil_interp_mode mil_interp_get_mode(const mil_interp *it) { return it->mode; }
 void mil_interp_set_pool(mil_interp *it, nc_pool *pool) { it->pool = pool; }
+void mil_interp_set_trace(mil_interp *it, FILE *f) { it->trace = f; }
 
 /* ---- inputs and outputs ---- */
 

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/pool.h"
 #include "mil/ir.h"
@@ -75,6 +76,11 @@ nc_status mil_interp_copy_out(const mil_interp *it, const char *name, mil_dtype 
  * thread in the same order. Runs of interpreters sharing a pool must not
  * overlap (nc_pool_for is not re-entrant). */
 void mil_interp_set_pool(mil_interp *it, nc_pool *pool);
+
+/* After each op of a run, writes one line per output to f (NULL: off):
+ * "file:line: op 'name' -> var [shape] min .. max, N inf, N nan" -- where an
+ * fp16 overflow first appears. */
+void mil_interp_set_trace(mil_interp *it, FILE *f);
 
 const mil_function *mil_interp_function(const mil_interp *it);
 mil_interp_mode mil_interp_get_mode(const mil_interp *it);

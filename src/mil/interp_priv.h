@@ -38,6 +38,7 @@ struct mil_interp {
     mil_interp_mode mode;
     size_t max_elements; /* 0: no limit */
     nc_pool *pool;       /* caller's thread pool for the matrix kernels, or NULL */
+    FILE *trace;         /* per-op statistics after each op of a run, or NULL */
     int n_slots;
     mil_slot *slots;
     int n_plans;

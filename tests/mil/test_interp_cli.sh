@@ -53,3 +53,10 @@ bad mil_run_unknown_function "'nope'" "$d/model.mil" --fn nope
 bad mil_run_bad_mode "fp8" "$d/model.mil" --mode fp8
 bad mil_run_missing_npy "nothere.npy" "$d/model.mil" --in x="$TMP/nothere.npy"
 bad mil_run_missing_file "nothere.mil" "$TMP/nothere.mil"
+
+# --trace names the op where fp16 overflows first (x*x of activations ~300)
+d=tests/fixtures/mil/programs/rmsnorm_naive
+if "$NECTAR" mil run "$d/model.mil" --in x="$d/x.npy" --out "$TMP/o4" --trace >"$TMP/log" 2>"$TMP/trace" &&
+    grep -q "^mul 'sq' (.*model.mil:8) -> sq fp16 \[1, 64, 1, 32\] .*, [1-9][0-9]* inf, 0 nan" "$TMP/trace"; then
+    pass mil_run_trace_shows_overflow
+else fail mil_run_trace_shows_overflow "$(head -3 "$TMP/trace")"; fi

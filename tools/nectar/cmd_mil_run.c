@@ -21,7 +21,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: nectar mil run FILE.mil [--fn NAME] --in NAME=FILE.npy ... --out DIR\n"
-            "                      [--mode fp16|fp32] [--repeat N] [--threads N]\n\n"
+            "                      [--mode fp16|fp32] [--repeat N] [--threads N] [--trace]\n\n"
             "Runs function NAME (default main) of the program with the interpreter and writes\n"
             "each output, and each state's final value, as DIR/<name>.npy.\n\n"
             "  --in NAME=FILE.npy  binds input NAME (repeat for each input)\n"
@@ -30,7 +30,9 @@ static void usage(FILE *f) {
             "                      in fp32 (default); fp32: no rounding, for debugging\n"
             "  --repeat N          run N times and print the mean time per run\n"
             "  --threads N         threads for matmul/conv/linear (default 1; 0: all CPUs);\n"
-            "                      results are the same for any N\n");
+            "                      results are the same for any N\n"
+            "  --trace             after each op print its outputs' range and inf/nan\n"
+            "                      counts (to stderr): where an fp16 overflow starts\n");
 }
 
 static int bind_inputs(mil_interp *it, char **specs, int n) {
@@ -77,6 +79,7 @@ int cmd_mil_run(int argc, char **argv) {
     char *ins[MAX_INPUTS];
     int n_in = 0;
     long repeat = 1, threads = 1;
+    int trace = 0;
     mil_interp_mode mode = MIL_INTERP_FP16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -100,6 +103,8 @@ int cmd_mil_run(int argc, char **argv) {
             char *end;
             repeat = strtol(argv[++i], &end, 10);
             if (*end || repeat < 1 || repeat > 1000000) return cli_failf("mil run: bad --repeat '%s'", argv[i]);
+        } else if (!strcmp(a, "--trace")) {
+            trace = 1;
         } else if (!strcmp(a, "--threads") && has_val) {
             char *end;
             threads = strtol(argv[++i], &end, 10);
@@ -128,6 +133,7 @@ int cmd_mil_run(int argc, char **argv) {
         rc = cli_fail(&err);
         goto done;
     }
+    if (trace) mil_interp_set_trace(it, stderr);
     if (threads != 1) {
         if (nc_pool_new((int)threads, &pool, &err) != NC_OK) {
             rc = cli_fail(&err);
