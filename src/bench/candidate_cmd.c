@@ -35,6 +35,7 @@ typedef struct cmd_impl {
     size_t req_len, req_cap;
     char rbuf[4096]; /* answer bytes not yet consumed */
     size_t rlen;
+    int is_out_of_step; /* an answer timed out: later answers would be misaligned */
 } cmd_impl;
 
 static void kill_group(pid_t pid) {
@@ -247,6 +248,8 @@ static nc_status pipe_prepare(nc_candidate *c, const nc_bench_item *item, nc_err
 static nc_status pipe_run(nc_candidate *c, const nc_bench_item *item, nc_error *err) {
     (void)item;
     cmd_impl *m = c->impl;
+    if (m->is_out_of_step)
+        return nc_fail(err, NC_ERR_IO, "pipe candidate: stopped after an answer timed out");
     const char *p = m->req;
     size_t n = m->req_len;
     while (n) {
@@ -261,7 +264,13 @@ static nc_status pipe_run(nc_candidate *c, const nc_bench_item *item, nc_error *
         n -= (size_t)k;
     }
     char line[256];
-    NC_TRY(read_line(m, c->timeout_s, line, sizeof line, err));
+    nc_status st = read_line(m, c->timeout_s, line, sizeof line, err);
+    if (st == NC_ERR_RANGE) {
+        /* a late answer would be taken for the next request's: stop here */
+        m->is_out_of_step = 1;
+        kill(-m->pid, SIGKILL);
+    }
+    NC_TRY(st);
     if (!strncmp(line, "error", 5))
         return nc_fail(err, NC_ERR_IO, "pipe candidate answered: %.200s", line);
     return NC_OK;

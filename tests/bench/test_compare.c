@@ -336,6 +336,16 @@ static void test_bad_candidates_fail_with_a_message(void) {
     snprintf(spec, sizeof spec, "pipe:%s --serve-fail", self_path);
     CHECK(compare("spin:1", spec, &o, NULL, &r, &err) != NC_OK);
     CHECKF(strstr(err.msg, "answered: error") != NULL, "%s", err.msg);
+    /* a persistent process that stops answering: timed out, then stopped */
+    nc_candidate *p;
+    nc_bench_item item = {"x", 1};
+    CHECK_OK(nc_candidate_open("pipe:echo ready; read l; sleep 5", 0.2, &p, &err), &err);
+    CHECK_OK(p->ops->load(p, &err), &err);
+    CHECK_OK(p->ops->prepare(p, &item, &err), &err);
+    CHECK(p->ops->run(p, &item, &err) == NC_ERR_RANGE);
+    CHECK(p->ops->run(p, &item, &err) == NC_ERR_IO);
+    CHECKF(strstr(err.msg, "timed out") != NULL, "%s", err.msg);
+    nc_candidate_close(p);
     o.n_blocks = 4;
     CHECK(compare("spin:1", "spin:1", &o, NULL, &r, &err) == NC_ERR_INVALID);
 }
