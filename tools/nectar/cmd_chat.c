@@ -120,12 +120,12 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
     free(rendered);
     if (st != NC_OK) return st;
     /* a reply may use whatever room the conversation leaves, up to -n */
-    int room = qwen3_state_ctx(l->state) - (int)n_ids;
+    int room = gen_cli_ctx(l) - (int)n_ids;
     if (room <= 0) {
         free(ids);
         return nc_fail(err, NC_ERR_RANGE,
                        "the conversation (%zu tokens) does not fit in the context of %d tokens",
-                       n_ids, qwen3_state_ctx(l->state));
+                       n_ids, gen_cli_ctx(l));
     }
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
     gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0};

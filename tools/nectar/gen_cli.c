@@ -269,6 +269,10 @@ void gen_cli_unload(gen_cli_loaded *l) {
     memset(l, 0, sizeof *l);
 }
 
+int gen_cli_ctx(const gen_cli_loaded *l) {
+    return l->mil ? gen_mil_manifest(l->mil)->ctx : qwen3_state_ctx(l->state);
+}
+
 void gen_cli_print_timings(FILE *f, const gen_result *r) {
     int n_run = r->n_prompt - r->n_prompt_cached;
     fprintf(f, "prompt %d tokens", r->n_prompt);

@@ -59,6 +59,8 @@ nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
  * the bundle's programs, its fixed context). */
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
 void gen_cli_unload(gen_cli_loaded *l);
+/* The loaded engine's context in tokens (either backend). */
+int gen_cli_ctx(const gen_cli_loaded *l);
 
 /* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
  * stop: length", no newline */

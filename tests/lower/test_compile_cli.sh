@@ -1,0 +1,111 @@
+#!/bin/sh
+# `nectar compile` and `nectar run/chat --backend mil` ($NECTAR_BIN) on the
+# tiny fixtures: the bundle layout and its check by `nectar mil check
+# --target ane`, greedy text through the interpreter equal to HF's
+# (tests/fixtures/gen/e2e, independent of nectar) and to the cpu backend,
+# --dump-layers from both backends, chat through a bundle, and one-line
+# errors with no partial bundle for bad input.
+BIN=${NECTAR_BIN:-build/nectar}
+T="-t 1"
+FIX=tests/fixtures/gen/e2e
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+M=tests/fixtures/qwen3/tiny_gqa2
+
+if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --buckets 32,64 $T >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "13 kernels per token" "$TMP/out" && [ -f "$TMP/b/manifest.json" ] &&
+    [ -f "$TMP/b/layer_00/model.mil" ] && [ -f "$TMP/b/layer_02/weights/weight.bin" ] &&
+    [ -f "$TMP/b/head/model.mil" ] && [ -f "$TMP/b/tokenizer.json" ]; then
+    pass compile_writes_bundle
+else
+    fail compile_writes_bundle "$(cat "$TMP/out" "$TMP/err")"
+fi
+
+if "$BIN" mil check --target ane "$TMP/b" >"$TMP/out" 2>&1; then
+    pass compile_bundle_passes_mil_check_ane
+else
+    fail compile_bundle_passes_mil_check_ane "$(grep error "$TMP/out" | head -3)"
+fi
+
+# greedy continuation through the bundle == HF's text for this model's prompts
+n=0
+for p in "$FIX"/run_tiny_gqa2_*.prompt; do
+    base=${p%.prompt}
+    n=$((n + 1))
+    if "$BIN" run $T --backend mil -m "$TMP/b" -f "$p" --temp 0 -n 24 >"$TMP/out" 2>"$TMP/err" &&
+        cmp -s "$TMP/out" "$base.expected"; then
+        pass "run_mil_greedy_matches_hf_$(basename "$base")"
+    else
+        fail "run_mil_greedy_matches_hf_$(basename "$base")" "got '$(cat "$TMP/out")' ($(tail -1 "$TMP/err"))"
+    fi
+done
+[ "$n" -gt 0 ] || fail run_mil_greedy_matches_hf "no fixture prompts in $FIX"
+
+# 64 greedy tokens and per-layer dumps: mil == cpu
+"$BIN" run $T -m $M -p "In the beginning" --temp 0 -n 64 --dump-layers "$TMP/dc" >"$TMP/cpu" 2>"$TMP/err1"
+"$BIN" run $T --backend mil -m "$TMP/b" -p "In the beginning" --temp 0 -n 64 --dump-layers "$TMP/dm" \
+    >"$TMP/mil" 2>"$TMP/err2"
+if [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/mil"; then
+    pass run_mil_64_tokens_equal_cpu
+else
+    fail run_mil_64_tokens_equal_cpu "cpu '$(cat "$TMP/cpu")' mil '$(cat "$TMP/mil")' $(tail -1 "$TMP/err2")"
+fi
+ok=1
+for l in 00 01 02; do
+    [ -f "$TMP/dc/layer_$l.npy" ] && [ -f "$TMP/dm/layer_$l.npy" ] &&
+        [ "$(wc -c <"$TMP/dc/layer_$l.npy")" = "$(wc -c <"$TMP/dm/layer_$l.npy")" ] || ok=0
+done
+[ -f "$TMP/dc/layer_03.npy" ] && ok=0
+if [ $ok = 1 ]; then pass run_dump_layers_both_backends; else fail run_dump_layers_both_backends "$(ls "$TMP/dc" "$TMP/dm")"; fi
+
+# chat through the bundle: one turn, greedy, ends cleanly
+if printf 'Hello\n' | "$BIN" chat $T --backend mil -m "$TMP/b" --temp 0 -n 8 >"$TMP/out" 2>"$TMP/err"; then
+    pass chat_mil_runs
+else
+    fail chat_mil_runs "$(tail -2 "$TMP/err")"
+fi
+
+# errors: one line, exit 1 or 2, no partial bundle
+check_err() { # name, expected substring, command...
+    name=$1
+    want=$2
+    shift 2
+    if "$@" >"$TMP/out" 2>"$TMP/err"; then
+        fail "$name" "succeeded"
+    elif grep -q "$want" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then
+        pass "$name"
+    else
+        fail "$name" "$(cat "$TMP/err")"
+    fi
+}
+check_err compile_bad_ctx "multiple of 32" "$BIN" compile -m $M -o "$TMP/x1" --ctx 100
+check_err compile_bad_bucket "not a multiple of 32" "$BIN" compile -m $M -o "$TMP/x2" --buckets 32,48
+check_err compile_bucket_over_ctx "exceeds" "$BIN" compile -m $M -o "$TMP/x3" --ctx 64 --buckets 128
+check_err compile_missing_model "no such model folder" "$BIN" compile -m "$TMP/none" -o "$TMP/x4"
+check_err compile_bad_lm_head "ane or cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
+mkdir -p "$TMP/notbundle" && echo keep >"$TMP/notbundle/file"
+check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m $M -o "$TMP/notbundle"
+# a checkpoint missing a tensor: fails naming it, nothing written
+mkdir -p "$TMP/broken" && cp $M/config.json $M/tokenizer.json "$TMP/broken/"
+check_err compile_missing_weights "safetensors" "$BIN" compile -m "$TMP/broken" -o "$TMP/x6"
+if [ ! -e "$TMP/x1" ] && [ ! -e "$TMP/x4" ] && [ ! -e "$TMP/x6" ] && [ -f "$TMP/notbundle/file" ] &&
+    [ -z "$(ls -d "$TMP"/x6.tmp* 2>/dev/null)" ]; then
+    pass compile_failure_leaves_nothing
+else
+    fail compile_failure_leaves_nothing "$(ls "$TMP")"
+fi
+check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
+check_err run_bad_backend "cpu or mil" "$BIN" run --backend gpu -m $M -p hi -n 1
+
+# recompiling over an existing bundle replaces it; --lm-head cpu runs the
+# head from the checkpoint and gives the same greedy text
+if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --lm-head cpu $T >/dev/null 2>"$TMP/err" &&
+    [ ! -e "$TMP/b/head" ] && grep -q '"lm_head": "cpu"' "$TMP/b/manifest.json" &&
+    "$BIN" run $T --backend mil -m "$TMP/b" -p "In the beginning" --temp 0 -n 64 >"$TMP/mil2" 2>>"$TMP/err" &&
+    cmp -s "$TMP/cpu" "$TMP/mil2"; then
+    pass compile_replaces_bundle_and_cpu_head_matches
+else
+    fail compile_replaces_bundle_and_cpu_head_matches "$(tail -2 "$TMP/err")"
+fi
