@@ -214,6 +214,33 @@ static void test_bad_inputs_are_reported(void) {
     mil_program_free(prog);
 }
 
+/* The trace names each op with its output's range and non-finite count. */
+static void test_trace_reports_each_op(void) {
+    nc_error err;
+    mil_program *prog;
+    mil_interp *it;
+    CHECK_OK(mil_parse(AXPY, strlen(AXPY), "axpy.mil", &prog, &err), &err);
+    CHECK_OK(mil_interp_new(prog, NULL, MIL_INTERP_FP16, &it, &err), &err);
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    mil_interp_set_trace(it, f);
+    int64_t sx[2] = {2, 3}, sy[1] = {3};
+    float x[6] = {1, 2, 3, 30000, 5, 6}, y[3] = {0, 0, 0};
+    CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 2, sx, x, &err), &err);
+    CHECK_OK(mil_interp_set_input(it, "y", MIL_DT_FP32, 1, sy, y, &err), &err);
+    CHECK_OK(mil_interp_run(it, &err), &err);
+    char text[1024] = {0};
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    CHECK(n > 0);
+    /* 3 * 30000 overflows fp16 in mul 'ax' (line 6) */
+    CHECKF(strstr(text, "mul 'ax' (axpy.mil:6) -> ax fp16 [2, 3] 3 .. 18, 1 inf, 0 nan") != NULL, "%s", text);
+    CHECKF(strstr(text, "add 'z' (axpy.mil:7) -> z fp16 [2, 3]") != NULL, "%s", text);
+    mil_interp_free(it);
+    mil_program_free(prog);
+}
+
 static const char *BAD_SHAPE =
     "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
     "    func main<ios18>(tensor<fp16, [2, 3]> x) {\n"
@@ -320,6 +347,7 @@ int main(void) {
     RUN(test_prepared_function_reruns_with_new_inputs);
     RUN(test_state_persists_across_runs);
     RUN(test_thread_pool_gives_identical_results);
+    RUN(test_trace_reports_each_op);
     RUN(test_bad_inputs_are_reported);
     RUN(test_declared_shape_mismatch_names_op);
     return nc_test_exit_code();
