@@ -258,8 +258,19 @@ nc_status lower_manifest_read(const char *dir, lower_manifest *m, nc_error *err)
     memset(m, 0, sizeof *m);
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    NC_TRY(nc_read_file(path, &text, &len, err));
+    nc_status st = lower_manifest_parse(text, len, path, m, err);
+    free(text);
+    return st;
+}
+
+nc_status lower_manifest_parse(const char *text, size_t len, const char *path, lower_manifest *m,
+                               nc_error *err) {
+    memset(m, 0, sizeof *m);
     json_t *root = NULL;
-    NC_TRY(nc_json_load_file(path, &root, err));
+    NC_TRY(nc_json_parse(text, len, path, &root, err));
     const char *what = path, *fmt = NULL;
     int ver = 0;
     nc_status st = json_is_object(root) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not an object", path);
@@ -341,8 +352,16 @@ nc_status lower_manifest_read(const char *dir, lower_manifest *m, nc_error *err)
     if (!st && m->lm_head_on_ane) {
         const json_t *rows = obj(root, "head_chunk_rows", 1, what, err);
         if (!rows) st = err->code;
-        for (size_t i = 0; !st && i < json_array_size(rows) && i < 16; i++)
-            m->head_rows[m->n_head_chunks++] = json_integer_value(json_array_get(rows, i));
+        if (!st && (json_array_size(rows) < 1 || json_array_size(rows) > 16))
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows must list 1..16 sizes", path);
+        for (size_t i = 0; !st && i < json_array_size(rows); i++) {
+            json_int_t v = json_integer_value(json_array_get(rows, i));
+            if (v < 1 || v > LOWER_MAX_HEAD_ROWS)
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows[%zu] is not in [1, %d]", path, i,
+                             LOWER_MAX_HEAD_ROWS);
+            else
+                m->head_rows[m->n_head_chunks++] = v;
+        }
     }
     json_decref(root);
     if (st) lower_manifest_free(m);

@@ -63,6 +63,10 @@ nc_status lower_describe_program(const mil_program *prog, const char *path, int 
 nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_error *err);
 /* Reads and validates BUNDLE/manifest.json; free with lower_manifest_free. */
 nc_status lower_manifest_read(const char *bundle_dir, lower_manifest *m, nc_error *err);
+/* The same from text in memory (`path` names it in messages): what the
+ * fuzzer feeds. */
+nc_status lower_manifest_parse(const char *text, size_t len, const char *path, lower_manifest *m,
+                               nc_error *err);
 void lower_manifest_free(lower_manifest *m);
 
 /* The function named fn of a program, or NULL. */
