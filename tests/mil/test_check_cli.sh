@@ -53,7 +53,7 @@ elif grep -q "badarg.mil:5: error: .*'z'" "$TMP/out"; then pass mil_check_generi
 else fail mil_check_generic_error "$(cat "$TMP/out")"; fi
 
 if "$NECTAR" mil check "$TMP/broken.mil" >"$TMP/out" 2>&1; then fail mil_check_parse_error "exit 0"
-elif grep -q "broken.mil:[0-9]*:[0-9]*:" "$TMP/out"; then pass mil_check_parse_error
+elif grep -q "broken.mil:[0-9]*:[0-9]*: error: expected .*\[parse\]" "$TMP/out"; then pass mil_check_parse_error
 else fail mil_check_parse_error "$(cat "$TMP/out")"; fi
 
 # a folder: every .mil in it, and a summary line

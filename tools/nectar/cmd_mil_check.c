@@ -85,13 +85,35 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Prints a parse error as "file:line:col: error: what [parse]" (the parser
+ * says "file:line:col: what"); other failures as "file: error: what". */
+static void print_parse_error(const char *path, const char *msg) {
+    size_t n = strlen(path);
+    const char *p = msg + n;
+    if (!strncmp(msg, path, n) && *p == ':') {
+        const char *q = p + 1;
+        int fields = 0;
+        while (fields < 2 && *q >= '0' && *q <= '9') {
+            while (*q >= '0' && *q <= '9') q++;
+            if (*q != ':') break;
+            q++;
+            fields++;
+        }
+        if (fields == 2) {
+            printf("%.*s error:%s [parse]\n", (int)(q - msg), msg, q);
+            return;
+        }
+    }
+    printf("%s: error: %s [parse]\n", path, msg);
+}
+
 /* Checks one file; adds its counts. Returns -1 when the checker could not run. */
 static int check_file(const char *path, const mil_check_options *opt, int quiet, int *n_err,
                       int *n_warn) {
     nc_error err;
     mil_program *prog;
     if (mil_parse_file(path, &prog, &err) != NC_OK) {
-        if (!quiet) fprintf(stdout, "%s: error: %s [parse]\n", path, err.msg);
+        if (!quiet) print_parse_error(path, err.msg);
         (*n_err)++;
         return 0;
     }
