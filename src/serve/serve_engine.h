@@ -28,13 +28,13 @@ typedef struct serve_step_item {
 
 typedef struct serve_engine serve_engine;
 struct serve_engine {
-    char model_id[256];      /* what /v1/models reports and requests may name */
-    tok_tokenizer *tok;      /* owned by the engine */
-    int n_vocab;             /* length of a logits row (may exceed the tokenizer's) */
-    int ctx_max;             /* largest context a sequence may have */
+    char model_id[256];         /* what /v1/models reports and requests may name */
+    tok_tokenizer *tok;         /* owned by the engine */
+    int n_vocab;                /* length of a logits row (may exceed the tokenizer's) */
+    int ctx_max;                /* largest context a sequence may have */
     int32_t eog[SERVE_MAX_EOG]; /* end-of-generation ids */
     int n_eog;
-    const char *kind;        /* "qwen3-cpu", "fake" */
+    const char *kind;          /* "qwen3-cpu", "fake" */
     size_t kv_bytes_per_token; /* a sequence's cache cost per token (0: negligible) */
     void *impl;
 
@@ -49,8 +49,8 @@ struct serve_engine {
 
 /* Opens the Qwen3 CPU engine on a model folder. */
 typedef struct serve_engine_options {
-    int n_threads;  /* <= 0: all cores */
-    int ctx;        /* per-slot context wanted (capped by the model) */
+    int n_threads;    /* <= 0: all cores */
+    int ctx;          /* per-slot context wanted (capped by the model) */
     int fake_step_ms; /* fake engine: sleep per step (tests of queueing) */
 } serve_engine_options;
 

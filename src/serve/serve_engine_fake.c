@@ -93,15 +93,16 @@ static nc_status fake_step(serve_engine *e, serve_step_item *items, int n_items,
         }
         for (int k = 0; k < it->n; k++) {
             if (it->tokens[k] < 0 || it->tokens[k] >= e->n_vocab) {
-                it->status = nc_fail(&it->err, NC_ERR_INVALID, "fake engine: token id %d out of range",
-                                     (int)it->tokens[k]);
+                it->status = nc_fail(&it->err, NC_ERR_INVALID,
+                                     "fake engine: token id %d out of range", (int)it->tokens[k]);
                 break;
             }
         }
         if (it->status != NC_OK) continue;
         memcpy(s->tokens + s->n, it->tokens, (size_t)it->n * sizeof *it->tokens);
         s->n += it->n;
-        for (int v = 0; v < e->n_vocab; v++) it->logits[v] = 0.0f;
+        for (int v = 0; v < e->n_vocab; v++)
+            it->logits[v] = 0.0f;
         it->logits[m->next_of[s->tokens[s->n - 1]]] += FAKE_TOP_LOGIT;
         it->logits[fnv1a_tokens(s->tokens, s->n) % (uint32_t)e->n_vocab] += FAKE_BUMP_LOGIT;
     }
@@ -134,7 +135,8 @@ static nc_status fake_build(serve_engine *e, fake_model *m, const char *dir, nc_
     if (!m->next_of) return nc_fail(err, NC_ERR_NOMEM, "fake engine: out of memory");
     unsigned char *seen = calloc((size_t)e->n_vocab, 1);
     if (!seen) return nc_fail(err, NC_ERR_NOMEM, "fake engine: out of memory");
-    for (int v = 0; v < e->n_vocab; v++) m->next_of[v] = m->script[0];
+    for (int v = 0; v < e->n_vocab; v++)
+        m->next_of[v] = m->script[0];
     for (size_t i = 0; i < m->n_script; i++) {
         int32_t t = m->script[i];
         if (seen[t]) {

@@ -119,9 +119,11 @@ nc_status serve_engine_open_qwen3(const char *dir, const serve_engine_options *o
             out->eog[out->n_eog++] = id;
     }
     size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
     size_t b = n;
-    while (b > 0 && dir[b - 1] != '/') b--;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
     snprintf(out->model_id, sizeof out->model_id, "%.*s", (int)(n - b), dir + b);
     out->seq_new = q_seq_new;
     out->seq_free = q_seq_free;

@@ -105,7 +105,8 @@ static enum MHD_Result send_error(struct MHD_Connection *c, conn_ctx *cc, int st
 }
 
 static int client_fd(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
 }
 
@@ -166,7 +167,8 @@ static serve_route route_of(const char *url) {
 static int key_matches(const char *given, const char *key) {
     size_t n = strlen(key), m = strlen(given);
     unsigned diff = (unsigned)(n ^ m);
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)key[i] ^ (unsigned char)given[i < m ? i : 0];
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)key[i] ^ (unsigned char)given[i < m ? i : 0];
     return diff == 0;
 }
 
@@ -175,7 +177,8 @@ static int is_authorized(const serve_server *s, struct MHD_Connection *c) {
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) return 0;
     h += 7;
-    while (*h == ' ') h++;
+    while (*h == ' ')
+        h++;
     return key_matches(h, s->opt.api_key);
 }
 
@@ -189,14 +192,15 @@ static void make_id(serve_server *s, serve_endpoint ep, char *out, size_t cap) {
 
 static int ends_with_open_think(const char *text) {
     size_t n = strlen(text);
-    while (n && (text[n - 1] == '\n' || text[n - 1] == ' ')) n--;
+    while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        n--;
     return n >= 7 && !memcmp(text + n - 7, "<think>", 7);
 }
 
 /* Renders (chat) and tokenizes the prompt, sizes max_tokens. On failure
  * returns the HTTP status to answer with and fills msg/param/code. */
-static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
-                       const char **param, const char **code) {
+static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap, const char **param,
+                       const char **code) {
     serve_request *r = &j->req;
     char *text = NULL;
     nc_error err;
@@ -242,7 +246,9 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     if (n >= (size_t)ctx) {
         *param = what;
         *code = "context_length_exceeded";
-        snprintf(msg, msg_cap, "the prompt has %zu tokens but the context holds %d (at least one must be left to generate)",
+        snprintf(msg, msg_cap,
+                 "the prompt has %zu tokens but the context holds %d (at least one must be left to "
+                 "generate)",
                  n, ctx);
         return 400;
     }
@@ -396,16 +402,17 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
                                          serve_endpoint ep) {
     serve_request req;
     serve_parse_error perr;
-    nc_error err;
-    nc_status st = serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
+    nc_error err = {0};
+    nc_status st =
+        serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
     if (req.model && strcmp(req.model, s->e->model_id) != 0 &&
         !(s->opt.model_path && !strcmp(req.model, s->opt.model_path))) {
         char msg[512];
-        snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has '%.200s'", req.model,
-                 s->e->model_id);
+        snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has '%.200s'",
+                 req.model, s->e->model_id);
         serve_request_free(&req);
         return send_error(c, cc, 404, msg, "model", "model_not_found");
     }
@@ -424,8 +431,10 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     }
     if (serve_sched_submit(s->sched, j, &err) != NC_OK) {
         serve_job_release(j);
-        return send_error(c, cc, 429, "the server is busy: all slots are generating and the queue is full; retry later",
-                          NULL, "queue_full");
+        return send_error(
+            c, cc, 429,
+            "the server is busy: all slots are generating and the queue is full; retry later", NULL,
+            "queue_full");
     }
     /* Wait for a slot (bounded by --timeout), then stream or wait for the end. */
     int fd = client_fd(c);
@@ -522,8 +531,9 @@ static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_
     if (cc->route == SERVE_ROUTE_OTHER)
         return send_error(c, cc, 404, "no such endpoint", NULL, "not_found");
     if (!is_authorized(s, c))
-        return send_error(c, cc, 401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
-                          NULL, "invalid_api_key");
+        return send_error(c, cc, 401,
+                          "invalid or missing API key (send 'Authorization: Bearer KEY')", NULL,
+                          "invalid_api_key");
     switch (cc->route) {
     case SERVE_ROUTE_MODELS:
         if (is_get) return handle_models(s, c, cc, url);
@@ -542,7 +552,8 @@ static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_
     default:
         break;
     }
-    return send_error(c, cc, 405, "method not allowed on this endpoint", NULL, "method_not_allowed");
+    return send_error(c, cc, 405, "method not allowed on this endpoint", NULL,
+                      "method_not_allowed");
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -607,7 +618,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     double dt = nc_now_s() - cc->t_start;
     serve_metrics_request(&s->metrics, cc->route, cc->status ? cc->status : 499, dt);
     nc_log(NC_LOG_DEBUG, "http: %s -> %d in %.1f ms%s", cc->what, cc->status ? cc->status : 499,
-           1000.0 * dt, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
+           1000.0 * dt,
+           toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     free(cc->body.p);
     free(cc);
     *con_cls = NULL;
@@ -646,7 +658,8 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
         addr = (struct sockaddr *)&a6;
         flags |= MHD_USE_IPv6;
     } else {
-        return nc_fail(err, NC_ERR_INVALID, "--host '%s': not a numeric IPv4 or IPv6 address", opt->host);
+        return nc_fail(err, NC_ERR_INVALID, "--host '%s': not a numeric IPv4 or IPv6 address",
+                       opt->host);
     }
     serve_server *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
@@ -667,16 +680,15 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
     }
     unsigned max_conn = opt->max_connections > 0 ? (unsigned)opt->max_connections : 256;
     s->d = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_access, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                            MHD_OPTION_SOCK_ADDR, addr,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, addr,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, max_conn,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         serve_server_stop(s);
-        return nc_fail(err, NC_ERR_IO, "serve: cannot listen on %s:%d (address in use or not allowed?)",
-                       opt->host, opt->port);
+        return nc_fail(err, NC_ERR_IO,
+                       "serve: cannot listen on %s:%d (address in use or not allowed?)", opt->host,
+                       opt->port);
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : opt->port;
@@ -684,7 +696,9 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
     return NC_OK;
 }
 
-int serve_server_port(const serve_server *s) { return s->port; }
+int serve_server_port(const serve_server *s) {
+    return s->port;
+}
 
 void serve_server_stop(serve_server *s) {
     if (!s) return;

@@ -10,15 +10,15 @@
 #include "serve/serve_engine.h"
 
 typedef struct serve_options {
-    const char *host;     /* numeric IPv4 or IPv6 address */
-    int port;             /* 0: any free port (see serve_server_port) */
-    const char *api_key;  /* NULL: no authentication */
+    const char *host;       /* numeric IPv4 or IPv6 address */
+    int port;               /* 0: any free port (see serve_server_port) */
+    const char *api_key;    /* NULL: no authentication */
     const char *model_path; /* the -m argument, also accepted as a model name */
-    int n_parallel;       /* slots */
-    int ctx;              /* tokens per slot */
-    int queue_max;        /* waiting requests beyond the slots */
+    int n_parallel;         /* slots */
+    int ctx;                /* tokens per slot */
+    int queue_max;          /* waiting requests beyond the slots */
     size_t max_body_bytes;
-    int timeout_s;        /* idle connection, body upload and queue wait limit */
+    int timeout_s; /* idle connection, body upload and queue wait limit */
     int max_connections;
 } serve_options;
 

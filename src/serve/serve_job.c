@@ -7,7 +7,8 @@
 int serve_text_append(serve_text *t, const char *s, size_t n) {
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1) cap *= 2;
+        while (cap < t->len + n + 1)
+            cap *= 2;
         char *p = realloc(t->p, cap);
         if (!p) return -1;
         t->p = p;

@@ -31,16 +31,16 @@ typedef struct serve_job {
     serve_request req;
     int32_t *prompt;
     int n_prompt;
-    int max_tokens;        /* resolved: never past the slot's context */
-    int split_reasoning;   /* chat: route <think>...</think> to reasoning */
+    int max_tokens;          /* resolved: never past the slot's context */
+    int split_reasoning;     /* chat: route <think>...</think> to reasoning */
     int starts_in_reasoning; /* the prompt already opened <think> */
 
     /* Progress, under mu. */
     serve_job_state state;
-    int is_cancelled;      /* set by the connection (client gone, timeout) */
-    unsigned version;      /* bumped on every change, for waiters */
+    int is_cancelled; /* set by the connection (client gone, timeout) */
+    unsigned version; /* bumped on every change, for waiters */
     serve_text reasoning, content;
-    json_t *logprobs;      /* array of {token, logprob, bytes, top_logprobs} */
+    json_t *logprobs; /* array of {token, logprob, bytes, top_logprobs} */
     int n_generated, n_cached;
     const char *finish_reason; /* "stop", "length"; NULL until done */
     nc_status status;          /* != NC_OK: the engine failed mid-way */

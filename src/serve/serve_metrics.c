@@ -11,11 +11,11 @@
 /* Latency bucket bounds in seconds: from a fast first token to a long
  * generation. */
 static const double bucket_s[SERVE_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                     0.5,   1,    2.5,   5,    10,  30};
+                                                    0.5,   1,    2.5,   5,    10,  30};
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
     "chat_completions", "completions", "models", "health", "metrics", "page", "other"};
 static const int status_codes[SERVE_STATUS_KINDS] = {200, 204, 400, 401, 404, 405,
-                                                    408, 413, 429, 500, 503, 504};
+                                                     408, 413, 429, 500, 503, 504};
 
 int serve_metrics_init(serve_metrics *m, int slots_total) {
     memset(m, 0, sizeof *m);
@@ -23,11 +23,14 @@ int serve_metrics_init(serve_metrics *m, int slots_total) {
     return pthread_mutex_init(&m->mu, NULL) == 0 ? 0 : -1;
 }
 
-void serve_metrics_destroy(serve_metrics *m) { pthread_mutex_destroy(&m->mu); }
+void serve_metrics_destroy(serve_metrics *m) {
+    pthread_mutex_destroy(&m->mu);
+}
 
 static void hist_add(serve_hist *h, double v) {
     int b = 0;
-    while (b < SERVE_HIST_BUCKETS && v > bucket_s[b]) b++;
+    while (b < SERVE_HIST_BUCKETS && v > bucket_s[b])
+        b++;
     h->counts[b]++;
     h->sum += v;
     h->n++;
@@ -40,7 +43,8 @@ void serve_metrics_request(serve_metrics *m, serve_route route, int http_status,
     if (route < 0 || route >= SERVE_ROUTE_COUNT) route = SERVE_ROUTE_OTHER;
     pthread_mutex_lock(&m->mu);
     m->requests[route][k]++;
-    if (route == SERVE_ROUTE_CHAT || route == SERVE_ROUTE_COMPLETIONS) hist_add(&m->request_s, seconds);
+    if (route == SERVE_ROUTE_CHAT || route == SERVE_ROUTE_COMPLETIONS)
+        hist_add(&m->request_s, seconds);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -113,8 +117,9 @@ char *serve_metrics_render(serve_metrics *m) {
     pthread_mutex_lock(&m->mu);
     serve_metrics c = *m; /* a consistent snapshot; the mutex copy is not used */
     pthread_mutex_unlock(&m->mu);
-    put(&t, &oom, "# HELP nectar_requests_total HTTP requests by endpoint and status code.\n"
-                  "# TYPE nectar_requests_total counter\n");
+    put(&t, &oom,
+        "# HELP nectar_requests_total HTTP requests by endpoint and status code.\n"
+        "# TYPE nectar_requests_total counter\n");
     for (int r = 0; r < SERVE_ROUTE_COUNT; r++)
         for (int k = 0; k < SERVE_STATUS_KINDS; k++)
             if (c.requests[r][k])

@@ -96,7 +96,8 @@ static nc_status parse_content(pctx *c, const json_t *v, const char *param, char
         return *out ? NC_OK : nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
     }
     if (json_is_string(v)) return dup_string(c, v, param, out);
-    if (!json_is_array(v)) return bad(c, param, "must be a string or an array of text parts%s", NULL);
+    if (!json_is_array(v))
+        return bad(c, param, "must be a string or an array of text parts%s", NULL);
     size_t total = 0, i;
     json_t *part;
     char sub[96];
@@ -153,8 +154,7 @@ static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
         const char *rs = json_string_value(role);
         if (!strcmp(rs, "developer")) rs = "system";
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
-            return bad(c, param, "'%s' is not supported (system, developer, user, assistant)",
-                       rs);
+            return bad(c, param, "'%s' is not supported (system, developer, user, assistant)", rs);
         out->role = strdup(rs);
         if (!out->role) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
         json_t *content = field(m, "content");
@@ -301,8 +301,7 @@ static nc_status parse_stream(pctx *c, const json_t *root, serve_request *r) {
 }
 
 static nc_status parse_root(pctx *c, const json_t *root, serve_request *r) {
-    if (!json_is_object(root))
-        return bad(c, "", "request body must be a JSON object%s", NULL);
+    if (!json_is_object(root)) return bad(c, "", "request body must be a JSON object%s", NULL);
     json_t *model = field(root, "model");
     if (model) NC_TRY(dup_string(c, model, "model", &r->model));
     if (r->endpoint == SERVE_EP_CHAT)
@@ -351,6 +350,7 @@ void serve_request_free(serve_request *req) {
     free(req->messages);
     free(req->prompt);
     free(req->model);
-    for (int i = 0; i < req->n_stop; i++) free(req->stop[i]);
+    for (int i = 0; i < req->n_stop; i++)
+        free(req->stop[i]);
     memset(req, 0, sizeof *req);
 }

@@ -9,14 +9,21 @@
 
 static const char *error_type(int status) {
     switch (status) {
-    case 401: return "authentication_error";
-    case 404: return "not_found_error";
+    case 401:
+        return "authentication_error";
+    case 404:
+        return "not_found_error";
     case 408:
-    case 504: return "timeout_error";
-    case 429: return "rate_limit_error";
-    case 500: return "server_error";
-    case 503: return "unavailable_error";
-    default: return "invalid_request_error";
+    case 504:
+        return "timeout_error";
+    case 429:
+        return "rate_limit_error";
+    case 500:
+        return "server_error";
+    case 503:
+        return "unavailable_error";
+    default:
+        return "invalid_request_error";
     }
 }
 
@@ -40,10 +47,10 @@ char *serve_error_body(int http_status, const char *message, const char *param, 
 }
 
 static json_t *usage_json(const serve_usage *u) {
-    json_t *o = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens,
-                          "completion_tokens", u->completion_tokens, "total_tokens",
-                          u->prompt_tokens + u->completion_tokens, "prompt_tokens_details",
-                          "cached_tokens", u->cached_tokens);
+    json_t *o =
+        json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens, "completion_tokens",
+                  u->completion_tokens, "total_tokens", u->prompt_tokens + u->completion_tokens,
+                  "prompt_tokens_details", "cached_tokens", u->cached_tokens);
     return o;
 }
 
@@ -57,8 +64,7 @@ static json_t *timings_json(const serve_usage *u) {
 
 /* Legacy completions logprobs from chat-shaped entries. */
 static json_t *legacy_logprobs(json_t *entries) {
-    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(),
-           *offs = json_array();
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
     size_t i, off = 0;
     json_t *e;
     json_array_foreach(entries, i, e) {
@@ -67,9 +73,8 @@ static json_t *legacy_logprobs(json_t *entries) {
         json_array_append(lps, json_object_get(e, "logprob"));
         json_t *top = json_object(), *alt;
         size_t k;
-        json_array_foreach(json_object_get(e, "top_logprobs"), k, alt)
-            json_object_set(top, json_string_value(json_object_get(alt, "token")),
-                            json_object_get(alt, "logprob"));
+        json_array_foreach(json_object_get(e, "top_logprobs"), k, alt) json_object_set(
+            top, json_string_value(json_object_get(alt, "token")), json_object_get(alt, "logprob"));
         json_array_append_new(tops, top);
         json_array_append_new(offs, json_integer((json_int_t)off));
         off += json_string_length(tok);
@@ -89,8 +94,7 @@ static json_t *base_object(const serve_resp_id *rid, int is_chunk) {
                              ? (is_chunk ? "chat.completion.chunk" : "chat.completion")
                              : "text_completion";
     return json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", rid->id, "object", object, "created",
-                     (json_int_t)rid->created, "model", rid->model, "system_fingerprint",
-                     "nectar");
+                     (json_int_t)rid->created, "model", rid->model, "system_fingerprint", "nectar");
 }
 
 char *serve_response_full(const serve_resp_id *rid, const serve_delta *d, const char *finish_reason,
@@ -98,10 +102,11 @@ char *serve_response_full(const serve_resp_id *rid, const serve_delta *d, const 
     json_t *o = base_object(rid, 0);
     json_t *choice;
     if (rid->endpoint == SERVE_EP_CHAT) {
-        json_t *msg = json_pack("{s:s,s:s%}", "role", "assistant", "content", d->content ? d->content : "",
-                                d->content_len);
+        json_t *msg = json_pack("{s:s,s:s%}", "role", "assistant", "content",
+                                d->content ? d->content : "", d->content_len);
         if (d->reasoning_len)
-            json_object_set_new(msg, "reasoning_content", json_stringn(d->reasoning, d->reasoning_len));
+            json_object_set_new(msg, "reasoning_content",
+                                json_stringn(d->reasoning, d->reasoning_len));
         choice = json_pack("{s:i,s:o}", "index", 0, "message", msg);
     } else {
         choice = json_pack("{s:i,s:s%}", "index", 0, "text", d->content ? d->content : "",
@@ -137,9 +142,11 @@ char *serve_chunk(const serve_resp_id *rid, const serve_delta *d, int is_first,
         json_t *delta = json_object();
         if (is_first) json_object_set_new(delta, "role", json_string("assistant"));
         if (d && d->reasoning_len)
-            json_object_set_new(delta, "reasoning_content", json_stringn(d->reasoning, d->reasoning_len));
+            json_object_set_new(delta, "reasoning_content",
+                                json_stringn(d->reasoning, d->reasoning_len));
         if (d && (d->content_len || is_first))
-            json_object_set_new(delta, "content", json_stringn(d->content ? d->content : "", d->content_len));
+            json_object_set_new(delta, "content",
+                                json_stringn(d->content ? d->content : "", d->content_len));
         choice = json_pack("{s:i,s:o}", "index", 0, "delta", delta);
     } else {
         choice = json_pack("{s:i,s:s%}", "index", 0, "text", d && d->content ? d->content : "",

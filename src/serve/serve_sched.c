@@ -65,7 +65,9 @@ struct serve_sched {
     int n_busy;
 };
 
-int serve_sched_ctx(const serve_sched *s) { return s->ctx; }
+int serve_sched_ctx(const serve_sched *s) {
+    return s->ctx;
+}
 
 /* ---- publishing to the job ---------------------------------------------- */
 
@@ -92,7 +94,9 @@ static void publish_content(serve_slot *sl, const char *p, size_t n) {
     if (r == 1) sl->is_stop_matched = 1;
 }
 
-static int is_space(char c) { return c == '\n' || c == ' ' || c == '\r' || c == '\t'; }
+static int is_space(char c) {
+    return c == '\n' || c == ' ' || c == '\r' || c == '\t';
+}
 
 /* Reasoning without the whitespace that frames it ("<think>\n...\n</think>"):
  * leading blanks are dropped, trailing ones held until more text follows
@@ -101,9 +105,11 @@ static int is_space(char c) { return c == '\n' || c == ' ' || c == '\r' || c == 
 static void publish_reasoning(serve_slot *sl, const char *p, size_t n) {
     serve_job *j = sl->job;
     if (j->reasoning.len == 0 && sl->held_ws.len == 0)
-        while (n && is_space(*p)) p++, n--;
+        while (n && is_space(*p))
+            p++, n--;
     size_t body = n;
-    while (body && is_space(p[body - 1])) body--;
+    while (body && is_space(p[body - 1]))
+        body--;
     if (body) {
         job_append(j, &j->reasoning, sl->held_ws.p, sl->held_ws.len);
         sl->held_ws.len = 0;
@@ -122,7 +128,8 @@ static void publish_text(serve_slot *sl, const char *p, size_t n) {
     }
     if (sl->think == THINK_AFTER) {
         /* The template's "</think>\n\n": drop the blank lines after it. */
-        while (n && is_space(*p)) p++, n--;
+        while (n && is_space(*p))
+            p++, n--;
         if (!n) return;
         sl->think = THINK_CONTENT;
     }
@@ -177,9 +184,10 @@ static json_t *token_json(serve_sched *s, int32_t id, double logprob) {
     if (n > 256) n = 256;
     size_t tl = tok_utf8_lossy((const unsigned char *)b, n, text);
     json_t *bytes = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)b[i]));
-    return json_pack("{s:s%,s:f,s:o}", "token", (const char *)text, tl, "logprob", logprob,
-                     "bytes", bytes);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(bytes, json_integer((unsigned char)b[i]));
+    return json_pack("{s:s%,s:f,s:o}", "token", (const char *)text, tl, "logprob", logprob, "bytes",
+                     bytes);
 }
 
 /* The model's log-probabilities (softmax of the raw logits, before any
@@ -188,10 +196,12 @@ static void add_logprobs(serve_sched *s, serve_slot *sl, int32_t chosen) {
     const float *l = sl->logits;
     int nv = s->e->n_vocab, k = sl->job->req.top_logprobs;
     double mx = l[0];
-    for (int v = 1; v < nv; v++) mx = l[v] > mx ? l[v] : mx;
+    for (int v = 1; v < nv; v++)
+        mx = l[v] > mx ? l[v] : mx;
     double sum = 0;
-    for (int v = 0; v < nv; v++) sum += exp((double)l[v] - mx);
-    double lse = mx + log(sum);
+    for (int v = 0; v < nv; v++)
+        sum += exp((double)l[v] - mx);
+    double lse = mx + log(sum > 0 ? sum : 1.0); /* sum >= 1: the max term is exp(0) */
     int top[SERVE_MAX_TOP_LOGPROBS];
     int n_top = 0;
     for (int v = 0; v < nv && k > 0; v++) {
@@ -264,7 +274,8 @@ static int take_token(serve_sched *s, serve_slot *sl, int32_t tok) {
 
 static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
     int n = na < nb ? na : nb, i = 0;
-    while (i < n && a[i] == b[i]) i++;
+    while (i < n && a[i] == b[i])
+        i++;
     return i;
 }
 
@@ -289,17 +300,21 @@ static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
     p.repeat_penalty = (float)r->repeat_penalty;
     p.presence_penalty = (float)r->presence_penalty;
     p.frequency_penalty = (float)r->frequency_penalty;
-    p.seed = r->has_seed ? r->seed
-                         : (uint64_t)(nc_now_s() * 1e9) ^ (++s->seed_counter * 0x9e3779b97f4a7c15ull);
+    p.seed = r->has_seed
+                 ? r->seed
+                 : (uint64_t)(nc_now_s() * 1e9) ^ (++s->seed_counter * 0x9e3779b97f4a7c15ull);
     nc_error err;
     nc_status st = sl->sampler ? gen_sampler_reset(sl->sampler, &p, &err)
                                : gen_sampler_new(s->e->n_vocab, &p, &sl->sampler, &err);
     /* Penalties look at the prompt too, as in `nectar run` (src/gen) and HF's
      * repetition penalty, so a seeded request samples exactly what the
      * command line would. */
-    for (int i = 0; st == NC_OK && i < j->n_prompt; i++) gen_sampler_accept(sl->sampler, j->prompt[i]);
-    if (st == NC_OK) st = gen_stop_init(&sl->stop, (const char *const *)r->stop, r->n_stop, &err);
-    else memset(&sl->stop, 0, sizeof sl->stop);
+    for (int i = 0; st == NC_OK && i < j->n_prompt; i++)
+        gen_sampler_accept(sl->sampler, j->prompt[i]);
+    if (st == NC_OK)
+        st = gen_stop_init(&sl->stop, (const char *const *)r->stop, r->n_stop, &err);
+    else
+        memset(&sl->stop, 0, sizeof sl->stop);
     pthread_mutex_lock(&j->mu);
     j->state = SERVE_JOB_RUNNING;
     j->n_cached = keep;
@@ -341,7 +356,8 @@ static int admit(serve_sched *s, serve_job **jobs, serve_slot **slots) {
         if (!sl) { /* the best free slot was already given out this round */
             for (int i = 0; i < s->n_slots && !sl; i++) {
                 int taken = s->slots[i].job != NULL;
-                for (int k = 0; k < n; k++) taken |= slots[k] == &s->slots[i];
+                for (int k = 0; k < n; k++)
+                    taken |= slots[k] == &s->slots[i];
                 if (!taken) sl = &s->slots[i];
             }
         }
@@ -430,7 +446,8 @@ static void *sched_main(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        for (int k = 0; k < n; k++) start_job(s, slots[k], jobs[k]);
+        for (int k = 0; k < n; k++)
+            start_job(s, slots[k], jobs[k]);
         run_step(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -446,7 +463,8 @@ nc_status serve_sched_new(serve_engine *e, const serve_sched_options *opt, serve
                           serve_sched **out, nc_error *err) {
     *out = NULL;
     if (opt->n_slots < 1 || opt->n_slots > 256)
-        return nc_fail(err, NC_ERR_INVALID, "--parallel %d: must be between 1 and 256", opt->n_slots);
+        return nc_fail(err, NC_ERR_INVALID, "--parallel %d: must be between 1 and 256",
+                       opt->n_slots);
     if (opt->queue_max < 0) return nc_fail(err, NC_ERR_INVALID, "--queue must be >= 0");
     serve_sched *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");

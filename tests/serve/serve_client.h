@@ -34,7 +34,9 @@ static inline const char *nectar_bin(void) {
     return b && *b ? b : "build/nectar";
 }
 
-static inline int have_curl(void) { return system("command -v curl >/dev/null 2>&1") == 0; }
+static inline int have_curl(void) {
+    return system("command -v curl >/dev/null 2>&1") == 0;
+}
 
 static inline void make_tmp_dir(void) {
     if (tmp_dir[0]) return;
@@ -67,7 +69,8 @@ static inline int srv_start(srv *s, const char *const *args) {
         argv[n++] = "serve";
         argv[n++] = "--port";
         argv[n++] = "0";
-        for (int i = 0; args[i] && n < 62; i++) argv[n++] = args[i];
+        for (int i = 0; args[i] && n < 62; i++)
+            argv[n++] = args[i];
         argv[n] = NULL;
         dup2(fds[1], 1);
         FILE *log = fopen(s->log_path, "w");
@@ -166,8 +169,9 @@ static inline void reply_free(reply *r) {
 }
 
 /* The curl command line for a request, writing to files under tag. */
-static inline void curl_cmd(char *cmd, size_t cap, const srv *s, const char *method, const char *path,
-                     const char *body, size_t body_len, const char *extra, const char *tag) {
+static inline void curl_cmd(char *cmd, size_t cap, const srv *s, const char *method,
+                            const char *path, const char *body, size_t body_len, const char *extra,
+                            const char *tag) {
     char bpath[320];
     snprintf(bpath, sizeof bpath, "%s/%s.req", tmp_dir, tag);
     if (body) spit(bpath, body, body_len);
@@ -193,7 +197,7 @@ static inline void collect(reply *r, FILE *p, const char *tag) {
 }
 
 static inline reply http(const srv *s, const char *method, const char *path, const char *body,
-                  const char *extra) {
+                         const char *extra) {
     reply r = {0};
     char cmd[2048];
     curl_cmd(cmd, sizeof cmd, s, method, path, body, body ? strlen(body) : 0, extra, "one");

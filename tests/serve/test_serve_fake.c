@@ -19,8 +19,9 @@ static json_t *expected;
 static json_t *find_case(const char *name) {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(expected, "cases"), i, c)
-        if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return c;
+    json_array_foreach(
+        json_object_get(expected, "cases"), i,
+        c) if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return c;
     return NULL;
 }
 
@@ -73,9 +74,11 @@ static json_t *legacy_to_entries(json_t *lp) {
     for (size_t i = 0; i < json_array_size(tokens); i++) {
         json_t *top = json_array(), *t = json_array_get(tops, i), *v;
         const char *k;
-        json_object_foreach(t, k, v) json_array_append_new(top, json_pack("{s:s,s:O}", "token", k, "logprob", v));
-        json_array_append_new(out, json_pack("{s:O,s:O,s:o}", "token", json_array_get(tokens, i),
-                                             "logprob", json_array_get(lps, i), "top_logprobs", top));
+        json_object_foreach(t, k, v)
+            json_array_append_new(top, json_pack("{s:s,s:O}", "token", k, "logprob", v));
+        json_array_append_new(out,
+                              json_pack("{s:O,s:O,s:o}", "token", json_array_get(tokens, i),
+                                        "logprob", json_array_get(lps, i), "top_logprobs", top));
     }
     return out;
 }
@@ -84,7 +87,8 @@ static void outcome_from_full(outcome *o, json_t *c, json_t *resp) {
     memset(o, 0, sizeof *o);
     if (is_chat(c)) {
         append(o->content, sizeof o->content, jstr(resp, "choices.0.message.content"));
-        append(o->reasoning, sizeof o->reasoning, jstr(resp, "choices.0.message.reasoning_content"));
+        append(o->reasoning, sizeof o->reasoning,
+               jstr(resp, "choices.0.message.reasoning_content"));
         json_t *lp = jget(resp, "choices.0.logprobs.content");
         o->logprobs = lp ? json_incref(lp) : NULL;
     } else {
@@ -168,9 +172,12 @@ static void outcome_from_sse(outcome *o, json_t *c, const char *body) {
         free(data);
         p = end + 2;
     }
-    if (!saw_done) snprintf(o->error, sizeof o->error, "stream did not end with data: [DONE]");
-    else if (n_finish != 1) snprintf(o->error, sizeof o->error, "%d chunks with a finish_reason", n_finish);
-    else if (n_events < 3) snprintf(o->error, sizeof o->error, "only %d events", n_events);
+    if (!saw_done)
+        snprintf(o->error, sizeof o->error, "stream did not end with data: [DONE]");
+    else if (n_finish != 1)
+        snprintf(o->error, sizeof o->error, "%d chunks with a finish_reason", n_finish);
+    else if (n_events < 3)
+        snprintf(o->error, sizeof o->error, "only %d events", n_events);
 }
 
 /* Compares an outcome with the case's expectation; returns a message or NULL. */
@@ -179,7 +186,8 @@ static const char *mismatch(outcome *o, json_t *c, char *why, size_t cap) {
     if (o->error[0]) return snprintf(why, cap, "%s", o->error), why;
     if (!str_eq_json(o->content, json_object_get(e, "content")))
         return snprintf(why, cap, "content '%s' != '%s'", o->content,
-                        json_string_value(json_object_get(e, "content"))), why;
+                        json_string_value(json_object_get(e, "content"))),
+               why;
     if (!str_eq_json(o->reasoning, json_object_get(e, "reasoning_content")))
         return snprintf(why, cap, "reasoning '%s' != expected", o->reasoning), why;
     const char *ef = json_string_value(json_object_get(e, "finish_reason"));
@@ -190,12 +198,14 @@ static const char *mismatch(outcome *o, json_t *c, char *why, size_t cap) {
         return snprintf(why, cap, "usage %lld+%lld != %lld+%lld", o->prompt_tokens,
                         o->completion_tokens,
                         (long long)json_integer_value(json_object_get(e, "prompt_tokens")),
-                        (long long)json_integer_value(json_object_get(e, "completion_tokens"))), why;
+                        (long long)json_integer_value(json_object_get(e, "completion_tokens"))),
+               why;
     json_t *elp = json_object_get(e, "logprobs");
     if (json_is_array(elp)) {
         if (json_array_size(o->logprobs) != json_array_size(elp))
             return snprintf(why, cap, "%zu logprob entries, expected %zu",
-                            json_array_size(o->logprobs), json_array_size(elp)), why;
+                            json_array_size(o->logprobs), json_array_size(elp)),
+                   why;
         for (size_t i = 0; i < json_array_size(elp); i++) {
             json_t *g = json_array_get(o->logprobs, i), *w = json_array_get(elp, i);
             if (!str_eq_json(jstr(g, "token"), json_object_get(w, "token")) ||
@@ -207,7 +217,8 @@ static const char *mismatch(outcome *o, json_t *c, char *why, size_t cap) {
             size_t n_want = json_array_size(wt);
             if (json_array_size(gt) > n_want || json_array_size(gt) == 0)
                 return snprintf(why, cap, "entry %zu: %zu alternatives, expected %zu", i,
-                                json_array_size(gt), n_want), why;
+                                json_array_size(gt), n_want),
+                       why;
             for (size_t k = 0; k < json_array_size(gt); k++) {
                 json_t *gk = json_array_get(gt, k);
                 int found = 0;
@@ -218,7 +229,8 @@ static const char *mismatch(outcome *o, json_t *c, char *why, size_t cap) {
                              json_number_value(json_array_get(wk, 1))) <= 1e-4)
                         found = 1;
                 }
-                if (!found) return snprintf(why, cap, "entry %zu alternative %zu unexpected", i, k), why;
+                if (!found)
+                    return snprintf(why, cap, "entry %zu alternative %zu unexpected", i, k), why;
             }
         }
     }
@@ -267,9 +279,9 @@ static void test_health_and_models(void) {
     reply_free(&r);
 }
 
-static const char *const single_cases[] = {"chat_thinking", "chat_no_thinking", "chat_logprobs",
-                                           "chat_stop", "completion", "completion_length",
-                                           "completion_stop_span", "completion_logprobs"};
+static const char *const single_cases[] = {
+    "chat_thinking", "chat_no_thinking",  "chat_logprobs",        "chat_stop",
+    "completion",    "completion_length", "completion_stop_span", "completion_logprobs"};
 
 static void test_chat_and_completions_match_reference(void) {
     for (size_t i = 0; i < sizeof single_cases / sizeof *single_cases; i++) {
@@ -305,8 +317,8 @@ static void test_eight_concurrent_streams_equal_single_outputs(void) {
     /* Own server with 40 ms steps, so the eight requests surely overlap
      * even when the machine is busy starting curl processes. */
     srv sv;
-    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--parallel", "4", "--ctx", "256",
-                          "--fake-step-ms", "40", NULL};
+    const char *args[] = {"--fake-engine", "-m",  FAKE_DIR,         "--parallel", "4",
+                          "--ctx",         "256", "--fake-step-ms", "40",         NULL};
     CHECKF(srv_start(&sv, args) == 0, "server did not start");
     double steps0, seqs0;
     metric_pair(&sv, &steps0, &seqs0);
@@ -340,8 +352,10 @@ static void test_eight_concurrent_streams_equal_single_outputs(void) {
         outcome_from_sse(&o, c, r.body);
         const char *m = r.status == 200 ? mismatch(&o, c, why, sizeof why) : "HTTP error";
         json_decref(o.logprobs);
-        if (!m) n_ok++;
-        else if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s: %s (HTTP %d)", name, m, r.status);
+        if (!m)
+            n_ok++;
+        else if (!first_err[0])
+            snprintf(first_err, sizeof first_err, "%s: %s (HTTP %d)", name, m, r.status);
         reply_free(&r);
     }
     /* The scheduler really decoded several sequences per step. */
@@ -350,7 +364,8 @@ static void test_eight_concurrent_streams_equal_single_outputs(void) {
     double steps = steps1 - steps0, seqs = seqs1 - seqs0;
     int rc = srv_stop(&sv);
     CHECKF(n_ok == 8, "%d of 8 correct; %s", n_ok, first_err);
-    CHECKF(steps > 0 && seqs > 1.5 * steps, "little batching: %g sequences over %g steps", seqs, steps);
+    CHECKF(steps > 0 && seqs > 1.5 * steps, "little batching: %g sequences over %g steps", seqs,
+           steps);
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, sv.log_path);
 }
 
@@ -384,7 +399,8 @@ static void test_prefix_reuse_keeps_the_answer(void) {
 }
 
 static void test_same_seed_same_sample(void) {
-    const char *body = "{\"prompt\":\"Hello from\",\"temperature\":1.5,\"seed\":42,\"max_tokens\":12}";
+    const char *body =
+        "{\"prompt\":\"Hello from\",\"temperature\":1.5,\"seed\":42,\"max_tokens\":12}";
     reply a = http(&main_srv, "POST", "/v1/completions", body, NULL);
     reply b = http(&main_srv, "POST", "/v1/completions", body, NULL);
     json_t *ja = parse_json(a.body), *jb = parse_json(b.body);
@@ -407,8 +423,9 @@ static int expect_error(const srv *s, const char *method, const char *path, cons
     json_t *jp = jget(j, "error.param");
     int ok = r.status == status && msg && *msg && type &&
              (!param || (json_is_string(jp) && !strcmp(json_string_value(jp), param)));
-    if (!ok) snprintf(why, cap, "%s %s -> %d %.200s (want %d param %s)", method, path, r.status,
-                      r.body, status, param ? param : "-");
+    if (!ok)
+        snprintf(why, cap, "%s %s -> %d %.200s (want %d param %s)", method, path, r.status, r.body,
+                 status, param ? param : "-");
     json_decref(j);
     reply_free(&r);
     if (!ok) return 0;
@@ -428,20 +445,46 @@ static void test_bad_requests_get_400_naming_the_field(void) {
         {"/v1/chat/completions", "{}", "messages"},
         {"/v1/chat/completions", "{\"messages\": []}", "messages"},
         {"/v1/chat/completions", "{\"messages\": \"hi\"}", "messages"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"wizard\",\"content\":\"x\"}]}", "messages[0].role"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":5}]}", "messages[0].content"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "messages[0].content[0]"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", "messages[0].content"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"temperature\": \"hot\"}", "temperature"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"temperature\": 1e300}", "temperature"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": 1e300}", "max_tokens"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": -5}", "max_tokens"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": 99999999999999999999999}", NULL},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"n\": 2}", "n"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stop\": [\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"top_logprobs\": 3}", "top_logprobs"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"tools\": [{\"type\":\"function\"}]}", "tools"},
-        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stream\": \"yes\"}", "stream"},
+        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"wizard\",\"content\":\"x\"}]}",
+         "messages[0].role"},
+        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":5}]}",
+         "messages[0].content"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}",
+         "messages[0].content[0]"},
+        {"/v1/chat/completions", "{\"messages\": [{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}",
+         "messages[0].content"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"temperature\": \"hot\"}",
+         "temperature"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"temperature\": 1e300}",
+         "temperature"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": 1e300}",
+         "max_tokens"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": -5}",
+         "max_tokens"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"max_tokens\": "
+         "99999999999999999999999}",
+         NULL},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"n\": 2}", "n"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stop\": "
+         "[\"a\",\"b\",\"c\",\"d\",\"e\"]}",
+         "stop"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"top_logprobs\": 3}",
+         "top_logprobs"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"tools\": "
+         "[{\"type\":\"function\"}]}",
+         "tools"},
+        {"/v1/chat/completions",
+         "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stream\": \"yes\"}", "stream"},
         {"/v1/completions", "{\"prompt\": 7}", "prompt"},
         {"/v1/completions", "{\"prompt\": \"\"}", "prompt"},
         {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 9}", "logprobs"},
@@ -454,26 +497,36 @@ static void test_bad_requests_get_400_naming_the_field(void) {
                "case %zu: %s", i, why);
     /* Invalid UTF-8 inside a JSON string. */
     CHECKF(expect_error(&main_srv, "POST", "/v1/completions", "{\"prompt\": \"\xff\xfe\"}", NULL,
-                        400, NULL, why, sizeof why), "%s", why);
+                        400, NULL, why, sizeof why),
+           "%s", why);
     /* A prompt longer than the context (256 tokens here). */
     char *big = malloc(20000);
     CHECK(big);
     strcpy(big, "{\"prompt\": \"");
-    for (int i = 0; i < 600; i++) strcat(big, "one two ");
+    for (int i = 0; i < 600; i++)
+        strcat(big, "one two ");
     strcat(big, "\"}");
-    int ok = expect_error(&main_srv, "POST", "/v1/completions", big, NULL, 400, "prompt", why, sizeof why);
+    int ok = expect_error(&main_srv, "POST", "/v1/completions", big, NULL, 400, "prompt", why,
+                          sizeof why);
     free(big);
     CHECKF(ok, "context overflow: %s", why);
 }
 
 static void test_unknown_route_model_method_and_size(void) {
     char why[600];
-    CHECKF(expect_error(&main_srv, "GET", "/v2/nothing", NULL, NULL, 404, NULL, why, sizeof why), "%s", why);
-    CHECKF(expect_error(&main_srv, "POST", "/v1/chat/completions",
-                        "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-                        NULL, 404, "model", why, sizeof why), "%s", why);
-    CHECKF(expect_error(&main_srv, "GET", "/v1/models/gpt-9", NULL, NULL, 404, NULL, why, sizeof why), "%s", why);
-    CHECKF(expect_error(&main_srv, "GET", "/v1/chat/completions", NULL, NULL, 405, NULL, why, sizeof why), "%s", why);
+    CHECKF(expect_error(&main_srv, "GET", "/v2/nothing", NULL, NULL, 404, NULL, why, sizeof why),
+           "%s", why);
+    CHECKF(
+        expect_error(&main_srv, "POST", "/v1/chat/completions",
+                     "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                     NULL, 404, "model", why, sizeof why),
+        "%s", why);
+    CHECKF(
+        expect_error(&main_srv, "GET", "/v1/models/gpt-9", NULL, NULL, 404, NULL, why, sizeof why),
+        "%s", why);
+    CHECKF(expect_error(&main_srv, "GET", "/v1/chat/completions", NULL, NULL, 405, NULL, why,
+                        sizeof why),
+           "%s", why);
     /* The main server runs with --max-body 65536. */
     size_t n = 100000;
     char *big = malloc(n + 64);
@@ -481,7 +534,8 @@ static void test_unknown_route_model_method_and_size(void) {
     strcpy(big, "{\"prompt\": \"");
     memset(big + 12, 'a', n);
     strcpy(big + 12 + n, "\"}");
-    int ok = expect_error(&main_srv, "POST", "/v1/completions", big, NULL, 413, NULL, why, sizeof why);
+    int ok =
+        expect_error(&main_srv, "POST", "/v1/completions", big, NULL, 413, NULL, why, sizeof why);
     free(big);
     CHECKF(ok, "%s", why);
 }
@@ -492,10 +546,11 @@ static void test_api_key_required_when_set(void) {
     CHECKF(srv_start(&s, args) == 0, "server did not start");
     char why[600];
     const char *chat = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":2}";
-    int ok = expect_error(&s, "POST", "/v1/chat/completions", chat, NULL, 401, NULL, why, sizeof why) &&
-             expect_error(&s, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer nope'",
-                          401, NULL, why, sizeof why) &&
-             expect_error(&s, "GET", "/v1/models", NULL, NULL, 401, NULL, why, sizeof why);
+    int ok =
+        expect_error(&s, "POST", "/v1/chat/completions", chat, NULL, 401, NULL, why, sizeof why) &&
+        expect_error(&s, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer nope'",
+                     401, NULL, why, sizeof why) &&
+        expect_error(&s, "GET", "/v1/models", NULL, NULL, 401, NULL, why, sizeof why);
     reply r = http(&s, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer s3cret'");
     int ok2 = r.status == 200;
     reply_free(&r);
@@ -522,8 +577,8 @@ static int wait_gauge(const srv *s, const char *name, double want) {
 
 static void test_full_queue_429_and_queue_timeout_504(void) {
     srv s;
-    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--parallel", "1", "--queue", "1",
-                          "--fake-step-ms", "150", "--timeout", "1", NULL};
+    const char *args[] = {"--fake-engine",  "-m",  FAKE_DIR,    "--parallel", "1", "--queue", "1",
+                          "--fake-step-ms", "150", "--timeout", "1",          NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start");
     /* "Start" is not in the script, so the fake recites all of it: about
      * 32 steps, 4.8 s, far longer than the 1 s the queued request may wait. */
@@ -548,7 +603,8 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
     CHECKF(busy && queued, "the slot never filled (%d) or nothing queued (%d)", busy, queued);
     CHECKF(st1 == 200, "first request: HTTP %d", st1);
     CHECKF(st2 == 504, "queued request: HTTP %d, expected 504", st2);
-    CHECKF(st3 == 429 && has_retry, "third request: HTTP %d (Retry-After %s)", st3, has_retry ? "yes" : "no");
+    CHECKF(st3 == 429 && has_retry, "third request: HTTP %d (Retry-After %s)", st3,
+           has_retry ? "yes" : "no");
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
@@ -557,13 +613,15 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
  * server stays healthy throughout. */
 static void test_slow_client_and_disconnect(void) {
     srv s;
-    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--fake-step-ms", "100", "--timeout",
-                          "1", "--parallel", "2", NULL};
+    const char *args[] = {
+        "--fake-engine", "-m", FAKE_DIR, "--fake-step-ms", "100", "--timeout", "1",
+        "--parallel",    "2",  NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start");
     int fd = raw_connect(&s);
     CHECK(fd >= 0);
-    const char *hdr = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      "Content-Length: 40\r\n\r\n";
+    const char *hdr =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 40\r\n\r\n";
     ssize_t w = write(fd, hdr, strlen(hdr));
     (void)w;
     char got[256] = "";
@@ -589,7 +647,8 @@ static void test_slow_client_and_disconnect(void) {
     char req[512];
     snprintf(req, sizeof req,
              "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-             "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+             "Content-Length: %zu\r\n\r\n%s",
+             strlen(body), body);
     w = write(fd, req, strlen(req));
     char buf[512];
     ssize_t r = read(fd, buf, sizeof buf);
@@ -617,9 +676,11 @@ static void test_slow_client_and_disconnect(void) {
 static void test_garbage_over_the_wire_leaves_the_server_healthy(void) {
     unsigned long long x = 0x9e3779b97f4a7c15ull;
     static const char *const heads[] = {
-        "", "GET / HTTP/1.1\r\n", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n",
+        "", "GET / HTTP/1.1\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n",
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It co"};
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It "
+        "co"};
     for (int i = 0; i < 60; i++) {
         int fd = raw_connect(&main_srv);
         CHECK(fd >= 0);
@@ -664,8 +725,8 @@ int main(void) {
         printf("FAIL load_expected: %s: %s\n", EXPECTED, je.text);
         return 1;
     }
-    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--parallel", "4", "--ctx", "256",
-                          "--max-body", "65536", "--fake-step-ms", "2", NULL};
+    const char *args[] = {"--fake-engine", "-m",         FAKE_DIR, "--parallel",     "4", "--ctx",
+                          "256",           "--max-body", "65536",  "--fake-step-ms", "2", NULL};
     if (srv_start(&main_srv, args) != 0) {
         printf("FAIL start_server: %s serve did not print its port\n", nectar_bin());
         json_decref(expected);

@@ -10,7 +10,9 @@
 
 #define E2E "tests/fixtures/gen/e2e"
 
-static char *read_text(const char *path) { return slurp(path, NULL); }
+static char *read_text(const char *path) {
+    return slurp(path, NULL);
+}
 
 static char *completion_body(const char *prompt, int max_tokens, int stream) {
     json_t *b = json_pack("{s:s,s:f,s:i,s:b}", "prompt", prompt, "temperature", 0.0, "max_tokens",
@@ -136,7 +138,8 @@ static void test_tiny_eight_concurrent_streams_match_hf(void) {
         reply r = {0};
         if (p[i]) collect(&r, p[i], tags[i]);
         char *got = r.status == 200 ? sse_text(r.body) : NULL;
-        if (got && wants[i % 3] && !strcmp(got, wants[i % 3])) n_ok++;
+        if (got && wants[i % 3] && !strcmp(got, wants[i % 3]))
+            n_ok++;
         else if (!why[0])
             snprintf(why, sizeof why, "stream %d: HTTP %d got '%s' want '%s'", i, r.status,
                      got ? got : "(bad framing)", wants[i % 3] ? wants[i % 3] : "?");
@@ -156,7 +159,8 @@ static void test_tiny_eight_concurrent_streams_match_hf(void) {
  * replies equal HF's greedy replies on apply_chat_template. The second
  * request reuses the slot's cached prompt prefix. */
 static void test_tiny_chat_two_turns_match_hf(void) {
-    char *in = read_text(E2E "/chat_tiny_gqa2.in"), *exp = read_text(E2E "/chat_tiny_gqa2.expected");
+    char *in = read_text(E2E "/chat_tiny_gqa2.in"),
+         *exp = read_text(E2E "/chat_tiny_gqa2.expected");
     CHECKF(in && exp, "chat fixtures missing");
     char *q2 = strchr(in, '\n'), *a2 = strchr(exp, '\n');
     CHECK(q2 && a2);
@@ -183,8 +187,9 @@ static void test_tiny_chat_two_turns_match_hf(void) {
         const char *got = jstr(j, "choices.0.message.content");
         const char *want = turn == 0 ? exp : a2;
         ok = r.status == 200 && got && !strcmp(got, want);
-        if (!ok) snprintf(why, sizeof why, "turn %d: HTTP %d got '%s' want '%s'", turn + 1, r.status,
-                          got ? got : r.body, want);
+        if (!ok)
+            snprintf(why, sizeof why, "turn %d: HTTP %d got '%s' want '%s'", turn + 1, r.status,
+                     got ? got : r.body, want);
         if (turn == 1) cached = jint(j, "usage.prompt_tokens_details.cached_tokens");
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content", want));
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", q2));

@@ -15,23 +15,28 @@ static void test_defaults_follow_openai(void) {
     serve_request r;
     serve_parse_error pe;
     nc_error err;
-    CHECK_OK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", SERVE_EP_CHAT, &r, &pe, &err), &err);
+    CHECK_OK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", SERVE_EP_CHAT, &r,
+                   &pe, &err),
+             &err);
     CHECK(r.temperature == 1.0 && r.top_p == 1.0 && r.top_k == 0 && r.min_p == 0.0);
     CHECK(r.max_tokens == -1 && r.n_stop == 0 && !r.stream && !r.logprobs && !r.has_seed);
     CHECK(r.enable_thinking == 1 && r.repeat_penalty == 1.0 && r.model == NULL);
-    CHECK(r.n_messages == 1 && !strcmp(r.messages[0].role, "user") && !strcmp(r.messages[0].content, "hi"));
+    CHECK(r.n_messages == 1 && !strcmp(r.messages[0].role, "user") &&
+          !strcmp(r.messages[0].content, "hi"));
     serve_request_free(&r);
 }
 
 static void test_every_field_is_read(void) {
     const char *body =
         "{\"model\":\"m\",\"messages\":[{\"role\":\"developer\",\"content\":\"sys\"},"
-        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\","
+        "\"text\":\"b\"}]},"
         "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"r\"}],"
         "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":7,\"min_p\":0.1,\"max_tokens\":3,"
         "\"max_completion_tokens\":9,\"stop\":[\"x\",\"yy\"],\"seed\":-1,\"presence_penalty\":1.5,"
         "\"frequency_penalty\":-1,\"logprobs\":true,\"top_logprobs\":4,\"stream\":true,"
-        "\"stream_options\":{\"include_usage\":true},\"chat_template_kwargs\":{\"enable_thinking\":false},"
+        "\"stream_options\":{\"include_usage\":true},\"chat_template_kwargs\":{\"enable_thinking\":"
+        "false},"
         "\"user\":\"ignored\"}";
     serve_request r;
     serve_parse_error pe;
@@ -54,7 +59,9 @@ static void test_completions_prompt_and_legacy_logprobs(void) {
     serve_request r;
     serve_parse_error pe;
     nc_error err;
-    CHECK_OK(parse("{\"prompt\":[\"once\"],\"logprobs\":0,\"stop\":\"z\"}", SERVE_EP_COMPLETIONS, &r, &pe, &err), &err);
+    CHECK_OK(parse("{\"prompt\":[\"once\"],\"logprobs\":0,\"stop\":\"z\"}", SERVE_EP_COMPLETIONS,
+                   &r, &pe, &err),
+             &err);
     CHECK(!strcmp(r.prompt, "once") && r.logprobs == 1 && r.top_logprobs == 0);
     CHECK(r.n_stop == 1 && !strcmp(r.stop[0], "z"));
     serve_request_free(&r);
@@ -71,15 +78,28 @@ static void test_errors_name_the_field(void) {
     } cases[] = {
         {SERVE_EP_CHAT, "{\"messages\":[", "", NC_ERR_FORMAT},
         {SERVE_EP_CHAT, "{\"messages\":[],\"messages\":[]}", "", NC_ERR_FORMAT},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0].role", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}", "messages[0].content[0].text", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":1.5}", "top_k", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":2}", "top_p", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"\"]}", "stop[0]", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1e30}", "seed", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_object\"}}", "response_format", NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_thinking\":1}}", "chat_template_kwargs.enable_thinking", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content",
+         NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
+         "messages[0].role", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}",
+         "messages[0].content[0].text", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":1.5}",
+         "top_k", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_p\":2}",
+         "top_p", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[\"\"]}",
+         "stop[0]", NC_ERR_INVALID},
+        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"seed\":1e30}",
+         "seed", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":"
+         "\"json_object\"}}",
+         "response_format", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_"
+         "thinking\":1}}",
+         "chat_template_kwargs.enable_thinking", NC_ERR_INVALID},
         {SERVE_EP_COMPLETIONS, "{\"prompt\":[\"a\",\"b\"]}", "prompt", NC_ERR_INVALID},
         {SERVE_EP_COMPLETIONS, "{}", "prompt", NC_ERR_INVALID},
     };
@@ -89,12 +109,12 @@ static void test_errors_name_the_field(void) {
         nc_error err = {0};
         nc_status st = parse(cases[i].body, cases[i].ep, &r, &pe, &err);
         CHECKF(st == cases[i].st, "case %zu: status %d (%s)", i, (int)st, err.msg);
-        CHECKF(!strcmp(pe.param, cases[i].param), "case %zu: param '%s', expected '%s'", i, pe.param,
-               cases[i].param);
+        CHECKF(!strcmp(pe.param, cases[i].param), "case %zu: param '%s', expected '%s'", i,
+               pe.param, cases[i].param);
         CHECKF(strchr(err.msg, '\n') == NULL && err.msg[0], "case %zu: message '%s'", i, err.msg);
         if (cases[i].param[0])
-            CHECKF(strstr(err.msg, cases[i].param) != NULL, "case %zu: message '%s' does not name '%s'",
-                   i, err.msg, cases[i].param);
+            CHECKF(strstr(err.msg, cases[i].param) != NULL,
+                   "case %zu: message '%s' does not name '%s'", i, err.msg, cases[i].param);
     }
 }
 

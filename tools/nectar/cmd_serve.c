@@ -14,23 +14,24 @@
 #include "serve/serve_http.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar serve -m DIR [options]\n\n"
-            "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-            "/v1/models, /health, /metrics and a chat page at /.\n\n"
-            "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
-            "  --host ADDR           numeric address (or localhost) to listen on (default 127.0.0.1)\n"
-            "  --port N              port (default 8080; 0 picks a free one)\n"
-            "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
-            "                        (default: $NECTAR_API_KEY when set)\n"
-            "  --parallel N          slots decoded together (default 4)\n"
-            "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
-            "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
-            "  --max-body BYTES      largest request body (default 8388608)\n"
-            "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
-            "  --backend cpu         engine (only cpu here; mil and ane are not servable yet)\n"
-            "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
-            "  -v, --verbose         log each request\n");
+    fprintf(
+        f,
+        "usage: nectar serve -m DIR [options]\n\n"
+        "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
+        "/v1/models, /health, /metrics and a chat page at /.\n\n"
+        "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
+        "  --host ADDR           numeric address (or localhost) to listen on (default 127.0.0.1)\n"
+        "  --port N              port (default 8080; 0 picks a free one)\n"
+        "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+        "                        (default: $NECTAR_API_KEY when set)\n"
+        "  --parallel N          slots decoded together (default 4)\n"
+        "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
+        "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
+        "  --max-body BYTES      largest request body (default 8388608)\n"
+        "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
+        "  --backend cpu         engine (only cpu here; mil and ane are not servable yet)\n"
+        "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
+        "  -v, --verbose         log each request\n");
 }
 
 /* Strict integer option value in [lo, hi]. */
@@ -110,8 +111,10 @@ int cmd_serve(int argc, char **argv) {
     if (!o.api_key && getenv("NECTAR_API_KEY") && *getenv("NECTAR_API_KEY"))
         o.api_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
-        fprintf(stderr, "nectar serve: warning: listening on %s without --api-key: anyone who can "
-                        "reach it can use the model\n", o.host);
+        fprintf(stderr,
+                "nectar serve: warning: listening on %s without --api-key: anyone who can "
+                "reach it can use the model\n",
+                o.host);
     if (strcmp(backend, "cpu") != 0)
         return cli_failf("serve: --backend %s: only the cpu backend can serve for now", backend), 2;
     o.model_path = model;
