@@ -103,8 +103,9 @@ static int scan_number(const char *s, const char *end) {
 
 static nc_status lex(parser *p, const char *text, size_t len) {
     const char *s = text, *end = text + len;
+    if (len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) s += 3; /* a UTF-8 byte-order mark */
     int line = 1;
-    const char *line_start = text;
+    const char *line_start = s;
     while (1) {
         while (s < end) { /* whitespace and // comments (seen in hand-written files) */
             if (*s == '\n') {

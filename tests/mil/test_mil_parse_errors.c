@@ -55,6 +55,17 @@ static void test_errors_give_line_column_expected_and_found(void) {
                  "t.mil:4:102: expected path or offset in BLOBFILE");
 }
 
+static void test_byte_order_mark_and_crlf_are_accepted(void) {
+    const char *src = "\xEF\xBB\xBFprogram(1.3)\r\n{\r\n    func main<ios18>(fp16 x) {\r\n        "
+                      "} -> (x);\r\n}\r\n";
+    mil_program *p;
+    nc_error err;
+    CHECK_OK(mil_parse(src, strlen(src), "bom.mil", &p, &err), &err);
+    CHECK(p->n_functions == 1 && p->functions[0]->n_inputs == 1);
+    mil_program_free(p);
+    expect_error("\xEF\xBB\xBFprogram(1.3)\n{\n  oops", "t.mil:3:3: expected '}', found 'oops'");
+}
+
 /* Hostile nesting must not exhaust the stack. */
 static void test_deep_nesting_is_an_error_not_a_crash(void) {
     char *src = malloc(200000);
@@ -136,6 +147,7 @@ static void test_blobfile_resolves_against_model_folder(void) {
 
 int main(void) {
     RUN(test_errors_give_line_column_expected_and_found);
+    RUN(test_byte_order_mark_and_crlf_are_accepted);
     RUN(test_deep_nesting_is_an_error_not_a_crash);
     RUN(test_blobfile_resolves_against_model_folder);
     return nc_test_exit_code();
