@@ -221,7 +221,8 @@ int mil_op_opset_version(const mil_op *op);
 
 /* --- types --------------------------------------------------------------- */
 
-/* Interned-free constructors; results live in prog's arena. NULL on OOM. */
+/* Type constructors (not interned: compare with mil_type_equal); results live in
+ * the program's arena; NULL on OOM. */
 const mil_type *mil_type_tensor(mil_program *prog, mil_dtype dt, int rank, const int64_t *dims);
 const mil_type *mil_type_scalar(mil_program *prog, mil_dtype dt);
 const mil_type *mil_type_list(mil_program *prog, const mil_type *elem, int64_t len);
