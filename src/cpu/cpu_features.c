@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_quant.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -34,13 +35,18 @@ static void detect(cpu_features *f) {
         f->avx512f = (b >> 16) & 1;
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
+        f->avx512vnni = (c >> 11) & 1;
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = (a >> 5) & 1;
     }
 }
 #elif defined(__aarch64__)
-static void detect(cpu_features *f) { f->neon = 1; }
+static void detect(cpu_features *f) {
+    f->neon = 1;
+}
 #else
-static void detect(cpu_features *f) { (void)f; }
+static void detect(cpu_features *f) {
+    (void)f;
+}
 #endif
 
 static cpu_features features;
@@ -53,9 +59,14 @@ static int simd_disabled(void) {
 }
 
 #if defined(__x86_64__)
-static int has_avx2(void) { return features.avx2 && features.fma && features.f16c; }
+static int has_avx2(void) {
+    return features.avx2 && features.fma && features.f16c;
+}
+/* The AVX-512 table's quantized kernels use VNNI (vpdpbusd): without it
+ * (Skylake-X) the AVX2 table is chosen. */
 static int has_avx512(void) {
-    return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl;
+    return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl &&
+           features.avx512vnni;
 }
 #endif
 
@@ -98,8 +109,16 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
     return n;
 }
 
-size_t cpu_wtype_size(cpu_wtype t) { return t == CPU_W_F32 ? 4 : 2; }
+size_t cpu_wtype_size(cpu_wtype t) {
+    return t == CPU_W_F32 ? 4 : cpu_wtype_is_quant(t) ? 0 : 2;
+}
+size_t cpu_wtype_row_bytes(cpu_wtype t, int cols) {
+    size_t nb = ((size_t)cols + 31) / 32;
+    return t == CPU_W_Q8   ? nb * CPU_Q8_BLOCK_BYTES
+           : t == CPU_W_Q4 ? nb * CPU_Q4_BLOCK_BYTES
+                           : (size_t)cols * cpu_wtype_size(t);
+}
 const char *cpu_wtype_name(cpu_wtype t) {
-    static const char *names[CPU_W_N] = {"f32", "f16", "bf16"};
+    static const char *names[CPU_W_N] = {"f32", "f16", "bf16", "q8", "q4"};
     return (unsigned)t < CPU_W_N ? names[t] : "?";
 }

@@ -8,8 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Storage type of a weight matrix, read straight from the mmap. */
-typedef enum { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_N } cpu_wtype;
+/* Storage type of a weight matrix, read straight from the mmap. The float
+ * types are CPU_W_FLOAT_N first; Q8/Q4 are block-quantized rows (cpu_quant.h:
+ * 32 weights per block, an fp16 scale each; a row is ceil(cols/32) blocks). */
+typedef enum { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_Q8, CPU_W_Q4, CPU_W_N } cpu_wtype;
+#define CPU_W_FLOAT_N 3
 
 /* Y[t*ldy + r] = sum_k X[t*ldx + k] * W[r*ldw + k]  for t in [0, n), r in
  * [r0, r1): n activation rows against rows r0..r1 of W ([rows, k], row
@@ -18,12 +21,22 @@ typedef enum { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_N } cpu_wtype;
 typedef void (*cpu_matmul_fn)(const void *w, size_t ldw, const float *x, size_t ldx, float *y,
                               size_t ldy, int n, int k, int r0, int r1);
 
+/* The same against block-quantized weights (Q8 or Q4) with int8 activations:
+ * Y[t*ldy + r] = sum over blocks j of dW[r,j] * dX[t,j] * sum_i qW[r,j,i] qX[t,j,i]
+ * (integer inner sums). w: rows of nb blocks, row stride ldw_bytes; xq: nb*32
+ * int8 per activation row, stride ldq bytes; xs: each block's scale repeated
+ * 8 times (so a vector load picks it up), stride lds floats. */
+typedef void (*cpu_qmatmul_fn)(const void *w, size_t ldw_bytes, const int8_t *xq, size_t ldq,
+                               const float *xs, size_t lds, float *y, size_t ldy, int n, int nb,
+                               int r0, int r1);
+
 typedef struct cpu_kernels {
     const char *name; /* "scalar", "avx2", "avx512" */
-    cpu_matmul_fn matmul[CPU_W_N];
+    cpu_matmul_fn matmul[CPU_W_FLOAT_N];
+    cpu_qmatmul_fn qmatmul[2]; /* [0] Q8, [1] Q4 */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
-    void (*row_to_f32[CPU_W_N])(const void *src, float *dst, int n);
+    void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
 } cpu_kernels;
 
 extern const cpu_kernels cpu_kernels_scalar;
@@ -36,7 +49,7 @@ extern const cpu_kernels cpu_kernels_neon;
 #endif
 
 typedef struct cpu_features {
-    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512bf16, neon;
+    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, neon;
 } cpu_features;
 
 const cpu_features *cpu_features_get(void);
@@ -49,7 +62,13 @@ const cpu_kernels *cpu_kernels_get(void);
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);
 
+/* Bytes per element of a float type (Q types: 0; see cpu_wtype_row_bytes). */
 size_t cpu_wtype_size(cpu_wtype t);
+/* Bytes of one stored row of `cols` weights. */
+size_t cpu_wtype_row_bytes(cpu_wtype t, int cols);
+static inline int cpu_wtype_is_quant(cpu_wtype t) {
+    return t == CPU_W_Q8 || t == CPU_W_Q4;
+}
 const char *cpu_wtype_name(cpu_wtype t);
 
 #endif

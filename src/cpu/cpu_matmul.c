@@ -1,6 +1,8 @@
 /* Splitting a matrix product into pool tasks (see cpu_matmul.h). */
 #include "cpu/cpu_matmul.h"
 
+#include "cpu/cpu_quant.h"
+
 /* Activation rows per inner call when n > 1: 16 rows of fp32 activations
  * (16 x 4 KiB at k = 1024) stay in L1/L2 while a task's weight rows pass. */
 #define TOKEN_BLOCK 16
@@ -16,6 +18,7 @@ typedef struct {
     size_t ldx, ldy;
     float *y;
     int n, rows_per_task;
+    const cpu_act *act; /* quantized weights: the int8 rows */
 } matmul_job;
 
 static void matmul_task(void *ctx, int task, int thread) {
@@ -24,6 +27,18 @@ static void matmul_task(void *ctx, int task, int thread) {
     int r0 = task * j->rows_per_task;
     int r1 = r0 + j->rows_per_task;
     if (r1 > j->w->rows) r1 = j->w->rows;
+    if (cpu_wtype_is_quant(j->w->type)) {
+        cpu_qmatmul_fn qf = j->kern->qmatmul[j->w->type - CPU_W_Q8];
+        int nb = cpu_qblocks(j->w->cols);
+        size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+        size_t ldq = (size_t)nb * CPU_QBLOCK, lds = (size_t)nb * CPU_QSCALE_REP;
+        for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
+            int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
+            qf(j->w->data, ldw, j->act->q + (size_t)t * ldq, ldq, j->act->s + (size_t)t * lds, lds,
+               j->y + (size_t)t * j->ldy, j->ldy, nt, nb, r0, r1);
+        }
+        return;
+    }
     cpu_matmul_fn fn = j->kern->matmul[j->w->type];
     for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
         int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
@@ -32,8 +47,8 @@ static void matmul_task(void *ctx, int task, int thread) {
     }
 }
 
-void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
-                size_t ldx, float *y, size_t ldy, int n) {
+static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
+                       size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
     if (n <= 0 || w->rows <= 0) return;
     int threads = nc_pool_threads(pool);
     int per;
@@ -46,10 +61,34 @@ void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const 
         per = ROWS_PER_TASK_BATCH;
     }
     if (per < 16) per = 16;
-    matmul_job j = {kern, w, x, ldx, ldy, y, n, per};
+    matmul_job j = {kern, w, x, ldx, ldy, y, n, per, act};
     nc_pool_for(pool, (w->rows + per - 1) / per, matmul_task, &j);
 }
 
+void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
+                size_t ldx, float *y, size_t ldy, int n) {
+    if (cpu_wtype_is_quant(w->type)) return; /* needs cpu_matmul_act */
+    run_matmul(pool, kern, w, x, ldx, y, ldy, n, NULL);
+}
+
+static void quantize_row_task(void *ctx, int t, int thread) {
+    (void)thread;
+    const cpu_act *a = ctx;
+    size_t nb = (size_t)cpu_qblocks(a->k);
+    cpu_quantize_act_row(a->x + (size_t)t * a->ldx, a->k, a->q + (size_t)t * nb * CPU_QBLOCK,
+                         a->s + (size_t)t * nb * CPU_QSCALE_REP);
+}
+
+void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
+                    size_t ldy) {
+    if (cpu_wtype_is_quant(w->type) && !a->is_quantized) {
+        /* a single row is a few microseconds of work: no dispatch for it */
+        nc_pool_for(a->n > 1 ? pool : NULL, a->n, quantize_row_task, a);
+        a->is_quantized = 1;
+    }
+    run_matmul(pool, kern, w, a->x, a->ldx, y, ldy, a->n, a);
+}
+
 size_t cpu_mat_bytes(const cpu_mat *w) {
-    return (size_t)w->rows * (size_t)w->cols * cpu_wtype_size(w->type);
+    return (size_t)w->rows * cpu_wtype_row_bytes(w->type, w->cols);
 }

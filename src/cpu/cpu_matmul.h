@@ -15,9 +15,33 @@ typedef struct cpu_mat {
     int rows, cols;
 } cpu_mat;
 
-/* Y[t, r] (row stride ldy) = sum_k X[t, k] (row stride ldx) * W[r, k] for t < n. */
+/* Y[t, r] (row stride ldy) = sum_k X[t, k] (row stride ldx) * W[r, k] for t < n.
+ * Float weights only (quantized ones need cpu_matmul_act's scratch). */
 void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
                 size_t ldx, float *y, size_t ldy, int n);
+
+/* The input rows of one or more matrix products. A quantized matrix reads
+ * them as int8 blocks (cpu_quant.h): they are quantized into q/s on first
+ * use and reused by the next products over the same rows (q, k and v;
+ * gate and up). q and s are caller scratch of cpu_qact_q_bytes(n, k) and
+ * cpu_qact_s_bytes(n, k) bytes (NULL when no matrix is quantized). */
+typedef struct cpu_act {
+    const float *x;
+    size_t ldx;
+    int n, k;
+    int8_t *q;
+    float *s;
+    int is_quantized;
+} cpu_act;
+
+static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
+    cpu_act a = {x, ldx, n, k, q, s, 0};
+    return a;
+}
+
+/* Y = X W^T for any weight type (w->cols == a->k). */
+void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
+                    size_t ldy);
 
 size_t cpu_mat_bytes(const cpu_mat *w);
 

@@ -8,10 +8,13 @@
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/kernels_driver.h"
+#include "cpu/qkernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE __m256 ld8_f32(const void *w, size_t i) { return _mm256_loadu_ps((const float *)w + i); }
+INLINE __m256 ld8_f32(const void *w, size_t i) {
+    return _mm256_loadu_ps((const float *)w + i);
+}
 INLINE __m256 ld8_f16(const void *w, size_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
 }
@@ -19,9 +22,15 @@ INLINE __m256 ld8_bf16(const void *w, size_t i) {
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
-INLINE float ld1_f32(const void *w, size_t i) { return ((const float *)w)[i]; }
-INLINE float ld1_f16(const void *w, size_t i) { return nc_fp16_to_f32(((const uint16_t *)w)[i]); }
-INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const uint16_t *)w)[i]); }
+INLINE float ld1_f32(const void *w, size_t i) {
+    return ((const float *)w)[i];
+}
+INLINE float ld1_f16(const void *w, size_t i) {
+    return nc_fp16_to_f32(((const uint16_t *)w)[i]);
+}
+INLINE float ld1_bf16(const void *w, size_t i) {
+    return nc_bf16_to_f32(((const uint16_t *)w)[i]);
+}
 
 INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -33,7 +42,7 @@ INLINE float hsum8(__m256 v) {
 /* One RB x TB tile: y[t+b][r+a] for a < RB, b < TB. RB, TB are constants
  * after inlining, so acc[][] lives in registers. */
 #define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,       \
+    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
                            size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
         __m256 acc[4][4];                                                                          \
         _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)                                       \
@@ -41,30 +50,33 @@ INLINE float hsum8(__m256 v) {
         int i = 0;                                                                                 \
         for (; i + 8 <= k; i += 8) {                                                               \
             __m256 wv[4];                                                                          \
-            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)                                   \
-                wv[a] = ld8_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                           \
+            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) wv[a] =                           \
+                ld8_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                   \
             _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
                 __m256 xv = _mm256_loadu_ps(x + (size_t)(t + b) * ldx + (size_t)i);                \
-                _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)                               \
-                    acc[a][b] = _mm256_fmadd_ps(wv[a], xv, acc[a][b]);                             \
+                _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) acc[a][b] =                   \
+                    _mm256_fmadd_ps(wv[a], xv, acc[a][b]);                                         \
             }                                                                                      \
         }                                                                                          \
         for (int a = 0; a < RB; a++)                                                               \
             for (int b = 0; b < TB; b++) {                                                         \
                 const float *xr = x + (size_t)(t + b) * ldx;                                       \
                 float s = hsum8(acc[a][b]);                                                        \
-                for (int j = i; j < k; j++) s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j); \
+                for (int j = i; j < k; j++)                                                        \
+                    s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j);                  \
                 y[(size_t)(t + b) * ldy + (size_t)(r + a)] = s;                                    \
             }                                                                                      \
     }
 
 #define DEF_MATMUL(SUF)                                                                            \
     DEF_TILE(SUF)                                                                                  \
-    CPU_DEF_MATMUL_LOOPS(SUF, 4, 2, 4)                                                          \
+    CPU_DEF_MATMUL_LOOPS(SUF, 4, 2, 4)                                                             \
     static void row_##SUF(const void *src, float *dst, int n) {                                    \
         int i = 0;                                                                                 \
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, ld8_##SUF(src, (size_t)i));         \
-        for (; i < n; i++) dst[i] = ld1_##SUF(src, (size_t)i);                                     \
+        for (; i + 8 <= n; i += 8)                                                                 \
+            _mm256_storeu_ps(dst + i, ld8_##SUF(src, (size_t)i));                                  \
+        for (; i < n; i++)                                                                         \
+            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
     }
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
@@ -77,9 +89,11 @@ static float dot_avx2(const float *a, const float *b, int n) {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -87,13 +101,16 @@ static void axpy_avx2(float a, const float *x, float *y, int n) {
     __m256 av = _mm256_set1_ps(a);
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
+        _mm256_storeu_ps(y + i,
+                         _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] += a * x[i];
 }
 
 const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
+    .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},

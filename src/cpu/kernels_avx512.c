@@ -9,10 +9,13 @@
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/kernels_driver.h"
+#include "cpu/qkernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE __m512 ld16_f32(const void *w, size_t i) { return _mm512_loadu_ps((const float *)w + i); }
+INLINE __m512 ld16_f32(const void *w, size_t i) {
+    return _mm512_loadu_ps((const float *)w + i);
+}
 INLINE __m512 ld16_f16(const void *w, size_t i) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)));
 }
@@ -20,12 +23,18 @@ INLINE __m512 ld16_bf16(const void *w, size_t i) {
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-INLINE float ld1_f32(const void *w, size_t i) { return ((const float *)w)[i]; }
-INLINE float ld1_f16(const void *w, size_t i) { return nc_fp16_to_f32(((const uint16_t *)w)[i]); }
-INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const uint16_t *)w)[i]); }
+INLINE float ld1_f32(const void *w, size_t i) {
+    return ((const float *)w)[i];
+}
+INLINE float ld1_f16(const void *w, size_t i) {
+    return nc_fp16_to_f32(((const uint16_t *)w)[i]);
+}
+INLINE float ld1_bf16(const void *w, size_t i) {
+    return nc_bf16_to_f32(((const uint16_t *)w)[i]);
+}
 
 #define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,       \
+    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
                            size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
         __m512 acc[8][4];                                                                          \
         _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                       \
@@ -33,12 +42,12 @@ INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const u
         int i = 0;                                                                                 \
         for (; i + 16 <= k; i += 16) {                                                             \
             __m512 wv[8];                                                                          \
-            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                   \
-                wv[a] = ld16_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                          \
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) wv[a] =                           \
+                ld16_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                  \
             _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
                 __m512 xv = _mm512_loadu_ps(x + (size_t)(t + b) * ldx + (size_t)i);                \
-                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                               \
-                    acc[a][b] = _mm512_fmadd_ps(wv[a], xv, acc[a][b]);                             \
+                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc[a][b] =                   \
+                    _mm512_fmadd_ps(wv[a], xv, acc[a][b]);                                         \
             }                                                                                      \
         }                                                                                          \
         for (int a = 0; a < RB; a++)                                                               \
@@ -53,11 +62,13 @@ INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const u
 
 #define DEF_MATMUL(SUF)                                                                            \
     DEF_TILE(SUF)                                                                                  \
-    CPU_DEF_MATMUL_LOOPS(SUF, 8, 6, 4)                                                          \
+    CPU_DEF_MATMUL_LOOPS(SUF, 8, 6, 4)                                                             \
     static void row_##SUF(const void *src, float *dst, int n) {                                    \
         int i = 0;                                                                                 \
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, ld16_##SUF(src, (size_t)i));      \
-        for (; i < n; i++) dst[i] = ld1_##SUF(src, (size_t)i);                                     \
+        for (; i + 16 <= n; i += 16)                                                               \
+            _mm512_storeu_ps(dst + i, ld16_##SUF(src, (size_t)i));                                 \
+        for (; i < n; i++)                                                                         \
+            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
     }
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
@@ -76,7 +87,8 @@ static float dot_avx512(const float *a, const float *b, int n) {
         i += 16;
         if (i < n) {
             m = (__mmask16)((1u << (n - i)) - 1);
-            s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+            s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
+                                 s1);
         }
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
@@ -86,18 +98,20 @@ static void axpy_avx512(float a, const float *x, float *y, int n) {
     __m512 av = _mm512_set1_ps(a);
     int i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+        _mm512_storeu_ps(y + i,
+                         _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m,
-                              _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
-                                              _mm512_maskz_loadu_ps(m, y + i)));
+        _mm512_mask_storeu_ps(
+            y + i, m,
+            _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
     }
 }
 
 const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
+    .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
     .dot = dot_avx512,
     .axpy = axpy_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},

@@ -8,22 +8,31 @@
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/kernels_driver.h"
+#include "cpu/qkernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE float32x4_t ld4_f32(const void *w, size_t i) { return vld1q_f32((const float *)w + i); }
+INLINE float32x4_t ld4_f32(const void *w, size_t i) {
+    return vld1q_f32((const float *)w + i);
+}
 INLINE float32x4_t ld4_f16(const void *w, size_t i) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)w + i)));
 }
 INLINE float32x4_t ld4_bf16(const void *w, size_t i) {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)w + i), 16));
 }
-INLINE float ld1_f32(const void *w, size_t i) { return ((const float *)w)[i]; }
-INLINE float ld1_f16(const void *w, size_t i) { return nc_fp16_to_f32(((const uint16_t *)w)[i]); }
-INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const uint16_t *)w)[i]); }
+INLINE float ld1_f32(const void *w, size_t i) {
+    return ((const float *)w)[i];
+}
+INLINE float ld1_f16(const void *w, size_t i) {
+    return nc_fp16_to_f32(((const uint16_t *)w)[i]);
+}
+INLINE float ld1_bf16(const void *w, size_t i) {
+    return nc_bf16_to_f32(((const uint16_t *)w)[i]);
+}
 
 #define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,       \
+    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
                            size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
         float32x4_t acc[8][4];                                                                     \
         _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                       \
@@ -31,12 +40,12 @@ INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const u
         int i = 0;                                                                                 \
         for (; i + 4 <= k; i += 4) {                                                               \
             float32x4_t wv[8];                                                                     \
-            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                   \
-                wv[a] = ld4_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                           \
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) wv[a] =                           \
+                ld4_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                   \
             _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
                 float32x4_t xv = vld1q_f32(x + (size_t)(t + b) * ldx + (size_t)i);                 \
-                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                               \
-                    acc[a][b] = vfmaq_f32(acc[a][b], wv[a], xv);                                   \
+                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc[a][b] =                   \
+                    vfmaq_f32(acc[a][b], wv[a], xv);                                               \
             }                                                                                      \
         }                                                                                          \
         for (int a = 0; a < RB; a++)                                                               \
@@ -54,8 +63,10 @@ INLINE float ld1_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const u
     CPU_DEF_MATMUL_LOOPS(SUF, 8, 4, 4)                                                             \
     static void row_##SUF(const void *src, float *dst, int n) {                                    \
         int i = 0;                                                                                 \
-        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, ld4_##SUF(src, (size_t)i));                  \
-        for (; i < n; i++) dst[i] = ld1_##SUF(src, (size_t)i);                                     \
+        for (; i + 4 <= n; i += 4)                                                                 \
+            vst1q_f32(dst + i, ld4_##SUF(src, (size_t)i));                                         \
+        for (; i < n; i++)                                                                         \
+            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
     }
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
@@ -69,19 +80,23 @@ static float dot_neon(const float *a, const float *b, int n) {
         s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
     }
     float s = vaddvq_f32(vaddq_f32(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
 static void axpy_neon(float a, const float *x, float *y, int n) {
     int i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++)
+        y[i] += a * x[i];
 }
 
 const cpu_kernels cpu_kernels_neon = {
     .name = "neon",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
+    .qmatmul = {cpu_qmatmul_q8_neon, cpu_qmatmul_q4_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},

@@ -1,44 +1,96 @@
 /* Scalar reference kernels: plain loops in the obvious order. Every SIMD
  * version is tested against these, and NECTAR_NO_SIMD=1 runs them. */
 #include "base/half.h"
-#include "cpu/cpu_kernels.h"
+#include <string.h>
 
-static inline float ld_f32(const void *w, size_t i) { return ((const float *)w)[i]; }
-static inline float ld_f16(const void *w, size_t i) { return nc_fp16_to_f32(((const nc_fp16 *)w)[i]); }
-static inline float ld_bf16(const void *w, size_t i) { return nc_bf16_to_f32(((const nc_bf16 *)w)[i]); }
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_quant.h"
+
+static inline float ld_f32(const void *w, size_t i) {
+    return ((const float *)w)[i];
+}
+static inline float ld_f16(const void *w, size_t i) {
+    return nc_fp16_to_f32(((const nc_fp16 *)w)[i]);
+}
+static inline float ld_bf16(const void *w, size_t i) {
+    return nc_bf16_to_f32(((const nc_bf16 *)w)[i]);
+}
 
 #define DEF_MATMUL(SUF)                                                                            \
-    static void matmul_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,     \
+    static void matmul_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,      \
                              size_t ldy, int n, int k, int r0, int r1) {                           \
         for (int t = 0; t < n; t++)                                                                \
             for (int r = r0; r < r1; r++) {                                                        \
                 const float *xr = x + (size_t)t * ldx;                                             \
                 size_t base = (size_t)r * ldw;                                                     \
                 float acc = 0.0f;                                                                  \
-                for (int i = 0; i < k; i++) acc += xr[i] * ld_##SUF(w, base + (size_t)i);          \
+                for (int i = 0; i < k; i++)                                                        \
+                    acc += xr[i] * ld_##SUF(w, base + (size_t)i);                                  \
                 y[(size_t)t * ldy + (size_t)r] = acc;                                              \
             }                                                                                      \
     }                                                                                              \
     static void row_##SUF(const void *src, float *dst, int n) {                                    \
-        for (int i = 0; i < n; i++) dst[i] = ld_##SUF(src, (size_t)i);                             \
+        for (int i = 0; i < n; i++)                                                                \
+            dst[i] = ld_##SUF(src, (size_t)i);                                                     \
     }
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
 
+/* Block-quantized weights against int8 activations: an exact integer sum per
+ * block, scaled by both block scales and accumulated in fp32. */
+static int32_t q8_block_dot(const uint8_t *blk, const int8_t *x) {
+    const int8_t *q = (const int8_t *)(blk + 2);
+    int32_t s = 0;
+    for (int i = 0; i < CPU_QBLOCK; i++)
+        s += (int32_t)q[i] * x[i];
+    return s;
+}
+static int32_t q4_block_dot(const uint8_t *blk, const int8_t *x) {
+    int32_t s = 0;
+    for (int i = 0; i < 16; i++)
+        s += ((blk[2 + i] & 15) - 8) * (int32_t)x[i] + ((blk[2 + i] >> 4) - 8) * (int32_t)x[i + 16];
+    return s;
+}
+
+#define DEF_QMATMUL(SUF, BLOCK_BYTES)                                                              \
+    static void qmatmul_##SUF(const void *w, size_t ldw, const int8_t *xq, size_t ldq,             \
+                              const float *xs, size_t lds, float *y, size_t ldy, int n, int nb,    \
+                              int r0, int r1) {                                                    \
+        for (int t = 0; t < n; t++)                                                                \
+            for (int r = r0; r < r1; r++) {                                                        \
+                const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;                         \
+                float acc = 0.0f;                                                                  \
+                for (int j = 0; j < nb; j++) {                                                     \
+                    const uint8_t *blk = row + (size_t)j * BLOCK_BYTES;                            \
+                    nc_fp16 dh;                                                                    \
+                    memcpy(&dh, blk, 2);                                                           \
+                    float d =                                                                      \
+                        nc_fp16_to_f32(dh) * xs[(size_t)t * lds + (size_t)j * CPU_QSCALE_REP];     \
+                    acc += d * (float)SUF##_block_dot(blk, xq + (size_t)t * ldq + (size_t)j * 32); \
+                }                                                                                  \
+                y[(size_t)t * ldy + (size_t)r] = acc;                                              \
+            }                                                                                      \
+    }
+DEF_QMATMUL(q8, CPU_Q8_BLOCK_BYTES)
+DEF_QMATMUL(q4, CPU_Q4_BLOCK_BYTES)
+
 static float dot_scalar(const float *a, const float *b, int n) {
     float acc = 0.0f;
-    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    for (int i = 0; i < n; i++)
+        acc += a[i] * b[i];
     return acc;
 }
 
 static void axpy_scalar(float a, const float *x, float *y, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
+    for (int i = 0; i < n; i++)
+        y[i] += a * x[i];
 }
 
 const cpu_kernels cpu_kernels_scalar = {
     .name = "scalar",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
+    .qmatmul = {qmatmul_q8, qmatmul_q4},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},

@@ -4,13 +4,15 @@
  * token of some sequence at some position: every matrix sees all rows at
  * once (a prompt, or one new token of each of several sequences), only
  * attention and the KV cache are per sequence. Weights stay in the mmap in
- * their stored dtype; the KV cache is fp32, [layer][position][kv_dim]. */
+ * their stored dtype (float, or Q8/Q4 blocks read with int8 activations);
+ * the KV cache is fp32, [layer][position][kv_dim]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_quant.h"
 #include "models/qwen3_impl.h"
 
 typedef struct {
@@ -65,11 +67,13 @@ static void silu_mul_row(void *ctx, int i, int thread) {
 
 static void rmsnorm_rows(const qwen3_config *c, float *out, const float *x, const float *w, int n) {
     size_t d = (size_t)c->hidden_size;
-    for (int i = 0; i < n; i++) cpu_rmsnorm(out + i * d, x + i * d, w, (int)d, c->rms_norm_eps);
+    for (int i = 0; i < n; i++)
+        cpu_rmsnorm(out + i * d, x + i * d, w, (int)d, c->rms_norm_eps);
 }
 
 static void add_rows(float *x, const float *y, size_t count) {
-    for (size_t i = 0; i < count; i++) x[i] += y[i];
+    for (size_t i = 0; i < count; i++)
+        x[i] += y[i];
 }
 
 /* The decoder over the n rows planned in the workspace (row_token,
@@ -85,8 +89,11 @@ static void decoder_rows(qwen3_model *m, int n) {
     /* token embeddings, and the RoPE angles of each row's position */
     for (int i = 0; i < n; i++) {
         const unsigned char *row = (const unsigned char *)m->embed.data +
-                                   (size_t)w->row_token[i] * d * cpu_wtype_size(m->embed.type);
-        K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
+                                   (size_t)w->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+        if (cpu_wtype_is_quant(m->embed.type)) /* a quantized (tied) embedding */
+            cpu_dequantize_row(m->embed.type, row, w->x + (size_t)i * d, d);
+        else
+            K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
         cpu_rope_angles(w->rope_cos + (size_t)i * hd / 2, w->rope_sin + (size_t)i * hd / 2,
                         m->inv_freq, hd, w->row_pos[i]);
         w->row_n_keys[i] = w->row_pos[i] + 1;
@@ -98,26 +105,38 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* attention */
         rmsnorm_rows(c, w->xb, w->x, L->attn_norm, n);
-        cpu_matmul(pool, K, &L->q, w->xb, d, w->q, qd, n);
-        cpu_matmul(pool, K, &L->k, w->xb, d, w->k, kvd, n);
-        cpu_matmul(pool, K, &L->v, w->xb, d, w->v, kvd, n);
+        cpu_act xa = cpu_act_rows(w->xb, d, n, d, w->xq, w->xs); /* int8 once for q, k, v */
+        cpu_matmul_act(pool, K, &L->q, &xa, w->q, qd);
+        cpu_matmul_act(pool, K, &L->k, &xa, w->k, kvd);
+        cpu_matmul_act(pool, K, &L->v, &xa, w->v, kvd);
         nc_pool_for(pool, n, qk_norm_rope_store_row, &lc);
-        cpu_attention_args aa = {
-            .q = w->q, .out = w->att, .ldq = qd, .ldo = qd, .k_cache = w->row_k,
-            .v_cache = w->row_v, .n_keys = w->row_n_keys, .n = n,
-            .n_heads = c->num_attention_heads, .n_kv_heads = c->num_key_value_heads,
-            .head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .scores = w->scores,
-            .scores_stride = (size_t)c->max_position_embeddings};
+        cpu_attention_args aa = {.q = w->q,
+                                 .out = w->att,
+                                 .ldq = qd,
+                                 .ldo = qd,
+                                 .k_cache = w->row_k,
+                                 .v_cache = w->row_v,
+                                 .n_keys = w->row_n_keys,
+                                 .n = n,
+                                 .n_heads = c->num_attention_heads,
+                                 .n_kv_heads = c->num_key_value_heads,
+                                 .head_dim = hd,
+                                 .scale = 1.0f / sqrtf((float)hd),
+                                 .scores = w->scores,
+                                 .scores_stride = (size_t)c->max_position_embeddings};
         cpu_attention(pool, K, &aa);
-        cpu_matmul(pool, K, &L->o, w->att, qd, w->xb, d, n);
+        cpu_act att = cpu_act_rows(w->att, qd, n, (int)qd, w->xq, w->xs);
+        cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
 
         /* MLP: down(silu(gate(x)) * up(x)) */
         rmsnorm_rows(c, w->xb, w->x, L->mlp_norm, n);
-        cpu_matmul(pool, K, &L->gate, w->xb, d, w->hb, ff, n);
-        cpu_matmul(pool, K, &L->up, w->xb, d, w->hb2, ff, n);
+        cpu_act xm = cpu_act_rows(w->xb, d, n, d, w->xq, w->xs); /* int8 once for gate, up */
+        cpu_matmul_act(pool, K, &L->gate, &xm, w->hb, ff);
+        cpu_matmul_act(pool, K, &L->up, &xm, w->hb2, ff);
         nc_pool_for(pool, n, silu_mul_row, &lc);
-        cpu_matmul(pool, K, &L->down, w->hb, ff, w->xb, d, n);
+        cpu_act h = cpu_act_rows(w->hb, ff, n, ff, w->xq, w->xs);
+        cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
     }
@@ -136,7 +155,8 @@ static void lm_head_rows(qwen3_model *m, int n) {
             rows[k++] = i;
         }
         if (k == QWEN3_LOGIT_ROWS || (i == n && k > 0)) {
-            cpu_matmul(m->pool, m->kern, &m->lm_head, w->xb, d, w->logits, V, k);
+            cpu_act xl = cpu_act_rows(w->xb, d, k, (int)d, w->xq, w->xs);
+            cpu_matmul_act(m->pool, m->kern, &m->lm_head, &xl, w->logits, V);
             for (int j = 0; j < k; j++)
                 memcpy(w->logit_dst[rows[j]], w->logits + (size_t)j * V, V * sizeof(float));
             k = 0;
@@ -161,8 +181,7 @@ static nc_status check_item(const qwen3_model *m, const qwen3_batch_item *it, in
     return NC_OK;
 }
 
-nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count,
-                              nc_error *err) {
+nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count, nc_error *err) {
     for (int i = 0; i < count; i++) {
         NC_TRY(check_item(m, &items[i], i, err));
         for (int j = 0; j < i; j++)
@@ -189,7 +208,7 @@ nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count
                 w->row_token[n] = it->tokens[t];
                 w->row_state[n] = it->state;
                 w->row_pos[n] = it->state->pos + j;
-                w->logit_dst[n] = it->logits_all       ? it->logits_all + (size_t)t * V
+                w->logit_dst[n] = it->logits_all   ? it->logits_all + (size_t)t * V
                                   : t == it->n - 1 ? it->logits_last
                                                    : NULL;
             }

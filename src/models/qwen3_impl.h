@@ -25,9 +25,11 @@ typedef struct qwen3_workspace {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
     float *scores; /* [threads, heads per KV head, max_position_embeddings] */
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
+    int8_t *xq;    /* int8 activations for quantized matrices (cpu_act), */
+    float *xs;     /* sized for QWEN3_MAX_BATCH rows of the widest input */
     qwen3_state **row_state;
-    int *row_pos;       /* position of each row in its sequence */
-    int *row_n_keys;    /* row_pos + 1 */
+    int *row_pos;    /* position of each row in its sequence */
+    int *row_n_keys; /* row_pos + 1 */
     int32_t *row_token;
     const float **row_k, **row_v; /* the row's cache for the current layer */
     float **logit_dst;            /* where a row's logits go (NULL: none) */
@@ -52,7 +54,7 @@ struct qwen3_model {
 struct qwen3_state {
     const qwen3_model *m;
     int ctx, pos;
-    int batch; /* at most this many of its rows per internal batch */
+    int batch;                /* at most this many of its rows per internal batch */
     float *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim] */
 };
 

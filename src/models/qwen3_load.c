@@ -1,6 +1,7 @@
 /* Loading a Qwen3 folder into a qwen3_model: config, safetensors (single or
  * sharded), every tensor found by its HF name and checked (dtype F32/F16/
- * BF16, shape from the config, alignment), matrices left in the mmap, norm
+ * BF16, or U8 Q8/Q4 blocks from `nectar quantize`; shape from the config,
+ * alignment), matrices left in the mmap, norm
  * vectors widened to fp32, and the workspace and thread pool made once.
  * Also the per-sequence state (the KV cache). */
 #include <math.h>
@@ -10,10 +11,15 @@
 
 #include "base/alloc.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_quant.h"
 #include "models/qwen3_impl.h"
 
-const qwen3_config *qwen3_model_config(const qwen3_model *m) { return &m->cfg; }
-int qwen3_model_threads(const qwen3_model *m) { return nc_pool_threads(m->pool); }
+const qwen3_config *qwen3_model_config(const qwen3_model *m) {
+    return &m->cfg;
+}
+int qwen3_model_threads(const qwen3_model *m) {
+    return nc_pool_threads(m->pool);
+}
 
 const char *qwen3_model_dtype(const qwen3_model *m) {
     return m->cfg.num_hidden_layers ? cpu_wtype_name(m->layers[0].q.type) : "?";
@@ -68,9 +74,33 @@ static cpu_wtype wtype_of(st_dtype d) {
     return d == ST_F32 ? CPU_W_F32 : d == ST_F16 ? CPU_W_F16 : CPU_W_BF16;
 }
 
-static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols,
-                          cpu_mat *out, nc_error *err) {
-    const st_tensor *t;
+/* A matrix written by `nectar quantize`: dtype U8, shape [rows, row bytes],
+ * the row bytes telling Q8 (34 per 32 weights) from Q4 (18 per 32); see
+ * docs/performance.md. */
+static nc_status load_quant_mat(const char *name, const char *file, const st_tensor *t, int rows,
+                                int cols, cpu_mat *out, nc_error *err) {
+    int64_t q8 = (int64_t)cpu_wtype_row_bytes(CPU_W_Q8, cols);
+    int64_t q4 = (int64_t)cpu_wtype_row_bytes(CPU_W_Q4, cols);
+    if (t->ndim != 2 || t->shape[0] != rows || (t->shape[1] != q8 && t->shape[1] != q4)) {
+        char got[128];
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: quantized tensor '%s' has shape %s; the config needs [%d, %lld] (q8) "
+                       "or [%d, %lld] (q4)",
+                       file, name, shape_str(got, sizeof got, t->shape, t->ndim), rows,
+                       (long long)q8, rows, (long long)q4);
+    }
+    out->type = t->shape[1] == q8 ? CPU_W_Q8 : CPU_W_Q4;
+    out->data = t->data;
+    out->rows = rows;
+    out->cols = cols;
+    return NC_OK;
+}
+
+static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols, cpu_mat *out,
+                          nc_error *err) {
+    const char *file = NULL;
+    const st_tensor *t = hf_weights_find(m->weights, name, &file);
+    if (t && t->dtype == ST_U8) return load_quant_mat(name, file, t, rows, cols, out, err);
     NC_TRY(find_tensor(m, name, 2, rows, cols, &t, err));
     out->type = wtype_of(t->dtype);
     out->data = t->data;
@@ -123,10 +153,10 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     if (!m->layers || !m->norms || !m->inv_freq)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
     cpu_rope_inv_freq(m->inv_freq, c->head_dim, c->rope_theta);
-    NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed,
-                    err));
+    NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, err));
     float *dst = m->norms;
-    for (int l = 0; l < nl; l++) NC_TRY(load_layer(m, l, &dst, err));
+    for (int l = 0; l < nl; l++)
+        NC_TRY(load_layer(m, l, &dst, err));
     NC_TRY(load_norm(m, "model.norm.weight", c->hidden_size, &dst, &m->final_norm, err));
     /* lm_head.weight when stored (Qwen3-0.6B stores it although tied), else
      * the tied embedding. */
@@ -157,6 +187,9 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * group *
                                  (size_t)c->max_position_embeddings * sizeof(float));
     w->logits = nc_alloc_aligned((size_t)QWEN3_LOGIT_ROWS * (size_t)c->vocab_size * sizeof(float));
+    int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
+    w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
+    w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -165,17 +198,20 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->row_v = calloc(b, sizeof *w->row_v);
     w->logit_dst = calloc(b, sizeof *w->logit_dst);
     if (!w->x || !w->xb || !w->q || !w->k || !w->v || !w->att || !w->hb || !w->hb2 ||
-        !w->rope_cos || !w->rope_sin || !w->scores || !w->logits || !w->row_state ||
-        !w->row_pos || !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v ||
-        !w->logit_dst)
+        !w->rope_cos || !w->rope_sin || !w->scores || !w->logits || !w->row_state || !w->row_pos ||
+        !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v || !w->logit_dst || !w->xq ||
+        !w->xs)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
     return NC_OK;
 }
 
 static void workspace_free(qwen3_workspace *w) {
-    float *bufs[] = {w->x,   w->xb,  w->q,        w->k,        w->v,      w->att,
-                     w->hb,  w->hb2, w->rope_cos, w->rope_sin, w->scores, w->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) nc_free_aligned(bufs[i]);
+    float *bufs[] = {w->x,  w->xb,  w->q,        w->k,        w->v,      w->att,
+                     w->hb, w->hb2, w->rope_cos, w->rope_sin, w->scores, w->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        nc_free_aligned(bufs[i]);
+    nc_free_aligned(w->xq);
+    nc_free_aligned(w->xs);
     free(w->row_state);
     free(w->row_pos);
     free(w->row_n_keys);
@@ -232,9 +268,8 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     s->batch = QWEN3_MAX_BATCH;
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     int ovf = 0;
-    size_t cache_bytes =
-        nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
-                    sizeof(float), &ovf);
+    size_t cache_bytes = nc_mul_size(
+        nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf), sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096
@@ -260,8 +295,12 @@ void qwen3_state_free(qwen3_state *s) {
     free(s);
 }
 
-int qwen3_state_pos(const qwen3_state *s) { return s->pos; }
-int qwen3_state_ctx(const qwen3_state *s) { return s->ctx; }
+int qwen3_state_pos(const qwen3_state *s) {
+    return s->pos;
+}
+int qwen3_state_ctx(const qwen3_state *s) {
+    return s->ctx;
+}
 void qwen3_state_set_batch(qwen3_state *s, int max_rows) {
     s->batch = max_rows < 1 ? 1 : max_rows > QWEN3_MAX_BATCH ? QWEN3_MAX_BATCH : max_rows;
 }
@@ -269,4 +308,3 @@ void qwen3_state_truncate(qwen3_state *s, int n_keep) {
     if (n_keep < 0) n_keep = 0;
     if (n_keep < s->pos) s->pos = n_keep;
 }
-

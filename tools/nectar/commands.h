@@ -10,6 +10,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen_random(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_mil(int argc, char **argv);
 int cmd_mil_check(int argc, char **argv); /* nectar mil check (called by cmd_mil) */
 int cmd_mil_run(int argc, char **argv);   /* nectar mil run (called by cmd_mil) */

@@ -16,6 +16,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids (or --decode ids to text)"},
     {"bench", cmd_bench, "prompt processing and generation speed"},
     {"gen-random", cmd_gen_random, "write a random-weight model at a real shape"},
+    {"quantize", cmd_quantize, "write a q8/q4 quantized model folder"},
     {"mil", cmd_mil, "MIL toolkit: check, fmt, info, run, bundle"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
     {"compile", cmd_compile, "lower a model to an ANE bundle (MIL programs + weight.bin)"},

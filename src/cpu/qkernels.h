@@ -1,0 +1,56 @@
+/* The quantized matmul kernels of each instruction set (qkernels_*.c), which
+ * the kernel tables (kernels_*.c) point at, and the loops around their
+ * register tiles: each file defines qtile_<SUF>(w, ldw, xq, ldq, xs, lds, y,
+ * ldy, nb, r, t, RB, TB) and expands CPU_DEF_QMATMUL_LOOPS into
+ * cpu_qmatmul_<SUF>. Include only from kernel files. */
+#ifndef NC_CPU_QKERNELS_H
+#define NC_CPU_QKERNELS_H
+
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_quant.h"
+
+#define CPU_QMATMUL_ARGS                                                                           \
+    const void *w, size_t ldw, const int8_t *xq, size_t ldq, const float *xs, size_t lds,          \
+        float *y, size_t ldy, int n, int nb, int r0, int r1
+
+#if defined(__x86_64__) || defined(_M_X64)
+void cpu_qmatmul_q8_avx2(CPU_QMATMUL_ARGS);
+void cpu_qmatmul_q4_avx2(CPU_QMATMUL_ARGS);
+void cpu_qmatmul_q8_avx512(CPU_QMATMUL_ARGS);
+void cpu_qmatmul_q4_avx512(CPU_QMATMUL_ARGS);
+#endif
+#if defined(__aarch64__)
+void cpu_qmatmul_q8_neon(CPU_QMATMUL_ARGS);
+void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
+#endif
+
+/* Decoding (n == 1) walks RB_DECODE weight rows per tile; prompts
+ * RB_PROMPT x TB_PROMPT tiles, with narrower tiles for the leftovers. */
+#define CPU_DEF_QMATMUL_LOOPS(SUF, RB_DECODE, RB_PROMPT, TB_PROMPT)                                \
+    void cpu_qmatmul_##SUF(CPU_QMATMUL_ARGS) {                                                     \
+        const uint8_t *wb = (const uint8_t *)w;                                                    \
+        int r = r0;                                                                                \
+        if (n == 1) {                                                                              \
+            for (; r + RB_DECODE <= r1; r += RB_DECODE)                                            \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, 0, RB_DECODE, 1);            \
+            for (; r < r1; r++)                                                                    \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, 0, 1, 1);                    \
+            return;                                                                                \
+        }                                                                                          \
+        for (; r + RB_PROMPT <= r1; r += RB_PROMPT) {                                              \
+            int t = 0;                                                                             \
+            for (; t + TB_PROMPT <= n; t += TB_PROMPT)                                             \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, t, RB_PROMPT, TB_PROMPT);    \
+            for (; t < n; t++)                                                                     \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, t, RB_PROMPT, 1);            \
+        }                                                                                          \
+        for (; r < r1; r++) {                                                                      \
+            int t = 0;                                                                             \
+            for (; t + TB_PROMPT <= n; t += TB_PROMPT)                                             \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, t, 1, TB_PROMPT);            \
+            for (; t < n; t++)                                                                     \
+                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, t, 1, 1);                    \
+        }                                                                                          \
+    }
+
+#endif

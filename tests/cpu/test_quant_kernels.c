@@ -1,0 +1,212 @@
+/* Quantized formats and kernels: the Q8/Q4 block layouts checked on
+ * hand-built blocks (llama.cpp's Q8_0/Q4_0: fp16 scale, then codes; Q4 low
+ * nibbles are weights 0-15, high nibbles 16-31), the quantization error
+ * bounds, and every kernel table's quantized matmul against a
+ * double-precision sum over the dequantized weights and activations on
+ * awkward sizes (k not a multiple of 32 or 64, one block, odd row and token
+ * counts, row sub-ranges, padded strides), plus the threaded path. */
+#include <math.h>
+
+#include "../test.h"
+#include "base/half.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_matmul.h"
+#include "cpu/cpu_quant.h"
+
+static uint32_t rng = 7;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / (float)(1 << 23) - 1.0f;
+}
+
+static void test_q8_block_layout_by_hand(void) {
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)(i - 16) / 16.0f; /* amax 1 at i = 0 */
+    uint8_t blk[CPU_Q8_BLOCK_BYTES];
+    cpu_quantize_weight_row(CPU_W_Q8, x, 32, blk);
+    nc_fp16 d;
+    memcpy(&d, blk, 2);
+    CHECK(d == nc_f32_to_fp16(1.0f / 127.0f)); /* scale first, fp16 */
+    float ds = nc_fp16_to_f32(d);
+    for (int i = 0; i < 32; i++) CHECK((int8_t)blk[2 + i] == (int)lroundf(x[i] / ds));
+    CHECK((int8_t)blk[2] == -127);
+    CHECK(cpu_wtype_row_bytes(CPU_W_Q8, 33) == 68 && cpu_wtype_row_bytes(CPU_W_Q8, 32) == 34);
+}
+
+static void test_q4_block_layout_by_hand(void) {
+    /* Largest magnitude -8 at i = 5: d = -8 / -8 = 1, so code = x + 8. */
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)((i * 3) % 15 - 7);
+    x[5] = -8.0f;
+    uint8_t blk[CPU_Q4_BLOCK_BYTES];
+    cpu_quantize_weight_row(CPU_W_Q4, x, 32, blk);
+    nc_fp16 d;
+    memcpy(&d, blk, 2);
+    CHECK(nc_fp16_to_f32(d) == 1.0f);
+    for (int i = 0; i < 16; i++) {
+        CHECK((blk[2 + i] & 15) == (int)x[i] + 8);
+        CHECK((blk[2 + i] >> 4) == (int)x[i + 16] + 8);
+    }
+    float back[32];
+    cpu_dequantize_row(CPU_W_Q4, blk, back, 32);
+    for (int i = 0; i < 32; i++) CHECK(back[i] == x[i]);
+    CHECK(cpu_wtype_row_bytes(CPU_W_Q4, 688) == 22 * 18);
+}
+
+/* Round trip within half a step of each block's scale (Q4: one step, as the
+ * code range -8..7 clips the side opposite the largest magnitude at 7 steps,
+ * llama.cpp's Q4_0 rule); activation padding is zero. */
+static void test_quantize_dequantize_error_within_half_step(void) {
+    int cols = 100;
+    float x[100], back[100];
+    for (int i = 0; i < cols; i++) x[i] = frand() * (i < 50 ? 1.0f : 1e-3f);
+    for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++) {
+        uint8_t row[4 * CPU_Q8_BLOCK_BYTES];
+        cpu_quantize_weight_row((cpu_wtype)t, x, cols, row);
+        cpu_dequantize_row((cpu_wtype)t, row, back, cols);
+        for (int j = 0; j < 4; j++) {
+            nc_fp16 d;
+            memcpy(&d, row + (size_t)j * cpu_wtype_row_bytes((cpu_wtype)t, 32), 2);
+            float step = fabsf(nc_fp16_to_f32(d));
+            for (int i = j * 32; i < cols && i < j * 32 + 32; i++)
+                CHECKF(fabsf(back[i] - x[i]) <= (t == CPU_W_Q8 ? 0.5f : 1.0f) * step * 1.001f + 1e-12f,
+                       "%s i=%d x=%g back=%g step=%g", cpu_wtype_name((cpu_wtype)t), i, x[i],
+                       back[i], step);
+        }
+    }
+    int8_t q[128];
+    float s[4 * CPU_QSCALE_REP];
+    cpu_quantize_act_row(x, cols, q, s);
+    for (int i = 0; i < cols; i++)
+        CHECK(fabsf(q[i] * s[(i / 32) * CPU_QSCALE_REP] - x[i]) <= 0.5f * s[(i / 32) * 8] * 1.001f);
+    for (int i = cols; i < 128; i++) CHECK(q[i] == 0);
+    for (int j = 0; j < 4; j++)
+        for (int r = 1; r < CPU_QSCALE_REP; r++) CHECK(s[j * 8 + r] == s[j * 8]);
+}
+
+/* One table, one format, one size: y against the double reference. */
+static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
+    int nb = cpu_qblocks(k), pad = 3;
+    size_t rb = cpu_wtype_row_bytes(t, k), ldw = rb + 5; /* padded row stride */
+    size_t ldq = (size_t)nb * 32 + 64, lds = (size_t)nb * CPU_QSCALE_REP + 16;
+    size_t ldy = (size_t)rows + pad;
+    uint8_t *w = calloc((size_t)rows, ldw);
+    float *wf = malloc(sizeof(float) * (size_t)rows * k), *xf = malloc(sizeof(float) * k);
+    float *wd = malloc(sizeof(float) * (size_t)rows * k);
+    int8_t *xq = calloc((size_t)n, ldq);
+    float *xs = calloc((size_t)n * lds, sizeof(float)), *y = malloc(sizeof(float) * n * ldy);
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < k; i++) wf[(size_t)r * k + i] = frand() * (r % 3 == 0 ? 10.0f : 0.1f);
+        cpu_quantize_weight_row(t, wf + (size_t)r * k, k, w + (size_t)r * ldw);
+        cpu_dequantize_row(t, w + (size_t)r * ldw, wd + (size_t)r * k, k);
+    }
+    for (int b = 0; b < n; b++) {
+        for (int i = 0; i < k; i++) xf[i] = frand() * (float)(b + 1);
+        if (b == 1 && k > 3) xf[3] = 0.0f * xf[3] - 5.0f; /* a block with a large value */
+        cpu_quantize_act_row(xf, k, xq + (size_t)b * ldq, xs + (size_t)b * lds);
+    }
+    for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+    int r0 = rows > 2 ? 1 : 0, r1 = rows > 3 ? rows - 1 : rows;
+    tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
+    int bad = 0;
+    for (int b = 0; b < n && !bad; b++)
+        for (int r = 0; r < rows && !bad; r++) {
+            double ref = 0, mag = 0;
+            for (int i = 0; i < k; i++) {
+                double xv = xq[(size_t)b * ldq + i] * (double)xs[(size_t)b * lds + (i / 32) * 8];
+                ref += xv * wd[(size_t)r * k + i];
+                mag += fabs(xv * wd[(size_t)r * k + i]);
+            }
+            float got = y[(size_t)b * ldy + r];
+            if (r < r0 || r >= r1) bad = got != 12345.0f;
+            else bad = !(fabs(got - ref) <= 1e-5 * mag + 1e-6);
+            if (bad)
+                printf("  %s %s k=%d n=%d row %d tok %d: got %.7g want %.7g\n", tab->name,
+                       cpu_wtype_name(t), k, n, r, b, got, ref);
+        }
+    free(w);
+    free(wf);
+    free(wd);
+    free(xf);
+    free(xq);
+    free(xs);
+    free(y);
+    return !bad;
+}
+
+static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    static const int ks[] = {1, 7, 31, 32, 33, 64, 65, 96, 100, 688};
+    static const int ns[] = {1, 2, 3, 4, 5, 9, 17};
+    static const int rowss[] = {1, 5, 13};
+    int cases = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+                    for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++) {
+                        CHECK(check_case(tabs[ti], (cpu_wtype)t, ks[a], ns[b], rowss[c]));
+                        cases++;
+                    }
+    /* one large case per table and format: 3072 x 70 rows, 6 tokens */
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++, cases++)
+            CHECK(check_case(tabs[ti], (cpu_wtype)t, 3072, 6, 70));
+    printf("  %d tables, %d cases\n", nt, cases);
+}
+
+/* cpu_matmul_act on quantized weights: threads, row split and activation
+ * quantization give each table's single call, and match the dequantized
+ * fp32 product within the activation quantization error. */
+static void test_matmul_act_quantized_threaded(void) {
+    const cpu_kernels *k = cpu_kernels_get();
+    int rows = 300, cols = 200, n = 20;
+    nc_error err;
+    nc_pool *pool;
+    CHECK_OK(nc_pool_new(2, &pool, &err), &err);
+    float *wf = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * n * cols);
+    float *y = malloc(sizeof(float) * n * rows), *wd = malloc(sizeof(float) * cols);
+    size_t rb = cpu_wtype_row_bytes(CPU_W_Q8, cols);
+    uint8_t *w = malloc(rb * rows);
+    int8_t *q = malloc(cpu_qact_q_bytes(n, cols));
+    float *s = malloc(cpu_qact_s_bytes(n, cols));
+    for (int i = 0; i < rows * cols; i++) wf[i] = frand();
+    for (int i = 0; i < n * cols; i++) x[i] = frand();
+    for (int r = 0; r < rows; r++) cpu_quantize_weight_row(CPU_W_Q8, wf + r * cols, cols, w + r * rb);
+    cpu_mat m = {CPU_W_Q8, w, rows, cols};
+    for (int nn = 1; nn <= n; nn += n - 1) {
+        cpu_act a = cpu_act_rows(x, (size_t)cols, nn, cols, q, s);
+        cpu_matmul_act(pool, k, &m, &a, y, (size_t)rows);
+        CHECK(a.is_quantized);
+        for (int b = 0; b < nn; b++)
+            for (int r = 0; r < rows; r++) {
+                cpu_dequantize_row(CPU_W_Q8, w + r * rb, wd, cols);
+                double ref = 0, mag = 0;
+                for (int i = 0; i < cols; i++) {
+                    ref += (double)wd[i] * x[b * cols + i];
+                    mag += fabs((double)wd[i]);
+                }
+                /* activation error: at most half a step (amax/127/2 <= 1/254) per value */
+                CHECK(fabs(y[b * rows + r] - ref) <= mag / 254.0 + 1e-4);
+            }
+    }
+    CHECK(cpu_mat_bytes(&m) == rb * rows);
+    nc_pool_free(pool);
+    free(wf);
+    free(x);
+    free(y);
+    free(wd);
+    free(w);
+    free(q);
+    free(s);
+}
+
+int main(void) {
+    RUN(test_q8_block_layout_by_hand);
+    RUN(test_q4_block_layout_by_hand);
+    RUN(test_quantize_dequantize_error_within_half_step);
+    RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
+    RUN(test_matmul_act_quantized_threaded);
+    return nc_test_exit_code();
+}
