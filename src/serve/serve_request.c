@@ -153,7 +153,7 @@ static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
         if (!role || !json_is_string(role)) return bad(c, param, "must be a string%s", NULL);
         const char *rs = json_string_value(role);
         if (!strcmp(rs, "developer")) rs = "system";
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+        if (strcmp(rs, "system") != 0 && strcmp(rs, "user") != 0 && strcmp(rs, "assistant") != 0)
             return bad(c, param, "'%s' is not supported (system, developer, user, assistant)", rs);
         out->role = strdup(rs);
         if (!out->role) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");

@@ -334,7 +334,8 @@ static serve_slot *pick_slot(serve_sched *s, const serve_job *j) {
         int keep = common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt);
         /* Longest shared prefix; among equals the least recently used, so
          * caches that others may reuse survive longer. */
-        if (keep > best_keep || (keep == best_keep && sl->last_used_s < best->last_used_s)) {
+        if (!best || keep > best_keep ||
+            (keep == best_keep && sl->last_used_s < best->last_used_s)) {
             best = sl;
             best_keep = keep;
         }

@@ -108,8 +108,8 @@ int cmd_serve(int argc, char **argv) {
     }
     if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
-    if (!o.api_key && getenv("NECTAR_API_KEY") && *getenv("NECTAR_API_KEY"))
-        o.api_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
+    const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
+    if (!o.api_key && env_key && *env_key) o.api_key = env_key;
     if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
         fprintf(stderr,
                 "nectar serve: warning: listening on %s without --api-key: anyone who can "
