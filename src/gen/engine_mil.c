@@ -82,8 +82,8 @@ nc_status gen_mil_open(const char *dir, int n_threads, gen_mil **out, nc_error *
     nc_status st = lower_manifest_read(dir, &m->man, err);
     const qwen3_config *c = &m->man.cfg;
     m->L = c->num_hidden_layers;
-    m->S_max = m->man.seqs[m->man.n_seqs - 1];
     if (!st) {
+        m->S_max = m->man.seqs[m->man.n_seqs - 1];
         m->progs = calloc((size_t)m->man.n_programs, sizeof *m->progs);
         m->layer_prog = malloc((size_t)m->L * sizeof *m->layer_prog);
         m->its = calloc((size_t)m->L * LOWER_N_KERNELS * m->man.n_seqs, sizeof *m->its);
