@@ -1,0 +1,262 @@
+/* ModernBERT forward pass on the CPU, as transformers' modeling_modernbert.py
+ * computes it with eager attention in fp32: embedding LayerNorm; per layer a
+ * pre-norm (Identity for layer 0) fused-QKV attention with rotate-half RoPE
+ * per head (theta of the layer's type), over all real keys (global layers)
+ * or the |q - k| <= local_attention / 2 band (local layers); then a pre-norm
+ * gated MLP act(first half of Wi x) * (second half); final LayerNorm. A batch
+ * is batch x seq rows; every matrix sees all rows at once, attention is per
+ * (row, head) over the keys of the row's own sequence. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu_ops.h"
+#include "models/modernbert_impl.h"
+
+typedef struct {
+    modernbert_model *m;
+    const modernbert_io *io;
+    int layer;
+    const float *w; /* layernorm: weight */
+    float *out;
+    const float *in;
+} step_ctx;
+
+static size_t dim(const modernbert_model *m) {
+    return (size_t)m->cfg.hidden_size;
+}
+
+static int is_real(const modernbert_io *io, size_t row) {
+    return !io->mask || io->mask[row] != 0;
+}
+
+/* ---- elementwise steps ---------------------------------------------------- */
+
+static void layernorm_row(void *ctx, int r, int thread) {
+    (void)thread;
+    const step_ctx *s = ctx;
+    size_t d = dim(s->m);
+    const float *x = s->in + (size_t)r * d;
+    float *y = s->out + (size_t)r * d;
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < d; i++)
+        sum += x[i];
+    float mean = (float)(sum / (double)d);
+    for (size_t i = 0; i < d; i++) {
+        double c = (double)x[i] - mean;
+        sq += c * c;
+    }
+    float rstd = (float)(1.0 / sqrt(sq / (double)d + (double)s->m->cfg.norm_eps));
+    for (size_t i = 0; i < d; i++)
+        y[i] = (x[i] - mean) * rstd * s->w[i];
+}
+
+void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
+                               int n) {
+    step_ctx s = {.m = m, .w = w, .out = out, .in = x};
+    nc_pool_for(n > 1 ? m->pool : NULL, n, layernorm_row, &s);
+}
+
+static float act1(modernbert_act a, float x) {
+    switch (a) {
+    case MODERNBERT_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
+    case MODERNBERT_ACT_GELU_TANH: {
+        float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanhf(u));
+    }
+    case MODERNBERT_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case MODERNBERT_ACT_RELU:
+        return x > 0 ? x : 0;
+    }
+    return x;
+}
+
+void modernbert_act_apply(modernbert_act act, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = act1(act, y[i]);
+}
+
+/* Row r of hb [rows, 2I]: hb[:I] = act(hb[:I]) * hb[I:] (HF: input, gate = chunk(2)). */
+static void gated_act_row(void *ctx, int r, int thread) {
+    (void)thread;
+    const step_ctx *s = ctx;
+    size_t ff = (size_t)s->m->cfg.intermediate_size;
+    float *h = s->m->ws.hb + (size_t)r * 2 * ff;
+    modernbert_act a = s->m->cfg.hidden_act;
+    for (size_t i = 0; i < ff; i++)
+        h[i] = act1(a, h[i]) * h[ff + i];
+}
+
+/* Row r: RoPE on each query and key head, at the row's position in its sequence. */
+static void rope_row(void *ctx, int r, int thread) {
+    (void)thread;
+    const step_ctx *s = ctx;
+    const modernbert_config *c = &s->m->cfg;
+    const modernbert_workspace *w = &s->m->ws;
+    int hd = c->head_dim, pos = r % s->io->seq, type = c->is_global[s->layer] ? 0 : 1;
+    size_t d = dim(s->m), at = ((size_t)type * (size_t)w->seq_cap + (size_t)pos) * (size_t)hd / 2;
+    float *q = w->qkv + (size_t)r * 3 * d, *k = q + d;
+    for (int h = 0; h < c->num_attention_heads; h++) {
+        cpu_rope_apply(q + (size_t)h * hd, w->rope_cos + at, w->rope_sin + at, hd);
+        cpu_rope_apply(k + (size_t)h * hd, w->rope_cos + at, w->rope_sin + at, hd);
+    }
+}
+
+/* Row r (a query): every head attends over the real keys of its sequence
+ * (within the band on local layers). Pad queries get zeros: nothing real
+ * reads them, since pad keys are masked. */
+static void attention_row(void *ctx, int r, int thread) {
+    const step_ctx *s = ctx;
+    const modernbert_model *m = s->m;
+    const modernbert_config *c = &m->cfg;
+    const modernbert_io *io = s->io;
+    const modernbert_workspace *w = &m->ws;
+    size_t d = dim(m), ld = 3 * d;
+    int hd = c->head_dim, seq = io->seq, b = r / seq, qpos = r % seq;
+    float *out = w->att + (size_t)r * d;
+    memset(out, 0, d * sizeof(float));
+    if (!is_real(io, (size_t)r)) return;
+    int lo = 0, hi = seq - 1;
+    if (!c->is_global[s->layer]) {
+        int half = c->local_attention / 2;
+        lo = qpos - half > 0 ? qpos - half : 0;
+        hi = qpos + half < seq - 1 ? qpos + half : seq - 1;
+    }
+    float *sc = w->scores + (size_t)thread * (size_t)w->seq_cap;
+    float scale = 1.0f / sqrtf((float)hd);
+    const float *base = w->qkv + (size_t)b * (size_t)seq * ld;
+    for (int h = 0; h < c->num_attention_heads; h++) {
+        const float *q = w->qkv + (size_t)r * ld + (size_t)h * hd;
+        float mx = -INFINITY;
+        for (int k = lo; k <= hi; k++) {
+            if (!is_real(io, (size_t)b * seq + k)) continue;
+            sc[k] = m->kern->dot(q, base + (size_t)k * ld + d + (size_t)h * hd, hd) * scale;
+            if (sc[k] > mx) mx = sc[k];
+        }
+        float sum = 0;
+        for (int k = lo; k <= hi; k++) {
+            if (!is_real(io, (size_t)b * seq + k)) continue;
+            sc[k] = expf(sc[k] - mx);
+            sum += sc[k];
+        }
+        float *o = out + (size_t)h * hd;
+        for (int k = lo; k <= hi; k++) {
+            if (!is_real(io, (size_t)b * seq + k)) continue;
+            m->kern->axpy(sc[k] / sum, base + (size_t)k * ld + 2 * d + (size_t)h * hd, o, hd);
+        }
+    }
+}
+
+static void add_rows(float *x, const float *y, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+/* Copies n rows of x to dst, zeroing pad rows. */
+static void store_rows(const modernbert_io *io, float *dst, const float *x, size_t n, size_t d) {
+    for (size_t r = 0; r < n; r++) {
+        if (is_real(io, r))
+            memcpy(dst + r * d, x + r * d, d * sizeof(float));
+        else
+            memset(dst + r * d, 0, d * sizeof(float));
+    }
+}
+
+/* ---- the pass ------------------------------------------------------------- */
+
+nc_status modernbert_embed(modernbert_model *m, const int32_t *ids, int n, float *out,
+                           nc_error *err) {
+    const modernbert_config *c = &m->cfg;
+    size_t d = dim(m), row_bytes = d * cpu_wtype_size(m->embed.type);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return nc_fail(err, NC_ERR_INVALID,
+                           "token id %d at index %d is outside the vocabulary (size %d)",
+                           (int)ids[i], i, c->vocab_size);
+        const unsigned char *row =
+            (const unsigned char *)m->embed.data + (size_t)ids[i] * row_bytes;
+        m->kern->row_to_f32[m->embed.type](row, out + (size_t)i * d, (int)d);
+    }
+    modernbert_layernorm_rows(m, out, out, m->embed_norm, n);
+    return NC_OK;
+}
+
+static nc_status check_io(const modernbert_model *m, const modernbert_io *io, nc_error *err) {
+    const modernbert_config *c = &m->cfg;
+    if (!io->ids || io->batch < 1 || io->seq < 1)
+        return nc_fail(err, NC_ERR_INVALID, "modernbert_forward: empty or malformed batch");
+    if (io->seq > c->max_position_embeddings)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "sequence of %d tokens is longer than max_position_embeddings (%d)", io->seq,
+                       c->max_position_embeddings);
+    for (int b = 0; b < io->batch; b++) {
+        int real = 0;
+        for (int t = 0; t < io->seq; t++)
+            real += is_real(io, (size_t)b * io->seq + t);
+        if (!real)
+            return nc_fail(err, NC_ERR_INVALID, "modernbert_forward: row %d has no real token", b);
+    }
+    if ((io->mlm_logits && c->head != MODERNBERT_HEAD_MLM) ||
+        (io->cls_logits && c->head != MODERNBERT_HEAD_CLASSIFIER))
+        return nc_fail(err, NC_ERR_INVALID, "%s: the model has no %s head", m->dir,
+                       io->mlm_logits ? "masked-LM" : "classifier");
+    if (io->mlm_rows)
+        for (int i = 0; i < io->n_mlm_rows; i++)
+            if (io->mlm_rows[i] < 0 || io->mlm_rows[i] >= io->batch * io->seq)
+                return nc_fail(err, NC_ERR_INVALID,
+                               "modernbert_forward: mlm_rows[%d] = %d is "
+                               "outside the batch",
+                               i, io->mlm_rows[i]);
+    return NC_OK;
+}
+
+static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {
+    const modernbert_config *c = &m->cfg;
+    const modernbert_layer *L = &m->layers[l];
+    modernbert_workspace *w = &m->ws;
+    size_t d = dim(m), ff = (size_t)c->intermediate_size;
+    step_ctx s = {.m = m, .io = io, .layer = l};
+
+    /* attention */
+    const float *a = w->x;
+    if (L->attn_norm) {
+        modernbert_layernorm_rows(m, w->xn, w->x, L->attn_norm, n);
+        a = w->xn;
+    }
+    cpu_matmul(m->pool, m->kern, &L->wqkv, a, d, w->qkv, 3 * d, n);
+    nc_pool_for(m->pool, n, rope_row, &s);
+    nc_pool_for(m->pool, n, attention_row, &s);
+    cpu_matmul(m->pool, m->kern, &L->wo, w->att, d, w->xn, d, n);
+    add_rows(w->x, w->xn, (size_t)n * d);
+
+    /* MLP: Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2) */
+    modernbert_layernorm_rows(m, w->xn, w->x, L->mlp_norm, n);
+    cpu_matmul(m->pool, m->kern, &L->wi, w->xn, d, w->hb, 2 * ff, n);
+    nc_pool_for(m->pool, n, gated_act_row, &s);
+    cpu_matmul(m->pool, m->kern, &L->wo_mlp, w->hb, 2 * ff, w->hd, d, n);
+    add_rows(w->x, w->hd, (size_t)n * d);
+}
+
+nc_status modernbert_forward(modernbert_model *m, const modernbert_io *io, nc_error *err) {
+    NC_TRY(check_io(m, io, err));
+    NC_TRY(modernbert_workspace_reserve(m, io->batch, io->seq, err));
+    const modernbert_config *c = &m->cfg;
+    modernbert_workspace *w = &m->ws;
+    int n = io->batch * io->seq, nl = c->num_hidden_layers;
+    size_t d = dim(m), plane = (size_t)n * d;
+
+    NC_TRY(modernbert_embed(m, io->ids, n, w->x, err));
+    if (io->hidden) store_rows(io, io->hidden, w->x, (size_t)n, d);
+    for (int l = 0; l < nl; l++) {
+        encoder_layer(m, io, l, n);
+        if (io->hidden && l < nl - 1)
+            store_rows(io, io->hidden + (size_t)(l + 1) * plane, w->x, (size_t)n, d);
+    }
+    modernbert_layernorm_rows(m, w->x, w->x, m->final_norm, n);
+    for (size_t r = 0; r < (size_t)n; r++) /* pad rows hold no meaning: zeros, as documented */
+        if (!is_real(io, r)) memset(w->x + r * d, 0, d * sizeof(float));
+    if (io->hidden) memcpy(io->hidden + (size_t)nl * plane, w->x, plane * sizeof(float));
+    if (io->last) memcpy(io->last, w->x, plane * sizeof(float));
+    return modernbert_tail(m, w->x, io, err);
+}

@@ -1,0 +1,56 @@
+/* Inside the ModernBERT engine: the structs shared by the loader
+ * (modernbert_load.c), the forward pass (modernbert.c) and the heads
+ * (modernbert_head.c). Matrices stay in the mmap in their stored dtype; the
+ * small vectors (norms, biases) are widened to fp32 once. The workspace is
+ * sized to the largest batch x sequence seen so far and reused. */
+#ifndef NC_MODELS_MODERNBERT_IMPL_H
+#define NC_MODELS_MODERNBERT_IMPL_H
+
+#include "base/pool.h"
+#include "cpu/cpu_matmul.h"
+#include "io/hf_weights.h"
+#include "models/modernbert.h"
+
+typedef struct modernbert_layer {
+    const float *attn_norm; /* NULL for layer 0 (nn.Identity in HF) */
+    const float *mlp_norm;
+    cpu_mat wqkv, wo, wi, wo_mlp; /* Wqkv [3D, D], attn Wo [D, D], Wi [2I, D], mlp Wo [D, I] */
+} modernbert_layer;
+
+typedef struct modernbert_workspace {
+    size_t rows; /* capacity in token rows (batch * seq) */
+    int seq_cap; /* RoPE tables cover positions < seq_cap */
+    float *x, *xn, *qkv, *att, *hb,
+        *hd; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, 2I], [rows, D] */
+    float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
+    float *scores;              /* [threads][seq_cap] */
+} modernbert_workspace;
+
+struct modernbert_model {
+    modernbert_config cfg;
+    char *dir;
+    hf_weights *weights;
+    nc_pool *pool;
+    const cpu_kernels *kern;
+    modernbert_layer *layers;
+    cpu_mat embed;
+    const float *embed_norm, *final_norm;
+    /* heads (NULL / zero rows when absent) */
+    cpu_mat head_dense, decoder, classifier;
+    const float *head_dense_bias, *head_norm, *decoder_bias, *classifier_bias;
+    float *vecs;        /* one block holding every fp32 vector above */
+    float *inv_freq[2]; /* [0] global theta, [1] local theta; head_dim / 2 each */
+    modernbert_workspace ws;
+};
+
+/* Grows the workspace to hold batch * seq rows (and seq positions). */
+nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, nc_error *err);
+
+/* LayerNorm without bias over n rows of width d (population variance), as
+ * torch.nn.LayerNorm(bias=False); out may alias x. Rows split over the pool. */
+void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
+                               int n);
+/* y = act(y) elementwise. */
+void modernbert_act_apply(modernbert_act act, float *y, size_t n);
+
+#endif

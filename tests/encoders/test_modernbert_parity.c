@@ -1,0 +1,202 @@
+/* ModernBERT CPU engine against Hugging Face transformers (eager attention,
+ * fp32): tests/fixtures/modernbert/{mb_mlm,mb_base,mm_cls} were written by
+ * tools/make_modernbert_fixtures.py from the models reloaded from disk.
+ * Checked at every real (non-pad) position of a padded batch whose rows are
+ * longer and shorter than the local window: the embeddings output and every
+ * layer's hidden states, the final hidden states, MLM logits (legacy theta
+ * keys, two thetas, tied decoder), classifier logits (v5 rope_parameters,
+ * mean pooling), a batch of one equal to its row in the padded batch, and
+ * MLM logits for selected positions only. Tolerance 1e-4 absolute (fp32 on
+ * both sides; measured worst errors are printed). */
+#include <math.h>
+
+#include "../test.h"
+#include "io/npy.h"
+#include "models/modernbert.h"
+
+#define FIX "tests/fixtures/modernbert/"
+#define TOL 1e-4
+#define TEST_THREADS 2
+
+typedef struct ref {
+    nc_npy ids, mask, hidden, last, logits;
+    int batch, seq;
+} ref;
+
+static void ref_free(ref *r) {
+    nc_npy_free(&r->ids);
+    nc_npy_free(&r->mask);
+    nc_npy_free(&r->hidden);
+    nc_npy_free(&r->last);
+    nc_npy_free(&r->logits);
+}
+
+static int ref_load(const char *model, ref *r, int has_last, int has_logits, nc_error *err) {
+    memset(r, 0, sizeof *r);
+    char p[512];
+#define LOAD(field, name)                                                                          \
+    snprintf(p, sizeof p, FIX "%s/ref/%s", model, name);                                           \
+    if (nc_npy_read(p, &r->field, err) != NC_OK) return -1;
+    LOAD(ids, "input_ids.npy");
+    LOAD(mask, "attention_mask.npy");
+    LOAD(hidden, "hidden.npy");
+    if (has_last) {
+        LOAD(last, "last.npy");
+    }
+    if (has_logits) {
+        LOAD(logits, "logits.npy");
+    }
+#undef LOAD
+    r->batch = (int)r->ids.shape[0];
+    r->seq = (int)r->ids.shape[1];
+    return 0;
+}
+
+/* Max |a - b| over real positions of [planes][batch][seq][width] arrays. */
+static double max_err_real(const float *a, const float *b, const int32_t *mask, int planes,
+                           int rows, size_t width) {
+    double e = 0;
+    for (int p = 0; p < planes; p++)
+        for (int r = 0; r < rows; r++) {
+            if (!mask[r]) continue;
+            size_t at = ((size_t)p * rows + r) * width;
+            for (size_t i = 0; i < width; i++) {
+                double d = fabs((double)a[at + i] - b[at + i]);
+                if (d > e || isnan(d)) e = isnan(d) ? INFINITY : d;
+            }
+        }
+    return e;
+}
+
+static void check_model(const char *name, int head) {
+    nc_error err = {0};
+    ref r;
+    if (ref_load(name, &r, head == MODERNBERT_HEAD_NONE, head != MODERNBERT_HEAD_NONE, &err)) {
+        printf("  %s\n", err.msg);
+        ref_free(&r);
+        CHECK(0);
+    }
+    char dir[256];
+    snprintf(dir, sizeof dir, FIX "%s", name);
+    modernbert_model *m = NULL;
+    CHECK_OK(modernbert_load(dir, TEST_THREADS, &m, &err), &err);
+    const modernbert_config *c = modernbert_model_config(m);
+    CHECK(c->head == (modernbert_head)head);
+    int n = r.batch * r.seq, nl = c->num_hidden_layers;
+    size_t d = (size_t)c->hidden_size;
+    CHECK(r.hidden.shape[0] == nl + 1 && r.hidden.shape[3] == (int64_t)d);
+    float *hidden = calloc((size_t)(nl + 1) * n * d, sizeof(float));
+    float *last = calloc((size_t)n * d, sizeof(float));
+    size_t nlog = head == MODERNBERT_HEAD_MLM ? (size_t)n * c->vocab_size
+                                              : (size_t)r.batch * (size_t)c->num_labels;
+    float *logits = calloc(nlog, sizeof(float));
+    modernbert_io io = {.ids = r.ids.data,
+                        .mask = r.mask.data,
+                        .batch = r.batch,
+                        .seq = r.seq,
+                        .hidden = hidden,
+                        .last = last,
+                        .pooling = -1};
+    if (head == MODERNBERT_HEAD_MLM) io.mlm_logits = logits;
+    if (head == MODERNBERT_HEAD_CLASSIFIER) io.cls_logits = logits;
+    nc_status st = modernbert_forward(m, &io, &err);
+    if (st != NC_OK) printf("  %s\n", err.msg);
+    double eh = st ? INFINITY : max_err_real(hidden, r.hidden.data, r.mask.data, nl + 1, n, d);
+    double el = head == MODERNBERT_HEAD_NONE && !st
+                    ? max_err_real(last, r.last.data, r.mask.data, 1, n, d)
+                    : 0;
+    double eg = 0;
+    if (!st && head == MODERNBERT_HEAD_MLM)
+        eg = max_err_real(logits, r.logits.data, r.mask.data, 1, n, (size_t)c->vocab_size);
+    if (!st && head == MODERNBERT_HEAD_CLASSIFIER)
+        for (size_t i = 0; i < nlog; i++)
+            eg = fmax(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
+    printf("  %s: max |err| hidden (all layers) %.3g, last %.3g, logits %.3g\n", name, eh, el, eg);
+    free(hidden);
+    free(last);
+    free(logits);
+    ref_free(&r);
+    modernbert_free(m);
+    CHECK(st == NC_OK);
+    CHECK(eh <= TOL && el <= TOL && eg <= TOL);
+}
+
+static void test_modernbert_mlm_legacy_thetas_matches_hf(void) {
+    check_model("mb_mlm", MODERNBERT_HEAD_MLM);
+}
+static void test_modernbert_bare_encoder_matches_hf(void) {
+    check_model("mb_base", MODERNBERT_HEAD_NONE);
+}
+static void test_mmbert_classifier_rope_parameters_matches_hf(void) {
+    check_model("mm_cls", MODERNBERT_HEAD_CLASSIFIER);
+}
+
+/* A row alone (no padding) gives what it gave inside the padded batch, and
+ * MLM logits for chosen positions equal the full computation's rows. */
+static void test_modernbert_single_row_and_selected_mlm_rows(void) {
+    nc_error err = {0};
+    ref r;
+    if (ref_load("mb_mlm", &r, 0, 1, &err)) {
+        printf("  %s\n", err.msg);
+        ref_free(&r);
+        CHECK(0);
+    }
+    modernbert_model *m = NULL;
+    CHECK_OK(modernbert_load(FIX "mb_mlm", TEST_THREADS, &m, &err), &err);
+    const modernbert_config *c = modernbert_model_config(m);
+    int b = 1, len = 0; /* row 1 is padded in the batch */
+    const int32_t *mask = r.mask.data, *ids = r.ids.data;
+    for (int t = 0; t < r.seq; t++)
+        len += mask[b * r.seq + t];
+    size_t V = (size_t)c->vocab_size;
+    int rows[2] = {0, len - 1};
+    float *lg = calloc(2 * V, sizeof(float));
+    modernbert_io io = {.ids = ids + (size_t)b * r.seq,
+                        .batch = 1,
+                        .seq = len,
+                        .mlm_logits = lg,
+                        .mlm_rows = rows,
+                        .n_mlm_rows = 2,
+                        .pooling = -1};
+    nc_status st = modernbert_forward(m, &io, &err);
+    double e = 0;
+    for (int i = 0; i < 2 && !st; i++)
+        for (size_t v = 0; v < V; v++)
+            e = fmax(e, fabs(lg[i * V + v] -
+                             ((float *)r.logits.data)[((size_t)b * r.seq + rows[i]) * V + v]));
+    printf("  single row of %d tokens vs padded batch (HF): max |err| %.3g\n", len, e);
+    free(lg);
+    ref_free(&r);
+    modernbert_free(m);
+    CHECK(st == NC_OK && e <= TOL);
+}
+
+static void test_modernbert_rejects_bad_batches(void) {
+    nc_error err = {0};
+    modernbert_model *m = NULL;
+    CHECK_OK(modernbert_load(FIX "mb_base", 1, &m, &err), &err);
+    int32_t ids[4] = {1, 2, 3, 100000}, mask0[4] = {0, 0, 0, 0};
+    float out[4 * 64];
+    modernbert_io io = {.ids = ids, .batch = 1, .seq = 4, .last = out, .pooling = -1};
+    nc_status st1 = modernbert_forward(m, &io, &err);
+    int ok1 = st1 == NC_ERR_INVALID && strstr(err.msg, "100000") != NULL;
+    io.mask = mask0;
+    ids[3] = 3;
+    nc_status st2 = modernbert_forward(m, &io, &err);
+    int ok2 = st2 == NC_ERR_INVALID && strstr(err.msg, "no real token") != NULL;
+    io.mask = NULL;
+    io.cls_logits = out;
+    nc_status st3 = modernbert_forward(m, &io, &err);
+    int ok3 = st3 == NC_ERR_INVALID && strstr(err.msg, "classifier") != NULL;
+    modernbert_free(m);
+    CHECK(ok1 && ok2 && ok3);
+}
+
+int main(void) {
+    RUN(test_modernbert_mlm_legacy_thetas_matches_hf);
+    RUN(test_modernbert_bare_encoder_matches_hf);
+    RUN(test_mmbert_classifier_rope_parameters_matches_hf);
+    RUN(test_modernbert_single_row_and_selected_mlm_rows);
+    RUN(test_modernbert_rejects_bad_batches);
+    return nc_test_exit_code();
+}
