@@ -14,6 +14,7 @@
 #include "base/half.h"
 #include "base/pool.h"
 #include "io/hf_weights.h"
+#include "lower/weights_fp16.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 
@@ -43,23 +44,6 @@ const lower_manifest *gen_mil_manifest(const gen_mil *m) {
 void gen_mil_set_layer_hook(gen_mil *m, gen_mil_layer_hook hook, void *user) {
     m->hook = hook;
     m->hook_user = user;
-}
-
-static float tensor_at(const st_tensor *t, size_t i) {
-    const unsigned char *b = t->data;
-    if (t->dtype == ST_BF16) {
-        nc_bf16 v;
-        memcpy(&v, b + 2 * i, 2);
-        return nc_bf16_to_f32(v);
-    }
-    if (t->dtype == ST_F16) {
-        nc_fp16 v;
-        memcpy(&v, b + 2 * i, 2);
-        return nc_fp16_to_f32(v);
-    }
-    float f;
-    memcpy(&f, b + 4 * i, 4);
-    return f;
 }
 
 static nc_status find_tensor(gen_mil *m, const char *name, int64_t d0, int64_t d1,
@@ -225,7 +209,7 @@ static void chunk_inputs(gen_mil *m, const int32_t *toks, int n, int p, int S) {
     for (int i = 0; i < n; i++) {
         int pos = p + i, col = pos % S;
         size_t row = (size_t)toks[i] * D;
-        for (int d = 0; d < D; d++) m->x[(size_t)d * S + col] = nc_round_fp16(tensor_at(m->embed, row + d));
+        for (int d = 0; d < D; d++) m->x[(size_t)d * S + col] = nc_round_fp16(lower_tensor_f32_at(m->embed, row + d));
         for (int d = 0; d < hd; d++) {
             float a = (float)pos * m->inv_freq[d % (hd / 2)];
             m->cs[(size_t)d * S + col] = (float)cos((double)a);
@@ -297,7 +281,7 @@ static void cpu_head_rows(void *ctx, int task, int thread) {
     int D = m->man.cfg.hidden_size, V = m->man.cfg.vocab_size;
     for (int r = task * 256; r < V && r < task * 256 + 256; r++) {
         double s = 0;
-        for (int d = 0; d < D; d++) s += (double)tensor_at(m->lm_head, (size_t)r * D + d) * m->normed[d];
+        for (int d = 0; d < D; d++) s += (double)lower_tensor_f32_at(m->lm_head, (size_t)r * D + d) * m->normed[d];
         h->logits[r] = (float)s;
     }
 }
@@ -313,7 +297,7 @@ static void head_cpu(gen_mil *m, int col, int S, float *logits) {
     }
     float r = (float)(1.0 / sqrt(ss / D + c->rms_norm_eps));
     for (int d = 0; d < D; d++)
-        m->normed[d] = m->x[(size_t)d * S + col] * r * tensor_at(m->final_norm, (size_t)d);
+        m->normed[d] = m->x[(size_t)d * S + col] * r * lower_tensor_f32_at(m->final_norm, (size_t)d);
     cpu_head_ctx h = {m, logits};
     nc_pool_for(m->pool, (c->vocab_size + 255) / 256, cpu_head_rows, &h);
 }

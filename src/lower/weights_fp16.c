@@ -26,28 +26,29 @@ static nc_fp16 saturate(float f, size_t *sat, size_t *nonfinite) {
     return h;
 }
 
+float lower_tensor_f32_at(const st_tensor *t, size_t i) {
+    const unsigned char *b = t->data;
+    if (t->dtype == ST_BF16) {
+        nc_bf16 v;
+        memcpy(&v, b + 2 * i, 2);
+        return nc_bf16_to_f32(v);
+    }
+    if (t->dtype == ST_F16) {
+        nc_fp16 v;
+        memcpy(&v, b + 2 * i, 2);
+        return nc_fp16_to_f32(v);
+    }
+    float f;
+    memcpy(&f, b + 4 * i, 4);
+    return f;
+}
+
 static void convert_chunk(void *ctx, int task, int thread) {
     conv_job *j = ctx;
     size_t lo = (size_t)task * CHUNK_ELEMS, hi = lo + CHUNK_ELEMS;
     if (hi > j->count) hi = j->count;
     size_t *sat = &j->sat[thread & 63], *nf = &j->nonfinite[thread & 63];
-    const unsigned char *base = j->t->data;
-    for (size_t i = lo; i < hi; i++) {
-        size_t e = j->first + i;
-        float f;
-        if (j->t->dtype == ST_BF16) {
-            nc_bf16 v;
-            memcpy(&v, base + 2 * e, 2);
-            f = nc_bf16_to_f32(v);
-        } else if (j->t->dtype == ST_F16) {
-            nc_fp16 v;
-            memcpy(&v, base + 2 * e, 2);
-            f = nc_fp16_to_f32(v);
-        } else {
-            memcpy(&f, base + 4 * e, 4);
-        }
-        j->dst[i] = saturate(f, sat, nf);
-    }
+    for (size_t i = lo; i < hi; i++) j->dst[i] = saturate(lower_tensor_f32_at(j->t, j->first + i), sat, nf);
 }
 
 nc_status lower_tensor_to_fp16(nc_pool *pool, const st_tensor *t, size_t first, size_t count,

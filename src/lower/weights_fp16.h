@@ -18,6 +18,9 @@ typedef struct lower_fp16_stats {
     size_t n_nonfinite;  /* inf/NaN in the source */
 } lower_fp16_stats;
 
+/* Element i of a BF16/F16/F32 tensor as fp32 (exact). */
+float lower_tensor_f32_at(const st_tensor *t, size_t i);
+
 /* Converts `count` elements of t starting at element `first` into dst.
  * Fails (naming the tensor) for a dtype other than BF16/F16/F32. */
 nc_status lower_tensor_to_fp16(nc_pool *pool, const st_tensor *t, size_t first, size_t count,
