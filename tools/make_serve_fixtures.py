@@ -149,6 +149,8 @@ def case(hf, model, name, endpoint, body, think_ids):
             msgs, tokenize=False, add_generation_prompt=True,
             enable_thinking=body.get("chat_template_kwargs", {}).get("enable_thinking", True))
         prompt_ids = hf.encode(text, add_special_tokens=False)
+    elif isinstance(body["prompt"], list):
+        prompt_ids = list(body["prompt"])
     else:
         prompt_ids = hf.encode(body["prompt"], add_special_tokens=False)
     max_tokens = body.get("max_tokens", 4096 - len(prompt_ids))
@@ -227,6 +229,9 @@ def main():
              {"prompt": "It counts one two", "temperature": 0, "max_tokens": 3}, think),
         case(hf, model, "completion_stop_span", "completions",
              {"prompt": "It counts one two", "temperature": 0, "stop": "r fi"}, think),
+        case(hf, model, "completion_token_ids", "completions",
+             {"prompt": hf.encode("It counts one two", add_special_tokens=False),
+              "temperature": 0, "max_tokens": 4}, think),
         case(hf, model, "completion_logprobs", "completions",
              {"prompt": "Hello from", "temperature": 0, "max_tokens": 4, "logprobs": 2}, think),
     ]

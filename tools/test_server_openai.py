@@ -100,7 +100,8 @@ def main():
         report(f"openai_chat_stream_{name}", ok,
                f"content={content!r} reasoning={reasoning!r} finish={finish} usage={usage}")
 
-    for name in ("completion", "completion_length", "completion_stop_span", "completion_logprobs"):
+    for name in ("completion", "completion_length", "completion_stop_span", "completion_token_ids",
+                 "completion_logprobs"):
         c = case(cases, name)
         e = c["expect"]
         b = dict(c["body"])

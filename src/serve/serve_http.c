@@ -224,14 +224,29 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         }
         j->split_reasoning = 1;
         j->starts_in_reasoning = ends_with_open_think(text);
-    } else {
+    } else if (r->prompt) {
         text = strdup(r->prompt);
         if (!text) return snprintf(msg, msg_cap, "out of memory"), 500;
     }
     size_t n = 0;
-    nc_status st = tok_encode(s->e->tok, text, strlen(text), &j->prompt, &n, &err);
-    free(text);
+    nc_status st = NC_OK;
     const char *what = r->endpoint == SERVE_EP_CHAT ? "messages" : "prompt";
+    if (text) {
+        st = tok_encode(s->e->tok, text, strlen(text), &j->prompt, &n, &err);
+        free(text);
+    } else { /* token ids given: they must name rows of the model */
+        for (size_t i = 0; i < r->n_prompt_ids; i++)
+            if (r->prompt_ids[i] >= s->e->n_vocab) {
+                *param = what;
+                snprintf(msg, msg_cap, "'prompt[%zu]': token id %d is outside the vocabulary (%d)",
+                         i, (int)r->prompt_ids[i], s->e->n_vocab);
+                return 400;
+            }
+        j->prompt = r->prompt_ids;
+        n = r->n_prompt_ids;
+        r->prompt_ids = NULL; /* the job owns them now */
+        r->n_prompt_ids = 0;
+    }
     if (st != NC_OK) {
         *param = what;
         snprintf(msg, msg_cap, "%s", err.msg);

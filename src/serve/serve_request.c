@@ -172,16 +172,35 @@ static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
     return NC_OK;
 }
 
+/* A string, an array of one string, or an array of token ids (OpenAI's
+ * pre-tokenized form). */
 static nc_status parse_prompt(pctx *c, const json_t *root, serve_request *r) {
+    static const char *const shape =
+        "must be a string, an array of one string, or an array of token ids%s";
     json_t *p = field(root, "prompt");
     if (!p) return bad(c, "prompt", "is required%s", NULL);
+    if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0))) {
+        size_t n = json_array_size(p);
+        r->prompt_ids = malloc(n * sizeof *r->prompt_ids);
+        if (!r->prompt_ids) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+        char param[32];
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(p, i);
+            json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+            snprintf(param, sizeof param, "prompt[%zu]", i);
+            if (id < 0 || id > INT32_MAX)
+                return bad(c, param, "must be a token id (an integer >= 0)%s", NULL);
+            r->prompt_ids[i] = (int32_t)id;
+            r->n_prompt_ids = i + 1;
+        }
+        return NC_OK;
+    }
     if (json_is_array(p)) {
         if (json_array_size(p) != 1 || !json_is_string(json_array_get(p, 0)))
-            return bad(c, "prompt", "must be a string or an array of exactly one string%s", NULL);
+            return bad(c, "prompt", shape, NULL);
         p = json_array_get(p, 0);
     }
-    if (!json_is_string(p))
-        return bad(c, "prompt", "must be a string or an array of exactly one string%s", NULL);
+    if (!json_is_string(p)) return bad(c, "prompt", shape, NULL);
     return dup_string(c, p, "prompt", &r->prompt);
 }
 
@@ -349,6 +368,7 @@ void serve_request_free(serve_request *req) {
     }
     free(req->messages);
     free(req->prompt);
+    free(req->prompt_ids);
     free(req->model);
     for (int i = 0; i < req->n_stop; i++)
         free(req->stop[i]);

@@ -29,7 +29,9 @@ typedef struct serve_request {
 
     serve_message *messages; /* chat */
     size_t n_messages;
-    char *prompt; /* completions */
+    char *prompt;        /* completions: text, or NULL when given as token ids */
+    int32_t *prompt_ids; /* completions: "prompt": [ids] (range checked later) */
+    size_t n_prompt_ids;
 
     /* Sampling (OpenAI defaults; gen_sampler semantics). */
     double temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;

@@ -487,6 +487,7 @@ static void test_bad_requests_get_400_naming_the_field(void) {
          "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stream\": \"yes\"}", "stream"},
         {"/v1/completions", "{\"prompt\": 7}", "prompt"},
         {"/v1/completions", "{\"prompt\": \"\"}", "prompt"},
+        {"/v1/completions", "{\"prompt\": [3, 99999]}", "prompt"},
         {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 9}", "logprobs"},
         {"/v1/completions", "{\"prompt\": \"x\", \"echo\": true}", "echo"},
     };

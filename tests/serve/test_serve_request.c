@@ -68,6 +68,9 @@ static void test_completions_prompt_and_legacy_logprobs(void) {
     CHECK_OK(parse("{\"prompt\":\"x\"}", SERVE_EP_COMPLETIONS, &r, &pe, &err), &err);
     CHECK(!r.logprobs);
     serve_request_free(&r);
+    CHECK_OK(parse("{\"prompt\":[5,0,7]}", SERVE_EP_COMPLETIONS, &r, &pe, &err), &err);
+    CHECK(r.prompt == NULL && r.n_prompt_ids == 3 && r.prompt_ids[0] == 5 && r.prompt_ids[2] == 7);
+    serve_request_free(&r);
 }
 
 static void test_errors_name_the_field(void) {
@@ -102,6 +105,8 @@ static void test_errors_name_the_field(void) {
          "chat_template_kwargs.enable_thinking", NC_ERR_INVALID},
         {SERVE_EP_COMPLETIONS, "{\"prompt\":[\"a\",\"b\"]}", "prompt", NC_ERR_INVALID},
         {SERVE_EP_COMPLETIONS, "{}", "prompt", NC_ERR_INVALID},
+        {SERVE_EP_COMPLETIONS, "{\"prompt\":[1,-2]}", "prompt[1]", NC_ERR_INVALID},
+        {SERVE_EP_COMPLETIONS, "{\"prompt\":[1,\"a\"]}", "prompt[1]", NC_ERR_INVALID},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         serve_request r;
