@@ -69,9 +69,15 @@ static nc_status find(compile_ctx *c, const char *name, int64_t d0, int64_t d1,
     const st_tensor *t = hf_weights_find(c->w, name, NULL);
     if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, name);
     int rank = d1 ? 2 : 1;
-    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1))
-        return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json (expected "
-                       "[%lld%s%lld])", name, (long long)d0, rank == 2 ? ", " : "", (long long)(rank == 2 ? d1 : 0));
+    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1)) {
+        char want[64];
+        if (rank == 2)
+            snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
+        else
+            snprintf(want, sizeof want, "[%lld]", (long long)d0);
+        return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json (expected %s)",
+                       name, want);
+    }
     *out = t;
     return NC_OK;
 }

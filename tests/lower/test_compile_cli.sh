@@ -90,7 +90,12 @@ check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m
 # a checkpoint missing a tensor: fails naming it, nothing written
 mkdir -p "$TMP/broken" && cp $M/config.json $M/tokenizer.json "$TMP/broken/"
 check_err compile_missing_weights "safetensors" "$BIN" compile -m "$TMP/broken" -o "$TMP/x6"
-if [ ! -e "$TMP/x1" ] && [ ! -e "$TMP/x4" ] && [ ! -e "$TMP/x6" ] && [ -f "$TMP/notbundle/file" ] &&
+# config.json and the tensors disagree: the error names the tensor and the shape
+mkdir -p "$TMP/wrong" && cp $M/* "$TMP/wrong/" &&
+    sed 's/"intermediate_size": 96/"intermediate_size": 97/' $M/config.json >"$TMP/wrong/config.json"
+check_err compile_shape_mismatch "mlp.gate_proj.weight: shape does not match config.json (expected \[97, 64\])" \
+    "$BIN" compile -m "$TMP/wrong" -o "$TMP/x7"
+if [ ! -e "$TMP/x1" ] && [ ! -e "$TMP/x7" ] && [ ! -e "$TMP/x4" ] && [ ! -e "$TMP/x6" ] && [ -f "$TMP/notbundle/file" ] &&
     [ -z "$(ls -d "$TMP"/x6.tmp* 2>/dev/null)" ]; then
     pass compile_failure_leaves_nothing
 else
