@@ -14,7 +14,9 @@
 #include "text/bpe.h"
 #include "text/bytelevel.h"
 #include "text/normalize.h"
+#include "text/post_template.h"
 #include "text/pretok.h"
+#include "text/sp_bpe.h"
 #include "text/tokmap.h"
 #include "text/utf8.h"
 
@@ -44,6 +46,14 @@ struct tok_tokenizer {
 
     tok_norm *norm;
     tok_pretok *pretok;
+
+    /* Encoder tokenizers (post_template.c, sp_bpe.c): the special tokens of
+     * add_special_tokens (post_err: why the post_processor was refused), and
+     * the SentencePiece-style steps when the BPE model has byte_fallback. */
+    tok_template *post;
+    char post_err[256];
+    int is_sp;
+    tok_sp *sp;
 };
 
 /* ---------------------------------------------------------------- loading */
@@ -175,9 +185,7 @@ static nc_status load_model(loader *L, const json_t *model, int32_t *max_id) {
                        L->what);
     int byte_fallback = 0;
     NC_TRY(nc_json_bool(model, "byte_fallback", &byte_fallback, 0, L->what, L->err));
-    if (byte_fallback)
-        return nc_fail(L->err, NC_ERR_UNSUPPORTED, "%s: model.byte_fallback is not supported",
-                       L->what);
+    t->is_sp = byte_fallback; /* SentencePiece-style steps, sp_bpe.c */
     double dropout = 0;
     NC_TRY(nc_json_num(model, "dropout", &dropout, 0, L->what, L->err));
     if (dropout > 0)
@@ -240,6 +248,13 @@ static nc_status load_added(loader *L, const json_t *list, int32_t *max_id) {
 
 /* Normalised tokens are matched on normalised text, so their content is
  * normalised the same way (as HF builds its normalised trie). */
+/* The normaliser: tokenizer.json's, or the SentencePiece-style one. */
+static nc_status normalize(const tok_tokenizer *t, const char *s, size_t len, char **out,
+                           size_t *out_len, nc_error *err) {
+    if (t->sp) return tok_sp_normalize(t->sp, s, len, out, out_len, err);
+    return tok_norm_apply(t->norm, s, len, out, out_len, err);
+}
+
 static nc_status normalize_added(loader *L) {
     tok_tokenizer *t = L->t;
     for (size_t i = 0; i < t->n_added; i++) {
@@ -247,7 +262,7 @@ static nc_status normalize_added(loader *L) {
         if (!a->normalized) continue;
         char *out;
         size_t len;
-        NC_TRY(tok_norm_apply(t->norm, a->content, a->len, &out, &len, L->err));
+        NC_TRY(normalize(t, a->content, a->len, &out, &len, L->err));
         if (out == a->content) continue;
         char *copy = realloc(out, len + 1);
         if (!copy) {
@@ -307,8 +322,10 @@ static nc_status build_id_table(loader *L, int32_t max_id) {
             t->tok_len[id] = UINT32_MAX;
             continue;
         }
-        size_t len = tok_spelling_to_bytes((const unsigned char *)spell[id], spell_len[id],
-                                           (unsigned char *)t->tok_bytes + off);
+        size_t len = t->sp ? tok_sp_spelling_to_bytes(t->sp, spell[id], spell_len[id],
+                                                      t->tok_bytes + off)
+                           : tok_spelling_to_bytes((const unsigned char *)spell[id], spell_len[id],
+                                                   (unsigned char *)t->tok_bytes + off);
         t->tok_off[id] = (uint32_t)off;
         t->tok_len[id] = (uint32_t)len;
         if (len > t->max_token_bytes) t->max_token_bytes = len;
@@ -336,9 +353,17 @@ static nc_status load_json(tok_tokenizer *t, const json_t *root, const char *wha
     NC_TRY(load_model(&L, json_object_get(root, "model"), &max_id));
     NC_TRY(load_added(&L, json_object_get(root, "added_tokens"), &max_id));
     if (max_id < 0) return nc_fail(err, NC_ERR_FORMAT, "%s: the vocabulary is empty", what);
-    NC_TRY(tok_norm_new(json_object_get(root, "normalizer"), what, &t->norm, err));
+    if (t->is_sp) {
+        NC_TRY(tok_sp_new(root, what, &t->sp, err));
+        tok_sp_bind_vocab(t->sp, &t->vocab);
+    }
+    NC_TRY(tok_norm_new(t->sp ? NULL : json_object_get(root, "normalizer"), what, &t->norm, err));
     NC_TRY(tok_pretok_new(json_object_get(root, "pre_tokenizer"), what, &t->pretok, err));
-    NC_TRY(check_decoder(&L, json_object_get(root, "decoder")));
+    if (!t->sp) NC_TRY(check_decoder(&L, json_object_get(root, "decoder")));
+    /* A post_processor this code cannot apply fails tok_encode_special only. */
+    nc_error perr = {0};
+    if (tok_template_new(json_object_get(root, "post_processor"), what, &t->post, &perr) != NC_OK)
+        snprintf(t->post_err, sizeof t->post_err, "%s", perr.msg);
     NC_TRY(normalize_added(&L));
     NC_TRY(tok_added_set_build(&t->raw_set, t->added, t->n_added, 0, err));
     NC_TRY(tok_added_set_build(&t->norm_set, t->added, t->n_added, 1, err));
@@ -407,6 +432,8 @@ void tok_free(tok_tokenizer *t) {
     tok_added_set_free(&t->norm_set);
     tok_norm_free(t->norm);
     tok_pretok_free(t->pretok);
+    tok_template_free(t->post);
+    tok_sp_free(t->sp);
     free(t);
 }
 
@@ -464,10 +491,27 @@ static nc_status reserve_ids(encoder *e, size_t more, nc_error *err) {
     return NC_OK;
 }
 
+/* One pre-token through the SentencePiece-style BPE (characters, byte fallback). */
+static nc_status encode_sp_piece(encoder *e, const char *piece, size_t len, nc_error *err) {
+    const tok_tokenizer *t = e->t;
+    int32_t id = t->ignore_merges ? vocab_id(t, piece, len) : -1;
+    NC_TRY(reserve_ids(e, id >= 0 ? 1 : len, err));
+    if (id >= 0) {
+        e->ids[e->n++] = id;
+        return NC_OK;
+    }
+    size_t n = tok_sp_symbols(t->sp, &t->vocab, t->unk_id, t->fuse_unk, piece, len, e->ids + e->n);
+    size_t merged;
+    NC_TRY(tok_bpe_merge(&t->merges, e->ids + e->n, n, &merged, &e->scratch, err));
+    e->n += merged;
+    return NC_OK;
+}
+
 /* One pre-token through the BPE model. */
 static nc_status encode_piece(void *ctx, const char *piece, size_t len, nc_error *err) {
     encoder *e = ctx;
     const tok_tokenizer *t = e->t;
+    if (t->sp) return encode_sp_piece(e, piece, len, err);
     if (t->ignore_merges) { /* a whole word in the vocabulary is taken as is */
         if (2 * len > e->spell_cap) {
             char *s = realloc(e->spell, 2 * len);
@@ -522,7 +566,7 @@ static nc_status encode_raw_segment(void *ctx, int32_t id, const char *s, size_t
     if (id >= 0) return emit_token(e, id, err);
     char *norm;
     size_t norm_len;
-    NC_TRY(tok_norm_apply(e->t->norm, s, len, &norm, &norm_len, err));
+    NC_TRY(normalize(e->t, s, len, &norm, &norm_len, err));
     nc_status st =
         tok_added_split(&e->t->norm_set, norm, norm_len, encode_normalized_segment, e, err);
     if (norm != s) free(norm);
@@ -550,12 +594,49 @@ nc_status tok_encode(const tok_tokenizer *t, const char *text, size_t len, int32
     return NC_OK;
 }
 
+nc_status tok_encode_special(const tok_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                             size_t *n_ids, nc_error *err) {
+    if (t->post_err[0]) return nc_fail(err, NC_ERR_UNSUPPORTED, "%s", t->post_err);
+    NC_TRY(tok_encode(t, text, len, ids, n_ids, err));
+    nc_status st = tok_template_wrap(t->post, ids, n_ids, err);
+    if (st != NC_OK) {
+        free(*ids);
+        *ids = NULL;
+        *n_ids = 0;
+    }
+    return st;
+}
+
 /* --------------------------------------------------------------- decoding */
+
+/* SentencePiece-style: the decoder chain needs token boundaries (byte runs). */
+static nc_status decode_sp(const tok_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
+                           char **out, size_t *len, nc_error *err) {
+    const char **text = malloc((n ? n : 1) * sizeof *text);
+    size_t *lens = malloc((n ? n : 1) * sizeof *lens), m = 0, out_len;
+    int32_t *kept = malloc((n ? n : 1) * sizeof *kept);
+    nc_status st = NC_OK;
+    if (!text || !lens || !kept)
+        st = nc_fail(err, NC_ERR_NOMEM, "tokenizer: out of memory decoding %zu ids", n);
+    for (size_t i = 0; i < n && st == NC_OK; i++) {
+        const char *b = tok_token_bytes(t, ids[i], &lens[m]);
+        if (!b || (skip_special && t->is_special[ids[i]])) continue; /* HF skips unknown ids */
+        text[m] = b;
+        kept[m++] = ids[i];
+    }
+    if (st == NC_OK) st = tok_sp_decode(t->sp, kept, text, lens, m, out, &out_len, err);
+    if (st == NC_OK && len) *len = out_len;
+    free(text);
+    free(lens);
+    free(kept);
+    return st;
+}
 
 nc_status tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, int skip_special,
                      char **out, size_t *len, nc_error *err) {
     *out = NULL;
     if (len) *len = 0;
+    if (t->sp) return decode_sp(t, ids, n, skip_special, out, len, err);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         size_t l;

@@ -37,6 +37,12 @@ int32_t tok_vocab_size(const tok_tokenizer *t);
 nc_status tok_encode(const tok_tokenizer *t, const char *text, size_t len, int32_t **ids,
                      size_t *n_ids, nc_error *err);
 
+/* tok_encode, then the special tokens of tokenizer.json's post_processor
+ * (TemplateProcessing "[CLS] $A [SEP]", "<bos> $A <eos>"), as HF's
+ * encode(text, add_special_tokens=True) for a single sequence. */
+nc_status tok_encode_special(const tok_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                             size_t *n_ids, nc_error *err);
+
 /* The raw bytes one token stands for (byte-level decoded; an added token
  * gives its literal text). Not NUL-terminated; valid while t lives. NULL
  * for an id that names no token. */
