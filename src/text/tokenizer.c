@@ -322,10 +322,10 @@ static nc_status build_id_table(loader *L, int32_t max_id) {
             t->tok_len[id] = UINT32_MAX;
             continue;
         }
-        size_t len = t->sp ? tok_sp_spelling_to_bytes(t->sp, spell[id], spell_len[id],
-                                                      t->tok_bytes + off)
-                           : tok_spelling_to_bytes((const unsigned char *)spell[id], spell_len[id],
-                                                   (unsigned char *)t->tok_bytes + off);
+        size_t len =
+            t->sp ? tok_sp_spelling_to_bytes(t->sp, spell[id], spell_len[id], t->tok_bytes + off)
+                  : tok_spelling_to_bytes((const unsigned char *)spell[id], spell_len[id],
+                                          (unsigned char *)t->tok_bytes + off);
         t->tok_off[id] = (uint32_t)off;
         t->tok_len[id] = (uint32_t)len;
         if (len > t->max_token_bytes) t->max_token_bytes = len;
