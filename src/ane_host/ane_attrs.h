@@ -1,0 +1,64 @@
+/* A loaded ANE model's modelAttributes dictionary, parsed: its procedures
+ * (one per MIL function), and for each the input and output symbols a
+ * request must bind, by name, with the symbol index the request passes in
+ * inputIndices/outputIndices and the procedure id it passes as
+ * procedureIndex. The compiler reorders I/O, so these indices, never the
+ * declaration order, are what a request uses (DESIGN.md §3).
+ *
+ * The dictionary arrives as JSON text: src/ane converts the NSDictionary
+ * with CoreFoundation; tests use fixtures written from the reference
+ * (shared/reference/ane-private-api.md §6.3). Keys read:
+ *   ANEFModelDescription.kANEFModelInputSymbolsArrayKey   [name]
+ *   ANEFModelDescription.kANEFModelOutputSymbolsArrayKey  [name "@output"]
+ *   ANEFModelDescription.kANEFModelProcedureNameToIDMapKey {function: id}
+ *   ANEFModelDescription.ANEFModelProcedures[] {ANEFModelProcedureID,
+ *       ANEFModelInputSymbolIndexArray, ANEFModelOutputSymbolIndexArray}
+ *   NetworkStatusList[] (optional, same order as ANEFModelProcedures)
+ *       {LiveInputList, LiveOutputList}: [{Name, Type, Batches, Channels,
+ *       Depth, Height, Width, RowStride?, PlaneStride?, BatchStride?}] */
+#ifndef NC_ANE_HOST_ANE_ATTRS_H
+#define NC_ANE_HOST_ANE_ATTRS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+#define ANE_NAME_MAX 64
+#define ANE_OUTPUT_SUFFIX "@output"
+
+typedef struct ane_attr_io {
+    char name[ANE_NAME_MAX]; /* as the MIL declares it ("@output" removed) */
+    int symbol;              /* index into the symbol array: the request's index */
+    int has_shape;           /* NetworkStatusList described it */
+    char type[16];           /* "Float16", "Float32", ... */
+    int64_t batches, channels, depth, height, width; /* NCDHW as reported */
+    int64_t row_stride, plane_stride, batch_stride;  /* bytes; 0 when absent */
+} ane_attr_io;
+
+typedef struct ane_attr_proc {
+    char name[ANE_NAME_MAX]; /* the MIL function name */
+    int id;                  /* the request's procedureIndex */
+    int n_in, n_out;
+    ane_attr_io *in, *out;
+} ane_attr_proc;
+
+typedef struct ane_attrs {
+    int n_procs;
+    ane_attr_proc *procs;    /* in ANEFModelProcedures order */
+    int n_in_symbols, n_out_symbols;
+} ane_attrs;
+
+/* Parses len bytes of JSON; `what` names the text in messages. Every
+ * failure names the key at fault. Free with ane_attrs_free (also after a
+ * failure). */
+nc_status ane_attrs_parse(const char *text, size_t len, const char *what, ane_attrs *out,
+                          nc_error *err);
+void ane_attrs_free(ane_attrs *a);
+
+/* The procedure of MIL function `name`, or NULL. */
+const ane_attr_proc *ane_attrs_proc(const ane_attrs *a, const char *name);
+/* An input (is_output 0) or output of p by name, or NULL. */
+const ane_attr_io *ane_attrs_io(const ane_attr_proc *p, const char *name, int is_output);
+
+#endif

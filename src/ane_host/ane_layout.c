@@ -1,0 +1,133 @@
+/* 64-byte-row surface layouts and the copies into and out of them
+ * (ane_layout.h). Each row is converted on its own, then its tail zeroed:
+ * the padding must be defined bytes, since the ANE reads whole rows. */
+#include "ane_host/ane_layout.h"
+
+#include <string.h>
+
+#include "base/half.h"
+
+nc_status ane_layout_for(const char *what, ane_elem elem, int rank, const int64_t *shape,
+                         ane_layout *out, nc_error *err) {
+    if (rank < 1 || rank > 5)
+        return nc_fail(err, NC_ERR_RANGE, "%s: rank %d, the ANE takes tensors of rank 1 to 5", what, rank);
+    int64_t rows = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] <= 0 || shape[i] > ((int64_t)1 << 31))
+            return nc_fail(err, NC_ERR_RANGE, "%s: dimension %d is %lld", what, i, (long long)shape[i]);
+        if (i < rank - 1) rows *= shape[i];
+        if (rows > ((int64_t)1 << 31))
+            return nc_fail(err, NC_ERR_RANGE, "%s: %lld rows is too many", what, (long long)rows);
+    }
+    int64_t width = shape[rank - 1];
+    int64_t padded = width < ANE_MIN_ROW_ELEMS ? ANE_MIN_ROW_ELEMS : width;
+    size_t row_bytes = (size_t)padded * (size_t)elem;
+    row_bytes = (row_bytes + ANE_ROW_ALIGN_BYTES - 1) / ANE_ROW_ALIGN_BYTES * ANE_ROW_ALIGN_BYTES;
+    return ane_layout_from_strides(what, elem, rows, width, row_bytes, out, err);
+}
+
+nc_status ane_layout_from_strides(const char *what, ane_elem elem, int64_t rows, int64_t width,
+                                  size_t row_bytes, ane_layout *out, nc_error *err) {
+    if (rows <= 0 || width <= 0)
+        return nc_fail(err, NC_ERR_RANGE, "%s: %lld rows of %lld values", what, (long long)rows, (long long)width);
+    if (row_bytes % ANE_ROW_ALIGN_BYTES || row_bytes < (size_t)width * (size_t)elem)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "%s: row stride %zu bytes is not a multiple of %d holding %lld values of %d bytes",
+                       what, row_bytes, ANE_ROW_ALIGN_BYTES, (long long)width, (int)elem);
+    if ((uint64_t)rows > SIZE_MAX / row_bytes)
+        return nc_fail(err, NC_ERR_RANGE, "%s: surface size overflows", what);
+    out->elem = elem;
+    out->rows = rows;
+    out->width = width;
+    out->row_bytes = row_bytes;
+    out->bytes = (size_t)rows * row_bytes;
+    return NC_OK;
+}
+
+/* One row: n values from src (fp32 when src_f32, else fp16 bits) into dst
+ * of element type e, then zeros up to row_bytes. */
+static void put_row(ane_elem e, void *dst, size_t row_bytes, const void *src, int src_f32, size_t n) {
+    unsigned char *d = dst;
+    if (e == ANE_ELEM_FP16 && !src_f32) {
+        memcpy(d, src, n * 2);
+    } else if (e == ANE_ELEM_FP32 && src_f32) {
+        memcpy(d, src, n * 4);
+    } else if (e == ANE_ELEM_FP16) {
+        const float *s = src;
+        for (size_t i = 0; i < n; i++) {
+            nc_fp16 h = nc_f32_to_fp16(s[i]);
+            memcpy(d + 2 * i, &h, 2);
+        }
+    } else {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++) {
+            float f = nc_fp16_to_f32(s[i]);
+            memcpy(d + 4 * i, &f, 4);
+        }
+    }
+    memset(d + n * (size_t)e, 0, row_bytes - n * (size_t)e);
+}
+
+static void get_row(ane_elem e, const void *src, void *dst, int dst_f32, size_t n) {
+    const unsigned char *s = src;
+    if (e == ANE_ELEM_FP16 && !dst_f32) {
+        memcpy(dst, s, n * 2);
+    } else if (e == ANE_ELEM_FP32 && dst_f32) {
+        memcpy(dst, s, n * 4);
+    } else if (e == ANE_ELEM_FP16) {
+        float *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            nc_fp16 h;
+            memcpy(&h, s + 2 * i, 2);
+            d[i] = nc_fp16_to_f32(h);
+        }
+    } else {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            float f;
+            memcpy(&f, s + 4 * i, 4);
+            d[i] = nc_f32_to_fp16(f);
+        }
+    }
+}
+
+static void pad(const ane_layout *l, const void *logical, size_t src_elem, int src_f32, void *surface) {
+    size_t w = (size_t)l->width;
+    for (int64_t r = 0; r < l->rows; r++)
+        put_row(l->elem, (unsigned char *)surface + (size_t)r * l->row_bytes, l->row_bytes,
+                (const unsigned char *)logical + (size_t)r * w * src_elem, src_f32, w);
+}
+
+static void unpad(const ane_layout *l, const void *surface, void *logical, size_t dst_elem, int dst_f32) {
+    size_t w = (size_t)l->width;
+    for (int64_t r = 0; r < l->rows; r++)
+        get_row(l->elem, (const unsigned char *)surface + (size_t)r * l->row_bytes,
+                (unsigned char *)logical + (size_t)r * w * dst_elem, dst_f32, w);
+}
+
+void ane_pad_f32(const ane_layout *l, const float *logical, void *surface) {
+    pad(l, logical, 4, 1, surface);
+}
+void ane_pad_fp16(const ane_layout *l, const uint16_t *logical, void *surface) {
+    pad(l, logical, 2, 0, surface);
+}
+void ane_unpad_f32(const ane_layout *l, const void *surface, float *logical) {
+    unpad(l, surface, logical, 4, 1);
+}
+void ane_unpad_fp16(const ane_layout *l, const void *surface, uint16_t *logical) {
+    unpad(l, surface, logical, 2, 0);
+}
+
+nc_status ane_move_column_fp16(const ane_layout *src_l, const void *src, int64_t col,
+                               const ane_layout *dst_l, void *dst, nc_error *err) {
+    if (src_l->elem != ANE_ELEM_FP16 || dst_l->elem != ANE_ELEM_FP16 || src_l->rows != dst_l->rows ||
+        col < 0 || col >= src_l->width)
+        return nc_fail(err, NC_ERR_INVALID, "column move: column %lld of %lld rows x %lld into %lld rows",
+                       (long long)col, (long long)src_l->rows, (long long)src_l->width, (long long)dst_l->rows);
+    for (int64_t r = 0; r < src_l->rows; r++) {
+        unsigned char *d = (unsigned char *)dst + (size_t)r * dst_l->row_bytes;
+        memset(d, 0, dst_l->row_bytes);
+        memcpy(d, (const unsigned char *)src + (size_t)r * src_l->row_bytes + (size_t)col * 2, 2);
+    }
+    return NC_OK;
+}

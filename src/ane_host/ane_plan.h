@@ -1,0 +1,68 @@
+/* The request plan of one token (or one chunk of a prompt) through a
+ * lowered Qwen3 bundle (docs/lowering.md): which program and function runs
+ * in which order, and which named buffer (one IOSurface) each of its I/O
+ * is bound to. Per layer: qkv -> kv -> attn -> mlp; then, with the LM head
+ * on the ANE, a host step that moves the last token's column of x into
+ * column 0 of the head's input, and the head.
+ *
+ * Aliasing, so that no request reads and writes one surface and the host
+ * copies nothing between kernels:
+ *   x@S -> attn -> x2@S -> mlp -> x@S      (two activation buffers)
+ *   k_cache.L.a -> kv -> k_cache.L.b       (KV ping-pong, per layer;
+ *   attn reads the new one)                 the parity flips every token)
+ * With parity 1 the roles of .a and .b swap. A failed token leaves the
+ * current cache untouched, since only the other buffer was written.
+ * q, k_new, v_new of a bucket are shared by all layers (they are consumed
+ * within the layer); the caches and kv_write by all buckets. */
+#ifndef NC_ANE_HOST_ANE_PLAN_H
+#define NC_ANE_HOST_ANE_PLAN_H
+
+#include "ane_host/ane_attrs.h"
+#include "lower/manifest.h"
+
+typedef enum ane_step_kind {
+    ANE_STEP_KERNEL,     /* one request: a function of a program */
+    ANE_STEP_HEAD_COLUMN /* host: last token's column of x -> column 0 of head_x */
+} ane_step_kind;
+
+typedef struct ane_plan_buf {
+    char name[ANE_NAME_MAX]; /* "x@s32", "k_cache.3.a", "logits_0" */
+    int rank;
+    int64_t shape[4];
+    char dtype[8];
+} ane_plan_buf;
+
+typedef struct ane_plan_io {
+    char name[ANE_NAME_MAX]; /* the function's I/O name */
+    int buf;                 /* index into bufs */
+} ane_plan_io;
+
+typedef struct ane_plan_step {
+    ane_step_kind kind;
+    int program; /* manifest program index (-1 for host steps) */
+    int layer;   /* -1 for the head */
+    char fn[ANE_NAME_MAX];
+    int n_in, n_out;
+    ane_plan_io in[LOWER_MAX_IO], out[LOWER_MAX_IO];
+} ane_plan_step;
+
+typedef struct ane_plan {
+    int seq, parity;
+    int n_bufs, n_steps, n_requests;
+    ane_plan_buf *bufs;
+    ane_plan_step *steps;
+} ane_plan;
+
+/* The plan for bucket `seq` (one of the manifest's) and KV parity 0/1. */
+nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out, nc_error *err);
+void ane_plan_free(ane_plan *p);
+/* Index of buffer `name`, or -1. */
+int ane_plan_find_buf(const ane_plan *p, const char *name);
+
+/* Dataflow facts, checked: no step reads a buffer it writes; every buffer
+ * read is either written by an earlier step or is an entry (written by the
+ * host or carried over from the previous token). entries[i] is set to 1
+ * for the entry buffers (n_bufs entries). */
+nc_status ane_plan_entries(const ane_plan *p, int *entries, nc_error *err);
+
+#endif

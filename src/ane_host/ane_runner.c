@@ -1,0 +1,322 @@
+/* The request path on a device (ane_runner.h). Everything that can be
+ * prepared is prepared at open: models, bindings, surfaces, requests; a
+ * run only issues prebuilt requests, which is what keeps the per-dispatch
+ * host cost low. Surfaces are shared by name across plans (the KV caches
+ * by all buckets and both parities). */
+#include "ane_host/ane_runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ane_host/ane_bind.h"
+#include "ane_host/ane_wait.h"
+
+typedef struct run_buf {
+    char name[ANE_NAME_MAX];
+    ane_layout layout;
+    ane_surface *s;
+} run_buf;
+
+typedef struct run_prog {
+    ane_model *model;
+    ane_attrs attrs;
+    int opened, has_attrs;
+    ane_binding *binds; /* per manifest function */
+} run_prog;
+
+typedef struct run_plan {
+    ane_plan plan;
+    ane_request **reqs; /* per step; NULL for host steps */
+    int *reg;           /* plan buffer -> registry index */
+} run_plan;
+
+struct ane_runner {
+    ane_device dev;
+    lower_manifest man;
+    int has_man;
+    run_prog *progs;
+    run_buf *bufs;
+    int n_bufs, cap_bufs;
+    run_plan *plans; /* [seq index][parity] */
+    int parity;
+    long issued;
+};
+
+const lower_manifest *ane_runner_manifest(const ane_runner *r) {
+    return &r->man;
+}
+
+static int seq_index(const ane_runner *r, int seq) {
+    for (int i = 0; i < r->man.n_seqs; i++)
+        if (r->man.seqs[i] == seq) return i;
+    return -1;
+}
+
+const ane_plan *ane_runner_plan(const ane_runner *r, int seq) {
+    int i = seq_index(r, seq);
+    return i < 0 ? NULL : &r->plans[2 * i + r->parity].plan;
+}
+
+void ane_runner_free(ane_runner *r) {
+    if (!r) return;
+    const ane_device_ops *ops = r->dev.ops;
+    for (int i = 0; r->plans && i < 2 * r->man.n_seqs; i++) {
+        run_plan *p = &r->plans[i];
+        for (int s = 0; p->reqs && s < p->plan.n_steps; s++)
+            if (p->reqs[s]) ops->request_free(p->reqs[s]);
+        free(p->reqs);
+        free(p->reg);
+        ane_plan_free(&p->plan);
+    }
+    free(r->plans);
+    for (int i = 0; i < r->n_bufs; i++)
+        if (r->bufs[i].s) ops->surface_free(r->bufs[i].s);
+    free(r->bufs);
+    for (int i = 0; r->progs && i < r->man.n_programs; i++) {
+        run_prog *p = &r->progs[i];
+        if (p->opened) ops->model_close(p->model);
+        ane_attrs_free(&p->attrs);
+        free(p->binds);
+    }
+    free(r->progs);
+    if (r->has_man) lower_manifest_free(&r->man);
+    free(r);
+}
+
+/* Opens program i on the device and binds every function it holds. */
+static nc_status open_program(ane_runner *r, const char *bundle, int i, nc_error *err) {
+    const lower_program_info *pi = &r->man.programs[i];
+    run_prog *p = &r->progs[i];
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/%s", bundle, pi->path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0'; /* the folder of model.mil */
+    if (r->dev.ops->model_open(r->dev.impl, dir, &p->model, err))
+        return nc_fail_prefix(err, "%s: %s", r->dev.ops->name, dir);
+    p->opened = 1;
+    const char *json;
+    size_t len;
+    NC_TRY(r->dev.ops->model_attrs(p->model, &json, &len, err));
+    char what[4400];
+    snprintf(what, sizeof what, "%s modelAttributes", dir);
+    NC_TRY(ane_attrs_parse(json, len, what, &p->attrs, err));
+    p->has_attrs = 1;
+    p->binds = calloc((size_t)pi->n_fns + 1, sizeof *p->binds);
+    if (!p->binds) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int f = 0; f < pi->n_fns; f++)
+        if (ane_bind_function(&p->attrs, &pi->fns[f], &p->binds[f], err))
+            return nc_fail_prefix(err, "%s", pi->path);
+    return NC_OK;
+}
+
+/* The registry entry for buffer `name` with layout l: found (layouts must
+ * agree) or created with a zeroed surface. */
+static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, int *out, nc_error *err) {
+    for (int i = 0; i < r->n_bufs; i++) {
+        if (strcmp(r->bufs[i].name, name) != 0) continue;
+        const ane_layout *x = &r->bufs[i].layout;
+        if (x->rows != l->rows || x->width != l->width || x->row_bytes != l->row_bytes || x->elem != l->elem)
+            return nc_fail(err, NC_ERR_FORMAT, "buffer %s: two functions bind it with different layouts", name);
+        *out = i;
+        return NC_OK;
+    }
+    if (r->n_bufs == r->cap_bufs) {
+        int cap = r->cap_bufs ? 2 * r->cap_bufs : 64;
+        run_buf *nb = realloc(r->bufs, (size_t)cap * sizeof *nb);
+        if (!nb) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        r->bufs = nb;
+        r->cap_bufs = cap;
+    }
+    run_buf *b = &r->bufs[r->n_bufs];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->layout = *l;
+    NC_TRY(r->dev.ops->surface_new(r->dev.impl, l->bytes, &b->s, err));
+    *out = r->n_bufs++;
+    void *base = r->dev.ops->surface_lock(b->s, 0, err);
+    if (!base) return nc_fail_prefix(err, "buffer %s", name);
+    memset(base, 0, l->bytes);
+    r->dev.ops->surface_unlock(b->s, 0);
+    return NC_OK;
+}
+
+static const ane_binding *binding_of(const ane_runner *r, const ane_plan_step *s) {
+    const lower_program_info *pi = &r->man.programs[s->program];
+    for (int f = 0; f < pi->n_fns; f++)
+        if (strcmp(pi->fns[f].name, s->fn) == 0) return &r->progs[s->program].binds[f];
+    return NULL;
+}
+
+/* Surfaces and prebuilt requests of one plan. */
+static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
+    const ane_plan *p = &rp->plan;
+    rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
+    rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
+    if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < p->n_bufs; i++) rp->reg[i] = -1;
+    /* layouts come from the bindings of the kernels that use each buffer */
+    for (int i = 0; i < p->n_steps; i++) {
+        const ane_plan_step *s = &p->steps[i];
+        if (s->kind != ANE_STEP_KERNEL) continue;
+        const ane_binding *b = binding_of(r, s);
+        if (!b) return nc_fail(err, NC_ERR_INTERNAL, "plan step %s has no binding", s->fn);
+        ane_surface *in[LOWER_MAX_IO], *out[LOWER_MAX_IO];
+        int in_idx[LOWER_MAX_IO], out_idx[LOWER_MAX_IO];
+        for (int side = 0; side < 2; side++) {
+            int n = side ? s->n_out : s->n_in;
+            for (int k = 0; k < n; k++) {
+                const ane_plan_io *pio = side ? &s->out[k] : &s->in[k];
+                const ane_bound_io *bio = ane_binding_io(b, pio->name, side);
+                if (!bio) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", s->fn, pio->name);
+                int reg = 0;
+                NC_TRY(reg_buf(r, p->bufs[pio->buf].name, &bio->layout, &reg, err));
+                rp->reg[pio->buf] = reg;
+                (side ? out : in)[k] = r->bufs[reg].s;
+                (side ? out_idx : in_idx)[k] = bio->symbol;
+            }
+        }
+        if (r->dev.ops->request_new(r->progs[s->program].model, b->proc_id, s->n_in, in, in_idx, s->n_out,
+                                    out, out_idx, &rp->reqs[i], err))
+            return nc_fail_prefix(err, "request for %s", s->fn);
+    }
+    for (int i = 0; i < p->n_bufs; i++)
+        if (rp->reg[i] < 0) return nc_fail(err, NC_ERR_INTERNAL, "buffer %s has no surface", p->bufs[i].name);
+    return NC_OK;
+}
+
+nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_runner **out,
+                          nc_error *err) {
+    ane_runner *r = calloc(1, sizeof *r);
+    if (!r) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    r->dev = *dev;
+    nc_status st = lower_manifest_read(bundle_dir, &r->man, err);
+    r->has_man = st == NC_OK;
+    if (!st) {
+        r->progs = calloc((size_t)r->man.n_programs + 1, sizeof *r->progs);
+        r->plans = calloc(2 * (size_t)r->man.n_seqs, sizeof *r->plans);
+        if (!r->progs || !r->plans) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; !st && i < r->man.n_programs; i++) st = open_program(r, bundle_dir, i, err);
+    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++) {
+        st = ane_plan_qwen3(&r->man, r->man.seqs[i / 2], i % 2, &r->plans[i].plan, err);
+        if (!st) st = prepare_plan(r, &r->plans[i], err);
+    }
+    if (st) {
+        ane_runner_free(r);
+        return st;
+    }
+    *out = r;
+    return NC_OK;
+}
+
+static run_buf *lookup(ane_runner *r, int seq, const char *name, nc_error *err) {
+    char full[ANE_NAME_MAX + 16];
+    snprintf(full, sizeof full, "%s@s%d", name, seq);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r->n_bufs; i++)
+            if (strcmp(r->bufs[i].name, pass ? name : full) == 0) return &r->bufs[i];
+    nc_fail(err, NC_ERR_NOT_FOUND, "the bundle's plans have no buffer '%s' for bucket %d", name, seq);
+    return NULL;
+}
+
+static nc_status transfer(ane_runner *r, int seq, const char *name, float *data, size_t count,
+                          int is_write, nc_error *err) {
+    run_buf *b = lookup(r, seq, name, err);
+    if (!b) return NC_ERR_NOT_FOUND;
+    size_t n = (size_t)(b->layout.rows * b->layout.width);
+    if (n != count)
+        return nc_fail(err, NC_ERR_INVALID, "buffer %s holds %zu values, the host passed %zu", b->name, n, count);
+    void *base = r->dev.ops->surface_lock(b->s, !is_write, err);
+    if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
+    if (is_write) ane_pad_f32(&b->layout, data, base);
+    else ane_unpad_f32(&b->layout, base, data);
+    r->dev.ops->surface_unlock(b->s, !is_write);
+    return NC_OK;
+}
+
+nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
+                           size_t count, nc_error *err) {
+    return transfer(r, seq, name, (float *)data, count, 1, err);
+}
+
+nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
+                          nc_error *err) {
+    return transfer(r, seq, name, data, count, 0, err);
+}
+
+static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_step *s, int col,
+                             nc_error *err) {
+    run_buf *src = &r->bufs[rp->reg[s->in[0].buf]], *dst = &r->bufs[rp->reg[s->out[0].buf]];
+    const ane_device_ops *ops = r->dev.ops;
+    void *a = ops->surface_lock(src->s, 1, err);
+    if (!a) return nc_fail_prefix(err, "buffer %s", src->name);
+    void *b = ops->surface_lock(dst->s, 0, err);
+    if (!b) {
+        ops->surface_unlock(src->s, 1);
+        return nc_fail_prefix(err, "buffer %s", dst->name);
+    }
+    nc_status st = ane_move_column_fp16(&src->layout, a, col, &dst->layout, b, err);
+    ops->surface_unlock(dst->s, 0);
+    ops->surface_unlock(src->s, 1);
+    return st;
+}
+
+nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode, nc_error *err) {
+    int si = seq_index(r, seq);
+    if (si < 0) return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's sequence buckets", seq);
+    if (head_col >= seq) return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
+    const run_plan *rp = &r->plans[2 * si + r->parity];
+    const ane_device_ops *ops = r->dev.ops;
+    ane_wait w;
+    ane_wait_init(&w);
+    nc_status st = NC_OK;
+    for (int i = 0; i < rp->plan.n_steps && !st; i++) {
+        const ane_plan_step *s = &rp->plan.steps[i];
+        if (s->kind == ANE_STEP_HEAD_COLUMN) {
+            if (head_col < 0) break; /* the head is the plan's tail */
+            if (mode == ANE_RUN_ASYNC) st = ane_wait_all(&w, err);
+            if (!st) st = head_column(r, rp, s, head_col, err);
+            continue;
+        }
+        if (s->layer < 0 && head_col < 0) break;
+        r->issued++;
+        if (mode == ANE_RUN_SYNC) {
+            if (ops->evaluate(rp->reqs[i], err)) st = nc_fail_prefix(err, "%s", s->fn);
+            continue;
+        }
+        ane_wait_add(&w, 1);
+        if (ops->submit(rp->reqs[i], ane_wait_done, &w, err)) {
+            ane_wait_done(&w, NC_OK, NULL); /* never submitted: not pending */
+            st = nc_fail_prefix(err, "%s", s->fn);
+        }
+    }
+    /* always drain: the handlers point at w */
+    if (mode == ANE_RUN_ASYNC) {
+        nc_error e2 = {0};
+        nc_status st2 = ane_wait_all(&w, &e2);
+        if (!st && st2) {
+            if (err) *err = e2;
+            st = st2;
+        }
+    }
+    if (!st) r->parity ^= 1;
+    return st;
+}
+
+nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
+    for (int i = 0; i < r->n_bufs; i++) {
+        if (strncmp(r->bufs[i].name, "k_cache.", 8) != 0 && strncmp(r->bufs[i].name, "v_cache.", 8) != 0)
+            continue;
+        void *base = r->dev.ops->surface_lock(r->bufs[i].s, 0, err);
+        if (!base) return nc_fail_prefix(err, "buffer %s", r->bufs[i].name);
+        memset(base, 0, r->bufs[i].layout.bytes);
+        r->dev.ops->surface_unlock(r->bufs[i].s, 0);
+    }
+    r->parity = 0;
+    return NC_OK;
+}
+
+long ane_runner_requests_issued(const ane_runner *r) {
+    return r->issued;
+}

@@ -1,0 +1,52 @@
+/* Runs a lowered Qwen3 bundle through an ane_device: opens every program
+ * on the device, binds each function's I/O by name through the model's
+ * modelAttributes (ane_bind.h), creates one surface per plan buffer
+ * (ane_plan.h), and builds every request once, for each bucket and KV
+ * parity. A token (or prompt chunk) is then: the host writes its inputs
+ * (ane_runner_write pads them into the surfaces), ane_runner_run issues
+ * the plan's requests -- synchronously, or submitted back to back and
+ * waited for once -- and the host reads the outputs (unpadded).
+ *
+ * The host-side values (embedding rows, RoPE tables, masks, kv_write: see
+ * docs/lowering.md) are the caller's; this layer only moves buffers. */
+#ifndef NC_ANE_HOST_ANE_RUNNER_H
+#define NC_ANE_HOST_ANE_RUNNER_H
+
+#include "ane_host/ane_device.h"
+#include "ane_host/ane_plan.h"
+#include "lower/manifest.h"
+
+typedef struct ane_runner ane_runner;
+
+typedef enum ane_run_mode {
+    ANE_RUN_SYNC, /* evaluate each request and wait for it */
+    ANE_RUN_ASYNC /* submit all, wait once on the atomic counter (ane_wait.h) */
+} ane_run_mode;
+
+/* dev must outlive the runner. */
+nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_runner **out,
+                          nc_error *err);
+void ane_runner_free(ane_runner *r);
+const lower_manifest *ane_runner_manifest(const ane_runner *r);
+/* The plan used for bucket seq at the current KV parity. */
+const ane_plan *ane_runner_plan(const ane_runner *r, int seq);
+
+/* Buffer `name` of bucket seq ("x", "rope_cos", "attn_mask", "kv_write",
+ * "logits_0", ...: "name@s<seq>" is tried first, then the bare name),
+ * written from / read into count dense fp32 values. */
+nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
+                           size_t count, nc_error *err);
+nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
+                          nc_error *err);
+
+/* Runs the plan of bucket seq; head_col is the column of the token whose
+ * logits are wanted (-1: skip the head). On success the KV parity flips;
+ * on failure it does not, so the cache is as before the call. */
+nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode, nc_error *err);
+
+/* Zeroes the KV caches and resets the parity (a new sequence). */
+nc_status ane_runner_reset(ane_runner *r, nc_error *err);
+
+long ane_runner_requests_issued(const ane_runner *r);
+
+#endif

@@ -1,0 +1,196 @@
+/* modelAttributes parsing (src/ane_host/ane_attrs.c) on fixtures written
+ * from the reference's examples (tests/fixtures/ane/README.md), and binding
+ * a manifest function's I/O to the reported symbols by name
+ * (src/ane_host/ane_bind.c): the indices expected below are read off the
+ * fixture text by hand, not computed by the code under test. */
+#include <string.h>
+
+#include "../test.h"
+#include "ane_host/ane_attrs.h"
+#include "ane_host/ane_bind.h"
+#include "base/mmap.h"
+
+static int load(const char *name, ane_attrs *a, nc_error *err) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/ane/%s", name);
+    char *buf = NULL;
+    size_t len = 0;
+    if (nc_read_file(path, &buf, &len, err)) return 0;
+    nc_status st = ane_attrs_parse(buf, len, path, a, err);
+    free(buf);
+    return st == NC_OK;
+}
+
+static void test_identity_model_attributes(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_identity.json", &a, &err), "%s", err.msg);
+    CHECK(a.n_procs == 1 && a.n_in_symbols == 1 && a.n_out_symbols == 1);
+    const ane_attr_proc *p = ane_attrs_proc(&a, "main");
+    CHECK(p && p->id == 0 && p->n_in == 1 && p->n_out == 1);
+    const ane_attr_io *in = ane_attrs_io(p, "a_input0", 0), *out = ane_attrs_io(p, "out", 1);
+    CHECK(in && out && !ane_attrs_io(p, "out@output", 1) && !ane_attrs_io(p, "out", 0));
+    CHECK(in->symbol == 0 && in->has_shape && strcmp(in->type, "Float16") == 0);
+    CHECK(in->batches == 1 && in->channels == 4 && in->depth == 1 && in->height == 1 && in->width == 4);
+    CHECK(in->row_stride == 64 && in->plane_stride == 64 && in->batch_stride == 256);
+    CHECK(out->symbol == 0 && out->channels == 4 && out->row_stride == 64);
+    ane_attrs_free(&a);
+}
+
+static void test_procedure_ids_and_repeated_symbol_names(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_two_procedures.json", &a, &err), "%s", err.msg);
+    CHECK(a.n_procs == 2 && a.n_in_symbols == 2 && a.n_out_symbols == 2);
+    const ane_attr_proc *def = ane_attrs_proc(&a, "0@default"), *res = ane_attrs_proc(&a, "0@res_320x320");
+    CHECK(def && res && def->id == 1 && res->id == 0);
+    CHECK(ane_attrs_io(def, "input_tensor", 0)->symbol == 1);
+    CHECK(ane_attrs_io(res, "input_tensor", 0)->symbol == 0);
+    CHECK(ane_attrs_io(def, "output_tensor", 1)->symbol == 1);
+    CHECK(!ane_attrs_io(def, "input_tensor", 0)->has_shape);
+    ane_attrs_free(&a);
+}
+
+/* Each malformed document fails with a message naming the key at fault. */
+static void test_malformed_attributes_name_the_key(void) {
+    static const struct {
+        const char *json, *needle;
+    } bad[] = {
+        {"[]", "not a dictionary"},
+        {"{}", "'ANEFModelDescription'"},
+        {"{\"ANEFModelDescription\": {}}", "kANEFModelInputSymbolsArrayKey"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}}}",
+         "ANEFModelProcedures"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [1], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
+         "ANEFModelInputSymbolIndexArray'[0] = 1 is outside"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 3}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
+         "has 0 names in kANEFModelProcedureNameToIDMapKey"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\", \"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0, 1], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
+         "names 'x' twice"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
+         "names the outputs"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
+         "[{\"Name\": \"z\", \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, \"Width\": 32}]}]}",
+         "describes 'z'"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
+         "[{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, \"Width\": 32}]}]}",
+         "Channels"},
+        {"{\"ANEFModelDescription\": ", "1:"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        nc_error err = {0};
+        ane_attrs a;
+        nc_status st = ane_attrs_parse(bad[i].json, strlen(bad[i].json), "attrs", &a, &err);
+        CHECKF(st != NC_OK, "case %zu parsed", i);
+        CHECKF(strstr(err.msg, bad[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg, bad[i].needle);
+        CHECK(a.procs == NULL);
+    }
+}
+
+static lower_io io(const char *name, int64_t c, int64_t h, int64_t w) {
+    lower_io x = {0};
+    snprintf(x.name, sizeof x.name, "%s", name);
+    snprintf(x.dtype, sizeof x.dtype, "fp16");
+    x.rank = 4;
+    x.shape[0] = 1;
+    x.shape[1] = c;
+    x.shape[2] = h;
+    x.shape[3] = w;
+    return x;
+}
+
+/* qkv_s32 of a D=64, 4 heads of 24, 2 KV heads model, as the manifest
+ * lists it (declaration order). */
+static lower_fn_info qkv_fn(void) {
+    lower_fn_info f = {0};
+    snprintf(f.name, sizeof f.name, "qkv_s32");
+    f.seq = 32;
+    f.n_in = 3;
+    f.in[0] = io("x", 64, 1, 32);
+    f.in[1] = io("rope_cos", 1, 24, 32);
+    f.in[2] = io("rope_sin", 1, 24, 32);
+    f.n_out = 3;
+    f.out[0] = io("q", 96, 1, 32);
+    f.out[1] = io("k_new", 48, 1, 32);
+    f.out[2] = io("v_new", 48, 1, 32);
+    return f;
+}
+
+static void test_binding_by_name_ignores_declaration_order(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_qkv_reordered.json", &a, &err), "%s", err.msg);
+    lower_fn_info f = qkv_fn();
+    ane_binding b;
+    CHECK_OK(ane_bind_function(&a, &f, &b, &err), &err);
+    CHECK(b.proc_id == 1 && b.n_in == 3 && b.n_out == 3);
+    /* from the fixture: inputs x=0, rope_sin=1, rope_cos=2; outputs v_new=0, q=1, k_new=2 */
+    CHECK(b.in[0].symbol == 0 && b.in[1].symbol == 2 && b.in[2].symbol == 1);
+    CHECK(b.out[0].symbol == 1 && b.out[1].symbol == 2 && b.out[2].symbol == 0);
+    CHECK(ane_binding_io(&b, "rope_cos", 0)->layout.rows == 24);
+    CHECK(ane_binding_io(&b, "rope_cos", 0)->layout.row_bytes == 64);
+    CHECK(ane_binding_io(&b, "q", 1)->layout.bytes == 96 * 64);
+    lower_fn_info m = {0};
+    snprintf(m.name, sizeof m.name, "mlp_s32");
+    m.n_in = m.n_out = 1;
+    m.in[0] = io("x", 64, 1, 32);
+    m.out[0] = io("x_out", 64, 1, 32);
+    CHECK_OK(ane_bind_function(&a, &m, &b, &err), &err);
+    CHECK(b.proc_id == 0 && b.in[0].symbol == 3 && b.out[0].symbol == 3);
+    ane_attrs_free(&a);
+}
+
+static void test_binding_mismatches_are_errors(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_qkv_reordered.json", &a, &err), "%s", err.msg);
+    lower_fn_info f = qkv_fn();
+    ane_binding b;
+    f.in[1].shape[2] = 16; /* rope tables of another head_dim */
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_FORMAT);
+    CHECK(strstr(err.msg, "qkv_s32: input 'rope_cos'") != NULL);
+    f = qkv_fn();
+    snprintf(f.out[2].name, sizeof f.out[2].name, "v");
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_NOT_FOUND);
+    CHECK(strstr(err.msg, "no output 'v'") != NULL);
+    f = qkv_fn();
+    f.n_in = 2;
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_FORMAT);
+    f = qkv_fn();
+    snprintf(f.name, sizeof f.name, "attn_s32");
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_NOT_FOUND);
+    CHECK(strstr(err.msg, "attn_s32") != NULL);
+    f = qkv_fn();
+    snprintf(f.out[0].dtype, sizeof f.out[0].dtype, "fp32");
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_FORMAT);
+    CHECK(strstr(err.msg, "Float16") != NULL);
+    ane_attrs_free(&a);
+}
+
+int main(void) {
+    RUN(test_identity_model_attributes);
+    RUN(test_procedure_ids_and_repeated_symbol_names);
+    RUN(test_malformed_attributes_name_the_key);
+    RUN(test_binding_by_name_ignores_declaration_order);
+    RUN(test_binding_mismatches_are_errors);
+    return nc_test_exit_code();
+}
