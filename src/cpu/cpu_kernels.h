@@ -36,6 +36,7 @@ typedef struct cpu_kernels {
     cpu_qmatmul_fn qmatmul[2]; /* [0] Q8, [1] Q4 */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
+    double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
 } cpu_kernels;
 

@@ -30,7 +30,7 @@ static void read_slice(void *ctx, int task, int thread) {
     j->sums[thread & 255] += a + b + c + d;
 }
 
-double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps) {
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, double *each) {
     size_t n_words = size_bytes / 8;
     uint64_t *buf = nc_alloc_aligned(n_words * 8);
     if (!buf) return 0.0;
@@ -41,8 +41,9 @@ double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps) {
     for (int r = 0; r < reps; r++) {
         double t0 = nc_now_s();
         nc_pool_for(pool, tasks, read_slice, &j);
-        double dt = nc_now_s() - t0;
-        if (dt > 0 && (double)(n_words * 8) / dt > best) best = (double)(n_words * 8) / dt;
+        double dt = nc_now_s() - t0, bw = dt > 0 ? (double)(n_words * 8) / dt : 0.0;
+        if (each) each[r] = bw;
+        if (bw > best) best = bw;
     }
     nc_free_aligned(buf);
     return best;

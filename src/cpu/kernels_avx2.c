@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
 
@@ -113,5 +114,6 @@ const cpu_kernels cpu_kernels_avx2 = {
     .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
     .dot = dot_avx2,
     .axpy = axpy_avx2,
+    .fma_burn = cpu_fma_burn_avx2,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

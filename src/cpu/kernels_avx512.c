@@ -8,6 +8,7 @@
 
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
 
@@ -114,5 +115,6 @@ const cpu_kernels cpu_kernels_avx512 = {
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

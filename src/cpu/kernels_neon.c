@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
 
@@ -99,5 +100,6 @@ const cpu_kernels cpu_kernels_neon = {
     .qmatmul = {cpu_qmatmul_q8_neon, cpu_qmatmul_q4_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,
+    .fma_burn = cpu_fma_burn_neon,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_peak.h"
 #include "cpu/cpu_quant.h"
 
 static inline float ld_f32(const void *w, size_t i) {
@@ -93,5 +94,6 @@ const cpu_kernels cpu_kernels_scalar = {
     .qmatmul = {qmatmul_q8, qmatmul_q4},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
+    .fma_burn = cpu_fma_burn_scalar,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

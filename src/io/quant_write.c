@@ -24,11 +24,13 @@ typedef struct {
 
 typedef struct {
     qw_item *items;
-    float *row_f32;  /* one source row widened */
-    uint8_t *row_q;  /* one quantized row */
+    float *row_f32; /* one source row widened */
+    uint8_t *row_q; /* one quantized row */
 } qw_ctx;
 
-static int is_float(st_dtype d) { return d == ST_F32 || d == ST_F16 || d == ST_BF16; }
+static int is_float(st_dtype d) {
+    return d == ST_F32 || d == ST_F16 || d == ST_BF16;
+}
 static cpu_wtype float_wtype(st_dtype d) {
     return d == ST_F32 ? CPU_W_F32 : d == ST_F16 ? CPU_W_F16 : CPU_W_BF16;
 }
@@ -103,7 +105,8 @@ nc_status quant_write_model(const char *in_dir, const char *out_dir, cpu_wtype t
     hf_weights *w;
     NC_TRY(hf_weights_open(in_dir, &w, err));
     int n = 0, max_cols = 1;
-    for (int s = 0; s < w->n_shards; s++) n += w->shards[s]->n_tensors;
+    for (int s = 0; s < w->n_shards; s++)
+        n += w->shards[s]->n_tensors;
     qw_item *items = calloc((size_t)n + 1, sizeof *items);
     st_write_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
     quant_write_stats sum = {0};

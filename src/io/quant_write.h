@@ -11,7 +11,7 @@
 #include "cpu/cpu_kernels.h"
 
 typedef struct quant_write_stats {
-    int n_quantized, n_copied; /* tensors */
+    int n_quantized, n_copied;  /* tensors */
     size_t bytes_in, bytes_out; /* tensor data */
 } quant_write_stats;
 

@@ -21,14 +21,16 @@ static float frand(void) { /* uniform in [-1, 1) */
 
 static void test_q8_block_layout_by_hand(void) {
     float x[32];
-    for (int i = 0; i < 32; i++) x[i] = (float)(i - 16) / 16.0f; /* amax 1 at i = 0 */
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i - 16) / 16.0f; /* amax 1 at i = 0 */
     uint8_t blk[CPU_Q8_BLOCK_BYTES];
     cpu_quantize_weight_row(CPU_W_Q8, x, 32, blk);
     nc_fp16 d;
     memcpy(&d, blk, 2);
     CHECK(d == nc_f32_to_fp16(1.0f / 127.0f)); /* scale first, fp16 */
     float ds = nc_fp16_to_f32(d);
-    for (int i = 0; i < 32; i++) CHECK((int8_t)blk[2 + i] == (int)lroundf(x[i] / ds));
+    for (int i = 0; i < 32; i++)
+        CHECK((int8_t)blk[2 + i] == (int)lroundf(x[i] / ds));
     CHECK((int8_t)blk[2] == -127);
     CHECK(cpu_wtype_row_bytes(CPU_W_Q8, 33) == 68 && cpu_wtype_row_bytes(CPU_W_Q8, 32) == 34);
 }
@@ -36,7 +38,8 @@ static void test_q8_block_layout_by_hand(void) {
 static void test_q4_block_layout_by_hand(void) {
     /* Largest magnitude -8 at i = 5: d = -8 / -8 = 1, so code = x + 8. */
     float x[32];
-    for (int i = 0; i < 32; i++) x[i] = (float)((i * 3) % 15 - 7);
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)((i * 3) % 15 - 7);
     x[5] = -8.0f;
     uint8_t blk[CPU_Q4_BLOCK_BYTES];
     cpu_quantize_weight_row(CPU_W_Q4, x, 32, blk);
@@ -49,7 +52,8 @@ static void test_q4_block_layout_by_hand(void) {
     }
     float back[32];
     cpu_dequantize_row(CPU_W_Q4, blk, back, 32);
-    for (int i = 0; i < 32; i++) CHECK(back[i] == x[i]);
+    for (int i = 0; i < 32; i++)
+        CHECK(back[i] == x[i]);
     CHECK(cpu_wtype_row_bytes(CPU_W_Q4, 688) == 22 * 18);
 }
 
@@ -59,7 +63,8 @@ static void test_q4_block_layout_by_hand(void) {
 static void test_quantize_dequantize_error_within_half_step(void) {
     int cols = 100;
     float x[100], back[100];
-    for (int i = 0; i < cols; i++) x[i] = frand() * (i < 50 ? 1.0f : 1e-3f);
+    for (int i = 0; i < cols; i++)
+        x[i] = frand() * (i < 50 ? 1.0f : 1e-3f);
     for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++) {
         uint8_t row[4 * CPU_Q8_BLOCK_BYTES];
         cpu_quantize_weight_row((cpu_wtype)t, x, cols, row);
@@ -69,7 +74,8 @@ static void test_quantize_dequantize_error_within_half_step(void) {
             memcpy(&d, row + (size_t)j * cpu_wtype_row_bytes((cpu_wtype)t, 32), 2);
             float step = fabsf(nc_fp16_to_f32(d));
             for (int i = j * 32; i < cols && i < j * 32 + 32; i++)
-                CHECKF(fabsf(back[i] - x[i]) <= (t == CPU_W_Q8 ? 0.5f : 1.0f) * step * 1.001f + 1e-12f,
+                CHECKF(fabsf(back[i] - x[i]) <=
+                           (t == CPU_W_Q8 ? 0.5f : 1.0f) * step * 1.001f + 1e-12f,
                        "%s i=%d x=%g back=%g step=%g", cpu_wtype_name((cpu_wtype)t), i, x[i],
                        back[i], step);
         }
@@ -79,9 +85,11 @@ static void test_quantize_dequantize_error_within_half_step(void) {
     cpu_quantize_act_row(x, cols, q, s);
     for (int i = 0; i < cols; i++)
         CHECK(fabsf(q[i] * s[(i / 32) * CPU_QSCALE_REP] - x[i]) <= 0.5f * s[(i / 32) * 8] * 1.001f);
-    for (int i = cols; i < 128; i++) CHECK(q[i] == 0);
+    for (int i = cols; i < 128; i++)
+        CHECK(q[i] == 0);
     for (int j = 0; j < 4; j++)
-        for (int r = 1; r < CPU_QSCALE_REP; r++) CHECK(s[j * 8 + r] == s[j * 8]);
+        for (int r = 1; r < CPU_QSCALE_REP; r++)
+            CHECK(s[j * 8 + r] == s[j * 8]);
 }
 
 /* One table, one format, one size: y against the double reference. */
@@ -96,16 +104,19 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
     int8_t *xq = calloc((size_t)n, ldq);
     float *xs = calloc((size_t)n * lds, sizeof(float)), *y = malloc(sizeof(float) * n * ldy);
     for (int r = 0; r < rows; r++) {
-        for (int i = 0; i < k; i++) wf[(size_t)r * k + i] = frand() * (r % 3 == 0 ? 10.0f : 0.1f);
+        for (int i = 0; i < k; i++)
+            wf[(size_t)r * k + i] = frand() * (r % 3 == 0 ? 10.0f : 0.1f);
         cpu_quantize_weight_row(t, wf + (size_t)r * k, k, w + (size_t)r * ldw);
         cpu_dequantize_row(t, w + (size_t)r * ldw, wd + (size_t)r * k, k);
     }
     for (int b = 0; b < n; b++) {
-        for (int i = 0; i < k; i++) xf[i] = frand() * (float)(b + 1);
+        for (int i = 0; i < k; i++)
+            xf[i] = frand() * (float)(b + 1);
         if (b == 1 && k > 3) xf[3] = 0.0f * xf[3] - 5.0f; /* a block with a large value */
         cpu_quantize_act_row(xf, k, xq + (size_t)b * ldq, xs + (size_t)b * lds);
     }
-    for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+    for (size_t i = 0; i < (size_t)n * ldy; i++)
+        y[i] = 12345.0f;
     int r0 = rows > 2 ? 1 : 0, r1 = rows > 3 ? rows - 1 : rows;
     tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
     int bad = 0;
@@ -118,8 +129,10 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
                 mag += fabs(xv * wd[(size_t)r * k + i]);
             }
             float got = y[(size_t)b * ldy + r];
-            if (r < r0 || r >= r1) bad = got != 12345.0f;
-            else bad = !(fabs(got - ref) <= 1e-5 * mag + 1e-6);
+            if (r < r0 || r >= r1)
+                bad = got != 12345.0f;
+            else
+                bad = !(fabs(got - ref) <= 1e-5 * mag + 1e-6);
             if (bad)
                 printf("  %s %s k=%d n=%d row %d tok %d: got %.7g want %.7g\n", tab->name,
                        cpu_wtype_name(t), k, n, r, b, got, ref);
@@ -171,9 +184,12 @@ static void test_matmul_act_quantized_threaded(void) {
     uint8_t *w = malloc(rb * rows);
     int8_t *q = malloc(cpu_qact_q_bytes(n, cols));
     float *s = malloc(cpu_qact_s_bytes(n, cols));
-    for (int i = 0; i < rows * cols; i++) wf[i] = frand();
-    for (int i = 0; i < n * cols; i++) x[i] = frand();
-    for (int r = 0; r < rows; r++) cpu_quantize_weight_row(CPU_W_Q8, wf + r * cols, cols, w + r * rb);
+    for (int i = 0; i < rows * cols; i++)
+        wf[i] = frand();
+    for (int i = 0; i < n * cols; i++)
+        x[i] = frand();
+    for (int r = 0; r < rows; r++)
+        cpu_quantize_weight_row(CPU_W_Q8, wf + r * cols, cols, w + r * rb);
     cpu_mat m = {CPU_W_Q8, w, rows, cols};
     for (int nn = 1; nn <= n; nn += n - 1) {
         cpu_act a = cpu_act_rows(x, (size_t)cols, nn, cols, q, s);

@@ -3,9 +3,11 @@
  * tg<N>: N single-token forwards from an empty cache, each producing logits.
  * Each is repeated --runs times (after one untimed warm-up token that pages
  * the weights in) and printed as mean +/- sd tokens/s, with the load time,
- * peak RSS, the decoding roofline (weight bytes per token / measured
- * read bandwidth) and the share of the threads' time the process got.
- * `--compare` hands over to cmd_bench_compare. */
+ * peak RSS, the share of the threads' time the process got, and the two
+ * rooflines: tg against memory bandwidth / weight bytes per token, pp's
+ * GFLOP/s against the measured peak FMA rate. `--bandwidth` measures only
+ * the machine (read bandwidth, peak FMA per kernel table). `--compare`
+ * hands over to cmd_bench_compare. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
+#include "cpu/cpu_peak.h"
 #include "models/qwen3.h"
 
 #define MAX_RUNS 100
@@ -47,11 +50,78 @@ static void summarize(bench_series *b) {
 }
 
 static int usage(FILE *f) {
-    fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--json]\n"
+    fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--bw-mib 2048] "
+               "[--json]\n"
+               "       nectar bench --bandwidth [-t N] [--runs 5] [--bw-mib 2048] [--json]\n"
                "       nectar bench --compare ...   (A/B harness)\n"
                "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
-               "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS.\n");
+               "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
+               "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
+               "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
+               "FMA rate of each kernel table, without a model.\n");
     return f == stdout ? 0 : 2;
+}
+
+static void stats_of(const double *v, int n, double *mean, double *sd) {
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++)
+        ss += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+}
+
+/* The machine alone: read bandwidth (every run) and each table's peak. */
+static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
+    nc_error err;
+    nc_pool *pool;
+    if (nc_pool_new(threads, &pool, &err) != NC_OK) return cli_fail(&err);
+    double each[MAX_RUNS], mean, sd;
+    double best = cpu_read_bandwidth(pool, bw_bytes, runs, each);
+    if (best <= 0) {
+        nc_pool_free(pool);
+        return cli_failf("bench: cannot allocate %zu MiB for the bandwidth probe", bw_bytes >> 20);
+    }
+    stats_of(each, runs, &mean, &sd);
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    double peak[4];
+    for (int i = 0; i < nt; i++)
+        peak[i] = cpu_peak_fma_flops(pool, tabs[i], 0.3, 3);
+    int n_threads = nc_pool_threads(pool);
+    nc_pool_free(pool);
+    if (as_json) {
+        printf("{\n  \"threads\": %d,\n  \"buffer_bytes\": %zu,\n"
+               "  \"read_bandwidth_bytes_per_s\": {\"best\": %.0f, \"mean\": %.0f, \"sd\": %.0f, "
+               "\"runs\": [",
+               n_threads, bw_bytes, best, mean, sd);
+        for (int i = 0; i < runs; i++)
+            printf("%s%.0f", i ? ", " : "", each[i]);
+        printf("]},\n  \"peak_fma_flops_per_s\": {");
+        for (int i = 0; i < nt; i++)
+            printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, peak[i]);
+        printf("},\n  \"kernels\": \"%s\"\n}\n", cpu_kernels_get()->name);
+    } else {
+        printf("%d threads; read bandwidth over %zu MiB: best %.2f GB/s, mean %.2f +/- %.2f GB/s "
+               "(%d runs)\n",
+               n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
+        for (int i = 0; i < nt; i++)
+            printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s%s\n", tabs[i]->name, peak[i] / 1e9,
+                   tabs[i] == cpu_kernels_get() ? "   (used by the engine)" : "");
+    }
+    return 0;
+}
+
+/* Floating-point work of one pp forward of P tokens from an empty cache:
+ * every layer matrix for every token, the LM head once (logits of the last
+ * token only), causal attention (q.k and p.v over i + 1 keys at row i). */
+static double pp_flops(const qwen3_config *c, int P) {
+    double d = c->hidden_size, qd = (double)c->num_attention_heads * c->head_dim,
+           kvd = (double)c->num_key_value_heads * c->head_dim, ff = c->intermediate_size;
+    double per_layer = d * qd * 2 + d * kvd * 2 + 3 * d * ff;
+    double attn = 4.0 * qd * ((double)P * (P + 1) / 2);
+    return c->num_hidden_layers * (2.0 * P * per_layer + attn) + 2.0 * c->vocab_size * d;
 }
 
 static double cpu_share(const bench_series *b, int threads) {
@@ -71,7 +141,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
-    int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0;
+    int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -89,10 +159,20 @@ int cmd_bench(int argc, char **argv) {
             runs = atoi(argv[++i]);
         else if (!strcmp(a, "--json"))
             as_json = 1;
+        else if (!strcmp(a, "--bandwidth"))
+            machine = 1;
+        else if (!strcmp(a, "--bw-mib") && has_val)
+            bw_mib = atoi(argv[++i]);
         else {
             cli_failf("bench: unknown or incomplete option '%s'", a);
             return usage(stderr);
         }
+    }
+    if (bw_mib < 1 || bw_mib > (1 << 20)) return cli_failf("bench: --bw-mib must be 1..1048576");
+    if (machine) {
+        if (runs < 1 || runs > MAX_RUNS)
+            return cli_failf("bench: need 1 <= --runs <= %d", MAX_RUNS);
+        return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
     }
     if (!dir) return usage(stderr);
     if (n_pp < 0 || n_tg < 0 || n_pp + n_tg == 0 || runs < 1 || runs > MAX_RUNS)
@@ -163,12 +243,16 @@ int cmd_bench(int argc, char **argv) {
     qwen3_state_free(s);
     free(logits);
     free(tokens);
-    /* Probe bandwidth with the model's pool gone from the caches' way. */
+    /* Probe the machine with the model's pool gone from the caches' way. */
     nc_pool *pool = NULL;
-    double bw = nc_pool_new(n_threads, &pool, &err) == NC_OK
-                    ? cpu_read_bandwidth(pool, (size_t)512 << 20, 3)
-                    : 0.0;
+    double bw = 0.0, peak = 0.0;
+    if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
+        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL);
+        peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3);
+    }
     nc_pool_free(pool);
+    double roof = bw > 0 ? bw / (double)wbytes : 0.0;
+    double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
 
     if (as_json) {
@@ -178,8 +262,11 @@ int cmd_bench(int argc, char **argv) {
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
         printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
-               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f\n}\n",
-               rss, wbytes, bw, bw > 0 ? bw / (double)wbytes : 0.0);
+               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
+               "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
+               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f\n}\n",
+               rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
+               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir, dtype,
                c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
@@ -196,8 +283,13 @@ int cmd_bench(int argc, char **argv) {
                "peak RSS %.1f MiB\n",
                load_s, first_s, (double)rss / (1 << 20));
         printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
-               "tok/s\n",
-               (double)wbytes / 1e9, bw / 1e9, bw > 0 ? bw / (double)wbytes : 0.0);
+               "tok/s",
+               (double)wbytes / 1e9, bw / 1e9, roof);
+        if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
+        printf("\npeak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
+        if (n_pp > 0 && peak > 0)
+            printf("; pp %.1f GFLOP/s = %.0f%% of it", pp_gflops, 100 * pp_gflops * 1e9 / peak);
+        printf("\n");
     }
     qwen3_free(m);
     return 0;

@@ -25,10 +25,14 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
-        else if (!strcmp(a, "-m") && has_val) in = argv[++i];
-        else if (!strcmp(a, "-o") && has_val) out = argv[++i];
-        else if (!strcmp(a, "--type") && has_val) type = argv[++i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return usage(stdout);
+        else if (!strcmp(a, "-m") && has_val)
+            in = argv[++i];
+        else if (!strcmp(a, "-o") && has_val)
+            out = argv[++i];
+        else if (!strcmp(a, "--type") && has_val)
+            type = argv[++i];
         else {
             cli_failf("quantize: unknown or incomplete option '%s'", a);
             return usage(stderr);

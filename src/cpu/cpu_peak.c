@@ -1,0 +1,61 @@
+/* Peak FMA rate (see cpu_peak.h): the scalar burner and the threaded,
+ * timed driver shared by every table. */
+#include "cpu/cpu_peak.h"
+
+#include "base/timer.h"
+
+double cpu_fma_burn_scalar(long iters, float *sink) {
+    float a[12], m = 0.999999f, c = 1e-7f;
+    for (int j = 0; j < 12; j++)
+        a[j] = *sink + (float)j;
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < 12; j++)
+            a[j] = a[j] * m + c; /* contracted to FMA where there is one */
+    float s = 0;
+    for (int j = 0; j < 12; j++)
+        s += a[j];
+    *sink = s;
+    return 24.0 * (double)iters;
+}
+
+typedef struct {
+    const cpu_kernels *kern;
+    long iters;
+    double flops[256];
+    float sink[256];
+} burn_job;
+
+static void burn_task(void *ctx, int task, int thread) {
+    (void)task;
+    burn_job *j = ctx;
+    j->flops[thread & 255] += j->kern->fma_burn(j->iters, &j->sink[thread & 255]);
+}
+
+double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps) {
+    int threads = nc_pool_threads(pool);
+    burn_job j = {.kern = kern, .iters = 1000};
+    /* calibrate iterations to about `seconds` on one thread */
+    for (;;) {
+        double t0 = nc_now_s();
+        kern->fma_burn(j.iters, &j.sink[0]);
+        double dt = nc_now_s() - t0;
+        if (dt >= seconds / 8 || j.iters > (1L << 40)) {
+            j.iters = (long)((double)j.iters * seconds / (dt > 0 ? dt : 1e-9));
+            break;
+        }
+        j.iters *= 4;
+    }
+    if (j.iters < 1) j.iters = 1;
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        for (int i = 0; i < threads && i < 256; i++)
+            j.flops[i] = 0;
+        double t0 = nc_now_s();
+        nc_pool_for(pool, threads, burn_task, &j); /* one task per thread */
+        double dt = nc_now_s() - t0, f = 0;
+        for (int i = 0; i < threads && i < 256; i++)
+            f += j.flops[i];
+        if (dt > 0 && f / dt > best) best = f / dt;
+    }
+    return best;
+}
