@@ -1,0 +1,443 @@
+/* The whole ANE request path on Linux: a tiny HF Qwen3 fixture is lowered
+ * to a bundle, opened on the fake device (the MIL interpreter behind the
+ * ANE's interface: symbols reordered, 64-byte-row surfaces, completion on
+ * its own thread), and run token by token through the per-token plan --
+ * bind by name, pad, run, unpad. The logits are compared with HF's float32
+ * logits for every prompt position (logits_1.npy) and the greedy
+ * continuation with HF's greedy ids (reference.json): both independent of
+ * nectar. Also: the plan's order and KV aliasing, the async wait, and that
+ * a failed token leaves the KV cache as it was. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "ane_host/ane_fake.h"
+#include "ane_host/ane_runner.h"
+#include "ane_host/ane_wait.h"
+#include "base/half.h"
+#include "base/json.h"
+#include "io/hf_weights.h"
+#include "io/npy.h"
+#include "lower/qwen3_compile.h"
+
+#define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
+#define CTX 64
+#define S 32
+#define N_GREEDY 8
+#define LOGIT_MAX_REL 0.02 /* as tests/lower: fp16 rounding of every op */
+
+static char bundle[256];
+static char tmp_root[256];
+
+static int compile_bundle(void) {
+    if (bundle[0]) return 1;
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
+    if (!mkdtemp(tmp_root)) return 0;
+    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
+    lower_compile_options o = {0};
+    o.model_dir = FIXTURE;
+    o.out_dir = bundle;
+    o.ctx = CTX;
+    o.n_seqs = 2;
+    o.seqs[0] = 32;
+    o.seqs[1] = 64;
+    o.n_threads = 2;
+    lower_compile_report r;
+    nc_error err = {0};
+    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
+        printf("  compile: %s\n", err.msg);
+        bundle[0] = '\0';
+        return 0;
+    }
+    return 1;
+}
+
+/* --- the wait ------------------------------------------------------------- */
+
+typedef struct {
+    ane_wait *w;
+    int n, fail_at;
+} completer;
+
+static void *complete_some(void *arg) {
+    completer *c = arg;
+    for (int i = 0; i < c->n; i++)
+        ane_wait_done(c->w, i == c->fail_at ? NC_ERR_IO : NC_OK, i == c->fail_at ? "request 7 failed" : NULL);
+    return NULL;
+}
+
+static void test_wait_counts_completions_from_other_threads(void) {
+    ane_wait w;
+    nc_error err = {0};
+    for (int round = 0; round < 2; round++) {
+        ane_wait_init(&w);
+        ane_wait_add(&w, 4 * 2000);
+        pthread_t t[4];
+        completer c[4];
+        for (int i = 0; i < 4; i++) {
+            c[i] = (completer){&w, 2000, round == 1 && i == 2 ? 7 : -1};
+            CHECK(pthread_create(&t[i], NULL, complete_some, &c[i]) == 0);
+        }
+        nc_status st = ane_wait_all(&w, &err);
+        for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+        CHECK(atomic_load(&w.pending) == 0);
+        if (round == 0) CHECK(st == NC_OK);
+        else CHECK(st == NC_ERR_IO && strcmp(err.msg, "request 7 failed") == 0);
+    }
+}
+
+/* --- the plan ------------------------------------------------------------- */
+
+static int entry(const ane_plan *p, const int *entries, const char *name) {
+    int b = ane_plan_find_buf(p, name);
+    return b >= 0 && entries[b];
+}
+
+static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    lower_manifest m;
+    CHECK_OK(lower_manifest_read(bundle, &m, &err), &err);
+    int L = m.cfg.num_hidden_layers;
+    static const char *kern[] = {"qkv_s32", "kv_s32", "attn_s32", "mlp_s32"};
+    for (int parity = 0; parity < 2; parity++) {
+        ane_plan p;
+        CHECK_OK(ane_plan_qwen3(&m, S, parity, &p, &err), &err);
+        CHECK(p.n_requests == m.kernels_per_token && p.n_requests == 4 * L + 1);
+        CHECK(p.n_steps == 4 * L + 2);
+        const char cur = parity ? 'b' : 'a', nxt = parity ? 'a' : 'b';
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < 4; k++) {
+                const ane_plan_step *s = &p.steps[4 * l + k];
+                CHECK(s->kind == ANE_STEP_KERNEL && s->layer == l && strcmp(s->fn, kern[k]) == 0);
+                CHECK(strcmp(m.programs[s->program].path + strlen(m.programs[s->program].path) - 9, "model.mil") == 0);
+            }
+        /* layer 1's kv step: reads .cur, writes .nxt; attn reads .nxt */
+        const ane_plan_step *kv = &p.steps[4 + 1], *attn = &p.steps[4 + 2];
+        char want[64];
+        for (int i = 0; i < kv->n_in; i++)
+            if (strcmp(kv->in[i].name, "k_cache") == 0) {
+                snprintf(want, sizeof want, "k_cache.1.%c", cur);
+                CHECK(strcmp(p.bufs[kv->in[i].buf].name, want) == 0);
+            }
+        for (int i = 0; i < kv->n_out; i++)
+            if (strcmp(kv->out[i].name, "v_cache_out") == 0) {
+                snprintf(want, sizeof want, "v_cache.1.%c", nxt);
+                CHECK(strcmp(p.bufs[kv->out[i].buf].name, want) == 0);
+            }
+        for (int i = 0; i < attn->n_in; i++)
+            if (strcmp(attn->in[i].name, "v_cache") == 0) {
+                snprintf(want, sizeof want, "v_cache.1.%c", nxt);
+                CHECK(strcmp(p.bufs[attn->in[i].buf].name, want) == 0);
+            }
+        CHECK(p.steps[4 * L].kind == ANE_STEP_HEAD_COLUMN);
+        CHECK(strcmp(p.steps[4 * L + 1].fn, "head_s32") == 0 && p.steps[4 * L + 1].layer == -1);
+        /* entries: what the host writes plus the carried cache, nothing else */
+        int *entries = calloc((size_t)p.n_bufs, sizeof *entries);
+        CHECK(entries);
+        CHECK_OK(ane_plan_entries(&p, entries, &err), &err);
+        int n_entries = 0;
+        for (int i = 0; i < p.n_bufs; i++) n_entries += entries[i];
+        CHECK(entry(&p, entries, "x@s32") && entry(&p, entries, "rope_cos@s32") &&
+              entry(&p, entries, "rope_sin@s32") && entry(&p, entries, "attn_mask@s32") &&
+              entry(&p, entries, "kv_write"));
+        for (int l = 0; l < L; l++) {
+            char kc[32], vc[32], kn[32];
+            snprintf(kc, sizeof kc, "k_cache.%d.%c", l, cur);
+            snprintf(vc, sizeof vc, "v_cache.%d.%c", l, cur);
+            snprintf(kn, sizeof kn, "k_cache.%d.%c", l, nxt);
+            CHECK(entry(&p, entries, kc) && entry(&p, entries, vc) && !entry(&p, entries, kn));
+        }
+        CHECK(!entry(&p, entries, "head_x") && !entry(&p, entries, "q@s32"));
+        CHECKF(n_entries == 5 + 2 * L, "%d entries", n_entries);
+        free(entries);
+        ane_plan_free(&p);
+    }
+    ane_plan p;
+    CHECK(ane_plan_qwen3(&m, 48, 0, &p, &err) == NC_ERR_INVALID);
+    lower_manifest_free(&m);
+}
+
+/* --- the fake device on its own ------------------------------------------- */
+
+static void test_fake_device_reorders_symbols_and_checks_requests(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/layer_00", bundle);
+    ane_model *model = NULL;
+    CHECK_OK(dev.ops->model_open(dev.impl, dir, &model, &err), &err);
+    const char *json;
+    size_t len;
+    CHECK_OK(dev.ops->model_attrs(model, &json, &len, &err), &err);
+    ane_attrs a;
+    CHECK_OK(ane_attrs_parse(json, len, "fake", &a, &err), &err);
+    const ane_attr_proc *p = ane_attrs_proc(&a, "kv_s32");
+    CHECK(p && p->n_in == 5);
+    /* symbols are not in declaration order: k_cache is declared first */
+    const ane_attr_io *kc = ane_attrs_io(p, "k_cache", 0), *vn = ane_attrs_io(p, "v_new", 0);
+    CHECK(kc && vn && vn->symbol < kc->symbol);
+    /* a request that binds a symbol of another procedure is refused */
+    ane_surface *s = NULL;
+    CHECK_OK(dev.ops->surface_new(dev.impl, 1 << 20, &s, &err), &err);
+    ane_surface *ins[5] = {s, s, s, s, s}, *outs[2] = {s, s};
+    int in_idx[5], out_idx[2] = {p->out[0].symbol, p->out[1].symbol};
+    for (int i = 0; i < 5; i++) in_idx[i] = p->in[i].symbol;
+    in_idx[4] = a.n_in_symbols + 3;
+    ane_request *r = NULL;
+    CHECK_OK(dev.ops->request_new(model, p->id, 5, ins, in_idx, 2, outs, out_idx, &r, &err), &err);
+    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "has no input symbol") != NULL);
+    dev.ops->request_free(r);
+    CHECK_OK(dev.ops->request_new(model, p->id, 4, ins, in_idx, 2, outs, out_idx, &r, &err), &err);
+    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID && strstr(err.msg, "takes 5 inputs") != NULL);
+    dev.ops->request_free(r);
+    dev.ops->surface_free(s);
+    ane_attrs_free(&a);
+    dev.ops->model_close(model);
+    ane_fake_free(&dev);
+}
+
+/* --- a model through the runner ------------------------------------------- */
+
+typedef struct host {
+    lower_manifest m;
+    hf_weights *ckpt;
+    const st_tensor *embed;
+    int D, hd, V;
+    float *x, *cs, *sn, *mask, *wr, *logits, *chunk;
+} host;
+
+static float embed_at(const st_tensor *t, size_t i) {
+    if (t->dtype == ST_F32) {
+        float f;
+        memcpy(&f, (const char *)t->data + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const char *)t->data + 2 * i, 2);
+    return t->dtype == ST_BF16 ? nc_bf16_to_f32(h) : nc_fp16_to_f32(h);
+}
+
+static int host_open(host *h, const ane_runner *r) {
+    memset(h, 0, sizeof *h);
+    h->m = *ane_runner_manifest(r); /* shallow: owned by the runner */
+    nc_error err = {0};
+    if (hf_weights_open(h->m.source_dir, &h->ckpt, &err)) return 0;
+    h->embed = hf_weights_find(h->ckpt, h->m.embed_tensor, NULL);
+    h->D = h->m.cfg.hidden_size;
+    h->hd = h->m.cfg.head_dim;
+    h->V = h->m.cfg.vocab_size;
+    h->x = malloc((size_t)h->D * S * sizeof(float));
+    h->cs = malloc((size_t)h->hd * S * sizeof(float));
+    h->sn = malloc((size_t)h->hd * S * sizeof(float));
+    h->mask = malloc((size_t)S * CTX * sizeof(float));
+    h->wr = malloc(CTX * sizeof(float));
+    h->logits = malloc((size_t)h->V * sizeof(float));
+    h->chunk = malloc((size_t)h->V * S * sizeof(float));
+    return h->embed && h->x && h->cs && h->sn && h->mask && h->wr && h->logits && h->chunk;
+}
+
+static void host_close(host *h) {
+    hf_weights_close(h->ckpt);
+    free(h->x);
+    free(h->cs);
+    free(h->sn);
+    free(h->mask);
+    free(h->wr);
+    free(h->logits);
+    free(h->chunk);
+}
+
+/* One token at position pos through bucket 32, as docs/lowering.md states
+ * the host's side: the token in column pos mod 32, RoPE angles pos *
+ * theta^(-2i/hd) in that column, mask open up to pos, kv_write at pos. */
+static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode, nc_error *err) {
+    int col = pos % S;
+    memset(h->x, 0, (size_t)h->D * S * sizeof(float));
+    for (int d = 0; d < h->D; d++) h->x[(size_t)d * S + col] = embed_at(h->embed, (size_t)tok * h->D + d);
+    for (int i = 0; i < h->hd * S; i++) {
+        h->cs[i] = 1.0f;
+        h->sn[i] = 0.0f;
+    }
+    for (int d = 0; d < h->hd; d++) {
+        int i = d % (h->hd / 2);
+        float inv = (float)(1.0 / pow((double)h->m.cfg.rope_theta, 2.0 * i / h->hd));
+        float ang = (float)pos * inv;
+        h->cs[(size_t)d * S + col] = (float)cos((double)ang);
+        h->sn[(size_t)d * S + col] = (float)sin((double)ang);
+    }
+    for (int row = 0; row < S; row++)
+        for (int k = 0; k < CTX; k++)
+            h->mask[(size_t)row * CTX + k] = (row == col ? k <= pos : k == 0) ? 0.0f : -1.0e4f;
+    memset(h->wr, 0, CTX * sizeof(float));
+    h->wr[pos] = 1.0f;
+    NC_TRY(ane_runner_write(r, S, "x", h->x, (size_t)h->D * S, err));
+    NC_TRY(ane_runner_write(r, S, "rope_cos", h->cs, (size_t)h->hd * S, err));
+    NC_TRY(ane_runner_write(r, S, "rope_sin", h->sn, (size_t)h->hd * S, err));
+    NC_TRY(ane_runner_write(r, S, "attn_mask", h->mask, (size_t)S * CTX, err));
+    NC_TRY(ane_runner_write(r, S, "kv_write", h->wr, CTX, err));
+    NC_TRY(ane_runner_run(r, S, col, mode, err));
+    int off = 0;
+    for (int c = 0; c < h->m.n_head_chunks; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "logits_%d", c);
+        int rows = (int)h->m.head_rows[c];
+        NC_TRY(ane_runner_read(r, S, name, h->chunk, (size_t)rows * S, err));
+        for (int i = 0; i < rows; i++) h->logits[off + i] = h->chunk[(size_t)i * S]; /* column 0 */
+        off += rows;
+    }
+    return off == h->V ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+typedef struct prompt_ref {
+    int n_ids, ids[32], greedy[N_GREEDY];
+} prompt_ref;
+
+static int load_prompt(int which, prompt_ref *p) {
+    json_t *root = NULL;
+    nc_error err = {0};
+    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
+    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
+    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
+    p->n_ids = (int)json_array_size(ids);
+    int ok = p->n_ids > 0 && p->n_ids <= 32 && json_array_size(g) >= N_GREEDY;
+    for (int i = 0; ok && i < p->n_ids; i++) p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int i = 0; ok && i < N_GREEDY; i++) p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
+    json_decref(root);
+    return ok;
+}
+
+/* Runs prompt 1 then N_GREEDY greedy tokens; keeps every step's logits. */
+static void run_sequence(host *h, ane_runner *r, const prompt_ref *p, ane_run_mode mode, float *all,
+                         int32_t *gen, nc_error *err) {
+    CHECK_OK(ane_runner_reset(r, err), err);
+    int32_t tok = p->ids[0];
+    for (int pos = 0; pos < p->n_ids + N_GREEDY - 1; pos++) {
+        CHECK_OK(step(h, r, tok, pos, mode, err), err);
+        memcpy(all + (size_t)pos * h->V, h->logits, (size_t)h->V * sizeof(float));
+        int next = argmax(h->logits, h->V);
+        if (pos + 1 >= p->n_ids) gen[pos + 1 - p->n_ids] = next;
+        tok = pos + 1 < p->n_ids ? p->ids[pos + 1] : next;
+    }
+}
+
+static void test_fake_device_runs_the_bundle_like_hf(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    prompt_ref p;
+    CHECK(load_prompt(1, &p));
+    nc_npy ref;
+    CHECK_OK(nc_npy_read(FIXTURE "/logits_1.npy", &ref, &err), &err);
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    ane_runner *r = NULL;
+    CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
+    host h;
+    CHECK(host_open(&h, r));
+    int T = p.n_ids + N_GREEDY - 1;
+    float *sync_l = malloc((size_t)T * h.V * sizeof(float)), *async_l = malloc((size_t)T * h.V * sizeof(float));
+    int32_t gen_sync[N_GREEDY], gen_async[N_GREEDY];
+    CHECK(sync_l && async_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids && ref.shape[1] == h.V);
+    run_sequence(&h, r, &p, ANE_RUN_SYNC, sync_l, gen_sync, &err);
+    long issued = ane_runner_requests_issued(r);
+    CHECK(issued == (long)T * h.m.kernels_per_token);
+    CHECK(ane_fake_evaluations(&dev) == issued);
+    run_sequence(&h, r, &p, ANE_RUN_ASYNC, async_l, gen_async, &err);
+    /* every prompt position against HF's float32 logits */
+    const float *hf = ref.data;
+    double worst = 0;
+    for (int t = 0; t < p.n_ids; t++) {
+        double mx = 0, dmax = 0;
+        for (int v = 0; v < h.V; v++) {
+            double a = fabs(hf[(size_t)t * h.V + v]), d = fabs(sync_l[(size_t)t * h.V + v] - hf[(size_t)t * h.V + v]);
+            if (a > mx) mx = a;
+            if (d > dmax) dmax = d;
+        }
+        CHECKF(dmax <= LOGIT_MAX_REL * mx, "position %d: max abs %.4f, largest |logit| %.3f", t, dmax, mx);
+        if (dmax / mx > worst) worst = dmax / mx;
+    }
+    printf("  worst logit error vs HF: %.4f of the largest |logit|\n", worst);
+    for (int i = 0; i < N_GREEDY; i++)
+        CHECKF(gen_sync[i] == p.greedy[i], "greedy step %d: %d, HF %d", i, gen_sync[i], p.greedy[i]);
+    /* asynchronous submission computes the same bits */
+    CHECK(memcmp(sync_l, async_l, (size_t)T * h.V * sizeof(float)) == 0);
+    CHECK(memcmp(gen_sync, gen_async, sizeof gen_sync) == 0);
+    free(sync_l);
+    free(async_l);
+    host_close(&h);
+    ane_runner_free(r);
+    ane_fake_free(&dev);
+    nc_npy_free(&ref);
+}
+
+/* A request that fails mid-token: the error names the function and the
+ * device's message, and retrying the token gives the same logits as a run
+ * that never failed (the current KV buffers were not written). */
+static void test_failed_token_leaves_the_cache_as_it_was(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    prompt_ref p;
+    CHECK(load_prompt(1, &p));
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    ane_runner *r = NULL;
+    CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
+    host h;
+    CHECK(host_open(&h, r));
+    float *clean = malloc((size_t)h.V * sizeof(float));
+    CHECK(clean);
+    for (int mode = 0; mode < 2; mode++) {
+        ane_run_mode md = mode ? ANE_RUN_ASYNC : ANE_RUN_SYNC;
+        CHECK_OK(ane_runner_reset(r, &err), &err);
+        CHECK_OK(step(&h, r, p.ids[0], 0, md, &err), &err);
+        CHECK_OK(step(&h, r, p.ids[1], 1, md, &err), &err);
+        memcpy(clean, h.logits, (size_t)h.V * sizeof(float));
+        CHECK_OK(ane_runner_reset(r, &err), &err);
+        CHECK_OK(step(&h, r, p.ids[0], 0, md, &err), &err);
+        ane_fake_fail_at(&dev, 6); /* layer 1's kv kernel */
+        nc_status st = step(&h, r, p.ids[1], 1, md, &err);
+        CHECK(st == NC_ERR_IO);
+        CHECKF(strstr(err.msg, "kv_s32") && strstr(err.msg, "injected"), "%s", err.msg);
+        ane_fake_fail_at(&dev, 0);
+        CHECK_OK(step(&h, r, p.ids[1], 1, md, &err), &err);
+        CHECK(memcmp(clean, h.logits, (size_t)h.V * sizeof(float)) == 0);
+    }
+    free(clean);
+    host_close(&h);
+    ane_runner_free(r);
+    ane_fake_free(&dev);
+}
+
+static void test_runner_refuses_a_missing_bundle(void) {
+    nc_error err = {0};
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    ane_runner *r = NULL;
+    CHECK(ane_runner_open(&dev, "/nonexistent/bundle", &r, &err) != NC_OK);
+    CHECK(strstr(err.msg, "/nonexistent/bundle") != NULL && r == NULL);
+    ane_fake_free(&dev);
+}
+
+int main(void) {
+    RUN(test_wait_counts_completions_from_other_threads);
+    RUN(test_plan_orders_kernels_and_ping_pongs_the_cache);
+    RUN(test_fake_device_reorders_symbols_and_checks_requests);
+    RUN(test_fake_device_runs_the_bundle_like_hf);
+    RUN(test_failed_token_leaves_the_cache_as_it_was);
+    RUN(test_runner_refuses_a_missing_bundle);
+    if (tmp_root[0]) lower_remove_tree(tmp_root);
+    return nc_test_exit_code();
+}
