@@ -235,8 +235,7 @@ def stage_train(args, text):
     rng = np.random.default_rng(args.seed)
     tok = Tokenizer.from_file(os.path.join(args.out, "tokenizer.json"))
     ids = np.array(tok.encode(text).ids, dtype=np.int64)
-    n_val = len(ids) // 100
-    train_ids, val_ids = ids[:-n_val], ids[-n_val:]
+    train_ids, val_ids = split_ids(ids)
     log("corpus: %d tokens (train %d, held-out tail %d)" % (len(ids), len(train_ids), len(val_ids)))
 
     cfg = model_config(args, tok)
@@ -273,14 +272,9 @@ def stage_train(args, text):
         return torch.from_numpy(x)
 
     def val_loss():
-        model.eval()
-        losses = []
-        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
-            for s in range(0, len(val_ids) - args.seq - 1, args.seq * 4)[:16]:
-                x = torch.from_numpy(val_ids[s:s + args.seq + 1][None])
-                losses.append(model(input_ids=x, labels=x).loss.item())
+        loss = heldout_loss(model, val_ids, args.seq, args.autocast)
         model.train()
-        return sum(losses) / len(losses)
+        return loss
 
     os.makedirs(args.work, exist_ok=True)
     model.train()
@@ -320,6 +314,25 @@ def stage_train(args, text):
     log("training done: %d steps in %.1f min" % (step + 1 - step0, (time.time() - t0) / 60))
 
 
+def split_ids(ids):
+    """Training ids and the held-out tail (the last 1% of the corpus, in Revelation)."""
+    n_val = len(ids) // 100
+    return ids[:-n_val], ids[-n_val:]
+
+
+def heldout_loss(model, val_ids, seq, autocast):
+    """Mean next-token cross-entropy (nats) over 16 windows of the held-out tail."""
+    import torch
+
+    model.eval()
+    losses = []
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        for s in range(0, len(val_ids) - seq - 1, seq * 4)[:16]:
+            x = torch.from_numpy(val_ids[s:s + seq + 1][None])
+            losses.append(model(input_ids=x, labels=x).loss.item())
+    return sum(losses) / len(losses)
+
+
 def greedy_text(model, tok, prompt, n):
     import torch
 
@@ -356,6 +369,12 @@ def stage_reference(args):
                         "greedy_text": tk.decode(greedy, skip_special_tokens=False),
                         "min_greedy_margin": round(margin, 6)})
         log("reference %r -> %r" % (text, prompts[-1]["greedy_text"]))
+    import numpy as np
+
+    text = corpus_text(kjv_verses())
+    _, val_ids = split_ids(np.array(tk.backend_tokenizer.encode(text).ids, dtype=np.int64))
+    loss = heldout_loss(model, val_ids, args.seq, False)
+    log("held-out loss of the saved weights (fp32): %.4f nats/token" % loss)
     st = os.path.join(args.out, "model.safetensors")
     ref = {
         "comment": "HF transformers Qwen3ForCausalLM (eager attention) greedy decoding (argmax through HF's KV cache, "
@@ -364,6 +383,7 @@ def stage_reference(args):
         "weights_dtype": args.dtype,
         "reference_compute": "float32",
         "max_new_tokens": 64,
+        "heldout_loss_nats": round(loss, 4),
         "prompts": prompts,
     }
     with open(os.path.join(args.out, "reference.json"), "w", encoding="utf-8") as f:
