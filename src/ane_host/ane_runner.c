@@ -41,7 +41,13 @@ struct ane_runner {
     run_plan *plans; /* [seq index][parity] */
     int parity;
     long issued;
+    /* here, not on the stack: after a timeout, late handlers still write it */
+    ane_wait wait;
+    int broken; /* a wait timed out: requests may still be in flight */
 };
+
+/* A device that stops calling completion handlers must not hang the host. */
+#define ANE_RUN_TIMEOUT_S 60.0
 
 const lower_manifest *ane_runner_manifest(const ane_runner *r) {
     return &r->man;
@@ -266,16 +272,18 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
     int si = seq_index(r, seq);
     if (si < 0) return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's sequence buckets", seq);
     if (head_col >= seq) return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
+    if (r->broken)
+        return nc_fail(err, NC_ERR_IO, "an earlier run timed out with requests in flight; reopen the runner");
     const run_plan *rp = &r->plans[2 * si + r->parity];
     const ane_device_ops *ops = r->dev.ops;
-    ane_wait w;
-    ane_wait_init(&w);
+    ane_wait *w = &r->wait;
+    ane_wait_init(w);
     nc_status st = NC_OK;
     for (int i = 0; i < rp->plan.n_steps && !st; i++) {
         const ane_plan_step *s = &rp->plan.steps[i];
         if (s->kind == ANE_STEP_HEAD_COLUMN) {
             if (head_col < 0) break; /* the head is the plan's tail */
-            if (mode == ANE_RUN_ASYNC) st = ane_wait_all(&w, err);
+            if (mode == ANE_RUN_ASYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
             if (!st) st = head_column(r, rp, s, head_col, err);
             continue;
         }
@@ -285,16 +293,17 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
             if (ops->evaluate(rp->reqs[i], err)) st = nc_fail_prefix(err, "%s", s->fn);
             continue;
         }
-        ane_wait_add(&w, 1);
-        if (ops->submit(rp->reqs[i], ane_wait_done, &w, err)) {
-            ane_wait_done(&w, NC_OK, NULL); /* never submitted: not pending */
+        ane_wait_add(w, 1);
+        if (ops->submit(rp->reqs[i], ane_wait_done, w, err)) {
+            ane_wait_done(w, NC_OK, NULL); /* never submitted: not pending */
             st = nc_fail_prefix(err, "%s", s->fn);
         }
     }
-    /* always drain: the handlers point at w */
+    /* always drain before the buffers are touched again */
     if (mode == ANE_RUN_ASYNC) {
         nc_error e2 = {0};
-        nc_status st2 = ane_wait_all(&w, &e2);
+        nc_status st2 = ane_wait_all(w, ANE_RUN_TIMEOUT_S, &e2);
+        if (st2 && atomic_load(&w->pending) > 0) r->broken = 1;
         if (!st && st2) {
             if (err) *err = e2;
             st = st2;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/timer.h"
+
 void ane_wait_init(ane_wait *w) {
     atomic_init(&w->pending, 0);
     atomic_init(&w->failed, 0);
@@ -32,9 +34,13 @@ void ane_wait_done(void *user, nc_status st, const char *msg) {
     atomic_fetch_sub_explicit(&w->pending, 1, memory_order_acq_rel);
 }
 
-nc_status ane_wait_all(ane_wait *w, nc_error *err) {
+nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err) {
+    double t0 = timeout_s > 0 ? nc_now_s() : 0;
     for (unsigned spin = 0; atomic_load_explicit(&w->pending, memory_order_acquire) > 0; spin++) {
         if (spin < 1000) continue;
+        if (timeout_s > 0 && (spin & 63) == 0 && nc_now_s() - t0 > timeout_s)
+            return nc_fail(err, NC_ERR_IO, "%d requests did not complete within %.1f s",
+                           atomic_load(&w->pending), timeout_s);
         if (spin < 2000) {
             sched_yield();
             continue;

@@ -25,7 +25,10 @@ void ane_wait_add(ane_wait *w, int n);
 /* The completion handler (an ane_done_fn; user = the ane_wait). */
 void ane_wait_done(void *w, nc_status st, const char *msg);
 /* Blocks until nothing is pending; the first failure, if any, comes back
- * as NC_ERR_IO with the handler's message. */
-nc_status ane_wait_all(ane_wait *w, nc_error *err);
+ * as NC_ERR_IO with the handler's message. timeout_s > 0 bounds the wait
+ * (NC_ERR_IO "timed out"): requests still pending then may complete later,
+ * so the ane_wait must outlive them (keep it in a long-lived struct, never
+ * on the stack of a function that returns after a timeout). */
+nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err);
 
 #endif

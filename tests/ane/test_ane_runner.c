@@ -81,12 +81,16 @@ static void test_wait_counts_completions_from_other_threads(void) {
             c[i] = (completer){&w, 2000, round == 1 && i == 2 ? 7 : -1};
             CHECK(pthread_create(&t[i], NULL, complete_some, &c[i]) == 0);
         }
-        nc_status st = ane_wait_all(&w, &err);
+        nc_status st = ane_wait_all(&w, round ? 0 : 30.0, &err);
         for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
         CHECK(atomic_load(&w.pending) == 0);
         if (round == 0) CHECK(st == NC_OK);
         else CHECK(st == NC_ERR_IO && strcmp(err.msg, "request 7 failed") == 0);
     }
+    /* a request that never completes: the bounded wait gives up */
+    ane_wait_init(&w);
+    ane_wait_add(&w, 1);
+    CHECK(ane_wait_all(&w, 0.05, &err) == NC_ERR_IO && strstr(err.msg, "did not complete") != NULL);
 }
 
 /* --- the plan ------------------------------------------------------------- */
