@@ -230,8 +230,11 @@ def main():
     mean = (last * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
     cls = last[:, 0]
     np.save(os.path.join(db, "ref", "embed_mean.npy"), mean.astype(np.float32))
-    np.save(os.path.join(db, "ref", "embed_cls_norm.npy"),
-            (cls / np.linalg.norm(cls, axis=1, keepdims=True)).astype(np.float32))
+    cls_norm = cls / np.linalg.norm(cls, axis=1, keepdims=True)
+    np.save(os.path.join(db, "ref", "embed_cls_norm.npy"), cls_norm.astype(np.float32))
+    for name, v in (("embed_mean", mean), ("embed_cls_norm", cls_norm)):  # for the shell test
+        with open(os.path.join(db, "ref", name + ".txt"), "w") as f:
+            f.write("\n".join("%.8g" % x for x in v.reshape(-1)) + "\n")
     with open(os.path.join(db, "ref", "texts.txt"), "w") as f:
         f.write("\n".join(texts) + "\n")
 

@@ -18,6 +18,9 @@ int cmd_bounds(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_compare(int argc, char **argv); /* nectar bench --compare (called by cmd_bench) */
+int cmd_embed(int argc, char **argv);
+int cmd_fill_mask(int argc, char **argv);
+int cmd_classify(int argc, char **argv);
 
 /* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
 int cli_fail(const nc_error *err);

@@ -1,0 +1,95 @@
+/* `nectar classify`: labels (config id2label) with probabilities (softmax of
+ * the classifier logits) for each input, most likely first. Needs a
+ * ModernBertForSequenceClassification folder. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "enc_cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nectar classify -m DIR (-p TEXT | -f FILE) [--format text|json]\n\n"
+               "Labels with probabilities for each input, most likely first.\n\n"
+               "  -m, --model DIR       ModernBertForSequenceClassification folder\n"
+               "  -p, --prompt TEXT     one input\n"
+               "  -f, --file FILE       one input per line\n"
+               "      --format text|json  json: one object per input\n"
+               "      --batch N, -t N   inputs per pass (default 8), threads\n");
+}
+
+static void print_one(const enc_cli *c, size_t input, const float *logits, int n, int json) {
+    const modernbert_config *cfg = modernbert_model_config(c->m);
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++)
+        mx = logits[j] > mx ? logits[j] : mx;
+    for (int j = 0; j < n; j++)
+        sum += exp(logits[j] - mx);
+    int order[256], m = n < 256 ? n : 256;
+    for (int j = 0; j < m; j++)
+        order[j] = j;
+    for (int a = 1; a < m; a++) /* insertion sort by logit, descending; few labels */
+        for (int b = a; b > 0 && logits[order[b]] > logits[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    if (json) {
+        fprintf(stdout, "{\"input\": %zu, \"text\": ", input + 1);
+        enc_cli_json_string(stdout, c->texts[input]);
+        fputs(", \"labels\": [", stdout);
+    } else {
+        printf("%s\n", c->texts[input]);
+    }
+    for (int j = 0; j < m; j++) {
+        int l = order[j];
+        double p = exp(logits[l] - mx) / sum;
+        if (json) {
+            fputs(j ? ", {\"label\": " : "{\"label\": ", stdout);
+            enc_cli_json_string(stdout, cfg->id2label[l]);
+            fprintf(stdout, ", \"id\": %d, \"score\": %.6g}", l, p);
+        } else {
+            printf("  %-20s %.4f\n", cfg->id2label[l], p);
+        }
+    }
+    if (json) fputs("]}\n", stdout);
+}
+
+int cmd_classify(int argc, char **argv) {
+    enc_cli_opts o = {0};
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = enc_cli_parse("classify", argc, argv, &i, &o);
+        if (r < 0) return 2;
+        if (r) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+        if (!strcmp(a, "--format") && i + 1 < argc &&
+            (!strcmp(argv[i + 1], "json") || !strcmp(argv[i + 1], "text"))) {
+            json = !strcmp(argv[++i], "json");
+            continue;
+        }
+        return cli_failf("classify: unknown option or missing value: %s (try --help)", a), 2;
+    }
+    enc_cli c;
+    int rc = enc_cli_open(&c, "classify", &o);
+    const modernbert_config *cfg = c.m ? modernbert_model_config(c.m) : NULL;
+    if (!rc && cfg->head != MODERNBERT_HEAD_CLASSIFIER)
+        rc = cli_failf("classify: %s is not a ModernBertForSequenceClassification model", o.model);
+    int L = cfg ? cfg->num_labels : 0;
+    float *logits = rc ? NULL : malloc((size_t)c.batch * (size_t)L * sizeof *logits);
+    if (!rc && !logits) rc = cli_failf("classify: out of memory");
+    for (size_t i0 = 0; !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
+        size_t i1 = i0 + (size_t)c.batch < c.n_texts ? i0 + (size_t)c.batch : c.n_texts;
+        if ((rc = enc_cli_make_batch(&c, i0, i1))) break;
+        modernbert_io io = {.batch = (int)(i1 - i0), .cls_logits = logits, .pooling = -1};
+        if ((rc = enc_cli_forward(&c, &io))) break;
+        for (size_t i = i0; i < i1; i++)
+            print_one(&c, i, logits + (i - i0) * (size_t)L, L, json);
+    }
+    if (!rc) enc_cli_report(&c);
+    free(logits);
+    enc_cli_close(&c);
+    return rc;
+}

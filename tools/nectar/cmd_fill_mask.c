@@ -1,0 +1,155 @@
+/* `nectar fill-mask`: the most likely tokens at each mask token ([MASK] or
+ * <mask>) of the input, with their probabilities (softmax of the MLM
+ * logits), as HF's fill-mask pipeline ranks them. Needs a
+ * ModernBertForMaskedLM folder. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "enc_cli.h"
+
+static void usage(FILE *f) {
+    fprintf(
+        f, "usage: nectar fill-mask -m DIR (-p TEXT | -f FILE) [--top-k K] [--format text|json]\n\n"
+           "Top-k tokens and probabilities at every [MASK] (or <mask>) of each input.\n\n"
+           "  -m, --model DIR       ModernBertForMaskedLM folder\n"
+           "  -p, --prompt TEXT     e.g. \"Paris is the [MASK] of France.\"\n"
+           "  -f, --file FILE       one input per line\n"
+           "      --top-k K         default 5\n"
+           "      --format text|json  json: one object per input and mask\n"
+           "      --batch N, -t N   inputs per pass (default 8), threads\n");
+}
+
+typedef struct {
+    float p;
+    int32_t id;
+} cand;
+
+static int by_prob(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    return x->p < y->p ? 1 : x->p > y->p ? -1 : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Softmax of one row of logits, then the k largest, into top. */
+static void top_k(const float *logits, int V, int k, cand *top, cand *all) {
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++)
+        mx = logits[v] > mx ? logits[v] : mx;
+    double sum = 0;
+    for (int v = 0; v < V; v++)
+        sum += exp((double)logits[v] - mx);
+    for (int v = 0; v < V; v++) {
+        all[v].p = (float)(exp((double)logits[v] - mx) / sum);
+        all[v].id = v;
+    }
+    qsort(all, (size_t)V, sizeof *all, by_prob);
+    memcpy(top, all, (size_t)k * sizeof *top);
+}
+
+static void print_one(const enc_cli *c, size_t input, int mask_no, const cand *top, int k,
+                      int json) {
+    if (json) {
+        fputs("{\"input\": ", stdout);
+        fprintf(stdout, "%zu, \"text\": ", input + 1);
+        enc_cli_json_string(stdout, c->texts[input]);
+        fprintf(stdout, ", \"mask\": %d, \"top\": [", mask_no);
+    } else if (mask_no == 0) {
+        printf("%s\n", c->texts[input]);
+    }
+    for (int j = 0; j < k; j++) {
+        char *s = NULL;
+        nc_error err = {0};
+        if (tok_decode(c->tok, &top[j].id, 1, 0, &s, NULL, &err) != NC_OK) s = NULL;
+        if (json) {
+            fprintf(stdout, "%s{\"token\": %d, \"token_str\": ", j ? ", " : "", (int)top[j].id);
+            enc_cli_json_string(stdout, s ? s : "");
+            fprintf(stdout, ", \"score\": %.6g}", (double)top[j].p);
+        } else {
+            printf("  mask %d  %d. %-16s %.4f  (id %d)\n", mask_no + 1, j + 1, s ? s : "?",
+                   (double)top[j].p, (int)top[j].id);
+        }
+        free(s);
+    }
+    if (json) fputs("]}\n", stdout);
+}
+
+int cmd_fill_mask(int argc, char **argv) {
+    enc_cli_opts o = {0};
+    int k = 5, json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = enc_cli_parse("fill-mask", argc, argv, &i, &o);
+        if (r < 0) return 2;
+        if (r) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+        if (i + 1 >= argc) return cli_failf("fill-mask: unknown option or missing value: %s", a), 2;
+        const char *v = argv[++i];
+        if (!strcmp(a, "--top-k")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (*end || end == v || x < 1 || x > 1000)
+                return cli_failf("fill-mask: --top-k '%s' is not in [1, 1000]", v), 2;
+            k = (int)x;
+        } else if (!strcmp(a, "--format") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
+            json = !strcmp(v, "json");
+        } else {
+            return cli_failf("fill-mask: unknown option %s %s (try --help)", a, v), 2;
+        }
+    }
+    enc_cli c;
+    int rc = enc_cli_open(&c, "fill-mask", &o);
+    const modernbert_config *cfg = c.m ? modernbert_model_config(c.m) : NULL;
+    if (!rc && cfg->head != MODERNBERT_HEAD_MLM)
+        rc = cli_failf("fill-mask: %s is not a ModernBertForMaskedLM model", o.model);
+    int32_t mask_id = -1;
+    if (!rc) {
+        mask_id = tok_find(c.tok, "[MASK]");
+        if (mask_id < 0) mask_id = tok_find(c.tok, "<mask>");
+        if (mask_id < 0) rc = cli_failf("fill-mask: the tokenizer has no [MASK] or <mask> token");
+    }
+    int V = cfg ? cfg->vocab_size : 0;
+    if (k > V && V > 0) k = V;
+    cand *all = rc ? NULL : malloc((size_t)V * sizeof *all), top[1000];
+    if (!rc && !all) rc = cli_failf("fill-mask: out of memory");
+    for (size_t i0 = 0; !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
+        size_t i1 = i0 + (size_t)c.batch < c.n_texts ? i0 + (size_t)c.batch : c.n_texts;
+        if ((rc = enc_cli_make_batch(&c, i0, i1))) break;
+        int n = (int)(i1 - i0), n_rows = 0;
+        int *rows = malloc((size_t)n * (size_t)c.seq * sizeof *rows);
+        if (!rows) {
+            rc = cli_failf("fill-mask: out of memory");
+            break;
+        }
+        for (int r = 0; r < n * c.seq; r++)
+            if (c.mask[r] && c.ids[r] == mask_id) rows[n_rows++] = r;
+        for (int b = 0; b < n && !rc; b++) {
+            int has = 0;
+            for (int j = 0; j < n_rows; j++)
+                has |= rows[j] / c.seq == b;
+            if (!has) rc = cli_failf("fill-mask: input %zu has no mask token", i0 + (size_t)b + 1);
+        }
+        float *logits = rc ? NULL : malloc((size_t)n_rows * (size_t)V * sizeof *logits);
+        if (!rc && !logits) rc = cli_failf("fill-mask: out of memory");
+        modernbert_io io = {.batch = n,
+                            .mlm_logits = logits,
+                            .mlm_rows = rows,
+                            .n_mlm_rows = n_rows,
+                            .pooling = -1};
+        if (!rc) rc = enc_cli_forward(&c, &io);
+        for (int j = 0; j < n_rows && !rc; j++) {
+            int b = rows[j] / c.seq, mask_no = 0;
+            for (int q = 0; q < j; q++)
+                mask_no += rows[q] / c.seq == b;
+            top_k(logits + (size_t)j * V, V, k, top, all);
+            print_one(&c, i0 + (size_t)b, mask_no, top, k, json);
+        }
+        free(logits);
+        free(rows);
+    }
+    if (!rc) enc_cli_report(&c);
+    free(all);
+    enc_cli_close(&c);
+    return rc;
+}
