@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_encoder.h"
 #include "commands.h"
+#include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
 
 static void usage(FILE *f) {
@@ -36,6 +38,9 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
 }
 
 int cmd_compile(int argc, char **argv) {
+    /* encoder folders have their own lowering (cmd_compile_encoder.c) */
+    const char *model = cmd_encoder_model_arg(argc, argv);
+    if (model && lower_is_modernbert_dir(model)) return cmd_compile_encoder(argc, argv);
     lower_compile_options o;
     memset(&o, 0, sizeof o);
     o.progress = -1;

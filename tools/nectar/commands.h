@@ -16,6 +16,7 @@ int cmd_mil_check(int argc, char **argv); /* nectar mil check (called by cmd_mil
 int cmd_mil_run(int argc, char **argv);   /* nectar mil run (called by cmd_mil) */
 int cmd_bounds(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_parity(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_compare(int argc, char **argv); /* nectar bench --compare (called by cmd_bench) */
 int cmd_embed(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
     {"compile", cmd_compile, "lower a model to an ANE bundle (MIL programs + weight.bin)"},
     {"bounds", cmd_bounds, "parameter counts, FLOPs and speed floors of a model shape"},
+    {"parity", cmd_parity, "compare a candidate (bundle) with the CPU engine on a fixture set"},
     {"embed", cmd_embed, "pooled sentence vectors from a ModernBERT-family encoder"},
     {"fill-mask", cmd_fill_mask, "top-k tokens at each [MASK] of a text (masked-LM encoder)"},
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},

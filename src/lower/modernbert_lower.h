@@ -1,0 +1,65 @@
+/* ModernBERT-family encoders as one ANE program: every encoder layer and the
+ * final norm in [B, C, 1, L] layout, one function per (batch, sequence)
+ * shape, all functions sharing one weight.bin. The host keeps the token
+ * embedding, the embedding LayerNorm and the head (docs/encoders-ane.md).
+ *
+ *   encoder_b<B>_s<L>: x [B, D, 1, L], mask_global [B, L, 1, L]
+ *                      (+ mask_local [B, L, 1, L] when the window bites)
+ *                      -> hidden [B, D, 1, L]
+ *
+ * Masks are additive fp16 (0 or -1e4), laid out [b, key, 0, query]. */
+#ifndef NC_LOWER_MODERNBERT_LOWER_H
+#define NC_LOWER_MODERNBERT_LOWER_H
+
+#include "lower/lower_ops.h"
+#include "models/modernbert.h"
+
+#define MB_LOWER_MASK_NEG (-1.0e4) /* finite "minus infinity": HF's finfo.min overflows fp16 */
+#define MB_LOWER_MAX_SHAPES 8      /* buckets and batches, each */
+
+/* Switches of the lowering. The two `wrong_*` ones build a deliberately
+ * NON-equivalent graph so tests can prove the parity gate catches it; they
+ * are never set by `nectar compile`. */
+typedef struct mb_lower_options {
+    int gelu_op;                 /* 1: MIL `gelu` EXACT (flagged by the checker); 0: erf written out */
+    int wrong_softmax_axis;      /* test only: softmax over the query axis (3) */
+    int wrong_rope_across_heads; /* test only: rotate-half over all D channels at once */
+} mb_lower_options;
+
+/* fp16 weights of one encoder layer, [cout, cin, 1, 1] for the convs and
+ * [1, D, 1, 1] for the norms; attn_norm.data is NULL for layer 0 (HF's
+ * nn.Identity). */
+typedef struct mb_layer_weights {
+    lower_weight attn_norm, wqkv, wo, mlp_norm, wi, wo_mlp;
+} mb_layer_weights;
+
+typedef struct mb_encoder_weights {
+    mb_layer_weights *layers; /* num_hidden_layers */
+    lower_weight final_norm;
+    lower_weight rot_head; /* rotate-half per head [hd, hd, 1, 1] (lower_rope_matrix) */
+    lower_weight rot_all;  /* wrong_rope_across_heads only: [D, D, 1, 1] */
+} mb_encoder_weights;
+
+/* Fills ranks and dims of every weight from the config (data left alone). */
+void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w);
+
+/* The function name for a shape: "encoder_b3_s64". */
+void mb_lower_fn_name(char *buf, size_t cap, int batch, int seq);
+
+/* Name of the variable holding layer l's output (before the final norm) in
+ * every function: the interpreter reads it for per-layer parity. */
+void mb_lower_layer_var(char *buf, size_t cap, int layer);
+
+/* 1 when a (batch, seq) function needs its own mask_local input: some layer
+ * is local and the band |q - k| <= window/2 excludes a pair inside seq. */
+int mb_lower_needs_local_mask(const modernbert_config *c, int seq);
+
+/* Builds the encoder program into dir (dir/weights/weight.bin) with one
+ * function per (batches[i], seqs[j]); checked with the ANE rules (zero
+ * errors) before it is returned. */
+nc_status mb_lower_encoder_program(const modernbert_config *c, mb_encoder_weights *w,
+                                   const int *batches, int n_batches, const int *seqs, int n_seqs,
+                                   const mb_lower_options *opt, const char *dir,
+                                   mil_program **out, nc_error *err);
+
+#endif

@@ -1,0 +1,184 @@
+/* `nectar parity`: the parity gate (src/models/modernbert_mil_parity.h) on
+ * the command line. The CPU engine on the original folder is the reference;
+ * the candidate is an encoder bundle run by the fp16 interpreter. Exits 1
+ * when the gate fails, so scripts can refuse a conversion. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mmap.h"
+#include "commands.h"
+#include "io/npy.h"
+#include "models/modernbert_mil.h"
+#include "models/modernbert_mil_parity.h"
+#include "text/tokenizer.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nectar parity -m DIR --candidate BUNDLE --inputs FILE [options]\n\n"
+               "Compares an encoder bundle (nectar compile, run by the fp16 interpreter) with the\n"
+               "CPU engine on a fixture set: argmax agreement (must be 100%%), max probability\n"
+               "drift (must be <= 0.02), finiteness, determinism over repeated runs, per-layer\n"
+               "hidden-state errors, and per input the top-1/top-2 margin beside the logit\n"
+               "error (\"not certified\" when the margin is below twice the error).\n"
+               "Exit status 1 when the gate fails.\n\n"
+               "  -m, --model DIR        the reference: a Hugging Face ModernBERT folder\n"
+               "      --candidate BUNDLE the encoder bundle to judge\n"
+               "      --inputs FILE      text, one input per line (tokenized with DIR's tokenizer,\n"
+               "                         special tokens added), or token ids as .npy [N, S]\n"
+               "      --mask FILE.npy    with .npy ids: 1 real, 0 padding [N, S] (default all real)\n"
+               "      --repeats N        candidate runs for the determinism check (default 2)\n"
+               "  -t, --threads N        threads (default: all cores)\n");
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* ids (and mask) [n][seq] from .npy files. */
+static nc_status read_npy_ids(const char *ids_path, const char *mask_path, int32_t **ids,
+                              int32_t **mask, int *n, int *seq, nc_error *err) {
+    nc_npy a = {0}, m = {0};
+    float *fa = NULL, *fm = NULL;
+    NC_TRY(nc_npy_read(ids_path, &a, err));
+    nc_status st = a.ndim == 2 && a.count ? NC_OK
+                   : nc_fail(err, NC_ERR_FORMAT, "%s: token ids must be a 2-D array [N, S]", ids_path);
+    if (!st) st = nc_npy_to_f32(&a, &fa, err);
+    if (!st && mask_path) st = nc_npy_read(mask_path, &m, err);
+    if (!st && mask_path && (m.ndim != 2 || m.shape[0] != a.shape[0] || m.shape[1] != a.shape[1]))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: the mask must have the shape of the ids", mask_path);
+    if (!st && mask_path) st = nc_npy_to_f32(&m, &fm, err);
+    if (!st) {
+        *n = (int)a.shape[0];
+        *seq = (int)a.shape[1];
+        *ids = malloc(a.count * sizeof **ids);
+        *mask = malloc(a.count * sizeof **mask);
+        if (!*ids || !*mask) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; !st && i < a.count; i++) {
+            (*ids)[i] = (int32_t)fa[i];
+            (*mask)[i] = fm ? fm[i] != 0 : 1;
+        }
+    }
+    free(fa);
+    free(fm);
+    nc_npy_free(&a);
+    nc_npy_free(&m);
+    return st;
+}
+
+/* One input per non-empty line, encoded with special tokens, padded. */
+static nc_status read_text_ids(const char *path, const char *model_dir, int32_t pad,
+                               int32_t **ids, int32_t **mask, int *n, int *seq, nc_error *err) {
+    char tp[4200], *text = NULL;
+    size_t len = 0;
+    snprintf(tp, sizeof tp, "%s/tokenizer.json", model_dir);
+    tok_tokenizer *tok = NULL;
+    NC_TRY(nc_read_file(path, &text, &len, err));
+    nc_status st = tok_load(tp, &tok, err);
+    int cap = 0, count = 0, longest = 0;
+    int32_t **rows = NULL;
+    size_t *lens = NULL;
+    for (char *p = text; !st && p < text + len;) {
+        char *e = memchr(p, '\n', (size_t)(text + len - p));
+        size_t l = e ? (size_t)(e - p) : (size_t)(text + len - p);
+        if (l && p[l - 1] == '\r') l--;
+        if (l) {
+            if (count == cap) {
+                cap = cap ? 2 * cap : 16;
+                int32_t **r2 = realloc(rows, (size_t)cap * sizeof *rows);
+                size_t *l2 = r2 ? realloc(lens, (size_t)cap * sizeof *lens) : NULL;
+                if (r2) rows = r2;
+                if (l2) lens = l2;
+                if (!r2 || !l2) {
+                    st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+                    break;
+                }
+            }
+            st = tok_encode_special(tok, p, l, &rows[count], &lens[count], err);
+            if (st) nc_fail_prefix(err, "%s: line %d", path, count + 1);
+            else if ((int)lens[count++] > longest) longest = (int)lens[count - 1];
+        }
+        p += l + (e ? (size_t)(e - p - l) + 1 : 0);
+        if (!e) break;
+    }
+    if (!st && (!count || !longest)) st = nc_fail(err, NC_ERR_INVALID, "%s: no inputs", path);
+    if (!st) {
+        *ids = malloc((size_t)count * longest * sizeof **ids);
+        *mask = malloc((size_t)count * longest * sizeof **mask);
+        if (!*ids || !*mask) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        for (int r = 0; !st && r < count; r++)
+            for (int t = 0; t < longest; t++) {
+                int real = t < (int)lens[r];
+                (*ids)[(size_t)r * longest + t] = real ? rows[r][t] : pad;
+                (*mask)[(size_t)r * longest + t] = real;
+            }
+        *n = count;
+        *seq = longest;
+    }
+    for (int r = 0; r < count; r++) free(rows[r]);
+    free(rows);
+    free(lens);
+    free(text);
+    tok_free(tok);
+    return st;
+}
+
+static nc_status mil_forward(void *ctx, const modernbert_io *io, nc_error *err) {
+    return modernbert_mil_forward(ctx, io, err);
+}
+
+int cmd_parity(int argc, char **argv) {
+    const char *model = NULL, *bundle = NULL, *inputs = NULL, *mask_path = NULL;
+    int repeats = 2, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+        if (i + 1 >= argc) return cli_failf("parity: %s needs a value (try --help)", a), 2;
+        const char *v = argv[++i];
+        char *end;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--candidate")) bundle = v;
+        else if (!strcmp(a, "--inputs")) inputs = v;
+        else if (!strcmp(a, "--mask")) mask_path = v;
+        else if (!strcmp(a, "--repeats") || !strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            errno = 0;
+            long x = strtol(v, &end, 10);
+            if (errno || *end || end == v || x < (a[1] == 'r' || a[2] == 'r' ? 2 : 1) || x > 1024)
+                return cli_failf("%s: '%s' is not a valid count", a, v), 2;
+            if (!strcmp(a, "--repeats")) repeats = (int)x;
+            else threads = (int)x;
+        } else
+            return cli_failf("parity: unknown option '%s' (try nectar parity --help)", a), 2;
+    }
+    if (!model || !bundle || !inputs)
+        return cli_failf("parity: -m DIR, --candidate BUNDLE and --inputs FILE are required"), 2;
+    nc_error err = {0};
+    modernbert_model *cpu = NULL;
+    modernbert_mil *cand = NULL;
+    int32_t *ids = NULL, *mask = NULL;
+    int n = 0, seq = 0, rc = 1;
+    mb_parity_report rep;
+    memset(&rep, 0, sizeof rep);
+    nc_status st = modernbert_load(model, threads, &cpu, &err);
+    if (!st) st = modernbert_mil_open(bundle, threads, &cand, &err);
+    if (!st && ends_with(inputs, ".npy"))
+        st = read_npy_ids(inputs, mask_path, &ids, &mask, &n, &seq, &err);
+    else if (!st) {
+        const modernbert_config *c = modernbert_model_config(cpu);
+        st = read_text_ids(inputs, model, c->pad_token_id >= 0 ? c->pad_token_id : 0, &ids, &mask,
+                           &n, &seq, &err);
+    }
+    if (!st) st = mb_parity_run(cpu, mil_forward, cand, ids, mask, n, seq, repeats, &rep, &err);
+    if (st) rc = cli_fail(&err);
+    else {
+        mb_parity_print(&rep, stdout);
+        rc = rep.passed ? 0 : 1;
+    }
+    mb_parity_report_free(&rep);
+    free(ids);
+    free(mask);
+    modernbert_mil_free(cand);
+    modernbert_free(cpu);
+    return rc;
+}
