@@ -60,11 +60,14 @@ done
 [ -f "$TMP/dc/layer_03.npy" ] && ok=0
 if [ $ok = 1 ]; then pass run_dump_layers_both_backends; else fail run_dump_layers_both_backends "$(ls "$TMP/dc" "$TMP/dm")"; fi
 
-# chat through the bundle: one turn, greedy, ends cleanly
-if printf 'Hello\n' | "$BIN" chat $T --backend mil -m "$TMP/b" --temp 0 -n 8 >"$TMP/out" 2>"$TMP/err"; then
-    pass chat_mil_runs
+# chat through the bundle: two turns (the second reuses the cached prefix),
+# greedy, the same replies as the cpu backend
+printf 'Hello\nAnd then?\n' | "$BIN" chat $T -m $M --temp 0 -n 12 >"$TMP/chat_cpu" 2>"$TMP/err1"
+if printf 'Hello\nAnd then?\n' | "$BIN" chat $T --backend mil -m "$TMP/b" --temp 0 -n 12 \
+    >"$TMP/chat_mil" 2>"$TMP/err" && [ -s "$TMP/chat_cpu" ] && cmp -s "$TMP/chat_cpu" "$TMP/chat_mil"; then
+    pass chat_mil_two_turns_equal_cpu
 else
-    fail chat_mil_runs "$(tail -2 "$TMP/err")"
+    fail chat_mil_two_turns_equal_cpu "cpu '$(cat "$TMP/chat_cpu")' mil '$(cat "$TMP/chat_mil")' $(tail -1 "$TMP/err")"
 fi
 
 # errors: one line, exit 1 or 2, no partial bundle
