@@ -5,6 +5,7 @@
 #define _XOPEN_SOURCE 700
 #include "lower/qwen3_compile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -32,12 +33,22 @@ void lower_remove_tree(const char *dir) {
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static size_t tree_bytes;
-static int add_size(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)path;
-    (void)ftw;
-    if (flag == FTW_F) tree_bytes += (size_t)sb->st_size;
-    return 0;
+/* Bytes of the regular files below dir (the bundle's size). */
+static size_t tree_bytes(const char *dir) {
+    size_t total = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[4200];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (lstat(p, &sb) != 0) continue;
+        if (S_ISDIR(sb.st_mode)) total += tree_bytes(p);
+        else if (S_ISREG(sb.st_mode)) total += (size_t)sb.st_size;
+    }
+    closedir(d);
+    return total;
 }
 
 typedef struct compile_ctx {
@@ -323,9 +334,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         st = lower_manifest_write(m, mp, err);
     }
     if (!st) {
-        tree_bytes = 0;
-        nftw(c->tmp, add_size, 16, FTW_PHYS);
-        rep->bundle_bytes = tree_bytes;
+        rep->bundle_bytes = tree_bytes(c->tmp);
         st = publish(c->tmp, opt->out_dir, err);
     }
     if (st && c->tmp[0]) lower_remove_tree(c->tmp);
