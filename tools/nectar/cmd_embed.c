@@ -25,6 +25,8 @@ static void usage(FILE *f) {
             "  -o, --out FILE        write there (atomically) instead of stdout\n"
             "      --batch N         inputs per forward pass (default 8)\n"
             "  -t, --threads N       default: all cores\n"
+            "      --bench BxL,...   instead: time the forward pass on random ids at these\n"
+            "                        batch x length shapes (e.g. 1x96,3x64); --runs N (20)\n"
             "Throughput goes to stderr.\n");
 }
 
@@ -70,8 +72,8 @@ static int write_npy(const char *out, const float *v, size_t n, int d) {
 
 int cmd_embed(int argc, char **argv) {
     enc_cli_opts o = {0};
-    const char *out = NULL, *format = "json", *pooling_name = NULL;
-    int normalize = 0;
+    const char *out = NULL, *format = "json", *pooling_name = NULL, *bench = NULL;
+    int normalize = 0, runs = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = enc_cli_parse("embed", argc, argv, &i, &o);
@@ -89,8 +91,17 @@ int cmd_embed(int argc, char **argv) {
             format = argv[++i];
         else if (!strcmp(a, "--pooling"))
             pooling_name = argv[++i];
-        else
+        else if (!strcmp(a, "--bench"))
+            bench = argv[++i];
+        else if (!strcmp(a, "--runs")) {
+            runs = atoi(argv[++i]);
+            if (runs < 1 || runs > 100000) return cli_failf("embed: --runs must be >= 1"), 2;
+        } else
             return cli_failf("embed: unknown option %s (try --help)", a), 2;
+    }
+    if (bench) {
+        if (!o.model) return cli_failf("embed: -m DIR is required (try --help)"), 2;
+        return enc_cli_bench(o.model, bench, runs, o.threads);
     }
     int is_npy = !strcmp(format, "npy");
     if (!is_npy && strcmp(format, "json"))

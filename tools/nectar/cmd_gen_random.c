@@ -16,6 +16,7 @@
 #include "base/pool.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "enc_cli.h"
 #include "io/hf_weights.h"
 #include "io/safetensors_write.h"
 
@@ -243,6 +244,7 @@ static nc_status write_weights(gen_plan *p, const char *out, nc_error *err) {
 
 static int usage(void) {
     fprintf(stderr, "usage: nectar gen-random --like qwen3-0.6b|qwen3-1.7b|qwen3-4b OUT\n"
+                    "       (encoders: --like modernbert-base|modernbert-large|mmbert-base)\n"
                     "         [--dtype bf16|f16|f32] [--seed S] [--tokenizer DIR] [-t N]\n"
                     "Writes a Qwen3 folder with random weights at the real shapes.\n"
                     "Tokenizer files are copied from DIR (default: $NECTAR_SHARED/data/\n"
@@ -251,6 +253,7 @@ static int usage(void) {
 }
 
 int cmd_gen_random(int argc, char **argv) {
+    if (gen_random_is_encoder(argc, argv)) return gen_random_encoder(argc, argv); /* ModernBERT */
     const char *like = NULL, *out = NULL, *dtype = "bf16", *tok_dir = NULL;
     uint64_t seed = 1;
     int threads = 0;

@@ -9,11 +9,13 @@
 #include <stdint.h>
 
 #include "models/modernbert.h"
+#include "models/modernbert_mil.h"
 #include "text/tokenizer.h"
 
 typedef struct enc_cli {
     const char *cmd; /* "embed", ... for messages */
     modernbert_model *m;
+    modernbert_mil *mil; /* --backend mil: the bundle's runner (m is its host engine) */
     tok_tokenizer *tok;
     char **texts;
     size_t n_texts;
@@ -29,6 +31,7 @@ typedef struct enc_cli {
  * after printing an error (a missing value). */
 typedef struct enc_cli_opts {
     const char *model, *prompt, *file;
+    const char *backend; /* "cpu" (default) or "mil": -m names an encoder bundle */
     int threads, batch;
 } enc_cli_opts;
 int enc_cli_parse(const char *cmd, int argc, char **argv, int *i, enc_cli_opts *o);
@@ -50,5 +53,14 @@ void enc_cli_report(const enc_cli *c);
 
 /* Writes a JSON string literal (quotes and escapes) to f. */
 void enc_cli_json_string(FILE *f, const char *s);
+
+/* `embed --bench BxL,...`: latency of the forward pass at fixed shapes
+ * (enc_bench.c). */
+int enc_cli_bench(const char *model, const char *shapes, int runs, int threads);
+
+/* gen-random for encoder shapes (gen_random_encoder.c): whether --like
+ * names one, and the command itself. */
+int gen_random_is_encoder(int argc, char **argv);
+int gen_random_encoder(int argc, char **argv);
 
 #endif
