@@ -8,6 +8,7 @@
 #include "../test.h"
 #include "ane_host/ane_attrs.h"
 #include "ane_host/ane_bind.h"
+#include "ane_host/ane_encoding.h"
 #include "base/mmap.h"
 
 static int load(const char *name, ane_attrs *a, nc_error *err) {
@@ -186,7 +187,28 @@ static void test_binding_mismatches_are_errors(void) {
     ane_attrs_free(&a);
 }
 
+/* Runtime encodings (as method_getTypeEncoding returns them on arm64)
+ * against the offset-free forms src/ane's selector table holds. */
+static void test_type_encodings_compare_without_offsets(void) {
+    static const char *const cases[][2] = {
+        {"B48@0:8@16@24I32^@36", "B@:@@I^@"},     /* compileModel:options:qos:error: */
+        {"@32@0:8@16@24", "@@:@@"},               /* modelAtURL:key: */
+        {"@24@0:8^{__IOSurface=}16", "@@:^{__IOSurface=}"},
+        {"v24@0:8@?16", "v@:@?"},                 /* setCompletionHandler: */
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        ane_encoding_strip_offsets(cases[i][0], out, sizeof out);
+        CHECKF(strcmp(out, cases[i][1]) == 0, "%s -> %s", cases[i][0], out);
+    }
+    char small[4];
+    ane_encoding_strip_offsets("B48@0:8@16", small, sizeof small);
+    CHECK(strcmp(small, "B@:") == 0);
+}
+
 int main(void) {
+    RUN(test_type_encodings_compare_without_offsets);
     RUN(test_identity_model_attributes);
     RUN(test_procedure_ids_and_repeated_symbol_names);
     RUN(test_malformed_attributes_name_the_key);

@@ -1,0 +1,29 @@
+/* The real Neural Engine behind the ane_device interface
+ * (src/ane_host/ane_device.h), through Apple's private
+ * AppleNeuralEngine.framework: the file path of the reference (§6.2) --
+ * _ANEModel modelAtURL:key: on the bundle's program folder, _ANEClient
+ * compile / load / evaluate / unload, _ANERequest with IOSurface-backed
+ * _ANEIOSurfaceObject buffers bound by symbol index, and completion
+ * handlers for asynchronous submission.
+ *
+ * macOS on Apple silicon only; compiled only on Darwin. WRITTEN TO THE
+ * DOCUMENTED FACTS AND NEVER RUN ON A DEVICE BY THIS PROJECT: see
+ * docs/ane-bridge.md for what is verified and what is not. */
+#ifndef NC_ANE_ANE_APPLE_H
+#define NC_ANE_ANE_APPLE_H
+
+#include "ane_host/ane_device.h"
+
+#define ANE_FRAMEWORK_PATH \
+    "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine"
+
+typedef struct ane_apple_options {
+    unsigned qos; /* 0: 21, QOS_CLASS_DEFAULT, what every public project passes */
+} ane_apple_options;
+
+/* Loads the framework, checks every selector's type encoding, connects to
+ * the ANE daemon (_ANEClient sharedConnection). opt may be NULL. */
+nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error *err);
+void ane_apple_close(ane_device *dev);
+
+#endif

@@ -1,0 +1,407 @@
+/* The ane_device of the real Neural Engine (ane_apple.h). Each entry point
+ * runs in its own autorelease pool, retains what it keeps and releases it
+ * in the matching close/free. Synchronous evaluation relies on
+ * -evaluateWithModel:... returning when the request is done (no completion
+ * handler set: the maderix/Orion usage); asynchronous submission sets the
+ * hand-written completion block first (ane_block.h), the usage splash and
+ * the reverse-engineering article report.
+ * macOS only; NOT run on a device by this project. */
+#include <IOSurface/IOSurface.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ane/ane_apple.h"
+#include "ane/ane_block.h"
+#include "ane/ane_objc.h"
+#include "base/mmap.h"
+
+/* A CF object passed where the method takes an id (toll-free bridging). */
+#define ANE_ID(cf) ((id)(uintptr_t)(cf))
+
+/* The methods used, with their encodings as the splash runtime's table
+ * lists them (reference §1); checked at open. */
+enum {
+    M_MODEL_AT_URL, M_MODEL_ATTRS, M_SHARED, M_COMPILE, M_EXISTS, M_PURGE, M_LOAD, M_UNLOAD,
+    M_EVAL, M_IOOBJ, M_REQ9, M_REQ7, M_SET_HANDLER, M_COUNT
+};
+static const ane_objc_method methods[M_COUNT] = {
+    {"_ANEModel", '+', "modelAtURL:key:", "@@:@@", 1},
+    {"_ANEModel", '-', "modelAttributes", "@@:", 1},
+    {"_ANEClient", '+', "sharedConnection", "@@:", 1},
+    {"_ANEClient", '-', "compileModel:options:qos:error:", "B@:@@I^@", 1},
+    {"_ANEClient", '-', "compiledModelExistsFor:", "B@:@", 1},
+    {"_ANEClient", '-', "purgeCompiledModel:", "v@:@", 1},
+    {"_ANEClient", '-', "loadModel:options:qos:error:", "B@:@@I^@", 1},
+    {"_ANEClient", '-', "unloadModel:options:qos:error:", "B@:@@I^@", 1},
+    {"_ANEClient", '-', "evaluateWithModel:options:request:qos:error:", "B@:@@@I^@", 1},
+    {"_ANEIOSurfaceObject", '+', "objectWithIOSurface:", "@@:^{__IOSurface=}", 1},
+    {"_ANERequest", '+',
+     "requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:"
+     "sharedEvents:transactionHandle:",
+     "@@:@@@@@@@@@", 0},
+    {"_ANERequest", '+',
+     "requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:",
+     "@@:@@@@@@@", 0},
+    {"_ANERequest", '-', "setCompletionHandler:", "v@:@?", 1},
+};
+
+typedef struct apple_dev {
+    void *framework;
+    unsigned qos;
+    id client;             /* _ANEClient, retained */
+    CFDictionaryRef empty; /* @{} for options */
+    CFDictionaryRef compile_opts;
+    int has_req9;
+    SEL sel[M_COUNT];
+} apple_dev;
+
+struct ane_model {
+    apple_dev *d;
+    id model; /* _ANEModel, retained */
+    int loaded;
+    char *json;
+    char dir[1024];
+};
+
+struct ane_surface {
+    IOSurfaceRef s;
+    id obj; /* _ANEIOSurfaceObject, retained */
+    size_t bytes;
+};
+
+struct ane_request {
+    ane_model *m;
+    id req; /* _ANERequest, retained */
+    ane_completion_block block;
+};
+
+static Class cls(int m) {
+    return objc_lookUpClass(methods[m].cls);
+}
+
+/* --- models --------------------------------------------------------------- */
+
+/* FNV-1a over the program's files: the model key, so that the daemon's
+ * compile cache (keyed by it) never serves another program's binary. */
+static nc_status hash_file(const char *path, int required, uint64_t *h, nc_error *err) {
+    if (!required && !nc_file_exists(path)) return NC_OK;
+    nc_mapped_file f;
+    NC_TRY(nc_map_file(path, &f, err));
+    for (size_t i = 0; i < f.size_bytes; i++) *h = (*h ^ f.data[i]) * 0x100000001b3ull;
+    nc_unmap_file(&f);
+    return NC_OK;
+}
+
+static nc_status fail_ns(nc_error *err, const char *sel, const char *dir, id e) {
+    char why[200];
+    ane_objc_error_text(e, why, sizeof why);
+    return nc_fail(err, NC_ERR_IO, "-[_ANEClient %s] failed for %s: %s", sel, dir, why);
+}
+
+typedef ane_bool (*client_model_fn)(id, SEL, id, CFDictionaryRef, unsigned, id *);
+
+static nc_status compile_and_load(apple_dev *d, ane_model *m, nc_error *err) {
+    id e = NULL;
+    client_model_fn compile = ANE_MSG(client_model_fn), load = ANE_MSG(client_model_fn);
+    ane_bool cached = ANE_MSG(ane_bool (*)(id, SEL, id))(d->client, d->sel[M_EXISTS], m->model);
+    if (!cached && !compile(d->client, d->sel[M_COMPILE], m->model, d->compile_opts, d->qos, &e))
+        return fail_ns(err, methods[M_COMPILE].sel, m->dir, e);
+    if (load(d->client, d->sel[M_LOAD], m->model, d->empty, d->qos, &e)) return NC_OK;
+    /* a stale cached binary: purge, compile again, load again (splash) */
+    ANE_MSG(void (*)(id, SEL, id))(d->client, d->sel[M_PURGE], m->model);
+    e = NULL;
+    if (!compile(d->client, d->sel[M_COMPILE], m->model, d->compile_opts, d->qos, &e))
+        return fail_ns(err, methods[M_COMPILE].sel, m->dir, e);
+    e = NULL;
+    if (!load(d->client, d->sel[M_LOAD], m->model, d->empty, d->qos, &e))
+        return fail_ns(err, methods[M_LOAD].sel, m->dir, e);
+    return NC_OK;
+}
+
+static void apple_model_close(ane_model *m) {
+    if (!m) return;
+    id pool = ane_objc_pool_push();
+    apple_dev *d = m->d;
+    if (m->loaded) {
+        id e = NULL; /* nothing to do about a failed unload but go on */
+        ANE_MSG(client_model_fn)(d->client, d->sel[M_UNLOAD], m->model, d->empty, d->qos, &e);
+    }
+    ane_objc_release(m->model);
+    ane_objc_pool_pop(pool);
+    free(m->json);
+    free(m);
+}
+
+static nc_status open_in_pool(apple_dev *d, ane_model *m, const char *dir, nc_error *err) {
+    char path[1200], key[40];
+    uint64_t h = 0xcbf29ce484222325ull;
+    snprintf(path, sizeof path, "%s/model.mil", dir);
+    NC_TRY(hash_file(path, 1, &h, err));
+    snprintf(path, sizeof path, "%s/weights/weight.bin", dir);
+    NC_TRY(hash_file(path, 0, &h, err));
+    snprintf(key, sizeof key, "nectar-%016llx", (unsigned long long)h);
+    CFURLRef url = CFURLCreateFromFileSystemRepresentation(kCFAllocatorDefault, (const UInt8 *)dir,
+                                                           (CFIndex)strlen(dir), 1);
+    CFStringRef k = ane_cf_string(key);
+    id model = url && k ? ANE_MSG(id (*)(Class, SEL, id, id))(cls(M_MODEL_AT_URL), d->sel[M_MODEL_AT_URL],
+                                                              ANE_ID(url), ANE_ID(k))
+                        : NULL;
+    if (url) CFRelease(url);
+    if (k) CFRelease(k);
+    if (!model) return nc_fail(err, NC_ERR_IO, "+[_ANEModel modelAtURL:key:] returned nil for %s", dir);
+    m->model = ane_objc_retain(model);
+    NC_TRY(compile_and_load(d, m, err));
+    m->loaded = 1;
+    id attrs = ANE_MSG(id (*)(id, SEL))(m->model, d->sel[M_MODEL_ATTRS]);
+    if (ane_cf_to_json((CFTypeRef)attrs, &m->json, err)) return nc_fail_prefix(err, "%s", dir);
+    return NC_OK;
+}
+
+static nc_status apple_model_open(void *dev, const char *dir, ane_model **out, nc_error *err) {
+    apple_dev *d = dev;
+    ane_model *m = calloc(1, sizeof *m);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    m->d = d;
+    if (strlen(dir) >= sizeof m->dir) {
+        free(m);
+        return nc_fail(err, NC_ERR_RANGE, "%s: path too long", dir);
+    }
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    id pool = ane_objc_pool_push();
+    nc_status st = open_in_pool(d, m, dir, err);
+    ane_objc_pool_pop(pool);
+    if (st) {
+        apple_model_close(m);
+        return st;
+    }
+    *out = m;
+    return NC_OK;
+}
+
+static nc_status apple_model_attrs(ane_model *m, const char **json, size_t *len, nc_error *err) {
+    (void)err;
+    *json = m->json;
+    *len = strlen(m->json);
+    return NC_OK;
+}
+
+/* --- surfaces ------------------------------------------------------------- */
+
+static void apple_surface_free(ane_surface *s) {
+    if (!s) return;
+    ane_objc_release(s->obj);
+    if (s->s) CFRelease(s->s);
+    free(s);
+}
+
+/* A flat byte buffer: one row up to 16 KB, else rows of 4096 bytes (a page,
+ * so IOSurface never pads a row and the bytes stay contiguous; the
+ * ane-bridge-rs recipe). The 64-byte row layout lives inside those bytes. */
+static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, nc_error *err) {
+    apple_dev *d = dev;
+    if (!bytes) bytes = 64;
+    size_t w = bytes <= 16384 ? bytes : 4096, h = (bytes + w - 1) / w;
+    ane_surface *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    s->bytes = bytes;
+    CFStringRef keys[6] = {kIOSurfaceWidth, kIOSurfaceHeight, kIOSurfaceBytesPerElement,
+                           kIOSurfaceBytesPerRow, kIOSurfaceAllocSize, kIOSurfacePixelFormat};
+    CFTypeRef vals[6] = {ane_cf_int((int64_t)w), ane_cf_int((int64_t)h), ane_cf_int(1),
+                         ane_cf_int((int64_t)w), ane_cf_int((int64_t)(w * h)), ane_cf_int(0)};
+    CFDictionaryRef props = ane_cf_dict(6, keys, vals);
+    for (int i = 0; i < 6; i++)
+        if (vals[i]) CFRelease(vals[i]);
+    s->s = props ? IOSurfaceCreate(props) : NULL;
+    if (props) CFRelease(props);
+    if (!s->s) {
+        apple_surface_free(s);
+        return nc_fail(err, NC_ERR_NOMEM, "IOSurfaceCreate failed for %zu bytes", bytes);
+    }
+    if (IOSurfaceGetBytesPerRow(s->s) != w || IOSurfaceGetAllocSize(s->s) < bytes) {
+        size_t bpr = IOSurfaceGetBytesPerRow(s->s);
+        apple_surface_free(s);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "IOSurfaceCreate: %zu bytes per row, asked for %zu", bpr, w);
+    }
+    id pool = ane_objc_pool_push();
+    id obj = ANE_MSG(id (*)(Class, SEL, IOSurfaceRef))(cls(M_IOOBJ), d->sel[M_IOOBJ], s->s);
+    s->obj = ane_objc_retain(obj);
+    ane_objc_pool_pop(pool);
+    if (!s->obj) {
+        apple_surface_free(s);
+        return nc_fail(err, NC_ERR_IO, "+[_ANEIOSurfaceObject objectWithIOSurface:] returned nil");
+    }
+    *out = s;
+    return NC_OK;
+}
+
+/* Writes are made visible to the ANE by the unlock; kIOSurfaceLockAvoidSync
+ * is not used (the reference: never on unlock). */
+static void *apple_surface_lock(ane_surface *s, int read_only, nc_error *err) {
+    kern_return_t kr = IOSurfaceLock(s->s, read_only ? kIOSurfaceLockReadOnly : 0, NULL);
+    if (kr != 0) {
+        nc_fail(err, NC_ERR_IO, "IOSurfaceLock failed: kern_return 0x%x", (unsigned)kr);
+        return NULL;
+    }
+    return IOSurfaceGetBaseAddress(s->s);
+}
+
+static void apple_surface_unlock(ane_surface *s, int read_only) {
+    IOSurfaceUnlock(s->s, read_only ? kIOSurfaceLockReadOnly : 0, NULL);
+}
+
+/* --- requests ------------------------------------------------------------- */
+
+static void apple_request_free(ane_request *r) {
+    if (!r) return;
+    ane_objc_release(r->req);
+    free(r);
+}
+
+static CFArrayRef objects(int n, ane_surface *const *s) {
+    const void *v[64];
+    for (int i = 0; i < n && i < 64; i++) v[i] = s[i]->obj;
+    return CFArrayCreate(kCFAllocatorDefault, v, n, &kCFTypeArrayCallBacks);
+}
+
+static CFArrayRef numbers(int n, const int *x) {
+    CFNumberRef v[64];
+    for (int i = 0; i < n && i < 64; i++) v[i] = ane_cf_int(x[i]);
+    CFArrayRef a = CFArrayCreate(kCFAllocatorDefault, (const void **)v, n, &kCFTypeArrayCallBacks);
+    for (int i = 0; i < n && i < 64; i++)
+        if (v[i]) CFRelease(v[i]);
+    return a;
+}
+
+static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surface *const *in,
+                                   const int *in_idx, int n_out, ane_surface *const *out,
+                                   const int *out_idx, ane_request **req, nc_error *err) {
+    apple_dev *d = m->d;
+    if (n_in < 0 || n_out < 0 || n_in > 64 || n_out > 64)
+        return nc_fail(err, NC_ERR_RANGE, "_ANERequest: %d inputs, %d outputs", n_in, n_out);
+    ane_request *r = calloc(1, sizeof *r);
+    if (!r) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    r->m = m;
+    char what[64];
+    snprintf(what, sizeof what, "procedure %d", proc_id);
+    ane_block_init(&r->block, what);
+    id pool = ane_objc_pool_push();
+    CFArrayRef ins = objects(n_in, in), outs = objects(n_out, out);
+    CFArrayRef ii = numbers(n_in, in_idx), oi = numbers(n_out, out_idx);
+    CFArrayRef perf = CFArrayCreate(kCFAllocatorDefault, NULL, 0, &kCFTypeArrayCallBacks); /* validate calls -count */
+    CFNumberRef proc = ane_cf_int(proc_id);
+    id q = NULL;
+    if (ins && outs && ii && oi && perf && proc) {
+        if (d->has_req9)
+            q = ANE_MSG(id (*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
+                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi), NULL,
+                ANE_ID(perf), ANE_ID(proc), NULL, NULL);
+        else
+            q = ANE_MSG(id (*)(Class, SEL, id, id, id, id, id, id, id))(
+                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi), NULL,
+                ANE_ID(perf), ANE_ID(proc));
+    }
+    r->req = ane_objc_retain(q);
+    CFTypeRef made[6] = {ins, outs, ii, oi, perf, proc};
+    for (int i = 0; i < 6; i++)
+        if (made[i]) CFRelease(made[i]);
+    ane_objc_pool_pop(pool);
+    if (!r->req) {
+        apple_request_free(r);
+        return nc_fail(err, NC_ERR_IO, "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
+                       proc_id);
+    }
+    *req = r;
+    return NC_OK;
+}
+
+typedef ane_bool (*eval_fn)(id, SEL, id, CFDictionaryRef, id, unsigned, id *);
+
+/* One evaluateWithModel: call with the given completion block (NULL: none). */
+static ane_bool evaluate_once(ane_request *r, ane_completion_block *block, id *e) {
+    apple_dev *d = r->m->d;
+    ANE_MSG(void (*)(id, SEL, void *))(r->req, d->sel[M_SET_HANDLER], block);
+    return ANE_MSG(eval_fn)(d->client, d->sel[M_EVAL], r->m->model, d->empty, r->req, d->qos, e);
+}
+
+static nc_status apple_evaluate(ane_request *r, nc_error *err) {
+    id pool = ane_objc_pool_push();
+    id e = NULL;
+    ane_bool ok = evaluate_once(r, NULL, &e);
+    nc_status st = ok ? NC_OK : fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
+    ane_objc_pool_pop(pool);
+    return st;
+}
+
+static nc_status apple_submit(ane_request *r, ane_done_fn done, void *user, nc_error *err) {
+    id pool = ane_objc_pool_push();
+    ane_block_arm(&r->block, done, user);
+    id e = NULL;
+    nc_status st = NC_OK;
+    if (!evaluate_once(r, &r->block, &e) && ane_block_disarm(&r->block))
+        st = fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
+    ane_objc_pool_pop(pool);
+    return st;
+}
+
+static const ane_device_ops apple_ops = {
+    "ane",             apple_model_open,   apple_model_attrs,    apple_model_close,
+    apple_surface_new, apple_surface_lock, apple_surface_unlock, apple_surface_free,
+    apple_request_new, apple_request_free, apple_evaluate,       apple_submit,
+};
+
+/* --- the device ----------------------------------------------------------- */
+
+void ane_apple_close(ane_device *dev) {
+    apple_dev *d = dev ? dev->impl : NULL;
+    if (!d) return;
+    ane_objc_release(d->client);
+    if (d->empty) CFRelease(d->empty);
+    if (d->compile_opts) CFRelease(d->compile_opts);
+    /* the framework stays loaded: classes may be cached by the runtime */
+    free(d);
+    dev->impl = NULL;
+}
+
+static nc_status open_in_pool_dev(apple_dev *d, nc_error *err) {
+    int present[M_COUNT];
+    NC_TRY(ane_objc_check(methods, M_COUNT, present, err));
+    if (!present[M_REQ9] && !present[M_REQ7])
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "+[_ANERequest requestWithInputs:...procedureIndex:] does not exist "
+                                                "with the expected encoding on this macOS");
+    d->has_req9 = present[M_REQ9];
+    for (int i = 0; i < M_COUNT; i++) d->sel[i] = sel_registerName(methods[i].sel);
+    id client = ANE_MSG(id (*)(Class, SEL))(cls(M_SHARED), d->sel[M_SHARED]);
+    if (!client) return nc_fail(err, NC_ERR_IO, "+[_ANEClient sharedConnection] returned nil");
+    d->client = ane_objc_retain(client);
+    d->empty = ane_cf_dict(0, NULL, NULL);
+    CFStringRef k[2] = {ane_cf_string("kANEFModelType"), ane_cf_string("kANEFNetPlistFilenameKey")};
+    CFTypeRef v[2] = {ane_cf_string("kANEFModelMIL"), ane_cf_string("model.mil")};
+    d->compile_opts = ane_cf_dict(2, k, v);
+    for (int i = 0; i < 2; i++) {
+        if (k[i]) CFRelease(k[i]);
+        if (v[i]) CFRelease(v[i]);
+    }
+    if (!d->empty || !d->compile_opts) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    return NC_OK;
+}
+
+nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error *err) {
+    apple_dev *d = calloc(1, sizeof *d);
+    if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    d->qos = opt && opt->qos ? opt->qos : 21;
+    d->framework = dlopen(ANE_FRAMEWORK_PATH, RTLD_NOW);
+    if (!d->framework) {
+        const char *why = dlerror();
+        free(d);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "dlopen(%s): %s", ANE_FRAMEWORK_PATH, why ? why : "failed");
+    }
+    id pool = ane_objc_pool_push();
+    nc_status st = open_in_pool_dev(d, err);
+    ane_objc_pool_pop(pool);
+    out->ops = &apple_ops;
+    out->impl = d;
+    if (st) ane_apple_close(out);
+    return st;
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Compile-only check of the macOS ANE bridge on any machine: every
+# src/ane/*.c is compiled with -fsyntax-only by gcc and clang (each when
+# installed) under the project's warning flags, against
+# tests/ane/darwin_decls/ -- declarations of the public Objective-C runtime,
+# CoreFoundation and IOSurface functions only (see its README.md). A
+# negative control (a wrong IOSurfaceLock call) must be rejected, which
+# shows the declarations are the ones in use. Nothing is linked or run.
+cd "$(dirname "$0")/../.." || exit 1
+decls=tests/ane/darwin_decls
+pkg=$(pkg-config --cflags jansson 2>/dev/null)
+flags="-std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Isrc -I$decls $pkg \
+ -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/bad.c" <<'C'
+#include <IOSurface/IOSurface.h>
+int f(IOSurfaceRef s) { return IOSurfaceLock(s, 0); }
+C
+ran=0
+for cc in gcc clang; do
+    if ! command -v "$cc" >/dev/null 2>&1; then
+        echo "SKIP ane_syntax_$cc: $cc is not installed"
+        continue
+    fi
+    ran=1
+    ok=1
+    for f in src/ane/*.c; do
+        # shellcheck disable=SC2086
+        if ! "$cc" -fsyntax-only $flags "$f" >"$tmp/out" 2>&1; then
+            ok=0
+            cat "$tmp/out"
+            echo "FAIL ane_syntax_$cc: $f"
+        fi
+    done
+    [ "$ok" = 1 ] && echo "PASS ane_syntax_$cc ($(ls src/ane/*.c | wc -l) files)"
+    # shellcheck disable=SC2086
+    if "$cc" -fsyntax-only $flags "$tmp/bad.c" >/dev/null 2>&1; then
+        echo "FAIL ane_syntax_negative_control_$cc: a wrong IOSurfaceLock call compiled"
+    else
+        echo "PASS ane_syntax_negative_control_$cc"
+    fi
+done
+[ "$ran" = 1 ] || echo "SKIP ane_syntax: no C compiler found"
