@@ -162,6 +162,14 @@ int cmd_parity(int argc, char **argv) {
     memset(&rep, 0, sizeof rep);
     nc_status st = modernbert_load(model, threads, &cpu, &err);
     if (!st) st = modernbert_mil_open(bundle, threads, &cand, &err);
+    if (!st) {
+        /* the gate compares like with like: same shape, same head */
+        const modernbert_config *a = modernbert_model_config(cpu), *b = modernbert_mil_config(cand);
+        if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
+            a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
+            st = nc_fail(&err, NC_ERR_INVALID, "parity: %s was not compiled from a model shaped "
+                         "like %s (sizes or head differ)", bundle, model);
+    }
     if (!st && ends_with(inputs, ".npy"))
         st = read_npy_ids(inputs, mask_path, &ids, &mask, &n, &seq, &err);
     else if (!st) {

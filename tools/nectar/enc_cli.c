@@ -24,6 +24,8 @@ int enc_cli_parse(const char *cmd, int argc, char **argv, int *i, enc_cli_opts *
         num = &o->threads;
     else if (!strcmp(a, "--batch"))
         num = &o->batch;
+    else if (!strcmp(a, "--backend"))
+        str = &o->backend;
     else
         return 0;
     if (*i + 1 >= argc) return cli_failf("%s: %s needs a value", cmd, a), -1;
@@ -90,7 +92,13 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
         return 1;
     }
     if (tok_load(o->model, &c->tok, &err) != NC_OK) return cli_fail(&err);
-    if (modernbert_load(o->model, o->threads, &c->m, &err) != NC_OK) return cli_fail(&err);
+    if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "mil"))
+        return cli_failf("%s: --backend '%s' is not cpu or mil", cmd, o->backend);
+    if (o->backend && !strcmp(o->backend, "mil")) { /* -m is a bundle (nectar compile) */
+        if (modernbert_mil_open(o->model, o->threads, &c->mil, &err) != NC_OK) return cli_fail(&err);
+        c->m = modernbert_mil_host(c->mil);
+    } else if (modernbert_load(o->model, o->threads, &c->m, &err) != NC_OK)
+        return cli_fail(&err);
     c->batch = o->batch > 0 ? o->batch : DEFAULT_BATCH;
     c->t0 = nc_now_s();
     return 0;
@@ -103,7 +111,8 @@ void enc_cli_close(enc_cli *c) {
     free(c->ids);
     free(c->mask);
     tok_free(c->tok);
-    modernbert_free(c->m);
+    if (c->mil) modernbert_mil_free(c->mil);
+    else modernbert_free(c->m);
 }
 
 int enc_cli_make_batch(enc_cli *c, size_t i0, size_t i1) {
@@ -151,7 +160,8 @@ int enc_cli_forward(enc_cli *c, modernbert_io *io) {
     io->ids = c->ids;
     io->mask = c->mask;
     io->seq = c->seq;
-    if (modernbert_forward(c->m, io, &err) != NC_OK) return cli_fail(&err);
+    if ((c->mil ? modernbert_mil_forward(c->mil, io, &err) : modernbert_forward(c->m, io, &err)) != NC_OK)
+        return cli_fail(&err);
     for (int i = 0; i < io->batch * io->seq; i++)
         c->n_tokens += (size_t)c->mask[i];
     return 0;
