@@ -31,7 +31,8 @@ ifeq ($(IS_CLANG),0)
 CFLAGS_ALL += -Wno-format-truncation
 endif
 ifeq ($(UNAME_S),Darwin)
-LDLIBS += -framework Foundation -lobjc
+# src/ane: the Objective-C runtime, CoreFoundation and IOSurface C APIs
+LDLIBS += -framework Foundation -framework CoreFoundation -framework IOSurface -lobjc
 endif
 
 SRC := $(shell find src -name '*.c' | LC_ALL=C sort)

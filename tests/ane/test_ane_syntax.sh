@@ -5,7 +5,9 @@
 # tests/ane/darwin_decls/ -- declarations of the public Objective-C runtime,
 # CoreFoundation and IOSurface functions only (see its README.md). A
 # negative control (a wrong IOSurfaceLock call) must be rejected, which
-# shows the declarations are the ones in use. Nothing is linked or run.
+# shows the declarations are the ones in use. The macOS branch of
+# tests/ane/test_ane_runner.c (the opt-in device test) is checked the same
+# way. Nothing is linked or run.
 cd "$(dirname "$0")/../.." || exit 1
 decls=tests/ane/darwin_decls
 pkg=$(pkg-config --cflags jansson 2>/dev/null)
@@ -33,7 +35,14 @@ for cc in gcc clang; do
             echo "FAIL ane_syntax_$cc: $f"
         fi
     done
-    [ "$ok" = 1 ] && echo "PASS ane_syntax_$cc ($(ls src/ane/*.c | wc -l) files)"
+    # the device test's macOS branch too
+    # shellcheck disable=SC2086
+    if ! "$cc" -fsyntax-only $flags -DNECTAR_ANE_SYNTAX_CHECK tests/ane/test_ane_runner.c >"$tmp/out" 2>&1; then
+        ok=0
+        cat "$tmp/out"
+        echo "FAIL ane_syntax_$cc: tests/ane/test_ane_runner.c (NECTAR_ANE_SYNTAX_CHECK)"
+    fi
+    [ "$ok" = 1 ] && echo "PASS ane_syntax_$cc ($(ls src/ane/*.c | wc -l) files and the device test)"
     # shellcheck disable=SC2086
     if "$cc" -fsyntax-only $flags "$tmp/bad.c" >/dev/null 2>&1; then
         echo "FAIL ane_syntax_negative_control_$cc: a wrong IOSurfaceLock call compiled"
