@@ -79,41 +79,42 @@ static mil_var *reshape4(fn_ctx *f, const char *name, mil_var *x, int32_t d0, in
     return x ? mil_build_reshape(f->b, name, x, 4, s) : NULL;
 }
 
-/* LayerNorm over channels (axis 1) without bias, population variance, in
- * the original order (center, variance, normalise, scale), computed on
- * x / a with eps / a^2, a = max|x| per column: the same function for any
- * a > 0, but no square can overflow fp16 (|x/a| <= 1). The floor on a keeps
- * all-zero padding columns finite. */
-static mil_var *layer_norm(fn_ctx *f, const char *p, mil_var *x, lower_weight *w,
-                           const char *out_name) {
-    mil_builder *b = f->b;
-    int64_t D = f->c->hidden_size;
+mil_var *mb_lower_layer_norm(mil_builder *b, const char *p, mil_var *x, int64_t D, double eps,
+                             mil_var *wv, const char *out_name) {
     int32_t ax[1] = {1};
-    char n[160];
+    char n[160], sn[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
-    mil_var *wv = x ? lower_shared_weight(b, NM("weight"), w) : NULL;
-    mil_var *ab = wv ? mil_build_unary(b, "abs", NM("abs"), x) : NULL;
+#define SC(s, v) (snprintf(sn, sizeof sn, "%s_%s", p, s), mil_build_const_scalar(b, sn, MIL_DT_FP16, v))
+    mil_var *ab = x && wv ? mil_build_unary(b, "abs", NM("abs"), x) : NULL;
     mil_var *mx = ab ? mil_build_reduce(b, "reduce_max", NM("absmax"), ab, 1, ax, 1) : NULL;
-    mil_var *a = mx ? mil_build_binary(b, "maximum", NM("a"), mx, fp16_scalar(f, p, "floor", 1.0 / 128))
-                    : NULL;
+    /* the floor keeps all-zero padding columns finite; any a > 0 is exact */
+    mil_var *a = mx ? mil_build_binary(b, "maximum", NM("a"), mx, SC("floor", 1.0 / 128)) : NULL;
     mil_var *xs = a ? mil_build_binary(b, "real_div", NM("xs"), x, a) : NULL;
     /* reduce_sum x 1/D: reduce_mean fails on some chips (DESIGN.md §3) */
     mil_var *sm = xs ? mil_build_reduce(b, "reduce_sum", NM("sum"), xs, 1, ax, 1) : NULL;
-    mil_var *mu = sm ? mil_build_mul(b, NM("mean"), sm, fp16_scalar(f, p, "inv_d", 1.0 / D)) : NULL;
+    mil_var *mu = sm ? mil_build_mul(b, NM("mean"), sm, SC("inv_d", 1.0 / D)) : NULL;
     mil_var *xc = mu ? mil_build_binary(b, "sub", NM("centered"), xs, mu) : NULL;
     mil_var *sq = xc ? mil_build_mul(b, NM("sq"), xc, xc) : NULL;
     mil_var *ss = sq ? mil_build_reduce(b, "reduce_sum", NM("sumsq"), sq, 1, ax, 1) : NULL;
-    mil_var *var = ss ? mil_build_mul(b, NM("var"), ss, fp16_scalar(f, p, "inv_d2", 1.0 / D)) : NULL;
+    mil_var *var = ss ? mil_build_mul(b, NM("var"), ss, SC("inv_d2", 1.0 / D)) : NULL;
     /* eps / a^2 as (sqrt(eps) / a)^2: no intermediate below fp16's range */
-    mil_var *er = var ? mil_build_binary(b, "real_div", NM("eps_root"),
-                                         fp16_scalar(f, p, "sqrt_eps", sqrt(f->c->norm_eps)), a)
+    mil_var *er = var ? mil_build_binary(b, "real_div", NM("eps_root"), SC("sqrt_eps", sqrt(eps)), a)
                       : NULL;
     mil_var *es = er ? mil_build_mul(b, NM("eps_scaled"), er, er) : NULL;
     mil_var *den = es ? mil_build_add(b, NM("den"), var, es) : NULL;
     mil_var *r = den ? mil_build_rsqrt(b, NM("rsqrt"), den, 0.0) : NULL;
     mil_var *y = r ? mil_build_mul(b, NM("normed"), xc, r) : NULL;
     return y ? mil_build_mul(b, out_name ? out_name : NM("out"), y, wv) : NULL;
+#undef SC
 #undef NM
+}
+
+static mil_var *layer_norm(fn_ctx *f, const char *p, mil_var *x, lower_weight *w,
+                           const char *out_name) {
+    char wn[160];
+    snprintf(wn, sizeof wn, "%s_weight", p);
+    mil_var *wv = x ? lower_shared_weight(f->b, wn, w) : NULL;
+    return mb_lower_layer_norm(f->b, p, x, f->c->hidden_size, f->c->norm_eps, wv, out_name);
 }
 
 /* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), written out because the `gelu`

@@ -54,6 +54,15 @@ void mb_lower_layer_var(char *buf, size_t cap, int layer);
  * is local and the band |q - k| <= window/2 excludes a pair inside seq. */
 int mb_lower_needs_local_mask(const modernbert_config *c, int seq);
 
+/* LayerNorm over channels (axis 1, size D) without bias, population
+ * variance, in the original order (center, variance, normalise, scale by
+ * weight w), computed on x / a with eps / a^2 where a = max|x| per column:
+ * the same function for any a > 0, but no square can overflow fp16
+ * (|x / a| <= 1). Ops are named prefix_*, the result out_name (NULL:
+ * prefix_out). */
+mil_var *mb_lower_layer_norm(mil_builder *b, const char *prefix, mil_var *x, int64_t D, double eps,
+                             mil_var *w, const char *out_name);
+
 /* Builds the encoder program into dir (dir/weights/weight.bin) with one
  * function per (batches[i], seqs[j]); checked with the ANE rules (zero
  * errors) before it is returned. */
