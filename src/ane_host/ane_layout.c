@@ -118,6 +118,12 @@ void ane_unpad_fp16(const ane_layout *l, const void *surface, uint16_t *logical)
     unpad(l, surface, logical, 2, 0);
 }
 
+void ane_unpad_column_f32(const ane_layout *l, const void *surface, int64_t col, float *out) {
+    for (int64_t r = 0; r < l->rows; r++)
+        get_row(l->elem, (const unsigned char *)surface + (size_t)r * l->row_bytes + (size_t)col * (size_t)l->elem,
+                &out[r], 1, 1);
+}
+
 nc_status ane_move_column_fp16(const ane_layout *src_l, const void *src, int64_t col,
                                const ane_layout *dst_l, void *dst, nc_error *err) {
     if (src_l->elem != ANE_ELEM_FP16 || dst_l->elem != ANE_ELEM_FP16 || src_l->rows != dst_l->rows ||

@@ -44,6 +44,11 @@ void ane_pad_fp16(const ane_layout *l, const uint16_t *logical, void *surface);
 void ane_unpad_f32(const ane_layout *l, const void *surface, float *logical);
 void ane_unpad_fp16(const ane_layout *l, const void *surface, uint16_t *logical);
 
+/* Column `col` of every row as fp32 (rows values): the one token whose
+ * logits are wanted out of a 32-wide head output, without converting the
+ * other 31 columns. */
+void ane_unpad_column_f32(const ane_layout *l, const void *surface, int64_t col, float *out);
+
 /* Copies column `col` of every row from one fp16 surface layout into
  * column 0 of another with the same rows, zeroing the other columns of the
  * destination (the head takes the last token alone in column 0). */

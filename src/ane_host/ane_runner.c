@@ -251,6 +251,20 @@ nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data,
     return transfer(r, seq, name, data, count, 0, err);
 }
 
+nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int col, float *data,
+                                 size_t count, nc_error *err) {
+    run_buf *b = lookup(r, seq, name, err);
+    if (!b) return NC_ERR_NOT_FOUND;
+    if ((size_t)b->layout.rows != count || col < 0 || col >= b->layout.width)
+        return nc_fail(err, NC_ERR_INVALID, "buffer %s: column %d of %lld rows x %lld, the host asked for %zu values",
+                       b->name, col, (long long)b->layout.rows, (long long)b->layout.width, count);
+    void *base = r->dev.ops->surface_lock(b->s, 1, err);
+    if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
+    ane_unpad_column_f32(&b->layout, base, col, data);
+    r->dev.ops->surface_unlock(b->s, 1);
+    return NC_OK;
+}
+
 static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_step *s, int col,
                              nc_error *err) {
     run_buf *src = &r->bufs[rp->reg[s->in[0].buf]], *dst = &r->bufs[rp->reg[s->out[0].buf]];

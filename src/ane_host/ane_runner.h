@@ -39,6 +39,11 @@ nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
                           nc_error *err);
 
+/* Column col of every row of buffer `name` (count = its rows): the logits
+ * of one token out of the head's 32-wide outputs. */
+nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int col, float *data,
+                                 size_t count, nc_error *err);
+
 /* Runs the plan of bucket seq; head_col is the column of the token whose
  * logits are wanted (-1: skip the head). On success the KV parity flips;
  * on failure it does not, so the cache is as before the call. */

@@ -125,6 +125,9 @@ static void test_column_move_puts_one_token_in_column_zero(void) {
     ane_pad_f32(&a, xs, sa);
     memset(sb, 0x55, sizeof sb);
     CHECK_OK(ane_move_column_fp16(&a, sa, 37, &b, sb, &err), &err);
+    float colv[5];
+    ane_unpad_column_f32(&a, sa, 37, colv);
+    for (int r = 0; r < 5; r++) CHECK(colv[r] == (float)(r * 64 + 37));
     ane_unpad_f32(&b, sb, hx);
     for (int r = 0; r < 5; r++)
         for (int c = 0; c < 32; c++) CHECK(hx[r * 32 + c] == (c == 0 ? (float)(r * 64 + 37) : 0.0f));

@@ -297,8 +297,12 @@ static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode
         char name[32];
         snprintf(name, sizeof name, "logits_%d", c);
         int rows = (int)h->m.head_rows[c];
+        NC_TRY(ane_runner_read_column(r, S, name, 0, h->logits + off, (size_t)rows, err));
+        /* the same values as column 0 of the whole unpadded surface */
         NC_TRY(ane_runner_read(r, S, name, h->chunk, (size_t)rows * S, err));
-        for (int i = 0; i < rows; i++) h->logits[off + i] = h->chunk[(size_t)i * S]; /* column 0 */
+        for (int i = 0; i < rows; i++)
+            if (h->chunk[(size_t)i * S] != h->logits[off + i])
+                return nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
         off += rows;
     }
     return off == h->V ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
