@@ -399,20 +399,22 @@ def main():
     ap.add_argument("--work", default="/tmp/nectar_demo_train", help="resumable training state")
     ap.add_argument("--vocab", type=int, default=4096, help="total vocabulary incl. 5 added tokens")
     ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--intermediate", type=int, default=768)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--intermediate", type=int, default=688)
+    ap.add_argument("--layers", type=int, default=5)
+    ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=1600)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--save-every", type=int, default=200)
-    ap.add_argument("--max-minutes", type=float, default=0, help="stop training after this long")
+    ap.add_argument("--max-minutes", type=float, default=35,
+                    help="stop training after this long (0: no limit)")
     ap.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16",
                     help="storage dtype of model.safetensors")
-    ap.add_argument("--autocast", action="store_true", help="bf16 autocast for matmuls (AMX)")
+    ap.add_argument("--autocast", action=argparse.BooleanOptionalAction, default=True,
+                    help="bf16 autocast for the matmuls (fp32 master weights)")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
 
