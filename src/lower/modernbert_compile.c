@@ -83,6 +83,20 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
             NC_TRY(load(c, name, t[i].d0, t[i].d1, t[i].w, err));
         }
     }
+    for (int l = 0; c->opt->lower.no_concat && l < q->num_hidden_layers; l++) {
+        /* per-head column blocks of the attention output projection */
+        mb_layer_weights *lw = &w->layers[l];
+        int H = q->num_attention_heads, hd = q->head_dim;
+        lw->wo_heads = calloc((size_t)H, sizeof *lw->wo_heads);
+        nc_fp16 *blk = lw->wo_heads ? malloc((size_t)D * D * sizeof *blk) : NULL;
+        if (!blk) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        for (int h = 0; h < H; h++) {
+            nc_fp16 *dst = blk + (size_t)h * D * hd;
+            for (int64_t o = 0; o < D; o++)
+                memcpy(dst + o * hd, lw->wo.data + o * D + (int64_t)h * hd, (size_t)hd * sizeof *dst);
+            lw->wo_heads[h].data = dst;
+        }
+    }
     NC_TRY(load(c, "final_norm.weight", D, 0, &w->final_norm, err));
     w->rot_head.data = lower_rope_matrix(q->head_dim);
     if (!w->rot_head.data) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
@@ -98,6 +112,8 @@ static void free_weights(mb_encoder_weights *w, int n_layers) {
         mb_layer_weights *lw = &w->layers[l];
         lower_weight *all[] = {&lw->attn_norm, &lw->wqkv, &lw->wo, &lw->mlp_norm, &lw->wi, &lw->wo_mlp};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free((void *)all[i]->data);
+        if (lw->wo_heads) free((void *)lw->wo_heads[0].data); /* one block for all heads */
+        free(lw->wo_heads);
     }
     free(w->layers);
     free((void *)w->final_norm.data);
@@ -187,6 +203,7 @@ static nc_status build(mb_compile *c, const char *tmp, mb_manifest *man, nc_erro
     if (!w.layers) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     mb_lower_shapes(q, &w);
     nc_status st = load_weights(c, &w, err);
+    mb_lower_shapes(q, &w); /* again: the per-head Wo blocks exist now */
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/encoder", tmp);
     mil_program *prog = NULL;

@@ -29,6 +29,7 @@ void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
         shape4(&lw->mlp_norm, 1, D, 1, 1);
         shape4(&lw->wi, 2 * I, D, 1, 1);
         shape4(&lw->wo_mlp, D, I, 1, 1);
+        for (int h = 0; lw->wo_heads && h < c->num_attention_heads; h++) shape4(&lw->wo_heads[h], D, hd, 1, 1);
     }
     shape4(&w->final_norm, 1, D, 1, 1);
     shape4(&w->rot_head, hd, hd, 1, 1);
@@ -263,10 +264,24 @@ static mil_var *attention(fn_ctx *f, int l, mil_var *a, mb_layer_weights *w, mb_
         oh[h] = kr ? head_attention(f, hp, qr, kr, vh[h], mask) : NULL;
         ok = oh[h] != NULL;
     }
-    /* heads back on channels, head-major as Wo expects */
-    mil_var *cat = ok ? (H > 1 ? mil_build_concat(b, NM("heads"), oh, H, 1) : oh[0]) : NULL;
+    mil_var *out = NULL;
+    if (ok && f->opt->no_concat) {
+        /* Wo x concat(heads) = sum over heads of Wo[:, head's columns] x head */
+        for (int h = 0; ok && h < H; h++) {
+            char hp[48];
+            snprintf(hp, sizeof hp, "%s_h%d_wo", p, h);
+            mil_var *part = conv(f, hp, oh[h], &w->wo_heads[h]);
+            snprintf(hp, sizeof hp, h == H - 1 ? "%s_wo" : "%s_wo_sum%d", p, h);
+            out = part && out ? mil_build_add(b, hp, out, part) : part;
+            ok = out != NULL;
+        }
+    } else if (ok) {
+        /* heads back on channels, head-major as Wo expects */
+        mil_var *cat = H > 1 ? mil_build_concat(b, NM("heads"), oh, H, 1) : oh[0];
+        out = conv(f, NM("wo"), cat, &w->wo);
+    }
     free(qh);
-    return conv(f, NM("wo"), cat, &w->wo);
+    return out;
 #undef NM
 }
 

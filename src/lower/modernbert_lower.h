@@ -22,6 +22,7 @@
  * are never set by `nectar compile`. */
 typedef struct mb_lower_options {
     int gelu_op;                 /* 1: MIL `gelu` EXACT (flagged by the checker); 0: erf written out */
+    int no_concat;               /* 1: no `concat` (ane-concat): Wo applied per head, summed */
     int wrong_softmax_axis;      /* test only: softmax over the query axis (3) */
     int wrong_rope_across_heads; /* test only: rotate-half over all D channels at once */
 } mb_lower_options;
@@ -31,6 +32,7 @@ typedef struct mb_lower_options {
  * nn.Identity). */
 typedef struct mb_layer_weights {
     lower_weight attn_norm, wqkv, wo, mlp_norm, wi, wo_mlp;
+    lower_weight *wo_heads; /* no_concat only: Wo's input columns of each head, [D, hd, 1, 1] */
 } mb_layer_weights;
 
 typedef struct mb_encoder_weights {
@@ -40,7 +42,8 @@ typedef struct mb_encoder_weights {
     lower_weight rot_all;  /* wrong_rope_across_heads only: [D, D, 1, 1] */
 } mb_encoder_weights;
 
-/* Fills ranks and dims of every weight from the config (data left alone). */
+/* Fills ranks and dims of every weight from the config (data left alone;
+ * wo_heads, when allocated, included). */
 void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w);
 
 /* The function name for a shape: "encoder_b3_s64". */

@@ -146,6 +146,35 @@ static void test_gate_catches_rope_halves_across_all_heads(void) {
     check_caught("mm_cls", &lo);
 }
 
+/* The concat switch: Wo per head, summed, is the same function (the gate
+ * passes) and the program holds no concat. */
+static void test_concat_free_variant_passes_gate(void) {
+    mb_lower_options lo = {0};
+    lo.no_concat = 1;
+    nc_error err = {0};
+    char bundle[256], path[512];
+    CHECK_OK(compile("mm_cls", &lo, 1, bundle, sizeof bundle, &err), &err);
+    snprintf(path, sizeof path, "%s/encoder/model.mil", bundle);
+    mil_program *prog = NULL;
+    CHECK_OK(mil_parse_file(path, &prog, &err), &err);
+    int n_concat = 0, n_conv = 0;
+    for (int f = 0; f < prog->n_functions; f++)
+        for (int k = 0; k < prog->functions[f]->n_ops; k++) {
+            n_concat += !strcmp(prog->functions[f]->ops[k]->type, "concat");
+            n_conv += !strcmp(prog->functions[f]->ops[k]->type, "conv");
+        }
+    mil_program_free(prog);
+    lower_remove_tree(bundle);
+    CHECK(n_concat == 0 && n_conv > 0);
+    mb_parity_report rep;
+    CHECK_OK(gate("mm_cls", &lo, &rep, &err), &err);
+    CHECKF(rep.passed, "%s", rep.why);
+    mb_parity_report_free(&rep);
+    CHECK_OK(gate("mb_mlm", &lo, &rep, &err), &err);
+    CHECKF(rep.passed, "%s", rep.why);
+    mb_parity_report_free(&rep);
+}
+
 /* The mil backend against HF itself (not the CPU engine): hidden states at
  * real positions and the head's logits, within fp16 tolerance (2% of the
  * largest |value| of the reference). */
@@ -377,6 +406,7 @@ int main(void) {
     RUN(test_fp16_interpreter_passes_gate_on_modernbert_embeddings);
     RUN(test_gate_catches_softmax_over_query_axis);
     RUN(test_gate_catches_rope_halves_across_all_heads);
+    RUN(test_concat_free_variant_passes_gate);
     RUN(test_mil_backend_matches_hf_outputs);
     RUN(test_batches_chunk_and_buckets_bound_the_input);
     RUN(test_compile_errors_leave_nothing);

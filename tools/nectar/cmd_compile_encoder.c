@@ -19,6 +19,8 @@ static void usage(FILE *f) {
                "  -o, --out BUNDLE      bundle folder to write (an older bundle is replaced)\n"
                "      --buckets A,B,..  sequence lengths, multiples of 32 (default 64,96,128)\n"
                "      --batches A,B,..  batch sizes (default 1,3)\n"
+               "      --no-concat       no concat op (flagged ane-concat): attention's output\n"
+               "                        projection applied per head and summed\n"
                "  -t, --threads N       conversion threads (default: all cores)\n");
 }
 
@@ -51,6 +53,10 @@ int cmd_compile_encoder(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
         if (!strcmp(a, "--progress")) continue;
+        if (!strcmp(a, "--no-concat")) {
+            o.lower.no_concat = 1;
+            continue;
+        }
         if (i + 1 >= argc) return cli_failf("compile: %s needs a value (try --help)", a), 2;
         const char *v = argv[++i];
         if (!strcmp(a, "-m") || !strcmp(a, "--model"))
