@@ -13,13 +13,13 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE __m256 ld8_f32(const void *w, size_t i) {
+INLINE __m256 ldv_f32(const void *w, size_t i) {
     return _mm256_loadu_ps((const float *)w + i);
 }
-INLINE __m256 ld8_f16(const void *w, size_t i) {
+INLINE __m256 ldv_f16(const void *w, size_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
 }
-INLINE __m256 ld8_bf16(const void *w, size_t i) {
+INLINE __m256 ldv_bf16(const void *w, size_t i) {
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
@@ -40,45 +40,12 @@ INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* One RB x TB tile: y[t+b][r+a] for a < RB, b < TB. RB, TB are constants
- * after inlining, so acc[][] lives in registers. */
-#define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
-                           size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
-        __m256 acc[4][4];                                                                          \
-        _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)                                       \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm256_setzero_ps();  \
-        int i = 0;                                                                                 \
-        for (; i + 8 <= k; i += 8) {                                                               \
-            __m256 wv[4];                                                                          \
-            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) wv[a] =                           \
-                ld8_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                   \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
-                __m256 xv = _mm256_loadu_ps(x + (size_t)(t + b) * ldx + (size_t)i);                \
-                _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) acc[a][b] =                   \
-                    _mm256_fmadd_ps(wv[a], xv, acc[a][b]);                                         \
-            }                                                                                      \
-        }                                                                                          \
-        for (int a = 0; a < RB; a++)                                                               \
-            for (int b = 0; b < TB; b++) {                                                         \
-                const float *xr = x + (size_t)(t + b) * ldx;                                       \
-                float s = hsum8(acc[a][b]);                                                        \
-                for (int j = i; j < k; j++)                                                        \
-                    s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j);                  \
-                y[(size_t)(t + b) * ldy + (size_t)(r + a)] = s;                                    \
-            }                                                                                      \
-    }
+#define FMA8(w, x, acc) _mm256_fmadd_ps(w, x, acc)
 
 #define DEF_MATMUL(SUF)                                                                            \
-    DEF_TILE(SUF)                                                                                  \
+    CPU_DEF_TILE(SUF, __m256, 8, 4, 4, _mm256_setzero_ps, _mm256_loadu_ps, FMA8, hsum8)            \
     CPU_DEF_MATMUL_LOOPS(SUF, 4, 2, 4)                                                             \
-    static void row_##SUF(const void *src, float *dst, int n) {                                    \
-        int i = 0;                                                                                 \
-        for (; i + 8 <= n; i += 8)                                                                 \
-            _mm256_storeu_ps(dst + i, ld8_##SUF(src, (size_t)i));                                  \
-        for (; i < n; i++)                                                                         \
-            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
-    }
+    CPU_DEF_ROW(SUF, 8, _mm256_storeu_ps)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)

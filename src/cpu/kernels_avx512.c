@@ -14,13 +14,13 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE __m512 ld16_f32(const void *w, size_t i) {
+INLINE __m512 ldv_f32(const void *w, size_t i) {
     return _mm512_loadu_ps((const float *)w + i);
 }
-INLINE __m512 ld16_f16(const void *w, size_t i) {
+INLINE __m512 ldv_f16(const void *w, size_t i) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)));
 }
-INLINE __m512 ld16_bf16(const void *w, size_t i) {
+INLINE __m512 ldv_bf16(const void *w, size_t i) {
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
@@ -34,43 +34,13 @@ INLINE float ld1_bf16(const void *w, size_t i) {
     return nc_bf16_to_f32(((const uint16_t *)w)[i]);
 }
 
-#define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
-                           size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
-        __m512 acc[8][4];                                                                          \
-        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                       \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();  \
-        int i = 0;                                                                                 \
-        for (; i + 16 <= k; i += 16) {                                                             \
-            __m512 wv[8];                                                                          \
-            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) wv[a] =                           \
-                ld16_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                  \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
-                __m512 xv = _mm512_loadu_ps(x + (size_t)(t + b) * ldx + (size_t)i);                \
-                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc[a][b] =                   \
-                    _mm512_fmadd_ps(wv[a], xv, acc[a][b]);                                         \
-            }                                                                                      \
-        }                                                                                          \
-        for (int a = 0; a < RB; a++)                                                               \
-            for (int b = 0; b < TB; b++) {                                                         \
-                const float *xr = x + (size_t)(t + b) * ldx;                                       \
-                float s = _mm512_reduce_add_ps(acc[a][b]);                                         \
-                for (int j = i; j < k; j++)                                                        \
-                    s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j);                  \
-                y[(size_t)(t + b) * ldy + (size_t)(r + a)] = s;                                    \
-            }                                                                                      \
-    }
+#define FMA16(w, x, acc) _mm512_fmadd_ps(w, x, acc)
 
 #define DEF_MATMUL(SUF)                                                                            \
-    DEF_TILE(SUF)                                                                                  \
+    CPU_DEF_TILE(SUF, __m512, 16, 8, 4, _mm512_setzero_ps, _mm512_loadu_ps, FMA16,                 \
+                 _mm512_reduce_add_ps)                                                             \
     CPU_DEF_MATMUL_LOOPS(SUF, 8, 6, 4)                                                             \
-    static void row_##SUF(const void *src, float *dst, int n) {                                    \
-        int i = 0;                                                                                 \
-        for (; i + 16 <= n; i += 16)                                                               \
-            _mm512_storeu_ps(dst + i, ld16_##SUF(src, (size_t)i));                                 \
-        for (; i < n; i++)                                                                         \
-            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
-    }
+    CPU_DEF_ROW(SUF, 16, _mm512_storeu_ps)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)

@@ -13,13 +13,13 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE float32x4_t ld4_f32(const void *w, size_t i) {
+INLINE float32x4_t ldv_f32(const void *w, size_t i) {
     return vld1q_f32((const float *)w + i);
 }
-INLINE float32x4_t ld4_f16(const void *w, size_t i) {
+INLINE float32x4_t ldv_f16(const void *w, size_t i) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)w + i)));
 }
-INLINE float32x4_t ld4_bf16(const void *w, size_t i) {
+INLINE float32x4_t ldv_bf16(const void *w, size_t i) {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)w + i), 16));
 }
 INLINE float ld1_f32(const void *w, size_t i) {
@@ -32,43 +32,13 @@ INLINE float ld1_bf16(const void *w, size_t i) {
     return nc_bf16_to_f32(((const uint16_t *)w)[i]);
 }
 
-#define DEF_TILE(SUF)                                                                              \
-    INLINE void tile_##SUF(const void *w, size_t ldw, const float *x, size_t ldx, float *y,        \
-                           size_t ldy, int k, int r, int t, const int RB, const int TB) {          \
-        float32x4_t acc[8][4];                                                                     \
-        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)                                       \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = vdupq_n_f32(0.0f);    \
-        int i = 0;                                                                                 \
-        for (; i + 4 <= k; i += 4) {                                                               \
-            float32x4_t wv[8];                                                                     \
-            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) wv[a] =                           \
-                ld4_##SUF(w, (size_t)(r + a) * ldw + (size_t)i);                                   \
-            _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {                                 \
-                float32x4_t xv = vld1q_f32(x + (size_t)(t + b) * ldx + (size_t)i);                 \
-                _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc[a][b] =                   \
-                    vfmaq_f32(acc[a][b], wv[a], xv);                                               \
-            }                                                                                      \
-        }                                                                                          \
-        for (int a = 0; a < RB; a++)                                                               \
-            for (int b = 0; b < TB; b++) {                                                         \
-                const float *xr = x + (size_t)(t + b) * ldx;                                       \
-                float s = vaddvq_f32(acc[a][b]);                                                   \
-                for (int j = i; j < k; j++)                                                        \
-                    s += xr[j] * ld1_##SUF(w, (size_t)(r + a) * ldw + (size_t)j);                  \
-                y[(size_t)(t + b) * ldy + (size_t)(r + a)] = s;                                    \
-            }                                                                                      \
-    }
+#define FMA4(w, x, acc) vfmaq_f32(acc, w, x)
+#define ZERO4() vdupq_n_f32(0.0f)
 
 #define DEF_MATMUL(SUF)                                                                            \
-    DEF_TILE(SUF)                                                                                  \
+    CPU_DEF_TILE(SUF, float32x4_t, 4, 8, 4, ZERO4, vld1q_f32, FMA4, vaddvq_f32)                    \
     CPU_DEF_MATMUL_LOOPS(SUF, 8, 4, 4)                                                             \
-    static void row_##SUF(const void *src, float *dst, int n) {                                    \
-        int i = 0;                                                                                 \
-        for (; i + 4 <= n; i += 4)                                                                 \
-            vst1q_f32(dst + i, ld4_##SUF(src, (size_t)i));                                         \
-        for (; i < n; i++)                                                                         \
-            dst[i] = ld1_##SUF(src, (size_t)i);                                                    \
-    }
+    CPU_DEF_ROW(SUF, 4, vst1q_f32)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
