@@ -49,7 +49,8 @@ static nc_status load(mb_compile *c, const char *name, int64_t d0, int64_t d1, l
     char full[256];
     snprintf(full, sizeof full, "%s%s", c->prefix, name);
     const st_tensor *t = hf_weights_find(c->w, full, NULL);
-    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, full);
+    if (!t)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, full);
     int rank = d1 ? 2 : 1;
     if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1))
         return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json", full);
@@ -71,7 +72,11 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
     int64_t D = q->hidden_size, I = q->intermediate_size;
     for (int l = 0; l < q->num_hidden_layers; l++) {
         mb_layer_weights *lw = &w->layers[l];
-        struct { lower_weight *w; const char *name; int64_t d0, d1; } t[] = {
+        struct {
+            lower_weight *w;
+            const char *name;
+            int64_t d0, d1;
+        } t[] = {
             {&lw->wqkv, "attn.Wqkv.weight", 3 * D, D}, {&lw->wo, "attn.Wo.weight", D, D},
             {&lw->mlp_norm, "mlp_norm.weight", D, 0},  {&lw->wi, "mlp.Wi.weight", 2 * I, D},
             {&lw->wo_mlp, "mlp.Wo.weight", D, I},      {&lw->attn_norm, "attn_norm.weight", D, 0}};
@@ -93,7 +98,8 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
         for (int h = 0; h < H; h++) {
             nc_fp16 *dst = blk + (size_t)h * D * hd;
             for (int64_t o = 0; o < D; o++)
-                memcpy(dst + o * hd, lw->wo.data + o * D + (int64_t)h * hd, (size_t)hd * sizeof *dst);
+                memcpy(dst + o * hd, lw->wo.data + o * D + (int64_t)h * hd,
+                       (size_t)hd * sizeof *dst);
             lw->wo_heads[h].data = dst;
         }
     }
@@ -110,8 +116,10 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
 static void free_weights(mb_encoder_weights *w, int n_layers) {
     for (int l = 0; w->layers && l < n_layers; l++) {
         mb_layer_weights *lw = &w->layers[l];
-        lower_weight *all[] = {&lw->attn_norm, &lw->wqkv, &lw->wo, &lw->mlp_norm, &lw->wi, &lw->wo_mlp};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free((void *)all[i]->data);
+        lower_weight *all[] = {&lw->attn_norm, &lw->wqkv, &lw->wo,
+                               &lw->mlp_norm,  &lw->wi,   &lw->wo_mlp};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            free((void *)all[i]->data);
         if (lw->wo_heads) free((void *)lw->wo_heads[0].data); /* one block for all heads */
         free(lw->wo_heads);
     }
@@ -128,22 +136,28 @@ static nc_status plan(mb_compile *c, nc_error *err) {
     int n = o->n_seqs ? o->n_seqs : 3;
     for (int i = 0; i < n; i++) {
         int s = o->n_seqs ? o->seqs[i] : def_seqs[i];
-        if (s < 32 || s % 32) return nc_fail(err, NC_ERR_INVALID, "--buckets: %d is not a multiple of 32", s);
+        if (s < 32 || s % 32)
+            return nc_fail(err, NC_ERR_INVALID, "--buckets: %d is not a multiple of 32", s);
         if (s > max_pos) {
             if (o->n_seqs)
-                return nc_fail(err, NC_ERR_INVALID, "--buckets: %d exceeds max_position_embeddings %d", s, max_pos);
+                return nc_fail(err, NC_ERR_INVALID,
+                               "--buckets: %d exceeds max_position_embeddings %d", s, max_pos);
             continue;
         }
         if (c->n_seqs && s <= c->seqs[c->n_seqs - 1])
             return nc_fail(err, NC_ERR_INVALID, "--buckets: sizes must ascend");
         c->seqs[c->n_seqs++] = s;
     }
-    if (!c->n_seqs) return nc_fail(err, NC_ERR_INVALID, "%s: max_position_embeddings %d is below 64; "
-                                   "give --buckets", o->model_dir, max_pos);
+    if (!c->n_seqs)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s: max_position_embeddings %d is below 64; "
+                       "give --buckets",
+                       o->model_dir, max_pos);
     n = o->n_batches ? o->n_batches : 2;
     for (int i = 0; i < n; i++) {
         int b = o->n_batches ? o->batches[i] : def_batches[i];
-        if (b < 1 || b > 64) return nc_fail(err, NC_ERR_INVALID, "--batches: %d is not in [1, 64]", b);
+        if (b < 1 || b > 64)
+            return nc_fail(err, NC_ERR_INVALID, "--batches: %d is not in [1, 64]", b);
         if (c->n_batches && b <= c->batches[c->n_batches - 1])
             return nc_fail(err, NC_ERR_INVALID, "--batches: sizes must ascend");
         c->batches[c->n_batches++] = b;
@@ -175,7 +189,8 @@ static nc_status check_out(const char *out, nc_error *err) {
     snprintf(m, sizeof m, "%s/manifest.json", out);
     if ((!nc_file_exists(out) && !nc_is_dir(out)) || (nc_is_dir(out) && nc_file_exists(m)))
         return NC_OK;
-    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a nectar bundle (not replacing it)", out);
+    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a nectar bundle (not replacing it)",
+                   out);
 }
 
 static nc_status publish(const char *tmp, const char *out, nc_error *err) {
@@ -183,7 +198,8 @@ static nc_status publish(const char *tmp, const char *out, nc_error *err) {
     char old[4200];
     snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
     if (rename(out, old) != 0 || rename(tmp, out) != 0)
-        return nc_fail(err, NC_ERR_IO, "%s: cannot move the bundle into place: %s", out, strerror(errno));
+        return nc_fail(err, NC_ERR_IO, "%s: cannot move the bundle into place: %s", out,
+                       strerror(errno));
     lower_remove_tree(old);
     return NC_OK;
 }
@@ -208,8 +224,8 @@ static nc_status build(mb_compile *c, const char *tmp, mb_manifest *man, nc_erro
     snprintf(dir, sizeof dir, "%s/encoder", tmp);
     mil_program *prog = NULL;
     if (!st)
-        st = mb_lower_encoder_program(q, &w, c->batches, c->n_batches, c->seqs, c->n_seqs, &o->lower,
-                                      dir, &prog, err);
+        st = mb_lower_encoder_program(q, &w, c->batches, c->n_batches, c->seqs, c->n_seqs,
+                                      &o->lower, dir, &prog, err);
     char path[4300];
     snprintf(path, sizeof path, "%s/model.mil", dir);
     if (!st) st = mil_print_file(prog, path, err);
@@ -238,7 +254,8 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
     if (!st) st = plan(c, err);
     if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
     if (!st) {
-        c->prefix = hf_weights_find(c->w, "model.embeddings.tok_embeddings.weight", NULL) ? "model." : "";
+        c->prefix =
+            hf_weights_find(c->w, "model.embeddings.tok_embeddings.weight", NULL) ? "model." : "";
         st = nc_pool_new(opt->n_threads, &c->pool, err);
     }
     char *abs_src = st ? NULL : realpath(opt->model_dir, NULL);

@@ -29,7 +29,8 @@ void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
         shape4(&lw->mlp_norm, 1, D, 1, 1);
         shape4(&lw->wi, 2 * I, D, 1, 1);
         shape4(&lw->wo_mlp, D, I, 1, 1);
-        for (int h = 0; lw->wo_heads && h < c->num_attention_heads; h++) shape4(&lw->wo_heads[h], D, hd, 1, 1);
+        for (int h = 0; lw->wo_heads && h < c->num_attention_heads; h++)
+            shape4(&lw->wo_heads[h], D, hd, 1, 1);
     }
     shape4(&w->final_norm, 1, D, 1, 1);
     shape4(&w->rot_head, hd, hd, 1, 1);
@@ -46,7 +47,8 @@ void mb_lower_layer_var(char *buf, size_t cap, int layer) {
 
 int mb_lower_needs_local_mask(const modernbert_config *c, int seq) {
     int any_local = 0;
-    for (int l = 0; l < c->num_hidden_layers; l++) any_local |= !c->is_global[l];
+    for (int l = 0; l < c->num_hidden_layers; l++)
+        any_local |= !c->is_global[l];
     return any_local && seq - 1 > c->local_attention / 2;
 }
 
@@ -85,7 +87,8 @@ mil_var *mb_lower_layer_norm(mil_builder *b, const char *p, mil_var *x, int64_t 
     int32_t ax[1] = {1};
     char n[160], sn[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
-#define SC(s, v) (snprintf(sn, sizeof sn, "%s_%s", p, s), mil_build_const_scalar(b, sn, MIL_DT_FP16, v))
+#define SC(s, v)                                                                                   \
+    (snprintf(sn, sizeof sn, "%s_%s", p, s), mil_build_const_scalar(b, sn, MIL_DT_FP16, v))
     mil_var *ab = x && wv ? mil_build_unary(b, "abs", NM("abs"), x) : NULL;
     mil_var *mx = ab ? mil_build_reduce(b, "reduce_max", NM("absmax"), ab, 1, ax, 1) : NULL;
     /* the floor keeps all-zero padding columns finite; any a > 0 is exact */
@@ -99,8 +102,8 @@ mil_var *mb_lower_layer_norm(mil_builder *b, const char *p, mil_var *x, int64_t 
     mil_var *ss = sq ? mil_build_reduce(b, "reduce_sum", NM("sumsq"), sq, 1, ax, 1) : NULL;
     mil_var *var = ss ? mil_build_mul(b, NM("var"), ss, SC("inv_d2", 1.0 / D)) : NULL;
     /* eps / a^2 as (sqrt(eps) / a)^2: no intermediate below fp16's range */
-    mil_var *er = var ? mil_build_binary(b, "real_div", NM("eps_root"), SC("sqrt_eps", sqrt(eps)), a)
-                      : NULL;
+    mil_var *er =
+        var ? mil_build_binary(b, "real_div", NM("eps_root"), SC("sqrt_eps", sqrt(eps)), a) : NULL;
     mil_var *es = er ? mil_build_mul(b, NM("eps_scaled"), er, er) : NULL;
     mil_var *den = es ? mil_build_add(b, NM("den"), var, es) : NULL;
     mil_var *r = den ? mil_build_rsqrt(b, NM("rsqrt"), den, 0.0) : NULL;
@@ -125,8 +128,8 @@ static mil_var *gelu_exact(fn_ctx *f, const char *p, mil_var *x) {
     char n[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
     if (f->opt->gelu_op) return x ? mil_build_gelu(b, NM("gelu"), x, "EXACT") : NULL;
-    mil_var *s = x ? mil_build_mul(b, NM("scaled"), x, fp16_scalar(f, p, "inv_sqrt2", M_SQRT1_2))
-                   : NULL;
+    mil_var *s =
+        x ? mil_build_mul(b, NM("scaled"), x, fp16_scalar(f, p, "inv_sqrt2", M_SQRT1_2)) : NULL;
     mil_var *e = s ? mil_build_unary(b, "erf", NM("erf"), s) : NULL;
     mil_var *h = e ? mil_build_mul(b, NM("half_erf"), e, fp16_scalar(f, p, "half", 0.5)) : NULL;
     mil_var *g = h ? mil_build_add(b, NM("cdf"), h, fp16_scalar(f, p, "half2", 0.5)) : NULL;
@@ -138,10 +141,14 @@ static mil_var *activation(fn_ctx *f, const char *p, mil_var *x) {
     char n[160];
     snprintf(n, sizeof n, "%s_act", p);
     switch (f->c->hidden_act) {
-    case MODERNBERT_ACT_GELU: return gelu_exact(f, p, x);
-    case MODERNBERT_ACT_GELU_TANH: return x ? mil_build_gelu(f->b, n, x, "TANH_APPROXIMATION") : NULL;
-    case MODERNBERT_ACT_SILU: return x ? mil_build_unary(f->b, "silu", n, x) : NULL;
-    case MODERNBERT_ACT_RELU: return x ? mil_build_unary(f->b, "relu", n, x) : NULL;
+    case MODERNBERT_ACT_GELU:
+        return gelu_exact(f, p, x);
+    case MODERNBERT_ACT_GELU_TANH:
+        return x ? mil_build_gelu(f->b, n, x, "TANH_APPROXIMATION") : NULL;
+    case MODERNBERT_ACT_SILU:
+        return x ? mil_build_unary(f->b, "silu", n, x) : NULL;
+    case MODERNBERT_ACT_RELU:
+        return x ? mil_build_unary(f->b, "relu", n, x) : NULL;
     }
     return NULL;
 }
@@ -163,11 +170,12 @@ static mil_var *rope(fn_ctx *f, const char *p, mil_var *x, lower_weight *rot, mi
  * p * theta^(-2i/hd), emb = cat(freqs, freqs) per head), rounded to fp16
  * once. C = hd per head; C = D repeats the head's table on every head (the
  * wrong-RoPE variant). Positions are 0..L-1: encoders see whole inputs. */
-static nc_status rope_tables(fn_ctx *f, int which, int channels, mil_var **cos_out, mil_var **sin_out,
-                             nc_error *err) {
+static nc_status rope_tables(fn_ctx *f, int which, int channels, mil_var **cos_out,
+                             mil_var **sin_out, nc_error *err) {
     int hd = f->c->head_dim, L = f->L, half = hd / 2;
     double theta = which ? f->c->theta_local : f->c->theta_global;
-    float *cv = malloc((size_t)channels * L * sizeof *cv), *sv = malloc((size_t)channels * L * sizeof *sv);
+    float *cv = malloc((size_t)channels * L * sizeof *cv),
+          *sv = malloc((size_t)channels * L * sizeof *sv);
     if (!cv || !sv) {
         free(cv);
         free(sv);
@@ -207,7 +215,7 @@ static mil_var *head_attention(fn_ctx *f, const char *p, mil_var *q, mil_var *k,
     mil_var *k2 = reshape4(f, NM("kt_mat"), kt, B, 1, L, hd);
     mil_var *q2 = k2 ? reshape4(f, NM("q_mat"), q, B, 1, hd, L) : NULL;
     mil_var *s2 = q2 ? mil_build_matmul(b, NM("scores_mat"), k2, q2, 0, 0) : NULL; /* [B,1,Lk,Lq] */
-    mil_var *sc = reshape4(f, NM("scores"), s2, B, L, 1, L);                     /* [b,k,0,q] */
+    mil_var *sc = reshape4(f, NM("scores"), s2, B, L, 1, L);                       /* [b,k,0,q] */
     mil_var *sm = sc ? mil_build_add(b, NM("scores_masked"), sc, mask) : NULL;
     /* softmax subtracts the max over the axis before exp (MIL definition) */
     int axis = f->opt->wrong_softmax_axis ? 3 : 1;
@@ -220,7 +228,8 @@ static mil_var *head_attention(fn_ctx *f, const char *p, mil_var *q, mil_var *k,
 }
 
 /* Attention block of layer l on normalised input a [B, D, 1, L]. */
-static mil_var *attention(fn_ctx *f, int l, mil_var *a, mb_layer_weights *w, mb_encoder_weights *ew) {
+static mil_var *attention(fn_ctx *f, int l, mil_var *a, mb_layer_weights *w,
+                          mb_encoder_weights *ew) {
     mil_builder *b = f->b;
     const modernbert_config *c = f->c;
     int H = c->num_attention_heads, loc = !c->is_global[l];
@@ -342,11 +351,13 @@ static nc_status build_function(fn_ctx *f, mb_encoder_weights *w, nc_error *err)
 
 nc_status mb_lower_encoder_program(const modernbert_config *c, mb_encoder_weights *w,
                                    const int *batches, int n_batches, const int *seqs, int n_seqs,
-                                   const mb_lower_options *opt, const char *dir,
-                                   mil_program **out, nc_error *err) {
+                                   const mb_lower_options *opt, const char *dir, mil_program **out,
+                                   nc_error *err) {
     if (c->head_dim % 2 || c->head_dim * c->num_attention_heads != c->hidden_size)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "modernbert: head_dim %d must be even and "
-                       "heads x head_dim = hidden_size", c->head_dim);
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "modernbert: head_dim %d must be even and "
+                       "heads x head_dim = hidden_size",
+                       c->head_dim);
     mb_lower_options defaults = {0};
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));

@@ -21,9 +21,9 @@
  * NON-equivalent graph so tests can prove the parity gate catches it; they
  * are never set by `nectar compile`. */
 typedef struct mb_lower_options {
-    int gelu_op;                 /* 1: MIL `gelu` EXACT (flagged by the checker); 0: erf written out */
-    int no_concat;               /* 1: no `concat` (ane-concat): Wo applied per head, summed */
-    int wrong_softmax_axis;      /* test only: softmax over the query axis (3) */
+    int gelu_op;            /* 1: MIL `gelu` EXACT (flagged by the checker); 0: erf written out */
+    int no_concat;          /* 1: no `concat` (ane-concat): Wo applied per head, summed */
+    int wrong_softmax_axis; /* test only: softmax over the query axis (3) */
     int wrong_rope_across_heads; /* test only: rotate-half over all D channels at once */
 } mb_lower_options;
 
@@ -71,7 +71,7 @@ mil_var *mb_lower_layer_norm(mil_builder *b, const char *prefix, mil_var *x, int
  * errors) before it is returned. */
 nc_status mb_lower_encoder_program(const modernbert_config *c, mb_encoder_weights *w,
                                    const int *batches, int n_batches, const int *seqs, int n_seqs,
-                                   const mb_lower_options *opt, const char *dir,
-                                   mil_program **out, nc_error *err);
+                                   const mb_lower_options *opt, const char *dir, mil_program **out,
+                                   nc_error *err);
 
 #endif

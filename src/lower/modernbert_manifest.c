@@ -11,7 +11,8 @@
 
 static json_t *ints_json(const int *v, int n) {
     json_t *a = json_array();
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(v[i]));
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
     return a;
 }
 
@@ -19,7 +20,8 @@ static json_t *io_list(const lower_io *io, int n) {
     json_t *a = json_array();
     for (int i = 0; i < n; i++) {
         json_t *o = json_object(), *sh = json_array();
-        for (int d = 0; d < io[i].rank; d++) json_array_append_new(sh, json_integer(io[i].shape[d]));
+        for (int d = 0; d < io[i].rank; d++)
+            json_array_append_new(sh, json_integer(io[i].shape[d]));
         json_object_set_new(o, "name", json_string(io[i].name));
         json_object_set_new(o, "shape", sh);
         json_object_set_new(o, "dtype", json_string(io[i].dtype));
@@ -30,8 +32,8 @@ static json_t *io_list(const lower_io *io, int n) {
 
 nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *err) {
     json_t *root = json_object(), *model = json_object(), *ck = json_object(),
-           *plan = json_object(), *conv = json_object(), *prog = json_object(),
-           *fns = json_array(), *tensors = json_array();
+           *plan = json_object(), *conv = json_object(), *prog = json_object(), *fns = json_array(),
+           *tensors = json_array();
     json_object_set_new(root, "format", json_string(LOWER_MANIFEST_FORMAT));
     json_object_set_new(root, "format_version", json_integer(LOWER_MANIFEST_VERSION));
     json_object_set_new(root, "nectar_version", json_string(NECTAR_VERSION));
@@ -49,18 +51,21 @@ nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *er
     json_array_append_new(tensors, json_string("embeddings.norm.weight"));
     json_array_append_new(tensors, json_string("head.* / decoder.* / classifier.* (when present)"));
     json_object_set_new(ck, "tensors", tensors);
-    json_object_set_new(ck, "how", json_string("the CPU engine loads 'dir' (modernbert_load) for the "
-                                               "embedding rows, the embedding LayerNorm and the tail"));
+    json_object_set_new(ck, "how",
+                        json_string("the CPU engine loads 'dir' (modernbert_load) for the "
+                                    "embedding rows, the embedding LayerNorm and the tail"));
     json_object_set_new(root, "checkpoint", ck);
 
     json_object_set_new(plan, "buckets", ints_json(m->seqs, m->n_seqs));
     json_object_set_new(plan, "batches", ints_json(m->batches, m->n_batches));
     json_object_set_new(plan, "layout", json_string("[B, C, 1, L]"));
-    json_object_set_new(plan, "mask", json_string("additive fp16 [b, key, 0, query]: 0 or -1e4 "
-                                                  "(padding keys; mask_local adds the window band)"));
+    json_object_set_new(plan, "mask",
+                        json_string("additive fp16 [b, key, 0, query]: 0 or -1e4 "
+                                    "(padding keys; mask_local adds the window band)"));
     json_object_set_new(plan, "island", json_string("every encoder layer and the final norm"));
-    json_object_set_new(plan, "cpu", json_string("tokenizer, embedding rows, embedding LayerNorm; "
-                                                 "tail: pooling, MLM or classifier head"));
+    json_object_set_new(plan, "cpu",
+                        json_string("tokenizer, embedding rows, embedding LayerNorm; "
+                                    "tail: pooling, MLM or classifier head"));
     json_object_set_new(plan, "crossings_per_call", json_integer(m->crossings_per_call));
     json_object_set_new(root, "plan", plan);
 
@@ -110,8 +115,8 @@ static nc_status int_in(const json_t *o, const char *key, int lo, int hi, int *o
     return NC_OK;
 }
 
-static nc_status str_into(const json_t *o, const char *key, char *buf, size_t cap,
-                          const char *what, nc_error *err) {
+static nc_status str_into(const json_t *o, const char *key, char *buf, size_t cap, const char *what,
+                          nc_error *err) {
     const char *s = NULL;
     NC_TRY(nc_json_str(o, key, &s, 1, what, err));
     if (strlen(s) >= cap) return nc_fail(err, NC_ERR_FORMAT, "%s: %s is too long", what, key);
@@ -132,8 +137,8 @@ static const json_t *member(const json_t *o, const char *key, int is_array, cons
 
 /* An ascending list of 1..MB_LOWER_MAX_SHAPES integers in [lo, hi], each a
  * multiple of `mult`. */
-static nc_status shape_list(const json_t *plan, const char *key, int lo, int hi, int mult,
-                            int *v, int *n, const char *what, nc_error *err) {
+static nc_status shape_list(const json_t *plan, const char *key, int lo, int hi, int mult, int *v,
+                            int *n, const char *what, nc_error *err) {
     const json_t *a = member(plan, key, 1, what, err);
     if (!a) return err->code;
     if (json_array_size(a) < 1 || json_array_size(a) > MB_LOWER_MAX_SHAPES)
@@ -143,19 +148,23 @@ static nc_status shape_list(const json_t *plan, const char *key, int lo, int hi,
         const json_t *e = json_array_get(a, i);
         json_int_t x = json_is_integer(e) ? json_integer_value(e) : -1;
         if (x < lo || x > hi || x % mult || (i && x <= v[i - 1]))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: plan.%s[%zu] is not an ascending size in "
-                           "[%d, %d] (multiple of %d)", what, key, i, lo, hi, mult);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: plan.%s[%zu] is not an ascending size in "
+                           "[%d, %d] (multiple of %d)",
+                           what, key, i, lo, hi, mult);
         v[(*n)++] = (int)x;
     }
     return NC_OK;
 }
 
 static nc_status io_read(const json_t *a, lower_io *io, int *n, const char *what, nc_error *err) {
-    if (json_array_size(a) > LOWER_MAX_IO) return nc_fail(err, NC_ERR_FORMAT, "%s: too many I/O", what);
+    if (json_array_size(a) > LOWER_MAX_IO)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: too many I/O", what);
     for (size_t i = 0; i < json_array_size(a); i++) {
         const json_t *e = json_array_get(a, i);
         lower_io *x = &io[(*n)++];
-        if (!json_is_object(e)) return nc_fail(err, NC_ERR_FORMAT, "%s: I/O %zu is not an object", what, i);
+        if (!json_is_object(e))
+            return nc_fail(err, NC_ERR_FORMAT, "%s: I/O %zu is not an object", what, i);
         NC_TRY(str_into(e, "name", x->name, sizeof x->name, what, err));
         NC_TRY(str_into(e, "dtype", x->dtype, sizeof x->dtype, what, err));
         const json_t *sh = member(e, "shape", 1, what, err);
@@ -165,7 +174,8 @@ static nc_status io_read(const json_t *a, lower_io *io, int *n, const char *what
         x->rank = 4;
         for (int d = 0; d < 4; d++) {
             const json_t *v = json_array_get(sh, (size_t)d);
-            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
+            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                json_integer_value(v) > (1 << 20))
                 return nc_fail(err, NC_ERR_FORMAT, "%s: %s has a bad dimension", what, x->name);
             x->shape[d] = json_integer_value(v);
         }
@@ -179,18 +189,21 @@ static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m
     if (!json_is_object(root)) return nc_fail(err, NC_ERR_FORMAT, "%s: not an object", what);
     NC_TRY(nc_json_str(root, "format", &s, 1, what, err));
     if (strcmp(s, LOWER_MANIFEST_FORMAT))
-        return nc_fail(err, NC_ERR_FORMAT, "%s: format is '%s', not '%s'", what, s, LOWER_MANIFEST_FORMAT);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: format is '%s', not '%s'", what, s,
+                       LOWER_MANIFEST_FORMAT);
     NC_TRY(int_in(root, "format_version", 0, 1 << 20, &ver, what, err));
     if (ver != LOWER_MANIFEST_VERSION)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: format_version %d (this nectar reads %d)", what,
-                       ver, LOWER_MANIFEST_VERSION);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: format_version %d (this nectar reads %d)",
+                       what, ver, LOWER_MANIFEST_VERSION);
     const json_t *model = member(root, "model", 0, what, err);
     if (!model) return err->code;
     NC_TRY(nc_json_str(model, "model_type", &s, 1, what, err));
     if (strcmp(s, "modernbert"))
-        return nc_fail(err, NC_ERR_FORMAT, "%s: model_type is '%s', not an encoder bundle", what, s);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: model_type is '%s', not an encoder bundle", what,
+                       s);
     NC_TRY(int_in(model, "hidden_size", 2, 1 << 16, &m->hidden_size, what, err));
-    NC_TRY(int_in(model, "num_hidden_layers", 1, MODERNBERT_MAX_LAYERS, &m->num_hidden_layers, what, err));
+    NC_TRY(int_in(model, "num_hidden_layers", 1, MODERNBERT_MAX_LAYERS, &m->num_hidden_layers, what,
+                  err));
     NC_TRY(int_in(model, "num_attention_heads", 1, 1 << 12, &m->num_attention_heads, what, err));
     NC_TRY(int_in(model, "head_dim", 2, 1 << 12, &m->head_dim, what, err));
     NC_TRY(int_in(model, "vocab_size", 1, 1 << 24, &m->vocab_size, what, err));
@@ -206,30 +219,36 @@ static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m
     if (!progs) return err->code;
     const json_t *po = json_array_get(progs, 0);
     if (json_array_size(progs) != 1 || !json_is_object(po))
-        return nc_fail(err, NC_ERR_FORMAT, "%s: programs must hold exactly the encoder program", what);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: programs must hold exactly the encoder program",
+                       what);
     lower_program_info *pi = &m->program;
     pi->layer = -1;
     NC_TRY(str_into(po, "path", pi->path, sizeof pi->path, what, err));
     if (strstr(pi->path, "..") || pi->path[0] == '/')
-        return nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", what, pi->path);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", what,
+                       pi->path);
     const json_t *fns = member(po, "functions", 1, what, err);
     if (!fns) return err->code;
-    if (json_array_size(fns) != (size_t)(m->n_seqs * m->n_batches) || json_array_size(fns) > LOWER_MAX_FUNCS)
+    if (json_array_size(fns) != (size_t)(m->n_seqs * m->n_batches) ||
+        json_array_size(fns) > LOWER_MAX_FUNCS)
         return nc_fail(err, NC_ERR_FORMAT, "%s: %zu functions for %d buckets x %d batches", what,
                        json_array_size(fns), m->n_seqs, m->n_batches);
     for (size_t f = 0; f < json_array_size(fns); f++) {
         const json_t *fo = json_array_get(fns, f);
         lower_fn_info *fi = &pi->fns[pi->n_fns++];
         int batch = 0;
-        if (!json_is_object(fo)) return nc_fail(err, NC_ERR_FORMAT, "%s: functions[%zu] is not an object", what, f);
+        if (!json_is_object(fo))
+            return nc_fail(err, NC_ERR_FORMAT, "%s: functions[%zu] is not an object", what, f);
         NC_TRY(str_into(fo, "name", fi->name, sizeof fi->name, what, err));
         NC_TRY(int_in(fo, "seq", 32, 1 << 16, &fi->seq, what, err));
         NC_TRY(int_in(fo, "batch", 1, 1 << 10, &batch, what, err));
         char want[64];
         mb_lower_fn_name(want, sizeof want, batch, fi->seq);
         if (strcmp(want, fi->name))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: function '%s' should be named '%s'", what, fi->name, want);
-        const json_t *in = member(fo, "inputs", 1, what, err), *out = in ? member(fo, "outputs", 1, what, err) : NULL;
+            return nc_fail(err, NC_ERR_FORMAT, "%s: function '%s' should be named '%s'", what,
+                           fi->name, want);
+        const json_t *in = member(fo, "inputs", 1, what, err),
+                     *out = in ? member(fo, "outputs", 1, what, err) : NULL;
         if (!in || !out) return err->code;
         NC_TRY(io_read(in, fi->in, &fi->n_in, what, err));
         NC_TRY(io_read(out, fi->out, &fi->n_out, what, err));

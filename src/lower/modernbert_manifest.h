@@ -14,7 +14,7 @@
 
 typedef struct mb_manifest {
     int hidden_size, num_hidden_layers, num_attention_heads, head_dim, vocab_size;
-    char source_dir[4096];  /* the checkpoint folder (absolute) */
+    char source_dir[4096]; /* the checkpoint folder (absolute) */
     int n_seqs, seqs[MB_LOWER_MAX_SHAPES];
     int n_batches, batches[MB_LOWER_MAX_SHAPES];
     int crossings_per_call; /* buffers copied between CPU and ANE per call */

@@ -29,10 +29,14 @@ nc_status modernbert_mil_open(const char *bundle, int n_threads, modernbert_mil 
     if (!st) st = modernbert_load(m->man.source_dir, n_threads, &m->host, err);
     if (!st) {
         const modernbert_config *c = modernbert_model_config(m->host);
-        if (c->hidden_size != m->man.hidden_size || c->num_hidden_layers != m->man.num_hidden_layers ||
-            c->num_attention_heads != m->man.num_attention_heads || c->vocab_size != m->man.vocab_size)
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: the bundle does not match its checkpoint %s "
-                         "(recompile it)", bundle, m->man.source_dir);
+        if (c->hidden_size != m->man.hidden_size ||
+            c->num_hidden_layers != m->man.num_hidden_layers ||
+            c->num_attention_heads != m->man.num_attention_heads ||
+            c->vocab_size != m->man.vocab_size)
+            st = nc_fail(err, NC_ERR_FORMAT,
+                         "%s: the bundle does not match its checkpoint %s "
+                         "(recompile it)",
+                         bundle, m->man.source_dir);
     }
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", bundle, m->man.program.path);
@@ -48,7 +52,8 @@ nc_status modernbert_mil_open(const char *bundle, int n_threads, modernbert_mil 
 
 void modernbert_mil_free(modernbert_mil *m) {
     if (!m) return;
-    for (int i = 0; i < LOWER_MAX_FUNCS; i++) mil_interp_free(m->fns[i]);
+    for (int i = 0; i < LOWER_MAX_FUNCS; i++)
+        mil_interp_free(m->fns[i]);
     mil_program_free(m->prog);
     modernbert_free(m->host);
     nc_pool_free(m->pool);
@@ -59,9 +64,13 @@ const modernbert_config *modernbert_mil_config(const modernbert_mil *m) {
     return modernbert_model_config(m->host);
 }
 
-modernbert_model *modernbert_mil_host(modernbert_mil *m) { return m->host; }
+modernbert_model *modernbert_mil_host(modernbert_mil *m) {
+    return m->host;
+}
 
-long modernbert_mil_crossings(const modernbert_mil *m) { return m->crossings; }
+long modernbert_mil_crossings(const modernbert_mil *m) {
+    return m->crossings;
+}
 
 /* The interpreter of function (batch, seq), prepared once. */
 static nc_status function_for(modernbert_mil *m, int batch, int seq, mil_interp **out,
@@ -121,12 +130,15 @@ static nc_status run_chunk(modernbert_mil *m, const modernbert_io *io, const flo
     /* outputs back to [row][t][D]; pad positions stay zero as on the CPU */
     for (int l = 1; !st && l <= c->num_hidden_layers; l++) {
         char var[32] = "hidden";
-        float *dst = l == c->num_hidden_layers ? last : io->hidden ? io->hidden + (size_t)l * io->batch * S * D : NULL;
+        float *dst = l == c->num_hidden_layers ? last
+                     : io->hidden              ? io->hidden + (size_t)l * io->batch * S * D
+                                               : NULL;
         if (!dst) continue;
         if (l < c->num_hidden_layers) mb_lower_layer_var(var, sizeof var, l - 1);
         mil_interp_view v;
         st = mil_interp_get(it, var, &v, err);
-        if (!st && (v.count != nx || !v.f32)) st = nc_fail(err, NC_ERR_FORMAT, "bundle: %s has the wrong shape", var);
+        if (!st && (v.count != nx || !v.f32))
+            st = nc_fail(err, NC_ERR_FORMAT, "bundle: %s has the wrong shape", var);
         for (int b = 0; !st && b < n; b++) {
             const int32_t *mask = io->mask ? io->mask + (size_t)(r0 + b) * S : NULL;
             for (int t = 0; t < S; t++)
@@ -150,8 +162,10 @@ nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_
     for (int i = 0; i < mf->n_seqs && !L; i++)
         if (mf->seqs[i] >= S) L = mf->seqs[i];
     if (!L)
-        return nc_fail(err, NC_ERR_RANGE, "%d tokens exceed the largest compiled bucket (%d); "
-                       "recompile with --buckets", S, mf->seqs[mf->n_seqs - 1]);
+        return nc_fail(err, NC_ERR_RANGE,
+                       "%d tokens exceed the largest compiled bucket (%d); "
+                       "recompile with --buckets",
+                       S, mf->seqs[mf->n_seqs - 1]);
     size_t rows = (size_t)io->batch * S;
     float *emb = malloc(rows * D * sizeof *emb);
     float *last = io->last ? io->last : malloc(rows * D * sizeof *last);
@@ -178,7 +192,8 @@ nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_
     }
     if (!st && io->hidden)
         memcpy(io->hidden + (size_t)c->num_hidden_layers * rows * D, last, rows * D * sizeof *last);
-    if (!st && (io->pooled || io->mlm_logits || io->cls_logits)) st = modernbert_tail(m->host, last, io, err);
+    if (!st && (io->pooled || io->mlm_logits || io->cls_logits))
+        st = modernbert_tail(m->host, last, io, err);
     free(emb);
     if (!io->last) free(last);
     return st;

@@ -29,8 +29,10 @@ typedef struct gate {
 static nc_status out_alloc(const gate *g, run_out *o, nc_error *err) {
     memset(o, 0, sizeof *o);
     o->hidden = malloc(g->n_hidden * sizeof *o->hidden);
-    if (g->kind == MB_PARITY_EMBEDDING) o->pooled = malloc((size_t)g->n * g->width * sizeof *o->pooled);
-    else o->logits = malloc(g->n_rows * g->width * sizeof *o->logits);
+    if (g->kind == MB_PARITY_EMBEDDING)
+        o->pooled = malloc((size_t)g->n * g->width * sizeof *o->pooled);
+    else
+        o->logits = malloc(g->n_rows * g->width * sizeof *o->logits);
     if (!o->hidden || (!o->pooled && !o->logits)) {
         out_free(o);
         return nc_fail(err, NC_ERR_NOMEM, "parity: out of memory");
@@ -74,9 +76,12 @@ static void top2(const float *v, int n, int *arg, double *margin) {
 
 static void softmax(const float *v, int n, double *p) {
     double mx = -INFINITY, s = 0;
-    for (int i = 0; i < n; i++) mx = v[i] > mx ? v[i] : mx;
-    for (int i = 0; i < n; i++) s += p[i] = exp(v[i] - mx);
-    for (int i = 0; i < n; i++) p[i] /= s;
+    for (int i = 0; i < n; i++)
+        mx = v[i] > mx ? v[i] : mx;
+    for (int i = 0; i < n; i++)
+        s += p[i] = exp(v[i] - mx);
+    for (int i = 0; i < n; i++)
+        p[i] /= s;
 }
 
 /* One decision row: argmax, drift, logit error, margin, into input `in`. */
@@ -139,14 +144,17 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
         in->margin = INFINITY;
         in->certified = 1;
         in->cosine = 1;
-        for (int t = 0; t < g->seq; t++) in->n_tokens += !g->io.mask || g->io.mask[(size_t)b * g->seq + t];
+        for (int t = 0; t < g->seq; t++)
+            in->n_tokens += !g->io.mask || g->io.mask[(size_t)b * g->seq + t];
     }
     if (g->kind == MB_PARITY_MLM)
         for (size_t i = 0; i < g->n_rows; i++)
-            decide(r->logits + i * w, c->logits + i * w, w, pr, pc, &rep->inputs[g->rows[i] / g->seq]);
+            decide(r->logits + i * w, c->logits + i * w, w, pr, pc,
+                   &rep->inputs[g->rows[i] / g->seq]);
     if (g->kind == MB_PARITY_CLASSIFIER)
         for (int b = 0; b < g->n; b++)
-            decide(r->logits + (size_t)b * w, c->logits + (size_t)b * w, w, pr, pc, &rep->inputs[b]);
+            decide(r->logits + (size_t)b * w, c->logits + (size_t)b * w, w, pr, pc,
+                   &rep->inputs[b]);
     if (g->kind == MB_PARITY_EMBEDDING)
         for (int b = 0; b < g->n; b++) {
             const float *x = r->pooled + (size_t)b * w, *y = c->pooled + (size_t)b * w;
@@ -170,7 +178,8 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
         rep->n_decisions += in->n_decisions;
         rep->n_agree += in->n_agree;
         rep->n_not_certified += g->kind != MB_PARITY_EMBEDDING && !in->certified;
-        rep->max_prob_drift = in->prob_drift > rep->max_prob_drift ? in->prob_drift : rep->max_prob_drift;
+        rep->max_prob_drift =
+            in->prob_drift > rep->max_prob_drift ? in->prob_drift : rep->max_prob_drift;
         rep->min_cosine = in->cosine < rep->min_cosine ? in->cosine : rep->min_cosine;
     }
     return NC_OK;
@@ -205,12 +214,14 @@ nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ct
     gate g;
     memset(&g, 0, sizeof g);
     g.c = modernbert_model_config(cpu);
-    g.kind = g.c->head == MODERNBERT_HEAD_MLM ? MB_PARITY_MLM
-             : g.c->head == MODERNBERT_HEAD_CLASSIFIER ? MB_PARITY_CLASSIFIER : MB_PARITY_EMBEDDING;
+    g.kind = g.c->head == MODERNBERT_HEAD_MLM          ? MB_PARITY_MLM
+             : g.c->head == MODERNBERT_HEAD_CLASSIFIER ? MB_PARITY_CLASSIFIER
+                                                       : MB_PARITY_EMBEDDING;
     g.n = n;
     g.seq = seq;
-    g.width = g.kind == MB_PARITY_MLM ? g.c->vocab_size
-              : g.kind == MB_PARITY_CLASSIFIER ? g.c->num_labels : g.c->hidden_size;
+    g.width = g.kind == MB_PARITY_MLM          ? g.c->vocab_size
+              : g.kind == MB_PARITY_CLASSIFIER ? g.c->num_labels
+                                               : g.c->hidden_size;
     rep->kind = g.kind;
     rep->n_inputs = n;
     rep->n_hidden = g.c->num_hidden_layers + 1;
@@ -285,19 +296,25 @@ void mb_parity_print(const mb_parity_report *rep, FILE *f) {
     if (!rep->passed) fprintf(f, "  failed: %s\n", rep->why);
     if (rep->kind != MB_PARITY_EMBEDDING) {
         fprintf(f, "  argmax agreement   %d/%d (%.2f%%, must be 100%%)\n", rep->n_agree,
-                rep->n_decisions, rep->n_decisions ? 100.0 * rep->n_agree / rep->n_decisions : 100.0);
-        fprintf(f, "  max prob drift     %.6f (must be <= %.2f)\n", rep->max_prob_drift, MB_PARITY_MAX_DRIFT);
+                rep->n_decisions,
+                rep->n_decisions ? 100.0 * rep->n_agree / rep->n_decisions : 100.0);
+        fprintf(f, "  max prob drift     %.6f (must be <= %.2f)\n", rep->max_prob_drift,
+                MB_PARITY_MAX_DRIFT);
     } else
-        fprintf(f, "  min pooled cosine  %.6f (must be >= %.3f)\n", rep->min_cosine, MB_PARITY_MIN_COSINE);
+        fprintf(f, "  min pooled cosine  %.6f (must be >= %.3f)\n", rep->min_cosine,
+                MB_PARITY_MIN_COSINE);
     fprintf(f, "  finite             %s\n", rep->is_finite ? "yes" : "NO");
     fprintf(f, "  deterministic      %s (%d runs, bitwise)\n", rep->is_deterministic ? "yes" : "NO",
             rep->repeats);
     fprintf(f, "  hidden states, real positions only (max |cpu| for scale):\n");
     for (int l = 0; l < rep->n_hidden; l++) {
         char what[32];
-        if (l == 0) snprintf(what, sizeof what, "embeddings");
-        else if (l == rep->n_hidden - 1) snprintf(what, sizeof what, "final norm");
-        else snprintf(what, sizeof what, "layer %d", l - 1);
+        if (l == 0)
+            snprintf(what, sizeof what, "embeddings");
+        else if (l == rep->n_hidden - 1)
+            snprintf(what, sizeof what, "final norm");
+        else
+            snprintf(what, sizeof what, "layer %d", l - 1);
         fprintf(f, "    %-11s max %.3e  mean %.3e  (|h| <= %.3g)\n", what, rep->layer_max[l],
                 rep->layer_mean[l], rep->layer_ref_max[l]);
     }
@@ -308,8 +325,8 @@ void mb_parity_print(const mb_parity_report *rep, FILE *f) {
             fprintf(f, "    #%-3d %3d tokens  cosine %.6f  max abs error %.3e\n", i, in->n_tokens,
                     in->cosine, in->logit_err);
         else
-            fprintf(f, "    #%-3d %3d tokens  %d/%d agree  error %.3e  margin %.3e  drift %.2e%s\n", i,
-                    in->n_tokens, in->n_agree, in->n_decisions, in->logit_err, in->margin,
+            fprintf(f, "    #%-3d %3d tokens  %d/%d agree  error %.3e  margin %.3e  drift %.2e%s\n",
+                    i, in->n_tokens, in->n_agree, in->n_decisions, in->logit_err, in->margin,
                     in->prob_drift, in->certified ? "" : "  not certified (margin < 2 x error)");
     }
     if (rep->n_not_certified)

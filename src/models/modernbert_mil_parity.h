@@ -30,8 +30,8 @@ typedef nc_status (*mb_forward_fn)(void *ctx, const modernbert_io *io, nc_error 
 typedef enum { MB_PARITY_MLM, MB_PARITY_CLASSIFIER, MB_PARITY_EMBEDDING } mb_parity_kind;
 
 typedef struct mb_parity_input {
-    int n_tokens;      /* real tokens */
-    int n_decisions;   /* argmax decisions (positions or 1) */
+    int n_tokens;    /* real tokens */
+    int n_decisions; /* argmax decisions (positions or 1) */
     int n_agree;
     double logit_err;  /* max |logit_cpu - logit_cand| (embeddings: max |pooled| error) */
     double margin;     /* smallest CPU top-1 minus top-2 logit over its decisions */
@@ -45,12 +45,12 @@ typedef struct mb_parity_report {
     int n_inputs, n_decisions, n_agree, n_not_certified;
     double max_prob_drift, min_cosine;
     int is_finite, is_deterministic, repeats;
-    int n_hidden;                      /* num_hidden_layers + 1 */
+    int n_hidden; /* num_hidden_layers + 1 */
     double layer_max[MODERNBERT_MAX_LAYERS + 1], layer_mean[MODERNBERT_MAX_LAYERS + 1];
     double layer_ref_max[MODERNBERT_MAX_LAYERS + 1]; /* max |h| of the CPU, for scale */
-    mb_parity_input *inputs;           /* n_inputs; free with mb_parity_report_free */
+    mb_parity_input *inputs;                         /* n_inputs; free with mb_parity_report_free */
     int passed;
-    char why[256];                     /* first failed criterion, "" when passed */
+    char why[256]; /* first failed criterion, "" when passed */
 } mb_parity_report;
 
 /* Runs both engines on n rows of seq ids (mask: 1 real, 0 pad; NULL: all

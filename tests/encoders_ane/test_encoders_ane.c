@@ -110,14 +110,22 @@ static void check_passes(const char *name) {
     CHECK(rep.max_prob_drift <= MB_PARITY_MAX_DRIFT);
     /* the hidden states stay within 1% of their scale at every layer */
     for (int l = 0; l < rep.n_hidden; l++)
-        CHECKF(rep.layer_max[l] <= 0.01 * rep.layer_ref_max[l] + 1e-6, "layer %d: max error %g, "
-               "scale %g", l, rep.layer_max[l], rep.layer_ref_max[l]);
+        CHECKF(rep.layer_max[l] <= 0.01 * rep.layer_ref_max[l] + 1e-6,
+               "layer %d: max error %g, "
+               "scale %g",
+               l, rep.layer_max[l], rep.layer_ref_max[l]);
     mb_parity_report_free(&rep);
 }
 
-static void test_fp16_interpreter_passes_gate_on_modernbert_mlm(void) { check_passes("mb_mlm"); }
-static void test_fp16_interpreter_passes_gate_on_mmbert_classifier(void) { check_passes("mm_cls"); }
-static void test_fp16_interpreter_passes_gate_on_modernbert_embeddings(void) { check_passes("mb_base"); }
+static void test_fp16_interpreter_passes_gate_on_modernbert_mlm(void) {
+    check_passes("mb_mlm");
+}
+static void test_fp16_interpreter_passes_gate_on_mmbert_classifier(void) {
+    check_passes("mm_cls");
+}
+static void test_fp16_interpreter_passes_gate_on_modernbert_embeddings(void) {
+    check_passes("mb_base");
+}
 
 /* The wrong transform must fail the gate, and the per-layer report must
  * point at layer 1 (the first layer's output) as where the error appears. */
@@ -202,8 +210,10 @@ static void test_mil_backend_matches_hf_outputs(void) {
         io.seq = f.seq;
         io.hidden = hidden;
         io.pooling = -1;
-        if (is_mlm) io.mlm_logits = logits;
-        else io.cls_logits = logits;
+        if (is_mlm)
+            io.mlm_logits = logits;
+        else
+            io.cls_logits = logits;
         CHECK_OK(modernbert_mil_forward(mil, &io, &err), &err);
         nc_npy hr = {0}, lr = {0};
         snprintf(p, sizeof p, FIX "%s/ref/hidden.npy", names[k]);
@@ -246,10 +256,20 @@ static void test_mil_backend_matches_hf_outputs(void) {
 }
 
 static int is_forbidden(const char *type) {
-    static const char *const bad[] = {"scatter", "scatter_along_axis", "scatter_nd", "slice_update",
-                                      "read_state", "write_state", "scaled_dot_product_attention",
-                                      "gather", "gather_along_axis", "gelu", "reduce_mean", "tile",
-                                      "layer_norm", NULL};
+    static const char *const bad[] = {"scatter",
+                                      "scatter_along_axis",
+                                      "scatter_nd",
+                                      "slice_update",
+                                      "read_state",
+                                      "write_state",
+                                      "scaled_dot_product_attention",
+                                      "gather",
+                                      "gather_along_axis",
+                                      "gelu",
+                                      "reduce_mean",
+                                      "tile",
+                                      "layer_norm",
+                                      NULL};
     for (int i = 0; bad[i]; i++)
         if (!strcmp(type, bad[i])) return 1;
     return 0;
@@ -280,13 +300,15 @@ static void test_bundle_programs_pass_ane_rules(void) {
     CHECK(prog->n_functions == 6);
     for (int f = 0; f < prog->n_functions; f++) {
         const mil_function *fn = prog->functions[f];
-        for (int k = 0; k < fn->n_ops; k++) CHECKF(!is_forbidden(fn->ops[k]->type), "%s: op %s", fn->name, fn->ops[k]->type);
+        for (int k = 0; k < fn->n_ops; k++)
+            CHECKF(!is_forbidden(fn->ops[k]->type), "%s: op %s", fn->name, fn->ops[k]->type);
         for (int io = 0; io < fn->n_inputs + fn->n_outputs; io++) {
             const mil_var *v = io < fn->n_inputs ? fn->inputs[io] : fn->outputs[io - fn->n_inputs];
             const mil_type *t = v->type;
             CHECK(t->dtype == MIL_DT_FP16 && t->rank == 4);
             int64_t w = t->dims[t->rank - 1];
-            CHECKF(w >= 32 && w % 32 == 0, "%s: %s last axis %lld", fn->name, v->name, (long long)w);
+            CHECKF(w >= 32 && w % 32 == 0, "%s: %s last axis %lld", fn->name, v->name,
+                   (long long)w);
         }
         /* mm_cls has local layers and a window of 16: every bucket needs the band */
         CHECK(fn->n_inputs == 3 && fn->n_outputs == 1);
@@ -336,7 +358,8 @@ static void test_batches_chunk_and_buckets_bound_the_input(void) {
     CHECK(!memcmp(l1, l3, n * sizeof *l1));
     /* 33 tokens do not fit the 32 bucket */
     int32_t ids[33], mask[33];
-    for (int i = 0; i < 33; i++) ids[i] = f.ids[i % f.seq], mask[i] = 1;
+    for (int i = 0; i < 33; i++)
+        ids[i] = f.ids[i % f.seq], mask[i] = 1;
     float *big = calloc((size_t)33 * D, sizeof *big);
     io.ids = ids;
     io.mask = mask;
@@ -385,16 +408,20 @@ static void test_manifest_rejects_bad_input(void) {
     mb_manifest m;
     const char *bad[] = {
         "{}",
-        "{\"format\":\"nectar-ane-bundle\",\"format_version\":1,\"model\":{\"model_type\":\"qwen3\"}}",
+        "{\"format\":\"nectar-ane-bundle\",\"format_version\":1,\"model\":{\"model_type\":"
+        "\"qwen3\"}}",
         "{\"format\":\"nectar-ane-bundle\",\"format_version\":2}",
         "[1,2]",
-        "{\"format\":\"nectar-ane-bundle\",\"format_version\":1,\"model\":{\"model_type\":\"modernbert\","
+        "{\"format\":\"nectar-ane-bundle\",\"format_version\":1,\"model\":{\"model_type\":"
+        "\"modernbert\","
         "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":32,"
-        "\"vocab_size\":10},\"checkpoint\":{\"dir\":\"/x\"},\"plan\":{\"buckets\":[48],\"batches\":[1],"
+        "\"vocab_size\":10},\"checkpoint\":{\"dir\":\"/"
+        "x\"},\"plan\":{\"buckets\":[48],\"batches\":[1],"
         "\"crossings_per_call\":3},\"programs\":[]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECKF(mb_manifest_parse(bad[i], strlen(bad[i]), "m.json", &m, &err) != NC_OK, "case %zu", i);
+        CHECKF(mb_manifest_parse(bad[i], strlen(bad[i]), "m.json", &m, &err) != NC_OK, "case %zu",
+               i);
         CHECK(strstr(err.msg, "m.json") != NULL);
     }
 }

@@ -26,11 +26,13 @@ static float rnd(unsigned *s) { /* deterministic, roughly N(0, 1) */
 static mil_var *textbook(mil_builder *b, mil_var *x, mil_var *w) {
     int32_t ax[1] = {1};
     mil_var *inv = mil_build_const_scalar(b, "tb_inv", MIL_DT_FP16, 1.0 / D);
-    mil_var *mu = mil_build_mul(b, "tb_mu", mil_build_reduce(b, "reduce_sum", "tb_s", x, 1, ax, 1), inv);
+    mil_var *mu =
+        mil_build_mul(b, "tb_mu", mil_build_reduce(b, "reduce_sum", "tb_s", x, 1, ax, 1), inv);
     mil_var *xc = mil_build_binary(b, "sub", "tb_xc", x, mu);
-    mil_var *v = mil_build_mul(b, "tb_v", mil_build_reduce(b, "reduce_sum", "tb_ss",
-                                                           mil_build_mul(b, "tb_sq", xc, xc), 1, ax, 1),
-                               inv);
+    mil_var *v = mil_build_mul(
+        b, "tb_v",
+        mil_build_reduce(b, "reduce_sum", "tb_ss", mil_build_mul(b, "tb_sq", xc, xc), 1, ax, 1),
+        inv);
     mil_var *r = mil_build_rsqrt(b, "tb_r", v, 1e-5);
     return mil_build_mul(b, "tb_y", mil_build_mul(b, "tb_n", xc, r), w);
 }
@@ -40,10 +42,12 @@ static int run(double k, double *err_lowered, double *err_textbook, nc_error *er
     mil_builder *b;
     if (mil_builder_new(&b, NULL, err)) return 1;
     float wv[D];
-    for (int i = 0; i < D; i++) wv[i] = 0.5f + (float)i / D;
+    for (int i = 0; i < D; i++)
+        wv[i] = 0.5f + (float)i / D;
     int64_t xd[4] = {1, D, 1, S}, wd[4] = {1, D, 1, 1};
     mil_build_function(b, "main", "ios18");
-    mil_var *x = mil_build_input(b, "x", mil_type_tensor(mil_builder_program(b), MIL_DT_FP16, 4, xd));
+    mil_var *x =
+        mil_build_input(b, "x", mil_type_tensor(mil_builder_program(b), MIL_DT_FP16, 4, xd));
     mil_var *w = mil_build_const_fp16(b, "w", 4, wd, wv);
     mil_var *outs[2] = {mb_lower_layer_norm(b, "ln", x, D, 1e-5, w, "y"), textbook(b, x, w)};
     mil_program *prog = NULL;
@@ -56,7 +60,8 @@ static int run(double k, double *err_lowered, double *err_textbook, nc_error *er
     }
     float xv[D * S];
     unsigned seed = 7;
-    for (int i = 0; i < D * S; i++) xv[i] = (float)(rnd(&seed) * k);
+    for (int i = 0; i < D * S; i++)
+        xv[i] = (float)(rnd(&seed) * k);
     xv[5 * S + 3] = (float)(30000.0 * (k / 1e4 > 1 ? 1 : k / 1e4)); /* an outlier channel */
     mil_interp *it = NULL;
     int bad = mil_interp_new(prog, "main", MIL_INTERP_FP16, &it, err) ||
@@ -67,9 +72,11 @@ static int run(double k, double *err_lowered, double *err_textbook, nc_error *er
     for (int t = 0; !bad && t < S; t++) {
         /* the fp16 input as the interpreter holds it, then LayerNorm in float64 */
         double mu = 0, var = 0, xs[D];
-        for (int c = 0; c < D; c++) mu += xs[c] = nc_fp16_to_f32(nc_f32_to_fp16(xv[c * S + t]));
+        for (int c = 0; c < D; c++)
+            mu += xs[c] = nc_fp16_to_f32(nc_f32_to_fp16(xv[c * S + t]));
         mu /= D;
-        for (int c = 0; c < D; c++) var += (xs[c] - mu) * (xs[c] - mu);
+        for (int c = 0; c < D; c++)
+            var += (xs[c] - mu) * (xs[c] - mu);
         var /= D;
         for (int c = 0; c < D; c++) {
             double ref = (xs[c] - mu) / sqrt(var + 1e-5) * nc_fp16_to_f32(nc_f32_to_fp16(wv[c]));

@@ -11,17 +11,19 @@
 #include "lower/modernbert_compile.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: nectar compile -m ENCODER_DIR -o BUNDLE [options]\n\n"
-               "Lowers a ModernBERT-family encoder (ModernBERT, mmBERT) to an ANE bundle: one MIL\n"
-               "program holding every encoder layer and the final norm, one function per\n"
-               "(batch, sequence) shape sharing one weight.bin. Embeddings and heads stay on the CPU.\n\n"
-               "  -m, --model DIR       Hugging Face ModernBERT folder\n"
-               "  -o, --out BUNDLE      bundle folder to write (an older bundle is replaced)\n"
-               "      --buckets A,B,..  sequence lengths, multiples of 32 (default 64,96,128)\n"
-               "      --batches A,B,..  batch sizes (default 1,3)\n"
-               "      --no-concat       no concat op (flagged ane-concat): attention's output\n"
-               "                        projection applied per head and summed\n"
-               "  -t, --threads N       conversion threads (default: all cores)\n");
+    fprintf(
+        f,
+        "usage: nectar compile -m ENCODER_DIR -o BUNDLE [options]\n\n"
+        "Lowers a ModernBERT-family encoder (ModernBERT, mmBERT) to an ANE bundle: one MIL\n"
+        "program holding every encoder layer and the final norm, one function per\n"
+        "(batch, sequence) shape sharing one weight.bin. Embeddings and heads stay on the CPU.\n\n"
+        "  -m, --model DIR       Hugging Face ModernBERT folder\n"
+        "  -o, --out BUNDLE      bundle folder to write (an older bundle is replaced)\n"
+        "      --buckets A,B,..  sequence lengths, multiples of 32 (default 64,96,128)\n"
+        "      --batches A,B,..  batch sizes (default 1,3)\n"
+        "      --no-concat       no concat op (flagged ane-concat): attention's output\n"
+        "                        projection applied per head and summed\n"
+        "  -t, --threads N       conversion threads (default: all cores)\n");
 }
 
 const char *cmd_encoder_model_arg(int argc, char **argv) {
@@ -39,7 +41,8 @@ static int parse_list(const char *opt, const char *s, int lo, int hi, int *v, in
         long x = strtol(p, &end, 10);
         if (errno || end == p || (*end && *end != ',') || x < lo || x > hi)
             return cli_failf("%s: '%s' is not a list of integers in [%d, %d]", opt, s, lo, hi), -1;
-        if (*n == MB_LOWER_MAX_SHAPES) return cli_failf("%s: at most %d sizes", opt, MB_LOWER_MAX_SHAPES), -1;
+        if (*n == MB_LOWER_MAX_SHAPES)
+            return cli_failf("%s: at most %d sizes", opt, MB_LOWER_MAX_SHAPES), -1;
         v[(*n)++] = (int)x;
         if (!*end) return 0;
         p = end + 1;
@@ -73,7 +76,9 @@ int cmd_compile_encoder(int argc, char **argv) {
             o.n_threads = t[0];
         } else
             return cli_failf("compile: unknown option '%s' for an encoder (try nectar compile -m "
-                             "DIR --help)", a), 2;
+                             "DIR --help)",
+                             a),
+                   2;
     }
     if (!o.model_dir) return cli_failf("compile: no model given (-m DIR)"), 2;
     if (!o.out_dir) return cli_failf("compile: no output given (-o BUNDLE)"), 2;

@@ -15,20 +15,21 @@
 #include "text/tokenizer.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: nectar parity -m DIR --candidate BUNDLE --inputs FILE [options]\n\n"
-               "Compares an encoder bundle (nectar compile, run by the fp16 interpreter) with the\n"
-               "CPU engine on a fixture set: argmax agreement (must be 100%%), max probability\n"
-               "drift (must be <= 0.02), finiteness, determinism over repeated runs, per-layer\n"
-               "hidden-state errors, and per input the top-1/top-2 margin beside the logit\n"
-               "error (\"not certified\" when the margin is below twice the error).\n"
-               "Exit status 1 when the gate fails.\n\n"
-               "  -m, --model DIR        the reference: a Hugging Face ModernBERT folder\n"
-               "      --candidate BUNDLE the encoder bundle to judge\n"
-               "      --inputs FILE      text, one input per line (tokenized with DIR's tokenizer,\n"
-               "                         special tokens added), or token ids as .npy [N, S]\n"
-               "      --mask FILE.npy    with .npy ids: 1 real, 0 padding [N, S] (default all real)\n"
-               "      --repeats N        candidate runs for the determinism check (default 2)\n"
-               "  -t, --threads N        threads (default: all cores)\n");
+    fprintf(f,
+            "usage: nectar parity -m DIR --candidate BUNDLE --inputs FILE [options]\n\n"
+            "Compares an encoder bundle (nectar compile, run by the fp16 interpreter) with the\n"
+            "CPU engine on a fixture set: argmax agreement (must be 100%%), max probability\n"
+            "drift (must be <= 0.02), finiteness, determinism over repeated runs, per-layer\n"
+            "hidden-state errors, and per input the top-1/top-2 margin beside the logit\n"
+            "error (\"not certified\" when the margin is below twice the error).\n"
+            "Exit status 1 when the gate fails.\n\n"
+            "  -m, --model DIR        the reference: a Hugging Face ModernBERT folder\n"
+            "      --candidate BUNDLE the encoder bundle to judge\n"
+            "      --inputs FILE      text, one input per line (tokenized with DIR's tokenizer,\n"
+            "                         special tokens added), or token ids as .npy [N, S]\n"
+            "      --mask FILE.npy    with .npy ids: 1 real, 0 padding [N, S] (default all real)\n"
+            "      --repeats N        candidate runs for the determinism check (default 2)\n"
+            "  -t, --threads N        threads (default: all cores)\n");
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -42,8 +43,10 @@ static nc_status read_npy_ids(const char *ids_path, const char *mask_path, int32
     nc_npy a = {0}, m = {0};
     float *fa = NULL, *fm = NULL;
     NC_TRY(nc_npy_read(ids_path, &a, err));
-    nc_status st = a.ndim == 2 && a.count ? NC_OK
-                   : nc_fail(err, NC_ERR_FORMAT, "%s: token ids must be a 2-D array [N, S]", ids_path);
+    nc_status st =
+        a.ndim == 2 && a.count
+            ? NC_OK
+            : nc_fail(err, NC_ERR_FORMAT, "%s: token ids must be a 2-D array [N, S]", ids_path);
     if (!st) st = nc_npy_to_f32(&a, &fa, err);
     if (!st && mask_path) st = nc_npy_read(mask_path, &m, err);
     if (!st && mask_path && (m.ndim != 2 || m.shape[0] != a.shape[0] || m.shape[1] != a.shape[1]))
@@ -68,8 +71,8 @@ static nc_status read_npy_ids(const char *ids_path, const char *mask_path, int32
 }
 
 /* One input per non-empty line, encoded with special tokens, padded. */
-static nc_status read_text_ids(const char *path, const char *model_dir, int32_t pad,
-                               int32_t **ids, int32_t **mask, int *n, int *seq, nc_error *err) {
+static nc_status read_text_ids(const char *path, const char *model_dir, int32_t pad, int32_t **ids,
+                               int32_t **mask, int *n, int *seq, nc_error *err) {
     char tp[4200], *text = NULL;
     size_t len = 0;
     snprintf(tp, sizeof tp, "%s/tokenizer.json", model_dir);
@@ -96,8 +99,10 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
                 }
             }
             st = tok_encode_special(tok, p, l, &rows[count], &lens[count], err);
-            if (st) nc_fail_prefix(err, "%s: line %d", path, count + 1);
-            else if ((int)lens[count++] > longest) longest = (int)lens[count - 1];
+            if (st)
+                nc_fail_prefix(err, "%s: line %d", path, count + 1);
+            else if ((int)lens[count++] > longest)
+                longest = (int)lens[count - 1];
         }
         p += l + (e ? (size_t)(e - p - l) + 1 : 0);
         if (!e) break;
@@ -116,7 +121,8 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
         *n = count;
         *seq = longest;
     }
-    for (int r = 0; r < count; r++) free(rows[r]);
+    for (int r = 0; r < count; r++)
+        free(rows[r]);
     free(rows);
     free(lens);
     free(text);
@@ -137,17 +143,23 @@ int cmd_parity(int argc, char **argv) {
         if (i + 1 >= argc) return cli_failf("parity: %s needs a value (try --help)", a), 2;
         const char *v = argv[++i];
         char *end;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--candidate")) bundle = v;
-        else if (!strcmp(a, "--inputs")) inputs = v;
-        else if (!strcmp(a, "--mask")) mask_path = v;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--candidate"))
+            bundle = v;
+        else if (!strcmp(a, "--inputs"))
+            inputs = v;
+        else if (!strcmp(a, "--mask"))
+            mask_path = v;
         else if (!strcmp(a, "--repeats") || !strcmp(a, "-t") || !strcmp(a, "--threads")) {
             errno = 0;
             long x = strtol(v, &end, 10);
             if (errno || *end || end == v || x < (a[1] == 'r' || a[2] == 'r' ? 2 : 1) || x > 1024)
                 return cli_failf("%s: '%s' is not a valid count", a, v), 2;
-            if (!strcmp(a, "--repeats")) repeats = (int)x;
-            else threads = (int)x;
+            if (!strcmp(a, "--repeats"))
+                repeats = (int)x;
+            else
+                threads = (int)x;
         } else
             return cli_failf("parity: unknown option '%s' (try nectar parity --help)", a), 2;
     }
@@ -167,8 +179,10 @@ int cmd_parity(int argc, char **argv) {
         const modernbert_config *a = modernbert_model_config(cpu), *b = modernbert_mil_config(cand);
         if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
             a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
-            st = nc_fail(&err, NC_ERR_INVALID, "parity: %s was not compiled from a model shaped "
-                         "like %s (sizes or head differ)", bundle, model);
+            st = nc_fail(&err, NC_ERR_INVALID,
+                         "parity: %s was not compiled from a model shaped "
+                         "like %s (sizes or head differ)",
+                         bundle, model);
     }
     if (!st && ends_with(inputs, ".npy"))
         st = read_npy_ids(inputs, mask_path, &ids, &mask, &n, &seq, &err);
@@ -178,7 +192,8 @@ int cmd_parity(int argc, char **argv) {
                            &n, &seq, &err);
     }
     if (!st) st = mb_parity_run(cpu, mil_forward, cand, ids, mask, n, seq, repeats, &rep, &err);
-    if (st) rc = cli_fail(&err);
+    if (st)
+        rc = cli_fail(&err);
     else {
         mb_parity_print(&rep, stdout);
         rc = rep.passed ? 0 : 1;
