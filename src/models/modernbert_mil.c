@@ -166,6 +166,11 @@ nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_
                        "%d tokens exceed the largest compiled bucket (%d); "
                        "recompile with --buckets",
                        S, mf->seqs[mf->n_seqs - 1]);
+    for (int b = 0; io->mask && b < io->batch; b++) {
+        int real = 0;
+        for (int t = 0; t < S; t++) real += io->mask[(size_t)b * S + t] != 0;
+        if (!real) return nc_fail(err, NC_ERR_INVALID, "input %d has no real tokens", b);
+    }
     size_t rows = (size_t)io->batch * S;
     float *emb = malloc(rows * D * sizeof *emb);
     float *last = io->last ? io->last : malloc(rows * D * sizeof *last);

@@ -368,6 +368,10 @@ static void test_batches_chunk_and_buckets_bound_the_input(void) {
     io.last = big;
     CHECK(modernbert_mil_forward(m1, &io, &err) == NC_ERR_RANGE);
     CHECK(strstr(err.msg, "bucket") != NULL);
+    /* a row of padding only is refused, as by the CPU engine */
+    memset(mask, 0, sizeof mask);
+    io.seq = 32;
+    CHECK(modernbert_mil_forward(m1, &io, &err) == NC_ERR_INVALID);
     free(big);
     free(l1);
     free(l3);
