@@ -30,7 +30,8 @@
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define CTX 64
-#define S 32
+#define S 32      /* the decode bucket */
+#define S_MAX 64  /* the prompt bucket */
 #define N_GREEDY 8
 #define LOGIT_MAX_REL 0.02 /* as tests/lower: fp16 rounding of every op */
 
@@ -242,13 +243,13 @@ static int host_open(host *h, const ane_runner *r) {
     h->D = h->m.cfg.hidden_size;
     h->hd = h->m.cfg.head_dim;
     h->V = h->m.cfg.vocab_size;
-    h->x = malloc((size_t)h->D * S * sizeof(float));
-    h->cs = malloc((size_t)h->hd * S * sizeof(float));
-    h->sn = malloc((size_t)h->hd * S * sizeof(float));
-    h->mask = malloc((size_t)S * CTX * sizeof(float));
+    h->x = malloc((size_t)h->D * S_MAX * sizeof(float));
+    h->cs = malloc((size_t)h->hd * S_MAX * sizeof(float));
+    h->sn = malloc((size_t)h->hd * S_MAX * sizeof(float));
+    h->mask = malloc((size_t)S_MAX * CTX * sizeof(float));
     h->wr = malloc(CTX * sizeof(float));
     h->logits = malloc((size_t)h->V * sizeof(float));
-    h->chunk = malloc((size_t)h->V * S * sizeof(float));
+    h->chunk = malloc((size_t)h->V * LOWER_HEAD_SEQ * sizeof(float));
     return h->embed && h->x && h->cs && h->sn && h->mask && h->wr && h->logits && h->chunk;
 }
 
@@ -263,49 +264,58 @@ static void host_close(host *h) {
     free(h->chunk);
 }
 
-/* One token at position pos through bucket 32, as docs/lowering.md states
- * the host's side: the token in column pos mod 32, RoPE angles pos *
- * theta^(-2i/hd) in that column, mask open up to pos, kv_write at pos. */
-static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode, nc_error *err) {
-    int col = pos % S;
-    memset(h->x, 0, (size_t)h->D * S * sizeof(float));
-    for (int d = 0; d < h->D; d++) h->x[(size_t)d * S + col] = embed_at(h->embed, (size_t)tok * h->D + d);
-    for (int i = 0; i < h->hd * S; i++) {
+/* Tokens toks[0..n) at positions pos.. through bucket `seq`, as
+ * docs/lowering.md states the host's side: token at position p in column
+ * p mod seq, its RoPE angles p * theta^(-2i/hd) in that column, its mask row
+ * open up to p (other rows: key 0 only), kv_write 1 at its position; the
+ * logits of the last one. */
+static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int n, int pos,
+                       ane_run_mode mode, nc_error *err) {
+    memset(h->x, 0, (size_t)h->D * seq * sizeof(float));
+    for (int i = 0; i < h->hd * seq; i++) {
         h->cs[i] = 1.0f;
         h->sn[i] = 0.0f;
     }
-    for (int d = 0; d < h->hd; d++) {
-        int i = d % (h->hd / 2);
-        float inv = (float)(1.0 / pow((double)h->m.cfg.rope_theta, 2.0 * i / h->hd));
-        float ang = (float)pos * inv;
-        h->cs[(size_t)d * S + col] = (float)cos((double)ang);
-        h->sn[(size_t)d * S + col] = (float)sin((double)ang);
-    }
-    for (int row = 0; row < S; row++)
-        for (int k = 0; k < CTX; k++)
-            h->mask[(size_t)row * CTX + k] = (row == col ? k <= pos : k == 0) ? 0.0f : -1.0e4f;
+    for (int row = 0; row < seq; row++)
+        for (int k = 0; k < CTX; k++) h->mask[(size_t)row * CTX + k] = k == 0 ? 0.0f : -1.0e4f;
     memset(h->wr, 0, CTX * sizeof(float));
-    h->wr[pos] = 1.0f;
-    NC_TRY(ane_runner_write(r, S, "x", h->x, (size_t)h->D * S, err));
-    NC_TRY(ane_runner_write(r, S, "rope_cos", h->cs, (size_t)h->hd * S, err));
-    NC_TRY(ane_runner_write(r, S, "rope_sin", h->sn, (size_t)h->hd * S, err));
-    NC_TRY(ane_runner_write(r, S, "attn_mask", h->mask, (size_t)S * CTX, err));
-    NC_TRY(ane_runner_write(r, S, "kv_write", h->wr, CTX, err));
-    NC_TRY(ane_runner_run(r, S, col, mode, err));
-    int off = 0;
+    for (int t = 0; t < n; t++) {
+        int p = pos + t, col = p % seq;
+        for (int d = 0; d < h->D; d++) h->x[(size_t)d * seq + col] = embed_at(h->embed, (size_t)toks[t] * h->D + d);
+        for (int d = 0; d < h->hd; d++) {
+            int i = d % (h->hd / 2);
+            float inv = (float)(1.0 / pow((double)h->m.cfg.rope_theta, 2.0 * i / h->hd));
+            float ang = (float)p * inv;
+            h->cs[(size_t)d * seq + col] = (float)cos((double)ang);
+            h->sn[(size_t)d * seq + col] = (float)sin((double)ang);
+        }
+        for (int k = 0; k < CTX; k++) h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
+        h->wr[p] = 1.0f;
+    }
+    NC_TRY(ane_runner_write(r, seq, "x", h->x, (size_t)h->D * seq, err));
+    NC_TRY(ane_runner_write(r, seq, "rope_cos", h->cs, (size_t)h->hd * seq, err));
+    NC_TRY(ane_runner_write(r, seq, "rope_sin", h->sn, (size_t)h->hd * seq, err));
+    NC_TRY(ane_runner_write(r, seq, "attn_mask", h->mask, (size_t)seq * CTX, err));
+    NC_TRY(ane_runner_write(r, seq, "kv_write", h->wr, CTX, err));
+    NC_TRY(ane_runner_run(r, seq, (pos + n - 1) % seq, mode, err));
+    int off = 0, W = LOWER_HEAD_SEQ;
     for (int c = 0; c < h->m.n_head_chunks; c++) {
         char name[32];
         snprintf(name, sizeof name, "logits_%d", c);
         int rows = (int)h->m.head_rows[c];
-        NC_TRY(ane_runner_read_column(r, S, name, 0, h->logits + off, (size_t)rows, err));
+        NC_TRY(ane_runner_read_column(r, seq, name, 0, h->logits + off, (size_t)rows, err));
         /* the same values as column 0 of the whole unpadded surface */
-        NC_TRY(ane_runner_read(r, S, name, h->chunk, (size_t)rows * S, err));
+        NC_TRY(ane_runner_read(r, seq, name, h->chunk, (size_t)rows * W, err));
         for (int i = 0; i < rows; i++)
-            if (h->chunk[(size_t)i * S] != h->logits[off + i])
+            if (h->chunk[(size_t)i * W] != h->logits[off + i])
                 return nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
         off += rows;
     }
     return off == h->V ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
+}
+
+static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode, nc_error *err) {
+    return chunk(h, r, S, &tok, 1, pos, mode, err);
 }
 
 static int argmax(const float *x, int n) {
@@ -421,6 +431,46 @@ static void test_real_ane_runs_the_bundle_like_hf(void) {
 #endif
 }
 
+/* The prompt as one chunk in the 64-wide bucket, then greedy decoding in
+ * the 32-wide one: the buckets share the KV cache surfaces and the parity,
+ * and the result is still HF's (last prompt position, greedy ids). */
+static void test_prompt_chunk_then_decode_share_the_cache(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    prompt_ref p;
+    CHECK(load_prompt(1, &p));
+    nc_npy ref;
+    CHECK_OK(nc_npy_read(FIXTURE "/logits_1.npy", &ref, &err), &err);
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    ane_runner *r = NULL;
+    CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
+    host h;
+    CHECK(host_open(&h, r));
+    int32_t ids[32];
+    for (int i = 0; i < p.n_ids; i++) ids[i] = p.ids[i];
+    CHECK_OK(chunk(&h, r, S_MAX, ids, p.n_ids, 0, ANE_RUN_ASYNC, &err), &err);
+    const float *hf = (const float *)ref.data + (size_t)(p.n_ids - 1) * h.V;
+    double mx = 0, dmax = 0;
+    for (int v = 0; v < h.V; v++) {
+        if (fabs(hf[v]) > mx) mx = fabs(hf[v]);
+        if (fabs(h.logits[v] - hf[v]) > dmax) dmax = fabs(h.logits[v] - hf[v]);
+    }
+    CHECKF(dmax <= LOGIT_MAX_REL * mx, "last prompt position: max abs %.4f, largest |logit| %.3f", dmax, mx);
+    int32_t tok = argmax(h.logits, h.V);
+    for (int i = 0; i < N_GREEDY; i++) {
+        CHECKF(tok == p.greedy[i], "greedy step %d: %d, HF %d", i, tok, p.greedy[i]);
+        if (i + 1 < N_GREEDY) {
+            CHECK_OK(step(&h, r, tok, p.n_ids + i, ANE_RUN_ASYNC, &err), &err);
+            tok = argmax(h.logits, h.V);
+        }
+    }
+    host_close(&h);
+    ane_runner_free(r);
+    ane_fake_free(&dev);
+    nc_npy_free(&ref);
+}
+
 /* A request that fails mid-token: the error names the function and the
  * device's message, and retrying the token gives the same logits as a run
  * that never failed (the current KV buffers were not written). */
@@ -475,6 +525,7 @@ int main(void) {
     RUN(test_fake_device_reorders_symbols_and_checks_requests);
     RUN(test_fake_device_runs_the_bundle_like_hf);
     RUN(test_real_ane_runs_the_bundle_like_hf);
+    RUN(test_prompt_chunk_then_decode_share_the_cache);
     RUN(test_failed_token_leaves_the_cache_as_it_was);
     RUN(test_runner_refuses_a_missing_bundle);
     if (tmp_root[0]) lower_remove_tree(tmp_root);
