@@ -10,6 +10,8 @@ Writes, under tests/fixtures/modernbert/:
       byte_fallback (<0x00>..<0xFF> tokens), fuse_unk, normalizer Replace(" " -> "▁"),
       no pre-tokenizer, decoder Sequence[Replace("▁" -> " "), ByteFallback, Fuse],
       post-processor TemplateProcessing "<bos> $A <eos>".
+  tok_llamasp/tokenizer.json  the Llama-2 variant: normalizer Prepend("▁") + Replace, decoder
+      + Strip(" ", 1, 0), post-processor "<bos> $A".
   tok_*.jsonl  per test string: HF ids with add_special_tokens=True and HF decode.
   mb_mlm/   tiny ModernBertForMaskedLM, byte-level tokenizer, LEGACY config keys
             (global_rope_theta=160000, local_rope_theta=10000, global_attn_every_n_layers=3).
@@ -120,6 +122,18 @@ def spbpe_tokenizer():
     return tok
 
 
+def llama_sp_tokenizer():
+    # The Llama-2 variant of the same pipeline: Prepend("▁") before Replace, a Strip decoder
+    # that drops the leading space again, template "<bos> $A".
+    tok = spbpe_tokenizer()
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A <bos> $B:1", special_tokens=[("<bos>", tok.token_to_id("<bos>"))])
+    return tok
+
+
 def write_tokenizer(tok, name):
     d = os.path.join(ROOT, name)
     os.makedirs(d, exist_ok=True)
@@ -184,6 +198,7 @@ def main():
     os.makedirs(ROOT)
     tb = write_tokenizer(bytelevel_tokenizer(), "tok_bytelevel")
     ts = write_tokenizer(spbpe_tokenizer(), "tok_spbpe")
+    write_tokenizer(llama_sp_tokenizer(), "tok_llamasp")
 
     # ModernBERT-shaped: byte-level tokenizer, two thetas, window 16 (+-8), 4 layers
     # (global 0, 3), MLM head tied to the embeddings.

@@ -8,6 +8,7 @@
 #ifndef NC_MODELS_MODERNBERT_H
 #define NC_MODELS_MODERNBERT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -51,6 +52,9 @@ typedef struct modernbert_model modernbert_model;
  * modernbert_config_free (the label strings). */
 nc_status modernbert_config_load(const char *dir, modernbert_config *cfg, nc_error *err);
 void modernbert_config_free(modernbert_config *cfg);
+/* The same from a config.json held in memory (`what` names it in messages). */
+nc_status modernbert_config_parse(const char *json, size_t len, const char *what,
+                                  modernbert_config *cfg, nc_error *err);
 
 /* n_threads <= 0: all cores. Checks every tensor's presence, dtype (F32, F16,
  * BF16) and shape; weights stay in the mmap. */

@@ -259,6 +259,17 @@ void modernbert_config_free(modernbert_config *cfg) {
     cfg->id2label = NULL;
 }
 
+nc_status modernbert_config_parse(const char *json, size_t len, const char *what,
+                                  modernbert_config *cfg, nc_error *err) {
+    memset(cfg, 0, sizeof *cfg);
+    json_t *root;
+    NC_TRY(nc_json_parse(json, len, what, &root, err));
+    nc_status st = parse_config(root, cfg, what, err);
+    json_decref(root);
+    if (st != NC_OK) modernbert_config_free(cfg);
+    return st;
+}
+
 nc_status modernbert_config_load(const char *dir, modernbert_config *cfg, nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
     char path[4096];

@@ -1,9 +1,9 @@
 /* The encoder tokenizers byte-exact with HF tokenizers: the ModernBERT-style
  * byte-level BPE with its TemplateProcessing post-processor ([CLS] ... [SEP],
  * [MASK] with lstrip) and the Gemma/mmBERT-style BPE with byte fallback and
- * "▁" spaces. tests/fixtures/modernbert/tok_*.jsonl (tools/
- * make_modernbert_fixtures.py) hold, per text, HF's ids with and without
- * add_special_tokens and HF's decode with and without skip_special_tokens. */
+ * "▁" spaces (and its Llama-2 variant with Prepend and Strip).
+ * tests/fixtures/modernbert/tok_*.jsonl (tools/ make_modernbert_fixtures.py) hold, per text, HF's
+ * ids with and without add_special_tokens and HF's decode with and without skip_special_tokens. */
 #include "../test.h"
 #include "base/json.h"
 #include "text/tokenizer.h"
@@ -71,6 +71,10 @@ static void test_sentencepiece_bpe_byte_fallback_matches_hf(void) {
     check_file("tok_spbpe");
 }
 
+static void test_llama_style_prepend_and_strip_matches_hf(void) {
+    check_file("tok_llamasp");
+}
+
 /* A run of byte tokens that is not UTF-8 decodes to one U+FFFD per token
  * (HF's ByteFallback; checked against tokenizers 0.23). */
 static void test_byte_fallback_decode_invalid_runs(void) {
@@ -91,6 +95,7 @@ static void test_byte_fallback_decode_invalid_runs(void) {
 int main(void) {
     RUN(test_bytelevel_bpe_with_template_matches_hf);
     RUN(test_sentencepiece_bpe_byte_fallback_matches_hf);
+    RUN(test_llama_style_prepend_and_strip_matches_hf);
     RUN(test_byte_fallback_decode_invalid_runs);
     return nc_test_exit_code();
 }
