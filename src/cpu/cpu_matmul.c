@@ -9,7 +9,10 @@
 /* Weight rows per task when n > 1: 48 rows (a multiple of every ISA's tile
  * height) of bf16 at k = 1024 is 96 KiB, small enough to stay in L2 across
  * the token blocks. */
-#define ROWS_PER_TASK_BATCH 48
+#define ROWS_PER_TASK_BATCH CPU_MATMUL_PANEL_ROWS
+/* From this many activation rows on, bf16/fp16 weight rows are widened once
+ * per task into an fp32 panel (each is then used n / 4 times). */
+#define PANEL_MIN_TOKENS 8
 
 typedef struct {
     const cpu_kernels *kern;
@@ -40,10 +43,29 @@ static void matmul_task(void *ctx, int task, int thread) {
         return;
     }
     cpu_matmul_fn fn = j->kern->matmul[j->w->type];
+    const void *wd = j->w->data;
+    float *y = j->y;
+    const cpu_act *a = j->act;
+    size_t need = (size_t)(r1 - r0) * (size_t)j->w->cols;
+    if (j->w->type != CPU_W_F32 && j->n >= PANEL_MIN_TOKENS && a && a->panels &&
+        a->panel_floats >= need) {
+        /* Widen this task's rows to fp32 once, into the thread's panel: the
+         * tiles then run on plain fp32 loads, without a widening per tile. */
+        float *p = a->panels + (size_t)thread * a->panel_floats;
+        size_t rb = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+        for (int r = r0; r < r1; r++)
+            j->kern->row_to_f32[j->w->type]((const unsigned char *)wd + (size_t)r * rb,
+                                            p + (size_t)(r - r0) * j->w->cols, j->w->cols);
+        fn = j->kern->matmul[CPU_W_F32];
+        wd = p;
+        y += r0;
+        r1 -= r0;
+        r0 = 0;
+    }
     for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
         int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
-        fn(j->w->data, (size_t)j->w->cols, j->x + (size_t)t * j->ldx, j->ldx,
-           j->y + (size_t)t * j->ldy, j->ldy, nt, j->w->cols, r0, r1);
+        fn(wd, (size_t)j->w->cols, j->x + (size_t)t * j->ldx, j->ldx, y + (size_t)t * j->ldy,
+           j->ldy, nt, j->w->cols, r0, r1);
     }
 }
 

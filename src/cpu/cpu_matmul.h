@@ -32,10 +32,17 @@ typedef struct cpu_act {
     int8_t *q;
     float *s;
     int is_quantized;
+    /* Optional scratch for prompts against bf16/fp16 weights: one panel of
+     * panel_floats (>= CPU_MATMUL_PANEL_ROWS * k) per pool thread, where a
+     * task widens its weight rows to fp32 once. NULL: widen in the tiles. */
+    float *panels;
+    size_t panel_floats;
 } cpu_act;
 
+#define CPU_MATMUL_PANEL_ROWS 48
+
 static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
-    cpu_act a = {x, ldx, n, k, q, s, 0};
+    cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0};
     return a;
 }
 

@@ -9,8 +9,11 @@
 #include "cpu/cpu_kernels.h"
 
 /* fp32 FLOP/s (an FMA counts 2) of kern's burner on all of the pool's
- * threads, best of `reps` passes of about `seconds` each. */
-double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps);
+ * threads, best of `reps` passes of about `seconds` each. If per_cpu_s is
+ * not NULL it gets the best rate per second of CPU time the threads got
+ * (one core's peak, unaffected by other processes taking the CPUs). */
+double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps,
+                          double *per_cpu_s);
 
 /* The burners: run `iters` iterations, return the flops done. The result of
  * the chains goes to *sink so the work cannot be dropped. */

@@ -65,6 +65,15 @@ static void silu_mul_row(void *ctx, int i, int thread) {
     cpu_silu_mul(lc->m->ws.hb + (size_t)i * ff, lc->m->ws.hb2 + (size_t)i * ff, (int)ff);
 }
 
+/* The input rows of the next matrix products, with the workspace's scratch
+ * (int8 copies for quantized weights, fp32 weight panels for prompts). */
+static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k) {
+    cpu_act a = cpu_act_rows(x, ldx, n, k, m->ws.xq, m->ws.xs);
+    a.panels = m->ws.panels;
+    a.panel_floats = m->ws.panel_floats;
+    return a;
+}
+
 static void rmsnorm_rows(const qwen3_config *c, float *out, const float *x, const float *w, int n) {
     size_t d = (size_t)c->hidden_size;
     for (int i = 0; i < n; i++)
@@ -105,7 +114,7 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* attention */
         rmsnorm_rows(c, w->xb, w->x, L->attn_norm, n);
-        cpu_act xa = cpu_act_rows(w->xb, d, n, d, w->xq, w->xs); /* int8 once for q, k, v */
+        cpu_act xa = act_rows(m, w->xb, d, n, d); /* int8 once for q, k, v */
         cpu_matmul_act(pool, K, &L->q, &xa, w->q, qd);
         cpu_matmul_act(pool, K, &L->k, &xa, w->k, kvd);
         cpu_matmul_act(pool, K, &L->v, &xa, w->v, kvd);
@@ -125,17 +134,17 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .scores = w->scores,
                                  .scores_stride = (size_t)c->max_position_embeddings};
         cpu_attention(pool, K, &aa);
-        cpu_act att = cpu_act_rows(w->att, qd, n, (int)qd, w->xq, w->xs);
+        cpu_act att = act_rows(m, w->att, qd, n, (int)qd);
         cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
 
         /* MLP: down(silu(gate(x)) * up(x)) */
         rmsnorm_rows(c, w->xb, w->x, L->mlp_norm, n);
-        cpu_act xm = cpu_act_rows(w->xb, d, n, d, w->xq, w->xs); /* int8 once for gate, up */
+        cpu_act xm = act_rows(m, w->xb, d, n, d); /* int8 once for gate, up */
         cpu_matmul_act(pool, K, &L->gate, &xm, w->hb, ff);
         cpu_matmul_act(pool, K, &L->up, &xm, w->hb2, ff);
         nc_pool_for(pool, n, silu_mul_row, &lc);
-        cpu_act h = cpu_act_rows(w->hb, ff, n, ff, w->xq, w->xs);
+        cpu_act h = act_rows(m, w->hb, ff, n, ff);
         cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
@@ -155,7 +164,7 @@ static void lm_head_rows(qwen3_model *m, int n) {
             rows[k++] = i;
         }
         if (k == QWEN3_LOGIT_ROWS || (i == n && k > 0)) {
-            cpu_act xl = cpu_act_rows(w->xb, d, k, (int)d, w->xq, w->xs);
+            cpu_act xl = act_rows(m, w->xb, d, k, (int)d);
             cpu_matmul_act(m->pool, m->kern, &m->lm_head, &xl, w->logits, V);
             for (int j = 0; j < k; j++)
                 memcpy(w->logit_dst[rows[j]], w->logits + (size_t)j * V, V * sizeof(float));

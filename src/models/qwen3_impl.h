@@ -27,6 +27,8 @@ typedef struct qwen3_workspace {
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
     int8_t *xq;    /* int8 activations for quantized matrices (cpu_act), */
     float *xs;     /* sized for QWEN3_MAX_BATCH rows of the widest input */
+    float *panels; /* per thread: CPU_MATMUL_PANEL_ROWS fp32 weight rows (cpu_act) */
+    size_t panel_floats;
     qwen3_state **row_state;
     int *row_pos;    /* position of each row in its sequence */
     int *row_n_keys; /* row_pos + 1 */

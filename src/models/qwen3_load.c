@@ -190,6 +190,8 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
     w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
     w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
+    w->panel_floats = (size_t)CPU_MATMUL_PANEL_ROWS * (size_t)widest;
+    w->panels = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->panel_floats * sizeof(float));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -212,6 +214,7 @@ static void workspace_free(qwen3_workspace *w) {
         nc_free_aligned(bufs[i]);
     nc_free_aligned(w->xq);
     nc_free_aligned(w->xs);
+    nc_free_aligned(w->panels);
     free(w->row_state);
     free(w->row_pos);
     free(w->row_n_keys);

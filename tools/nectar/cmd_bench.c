@@ -86,9 +86,9 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
     stats_of(each, runs, &mean, &sd);
     const cpu_kernels *tabs[4];
     int nt = cpu_kernels_available(tabs, 4);
-    double peak[4];
+    double peak[4], core[4];
     for (int i = 0; i < nt; i++)
-        peak[i] = cpu_peak_fma_flops(pool, tabs[i], 0.3, 3);
+        peak[i] = cpu_peak_fma_flops(pool, tabs[i], 0.3, 3, &core[i]);
     int n_threads = nc_pool_threads(pool);
     nc_pool_free(pool);
     if (as_json) {
@@ -101,13 +101,17 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
         printf("]},\n  \"peak_fma_flops_per_s\": {");
         for (int i = 0; i < nt; i++)
             printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, peak[i]);
+        printf("},\n  \"peak_fma_flops_per_cpu_s\": {");
+        for (int i = 0; i < nt; i++)
+            printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, core[i]);
         printf("},\n  \"kernels\": \"%s\"\n}\n", cpu_kernels_get()->name);
     } else {
         printf("%d threads; read bandwidth over %zu MiB: best %.2f GB/s, mean %.2f +/- %.2f GB/s "
                "(%d runs)\n",
                n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
         for (int i = 0; i < nt; i++)
-            printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s%s\n", tabs[i]->name, peak[i] / 1e9,
+            printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
+                   tabs[i]->name, peak[i] / 1e9, core[i] / 1e9,
                    tabs[i] == cpu_kernels_get() ? "   (used by the engine)" : "");
     }
     return 0;
@@ -245,14 +249,16 @@ int cmd_bench(int argc, char **argv) {
     free(tokens);
     /* Probe the machine with the model's pool gone from the caches' way. */
     nc_pool *pool = NULL;
-    double bw = 0.0, peak = 0.0;
+    double bw = 0.0, peak = 0.0, core = 0.0;
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
         bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL);
-        peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3);
+        peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3, &core);
     }
     nc_pool_free(pool);
     double roof = bw > 0 ? bw / (double)wbytes : 0.0;
     double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
+    /* per CPU-second: what the engine did while it had a core (shared machines) */
+    double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_flops(c, n_pp) * runs / pp.cpu_s / 1e9 : 0;
     const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
 
     if (as_json) {
@@ -264,9 +270,12 @@ int cmd_bench(int argc, char **argv) {
         printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
                "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
                "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
-               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f\n}\n",
+               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
+               "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
+               "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f\n}\n",
                rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
-               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0);
+               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
+               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir, dtype,
                c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
@@ -290,6 +299,10 @@ int cmd_bench(int argc, char **argv) {
         if (n_pp > 0 && peak > 0)
             printf("; pp %.1f GFLOP/s = %.0f%% of it", pp_gflops, 100 * pp_gflops * 1e9 / peak);
         printf("\n");
+        if (n_pp > 0 && core > 0)
+            printf("per CPU-second (what a core did while it ran): peak %.1f GFLOP, pp %.1f GFLOP "
+                   "= %.0f%%\n",
+                   core / 1e9, pp_gflop_cpu, 100 * pp_gflop_cpu * 1e9 / core);
     }
     qwen3_free(m);
     return 0;
