@@ -14,7 +14,7 @@
 
 #include "ane_host/ane_device.h"
 
-#define ANE_FRAMEWORK_PATH \
+#define ANE_FRAMEWORK_PATH                                                                         \
     "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine"
 
 typedef struct ane_apple_options {

@@ -13,7 +13,8 @@
 #define MAX_DEPTH 64
 
 static json_t *string_json(CFStringRef s) {
-    CFIndex cap = CFStringGetMaximumSizeForEncoding(CFStringGetLength(s), kCFStringEncodingUTF8) + 1;
+    CFIndex cap =
+        CFStringGetMaximumSizeForEncoding(CFStringGetLength(s), kCFStringEncodingUTF8) + 1;
     char *buf = malloc((size_t)cap);
     json_t *j = NULL;
     if (buf && CFStringGetCString(s, buf, cap, kCFStringEncodingUTF8)) j = json_string(buf);
@@ -47,7 +48,8 @@ static json_t *to_json(CFTypeRef v, int depth) {
     if (t == CFDictionaryGetTypeID()) {
         CFDictionaryRef d = v;
         CFIndex n = CFDictionaryGetCount(d);
-        const void **keys = calloc((size_t)n + 1, sizeof *keys), **vals = calloc((size_t)n + 1, sizeof *vals);
+        const void **keys = calloc((size_t)n + 1, sizeof *keys),
+                   **vals = calloc((size_t)n + 1, sizeof *vals);
         json_t *j = keys && vals ? json_object() : NULL;
         if (j) CFDictionaryGetKeysAndValues(d, keys, vals);
         for (CFIndex i = 0; j && i < n; i++) {
@@ -61,15 +63,18 @@ static json_t *to_json(CFTypeRef v, int depth) {
         return j;
     }
     char what[64];
-    if (t == CFDataGetTypeID()) snprintf(what, sizeof what, "<data, %ld bytes>", (long)CFDataGetLength((CFDataRef)v));
-    else snprintf(what, sizeof what, "<CF type %lu>", (unsigned long)t);
+    if (t == CFDataGetTypeID())
+        snprintf(what, sizeof what, "<data, %ld bytes>", (long)CFDataGetLength((CFDataRef)v));
+    else
+        snprintf(what, sizeof what, "<CF type %lu>", (unsigned long)t);
     return json_string(what);
 }
 
 nc_status ane_cf_to_json(CFTypeRef v, char **json, nc_error *err) {
     if (!v) return nc_fail(err, NC_ERR_FORMAT, "-[_ANEModel modelAttributes] returned nil");
     if (CFGetTypeID(v) != CFDictionaryGetTypeID())
-        return nc_fail(err, NC_ERR_FORMAT, "-[_ANEModel modelAttributes] did not return a dictionary");
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "-[_ANEModel modelAttributes] did not return a dictionary");
     json_t *j = to_json(v, 0);
     *json = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);

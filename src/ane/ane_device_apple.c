@@ -23,8 +23,20 @@
 /* The methods used, with their encodings as the splash runtime's table
  * lists them (reference §1); checked at open. */
 enum {
-    M_MODEL_AT_URL, M_MODEL_ATTRS, M_SHARED, M_COMPILE, M_EXISTS, M_PURGE, M_LOAD, M_UNLOAD,
-    M_EVAL, M_IOOBJ, M_REQ9, M_REQ7, M_SET_HANDLER, M_COUNT
+    M_MODEL_AT_URL,
+    M_MODEL_ATTRS,
+    M_SHARED,
+    M_COMPILE,
+    M_EXISTS,
+    M_PURGE,
+    M_LOAD,
+    M_UNLOAD,
+    M_EVAL,
+    M_IOOBJ,
+    M_REQ9,
+    M_REQ7,
+    M_SET_HANDLER,
+    M_COUNT
 };
 static const ane_objc_method methods[M_COUNT] = {
     {"_ANEModel", '+', "modelAtURL:key:", "@@:@@", 1},
@@ -89,7 +101,8 @@ static nc_status hash_file(const char *path, int required, uint64_t *h, nc_error
     if (!required && !nc_file_exists(path)) return NC_OK;
     nc_mapped_file f;
     NC_TRY(nc_map_file(path, &f, err));
-    for (size_t i = 0; i < f.size_bytes; i++) *h = (*h ^ f.data[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < f.size_bytes; i++)
+        *h = (*h ^ f.data[i]) * 0x100000001b3ull;
     nc_unmap_file(&f);
     return NC_OK;
 }
@@ -105,7 +118,7 @@ typedef ane_bool (*client_model_fn)(id, SEL, id, CFDictionaryRef, unsigned, id *
 static nc_status compile_and_load(apple_dev *d, ane_model *m, nc_error *err) {
     id e = NULL;
     client_model_fn compile = ANE_MSG(client_model_fn), load = ANE_MSG(client_model_fn);
-    ane_bool cached = ANE_MSG(ane_bool (*)(id, SEL, id))(d->client, d->sel[M_EXISTS], m->model);
+    ane_bool cached = ANE_MSG(ane_bool(*)(id, SEL, id))(d->client, d->sel[M_EXISTS], m->model);
     if (!cached && !compile(d->client, d->sel[M_COMPILE], m->model, d->compile_opts, d->qos, &e))
         return fail_ns(err, methods[M_COMPILE].sel, m->dir, e);
     if (load(d->client, d->sel[M_LOAD], m->model, d->empty, d->qos, &e)) return NC_OK;
@@ -145,16 +158,17 @@ static nc_status open_in_pool(apple_dev *d, ane_model *m, const char *dir, nc_er
     CFURLRef url = CFURLCreateFromFileSystemRepresentation(kCFAllocatorDefault, (const UInt8 *)dir,
                                                            (CFIndex)strlen(dir), 1);
     CFStringRef k = ane_cf_string(key);
-    id model = url && k ? ANE_MSG(id (*)(Class, SEL, id, id))(cls(M_MODEL_AT_URL), d->sel[M_MODEL_AT_URL],
-                                                              ANE_ID(url), ANE_ID(k))
+    id model = url && k ? ANE_MSG(id(*)(Class, SEL, id, id))(
+                              cls(M_MODEL_AT_URL), d->sel[M_MODEL_AT_URL], ANE_ID(url), ANE_ID(k))
                         : NULL;
     if (url) CFRelease(url);
     if (k) CFRelease(k);
-    if (!model) return nc_fail(err, NC_ERR_IO, "+[_ANEModel modelAtURL:key:] returned nil for %s", dir);
+    if (!model)
+        return nc_fail(err, NC_ERR_IO, "+[_ANEModel modelAtURL:key:] returned nil for %s", dir);
     m->model = ane_objc_retain(model);
     NC_TRY(compile_and_load(d, m, err));
     m->loaded = 1;
-    id attrs = ANE_MSG(id (*)(id, SEL))(m->model, d->sel[M_MODEL_ATTRS]);
+    id attrs = ANE_MSG(id(*)(id, SEL))(m->model, d->sel[M_MODEL_ATTRS]);
     if (ane_cf_to_json((CFTypeRef)attrs, &m->json, err)) return nc_fail_prefix(err, "%s", dir);
     return NC_OK;
 }
@@ -206,9 +220,9 @@ static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, n
     ane_surface *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     s->bytes = bytes;
-    CFStringRef keys[6] = {kIOSurfaceWidth, kIOSurfaceHeight, kIOSurfaceBytesPerElement,
+    CFStringRef keys[6] = {kIOSurfaceWidth,       kIOSurfaceHeight,    kIOSurfaceBytesPerElement,
                            kIOSurfaceBytesPerRow, kIOSurfaceAllocSize, kIOSurfacePixelFormat};
-    CFTypeRef vals[6] = {ane_cf_int((int64_t)w), ane_cf_int((int64_t)h), ane_cf_int(1),
+    CFTypeRef vals[6] = {ane_cf_int((int64_t)w), ane_cf_int((int64_t)h),       ane_cf_int(1),
                          ane_cf_int((int64_t)w), ane_cf_int((int64_t)(w * h)), ane_cf_int(0)};
     CFDictionaryRef props = ane_cf_dict(6, keys, vals);
     for (int i = 0; i < 6; i++)
@@ -222,10 +236,11 @@ static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, n
     if (IOSurfaceGetBytesPerRow(s->s) != w || IOSurfaceGetAllocSize(s->s) < bytes) {
         size_t bpr = IOSurfaceGetBytesPerRow(s->s);
         apple_surface_free(s);
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "IOSurfaceCreate: %zu bytes per row, asked for %zu", bpr, w);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "IOSurfaceCreate: %zu bytes per row, asked for %zu",
+                       bpr, w);
     }
     id pool = ane_objc_pool_push();
-    id obj = ANE_MSG(id (*)(Class, SEL, IOSurfaceRef))(cls(M_IOOBJ), d->sel[M_IOOBJ], s->s);
+    id obj = ANE_MSG(id(*)(Class, SEL, IOSurfaceRef))(cls(M_IOOBJ), d->sel[M_IOOBJ], s->s);
     s->obj = ane_objc_retain(obj);
     ane_objc_pool_pop(pool);
     if (!s->obj) {
@@ -261,13 +276,15 @@ static void apple_request_free(ane_request *r) {
 
 static CFArrayRef objects(int n, ane_surface *const *s) {
     const void *v[64];
-    for (int i = 0; i < n && i < 64; i++) v[i] = s[i]->obj;
+    for (int i = 0; i < n && i < 64; i++)
+        v[i] = s[i]->obj;
     return CFArrayCreate(kCFAllocatorDefault, v, n, &kCFTypeArrayCallBacks);
 }
 
 static CFArrayRef numbers(int n, const int *x) {
     CFNumberRef v[64];
-    for (int i = 0; i < n && i < 64; i++) v[i] = ane_cf_int(x[i]);
+    for (int i = 0; i < n && i < 64; i++)
+        v[i] = ane_cf_int(x[i]);
     CFArrayRef a = CFArrayCreate(kCFAllocatorDefault, (const void **)v, n, &kCFTypeArrayCallBacks);
     for (int i = 0; i < n && i < 64; i++)
         if (v[i]) CFRelease(v[i]);
@@ -289,18 +306,19 @@ static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surf
     id pool = ane_objc_pool_push();
     CFArrayRef ins = objects(n_in, in), outs = objects(n_out, out);
     CFArrayRef ii = numbers(n_in, in_idx), oi = numbers(n_out, out_idx);
-    CFArrayRef perf = CFArrayCreate(kCFAllocatorDefault, NULL, 0, &kCFTypeArrayCallBacks); /* validate calls -count */
+    CFArrayRef perf = CFArrayCreate(kCFAllocatorDefault, NULL, 0,
+                                    &kCFTypeArrayCallBacks); /* validate calls -count */
     CFNumberRef proc = ane_cf_int(proc_id);
     id q = NULL;
     if (ins && outs && ii && oi && perf && proc) {
         if (d->has_req9)
-            q = ANE_MSG(id (*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
-                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi), NULL,
-                ANE_ID(perf), ANE_ID(proc), NULL, NULL);
+            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
+                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
+                NULL, ANE_ID(perf), ANE_ID(proc), NULL, NULL);
         else
-            q = ANE_MSG(id (*)(Class, SEL, id, id, id, id, id, id, id))(
-                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi), NULL,
-                ANE_ID(perf), ANE_ID(proc));
+            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id))(
+                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
+                NULL, ANE_ID(perf), ANE_ID(proc));
     }
     r->req = ane_objc_retain(q);
     CFTypeRef made[6] = {ins, outs, ii, oi, perf, proc};
@@ -309,8 +327,10 @@ static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surf
     ane_objc_pool_pop(pool);
     if (!r->req) {
         apple_request_free(r);
-        return nc_fail(err, NC_ERR_IO, "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
-                       proc_id);
+        return nc_fail(
+            err, NC_ERR_IO,
+            "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
+            proc_id);
     }
     *req = r;
     return NC_OK;
@@ -346,9 +366,18 @@ static nc_status apple_submit(ane_request *r, ane_done_fn done, void *user, nc_e
 }
 
 static const ane_device_ops apple_ops = {
-    "ane",             apple_model_open,   apple_model_attrs,    apple_model_close,
-    apple_surface_new, apple_surface_lock, apple_surface_unlock, apple_surface_free,
-    apple_request_new, apple_request_free, apple_evaluate,       apple_submit,
+    "ane",
+    apple_model_open,
+    apple_model_attrs,
+    apple_model_close,
+    apple_surface_new,
+    apple_surface_lock,
+    apple_surface_unlock,
+    apple_surface_free,
+    apple_request_new,
+    apple_request_free,
+    apple_evaluate,
+    apple_submit,
 };
 
 /* --- the device ----------------------------------------------------------- */
@@ -368,11 +397,13 @@ static nc_status open_in_pool_dev(apple_dev *d, nc_error *err) {
     int present[M_COUNT];
     NC_TRY(ane_objc_check(methods, M_COUNT, present, err));
     if (!present[M_REQ9] && !present[M_REQ7])
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "+[_ANERequest requestWithInputs:...procedureIndex:] does not exist "
-                                                "with the expected encoding on this macOS");
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "+[_ANERequest requestWithInputs:...procedureIndex:] does not exist "
+                       "with the expected encoding on this macOS");
     d->has_req9 = present[M_REQ9];
-    for (int i = 0; i < M_COUNT; i++) d->sel[i] = sel_registerName(methods[i].sel);
-    id client = ANE_MSG(id (*)(Class, SEL))(cls(M_SHARED), d->sel[M_SHARED]);
+    for (int i = 0; i < M_COUNT; i++)
+        d->sel[i] = sel_registerName(methods[i].sel);
+    id client = ANE_MSG(id(*)(Class, SEL))(cls(M_SHARED), d->sel[M_SHARED]);
     if (!client) return nc_fail(err, NC_ERR_IO, "+[_ANEClient sharedConnection] returned nil");
     d->client = ane_objc_retain(client);
     d->empty = ane_cf_dict(0, NULL, NULL);
@@ -395,7 +426,8 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
     if (!d->framework) {
         const char *why = dlerror();
         free(d);
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "dlopen(%s): %s", ANE_FRAMEWORK_PATH, why ? why : "failed");
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "dlopen(%s): %s", ANE_FRAMEWORK_PATH,
+                       why ? why : "failed");
     }
     id pool = ane_objc_pool_push();
     nc_status st = open_in_pool_dev(d, err);

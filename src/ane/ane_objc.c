@@ -16,7 +16,8 @@ nc_status ane_objc_check(const ane_objc_method *rows, int n, int *present, nc_er
         Class c = objc_lookUpClass(r->cls);
         if (!c) {
             if (!r->required) continue;
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "class %s is not in AppleNeuralEngine.framework", r->cls);
+            return nc_fail(err, NC_ERR_UNSUPPORTED,
+                           "class %s is not in AppleNeuralEngine.framework", r->cls);
         }
         SEL sel = sel_registerName(r->sel);
         Method m = r->kind == '+' ? class_getClassMethod(c, sel) : class_getInstanceMethod(c, sel);
@@ -28,9 +29,12 @@ nc_status ane_objc_check(const ane_objc_method *rows, int n, int *present, nc_er
             continue;
         }
         if (!r->required) continue;
-        if (!m) return nc_fail(err, NC_ERR_UNSUPPORTED, "%c[%s %s] does not exist on this macOS", r->kind, r->cls, r->sel);
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%c[%s %s] has type encoding %s, the bridge expects %s", r->kind,
-                       r->cls, r->sel, got, r->types);
+        if (!m)
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%c[%s %s] does not exist on this macOS",
+                           r->kind, r->cls, r->sel);
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%c[%s %s] has type encoding %s, the bridge expects %s", r->kind, r->cls,
+                       r->sel, got, r->types);
     }
     return NC_OK;
 }
@@ -38,8 +42,8 @@ nc_status ane_objc_check(const ane_objc_method *rows, int n, int *present, nc_er
 id ane_objc_pool_push(void) {
     Class c = objc_lookUpClass("NSAutoreleasePool");
     if (!c) return NULL;
-    id pool = ANE_MSG(id (*)(Class, SEL))(c, sel_registerName("alloc"));
-    return pool ? ANE_MSG(id (*)(id, SEL))(pool, sel_registerName("init")) : NULL;
+    id pool = ANE_MSG(id(*)(Class, SEL))(c, sel_registerName("alloc"));
+    return pool ? ANE_MSG(id(*)(id, SEL))(pool, sel_registerName("init")) : NULL;
 }
 
 void ane_objc_pool_pop(id pool) {
@@ -47,7 +51,7 @@ void ane_objc_pool_pop(id pool) {
 }
 
 id ane_objc_retain(id obj) {
-    return obj ? ANE_MSG(id (*)(id, SEL))(obj, sel_registerName("retain")) : NULL;
+    return obj ? ANE_MSG(id(*)(id, SEL))(obj, sel_registerName("retain")) : NULL;
 }
 
 void ane_objc_release(id obj) {
@@ -59,7 +63,8 @@ void ane_objc_error_text(id nserror, char *buf, size_t cap) {
     if (!nserror) return;
     CFStringRef d = CFErrorCopyDescription((CFErrorRef)(void *)nserror); /* NSError is CFError */
     if (!d) return;
-    if (!CFStringGetCString(d, buf, (CFIndex)cap, kCFStringEncodingUTF8)) snprintf(buf, cap, "NSError (undecodable)");
+    if (!CFStringGetCString(d, buf, (CFIndex)cap, kCFStringEncodingUTF8))
+        snprintf(buf, cap, "NSError (undecodable)");
     CFRelease(d);
     for (char *p = buf; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' '; /* one-line messages */
@@ -74,8 +79,8 @@ CFNumberRef ane_cf_int(int64_t v) {
 }
 
 CFDictionaryRef ane_cf_dict(int n, const CFStringRef *keys, const CFTypeRef *values) {
-    CFMutableDictionaryRef d = CFDictionaryCreateMutable(kCFAllocatorDefault, n, &kCFTypeDictionaryKeyCallBacks,
-                                                         &kCFTypeDictionaryValueCallBacks);
+    CFMutableDictionaryRef d = CFDictionaryCreateMutable(
+        kCFAllocatorDefault, n, &kCFTypeDictionaryKeyCallBacks, &kCFTypeDictionaryValueCallBacks);
     for (int i = 0; d && i < n; i++)
         if (keys[i] && values[i]) CFDictionarySetValue(d, keys[i], values[i]);
     return d;

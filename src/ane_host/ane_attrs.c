@@ -29,7 +29,8 @@ static const json_t *get(const json_t *obj, const char *key, json_type type, int
                          const char *what, nc_error *err, nc_status *st) {
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
-        if (required) *st = nc_fail(err, NC_ERR_NOT_FOUND, "%s: modelAttributes has no '%s'", what, key);
+        if (required)
+            *st = nc_fail(err, NC_ERR_NOT_FOUND, "%s: modelAttributes has no '%s'", what, key);
         return NULL;
     }
     if (json_typeof(v) != type) {
@@ -40,20 +41,23 @@ static const json_t *get(const json_t *obj, const char *key, json_type type, int
 }
 
 /* Copies s into dst (ANE_NAME_MAX), removing the "@output" suffix. */
-static nc_status copy_name(char *dst, const char *s, const char *what, const char *key, nc_error *err) {
+static nc_status copy_name(char *dst, const char *s, const char *what, const char *key,
+                           nc_error *err) {
     size_t n = strlen(s), k = strlen(ANE_OUTPUT_SUFFIX);
     if (n > k && strcmp(s + n - k, ANE_OUTPUT_SUFFIX) == 0) n -= k;
     if (n == 0 || n >= ANE_NAME_MAX)
-        return nc_fail(err, NC_ERR_RANGE, "%s: '%s' holds a name of %zu bytes (1 to %d allowed)", what,
-                       key, n, ANE_NAME_MAX - 1);
+        return nc_fail(err, NC_ERR_RANGE, "%s: '%s' holds a name of %zu bytes (1 to %d allowed)",
+                       what, key, n, ANE_NAME_MAX - 1);
     memcpy(dst, s, n);
     dst[n] = '\0';
     return NC_OK;
 }
 
-static nc_status check_symbols(const json_t *arr, const char *what, const char *key, nc_error *err) {
+static nc_status check_symbols(const json_t *arr, const char *what, const char *key,
+                               nc_error *err) {
     if (json_array_size(arr) > MAX_SYMBOLS)
-        return nc_fail(err, NC_ERR_RANGE, "%s: '%s' lists %zu symbols", what, key, json_array_size(arr));
+        return nc_fail(err, NC_ERR_RANGE, "%s: '%s' lists %zu symbols", what, key,
+                       json_array_size(arr));
     for (size_t i = 0; i < json_array_size(arr); i++)
         if (!json_is_string(json_array_get(arr, i)))
             return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu] is not a string", what, key, i);
@@ -63,10 +67,12 @@ static nc_status check_symbols(const json_t *arr, const char *what, const char *
 /* The I/O list of one procedure: symbol indices into syms (names), or,
  * when syms is NULL (no output symbol array), names from the live list at
  * the same position. */
-static nc_status read_ios(const json_t *idx, const json_t *syms, const json_t *live, const char *what,
-                          const char *key, ane_attr_io **out, int *n_out, nc_error *err) {
+static nc_status read_ios(const json_t *idx, const json_t *syms, const json_t *live,
+                          const char *what, const char *key, ane_attr_io **out, int *n_out,
+                          nc_error *err) {
     size_t n = json_array_size(idx);
-    if (n > MAX_SYMBOLS) return nc_fail(err, NC_ERR_RANGE, "%s: '%s' lists %zu symbols", what, key, n);
+    if (n > MAX_SYMBOLS)
+        return nc_fail(err, NC_ERR_RANGE, "%s: '%s' lists %zu symbols", what, key, n);
     *out = calloc(n ? n : 1, sizeof **out);
     if (!*out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     *n_out = (int)n;
@@ -77,8 +83,8 @@ static nc_status read_ios(const json_t *idx, const json_t *syms, const json_t *l
         json_int_t s = json_integer_value(v);
         size_t n_syms = syms ? json_array_size(syms) : json_array_size(live);
         if (s < 0 || (size_t)s >= n_syms || s > MAX_SYMBOLS)
-            return nc_fail(err, NC_ERR_RANGE, "%s: '%s'[%zu] = %lld is outside the %zu symbols", what,
-                           key, i, (long long)s, n_syms);
+            return nc_fail(err, NC_ERR_RANGE, "%s: '%s'[%zu] = %lld is outside the %zu symbols",
+                           what, key, i, (long long)s, n_syms);
         const char *name = NULL;
         if (syms) {
             name = json_string_value(json_array_get(syms, (size_t)s));
@@ -87,13 +93,14 @@ static nc_status read_ios(const json_t *idx, const json_t *syms, const json_t *l
             name = json_is_object(e) ? json_string_value(json_object_get(e, "Name")) : NULL;
         }
         if (!name)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu]: no name for symbol %lld", what, key, i,
-                           (long long)s);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu]: no name for symbol %lld", what, key,
+                           i, (long long)s);
         NC_TRY(copy_name((*out)[i].name, name, what, key, err));
         (*out)[i].symbol = (int)s;
         for (size_t j = 0; j < i; j++)
             if (strcmp((*out)[j].name, (*out)[i].name) == 0)
-                return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' names '%s' twice", what, key, (*out)[i].name);
+                return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' names '%s' twice", what, key,
+                               (*out)[i].name);
     }
     return NC_OK;
 }
@@ -116,7 +123,8 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
         const json_t *e = json_array_get(live, i);
         const char *name = NULL;
         char clean[ANE_NAME_MAX], ctx[ANE_NAME_MAX + 160];
-        if (!json_is_object(e)) return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu] is not an object", what, key, i);
+        if (!json_is_object(e))
+            return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu] is not an object", what, key, i);
         snprintf(ctx, sizeof ctx, "%s: %s[%zu]", what, key, i);
         NC_TRY(nc_json_str(e, "Name", &name, 1, ctx, err));
         NC_TRY(copy_name(clean, name, what, key, err));
@@ -124,8 +132,9 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
         for (int k = 0; k < n; k++)
             if (strcmp(ios[k].name, clean) == 0) io = &ios[k];
         if (!io)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' describes '%s', which the procedure does not list",
-                           what, key, clean);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: '%s' describes '%s', which the procedure does not list", what, key,
+                           clean);
         const char *type = "";
         NC_TRY(nc_json_str(e, "Type", &type, 1, ctx, err));
         snprintf(io->type, sizeof io->type, "%s", type);
@@ -145,29 +154,41 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
 
 static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, nc_error *err) {
     nc_status st = NC_OK;
-    if (!json_is_object(root)) return nc_fail(err, NC_ERR_FORMAT, "%s: modelAttributes is not a dictionary", what);
+    if (!json_is_object(root))
+        return nc_fail(err, NC_ERR_FORMAT, "%s: modelAttributes is not a dictionary", what);
     const json_t *desc = get(root, DESC, JSON_OBJECT, 1, what, err, &st);
     if (!desc) return st;
-    const json_t *in_syms = get(desc, "kANEFModelInputSymbolsArrayKey", JSON_ARRAY, 1, what, err, &st);
-    const json_t *out_syms = in_syms ? get(desc, "kANEFModelOutputSymbolsArrayKey", JSON_ARRAY, 0, what, err, &st) : NULL;
-    const json_t *names = st ? NULL : get(desc, "kANEFModelProcedureNameToIDMapKey", JSON_OBJECT, 1, what, err, &st);
-    const json_t *procs = st ? NULL : get(desc, "ANEFModelProcedures", JSON_ARRAY, 1, what, err, &st);
-    const json_t *status = st ? NULL : get(root, "NetworkStatusList", JSON_ARRAY, 0, what, err, &st);
+    const json_t *in_syms =
+        get(desc, "kANEFModelInputSymbolsArrayKey", JSON_ARRAY, 1, what, err, &st);
+    const json_t *out_syms =
+        in_syms ? get(desc, "kANEFModelOutputSymbolsArrayKey", JSON_ARRAY, 0, what, err, &st)
+                : NULL;
+    const json_t *names =
+        st ? NULL : get(desc, "kANEFModelProcedureNameToIDMapKey", JSON_OBJECT, 1, what, err, &st);
+    const json_t *procs =
+        st ? NULL : get(desc, "ANEFModelProcedures", JSON_ARRAY, 1, what, err, &st);
+    const json_t *status =
+        st ? NULL : get(root, "NetworkStatusList", JSON_ARRAY, 0, what, err, &st);
     if (st) return st;
     NC_TRY(check_symbols(in_syms, what, "kANEFModelInputSymbolsArrayKey", err));
     if (out_syms) NC_TRY(check_symbols(out_syms, what, "kANEFModelOutputSymbolsArrayKey", err));
     size_t n = json_array_size(procs);
     if (n == 0 || n > MAX_PROCS)
-        return nc_fail(err, NC_ERR_RANGE, "%s: 'ANEFModelProcedures' lists %zu procedures", what, n);
+        return nc_fail(err, NC_ERR_RANGE, "%s: 'ANEFModelProcedures' lists %zu procedures", what,
+                       n);
     if (json_object_size(names) != n)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: %zu procedures but %zu names in kANEFModelProcedureNameToIDMapKey",
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: %zu procedures but %zu names in kANEFModelProcedureNameToIDMapKey",
                        what, n, json_object_size(names));
     if (status && json_array_size(status) != n)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: NetworkStatusList has %zu entries for %zu procedures", what,
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: NetworkStatusList has %zu entries for %zu procedures", what,
                        json_array_size(status), n);
     if (!out_syms && !status)
-        return nc_fail(err, NC_ERR_NOT_FOUND,
-                       "%s: neither kANEFModelOutputSymbolsArrayKey nor NetworkStatusList names the outputs", what);
+        return nc_fail(
+            err, NC_ERR_NOT_FOUND,
+            "%s: neither kANEFModelOutputSymbolsArrayKey nor NetworkStatusList names the outputs",
+            what);
     a->procs = calloc(n, sizeof *a->procs);
     if (!a->procs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     a->n_procs = (int)n;
@@ -181,7 +202,8 @@ static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, 
         if (!json_is_object(e)) return nc_fail(err, NC_ERR_FORMAT, "%s is not a dictionary", ctx);
         int64_t id = -1;
         NC_TRY(nc_json_int(e, "ANEFModelProcedureID", &id, 1, ctx, err));
-        if (id < 0 || id >= MAX_PROCS) return nc_fail(err, NC_ERR_RANGE, "%s: procedure id %lld", ctx, (long long)id);
+        if (id < 0 || id >= MAX_PROCS)
+            return nc_fail(err, NC_ERR_RANGE, "%s: procedure id %lld", ctx, (long long)id);
         p->id = (int)id;
         const char *key;
         const json_t *v;
@@ -193,25 +215,33 @@ static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, 
             }
         }
         if (found != 1)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: procedure id %lld has %d names in kANEFModelProcedureNameToIDMapKey",
-                           ctx, (long long)id, found);
+            return nc_fail(
+                err, NC_ERR_FORMAT,
+                "%s: procedure id %lld has %d names in kANEFModelProcedureNameToIDMapKey", ctx,
+                (long long)id, found);
         const json_t *ii = get(e, "ANEFModelInputSymbolIndexArray", JSON_ARRAY, 1, ctx, err, &st);
-        const json_t *oi = ii ? get(e, "ANEFModelOutputSymbolIndexArray", JSON_ARRAY, 1, ctx, err, &st) : NULL;
+        const json_t *oi =
+            ii ? get(e, "ANEFModelOutputSymbolIndexArray", JSON_ARRAY, 1, ctx, err, &st) : NULL;
         if (st) return st;
         const json_t *live = status ? json_array_get(status, i) : NULL;
         if (status && !json_is_object(live))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: NetworkStatusList[%zu] is not a dictionary", what, i);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: NetworkStatusList[%zu] is not a dictionary",
+                           what, i);
         const json_t *live_in = live ? json_object_get(live, "LiveInputList") : NULL;
         const json_t *live_out = live ? json_object_get(live, "LiveOutputList") : NULL;
         if (!out_syms && !json_is_array(live_out))
-            return nc_fail(err, NC_ERR_NOT_FOUND, "%s: NetworkStatusList[%zu] has no LiveOutputList", what, i);
-        NC_TRY(read_ios(ii, in_syms, NULL, ctx, "ANEFModelInputSymbolIndexArray", &p->in, &p->n_in, err));
-        NC_TRY(read_ios(oi, out_syms, live_out, ctx, "ANEFModelOutputSymbolIndexArray", &p->out, &p->n_out, err));
+            return nc_fail(err, NC_ERR_NOT_FOUND,
+                           "%s: NetworkStatusList[%zu] has no LiveOutputList", what, i);
+        NC_TRY(read_ios(ii, in_syms, NULL, ctx, "ANEFModelInputSymbolIndexArray", &p->in, &p->n_in,
+                        err));
+        NC_TRY(read_ios(oi, out_syms, live_out, ctx, "ANEFModelOutputSymbolIndexArray", &p->out,
+                        &p->n_out, err));
         if (live_in) NC_TRY(read_live(live_in, p->in, p->n_in, ctx, "LiveInputList", err));
         if (live_out) NC_TRY(read_live(live_out, p->out, p->n_out, ctx, "LiveOutputList", err));
         for (size_t j = 0; j < i; j++) {
             if (a->procs[j].id == p->id)
-                return nc_fail(err, NC_ERR_FORMAT, "%s: procedure id %d appears twice", what, p->id);
+                return nc_fail(err, NC_ERR_FORMAT, "%s: procedure id %d appears twice", what,
+                               p->id);
         }
     }
     return NC_OK;

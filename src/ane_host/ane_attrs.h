@@ -45,7 +45,7 @@ typedef struct ane_attr_proc {
 
 typedef struct ane_attrs {
     int n_procs;
-    ane_attr_proc *procs;    /* in ANEFModelProcedures order */
+    ane_attr_proc *procs; /* in ANEFModelProcedures order */
     int n_in_symbols, n_out_symbols;
 } ane_attrs;
 

@@ -12,40 +12,51 @@ static nc_status bind_io(const ane_attr_proc *p, const lower_fn_info *f, const l
     const char *side = is_output ? "output" : "input";
     const ane_attr_io *a = ane_attrs_io(p, io->name, is_output);
     if (!a)
-        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: modelAttributes lists no %s '%s' for procedure %d",
-                       f->name, side, io->name, p->id);
+        return nc_fail(err, NC_ERR_NOT_FOUND,
+                       "%s: modelAttributes lists no %s '%s' for procedure %d", f->name, side,
+                       io->name, p->id);
     char what[160];
     snprintf(what, sizeof what, "%s: %s '%s'", f->name, side, io->name);
     ane_elem elem;
-    if (strcmp(io->dtype, "fp16") == 0) elem = ANE_ELEM_FP16;
-    else if (strcmp(io->dtype, "fp32") == 0) elem = ANE_ELEM_FP32;
-    else return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: dtype %s does not cross the ANE boundary", what, io->dtype);
+    if (strcmp(io->dtype, "fp16") == 0)
+        elem = ANE_ELEM_FP16;
+    else if (strcmp(io->dtype, "fp32") == 0)
+        elem = ANE_ELEM_FP32;
+    else
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: dtype %s does not cross the ANE boundary",
+                       what, io->dtype);
     snprintf(out->name, sizeof out->name, "%s", io->name);
     out->symbol = a->symbol;
     NC_TRY(ane_layout_for(what, elem, io->rank, io->shape, &out->layout, err));
     if (!a->has_shape) return NC_OK;
     /* the runtime's NCHW: the manifest's dims right-aligned */
     int64_t d[4] = {1, 1, 1, 1};
-    for (int i = 0; i < io->rank && i < 4; i++) d[4 - io->rank + i] = io->shape[i];
-    for (int i = 0; i < io->rank - 4; i++) d[0] *= io->shape[i];
-    if (a->batches != d[0] || a->channels != d[1] || a->depth != 1 || a->height != d[2] || a->width != d[3])
+    for (int i = 0; i < io->rank && i < 4; i++)
+        d[4 - io->rank + i] = io->shape[i];
+    for (int i = 0; i < io->rank - 4; i++)
+        d[0] *= io->shape[i];
+    if (a->batches != d[0] || a->channels != d[1] || a->depth != 1 || a->height != d[2] ||
+        a->width != d[3])
         return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: the model reports [%lld, %lld, %lld, %lld] (depth %lld), the manifest [%lld, %lld, %lld, %lld]",
+                       "%s: the model reports [%lld, %lld, %lld, %lld] (depth %lld), the manifest "
+                       "[%lld, %lld, %lld, %lld]",
                        what, (long long)a->batches, (long long)a->channels, (long long)a->height,
                        (long long)a->width, (long long)a->depth, (long long)d[0], (long long)d[1],
                        (long long)d[2], (long long)d[3]);
     const char *want = elem == ANE_ELEM_FP16 ? "Float16" : "Float32";
     if (strcmp(a->type, want) != 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: the model reports type %s, the manifest %s", what, a->type, io->dtype);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: the model reports type %s, the manifest %s", what,
+                       a->type, io->dtype);
     if (a->row_stride)
         NC_TRY(ane_layout_from_strides(what, elem, out->layout.rows, out->layout.width,
                                        (size_t)a->row_stride, &out->layout, err));
     int64_t plane = d[2] * (int64_t)out->layout.row_bytes;
-    if ((a->plane_stride && a->plane_stride != plane) || (a->batch_stride && a->batch_stride != plane * d[1]))
+    if ((a->plane_stride && a->plane_stride != plane) ||
+        (a->batch_stride && a->batch_stride != plane * d[1]))
         return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "%s: plane/batch strides %lld/%lld bytes, the host packs rows (%lld/%lld)", what,
-                       (long long)a->plane_stride, (long long)a->batch_stride, (long long)plane,
-                       (long long)(plane * d[1]));
+                       "%s: plane/batch strides %lld/%lld bytes, the host packs rows (%lld/%lld)",
+                       what, (long long)a->plane_stride, (long long)a->batch_stride,
+                       (long long)plane, (long long)(plane * d[1]));
     return NC_OK;
 }
 
@@ -53,17 +64,21 @@ nc_status ane_bind_function(const ane_attrs *a, const lower_fn_info *f, ane_bind
                             nc_error *err) {
     memset(out, 0, sizeof *out);
     const ane_attr_proc *p = ane_attrs_proc(a, f->name);
-    if (!p) return nc_fail(err, NC_ERR_NOT_FOUND, "modelAttributes has no procedure for function %s", f->name);
+    if (!p)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "modelAttributes has no procedure for function %s",
+                       f->name);
     if (p->n_in != f->n_in || p->n_out != f->n_out)
         return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: the model has %d inputs and %d outputs, the manifest %d and %d", f->name,
-                       p->n_in, p->n_out, f->n_in, f->n_out);
+                       "%s: the model has %d inputs and %d outputs, the manifest %d and %d",
+                       f->name, p->n_in, p->n_out, f->n_in, f->n_out);
     snprintf(out->fn, sizeof out->fn, "%s", f->name);
     out->proc_id = p->id;
     out->n_in = f->n_in;
     out->n_out = f->n_out;
-    for (int i = 0; i < f->n_in; i++) NC_TRY(bind_io(p, f, &f->in[i], 0, &out->in[i], err));
-    for (int i = 0; i < f->n_out; i++) NC_TRY(bind_io(p, f, &f->out[i], 1, &out->out[i], err));
+    for (int i = 0; i < f->n_in; i++)
+        NC_TRY(bind_io(p, f, &f->in[i], 0, &out->in[i], err));
+    for (int i = 0; i < f->n_out; i++)
+        NC_TRY(bind_io(p, f, &f->out[i], 1, &out->out[i], err));
     return NC_OK;
 }
 

@@ -19,8 +19,8 @@ typedef struct ane_bound_io {
 
 typedef struct ane_binding {
     char fn[ANE_NAME_MAX];
-    int proc_id;       /* the request's procedureIndex */
-    int n_in, n_out;   /* manifest order */
+    int proc_id;     /* the request's procedureIndex */
+    int n_in, n_out; /* manifest order */
     ane_bound_io in[LOWER_MAX_IO], out[LOWER_MAX_IO];
 } ane_binding;
 

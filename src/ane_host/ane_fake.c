@@ -36,7 +36,7 @@ typedef struct fake_dev {
 
 typedef struct fake_fn {
     int proc_id;
-    int *in_sym, *out_sym;     /* per declared input/output: its symbol */
+    int *in_sym, *out_sym; /* per declared input/output: its symbol */
     ane_layout *in_l, *out_l;
     mil_interp *it;
 } fake_fn;
@@ -70,7 +70,8 @@ static nc_status fake_surface_new(void *dev, size_t bytes, ane_surface **out, nc
     if (s) s->data = nc_alloc_aligned(bytes ? bytes : 64);
     if (!s || !s->data) {
         free(s);
-        return nc_fail(err, NC_ERR_NOMEM, "fake device: out of memory for a %zu-byte surface", bytes);
+        return nc_fail(err, NC_ERR_NOMEM, "fake device: out of memory for a %zu-byte surface",
+                       bytes);
     }
     memset(s->data, 0, bytes);
     s->bytes = bytes;
@@ -102,10 +103,13 @@ static nc_status io_layout(const mil_var *v, const char *fn, ane_layout *l, nc_e
     char what[160];
     snprintf(what, sizeof what, "fake device: %s: '%s'", fn, v->name);
     if (t->kind != MIL_TYPE_TENSOR || (t->dtype != MIL_DT_FP16 && t->dtype != MIL_DT_FP32))
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: only fp16/fp32 tensors cross the ANE boundary", what);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: only fp16/fp32 tensors cross the ANE boundary",
+                       what);
     for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] == MIL_DIM_UNKNOWN) return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: shapes must be static", what);
-    return ane_layout_for(what, t->dtype == MIL_DT_FP16 ? ANE_ELEM_FP16 : ANE_ELEM_FP32, t->rank, t->dims, l, err);
+        if (t->dims[i] == MIL_DIM_UNKNOWN)
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: shapes must be static", what);
+    return ane_layout_for(what, t->dtype == MIL_DT_FP16 ? ANE_ELEM_FP16 : ANE_ELEM_FP32, t->rank,
+                          t->dims, l, err);
 }
 
 static int by_name_desc(const void *a, const void *b) {
@@ -116,8 +120,10 @@ static int by_name_desc(const void *a, const void *b) {
 static json_t *live_entry(const mil_var *v, const ane_layout *l, int is_output) {
     int64_t d[4] = {1, 1, 1, 1};
     const mil_type *t = v->type;
-    for (int i = 0; i < t->rank && i < 4; i++) d[4 - t->rank + i] = t->dims[i];
-    for (int i = 0; i < t->rank - 4; i++) d[0] *= t->dims[i]; /* rank 5: fold the front */
+    for (int i = 0; i < t->rank && i < 4; i++)
+        d[4 - t->rank + i] = t->dims[i];
+    for (int i = 0; i < t->rank - 4; i++)
+        d[0] *= t->dims[i]; /* rank 5: fold the front */
     char name[ANE_NAME_MAX];
     snprintf(name, sizeof name, "%s%s", v->name, is_output ? "@output" : "");
     json_int_t plane = (json_int_t)(d[2] * (int64_t)l->row_bytes);
@@ -158,7 +164,8 @@ static nc_status describe(ane_model *m, nc_error *err) {
             qsort(sorted, (size_t)cnt, sizeof *sorted, by_name_desc);
             for (int k = 0; k < cnt && !st; k++) {
                 int decl = 0;
-                while (vars[decl] != sorted[k]) decl++;
+                while (vars[decl] != sorted[k])
+                    decl++;
                 ane_layout *l = side ? &ff->out_l[decl] : &ff->in_l[decl];
                 st = io_layout(sorted[k], fn->name, l, err);
                 if (st) break;
@@ -177,15 +184,17 @@ static nc_status describe(ane_model *m, nc_error *err) {
         json_array_append_new(procs, json_pack("{s:i, s:o, s:o}", "ANEFModelProcedureID", id,
                                                "ANEFModelInputSymbolIndexArray", ii,
                                                "ANEFModelOutputSymbolIndexArray", oi));
-        json_array_append_new(status, json_pack("{s:o, s:o}", "LiveInputList", li, "LiveOutputList", lo));
+        json_array_append_new(status,
+                              json_pack("{s:o, s:o}", "LiveInputList", li, "LiveOutputList", lo));
     }
-    json_t *root = json_pack("{s:{s:o, s:o, s:o, s:o}, s:o}", "ANEFModelDescription",
-                             "kANEFModelInputSymbolsArrayKey", in_syms, "kANEFModelOutputSymbolsArrayKey",
-                             out_syms, "kANEFModelProcedureNameToIDMapKey", names, "ANEFModelProcedures",
-                             procs, "NetworkStatusList", status);
+    json_t *root = json_pack(
+        "{s:{s:o, s:o, s:o, s:o}, s:o}", "ANEFModelDescription", "kANEFModelInputSymbolsArrayKey",
+        in_syms, "kANEFModelOutputSymbolsArrayKey", out_syms, "kANEFModelProcedureNameToIDMapKey",
+        names, "ANEFModelProcedures", procs, "NetworkStatusList", status);
     if (!st) {
         m->json = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
-        if (!m->json) st = nc_fail(err, NC_ERR_NOMEM, "fake device: could not write modelAttributes");
+        if (!m->json)
+            st = nc_fail(err, NC_ERR_NOMEM, "fake device: could not write modelAttributes");
     }
     json_decref(root);
     return st;
@@ -247,10 +256,14 @@ static nc_status fake_request_new(ane_model *m, int proc_id, int n_in, ane_surfa
     int f = -1;
     for (int i = 0; i < m->n_fns; i++)
         if (m->fns[i].proc_id == proc_id) f = i;
-    if (f < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "fake device: the model has no procedure %d", proc_id);
-    if (n_in < 0 || n_out < 0) return nc_fail(err, NC_ERR_INVALID, "fake device: negative I/O count");
+    if (f < 0)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "fake device: the model has no procedure %d",
+                       proc_id);
+    if (n_in < 0 || n_out < 0)
+        return nc_fail(err, NC_ERR_INVALID, "fake device: negative I/O count");
     if (!m->fns[f].it)
-        NC_TRY(mil_interp_new(m->prog, m->prog->functions[f]->name, MIL_INTERP_FP16, &m->fns[f].it, err));
+        NC_TRY(mil_interp_new(m->prog, m->prog->functions[f]->name, MIL_INTERP_FP16, &m->fns[f].it,
+                              err));
     ane_request *r = calloc(1, sizeof *r);
     int n = n_in + n_out;
     if (r) {
@@ -294,19 +307,23 @@ static nc_status check_binding(const ane_request *r, int side, nc_error *err) {
     const ane_layout *ls = side ? ff->out_l : ff->in_l;
     const char *what = side ? "output" : "input";
     if (n != n_decl)
-        return nc_fail(err, NC_ERR_INVALID, "fake device: procedure %d (%s) takes %d %ss, the request binds %d",
+        return nc_fail(err, NC_ERR_INVALID,
+                       "fake device: procedure %d (%s) takes %d %ss, the request binds %d",
                        ff->proc_id, fn->name, n_decl, what, n);
     for (int i = 0; i < n; i++) {
         int k = decl_of(syms, n_decl, idx[i]);
         if (k < 0)
-            return nc_fail(err, NC_ERR_INVALID, "fake device: procedure %d (%s) has no %s symbol %d",
-                           ff->proc_id, fn->name, what, idx[i]);
+            return nc_fail(err, NC_ERR_INVALID,
+                           "fake device: procedure %d (%s) has no %s symbol %d", ff->proc_id,
+                           fn->name, what, idx[i]);
         for (int j = 0; j < i; j++)
             if (idx[j] == idx[i])
-                return nc_fail(err, NC_ERR_INVALID, "fake device: %s symbol %d bound twice", what, idx[i]);
+                return nc_fail(err, NC_ERR_INVALID, "fake device: %s symbol %d bound twice", what,
+                               idx[i]);
         if (!s[i] || s[i]->bytes < ls[k].bytes)
-            return nc_fail(err, NC_ERR_INVALID, "fake device: %s '%s' of %s needs %zu bytes, the surface has %zu",
-                           what, (side ? fn->outputs : fn->inputs)[k]->name, fn->name, ls[k].bytes,
+            return nc_fail(err, NC_ERR_INVALID,
+                           "fake device: %s '%s' of %s needs %zu bytes, the surface has %zu", what,
+                           (side ? fn->outputs : fn->inputs)[k]->name, fn->name, ls[k].bytes,
                            s[i] ? s[i]->bytes : 0);
     }
     return NC_OK;
@@ -319,7 +336,8 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
     long k = atomic_fetch_add(&m->dev->evals, 1) + 1;
     long fail_at = atomic_load(&m->dev->fail_at);
     if (fail_at && k == fail_at)
-        return nc_fail(err, NC_ERR_IO, "fake device: evaluation %ld of %s failed (injected)", k, fn->name);
+        return nc_fail(err, NC_ERR_IO, "fake device: evaluation %ld of %s failed (injected)", k,
+                       fn->name);
     NC_TRY(check_binding(r, 0, err));
     NC_TRY(check_binding(r, 1, err));
     size_t max_vals = 0;
@@ -334,7 +352,8 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
         int d = decl_of(ff->in_sym, fn->n_inputs, r->in_idx[i]);
         const mil_var *v = fn->inputs[d];
         ane_unpad_f32(&ff->in_l[d], r->in[i]->data, tmp);
-        st = mil_interp_set_input(ff->it, v->name, MIL_DT_FP32, v->type->rank, v->type->dims, tmp, err);
+        st = mil_interp_set_input(ff->it, v->name, MIL_DT_FP32, v->type->rank, v->type->dims, tmp,
+                                  err);
     }
     if (!st) st = mil_interp_run(ff->it, err);
     for (int i = 0; i < r->n_out && !st; i++) {
@@ -354,7 +373,8 @@ static void *worker(void *arg) {
     fake_dev *d = arg;
     for (;;) {
         pthread_mutex_lock(&d->mu);
-        while (!d->head && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
+        while (!d->head && !d->stop)
+            pthread_cond_wait(&d->cv, &d->mu);
         fake_job *j = d->head;
         if (j) {
             d->head = j->next;
@@ -377,8 +397,10 @@ static nc_status fake_submit(ane_request *r, ane_done_fn done, void *user, nc_er
     j->user = user;
     fake_dev *d = r->m->dev;
     pthread_mutex_lock(&d->mu);
-    if (d->tail) d->tail->next = j;
-    else d->head = j;
+    if (d->tail)
+        d->tail->next = j;
+    else
+        d->head = j;
     d->tail = j;
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
@@ -386,9 +408,9 @@ static nc_status fake_submit(ane_request *r, ane_done_fn done, void *user, nc_er
 }
 
 static const ane_device_ops fake_ops = {
-    "fake",           fake_model_open,   fake_model_attrs,  fake_model_close,
+    "fake",           fake_model_open,   fake_model_attrs,    fake_model_close,
     fake_surface_new, fake_surface_lock, fake_surface_unlock, fake_surface_free,
-    fake_request_new, fake_request_free, fake_evaluate,     fake_submit,
+    fake_request_new, fake_request_free, fake_evaluate,       fake_submit,
 };
 
 nc_status ane_fake_new(ane_device *out, nc_error *err) {

@@ -10,11 +10,13 @@
 nc_status ane_layout_for(const char *what, ane_elem elem, int rank, const int64_t *shape,
                          ane_layout *out, nc_error *err) {
     if (rank < 1 || rank > 5)
-        return nc_fail(err, NC_ERR_RANGE, "%s: rank %d, the ANE takes tensors of rank 1 to 5", what, rank);
+        return nc_fail(err, NC_ERR_RANGE, "%s: rank %d, the ANE takes tensors of rank 1 to 5", what,
+                       rank);
     int64_t rows = 1;
     for (int i = 0; i < rank; i++) {
         if (shape[i] <= 0 || shape[i] > ((int64_t)1 << 31))
-            return nc_fail(err, NC_ERR_RANGE, "%s: dimension %d is %lld", what, i, (long long)shape[i]);
+            return nc_fail(err, NC_ERR_RANGE, "%s: dimension %d is %lld", what, i,
+                           (long long)shape[i]);
         if (i < rank - 1) rows *= shape[i];
         if (rows > ((int64_t)1 << 31))
             return nc_fail(err, NC_ERR_RANGE, "%s: %lld rows is too many", what, (long long)rows);
@@ -29,11 +31,13 @@ nc_status ane_layout_for(const char *what, ane_elem elem, int rank, const int64_
 nc_status ane_layout_from_strides(const char *what, ane_elem elem, int64_t rows, int64_t width,
                                   size_t row_bytes, ane_layout *out, nc_error *err) {
     if (rows <= 0 || width <= 0)
-        return nc_fail(err, NC_ERR_RANGE, "%s: %lld rows of %lld values", what, (long long)rows, (long long)width);
+        return nc_fail(err, NC_ERR_RANGE, "%s: %lld rows of %lld values", what, (long long)rows,
+                       (long long)width);
     if (row_bytes % ANE_ROW_ALIGN_BYTES || row_bytes < (size_t)width * (size_t)elem)
-        return nc_fail(err, NC_ERR_RANGE,
-                       "%s: row stride %zu bytes is not a multiple of %d holding %lld values of %d bytes",
-                       what, row_bytes, ANE_ROW_ALIGN_BYTES, (long long)width, (int)elem);
+        return nc_fail(
+            err, NC_ERR_RANGE,
+            "%s: row stride %zu bytes is not a multiple of %d holding %lld values of %d bytes",
+            what, row_bytes, ANE_ROW_ALIGN_BYTES, (long long)width, (int)elem);
     if ((uint64_t)rows > SIZE_MAX / row_bytes)
         return nc_fail(err, NC_ERR_RANGE, "%s: surface size overflows", what);
     out->elem = elem;
@@ -46,7 +50,8 @@ nc_status ane_layout_from_strides(const char *what, ane_elem elem, int64_t rows,
 
 /* One row: n values from src (fp32 when src_f32, else fp16 bits) into dst
  * of element type e, then zeros up to row_bytes. */
-static void put_row(ane_elem e, void *dst, size_t row_bytes, const void *src, int src_f32, size_t n) {
+static void put_row(ane_elem e, void *dst, size_t row_bytes, const void *src, int src_f32,
+                    size_t n) {
     unsigned char *d = dst;
     if (e == ANE_ELEM_FP16 && !src_f32) {
         memcpy(d, src, n * 2);
@@ -91,14 +96,16 @@ static void get_row(ane_elem e, const void *src, void *dst, int dst_f32, size_t 
     }
 }
 
-static void pad(const ane_layout *l, const void *logical, size_t src_elem, int src_f32, void *surface) {
+static void pad(const ane_layout *l, const void *logical, size_t src_elem, int src_f32,
+                void *surface) {
     size_t w = (size_t)l->width;
     for (int64_t r = 0; r < l->rows; r++)
         put_row(l->elem, (unsigned char *)surface + (size_t)r * l->row_bytes, l->row_bytes,
                 (const unsigned char *)logical + (size_t)r * w * src_elem, src_f32, w);
 }
 
-static void unpad(const ane_layout *l, const void *surface, void *logical, size_t dst_elem, int dst_f32) {
+static void unpad(const ane_layout *l, const void *surface, void *logical, size_t dst_elem,
+                  int dst_f32) {
     size_t w = (size_t)l->width;
     for (int64_t r = 0; r < l->rows; r++)
         get_row(l->elem, (const unsigned char *)surface + (size_t)r * l->row_bytes,
@@ -120,16 +127,20 @@ void ane_unpad_fp16(const ane_layout *l, const void *surface, uint16_t *logical)
 
 void ane_unpad_column_f32(const ane_layout *l, const void *surface, int64_t col, float *out) {
     for (int64_t r = 0; r < l->rows; r++)
-        get_row(l->elem, (const unsigned char *)surface + (size_t)r * l->row_bytes + (size_t)col * (size_t)l->elem,
+        get_row(l->elem,
+                (const unsigned char *)surface + (size_t)r * l->row_bytes +
+                    (size_t)col * (size_t)l->elem,
                 &out[r], 1, 1);
 }
 
 nc_status ane_move_column_fp16(const ane_layout *src_l, const void *src, int64_t col,
                                const ane_layout *dst_l, void *dst, nc_error *err) {
-    if (src_l->elem != ANE_ELEM_FP16 || dst_l->elem != ANE_ELEM_FP16 || src_l->rows != dst_l->rows ||
-        col < 0 || col >= src_l->width)
-        return nc_fail(err, NC_ERR_INVALID, "column move: column %lld of %lld rows x %lld into %lld rows",
-                       (long long)col, (long long)src_l->rows, (long long)src_l->width, (long long)dst_l->rows);
+    if (src_l->elem != ANE_ELEM_FP16 || dst_l->elem != ANE_ELEM_FP16 ||
+        src_l->rows != dst_l->rows || col < 0 || col >= src_l->width)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "column move: column %lld of %lld rows x %lld into %lld rows",
+                       (long long)col, (long long)src_l->rows, (long long)src_l->width,
+                       (long long)dst_l->rows);
     for (int64_t r = 0; r < src_l->rows; r++) {
         unsigned char *d = (unsigned char *)dst + (size_t)r * dst_l->row_bytes;
         memset(d, 0, dst_l->row_bytes);

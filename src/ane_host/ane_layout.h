@@ -13,17 +13,17 @@
 
 #include "base/error.h"
 
-#define ANE_ROW_ALIGN_BYTES 64   /* hardware strides are multiples of 0x40 */
-#define ANE_MIN_ROW_ELEMS 32     /* narrower rows fail at dispatch */
+#define ANE_ROW_ALIGN_BYTES 64 /* hardware strides are multiples of 0x40 */
+#define ANE_MIN_ROW_ELEMS 32   /* narrower rows fail at dispatch */
 
 typedef enum ane_elem { ANE_ELEM_FP16 = 2, ANE_ELEM_FP32 = 4 } ane_elem; /* value = bytes */
 
 typedef struct ane_layout {
     ane_elem elem;
-    int64_t rows;       /* product of every axis but the last */
-    int64_t width;      /* the last axis (logical values per row) */
-    size_t row_bytes;   /* stride between rows in the surface */
-    size_t bytes;       /* rows * row_bytes: what the surface must hold */
+    int64_t rows;     /* product of every axis but the last */
+    int64_t width;    /* the last axis (logical values per row) */
+    size_t row_bytes; /* stride between rows in the surface */
+    size_t bytes;     /* rows * row_bytes: what the surface must hold */
 } ane_layout;
 
 /* The 64-byte-row layout of a rank 1..5 tensor. Fails (NC_ERR_RANGE,

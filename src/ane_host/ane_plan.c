@@ -16,18 +16,29 @@ typedef struct io_rule {
 } io_rule;
 
 static const io_rule rules[] = {
-    {"qkv", "x", 0, "x@s%S"},           {"qkv", "rope_cos", 0, "rope_cos@s%S"},
-    {"qkv", "rope_sin", 0, "rope_sin@s%S"}, {"qkv", "q", 1, "q@s%S"},
-    {"qkv", "k_new", 1, "k_new@s%S"},   {"qkv", "v_new", 1, "v_new@s%S"},
-    {"kv", "k_cache", 0, "k_cache.%L.%C"}, {"kv", "v_cache", 0, "v_cache.%L.%C"},
-    {"kv", "k_new", 0, "k_new@s%S"},    {"kv", "v_new", 0, "v_new@s%S"},
-    {"kv", "kv_write", 0, "kv_write"},  {"kv", "k_cache_out", 1, "k_cache.%L.%N"},
+    {"qkv", "x", 0, "x@s%S"},
+    {"qkv", "rope_cos", 0, "rope_cos@s%S"},
+    {"qkv", "rope_sin", 0, "rope_sin@s%S"},
+    {"qkv", "q", 1, "q@s%S"},
+    {"qkv", "k_new", 1, "k_new@s%S"},
+    {"qkv", "v_new", 1, "v_new@s%S"},
+    {"kv", "k_cache", 0, "k_cache.%L.%C"},
+    {"kv", "v_cache", 0, "v_cache.%L.%C"},
+    {"kv", "k_new", 0, "k_new@s%S"},
+    {"kv", "v_new", 0, "v_new@s%S"},
+    {"kv", "kv_write", 0, "kv_write"},
+    {"kv", "k_cache_out", 1, "k_cache.%L.%N"},
     {"kv", "v_cache_out", 1, "v_cache.%L.%N"},
-    {"attn", "x", 0, "x@s%S"},          {"attn", "q", 0, "q@s%S"},
-    {"attn", "k_cache", 0, "k_cache.%L.%N"}, {"attn", "v_cache", 0, "v_cache.%L.%N"},
-    {"attn", "attn_mask", 0, "attn_mask@s%S"}, {"attn", "x_out", 1, "x2@s%S"},
-    {"mlp", "x", 0, "x2@s%S"},          {"mlp", "x_out", 1, "x@s%S"},
-    {"head", "x", 0, "head_x"},         {"head", "logits_*", 1, "*"},
+    {"attn", "x", 0, "x@s%S"},
+    {"attn", "q", 0, "q@s%S"},
+    {"attn", "k_cache", 0, "k_cache.%L.%N"},
+    {"attn", "v_cache", 0, "v_cache.%L.%N"},
+    {"attn", "attn_mask", 0, "attn_mask@s%S"},
+    {"attn", "x_out", 1, "x2@s%S"},
+    {"mlp", "x", 0, "x2@s%S"},
+    {"mlp", "x_out", 1, "x@s%S"},
+    {"head", "x", 0, "head_x"},
+    {"head", "logits_*", 1, "*"},
 };
 
 static const io_rule *find_rule(const char *kernel, const char *io, int is_output) {
@@ -40,7 +51,8 @@ static const io_rule *find_rule(const char *kernel, const char *io, int is_outpu
     return NULL;
 }
 
-static void expand(const io_rule *r, const char *io, int seq, int layer, int parity, char *out, size_t cap) {
+static void expand(const io_rule *r, const char *io, int seq, int layer, int parity, char *out,
+                   size_t cap) {
     if (strcmp(r->buf, "*") == 0) {
         snprintf(out, cap, "%s", io);
         return;
@@ -52,10 +64,14 @@ static void expand(const io_rule *r, const char *io, int seq, int layer, int par
             continue;
         }
         s++;
-        if (*s == 'S') o += (size_t)snprintf(out + o, cap - o, "%d", seq);
-        else if (*s == 'L') o += (size_t)snprintf(out + o, cap - o, "%d", layer);
-        else if (*s == 'C') out[o++] = parity ? 'b' : 'a';
-        else if (*s == 'N') out[o++] = parity ? 'a' : 'b';
+        if (*s == 'S')
+            o += (size_t)snprintf(out + o, cap - o, "%d", seq);
+        else if (*s == 'L')
+            o += (size_t)snprintf(out + o, cap - o, "%d", layer);
+        else if (*s == 'C')
+            out[o++] = parity ? 'b' : 'a';
+        else if (*s == 'N')
+            out[o++] = parity ? 'a' : 'b';
     }
     out[o] = '\0';
 }
@@ -80,10 +96,12 @@ static nc_status use_buf(ane_plan *p, int cap, const char *name, const lower_io 
     if (b >= 0) {
         const ane_plan_buf *x = &p->bufs[b];
         int same = x->rank == io->rank && strcmp(x->dtype, io->dtype) == 0;
-        for (int i = 0; same && i < io->rank; i++) same = x->shape[i] == io->shape[i];
+        for (int i = 0; same && i < io->rank; i++)
+            same = x->shape[i] == io->shape[i];
         if (!same)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' is bound to buffer %s, whose shape or dtype differs",
-                           fn, io->name, name);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: '%s' is bound to buffer %s, whose shape or dtype differs", fn,
+                           io->name, name);
         *out = b;
         return NC_OK;
     }
@@ -102,7 +120,9 @@ static nc_status add_kernel(ane_plan *p, int cap, const lower_manifest *m, int p
     char fn[ANE_NAME_MAX];
     snprintf(fn, sizeof fn, "%s_s%d", kernel, fn_seq);
     const lower_fn_info *f = lower_manifest_fn(&m->programs[prog], fn);
-    if (!f) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function %s", m->programs[prog].path, fn);
+    if (!f)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function %s", m->programs[prog].path,
+                       fn);
     ane_plan_step *s = &p->steps[p->n_steps++];
     s->kind = ANE_STEP_KERNEL;
     s->program = prog;
@@ -135,14 +155,18 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *
         int prog = -1;
         for (int i = 0; i < m->n_programs; i++)
             if (m->programs[i].layer == l) prog = i;
-        if (prog < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the manifest has no program for layer %d", l);
+        if (prog < 0)
+            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the manifest has no program for layer %d",
+                           l);
         for (int k = 0; k < LOWER_N_KERNELS; k++)
             NC_TRY(add_kernel(p, cap, m, prog, l, lower_kernel_name((lower_kernel)k), p->seq, err));
     }
     if (!m->lm_head_on_ane) return NC_OK;
     for (int i = 0; i < m->n_programs; i++)
         if (m->programs[i].layer < 0) head = i;
-    if (head < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the LM head is on the ANE but no program holds it");
+    if (head < 0)
+        return nc_fail(err, NC_ERR_NOT_FOUND,
+                       "plan: the LM head is on the ANE but no program holds it");
     char fn[ANE_NAME_MAX];
     snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
     const lower_fn_info *f = lower_manifest_fn(&m->programs[head], fn);
@@ -164,11 +188,15 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *
     return add_kernel(p, cap, m, head, -1, "head", LOWER_HEAD_SEQ, err);
 }
 
-nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out, nc_error *err) {
+nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
+                         nc_error *err) {
     memset(out, 0, sizeof *out);
     int known = 0;
-    for (int i = 0; i < m->n_seqs; i++) known |= m->seqs[i] == seq;
-    if (!known) return nc_fail(err, NC_ERR_INVALID, "plan: %d is not one of the bundle's sequence buckets", seq);
+    for (int i = 0; i < m->n_seqs; i++)
+        known |= m->seqs[i] == seq;
+    if (!known)
+        return nc_fail(err, NC_ERR_INVALID, "plan: %d is not one of the bundle's sequence buckets",
+                       seq);
     out->seq = seq;
     out->parity = parity & 1;
     int L = m->cfg.num_hidden_layers;
@@ -196,11 +224,13 @@ nc_status ane_plan_entries(const ane_plan *p, int *entries, nc_error *err) {
             int b = s->in[a].buf;
             for (int o = 0; o < s->n_out; o++)
                 if (s->out[o].buf == b)
-                    st = nc_fail(err, NC_ERR_INTERNAL, "plan: step %d (%s) reads and writes buffer %s", i,
-                                 s->fn, p->bufs[b].name);
+                    st = nc_fail(err, NC_ERR_INTERNAL,
+                                 "plan: step %d (%s) reads and writes buffer %s", i, s->fn,
+                                 p->bufs[b].name);
             if (!written[b]) entries[b] = 1;
         }
-        for (int o = 0; o < s->n_out; o++) written[s->out[o].buf] = 1;
+        for (int o = 0; o < s->n_out; o++)
+            written[s->out[o].buf] = 1;
     }
     free(written);
     return st;

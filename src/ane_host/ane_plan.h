@@ -54,7 +54,8 @@ typedef struct ane_plan {
 } ane_plan;
 
 /* The plan for bucket `seq` (one of the manifest's) and KV parity 0/1. */
-nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out, nc_error *err);
+nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
+                         nc_error *err);
 void ane_plan_free(ane_plan *p);
 /* Index of buffer `name`, or -1. */
 int ane_plan_find_buf(const ane_plan *p, const char *name);

@@ -118,12 +118,15 @@ static nc_status open_program(ane_runner *r, const char *bundle, int i, nc_error
 
 /* The registry entry for buffer `name` with layout l: found (layouts must
  * agree) or created with a zeroed surface. */
-static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, int *out, nc_error *err) {
+static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, int *out,
+                         nc_error *err) {
     for (int i = 0; i < r->n_bufs; i++) {
         if (strcmp(r->bufs[i].name, name) != 0) continue;
         const ane_layout *x = &r->bufs[i].layout;
-        if (x->rows != l->rows || x->width != l->width || x->row_bytes != l->row_bytes || x->elem != l->elem)
-            return nc_fail(err, NC_ERR_FORMAT, "buffer %s: two functions bind it with different layouts", name);
+        if (x->rows != l->rows || x->width != l->width || x->row_bytes != l->row_bytes ||
+            x->elem != l->elem)
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "buffer %s: two functions bind it with different layouts", name);
         *out = i;
         return NC_OK;
     }
@@ -160,7 +163,8 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
     rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
     rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
     if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < p->n_bufs; i++) rp->reg[i] = -1;
+    for (int i = 0; i < p->n_bufs; i++)
+        rp->reg[i] = -1;
     /* layouts come from the bindings of the kernels that use each buffer */
     for (int i = 0; i < p->n_steps; i++) {
         const ane_plan_step *s = &p->steps[i];
@@ -174,7 +178,8 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
             for (int k = 0; k < n; k++) {
                 const ane_plan_io *pio = side ? &s->out[k] : &s->in[k];
                 const ane_bound_io *bio = ane_binding_io(b, pio->name, side);
-                if (!bio) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", s->fn, pio->name);
+                if (!bio)
+                    return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", s->fn, pio->name);
                 int reg = 0;
                 NC_TRY(reg_buf(r, p->bufs[pio->buf].name, &bio->layout, &reg, err));
                 rp->reg[pio->buf] = reg;
@@ -182,12 +187,13 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
                 (side ? out_idx : in_idx)[k] = bio->symbol;
             }
         }
-        if (r->dev.ops->request_new(r->progs[s->program].model, b->proc_id, s->n_in, in, in_idx, s->n_out,
-                                    out, out_idx, &rp->reqs[i], err))
+        if (r->dev.ops->request_new(r->progs[s->program].model, b->proc_id, s->n_in, in, in_idx,
+                                    s->n_out, out, out_idx, &rp->reqs[i], err))
             return nc_fail_prefix(err, "request for %s", s->fn);
     }
     for (int i = 0; i < p->n_bufs; i++)
-        if (rp->reg[i] < 0) return nc_fail(err, NC_ERR_INTERNAL, "buffer %s has no surface", p->bufs[i].name);
+        if (rp->reg[i] < 0)
+            return nc_fail(err, NC_ERR_INTERNAL, "buffer %s has no surface", p->bufs[i].name);
     return NC_OK;
 }
 
@@ -203,7 +209,8 @@ nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_run
         r->plans = calloc(2 * (size_t)r->man.n_seqs, sizeof *r->plans);
         if (!r->progs || !r->plans) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
-    for (int i = 0; !st && i < r->man.n_programs; i++) st = open_program(r, bundle_dir, i, err);
+    for (int i = 0; !st && i < r->man.n_programs; i++)
+        st = open_program(r, bundle_dir, i, err);
     for (int i = 0; !st && i < 2 * r->man.n_seqs; i++) {
         st = ane_plan_qwen3(&r->man, r->man.seqs[i / 2], i % 2, &r->plans[i].plan, err);
         if (!st) st = prepare_plan(r, &r->plans[i], err);
@@ -222,7 +229,8 @@ static run_buf *lookup(ane_runner *r, int seq, const char *name, nc_error *err) 
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < r->n_bufs; i++)
             if (strcmp(r->bufs[i].name, pass ? name : full) == 0) return &r->bufs[i];
-    nc_fail(err, NC_ERR_NOT_FOUND, "the bundle's plans have no buffer '%s' for bucket %d", name, seq);
+    nc_fail(err, NC_ERR_NOT_FOUND, "the bundle's plans have no buffer '%s' for bucket %d", name,
+            seq);
     return NULL;
 }
 
@@ -232,11 +240,14 @@ static nc_status transfer(ane_runner *r, int seq, const char *name, float *data,
     if (!b) return NC_ERR_NOT_FOUND;
     size_t n = (size_t)(b->layout.rows * b->layout.width);
     if (n != count)
-        return nc_fail(err, NC_ERR_INVALID, "buffer %s holds %zu values, the host passed %zu", b->name, n, count);
+        return nc_fail(err, NC_ERR_INVALID, "buffer %s holds %zu values, the host passed %zu",
+                       b->name, n, count);
     void *base = r->dev.ops->surface_lock(b->s, !is_write, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
-    if (is_write) ane_pad_f32(&b->layout, data, base);
-    else ane_unpad_f32(&b->layout, base, data);
+    if (is_write)
+        ane_pad_f32(&b->layout, data, base);
+    else
+        ane_unpad_f32(&b->layout, base, data);
     r->dev.ops->surface_unlock(b->s, !is_write);
     return NC_OK;
 }
@@ -256,7 +267,8 @@ nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int c
     run_buf *b = lookup(r, seq, name, err);
     if (!b) return NC_ERR_NOT_FOUND;
     if ((size_t)b->layout.rows != count || col < 0 || col >= b->layout.width)
-        return nc_fail(err, NC_ERR_INVALID, "buffer %s: column %d of %lld rows x %lld, the host asked for %zu values",
+        return nc_fail(err, NC_ERR_INVALID,
+                       "buffer %s: column %d of %lld rows x %lld, the host asked for %zu values",
                        b->name, col, (long long)b->layout.rows, (long long)b->layout.width, count);
     void *base = r->dev.ops->surface_lock(b->s, 1, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
@@ -284,10 +296,13 @@ static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_s
 
 nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode, nc_error *err) {
     int si = seq_index(r, seq);
-    if (si < 0) return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's sequence buckets", seq);
-    if (head_col >= seq) return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
+    if (si < 0)
+        return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's sequence buckets", seq);
+    if (head_col >= seq)
+        return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
     if (r->broken)
-        return nc_fail(err, NC_ERR_IO, "an earlier run timed out with requests in flight; reopen the runner");
+        return nc_fail(err, NC_ERR_IO,
+                       "an earlier run timed out with requests in flight; reopen the runner");
     const run_plan *rp = &r->plans[2 * si + r->parity];
     const ane_device_ops *ops = r->dev.ops;
     ane_wait *w = &r->wait;
@@ -329,7 +344,8 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
 
 nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
     for (int i = 0; i < r->n_bufs; i++) {
-        if (strncmp(r->bufs[i].name, "k_cache.", 8) != 0 && strncmp(r->bufs[i].name, "v_cache.", 8) != 0)
+        if (strncmp(r->bufs[i].name, "k_cache.", 8) != 0 &&
+            strncmp(r->bufs[i].name, "v_cache.", 8) != 0)
             continue;
         void *base = r->dev.ops->surface_lock(r->bufs[i].s, 0, err);
         if (!base) return nc_fail_prefix(err, "buffer %s", r->bufs[i].name);

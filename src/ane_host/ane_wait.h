@@ -15,8 +15,8 @@
 
 typedef struct ane_wait {
     atomic_int pending;
-    atomic_int failed;   /* 1 once a request failed; msg is then set */
-    char msg[200];       /* written only by the first failure */
+    atomic_int failed; /* 1 once a request failed; msg is then set */
+    char msg[200];     /* written only by the first failure */
 } ane_wait;
 
 void ane_wait_init(ane_wait *w);

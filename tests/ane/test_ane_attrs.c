@@ -32,7 +32,8 @@ static void test_identity_model_attributes(void) {
     const ane_attr_io *in = ane_attrs_io(p, "a_input0", 0), *out = ane_attrs_io(p, "out", 1);
     CHECK(in && out && !ane_attrs_io(p, "out@output", 1) && !ane_attrs_io(p, "out", 0));
     CHECK(in->symbol == 0 && in->has_shape && strcmp(in->type, "Float16") == 0);
-    CHECK(in->batches == 1 && in->channels == 4 && in->depth == 1 && in->height == 1 && in->width == 4);
+    CHECK(in->batches == 1 && in->channels == 4 && in->depth == 1 && in->height == 1 &&
+          in->width == 4);
     CHECK(in->row_stride == 64 && in->plane_stride == 64 && in->batch_stride == 256);
     CHECK(out->symbol == 0 && out->channels == 4 && out->row_stride == 64);
     ane_attrs_free(&a);
@@ -43,7 +44,8 @@ static void test_procedure_ids_and_repeated_symbol_names(void) {
     ane_attrs a;
     CHECKF(load("attrs_two_procedures.json", &a, &err), "%s", err.msg);
     CHECK(a.n_procs == 2 && a.n_in_symbols == 2 && a.n_out_symbols == 2);
-    const ane_attr_proc *def = ane_attrs_proc(&a, "0@default"), *res = ane_attrs_proc(&a, "0@res_320x320");
+    const ane_attr_proc *def = ane_attrs_proc(&a, "0@default"),
+                        *res = ane_attrs_proc(&a, "0@res_320x320");
     CHECK(def && res && def->id == 1 && res->id == 0);
     CHECK(ane_attrs_io(def, "input_tensor", 0)->symbol == 1);
     CHECK(ane_attrs_io(res, "input_tensor", 0)->symbol == 0);
@@ -61,39 +63,53 @@ static void test_malformed_attributes_name_the_key(void) {
         {"{}", "'ANEFModelDescription'"},
         {"{\"ANEFModelDescription\": {}}", "kANEFModelInputSymbolsArrayKey"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}}}",
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}}}",
          "ANEFModelProcedures"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [1], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [1], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
          "ANEFModelInputSymbolIndexArray'[0] = 1 is outside"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 3}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 3}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
          "has 0 names in kANEFModelProcedureNameToIDMapKey"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\", \"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0, 1], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0, 1], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
          "names 'x' twice"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
          "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
          "names the outputs"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
-         "[{\"Name\": \"z\", \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, \"Width\": 32}]}]}",
+         "[{\"Name\": \"z\", \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": "
+         "1, \"Width\": 32}]}]}",
          "describes 'z'"},
         {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], \"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
-         "[{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, \"Width\": 32}]}]}",
+         "[{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, \"Width\": "
+         "32}]}]}",
          "Channels"},
         {"{\"ANEFModelDescription\": ", "1:"},
     };
@@ -102,7 +118,8 @@ static void test_malformed_attributes_name_the_key(void) {
         ane_attrs a;
         nc_status st = ane_attrs_parse(bad[i].json, strlen(bad[i].json), "attrs", &a, &err);
         CHECKF(st != NC_OK, "case %zu parsed", i);
-        CHECKF(strstr(err.msg, bad[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg, bad[i].needle);
+        CHECKF(strstr(err.msg, bad[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg,
+               bad[i].needle);
         CHECK(a.procs == NULL);
     }
 }
@@ -191,10 +208,10 @@ static void test_binding_mismatches_are_errors(void) {
  * against the offset-free forms src/ane's selector table holds. */
 static void test_type_encodings_compare_without_offsets(void) {
     static const char *const cases[][2] = {
-        {"B48@0:8@16@24I32^@36", "B@:@@I^@"},     /* compileModel:options:qos:error: */
-        {"@32@0:8@16@24", "@@:@@"},               /* modelAtURL:key: */
+        {"B48@0:8@16@24I32^@36", "B@:@@I^@"}, /* compileModel:options:qos:error: */
+        {"@32@0:8@16@24", "@@:@@"},           /* modelAtURL:key: */
         {"@24@0:8^{__IOSurface=}16", "@@:^{__IOSurface=}"},
-        {"v24@0:8@?16", "v@:@?"},                 /* setCompletionHandler: */
+        {"v24@0:8@?16", "v@:@?"}, /* setCompletionHandler: */
         {"", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

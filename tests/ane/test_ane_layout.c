@@ -33,7 +33,8 @@ static void test_row_strides_follow_the_64_byte_rule(void) {
         ane_layout l;
         CHECK_OK(ane_layout_for("t", ANE_ELEM_FP16, 4, shape, &l, &err), &err);
         CHECK(l.rows == 6 && l.width == widths[i]);
-        CHECKF(l.row_bytes == expected_row_bytes(widths[i], 2), "width %lld: %zu", (long long)widths[i], l.row_bytes);
+        CHECKF(l.row_bytes == expected_row_bytes(widths[i], 2), "width %lld: %zu",
+               (long long)widths[i], l.row_bytes);
         CHECK(l.row_bytes % 64 == 0 && l.bytes == 6 * l.row_bytes);
         CHECK_OK(ane_layout_for("t", ANE_ELEM_FP32, 4, shape, &l, &err), &err);
         CHECK(l.row_bytes == expected_row_bytes(widths[i], 4));
@@ -83,9 +84,12 @@ static void test_pad_matches_reference_loop_and_round_trips(void) {
                     float v = value_at(r, c);
                     logical[r * w + c] = v;
                     h[r * w + c] = nc_f32_to_fp16(v);
-                    size_t at = (size_t)r * expected_row_bytes(w, (int)elem) + (size_t)c * (size_t)elem;
-                    if (elem == ANE_ELEM_FP16) memcpy(want + at, &h[r * w + c], 2);
-                    else memcpy(want + at, &v, 4);
+                    size_t at =
+                        (size_t)r * expected_row_bytes(w, (int)elem) + (size_t)c * (size_t)elem;
+                    if (elem == ANE_ELEM_FP16)
+                        memcpy(want + at, &h[r * w + c], 2);
+                    else
+                        memcpy(want + at, &v, 4);
                 }
             memset(surf, 0xAB, l.bytes); /* the padding must be rewritten */
             ane_pad_f32(&l, logical, surf);
@@ -120,17 +124,20 @@ static void test_column_move_puts_one_token_in_column_zero(void) {
     CHECK_OK(ane_layout_for("x", ANE_ELEM_FP16, 4, s64, &a, &err), &err);
     CHECK_OK(ane_layout_for("head_x", ANE_ELEM_FP16, 4, s32, &b, &err), &err);
     float xs[5 * 64], hx[5 * 32];
-    for (int i = 0; i < 5 * 64; i++) xs[i] = (float)i;
+    for (int i = 0; i < 5 * 64; i++)
+        xs[i] = (float)i;
     unsigned char sa[5 * 128], sb[5 * 64];
     ane_pad_f32(&a, xs, sa);
     memset(sb, 0x55, sizeof sb);
     CHECK_OK(ane_move_column_fp16(&a, sa, 37, &b, sb, &err), &err);
     float colv[5];
     ane_unpad_column_f32(&a, sa, 37, colv);
-    for (int r = 0; r < 5; r++) CHECK(colv[r] == (float)(r * 64 + 37));
+    for (int r = 0; r < 5; r++)
+        CHECK(colv[r] == (float)(r * 64 + 37));
     ane_unpad_f32(&b, sb, hx);
     for (int r = 0; r < 5; r++)
-        for (int c = 0; c < 32; c++) CHECK(hx[r * 32 + c] == (c == 0 ? (float)(r * 64 + 37) : 0.0f));
+        for (int c = 0; c < 32; c++)
+            CHECK(hx[r * 32 + c] == (c == 0 ? (float)(r * 64 + 37) : 0.0f));
     CHECK(ane_move_column_fp16(&a, sa, 64, &b, sb, &err) == NC_ERR_INVALID);
 }
 

@@ -30,8 +30,8 @@
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define CTX 64
-#define S 32      /* the decode bucket */
-#define S_MAX 64  /* the prompt bucket */
+#define S 32     /* the decode bucket */
+#define S_MAX 64 /* the prompt bucket */
 #define N_GREEDY 8
 #define LOGIT_MAX_REL 0.02 /* as tests/lower: fp16 rounding of every op */
 
@@ -71,7 +71,8 @@ typedef struct {
 static void *complete_some(void *arg) {
     completer *c = arg;
     for (int i = 0; i < c->n; i++)
-        ane_wait_done(c->w, i == c->fail_at ? NC_ERR_IO : NC_OK, i == c->fail_at ? "request 7 failed" : NULL);
+        ane_wait_done(c->w, i == c->fail_at ? NC_ERR_IO : NC_OK,
+                      i == c->fail_at ? "request 7 failed" : NULL);
     return NULL;
 }
 
@@ -88,10 +89,13 @@ static void test_wait_counts_completions_from_other_threads(void) {
             CHECK(pthread_create(&t[i], NULL, complete_some, &c[i]) == 0);
         }
         nc_status st = ane_wait_all(&w, round ? 0 : 30.0, &err);
-        for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
         CHECK(atomic_load(&w.pending) == 0);
-        if (round == 0) CHECK(st == NC_OK);
-        else CHECK(st == NC_ERR_IO && strcmp(err.msg, "request 7 failed") == 0);
+        if (round == 0)
+            CHECK(st == NC_OK);
+        else
+            CHECK(st == NC_ERR_IO && strcmp(err.msg, "request 7 failed") == 0);
     }
     /* a request that never completes: the bounded wait gives up */
     ane_wait_init(&w);
@@ -123,7 +127,8 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
             for (int k = 0; k < 4; k++) {
                 const ane_plan_step *s = &p.steps[4 * l + k];
                 CHECK(s->kind == ANE_STEP_KERNEL && s->layer == l && strcmp(s->fn, kern[k]) == 0);
-                CHECK(strcmp(m.programs[s->program].path + strlen(m.programs[s->program].path) - 9, "model.mil") == 0);
+                CHECK(strcmp(m.programs[s->program].path + strlen(m.programs[s->program].path) - 9,
+                             "model.mil") == 0);
             }
         /* layer 1's kv step: reads .cur, writes .nxt; attn reads .nxt */
         const ane_plan_step *kv = &p.steps[4 + 1], *attn = &p.steps[4 + 2];
@@ -150,7 +155,8 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
         CHECK(entries);
         CHECK_OK(ane_plan_entries(&p, entries, &err), &err);
         int n_entries = 0;
-        for (int i = 0; i < p.n_bufs; i++) n_entries += entries[i];
+        for (int i = 0; i < p.n_bufs; i++)
+            n_entries += entries[i];
         CHECK(entry(&p, entries, "x@s32") && entry(&p, entries, "rope_cos@s32") &&
               entry(&p, entries, "rope_sin@s32") && entry(&p, entries, "attn_mask@s32") &&
               entry(&p, entries, "kv_write"));
@@ -197,7 +203,8 @@ static void test_fake_device_reorders_symbols_and_checks_requests(void) {
     CHECK_OK(dev.ops->surface_new(dev.impl, 1 << 20, &s, &err), &err);
     ane_surface *ins[5] = {s, s, s, s, s}, *outs[2] = {s, s};
     int in_idx[5], out_idx[2] = {p->out[0].symbol, p->out[1].symbol};
-    for (int i = 0; i < 5; i++) in_idx[i] = p->in[i].symbol;
+    for (int i = 0; i < 5; i++)
+        in_idx[i] = p->in[i].symbol;
     in_idx[4] = a.n_in_symbols + 3;
     ane_request *r = NULL;
     CHECK_OK(dev.ops->request_new(model, p->id, 5, ins, in_idx, 2, outs, out_idx, &r, &err), &err);
@@ -205,7 +212,8 @@ static void test_fake_device_reorders_symbols_and_checks_requests(void) {
     CHECK(strstr(err.msg, "has no input symbol") != NULL);
     dev.ops->request_free(r);
     CHECK_OK(dev.ops->request_new(model, p->id, 4, ins, in_idx, 2, outs, out_idx, &r, &err), &err);
-    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID && strstr(err.msg, "takes 5 inputs") != NULL);
+    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID &&
+          strstr(err.msg, "takes 5 inputs") != NULL);
     dev.ops->request_free(r);
     dev.ops->surface_free(s);
     ane_attrs_free(&a);
@@ -277,11 +285,13 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
         h->sn[i] = 0.0f;
     }
     for (int row = 0; row < seq; row++)
-        for (int k = 0; k < CTX; k++) h->mask[(size_t)row * CTX + k] = k == 0 ? 0.0f : -1.0e4f;
+        for (int k = 0; k < CTX; k++)
+            h->mask[(size_t)row * CTX + k] = k == 0 ? 0.0f : -1.0e4f;
     memset(h->wr, 0, CTX * sizeof(float));
     for (int t = 0; t < n; t++) {
         int p = pos + t, col = p % seq;
-        for (int d = 0; d < h->D; d++) h->x[(size_t)d * seq + col] = embed_at(h->embed, (size_t)toks[t] * h->D + d);
+        for (int d = 0; d < h->D; d++)
+            h->x[(size_t)d * seq + col] = embed_at(h->embed, (size_t)toks[t] * h->D + d);
         for (int d = 0; d < h->hd; d++) {
             int i = d % (h->hd / 2);
             float inv = (float)(1.0 / pow((double)h->m.cfg.rope_theta, 2.0 * i / h->hd));
@@ -289,7 +299,8 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
             h->cs[(size_t)d * seq + col] = (float)cos((double)ang);
             h->sn[(size_t)d * seq + col] = (float)sin((double)ang);
         }
-        for (int k = 0; k < CTX; k++) h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
+        for (int k = 0; k < CTX; k++)
+            h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
         h->wr[p] = 1.0f;
     }
     NC_TRY(ane_runner_write(r, seq, "x", h->x, (size_t)h->D * seq, err));
@@ -311,10 +322,12 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
                 return nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
         off += rows;
     }
-    return off == h->V ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
+    return off == h->V ? NC_OK
+                       : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
 }
 
-static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode, nc_error *err) {
+static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode,
+                      nc_error *err) {
     return chunk(h, r, S, &tok, 1, pos, mode, err);
 }
 
@@ -337,8 +350,10 @@ static int load_prompt(int which, prompt_ref *p) {
     const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
     p->n_ids = (int)json_array_size(ids);
     int ok = p->n_ids > 0 && p->n_ids <= 32 && json_array_size(g) >= N_GREEDY;
-    for (int i = 0; ok && i < p->n_ids; i++) p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
-    for (int i = 0; ok && i < N_GREEDY; i++) p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
+    for (int i = 0; ok && i < p->n_ids; i++)
+        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int i = 0; ok && i < N_GREEDY; i++)
+        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
     json_decref(root);
     return ok;
 }
@@ -370,9 +385,11 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     host h;
     CHECK(host_open(&h, r));
     int T = p.n_ids + N_GREEDY - 1;
-    float *sync_l = malloc((size_t)T * h.V * sizeof(float)), *async_l = malloc((size_t)T * h.V * sizeof(float));
+    float *sync_l = malloc((size_t)T * h.V * sizeof(float)),
+          *async_l = malloc((size_t)T * h.V * sizeof(float));
     int32_t gen_sync[N_GREEDY], gen_async[N_GREEDY];
-    CHECK(sync_l && async_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids && ref.shape[1] == h.V);
+    CHECK(sync_l && async_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids &&
+          ref.shape[1] == h.V);
     run_sequence(&h, r, &p, ANE_RUN_SYNC, sync_l, gen_sync, &err);
     long issued = ane_runner_requests_issued(r);
     CHECK(issued == (long)T * h.m.kernels_per_token);
@@ -384,16 +401,19 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     for (int t = 0; t < p.n_ids; t++) {
         double mx = 0, dmax = 0;
         for (int v = 0; v < h.V; v++) {
-            double a = fabs(hf[(size_t)t * h.V + v]), d = fabs(sync_l[(size_t)t * h.V + v] - hf[(size_t)t * h.V + v]);
+            double a = fabs(hf[(size_t)t * h.V + v]),
+                   d = fabs(sync_l[(size_t)t * h.V + v] - hf[(size_t)t * h.V + v]);
             if (a > mx) mx = a;
             if (d > dmax) dmax = d;
         }
-        CHECKF(dmax <= LOGIT_MAX_REL * mx, "position %d: max abs %.4f, largest |logit| %.3f", t, dmax, mx);
+        CHECKF(dmax <= LOGIT_MAX_REL * mx, "position %d: max abs %.4f, largest |logit| %.3f", t,
+               dmax, mx);
         if (dmax / mx > worst) worst = dmax / mx;
     }
     printf("  %s: worst logit error vs HF: %.4f of the largest |logit|\n", dev->ops->name, worst);
     for (int i = 0; i < N_GREEDY; i++)
-        CHECKF(gen_sync[i] == p.greedy[i], "greedy step %d: %d, HF %d", i, gen_sync[i], p.greedy[i]);
+        CHECKF(gen_sync[i] == p.greedy[i], "greedy step %d: %d, HF %d", i, gen_sync[i],
+               p.greedy[i]);
     /* asynchronous submission computes the same bits */
     CHECK(memcmp(sync_l, async_l, (size_t)T * h.V * sizeof(float)) == 0);
     CHECK(memcmp(gen_sync, gen_async, sizeof gen_sync) == 0);
@@ -419,7 +439,8 @@ static void test_fake_device_runs_the_bundle_like_hf(void) {
 static void test_real_ane_runs_the_bundle_like_hf(void) {
 #if defined(__APPLE__) || defined(NECTAR_ANE_SYNTAX_CHECK)
     const char *on = getenv("NECTAR_ANE_DEVICE");
-    if (!on || strcmp(on, "1") != 0) SKIP("set NECTAR_ANE_DEVICE=1 to run the bundle on the Neural Engine");
+    if (!on || strcmp(on, "1") != 0)
+        SKIP("set NECTAR_ANE_DEVICE=1 to run the bundle on the Neural Engine");
     CHECK(compile_bundle());
     nc_error err = {0};
     ane_device dev;
@@ -448,7 +469,8 @@ static void test_prompt_chunk_then_decode_share_the_cache(void) {
     host h;
     CHECK(host_open(&h, r));
     int32_t ids[32];
-    for (int i = 0; i < p.n_ids; i++) ids[i] = p.ids[i];
+    for (int i = 0; i < p.n_ids; i++)
+        ids[i] = p.ids[i];
     CHECK_OK(chunk(&h, r, S_MAX, ids, p.n_ids, 0, ANE_RUN_ASYNC, &err), &err);
     const float *hf = (const float *)ref.data + (size_t)(p.n_ids - 1) * h.V;
     double mx = 0, dmax = 0;
@@ -456,7 +478,8 @@ static void test_prompt_chunk_then_decode_share_the_cache(void) {
         if (fabs(hf[v]) > mx) mx = fabs(hf[v]);
         if (fabs(h.logits[v] - hf[v]) > dmax) dmax = fabs(h.logits[v] - hf[v]);
     }
-    CHECKF(dmax <= LOGIT_MAX_REL * mx, "last prompt position: max abs %.4f, largest |logit| %.3f", dmax, mx);
+    CHECKF(dmax <= LOGIT_MAX_REL * mx, "last prompt position: max abs %.4f, largest |logit| %.3f",
+           dmax, mx);
     int32_t tok = argmax(h.logits, h.V);
     for (int i = 0; i < N_GREEDY; i++) {
         CHECKF(tok == p.greedy[i], "greedy step %d: %d, HF %d", i, tok, p.greedy[i]);
