@@ -30,21 +30,22 @@ def torch_times(model, vocab, b, l, runs):
     with torch.inference_mode():
         for _ in range(2):
             model(input_ids=ids, attention_mask=mask)
-        out = []
+        out, cpu = [], []
         for _ in range(runs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             h = model(input_ids=ids, attention_mask=mask).last_hidden_state
             h.mean(1)
             out.append((time.perf_counter() - t0) * 1e3 / b)
-    return out
+            cpu.append((time.process_time() - c0) * 1e3 / b)
+    return out, cpu
 
 
 def nectar_times(bin_, d, b, l, runs, threads):
     r = subprocess.run([bin_, "embed", "-m", d, "--bench", f"{b}x{l}", "--runs", str(runs), "-t",
                         str(threads)], capture_output=True, text=True, check=True)
     line = [x for x in r.stdout.splitlines() if x.startswith("B=")][0]
-    f = line.split()
-    return float(f[5]), float(f[8]), float(f[11])
+    f = line.replace(";", " ").split()
+    return float(f[5]), float(f[8]), float(f[11]), float(f[18])
 
 
 def summary(x):
@@ -80,16 +81,20 @@ def main():
         print("parity: skipped (no tokenizer.json)")
 
     for b, l in SHAPES:
-        tt, nm, n50, n95 = [], [], [], []
+        tt, tc, nm, n50, n95, nc = [], [], [], [], [], []
         for _ in range(a.blocks):  # interleaved blocks
-            tt += torch_times(model, vocab, b, l, a.runs)
-            m, p50, p95 = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
-            nm.append(m), n50.append(p50), n95.append(p95)
+            w, c = torch_times(model, vocab, b, l, a.runs)
+            tt += w
+            tc += c
+            m, p50, p95, cpu = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
+            nm.append(m), n50.append(p50), n95.append(p95), nc.append(cpu)
         tm, t50, t95 = summary(tt)
         print(f"B={b} L={l} per input, {a.threads} threads, {a.blocks} blocks x {a.runs} runs:")
-        print(f"  pytorch {torch.__version__}: mean {tm:.2f} ms  p50 {t50:.2f}  p95 {t95:.2f}")
+        print(f"  pytorch {torch.__version__}: mean {tm:.2f} ms  p50 {t50:.2f}  p95 {t95:.2f}  "
+              f"cpu {np.mean(tc):.2f} ms")
         print(f"  nectar  (block means): mean {np.mean(nm):.2f} ms  p50 {np.mean(n50):.2f}  "
-              f"p95 {np.mean(n95):.2f}   per-block means {['%.1f' % x for x in nm]}")
+              f"p95 {np.mean(n95):.2f}  cpu {np.mean(nc):.2f} ms   "
+              f"per-block means {['%.1f' % x for x in nm]}")
 
 
 if __name__ == "__main__":
