@@ -171,10 +171,12 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
         if (s->kind != ANE_STEP_KERNEL) continue;
         const ane_binding *b = binding_of(r, s);
         if (!b) return nc_fail(err, NC_ERR_INTERNAL, "plan step %s has no binding", s->fn);
-        ane_surface *in[LOWER_MAX_IO], *out[LOWER_MAX_IO];
-        int in_idx[LOWER_MAX_IO], out_idx[LOWER_MAX_IO];
+        ane_surface *in[LOWER_MAX_IO] = {0}, *out[LOWER_MAX_IO] = {0};
+        int in_idx[LOWER_MAX_IO] = {0}, out_idx[LOWER_MAX_IO] = {0};
         for (int side = 0; side < 2; side++) {
             int n = side ? s->n_out : s->n_in;
+            ane_surface **surf = side ? out : in;
+            int *idx = side ? out_idx : in_idx;
             for (int k = 0; k < n; k++) {
                 const ane_plan_io *pio = side ? &s->out[k] : &s->in[k];
                 const ane_bound_io *bio = ane_binding_io(b, pio->name, side);
@@ -183,8 +185,8 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
                 int reg = 0;
                 NC_TRY(reg_buf(r, p->bufs[pio->buf].name, &bio->layout, &reg, err));
                 rp->reg[pio->buf] = reg;
-                (side ? out : in)[k] = r->bufs[reg].s;
-                (side ? out_idx : in_idx)[k] = bio->symbol;
+                surf[k] = r->bufs[reg].s;
+                idx[k] = bio->symbol;
             }
         }
         if (r->dev.ops->request_new(r->progs[s->program].model, b->proc_id, s->n_in, in, in_idx,
