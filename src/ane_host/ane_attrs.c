@@ -126,11 +126,19 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
         if (!json_is_object(e))
             return nc_fail(err, NC_ERR_FORMAT, "%s: '%s'[%zu] is not an object", what, key, i);
         snprintf(ctx, sizeof ctx, "%s: %s[%zu]", what, key, i);
-        NC_TRY(nc_json_str(e, "Name", &name, 1, ctx, err));
-        NC_TRY(copy_name(clean, name, what, key, err));
+        /* by Name; dumps of some versions also carry the symbol index */
+        NC_TRY(nc_json_str(e, "Name", &name, 0, ctx, err));
+        int64_t sym = -1;
+        if (!name) NC_TRY(nc_json_int(e, "Symbol", &sym, 0, ctx, err));
+        if (!name && sym < 0)
+            return nc_fail(err, NC_ERR_FORMAT, "%s has neither 'Name' nor 'Symbol'", ctx);
+        if (name)
+            NC_TRY(copy_name(clean, name, what, key, err));
+        else
+            snprintf(clean, sizeof clean, "symbol %lld", (long long)sym);
         ane_attr_io *io = NULL;
         for (int k = 0; k < n; k++)
-            if (strcmp(ios[k].name, clean) == 0) io = &ios[k];
+            if (name ? strcmp(ios[k].name, clean) == 0 : ios[k].symbol == sym) io = &ios[k];
         if (!io)
             return nc_fail(err, NC_ERR_FORMAT,
                            "%s: '%s' describes '%s', which the procedure does not list", what, key,

@@ -14,8 +14,9 @@
  *   ANEFModelDescription.ANEFModelProcedures[] {ANEFModelProcedureID,
  *       ANEFModelInputSymbolIndexArray, ANEFModelOutputSymbolIndexArray}
  *   NetworkStatusList[] (optional, same order as ANEFModelProcedures)
- *       {LiveInputList, LiveOutputList}: [{Name, Type, Batches, Channels,
- *       Depth, Height, Width, RowStride?, PlaneStride?, BatchStride?}] */
+ *       {LiveInputList, LiveOutputList}: [{Name (or Symbol), Type, Batches,
+ *       Channels, Depth?, Height, Width, RowStride?, PlaneStride?,
+ *       BatchStride?}], matched to the procedure's I/O by name (or index) */
 #ifndef NC_ANE_HOST_ANE_ATTRS_H
 #define NC_ANE_HOST_ANE_ATTRS_H
 

@@ -39,6 +39,28 @@ static void test_identity_model_attributes(void) {
     ane_attrs_free(&a);
 }
 
+/* A live-list entry that carries the symbol index instead of the name. */
+static void test_live_entries_by_symbol_index(void) {
+    const char *json =
+        "{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"b\", \"a\"], "
+        "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+        "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+        "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+        "\"ANEFModelInputSymbolIndexArray\": [0, 1], "
+        "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
+        "[{\"Symbol\": 1, \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 3, \"Height\": 1, "
+        "\"Width\": 64}]}]}";
+    nc_error err = {0};
+    ane_attrs a;
+    CHECK_OK(ane_attrs_parse(json, strlen(json), "attrs", &a, &err), &err);
+    const ane_attr_proc *p = ane_attrs_proc(&a, "main");
+    const ane_attr_io *ia = ane_attrs_io(p, "a", 0), *ib = ane_attrs_io(p, "b", 0);
+    CHECK(ia && ib && ia->symbol == 1 && ib->symbol == 0);
+    CHECK(ia->has_shape && ia->channels == 3 && ia->width == 64 && ia->depth == 1 &&
+          !ib->has_shape);
+    ane_attrs_free(&a);
+}
+
 static void test_procedure_ids_and_repeated_symbol_names(void) {
     nc_error err = {0};
     ane_attrs a;
@@ -111,6 +133,15 @@ static void test_malformed_attributes_name_the_key(void) {
          "[{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, \"Width\": "
          "32}]}]}",
          "Channels"},
+        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
+         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
+         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
+         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
+         "\"ANEFModelInputSymbolIndexArray\": [0], "
+         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
+         "[{\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, \"Width\": "
+         "32}]}]}",
+         "neither 'Name' nor 'Symbol'"},
         {"{\"ANEFModelDescription\": ", "1:"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -228,6 +259,7 @@ int main(void) {
     RUN(test_type_encodings_compare_without_offsets);
     RUN(test_identity_model_attributes);
     RUN(test_procedure_ids_and_repeated_symbol_names);
+    RUN(test_live_entries_by_symbol_index);
     RUN(test_malformed_attributes_name_the_key);
     RUN(test_binding_by_name_ignores_declaration_order);
     RUN(test_binding_mismatches_are_errors);
