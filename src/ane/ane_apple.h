@@ -19,6 +19,10 @@
 
 typedef struct ane_apple_options {
     unsigned qos; /* 0: 21, QOS_CLASS_DEFAULT, what every public project passes */
+    /* Every surface at least this large (0: as the layout needs). A lever
+     * for the reported minimum of about 48 KB (Orion, reference §7), not
+     * applied by default because no source here confirms it. */
+    size_t min_surface_bytes;
 } ane_apple_options;
 
 /* Loads the framework, checks every selector's type encoding, connects to

@@ -62,6 +62,7 @@ static const ane_objc_method methods[M_COUNT] = {
 typedef struct apple_dev {
     void *framework;
     unsigned qos;
+    size_t min_surface_bytes;
     id client;             /* _ANEClient, retained */
     CFDictionaryRef empty; /* @{} for options */
     CFDictionaryRef compile_opts;
@@ -216,6 +217,7 @@ static void apple_surface_free(ane_surface *s) {
 static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, nc_error *err) {
     apple_dev *d = dev;
     if (!bytes) bytes = 64;
+    if (bytes < d->min_surface_bytes) bytes = d->min_surface_bytes;
     size_t w = bytes <= 16384 ? bytes : 4096, h = (bytes + w - 1) / w;
     ane_surface *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
@@ -422,6 +424,7 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
     apple_dev *d = calloc(1, sizeof *d);
     if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     d->qos = opt && opt->qos ? opt->qos : 21;
+    d->min_surface_bytes = opt ? opt->min_surface_bytes : 0;
     d->framework = dlopen(ANE_FRAMEWORK_PATH, RTLD_NOW);
     if (!d->framework) {
         const char *why = dlerror();

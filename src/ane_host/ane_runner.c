@@ -361,3 +361,34 @@ nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
 long ane_runner_requests_issued(const ane_runner *r) {
     return r->issued;
 }
+
+nc_status ane_runner_model_attrs(const ane_runner *r, int program, const char **json, size_t *len,
+                                 nc_error *err) {
+    if (program < 0 || program >= r->man.n_programs)
+        return nc_fail(err, NC_ERR_RANGE, "no program %d (the bundle has %d)", program,
+                       r->man.n_programs);
+    return r->dev.ops->model_attrs(r->progs[program].model, json, len, err);
+}
+
+static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {
+    fprintf(f, "    %s %-12s symbol %3d  %lld x %lld, %zu bytes per row\n", side, io->name,
+            io->symbol, (long long)io->layout.rows, (long long)io->layout.width,
+            io->layout.row_bytes);
+}
+
+void ane_runner_describe(const ane_runner *r, FILE *f) {
+    fprintf(f, "device %s, %d programs, %d surfaces\n", r->dev.ops->name, r->man.n_programs,
+            r->n_bufs);
+    for (int i = 0; i < r->man.n_programs; i++) {
+        const lower_program_info *pi = &r->man.programs[i];
+        fprintf(f, "%s\n", pi->path);
+        for (int k = 0; k < pi->n_fns; k++) {
+            const ane_binding *b = &r->progs[i].binds[k];
+            fprintf(f, "  %s: procedure %d\n", b->fn, b->proc_id);
+            for (int j = 0; j < b->n_in; j++)
+                describe_io(f, "in ", &b->in[j]);
+            for (int j = 0; j < b->n_out; j++)
+                describe_io(f, "out", &b->out[j]);
+        }
+    }
+}

@@ -12,6 +12,8 @@
 #ifndef NC_ANE_HOST_ANE_RUNNER_H
 #define NC_ANE_HOST_ANE_RUNNER_H
 
+#include <stdio.h>
+
 #include "ane_host/ane_device.h"
 #include "ane_host/ane_plan.h"
 #include "lower/manifest.h"
@@ -53,5 +55,13 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
 nc_status ane_runner_reset(ane_runner *r, nc_error *err);
 
 long ane_runner_requests_issued(const ane_runner *r);
+
+/* Diagnostics for a first run on new hardware: the modelAttributes JSON the
+ * device reported for manifest program i (owned by the device model), and
+ * every function's binding (procedure id; per I/O: symbol, rows x width,
+ * row bytes) written to f. */
+nc_status ane_runner_model_attrs(const ane_runner *r, int program, const char **json, size_t *len,
+                                 nc_error *err);
+void ane_runner_describe(const ane_runner *r, FILE *f);
 
 #endif

@@ -24,6 +24,7 @@
 #include "ane_host/ane_wait.h"
 #include "base/half.h"
 #include "base/json.h"
+#include "base/mmap.h"
 #include "io/hf_weights.h"
 #include "io/npy.h"
 #include "lower/qwen3_compile.h"
@@ -433,6 +434,38 @@ static void test_fake_device_runs_the_bundle_like_hf(void) {
     ane_fake_free(&dev);
 }
 
+#if defined(__APPLE__) || defined(NECTAR_ANE_SYNTAX_CHECK)
+/* With NECTAR_ANE_ATTRS_DIR set: each program's modelAttributes JSON as
+ * the device reported it (future fixtures for tests/fixtures/ane/) and the
+ * bindings made from it, for a first run on new hardware. */
+static void dump_device_view(const ane_device *dev) {
+    const char *dir = getenv("NECTAR_ANE_ATTRS_DIR");
+    if (!dir) return;
+    nc_error err = {0};
+    ane_runner *r = NULL;
+    if (ane_runner_open(dev, bundle, &r, &err)) {
+        printf("  dump: %s\n", err.msg);
+        return;
+    }
+    for (int i = 0; i < ane_runner_manifest(r)->n_programs; i++) {
+        const char *json;
+        size_t len;
+        char path[512];
+        snprintf(path, sizeof path, "%s/attrs_%02d.json", dir, i);
+        if (!ane_runner_model_attrs(r, i, &json, &len, &err))
+            nc_write_file_atomic(path, json, len, &err);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/bindings.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        ane_runner_describe(r, f);
+        fclose(f);
+    }
+    ane_runner_free(r);
+}
+#endif
+
 /* The same on the Neural Engine itself: macOS on Apple silicon, opt-in with
  * NECTAR_ANE_DEVICE=1 (then every failure is a FAIL). Never run by this
  * project so far: no Apple hardware was reachable. */
@@ -443,8 +476,12 @@ static void test_real_ane_runs_the_bundle_like_hf(void) {
         SKIP("set NECTAR_ANE_DEVICE=1 to run the bundle on the Neural Engine");
     CHECK(compile_bundle());
     nc_error err = {0};
+    ane_apple_options opt = {0};
+    const char *min = getenv("NECTAR_ANE_MIN_SURFACE_BYTES");
+    if (min) opt.min_surface_bytes = (size_t)strtoull(min, NULL, 10);
     ane_device dev;
-    CHECK_OK(ane_apple_open(NULL, &dev, &err), &err);
+    CHECK_OK(ane_apple_open(&opt, &dev, &err), &err);
+    dump_device_view(&dev);
     runs_the_bundle_like_hf(&dev, 0);
     ane_apple_close(&dev);
 #else
@@ -466,6 +503,21 @@ static void test_prompt_chunk_then_decode_share_the_cache(void) {
     CHECK_OK(ane_fake_new(&dev, &err), &err);
     ane_runner *r = NULL;
     CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f = open_memstream(&text, &text_len);
+    CHECK(f);
+    ane_runner_describe(r, f);
+    fclose(f);
+    int described = strstr(text, "kv_s64: procedure") && strstr(text, "in  kv_write     symbol") &&
+                    strstr(text, "out logits_0");
+    const char *json = NULL;
+    size_t json_len = 0;
+    CHECK_OK(ane_runner_model_attrs(r, 0, &json, &json_len, &err), &err);
+    int has_attrs = json_len > 0 && strstr(json, "kANEFModelProcedureNameToIDMapKey") != NULL;
+    free(text);
+    CHECK(described && has_attrs);
+    CHECK(ane_runner_model_attrs(r, 99, &json, &json_len, &err) == NC_ERR_RANGE);
     host h;
     CHECK(host_open(&h, r));
     int32_t ids[32];
