@@ -16,7 +16,9 @@ static void usage(FILE *f) {
                "  -p, --prompt TEXT     one input\n"
                "  -f, --file FILE       one input per line\n"
                "      --format text|json  json: one object per input\n"
-               "      --batch N, -t N   inputs per pass (default 8), threads\n");
+               "      --batch N, -t N   inputs per pass (default 8), threads\n"
+               "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
+               "                        run in the MIL interpreter (docs/encoders-ane.md)\n");
 }
 
 static void print_one(const enc_cli *c, size_t input, const float *logits, int n, int json) {

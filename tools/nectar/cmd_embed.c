@@ -25,6 +25,8 @@ static void usage(FILE *f) {
             "  -o, --out FILE        write there (atomically) instead of stdout\n"
             "      --batch N         inputs per forward pass (default 8)\n"
             "  -t, --threads N       default: all cores\n"
+            "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
+            "                        run in the MIL interpreter (docs/encoders-ane.md)\n"
             "      --bench BxL,...   instead: time the forward pass on random ids at these\n"
             "                        batch x length shapes (e.g. 1x96,3x64); --runs N (20)\n"
             "Throughput goes to stderr.\n");

@@ -19,7 +19,9 @@ static void usage(FILE *f) {
            "  -f, --file FILE       one input per line\n"
            "      --top-k K         default 5\n"
            "      --format text|json  json: one object per input and mask\n"
-           "      --batch N, -t N   inputs per pass (default 8), threads\n");
+           "      --batch N, -t N   inputs per pass (default 8), threads\n"
+           "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
+           "                        run in the MIL interpreter (docs/encoders-ane.md)\n");
 }
 
 typedef struct {
