@@ -30,13 +30,25 @@ typedef void (*cpu_qmatmul_fn)(const void *w, size_t ldw_bytes, const int8_t *xq
                                const float *xs, size_t lds, float *y, size_t ldy, int n, int nb,
                                int r0, int r1);
 
+/* Optional prompt path for quantized weights: pack[] repacks rows r0..r1 of
+ * a Q8 ([0]) or Q4 ([1]) matrix into a panel of ceil(nb/2) * pair_bytes per
+ * row, once per pool task; matmul then runs n activation rows against the
+ * panel's rows (y[t*ldy + row]). */
+typedef struct cpu_qpanel_kernels {
+    void (*pack[2])(const void *w, size_t ldw, int nb, int r0, int r1, void *panel);
+    void (*matmul)(const void *panel, int nb, const int8_t *xq, size_t ldq, const float *xs,
+                   size_t lds, float *y, size_t ldy, int n, int rows);
+    size_t pair_bytes;
+} cpu_qpanel_kernels;
+
 typedef struct cpu_kernels {
     const char *name; /* "scalar", "avx2", "avx512" */
     cpu_matmul_fn matmul[CPU_W_FLOAT_N];
-    cpu_qmatmul_fn qmatmul[2]; /* [0] Q8, [1] Q4 */
+    cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
+    const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
-    double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
+    double (*fma_burn)(long iters, float *sink);            /* peak-rate probe (cpu_peak.h) */
     void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
 } cpu_kernels;
 

@@ -35,6 +35,21 @@ static void matmul_task(void *ctx, int task, int thread) {
         int nb = cpu_qblocks(j->w->cols);
         size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
         size_t ldq = (size_t)nb * CPU_QBLOCK, lds = (size_t)nb * CPU_QSCALE_REP;
+        const cpu_qpanel_kernels *qp = j->kern->qpanel;
+        const cpu_act *a = j->act;
+        if (qp && j->n >= PANEL_MIN_TOKENS && a->panels &&
+            a->panel_floats * sizeof(float) >=
+                (size_t)(r1 - r0) * (size_t)((nb + 1) / 2) * qp->pair_bytes) {
+            /* Repack this task's rows once; every activation row reuses them. */
+            float *p = a->panels + (size_t)thread * a->panel_floats;
+            qp->pack[j->w->type - CPU_W_Q8](j->w->data, ldw, nb, r0, r1, p);
+            for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
+                int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
+                qp->matmul(p, nb, a->q + (size_t)t * ldq, ldq, a->s + (size_t)t * lds, lds,
+                           j->y + (size_t)t * j->ldy + r0, j->ldy, nt, r1 - r0);
+            }
+            return;
+        }
         for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
             int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
             qf(j->w->data, ldw, j->act->q + (size_t)t * ldq, ldq, j->act->s + (size_t)t * lds, lds,

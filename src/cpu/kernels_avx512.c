@@ -83,6 +83,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
+    .qpanel = &cpu_qpanel_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
     .fma_burn = cpu_fma_burn_avx512,

@@ -18,6 +18,7 @@ void cpu_qmatmul_q8_avx2(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_avx2(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q8_avx512(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_avx512(CPU_QMATMUL_ARGS);
+extern const cpu_qpanel_kernels cpu_qpanel_avx512;
 #endif
 #if defined(__aarch64__)
 void cpu_qmatmul_q8_neon(CPU_QMATMUL_ARGS);

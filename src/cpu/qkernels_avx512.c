@@ -115,3 +115,109 @@ INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
 
 CPU_DEF_QMATMUL_LOOPS(q8_avx512, 4, 4, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx512, 4, 4, 4)
+
+/* ---- prompts: a task's weight rows repacked once into a panel ----------
+ * Per row and pair of blocks, 192 bytes: the 64 codes as signed bytes (Q4
+ * unpacked to nibble - 8), the two scales as [d0 x8, d1 x8] fp32, and
+ * -128 * (sum of each 4 codes) as int32 (the x + 128 correction). The tile
+ * then spends its time on dpbusd/convert/scale/FMA only, each panel entry
+ * being reused by every activation row of the prompt. */
+#define PANEL_PAIR_BYTES 192
+
+INLINE void panel_pair(uint8_t *dst, __m512i codes, __m512 scales) {
+    const __m512i k80 = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+    _mm512_storeu_si512((void *)dst, codes);
+    _mm512_storeu_ps((float *)(dst + 64), scales);
+    _mm512_storeu_si512((void *)(dst + 128),
+                        _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, codes)));
+}
+
+static void qpanel_q8_avx512(const void *w, size_t ldw, int nb, int r0, int r1, void *panel) {
+    int np = (nb + 1) / 2;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
+        uint8_t *dst = (uint8_t *)panel + (size_t)(r - r0) * np * PANEL_PAIR_BYTES;
+        for (int j = 0; j < nb; j += 2) {
+            int two = j + 1 < nb;
+            const uint8_t *b0 = row + (size_t)j * CPU_Q8_BLOCK_BYTES;
+            panel_pair(dst + (size_t)(j / 2) * PANEL_PAIR_BYTES, load_q8_2(b0, two),
+                       scales2(b0, two ? b0 + CPU_Q8_BLOCK_BYTES : NULL));
+        }
+    }
+}
+
+static void qpanel_q4_avx512(const void *w, size_t ldw, int nb, int r0, int r1, void *panel) {
+    int np = (nb + 1) / 2;
+    const __m512i k8 = _mm512_set1_epi8(8);
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
+        uint8_t *dst = (uint8_t *)panel + (size_t)(r - r0) * np * PANEL_PAIR_BYTES;
+        for (int j = 0; j < nb; j += 2) {
+            int two = j + 1 < nb;
+            const uint8_t *b0 = row + (size_t)j * CPU_Q4_BLOCK_BYTES;
+            __m512i codes = _mm512_sub_epi8(load_q4_2(b0, two), k8);
+            if (!two) /* the missing block's padding codes must be 0, not -8 */
+                codes = _mm512_maskz_mov_epi8(0xffffffffULL, codes);
+            panel_pair(dst + (size_t)(j / 2) * PANEL_PAIR_BYTES, codes,
+                       scales2(b0, two ? b0 + CPU_Q4_BLOCK_BYTES : NULL));
+        }
+    }
+}
+
+INLINE void ptile(const uint8_t *p, size_t ldp, int np, int nb, const int8_t *xq, size_t ldq,
+                  const float *xs, size_t lds, float *y, size_t ldy, int r, int t, const int RB,
+                  const int TB) {
+    __m512 acc[4][6];
+    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+    _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)
+        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();
+    for (int j = 0; j < np; j++) {
+        __m512i wv[4], corr[4];
+        _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+            const uint8_t *e = p + (size_t)(r + a) * ldp + (size_t)j * PANEL_PAIR_BYTES;
+            wv[a] = _mm512_loadu_si512((const void *)e);
+            corr[a] = _mm512_loadu_si512((const void *)(e + 128));
+        }
+        int two = 2 * j + 1 < nb; /* else a lone tail block: read only its half */
+        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) {
+            __m512i xu =
+                _mm512_xor_si512(load_x2(xq + (size_t)(t + b) * ldq + (size_t)j * 64, two), k80);
+            __m512 dx = load_s2(xs + (size_t)(t + b) * lds + (size_t)j * 16, two);
+            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+                const float *sc =
+                    (const float *)(p + (size_t)(r + a) * ldp + (size_t)j * PANEL_PAIR_BYTES + 64);
+                __m512i s = _mm512_dpbusd_epi32(corr[a], xu, wv[a]);
+                acc[a][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                            _mm512_mul_ps(_mm512_loadu_ps(sc), dx), acc[a][b]);
+            }
+        }
+    }
+    for (int a = 0; a < RB; a++)
+        for (int b = 0; b < TB; b++)
+            y[(size_t)(t + b) * ldy + (size_t)(r + a)] = _mm512_reduce_add_ps(acc[a][b]);
+}
+
+static void qmatmul_panel_avx512(const void *panel, int nb, const int8_t *xq, size_t ldq,
+                                 const float *xs, size_t lds, float *y, size_t ldy, int n,
+                                 int rows) {
+    const uint8_t *p = panel;
+    int np = (nb + 1) / 2;
+    size_t ldp = (size_t)np * PANEL_PAIR_BYTES;
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        int t = 0;
+        for (; t + 6 <= n; t += 6)
+            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 4, 6);
+        for (; t < n; t++)
+            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 4, 1);
+    }
+    for (; r < rows; r++)
+        for (int t = 0; t < n; t++)
+            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 1, 1);
+}
+
+const cpu_qpanel_kernels cpu_qpanel_avx512 = {
+    .pack = {qpanel_q8_avx512, qpanel_q4_avx512},
+    .matmul = qmatmul_panel_avx512,
+    .pair_bytes = PANEL_PAIR_BYTES,
+};

@@ -218,11 +218,75 @@ static void test_matmul_act_quantized_threaded(void) {
     free(s);
 }
 
+/* The prompt path that repacks a task's quantized rows into a panel (tables
+ * that have one) against the scalar kernel, on awkward sizes: odd block
+ * counts (a lone tail block), rows not a multiple of the tile. */
+static void test_panel_prompt_path_matches_scalar(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    static const int ks[] = {1, 33, 65, 96, 688, 1000};
+    static const int ns[] = {8, 9, 17, 20};
+    nc_error err;
+    nc_pool *pool;
+    CHECK_OK(nc_pool_new(2, &pool, &err), &err);
+    for (int ti = 0; ti < nt; ti++) {
+        if (!tabs[ti]->qpanel) continue;
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (size_t b = 0; b < sizeof ns / sizeof *ns; b++) {
+                    int k = ks[a], n = ns[b], rows = 61, nb = cpu_qblocks(k);
+                    size_t rb = cpu_wtype_row_bytes((cpu_wtype)t, k);
+                    uint8_t *w = malloc(rb * rows);
+                    float *x = malloc(sizeof(float) * n * k), *wf = malloc(sizeof(float) * k);
+                    float *y = malloc(sizeof(float) * n * rows),
+                          *y0 = malloc(sizeof(float) * n * rows);
+                    int8_t *q = malloc(cpu_qact_q_bytes(n, k));
+                    float *s = malloc(cpu_qact_s_bytes(n, k));
+                    size_t pf = (size_t)CPU_MATMUL_PANEL_ROWS * k + 64;
+                    float *panels = malloc(2 * pf * sizeof(float));
+                    for (int r = 0; r < rows; r++) {
+                        for (int i = 0; i < k; i++)
+                            wf[i] = frand();
+                        cpu_quantize_weight_row((cpu_wtype)t, wf, k, w + r * rb);
+                    }
+                    for (int i = 0; i < n * k; i++)
+                        x[i] = frand();
+                    cpu_mat m = {(cpu_wtype)t, w, rows, k};
+                    cpu_act act = cpu_act_rows(x, (size_t)k, n, k, q, s);
+                    act.panels = panels;
+                    act.panel_floats = pf;
+                    cpu_matmul_act(pool, tabs[ti], &m, &act, y, (size_t)rows);
+                    cpu_kernels_scalar.qmatmul[t - CPU_W_Q8](w, rb, q, (size_t)nb * 32, s,
+                                                             (size_t)nb * CPU_QSCALE_REP, y0,
+                                                             (size_t)rows, n, nb, 0, rows);
+                    int bad = 0;
+                    for (int i = 0; i < n * rows && !bad; i++)
+                        bad = !(fabsf(y[i] - y0[i]) <= 1e-4f * (1.0f + fabsf(y0[i])));
+                    if (bad)
+                        printf("  %s %s k=%d n=%d differs\n", tabs[ti]->name,
+                               cpu_wtype_name((cpu_wtype)t), k, n);
+                    free(w);
+                    free(x);
+                    free(wf);
+                    free(y);
+                    free(y0);
+                    free(q);
+                    free(s);
+                    free(panels);
+                    CHECK(!bad);
+                    cases++;
+                }
+    }
+    nc_pool_free(pool);
+    printf("  %d cases\n", cases);
+}
+
 int main(void) {
     RUN(test_q8_block_layout_by_hand);
     RUN(test_q4_block_layout_by_hand);
     RUN(test_quantize_dequantize_error_within_half_step);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
     RUN(test_matmul_act_quantized_threaded);
+    RUN(test_panel_prompt_path_matches_scalar);
     return nc_test_exit_code();
 }
