@@ -49,51 +49,27 @@ nc_status ane_layout_from_strides(const char *what, ane_elem elem, int64_t rows,
 }
 
 /* One row: n values from src (fp32 when src_f32, else fp16 bits) into dst
- * of element type e, then zeros up to row_bytes. */
+ * of element type e, then zeros up to row_bytes. Rows start 64-byte
+ * aligned inside a surface, so they can be addressed as fp16/fp32 arrays. */
 static void put_row(ane_elem e, void *dst, size_t row_bytes, const void *src, int src_f32,
                     size_t n) {
     unsigned char *d = dst;
-    if (e == ANE_ELEM_FP16 && !src_f32) {
-        memcpy(d, src, n * 2);
-    } else if (e == ANE_ELEM_FP32 && src_f32) {
-        memcpy(d, src, n * 4);
-    } else if (e == ANE_ELEM_FP16) {
-        const float *s = src;
-        for (size_t i = 0; i < n; i++) {
-            nc_fp16 h = nc_f32_to_fp16(s[i]);
-            memcpy(d + 2 * i, &h, 2);
-        }
-    } else {
-        const uint16_t *s = src;
-        for (size_t i = 0; i < n; i++) {
-            float f = nc_fp16_to_f32(s[i]);
-            memcpy(d + 4 * i, &f, 4);
-        }
-    }
+    if ((e == ANE_ELEM_FP16) == !src_f32)
+        memcpy(d, src, n * (size_t)e);
+    else if (e == ANE_ELEM_FP16)
+        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
+    else
+        nc_fp16_to_f32_n(src, (float *)dst, n);
     memset(d + n * (size_t)e, 0, row_bytes - n * (size_t)e);
 }
 
 static void get_row(ane_elem e, const void *src, void *dst, int dst_f32, size_t n) {
-    const unsigned char *s = src;
-    if (e == ANE_ELEM_FP16 && !dst_f32) {
-        memcpy(dst, s, n * 2);
-    } else if (e == ANE_ELEM_FP32 && dst_f32) {
-        memcpy(dst, s, n * 4);
-    } else if (e == ANE_ELEM_FP16) {
-        float *d = dst;
-        for (size_t i = 0; i < n; i++) {
-            nc_fp16 h;
-            memcpy(&h, s + 2 * i, 2);
-            d[i] = nc_fp16_to_f32(h);
-        }
-    } else {
-        uint16_t *d = dst;
-        for (size_t i = 0; i < n; i++) {
-            float f;
-            memcpy(&f, s + 4 * i, 4);
-            d[i] = nc_f32_to_fp16(f);
-        }
-    }
+    if ((e == ANE_ELEM_FP16) == !dst_f32)
+        memcpy(dst, src, n * (size_t)e);
+    else if (e == ANE_ELEM_FP16)
+        nc_fp16_to_f32_n(src, (float *)dst, n);
+    else
+        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
 }
 
 static void pad(const ane_layout *l, const void *logical, size_t src_elem, int src_f32,
