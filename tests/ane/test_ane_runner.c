@@ -39,14 +39,19 @@
 static char bundle[256];
 static char tmp_root[256];
 
-static int compile_bundle(void) {
-    if (bundle[0]) return 1;
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
-    if (!mkdtemp(tmp_root)) return 0;
-    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
+static char bundle_cpu_head[256];
+
+static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
+    if (out[0]) return 1;
+    if (!tmp_root[0]) {
+        snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
+        if (!mkdtemp(tmp_root)) return 0;
+    }
+    snprintf(out, cap, "%s/%s", tmp_root, name);
     lower_compile_options o = {0};
     o.model_dir = FIXTURE;
-    o.out_dir = bundle;
+    o.out_dir = out;
+    o.lm_head_on_cpu = lm_head_on_cpu;
     o.ctx = CTX;
     o.n_seqs = 2;
     o.seqs[0] = 32;
@@ -56,10 +61,14 @@ static int compile_bundle(void) {
     nc_error err = {0};
     if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
         printf("  compile: %s\n", err.msg);
-        bundle[0] = '\0';
+        out[0] = '\0';
         return 0;
     }
     return 1;
+}
+
+static int compile_bundle(void) {
+    return compile_into(bundle, sizeof bundle, "bundle", 0);
 }
 
 /* --- the wait ------------------------------------------------------------- */
@@ -176,6 +185,31 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
     ane_plan p;
     CHECK(ane_plan_qwen3(&m, 48, 0, &p, &err) == NC_ERR_INVALID);
     lower_manifest_free(&m);
+}
+
+/* --lm-head cpu: the plan ends with the last layer's mlp, and the runner
+ * runs a token without a head column. */
+static void test_plan_without_the_ane_head(void) {
+    CHECK(compile_into(bundle_cpu_head, sizeof bundle_cpu_head, "bundle_cpu_head", 1));
+    nc_error err = {0};
+    lower_manifest m;
+    CHECK_OK(lower_manifest_read(bundle_cpu_head, &m, &err), &err);
+    int L = m.cfg.num_hidden_layers;
+    ane_plan p;
+    CHECK_OK(ane_plan_qwen3(&m, S, 0, &p, &err), &err);
+    CHECK(!m.lm_head_on_ane && p.n_requests == 4 * L && p.n_requests == m.kernels_per_token);
+    CHECK(p.n_steps == 4 * L && strcmp(p.steps[p.n_steps - 1].fn, "mlp_s32") == 0);
+    CHECK(ane_plan_find_buf(&p, "head_x") < 0);
+    ane_plan_free(&p);
+    lower_manifest_free(&m);
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    ane_runner *r = NULL;
+    CHECK_OK(ane_runner_open(&dev, bundle_cpu_head, &r, &err), &err);
+    CHECK_OK(ane_runner_run(r, S, -1, ANE_RUN_ASYNC, &err), &err);
+    CHECK(ane_runner_requests_issued(r) == 4 * L);
+    ane_runner_free(r);
+    ane_fake_free(&dev);
 }
 
 /* --- the fake device on its own ------------------------------------------- */
@@ -597,6 +631,7 @@ static void test_runner_refuses_a_missing_bundle(void) {
 int main(void) {
     RUN(test_wait_counts_completions_from_other_threads);
     RUN(test_plan_orders_kernels_and_ping_pongs_the_cache);
+    RUN(test_plan_without_the_ane_head);
     RUN(test_fake_device_reorders_symbols_and_checks_requests);
     RUN(test_fake_device_runs_the_bundle_like_hf);
     RUN(test_real_ane_runs_the_bundle_like_hf);
