@@ -39,7 +39,14 @@ struct serve_server {
     int port;
     long long started;
     atomic_ulong id_counter;
+    atomic_int n_inflight; /* completion requests holding a job */
 };
+
+/* Drops the connection's reference to its job. */
+static void release_job(serve_server *s, serve_job *j) {
+    serve_job_release(j);
+    atomic_fetch_sub(&s->n_inflight, 1);
+}
 
 typedef struct conn_ctx {
     char what[80]; /* "METHOD /path" for the request log */
@@ -328,7 +335,9 @@ static void stream_collect(stream_ctx *sc) {
     sc->sent_lp = n_lp;
     if (j->state != SERVE_JOB_DONE) return;
     if (j->status != NC_OK) {
-        ev = serve_error_body(500, j->error, NULL, NULL);
+        int is_shutdown = j->finish_reason && !strcmp(j->finish_reason, "cancelled");
+        ev = serve_error_body(is_shutdown ? 503 : 500, j->error, NULL,
+                              is_shutdown ? "shutting_down" : NULL);
         if (ev) {
             serve_text_append(&sc->out, "data: ", 6);
             serve_text_append(&sc->out, ev, strlen(ev));
@@ -384,7 +393,7 @@ static void stream_free(void *cls) {
     int done = sc->job->state == SERVE_JOB_DONE;
     pthread_mutex_unlock(&sc->job->mu);
     if (!done) serve_sched_cancel(sc->s->sched, sc->job);
-    serve_job_release(sc->job);
+    release_job(sc->s, sc->job);
     free(sc->out.p);
     free(sc);
 }
@@ -432,6 +441,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         return send_error(c, cc, 404, msg, "model", "model_not_found");
     }
     serve_job *j = serve_job_new(&req);
+    if (j) atomic_fetch_add(&s->n_inflight, 1);
     if (!j) {
         serve_request_free(&req);
         return send_error(c, cc, 500, "out of memory", NULL, NULL);
@@ -441,11 +451,11 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     const char *param, *code;
     int status = prepare_job(s, j, msg, sizeof msg, &param, &code);
     if (status != 200) {
-        serve_job_release(j);
+        release_job(s, j);
         return send_error(c, cc, status, msg, param, code ? code : "invalid_value");
     }
     if (serve_sched_submit(s->sched, j, &err) != NC_OK) {
-        serve_job_release(j);
+        release_job(s, j);
         return send_error(
             c, cc, 429,
             "the server is busy: all slots are generating and the queue is full; retry later", NULL,
@@ -463,7 +473,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         int w = wait_job(j, &seen, fd, deadline);
         if (w != 0) {
             serve_sched_cancel(s->sched, j);
-            serve_job_release(j);
+            release_job(s, j);
             if (w == 1) return MHD_NO; /* nobody to answer */
             return send_error(c, cc, 504, "timed out waiting for a free slot", NULL, "timeout");
         }
@@ -481,13 +491,15 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         if (done) break;
         if (wait_job(j, &seen, fd, 0) == 1) {
             serve_sched_cancel(s->sched, j);
-            serve_job_release(j);
+            release_job(s, j);
             return MHD_NO;
         }
     }
     enum MHD_Result ret;
     if (j->status != NC_OK) {
-        ret = send_error(c, cc, 500, j->error, NULL, NULL);
+        int is_shutdown = j->finish_reason && !strcmp(j->finish_reason, "cancelled");
+        ret = send_error(c, cc, is_shutdown ? 503 : 500, j->error, NULL,
+                         is_shutdown ? "shutting_down" : NULL);
     } else {
         serve_delta d = {j->reasoning.p, j->reasoning.len, j->content.p, j->content.len,
                          j->req.logprobs ? j->logprobs : NULL};
@@ -496,7 +508,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         ret = send_body(c, cc, 200, "application/json",
                         serve_response_full(&rid, &d, j->finish_reason, &u), NULL);
     }
-    serve_job_release(j);
+    release_job(s, j);
     return ret;
 }
 
@@ -682,6 +694,7 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
     s->opt = *opt;
     s->started = (long long)time(NULL);
     atomic_init(&s->id_counter, 1);
+    atomic_init(&s->n_inflight, 0);
     if (serve_metrics_init(&s->metrics, opt->n_parallel) != 0) {
         free(s);
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
@@ -721,6 +734,12 @@ void serve_server_stop(serve_server *s) {
      * answer (an error, or the stream's last events); then the daemon can
      * join them; the scheduler is freed only when no thread can reach it. */
     serve_sched_stop(s->sched);
+    /* A moment for the connections to send their last words (the error
+     * event and [DONE], or a 503) before the daemon closes their sockets. */
+    for (int i = 0; i < 100 && atomic_load(&s->n_inflight) > 0; i++) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (s->d) MHD_stop_daemon(s->d);
     serve_sched_free(s->sched);
     if (s->has_metrics) serve_metrics_destroy(&s->metrics);
