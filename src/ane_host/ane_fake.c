@@ -340,6 +340,16 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
                        fn->name);
     NC_TRY(check_binding(r, 0, err));
     NC_TRY(check_binding(r, 1, err));
+    /* what the hardware does with a surface read and written by one request
+     * is unknown; the host's plan never asks for it, and the fake says so */
+    for (int i = 0; i < r->n_in; i++)
+        for (int o = 0; o < r->n_out; o++)
+            if (r->in[i] == r->out[o])
+                return nc_fail(
+                    err, NC_ERR_INVALID,
+                    "fake device: %s reads and writes one surface (input symbol %d, output "
+                    "symbol %d)",
+                    fn->name, r->in_idx[i], r->out_idx[o]);
     size_t max_vals = 0;
     for (int i = 0; i < fn->n_inputs + fn->n_outputs; i++) {
         size_t v = (size_t)(ff->in_l[i].rows * ff->in_l[i].width);

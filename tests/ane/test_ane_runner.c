@@ -250,6 +250,12 @@ static void test_fake_device_reorders_symbols_and_checks_requests(void) {
     CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID &&
           strstr(err.msg, "takes 5 inputs") != NULL);
     dev.ops->request_free(r);
+    /* every symbol bound, but one surface for everything */
+    in_idx[4] = p->in[4].symbol;
+    CHECK_OK(dev.ops->request_new(model, p->id, 5, ins, in_idx, 2, outs, out_idx, &r, &err), &err);
+    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID);
+    CHECKF(strstr(err.msg, "reads and writes one surface") != NULL, "%s", err.msg);
+    dev.ops->request_free(r);
     dev.ops->surface_free(s);
     ane_attrs_free(&a);
     dev.ops->model_close(model);
