@@ -1,4 +1,5 @@
-/* Causal grouped-query attention over KV caches, fp32. Each query row has
+/* Causal grouped-query attention over fp32 or fp16 KV caches (the math in
+ * fp32). Each query row has
  * its own cache (rows of one batch may belong to different sequences) and
  * sees its first n_keys cache rows (its position + 1); query head h reads
  * KV head h / (n_heads / n_kv_heads). One pool task per (query row, KV
@@ -13,9 +14,10 @@ typedef struct cpu_attention_args {
     const float *q; /* [n, n_heads * head_dim], row stride ldq */
     float *out;     /* [n, n_heads * head_dim], row stride ldo */
     size_t ldq, ldo;
-    const float *const *k_cache; /* per row: [positions, n_kv_heads * head_dim] */
-    const float *const *v_cache; /* same layout */
-    const int *n_keys;           /* per row */
+    const void *const *k_cache; /* per row: [positions, n_kv_heads * head_dim] */
+    const void *const *v_cache; /* same layout */
+    int kv_f16;                 /* the caches hold fp16 (else fp32) */
+    const int *n_keys;          /* per row */
     int n, n_heads, n_kv_heads, head_dim;
     float scale;
     float *scores;        /* per pool thread and head of a group: scores +

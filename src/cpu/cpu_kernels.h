@@ -48,7 +48,10 @@ typedef struct cpu_kernels {
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
-    double (*fma_burn)(long iters, float *sink);            /* peak-rate probe (cpu_peak.h) */
+    /* the same against fp16 vectors (an fp16 KV cache) */
+    float (*dot_f16)(const float *a, const uint16_t *b, int n);
+    void (*axpy_f16)(float a, const uint16_t *x, float *y, int n);
+    double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
 } cpu_kernels;
 

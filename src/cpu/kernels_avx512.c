@@ -79,6 +79,28 @@ static void axpy_avx512(float a, const float *x, float *y, int n) {
     }
 }
 
+/* Attention over an fp16 KV cache: masked tails, no scalar loop. */
+static float dot_f16_avx512(const float *a, const uint16_t *b, int n) {
+    __m512 s0 = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i),
+                             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i)), s0);
+    }
+    return _mm512_reduce_add_ps(s0);
+}
+
+static void axpy_f16_avx512(float a, const uint16_t *x, float *y, int n) {
+    __m512 av = _mm512_set1_ps(a);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m,
+                              _mm512_fmadd_ps(av,
+                                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)),
+                                              _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
 const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
@@ -86,6 +108,8 @@ const cpu_kernels cpu_kernels_avx512 = {
     .qpanel = &cpu_qpanel_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .dot_f16 = dot_f16_avx512,
+    .axpy_f16 = axpy_f16_avx512,
     .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half.h"
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
@@ -24,9 +25,16 @@ static size_t kv_dim(const qwen3_config *c) {
     return (size_t)c->num_key_value_heads * c->head_dim;
 }
 
-/* Row i's cache rows for one layer, from position 0. */
-static float *cache_at(const qwen3_state *s, float *cache, int layer) {
-    return cache + (size_t)layer * s->ctx * kv_dim(&s->m->cfg);
+/* The cache rows of one layer, from position 0 (fp32 or fp16 elements). */
+static char *cache_at(const qwen3_state *s, void *cache, int layer) {
+    size_t esz = s->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
+    return (char *)cache + (size_t)layer * s->ctx * kv_dim(&s->m->cfg) * esz;
+}
+
+/* One row of K or V into the cache, rounded to fp16 when the cache is. */
+static void cache_store(const qwen3_model *m, char *dst, const float *src, size_t n) {
+    if (m->kv_f16) nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
+    else memcpy(dst, src, n * sizeof(float));
 }
 
 /* Row i: q_norm and RoPE on each query head; k_norm and RoPE on each key
@@ -51,9 +59,9 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
         cpu_rope_apply(k + (size_t)h * hd, cs, sn, hd);
     }
     qwen3_state *s = w->row_state[i];
-    size_t at = (size_t)w->row_pos[i] * kvd;
-    memcpy(cache_at(s, s->k_cache, lc->layer) + at, k, kvd * sizeof(float));
-    memcpy(cache_at(s, s->v_cache, lc->layer) + at, w->v + (size_t)i * kvd, kvd * sizeof(float));
+    size_t at = (size_t)w->row_pos[i] * kvd * (lc->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float));
+    cache_store(lc->m, cache_at(s, s->k_cache, lc->layer) + at, k, kvd);
+    cache_store(lc->m, cache_at(s, s->v_cache, lc->layer) + at, w->v + (size_t)i * kvd, kvd);
     w->row_k[i] = cache_at(s, s->k_cache, lc->layer);
     w->row_v[i] = cache_at(s, s->v_cache, lc->layer);
 }
@@ -125,6 +133,7 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .ldo = qd,
                                  .k_cache = w->row_k,
                                  .v_cache = w->row_v,
+                                 .kv_f16 = m->kv_f16,
                                  .n_keys = w->row_n_keys,
                                  .n = n,
                                  .n_heads = c->num_attention_heads,

@@ -1,7 +1,8 @@
 /* Qwen3 on the CPU: load a Hugging Face model folder and run the decoder.
  * A qwen3_model holds the read-only weights (mmapped safetensors), the config,
  * the thread pool and one batch workspace, and is shared by every sequence;
- * a qwen3_state is one sequence: its KV cache (fp32, sized to its context,
+ * a qwen3_state is one sequence: its KV cache (fp32, or fp16 on request;
+ * sized to its context,
  * allocated once). The math follows transformers' modeling_qwen3.py. */
 #ifndef NC_MODELS_QWEN3_H
 #define NC_MODELS_QWEN3_H
@@ -44,6 +45,14 @@ const char *qwen3_model_dtype(const qwen3_model *m);
 /* Bytes of matrix weights read per generated token (all layers + LM head). */
 size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m);
 int qwen3_model_threads(const qwen3_model *m);
+
+/* KV caches of states created from now on in fp16 (on) or fp32 (off, the
+ * default unless the environment has NECTAR_KV=f16): fp16 halves the cache's
+ * memory and the bytes attention reads, at about 1e-3 relative error in K
+ * and V; fp32 is exact against the fp32 reference. Not while states of the
+ * model exist. */
+void qwen3_model_set_kv_f16(qwen3_model *m, int on);
+int qwen3_model_kv_f16(const qwen3_model *m);
 
 /* ctx <= 0 or above max_position_embeddings is capped to it. */
 nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err);

@@ -33,7 +33,7 @@ typedef struct qwen3_workspace {
     int *row_pos;    /* position of each row in its sequence */
     int *row_n_keys; /* row_pos + 1 */
     int32_t *row_token;
-    const float **row_k, **row_v; /* the row's cache for the current layer */
+    const void **row_k, **row_v; /* the row's cache for the current layer */
     float **logit_dst;            /* where a row's logits go (NULL: none) */
 } qwen3_workspace;
 
@@ -43,6 +43,7 @@ struct qwen3_model {
     hf_weights *weights;
     nc_pool *pool;
     const cpu_kernels *kern;
+    int kv_f16; /* KV caches in fp16 */
     qwen3_layer *layers;
     cpu_mat embed, lm_head;
     const float *final_norm;
@@ -57,7 +58,7 @@ struct qwen3_state {
     const qwen3_model *m;
     int ctx, pos;
     int batch;                /* at most this many of its rows per internal batch */
-    float *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim] */
+    void *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim], fp32 or fp16 */
 };
 
 #endif

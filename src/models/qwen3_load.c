@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/half.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
 #include "models/qwen3_impl.h"
@@ -19,6 +20,12 @@ const qwen3_config *qwen3_model_config(const qwen3_model *m) {
 }
 int qwen3_model_threads(const qwen3_model *m) {
     return nc_pool_threads(m->pool);
+}
+void qwen3_model_set_kv_f16(qwen3_model *m, int on) {
+    m->kv_f16 = on != 0;
+}
+int qwen3_model_kv_f16(const qwen3_model *m) {
+    return m->kv_f16;
 }
 
 const char *qwen3_model_dtype(const qwen3_model *m) {
@@ -233,6 +240,8 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
+    const char *kv = getenv("NECTAR_KV");
+    m->kv_f16 = kv && !strcmp(kv, "f16");
     nc_status st = qwen3_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);
@@ -272,7 +281,8 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     int ovf = 0;
     size_t cache_bytes = nc_mul_size(
-        nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf), sizeof(float), &ovf);
+        nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
+        m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096

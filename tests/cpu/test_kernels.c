@@ -180,10 +180,40 @@ static void test_no_simd_env_is_respected(void) {
         CHECK(cpu_kernels_get() != NULL);
 }
 
+/* Attention against an fp16 KV cache: every table's dot_f16 and axpy_f16
+ * against double sums over the widened fp16 values, n = 0..130 (masked and
+ * scalar tails of every width). */
+static void test_fp16_cache_dot_axpy_all_tables(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    float a[130], y0[130], y1[130];
+    nc_fp16 h[130];
+    for (int i = 0; i < 130; i++) {
+        a[i] = frand();
+        h[i] = nc_f32_to_fp16(frand());
+        y0[i] = frand();
+    }
+    for (int ti = 0; ti < nt; ti++)
+        for (int n = 0; n <= 130; n++) {
+            double ref = 0;
+            for (int i = 0; i < n; i++)
+                ref += (double)a[i] * nc_fp16_to_f32(h[i]);
+            CHECKF(fabs(tabs[ti]->dot_f16(a, h, n) - ref) <= 1e-5 * (n + 1), "%s n=%d",
+                   tabs[ti]->name, n);
+            memcpy(y1, y0, sizeof y0);
+            tabs[ti]->axpy_f16(-0.5f, h, y1, n);
+            for (int i = 0; i < 130; i++)
+                CHECKF(fabsf(y1[i] - (i < n ? y0[i] - 0.5f * nc_fp16_to_f32(h[i]) : y0[i])) <=
+                           1e-6f,
+                       "%s n=%d i=%d", tabs[ti]->name, n, i);
+        }
+}
+
 int main(void) {
     RUN(test_matmul_all_tables_all_dtypes_awkward_sizes);
     RUN(test_dot_axpy_row_conversion_match_scalar);
     RUN(test_threaded_matmul_split_matches_one_call);
+    RUN(test_fp16_cache_dot_axpy_all_tables);
     RUN(test_rope_pairs_i_with_i_plus_half);
     RUN(test_rmsnorm_softmax_silu_values);
     RUN(test_no_simd_env_is_respected);

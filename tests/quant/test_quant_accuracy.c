@@ -1,7 +1,8 @@
 /* Accuracy of the quantized formats on the bundled demo model: nectar
  * quantize (q8, q4) into a temporary folder, then
  *  - q8 greedy decoding reproduces HF's fp32 greedy ids (models/demo/
- *    reference.json) for 64 tokens, as the unquantized model does;
+ *    reference.json) for 64 tokens, as the unquantized model does; so do
+ *    the fp16 KV cache (bf16 and q8 weights);
  *  - over a fixed 256-token text, top-1 agreement with HF's fp32 logits
  *    (tests/fixtures/quant, tools/make_quant_fixtures.py) and the mean
  *    KL(HF || nectar) per position: q8 >= 99% (counting positions where HF's
@@ -54,12 +55,13 @@ static int argmax(const float *v, int n) {
 }
 
 /* Greedy ids of `n` new tokens after the prompt. */
-static nc_status greedy(const char *dir, const int32_t *prompt, int n_prompt, int n, int32_t *out,
-                        nc_error *err) {
+static nc_status greedy(const char *dir, int kv_f16, const int32_t *prompt, int n_prompt, int n,
+                        int32_t *out, nc_error *err) {
     qwen3_model *m;
     qwen3_state *s;
     qwen3_load_options lo = {2};
     NC_TRY(qwen3_load(dir, &lo, &m, err));
+    qwen3_model_set_kv_f16(m, kv_f16);
     nc_status st = qwen3_state_new(m, n_prompt + n + 1, &s, err);
     int V = qwen3_model_config(m)->vocab_size;
     float *logits = malloc((size_t)V * sizeof(float));
@@ -74,17 +76,13 @@ static nc_status greedy(const char *dir, const int32_t *prompt, int n_prompt, in
     return st;
 }
 
-static void test_q8_greedy_64_tokens_equal_hf_fp32(void) {
-    if (!nc_file_exists(DEMO "/reference.json")) SKIP("models/demo has no reference.json");
-    nc_error err;
-    json_t *ref;
-    CHECK_OK(nc_json_load_file(DEMO "/reference.json", &ref, &err), &err);
-    const char *q8 = quantized("q8", &err);
-    if (!q8) json_decref(ref);
-    CHECK_OK(q8 ? NC_OK : NC_ERR_IO, &err);
+/* Greedy ids of one configuration against HF's for every long-enough
+ * reference prompt; returns the prompts checked, -1 on a difference. */
+static int greedy_matches_hf(const json_t *ref, const char *dir, int kv_f16, const char *name,
+                             nc_error *err) {
     const json_t *prompts = json_object_get(ref, "prompts");
-    int checked = 0, bad = 0;
-    for (size_t p = 0; p < json_array_size(prompts) && !bad; p++) {
+    int checked = 0;
+    for (size_t p = 0; p < json_array_size(prompts); p++) {
         const json_t *pr = json_array_get(prompts, p), *ji = json_object_get(pr, "ids"),
                      *jg = json_object_get(pr, "greedy_ids");
         if (json_array_size(jg) < GREEDY_N) continue;
@@ -92,22 +90,40 @@ static void test_q8_greedy_64_tokens_equal_hf_fp32(void) {
         int np = 0;
         for (size_t i = 0; i < json_array_size(ji) && np < 256; i++)
             prompt[np++] = (int32_t)json_integer_value(json_array_get(ji, i));
-        if (greedy(q8, prompt, np, GREEDY_N, got, &err) != NC_OK) {
-            printf("  %s\n", err.msg);
-            bad = 1;
-            break;
+        if (greedy(dir, kv_f16, prompt, np, GREEDY_N, got, err) != NC_OK) {
+            printf("  %s: %s\n", name, err->msg);
+            return -1;
         }
-        for (int i = 0; i < GREEDY_N && !bad; i++)
+        for (int i = 0; i < GREEDY_N; i++)
             if (got[i] != (int32_t)json_integer_value(json_array_get(jg, (size_t)i))) {
-                printf("  prompt %zu: q8 greedy differs from HF fp32 at token %d\n", p, i);
-                bad = 1;
+                printf("  prompt %zu: %s greedy differs from HF fp32 at token %d\n", p, name, i);
+                return -1;
             }
         checked++;
     }
+    return checked;
+}
+
+static void test_q8_and_fp16_kv_greedy_64_tokens_equal_hf_fp32(void) {
+    if (!nc_file_exists(DEMO "/reference.json")) SKIP("models/demo has no reference.json");
+    nc_error err;
+    json_t *ref;
+    CHECK_OK(nc_json_load_file(DEMO "/reference.json", &ref, &err), &err);
+    const char *q8 = quantized("q8", &err);
+    if (!q8) json_decref(ref);
+    CHECK_OK(q8 ? NC_OK : NC_ERR_IO, &err);
+    struct {
+        const char *dir, *name;
+        int kv_f16;
+    } cfg[3] = {{q8, "q8", 0}, {DEMO, "bf16 + fp16 KV", 1}, {q8, "q8 + fp16 KV", 1}};
+    int checked = 0;
+    for (int c = 0; c < 3 && checked >= 0; c++)
+        checked = greedy_matches_hf(ref, cfg[c].dir, cfg[c].kv_f16, cfg[c].name, &err);
     json_decref(ref);
-    CHECK(!bad);
+    CHECK(checked >= 0);
     if (!checked) SKIP("reference.json has no prompt with %d greedy ids", GREEDY_N);
-    printf("  %d prompts x %d tokens identical\n", checked, GREEDY_N);
+    printf("  q8, bf16 + fp16 KV cache, q8 + fp16 KV cache: %d prompts x %d tokens identical\n",
+           checked, GREEDY_N);
 }
 
 /* HF's own top-2 margin below which the reference is a coin flip: two
@@ -133,8 +149,8 @@ static void log_softmax(const float *x, int n, double *out) {
         out[i] = (double)x[i] - lse;
 }
 
-static nc_status compare_to_hf(const char *dir, const json_t *meta, const float *ref, int V,
-                               agreement *a, nc_error *err) {
+static nc_status compare_to_hf(const char *dir, int kv_f16, const json_t *meta, const float *ref,
+                               int V, agreement *a, nc_error *err) {
     const json_t *ji = json_object_get(meta, "ids");
     int n = (int)json_array_size(ji);
     int32_t *ids = malloc((size_t)n * sizeof *ids);
@@ -146,6 +162,7 @@ static nc_status compare_to_hf(const char *dir, const json_t *meta, const float 
     qwen3_state *s = NULL;
     qwen3_load_options lo = {2};
     nc_status st = qwen3_load(dir, &lo, &m, err);
+    if (st == NC_OK) qwen3_model_set_kv_f16(m, kv_f16);
     if (st == NC_OK) st = qwen3_state_new(m, n, &s, err);
     if (st == NC_OK) st = qwen3_forward(m, s, ids, n, NULL, logits, err);
     int agree = 0, agree_ties = 0;
@@ -195,11 +212,12 @@ static void test_top1_and_kl_against_hf_fp32_logits(void) {
     if (st != NC_OK) json_decref(meta);
     CHECK_OK(st, &err);
     int V = (int)ref.shape[1];
-    const char *names[3] = {"bf16 (unquantized)", "q8", "q4"};
-    const char *dirs[3] = {DEMO, quantized("q8", &err), quantized("q4", &err)};
-    agreement a[3];
-    for (int i = 0; i < 3 && st == NC_OK; i++) {
-        st = dirs[i] ? compare_to_hf(dirs[i], meta, r, V, &a[i], &err) : NC_ERR_IO;
+    const char *names[5] = {"bf16 (unquantized)", "q8", "q4", "bf16 + fp16 KV", "q8 + fp16 KV"};
+    const char *q8 = quantized("q8", &err), *q4 = quantized("q4", &err);
+    const char *dirs[5] = {DEMO, q8, q4, DEMO, q8};
+    agreement a[5];
+    for (int i = 0; i < 5 && st == NC_OK; i++) {
+        st = dirs[i] ? compare_to_hf(dirs[i], i >= 3, meta, r, V, &a[i], &err) : NC_ERR_IO;
         if (st == NC_OK)
             printf("  %-18s top-1 agreement %.2f%% (%.2f%% counting HF near-ties), mean KL %.5f, "
                    "max KL %.5f (%d positions)\n",
@@ -216,6 +234,8 @@ static void test_top1_and_kl_against_hf_fp32_logits(void) {
     CHECK(a[1].mean_kl <= 0.01);
     CHECK(a[2].top1 >= Q4_MIN_TOP1);
     CHECK(a[2].mean_kl <= Q4_MAX_KL);
+    CHECK(a[3].top1_ties >= 0.99 && a[3].mean_kl <= 1e-3); /* fp16 KV: ~1e-3 relative in K, V */
+    CHECK(a[4].top1_ties >= 0.99 && a[4].mean_kl <= 0.01);
 }
 
 static void remove_tree(void) {
@@ -237,7 +257,7 @@ static void remove_tree(void) {
 }
 
 int main(void) {
-    RUN(test_q8_greedy_64_tokens_equal_hf_fp32);
+    RUN(test_q8_and_fp16_kv_greedy_64_tokens_equal_hf_fp32);
     RUN(test_top1_and_kl_against_hf_fp32_logits);
     remove_tree();
     return nc_test_exit_code();

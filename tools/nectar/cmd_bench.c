@@ -51,7 +51,7 @@ static void summarize(bench_series *b) {
 
 static int usage(FILE *f) {
     fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--bw-mib 2048] "
-               "[--json]\n"
+               "[--kv f32|f16] [--json]\n"
                "       nectar bench --bandwidth [-t N] [--runs 5] [--bw-mib 2048] [--json]\n"
                "       nectar bench --compare ...   (A/B harness)\n"
                "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
@@ -146,6 +146,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
+    const char *kv = NULL; /* --kv f16|f32: the KV cache's element type */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -165,6 +166,8 @@ int cmd_bench(int argc, char **argv) {
             as_json = 1;
         else if (!strcmp(a, "--bandwidth"))
             machine = 1;
+        else if (!strcmp(a, "--kv") && has_val)
+            kv = argv[++i];
         else if (!strcmp(a, "--bw-mib") && has_val)
             bw_mib = atoi(argv[++i]);
         else {
@@ -179,6 +182,8 @@ int cmd_bench(int argc, char **argv) {
         return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
     }
     if (!dir) return usage(stderr);
+    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
+        return cli_failf("bench: --kv must be f16 or f32, not '%s'", kv);
     if (n_pp < 0 || n_tg < 0 || n_pp + n_tg == 0 || runs < 1 || runs > MAX_RUNS)
         return cli_failf("bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= --runs <= %d",
                          MAX_RUNS);
@@ -189,6 +194,7 @@ int cmd_bench(int argc, char **argv) {
     double t0 = nc_now_s();
     if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return cli_fail(&err);
     double load_s = nc_now_s() - t0;
+    if (kv) qwen3_model_set_kv_f16(m, !strcmp(kv, "f16"));
     const qwen3_config *c = qwen3_model_config(m);
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
     if (ctx > c->max_position_embeddings) {
@@ -277,8 +283,10 @@ int cmd_bench(int argc, char **argv) {
                pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
                core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0);
     } else {
-        printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels\n", dir, dtype,
-               c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern);
+        printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
+               "cache\n",
+               dir, dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern,
+               qwen3_model_kv_f16(m) ? "fp16" : "fp32");
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);
