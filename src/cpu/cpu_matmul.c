@@ -84,10 +84,9 @@ static void matmul_task(void *ctx, int task, int thread) {
     }
 }
 
-static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
-                       size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
-    if (n <= 0 || w->rows <= 0) return;
-    int threads = nc_pool_threads(pool);
+/* One product as pool tasks: rows per task and the task count. */
+static int plan_job(matmul_job *j, int threads, const cpu_kernels *kern, const cpu_mat *w,
+                    const float *x, size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
     int per;
     if (n == 1) {
         /* Decoding is bandwidth bound: a few large tasks per thread balance
@@ -98,8 +97,16 @@ static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
         per = ROWS_PER_TASK_BATCH;
     }
     if (per < 16) per = 16;
-    matmul_job j = {kern, w, x, ldx, ldy, y, n, per, act};
-    nc_pool_for(pool, (w->rows + per - 1) / per, matmul_task, &j);
+    matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act};
+    *j = jj;
+    return n > 0 && w->rows > 0 ? (w->rows + per - 1) / per : 0;
+}
+
+static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
+                       size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
+    matmul_job j;
+    int tasks = plan_job(&j, nc_pool_threads(pool), kern, w, x, ldx, y, ldy, n, act);
+    nc_pool_for(pool, tasks, matmul_task, &j);
 }
 
 void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
@@ -116,14 +123,44 @@ static void quantize_row_task(void *ctx, int t, int thread) {
                          a->s + (size_t)t * nb * CPU_QSCALE_REP);
 }
 
+static void quantize_once(nc_pool *pool, cpu_act *a) {
+    if (a->is_quantized) return;
+    /* a single row is a few microseconds of work: no dispatch for it */
+    nc_pool_for(a->n > 1 ? pool : NULL, a->n, quantize_row_task, a);
+    a->is_quantized = 1;
+}
+
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
                     size_t ldy) {
-    if (cpu_wtype_is_quant(w->type) && !a->is_quantized) {
-        /* a single row is a few microseconds of work: no dispatch for it */
-        nc_pool_for(a->n > 1 ? pool : NULL, a->n, quantize_row_task, a);
-        a->is_quantized = 1;
-    }
+    if (cpu_wtype_is_quant(w->type)) quantize_once(pool, a);
     run_matmul(pool, kern, w, a->x, a->ldx, y, ldy, a->n, a);
+}
+
+typedef struct {
+    matmul_job jobs[CPU_MATMUL_MAX_MANY];
+    int first[CPU_MATMUL_MAX_MANY + 1]; /* first task of each product */
+} many_job;
+
+static void many_task(void *ctx, int task, int thread) {
+    const many_job *m = ctx;
+    int i = 0;
+    while (task >= m->first[i + 1])
+        i++;
+    matmul_task((void *)&m->jobs[i], task - m->first[i], thread);
+}
+
+void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
+                     const cpu_product *p) {
+    many_job m;
+    int threads = nc_pool_threads(pool);
+    if (count > CPU_MATMUL_MAX_MANY) count = CPU_MATMUL_MAX_MANY;
+    m.first[0] = 0;
+    for (int i = 0; i < count; i++) {
+        if (cpu_wtype_is_quant(p[i].w->type)) quantize_once(pool, a);
+        m.first[i + 1] = m.first[i] + plan_job(&m.jobs[i], threads, kern, p[i].w, a->x, a->ldx,
+                                               p[i].y, p[i].ldy, a->n, a);
+    }
+    nc_pool_for(pool, m.first[count], many_task, &m);
 }
 
 size_t cpu_mat_bytes(const cpu_mat *w) {

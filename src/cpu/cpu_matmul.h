@@ -50,6 +50,20 @@ static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
                     size_t ldy);
 
+/* Several products of the same input rows (q, k and v; gate and up) as one
+ * set of pool tasks: one dispatch instead of one per matrix, and the
+ * threads balance over all of them. */
+typedef struct cpu_product {
+    const cpu_mat *w;
+    float *y;
+    size_t ldy;
+} cpu_product;
+
+#define CPU_MATMUL_MAX_MANY 4
+
+void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
+                     const cpu_product *p);
+
 size_t cpu_mat_bytes(const cpu_mat *w);
 
 #endif

@@ -33,8 +33,10 @@ static char *cache_at(const qwen3_state *s, void *cache, int layer) {
 
 /* One row of K or V into the cache, rounded to fp16 when the cache is. */
 static void cache_store(const qwen3_model *m, char *dst, const float *src, size_t n) {
-    if (m->kv_f16) nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
-    else memcpy(dst, src, n * sizeof(float));
+    if (m->kv_f16)
+        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
 }
 
 /* Row i: q_norm and RoPE on each query head; k_norm and RoPE on each key
@@ -122,10 +124,9 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* attention */
         rmsnorm_rows(c, w->xb, w->x, L->attn_norm, n);
-        cpu_act xa = act_rows(m, w->xb, d, n, d); /* int8 once for q, k, v */
-        cpu_matmul_act(pool, K, &L->q, &xa, w->q, qd);
-        cpu_matmul_act(pool, K, &L->k, &xa, w->k, kvd);
-        cpu_matmul_act(pool, K, &L->v, &xa, w->v, kvd);
+        cpu_act xa = act_rows(m, w->xb, d, n, d); /* q, k, v: one input, one dispatch */
+        cpu_matmul_many(pool, K, &xa, 3,
+                        (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
         nc_pool_for(pool, n, qk_norm_rope_store_row, &lc);
         cpu_attention_args aa = {.q = w->q,
                                  .out = w->att,
@@ -149,9 +150,9 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* MLP: down(silu(gate(x)) * up(x)) */
         rmsnorm_rows(c, w->xb, w->x, L->mlp_norm, n);
-        cpu_act xm = act_rows(m, w->xb, d, n, d); /* int8 once for gate, up */
-        cpu_matmul_act(pool, K, &L->gate, &xm, w->hb, ff);
-        cpu_matmul_act(pool, K, &L->up, &xm, w->hb2, ff);
+        cpu_act xm = act_rows(m, w->xb, d, n, d); /* gate, up: one input, one dispatch */
+        cpu_matmul_many(pool, K, &xm, 2,
+                        (cpu_product[]){{&L->gate, w->hb, ff}, {&L->up, w->hb2, ff}});
         nc_pool_for(pool, n, silu_mul_row, &lc);
         cpu_act h = act_rows(m, w->hb, ff, n, ff);
         cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);

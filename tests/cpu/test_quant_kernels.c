@@ -281,6 +281,66 @@ static void test_panel_prompt_path_matches_scalar(void) {
     printf("  %d cases\n", cases);
 }
 
+/* cpu_matmul_many (q, k, v in one dispatch) writes what one cpu_matmul_act
+ * per matrix writes, for mixed weight types and 1 or 11 rows. */
+static void test_matmul_many_equals_one_at_a_time(void) {
+    const cpu_kernels *k = cpu_kernels_get();
+    nc_error err;
+    nc_pool *pool;
+    CHECK_OK(nc_pool_new(2, &pool, &err), &err);
+    int cols = 96, rows[3] = {40, 17, 70}, n_max = 11;
+    cpu_wtype types[3] = {CPU_W_Q8, CPU_W_F32, CPU_W_Q4};
+    void *w[3];
+    float *y1[3], *y2[3];
+    for (int m = 0; m < 3; m++) {
+        size_t rb = cpu_wtype_row_bytes(types[m], cols);
+        w[m] = malloc(rb * rows[m]);
+        float row[96];
+        for (int r = 0; r < rows[m]; r++) {
+            for (int i = 0; i < cols; i++)
+                row[i] = frand();
+            if (types[m] == CPU_W_F32)
+                memcpy((char *)w[m] + r * rb, row, sizeof row);
+            else
+                cpu_quantize_weight_row(types[m], row, cols, (char *)w[m] + r * rb);
+        }
+        y1[m] = malloc(sizeof(float) * n_max * rows[m]);
+        y2[m] = malloc(sizeof(float) * n_max * rows[m]);
+    }
+    float *x = malloc(sizeof(float) * n_max * cols);
+    for (int i = 0; i < n_max * cols; i++)
+        x[i] = frand();
+    int8_t *q = malloc(cpu_qact_q_bytes(n_max, cols));
+    float *s = malloc(cpu_qact_s_bytes(n_max, cols));
+    int bad = 0;
+    for (int n = 1; n <= n_max; n += n_max - 1) {
+        cpu_mat mats[3];
+        for (int m = 0; m < 3; m++) {
+            cpu_mat mm = {types[m], w[m], rows[m], cols};
+            mats[m] = mm;
+            cpu_act a = cpu_act_rows(x, (size_t)cols, n, cols, q, s);
+            cpu_matmul_act(pool, k, &mats[m], &a, y1[m], (size_t)rows[m]);
+        }
+        cpu_act a = cpu_act_rows(x, (size_t)cols, n, cols, q, s);
+        cpu_product p[3] = {{&mats[0], y2[0], (size_t)rows[0]},
+                            {&mats[1], y2[1], (size_t)rows[1]},
+                            {&mats[2], y2[2], (size_t)rows[2]}};
+        cpu_matmul_many(pool, k, &a, 3, p);
+        for (int m = 0; m < 3; m++)
+            bad |= memcmp(y1[m], y2[m], sizeof(float) * (size_t)(n * rows[m])) != 0;
+    }
+    for (int m = 0; m < 3; m++) {
+        free(w[m]);
+        free(y1[m]);
+        free(y2[m]);
+    }
+    free(x);
+    free(q);
+    free(s);
+    nc_pool_free(pool);
+    CHECK(!bad);
+}
+
 int main(void) {
     RUN(test_q8_block_layout_by_hand);
     RUN(test_q4_block_layout_by_hand);
@@ -288,5 +348,6 @@ int main(void) {
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
     RUN(test_matmul_act_quantized_threaded);
     RUN(test_panel_prompt_path_matches_scalar);
+    RUN(test_matmul_many_equals_one_at_a_time);
     return nc_test_exit_code();
 }
