@@ -18,6 +18,7 @@ Writes, under tests/fixtures/modernbert/:
   mm_cls/   tiny mmBERT-shaped ModernBertForSequenceClassification (sp tokenizer,
             v5 rope_parameters, both thetas 160000, mean pooling, 3 labels).
   mb_base/  the ModernBertModel (no head) of mb_mlm, saved without the "model." prefix.
+  mb_bf16/  the same encoder with its weights stored as bf16 (reference in fp32 math).
   Each model folder has ref/: input_ids.npy, attention_mask.npy (int32 [B, L]),
   hidden.npy ([layers+1, B, L, D]: embeddings output, then each layer),
   last.npy (after final_norm), and logits.npy (MLM [B, L, V] / classifier [B, labels]);
@@ -163,7 +164,8 @@ def pad_batch(tok, texts):
 
 
 def write_ref(model_cls, d, ids, mask, head):
-    m = model_cls.from_pretrained(d, attn_implementation="eager").eval()
+    # float32 math whatever the stored dtype (bf16 weights are upcast exactly)
+    m = model_cls.from_pretrained(d, attn_implementation="eager", dtype=torch.float32).eval()
     with torch.no_grad():
         out = m(input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask),
                 output_hidden_states=True)
@@ -252,6 +254,12 @@ def main():
             f.write("\n".join("%.8g" % x for x in v.reshape(-1)) + "\n")
     with open(os.path.join(db, "ref", "texts.txt"), "w") as f:
         f.write("\n".join(texts) + "\n")
+
+    # The same encoder stored in bf16 (as real checkpoints often are); reference in fp32 math.
+    dbf = os.path.join(ROOT, "mb_bf16")
+    mlm.model.to(torch.bfloat16).save_pretrained(dbf)
+    fix_legacy_config(dbf)
+    write_ref(ModernBertModel, dbf, ids, mask, None)
 
     # mmBERT-shaped: sp tokenizer, v5 rope_parameters, equal thetas, classifier, mean pooling.
     V = ts.get_vocab_size()

@@ -5,7 +5,7 @@
  * longer and shorter than the local window: the embeddings output and every
  * layer's hidden states, the final hidden states, MLM logits (legacy theta
  * keys, two thetas, tied decoder), classifier logits (v5 rope_parameters,
- * mean pooling), a batch of one equal to its row in the padded batch, and
+ * mean pooling), bf16 stored weights, a batch of one equal to its row in the padded batch, and
  * MLM logits for selected positions only. Tolerance 1e-4 absolute (fp32 on
  * both sides; measured worst errors are printed). */
 #include <math.h>
@@ -127,6 +127,9 @@ static void test_modernbert_mlm_legacy_thetas_matches_hf(void) {
 static void test_modernbert_bare_encoder_matches_hf(void) {
     check_model("mb_base", MODERNBERT_HEAD_NONE);
 }
+static void test_modernbert_bf16_weights_matches_hf(void) {
+    check_model("mb_bf16", MODERNBERT_HEAD_NONE);
+}
 static void test_mmbert_classifier_rope_parameters_matches_hf(void) {
     check_model("mm_cls", MODERNBERT_HEAD_CLASSIFIER);
 }
@@ -195,6 +198,7 @@ static void test_modernbert_rejects_bad_batches(void) {
 int main(void) {
     RUN(test_modernbert_mlm_legacy_thetas_matches_hf);
     RUN(test_modernbert_bare_encoder_matches_hf);
+    RUN(test_modernbert_bf16_weights_matches_hf);
     RUN(test_mmbert_classifier_rope_parameters_matches_hf);
     RUN(test_modernbert_single_row_and_selected_mlm_rows);
     RUN(test_modernbert_rejects_bad_batches);
