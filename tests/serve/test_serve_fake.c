@@ -705,6 +705,36 @@ static void test_garbage_over_the_wire_leaves_the_server_healthy(void) {
     run_case("completion", 0);
 }
 
+/* SIGTERM while a stream and a JSON request are generating: the stream
+ * ends with an error event and [DONE], the JSON request gets a 503, and
+ * the server exits 0. */
+static void test_shutdown_ends_requests_cleanly(void) {
+    srv s;
+    const char *args[] = {"--fake-engine", "-m", FAKE_DIR, "--fake-step-ms", "150", NULL};
+    CHECKF(srv_start(&s, args) == 0, "server did not start");
+    const char *stream = "{\"prompt\":\"Start\",\"stream\":true,\"temperature\":0}";
+    const char *json = "{\"prompt\":\"Start\",\"temperature\":0}";
+    char c1[2048], c2[2048];
+    curl_cmd(c1, sizeof c1, &s, "POST", "/v1/completions", stream, strlen(stream), NULL, "sd1");
+    curl_cmd(c2, sizeof c2, &s, "POST", "/v1/completions", json, strlen(json), NULL, "sd2");
+    FILE *p1 = popen(c1, "r"), *p2 = popen(c2, "r");
+    int busy = wait_gauge(&s, "nectar_slots_busy", 2);
+    int rc = srv_stop(&s);
+    reply r1 = {0}, r2 = {0};
+    if (p1) collect(&r1, p1, "sd1");
+    if (p2) collect(&r2, p2, "sd2");
+    const char *tail = r1.body_len >= 14 ? r1.body + r1.body_len - 14 : "";
+    int stream_ok =
+        strstr(r1.body, "\"code\":\"shutting_down\"") && !strcmp(tail, "data: [DONE]\n\n");
+    int json_ok = r2.status == 503 && strstr(r2.body, "shutting_down");
+    reply_free(&r1);
+    reply_free(&r2);
+    CHECKF(busy, "the two requests never ran together");
+    CHECKF(stream_ok, "the stream did not end with an error event and [DONE]");
+    CHECKF(json_ok, "the JSON request did not get a 503");
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
 static void test_metrics_are_prometheus_text(void) {
     reply r = http(&main_srv, "GET", "/metrics", NULL, NULL);
     int ok = r.status == 200 && strstr(r.body, "# TYPE nectar_requests_total counter") &&
@@ -746,6 +776,7 @@ int main(void) {
     RUN(test_api_key_required_when_set);
     RUN(test_full_queue_429_and_queue_timeout_504);
     RUN(test_slow_client_and_disconnect);
+    RUN(test_shutdown_ends_requests_cleanly);
     int rc = srv_stop(&main_srv);
     if (rc != 0) {
         printf("FAIL main_server_clean_shutdown: exit status %d; log:\n", rc);
