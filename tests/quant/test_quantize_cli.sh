@@ -1,0 +1,58 @@
+#!/bin/sh
+# `nectar quantize` from the command line: q8 and q4 folders of a tiny HF
+# fixture that `nectar bench` then loads (dtype printed as q8/q4), the
+# tensors' stored dtype and shape (U8, [rows, blocks x 34 or 18]), and bad
+# arguments and inputs: exit non-zero, one stderr line, no model file left.
+BIN=${NECTAR_BIN:-build/nectar}
+FIX=tests/fixtures/qwen3/tiny_gqa2
+T=${NECTAR_BUILD:-build}/test_quantize_cli_sh
+if [ ! -x "$BIN" ]; then echo "SKIP quantize_cli: $BIN not built"; exit 0; fi
+if [ ! -d "$FIX" ]; then echo "SKIP quantize_cli: $FIX missing"; exit 0; fi
+rm -rf "$T"; mkdir -p "$T"
+
+for type in q8 q4; do
+    if "$BIN" quantize -m "$FIX" --type $type -o "$T/$type" >"$T/out" 2>"$T/err" &&
+        "$BIN" bench -m "$T/$type" -p 4 -n 2 --runs 1 --bw-mib 8 >"$T/bench" 2>&1 &&
+        grep -q "^model $T/$type: $type," "$T/bench" && [ -f "$T/$type/config.json" ]; then
+        echo "PASS quantize_${type}_loads_in_bench"
+    else
+        echo "FAIL quantize_${type}_loads_in_bench:"; cat "$T/out" "$T/err" "$T/bench"
+    fi
+done
+
+# The headers: up_proj (96 x 64 weights) is U8 [96, 2 * 34] in q8 and
+# [96, 2 * 18] in q4; norms keep their dtype.
+hdr() { # FILE: the JSON header
+    len=$(od -An -t u8 -N 8 "$1" | tr -d ' ')
+    dd if="$1" bs=1 skip=8 count="$len" 2>/dev/null
+}
+if hdr "$T/q8/model.safetensors" | grep -q '"model.layers.0.mlp.up_proj.weight":{"dtype":"U8","shape":\[96,68\]' &&
+    hdr "$T/q4/model.safetensors" | grep -q '"model.layers.0.mlp.up_proj.weight":{"dtype":"U8","shape":\[96,36\]' &&
+    hdr "$T/q8/model.safetensors" | grep -q '"model.norm.weight":{"dtype":"F32"'; then
+    echo "PASS quantize_tensor_dtypes_and_shapes"
+else
+    echo "FAIL quantize_tensor_dtypes_and_shapes:"; hdr "$T/q8/model.safetensors" | head -c 600; echo
+fi
+
+# expect NAME WANT ARGS...: exit 1, one stderr line containing WANT
+expect() {
+    name=$1 want=$2; shift 2
+    "$BIN" quantize "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    lines=$(wc -l <"$T/err")
+    if [ "$rc" -ne 0 ] && [ "$lines" -ge 1 ] && head -1 "$T/err" | grep -qF -- "$want"; then
+        echo "PASS $name"
+    else
+        echo "FAIL $name: exit $rc, want '$want':"; cat "$T/err"
+    fi
+}
+expect quantize_bad_type "--type must be q8 or q4" -m "$FIX" --type q3 -o "$T/bad"
+expect quantize_missing_folder "$T/nope" -m "$T/nope" --type q8 -o "$T/bad2"
+expect quantize_same_folder "must differ from the input" -m "$T/q8" --type q8 -o "$T/q8"
+expect quantize_missing_args "required" -m "$FIX"
+if [ ! -e "$T/bad/model.safetensors" ] && [ ! -e "$T/bad2/model.safetensors" ]; then
+    echo "PASS quantize_errors_leave_no_model_file"
+else
+    echo "FAIL quantize_errors_leave_no_model_file"
+fi
+rm -rf "$T"
