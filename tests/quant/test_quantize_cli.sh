@@ -55,4 +55,21 @@ if [ ! -e "$T/bad/model.safetensors" ] && [ ! -e "$T/bad2/model.safetensors" ]; 
 else
     echo "FAIL quantize_errors_leave_no_model_file"
 fi
+# A quantized matrix whose shape does not match the config (rows and row
+# bytes swapped: same byte count, so the file itself is valid): load fails
+# naming the tensor and both shapes the config allows.
+mkdir -p "$T/bad_shape" && cp "$T/q8/config.json" "$T/bad_shape/"
+f=$T/q8/model.safetensors
+len=$(od -An -t u8 -N 8 "$f" | tr -d ' ')
+{ dd if="$f" bs=8 count=1 2>/dev/null
+  hdr "$f" | sed 's/"model.layers.0.mlp.up_proj.weight":{"dtype":"U8","shape":\[96,68\]/"model.layers.0.mlp.up_proj.weight":{"dtype":"U8","shape":[68,96]/'
+  tail -c +$((len + 9)) "$f"; } >"$T/bad_shape/model.safetensors"
+"$BIN" bench -m "$T/bad_shape" -p 4 -n 2 --runs 1 >"$T/out" 2>"$T/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -qF "quantized tensor 'model.layers.0.mlp.up_proj.weight' has shape [68, 96]; the config needs [96, 68] (q8) or [96, 36] (q4)" "$T/err"; then
+    echo "PASS quantized_wrong_shape_is_one_clear_error"
+else
+    echo "FAIL quantized_wrong_shape_is_one_clear_error: exit $rc"; cat "$T/err"
+fi
 rm -rf "$T"
