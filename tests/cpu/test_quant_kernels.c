@@ -166,7 +166,10 @@ static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
     for (int ti = 0; ti < nt; ti++)
         for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++, cases++)
             CHECK(check_case(tabs[ti], (cpu_wtype)t, 3072, 6, 70));
-    printf("  %d tables, %d cases\n", nt, cases);
+    printf("  %d tables (", nt);
+    for (int i = 0; i < nt; i++)
+        printf("%s%s", i ? ", " : "", tabs[i]->name);
+    printf("), %d cases\n", cases);
 }
 
 /* cpu_matmul_act on quantized weights: threads, row split and activation
