@@ -158,7 +158,7 @@ static nc_status open_in_pool(apple_dev *d, ane_model *m, const char *dir, nc_er
     snprintf(key, sizeof key, "nectar-%016llx", (unsigned long long)h);
     CFURLRef url = CFURLCreateFromFileSystemRepresentation(kCFAllocatorDefault, (const UInt8 *)dir,
                                                            (CFIndex)strlen(dir), 1);
-    CFStringRef k = ane_cf_string(key);
+    CFStringRef k = ane_cf_create_string(key);
     id model = url && k ? ANE_MSG(id(*)(Class, SEL, id, id))(
                               cls(M_MODEL_AT_URL), d->sel[M_MODEL_AT_URL], ANE_ID(url), ANE_ID(k))
                         : NULL;
@@ -224,9 +224,10 @@ static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, n
     s->bytes = bytes;
     CFStringRef keys[6] = {kIOSurfaceWidth,       kIOSurfaceHeight,    kIOSurfaceBytesPerElement,
                            kIOSurfaceBytesPerRow, kIOSurfaceAllocSize, kIOSurfacePixelFormat};
-    CFTypeRef vals[6] = {ane_cf_int((int64_t)w), ane_cf_int((int64_t)h),       ane_cf_int(1),
-                         ane_cf_int((int64_t)w), ane_cf_int((int64_t)(w * h)), ane_cf_int(0)};
-    CFDictionaryRef props = ane_cf_dict(6, keys, vals);
+    CFTypeRef vals[6] = {
+        ane_cf_create_int((int64_t)w), ane_cf_create_int((int64_t)h),       ane_cf_create_int(1),
+        ane_cf_create_int((int64_t)w), ane_cf_create_int((int64_t)(w * h)), ane_cf_create_int(0)};
+    CFDictionaryRef props = ane_cf_create_dict(6, keys, vals);
     for (int i = 0; i < 6; i++)
         if (vals[i]) CFRelease(vals[i]);
     s->s = props ? IOSurfaceCreate(props) : NULL;
@@ -276,17 +277,17 @@ static void apple_request_free(ane_request *r) {
     free(r);
 }
 
-static CFArrayRef objects(int n, ane_surface *const *s) {
+static CFArrayRef create_object_array(int n, ane_surface *const *s) {
     const void *v[64];
     for (int i = 0; i < n && i < 64; i++)
         v[i] = s[i]->obj;
     return CFArrayCreate(kCFAllocatorDefault, v, n, &kCFTypeArrayCallBacks);
 }
 
-static CFArrayRef numbers(int n, const int *x) {
+static CFArrayRef create_number_array(int n, const int *x) {
     CFNumberRef v[64];
     for (int i = 0; i < n && i < 64; i++)
-        v[i] = ane_cf_int(x[i]);
+        v[i] = ane_cf_create_int(x[i]);
     CFArrayRef a = CFArrayCreate(kCFAllocatorDefault, (const void **)v, n, &kCFTypeArrayCallBacks);
     for (int i = 0; i < n && i < 64; i++)
         if (v[i]) CFRelease(v[i]);
@@ -306,11 +307,11 @@ static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surf
     snprintf(what, sizeof what, "procedure %d", proc_id);
     ane_block_init(&r->block, what);
     id pool = ane_objc_pool_push();
-    CFArrayRef ins = objects(n_in, in), outs = objects(n_out, out);
-    CFArrayRef ii = numbers(n_in, in_idx), oi = numbers(n_out, out_idx);
+    CFArrayRef ins = create_object_array(n_in, in), outs = create_object_array(n_out, out);
+    CFArrayRef ii = create_number_array(n_in, in_idx), oi = create_number_array(n_out, out_idx);
     CFArrayRef perf = CFArrayCreate(kCFAllocatorDefault, NULL, 0,
                                     &kCFTypeArrayCallBacks); /* validate calls -count */
-    CFNumberRef proc = ane_cf_int(proc_id);
+    CFNumberRef proc = ane_cf_create_int(proc_id);
     id q = NULL;
     if (ins && outs && ii && oi && perf && proc) {
         if (d->has_req9)
@@ -408,10 +409,11 @@ static nc_status open_in_pool_dev(apple_dev *d, nc_error *err) {
     id client = ANE_MSG(id(*)(Class, SEL))(cls(M_SHARED), d->sel[M_SHARED]);
     if (!client) return nc_fail(err, NC_ERR_IO, "+[_ANEClient sharedConnection] returned nil");
     d->client = ane_objc_retain(client);
-    d->empty = ane_cf_dict(0, NULL, NULL);
-    CFStringRef k[2] = {ane_cf_string("kANEFModelType"), ane_cf_string("kANEFNetPlistFilenameKey")};
-    CFTypeRef v[2] = {ane_cf_string("kANEFModelMIL"), ane_cf_string("model.mil")};
-    d->compile_opts = ane_cf_dict(2, k, v);
+    d->empty = ane_cf_create_dict(0, NULL, NULL);
+    CFStringRef k[2] = {ane_cf_create_string("kANEFModelType"),
+                        ane_cf_create_string("kANEFNetPlistFilenameKey")};
+    CFTypeRef v[2] = {ane_cf_create_string("kANEFModelMIL"), ane_cf_create_string("model.mil")};
+    d->compile_opts = ane_cf_create_dict(2, k, v);
     for (int i = 0; i < 2; i++) {
         if (k[i]) CFRelease(k[i]);
         if (v[i]) CFRelease(v[i]);

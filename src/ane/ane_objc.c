@@ -70,15 +70,15 @@ void ane_objc_error_text(id nserror, char *buf, size_t cap) {
         if (*p == '\n' || *p == '\r') *p = ' '; /* one-line messages */
 }
 
-CFStringRef ane_cf_string(const char *s) {
+CFStringRef ane_cf_create_string(const char *s) {
     return CFStringCreateWithCString(kCFAllocatorDefault, s, kCFStringEncodingUTF8);
 }
 
-CFNumberRef ane_cf_int(int64_t v) {
+CFNumberRef ane_cf_create_int(int64_t v) {
     return CFNumberCreate(kCFAllocatorDefault, kCFNumberSInt64Type, &v);
 }
 
-CFDictionaryRef ane_cf_dict(int n, const CFStringRef *keys, const CFTypeRef *values) {
+CFDictionaryRef ane_cf_create_dict(int n, const CFStringRef *keys, const CFTypeRef *values) {
     CFMutableDictionaryRef d = CFDictionaryCreateMutable(
         kCFAllocatorDefault, n, &kCFTypeDictionaryKeyCallBacks, &kCFTypeDictionaryValueCallBacks);
     for (int i = 0; d && i < n; i++)

@@ -60,11 +60,12 @@ void ane_objc_release(id obj);
 /* An NSError's description (CFErrorCopyDescription), or "no NSError". */
 void ane_objc_error_text(id nserror, char *buf, size_t cap);
 
-/* +1 CF objects (release with CFRelease); NULL on allocation failure. */
-CFStringRef ane_cf_string(const char *s);
-CFNumberRef ane_cf_int(int64_t v);
+/* +1 CF objects, named with "Create" as CoreFoundation's ownership rule
+ * says (release with CFRelease); NULL on allocation failure. */
+CFStringRef ane_cf_create_string(const char *s);
+CFNumberRef ane_cf_create_int(int64_t v);
 /* A dictionary from n CFString keys and CF values (NULL values skipped). */
-CFDictionaryRef ane_cf_dict(int n, const CFStringRef *keys, const CFTypeRef *values);
+CFDictionaryRef ane_cf_create_dict(int n, const CFStringRef *keys, const CFTypeRef *values);
 
 /* modelAttributes (an NSDictionary of plist types) as JSON text, malloc'd:
  * the form src/ane_host/ane_attrs.c parses. ane_cfjson.c. */

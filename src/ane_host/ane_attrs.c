@@ -119,6 +119,7 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
                            const char *key, nc_error *err) {
     if (!json_is_array(live))
         return nc_fail(err, NC_ERR_FORMAT, "%s: NetworkStatusList '%s' is not an array", what, key);
+    if (!ios) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' read before the symbols", what, key);
     for (size_t i = 0; i < json_array_size(live); i++) {
         const json_t *e = json_array_get(live, i);
         const char *name = NULL;

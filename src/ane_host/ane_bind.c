@@ -50,13 +50,13 @@ static nc_status bind_io(const ane_attr_proc *p, const lower_fn_info *f, const l
     if (a->row_stride)
         NC_TRY(ane_layout_from_strides(what, elem, out->layout.rows, out->layout.width,
                                        (size_t)a->row_stride, &out->layout, err));
-    int64_t plane = d[2] * (int64_t)out->layout.row_bytes;
+    int64_t plane = d[2] * (int64_t)out->layout.row_bytes, batch = plane * d[1];
     if ((a->plane_stride && a->plane_stride != plane) ||
-        (a->batch_stride && a->batch_stride != plane * d[1]))
+        (a->batch_stride && a->batch_stride != batch))
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "%s: plane/batch strides %lld/%lld bytes, the host packs rows (%lld/%lld)",
                        what, (long long)a->plane_stride, (long long)a->batch_stride,
-                       (long long)plane, (long long)(plane * d[1]));
+                       (long long)plane, (long long)batch);
     return NC_OK;
 }
 

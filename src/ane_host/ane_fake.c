@@ -355,7 +355,7 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
         size_t v = (size_t)(ff->in_l[i].rows * ff->in_l[i].width);
         if (v > max_vals) max_vals = v;
     }
-    float *tmp = malloc(max_vals * sizeof(float));
+    float *tmp = malloc((max_vals ? max_vals : 1) * sizeof(float));
     if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "fake device: out of memory");
     nc_status st = NC_OK;
     for (int i = 0; i < r->n_in && !st; i++) {
