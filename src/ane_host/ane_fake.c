@@ -52,6 +52,7 @@ struct ane_model {
 struct ane_surface {
     size_t bytes;
     void *data;
+    atomic_int locks; /* host locks held: a request must not run under one */
 };
 
 struct ane_request {
@@ -75,6 +76,7 @@ static nc_status fake_surface_new(void *dev, size_t bytes, ane_surface **out, nc
     }
     memset(s->data, 0, bytes);
     s->bytes = bytes;
+    atomic_init(&s->locks, 0);
     *out = s;
     return NC_OK;
 }
@@ -82,12 +84,13 @@ static nc_status fake_surface_new(void *dev, size_t bytes, ane_surface **out, nc
 static void *fake_surface_lock(ane_surface *s, int read_only, nc_error *err) {
     (void)read_only;
     (void)err;
+    atomic_fetch_add(&s->locks, 1);
     return s->data;
 }
 
 static void fake_surface_unlock(ane_surface *s, int read_only) {
-    (void)s;
     (void)read_only;
+    atomic_fetch_sub(&s->locks, 1);
 }
 
 static void fake_surface_free(ane_surface *s) {
@@ -340,6 +343,14 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
                        fn->name);
     NC_TRY(check_binding(r, 0, err));
     NC_TRY(check_binding(r, 1, err));
+    /* the host must have unlocked (flushed) every surface before the
+     * request runs: IOSurfaceUnlock is what makes its writes visible */
+    for (int i = 0; i < r->n_in + r->n_out; i++) {
+        ane_surface *x = i < r->n_in ? r->in[i] : r->out[i - r->n_in];
+        if (atomic_load(&x->locks) != 0)
+            return nc_fail(err, NC_ERR_INVALID,
+                           "fake device: %s ran while the host held a surface lock", fn->name);
+    }
     /* what the hardware does with a surface read and written by one request
      * is unknown; the host's plan never asks for it, and the fake says so */
     for (int i = 0; i < r->n_in; i++)

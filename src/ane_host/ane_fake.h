@@ -6,7 +6,8 @@
  * declaration order (so binding by declaration order fails); it reads
  * inputs from and writes outputs into 64-byte-row surfaces; it rejects a
  * request that binds an unknown symbol, misses one, passes a surface too
- * small, or uses one surface as both input and output; and submit runs requests in order on its own thread and completes
+ * small, uses one surface as both input and output, or runs while the
+ * host holds a surface lock; and submit runs requests in order on its own thread and completes
  * them through the callback, as the ANE's completion handlers do. */
 #ifndef NC_ANE_HOST_ANE_FAKE_H
 #define NC_ANE_HOST_ANE_FAKE_H

@@ -256,6 +256,16 @@ static void test_fake_device_reorders_symbols_and_checks_requests(void) {
     CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID);
     CHECKF(strstr(err.msg, "reads and writes one surface") != NULL, "%s", err.msg);
     dev.ops->request_free(r);
+    /* a request run while the host still holds a lock is refused */
+    ane_surface *s2 = NULL;
+    CHECK_OK(dev.ops->surface_new(dev.impl, 1 << 20, &s2, &err), &err);
+    ane_surface *outs2[2] = {s2, s2};
+    CHECK_OK(dev.ops->request_new(model, p->id, 5, ins, in_idx, 2, outs2, out_idx, &r, &err), &err);
+    CHECK(dev.ops->surface_lock(s, 0, &err) != NULL);
+    CHECK(dev.ops->evaluate(r, &err) == NC_ERR_INVALID && strstr(err.msg, "surface lock") != NULL);
+    dev.ops->surface_unlock(s, 0);
+    dev.ops->request_free(r);
+    dev.ops->surface_free(s2);
     dev.ops->surface_free(s);
     ane_attrs_free(&a);
     dev.ops->model_close(model);
