@@ -76,6 +76,17 @@ static void test_procedure_ids_and_repeated_symbol_names(void) {
     ane_attrs_free(&a);
 }
 
+/* A valid one-procedure description (input x, output y), and the same with
+ * one NetworkStatusList input entry. */
+#define ONE_PROC_DESC                                                                              \
+    "\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "                     \
+    "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "                                        \
+    "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, \"ANEFModelProcedures\": "              \
+    "[{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "                     \
+    "\"ANEFModelOutputSymbolIndexArray\": [0]}]}"
+#define LIVE_IN(entry)                                                                             \
+    "{" ONE_PROC_DESC ", \"NetworkStatusList\": [{\"LiveInputList\": [" entry "]}]}"
+
 /* Each malformed document fails with a message naming the key at fault. */
 static void test_malformed_attributes_name_the_key(void) {
     static const struct {
@@ -115,32 +126,14 @@ static void test_malformed_attributes_name_the_key(void) {
          "\"ANEFModelInputSymbolIndexArray\": [0], "
          "\"ANEFModelOutputSymbolIndexArray\": [0]}]}}",
          "names the outputs"},
-        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
-         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
-         "\"ANEFModelInputSymbolIndexArray\": [0], "
-         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
-         "[{\"Name\": \"z\", \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": "
-         "1, \"Width\": 32}]}]}",
+        {LIVE_IN("{\"Name\": \"z\", \"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, "
+                 "\"Height\": 1, \"Width\": 32}"),
          "describes 'z'"},
-        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
-         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
-         "\"ANEFModelInputSymbolIndexArray\": [0], "
-         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
-         "[{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, \"Width\": "
-         "32}]}]}",
+        {LIVE_IN("{\"Name\": \"x\", \"Type\": \"Float16\", \"Batches\": 1, \"Height\": 1, "
+                 "\"Width\": 32}"),
          "Channels"},
-        {"{\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\"], "
-         "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\"], "
-         "\"kANEFModelProcedureNameToIDMapKey\": {\"main\": 0}, "
-         "\"ANEFModelProcedures\": [{\"ANEFModelProcedureID\": 0, "
-         "\"ANEFModelInputSymbolIndexArray\": [0], "
-         "\"ANEFModelOutputSymbolIndexArray\": [0]}]}, \"NetworkStatusList\": [{\"LiveInputList\": "
-         "[{\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, \"Width\": "
-         "32}]}]}",
+        {LIVE_IN("{\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, "
+                 "\"Width\": 32}"),
          "neither 'Name' nor 'Symbol'"},
         {"{\"ANEFModelDescription\": ", "1:"},
     };
