@@ -2,8 +2,9 @@
  * with its own KV cache) and one decode step over several of them. The
  * server does tokenizing, the chat template, sampling and stop handling
  * itself (src/text, src/gen); an engine only turns tokens into logits.
- * Two implementations: Qwen3 on the CPU (serve_engine_qwen3.c) and a
- * deterministic fake for tests (serve_engine_fake.c). */
+ * Implementations: Qwen3 on the CPU (serve_engine_qwen3.c), an ANE bundle
+ * through the MIL interpreter (serve_engine_mil.c) and a deterministic fake
+ * for tests (serve_engine_fake.c). */
 #ifndef NC_SERVE_ENGINE_H
 #define NC_SERVE_ENGINE_H
 
@@ -62,7 +63,20 @@ nc_status serve_engine_open_qwen3(const char *dir, const serve_engine_options *o
 nc_status serve_engine_open_fake(const char *dir, const serve_engine_options *opt,
                                  serve_engine *out, nc_error *err);
 
+/* The mil backend: -m names an ANE bundle (`nectar compile`), run through
+ * the MIL interpreter (src/gen/engine_mil.h). That engine holds one
+ * sequence, so each slot opens the bundle once and a step runs the slots
+ * one after another. */
+nc_status serve_engine_open_mil(const char *dir, const serve_engine_options *opt, serve_engine *out,
+                                nc_error *err);
+
 void serve_engine_close(serve_engine *e);
+
+/* For the implementations: the end-of-generation ids (the config's plus
+ * <|im_end|> and <|endoftext|> when the tokenizer has them; e->tok set),
+ * and the model id (the folder's name). */
+void serve_engine_set_eog(serve_engine *e, const int32_t *ids, int n);
+void serve_engine_set_id(serve_engine *e, const char *dir);
 
 int serve_engine_is_eog(const serve_engine *e, int32_t id);
 

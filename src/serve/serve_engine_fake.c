@@ -158,18 +158,13 @@ nc_status serve_engine_open_fake(const char *dir, const serve_engine_options *op
     out->kind = "fake";
     out->n_vocab = tok_vocab_size(out->tok);
     out->ctx_max = opt && opt->ctx > 0 ? opt->ctx : 4096;
-    const char *eog_names[] = {"<|im_end|>", "<|endoftext|>"};
-    for (int i = 0; i < 2; i++) {
-        int32_t id = tok_find(out->tok, eog_names[i]);
-        if (id >= 0) out->eog[out->n_eog++] = id;
-    }
+    serve_engine_set_eog(out, NULL, 0);
     if (out->n_eog == 0) {
         tok_free(out->tok);
         out->tok = NULL;
         return nc_fail(err, NC_ERR_FORMAT, "%s: tokenizer has no <|im_end|> token", dir);
     }
-    const char *base = strrchr(dir, '/');
-    snprintf(out->model_id, sizeof out->model_id, "%s", base && base[1] ? base + 1 : dir);
+    serve_engine_set_id(out, dir);
     out->seq_new = fake_seq_new;
     out->seq_free = fake_seq_free;
     out->seq_pos = fake_seq_pos;

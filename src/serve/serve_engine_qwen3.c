@@ -109,22 +109,8 @@ nc_status serve_engine_open_qwen3(const char *dir, const serve_engine_options *o
     out->n_vocab = c->vocab_size;
     out->ctx_max = c->max_position_embeddings;
     if (opt && opt->ctx > 0 && opt->ctx < out->ctx_max) out->ctx_max = opt->ctx;
-    for (int i = 0; i < c->n_eos && out->n_eog < SERVE_MAX_EOG; i++)
-        out->eog[out->n_eog++] = c->eos_token_ids[i];
-    /* Chat turns end with <|im_end|> even when the config names another eos. */
-    const char *names[] = {"<|im_end|>", "<|endoftext|>"};
-    for (int k = 0; k < 2; k++) {
-        int32_t id = tok_find(out->tok, names[k]);
-        if (id >= 0 && !serve_engine_is_eog(out, id) && out->n_eog < SERVE_MAX_EOG)
-            out->eog[out->n_eog++] = id;
-    }
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    size_t b = n;
-    while (b > 0 && dir[b - 1] != '/')
-        b--;
-    snprintf(out->model_id, sizeof out->model_id, "%.*s", (int)(n - b), dir + b);
+    serve_engine_set_eog(out, c->eos_token_ids, c->n_eos);
+    serve_engine_set_id(out, dir);
     out->seq_new = q_seq_new;
     out->seq_free = q_seq_free;
     out->seq_pos = q_seq_pos;

@@ -4,7 +4,8 @@
  * from tools/make_gen_fixtures.py) and the demo model (models/demo,
  * reference.json) when present. Raw-text completions, streamed and not,
  * eight at once; a two-turn chat with the template and thinking off; and
- * seeded sampling equal to `nectar run` with the same seed. */
+ * seeded sampling equal to `nectar run` with the same seed; and the mil
+ * backend (an ANE bundle through the MIL interpreter). */
 #include "../test.h"
 #include "serve_client.h"
 
@@ -254,6 +255,65 @@ static void test_seeded_sampling_matches_nectar_run(void) {
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
+/* --backend mil: the tiny checkpoint compiled to an ANE bundle and run by
+ * the MIL interpreter (fp16), one instance per slot; two streams at once
+ * and one JSON request, each equal to HF's greedy output. */
+static void test_mil_backend_matches_hf_greedy(void) {
+    make_tmp_dir();
+    char bundle[512], cmd[1024];
+    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "'%s' compile -m tests/fixtures/qwen3/tiny_gqa2 -o '%s' --ctx 128 --buckets 32,64 -t 1 "
+        ">/dev/null 2>&1",
+        nectar_bin(), bundle);
+    CHECKF(system(cmd) == 0, "nectar compile failed: %s", cmd);
+    srv s;
+    const char *args[] = {"--backend", "mil", "-m", bundle, "--parallel", "2", "-t", "1", NULL};
+    CHECKF(srv_start(&s, args) == 0, "server did not start on the bundle");
+    char *prompts[2], *wants[2];
+    for (int k = 0; k < 2; k++) {
+        char path[256];
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.prompt", k);
+        prompts[k] = read_text(path);
+        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.expected", k);
+        wants[k] = read_text(path);
+    }
+    FILE *p[2];
+    char tags[2][8] = {"mil0", "mil1"};
+    for (int k = 0; k < 2; k++) {
+        char *body = completion_body(prompts[k] ? prompts[k] : "x", 24, 1);
+        char c[2048];
+        curl_cmd(c, sizeof c, &s, "POST", "/v1/completions", body, strlen(body), NULL, tags[k]);
+        free(body);
+        p[k] = popen(c, "r");
+    }
+    int n_ok = 0;
+    char why[1024] = "";
+    for (int k = 0; k < 2; k++) {
+        reply r = {0};
+        if (p[k]) collect(&r, p[k], tags[k]);
+        char *got = r.status == 200 ? sse_text(r.body) : NULL;
+        if (got && wants[k] && !strcmp(got, wants[k]))
+            n_ok++;
+        else if (!why[0])
+            snprintf(why, sizeof why, "stream %d: HTTP %d got '%s'", k, r.status,
+                     got ? got : r.body);
+        free(got);
+        reply_free(&r);
+    }
+    int json_ok = prompts[0] && wants[0] &&
+                  completion_matches(&s, prompts[0], 24, wants[0], 0, why, sizeof why);
+    for (int k = 0; k < 2; k++) {
+        free(prompts[k]);
+        free(wants[k]);
+    }
+    int rc = srv_stop(&s);
+    CHECKF(n_ok == 2, "%d of 2 streams correct; %s", n_ok, why);
+    CHECKF(json_ok, "%s", why);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
+}
+
 static void test_demo_model_matches_hf_greedy(void) {
     json_error_t je;
     json_t *ref = json_load_file("models/demo/reference.json", 0, &je);
@@ -289,6 +349,7 @@ int main(void) {
     RUN(test_tiny_eight_concurrent_streams_match_hf);
     RUN(test_tiny_chat_two_turns_match_hf);
     RUN(test_seeded_sampling_matches_nectar_run);
+    RUN(test_mil_backend_matches_hf_greedy);
     RUN(test_demo_model_matches_hf_greedy);
     rm_tmp_dir();
     return nc_test_exit_code();

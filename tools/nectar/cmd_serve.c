@@ -29,7 +29,8 @@ static void usage(FILE *f) {
         "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
         "  --max-body BYTES      largest request body (default 8388608)\n"
         "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
-        "  --backend cpu         engine (only cpu here; mil and ane are not servable yet)\n"
+        "  --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
+        "                        compile) run by the MIL interpreter, one slot at a time\n"
         "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
         "  -v, --verbose         log each request\n");
 }
@@ -115,8 +116,11 @@ int cmd_serve(int argc, char **argv) {
                 "nectar serve: warning: listening on %s without --api-key: anyone who can "
                 "reach it can use the model\n",
                 o.host);
-    if (strcmp(backend, "cpu") != 0)
-        return cli_failf("serve: --backend %s: only the cpu backend can serve for now", backend), 2;
+    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "mil") != 0)
+        return cli_failf("serve: --backend %s: the server runs cpu or mil (ane needs macOS and is "
+                         "not servable yet)",
+                         backend),
+               2;
     o.model_path = model;
     o.max_connections = o.n_parallel + o.queue_max + 32;
 
@@ -133,8 +137,9 @@ int cmd_serve(int argc, char **argv) {
     nc_error err = {0};
     serve_engine e;
     serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
-    nc_status st = is_fake ? serve_engine_open_fake(model, &eo, &e, &err)
-                           : serve_engine_open_qwen3(model, &eo, &e, &err);
+    nc_status st = is_fake                   ? serve_engine_open_fake(model, &eo, &e, &err)
+                   : !strcmp(backend, "mil") ? serve_engine_open_mil(model, &eo, &e, &err)
+                                             : serve_engine_open_qwen3(model, &eo, &e, &err);
     if (st != NC_OK) return cli_fail(&err);
     if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
 
