@@ -152,10 +152,12 @@ int cmd_serve(int argc, char **argv) {
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
     int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d, KV cache %.0f MiB\n",
-           e.model_id, e.kind, is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv),
-           o.n_parallel, o.ctx,
-           (double)e.kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
+    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", e.model_id, e.kind,
+           is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
+    if (e.kv_bytes_per_token)
+        printf(", KV cache %.0f MiB",
+               (double)e.kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
+    printf("\n");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
