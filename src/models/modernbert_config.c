@@ -138,6 +138,25 @@ static nc_status reject_flag(const json_t *o, const char *key, const char *what,
     return NC_OK;
 }
 
+/* id2label {"0": "negative", ...} into c->id2label (num_labels slots). */
+static nc_status read_id2label(const json_t *map, modernbert_config *c, const char *what,
+                               nc_error *err) {
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)map, key, val) {
+        char *end;
+        long id = strtol(key, &end, 10);
+        if (*end || end == key || id < 0 || id >= c->num_labels || !json_is_string(val) ||
+            c->id2label[id])
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: id2label['%s'] must map a distinct id in [0, %d) to a string", what,
+                           key, c->num_labels);
+        if (!(c->id2label[id] = strdup(json_string_value(val))))
+            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
+    }
+    return NC_OK;
+}
+
 static nc_status read_head(const json_t *o, modernbert_config *c, const char *what, nc_error *err) {
     c->head = MODERNBERT_HEAD_NONE;
     const json_t *arch = json_object_get(o, "architectures");
@@ -177,18 +196,7 @@ static nc_status read_head(const json_t *o, modernbert_config *c, const char *wh
     c->num_labels = n;
     c->id2label = calloc((size_t)n, sizeof *c->id2label);
     if (!c->id2label) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
-    const char *key;
-    const json_t *val;
-    if (json_is_object(map)) json_object_foreach((json_t *)map, key, val) {
-            char *end;
-            long id = strtol(key, &end, 10);
-            if (*end || end == key || id < 0 || id >= n || !json_is_string(val) || c->id2label[id])
-                return nc_fail(err, NC_ERR_FORMAT,
-                               "%s: id2label['%s'] must map a distinct id in [0, %d) to a string",
-                               what, key, n);
-            if (!(c->id2label[id] = strdup(json_string_value(val))))
-                return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
-        }
+    if (json_is_object(map)) NC_TRY(read_id2label(map, c, what, err));
     for (int i = 0; i < n; i++) {
         if (c->id2label[i]) continue;
         char buf[32];

@@ -83,10 +83,14 @@ static nc_status vec(loader *L, const char *name, int n, const float **out) {
 }
 
 /* The encoder's tensors are "model.x" in the head classes, "x" alone. */
-static const char *enc_name(loader *L, char *buf, size_t cap, const char *fmt, int i) {
-    char tail[160];
-    snprintf(tail, sizeof tail, fmt, i);
+static const char *enc_name(const loader *L, char *buf, size_t cap, const char *tail) {
     snprintf(buf, cap, "%s%s", L->prefix, tail);
+    return buf;
+}
+
+/* "layers.<l>.<what>" under the encoder's prefix. */
+static const char *layer_name(const loader *L, char *buf, size_t cap, int l, const char *what) {
+    snprintf(buf, cap, "%slayers.%d.%s", L->prefix, l, what);
     return buf;
 }
 
@@ -96,13 +100,12 @@ static nc_status load_layer(loader *L, int l) {
     int d = c->hidden_size, ff = c->intermediate_size;
     char n[200];
     if (l > 0) /* layer 0 has no attn_norm (nn.Identity) */
-        NC_TRY(
-            vec(L, enc_name(L, n, sizeof n, "layers.%d.attn_norm.weight", l), d, &ly->attn_norm));
-    NC_TRY(vec(L, enc_name(L, n, sizeof n, "layers.%d.mlp_norm.weight", l), d, &ly->mlp_norm));
-    NC_TRY(mat(L, enc_name(L, n, sizeof n, "layers.%d.attn.Wqkv.weight", l), 3 * d, d, &ly->wqkv));
-    NC_TRY(mat(L, enc_name(L, n, sizeof n, "layers.%d.attn.Wo.weight", l), d, d, &ly->wo));
-    NC_TRY(mat(L, enc_name(L, n, sizeof n, "layers.%d.mlp.Wi.weight", l), 2 * ff, d, &ly->wi));
-    NC_TRY(mat(L, enc_name(L, n, sizeof n, "layers.%d.mlp.Wo.weight", l), d, ff, &ly->wo_mlp));
+        NC_TRY(vec(L, layer_name(L, n, sizeof n, l, "attn_norm.weight"), d, &ly->attn_norm));
+    NC_TRY(vec(L, layer_name(L, n, sizeof n, l, "mlp_norm.weight"), d, &ly->mlp_norm));
+    NC_TRY(mat(L, layer_name(L, n, sizeof n, l, "attn.Wqkv.weight"), 3 * d, d, &ly->wqkv));
+    NC_TRY(mat(L, layer_name(L, n, sizeof n, l, "attn.Wo.weight"), d, d, &ly->wo));
+    NC_TRY(mat(L, layer_name(L, n, sizeof n, l, "mlp.Wi.weight"), 2 * ff, d, &ly->wi));
+    NC_TRY(mat(L, layer_name(L, n, sizeof n, l, "mlp.Wo.weight"), d, ff, &ly->wo_mlp));
     return NC_OK;
 }
 
@@ -144,12 +147,12 @@ static nc_status load_weights(modernbert_model *m, nc_error *err) {
         hf_weights_find(m->weights, "embeddings.tok_embeddings.weight", NULL))
         L.prefix = "";
     char n[200];
-    NC_TRY(mat(&L, enc_name(&L, n, sizeof n, "embeddings.tok_embeddings.weight", 0), c->vocab_size,
+    NC_TRY(mat(&L, enc_name(&L, n, sizeof n, "embeddings.tok_embeddings.weight"), c->vocab_size,
                (int)d, &m->embed));
-    NC_TRY(vec(&L, enc_name(&L, n, sizeof n, "embeddings.norm.weight", 0), (int)d, &m->embed_norm));
+    NC_TRY(vec(&L, enc_name(&L, n, sizeof n, "embeddings.norm.weight"), (int)d, &m->embed_norm));
     for (int l = 0; l < c->num_hidden_layers; l++)
         NC_TRY(load_layer(&L, l));
-    NC_TRY(vec(&L, enc_name(&L, n, sizeof n, "final_norm.weight", 0), (int)d, &m->final_norm));
+    NC_TRY(vec(&L, enc_name(&L, n, sizeof n, "final_norm.weight"), (int)d, &m->final_norm));
     return load_heads(&L);
 }
 
@@ -159,12 +162,13 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
     size_t rows = (size_t)batch * (size_t)seq;
     if (rows > w->rows) {
         size_t d = (size_t)c->hidden_size, ff = (size_t)c->intermediate_size;
-        float **bufs[] = {&w->x, &w->xn, &w->qkv, &w->att, &w->hb, &w->hd};
+        float **slots[] = {&w->x, &w->xn, &w->qkv, &w->att, &w->hb, &w->hd};
         size_t width[] = {d, d, 3 * d, d, 2 * ff, d};
-        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-            nc_free_aligned(*bufs[i]);
-            *bufs[i] = nc_alloc_aligned(rows * width[i] * sizeof(float));
-            if (!*bufs[i]) {
+        for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
+            float **slot = slots[i];
+            nc_free_aligned(*slot);
+            *slot = nc_alloc_aligned(rows * width[i] * sizeof(float));
+            if (!*slot) {
                 w->rows = 0;
                 return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu rows", m->dir, rows);
             }

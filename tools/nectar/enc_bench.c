@@ -69,8 +69,9 @@ int enc_cli_bench(const char *model, const char *shapes, int runs, int threads) 
         for (int r = -WARMUP; r < runs && !rc; r++) {
             double t0 = nc_now_s(), c0 = cpu_s();
             if (modernbert_forward(m, &io, &err) != NC_OK) rc = cli_fail(&err);
-            if (r >= 0) t[r] = (nc_now_s() - t0) * 1e3 / B[s];
-            if (r >= 0) cpu += (cpu_s() - c0) * 1e3 / B[s] / runs;
+            if (r < 0) continue; /* warm-up */
+            t[r] = (nc_now_s() - t0) * 1e3 / B[s];
+            cpu += (cpu_s() - c0) * 1e3 / B[s] / runs;
         }
         nc_summary sm;
         if (!rc && nc_summarize(t, (size_t)runs, &sm, &err) != NC_OK) rc = cli_fail(&err);
