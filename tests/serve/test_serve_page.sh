@@ -5,29 +5,14 @@
 # and a tokens/s line. Expected texts from tests/fixtures/serve/expected.json
 # (case chat_thinking, made by tools/make_serve_fixtures.py). SKIP without
 # chromium or jq. Loopback only; the server is always stopped.
-BIN=${NECTAR_BIN:-build/nectar}
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
 if [ -z "$CHROME" ]; then echo "SKIP chat_page_in_browser: chromium is not installed"; exit 0; fi
 if ! command -v jq >/dev/null 2>&1; then echo "SKIP chat_page_in_browser: jq is not installed"; exit 0; fi
 EXP=tests/fixtures/serve/expected.json
 want_content=$(jq -r '.cases[] | select(.name=="chat_thinking") | .expect.content' "$EXP")
 want_reasoning=$(jq -r '.cases[] | select(.name=="chat_thinking") | .expect.reasoning_content' "$EXP")
-TMP=$(mktemp -d)
-"$BIN" serve --fake-engine -m tests/fixtures/serve/fake --port 0 --parallel 1 --ctx 256 \
-    >"$TMP/out" 2>"$TMP/err" &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT
-PORT=""
-i=0
-while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-    PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/out" 2>/dev/null)
-    [ -z "$PORT" ] && sleep 0.1
-    i=$((i + 1))
-done
-if [ -z "$PORT" ]; then
-    echo "FAIL chat_page_in_browser: server did not start: $(cat "$TMP/err")"
-    exit 1
-fi
+. tests/serve/serve_lib.sh
+serve_start chat_page_in_browser --parallel 1 --ctx 256
 timeout 90 "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run \
     --user-data-dir="$TMP/profile" --virtual-time-budget=20000 \
     --dump-dom "http://127.0.0.1:$PORT/?q=Hi%20there&temp=0" >"$TMP/dom" 2>"$TMP/chrome.err"
@@ -49,10 +34,5 @@ else
     echo "PASS chat_page_in_browser"
     rc=0
 fi
-kill $PID
-wait $PID
-src=$?
-trap 'rm -rf "$TMP"' EXIT
-if [ $src -eq 0 ]; then echo "PASS page_server_clean_shutdown"
-else echo "FAIL page_server_clean_shutdown: exit status $src: $(tail -5 "$TMP/err")"; rc=1; fi
+serve_stop page_server_clean_shutdown || rc=1
 exit $rc

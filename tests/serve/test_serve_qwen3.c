@@ -110,43 +110,56 @@ static void test_tiny_completions_match_hf_greedy(void) {
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
+/* Reads run_<model>_<k>.prompt/.expected for k < n (missing ones stay NULL). */
+static void read_run_fixtures(const char *model, int n, char **prompts, char **wants) {
+    for (int k = 0; k < n; k++) {
+        char path[256];
+        snprintf(path, sizeof path, E2E "/run_%s_%d.prompt", model, k);
+        prompts[k] = read_text(path);
+        snprintf(path, sizeof path, E2E "/run_%s_%d.expected", model, k);
+        wants[k] = read_text(path);
+    }
+}
+
+/* n_streams greedy streams at once, stream i on prompt i % n_prompts;
+ * returns how many gave exactly the expected text (first miss in why). */
+static int concurrent_streams_matching(const srv *s, char **prompts, char **wants, int n_prompts,
+                                       int n_streams, char *why, size_t cap) {
+    FILE *p[16] = {0};
+    char tags[16][16];
+    for (int i = 0; i < n_streams && i < 16; i++) {
+        snprintf(tags[i], sizeof tags[i], "q%d", i);
+        char *body = completion_body(prompts[i % n_prompts] ? prompts[i % n_prompts] : "x", 24, 1);
+        char cmd[2048];
+        curl_cmd(cmd, sizeof cmd, s, "POST", "/v1/completions", body, strlen(body), NULL, tags[i]);
+        free(body);
+        p[i] = popen(cmd, "r");
+    }
+    int n_ok = 0;
+    for (int i = 0; i < n_streams && i < 16; i++) {
+        reply r = {0};
+        if (p[i]) collect(&r, p[i], tags[i]);
+        char *got = r.status == 200 ? sse_text(r.body) : NULL;
+        const char *want = wants[i % n_prompts];
+        if (got && want && !strcmp(got, want))
+            n_ok++;
+        else if (!why[0])
+            snprintf(why, cap, "stream %d: HTTP %d got '%s' want '%s'", i, r.status,
+                     got ? got : "(bad framing)", want ? want : "?");
+        free(got);
+        reply_free(&r);
+    }
+    return n_ok;
+}
+
 /* Eight streams at once over four slots, three different prompts: every
  * one equals HF's single-sequence greedy output. */
 static void test_tiny_eight_concurrent_streams_match_hf(void) {
     srv s;
     CHECKF(start_on(&s, "tests/fixtures/qwen3/tiny_gqa4_tied", "4") == 0, "server did not start");
-    char *prompts[3] = {0}, *wants[3] = {0};
-    for (int k = 0; k < 3; k++) {
-        char path[256];
-        snprintf(path, sizeof path, E2E "/run_tiny_gqa4_tied_%d.prompt", k);
-        prompts[k] = read_text(path);
-        snprintf(path, sizeof path, E2E "/run_tiny_gqa4_tied_%d.expected", k);
-        wants[k] = read_text(path);
-    }
-    FILE *p[8] = {0};
-    char tags[8][16];
-    for (int i = 0; i < 8; i++) {
-        snprintf(tags[i], sizeof tags[i], "q%d", i);
-        char *body = completion_body(prompts[i % 3] ? prompts[i % 3] : "x", 24, 1);
-        char cmd[2048];
-        curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", body, strlen(body), NULL, tags[i]);
-        free(body);
-        p[i] = popen(cmd, "r");
-    }
-    int n_ok = 0;
-    char why[1024] = "";
-    for (int i = 0; i < 8; i++) {
-        reply r = {0};
-        if (p[i]) collect(&r, p[i], tags[i]);
-        char *got = r.status == 200 ? sse_text(r.body) : NULL;
-        if (got && wants[i % 3] && !strcmp(got, wants[i % 3]))
-            n_ok++;
-        else if (!why[0])
-            snprintf(why, sizeof why, "stream %d: HTTP %d got '%s' want '%s'", i, r.status,
-                     got ? got : "(bad framing)", wants[i % 3] ? wants[i % 3] : "?");
-        free(got);
-        reply_free(&r);
-    }
+    char *prompts[3], *wants[3], why[1024] = "";
+    read_run_fixtures("tiny_gqa4_tied", 3, prompts, wants);
+    int n_ok = concurrent_streams_matching(&s, prompts, wants, 3, 8, why, sizeof why);
     for (int k = 0; k < 3; k++) {
         free(prompts[k]);
         free(wants[k]);
@@ -271,37 +284,9 @@ static void test_mil_backend_matches_hf_greedy(void) {
     srv s;
     const char *args[] = {"--backend", "mil", "-m", bundle, "--parallel", "2", "-t", "1", NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start on the bundle");
-    char *prompts[2], *wants[2];
-    for (int k = 0; k < 2; k++) {
-        char path[256];
-        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.prompt", k);
-        prompts[k] = read_text(path);
-        snprintf(path, sizeof path, E2E "/run_tiny_gqa2_%d.expected", k);
-        wants[k] = read_text(path);
-    }
-    FILE *p[2];
-    char tags[2][8] = {"mil0", "mil1"};
-    for (int k = 0; k < 2; k++) {
-        char *body = completion_body(prompts[k] ? prompts[k] : "x", 24, 1);
-        char c[2048];
-        curl_cmd(c, sizeof c, &s, "POST", "/v1/completions", body, strlen(body), NULL, tags[k]);
-        free(body);
-        p[k] = popen(c, "r");
-    }
-    int n_ok = 0;
-    char why[1024] = "";
-    for (int k = 0; k < 2; k++) {
-        reply r = {0};
-        if (p[k]) collect(&r, p[k], tags[k]);
-        char *got = r.status == 200 ? sse_text(r.body) : NULL;
-        if (got && wants[k] && !strcmp(got, wants[k]))
-            n_ok++;
-        else if (!why[0])
-            snprintf(why, sizeof why, "stream %d: HTTP %d got '%s'", k, r.status,
-                     got ? got : r.body);
-        free(got);
-        reply_free(&r);
-    }
+    char *prompts[2], *wants[2], why[1024] = "";
+    read_run_fixtures("tiny_gqa2", 2, prompts, wants);
+    int n_ok = concurrent_streams_matching(&s, prompts, wants, 2, 2, why, sizeof why);
     int json_ok = prompts[0] && wants[0] &&
                   completion_matches(&s, prompts[0], 24, wants[0], 0, why, sizeof why);
     for (int k = 0; k < 2; k++) {
