@@ -221,7 +221,9 @@ def main():
     fix_legacy_config(d)
     shutil.copy(os.path.join(ROOT, "tok_bytelevel", "tokenizer.json"), d)
     texts = ["The quick brown fox jumps over the lazy dog, and Paris is the capital of France.",
-             "Paris is the [MASK] of France.", "Hello"]
+             "Paris is the [MASK] of France.", "Hello",
+             # long enough for several 32-query attention blocks and band edges inside them
+             " ".join(CORPUS[:4])]
     ids, mask = pad_batch(tb, texts)
     ids[mask == 0] = cfg.pad_token_id
     mlm, _ = write_ref(ModernBertForMaskedLM, d, ids, mask, "mlm")
@@ -281,7 +283,8 @@ def main():
     m.save_pretrained(d)
     shutil.copy(os.path.join(ROOT, "tok_spbpe", "tokenizer.json"), d)
     texts = ["An encoder turns text into vectors for search and classification, 日本語 too.",
-             "Café résumé", "the theory of everything is there in the thesis and more words here"]
+             "Café résumé", "the theory of everything is there in the thesis and more words here",
+             "Numbers 98765 and café words: el niño está aquí, 東京 is big, theses of theory."]
     ids, mask = pad_batch(ts, texts)
     cl, out = write_ref(ModernBertForSequenceClassification, d, ids, mask, "cls")
     probs = torch.softmax(out.logits, -1).numpy()

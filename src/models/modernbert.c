@@ -7,6 +7,7 @@
  * is batch x seq rows; every matrix sees all rows at once, attention is per
  * (row, head) over the keys of the row's own sequence. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -103,49 +104,59 @@ static void rope_row(void *ctx, int r, int thread) {
     }
 }
 
-/* Row r (a query): every head attends over the real keys of its sequence
- * (within the band on local layers). Pad queries get zeros: nothing real
- * reads them, since pad keys are masked. */
-static void attention_row(void *ctx, int r, int thread) {
+/* One attention task: a block of queries of one sequence and one head,
+ * against the keys they may see (all of the sequence on global layers, the
+ * band around the block on local ones). Scores S = Q K^T and the output
+ * P V go through the matmul kernel (V transposed into scratch so its rows
+ * are contiguous); pad keys get probability 0, pad queries a zero output
+ * (nothing real reads them, since pad keys are masked). */
+static void attention_block(void *ctx, int task, int thread) {
     const step_ctx *s = ctx;
     const modernbert_model *m = s->m;
     const modernbert_config *c = &m->cfg;
     const modernbert_io *io = s->io;
     const modernbert_workspace *w = &m->ws;
     size_t d = dim(m), ld = 3 * d;
-    int hd = c->head_dim, seq = io->seq, b = r / seq, qpos = r % seq;
-    float *out = w->att + (size_t)r * d;
-    memset(out, 0, d * sizeof(float));
-    if (!is_real(io, (size_t)r)) return;
-    int lo = 0, hi = seq - 1;
-    if (!c->is_global[s->layer]) {
-        int half = c->local_attention / 2;
-        lo = qpos - half > 0 ? qpos - half : 0;
-        hi = qpos + half < seq - 1 ? qpos + half : seq - 1;
-    }
-    float *sc = w->scores + (size_t)thread * (size_t)w->seq_cap;
-    float scale = 1.0f / sqrtf((float)hd);
+    int hd = c->head_dim, seq = io->seq, heads = c->num_attention_heads;
+    int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
+    int b = task / (heads * nqb), h = task / nqb % heads, q0 = task % nqb * MODERNBERT_ATT_QBLOCK;
+    int q1 = q0 + MODERNBERT_ATT_QBLOCK < seq ? q0 + MODERNBERT_ATT_QBLOCK : seq, nq = q1 - q0;
+    int global = c->is_global[s->layer], half = c->local_attention / 2;
+    int klo = global || q0 - half < 0 ? 0 : q0 - half;
+    int khi = global || q1 - 1 + half > seq - 1 ? seq - 1 : q1 - 1 + half;
+    int nk = khi - klo + 1;
     const float *base = w->qkv + (size_t)b * (size_t)seq * ld;
-    for (int h = 0; h < c->num_attention_heads; h++) {
-        const float *q = w->qkv + (size_t)r * ld + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (int k = lo; k <= hi; k++) {
-            if (!is_real(io, (size_t)b * seq + k)) continue;
-            sc[k] = m->kern->dot(q, base + (size_t)k * ld + d + (size_t)h * hd, hd) * scale;
-            if (sc[k] > mx) mx = sc[k];
+    float *sc =
+        w->scores + (size_t)thread * (size_t)(MODERNBERT_ATT_QBLOCK + hd) * (size_t)w->seq_cap;
+    float *vt = sc + (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
+    const cpu_matmul_fn mm = m->kern->matmul[CPU_W_F32];
+    mm(base + (size_t)klo * ld + d + (size_t)h * hd, ld, base + (size_t)q0 * ld + (size_t)h * hd,
+       ld, sc, (size_t)nk, nq, hd, 0, nk);
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int i = 0; i < nq; i++) {
+        int q = q0 + i;
+        float *p = sc + (size_t)i * nk, mx = -INFINITY, sum = 0;
+        int real_q = is_real(io, (size_t)b * seq + q);
+        for (int j = 0; j < nk; j++) {
+            int k = klo + j;
+            int seen = real_q && is_real(io, (size_t)b * seq + k) && (global || abs(q - k) <= half);
+            p[j] = seen ? p[j] * scale : -INFINITY;
+            if (p[j] > mx) mx = p[j];
         }
-        float sum = 0;
-        for (int k = lo; k <= hi; k++) {
-            if (!is_real(io, (size_t)b * seq + k)) continue;
-            sc[k] = expf(sc[k] - mx);
-            sum += sc[k];
+        for (int j = 0; j < nk; j++) {
+            p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
+            sum += p[j];
         }
-        float *o = out + (size_t)h * hd;
-        for (int k = lo; k <= hi; k++) {
-            if (!is_real(io, (size_t)b * seq + k)) continue;
-            m->kern->axpy(sc[k] / sum, base + (size_t)k * ld + 2 * d + (size_t)h * hd, o, hd);
-        }
+        for (int j = 0; j < nk && sum > 0; j++)
+            p[j] /= sum;
     }
+    for (int j = 0; j < nk; j++) {
+        const float *v = base + (size_t)(klo + j) * ld + 2 * d + (size_t)h * hd;
+        for (int e = 0; e < hd; e++)
+            vt[(size_t)e * nk + j] = v[e];
+    }
+    mm(vt, (size_t)nk, sc, (size_t)nk, w->att + ((size_t)b * seq + q0) * d + (size_t)h * hd, d, nq,
+       nk, 0, hd);
 }
 
 static void add_rows(float *x, const float *y, size_t count) {
@@ -226,7 +237,8 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
     }
     cpu_matmul(m->pool, m->kern, &L->wqkv, a, d, w->qkv, 3 * d, n);
     nc_pool_for(m->pool, n, rope_row, &s);
-    nc_pool_for(m->pool, n, attention_row, &s);
+    int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
+    nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
     cpu_matmul(m->pool, m->kern, &L->wo, w->att, d, w->xn, d, n);
     add_rows(w->x, w->xn, (size_t)n * d);
 

@@ -11,6 +11,9 @@
 #include "io/hf_weights.h"
 #include "models/modernbert.h"
 
+/* Queries per attention task: a block of them shares one pass over its keys. */
+#define MODERNBERT_ATT_QBLOCK 32
+
 typedef struct modernbert_layer {
     const float *attn_norm; /* NULL for layer 0 (nn.Identity in HF) */
     const float *mlp_norm;
@@ -23,7 +26,7 @@ typedef struct modernbert_workspace {
     float *x, *xn, *qkv, *att, *hb,
         *hd; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, 2I], [rows, D] */
     float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
-    float *scores;              /* [threads][seq_cap] */
+    float *scores; /* [threads][MODERNBERT_ATT_QBLOCK + head_dim][seq_cap] */
 } modernbert_workspace;
 
 struct modernbert_model {
