@@ -73,19 +73,23 @@ $(BUILD)/obj/src/ane/%.o: CFLAGS_ALL += -fobjc-arc -Wno-unused-parameter
 
 $(LIB): $(OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $(OBJ)
+	@rm -f $@
+	@echo "AR $@"
+	@ar rcs $@ $(OBJ)
 
 $(NECTAR): $(CLI_OBJ) $(LIB)
-	$(CC) $(SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(SAN) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(FUZZ_DRIVER_OBJ) $(TEST_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+	@echo "LD $@"
+	@$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 test: all
 	@sh tests/run_tests.sh $(BUILD)

@@ -680,8 +680,8 @@ static void test_garbage_over_the_wire_leaves_the_server_healthy(void) {
         "", "GET / HTTP/1.1\r\n",
         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n",
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It "
-        "co"};
+        ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It "
+         "co")};
     for (int i = 0; i < 60; i++) {
         int fd = raw_connect(&main_srv);
         CHECK(fd >= 0);
