@@ -14,10 +14,11 @@
 
 /* Two fp16 block scales as [d0 x8, d1 x8] (d1 = 0 for a lone tail block). */
 INLINE __m512 scales2(const uint8_t *b0, const uint8_t *b1) {
-    uint16_t h0, h1 = 0;
-    memcpy(&h0, b0, 2);
-    if (b1) memcpy(&h1, b1, 2);
-    return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)h1), _mm_set1_epi16((short)h0)));
+    /* two broadcasts straight from memory and one blend (no trip through
+     * general registers) */
+    __m256i d0 = _mm256_broadcastw_epi16(_mm_loadu_si16(b0));
+    __m256i d1 = b1 ? _mm256_broadcastw_epi16(_mm_loadu_si16(b1)) : _mm256_setzero_si256();
+    return _mm512_cvtph_ps(_mm256_mask_blend_epi16((__mmask16)0xff00, d0, d1));
 }
 
 /* 2 blocks of activations (or 1, upper half zero) and their scales. */
@@ -51,15 +52,15 @@ INLINE __m512i load_q4_2(const uint8_t *b0, int two) {
 INLINE void qtile_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size_t ldq,
                             const float *xs, size_t lds, float *y, size_t ldy, int nb, int r, int t,
                             const int RB, const int TB) {
-    __m512 acc[4][4];
+    __m512 acc[8][4];
     const __m512i k80 = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)
         _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();
     for (int j = 0; j < nb; j += 2) {
         int two = j + 1 < nb;
-        __m512i wv[4], corr[4];
-        __m512 dw[4];
-        _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+        __m512i wv[8], corr[8];
+        __m512 dw[8];
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
             const uint8_t *b0 = w + (size_t)(r + a) * ldw + (size_t)j * CPU_Q8_BLOCK_BYTES;
             wv[a] = load_q8_2(b0, two);
             dw[a] = scales2(b0, two ? b0 + CPU_Q8_BLOCK_BYTES : NULL);
@@ -69,7 +70,7 @@ INLINE void qtile_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
             __m512i xu =
                 _mm512_xor_si512(load_x2(xq + (size_t)(t + b) * ldq + (size_t)j * 32, two), k80);
             __m512 dx = load_s2(xs + (size_t)(t + b) * lds + (size_t)j * CPU_QSCALE_REP, two);
-            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
                 __m512i s = _mm512_dpbusd_epi32(corr[a], xu, wv[a]);
                 acc[a][b] =
                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[a], dx), acc[a][b]);
@@ -84,15 +85,15 @@ INLINE void qtile_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
 INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size_t ldq,
                             const float *xs, size_t lds, float *y, size_t ldy, int nb, int r, int t,
                             const int RB, const int TB) {
-    __m512 acc[4][4];
+    __m512 acc[8][4];
     const __m512i k8 = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)
         _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();
     for (int j = 0; j < nb; j += 2) {
         int two = j + 1 < nb;
-        __m512i wv[4];
-        __m512 dw[4];
-        _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+        __m512i wv[8];
+        __m512 dw[8];
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
             const uint8_t *b0 = w + (size_t)(r + a) * ldw + (size_t)j * CPU_Q4_BLOCK_BYTES;
             wv[a] = load_q4_2(b0, two);
             dw[a] = scales2(b0, two ? b0 + CPU_Q4_BLOCK_BYTES : NULL);
@@ -101,7 +102,7 @@ INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
             __m512i xv = load_x2(xq + (size_t)(t + b) * ldq + (size_t)j * 32, two);
             __m512 dx = load_s2(xs + (size_t)(t + b) * lds + (size_t)j * CPU_QSCALE_REP, two);
             __m512i corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
-            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
                 __m512i s = _mm512_dpbusd_epi32(corr, wv[a], xv);
                 acc[a][b] =
                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[a], dx), acc[a][b]);
@@ -113,8 +114,8 @@ INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
             y[(size_t)(t + b) * ldy + (size_t)(r + a)] = _mm512_reduce_add_ps(acc[a][b]);
 }
 
-CPU_DEF_QMATMUL_LOOPS(q8_avx512, 4, 4, 4)
-CPU_DEF_QMATMUL_LOOPS(q4_avx512, 4, 4, 4)
+CPU_DEF_QMATMUL_LOOPS(q8_avx512, 8, 4, 4)
+CPU_DEF_QMATMUL_LOOPS(q4_avx512, 8, 4, 4)
 
 /* ---- prompts: a task's weight rows repacked once into a panel ----------
  * Per row and pair of blocks, 192 bytes: the 64 codes as signed bytes (Q4
