@@ -19,6 +19,7 @@ Writes, under tests/fixtures/modernbert/:
             v5 rope_parameters, both thetas 160000, mean pooling, 3 labels).
   mb_base/  the ModernBertModel (no head) of mb_mlm, saved without the "model." prefix.
   mb_bf16/  the same encoder with its weights stored as bf16 (reference in fp32 math).
+  mb_mlm/ and mm_cls/ also have ref_long/: the same batch plus a row of 77 / 51 tokens.
   Each model folder has ref/: input_ids.npy, attention_mask.npy (int32 [B, L]),
   hidden.npy ([layers+1, B, L, D]: embeddings output, then each layer),
   last.npy (after final_norm), and logits.npy (MLM [B, L, V] / classifier [B, labels]);
@@ -163,13 +164,13 @@ def pad_batch(tok, texts):
     return ids, mask
 
 
-def write_ref(model_cls, d, ids, mask, head):
+def write_ref(model_cls, d, ids, mask, head, sub="ref"):
     # float32 math whatever the stored dtype (bf16 weights are upcast exactly)
     m = model_cls.from_pretrained(d, attn_implementation="eager", dtype=torch.float32).eval()
     with torch.no_grad():
         out = m(input_ids=torch.tensor(ids, dtype=torch.long), attention_mask=torch.tensor(mask),
                 output_hidden_states=True)
-    r = os.path.join(d, "ref")
+    r = os.path.join(d, sub)
     os.makedirs(r, exist_ok=True)
     np.save(os.path.join(r, "input_ids.npy"), ids)
     np.save(os.path.join(r, "attention_mask.npy"), mask)
@@ -221,12 +222,15 @@ def main():
     fix_legacy_config(d)
     shutil.copy(os.path.join(ROOT, "tok_bytelevel", "tokenizer.json"), d)
     texts = ["The quick brown fox jumps over the lazy dog, and Paris is the capital of France.",
-             "Paris is the [MASK] of France.", "Hello",
-             # long enough for several 32-query attention blocks and band edges inside them
-             " ".join(CORPUS[:4])]
+             "Paris is the [MASK] of France.", "Hello"]
     ids, mask = pad_batch(tb, texts)
     ids[mask == 0] = cfg.pad_token_id
     mlm, _ = write_ref(ModernBertForMaskedLM, d, ids, mask, "mlm")
+    # ref_long/: the batch plus a row long enough for several 32-query attention blocks
+    # and band edges inside them (ref/ stays at 32 tokens: the ANE tests compile bucket 32)
+    ids_l, mask_l = pad_batch(tb, texts + [" ".join(CORPUS[:4])])
+    ids_l[mask_l == 0] = cfg.pad_token_id
+    write_ref(ModernBertForMaskedLM, d, ids_l, mask_l, "mlm", "ref_long")
     # fill-mask reference for the command test: top-5 at the [MASK] of text 2
     one = np.array([tb.encode(texts[1]).ids], dtype=np.int64)
     with torch.no_grad():
@@ -283,10 +287,12 @@ def main():
     m.save_pretrained(d)
     shutil.copy(os.path.join(ROOT, "tok_spbpe", "tokenizer.json"), d)
     texts = ["An encoder turns text into vectors for search and classification, 日本語 too.",
-             "Café résumé", "the theory of everything is there in the thesis and more words here",
-             "Numbers 98765 and café words: el niño está aquí, 東京 is big, theses of theory."]
+             "Café résumé", "the theory of everything is there in the thesis and more words here"]
     ids, mask = pad_batch(ts, texts)
     cl, out = write_ref(ModernBertForSequenceClassification, d, ids, mask, "cls")
+    ids_l, mask_l = pad_batch(ts, texts + ["Numbers 98765 and café words: el niño está aquí, "
+                                           "東京 is big, theses of theory."])
+    write_ref(ModernBertForSequenceClassification, d, ids_l, mask_l, "cls", "ref_long")
     probs = torch.softmax(out.logits, -1).numpy()
     json.dump({"texts": texts, "probs": probs.tolist()},
               open(os.path.join(d, "ref", "classify.json"), "w"), indent=1)

@@ -31,11 +31,12 @@ static void ref_free(ref *r) {
     nc_npy_free(&r->logits);
 }
 
-static int ref_load(const char *model, ref *r, int has_last, int has_logits, nc_error *err) {
+static int ref_load(const char *model, const char *sub, ref *r, int has_last, int has_logits,
+                    nc_error *err) {
     memset(r, 0, sizeof *r);
     char p[512];
 #define LOAD(field, name)                                                                          \
-    snprintf(p, sizeof p, FIX "%s/ref/%s", model, name);                                           \
+    snprintf(p, sizeof p, FIX "%s/%s/%s", model, sub, name);                                       \
     if (nc_npy_read(p, &r->field, err) != NC_OK) return -1;
     LOAD(ids, "input_ids.npy");
     LOAD(mask, "attention_mask.npy");
@@ -68,10 +69,10 @@ static double max_err_real(const float *a, const float *b, const int32_t *mask, 
     return e;
 }
 
-static void check_model(const char *name, int head) {
+static void check_model(const char *name, const char *sub, int head) {
     nc_error err = {0};
     ref r;
-    if (ref_load(name, &r, head == MODERNBERT_HEAD_NONE, head != MODERNBERT_HEAD_NONE, &err)) {
+    if (ref_load(name, sub, &r, head == MODERNBERT_HEAD_NONE, head != MODERNBERT_HEAD_NONE, &err)) {
         printf("  %s\n", err.msg);
         ref_free(&r);
         CHECK(0);
@@ -111,7 +112,8 @@ static void check_model(const char *name, int head) {
     if (!st && head == MODERNBERT_HEAD_CLASSIFIER)
         for (size_t i = 0; i < nlog; i++)
             eg = fmax(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
-    printf("  %s: max |err| hidden (all layers) %.3g, last %.3g, logits %.3g\n", name, eh, el, eg);
+    printf("  %s/%s (rows of %d): max |err| hidden (all layers) %.3g, last %.3g, logits %.3g\n",
+           name, sub, r.seq, eh, el, eg);
     free(hidden);
     free(last);
     free(logits);
@@ -122,16 +124,25 @@ static void check_model(const char *name, int head) {
 }
 
 static void test_modernbert_mlm_legacy_thetas_matches_hf(void) {
-    check_model("mb_mlm", MODERNBERT_HEAD_MLM);
+    check_model("mb_mlm", "ref", MODERNBERT_HEAD_MLM);
 }
 static void test_modernbert_bare_encoder_matches_hf(void) {
-    check_model("mb_base", MODERNBERT_HEAD_NONE);
+    check_model("mb_base", "ref", MODERNBERT_HEAD_NONE);
 }
 static void test_modernbert_bf16_weights_matches_hf(void) {
-    check_model("mb_bf16", MODERNBERT_HEAD_NONE);
+    check_model("mb_bf16", "ref", MODERNBERT_HEAD_NONE);
 }
 static void test_mmbert_classifier_rope_parameters_matches_hf(void) {
-    check_model("mm_cls", MODERNBERT_HEAD_CLASSIFIER);
+    check_model("mm_cls", "ref", MODERNBERT_HEAD_CLASSIFIER);
+}
+
+/* ref_long: the same batches plus a row of 77 (51) tokens: several blocks
+ * of 32 queries, local bands crossing block edges, pad-only query blocks. */
+static void test_modernbert_long_rows_match_hf(void) {
+    check_model("mb_mlm", "ref_long", MODERNBERT_HEAD_MLM);
+}
+static void test_mmbert_long_rows_match_hf(void) {
+    check_model("mm_cls", "ref_long", MODERNBERT_HEAD_CLASSIFIER);
 }
 
 /* A row alone (no padding) gives what it gave inside the padded batch, and
@@ -139,7 +150,7 @@ static void test_mmbert_classifier_rope_parameters_matches_hf(void) {
 static void test_modernbert_single_row_and_selected_mlm_rows(void) {
     nc_error err = {0};
     ref r;
-    if (ref_load("mb_mlm", &r, 0, 1, &err)) {
+    if (ref_load("mb_mlm", "ref", &r, 0, 1, &err)) {
         printf("  %s\n", err.msg);
         ref_free(&r);
         CHECK(0);
@@ -200,6 +211,8 @@ int main(void) {
     RUN(test_modernbert_bare_encoder_matches_hf);
     RUN(test_modernbert_bf16_weights_matches_hf);
     RUN(test_mmbert_classifier_rope_parameters_matches_hf);
+    RUN(test_modernbert_long_rows_match_hf);
+    RUN(test_mmbert_long_rows_match_hf);
     RUN(test_modernbert_single_row_and_selected_mlm_rows);
     RUN(test_modernbert_rejects_bad_batches);
     return nc_test_exit_code();
