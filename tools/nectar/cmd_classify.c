@@ -28,15 +28,18 @@ static void print_one(const enc_cli *c, size_t input, const float *logits, int n
         mx = logits[j] > mx ? logits[j] : mx;
     for (int j = 0; j < n; j++)
         sum += exp(logits[j] - mx);
-    int order[256], m = n < 256 ? n : 256;
-    for (int j = 0; j < m; j++)
-        order[j] = j;
-    for (int a = 1; a < m; a++) /* insertion sort by logit, descending; few labels */
-        for (int b = a; b > 0 && logits[order[b]] > logits[order[b - 1]]; b--) {
+    /* the 256 most likely (sorted by logit, descending), or all when fewer */
+    int order[256], m = 0;
+    for (int j = 0; j < n; j++) {
+        int at = m < 256 ? m++ : 255;
+        if (at == 255 && m == 256 && j >= 256 && logits[j] <= logits[order[255]]) continue;
+        order[at] = j;
+        for (int b = at; b > 0 && logits[order[b]] > logits[order[b - 1]]; b--) {
             int t = order[b];
             order[b] = order[b - 1];
             order[b - 1] = t;
         }
+    }
     if (json) {
         fprintf(stdout, "{\"input\": %zu, \"text\": ", input + 1);
         enc_cli_json_string(stdout, c->texts[input]);
