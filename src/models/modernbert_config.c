@@ -284,10 +284,10 @@ nc_status modernbert_config_load(const char *dir, modernbert_config *cfg, nc_err
     if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
     hf_path_join(path, sizeof path, dir, "config.json");
     if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = parse_config(root, cfg, path, err);
-    json_decref(root);
-    if (st != NC_OK) modernbert_config_free(cfg);
+    char *json;
+    size_t len;
+    NC_TRY(nc_read_file(path, &json, &len, err));
+    nc_status st = modernbert_config_parse(json, len, path, cfg, err);
+    free(json);
     return st;
 }

@@ -99,3 +99,6 @@ expect embed_not_modernbert "model_type 'qwen3' is not supported" embed -m "$T/q
 mkdir -p "$T/short"; cp $FIX/mb_base/config.json $FIX/mb_base/tokenizer.json "$T/short/"
 head -c 1000 $FIX/mb_base/model.safetensors >"$T/short/model.safetensors"
 expect embed_truncated_weights "model.safetensors" embed -m "$T/short" -p hi
+mkdir -p "$T/badjson"; cp $FIX/mb_base/tokenizer.json "$T/badjson/"
+printf '{"model_type": "modernbert",\n  "hidden_size": ,\n}\n' >"$T/badjson/config.json"
+expect embed_bad_json_names_line "badjson/config.json:2:" embed -m "$T/badjson" -p hi
