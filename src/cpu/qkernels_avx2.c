@@ -51,6 +51,8 @@ INLINE float hsum8(__m256 v) {
             float dw[4];                                                                           \
             _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {                                 \
                 const uint8_t *blk = w + (size_t)(r + a) * ldw + (size_t)j * BLOCK_BYTES;          \
+                if (TB == 1) /* decoding: the next tile's rows (kernels_driver.h) */               \
+                    __builtin_prefetch(blk + (size_t)RB * ldw);                                    \
                 wv[a] = load_##FMT(blk);                                                           \
                 wa[a] = _mm256_sign_epi8(wv[a], wv[a]);                                            \
                 dw[a] = scale_of(blk);                                                             \

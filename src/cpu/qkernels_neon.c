@@ -46,6 +46,8 @@ INLINE int32x4_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x1) {
             float dw[4];                                                                           \
             _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {                                 \
                 const uint8_t *blk = w + (size_t)(r + a) * ldw + (size_t)j * BLOCK_BYTES;          \
+                if (TB == 1) /* decoding: the next tile's rows (kernels_driver.h) */               \
+                    __builtin_prefetch(blk + (size_t)RB * ldw);                                    \
                 load_##FMT(blk, &w0[a], &w1[a]);                                                   \
                 dw[a] = scale_of(blk);                                                             \
             }                                                                                      \
