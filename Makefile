@@ -142,4 +142,7 @@ clean:
 .PHONY: all test deps asan test-asan clang-build check demo fuzz clean
 .SECONDARY:
 
--include $(OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d)
+# Test and fuzz objects too: a header change must rebuild the tests that
+# include it (a stale test object sees old struct sizes).
+-include $(OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d) \
+    $(TEST_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_DRIVER_OBJ:.o=.d)
