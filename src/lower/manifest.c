@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/mmap.h"
-#include "nectar.h"
+#include "lower/bundle_io.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
     const mil_type *t = v->type;
@@ -43,15 +42,6 @@ nc_status lower_describe_program(const mil_program *prog, const char *path, int 
     return NC_OK;
 }
 
-static json_t *io_json(const lower_io *io) {
-    json_t *o = json_object(), *sh = json_array();
-    for (int i = 0; i < io->rank; i++) json_array_append_new(sh, json_integer(io->shape[i]));
-    json_object_set_new(o, "name", json_string(io->name));
-    json_object_set_new(o, "shape", sh);
-    json_object_set_new(o, "dtype", json_string(io->dtype));
-    return o;
-}
-
 static json_t *config_json(const qwen3_config *c) {
     json_t *o = json_object(), *eos = json_array();
     json_object_set_new(o, "model_type", json_string("qwen3"));
@@ -75,9 +65,7 @@ static json_t *config_json(const qwen3_config *c) {
 nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_error *err) {
     const qwen3_config *c = &m->cfg;
     json_t *root = json_object();
-    json_object_set_new(root, "format", json_string(LOWER_MANIFEST_FORMAT));
-    json_object_set_new(root, "format_version", json_integer(LOWER_MANIFEST_VERSION));
-    json_object_set_new(root, "nectar_version", json_string(NECTAR_VERSION));
+    lower_json_set_header(root);
     json_object_set_new(root, "model", config_json(c));
     json_t *tok = json_object();
     json_object_set_new(tok, "file", json_string("tokenizer.json"));
@@ -124,36 +112,13 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(kv, "owner", json_string("host"));
     json_object_set_new(root, "kv_cache", kv);
 
-    json_t *conv = json_object();
-    json_object_set_new(conv, "from", json_string("checkpoint dtype (bf16/fp16/fp32)"));
-    json_object_set_new(conv, "to", json_string("fp16"));
-    json_object_set_new(conv, "overflow_policy", json_string("saturate to +/-65504"));
-    json_object_set_new(conv, "values", json_integer((json_int_t)m->fp16.n_values));
-    json_object_set_new(conv, "saturated", json_integer((json_int_t)m->fp16.n_saturated));
-    json_object_set_new(conv, "nonfinite", json_integer((json_int_t)m->fp16.n_nonfinite));
-    json_object_set_new(root, "weights_fp16", conv);
+    json_object_set_new(root, "weights_fp16",
+                        lower_json_fp16_stats(&m->fp16, "checkpoint dtype (bf16/fp16/fp32)"));
 
     json_t *progs = json_array();
     for (int p = 0; p < m->n_programs; p++) {
         const lower_program_info *pi = &m->programs[p];
-        json_t *po = json_object(), *fns = json_array();
-        json_object_set_new(po, "path", json_string(pi->path));
-        json_object_set_new(po, "weights", json_string("weights/weight.bin"));
-        if (pi->layer >= 0) json_object_set_new(po, "layer", json_integer(pi->layer));
-        json_object_set_new(po, "role", json_string(pi->layer >= 0 ? "layer" : "head"));
-        for (int f = 0; f < pi->n_fns; f++) {
-            const lower_fn_info *fi = &pi->fns[f];
-            json_t *fo = json_object(), *in = json_array(), *out = json_array();
-            json_object_set_new(fo, "name", json_string(fi->name));
-            json_object_set_new(fo, "seq", json_integer(fi->seq));
-            for (int i = 0; i < fi->n_in; i++) json_array_append_new(in, io_json(&fi->in[i]));
-            for (int i = 0; i < fi->n_out; i++) json_array_append_new(out, io_json(&fi->out[i]));
-            json_object_set_new(fo, "inputs", in);
-            json_object_set_new(fo, "outputs", out);
-            json_array_append_new(fns, fo);
-        }
-        json_object_set_new(po, "functions", fns);
-        json_array_append_new(progs, po);
+        json_array_append_new(progs, lower_json_program(pi, pi->layer >= 0 ? "layer" : "head", 0));
     }
     json_object_set_new(root, "programs", progs);
     if (m->lm_head_on_ane) {
@@ -162,66 +127,15 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
             json_array_append_new(rows, json_integer(m->head_rows[i]));
         json_object_set_new(root, "head_chunk_rows", rows);
     }
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
-    nc_status st = nc_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    return st;
+    return lower_json_write(root, path, err);
 }
 
 /* --- reading --------------------------------------------------------------- */
 
+/* The Qwen3 reader takes any field in [-1, 2^30] and checks sizes after. */
 static nc_status int_field(const json_t *o, const char *key, int *out, const char *what,
                            nc_error *err) {
-    int64_t v = 0;
-    NC_TRY(nc_json_int(o, key, &v, 1, what, err));
-    if (v < -1 || v > (1 << 30)) return nc_fail(err, NC_ERR_FORMAT, "%s: %s out of range", what, key);
-    *out = (int)v;
-    return NC_OK;
-}
-
-static nc_status str_field(const json_t *o, const char *key, char *buf, size_t cap,
-                           const char *what, nc_error *err) {
-    const char *s = NULL;
-    NC_TRY(nc_json_str(o, key, &s, 1, what, err));
-    if (strlen(s) >= cap) return nc_fail(err, NC_ERR_FORMAT, "%s: %s is too long", what, key);
-    snprintf(buf, cap, "%s", s);
-    return NC_OK;
-}
-
-static const json_t *obj(const json_t *o, const char *key, int is_array, const char *what,
-                         nc_error *err) {
-    const json_t *v = json_object_get(o, key);
-    if (!v || (is_array ? !json_is_array(v) : !json_is_object(v))) {
-        nc_fail(err, NC_ERR_FORMAT, "%s: field '%s' must be %s", what, key,
-                is_array ? "an array" : "an object");
-        return NULL;
-    }
-    return v;
-}
-
-static nc_status read_io(const json_t *a, lower_io *io, int *n, const char *what, nc_error *err) {
-    if (json_array_size(a) > LOWER_MAX_IO) return nc_fail(err, NC_ERR_FORMAT, "%s: too many I/O", what);
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        const json_t *e = json_array_get(a, i);
-        lower_io *x = &io[(*n)++];
-        if (!json_is_object(e)) return nc_fail(err, NC_ERR_FORMAT, "%s: I/O %zu is not an object", what, i);
-        NC_TRY(str_field(e, "name", x->name, sizeof x->name, what, err));
-        NC_TRY(str_field(e, "dtype", x->dtype, sizeof x->dtype, what, err));
-        const json_t *sh = obj(e, "shape", 1, what, err);
-        if (!sh) return err->code;
-        if (json_array_size(sh) < 1 || json_array_size(sh) > 4)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: %s has rank %zu", what, x->name, json_array_size(sh));
-        x->rank = (int)json_array_size(sh);
-        for (int d = 0; d < x->rank; d++) {
-            const json_t *v = json_array_get(sh, (size_t)d);
-            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 24))
-                return nc_fail(err, NC_ERR_FORMAT, "%s: %s has a bad dimension", what, x->name);
-            x->shape[d] = json_integer_value(v);
-        }
-    }
-    return NC_OK;
+    return lower_json_int_in(o, key, -1, 1 << 30, out, what, err);
 }
 
 static nc_status read_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
@@ -243,7 +157,7 @@ static nc_status read_config(const json_t *o, qwen3_config *c, const char *what,
     c->rms_norm_eps = (float)eps;
     c->rope_theta = (float)theta;
     NC_TRY(nc_json_bool(o, "tie_word_embeddings", &c->tie_word_embeddings, 1, what, err));
-    const json_t *eos = obj(o, "eos_token_ids", 1, what, err);
+    const json_t *eos = lower_json_member(o, "eos_token_ids", 1, what, err);
     if (!eos) return err->code;
     for (size_t i = 0; i < json_array_size(eos) && i < QWEN3_MAX_EOS; i++)
         c->eos_token_ids[c->n_eos++] = (int32_t)json_integer_value(json_array_get(eos, i));
@@ -256,11 +170,9 @@ static nc_status read_config(const json_t *o, qwen3_config *c, const char *what,
 
 nc_status lower_manifest_read(const char *dir, lower_manifest *m, nc_error *err) {
     memset(m, 0, sizeof *m);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/manifest.json", dir);
-    char *text = NULL;
+    char path[4200], *text = NULL;
     size_t len = 0;
-    NC_TRY(nc_read_file(path, &text, &len, err));
+    NC_TRY(lower_manifest_text(dir, path, sizeof path, &text, &len, err));
     nc_status st = lower_manifest_parse(text, len, path, m, err);
     free(text);
     return st;
@@ -271,33 +183,31 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     memset(m, 0, sizeof *m);
     json_t *root = NULL;
     NC_TRY(nc_json_parse(text, len, path, &root, err));
-    const char *what = path, *fmt = NULL;
-    int ver = 0;
-    nc_status st = json_is_object(root) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not an object", path);
-    if (!st) st = nc_json_str(root, "format", &fmt, 1, what, err);
-    if (!st && strcmp(fmt, LOWER_MANIFEST_FORMAT))
-        st = nc_fail(err, NC_ERR_FORMAT, "%s: format is '%s', not '%s'", path, fmt, LOWER_MANIFEST_FORMAT);
-    if (!st) st = int_field(root, "format_version", &ver, what, err);
-    if (!st && ver != LOWER_MANIFEST_VERSION)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: format_version %d (this nectar reads %d)", path, ver,
-                     LOWER_MANIFEST_VERSION);
-    const json_t *model = st ? NULL : obj(root, "model", 0, what, err);
+    const char *what = path;
+    nc_status st = lower_json_check_header(root, what, err);
+    const json_t *model = st ? NULL : lower_json_member(root, "model", 0, what, err);
     if (!st && !model) st = err->code;
     if (!st) st = read_config(model, &m->cfg, what, err);
-    const json_t *ck = st ? NULL : obj(root, "checkpoint", 0, what, err);
+    const json_t *ck = st ? NULL : lower_json_member(root, "checkpoint", 0, what, err);
     if (!st && !ck) st = err->code;
-    if (!st) st = str_field(ck, "dir", m->source_dir, sizeof m->source_dir, what, err);
-    if (!st) st = str_field(ck, "embedding", m->embed_tensor, sizeof m->embed_tensor, what, err);
-    if (!st) st = str_field(ck, "final_norm", m->final_norm_tensor, sizeof m->final_norm_tensor, what, err);
-    if (!st) st = str_field(ck, "lm_head", m->lm_head_tensor, sizeof m->lm_head_tensor, what, err);
-    const json_t *plan = st ? NULL : obj(root, "plan", 0, what, err);
+    if (!st) st = lower_json_str_into(ck, "dir", m->source_dir, sizeof m->source_dir, what, err);
+    if (!st)
+        st = lower_json_str_into(ck, "embedding", m->embed_tensor, sizeof m->embed_tensor, what,
+                                 err);
+    if (!st)
+        st = lower_json_str_into(ck, "final_norm", m->final_norm_tensor,
+                                 sizeof m->final_norm_tensor, what, err);
+    if (!st)
+        st = lower_json_str_into(ck, "lm_head", m->lm_head_tensor, sizeof m->lm_head_tensor, what,
+                                 err);
+    const json_t *plan = st ? NULL : lower_json_member(root, "plan", 0, what, err);
     if (!st && !plan) st = err->code;
     if (!st) st = int_field(plan, "ctx", &m->ctx, what, err);
     if (!st) st = int_field(plan, "kernels_per_token", &m->kernels_per_token, what, err);
     char head[8] = "";
-    if (!st) st = str_field(plan, "lm_head", head, sizeof head, what, err);
+    if (!st) st = lower_json_str_into(plan, "lm_head", head, sizeof head, what, err);
     m->lm_head_on_ane = !strcmp(head, "ane");
-    const json_t *bk = st ? NULL : obj(plan, "buckets", 1, what, err);
+    const json_t *bk = st ? NULL : lower_json_member(plan, "buckets", 1, what, err);
     if (!st && !bk) st = err->code;
     if (!st && (json_array_size(bk) < 1 || json_array_size(bk) > LOWER_MAX_BUCKETS))
         st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path, LOWER_MAX_BUCKETS);
@@ -311,7 +221,7 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     }
     if (!st && (m->ctx < 32 || m->ctx % 32))
         st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.ctx %d is not a multiple of 32", path, m->ctx);
-    const json_t *progs = st ? NULL : obj(root, "programs", 1, what, err);
+    const json_t *progs = st ? NULL : lower_json_member(root, "programs", 1, what, err);
     if (!st && !progs) st = err->code;
     if (!st) {
         m->programs = calloc(json_array_size(progs) + 1, sizeof *m->programs);
@@ -325,11 +235,11 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
             st = nc_fail(err, NC_ERR_FORMAT, "%s: programs[%zu] is not an object", path, p);
             break;
         }
-        st = str_field(po, "path", pi->path, sizeof pi->path, what, err);
+        st = lower_json_str_into(po, "path", pi->path, sizeof pi->path, what, err);
         if (!st && json_object_get(po, "layer")) st = int_field(po, "layer", &pi->layer, what, err);
         if (!st && strstr(pi->path, ".."))
             st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path, pi->path);
-        const json_t *fns = st ? NULL : obj(po, "functions", 1, what, err);
+        const json_t *fns = st ? NULL : lower_json_member(po, "functions", 1, what, err);
         if (!st && !fns) st = err->code;
         if (!st && json_array_size(fns) > LOWER_MAX_FUNCS)
             st = nc_fail(err, NC_ERR_FORMAT, "%s: %s lists too many functions", path, pi->path);
@@ -340,17 +250,13 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
                 st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path, pi->path);
                 break;
             }
-            st = str_field(fo, "name", fi->name, sizeof fi->name, what, err);
+            st = lower_json_str_into(fo, "name", fi->name, sizeof fi->name, what, err);
             if (!st) st = int_field(fo, "seq", &fi->seq, what, err);
-            const json_t *in = st ? NULL : obj(fo, "inputs", 1, what, err);
-            const json_t *out = in ? obj(fo, "outputs", 1, what, err) : NULL;
-            if (!st && (!in || !out)) st = err->code;
-            if (!st) st = read_io(in, fi->in, &fi->n_in, what, err);
-            if (!st) st = read_io(out, fi->out, &fi->n_out, what, err);
+            if (!st) st = lower_json_read_fn_io(fo, fi, 1, 4, 1 << 24, what, err);
         }
     }
     if (!st && m->lm_head_on_ane) {
-        const json_t *rows = obj(root, "head_chunk_rows", 1, what, err);
+        const json_t *rows = lower_json_member(root, "head_chunk_rows", 1, what, err);
         if (!rows) st = err->code;
         if (!st && (json_array_size(rows) < 1 || json_array_size(rows) > 16))
             st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows must list 1..16 sizes", path);

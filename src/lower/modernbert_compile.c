@@ -4,33 +4,23 @@
 #include "lower/modernbert_compile.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "io/hf_weights.h"
+#include "lower/bundle_io.h"
 #include "lower/modernbert_manifest.h"
-#include "lower/qwen3_compile.h"
 #include "mil/print.h"
 
 int lower_is_modernbert_dir(const char *dir) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     return mb_json_names_modernbert(path, NULL);
-}
-
-static size_t tree_bytes;
-static int add_size(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)path;
-    (void)ftw;
-    if (flag == FTW_F) tree_bytes += (size_t)sb->st_size;
-    return 0;
 }
 
 typedef struct mb_compile {
@@ -48,23 +38,8 @@ static nc_status load(mb_compile *c, const char *name, int64_t d0, int64_t d1, l
                       nc_error *err) {
     char full[256];
     snprintf(full, sizeof full, "%s%s", c->prefix, name);
-    const st_tensor *t = hf_weights_find(c->w, full, NULL);
-    if (!t)
-        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, full);
-    int rank = d1 ? 2 : 1;
-    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1))
-        return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json", full);
-    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
-    nc_fp16 *buf = malloc(n * sizeof *buf);
-    if (!buf) return nc_fail(err, NC_ERR_NOMEM, "tensor %s: out of memory", full);
-    nc_status st = lower_tensor_to_fp16(c->pool, t, 0, n, buf, &c->stats, err);
-    if (st != NC_OK) {
-        free(buf);
-        return st;
-    }
-    w->data = buf;
-    w->val = NULL;
-    return NC_OK;
+    return lower_tensor_load_fp16(c->w, c->pool, c->opt->model_dir, full, d0, d1, &c->stats, w,
+                                  err);
 }
 
 static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *err) {
@@ -168,42 +143,6 @@ static nc_status plan(mb_compile *c, nc_error *err) {
     return NC_OK;
 }
 
-static nc_status copy_file(const char *from_dir, const char *to_dir, const char *name, int required,
-                           nc_error *err) {
-    char src[4200], dst[4200];
-    snprintf(src, sizeof src, "%s/%s", from_dir, name);
-    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
-    if (!nc_file_exists(src))
-        return required ? nc_fail(err, NC_ERR_NOT_FOUND, "%s: missing", src) : NC_OK;
-    char *data = NULL;
-    size_t n = 0;
-    NC_TRY(nc_read_file(src, &data, &n, err));
-    nc_status st = nc_write_file_atomic(dst, data, n, err);
-    free(data);
-    return st;
-}
-
-/* An existing output is replaced only when it is a bundle (has a manifest). */
-static nc_status check_out(const char *out, nc_error *err) {
-    char m[4200];
-    snprintf(m, sizeof m, "%s/manifest.json", out);
-    if ((!nc_file_exists(out) && !nc_is_dir(out)) || (nc_is_dir(out) && nc_file_exists(m)))
-        return NC_OK;
-    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a nectar bundle (not replacing it)",
-                   out);
-}
-
-static nc_status publish(const char *tmp, const char *out, nc_error *err) {
-    if (rename(tmp, out) == 0) return NC_OK;
-    char old[4200];
-    snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
-    if (rename(out, old) != 0 || rename(tmp, out) != 0)
-        return nc_fail(err, NC_ERR_IO, "%s: cannot move the bundle into place: %s", out,
-                       strerror(errno));
-    lower_remove_tree(old);
-    return NC_OK;
-}
-
 /* Host buffers copied per call: x and mask_global in, hidden out, plus
  * mask_local where the window bites (counted for the largest bucket). */
 static int crossings(const modernbert_config *c, int seq) {
@@ -248,7 +187,7 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
     c->opt = opt;
     double t0 = nc_now_s();
     char tmp[4200] = "";
-    nc_status st = check_out(opt->out_dir, err);
+    nc_status st = lower_bundle_check_out(opt->out_dir, err);
     if (!st) st = modernbert_config_load(opt->model_dir, &c->cfg, err);
     int cfg_loaded = st == NC_OK;
     if (!st) st = plan(c, err);
@@ -260,18 +199,11 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
     }
     char *abs_src = st ? NULL : realpath(opt->model_dir, NULL);
     if (!st && !abs_src) st = nc_fail(err, NC_ERR_IO, "%s: %s", opt->model_dir, strerror(errno));
-    if (!st) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", opt->out_dir, (long)getpid());
-        lower_remove_tree(tmp);
-        if (mkdir(tmp, 0777) != 0) {
-            st = nc_fail(err, NC_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-            tmp[0] = '\0';
-        }
-    }
+    if (!st) st = lower_bundle_make_tmp(opt->out_dir, tmp, sizeof tmp, err);
     if (!st) st = build(c, tmp, man, err);
-    if (!st) st = copy_file(opt->model_dir, tmp, "tokenizer.json", 0, err);
-    if (!st) st = copy_file(opt->model_dir, tmp, "tokenizer_config.json", 0, err);
-    if (!st) st = copy_file(opt->model_dir, tmp, "config.json", 1, err);
+    if (!st) st = lower_copy_file(opt->model_dir, tmp, "tokenizer.json", 0, err);
+    if (!st) st = lower_copy_file(opt->model_dir, tmp, "tokenizer_config.json", 0, err);
+    if (!st) st = lower_copy_file(opt->model_dir, tmp, "config.json", 1, err);
     if (!st) {
         const modernbert_config *q = &c->cfg;
         man->hidden_size = q->hidden_size;
@@ -291,10 +223,8 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
         st = mb_manifest_write(man, mp, err);
     }
     if (!st) {
-        tree_bytes = 0;
-        nftw(tmp, add_size, 16, FTW_PHYS);
-        rep->bundle_bytes = tree_bytes;
-        st = publish(tmp, opt->out_dir, err);
+        rep->bundle_bytes = lower_tree_bytes(tmp);
+        st = lower_bundle_publish(tmp, opt->out_dir, err);
     }
     if (st && tmp[0]) lower_remove_tree(tmp);
     if (!st) {

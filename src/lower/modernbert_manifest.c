@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/mmap.h"
-#include "nectar.h"
+#include "lower/bundle_io.h"
 
 static json_t *ints_json(const int *v, int n) {
     json_t *a = json_array();
@@ -16,27 +15,10 @@ static json_t *ints_json(const int *v, int n) {
     return a;
 }
 
-static json_t *io_list(const lower_io *io, int n) {
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++) {
-        json_t *o = json_object(), *sh = json_array();
-        for (int d = 0; d < io[i].rank; d++)
-            json_array_append_new(sh, json_integer(io[i].shape[d]));
-        json_object_set_new(o, "name", json_string(io[i].name));
-        json_object_set_new(o, "shape", sh);
-        json_object_set_new(o, "dtype", json_string(io[i].dtype));
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
 nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *err) {
     json_t *root = json_object(), *model = json_object(), *ck = json_object(),
-           *plan = json_object(), *conv = json_object(), *prog = json_object(), *fns = json_array(),
-           *tensors = json_array();
-    json_object_set_new(root, "format", json_string(LOWER_MANIFEST_FORMAT));
-    json_object_set_new(root, "format_version", json_integer(LOWER_MANIFEST_VERSION));
-    json_object_set_new(root, "nectar_version", json_string(NECTAR_VERSION));
+           *plan = json_object(), *tensors = json_array();
+    lower_json_set_header(root);
     json_object_set_new(model, "model_type", json_string("modernbert"));
     json_object_set_new(model, "hidden_size", json_integer(m->hidden_size));
     json_object_set_new(model, "num_hidden_layers", json_integer(m->num_hidden_layers));
@@ -69,77 +51,21 @@ nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *er
     json_object_set_new(plan, "crossings_per_call", json_integer(m->crossings_per_call));
     json_object_set_new(root, "plan", plan);
 
-    json_object_set_new(conv, "to", json_string("fp16"));
-    json_object_set_new(conv, "overflow_policy", json_string("saturate to +/-65504"));
-    json_object_set_new(conv, "values", json_integer((json_int_t)m->fp16.n_values));
-    json_object_set_new(conv, "saturated", json_integer((json_int_t)m->fp16.n_saturated));
-    json_object_set_new(conv, "nonfinite", json_integer((json_int_t)m->fp16.n_nonfinite));
-    json_object_set_new(root, "weights_fp16", conv);
+    json_object_set_new(root, "weights_fp16", lower_json_fp16_stats(&m->fp16, NULL));
 
-    const lower_program_info *pi = &m->program;
-    json_object_set_new(prog, "path", json_string(pi->path));
-    json_object_set_new(prog, "weights", json_string("weights/weight.bin"));
-    json_object_set_new(prog, "role", json_string("encoder"));
-    for (int f = 0; f < pi->n_fns; f++) {
-        const lower_fn_info *fi = &pi->fns[f];
-        json_t *fo = json_object();
-        json_object_set_new(fo, "name", json_string(fi->name));
-        json_object_set_new(fo, "batch", json_integer(fi->n_in ? fi->in[0].shape[0] : 0));
-        json_object_set_new(fo, "seq", json_integer(fi->seq));
-        json_object_set_new(fo, "inputs", io_list(fi->in, fi->n_in));
-        json_object_set_new(fo, "outputs", io_list(fi->out, fi->n_out));
-        json_array_append_new(fns, fo);
-    }
-    json_object_set_new(prog, "functions", fns);
     json_t *progs = json_array();
-    json_array_append_new(progs, prog);
+    json_array_append_new(progs, lower_json_program(&m->program, "encoder", 1));
     json_object_set_new(root, "programs", progs);
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
-    nc_status st = nc_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    return st;
+    return lower_json_write(root, path, err);
 }
 
 /* --- reading --------------------------------------------------------------- */
-
-static nc_status int_in(const json_t *o, const char *key, int lo, int hi, int *out,
-                        const char *what, nc_error *err) {
-    int64_t v = 0;
-    NC_TRY(nc_json_int(o, key, &v, 1, what, err));
-    if (v < lo || v > hi)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: %s = %lld is not in [%d, %d]", what, key,
-                       (long long)v, lo, hi);
-    *out = (int)v;
-    return NC_OK;
-}
-
-static nc_status str_into(const json_t *o, const char *key, char *buf, size_t cap, const char *what,
-                          nc_error *err) {
-    const char *s = NULL;
-    NC_TRY(nc_json_str(o, key, &s, 1, what, err));
-    if (strlen(s) >= cap) return nc_fail(err, NC_ERR_FORMAT, "%s: %s is too long", what, key);
-    snprintf(buf, cap, "%s", s);
-    return NC_OK;
-}
-
-static const json_t *member(const json_t *o, const char *key, int is_array, const char *what,
-                            nc_error *err) {
-    const json_t *v = json_object_get(o, key);
-    if (!v || (is_array ? !json_is_array(v) : !json_is_object(v))) {
-        nc_fail(err, NC_ERR_FORMAT, "%s: field '%s' must be %s", what, key,
-                is_array ? "an array" : "an object");
-        return NULL;
-    }
-    return v;
-}
 
 /* An ascending list of 1..MB_LOWER_MAX_SHAPES integers in [lo, hi], each a
  * multiple of `mult`. */
 static nc_status shape_list(const json_t *plan, const char *key, int lo, int hi, int mult, int *v,
                             int *n, const char *what, nc_error *err) {
-    const json_t *a = member(plan, key, 1, what, err);
+    const json_t *a = lower_json_member(plan, key, 1, what, err);
     if (!a) return err->code;
     if (json_array_size(a) < 1 || json_array_size(a) > MB_LOWER_MAX_SHAPES)
         return nc_fail(err, NC_ERR_FORMAT, "%s: plan.%s must list 1..%d sizes", what, key,
@@ -157,65 +83,32 @@ static nc_status shape_list(const json_t *plan, const char *key, int lo, int hi,
     return NC_OK;
 }
 
-static nc_status io_read(const json_t *a, lower_io *io, int *n, const char *what, nc_error *err) {
-    if (json_array_size(a) > LOWER_MAX_IO)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: too many I/O", what);
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        const json_t *e = json_array_get(a, i);
-        lower_io *x = &io[(*n)++];
-        if (!json_is_object(e))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: I/O %zu is not an object", what, i);
-        NC_TRY(str_into(e, "name", x->name, sizeof x->name, what, err));
-        NC_TRY(str_into(e, "dtype", x->dtype, sizeof x->dtype, what, err));
-        const json_t *sh = member(e, "shape", 1, what, err);
-        if (!sh) return err->code;
-        if (json_array_size(sh) != 4)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: %s must have rank 4", what, x->name);
-        x->rank = 4;
-        for (int d = 0; d < 4; d++) {
-            const json_t *v = json_array_get(sh, (size_t)d);
-            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                json_integer_value(v) > (1 << 20))
-                return nc_fail(err, NC_ERR_FORMAT, "%s: %s has a bad dimension", what, x->name);
-            x->shape[d] = json_integer_value(v);
-        }
-    }
-    return NC_OK;
-}
-
 static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m, nc_error *err) {
     const char *s = NULL;
-    int ver = 0;
-    if (!json_is_object(root)) return nc_fail(err, NC_ERR_FORMAT, "%s: not an object", what);
-    NC_TRY(nc_json_str(root, "format", &s, 1, what, err));
-    if (strcmp(s, LOWER_MANIFEST_FORMAT))
-        return nc_fail(err, NC_ERR_FORMAT, "%s: format is '%s', not '%s'", what, s,
-                       LOWER_MANIFEST_FORMAT);
-    NC_TRY(int_in(root, "format_version", 0, 1 << 20, &ver, what, err));
-    if (ver != LOWER_MANIFEST_VERSION)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: format_version %d (this nectar reads %d)",
-                       what, ver, LOWER_MANIFEST_VERSION);
-    const json_t *model = member(root, "model", 0, what, err);
+    NC_TRY(lower_json_check_header(root, what, err));
+    const json_t *model = lower_json_member(root, "model", 0, what, err);
     if (!model) return err->code;
     NC_TRY(nc_json_str(model, "model_type", &s, 1, what, err));
     if (strcmp(s, "modernbert"))
         return nc_fail(err, NC_ERR_FORMAT, "%s: model_type is '%s', not an encoder bundle", what,
                        s);
-    NC_TRY(int_in(model, "hidden_size", 2, 1 << 16, &m->hidden_size, what, err));
-    NC_TRY(int_in(model, "num_hidden_layers", 1, MODERNBERT_MAX_LAYERS, &m->num_hidden_layers, what,
-                  err));
-    NC_TRY(int_in(model, "num_attention_heads", 1, 1 << 12, &m->num_attention_heads, what, err));
-    NC_TRY(int_in(model, "head_dim", 2, 1 << 12, &m->head_dim, what, err));
-    NC_TRY(int_in(model, "vocab_size", 1, 1 << 24, &m->vocab_size, what, err));
-    const json_t *ck = member(root, "checkpoint", 0, what, err);
+    NC_TRY(lower_json_int_in(model, "hidden_size", 2, 1 << 16, &m->hidden_size, what, err));
+    NC_TRY(lower_json_int_in(model, "num_hidden_layers", 1, MODERNBERT_MAX_LAYERS,
+                             &m->num_hidden_layers, what, err));
+    NC_TRY(lower_json_int_in(model, "num_attention_heads", 1, 1 << 12, &m->num_attention_heads,
+                             what, err));
+    NC_TRY(lower_json_int_in(model, "head_dim", 2, 1 << 12, &m->head_dim, what, err));
+    NC_TRY(lower_json_int_in(model, "vocab_size", 1, 1 << 24, &m->vocab_size, what, err));
+    const json_t *ck = lower_json_member(root, "checkpoint", 0, what, err);
     if (!ck) return err->code;
-    NC_TRY(str_into(ck, "dir", m->source_dir, sizeof m->source_dir, what, err));
-    const json_t *plan = member(root, "plan", 0, what, err);
+    NC_TRY(lower_json_str_into(ck, "dir", m->source_dir, sizeof m->source_dir, what, err));
+    const json_t *plan = lower_json_member(root, "plan", 0, what, err);
     if (!plan) return err->code;
     NC_TRY(shape_list(plan, "buckets", 32, 1 << 16, 32, m->seqs, &m->n_seqs, what, err));
     NC_TRY(shape_list(plan, "batches", 1, 1 << 10, 1, m->batches, &m->n_batches, what, err));
-    NC_TRY(int_in(plan, "crossings_per_call", 0, 1 << 10, &m->crossings_per_call, what, err));
-    const json_t *progs = member(root, "programs", 1, what, err);
+    NC_TRY(lower_json_int_in(plan, "crossings_per_call", 0, 1 << 10, &m->crossings_per_call, what,
+                             err));
+    const json_t *progs = lower_json_member(root, "programs", 1, what, err);
     if (!progs) return err->code;
     const json_t *po = json_array_get(progs, 0);
     if (json_array_size(progs) != 1 || !json_is_object(po))
@@ -223,11 +116,11 @@ static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m
                        what);
     lower_program_info *pi = &m->program;
     pi->layer = -1;
-    NC_TRY(str_into(po, "path", pi->path, sizeof pi->path, what, err));
+    NC_TRY(lower_json_str_into(po, "path", pi->path, sizeof pi->path, what, err));
     if (strstr(pi->path, "..") || pi->path[0] == '/')
         return nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", what,
                        pi->path);
-    const json_t *fns = member(po, "functions", 1, what, err);
+    const json_t *fns = lower_json_member(po, "functions", 1, what, err);
     if (!fns) return err->code;
     if (json_array_size(fns) != (size_t)(m->n_seqs * m->n_batches) ||
         json_array_size(fns) > LOWER_MAX_FUNCS)
@@ -239,19 +132,15 @@ static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m
         int batch = 0;
         if (!json_is_object(fo))
             return nc_fail(err, NC_ERR_FORMAT, "%s: functions[%zu] is not an object", what, f);
-        NC_TRY(str_into(fo, "name", fi->name, sizeof fi->name, what, err));
-        NC_TRY(int_in(fo, "seq", 32, 1 << 16, &fi->seq, what, err));
-        NC_TRY(int_in(fo, "batch", 1, 1 << 10, &batch, what, err));
+        NC_TRY(lower_json_str_into(fo, "name", fi->name, sizeof fi->name, what, err));
+        NC_TRY(lower_json_int_in(fo, "seq", 32, 1 << 16, &fi->seq, what, err));
+        NC_TRY(lower_json_int_in(fo, "batch", 1, 1 << 10, &batch, what, err));
         char want[64];
         mb_lower_fn_name(want, sizeof want, batch, fi->seq);
         if (strcmp(want, fi->name))
             return nc_fail(err, NC_ERR_FORMAT, "%s: function '%s' should be named '%s'", what,
                            fi->name, want);
-        const json_t *in = member(fo, "inputs", 1, what, err),
-                     *out = in ? member(fo, "outputs", 1, what, err) : NULL;
-        if (!in || !out) return err->code;
-        NC_TRY(io_read(in, fi->in, &fi->n_in, what, err));
-        NC_TRY(io_read(out, fi->out, &fi->n_out, what, err));
+        NC_TRY(lower_json_read_fn_io(fo, fi, 4, 4, 1 << 20, what, err));
     }
     return NC_OK;
 }
@@ -267,11 +156,9 @@ nc_status mb_manifest_parse(const char *text, size_t len, const char *path, mb_m
 }
 
 nc_status mb_manifest_read(const char *dir, mb_manifest *m, nc_error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/manifest.json", dir);
-    char *text = NULL;
+    char path[4200], *text = NULL;
     size_t len = 0;
-    NC_TRY(nc_read_file(path, &text, &len, err));
+    NC_TRY(lower_manifest_text(dir, path, sizeof path, &text, &len, err));
     nc_status st = mb_manifest_parse(text, len, path, m, err);
     free(text);
     return st;

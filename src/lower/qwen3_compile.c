@@ -5,51 +5,18 @@
 #define _XOPEN_SOURCE 700
 #include "lower/qwen3_compile.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "io/hf_weights.h"
-#include "lower/manifest.h"
+#include "lower/bundle_io.h"
 #include "mil/print.h"
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-void lower_remove_tree(const char *dir) {
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Bytes of the regular files below dir (the bundle's size). */
-static size_t tree_bytes(const char *dir) {
-    size_t total = 0;
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[4200];
-        struct stat sb;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (lstat(p, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode)) total += tree_bytes(p);
-        else if (S_ISREG(sb.st_mode)) total += (size_t)sb.st_size;
-    }
-    closedir(d);
-    return total;
-}
 
 typedef struct compile_ctx {
     const lower_compile_options *opt;
@@ -74,41 +41,11 @@ static void progress(compile_ctx *c, int done, int total) {
     fflush(stderr);
 }
 
-/* The tensor `name` with exactly the given shape (rank 1 or 2). */
-static nc_status find(compile_ctx *c, const char *name, int64_t d0, int64_t d1,
-                      const st_tensor **out, nc_error *err) {
-    const st_tensor *t = hf_weights_find(c->w, name, NULL);
-    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", c->opt->model_dir, name);
-    int rank = d1 ? 2 : 1;
-    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1)) {
-        char want[64];
-        if (rank == 2)
-            snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
-        else
-            snprintf(want, sizeof want, "[%lld]", (long long)d0);
-        return nc_fail(err, NC_ERR_FORMAT, "tensor %s: shape does not match config.json (expected %s)",
-                       name, want);
-    }
-    *out = t;
-    return NC_OK;
-}
-
 /* Converts tensor `name` into a fresh fp16 buffer held by w->data. */
 static nc_status load_weight(compile_ctx *c, const char *name, int64_t d0, int64_t d1,
                              lower_weight *w, nc_error *err) {
-    const st_tensor *t;
-    NC_TRY(find(c, name, d0, d1, &t, err));
-    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
-    nc_fp16 *buf = malloc(n * sizeof *buf);
-    if (!buf) return nc_fail(err, NC_ERR_NOMEM, "tensor %s: out of memory", name);
-    nc_status st = lower_tensor_to_fp16(c->pool, t, 0, n, buf, &c->stats, err);
-    if (st != NC_OK) {
-        free(buf);
-        return st;
-    }
-    w->data = buf;
-    w->val = NULL;
-    return NC_OK;
+    return lower_tensor_load_fp16(c->w, c->pool, c->opt->model_dir, name, d0, d1, &c->stats, w,
+                                  err);
 }
 
 static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int layer, nc_error *err) {
@@ -166,7 +103,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     norm.dims[2] = norm.dims[3] = 1;
     NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
     const st_tensor *t;
-    nc_status st = find(c, c->man.lm_head_tensor, V, D, &t, err);
+    nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
     int n_chunks = (int)((V + LOWER_MAX_HEAD_ROWS - 1) / LOWER_MAX_HEAD_ROWS);
     if (n_chunks > 16) st = nc_fail(err, NC_ERR_UNSUPPORTED, "vocabulary of %lld rows is too large", (long long)V);
     int64_t per = n_chunks ? (V + n_chunks - 1) / n_chunks : V;
@@ -192,21 +129,6 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     if (st == NC_OK) st = emit(c, prog, "head", -1, err);
     free((void *)norm.data);
     for (int i = 0; i < n_chunks && i < 16; i++) free((void *)chunks[i].data);
-    return st;
-}
-
-static nc_status copy_file(const char *from_dir, const char *to_dir, const char *name, int required,
-                           nc_error *err) {
-    char src[4200], dst[4200];
-    snprintf(src, sizeof src, "%s/%s", from_dir, name);
-    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
-    if (!nc_file_exists(src))
-        return required ? nc_fail(err, NC_ERR_NOT_FOUND, "%s: missing", src) : NC_OK;
-    char *data = NULL;
-    size_t n = 0;
-    NC_TRY(nc_read_file(src, &data, &n, err));
-    nc_status st = nc_write_file_atomic(dst, data, n, err);
-    free(data);
     return st;
 }
 
@@ -242,25 +164,6 @@ static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
     return NC_OK;
 }
 
-/* Publishes tmp as out: a fresh name, or an older bundle replaced. */
-static nc_status publish(const char *tmp, const char *out, nc_error *err) {
-    if (rename(tmp, out) == 0) return NC_OK;
-    char old[4200];
-    snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
-    if (rename(out, old) != 0 || rename(tmp, out) != 0)
-        return nc_fail(err, NC_ERR_IO, "%s: cannot move the bundle into place: %s", out, strerror(errno));
-    lower_remove_tree(old);
-    return NC_OK;
-}
-
-static nc_status check_out(const char *out, nc_error *err) {
-    if (!nc_file_exists(out) && !nc_is_dir(out)) return NC_OK;
-    char m[4200];
-    snprintf(m, sizeof m, "%s/manifest.json", out);
-    if (nc_is_dir(out) && nc_file_exists(m)) return NC_OK; /* an older bundle: replaced at the end */
-    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a nectar bundle (not replacing it)", out);
-}
-
 nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,
                               nc_error *err) {
     compile_ctx *c = calloc(1, sizeof *c);
@@ -269,7 +172,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     c->opt = opt;
     c->t0 = nc_now_s();
     c->show_progress = opt->progress > 0 || (opt->progress < 0 && isatty(2));
-    nc_status st = check_out(opt->out_dir, err);
+    nc_status st = lower_bundle_check_out(opt->out_dir, err);
     if (!st) st = qwen3_config_load(opt->model_dir, &c->cfg, err);
     if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
         st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: head_dim must be even and heads a multiple of "
@@ -284,12 +187,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     }
     char *abs_src = st ? NULL : realpath(opt->model_dir, NULL);
     if (!st && !abs_src) st = nc_fail(err, NC_ERR_IO, "%s: %s", opt->model_dir, strerror(errno));
-    if (!st) {
-        snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%ld", opt->out_dir, (long)getpid());
-        lower_remove_tree(c->tmp);
-        if (mkdir(c->tmp, 0777) != 0)
-            st = nc_fail(err, NC_ERR_IO, "%s: cannot create: %s", c->tmp, strerror(errno));
-    }
+    if (!st) st = lower_bundle_make_tmp(opt->out_dir, c->tmp, sizeof c->tmp, err);
     lower_manifest *m = &c->man;
     if (!st) {
         m->cfg = c->cfg;
@@ -303,7 +201,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         snprintf(m->lm_head_tensor, sizeof m->lm_head_tensor, "%s",
                  c->cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
         const st_tensor *e;
-        st = find(c, m->embed_tensor, c->cfg.vocab_size, c->cfg.hidden_size, &e, err);
+        st = lower_tensor_find(c->w, opt->model_dir, m->embed_tensor, c->cfg.vocab_size,
+                               c->cfg.hidden_size, &e, err);
     }
     free(abs_src);
     int total = L + (opt->lm_head_on_cpu ? 0 : 1);
@@ -322,10 +221,10 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     free((void *)rope.data);
     if (!st && !opt->lm_head_on_cpu) st = compile_head(c, err);
     if (!st) progress(c, total, total);
-    if (!st) st = copy_file(opt->model_dir, c->tmp, "tokenizer.json", 1, err);
-    if (!st) st = copy_file(opt->model_dir, c->tmp, "tokenizer_config.json", 0, err);
-    if (!st) st = copy_file(opt->model_dir, c->tmp, "generation_config.json", 0, err);
-    if (!st) st = copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
+    if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "tokenizer.json", 1, err);
+    if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "tokenizer_config.json", 0, err);
+    if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "generation_config.json", 0, err);
+    if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
     if (!st) {
         m->fp16 = c->stats;
         m->kernels_per_token = LOWER_N_KERNELS * L + (m->lm_head_on_ane ? 1 : 0);
@@ -334,8 +233,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         st = lower_manifest_write(m, mp, err);
     }
     if (!st) {
-        rep->bundle_bytes = tree_bytes(c->tmp);
-        st = publish(c->tmp, opt->out_dir, err);
+        rep->bundle_bytes = lower_tree_bytes(c->tmp);
+        st = lower_bundle_publish(c->tmp, opt->out_dir, err);
     }
     if (st && c->tmp[0]) lower_remove_tree(c->tmp);
     if (!st) {

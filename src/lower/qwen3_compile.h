@@ -31,7 +31,4 @@ typedef struct lower_compile_report {
 nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,
                               nc_error *err);
 
-/* Removes a folder tree (for failed compiles and tests); missing is fine. */
-void lower_remove_tree(const char *dir);
-
 #endif

@@ -2,6 +2,8 @@
 #include "lower/weights_fp16.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHUNK_ELEMS (1u << 16)
@@ -73,5 +75,41 @@ nc_status lower_tensor_to_fp16(nc_pool *pool, const st_tensor *t, size_t first, 
         stats->n_nonfinite += j.nonfinite[i];
     }
     stats->n_values += count;
+    return NC_OK;
+}
+
+nc_status lower_tensor_find(const hf_weights *w, const char *model_dir, const char *name,
+                            int64_t d0, int64_t d1, const st_tensor **out, nc_error *err) {
+    const st_tensor *t = hf_weights_find(w, name, NULL);
+    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", model_dir, name);
+    int rank = d1 ? 2 : 1;
+    if (t->ndim != rank || t->shape[0] != d0 || (rank == 2 && t->shape[1] != d1)) {
+        char want[64];
+        if (rank == 2)
+            snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
+        else
+            snprintf(want, sizeof want, "[%lld]", (long long)d0);
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "tensor %s: shape does not match config.json (expected %s)", name, want);
+    }
+    *out = t;
+    return NC_OK;
+}
+
+nc_status lower_tensor_load_fp16(const hf_weights *w, nc_pool *pool, const char *model_dir,
+                                 const char *name, int64_t d0, int64_t d1, lower_fp16_stats *stats,
+                                 lower_weight *out, nc_error *err) {
+    const st_tensor *t;
+    NC_TRY(lower_tensor_find(w, model_dir, name, d0, d1, &t, err));
+    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1);
+    nc_fp16 *buf = malloc(n * sizeof *buf);
+    if (!buf) return nc_fail(err, NC_ERR_NOMEM, "tensor %s: out of memory", name);
+    nc_status st = lower_tensor_to_fp16(pool, t, 0, n, buf, stats, err);
+    if (st != NC_OK) {
+        free(buf);
+        return st;
+    }
+    out->data = buf;
+    out->val = NULL;
     return NC_OK;
 }

@@ -10,7 +10,9 @@
 
 #include "base/half.h"
 #include "base/pool.h"
+#include "io/hf_weights.h"
 #include "io/safetensors.h"
+#include "lower/lower_ops.h"
 
 typedef struct lower_fp16_stats {
     size_t n_values;     /* converted */
@@ -25,5 +27,15 @@ float lower_tensor_f32_at(const st_tensor *t, size_t i);
  * Fails (naming the tensor) for a dtype other than BF16/F16/F32. */
 nc_status lower_tensor_to_fp16(nc_pool *pool, const st_tensor *t, size_t first, size_t count,
                                nc_fp16 *dst, lower_fp16_stats *stats, nc_error *err);
+
+/* The checkpoint tensor `name` of model_dir with exactly the shape [d0]
+ * (d1 == 0) or [d0, d1]; the error names the tensor and the shape expected. */
+nc_status lower_tensor_find(const hf_weights *w, const char *model_dir, const char *name,
+                            int64_t d0, int64_t d1, const st_tensor **out, nc_error *err);
+/* The same tensor converted into a new fp16 buffer held by out->data (the
+ * caller frees it); out->val is reset. */
+nc_status lower_tensor_load_fp16(const hf_weights *w, nc_pool *pool, const char *model_dir,
+                                 const char *name, int64_t d0, int64_t d1, lower_fp16_stats *stats,
+                                 lower_weight *out, nc_error *err);
 
 #endif

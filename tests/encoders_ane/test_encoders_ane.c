@@ -11,9 +11,9 @@
 
 #include "../test.h"
 #include "io/npy.h"
+#include "lower/bundle_io.h"
 #include "lower/modernbert_compile.h"
 #include "lower/modernbert_manifest.h"
-#include "lower/qwen3_compile.h"
 #include "mil/check.h"
 #include "mil/parse.h"
 #include "models/modernbert_mil.h"

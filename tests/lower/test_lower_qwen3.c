@@ -15,6 +15,7 @@
 #include "gen/engine_mil.h"
 #include "gen/engine_qwen3.h"
 #include "io/npy.h"
+#include "lower/bundle_io.h"
 #include "lower/qwen3_compile.h"
 #include "mil/check.h"
 #include "mil/parse.h"
