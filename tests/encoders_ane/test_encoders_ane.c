@@ -14,10 +14,10 @@
 #include "lower/bundle_io.h"
 #include "lower/modernbert_compile.h"
 #include "lower/modernbert_manifest.h"
+#include "lower/modernbert_parity.h"
+#include "lower/modernbert_run.h"
 #include "mil/check.h"
 #include "mil/parse.h"
-#include "models/modernbert_mil.h"
-#include "models/modernbert_mil_parity.h"
 
 #define FIX "tests/fixtures/modernbert/"
 
@@ -76,7 +76,7 @@ static nc_status compile(const char *name, const mb_lower_options *lo, int small
 }
 
 static nc_status mil_fwd(void *ctx, const modernbert_io *io, nc_error *err) {
-    return modernbert_mil_forward(ctx, io, err);
+    return mb_run_forward(ctx, io, err);
 }
 
 /* The gate on fixture `name` for a bundle compiled with `lo`. */
@@ -87,12 +87,12 @@ static nc_status gate(const char *name, const mb_lower_options *lo, mb_parity_re
     fixture f = {0};
     NC_TRY(load_fixture(name, &f, err));
     modernbert_model *cpu = NULL;
-    modernbert_mil *mil = NULL;
+    mb_run *mil = NULL;
     nc_status st = compile(name, lo, 1, bundle, sizeof bundle, err);
     if (!st) st = modernbert_load(dir, 1, &cpu, err);
-    if (!st) st = modernbert_mil_open(bundle, 1, &mil, err);
+    if (!st) st = mb_run_open(bundle, 1, &mil, err);
     if (!st) st = mb_parity_run(cpu, mil_fwd, mil, f.ids, f.mask, f.n, f.seq, 2, rep, err);
-    modernbert_mil_free(mil);
+    mb_run_free(mil);
     modernbert_free(cpu);
     lower_remove_tree(bundle);
     fixture_free(&f);
@@ -194,9 +194,9 @@ static void test_mil_backend_matches_hf_outputs(void) {
         char bundle[256], p[512];
         CHECK_OK(load_fixture(names[k], &f, &err), &err);
         CHECK_OK(compile(names[k], NULL, 0, bundle, sizeof bundle, &err), &err);
-        modernbert_mil *mil = NULL;
-        CHECK_OK(modernbert_mil_open(bundle, 1, &mil, &err), &err);
-        const modernbert_config *c = modernbert_mil_config(mil);
+        mb_run *mil = NULL;
+        CHECK_OK(mb_run_open(bundle, 1, &mil, &err), &err);
+        const modernbert_config *c = mb_run_config(mil);
         int D = c->hidden_size, NL = c->num_hidden_layers + 1;
         size_t rows = (size_t)f.n * f.seq;
         int is_mlm = c->head == MODERNBERT_HEAD_MLM;
@@ -214,7 +214,7 @@ static void test_mil_backend_matches_hf_outputs(void) {
             io.mlm_logits = logits;
         else
             io.cls_logits = logits;
-        CHECK_OK(modernbert_mil_forward(mil, &io, &err), &err);
+        CHECK_OK(mb_run_forward(mil, &io, &err), &err);
         nc_npy hr = {0}, lr = {0};
         snprintf(p, sizeof p, FIX "%s/ref/hidden.npy", names[k]);
         CHECK_OK(nc_npy_read(p, &hr, &err), &err);
@@ -249,7 +249,7 @@ static void test_mil_backend_matches_hf_outputs(void) {
         nc_npy_free(&lr);
         free(hidden);
         free(logits);
-        modernbert_mil_free(mil);
+        mb_run_free(mil);
         lower_remove_tree(bundle);
         fixture_free(&f);
     }
@@ -337,10 +337,10 @@ static void test_batches_chunk_and_buckets_bound_the_input(void) {
     o.batches[0] = 1;
     mb_compile_report r;
     CHECK_OK(lower_modernbert_compile(&o, &r, &err), &err);
-    modernbert_mil *m3 = NULL, *m1 = NULL;
-    CHECK_OK(modernbert_mil_open(b3, 1, &m3, &err), &err);
-    CHECK_OK(modernbert_mil_open(b1, 1, &m1, &err), &err);
-    int D = modernbert_mil_config(m3)->hidden_size;
+    mb_run *m3 = NULL, *m1 = NULL;
+    CHECK_OK(mb_run_open(b3, 1, &m3, &err), &err);
+    CHECK_OK(mb_run_open(b1, 1, &m1, &err), &err);
+    int D = mb_run_config(m3)->hidden_size;
     size_t n = (size_t)f.n * f.seq * D;
     float *l3 = calloc(n, sizeof *l3), *l1 = calloc(n, sizeof *l1);
     modernbert_io io = {0};
@@ -350,11 +350,11 @@ static void test_batches_chunk_and_buckets_bound_the_input(void) {
     io.seq = f.seq;
     io.pooling = -1;
     io.last = l3;
-    CHECK_OK(modernbert_mil_forward(m3, &io, &err), &err);
-    CHECK(modernbert_mil_crossings(m3) == 4); /* x, mask_global, mask_local in; hidden out */
+    CHECK_OK(mb_run_forward(m3, &io, &err), &err);
+    CHECK(mb_run_crossings(m3) == 4); /* x, mask_global, mask_local in; hidden out */
     io.last = l1;
-    CHECK_OK(modernbert_mil_forward(m1, &io, &err), &err);
-    CHECK(modernbert_mil_crossings(m1) == 12);
+    CHECK_OK(mb_run_forward(m1, &io, &err), &err);
+    CHECK(mb_run_crossings(m1) == 12);
     CHECK(!memcmp(l1, l3, n * sizeof *l1));
     /* 33 tokens do not fit the 32 bucket */
     int32_t ids[33], mask[33];
@@ -366,17 +366,17 @@ static void test_batches_chunk_and_buckets_bound_the_input(void) {
     io.batch = 1;
     io.seq = 33;
     io.last = big;
-    CHECK(modernbert_mil_forward(m1, &io, &err) == NC_ERR_RANGE);
+    CHECK(mb_run_forward(m1, &io, &err) == NC_ERR_RANGE);
     CHECK(strstr(err.msg, "bucket") != NULL);
     /* a row of padding only is refused, as by the CPU engine */
     memset(mask, 0, sizeof mask);
     io.seq = 32;
-    CHECK(modernbert_mil_forward(m1, &io, &err) == NC_ERR_INVALID);
+    CHECK(mb_run_forward(m1, &io, &err) == NC_ERR_INVALID);
     free(big);
     free(l1);
     free(l3);
-    modernbert_mil_free(m1);
-    modernbert_mil_free(m3);
+    mb_run_free(m1);
+    mb_run_free(m3);
     lower_remove_tree(b1);
     lower_remove_tree(b3);
     fixture_free(&f);

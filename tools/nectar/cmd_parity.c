@@ -1,4 +1,4 @@
-/* `nectar parity`: the parity gate (src/models/modernbert_mil_parity.h) on
+/* `nectar parity`: the parity gate (src/lower/modernbert_parity.h) on
  * the command line. The CPU engine on the original folder is the reference;
  * the candidate is an encoder bundle run by the fp16 interpreter. Exits 1
  * when the gate fails, so scripts can refuse a conversion. */
@@ -10,8 +10,8 @@
 #include "base/mmap.h"
 #include "commands.h"
 #include "io/npy.h"
-#include "models/modernbert_mil.h"
-#include "models/modernbert_mil_parity.h"
+#include "lower/modernbert_parity.h"
+#include "lower/modernbert_run.h"
 #include "text/tokenizer.h"
 
 static void usage(FILE *f) {
@@ -131,7 +131,7 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
 }
 
 static nc_status mil_forward(void *ctx, const modernbert_io *io, nc_error *err) {
-    return modernbert_mil_forward(ctx, io, err);
+    return mb_run_forward(ctx, io, err);
 }
 
 int cmd_parity(int argc, char **argv) {
@@ -167,16 +167,16 @@ int cmd_parity(int argc, char **argv) {
         return cli_failf("parity: -m DIR, --candidate BUNDLE and --inputs FILE are required"), 2;
     nc_error err = {0};
     modernbert_model *cpu = NULL;
-    modernbert_mil *cand = NULL;
+    mb_run *cand = NULL;
     int32_t *ids = NULL, *mask = NULL;
     int n = 0, seq = 0, rc = 1;
     mb_parity_report rep;
     memset(&rep, 0, sizeof rep);
     nc_status st = modernbert_load(model, threads, &cpu, &err);
-    if (!st) st = modernbert_mil_open(bundle, threads, &cand, &err);
+    if (!st) st = mb_run_open(bundle, threads, &cand, &err);
     if (!st) {
         /* the gate compares like with like: same shape, same head */
-        const modernbert_config *a = modernbert_model_config(cpu), *b = modernbert_mil_config(cand);
+        const modernbert_config *a = modernbert_model_config(cpu), *b = mb_run_config(cand);
         if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
             a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
             st = nc_fail(&err, NC_ERR_INVALID,
@@ -201,7 +201,7 @@ int cmd_parity(int argc, char **argv) {
     mb_parity_report_free(&rep);
     free(ids);
     free(mask);
-    modernbert_mil_free(cand);
+    mb_run_free(cand);
     modernbert_free(cpu);
     return rc;
 }

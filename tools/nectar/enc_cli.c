@@ -95,8 +95,8 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
     if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "mil"))
         return cli_failf("%s: --backend '%s' is not cpu or mil", cmd, o->backend);
     if (o->backend && !strcmp(o->backend, "mil")) { /* -m is a bundle (nectar compile) */
-        if (modernbert_mil_open(o->model, o->threads, &c->mil, &err) != NC_OK) return cli_fail(&err);
-        c->m = modernbert_mil_host(c->mil);
+        if (mb_run_open(o->model, o->threads, &c->mil, &err) != NC_OK) return cli_fail(&err);
+        c->m = mb_run_host(c->mil);
     } else if (modernbert_load(o->model, o->threads, &c->m, &err) != NC_OK)
         return cli_fail(&err);
     c->batch = o->batch > 0 ? o->batch : DEFAULT_BATCH;
@@ -111,7 +111,7 @@ void enc_cli_close(enc_cli *c) {
     free(c->ids);
     free(c->mask);
     tok_free(c->tok);
-    if (c->mil) modernbert_mil_free(c->mil);
+    if (c->mil) mb_run_free(c->mil);
     else modernbert_free(c->m);
 }
 
@@ -160,7 +160,7 @@ int enc_cli_forward(enc_cli *c, modernbert_io *io) {
     io->ids = c->ids;
     io->mask = c->mask;
     io->seq = c->seq;
-    if ((c->mil ? modernbert_mil_forward(c->mil, io, &err) : modernbert_forward(c->m, io, &err)) != NC_OK)
+    if ((c->mil ? mb_run_forward(c->mil, io, &err) : modernbert_forward(c->m, io, &err)) != NC_OK)
         return cli_fail(&err);
     for (int i = 0; i < io->batch * io->seq; i++)
         c->n_tokens += (size_t)c->mask[i];

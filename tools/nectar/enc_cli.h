@@ -9,13 +9,13 @@
 #include <stdint.h>
 
 #include "models/modernbert.h"
-#include "models/modernbert_mil.h"
+#include "lower/modernbert_run.h"
 #include "text/tokenizer.h"
 
 typedef struct enc_cli {
     const char *cmd; /* "embed", ... for messages */
     modernbert_model *m;
-    modernbert_mil *mil; /* --backend mil: the bundle's runner (m is its host engine) */
+    mb_run *mil; /* --backend mil: the bundle's runner (m is its host engine) */
     tok_tokenizer *tok;
     char **texts;
     size_t n_texts;

@@ -1,6 +1,6 @@
-/* The parity gate (modernbert_mil_parity.h): both engines on the same
+/* The parity gate (modernbert_parity.h): both engines on the same
  * padded batch, then the statistics, all in double precision. */
-#include "models/modernbert_mil_parity.h"
+#include "lower/modernbert_parity.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,8 +14,8 @@
  * A model without a head (embeddings) is gated on the pooled vectors:
  * cosine similarity >= 0.999 for every input (nectar's rule; DESIGN.md
  * states the gate for probabilities only). */
-#ifndef NC_MODELS_MODERNBERT_MIL_PARITY_H
-#define NC_MODELS_MODERNBERT_MIL_PARITY_H
+#ifndef NC_LOWER_MODERNBERT_PARITY_H
+#define NC_LOWER_MODERNBERT_PARITY_H
 
 #include <stdio.h>
 

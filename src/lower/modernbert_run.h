@@ -3,30 +3,29 @@
  * the ANE is asked for. The host side is the CPU engine of the checkpoint
  * the bundle names: embedding rows + embedding LayerNorm before the island,
  * pooling and heads after it. Same I/O contract as modernbert_forward. */
-#ifndef NC_MODELS_MODERNBERT_MIL_H
-#define NC_MODELS_MODERNBERT_MIL_H
+#ifndef NC_LOWER_MODERNBERT_RUN_H
+#define NC_LOWER_MODERNBERT_RUN_H
 
 #include "models/modernbert.h"
 
-typedef struct modernbert_mil modernbert_mil;
+typedef struct mb_run mb_run;
 
 /* Opens BUNDLE (manifest.json, encoder/model.mil) and the checkpoint it was
  * compiled from; n_threads <= 0: all cores. */
-nc_status modernbert_mil_open(const char *bundle, int n_threads, modernbert_mil **out,
-                              nc_error *err);
-void modernbert_mil_free(modernbert_mil *m);
-const modernbert_config *modernbert_mil_config(const modernbert_mil *m);
+nc_status mb_run_open(const char *bundle, int n_threads, mb_run **out, nc_error *err);
+void mb_run_free(mb_run *m);
+const modernbert_config *mb_run_config(const mb_run *m);
 /* The host engine (embedding, tail), owned by m. */
-modernbert_model *modernbert_mil_host(modernbert_mil *m);
+modernbert_model *mb_run_host(mb_run *m);
 
 /* As modernbert_forward (modernbert.h), the encoder layers and final norm
  * run by the interpreter: rows go in chunks of the largest compiled batch,
  * each padded to the smallest compiled (batch, bucket) that holds it.
  * NC_ERR_RANGE when seq exceeds the largest bucket. hidden[l] for
  * 0 < l < layers is the layer's output read off the interpreter. */
-nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_error *err);
+nc_status mb_run_forward(mb_run *m, const modernbert_io *io, nc_error *err);
 
 /* Copies CPU<->island per forward so far (x, masks, hidden per chunk). */
-long modernbert_mil_crossings(const modernbert_mil *m);
+long mb_run_crossings(const mb_run *m);
 
 #endif

@@ -1,7 +1,7 @@
-/* Encoder bundles through the fp16 interpreter (modernbert_mil.h). The host
+/* Encoder bundles through the fp16 interpreter (modernbert_run.h). The host
  * lays embedding rows out as [B, D, 1, L] columns, builds the additive masks
  * [b, key, 0, query], runs the (B, L) function and reads `hidden` back. */
-#include "models/modernbert_mil.h"
+#include "lower/modernbert_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "mil/interp.h"
 #include "mil/parse.h"
 
-struct modernbert_mil {
+struct mb_run {
     mb_manifest man;
     modernbert_model *host;
     mil_program *prog;
@@ -21,9 +21,8 @@ struct modernbert_mil {
     long crossings;
 };
 
-nc_status modernbert_mil_open(const char *bundle, int n_threads, modernbert_mil **out,
-                              nc_error *err) {
-    modernbert_mil *m = calloc(1, sizeof *m);
+nc_status mb_run_open(const char *bundle, int n_threads, mb_run **out, nc_error *err) {
+    mb_run *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     nc_status st = mb_manifest_read(bundle, &m->man, err);
     if (!st) st = modernbert_load(m->man.source_dir, n_threads, &m->host, err);
@@ -43,14 +42,14 @@ nc_status modernbert_mil_open(const char *bundle, int n_threads, modernbert_mil 
     if (!st) st = mil_parse_file(path, &m->prog, err);
     if (!st) st = nc_pool_new(n_threads, &m->pool, err);
     if (st) {
-        modernbert_mil_free(m);
+        mb_run_free(m);
         return st;
     }
     *out = m;
     return NC_OK;
 }
 
-void modernbert_mil_free(modernbert_mil *m) {
+void mb_run_free(mb_run *m) {
     if (!m) return;
     for (int i = 0; i < LOWER_MAX_FUNCS; i++)
         mil_interp_free(m->fns[i]);
@@ -60,21 +59,20 @@ void modernbert_mil_free(modernbert_mil *m) {
     free(m);
 }
 
-const modernbert_config *modernbert_mil_config(const modernbert_mil *m) {
+const modernbert_config *mb_run_config(const mb_run *m) {
     return modernbert_model_config(m->host);
 }
 
-modernbert_model *modernbert_mil_host(modernbert_mil *m) {
+modernbert_model *mb_run_host(mb_run *m) {
     return m->host;
 }
 
-long modernbert_mil_crossings(const modernbert_mil *m) {
+long mb_run_crossings(const mb_run *m) {
     return m->crossings;
 }
 
 /* The interpreter of function (batch, seq), prepared once. */
-static nc_status function_for(modernbert_mil *m, int batch, int seq, mil_interp **out,
-                              nc_error *err) {
+static nc_status function_for(mb_run *m, int batch, int seq, mil_interp **out, nc_error *err) {
     char name[64];
     mb_lower_fn_name(name, sizeof name, batch, seq);
     for (int i = 0; i < m->man.program.n_fns; i++) {
@@ -91,9 +89,9 @@ static nc_status function_for(modernbert_mil *m, int batch, int seq, mil_interp 
 
 /* One chunk of n <= B rows (starting at row r0 of io) through function
  * (B, L); writes last (and hidden) for those rows. emb: [batch*seq][D]. */
-static nc_status run_chunk(modernbert_mil *m, const modernbert_io *io, const float *emb, int r0,
-                           int n, int B, int L, float *last, nc_error *err) {
-    const modernbert_config *c = modernbert_mil_config(m);
+static nc_status run_chunk(mb_run *m, const modernbert_io *io, const float *emb, int r0, int n,
+                           int B, int L, float *last, nc_error *err) {
+    const modernbert_config *c = mb_run_config(m);
     int D = c->hidden_size, S = io->seq, W = c->local_attention / 2;
     mil_interp *it = NULL;
     NC_TRY(function_for(m, B, L, &it, err));
@@ -153,8 +151,8 @@ static nc_status run_chunk(modernbert_mil *m, const modernbert_io *io, const flo
     return st;
 }
 
-nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_error *err) {
-    const modernbert_config *c = modernbert_mil_config(m);
+nc_status mb_run_forward(mb_run *m, const modernbert_io *io, nc_error *err) {
+    const modernbert_config *c = mb_run_config(m);
     const mb_manifest *mf = &m->man;
     int D = c->hidden_size, S = io->seq;
     if (io->batch < 1 || S < 1) return nc_fail(err, NC_ERR_INVALID, "empty batch");
@@ -168,7 +166,8 @@ nc_status modernbert_mil_forward(modernbert_mil *m, const modernbert_io *io, nc_
                        S, mf->seqs[mf->n_seqs - 1]);
     for (int b = 0; io->mask && b < io->batch; b++) {
         int real = 0;
-        for (int t = 0; t < S; t++) real += io->mask[(size_t)b * S + t] != 0;
+        for (int t = 0; t < S; t++)
+            real += io->mask[(size_t)b * S + t] != 0;
         if (!real) return nc_fail(err, NC_ERR_INVALID, "input %d has no real tokens", b);
     }
     size_t rows = (size_t)io->batch * S;
