@@ -78,7 +78,8 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
     nc_pool *pool;
     if (nc_pool_new(threads, &pool, &err) != NC_OK) return cli_fail(&err);
     double each[MAX_RUNS], mean, sd;
-    double best = cpu_read_bandwidth(pool, bw_bytes, runs, each);
+    double bw_cpu = 0;
+    double best = cpu_read_bandwidth(pool, bw_bytes, runs, each, &bw_cpu);
     if (best <= 0) {
         nc_pool_free(pool);
         return cli_failf("bench: cannot allocate %zu MiB for the bandwidth probe", bw_bytes >> 20);
@@ -104,11 +105,13 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
         printf("},\n  \"peak_fma_flops_per_cpu_s\": {");
         for (int i = 0; i < nt; i++)
             printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, core[i]);
-        printf("},\n  \"kernels\": \"%s\"\n}\n", cpu_kernels_get()->name);
+        printf("},\n  \"read_bytes_per_cpu_s\": %.0f,\n  \"kernels\": \"%s\"\n}\n", bw_cpu,
+               cpu_kernels_get()->name);
     } else {
         printf("%d threads; read bandwidth over %zu MiB: best %.2f GB/s, mean %.2f +/- %.2f GB/s "
                "(%d runs)\n",
                n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
+        printf("per CPU-second of a reading thread: %.2f GB\n", bw_cpu / 1e9);
         for (int i = 0; i < nt; i++)
             printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
                    tabs[i]->name, peak[i] / 1e9, core[i] / 1e9,
@@ -255,9 +258,9 @@ int cmd_bench(int argc, char **argv) {
     free(tokens);
     /* Probe the machine with the model's pool gone from the caches' way. */
     nc_pool *pool = NULL;
-    double bw = 0.0, peak = 0.0, core = 0.0;
+    double bw = 0.0, peak = 0.0, core = 0.0, bw_cpu = 0.0;
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
-        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL);
+        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL, &bw_cpu);
         peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3, &core);
     }
     nc_pool_free(pool);
@@ -265,6 +268,10 @@ int cmd_bench(int argc, char **argv) {
     double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
     double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_flops(c, n_pp) * runs / pp.cpu_s / 1e9 : 0;
+    /* tg's weight bytes per CPU-second against the probe's: the bandwidth
+     * roofline's fraction while the threads ran (shared machines) */
+    double tg_bytes_cpu = n_tg > 0 && tg.cpu_s > 0 ? (double)wbytes * n_tg * runs / tg.cpu_s : 0;
+    double tg_frac_cpu = bw_cpu > 0 ? tg_bytes_cpu / bw_cpu : 0.0;
     const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
 
     if (as_json) {
@@ -273,15 +280,17 @@ int cmd_bench(int argc, char **argv) {
                dir, dtype, n_threads, kern, load_s, first_s);
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
-        printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
-               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
-               "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
-               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
-               "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
-               "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f\n}\n",
-               rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
-               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
-               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0);
+        printf(
+            "  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
+            "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
+            "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
+            "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
+            "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
+            "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
+            "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f\n}\n",
+            rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
+            pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
+            core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
                "cache\n",
@@ -311,6 +320,9 @@ int cmd_bench(int argc, char **argv) {
             printf("per CPU-second (what a core did while it ran): peak %.1f GFLOP, pp %.1f GFLOP "
                    "= %.0f%%\n",
                    core / 1e9, pp_gflop_cpu, 100 * pp_gflop_cpu * 1e9 / core);
+        if (n_tg > 0 && bw_cpu > 0)
+            printf("per CPU-second of a thread: read probe %.2f GB, tg weights %.2f GB = %.0f%%\n",
+                   bw_cpu / 1e9, tg_bytes_cpu / 1e9, 100 * tg_frac_cpu);
     }
     qwen3_free(m);
     return 0;
