@@ -1,14 +1,18 @@
 /* Causal grouped-query attention over fp32 or fp16 KV caches (the math in
- * fp32). Each query row has
- * its own cache (rows of one batch may belong to different sequences) and
- * sees its first n_keys cache rows (its position + 1); query head h reads
- * KV head h / (n_heads / n_kv_heads). One pool task per (query row, KV
- * head), covering the query heads of that group. */
+ * fp32). Each query row has its own cache (rows of one batch may belong to
+ * different sequences) and sees its first n_keys cache rows (its position
+ * + 1); query head h reads KV head h / (n_heads / n_kv_heads). One pool task
+ * per (window of CPU_ATTENTION_BLOCK rows, KV head), covering the query
+ * heads of that group; runs of rows of one sequence in a window share each
+ * pass over the cache. */
 #ifndef NC_CPU_ATTENTION_H
 #define NC_CPU_ATTENTION_H
 
 #include "base/pool.h"
 #include "cpu/cpu_kernels.h"
+
+/* Rows per attention block (a prompt's rows share each cache pass). */
+#define CPU_ATTENTION_BLOCK 16
 
 typedef struct cpu_attention_args {
     const float *q; /* [n, n_heads * head_dim], row stride ldq */
@@ -20,8 +24,9 @@ typedef struct cpu_attention_args {
     const int *n_keys;          /* per row */
     int n, n_heads, n_kv_heads, head_dim;
     float scale;
-    float *scores;        /* per pool thread and head of a group: scores +
-                             (thread * group + g) * scores_stride */
+    float *scores;        /* per pool thread, row of a block and head of a group:
+                             scores + ((thread * CPU_ATTENTION_BLOCK + b) * group
+                             + g) * scores_stride */
     size_t scores_stride; /* >= every n_keys */
 } cpu_attention_args;
 

@@ -23,7 +23,7 @@ typedef struct qwen3_layer {
  * sequence: [rows, width] activations plus where each row belongs. */
 typedef struct qwen3_workspace {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
-    float *scores; /* [threads, heads per KV head, max_position_embeddings] */
+    float *scores; /* [threads, CPU_ATTENTION_BLOCK, heads per KV head, max_position_embeddings] */
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
     int8_t *xq;    /* int8 activations for quantized matrices (cpu_act), */
     float *xs;     /* sized for QWEN3_MAX_BATCH rows of the widest input */

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/half.h"
+#include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
 #include "models/qwen3_impl.h"
@@ -191,14 +192,15 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->rope_cos = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     w->rope_sin = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     size_t group = (size_t)(c->num_attention_heads / c->num_key_value_heads);
-    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * group *
+    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * CPU_ATTENTION_BLOCK * group *
                                  (size_t)c->max_position_embeddings * sizeof(float));
     w->logits = nc_alloc_aligned((size_t)QWEN3_LOGIT_ROWS * (size_t)c->vocab_size * sizeof(float));
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
     w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
     w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
     w->panel_floats = (size_t)CPU_MATMUL_PANEL_ROWS * (size_t)widest;
-    w->panels = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->panel_floats * sizeof(float));
+    w->panels =
+        nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->panel_floats * sizeof(float));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -280,9 +282,9 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     s->batch = QWEN3_MAX_BATCH;
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     int ovf = 0;
-    size_t cache_bytes = nc_mul_size(
-        nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
-        m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
+    size_t cache_bytes =
+        nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
+                    m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096
