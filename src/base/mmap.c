@@ -99,6 +99,15 @@ nc_status nc_write_file_atomic(const char *path, const void *data, size_t size_b
     return NC_OK;
 }
 
+nc_status nc_copy_file(const char *src, const char *dst, nc_error *err) {
+    char *data = NULL;
+    size_t n = 0;
+    NC_TRY(nc_read_file(src, &data, &n, err));
+    nc_status st = nc_write_file_atomic(dst, data, n, err);
+    free(data);
+    return st;
+}
+
 int nc_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);

@@ -24,6 +24,9 @@ nc_status nc_read_file(const char *path, char **out, size_t *size_bytes, nc_erro
 nc_status nc_write_file_atomic(const char *path, const void *data, size_t size_bytes,
                                nc_error *err);
 
+/* Copies a (small) file whole: nc_read_file, then nc_write_file_atomic. */
+nc_status nc_copy_file(const char *src, const char *dst, nc_error *err);
+
 int nc_file_exists(const char *path);
 int nc_is_dir(const char *path);
 

@@ -81,12 +81,7 @@ nc_status lower_copy_file(const char *from_dir, const char *to_dir, const char *
     snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
     if (!nc_file_exists(src))
         return required ? nc_fail(err, NC_ERR_NOT_FOUND, "%s: missing", src) : NC_OK;
-    char *data = NULL;
-    size_t n = 0;
-    NC_TRY(nc_read_file(src, &data, &n, err));
-    nc_status st = nc_write_file_atomic(dst, data, n, err);
-    free(data);
-    return st;
+    return nc_copy_file(src, dst, err);
 }
 
 /* --- manifest.json: writing ------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* Random ModernBERT-family checkpoints (see modernbert_random.h). Shapes and
  * special ids are those of the hub configs (../shared/reference/
- * encoders-and-ane-layout.md §1.6). Values come from a counter-based hash of
- * (seed, tensor, element), so any split of the work gives the same bytes. */
+ * encoders-and-ane-layout.md §1.6). Values: the counter-based uniform
+ * scheme of io/safetensors_random.h. */
 #include "models/modernbert_random.h"
 
 #include <jansson.h>
@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/half.h"
 #include "base/mmap.h"
 #include "base/pool.h"
 #include "io/hf_weights.h"
-#include "io/safetensors_write.h"
+#include "io/safetensors_random.h"
 
 typedef struct mb_shape {
     const char *name;
@@ -44,37 +43,14 @@ const char *modernbert_random_names(void) {
     return "modernbert-base, modernbert-large, mmbert-base";
 }
 
-#define MAX_T 256
-#define BLOCK ((size_t)1 << 16)
-
-typedef struct plan {
-    st_write_tensor t[MAX_T];
-    char names[MAX_T][80];
-    unsigned char base_one[MAX_T]; /* norm weights: 1 + noise */
-    int n;
-    uint64_t seed;
-    nc_pool *pool;
-} plan;
-
-static void add(plan *p, const char *name, st_dtype dt, int64_t d0, int64_t d1, int base_one) {
-    st_write_tensor *t = &p->t[p->n];
-    snprintf(p->names[p->n], sizeof p->names[0], "%s", name);
-    t->name = p->names[p->n];
-    t->dtype = dt;
-    t->ndim = d1 ? 2 : 1;
-    t->shape[0] = d0;
-    t->shape[1] = d1;
-    p->base_one[p->n++] = (unsigned char)base_one;
-}
-
-static void make_plan(plan *p, const mb_shape *s, st_dtype dt) {
+static void make_plan(st_random_plan *p, const mb_shape *s, st_dtype dt) {
     int64_t d = s->hidden;
     char n[80];
-    add(p, "model.embeddings.tok_embeddings.weight", dt, s->vocab, d, 0);
-    add(p, "model.embeddings.norm.weight", dt, d, 0, 1);
+    st_random_add(p, "model.embeddings.tok_embeddings.weight", dt, s->vocab, d, 0);
+    st_random_add(p, "model.embeddings.norm.weight", dt, d, 0, 1);
     for (int l = 0; l < s->layers; l++) {
 #define T(suffix, a, b, one)                                                                       \
-    (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), add(p, n, dt, a, b, one))
+    (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), st_random_add(p, n, dt, a, b, one))
         if (l > 0) T("attn_norm.weight", d, 0, 1);
         T("attn.Wqkv.weight", 3 * d, d, 0);
         T("attn.Wo.weight", d, d, 0);
@@ -83,51 +59,10 @@ static void make_plan(plan *p, const mb_shape *s, st_dtype dt) {
         T("mlp.Wo.weight", d, s->inter, 0);
 #undef T
     }
-    add(p, "model.final_norm.weight", dt, d, 0, 1);
-    add(p, "head.dense.weight", dt, d, d, 0);
-    add(p, "head.norm.weight", dt, d, 0, 1);
-    add(p, "decoder.bias", dt, s->vocab, 0, 0);
-}
-
-static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-typedef struct {
-    const plan *p;
-    int index;
-    size_t first, n;
-    void *dst;
-} job;
-
-static void fill_task(void *ctx, int task, int thread) {
-    (void)thread;
-    const job *j = ctx;
-    size_t i0 = (size_t)task * BLOCK, i1 = i0 + BLOCK < j->n ? i0 + BLOCK : j->n;
-    st_dtype dt = j->p->t[j->index].dtype;
-    float base = j->p->base_one[j->index] ? 1.0f : 0.0f;
-    uint64_t key = j->p->seed ^ ((uint64_t)(j->index + 1) << 44);
-    for (size_t i = i0; i < i1; i++) {
-        /* uniform on [-0.02 sqrt 3, 0.02 sqrt 3): std 0.02 */
-        double u = (double)(mix(key + (j->first + i) * 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-53;
-        float v = base + (float)((u * 2.0 - 1.0) * 0.0346410161513775);
-        if (dt == ST_BF16)
-            ((nc_bf16 *)j->dst)[i] = nc_f32_to_bf16(v);
-        else if (dt == ST_F16)
-            ((nc_fp16 *)j->dst)[i] = nc_f32_to_fp16(v);
-        else
-            ((float *)j->dst)[i] = v;
-    }
-}
-
-static nc_status fill(void *ctx, int index, size_t first, size_t n, void *dst, nc_error *err) {
-    (void)err;
-    const plan *p = ctx;
-    job j = {p, index, first, n, dst};
-    nc_pool_for(p->pool, (int)((n + BLOCK - 1) / BLOCK), fill_task, &j);
-    return NC_OK;
+    st_random_add(p, "model.final_norm.weight", dt, d, 0, 1);
+    st_random_add(p, "head.dense.weight", dt, d, d, 0);
+    st_random_add(p, "head.norm.weight", dt, d, 0, 1);
+    st_random_add(p, "decoder.bias", dt, s->vocab, 0, 0);
 }
 
 static json_t *config_json(const mb_shape *s, st_dtype dt) {
@@ -170,9 +105,10 @@ nc_status modernbert_random_write(const char *like, const char *out, st_dtype dt
                                   int n_threads, size_t *bytes_out, nc_error *err) {
     const mb_shape *s = find_shape(like);
     if (!s) return nc_fail(err, NC_ERR_INVALID, "unknown encoder shape '%s'", like);
-    static plan p; /* ~20 KiB of names: one per process */
+    static st_random_plan p; /* ~150 KiB of names: one per process */
     memset(&p, 0, sizeof p);
-    p.seed = mix(seed + 0x51ed270b27a1f3c5ull);
+    p.kind = ST_RANDOM_UNIFORM;
+    p.seed = st_random_mix(seed + 0x51ed270b27a1f3c5ull);
     make_plan(&p, s, dtype);
     char path[4096];
     json_t *cfg = config_json(s, dtype);
@@ -185,12 +121,8 @@ nc_status modernbert_random_write(const char *like, const char *out, st_dtype dt
     NC_TRY(st);
     NC_TRY(nc_pool_new(n_threads, &p.pool, err));
     hf_path_join(path, sizeof path, out, "model.safetensors");
-    st = st_write_file(path, p.t, p.n, fill, &p, err);
+    st = st_write_file(path, p.t, p.n, st_random_fill, &p, err);
     nc_pool_free(p.pool);
-    if (bytes_out) {
-        *bytes_out = 0;
-        for (int i = 0; i < p.n; i++)
-            *bytes_out += st_write_tensor_bytes(&p.t[i]);
-    }
+    if (bytes_out) *bytes_out = st_random_bytes(&p);
     return st;
 }

@@ -58,9 +58,4 @@ void enc_cli_json_string(FILE *f, const char *s);
  * (enc_bench.c). */
 int enc_cli_bench(const char *model, const char *shapes, int runs, int threads);
 
-/* gen-random for encoder shapes (gen_random_encoder.c): whether --like
- * names one, and the command itself. */
-int gen_random_is_encoder(int argc, char **argv);
-int gen_random_encoder(int argc, char **argv);
-
 #endif
