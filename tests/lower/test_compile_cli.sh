@@ -106,6 +106,15 @@ else
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
 check_err run_bad_backend "cpu or mil" "$BIN" run --backend gpu -m $M -p hi -n 1
+# the bundle's context is fixed at compile time (--ctx 128 above): another
+# --ctx is refused in one line, the same one is accepted
+check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \
+    "$BIN" run $T --backend mil -m "$TMP/b" --ctx 256 -p hi -n 1
+if "$BIN" run $T --backend mil -m "$TMP/b" --ctx 128 -p hi --temp 0 -n 1 >"$TMP/out" 2>"$TMP/err"; then
+    pass run_mil_ctx_equal_to_bundle
+else
+    fail run_mil_ctx_equal_to_bundle "$(cat "$TMP/err")"
+fi
 
 # recompiling over an existing bundle replaces it; --lm-head cpu runs the
 # head from the checkpoint and gives the same greedy text

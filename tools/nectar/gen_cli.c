@@ -112,6 +112,7 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
         if ((r = parse_long(a, v, -1, INT_MAX, &n)) > 0) o->max_new_tokens = (int)n;
     } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
         if ((r = parse_long(a, v, 1, INT_MAX, &n)) > 0) o->ctx = (int)n;
+        o->is_set_ctx = 1;
     } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
         if ((r = parse_long(a, v, 1, 1024, &n)) > 0) o->n_threads = (int)n;
     } else if (!strcmp(a, "--temp")) {
@@ -184,7 +185,7 @@ void gen_cli_print_options(FILE *f) {
            "                            fit (default: an error)\n"
            "      --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
            "                            compile) run by the MIL interpreter in fp16; its\n"
-           "                            context is the bundle's\n"
+           "                            context is the bundle's (--ctx, if given, must match)\n"
            "      --dump-layers DIR     write the hidden state after each layer for every\n"
            "                            token as DIR/layer_NN.npy (float32 [tokens, hidden])\n");
 }
@@ -233,6 +234,13 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
     gen_engine eng;
     if (is_mil) {
         if (st == NC_OK) st = gen_mil_open(o->model_dir, o->n_threads, &l->mil, err);
+        /* the KV cache of a bundle is sized when it is compiled */
+        int bundle_ctx = st == NC_OK ? gen_mil_manifest(l->mil)->ctx : 0;
+        if (st == NC_OK && o->is_set_ctx && o->ctx != bundle_ctx)
+            st = nc_fail(err, NC_ERR_INVALID,
+                         "--ctx %d: the bundle %s was compiled for a context of %d tokens "
+                         "(leave --ctx out, or recompile with nectar compile --ctx %d)",
+                         o->ctx, o->model_dir, bundle_ctx, o->ctx);
         if (st == NC_OK) eng = gen_engine_mil(l->mil);
     } else {
         qwen3_load_options lo = {o->n_threads};

@@ -21,6 +21,7 @@ typedef struct gen_cli_opts {
     gen_sampler_params sampling;
     /* given on the command line (defaults from elsewhere must not override) */
     int is_set_temp, is_set_top_k, is_set_top_p, is_set_min_p, is_set_repeat;
+    int is_set_ctx; /* --ctx given: with --backend mil it must equal the bundle's */
     const char *stops[GEN_CLI_MAX_STOPS];
     int n_stops;
     int truncate;
