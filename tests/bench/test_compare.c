@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include "../test.h"
 #include "base/json.h"
 #include "base/mmap.h"
@@ -167,10 +169,15 @@ static void rapl_spec(char *buf, size_t cap, const char *root, int add_uj) {
 }
 
 static void test_rapl_energy_per_decision_is_exact(void) {
-    const char *root = "build/tmp/test_compare_powercap";
-    CHECK(system("rm -rf build/tmp/test_compare_powercap && mkdir -p build/tmp && "
-                 "cp -r tests/fixtures/bench/powercap build/tmp/test_compare_powercap") == 0);
-    FILE *f = fopen("build/tmp/test_compare_powercap/intel-rapl:0/energy_uj", "w");
+    /* per-process folder: two test runs at once must not share the counter */
+    char root[128], cmd[512], counter[256];
+    snprintf(root, sizeof root, "build/tmp/test_compare_powercap.%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd,
+             "rm -rf %s && mkdir -p build/tmp && cp -r tests/fixtures/bench/powercap %s", root,
+             root);
+    CHECK(system(cmd) == 0);
+    snprintf(counter, sizeof counter, "%s/intel-rapl:0/energy_uj", root);
+    FILE *f = fopen(counter, "w");
     CHECK(f != NULL);
     /* cold + warm-up add 15000 uJ: the first measured decision wraps it */
     fprintf(f, "%llu\n", 262143328850ull - 16000);
@@ -208,6 +215,8 @@ static void test_rapl_energy_per_decision_is_exact(void) {
     /* nothing is added while idle: idle-subtracted energy equals the raw one */
     CHECK_NEAR(idle_w, 0.0, 1e-12);
     CHECK_NEAR(net.estimate, 0.005, 1e-12);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
 }
 
 /* A MIL program from the interpreter's fixtures, run in-process: every
