@@ -68,17 +68,65 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     w->row_v[i] = cache_at(s, s->v_cache, lc->layer);
 }
 
-static void silu_mul_row(void *ctx, int i, int thread) {
+/* One pass over a row for the step before a matrix product: optionally
+ * x += add (the residual), then out = rmsnorm(x) (norm set) or
+ * out = silu(out) * mul (mul set), then, when the next matrices are
+ * quantized, out's int8 blocks for them (act->q/s): the row is still in L1,
+ * and one pool dispatch does all of it. */
+typedef struct {
+    const qwen3_config *c;
+    float *x;          /* residual rows (norm) */
+    const float *add;  /* NULL: no residual add; may be out (read first) */
+    const float *norm; /* RMSNorm weight; NULL: SiLU-gate instead */
+    float *out;        /* [n, width] */
+    const float *mul;  /* the up rows (SiLU gate) */
+    int width;
+    cpu_act *act; /* quantize out into act->q/s when act->q is set */
+} row_step;
+
+static void row_step_task(void *ctx, int i, int thread) {
     (void)thread;
-    const layer_ctx *lc = ctx;
-    size_t ff = (size_t)lc->m->cfg.intermediate_size;
-    cpu_silu_mul(lc->m->ws.hb + (size_t)i * ff, lc->m->ws.hb2 + (size_t)i * ff, (int)ff);
+    const row_step *r = ctx;
+    size_t wd = (size_t)r->width;
+    float *out = r->out + (size_t)i * wd;
+    if (r->norm) {
+        float *x = r->x + (size_t)i * wd;
+        if (r->add) {
+            const float *y = r->add + (size_t)i * wd;
+            for (size_t j = 0; j < wd; j++)
+                x[j] += y[j];
+        }
+        cpu_rmsnorm(out, x, r->norm, r->width, r->c->rms_norm_eps);
+    } else {
+        cpu_silu_mul(out, r->mul + (size_t)i * wd, r->width);
+    }
+    if (r->act->q) {
+        size_t nb = (size_t)cpu_qblocks(r->width);
+        cpu_quantize_act_row(out, r->width, r->act->q + (size_t)i * nb * CPU_QBLOCK,
+                             r->act->s + (size_t)i * nb * CPU_QSCALE_REP);
+    }
+}
+
+/* Runs the step over n rows (inline for one row: a few microseconds of
+ * work, not worth a dispatch) and marks the activations quantized. */
+static void row_steps(qwen3_model *m, row_step *r, int n) {
+    nc_pool_for(n > 1 ? m->pool : NULL, n, row_step_task, r);
+    if (r->act->q) r->act->is_quantized = 1;
 }
 
 /* The input rows of the next matrix products, with the workspace's scratch
  * (int8 copies for quantized weights, fp32 weight panels for prompts). */
 static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k) {
     cpu_act a = cpu_act_rows(x, ldx, n, k, m->ws.xq, m->ws.xs);
+    a.panels = m->ws.panels;
+    a.panel_floats = m->ws.panel_floats;
+    return a;
+}
+
+/* The same for rows that the next row_steps call writes and, when `quant`
+ * (the matrices reading them are quantized), quantizes on the way. */
+static cpu_act act_rows_q(qwen3_model *m, const float *x, int n, int k, int quant) {
+    cpu_act a = cpu_act_rows(x, (size_t)k, n, k, quant ? m->ws.xq : NULL, m->ws.xs);
     a.panels = m->ws.panels;
     a.panel_floats = m->ws.panel_floats;
     return a;
@@ -123,8 +171,12 @@ static void decoder_rows(qwen3_model *m, int n) {
         layer_ctx lc = {m, l};
 
         /* attention */
-        rmsnorm_rows(c, w->xb, w->x, L->attn_norm, n);
-        cpu_act xa = act_rows(m, w->xb, d, n, d); /* q, k, v: one input, one dispatch */
+        /* norm (and int8 blocks) of every row in one pass and dispatch */
+        cpu_act xa = act_rows_q(m, w->xb, n, d, cpu_wtype_is_quant(L->q.type) ||
+                                                   cpu_wtype_is_quant(L->k.type) ||
+                                                   cpu_wtype_is_quant(L->v.type));
+        row_steps(m, &(row_step){c, w->x, NULL, L->attn_norm, w->xb, NULL, d, &xa}, n);
+        /* q, k, v: one input, one dispatch */
         cpu_matmul_many(pool, K, &xa, 3,
                         (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
         nc_pool_for(pool, n, qk_norm_rope_store_row, &lc);
@@ -146,15 +198,17 @@ static void decoder_rows(qwen3_model *m, int n) {
         cpu_attention(pool, K, &aa);
         cpu_act att = act_rows(m, w->att, qd, n, (int)qd);
         cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
-        add_rows(w->x, w->xb, (size_t)n * d);
 
-        /* MLP: down(silu(gate(x)) * up(x)) */
-        rmsnorm_rows(c, w->xb, w->x, L->mlp_norm, n);
-        cpu_act xm = act_rows(m, w->xb, d, n, d); /* gate, up: one input, one dispatch */
+        /* MLP: down(silu(gate(x)) * up(x)); the residual add of the
+         * attention output, the norm and the int8 blocks in one pass */
+        cpu_act xm = act_rows_q(m, w->xb, n, d, cpu_wtype_is_quant(L->gate.type) ||
+                                                   cpu_wtype_is_quant(L->up.type));
+        row_steps(m, &(row_step){c, w->x, w->xb, L->mlp_norm, w->xb, NULL, d, &xm}, n);
+        /* gate, up: one input, one dispatch */
         cpu_matmul_many(pool, K, &xm, 2,
                         (cpu_product[]){{&L->gate, w->hb, ff}, {&L->up, w->hb2, ff}});
-        nc_pool_for(pool, n, silu_mul_row, &lc);
-        cpu_act h = act_rows(m, w->hb, ff, n, ff);
+        cpu_act h = act_rows_q(m, w->hb, n, ff, cpu_wtype_is_quant(L->down.type));
+        row_steps(m, &(row_step){c, NULL, NULL, NULL, w->hb, w->hb2, ff, &h}, n);
         cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
