@@ -38,15 +38,18 @@ INLINE __m512i load_q8_2(const uint8_t *b0, int two) {
                : _mm512_zextsi256_si512(lo);
 }
 
-/* Q4 nibbles of two blocks as bytes 0..15 in block order: [lo0 hi0 lo1 hi1]. */
+/* Q4 nibbles of two blocks as bytes 0..15 in block order: [lo0 hi0 lo1 hi1].
+ * Each block's 16 bytes are broadcast to two 128-bit lanes straight from
+ * memory (pure loads), the two halves joined, and one variable shift (0 or
+ * 4 bits per 64-bit lane) and one mask pick the nibbles: 3 vector ops. */
 INLINE __m512i load_q4_2(const uint8_t *b0, int two) {
-    __m128i p0 = _mm_loadu_si128((const __m128i *)(b0 + 2));
-    __m128i p1 =
-        two ? _mm_loadu_si128((const __m128i *)(b0 + CPU_Q4_BLOCK_BYTES + 2)) : _mm_setzero_si128();
-    __m256i v = _mm256_set_m128i(p1, p0), m = _mm256_set1_epi8(15);
-    __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
-    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+    __m256i p0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 2)));
+    __m256i p1 = two ? _mm256_broadcastsi128_si256(
+                           _mm_loadu_si128((const __m128i *)(b0 + CPU_Q4_BLOCK_BYTES + 2)))
+                     : _mm256_setzero_si256();
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
+    return _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)),
+                            _mm512_set1_epi8(15));
 }
 
 INLINE void qtile_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size_t ldq,
