@@ -66,7 +66,7 @@ INLINE void qtile_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
         _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
             const uint8_t *b0 = w + (size_t)(r + a) * ldw + (size_t)j * CPU_Q8_BLOCK_BYTES;
             if (TB == 1) /* decoding: the next tile's rows (kernels_driver.h) */
-                _mm_prefetch((const char *)b0 + (size_t)RB * ldw, _MM_HINT_T0);
+                _mm_prefetch((const char *)b0 + (size_t)RB * ldw, _MM_HINT_T1);
             wv[a] = load_q8_2(b0, two);
             dw[a] = scales2(b0, two ? b0 + CPU_Q8_BLOCK_BYTES : NULL);
             corr[a] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wv[a]));
@@ -101,7 +101,7 @@ INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
         _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
             const uint8_t *b0 = w + (size_t)(r + a) * ldw + (size_t)j * CPU_Q4_BLOCK_BYTES;
             if (TB == 1) /* decoding: the next tile's rows (kernels_driver.h) */
-                _mm_prefetch((const char *)b0 + (size_t)RB * ldw, _MM_HINT_T0);
+                _mm_prefetch((const char *)b0 + (size_t)RB * ldw, _MM_HINT_T1);
             wv[a] = load_q4_2(b0, two);
             dw[a] = scales2(b0, two ? b0 + CPU_Q4_BLOCK_BYTES : NULL);
         }
