@@ -68,3 +68,11 @@ mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *ro
     return qs ? mil_build_add(b, NM("out"), qc, qs) : NULL;
 #undef NM
 }
+
+void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    w->rank = 4;
+    w->dims[0] = d0;
+    w->dims[1] = d1;
+    w->dims[2] = d2;
+    w->dims[3] = d3;
+}

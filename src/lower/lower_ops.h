@@ -19,6 +19,9 @@ typedef struct lower_weight {
     const mil_value *val; /* the BLOBFILE (or inline) value once written */
 } lower_weight;
 
+/* Sets w to rank 4 with dims [d0, d1, d2, d3]. */
+void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+
 /* A const op named `name` holding w: written on first use, referenced after. */
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w);
 

@@ -11,30 +11,22 @@
 
 #include "mil/check.h"
 
-static void shape4(lower_weight *w, int64_t a, int64_t b, int64_t c, int64_t d) {
-    w->rank = 4;
-    w->dims[0] = a;
-    w->dims[1] = b;
-    w->dims[2] = c;
-    w->dims[3] = d;
-}
-
 void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
     int64_t D = c->hidden_size, I = c->intermediate_size, hd = c->head_dim;
     for (int l = 0; l < c->num_hidden_layers; l++) {
         mb_layer_weights *lw = &w->layers[l];
-        shape4(&lw->attn_norm, 1, D, 1, 1);
-        shape4(&lw->wqkv, 3 * D, D, 1, 1);
-        shape4(&lw->wo, D, D, 1, 1);
-        shape4(&lw->mlp_norm, 1, D, 1, 1);
-        shape4(&lw->wi, 2 * I, D, 1, 1);
-        shape4(&lw->wo_mlp, D, I, 1, 1);
+        lower_weight_shape4(&lw->attn_norm, 1, D, 1, 1);
+        lower_weight_shape4(&lw->wqkv, 3 * D, D, 1, 1);
+        lower_weight_shape4(&lw->wo, D, D, 1, 1);
+        lower_weight_shape4(&lw->mlp_norm, 1, D, 1, 1);
+        lower_weight_shape4(&lw->wi, 2 * I, D, 1, 1);
+        lower_weight_shape4(&lw->wo_mlp, D, I, 1, 1);
         for (int h = 0; lw->wo_heads && h < c->num_attention_heads; h++)
-            shape4(&lw->wo_heads[h], D, hd, 1, 1);
+            lower_weight_shape4(&lw->wo_heads[h], D, hd, 1, 1);
     }
-    shape4(&w->final_norm, 1, D, 1, 1);
-    shape4(&w->rot_head, hd, hd, 1, 1);
-    shape4(&w->rot_all, D, D, 1, 1);
+    lower_weight_shape4(&w->final_norm, 1, D, 1, 1);
+    lower_weight_shape4(&w->rot_head, hd, hd, 1, 1);
+    lower_weight_shape4(&w->rot_all, D, D, 1, 1);
 }
 
 void mb_lower_fn_name(char *buf, size_t cap, int batch, int seq) {

@@ -97,10 +97,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     int64_t D = q->hidden_size, V = q->vocab_size;
     lower_weight norm = {0}, chunks[16];
     memset(chunks, 0, sizeof chunks);
-    norm.rank = 4;
-    norm.dims[0] = 1;
-    norm.dims[1] = D;
-    norm.dims[2] = norm.dims[3] = 1;
+    lower_weight_shape4(&norm, 1, D, 1, 1);
     NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
@@ -115,10 +112,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
             break;
         }
         chunks[i].data = buf;
-        chunks[i].rank = 4;
-        chunks[i].dims[0] = rows;
-        chunks[i].dims[1] = D;
-        chunks[i].dims[2] = chunks[i].dims[3] = 1;
+        lower_weight_shape4(&chunks[i], rows, D, 1, 1);
         c->man.head_rows[c->man.n_head_chunks++] = rows;
         st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats, err);
     }
@@ -207,9 +201,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     free(abs_src);
     int total = L + (opt->lm_head_on_cpu ? 0 : 1);
     lower_weight rope = {0};
-    rope.rank = 4;
-    rope.dims[0] = rope.dims[1] = 1;
-    rope.dims[2] = rope.dims[3] = c->cfg.head_dim;
+    lower_weight_shape4(&rope, 1, 1, c->cfg.head_dim, c->cfg.head_dim);
     if (!st) {
         rope.data = lower_rope_matrix(c->cfg.head_dim);
         if (!rope.data) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");

@@ -16,28 +16,20 @@ const char *lower_kernel_name(lower_kernel k) {
     return k >= 0 && k < LOWER_N_KERNELS ? kernel_names[k] : "?";
 }
 
-static void shape4(lower_weight *w, int64_t a, int64_t b, int64_t c, int64_t d) {
-    w->rank = 4;
-    w->dims[0] = a;
-    w->dims[1] = b;
-    w->dims[2] = c;
-    w->dims[3] = d;
-}
-
 void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     int64_t D = c->hidden_size, hd = c->head_dim, I = c->intermediate_size;
     int64_t qd = (int64_t)c->num_attention_heads * hd, kvd = (int64_t)c->num_key_value_heads * hd;
-    shape4(&w->q, qd, D, 1, 1);
-    shape4(&w->k, kvd, D, 1, 1);
-    shape4(&w->v, kvd, D, 1, 1);
-    shape4(&w->o, D, qd, 1, 1);
-    shape4(&w->gate, I, D, 1, 1);
-    shape4(&w->up, I, D, 1, 1);
-    shape4(&w->down, D, I, 1, 1);
-    shape4(&w->attn_norm, 1, D, 1, 1);
-    shape4(&w->mlp_norm, 1, D, 1, 1);
-    shape4(&w->q_norm, 1, 1, hd, 1);
-    shape4(&w->k_norm, 1, 1, hd, 1);
+    lower_weight_shape4(&w->q, qd, D, 1, 1);
+    lower_weight_shape4(&w->k, kvd, D, 1, 1);
+    lower_weight_shape4(&w->v, kvd, D, 1, 1);
+    lower_weight_shape4(&w->o, D, qd, 1, 1);
+    lower_weight_shape4(&w->gate, I, D, 1, 1);
+    lower_weight_shape4(&w->up, I, D, 1, 1);
+    lower_weight_shape4(&w->down, D, I, 1, 1);
+    lower_weight_shape4(&w->attn_norm, 1, D, 1, 1);
+    lower_weight_shape4(&w->mlp_norm, 1, D, 1, 1);
+    lower_weight_shape4(&w->q_norm, 1, 1, hd, 1);
+    lower_weight_shape4(&w->k_norm, 1, 1, hd, 1);
 }
 
 static mil_var *input4(mil_builder *b, const char *name, int64_t d0, int64_t d1, int64_t d2,

@@ -4,6 +4,7 @@
  * only scatter's arithmetic modes look at the values. */
 #include <string.h>
 
+#include "base/half.h"
 #include "mil/interp_kernels.h"
 
 /* Row-major odometer over a shape. */
@@ -142,21 +143,10 @@ int mil_k_gather_along_axis(const uint32_t *x, const mil_kshape *xs, const int32
     return 0;
 }
 
-static inline float word_f(uint32_t w) {
-    float f;
-    memcpy(&f, &w, 4);
-    return f;
-}
-static inline uint32_t f_word(float f) {
-    uint32_t w;
-    memcpy(&w, &f, 4);
-    return w;
-}
-
 static uint32_t scat_combine(mil_kscat mode, uint32_t old, uint32_t upd, int is_float) {
     if (mode == MIL_KS_UPDATE) return upd;
     if (is_float) {
-        float a = word_f(old), b = word_f(upd), r = b;
+        float a = nc_bits_f32(old), b = nc_bits_f32(upd), r = b;
         switch (mode) {
         case MIL_KS_ADD: r = a + b; break;
         case MIL_KS_SUB: r = a - b; break;
@@ -166,7 +156,7 @@ static uint32_t scat_combine(mil_kscat mode, uint32_t old, uint32_t upd, int is_
         case MIL_KS_MIN: r = a < b ? a : b; break;
         default: break;
         }
-        return f_word(r);
+        return nc_f32_bits(r);
     }
     int32_t a = (int32_t)old, b = (int32_t)upd, r = b;
     switch (mode) {

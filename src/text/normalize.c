@@ -6,6 +6,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "text/spec.h"
+
 #define MAX_FORMS 8
 
 struct tok_norm {
@@ -23,22 +25,11 @@ static const struct {
     {"NFKD", UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT},
 };
 
-static nc_status parse_spec(tok_norm *n, const json_t *spec, const char *what, int depth,
+/* One normaliser of the pipeline (text/spec.h walks the Sequences). */
+static nc_status parse_leaf(void *ctx, const json_t *spec, const char *type, const char *what,
                             nc_error *err) {
-    if (json_is_null(spec)) return NC_OK;
-    if (!json_is_object(spec) || depth > 4)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: normalizer must be an object", what);
-    const char *type;
-    NC_TRY(nc_json_str(spec, "type", &type, 1, what, err));
-    if (!strcmp(type, "Sequence")) {
-        const json_t *list = json_object_get(spec, "normalizers");
-        if (!json_is_array(list))
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: normalizer Sequence needs a 'normalizers' array", what);
-        for (size_t i = 0; i < json_array_size(list); i++)
-            NC_TRY(parse_spec(n, json_array_get(list, i), what, depth + 1, err));
-        return NC_OK;
-    }
+    (void)spec;
+    tok_norm *n = ctx;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         if (strcmp(forms[i].type, type) != 0) continue;
         if (n->n_forms == MAX_FORMS)
@@ -56,7 +47,7 @@ nc_status tok_norm_new(const json_t *spec, const char *what, tok_norm **out, nc_
     tok_norm *n = calloc(1, sizeof *n);
     if (!n) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
     if (spec) {
-        nc_status st = parse_spec(n, spec, what, 0, err);
+        nc_status st = tok_spec_walk(spec, "normalizer", "normalizers", parse_leaf, n, what, err);
         if (st != NC_OK) {
             free(n);
             return st;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/spec.h"
+
 #define MAX_SPECIAL 64
 
 struct tok_template {
@@ -91,23 +93,11 @@ static nc_status parse_pair_style(tok_template *t, const json_t *spec, const cha
     return push(t, (int32_t)json_integer_value(json_array_get(sep, 1)), what, err);
 }
 
-static nc_status parse_spec(tok_template *t, const json_t *spec, const char *what, int depth,
+/* One post-processor of the pipeline (text/spec.h walks the Sequences). */
+static nc_status parse_leaf(void *ctx, const json_t *spec, const char *type, const char *what,
                             nc_error *err) {
-    if (!spec || json_is_null(spec)) return NC_OK;
-    const char *type = NULL;
-    if (!json_is_object(spec) || depth > 4)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: post_processor must be an object", what);
-    NC_TRY(nc_json_str(spec, "type", &type, 1, what, err));
+    tok_template *t = ctx;
     if (!strcmp(type, "ByteLevel")) return NC_OK; /* offsets only */
-    if (!strcmp(type, "Sequence")) {
-        const json_t *list = json_object_get(spec, "processors");
-        if (!json_is_array(list))
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: post_processor Sequence needs a 'processors' list", what);
-        for (size_t i = 0; i < json_array_size(list); i++)
-            NC_TRY(parse_spec(t, json_array_get(list, i), what, depth + 1, err));
-        return NC_OK;
-    }
     if (t->n_before || t->n_after || t->has_sequence)
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "%s: more than one post_processor adds special tokens", what);
@@ -123,7 +113,7 @@ nc_status tok_template_new(const json_t *spec, const char *what, tok_template **
     *out = NULL;
     tok_template *t = calloc(1, sizeof *t);
     if (!t) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
-    nc_status st = parse_spec(t, spec, what, 0, err);
+    nc_status st = tok_spec_walk(spec, "post_processor", "processors", parse_leaf, t, what, err);
     if (st != NC_OK) {
         free(t);
         return st;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/spec.h"
+
 /* GPT-2's split, used by a ByteLevel step with use_regex. */
 static const char gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -178,22 +180,10 @@ static nc_status parse_split(tok_pretok *p, const json_t *spec, const char *what
     return add_step(p, s, what, err);
 }
 
-static nc_status parse_spec(tok_pretok *p, const json_t *spec, const char *what, int depth,
+/* One pre-tokenizer of the pipeline (text/spec.h walks the Sequences). */
+static nc_status parse_leaf(void *ctx, const json_t *spec, const char *type, const char *what,
                             nc_error *err) {
-    if (json_is_null(spec)) return NC_OK;
-    if (!json_is_object(spec) || depth > 4)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: pre_tokenizer must be an object", what);
-    const char *type;
-    NC_TRY(nc_json_str(spec, "type", &type, 1, what, err));
-    if (!strcmp(type, "Sequence")) {
-        const json_t *list = json_object_get(spec, "pretokenizers");
-        if (!json_is_array(list))
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: pre_tokenizer Sequence needs a 'pretokenizers' array", what);
-        for (size_t i = 0; i < json_array_size(list); i++)
-            NC_TRY(parse_spec(p, json_array_get(list, i), what, depth + 1, err));
-        return NC_OK;
-    }
+    tok_pretok *p = ctx;
     if (!strcmp(type, "Split")) return parse_split(p, spec, what, err);
     if (!strcmp(type, "ByteLevel")) {
         /* Serde defaults of HF's ByteLevel: add_prefix_space and use_regex true. */
@@ -219,7 +209,8 @@ nc_status tok_pretok_new(const json_t *spec, const char *what, tok_pretok **out,
     tok_pretok *p = calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
     if (spec) {
-        nc_status st = parse_spec(p, spec, what, 0, err);
+        nc_status st =
+            tok_spec_walk(spec, "pre_tokenizer", "pretokenizers", parse_leaf, p, what, err);
         if (st != NC_OK) {
             tok_pretok_free(p);
             return st;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/spec.h"
 #include "text/utf8.h"
 
 #define MAX_NORM_STEPS 8
@@ -58,22 +59,10 @@ static nc_status replace_pattern(const json_t *o, char *dst, size_t *len, const 
     return NC_OK;
 }
 
-static nc_status parse_norm(tok_sp *s, const json_t *spec, const char *what, int depth,
+/* One normaliser of the pipeline (text/spec.h walks the Sequences). */
+static nc_status parse_norm(void *ctx, const json_t *spec, const char *type, const char *what,
                             nc_error *err) {
-    if (!spec || json_is_null(spec)) return NC_OK;
-    if (!json_is_object(spec) || depth > 4)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: normalizer must be an object", what);
-    const char *type;
-    NC_TRY(nc_json_str(spec, "type", &type, 1, what, err));
-    if (!strcmp(type, "Sequence")) {
-        const json_t *list = json_object_get(spec, "normalizers");
-        if (!json_is_array(list))
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: normalizer Sequence needs a 'normalizers' array", what);
-        for (size_t i = 0; i < json_array_size(list); i++)
-            NC_TRY(parse_norm(s, json_array_get(list, i), what, depth + 1, err));
-        return NC_OK;
-    }
+    tok_sp *s = ctx;
     if (s->n_steps == MAX_NORM_STEPS)
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: more than %d normalizers", what,
                        MAX_NORM_STEPS);
@@ -158,7 +147,8 @@ nc_status tok_sp_new(const json_t *root, const char *what, tok_sp **out, nc_erro
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", what);
     for (int b = 0; b < 256; b++)
         s->byte_id[b] = -1;
-    nc_status st = parse_norm(s, json_object_get(root, "normalizer"), what, 0, err);
+    nc_status st = tok_spec_walk(json_object_get(root, "normalizer"), "normalizer", "normalizers",
+                                 parse_norm, s, what, err);
     if (st == NC_OK) st = parse_decoder(s, json_object_get(root, "decoder"), what, err);
     if (st != NC_OK) {
         free(s);

@@ -68,16 +68,8 @@ int cmd_compile(int argc, char **argv) {
                 return cli_failf("--lm-head: '%s' is not ane or cpu", v), 2;
             o.lm_head_on_cpu = !strcmp(v, "cpu");
         } else if (!strcmp(a, "--buckets")) {
-            o.n_seqs = 0;
-            for (const char *p = v;;) {
-                if (o.n_seqs == LOWER_MAX_BUCKETS)
-                    return cli_failf("--buckets: at most %d sizes", LOWER_MAX_BUCKETS), 2;
-                int n = parse_int(a, p, 32, 1 << 20, &o.seqs[o.n_seqs++]);
-                if (n < 0) return 2;
-                p += n;
-                if (!*p) break;
-                p++;
-            }
+            if (cli_parse_int_list(a, v, 32, 1 << 20, LOWER_MAX_BUCKETS, o.seqs, &o.n_seqs) < 0)
+                return 2;
         } else
             return cli_failf("compile: unknown option '%s' (try nectar compile --help)", a), 2;
     }

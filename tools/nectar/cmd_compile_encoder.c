@@ -1,9 +1,7 @@
 /* `nectar compile` for encoder folders (model_type "modernbert"): one ANE
  * program with a function per (batch, sequence) shape; see
  * docs/encoders-ane.md. cmd_compile.c hands over when -m names an encoder. */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmd_encoder.h"
@@ -32,23 +30,6 @@ const char *cmd_encoder_model_arg(int argc, char **argv) {
     return NULL;
 }
 
-/* "A,B,C" into v (ascending order is checked by the compile). */
-static int parse_list(const char *opt, const char *s, int lo, int hi, int *v, int *n) {
-    *n = 0;
-    for (const char *p = s;;) {
-        char *end;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (errno || end == p || (*end && *end != ',') || x < lo || x > hi)
-            return cli_failf("%s: '%s' is not a list of integers in [%d, %d]", opt, s, lo, hi), -1;
-        if (*n == MB_LOWER_MAX_SHAPES)
-            return cli_failf("%s: at most %d sizes", opt, MB_LOWER_MAX_SHAPES), -1;
-        v[(*n)++] = (int)x;
-        if (!*end) return 0;
-        p = end + 1;
-    }
-}
-
 int cmd_compile_encoder(int argc, char **argv) {
     mb_compile_options o;
     memset(&o, 0, sizeof o);
@@ -67,12 +48,15 @@ int cmd_compile_encoder(int argc, char **argv) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--out"))
             o.out_dir = v;
         else if (!strcmp(a, "--buckets")) {
-            if (parse_list(a, v, 32, 1 << 16, o.seqs, &o.n_seqs) < 0) return 2;
+            if (cli_parse_int_list(a, v, 32, 1 << 16, MB_LOWER_MAX_SHAPES, o.seqs, &o.n_seqs) < 0)
+                return 2;
         } else if (!strcmp(a, "--batches")) {
-            if (parse_list(a, v, 1, 64, o.batches, &o.n_batches) < 0) return 2;
+            if (cli_parse_int_list(a, v, 1, 64, MB_LOWER_MAX_SHAPES, o.batches, &o.n_batches) < 0)
+                return 2;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             int n = 0, t[MB_LOWER_MAX_SHAPES];
-            if (parse_list(a, v, 1, 1024, t, &n) < 0 || n != 1) return 2;
+            if (cli_parse_int_list(a, v, 1, 1024, MB_LOWER_MAX_SHAPES, t, &n) < 0 || n != 1)
+                return 2;
             o.n_threads = t[0];
         } else
             return cli_failf("compile: unknown option '%s' for an encoder (try nectar compile -m "
