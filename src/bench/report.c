@@ -192,6 +192,15 @@ static const char *g4(double v, char *b, size_t n) {
     return b;
 }
 
+/* A per-candidate row of two intervals: "| label | est [lo, hi] | est [lo, hi] |". */
+static void interval_row(FILE *f, const char *label, const nc_interval *a, const nc_interval *b) {
+    char e[32], lo[32], hi[32];
+    fprintf(f, "| %s | %s [%s, %s] | ", label, g4(a->estimate, e, sizeof e),
+            g4(a->lower, lo, sizeof lo), g4(a->upper, hi, sizeof hi));
+    fprintf(f, "%s [%s, %s] |\n", g4(b->estimate, e, sizeof e), g4(b->lower, lo, sizeof lo),
+            g4(b->upper, hi, sizeof hi));
+}
+
 nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *err) {
     const nc_compare_result *r = in->r;
     const nc_compare_opts *o = in->o;
@@ -199,7 +208,7 @@ nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *er
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return nc_fail(err, NC_ERR_NOMEM, "report: out of memory");
-    char b1[64], b2[64], b3[64], b4[64], line[256];
+    char b1[64], b2[64], b3[64], line[256];
     fprintf(f, "# nectar bench --compare\n\n");
     fprintf(f, "- mode: %s", r->is_rate_mode ? "equal offered load" : "saturated sequential");
     if (r->is_rate_mode)
@@ -262,22 +271,11 @@ nc_status nc_report_markdown(const nc_report_input *in, char **out, nc_error *er
                 g4(b->power_w, b2, sizeof b2));
         fprintf(f, "| interval energy (J) | %s | %s |\n", g4(a->interval_energy_j, b1, sizeof b1),
                 g4(b->interval_energy_j, b2, sizeof b2));
-        fprintf(f, "| energy per decision (J) | %s [%s, %s] | ",
-                g4(a->energy_per_decision_j.estimate, b1, sizeof b1),
-                g4(a->energy_per_decision_j.lower, b2, sizeof b2),
-                g4(a->energy_per_decision_j.upper, b3, sizeof b3));
-        fprintf(f, "%s [%s, %s] |\n", g4(b->energy_per_decision_j.estimate, b1, sizeof b1),
-                g4(b->energy_per_decision_j.lower, b2, sizeof b2),
-                g4(b->energy_per_decision_j.upper, b4, sizeof b4));
-        if (r->has_idle) {
-            fprintf(f, "| idle-subtracted energy per decision (J) | %s [%s, %s] | ",
-                    g4(a->net_energy_per_decision_j.estimate, b1, sizeof b1),
-                    g4(a->net_energy_per_decision_j.lower, b2, sizeof b2),
-                    g4(a->net_energy_per_decision_j.upper, b3, sizeof b3));
-            fprintf(f, "%s [%s, %s] |\n", g4(b->net_energy_per_decision_j.estimate, b1, sizeof b1),
-                    g4(b->net_energy_per_decision_j.lower, b2, sizeof b2),
-                    g4(b->net_energy_per_decision_j.upper, b4, sizeof b4));
-        }
+        interval_row(f, "energy per decision (J)", &a->energy_per_decision_j,
+                     &b->energy_per_decision_j);
+        if (r->has_idle)
+            interval_row(f, "idle-subtracted energy per decision (J)",
+                         &a->net_energy_per_decision_j, &b->net_energy_per_decision_j);
     }
     fprintf(f, "\n## Ratios (A is the baseline; above 1 favours B)\n\n");
     nc_report_claim_text(&r->S, o->claim, line, sizeof line);
