@@ -9,7 +9,7 @@ case $(uname -m) in aarch64|arm64) echo "SKIP neon_qemu: native arm64 runs the k
 if ! command -v "$CC_A64" >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
     echo "SKIP neon_qemu: needs $CC_A64 and qemu-aarch64"; exit 0
 fi
-T=${NECTAR_BUILD:-build}/test_neon_qemu
+T=${NECTAR_BUILD:-build}/tmp/test_neon_qemu.$$
 mkdir -p "$T"
 SRC="src/cpu/cpu_attention.c src/cpu/cpu_features.c src/cpu/cpu_matmul.c src/cpu/cpu_membw.c
      src/cpu/cpu_ops.c src/cpu/cpu_peak.c src/cpu/cpu_quant.c src/cpu/kernels_scalar.c
@@ -28,4 +28,5 @@ for t in test_kernels test_quant_kernels; do
     sed -n -e "s/^PASS /PASS neon_/p" -e "s/^FAIL /FAIL neon_/p" -e "s/^SKIP /SKIP neon_/p" \
         -e "s/^  /  /p" "$T/out"
 done
+rm -rf "$T"
 exit $status

@@ -6,7 +6,7 @@
 # file left behind.
 BIN=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/modernbert
-T=${NECTAR_BUILD:-build}/test_encoder_cli_sh
+T=${NECTAR_BUILD:-build}/tmp/test_encoder_cli.$$
 if [ ! -x "$BIN" ]; then echo "SKIP encoder_cli: $BIN not built"; exit 0; fi
 rm -rf "$T"; mkdir -p "$T"
 
@@ -102,3 +102,4 @@ expect embed_truncated_weights "model.safetensors" embed -m "$T/short" -p hi
 mkdir -p "$T/badjson"; cp $FIX/mb_base/tokenizer.json "$T/badjson/"
 printf '{"model_type": "modernbert",\n  "hidden_size": ,\n}\n' >"$T/badjson/config.json"
 expect embed_bad_json_names_line "badjson/config.json:2:" embed -m "$T/badjson" -p hi
+rm -rf "$T"

@@ -5,7 +5,7 @@
 # test of both commands at a toy shape).
 BIN=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/qwen3/tiny_gqa2
-T=${NECTAR_BUILD:-build}/test_bad_models_sh
+T=${NECTAR_BUILD:-build}/tmp/test_bad_models.$$
 if [ ! -x "$BIN" ]; then echo "SKIP bad_models: $BIN not built"; exit 0; fi
 if [ ! -d "$FIX" ]; then echo "SKIP bad_models: $FIX missing"; exit 0; fi
 rm -rf "$T"; mkdir -p "$T"

@@ -5,7 +5,7 @@
 # arguments and inputs: exit non-zero, one stderr line, no model file left.
 BIN=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/qwen3/tiny_gqa2
-T=${NECTAR_BUILD:-build}/test_quantize_cli_sh
+T=${NECTAR_BUILD:-build}/tmp/test_quantize_cli.$$
 if [ ! -x "$BIN" ]; then echo "SKIP quantize_cli: $BIN not built"; exit 0; fi
 if [ ! -d "$FIX" ]; then echo "SKIP quantize_cli: $FIX missing"; exit 0; fi
 rm -rf "$T"; mkdir -p "$T"
