@@ -253,8 +253,11 @@ static int count_lines(const char *path) {
 }
 
 static void test_outputs_are_written(void) {
-    const char *dir = "build/tmp/test_compare_out";
-    system("mkdir -p build/tmp && rm -rf build/tmp/test_compare_out");
+    /* a per-process folder: two test runs at once must not share one */
+    char dir[128], path[192], cmd[256];
+    snprintf(dir, sizeof dir, "build/tmp/test_compare_out.%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "mkdir -p build/tmp && rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
     nc_compare_opts o = quick_opts();
     o.per_block = 2;
     o.claim = 10;
@@ -284,10 +287,10 @@ static void test_outputs_are_written(void) {
     nc_workload_free(&w);
     CHECK_OK(st, &err);
     CHECKF(strstr(note, "gnuplot not found") != NULL, "%s", note);
-    CHECK(count_lines("build/tmp/test_compare_out/samples.csv") == 1 + 2 * 5 * 2);
-    CHECK(count_lines("build/tmp/test_compare_out/blocks.csv") == 1 + 2 * 5);
+    CHECK(count_lines((snprintf(path, sizeof path, "%s/samples.csv", dir), path)) == 1 + 2 * 5 * 2);
+    CHECK(count_lines((snprintf(path, sizeof path, "%s/blocks.csv", dir), path)) == 1 + 2 * 5);
     json_t *j;
-    CHECK_OK(nc_json_load_file("build/tmp/test_compare_out/summary.json", &j, &err), &err);
+    CHECK_OK(nc_json_load_file((snprintf(path, sizeof path, "%s/summary.json", dir), path), &j, &err), &err);
     json_t *s = json_object_get(json_object_get(j, "ratios"), "S");
     json_t *cb = json_object_get(json_object_get(j, "candidates"), "B");
     int ok = json_is_number(json_object_get(s, "lower")) &&
@@ -300,7 +303,9 @@ static void test_outputs_are_written(void) {
     json_decref(j);
     CHECK(ok);
     struct stat sb;
-    CHECK(stat("build/tmp/test_compare_out/report.md", &sb) == 0 && sb.st_size > 200);
+    CHECK(stat((snprintf(path, sizeof path, "%s/report.md", dir), path), &sb) == 0 && sb.st_size > 200);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 static void test_hashes_match_python_hashlib(void) {

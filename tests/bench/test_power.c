@@ -5,6 +5,7 @@
  * values are worked out by hand from the numbers in the fixtures. */
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "../test.h"
@@ -142,7 +143,9 @@ static int make_powercap_copy(const char *root) {
 }
 
 static void test_rapl_sampler_on_powercap_tree(void) {
-    const char *root = "build/tmp/test_power_powercap";
+    /* a per-process folder: two test runs at once must not share one */
+    char root[128];
+    snprintf(root, sizeof root, "build/tmp/test_power_powercap.%ld", (long)getpid());
     CHECK(make_powercap_copy(root));
     nc_power_sampler *s;
     nc_error err;
@@ -171,6 +174,9 @@ static void test_rapl_sampler_on_powercap_tree(void) {
     CHECK(nc_power_open("rapl:gpu", root, 0.05, &s, &err) == NC_ERR_NOT_FOUND);
     CHECK(nc_power_open("rapl", "build/tmp/no-such-powercap", 0.05, &s, &err) == NC_ERR_IO);
     CHECK(nc_power_open("joulemeter", NULL, 0.05, &s, &err) == NC_ERR_INVALID);
+    char cmd[192];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
 }
 
 static void test_powermetrics_sampler_replays_a_recording(void) {
