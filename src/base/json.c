@@ -55,6 +55,17 @@ nc_status nc_json_int(const json_t *obj, const char *key, int64_t *out, int requ
     return nc_fail(err, NC_ERR_FORMAT, "%s: field '%s' must be an integer", what, key);
 }
 
+nc_status nc_json_int_in(const json_t *obj, const char *key, int *out, int required, int lo,
+                         int hi, const char *what, nc_error *err) {
+    int64_t v = *out;
+    NC_TRY(nc_json_int(obj, key, &v, required, what, err));
+    if (v < lo || v > hi)
+        return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is outside [%d, %d]", what, key,
+                       (long long)v, lo, hi);
+    *out = (int)v;
+    return NC_OK;
+}
+
 nc_status nc_json_num(const json_t *obj, const char *key, double *out, int required,
                       const char *what, nc_error *err) {
     json_t *v;

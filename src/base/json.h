@@ -23,6 +23,10 @@ nc_status nc_json_parse(const char *buf, size_t len, const char *what, json_t **
  * counts as absent. */
 nc_status nc_json_int(const json_t *obj, const char *key, int64_t *out, int required,
                       const char *what, nc_error *err);
+/* nc_json_int into an int that must lie in [lo, hi] (NC_ERR_RANGE naming the
+ * field otherwise); *out keeps its value when the field is absent. */
+nc_status nc_json_int_in(const json_t *obj, const char *key, int *out, int required, int lo,
+                         int hi, const char *what, nc_error *err);
 nc_status nc_json_num(const json_t *obj, const char *key, double *out, int required,
                       const char *what, nc_error *err);
 nc_status nc_json_bool(const json_t *obj, const char *key, int *out, int required,

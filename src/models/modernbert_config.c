@@ -32,17 +32,6 @@ int modernbert_act_from_name(const char *name) {
     return -1;
 }
 
-static nc_status get_int(const json_t *o, const char *key, int *out, int required, int lo, int hi,
-                         const char *what, nc_error *err) {
-    int64_t v = *out;
-    NC_TRY(nc_json_int(o, key, &v, required, what, err));
-    if (v < lo || v > hi)
-        return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is outside [%d, %d]", what, key,
-                       (long long)v, lo, hi);
-    *out = (int)v;
-    return NC_OK;
-}
-
 static nc_status get_act(const json_t *o, const char *key, modernbert_act *out, const char *what,
                          nc_error *err) {
     const char *name = "gelu";
@@ -108,7 +97,7 @@ static nc_status read_rope(const json_t *o, modernbert_config *c, const char *wh
 static nc_status read_layer_types(const json_t *o, modernbert_config *c, const char *what,
                                   nc_error *err) {
     int every = 3;
-    NC_TRY(get_int(o, "global_attn_every_n_layers", &every, 0, 1, 1 << 20, what, err));
+    NC_TRY(nc_json_int_in(o, "global_attn_every_n_layers", &every, 0, 1, 1 << 20, what, err));
     for (int i = 0; i < c->num_hidden_layers; i++)
         c->is_global[i] = i % every == 0;
     const json_t *lt = json_object_get(o, "layer_types");
@@ -189,7 +178,7 @@ static nc_status read_head(const json_t *o, modernbert_config *c, const char *wh
     const json_t *map = json_object_get(o, "id2label");
     int n = 2;
     if (json_is_object(map) && json_object_size(map) > 0) n = (int)json_object_size(map);
-    NC_TRY(get_int(o, "num_labels", &n, 0, 1, 1 << 16, what, err));
+    NC_TRY(nc_json_int_in(o, "num_labels", &n, 0, 1, 1 << 16, what, err));
     if (json_is_object(map) && json_object_size(map) > 0 && (int)json_object_size(map) != n)
         return nc_fail(err, NC_ERR_FORMAT, "%s: id2label has %zu entries but num_labels is %d",
                        what, json_object_size(map), n);
@@ -223,12 +212,13 @@ static nc_status parse_config(const json_t *o, modernbert_config *c, const char 
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "%s: model_type '%s' is not supported (this engine runs 'modernbert')", what,
                        type);
-    NC_TRY(get_int(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
-    NC_TRY(get_int(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
-    NC_TRY(get_int(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
-    NC_TRY(get_int(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, MODERNBERT_MAX_LAYERS, what,
-                   err));
-    NC_TRY(get_int(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
+    NC_TRY(nc_json_int_in(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
+    NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1,
+                          MODERNBERT_MAX_LAYERS, what, err));
+    NC_TRY(
+        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
     if (c->hidden_size % c->num_attention_heads)
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: hidden_size %d is not a multiple of num_attention_heads %d", what,
@@ -238,10 +228,10 @@ static nc_status parse_config(const json_t *o, modernbert_config *c, const char 
         return nc_fail(err, NC_ERR_FORMAT, "%s: head_dim %d must be even (RoPE)", what,
                        c->head_dim);
     c->max_position_embeddings = 8192;
-    NC_TRY(get_int(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 20, what,
-                   err));
+    NC_TRY(nc_json_int_in(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 20,
+                          what, err));
     c->local_attention = 128;
-    NC_TRY(get_int(o, "local_attention", &c->local_attention, 0, 0, 1 << 24, what, err));
+    NC_TRY(nc_json_int_in(o, "local_attention", &c->local_attention, 0, 0, 1 << 24, what, err));
     double eps = 1e-5;
     NC_TRY(nc_json_num(o, "norm_eps", &eps, 0, what, err));
     if (!(eps > 0 && eps < 1))

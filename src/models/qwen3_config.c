@@ -13,17 +13,6 @@
 #define MAX_DIM (1 << 20)
 #define MAX_VOCAB (1 << 24)
 
-static nc_status get_int(const json_t *o, const char *key, int *out, int required, int lo, int hi,
-                         const char *what, nc_error *err) {
-    int64_t v = *out;
-    NC_TRY(nc_json_int(o, key, &v, required, what, err));
-    if (v < lo || v > hi)
-        return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is outside [%d, %d]", what, key,
-                       (long long)v, lo, hi);
-    *out = (int)v;
-    return NC_OK;
-}
-
 static void add_eos(qwen3_config *c, int64_t id) {
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos_token_ids[i] == id) return;
@@ -117,27 +106,29 @@ static nc_status check_supported(const json_t *o, const char *what, nc_error *er
 static nc_status parse_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
     if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
     NC_TRY(check_supported(o, what, err));
-    NC_TRY(get_int(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
-    NC_TRY(get_int(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
-    NC_TRY(get_int(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
-    NC_TRY(get_int(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
-    NC_TRY(get_int(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
+    NC_TRY(nc_json_int_in(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
+    NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
+    NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
+    NC_TRY(
+        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
     c->num_key_value_heads = c->num_attention_heads;
-    NC_TRY(get_int(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
+    NC_TRY(
+        nc_json_int_in(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
     if (c->num_attention_heads % c->num_key_value_heads)
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
                        what, c->num_attention_heads, c->num_key_value_heads);
     c->head_dim = c->hidden_size / c->num_attention_heads;
-    NC_TRY(get_int(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
+    NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
     if (c->head_dim % 2)
         return nc_fail(err, NC_ERR_FORMAT, "%s: head_dim %d must be even (RoPE)", what,
                        c->head_dim);
     if ((int64_t)c->head_dim * c->num_attention_heads > MAX_DIM)
         return nc_fail(err, NC_ERR_RANGE, "%s: num_attention_heads x head_dim is too large", what);
     c->max_position_embeddings = 32768;
-    NC_TRY(get_int(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 24, what,
-                   err));
+    NC_TRY(nc_json_int_in(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 24,
+                          what, err));
     double eps = 1e-6;
     NC_TRY(nc_json_num(o, "rms_norm_eps", &eps, 0, what, err));
     if (!(eps > 0 && eps < 1))
