@@ -1,21 +1,35 @@
-/* Thread pool: workers sleep on a condition variable between loops and take
- * tasks from a shared atomic counter during one, so uneven tasks balance
- * themselves. The caller works too, so a 1-thread pool has no workers. */
+/* Thread pool: workers take tasks from a shared atomic counter during a
+ * loop, so uneven tasks balance themselves; the caller works too, so a
+ * 1-thread pool has no workers. Between loops a worker first spins on the
+ * loop counter for a short while, then sleeps on a condition variable:
+ * decoding a token dispatches ~150 small loops a few hundred microseconds
+ * apart, and a futex wake-up per loop left each thread idle ~13% of the
+ * time (tg at 87% of the CPU). The caller waits for the last worker the
+ * same way. Spinning is skipped when there are more threads than CPUs. */
 #include "base/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/timer.h"
+
+/* How long a thread spins before it sleeps: longer than the gaps between
+ * the loops of one forward pass, short enough that an idle pool (a server
+ * between requests) goes to sleep at once on a human time scale. */
+#define SPIN_SECONDS 200e-6
+
 struct nc_pool {
     int n_threads;
+    int spin; /* 0: sleep at once (more threads than CPUs) */
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    unsigned long generation; /* bumped for each loop; guarded by mu */
-    int quitting;             /* guarded by mu */
-    int busy_workers;         /* guarded by mu */
+    atomic_ulong generation; /* bumped for each loop, under mu */
+    atomic_int quitting;
+    atomic_int busy_workers; /* workers still in the current loop */
     nc_pool_fn fn;
     void *ctx;
     int n_tasks;
@@ -26,6 +40,36 @@ struct worker_arg {
     nc_pool *pool;
     int thread;
 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spins until cond(p, arg) holds or SPIN_SECONDS pass; returns whether it
+ * holds. The clock is read every 64 polls only. */
+static int spin_until(const nc_pool *p, int (*cond)(const nc_pool *, unsigned long),
+                      unsigned long arg) {
+    if (!p->spin) return cond(p, arg);
+    double deadline = nc_now_s() + SPIN_SECONDS;
+    for (unsigned i = 1;; i++) {
+        if (cond(p, arg)) return 1;
+        cpu_relax();
+        if ((i & 63) == 0 && nc_now_s() > deadline) return cond(p, arg);
+    }
+}
+
+static int new_loop(const nc_pool *p, unsigned long seen) {
+    return atomic_load(&p->generation) != seen || atomic_load(&p->quitting);
+}
+
+static int workers_done(const nc_pool *p, unsigned long unused) {
+    (void)unused;
+    return atomic_load(&p->busy_workers) == 0;
+}
 
 static void run_tasks(nc_pool *p, int thread) {
     for (;;) {
@@ -40,17 +84,20 @@ static void *worker_main(void *arg) {
     free(arg);
     nc_pool *p = a.pool;
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quitting && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quitting) break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        if (!spin_until(p, new_loop, seen)) {
+            pthread_mutex_lock(&p->mu);
+            while (!new_loop(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quitting)) break;
+        seen = atomic_load(&p->generation);
         run_tasks(p, a.thread);
+        /* under mu, so a caller between its check and its wait cannot miss it */
         pthread_mutex_lock(&p->mu);
-        if (--p->busy_workers == 0) pthread_cond_signal(&p->done);
+        if (atomic_fetch_sub(&p->busy_workers, 1) == 1) pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -65,6 +112,7 @@ nc_status nc_pool_new(int n_threads, nc_pool **out, nc_error *err) {
     nc_pool *p = calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "thread pool: out of memory");
     p->n_threads = n_threads;
+    p->spin = n_threads <= nc_cpu_count();
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -95,7 +143,7 @@ nc_status nc_pool_new(int n_threads, nc_pool **out, nc_error *err) {
 void nc_pool_free(nc_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quitting = 1;
+    atomic_store(&p->quitting, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n_threads; i++) pthread_join(p->workers[i - 1], NULL);
@@ -114,17 +162,21 @@ void nc_pool_for(nc_pool *p, int n_tasks, nc_pool_fn fn, void *ctx) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
+    /* Workers are all between loops here (the last call waited for them),
+     * so the loop's fields can be set before the generation publishes them. */
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
     atomic_store(&p->next_task, 0);
-    p->busy_workers = p->n_threads - 1;
-    p->generation++;
+    atomic_store(&p->busy_workers, p->n_threads - 1);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_tasks(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy_workers > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_until(p, workers_done, 0)) {
+        pthread_mutex_lock(&p->mu);
+        while (!workers_done(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
