@@ -6,7 +6,7 @@
 #   make demo       install missing packages, build, run the bundled demo model
 #   make fuzz       libFuzzer builds of the fuzz targets (clang), for long runs
 # Sources are found by wildcard: adding a file under src/ adds it to the build.
-# Files named *_avx2.c / *_avx512.c (x86-64) and *_neon.c (arm64) are the
+# Files named *_avx2.c / *_avx512.c / *_amx.c (x86-64) and *_neon.c (arm64) are the
 # per-ISA kernels; they are compiled with their ISA flags, only on that
 # architecture, and dispatched at run time (src/cpu).
 
@@ -40,7 +40,7 @@ ifneq ($(UNAME_S),Darwin)
 SRC := $(filter-out src/ane/%,$(SRC))
 endif
 ifeq ($(filter x86_64 amd64,$(UNAME_M)),)
-SRC := $(filter-out %_avx2.c %_avx512.c,$(SRC))
+SRC := $(filter-out %_avx2.c %_avx512.c %_amx.c,$(SRC))
 endif
 ifeq ($(filter arm64 aarch64,$(UNAME_M)),)
 SRC := $(filter-out %_neon.c,$(SRC))
@@ -69,6 +69,7 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+$(BUILD)/obj/%_amx.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c -mamx-tile -mamx-bf16
 $(BUILD)/obj/src/ane/%.o: CFLAGS_ALL += -fobjc-arc -Wno-unused-parameter
 
 $(LIB): $(OBJ)
