@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/gemm_amx.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -51,6 +52,11 @@ static void detect(cpu_features *f) {
 
 static cpu_features features;
 static const cpu_kernels *chosen;
+#if defined(__x86_64__)
+/* The AVX-512 table with prompts on AMX tiles, where the CPU and OS have them. */
+static cpu_kernels amx_table;
+static int has_amx;
+#endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int simd_disabled(void) {
@@ -77,8 +83,17 @@ static void choose(void) {
 #if defined(__x86_64__)
     if (has_avx2()) chosen = &cpu_kernels_avx2;
     if (has_avx512()) chosen = &cpu_kernels_avx512;
-    /* NECTAR_SIMD=avx2 caps the choice (to test or compare a narrower ISA). */
+    if (has_avx512() && cpu_amx_available()) {
+        amx_table = cpu_kernels_avx512;
+        amx_table.name = "amx";
+        amx_table.amx = 1;
+        has_amx = 1;
+        chosen = &amx_table;
+    }
+    /* NECTAR_SIMD=avx512 / avx2 / scalar caps the choice (to test or
+     * compare a narrower ISA); NECTAR_NO_AMX=1 is the same as avx512. */
     const char *cap = getenv("NECTAR_SIMD");
+    if (cap && !strcmp(cap, "avx512") && has_avx512()) chosen = &cpu_kernels_avx512;
     if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
     if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
 #elif defined(__aarch64__)
@@ -103,6 +118,7 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
     if (has_avx512() && n < cap) out[n++] = &cpu_kernels_avx512;
+    if (has_amx && n < cap) out[n++] = &amx_table;
 #elif defined(__aarch64__)
     if (n < cap) out[n++] = &cpu_kernels_neon;
 #endif

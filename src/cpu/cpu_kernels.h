@@ -53,6 +53,9 @@ typedef struct cpu_kernels {
     void (*axpy_f16)(float a, const uint16_t *x, float *y, int n);
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
+    /* 1: prompts of every weight type run on AMX tiles (gemm_amx.h); the
+     * "amx" table is the AVX-512 one with this set, where the CPU has AMX. */
+    int amx;
 } cpu_kernels;
 
 extern const cpu_kernels cpu_kernels_scalar;

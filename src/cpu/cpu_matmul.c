@@ -1,6 +1,7 @@
 /* Splitting a matrix product into pool tasks (see cpu_matmul.h). */
 #include "cpu/cpu_matmul.h"
 
+#include "cpu/cpu_amx_dispatch.h"
 #include "cpu/cpu_quant.h"
 
 /* Activation rows per inner call when n > 1: 16 rows of fp32 activations
@@ -132,6 +133,7 @@ static void quantize_once(nc_pool *pool, cpu_act *a) {
 
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
                     size_t ldy) {
+    if (cpu_matmul_amx(pool, kern, a, 1, &(cpu_product){w, y, ldy})) return;
     if (cpu_wtype_is_quant(w->type)) quantize_once(pool, a);
     run_matmul(pool, kern, w, a->x, a->ldx, y, ldy, a->n, a);
 }
@@ -151,6 +153,7 @@ static void many_task(void *ctx, int task, int thread) {
 
 void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
                      const cpu_product *p) {
+    if (cpu_matmul_amx(pool, kern, a, count, p)) return;
     many_job m;
     int threads = nc_pool_threads(pool);
     if (count > CPU_MATMUL_MAX_MANY) count = CPU_MATMUL_MAX_MANY;

@@ -37,12 +37,20 @@ typedef struct cpu_act {
      * task widens its weight rows to fp32 once. NULL: widen in the tiles. */
     float *panels;
     size_t panel_floats;
+    /* Optional scratch for prompts on AMX tiles (kern->amx): the rows packed
+     * as bf16 terms (amx_x, cpu_amx_x_bytes(n, k) or more, filled on first
+     * use like q/s) and per pool thread amx_scratch_bytes for weight rows. */
+    void *amx_x;
+    size_t amx_x_bytes;
+    int amx_packed;
+    void *amx_scratch;
+    size_t amx_scratch_bytes;
 } cpu_act;
 
 #define CPU_MATMUL_PANEL_ROWS 48
 
 static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
-    cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0};
+    cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0, NULL, 0, 0, NULL, 0};
     return a;
 }
 

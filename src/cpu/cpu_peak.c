@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "base/timer.h"
+#include "cpu/gemm_amx.h"
 
 static double thread_cpu_s(void) {
     struct timespec t;
@@ -27,7 +28,7 @@ double cpu_fma_burn_scalar(long iters, float *sink) {
 }
 
 typedef struct {
-    const cpu_kernels *kern;
+    double (*burn)(long iters, float *sink);
     long iters;
     double flops[256], cpu_s[256];
     float sink[256];
@@ -37,18 +38,21 @@ static void burn_task(void *ctx, int task, int thread) {
     (void)task;
     burn_job *j = ctx;
     double c0 = thread_cpu_s();
-    j->flops[thread & 255] += j->kern->fma_burn(j->iters, &j->sink[thread & 255]);
+    j->flops[thread & 255] += j->burn(j->iters, &j->sink[thread & 255]);
     j->cpu_s[thread & 255] += thread_cpu_s() - c0;
 }
 
-double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps,
-                          double *per_cpu_s) {
+static double peak_flops(nc_pool *pool, double (*burn)(long, float *), double seconds, int reps,
+                         double *per_cpu_s) {
     int threads = nc_pool_threads(pool);
-    burn_job j = {.kern = kern, .iters = 1000};
+    burn_job j = {.burn = burn, .iters = 1000};
     /* calibrate iterations to about `seconds` on one thread */
     for (;;) {
         double t0 = nc_now_s();
-        kern->fma_burn(j.iters, &j.sink[0]);
+        if (burn(j.iters, &j.sink[0]) <= 0) { /* the unit is not there */
+            if (per_cpu_s) *per_cpu_s = 0;
+            return 0;
+        }
         double dt = nc_now_s() - t0;
         if (dt >= seconds / 8 || j.iters > (1L << 40)) {
             j.iters = (long)((double)j.iters * seconds / (dt > 0 ? dt : 1e-9));
@@ -73,4 +77,13 @@ double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds
     }
     if (per_cpu_s) *per_cpu_s = best_cpu;
     return best;
+}
+
+double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps,
+                          double *per_cpu_s) {
+    return peak_flops(pool, kern->fma_burn, seconds, reps, per_cpu_s);
+}
+
+double cpu_peak_amx_flops(nc_pool *pool, double seconds, int reps, double *per_cpu_s) {
+    return peak_flops(pool, cpu_amx_burn, seconds, reps, per_cpu_s);
 }

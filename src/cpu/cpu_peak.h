@@ -15,6 +15,10 @@
 double cpu_peak_fma_flops(nc_pool *pool, const cpu_kernels *kern, double seconds, int reps,
                           double *per_cpu_s);
 
+/* The same for the bf16 AMX tile products (gemm_amx.h) that run prompts
+ * with the "amx" table; 0 where there is no AMX. */
+double cpu_peak_amx_flops(nc_pool *pool, double seconds, int reps, double *per_cpu_s);
+
 /* The burners: run `iters` iterations, return the flops done. The result of
  * the chains goes to *sink so the work cannot be dropped. */
 double cpu_fma_burn_scalar(long iters, float *sink);

@@ -14,7 +14,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "base/timer.h"
 #include "cpu/cpu_quant.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -360,7 +359,7 @@ void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, in
     _tile_release();
 }
 
-double cpu_amx_peak_flops(double seconds) {
+double cpu_amx_burn(long iters, float *sink) {
     if (!cpu_amx_available()) return 0;
     tiles_configure();
     static const uint16_t zeros[512] __attribute__((aligned(64)));
@@ -370,18 +369,15 @@ double cpu_amx_peak_flops(double seconds) {
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    long iters = 0;
-    double t0 = nc_now_s(), t;
-    do {
-        for (int i = 0; i < 1000; i++) {
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 6);
-            _tile_dpbf16ps(2, 4, 6);
-            _tile_dpbf16ps(3, 4, 6);
-        }
-        iters += 4000;
-        t = nc_now_s() - t0;
-    } while (t < seconds);
+    for (long i = 0; i < iters; i++) { /* four independent accumulators */
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 6);
+        _tile_dpbf16ps(2, 4, 6);
+        _tile_dpbf16ps(3, 4, 6);
+    }
+    float c[256] __attribute__((aligned(64)));
+    _tile_stored(0, c, 64);
+    *sink += c[0];
     _tile_release();
-    return (double)iters * 16 * 16 * 32 * 2 / t;
+    return (double)iters * 4 * 16 * 16 * 32 * 2;
 }

@@ -34,8 +34,8 @@ size_t cpu_amx_scratch_bytes(int k);
 void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, int r1,
                     const void *xp, int n, float *y, size_t ldy, void *scratch);
 
-/* Peak bf16 tile rate of the calling thread over about `seconds` (FLOP/s,
- * one multiply-add = 2), 0 when AMX is not available. */
-double cpu_amx_peak_flops(double seconds);
+/* The peak-rate burner (cpu_peak.h): iters x 4 independent tile products,
+ * returns the FLOPs done (a multiply-add counts 2); 0 without AMX. */
+double cpu_amx_burn(long iters, float *sink);
 
 #endif

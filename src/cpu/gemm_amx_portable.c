@@ -23,8 +23,9 @@ void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, in
     (void)type, (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)xp, (void)n, (void)y,
         (void)ldy, (void)scratch;
 }
-double cpu_amx_peak_flops(double seconds) {
-    (void)seconds;
+double cpu_amx_burn(long iters, float *sink) {
+    (void)iters;
+    (void)sink;
     return 0;
 }
 #else

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "cpu/cpu_amx_dispatch.h"
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
@@ -115,20 +116,25 @@ static void row_steps(qwen3_model *m, row_step *r, int n) {
 }
 
 /* The input rows of the next matrix products, with the workspace's scratch
- * (int8 copies for quantized weights, fp32 weight panels for prompts). */
+ * (int8 copies for quantized weights, fp32 weight panels or AMX tiles for
+ * prompts). */
 static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k) {
     cpu_act a = cpu_act_rows(x, ldx, n, k, m->ws.xq, m->ws.xs);
     a.panels = m->ws.panels;
     a.panel_floats = m->ws.panel_floats;
+    a.amx_x = m->ws.amx_x;
+    a.amx_x_bytes = m->ws.amx_x_bytes;
+    a.amx_scratch = m->ws.amx_scratch;
+    a.amx_scratch_bytes = m->ws.amx_scratch_bytes;
     return a;
 }
 
 /* The same for rows that the next row_steps call writes and, when `quant`
- * (the matrices reading them are quantized), quantizes on the way. */
+ * (the matrices reading them are quantized, and not on AMX tiles, which
+ * read fp32), quantizes on the way. */
 static cpu_act act_rows_q(qwen3_model *m, const float *x, int n, int k, int quant) {
-    cpu_act a = cpu_act_rows(x, (size_t)k, n, k, quant ? m->ws.xq : NULL, m->ws.xs);
-    a.panels = m->ws.panels;
-    a.panel_floats = m->ws.panel_floats;
+    cpu_act a = act_rows(m, x, (size_t)k, n, k);
+    if (!quant || cpu_amx_takes(m->kern, &a)) a.q = NULL;
     return a;
 }
 

@@ -14,6 +14,7 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/gemm_amx.h"
 #include "models/qwen3_impl.h"
 
 const qwen3_config *qwen3_model_config(const qwen3_model *m) {
@@ -201,6 +202,15 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->panel_floats = (size_t)CPU_MATMUL_PANEL_ROWS * (size_t)widest;
     w->panels =
         nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->panel_floats * sizeof(float));
+    if (m->kern->amx) {
+        w->amx_x_bytes = cpu_amx_x_bytes((int)b, widest);
+        w->amx_scratch_bytes = cpu_amx_scratch_bytes(widest);
+        w->amx_x = nc_alloc_aligned(w->amx_x_bytes);
+        w->amx_scratch =
+            nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->amx_scratch_bytes);
+        if (!w->amx_x || !w->amx_scratch)
+            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the AMX scratch", m->dir);
+    }
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -224,6 +234,8 @@ static void workspace_free(qwen3_workspace *w) {
     nc_free_aligned(w->xq);
     nc_free_aligned(w->xs);
     nc_free_aligned(w->panels);
+    nc_free_aligned(w->amx_x);
+    nc_free_aligned(w->amx_scratch);
     free(w->row_state);
     free(w->row_pos);
     free(w->row_n_keys);

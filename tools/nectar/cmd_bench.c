@@ -6,7 +6,7 @@
  * peak RSS, the share of the threads' time the process got, and the two
  * rooflines: tg against memory bandwidth / weight bytes per token, pp's
  * GFLOP/s against the measured peak FMA rate. `--bandwidth` measures only
- * the machine (read bandwidth, peak FMA per kernel table). `--compare`
+ * the machine (read bandwidth, peak FMA per kernel table, AMX tile rate). `--compare`
  * hands over to cmd_bench_compare. */
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +58,8 @@ static int usage(FILE *f) {
                "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
                "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
                "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
-               "FMA rate of each kernel table, without a model.\n");
+               "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
+               "without a model.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -90,6 +91,7 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
     double peak[4], core[4];
     for (int i = 0; i < nt; i++)
         peak[i] = cpu_peak_fma_flops(pool, tabs[i], 0.3, 3, &core[i]);
+    double amx_core = 0, amx = cpu_peak_amx_flops(pool, 0.3, 3, &amx_core);
     int n_threads = nc_pool_threads(pool);
     nc_pool_free(pool);
     if (as_json) {
@@ -105,8 +107,9 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
         printf("},\n  \"peak_fma_flops_per_cpu_s\": {");
         for (int i = 0; i < nt; i++)
             printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, core[i]);
-        printf("},\n  \"read_bytes_per_cpu_s\": %.0f,\n  \"kernels\": \"%s\"\n}\n", bw_cpu,
-               cpu_kernels_get()->name);
+        printf("},\n  \"peak_amx_bf16_flops_per_s\": %.0f,\n  \"peak_amx_bf16_flops_per_cpu_s\": "
+               "%.0f,\n  \"read_bytes_per_cpu_s\": %.0f,\n  \"kernels\": \"%s\"\n}\n",
+               amx, amx_core, bw_cpu, cpu_kernels_get()->name);
     } else {
         printf("%d threads; read bandwidth over %zu MiB: best %.2f GB/s, mean %.2f +/- %.2f GB/s "
                "(%d runs)\n",
@@ -116,6 +119,10 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
             printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
                    tabs[i]->name, peak[i] / 1e9, core[i] / 1e9,
                    tabs[i] == cpu_kernels_get() ? "   (used by the engine)" : "");
+        if (amx > 0)
+            printf("peak bf16 AMX tile rate  %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
+                   amx / 1e9, amx_core / 1e9,
+                   cpu_kernels_get()->amx ? "   (prompts on the amx table)" : "");
     }
     return 0;
 }
@@ -258,10 +265,11 @@ int cmd_bench(int argc, char **argv) {
     free(tokens);
     /* Probe the machine with the model's pool gone from the caches' way. */
     nc_pool *pool = NULL;
-    double bw = 0.0, peak = 0.0, core = 0.0, bw_cpu = 0.0;
+    double bw = 0.0, peak = 0.0, core = 0.0, bw_cpu = 0.0, amx = 0.0;
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
         bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL, &bw_cpu);
         peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3, &core);
+        if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
     nc_pool_free(pool);
     double roof = bw > 0 ? bw / (double)wbytes : 0.0;
@@ -287,10 +295,11 @@ int cmd_bench(int argc, char **argv) {
             "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
             "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
             "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
-            "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f\n}\n",
+            "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
+            "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
             rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
             pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
-            core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu);
+            core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
                "cache\n",
@@ -316,6 +325,10 @@ int cmd_bench(int argc, char **argv) {
         if (n_pp > 0 && peak > 0)
             printf("; pp %.1f GFLOP/s = %.0f%% of it", pp_gflops, 100 * pp_gflops * 1e9 / peak);
         printf("\n");
+        if (n_pp > 0 && amx > 0) /* the unit the prompt's products actually ran on */
+            printf("prompt products on AMX tiles: peak bf16 tile rate %.1f GFLOP/s; pp = %.0f%% of "
+                   "it (each product is 3-6 bf16 tile products for fp32 accuracy)\n",
+                   amx / 1e9, 100 * pp_gflops * 1e9 / amx);
         if (n_pp > 0 && core > 0)
             printf("per CPU-second (what a core did while it ran): peak %.1f GFLOP, pp %.1f GFLOP "
                    "= %.0f%%\n",
