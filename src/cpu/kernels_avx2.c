@@ -42,6 +42,31 @@ INLINE float hsum8(__m256 v) {
 
 #define FMA8(w, x, acc) _mm256_fmadd_ps(w, x, acc)
 
+/* 8 weights of a Q8 / Q4 row from element i (i % 8 == 0, so they lie in one
+ * block), dequantized as scale * code. */
+INLINE __m256 ldv_q8(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q8_BLOCK_BYTES;
+    __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + i % CPU_QBLOCK));
+    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)),
+                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+}
+INLINE __m256 ldv_q4(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q4_BLOCK_BYTES;
+    size_t e = i % CPU_QBLOCK;
+    __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + e % 16));
+    if (e >= 16) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
+    __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
+                                 _mm256_set1_epi32(8));
+    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)), _mm256_cvtepi32_ps(c));
+}
+
+/* The prompt GEMM: 16-row panel blocks (2 ymm) x 6 activation rows, 12 of
+ * the 16 registers accumulating. */
+#define BCAST8(p) _mm256_broadcast_ss(p)
+CPU_DEF_GEMM(__m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps,
+             BCAST8, FMA8)
+CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, CPU_GEMM_TRANSPOSE_PLAIN)
+
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m256, 8, 4, 4, _mm256_setzero_ps, _mm256_loadu_ps, FMA8, hsum8)            \
     CPU_DEF_MATMUL_LOOPS(SUF, 4, 2, 4)                                                             \
@@ -103,6 +128,7 @@ const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
+    .gemm = {16, gemm_pack, gemm_run},
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .dot_f16 = dot_f16_avx2,
