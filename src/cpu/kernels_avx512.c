@@ -59,12 +59,12 @@ INLINE __m512 ldv_q4(const void *row, size_t i) {
 CPU_DEF_GEMM(__m512, 16, 12, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps,
              BCAST16, FMA16)
 
-/* dst[c * 32 + a] = chunk[a][c] for the panel packing: two 16 x 16 register
+/* dst[c * 32 + a] = src[a * stride + c] for the panel packing: two 16 x 16 register
  * transposes (4 shuffle stages each) instead of 512 scalar moves. */
-INLINE void transpose16(const float (*rows)[16], float *dst) {
+INLINE void transpose16(const float *src, size_t stride, float *dst) {
     __m512 r[16], t[16], u[16];
     for (int j = 0; j < 16; j++)
-        r[j] = _mm512_load_ps(rows[j]);
+        r[j] = _mm512_loadu_ps(src + (size_t)j * stride);
     for (int j = 0; j < 16; j += 2) { /* per 128-bit lane: pairs of rows interleaved */
         t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
         t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
@@ -88,10 +88,10 @@ INLINE void transpose16(const float (*rows)[16], float *dst) {
         _mm512_storeu_ps(dst + (size_t)(12 + e) * 32, _mm512_shuffle_f32x4(v1, v3, 0xdd));
     }
 }
-#define TRANSPOSE32x16(chunk, dst)                                                                 \
+#define TRANSPOSE32x16(src, stride, dst, WIDTH)                                                    \
     do {                                                                                           \
-        transpose16(chunk, dst);                                                                   \
-        transpose16(chunk + 16, (dst) + 16);                                                       \
+        transpose16(src, stride, dst);                                                             \
+        transpose16((src) + 16 * (stride), stride, (dst) + 16);                                    \
     } while (0)
 CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16)
 

@@ -116,7 +116,9 @@
  * blocks. Partial sums of later K blocks are added to y. (Copying each
  * activation tile into a contiguous buffer first, against the 4 KiB set
  * aliasing of rows k floats apart, measured 10-20% slower.) */
+#ifndef CPU_GEMM_KC
 #define CPU_GEMM_KC 256
+#endif
 #define CPU_GEMM_TOKENS 240
 
 /* One element of a Q8 / Q4 row (cpu_quant.h), as cpu_dequantize_row does it. */
@@ -225,26 +227,48 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
         if (N <= TBMAX) gemm_tile(p, kc, x, ldx, y, ldy, valid, accumulate, N <= TBMAX ? N : 1);   \
         break;
 
+/* Columns per run of a panel block's rows, and columns ahead that the
+ * packing prefetches (1 KiB of fp32 rows). */
+#define CPU_GEMM_PACK_COLS 64
+#ifndef CPU_GEMM_PACK_AHEAD
+#define CPU_GEMM_PACK_AHEAD 256
+#endif
+
 /* gemm_pack_<SUF>: rows r0..r1 (row stride ldw bytes) into panel blocks of
- * NR = 2 * WIDTH rows ([k][NR], rows past r1 zero): WIDTH columns of each
- * row of a block widened in registers (ldv_<SUF>) into chunk[NR][WIDTH],
- * then TRANSPOSE(chunk, dst) writes dst[c * NR + a] = chunk[a][c]. */
+ * NR = 2 * WIDTH rows ([k][NR], rows past r1 zero). Per block, runs of
+ * CPU_GEMM_PACK_COLS columns of each row are widened in registers (ldv_<SUF>)
+ * into chunk[NR][COLS], then TRANSPOSE(src, stride, dst, WIDTH) writes
+ * dst[c * NR + a] = src[a * stride + c] for c < WIDTH, a < NR. A run reads
+ * whole cache lines of each row: visiting a row for only 16 columns at a
+ * time was slower, since the block's rows, k * 2 or k * 4 bytes apart, share
+ * a few L1 sets and evict each other's line before its second half is read. */
 #define CPU_DEF_GEMM_PACK(SUF, WIDTH, STOREV, TRANSPOSE)                                           \
     static void gemm_pack_##SUF(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {  \
-        enum { NR = 2 * WIDTH };                                                                   \
+        enum { NR = 2 * WIDTH, COLS = CPU_GEMM_PACK_COLS };                                        \
+        float chunk[NR][COLS] __attribute__((aligned(64)));                                        \
         for (int rb = r0; rb < r1; rb += NR) {                                                     \
             int valid = r1 - rb < NR ? r1 - rb : NR;                                               \
             float *blk = panel + (size_t)(rb - r0) * (size_t)k;                                    \
             const unsigned char *row0 = (const unsigned char *)w + (size_t)rb * ldw;               \
             int i = 0;                                                                             \
-            for (; i + WIDTH <= k; i += WIDTH) {                                                   \
-                float chunk[NR][WIDTH] __attribute__((aligned(64)));                               \
+            for (;;) {                                                                             \
+                int cols = k - i >= COLS ? COLS : (k - i) / WIDTH * WIDTH;                         \
+                if (cols == 0) break;                                                              \
+                /* NR rows read side by side: too many streams for the hardware                    \
+                 * prefetcher (see CPU_PREFETCH_NEXT_TILE), so ask for each row's                  \
+                 * bytes CPU_GEMM_PACK_AHEAD columns on. */                                        \
+                size_t ahead = (size_t)(i + CPU_GEMM_PACK_AHEAD) * ldw / (size_t)k;                \
+                for (int a = 0; a < valid; a++)                                                    \
+                    __builtin_prefetch(row0 + (size_t)a * ldw + ahead);                            \
                 for (int a = 0; a < NR; a++)                                                       \
-                    if (a < valid)                                                                 \
-                        STOREV(chunk[a], ldv_##SUF(row0 + (size_t)a * ldw, (size_t)i));            \
-                    else                                                                           \
-                        memset(chunk[a], 0, sizeof chunk[a]);                                      \
-                TRANSPOSE(chunk, blk + (size_t)i * NR);                                            \
+                    for (int c = 0; c < cols; c += WIDTH)                                          \
+                        if (a < valid)                                                             \
+                            STOREV(&chunk[a][c], ldv_##SUF(row0 + (size_t)a * ldw, (size_t)(i + c))); \
+                        else                                                                       \
+                            memset(&chunk[a][c], 0, WIDTH * sizeof(float));                        \
+                for (int c = 0; c < cols; c += WIDTH)                                              \
+                    TRANSPOSE(&chunk[0][c], COLS, blk + (size_t)(i + c) * NR, WIDTH);              \
+                i += cols;                                                                         \
             }                                                                                      \
             for (; i < k; i++)                                                                     \
                 for (int a = 0; a < NR; a++)                                                       \
@@ -254,12 +278,11 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
     }
 
 /* TRANSPOSE for files without a register transpose: element by element. */
-#define CPU_GEMM_TRANSPOSE_PLAIN(chunk, dst)                                                       \
+#define CPU_GEMM_TRANSPOSE_PLAIN(src, stride, dst, WIDTH)                                          \
     do {                                                                                           \
-        enum { W_ = sizeof chunk[0] / sizeof chunk[0][0], NR_ = sizeof chunk / sizeof chunk[0] };  \
-        for (int c = 0; c < W_; c++)                                                               \
-            for (int a = 0; a < NR_; a++)                                                          \
-                (dst)[c * NR_ + a] = chunk[a][c];                                                  \
+        for (int c_ = 0; c_ < WIDTH; c_++)                                                         \
+            for (int a_ = 0; a_ < 2 * WIDTH; a_++)                                                 \
+                (dst)[c_ * 2 * WIDTH + a_] = (src)[a_ * (stride) + c_];                            \
     } while (0)
 
 /* The table's pack entry: one panel packer per weight type. */
