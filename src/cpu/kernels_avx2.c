@@ -65,7 +65,34 @@ INLINE __m256 ldv_q4(const void *row, size_t i) {
 #define BCAST8(p) _mm256_broadcast_ss(p)
 CPU_DEF_GEMM(__m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps,
              BCAST8, FMA8)
-CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, CPU_GEMM_TRANSPOSE_PLAIN)
+
+/* dst[c * 16 + a] = src[a * stride + c] for the panel packing: two 8 x 8
+ * register transposes (3 shuffle stages each). */
+INLINE void transpose8(const float *src, size_t stride, float *dst) {
+    __m256 r[8], t[8], u[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = _mm256_loadu_ps(src + (size_t)j * stride);
+    for (int j = 0; j < 8; j += 2) { /* per 128-bit lane: pairs of rows interleaved */
+        t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+        t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+    }
+    for (int j = 0; j < 8; j += 4) { /* u[j + e], lane L: rows j..j+3 of column 4L + e */
+        u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+        u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+        u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+        u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+    }
+    for (int e = 0; e < 4; e++) {
+        _mm256_storeu_ps(dst + (size_t)e * 16, _mm256_permute2f128_ps(u[e], u[4 + e], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(4 + e) * 16, _mm256_permute2f128_ps(u[e], u[4 + e], 0x31));
+    }
+}
+#define TRANSPOSE16x8(src, stride, dst, WIDTH)                                                     \
+    do {                                                                                           \
+        transpose8(src, stride, dst);                                                              \
+        transpose8((src) + 8 * (stride), stride, (dst) + 8);                                       \
+    } while (0)
+CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, TRANSPOSE16x8)
 
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m256, 8, 4, 4, _mm256_setzero_ps, _mm256_loadu_ps, FMA8, hsum8)            \
