@@ -40,7 +40,7 @@ typedef struct cpu_act {
     size_t panel_floats;
 } cpu_act;
 
-#define CPU_MATMUL_PANEL_ROWS 128
+#define CPU_MATMUL_PANEL_ROWS 64
 
 static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
     cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0};

@@ -112,7 +112,7 @@ static void test_gemm_awkward_k_and_rows_all_tables_all_types(void) {
                 for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
                     for (size_t b = 0; b < sizeof ns / sizeof *ns; b++, cases++)
                         CHECK(check_gemm(tabs[ti], (cpu_wtype)t, ks[a], ns[b], rowss[c]));
-    /* large: several K blocks and token chunks, rows past a 128-row task */
+    /* large: two K blocks, two token chunks, rows past a 64-row task */
     for (int ti = 0; ti < nt; ti++)
         for (int t = 0; t < CPU_W_N; t++, cases++)
             CHECK(check_gemm(tabs[ti], (cpu_wtype)t, 1029, 250, 130));
