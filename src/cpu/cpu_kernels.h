@@ -41,11 +41,31 @@ typedef struct cpu_qpanel_kernels {
     size_t pair_bytes;
 } cpu_qpanel_kernels;
 
+/* The prompt GEMM (kernels_driver.h): pack() lays rows r0..r1 of a matrix of
+ * any type (row stride ldw_bytes, k columns; Q8/Q4 dequantized as d * code)
+ * out as fp32 panel blocks of nr rows, block b = rows r0+b*nr.. at panel +
+ * b*nr*k as [k][nr] (rows past r1 zero), once per pool task; run() then
+ * computes y[t*ldy + r] = sum_i x[t*ldx + i] * W[r0 + r, i] for t < n,
+ * r < rows from the panel with fp32 FMAs: activations are never quantized. */
+typedef struct cpu_gemm_kernels {
+    int nr;
+    void (*pack)(cpu_wtype t, const void *w, size_t ldw_bytes, int k, int r0, int r1,
+                 float *panel);
+    void (*run)(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
+                size_t ldy, int n);
+} cpu_gemm_kernels;
+
+/* Floats of the panel that cpu_gemm_kernels.pack fills for `rows` rows. */
+static inline size_t cpu_gemm_panel_floats(const cpu_gemm_kernels *g, int rows, int k) {
+    return (size_t)((rows + g->nr - 1) / g->nr) * (size_t)g->nr * (size_t)k;
+}
+
 typedef struct cpu_kernels {
     const char *name; /* "scalar", "avx2", "avx512" */
     cpu_matmul_fn matmul[CPU_W_FLOAT_N];
     cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
+    cpu_gemm_kernels gemm;            /* prompts (many activation rows), every type */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
     /* the same against fp16 vectors (an fp16 KV cache) */

@@ -4,16 +4,23 @@
 #include "cpu/cpu_amx_dispatch.h"
 #include "cpu/cpu_quant.h"
 
-/* Activation rows per inner call when n > 1: 16 rows of fp32 activations
- * (16 x 4 KiB at k = 1024) stay in L1/L2 while a task's weight rows pass. */
+/* Activation rows per inner call of the row-tile kernels when n > 1: 16
+ * rows of fp32 activations (16 x 4 KiB at k = 1024) stay in L1/L2 while a
+ * task's weight rows pass. */
 #define TOKEN_BLOCK 16
-/* Weight rows per task when n > 1: 48 rows (a multiple of every ISA's tile
- * height) of bf16 at k = 1024 is 96 KiB, small enough to stay in L2 across
- * the token blocks. */
+/* Weight rows per task when n > 1: a multiple of every table's GEMM block
+ * height (cpu_gemm_kernels.nr). For the GEMM on Qwen3-0.6B pp512, 32 and 64
+ * were alike, 128 ~3% and 256 ~5% slower (a larger panel leaves less of L2
+ * to the activations). */
 #define ROWS_PER_TASK_BATCH CPU_MATMUL_PANEL_ROWS
-/* From this many activation rows on, bf16/fp16 weight rows are widened once
- * per task into an fp32 panel (each is then used n / 4 times). */
-#define PANEL_MIN_TOKENS 8
+/* From this many activation rows on, a task packs its float weight rows into
+ * an fp32 panel once (cpu_gemm_kernels) and runs the GEMM on it: each packed
+ * weight then feeds n FMAs. */
+#define GEMM_MIN_TOKENS 8
+/* The same for Q8/Q4 weights (dequantized into the panel, fp32 activations).
+ * Below it the int8 kernels (and their panels) stay: small batches, where
+ * dequantizing a panel is not yet paid back. */
+#define GEMM_MIN_TOKENS_QUANT 32
 
 typedef struct {
     const cpu_kernels *kern;
@@ -22,23 +29,39 @@ typedef struct {
     size_t ldx, ldy;
     float *y;
     int n, rows_per_task;
-    const cpu_act *act; /* quantized weights: the int8 rows */
+    const cpu_act *act; /* quantized weights: the int8 rows; panel scratch */
+    int is_gemm;        /* uses_gemm() */
 } matmul_job;
 
+/* Whether a product of n rows runs on the prompt GEMM: enough rows, and
+ * panel scratch (cpu_act) that holds a task's rows. */
+static int uses_gemm(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a, int n) {
+    const cpu_gemm_kernels *g = &kern->gemm;
+    int min_tokens = cpu_wtype_is_quant(w->type) ? GEMM_MIN_TOKENS_QUANT : GEMM_MIN_TOKENS;
+    return g->run && n >= min_tokens && a && a->panels &&
+           a->panel_floats >= cpu_gemm_panel_floats(g, ROWS_PER_TASK_BATCH, w->cols);
+}
+
 static void matmul_task(void *ctx, int task, int thread) {
-    (void)thread;
     const matmul_job *j = ctx;
     int r0 = task * j->rows_per_task;
     int r1 = r0 + j->rows_per_task;
     if (r1 > j->w->rows) r1 = j->w->rows;
+    const cpu_act *a = j->act;
+    size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+    if (j->is_gemm) {
+        /* Pack this task's rows once; every activation row reuses them. */
+        float *p = a->panels + (size_t)thread * a->panel_floats;
+        j->kern->gemm.pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
+        j->kern->gemm.run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
+        return;
+    }
     if (cpu_wtype_is_quant(j->w->type)) {
         cpu_qmatmul_fn qf = j->kern->qmatmul[j->w->type - CPU_W_Q8];
         int nb = cpu_qblocks(j->w->cols);
-        size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
         size_t ldq = (size_t)nb * CPU_QBLOCK, lds = (size_t)nb * CPU_QSCALE_REP;
         const cpu_qpanel_kernels *qp = j->kern->qpanel;
-        const cpu_act *a = j->act;
-        if (qp && j->n >= PANEL_MIN_TOKENS && a->panels &&
+        if (qp && j->n >= GEMM_MIN_TOKENS && a->panels &&
             a->panel_floats * sizeof(float) >=
                 (size_t)(r1 - r0) * (size_t)((nb + 1) / 2) * qp->pair_bytes) {
             /* Repack this task's rows once; every activation row reuses them. */
@@ -53,35 +76,16 @@ static void matmul_task(void *ctx, int task, int thread) {
         }
         for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
             int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
-            qf(j->w->data, ldw, j->act->q + (size_t)t * ldq, ldq, j->act->s + (size_t)t * lds, lds,
+            qf(j->w->data, ldw, a->q + (size_t)t * ldq, ldq, a->s + (size_t)t * lds, lds,
                j->y + (size_t)t * j->ldy, j->ldy, nt, nb, r0, r1);
         }
         return;
     }
     cpu_matmul_fn fn = j->kern->matmul[j->w->type];
-    const void *wd = j->w->data;
-    float *y = j->y;
-    const cpu_act *a = j->act;
-    size_t need = (size_t)(r1 - r0) * (size_t)j->w->cols;
-    if (j->w->type != CPU_W_F32 && j->n >= PANEL_MIN_TOKENS && a && a->panels &&
-        a->panel_floats >= need) {
-        /* Widen this task's rows to fp32 once, into the thread's panel: the
-         * tiles then run on plain fp32 loads, without a widening per tile. */
-        float *p = a->panels + (size_t)thread * a->panel_floats;
-        size_t rb = cpu_wtype_row_bytes(j->w->type, j->w->cols);
-        for (int r = r0; r < r1; r++)
-            j->kern->row_to_f32[j->w->type]((const unsigned char *)wd + (size_t)r * rb,
-                                            p + (size_t)(r - r0) * j->w->cols, j->w->cols);
-        fn = j->kern->matmul[CPU_W_F32];
-        wd = p;
-        y += r0;
-        r1 -= r0;
-        r0 = 0;
-    }
     for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
         int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
-        fn(wd, (size_t)j->w->cols, j->x + (size_t)t * j->ldx, j->ldx, y + (size_t)t * j->ldy,
-           j->ldy, nt, j->w->cols, r0, r1);
+        fn(j->w->data, (size_t)j->w->cols, j->x + (size_t)t * j->ldx, j->ldx,
+           j->y + (size_t)t * j->ldy, j->ldy, nt, j->w->cols, r0, r1);
     }
 }
 
@@ -98,7 +102,7 @@ static int plan_job(matmul_job *j, int threads, const cpu_kernels *kern, const c
         per = ROWS_PER_TASK_BATCH;
     }
     if (per < 16) per = 16;
-    matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act};
+    matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act, uses_gemm(kern, w, act, n)};
     *j = jj;
     return n > 0 && w->rows > 0 ? (w->rows + per - 1) / per : 0;
 }
@@ -134,7 +138,7 @@ static void quantize_once(nc_pool *pool, cpu_act *a) {
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
                     size_t ldy) {
     if (cpu_matmul_amx(pool, kern, a, 1, &(cpu_product){w, y, ldy})) return;
-    if (cpu_wtype_is_quant(w->type)) quantize_once(pool, a);
+    if (cpu_wtype_is_quant(w->type) && !uses_gemm(kern, w, a, a->n)) quantize_once(pool, a);
     run_matmul(pool, kern, w, a->x, a->ldx, y, ldy, a->n, a);
 }
 
@@ -159,7 +163,8 @@ void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int cou
     if (count > CPU_MATMUL_MAX_MANY) count = CPU_MATMUL_MAX_MANY;
     m.first[0] = 0;
     for (int i = 0; i < count; i++) {
-        if (cpu_wtype_is_quant(p[i].w->type)) quantize_once(pool, a);
+        if (cpu_wtype_is_quant(p[i].w->type) && !uses_gemm(kern, p[i].w, a, a->n))
+            quantize_once(pool, a);
         m.first[i + 1] = m.first[i] + plan_job(&m.jobs[i], threads, kern, p[i].w, a->x, a->ldx,
                                                p[i].y, p[i].ldy, a->n, a);
     }

@@ -32,9 +32,10 @@ typedef struct cpu_act {
     int8_t *q;
     float *s;
     int is_quantized;
-    /* Optional scratch for prompts against bf16/fp16 weights: one panel of
-     * panel_floats (>= CPU_MATMUL_PANEL_ROWS * k) per pool thread, where a
-     * task widens its weight rows to fp32 once. NULL: widen in the tiles. */
+    /* Optional scratch for prompts: one panel of panel_floats (>=
+     * CPU_MATMUL_PANEL_ROWS * k) per pool thread, where a task packs its
+     * weight rows to fp32 once for the prompt GEMM (cpu_gemm_kernels), or
+     * quantized rows for the int8 panel kernels. NULL: the row tiles. */
     float *panels;
     size_t panel_floats;
     /* Optional scratch for prompts on AMX tiles (kern->amx): the rows packed
@@ -47,7 +48,7 @@ typedef struct cpu_act {
     size_t amx_scratch_bytes;
 } cpu_act;
 
-#define CPU_MATMUL_PANEL_ROWS 48
+#define CPU_MATMUL_PANEL_ROWS 64
 
 static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
     cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0, NULL, 0, 0, NULL, 0};

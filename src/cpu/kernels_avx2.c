@@ -42,6 +42,58 @@ INLINE float hsum8(__m256 v) {
 
 #define FMA8(w, x, acc) _mm256_fmadd_ps(w, x, acc)
 
+/* 8 weights of a Q8 / Q4 row from element i (i % 8 == 0, so they lie in one
+ * block), dequantized as scale * code. */
+INLINE __m256 ldv_q8(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q8_BLOCK_BYTES;
+    __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + i % CPU_QBLOCK));
+    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)),
+                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+}
+INLINE __m256 ldv_q4(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q4_BLOCK_BYTES;
+    size_t e = i % CPU_QBLOCK;
+    __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + e % 16));
+    if (e >= 16) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
+    __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
+                                 _mm256_set1_epi32(8));
+    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)), _mm256_cvtepi32_ps(c));
+}
+
+/* The prompt GEMM: 16-row panel blocks (2 ymm) x 6 activation rows, 12 of
+ * the 16 registers accumulating. */
+#define BCAST8(p) _mm256_broadcast_ss(p)
+CPU_DEF_GEMM(__m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps,
+             BCAST8, FMA8)
+
+/* dst[c * 16 + a] = src[a * stride + c] for the panel packing: two 8 x 8
+ * register transposes (3 shuffle stages each). */
+INLINE void transpose8(const float *src, size_t stride, float *dst) {
+    __m256 r[8], t[8], u[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = _mm256_loadu_ps(src + (size_t)j * stride);
+    for (int j = 0; j < 8; j += 2) { /* per 128-bit lane: pairs of rows interleaved */
+        t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+        t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+    }
+    for (int j = 0; j < 8; j += 4) { /* u[j + e], lane L: rows j..j+3 of column 4L + e */
+        u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+        u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+        u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+        u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+    }
+    for (int e = 0; e < 4; e++) {
+        _mm256_storeu_ps(dst + (size_t)e * 16, _mm256_permute2f128_ps(u[e], u[4 + e], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(4 + e) * 16, _mm256_permute2f128_ps(u[e], u[4 + e], 0x31));
+    }
+}
+#define TRANSPOSE16x8(src, stride, dst, WIDTH)                                                     \
+    do {                                                                                           \
+        transpose8(src, stride, dst);                                                              \
+        transpose8((src) + 8 * (stride), stride, (dst) + 8);                                       \
+    } while (0)
+CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, TRANSPOSE16x8)
+
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m256, 8, 4, 4, _mm256_setzero_ps, _mm256_loadu_ps, FMA8, hsum8)            \
     CPU_DEF_MATMUL_LOOPS(SUF, 4, 2, 4)                                                             \
@@ -103,6 +155,7 @@ const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
+    .gemm = {16, gemm_pack, gemm_run},
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .dot_f16 = dot_f16_avx2,

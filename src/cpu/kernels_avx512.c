@@ -36,6 +36,65 @@ INLINE float ld1_bf16(const void *w, size_t i) {
 
 #define FMA16(w, x, acc) _mm512_fmadd_ps(w, x, acc)
 
+/* 16 weights of a Q8 / Q4 row from element i (i % 16 == 0, so they lie in
+ * one block), dequantized as scale * code. */
+INLINE __m512 ldv_q8(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q8_BLOCK_BYTES;
+    __m128i q = _mm_loadu_si128((const __m128i *)(b + 2 + i % CPU_QBLOCK));
+    return _mm512_mul_ps(_mm512_set1_ps(cpu_qblock_scale(b)),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+}
+INLINE __m512 ldv_q4(const void *row, size_t i) {
+    const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q4_BLOCK_BYTES;
+    __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
+    if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
+    __m512i c = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
+                                 _mm512_set1_epi32(8));
+    return _mm512_mul_ps(_mm512_set1_ps(cpu_qblock_scale(b)), _mm512_cvtepi32_ps(c));
+}
+
+/* The prompt GEMM: 32-row panel blocks (2 zmm) x 12 activation rows, 24
+ * accumulators. */
+#define BCAST16(p) _mm512_set1_ps(*(p))
+CPU_DEF_GEMM(__m512, 16, 12, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps,
+             BCAST16, FMA16)
+
+/* dst[c * 32 + a] = src[a * stride + c] for the panel packing: two 16 x 16 register
+ * transposes (4 shuffle stages each) instead of 512 scalar moves. */
+INLINE void transpose16(const float *src, size_t stride, float *dst) {
+    __m512 r[16], t[16], u[16];
+    for (int j = 0; j < 16; j++)
+        r[j] = _mm512_loadu_ps(src + (size_t)j * stride);
+    for (int j = 0; j < 16; j += 2) { /* per 128-bit lane: pairs of rows interleaved */
+        t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
+        t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
+    }
+    for (int j = 0; j < 16; j += 4) { /* u[j + e], lane L: rows j..j+3 of column 4L + e */
+        __m512d a = _mm512_castps_pd(t[j]), b = _mm512_castps_pd(t[j + 2]);
+        __m512d c = _mm512_castps_pd(t[j + 1]), d = _mm512_castps_pd(t[j + 3]);
+        u[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int e = 0; e < 4; e++) { /* gather lane L of u[e], u[4+e], u[8+e], u[12+e] */
+        __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xdd);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xdd);
+        _mm512_storeu_ps(dst + (size_t)(0 + e) * 32, _mm512_shuffle_f32x4(v0, v2, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(4 + e) * 32, _mm512_shuffle_f32x4(v1, v3, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(8 + e) * 32, _mm512_shuffle_f32x4(v0, v2, 0xdd));
+        _mm512_storeu_ps(dst + (size_t)(12 + e) * 32, _mm512_shuffle_f32x4(v1, v3, 0xdd));
+    }
+}
+#define TRANSPOSE32x16(src, stride, dst, WIDTH)                                                    \
+    do {                                                                                           \
+        transpose16(src, stride, dst);                                                             \
+        transpose16((src) + 16 * (stride), stride, (dst) + 16);                                    \
+    } while (0)
+CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16)
+
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m512, 16, 8, 4, _mm512_setzero_ps, _mm512_loadu_ps, FMA16,                 \
                  _mm512_reduce_add_ps)                                                             \
@@ -106,6 +165,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
     .qpanel = &cpu_qpanel_avx512,
+    .gemm = {32, gemm_pack, gemm_run},
     .dot = dot_avx512,
     .axpy = axpy_avx512,
     .dot_f16 = dot_f16_avx512,

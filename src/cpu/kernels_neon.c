@@ -35,6 +35,23 @@ INLINE float ld1_bf16(const void *w, size_t i) {
 #define FMA4(w, x, acc) vfmaq_f32(acc, w, x)
 #define ZERO4() vdupq_n_f32(0.0f)
 
+/* 4 weights of a Q8 / Q4 row from element i, dequantized element by element:
+ * only the prompt GEMM's panel packing reads them. */
+INLINE float32x4_t ldv_q8(const void *row, size_t i) {
+    float v[4] = {ld1_q8(row, i), ld1_q8(row, i + 1), ld1_q8(row, i + 2), ld1_q8(row, i + 3)};
+    return vld1q_f32(v);
+}
+INLINE float32x4_t ldv_q4(const void *row, size_t i) {
+    float v[4] = {ld1_q4(row, i), ld1_q4(row, i + 1), ld1_q4(row, i + 2), ld1_q4(row, i + 3)};
+    return vld1q_f32(v);
+}
+
+/* The prompt GEMM: 8-row panel blocks (2 q registers) x 12 activation rows,
+ * 24 of the 32 registers accumulating. */
+#define BCAST4(p) vld1q_dup_f32(p)
+CPU_DEF_GEMM(float32x4_t, 4, 12, ZERO4, vld1q_f32, vst1q_f32, vaddq_f32, BCAST4, FMA4)
+CPU_DEF_GEMM_PACK_ALL(4, vst1q_f32, CPU_GEMM_TRANSPOSE_PLAIN)
+
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, float32x4_t, 4, 8, 4, ZERO4, vld1q_f32, FMA4, vaddvq_f32)                    \
     CPU_DEF_MATMUL_LOOPS(SUF, 8, 4, 4)                                                             \
@@ -89,6 +106,7 @@ const cpu_kernels cpu_kernels_neon = {
     .name = "neon",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_neon, cpu_qmatmul_q4_neon},
+    .gemm = {8, gemm_pack, gemm_run},
     .dot = dot_neon,
     .axpy = axpy_neon,
     .dot_f16 = dot_f16_neon,

@@ -6,6 +6,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/kernels_driver.h"
 
 static inline float ld_f32(const void *w, size_t i) {
     return ((const float *)w)[i];
@@ -76,6 +77,37 @@ static int32_t q4_block_dot(const uint8_t *blk, const int8_t *x) {
 DEF_QMATMUL(q8, CPU_Q8_BLOCK_BYTES)
 DEF_QMATMUL(q4, CPU_Q4_BLOCK_BYTES)
 
+/* The prompt GEMM in the obvious order: blocks of GEMM_NR rows, each packed
+ * as [k][GEMM_NR], and one plain sum per output. */
+#define GEMM_NR 8
+
+static void gemm_pack_scalar(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,
+                             float *panel) {
+    static float (*const ld[CPU_W_N])(const void *, size_t) = {
+        [CPU_W_F32] = ld_f32, [CPU_W_F16] = ld_f16, [CPU_W_BF16] = ld_bf16,
+        [CPU_W_Q8] = ld1_q8,  [CPU_W_Q4] = ld1_q4};
+    int padded_end = r0 + (r1 - r0 + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+    for (int r = r0; r < padded_end; r++) {
+        float *blk = panel + (size_t)((r - r0) / GEMM_NR) * GEMM_NR * (size_t)k;
+        const void *row = (const unsigned char *)w + (size_t)r * ldw;
+        for (int i = 0; i < k; i++)
+            blk[(size_t)i * GEMM_NR + (size_t)((r - r0) % GEMM_NR)] =
+                r < r1 ? ld[t](row, (size_t)i) : 0.0f;
+    }
+}
+
+static void gemm_run_scalar(const float *panel, int k, int rows, const float *x, size_t ldx,
+                            float *y, size_t ldy, int n) {
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            const float *col = panel + (size_t)(r / GEMM_NR) * GEMM_NR * (size_t)k + r % GEMM_NR;
+            float acc = 0.0f;
+            for (int i = 0; i < k; i++)
+                acc += x[(size_t)t * ldx + (size_t)i] * col[(size_t)i * GEMM_NR];
+            y[(size_t)t * ldy + (size_t)r] = acc;
+        }
+}
+
 static float dot_scalar(const float *a, const float *b, int n) {
     float acc = 0.0f;
     for (int i = 0; i < n; i++)
@@ -105,6 +137,7 @@ const cpu_kernels cpu_kernels_scalar = {
     .name = "scalar",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {qmatmul_q8, qmatmul_q4},
+    .gemm = {GEMM_NR, gemm_pack_scalar, gemm_run_scalar},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .dot_f16 = dot_f16_scalar,
