@@ -3,13 +3,11 @@
  * one sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: each
  * key row then serves every row of the block while it is in cache (the
  * matmul tile takes the block's queries as its activation rows), and each
- * value row every row of the block, instead of the whole cache being read
- * again for every row. */
+ * value row a register tile of the block's rows (cpu_attn_kernels.pv),
+ * instead of the whole cache being read again for every row. */
 #include "cpu/cpu_attention.h"
 
-#include <string.h>
-
-#include "cpu/cpu_ops.h"
+#include "cpu/attn_kernels.h"
 
 typedef struct {
     const cpu_kernels *kern;
@@ -20,6 +18,7 @@ typedef struct {
  * Scores of row b, group head g at s + (b * group + g) * scores_stride. */
 static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     const cpu_attention_args *a = j->a;
+    const cpu_attn_kernels *ak = j->kern->attn;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, group = a->n_heads / a->n_kv_heads;
     int n_max = a->n_keys[i0 + nb - 1]; /* the last row sees the most keys */
     size_t esz = a->kv_f16 ? 2 : 4;     /* cache element bytes */
@@ -36,32 +35,19 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
         for (int g = 0; g < group; g++)
             mm(kc, (size_t)kv_dim, q + (size_t)g * hd, a->ldq, s + (size_t)g * ss,
                (size_t)group * ss, nb, hd, 0, n_max);
+    /* softmax over each row's own keys; the zeros past them (the keys after
+     * its position, causal) let every row of the block run over n_max keys */
     for (int b = 0; b < nb; b++)
-        for (int g = 0; g < group; g++) {
-            float *sg = s + (size_t)(b * group + g) * ss;
-            int n_keys = a->n_keys[i0 + b];
-            for (int t = 0; t < n_keys; t++)
-                sg[t] *= a->scale;
-            cpu_softmax(sg, n_keys);
-        }
-    for (int b = 0; b < nb; b++)
-        memset(a->out + (size_t)(i0 + b) * a->ldo + (size_t)kvh * group * hd, 0,
-               (size_t)group * hd * sizeof(float));
-    for (int t = 0; t < n_max; t++) {
-        const void *v = vc + (size_t)t * kv_dim * esz;
-        /* rows before the one at key t's position do not see it (causal) */
-        for (int b = 0; b < nb; b++) {
-            if (t >= a->n_keys[i0 + b]) continue;
-            float *out = a->out + (size_t)(i0 + b) * a->ldo + (size_t)kvh * group * hd;
-            for (int g = 0; g < group; g++) {
-                float p = s[(size_t)(b * group + g) * ss + t];
-                if (a->kv_f16)
-                    j->kern->axpy_f16(p, v, out + (size_t)g * hd, hd);
-                else
-                    j->kern->axpy(p, v, out + (size_t)g * hd, hd);
-            }
-        }
-    }
+        for (int g = 0; g < group; g++)
+            ak->softmax(s + (size_t)(b * group + g) * ss, a->n_keys[i0 + b], n_max, a->scale);
+    /* P.V: the same row arrangement as the scores */
+    float *out = a->out + (size_t)i0 * a->ldo + (size_t)kvh * group * hd;
+    if (nb == 1)
+        ak->pv[a->kv_f16 != 0](s, ss, vc, (size_t)kv_dim, out, (size_t)hd, group, n_max, hd);
+    else
+        for (int g = 0; g < group; g++)
+            ak->pv[a->kv_f16 != 0](s + (size_t)g * ss, (size_t)group * ss, vc, (size_t)kv_dim,
+                              out + (size_t)g * hd, a->ldo, nb, n_max, hd);
 }
 
 /* Rows i0.. of a window that belong together: same cache, next position. */

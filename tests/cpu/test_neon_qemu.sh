@@ -11,7 +11,7 @@ if ! command -v "$CC_A64" >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/nul
 fi
 T=${NECTAR_BUILD:-build}/tmp/test_neon_qemu.$$
 mkdir -p "$T"
-SRC="src/cpu/cpu_attention.c src/cpu/cpu_features.c src/cpu/cpu_matmul.c src/cpu/cpu_membw.c
+SRC="src/cpu/attn_kernels_scalar.c src/cpu/attn_kernels_neon.c src/cpu/cpu_attention.c src/cpu/cpu_features.c src/cpu/cpu_matmul.c src/cpu/cpu_membw.c
      src/cpu/cpu_ops.c src/cpu/cpu_peak.c src/cpu/cpu_quant.c src/cpu/kernels_scalar.c
      src/cpu/kernels_neon.c src/cpu/qkernels_neon.c src/cpu/fma_peak_neon.c
      src/base/pool.c src/base/error.c src/base/half.c src/base/alloc.c src/base/timer.c

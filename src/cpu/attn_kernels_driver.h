@@ -1,0 +1,88 @@
+/* The P.V register tiles and the loops around them, shared by the SIMD
+ * attention kernel files (attn_kernels_avx2.c, _avx512.c, _neon.c). Each file
+ * defines pv_ldv_<SUF>(v, i) (WIDTH values from element i, widened to fp32 in
+ * a register) and pv_ld1_<SUF>(v, i) for SUF f32 and f16, then expands
+ * CPU_DEF_ATTN_PV into the kernel pv_<SUF> (attn_kernels.h). Kernel files
+ * only. */
+#ifndef NC_CPU_ATTN_KERNELS_DRIVER_H
+#define NC_CPU_ATTN_KERNELS_DRIVER_H
+
+/* Most rows and value vectors a tile spans (its accumulator array). */
+#define CPU_PV_ROWS_CAP 4
+#define CPU_PV_VECS_CAP 8
+
+/* pv_tile_<SUF>: rows 0..R-1 of o, columns c0 .. c0 + NV * WIDTH - 1. R and
+ * NV are constants after inlining, so acc[][] lives in registers: per key,
+ * NV value vectors are loaded once and each feeds R FMAs, one broadcast
+ * probability per row feeds NV; o is stored once at the end (the old
+ * one-row axpy loaded and stored the output for every key).
+ *
+ * pv_cols_<SUF>: the full width of R rows in MAXV-vector tiles, a narrower
+ * tile for the leftover whole vectors, a scalar loop for cols % WIDTH.
+ * pv_<SUF>: rows in tiles of MAXR, then one tile of the leftover rows.
+ * MAXR <= CPU_PV_ROWS_CAP, MAXV <= CPU_PV_VECS_CAP.
+ * ZERO(), BCAST(f), FMA(a, b, acc) = acc + a * b, STORE(ptr, v). */
+#define CPU_DEF_ATTN_PV(SUF, VEC, WIDTH, MAXR, MAXV, ZERO, BCAST, FMA, STORE)                      \
+    static inline __attribute__((always_inline)) void pv_tile_##SUF(                               \
+        const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
+        int c0, const int R, const int NV) {                                                       \
+        VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                            \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] = ZERO();               \
+        for (int t = 0; t < keys; t++) {                                                           \
+            VEC vv[CPU_PV_VECS_CAP];                                                               \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) vv[a] =                           \
+                pv_ldv_##SUF(v, (size_t)t * ldv + (size_t)(c0 + a * WIDTH));                      \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                  \
+                VEC pb = BCAST(p[(size_t)r * ldp + (size_t)t]);                                    \
+                _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                   \
+                    FMA(pb, vv[a], acc[r][a]);                                                     \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++)                                   \
+                STORE(o + (size_t)r * ldo + (size_t)(c0 + a * WIDTH), acc[r][a]);                  \
+    }                                                                                              \
+    static inline __attribute__((always_inline)) void pv_cols_##SUF(                               \
+        const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
+        int cols, const int R) {                                                                   \
+        int c = 0;                                                                                 \
+        for (; c + MAXV * WIDTH <= cols; c += MAXV * WIDTH)                                        \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, MAXV);                               \
+        switch ((cols - c) / WIDTH) { /* < MAXV whole vectors left */                              \
+        case 0: break;                                                                             \
+        case 1: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 1); break;                       \
+        case 2: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 2); break;                \
+        case 3: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 3); break;                \
+        case 4: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 4); break;                \
+        case 5: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 5); break;                \
+        case 6: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 6); break;                \
+        default: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 7); break;               \
+        }                                                                                          \
+        for (c += (cols - c) / WIDTH * WIDTH; c < cols; c++)                                       \
+            for (int r = 0; r < R; r++) {                                                          \
+                float acc1 = 0.0f;                                                                 \
+                for (int t = 0; t < keys; t++)                                                     \
+                    acc1 += p[(size_t)r * ldp + (size_t)t] *                                       \
+                            pv_ld1_##SUF(v, (size_t)t * ldv + (size_t)c);                          \
+                o[(size_t)r * ldo + (size_t)c] = acc1;                                             \
+            }                                                                                      \
+    }                                                                                              \
+    static void pv_##SUF(const float *p, size_t ldp, const void *v, size_t ldv, float *o,          \
+                         size_t ldo, int rows, int keys, int cols) {                               \
+        int r = 0;                                                                                 \
+        for (; r + MAXR <= rows; r += MAXR)                                                        \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          MAXR);                                                                   \
+        switch (rows - r) { /* < MAXR rows left */                                                 \
+        case 0: break;                                                                             \
+        case 1: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,    \
+                              cols, 1); break;                                                     \
+        case 2: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,    \
+                              cols, 2); break;                                              \
+        default: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,   \
+                               cols, 3); break;                                             \
+        }                                                                                          \
+    }
+
+#endif
