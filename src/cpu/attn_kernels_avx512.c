@@ -67,8 +67,8 @@ static void softmax_avx512(float *s, int n, int n_pad, float scale) {
         __m512 e = _mm512_maskz_mov_ps(m, exp_nonpositive(x));
         _mm512_mask_storeu_ps(s + i, m, e);
         sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        sum1 = _mm512_add_pd(
-            sum1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm256_castpd_ps(
+                                       _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
     }
     __m512 inv = _mm512_set1_ps((float)(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1))));
     for (int i = 0; i < n; i += 16) {

@@ -26,13 +26,13 @@
     static inline __attribute__((always_inline)) void pv_tile_##SUF(                               \
         const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
         int c0, const int R, const int NV) {                                                       \
-        VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                            \
+        VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
             _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] = ZERO();               \
         for (int t = 0; t < keys; t++) {                                                           \
             VEC vv[CPU_PV_VECS_CAP];                                                               \
             _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) vv[a] =                           \
-                pv_ldv_##SUF(v, (size_t)t * ldv + (size_t)(c0 + a * WIDTH));                      \
+                pv_ldv_##SUF(v, (size_t)t * ldv + (size_t)(c0 + a * WIDTH));                       \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                  \
                 VEC pb = BCAST(p[(size_t)r * ldp + (size_t)t]);                                    \
                 _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                   \
@@ -50,14 +50,29 @@
         for (; c + MAXV * WIDTH <= cols; c += MAXV * WIDTH)                                        \
             pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, MAXV);                               \
         switch ((cols - c) / WIDTH) { /* < MAXV whole vectors left */                              \
-        case 0: break;                                                                             \
-        case 1: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 1); break;                       \
-        case 2: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 2); break;                \
-        case 3: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 3); break;                \
-        case 4: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 4); break;                \
-        case 5: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 5); break;                \
-        case 6: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 6); break;                \
-        default: pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 7); break;               \
+        case 0:                                                                                    \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 1);                                  \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 2);                                  \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 3);                                  \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 4);                                  \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 5);                                  \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 6);                                  \
+            break;                                                                                 \
+        default:                                                                                   \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 7);                                  \
+            break;                                                                                 \
         }                                                                                          \
         for (c += (cols - c) / WIDTH * WIDTH; c < cols; c++)                                       \
             for (int r = 0; r < R; r++) {                                                          \
@@ -75,13 +90,20 @@
             pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
                           MAXR);                                                                   \
         switch (rows - r) { /* < MAXR rows left */                                                 \
-        case 0: break;                                                                             \
-        case 1: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,    \
-                              cols, 1); break;                                                     \
-        case 2: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,    \
-                              cols, 2); break;                                              \
-        default: pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys,   \
-                               cols, 3); break;                                             \
+        case 0:                                                                                    \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          1);                                                                      \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          2);                                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          3);                                                                      \
+            break;                                                                                 \
         }                                                                                          \
     }
 

@@ -47,7 +47,7 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     else
         for (int g = 0; g < group; g++)
             ak->pv[a->kv_f16 != 0](s + (size_t)g * ss, (size_t)group * ss, vc, (size_t)kv_dim,
-                              out + (size_t)g * hd, a->ldo, nb, n_max, hd);
+                                   out + (size_t)g * hd, a->ldo, nb, n_max, hd);
 }
 
 /* Rows i0.. of a window that belong together: same cache, next position. */
