@@ -13,9 +13,10 @@ typedef struct cpu_attn_kernels {
      * (scaled, max-subtracted, exp; the sum in double), and s[n, n_pad) = 0 so
      * that a row with fewer keys can join a P.V tile over n_pad keys. n >= 1. */
     void (*softmax)(float *s, int n, int n_pad, float scale);
-    /* o[r * ldo + c] = sum over t < keys of p[r * ldp + t] * v[t * ldv + c]
+    /* o[r * ldo + c] += sum over t < keys of p[r * ldp + t] * v[t * ldv + c]
      * for r < rows, c < cols: probabilities times value rows, the values fp32
-     * ([0]) or fp16 ([1], an fp16 KV cache). o is written, not accumulated. */
+     * ([0]) or fp16 ([1], an fp16 KV cache); accumulates, so the keys can
+     * come in chunks. */
     void (*pv[2])(const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo,
                   int rows, int keys, int cols);
 } cpu_attn_kernels;

@@ -26,8 +26,8 @@ INLINE float pv_ld1_f16(const void *v, size_t i) {
 }
 
 #define FMA8(a, b, acc) _mm256_fmadd_ps(a, b, acc)
-CPU_DEF_ATTN_PV(f32, __m256, 8, 4, 3, _mm256_setzero_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
-CPU_DEF_ATTN_PV(f16, __m256, 8, 4, 3, _mm256_setzero_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
+CPU_DEF_ATTN_PV(f32, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
+CPU_DEF_ATTN_PV(f16, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
 
 /* e^x for x <= 0 as in attn_kernels_avx512.c; 2^n built in the exponent
  * field (n >= -126 after the clamp, so the result is a normal number). */

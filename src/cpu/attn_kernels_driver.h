@@ -11,28 +11,42 @@
 #define CPU_PV_ROWS_CAP 4
 #define CPU_PV_VECS_CAP 8
 
+/* CPU_PV_IN_REGISTER(x): an empty asm that takes x in a vector register, so
+ * the compiler keeps each loaded value vector in one instead of folding the
+ * load into every FMA that uses it (GCC did: R loads of each vector per key,
+ * and the loads, not the FMAs, set the pace). */
+#if defined(__x86_64__)
+#define CPU_PV_IN_REGISTER(x) __asm__("" : "+v"(x))
+#elif defined(__aarch64__)
+#define CPU_PV_IN_REGISTER(x) __asm__("" : "+w"(x))
+#else
+#define CPU_PV_IN_REGISTER(x) (void)0
+#endif
+
 /* pv_tile_<SUF>: rows 0..R-1 of o, columns c0 .. c0 + NV * WIDTH - 1. R and
  * NV are constants after inlining, so acc[][] lives in registers: per key,
  * NV value vectors are loaded once and each feeds R FMAs, one broadcast
- * probability per row feeds NV; o is stored once at the end (the old
- * one-row axpy loaded and stored the output for every key).
+ * probability per row feeds NV; o is loaded once at the start and stored
+ * once at the end (the old one-row axpy did both for every key).
  *
  * pv_cols_<SUF>: the full width of R rows in MAXV-vector tiles, a narrower
  * tile for the leftover whole vectors, a scalar loop for cols % WIDTH.
  * pv_<SUF>: rows in tiles of MAXR, then one tile of the leftover rows.
  * MAXR <= CPU_PV_ROWS_CAP, MAXV <= CPU_PV_VECS_CAP.
- * ZERO(), BCAST(f), FMA(a, b, acc) = acc + a * b, STORE(ptr, v). */
-#define CPU_DEF_ATTN_PV(SUF, VEC, WIDTH, MAXR, MAXV, ZERO, BCAST, FMA, STORE)                      \
+ * LOADO(ptr), BCAST(f), FMA(a, b, acc) = acc + a * b, STORE(ptr, v). */
+#define CPU_DEF_ATTN_PV(SUF, VEC, WIDTH, MAXR, MAXV, LOADO, BCAST, FMA, STORE)                     \
     static inline __attribute__((always_inline)) void pv_tile_##SUF(                               \
         const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
         int c0, const int R, const int NV) {                                                       \
         VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
-            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] = ZERO();               \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                       \
+                LOADO(o + (size_t)r * ldo + (size_t)(c0 + a * WIDTH));                             \
         for (int t = 0; t < keys; t++) {                                                           \
             VEC vv[CPU_PV_VECS_CAP];                                                               \
             _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) vv[a] =                           \
                 pv_ldv_##SUF(v, (size_t)t * ldv + (size_t)(c0 + a * WIDTH));                       \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) CPU_PV_IN_REGISTER(vv[a]);        \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                  \
                 VEC pb = BCAST(p[(size_t)r * ldp + (size_t)t]);                                    \
                 _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                   \
@@ -76,7 +90,7 @@
         }                                                                                          \
         for (c += (cols - c) / WIDTH * WIDTH; c < cols; c++)                                       \
             for (int r = 0; r < R; r++) {                                                          \
-                float acc1 = 0.0f;                                                                 \
+                float acc1 = o[(size_t)r * ldo + (size_t)c];                                       \
                 for (int t = 0; t < keys; t++)                                                     \
                     acc1 += p[(size_t)r * ldp + (size_t)t] *                                       \
                             pv_ld1_##SUF(v, (size_t)t * ldv + (size_t)c);                          \

@@ -1,5 +1,6 @@
 /* NEON attention kernels (arm64): P.V tiles of 4 query rows x 6 value
- * vectors (24 of the 32 q registers accumulate), fp16 values widened by
+ * vectors (24 of the 32 q registers accumulate, 6 hold the values; not
+ * timed: checked under qemu only), fp16 values widened by
  * fcvtl in registers; the softmax with a vectorised exp (Cody-Waite
  * reduction, degree-7 polynomial; within 2 ulp of expf), scalar for the
  * n % 4 tail, the sum in double. */
@@ -26,9 +27,8 @@ INLINE float pv_ld1_f16(const void *v, size_t i) {
 }
 
 #define FMA4(a, b, acc) vfmaq_f32(acc, a, b)
-#define ZERO4() vdupq_n_f32(0.0f)
-CPU_DEF_ATTN_PV(f32, float32x4_t, 4, 4, 6, ZERO4, vdupq_n_f32, FMA4, vst1q_f32)
-CPU_DEF_ATTN_PV(f16, float32x4_t, 4, 4, 6, ZERO4, vdupq_n_f32, FMA4, vst1q_f32)
+CPU_DEF_ATTN_PV(f32, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
+CPU_DEF_ATTN_PV(f16, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 
 /* e^x for x <= 0 as in attn_kernels_avx512.c; 2^n built in the exponent
  * field (n >= -126 after the clamp, so the result is a normal number). */

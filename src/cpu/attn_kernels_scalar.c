@@ -1,8 +1,6 @@
 /* Scalar reference attention kernels: plain loops in the obvious order (the
  * softmax is cpu_softmax's). Every SIMD table is tested against these, and
  * NECTAR_NO_SIMD=1 runs them. */
-#include <string.h>
-
 #include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
@@ -27,7 +25,6 @@ static inline float ld_f16(const void *v, size_t i) {
                          size_t ldo, int rows, int keys, int cols) {                               \
         for (int r = 0; r < rows; r++) {                                                           \
             float *orow = o + (size_t)r * ldo;                                                     \
-            memset(orow, 0, (size_t)cols * sizeof(float));                                         \
             for (int t = 0; t < keys; t++) {                                                       \
                 float pt = p[(size_t)r * ldp + (size_t)t];                                         \
                 for (int c = 0; c < cols; c++)                                                     \

@@ -212,9 +212,10 @@ static void test_attention_all_tables_match_double_reference(void) {
 }
 
 /* A batch mixing sequences (rows of 2 or 3 streams interleaved: every block
- * is one row, as when several streams decode together) and a pool of 3
- * threads (scores per thread) give the reference's values too. */
-static void test_attention_mixed_sequences_and_threads(void) {
+ * is one row, as when several streams decode together), a long context (many
+ * packed key chunks), a head too wide to pack, and a pool of 3 threads
+ * (scores per thread) give the reference's values too. */
+static void test_attention_mixed_sequences_long_context_wide_head_threads(void) {
     const cpu_kernels *tabs[4];
     int nt = cpu_kernels_available(tabs, 4);
     nc_pool *pool = NULL;
@@ -224,6 +225,10 @@ static void test_attention_mixed_sequences_and_threads(void) {
         for (int is_f16 = 0; is_f16 < 2; is_f16++) {
             attn_case mixed = {128, 2, 9, 11, 3, is_f16}, threaded = {64, 4, 40, 13, 1, is_f16};
             attn_case pair = {24, 1, 6, 0, 2, is_f16};
+            /* many packed key chunks; a head too wide to pack (read in place) */
+            attn_case long_ctx = {64, 2, 17, 300, 1, is_f16}, wide = {1024, 2, 5, 3, 1, is_f16};
+            CHECK(check_case(tabs[ti], NULL, &long_ctx));
+            CHECK(check_case(tabs[ti], NULL, &wide));
             CHECK(check_case(tabs[ti], NULL, &mixed));
             CHECK(check_case(tabs[ti], NULL, &pair));
             CHECK(check_case(tabs[ti], pool, &threaded));
@@ -235,6 +240,6 @@ static void test_attention_mixed_sequences_and_threads(void) {
 int main(void) {
     RUN(test_softmax_all_tables_match_double_reference);
     RUN(test_attention_all_tables_match_double_reference);
-    RUN(test_attention_mixed_sequences_and_threads);
+    RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
     return nc_test_exit_code();
 }
