@@ -1,9 +1,8 @@
 /* NEON attention kernels (arm64): P.V tiles of 4 query rows x 6 value
- * vectors (24 of the 32 q registers accumulate, 6 hold the values; not
- * timed: checked under qemu only), fp16 values widened by
- * fcvtl in registers; the softmax with a vectorised exp (Cody-Waite
- * reduction, degree-7 polynomial; within 2 ulp of expf), scalar for the
- * n % 4 tail, the sum in double. */
+ * vectors (24 of the 32 q registers accumulate, 6 hold the values; checked
+ * under qemu, not timed), fp16 values widened by fcvtl in registers; the
+ * softmax with a vectorised exp (Cody-Waite reduction, degree-7 polynomial;
+ * within 2 ulp of expf), scalar for the n % 4 tail, the sum in double. */
 #include <arm_neon.h>
 #include <math.h>
 
