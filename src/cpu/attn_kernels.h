@@ -9,6 +9,11 @@
 #include <stddef.h>
 
 typedef struct cpu_attn_kernels {
+    /* s[r * lds + t] = sum over d < dim of q[r * ldq + d] * k[t * ldk + d]
+     * for r < rows, t < keys: the scores against fp32 key rows. Optional:
+     * NULL where the table's fp32 matmul serves as well. */
+    void (*qk)(const float *q, size_t ldq, const float *k, size_t ldk, float *s, size_t lds,
+               int rows, int keys, int dim);
     /* s[0, n) = softmax(s[0, n) * scale) in fp32 as transformers computes it
      * (scaled, max-subtracted, exp; the sum in double), and s[n, n_pad) = 0 so
      * that a row with fewer keys can join a P.V tile over n_pad keys. n >= 1. */

@@ -74,8 +74,12 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
         pack_rows(kern, kc, a->kv_f16, kv_dim, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
-            kern->matmul[CPU_W_F32](pack, (size_t)hd, q + (size_t)g * hd, q_step,
-                                    s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
+            if (kern->attn->qk)
+                kern->attn->qk(q + (size_t)g * hd, q_step, pack, (size_t)hd,
+                               s + (size_t)g * ss + t0, s_step, rows, n, hd);
+            else
+                kern->matmul[CPU_W_F32](pack, (size_t)hd, q + (size_t)g * hd, q_step,
+                                        s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
     }
     /* softmax over each row's own keys; the zeros past them (the keys after
      * its position, causal) let every row of the block run over n_max keys */
