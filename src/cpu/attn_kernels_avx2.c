@@ -6,7 +6,6 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/attn_kernels_driver.h"
 
@@ -18,36 +17,23 @@ INLINE __m256 pv_ldv_f32(const void *v, size_t i) {
 INLINE __m256 pv_ldv_f16(const void *v, size_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)v + i)));
 }
-INLINE float pv_ld1_f32(const void *v, size_t i) {
-    return ((const float *)v)[i];
-}
-INLINE float pv_ld1_f16(const void *v, size_t i) {
-    return nc_fp16_to_f32(((const uint16_t *)v)[i]);
-}
 
 #define FMA8(a, b, acc) _mm256_fmadd_ps(a, b, acc)
 CPU_DEF_ATTN_PV(f32, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
 CPU_DEF_ATTN_PV(f16, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
 
-/* e^x for x <= 0 as in attn_kernels_avx512.c; 2^n built in the exponent
- * field (n >= -126 after the clamp, so the result is a normal number). */
+/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n built in the exponent field
+ * (n >= -126 after the clamp, so the result is a normal number). */
 INLINE __m256 exp_nonpositive(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    x = _mm256_max_ps(x, _mm256_set1_ps(CPU_EXP_MIN_X));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_LO), r);
     __m256i e2n =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e2n));
+    return _mm256_mul_ps(CPU_EXP_TAYLOR7(r, _mm256_fmadd_ps, _mm256_set1_ps),
+                         _mm256_castsi256_ps(e2n));
 }
 
 static void softmax_avx2(float *s, int n, int n_pad, float scale) {

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/attn_kernels_driver.h"
 
@@ -20,12 +19,6 @@ INLINE __m512 pv_ldv_f32(const void *v, size_t i) {
 }
 INLINE __m512 pv_ldv_f16(const void *v, size_t i) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)v + i)));
-}
-INLINE float pv_ld1_f32(const void *v, size_t i) {
-    return ((const float *)v)[i];
-}
-INLINE float pv_ld1_f16(const void *v, size_t i) {
-    return nc_fp16_to_f32(((const uint16_t *)v)[i]);
 }
 
 INLINE __mmask16 tail_mask(int left) {
@@ -106,48 +99,33 @@ INLINE void qk_tile(const float *q, size_t ldq, const float *k, size_t ldk, floa
                 s[(size_t)r * lds + c] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
+/* R query rows (a constant after inlining) against all the keys. */
+INLINE void qk_rows(const float *q, size_t ldq, const float *k, size_t ldk, float *s, size_t lds,
+                    int keys, int dim, const int R) {
+    int t = 0;
+    for (; t + 4 <= keys; t += 4)
+        qk_tile(q, ldq, k + (size_t)t * ldk, ldk, s + t, lds, dim, R, 4);
+    for (; t < keys; t++)
+        qk_tile(q, ldq, k + (size_t)t * ldk, ldk, s + t, lds, dim, R, 1);
+}
+
 static void qk_avx512(const float *q, size_t ldq, const float *k, size_t ldk, float *s, size_t lds,
                       int rows, int keys, int dim) {
     int r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        const float *qr = q + (size_t)r * ldq;
-        float *sr = s + (size_t)r * lds;
-        int t = 0;
-        for (; t + 4 <= keys; t += 4)
-            qk_tile(qr, ldq, k + (size_t)t * ldk, ldk, sr + t, lds, dim, 4, 4);
-        for (; t < keys; t++)
-            qk_tile(qr, ldq, k + (size_t)t * ldk, ldk, sr + t, lds, dim, 4, 1);
-    }
-    for (; r < rows; r++) {
-        const float *qr = q + (size_t)r * ldq;
-        float *sr = s + (size_t)r * lds;
-        int t = 0;
-        for (; t + 4 <= keys; t += 4)
-            qk_tile(qr, ldq, k + (size_t)t * ldk, ldk, sr + t, lds, dim, 1, 4);
-        for (; t < keys; t++)
-            qk_tile(qr, ldq, k + (size_t)t * ldk, ldk, sr + t, lds, dim, 1, 1);
-    }
+    for (; r + 4 <= rows; r += 4)
+        qk_rows(q + (size_t)r * ldq, ldq, k, ldk, s + (size_t)r * lds, lds, keys, dim, 4);
+    for (; r < rows; r++)
+        qk_rows(q + (size_t)r * ldq, ldq, k, ldk, s + (size_t)r * lds, lds, keys, dim, 1);
 }
 
-/* e^x for x <= 0: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts so n ln2
- * is exact), e^r by its Taylor series to r^7 (truncation < 1e-8 relative),
- * times 2^n by scalef. Below -87 (e^x < 2e-38, nothing next to the row's
- * largest term, which is 1) it returns e^-87 instead of a subnormal. */
+/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n applied by scalef. */
 INLINE __m512 exp_nonpositive(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    x = _mm512_max_ps(x, _mm512_set1_ps(CPU_EXP_MIN_X));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_LO), r);
+    return _mm512_scalef_ps(CPU_EXP_TAYLOR7(r, _mm512_fmadd_ps, _mm512_set1_ps), n);
 }
 
 static void softmax_avx512(float *s, int n, int n_pad, float scale) {

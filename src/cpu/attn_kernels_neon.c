@@ -6,7 +6,6 @@
 #include <arm_neon.h>
 #include <math.h>
 
-#include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/attn_kernels_driver.h"
 
@@ -18,34 +17,21 @@ INLINE float32x4_t pv_ldv_f32(const void *v, size_t i) {
 INLINE float32x4_t pv_ldv_f16(const void *v, size_t i) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)v + i)));
 }
-INLINE float pv_ld1_f32(const void *v, size_t i) {
-    return ((const float *)v)[i];
-}
-INLINE float pv_ld1_f16(const void *v, size_t i) {
-    return nc_fp16_to_f32(((const uint16_t *)v)[i]);
-}
 
 #define FMA4(a, b, acc) vfmaq_f32(acc, a, b)
 CPU_DEF_ATTN_PV(f32, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 CPU_DEF_ATTN_PV(f16, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 
-/* e^x for x <= 0 as in attn_kernels_avx512.c; 2^n built in the exponent
- * field (n >= -126 after the clamp, so the result is a normal number). */
+/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n built in the exponent field
+ * (n >= -126 after the clamp, so the result is a normal number). */
+#define FMA_ABC(a, b, c) vfmaq_f32(c, a, b) /* a * b + c */
 INLINE float32x4_t exp_nonpositive(float32x4_t x) {
-    x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
-    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    float32x4_t p = vdupq_n_f32(1.0f / 5040);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 720), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 120), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 24), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f / 6), p, r);
-    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    x = vmaxq_f32(x, vdupq_n_f32(CPU_EXP_MIN_X));
+    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(CPU_EXP_LOG2E)));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(CPU_EXP_LN2_HI));
+    r = vfmsq_f32(r, n, vdupq_n_f32(CPU_EXP_LN2_LO));
     int32x4_t e2n = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-    return vmulq_f32(p, vreinterpretq_f32_s32(e2n));
+    return vmulq_f32(CPU_EXP_TAYLOR7(r, FMA_ABC, vdupq_n_f32), vreinterpretq_f32_s32(e2n));
 }
 
 static void softmax_neon(float *s, int n, int n_pad, float scale) {
