@@ -3,64 +3,102 @@
  * one sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: each
  * key row then serves every row of the block while it is in cache (the
  * matmul tile takes the block's queries as its activation rows), and each
- * value row every row of the block, instead of the whole cache being read
- * again for every row. */
+ * value row a register tile of the block's rows (cpu_attn_kernels.pv),
+ * instead of the whole cache being read again for every row. */
 #include "cpu/cpu_attention.h"
 
 #include <string.h>
 
-#include "cpu/cpu_ops.h"
+#include "cpu/attn_kernels.h"
 
 typedef struct {
     const cpu_kernels *kern;
     const cpu_attention_args *a;
 } attn_job;
 
+/* Floats of the per-task copy of a chunk of one KV head's key or value rows.
+ * In the cache a head's rows are kv_dim apart, 4 KiB for Qwen3-0.6B and
+ * 1.7B, so every row of a head falls in the same few L1 sets and a tile
+ * pass over them misses L1 (P.V ran at half the speed it reaches on
+ * contiguous rows); a prompt block copies chunk_keys rows at a time into
+ * this contiguous fp32 buffer (fp16 widened once here), 32 KiB on the
+ * stack, and every tile of the block then reads them from L1. */
+#define PACK_FLOATS 8192
+
+/* Key rows per packed chunk: a multiple of 12 (the matmul tiles take 4 or 6
+ * key rows); 0 where head_dim is too large to pack (then direct reads). */
+static int chunk_keys(int head_dim) {
+    return PACK_FLOATS / head_dim / 12 * 12;
+}
+
+/* Rows t0..t0+n-1 of one head of a cache (row stride kv_dim elements) into
+ * dst as [n][hd] fp32. */
+static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, int kv_dim, int t0,
+                      int n, int hd, float *dst) {
+    size_t esz = kv_f16 ? 2 : 4, stride = (size_t)kv_dim * esz;
+    for (int t = 0; t < n; t++)
+        kern->row_to_f32[kv_f16 ? CPU_W_F16 : CPU_W_F32](src + (size_t)(t0 + t) * stride,
+                                                         dst + (size_t)t * hd, hd);
+}
+
 /* Rows i0..i0+nb-1 of one sequence at consecutive positions, KV head kvh.
  * Scores of row b, group head g at s + (b * group + g) * scores_stride. */
 static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     const cpu_attention_args *a = j->a;
+    const cpu_kernels *kern = j->kern;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, group = a->n_heads / a->n_kv_heads;
     int n_max = a->n_keys[i0 + nb - 1]; /* the last row sees the most keys */
     size_t esz = a->kv_f16 ? 2 : 4;     /* cache element bytes */
     const char *kc = (const char *)a->k_cache[i0] + (size_t)kvh * hd * esz;
     const char *vc = (const char *)a->v_cache[i0] + (size_t)kvh * hd * esz;
     size_t ss = a->scores_stride;
-    /* q.k: per group head, the block's query rows (stride ldq) against the
-     * key rows as the weight matrix; row b's scores land at b * group + g */
-    cpu_matmul_fn mm = j->kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32];
     const float *q = a->q + (size_t)i0 * a->ldq + (size_t)kvh * group * hd;
-    if (nb == 1) /* one row (decoding): its group heads are the activation rows */
-        mm(kc, (size_t)kv_dim, q, (size_t)hd, s, ss, group, hd, 0, n_max);
-    else
+    float *out = a->out + (size_t)i0 * a->ldo + (size_t)kvh * group * hd;
+    /* The products take as rows the block's query rows of one group head
+     * (strides ldq, ldo; row b's scores at b * group + g), one call per
+     * group head; or, for one row (decoding), its group heads in one call.
+     * One row reads each cache row once whatever its layout, so it reads the
+     * cache directly: a copy would cost as much as the product. */
+    int calls = nb == 1 ? 1 : group, rows = nb == 1 ? group : nb;
+    size_t q_step = nb == 1 ? (size_t)hd : a->ldq, o_step = nb == 1 ? (size_t)hd : a->ldo;
+    size_t s_step = nb == 1 ? ss : (size_t)group * ss;
+    int chunk = nb == 1 ? 0 : chunk_keys(hd);
+    float pack[PACK_FLOATS];
+
+    /* q.k: the query rows as activation rows, the key rows as the weights */
+    for (int g = 0; !chunk && g < calls; g++)
+        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, (size_t)kv_dim, q + (size_t)g * hd,
+                                                        q_step, s + (size_t)g * ss, s_step, rows,
+                                                        hd, 0, n_max);
+    for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
+        int n = n_max - t0 < chunk ? n_max - t0 : chunk;
+        pack_rows(kern, kc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        for (int g = 0; g < calls; g++)
+            if (kern->attn->qk)
+                kern->attn->qk(q + (size_t)g * hd, q_step, pack, (size_t)hd,
+                               s + (size_t)g * ss + t0, s_step, rows, n, hd);
+            else
+                kern->matmul[CPU_W_F32](pack, (size_t)hd, q + (size_t)g * hd, q_step,
+                                        s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
+    }
+    /* softmax over each row's own keys; the zeros past them (the keys after
+     * its position, causal) let every row of the block run over n_max keys */
+    for (int b = 0; b < nb; b++)
         for (int g = 0; g < group; g++)
-            mm(kc, (size_t)kv_dim, q + (size_t)g * hd, a->ldq, s + (size_t)g * ss,
-               (size_t)group * ss, nb, hd, 0, n_max);
+            kern->attn->softmax(s + (size_t)(b * group + g) * ss, a->n_keys[i0 + b], n_max,
+                                a->scale);
+    /* P.V, accumulated into the zeroed output */
     for (int b = 0; b < nb; b++)
-        for (int g = 0; g < group; g++) {
-            float *sg = s + (size_t)(b * group + g) * ss;
-            int n_keys = a->n_keys[i0 + b];
-            for (int t = 0; t < n_keys; t++)
-                sg[t] *= a->scale;
-            cpu_softmax(sg, n_keys);
-        }
-    for (int b = 0; b < nb; b++)
-        memset(a->out + (size_t)(i0 + b) * a->ldo + (size_t)kvh * group * hd, 0,
-               (size_t)group * hd * sizeof(float));
-    for (int t = 0; t < n_max; t++) {
-        const void *v = vc + (size_t)t * kv_dim * esz;
-        /* rows before the one at key t's position do not see it (causal) */
-        for (int b = 0; b < nb; b++) {
-            if (t >= a->n_keys[i0 + b]) continue;
-            float *out = a->out + (size_t)(i0 + b) * a->ldo + (size_t)kvh * group * hd;
-            for (int g = 0; g < group; g++) {
-                float p = s[(size_t)(b * group + g) * ss + t];
-                if (a->kv_f16)
-                    j->kern->axpy_f16(p, v, out + (size_t)g * hd, hd);
-                else
-                    j->kern->axpy(p, v, out + (size_t)g * hd, hd);
-            }
-        }
+        memset(out + (size_t)b * a->ldo, 0, (size_t)group * hd * sizeof(float));
+    for (int g = 0; !chunk && g < calls; g++)
+        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, (size_t)kv_dim,
+                                       out + (size_t)g * hd, o_step, rows, n_max, hd);
+    for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
+        int n = n_max - t0 < chunk ? n_max - t0 : chunk;
+        pack_rows(kern, vc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        for (int g = 0; g < calls; g++)
+            kern->attn->pv[0](s + (size_t)g * ss + t0, s_step, pack, (size_t)hd,
+                              out + (size_t)g * hd, o_step, rows, n, hd);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "base/half.h"
+#include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
@@ -170,6 +171,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .axpy = axpy_avx512,
     .dot_f16 = dot_f16_avx512,
     .axpy_f16 = axpy_f16_avx512,
+    .attn = &cpu_attn_avx512,
     .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

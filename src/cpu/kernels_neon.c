@@ -6,6 +6,7 @@
 #include <arm_neon.h>
 
 #include "base/half.h"
+#include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
@@ -111,6 +112,7 @@ const cpu_kernels cpu_kernels_neon = {
     .axpy = axpy_neon,
     .dot_f16 = dot_f16_neon,
     .axpy_f16 = axpy_f16_neon,
+    .attn = &cpu_attn_neon,
     .fma_burn = cpu_fma_burn_neon,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

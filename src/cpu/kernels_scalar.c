@@ -3,6 +3,7 @@
 #include "base/half.h"
 #include <string.h>
 
+#include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/cpu_quant.h"
@@ -142,6 +143,7 @@ const cpu_kernels cpu_kernels_scalar = {
     .axpy = axpy_scalar,
     .dot_f16 = dot_f16_scalar,
     .axpy_f16 = axpy_f16_scalar,
+    .attn = &cpu_attn_scalar,
     .fma_burn = cpu_fma_burn_scalar,
     .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
 };

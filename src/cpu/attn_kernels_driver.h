@@ -1,0 +1,153 @@
+/* The P.V register tiles and the loops around them, shared by the SIMD
+ * attention kernel files (attn_kernels_avx2.c, _avx512.c, _neon.c), and the
+ * constants and polynomial of their exp. Each file defines pv_ldv_<SUF>(v, i)
+ * (WIDTH values from element i, widened to fp32 in a register) for SUF f32
+ * and f16, then expands CPU_DEF_ATTN_PV into the kernel pv_<SUF>
+ * (attn_kernels.h). Kernel files only. */
+#ifndef NC_CPU_ATTN_KERNELS_DRIVER_H
+#define NC_CPU_ATTN_KERNELS_DRIVER_H
+
+#include "base/half.h"
+
+/* e^x for x <= 0 in every SIMD file: x = n ln2 + r with |r| <= ln2/2 (ln2 in
+ * two parts, the first with few bits, so n * LN2_HI is exact), e^r by its
+ * Taylor series to r^7 (truncation < 1e-8 relative), times 2^n. Below
+ * CPU_EXP_MIN_X (e^x < 2e-38, nothing next to a softmax row's largest term,
+ * which is 1) the files return e^CPU_EXP_MIN_X instead of a subnormal. The
+ * result is within 2 ulp of expf. */
+#define CPU_EXP_MIN_X (-87.0f)
+#define CPU_EXP_LOG2E 1.44269504088896341f
+#define CPU_EXP_LN2_HI 0.693359375f
+#define CPU_EXP_LN2_LO (-2.12194440e-4f)
+/* e^r by Horner's rule; FMA(a, b, c) = a * b + c, SET1(f) a vector of f. */
+#define CPU_EXP_TAYLOR7(r, FMA, SET1)                                                              \
+    FMA(FMA(FMA(FMA(FMA(FMA(FMA(SET1(1.0f / 5040), r, SET1(1.0f / 720)), r, SET1(1.0f / 120)), r,  \
+                        SET1(1.0f / 24)),                                                          \
+                    r, SET1(1.0f / 6)),                                                            \
+                r, SET1(0.5f)),                                                                    \
+            r, SET1(1.0f)),                                                                        \
+        r, SET1(1.0f))
+
+/* One value of a row as fp32 (the scalar column tail). */
+static inline float pv_ld1_f32(const void *v, size_t i) {
+    return ((const float *)v)[i];
+}
+static inline float pv_ld1_f16(const void *v, size_t i) {
+    return nc_fp16_to_f32(((const nc_fp16 *)v)[i]);
+}
+
+/* Most rows and value vectors a tile spans (its accumulator array). */
+#define CPU_PV_ROWS_CAP 4
+#define CPU_PV_VECS_CAP 8
+
+/* CPU_PV_IN_REGISTER(x): an empty asm that takes x in a vector register, so
+ * the compiler keeps each loaded value vector in one instead of folding the
+ * load into every FMA that uses it (GCC did: R loads of each vector per key,
+ * and the loads, not the FMAs, set the pace). */
+#if defined(__x86_64__)
+#define CPU_PV_IN_REGISTER(x) __asm__("" : "+v"(x))
+#elif defined(__aarch64__)
+#define CPU_PV_IN_REGISTER(x) __asm__("" : "+w"(x))
+#else
+#define CPU_PV_IN_REGISTER(x) (void)0
+#endif
+
+/* pv_tile_<SUF>: rows 0..R-1 of o, columns c0 .. c0 + NV * WIDTH - 1. R and
+ * NV are constants after inlining, so acc[][] lives in registers: per key,
+ * NV value vectors are loaded once and each feeds R FMAs, one broadcast
+ * probability per row feeds NV; o is loaded once at the start and stored
+ * once at the end (the old one-row axpy did both for every key).
+ *
+ * pv_cols_<SUF>: the full width of R rows in MAXV-vector tiles, a narrower
+ * tile for the leftover whole vectors, a scalar loop for cols % WIDTH.
+ * pv_<SUF>: rows in tiles of MAXR, then one tile of the leftover rows.
+ * MAXR <= CPU_PV_ROWS_CAP, MAXV <= CPU_PV_VECS_CAP.
+ * LOADO(ptr), BCAST(f), FMA(a, b, acc) = acc + a * b, STORE(ptr, v). */
+#define CPU_DEF_ATTN_PV(SUF, VEC, WIDTH, MAXR, MAXV, LOADO, BCAST, FMA, STORE)                     \
+    static inline __attribute__((always_inline)) void pv_tile_##SUF(                               \
+        const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
+        int c0, const int R, const int NV) {                                                       \
+        VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                 \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                       \
+                LOADO(o + (size_t)r * ldo + (size_t)(c0 + a * WIDTH));                             \
+        for (int t = 0; t < keys; t++) {                                                           \
+            VEC vv[CPU_PV_VECS_CAP];                                                               \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) vv[a] =                           \
+                pv_ldv_##SUF(v, (size_t)t * ldv + (size_t)(c0 + a * WIDTH));                       \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) CPU_PV_IN_REGISTER(vv[a]);        \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                  \
+                VEC pb = BCAST(p[(size_t)r * ldp + (size_t)t]);                                    \
+                _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++) acc[r][a] =                   \
+                    FMA(pb, vv[a], acc[r][a]);                                                     \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
+            _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++)                                   \
+                STORE(o + (size_t)r * ldo + (size_t)(c0 + a * WIDTH), acc[r][a]);                  \
+    }                                                                                              \
+    static inline __attribute__((always_inline)) void pv_cols_##SUF(                               \
+        const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
+        int cols, const int R) {                                                                   \
+        int c = 0;                                                                                 \
+        for (; c + MAXV * WIDTH <= cols; c += MAXV * WIDTH)                                        \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, MAXV);                               \
+        switch ((cols - c) / WIDTH) { /* < MAXV whole vectors left */                              \
+        case 0:                                                                                    \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 1);                                  \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 2);                                  \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 3);                                  \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 4);                                  \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 5);                                  \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 6);                                  \
+            break;                                                                                 \
+        default:                                                                                   \
+            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 7);                                  \
+            break;                                                                                 \
+        }                                                                                          \
+        for (c += (cols - c) / WIDTH * WIDTH; c < cols; c++)                                       \
+            for (int r = 0; r < R; r++) {                                                          \
+                float acc1 = o[(size_t)r * ldo + (size_t)c];                                       \
+                for (int t = 0; t < keys; t++)                                                     \
+                    acc1 += p[(size_t)r * ldp + (size_t)t] *                                       \
+                            pv_ld1_##SUF(v, (size_t)t * ldv + (size_t)c);                          \
+                o[(size_t)r * ldo + (size_t)c] = acc1;                                             \
+            }                                                                                      \
+    }                                                                                              \
+    static void pv_##SUF(const float *p, size_t ldp, const void *v, size_t ldv, float *o,          \
+                         size_t ldo, int rows, int keys, int cols) {                               \
+        int r = 0;                                                                                 \
+        for (; r + MAXR <= rows; r += MAXR)                                                        \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          MAXR);                                                                   \
+        switch (rows - r) { /* < MAXR rows left */                                                 \
+        case 0:                                                                                    \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          1);                                                                      \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          2);                                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
+                          3);                                                                      \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+#endif

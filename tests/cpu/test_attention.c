@@ -1,0 +1,245 @@
+/* CPU attention: every kernel table this CPU can run (scalar, AVX2, AVX-512,
+ * NEON under qemu) against a double-precision reference written here: the
+ * softmax kernel alone, then whole causal grouped-query attention through
+ * cpu_attention on awkward sizes (head_dim 24/64/128, key counts that are no
+ * multiple of the vector width, 1..40 query rows, groups 1/2/4, fp32 and fp16
+ * caches, padded strides, rows of several sequences in one batch, a pool). */
+#include <math.h>
+
+#include "../test.h"
+#include "base/half.h"
+#include "base/pool.h"
+#include "cpu/attn_kernels.h"
+#include "cpu/cpu_attention.h"
+#include "cpu/cpu_kernels.h"
+
+static uint32_t rng = 7;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / (float)(1 << 23) - 1.0f;
+}
+
+static void print_tables(const cpu_kernels *const *tabs, int nt) {
+    printf("  %d kernel tables (", nt);
+    for (int i = 0; i < nt; i++)
+        printf("%s%s", i ? ", " : "", tabs[i]->name);
+    printf(")\n");
+}
+
+/* Each probability within 1e-6 relative of the double softmax of s * scale
+ * (plus 1e-30 absolute for the terms that underflow), zeros up to n_pad. */
+static void test_softmax_all_tables_match_double_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    enum { CAP = 1100 };
+    static float s0[CAP], s[CAP];
+    static const int ns[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1029};
+    for (int ti = 0; ti < nt; ti++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (int wide = 0; wide < 2; wide++) {
+                int n = ns[ni], n_pad = n + 21;
+                float scale = wide ? 4.0f : 0.0883883476f; /* 1/sqrt(128) */
+                for (int i = 0; i < n_pad; i++)
+                    s0[i] = s[i] = (wide ? 30.0f : 8.0f) * frand(); /* wide: terms underflow */
+                tabs[ti]->attn->softmax(s, n, n_pad, scale);
+                double mx = -INFINITY, sum = 0;
+                for (int i = 0; i < n; i++)
+                    mx = fmax(mx, (double)s0[i] * scale);
+                for (int i = 0; i < n; i++)
+                    sum += exp((double)s0[i] * scale - mx);
+                for (int i = 0; i < n; i++) {
+                    double ref = exp((double)s0[i] * scale - mx) / sum;
+                    /* s * scale rounded to fp32 moves the exponent by up to
+                     * |s * scale| * 2^-24 before the exp */
+                    double tol = ref * (1e-6 + fabs((double)s0[i] * scale) * 6e-8) + 1e-30;
+                    CHECKF(fabs(s[i] - ref) <= tol, "%s n=%d i=%d got %.9g want %.9g",
+                           tabs[ti]->name, n, i, s[i], ref);
+                }
+                for (int i = n; i < n_pad; i++)
+                    CHECK(s[i] == 0.0f);
+            }
+    print_tables(tabs, nt);
+}
+
+/* One sequence's cache: positions x (n_kv_heads * head_dim) values as
+ * stored (fp32 or fp16), and their exact fp32 values for the reference. */
+typedef struct {
+    void *k, *v;
+    float *kf, *vf;
+} test_cache;
+
+static void cache_fill(test_cache *c, size_t count, int is_f16) {
+    c->k = malloc(count * 4);
+    c->v = malloc(count * 4);
+    c->kf = malloc(count * sizeof(float));
+    c->vf = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++)
+        for (int kv = 0; kv < 2; kv++) {
+            float x = frand(), *xf = kv ? c->vf : c->kf;
+            void *dst = kv ? c->v : c->k;
+            if (is_f16)
+                xf[i] = nc_fp16_to_f32(((nc_fp16 *)dst)[i] = nc_f32_to_fp16(x));
+            else
+                xf[i] = ((float *)dst)[i] = x;
+        }
+}
+
+static void cache_free(test_cache *c) {
+    free(c->k);
+    free(c->v);
+    free(c->kf);
+    free(c->vf);
+}
+
+typedef struct {
+    int head_dim, group, n_rows, first_pos; /* first_pos: keys already cached */
+    int n_seqs;                             /* rows go round-robin over this many sequences */
+    int is_f16;
+} attn_case;
+
+/* Runs one case on table `kern` (through `pool`, may be NULL); returns the
+ * largest error against the double reference, or -1 when memory outside the
+ * output heads was written. */
+static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
+    const int n_kv = 2, hd = tc->head_dim, n_heads = n_kv * tc->group, n = tc->n_rows;
+    const int kv_dim = n_kv * hd, qd = n_heads * hd;
+    const size_t ldq = (size_t)qd + 3, ldo = (size_t)qd + 5;
+    int positions = tc->first_pos + n; /* enough for any sequence */
+    test_cache caches[3];
+    for (int c = 0; c < tc->n_seqs; c++)
+        cache_fill(&caches[c], (size_t)positions * kv_dim, tc->is_f16);
+    float *q = malloc(sizeof(float) * n * ldq), *out = malloc(sizeof(float) * n * ldo);
+    const void **kp = malloc(sizeof(void *) * n), **vp = malloc(sizeof(void *) * n);
+    int *n_keys = malloc(sizeof(int) * n), next_pos[3] = {0};
+    for (int c = 0; c < tc->n_seqs; c++)
+        next_pos[c] = tc->first_pos + c; /* sequences at different lengths */
+    for (int i = 0; i < n; i++) {
+        int c = i % tc->n_seqs;
+        kp[i] = caches[c].k;
+        vp[i] = caches[c].v;
+        n_keys[i] = ++next_pos[c];
+    }
+    for (size_t i = 0; i < (size_t)n * ldq; i++)
+        q[i] = frand();
+    for (size_t i = 0; i < (size_t)n * ldo; i++)
+        out[i] = 12345.0f;
+    size_t ss = (size_t)positions + 3;
+    int threads = pool ? nc_pool_threads(pool) : 1;
+    float *scores = malloc(sizeof(float) * threads * CPU_ATTENTION_BLOCK * tc->group * ss);
+    float scale = 1.0f / sqrtf((float)hd);
+    cpu_attention_args a = {.q = q,
+                            .out = out,
+                            .ldq = ldq,
+                            .ldo = ldo,
+                            .k_cache = kp,
+                            .v_cache = vp,
+                            .kv_f16 = tc->is_f16,
+                            .n_keys = n_keys,
+                            .n = n,
+                            .n_heads = n_heads,
+                            .n_kv_heads = n_kv,
+                            .head_dim = hd,
+                            .scale = scale,
+                            .scores = scores,
+                            .scores_stride = ss};
+    cpu_attention(pool, kern, &a);
+
+    double worst = 0, *p = malloc(sizeof(double) * positions);
+    for (int i = 0; i < n && worst >= 0; i++) {
+        const test_cache *c = &caches[i % tc->n_seqs];
+        for (int h = 0; h < n_heads; h++) {
+            const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
+            size_t kv_off = (size_t)(h / tc->group) * hd;
+            double mx = -INFINITY, sum = 0;
+            for (int t = 0; t < n_keys[i]; t++) {
+                double d = 0;
+                for (int e = 0; e < hd; e++)
+                    d += (double)qh[e] * c->kf[(size_t)t * kv_dim + kv_off + e];
+                p[t] = d * scale;
+                mx = fmax(mx, p[t]);
+            }
+            for (int t = 0; t < n_keys[i]; t++)
+                sum += p[t] = exp(p[t] - mx);
+            for (int e = 0; e < hd; e++) {
+                double ref = 0;
+                for (int t = 0; t < n_keys[i]; t++)
+                    ref += p[t] / sum * c->vf[(size_t)t * kv_dim + kv_off + e];
+                worst = fmax(worst, fabs(out[(size_t)i * ldo + (size_t)h * hd + e] - ref));
+            }
+        }
+        for (size_t e = (size_t)qd; e < ldo; e++) /* the row padding stays untouched */
+            if (out[(size_t)i * ldo + e] != 12345.0f) worst = -1;
+    }
+    free(p);
+    free(scores);
+    free(q);
+    free(out);
+    free(kp);
+    free(vp);
+    free(n_keys);
+    for (int c = 0; c < tc->n_seqs; c++)
+        cache_free(&caches[c]);
+    return worst;
+}
+
+static int check_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
+    double err = run_case(kern, pool, tc);
+    if (err >= 0 && err <= 2e-6) return 1;
+    printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d %s: %s %g\n", kern->name, tc->head_dim,
+           tc->group, tc->n_rows, tc->first_pos, tc->n_seqs, tc->is_f16 ? "fp16" : "fp32",
+           err < 0 ? "wrote outside the heads" : "max abs error", err);
+    return 0;
+}
+
+static void test_attention_all_tables_match_double_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    static const int hds[] = {24, 64, 128}, groups[] = {1, 2, 4};
+    static const int rows[] = {1, 2, 3, 5, 16, 17, 40}, first[] = {0, 5, 37};
+    int cases = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int is_f16 = 0; is_f16 < 2; is_f16++)
+            for (size_t hi = 0; hi < 3; hi++)
+                for (size_t gi = 0; gi < 3; gi++)
+                    for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
+                        for (size_t fi = 0; fi < 3; fi++) {
+                            attn_case tc = {hds[hi], groups[gi], rows[ri], first[fi], 1, is_f16};
+                            CHECK(check_case(tabs[ti], NULL, &tc));
+                            cases++;
+                        }
+    print_tables(tabs, nt);
+    printf("  %d cases\n", cases);
+}
+
+/* A batch mixing sequences (rows of 2 or 3 streams interleaved: every block
+ * is one row, as when several streams decode together), a long context (many
+ * packed key chunks), a head too wide to pack, and a pool of 3 threads
+ * (scores per thread) give the reference's values too. */
+static void test_attention_mixed_sequences_long_context_wide_head_threads(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    nc_pool *pool = NULL;
+    nc_error err;
+    CHECK_OK(nc_pool_new(3, &pool, &err), &err);
+    for (int ti = 0; ti < nt; ti++)
+        for (int is_f16 = 0; is_f16 < 2; is_f16++) {
+            attn_case mixed = {128, 2, 9, 11, 3, is_f16}, threaded = {64, 4, 40, 13, 1, is_f16};
+            attn_case pair = {24, 1, 6, 0, 2, is_f16};
+            /* many packed key chunks; a head too wide to pack (read in place) */
+            attn_case long_ctx = {64, 2, 17, 300, 1, is_f16}, wide = {1024, 2, 5, 3, 1, is_f16};
+            CHECK(check_case(tabs[ti], NULL, &long_ctx));
+            CHECK(check_case(tabs[ti], NULL, &wide));
+            CHECK(check_case(tabs[ti], NULL, &mixed));
+            CHECK(check_case(tabs[ti], NULL, &pair));
+            CHECK(check_case(tabs[ti], pool, &threaded));
+            CHECK(check_case(tabs[ti], pool, &mixed));
+        }
+    nc_pool_free(pool);
+}
+
+int main(void) {
+    RUN(test_softmax_all_tables_match_double_reference);
+    RUN(test_attention_all_tables_match_double_reference);
+    RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
+    return nc_test_exit_code();
+}
