@@ -121,6 +121,64 @@ INLINE void qtile_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, size
             y[(size_t)(t + b) * ldy + (size_t)(r + a)] = _mm512_reduce_add_ps(acc[a][b]);
 }
 
+/* ---- decoding: 8 rows at a time, reduced across rows -------------------
+ * With one activation row the per-row float work of qtile (two scale
+ * broadcasts, blend, fp16 convert, int32 convert, scale product, FMA: 8 of
+ * its 12 vector uops per row and pair of blocks) costs more than the integer
+ * work. Here each pair of blocks first reduces the 8 rows' int32 sums to one
+ * vector (a transpose-and-add tree, 21 uops for 8 rows), and one gather
+ * fetches the 16 fp16 scales of those 8 rows x 2 blocks, so the float work
+ * is one convert and FMA per 8 rows. Activations are the signed operand of
+ * vpdpbusd and the weights the unsigned one for both formats (Q8 as w + 128,
+ * Q4 as its nibbles), so the correction -k * sum(x) is per pair, not per row.
+ * Lanes of the reduced vector: [j: rows 0-3 | j+1: rows 0-3 | j: rows 4-7 |
+ * j+1: rows 4-7]. */
+INLINE __m512i sum_lanes_8rows(const __m512i s[8]) {
+    __m512i p[4], q[2];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) /* 2 lanes per row and block */
+        p[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2 * i], s[2 * i + 1]),
+                                _mm512_unpackhi_epi32(s[2 * i], s[2 * i + 1]));
+    _Pragma("GCC unroll 2") for (int i = 0; i < 2; i++) /* 1 lane per row and quarter block */
+        q[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(p[2 * i], p[2 * i + 1]),
+                                _mm512_unpackhi_epi64(p[2 * i], p[2 * i + 1]));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Byte offsets from a tile's first block to the scale of each reduced lane. */
+INLINE __m512i scale_offsets_8rows(size_t ldw, int block_bytes) {
+    int32_t off[16];
+    for (int l = 0; l < 16; l++)
+        off[l] = (int32_t)((size_t)(l % 4 + 4 * (l / 8)) * ldw) + (l / 4 % 2) * block_bytes;
+    return _mm512_loadu_si512((const void *)off);
+}
+
+/* The 16 scales in reduced-lane order (block j + 1's lanes zero when two is
+ * 0: past the row end), times the activation scales. */
+INLINE __m512 scales_8rows(const uint8_t *blk, __m512i off, const float *xs, const int two) {
+    __m512i g = two ? _mm512_i32gather_epi32(off, (const void *)blk, 1)
+                    : _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0x0f0f, off,
+                                                  (const void *)blk, 1);
+    __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+    /* xs holds each block scale 8 times: from the 5th copy of block j on,
+     * 4 of j then 4 of j + 1 */
+    __m256 dx = two ? _mm256_loadu_ps(xs + 4) : _mm256_maskz_loadu_ps(0x0f, xs + 4);
+    return _mm512_mul_ps(dw, _mm512_broadcast_f32x8(dx));
+}
+
+/* One pair of blocks (or the lone last block when two is 0) of rows
+ * r..r+7 into acc; wcodes(b0, two) gives a row's 64 unsigned weight codes,
+ * k the unsigned offset they carry (128 for Q8, 8 for Q4). */
+#define DEF_DECODE(FMT, BLOCK_BYTES, K, WCODES)                                                        INLINE __m512 decode_pair_##FMT(const uint8_t *blk, size_t ldw, __m512i off,                                                       const int8_t *xq, const float *xs, __m512 acc,                                                     const int two) {                                                       const __m512i zero = _mm512_setzero_si512();                                                       __m512i xv = load_x2(xq, two), s[8];                                                               __m512i corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(K), xv));         _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) {                                                  const uint8_t *b0 = blk + (size_t)a * ldw;                                                         _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* the next tile */                        s[a] = _mm512_dpbusd_epi32(corr, WCODES(b0, two), xv);                                         }                                                                                                  __m512 sc = scales_8rows(blk, off, xs, two);                                                       return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum_lanes_8rows(s)), sc, acc);                       }                                                                                                  INLINE void qdecode_##FMT##_avx512(const uint8_t *w, size_t ldw, const int8_t *xq,                                                    const float *xs, float *y, int nb, int r) {                        const uint8_t *row = w + (size_t)r * ldw;                                                          __m512i off = scale_offsets_8rows(ldw, BLOCK_BYTES);                                               __m512 acc = _mm512_setzero_ps();                                                                  int j = 0;                                                                                         for (; j + 2 <= nb; j += 2)                                                                            acc = decode_pair_##FMT(row + (size_t)j * BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,                                      xs + (size_t)j * CPU_QSCALE_REP, acc, 1);                              if (j < nb)                                                                                            acc = decode_pair_##FMT(row + (size_t)j * BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,                                      xs + (size_t)j * CPU_QSCALE_REP, acc, 0);                              /* rows 0-3: quarters 0 + 1, rows 4-7: quarters 2 + 3 */                                           __m512 h = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));            _mm256_storeu_ps(y + r, _mm512_castps512_ps256(_mm512_shuffle_f32x4(                                                           h, h, _MM_SHUFFLE(2, 0, 2, 0))));                                 }
+
+/* Q8 codes as unsigned w + 128 (w xor 0x80). */
+INLINE __m512i q8_unsigned_2(const uint8_t *b0, int two) {
+    return _mm512_xor_si512(load_q8_2(b0, two), _mm512_set1_epi8((char)0x80));
+}
+
+DEF_DECODE(q8, CPU_Q8_BLOCK_BYTES, (char)0x80, q8_unsigned_2)
+DEF_DECODE(q4, CPU_Q4_BLOCK_BYTES, 8, load_q4_2)
+
 CPU_DEF_QMATMUL_LOOPS(q8_avx512, 8, 4, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx512, 8, 4, 4)
 
