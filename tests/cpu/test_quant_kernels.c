@@ -6,6 +6,8 @@
  * awkward sizes (k not a multiple of 32 or 64, one block, odd row and token
  * counts, row sub-ranges, padded strides), plus the threaded path. */
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "base/half.h"
@@ -92,13 +94,39 @@ static void test_quantize_dequantize_error_within_half_step(void) {
             CHECK(s[j * 8 + r] == s[j * 8]);
 }
 
+/* Where check_case puts the weight rows: on the heap with a padded row
+ * stride, or unpadded against an inaccessible page (the last row ending at
+ * it, or the first row starting right after one), so that a kernel reading
+ * a byte outside the matrix faults. */
+typedef enum { ROWS_PADDED, ROWS_END_AT_FENCE, ROWS_START_AT_FENCE } rows_placement;
+
+static uint8_t *rows_alloc(size_t bytes, rows_placement where, void **map, size_t *map_bytes) {
+    *map = NULL;
+    if (where == ROWS_PADDED) return calloc(1, bytes);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
+    *map_bytes = body + 2 * page;
+    uint8_t *m = mmap(NULL, *map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (mprotect(m, page, PROT_NONE) != 0 || mprotect(m + page + body, page, PROT_NONE) != 0) {
+        munmap(m, *map_bytes);
+        return NULL;
+    }
+    *map = m;
+    return where == ROWS_END_AT_FENCE ? m + page + body - bytes : m + page;
+}
+
 /* One table, one format, one size: y against the double reference. */
-static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
+static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
+                         rows_placement where) {
     int nb = cpu_qblocks(k), pad = 3;
-    size_t rb = cpu_wtype_row_bytes(t, k), ldw = rb + 5; /* padded row stride */
+    size_t rb = cpu_wtype_row_bytes(t, k);
+    size_t ldw = where == ROWS_PADDED ? rb + 5 : rb; /* padded: an odd row stride */
     size_t ldq = (size_t)nb * 32 + 64, lds = (size_t)nb * CPU_QSCALE_REP + 16;
     size_t ldy = (size_t)rows + pad;
-    uint8_t *w = calloc((size_t)rows, ldw);
+    void *map;
+    size_t map_bytes = 0;
+    uint8_t *w = rows_alloc((size_t)rows * ldw, where, &map, &map_bytes);
+    if (!w) return 0;
     float *wf = malloc(sizeof(float) * (size_t)rows * k), *xf = malloc(sizeof(float) * k);
     float *wd = malloc(sizeof(float) * (size_t)rows * k);
     int8_t *xq = calloc((size_t)n, ldq);
@@ -117,7 +145,9 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
     }
     for (size_t i = 0; i < (size_t)n * ldy; i++)
         y[i] = 12345.0f;
-    int r0 = rows > 2 ? 1 : 0, r1 = rows > 3 ? rows - 1 : rows;
+    /* padded: a row sub-range; fenced: every row, up to the fences */
+    int r0 = where == ROWS_PADDED && rows > 2 ? 1 : 0;
+    int r1 = where == ROWS_PADDED && rows > 3 ? rows - 1 : rows;
     tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
     int bad = 0;
     for (int b = 0; b < n && !bad; b++)
@@ -137,7 +167,10 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
                 printf("  %s %s k=%d n=%d row %d tok %d: got %.7g want %.7g\n", tab->name,
                        cpu_wtype_name(t), k, n, r, b, got, ref);
         }
-    free(w);
+    if (map)
+        munmap(map, map_bytes);
+    else
+        free(w);
     free(wf);
     free(wd);
     free(xf);
@@ -145,6 +178,37 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
     free(xs);
     free(y);
     return !bad;
+}
+
+static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
+    return check_case_at(tab, t, k, n, rows, ROWS_PADDED);
+}
+
+/* Decoding (one activation row) walks 8-row tiles (AVX-512; 4 for AVX2 and
+ * NEON), Q4 4 blocks per step then pairs and a lone block: every block
+ * count mod 4, fewer blocks than a step, rows around the tile height, and
+ * matrices that start or end at an inaccessible page. */
+static void test_qdecode_all_tables_match_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    static const int ks[] = {20, 32, 64, 96, 128, 160, 224, 250, 1024, 1120, 2048 + 96};
+    static const int rowss[] = {2, 9, 10, 11, 18, 27, 42};
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++, cases++)
+                    CHECKF(check_case(tabs[ti], (cpu_wtype)t, ks[a], 1, rowss[c]), "%s %s k=%d",
+                           tabs[ti]->name, cpu_wtype_name((cpu_wtype)t), ks[a]);
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (int where = ROWS_END_AT_FENCE; where <= ROWS_START_AT_FENCE; where++) {
+                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 1, 16,
+                                        (rows_placement)where));
+                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 3, 9, (rows_placement)where));
+                    cases += 2;
+                }
+    printf("  %d cases\n", cases);
 }
 
 static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
@@ -349,6 +413,7 @@ int main(void) {
     RUN(test_q4_block_layout_by_hand);
     RUN(test_quantize_dequantize_error_within_half_step);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
+    RUN(test_qdecode_all_tables_match_reference);
     RUN(test_matmul_act_quantized_threaded);
     RUN(test_panel_prompt_path_matches_scalar);
     RUN(test_matmul_many_equals_one_at_a_time);
