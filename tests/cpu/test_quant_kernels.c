@@ -115,6 +115,60 @@ static uint8_t *rows_alloc(size_t bytes, rows_placement where, void **map, size_
     return where == ROWS_END_AT_FENCE ? m + page + body - bytes : m + page;
 }
 
+/* The activation quantizer (vectorised by the compiler) against the
+ * scalar rule written out: d = amax / 127, codes (int)(x / d +- 0.5) with
+ * the sign of x / d, clamped to +-127, zeros past k; bit for bit, on rows
+ * with exact halves, zeros, -0, tiny and huge values and partial blocks. */
+static void test_act_quantizer_matches_scalar_rule(void) {
+    static const int ks[] = {1, 5, 31, 32, 33, 64, 100, 2048};
+    float x[2048];
+    int8_t q[2048];
+    float s[64 * CPU_QSCALE_REP];
+    int rows = 0;
+    for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+        for (int variant = 0; variant < 6; variant++, rows++) {
+            int k = ks[a], nb = cpu_qblocks(k);
+            for (int i = 0; i < k; i++) {
+                float v = frand();
+                if (variant == 1) v = (float)((int)(v * 20.0f)) * 0.5f; /* ties (d = 1 below) */
+                if (variant == 2) v = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : v;
+                if (variant == 3) v *= 1e-30f;
+                if (variant == 4) v *= 1e30f;
+                if ((variant == 1 || variant == 5) && i % 32 == 7)
+                    v = 127.0f; /* amax 127: d = 1, x / d exact */
+                x[i] = v;
+            }
+            if (variant == 2 && k > 40) memset(x + 32, 0, sizeof(float) * 8); /* an all-zero run */
+            memset(q, 0x55, sizeof q);
+            cpu_quantize_act_row(x, k, q, s);
+            int bad = 0;
+            for (int j = 0; j < nb && !bad; j++) {
+                float amax = 0.0f;
+                for (int i = j * 32; i < k && i < j * 32 + 32; i++)
+                    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+                float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                for (int r = 0; r < CPU_QSCALE_REP; r++)
+                    bad |= memcmp(&s[j * CPU_QSCALE_REP + r], &d, 4) != 0;
+                for (int i = j * 32; i < j * 32 + 32; i++) {
+                    int want = 0;
+                    if (i < k) {
+                        float v = x[i] * id;
+                        want = (int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+                        want = want < -127 ? -127 : want > 127 ? 127 : want;
+                    }
+                    if (q[i] != want) {
+                        printf("  k=%d variant %d i=%d x=%.9g: got %d want %d\n", k, variant, i,
+                               x[i], q[i], want);
+                        bad = 1;
+                        break;
+                    }
+                }
+            }
+            CHECK(!bad);
+        }
+    printf("  %d rows\n", rows);
+}
+
 /* One table, one format, one size: y against the double reference. */
 static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
                          rows_placement where) {
@@ -412,6 +466,7 @@ int main(void) {
     RUN(test_q8_block_layout_by_hand);
     RUN(test_q4_block_layout_by_hand);
     RUN(test_quantize_dequantize_error_within_half_step);
+    RUN(test_act_quantizer_matches_scalar_rule);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
     RUN(test_qdecode_all_tables_match_reference);
     RUN(test_matmul_act_quantized_threaded);
