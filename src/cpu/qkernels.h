@@ -25,15 +25,25 @@ void cpu_qmatmul_q8_neon(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
 #endif
 
-/* Decoding (n == 1) walks RB_DECODE weight rows per tile; prompts
- * RB_PROMPT x TB_PROMPT tiles, with narrower tiles for the leftovers. */
+/* A file whose decoding tile is its qtile with one activation row defines
+ * the qdecode_<SUF>(w, ldw, xq, xs, y, nb, r) that the loops call with this
+ * (rows r..r+RB-1 into y[r..]); others write their own. */
+#define CPU_DEF_QDECODE_FROM_QTILE(SUF, RB)                                                        \
+    static inline __attribute__((always_inline)) void qdecode_##SUF(                               \
+        const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y, int nb, int r) { \
+        qtile_##SUF(w, ldw, xq, 0, xs, 0, y, 0, nb, r, 0, RB, 1);                                  \
+    }
+
+/* Decoding (n == 1) walks RB_DECODE weight rows per qdecode_<SUF> call;
+ * prompts RB_PROMPT x TB_PROMPT tiles, with narrower tiles for the
+ * leftovers. */
 #define CPU_DEF_QMATMUL_LOOPS(SUF, RB_DECODE, RB_PROMPT, TB_PROMPT)                                \
     void cpu_qmatmul_##SUF(CPU_QMATMUL_ARGS) {                                                     \
         const uint8_t *wb = (const uint8_t *)w;                                                    \
         int r = r0;                                                                                \
         if (n == 1) {                                                                              \
             for (; r + RB_DECODE <= r1; r += RB_DECODE)                                            \
-                qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, 0, RB_DECODE, 1);            \
+                qdecode_##SUF(wb, ldw, xq, xs, y, nb, r);                                          \
             for (; r < r1; r++)                                                                    \
                 qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, 0, 1, 1);                    \
             return;                                                                                \

@@ -76,5 +76,89 @@ INLINE float hsum8(__m256 v) {
 
 DEF_QTILE(q8, CPU_Q8_BLOCK_BYTES)
 DEF_QTILE(q4, CPU_Q4_BLOCK_BYTES)
+CPU_DEF_QDECODE_FROM_QTILE(q8_avx2, 4)
+
+/* ---- Q4 decoding: 4 rows x 2 blocks per step, reduced across rows -------
+ * The per-row float work of qtile (scale load and convert, broadcast,
+ * product, int32 convert, FMA, and the signs moved onto x) costs more than
+ * the integer work. Here a ymm holds the 16 code bytes of two blocks (one
+ * per 128-bit lane) and the nibbles stay unsigned (0..15, so vpmaddubsw
+ * cannot saturate: 2 * 15 * 127 per pair, twice): lo against x[0..15] and
+ * hi against x[16..31] of each block, added as int16, then summed into 4
+ * int32 lanes per block. Two rounds of vphaddd turn 4 rows into [block j:
+ * rows 0-3 | block j+1: rows 0-3], the offset -8 * sum(x) is subtracted
+ * there once, and one gather fetches the 8 fp16 scales: one convert and
+ * FMA per 4 rows and 2 blocks. */
+INLINE __m256i q4_codes2(const uint8_t *b0, const int two) {
+    __m128i c0 = _mm_loadu_si128((const __m128i *)(b0 + 2));
+    return two ? _mm256_inserti128_si256(_mm256_castsi128_si256(c0),
+                                         _mm_loadu_si128((const __m128i *)(b0 + 20)), 1)
+               : _mm256_zextsi128_si256(c0);
+}
+
+/* x of blocks j, j+1 as [j: 0-15 | j+1: 0-15] (lo) and the 16-31 halves
+ * (hi); block j+1 zero when two is 0. */
+INLINE void x_halves2(const int8_t *xq, const int two, __m256i *lo, __m256i *hi) {
+    __m256i xa = _mm256_loadu_si256((const __m256i *)xq);
+    __m256i xb = two ? _mm256_loadu_si256((const __m256i *)(xq + 32)) : _mm256_setzero_si256();
+    *lo = _mm256_permute2x128_si256(xa, xb, 0x20);
+    *hi = _mm256_permute2x128_si256(xa, xb, 0x31);
+}
+
+/* Sum over pairs of 16-bit products, into 4 int32 lanes per block. */
+INLINE __m256i nibble_dot(__m256i lo, __m256i hi, __m256i x_lo, __m256i x_hi) {
+    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+INLINE __m256 decode_pair_q4(const uint8_t *blk, size_t ldw, __m256i off, const int8_t *xq,
+                             const float *xs, __m256 acc, const int two) {
+    const __m256i nib = _mm256_set1_epi8(15);
+    __m256i x_lo, x_hi, s[4];
+    x_halves2(xq, two, &x_lo, &x_hi);
+    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
+        const uint8_t *b0 = blk + (size_t)a * ldw;
+        _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* two tiles ahead, into L2 */
+        __m256i c = q4_codes2(b0, two);
+        s[a] = nibble_dot(_mm256_and_si256(c, nib), _mm256_and_si256(_mm256_srli_epi16(c, 4), nib),
+                          x_lo, x_hi);
+    }
+    __m256i tot = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    __m256i xsum = nibble_dot(_mm256_set1_epi8(8), _mm256_set1_epi8(8), x_lo, x_hi);
+    xsum = _mm256_hadd_epi32(xsum, xsum);
+    tot = _mm256_sub_epi32(tot, _mm256_hadd_epi32(xsum, xsum));
+    /* the 8 scales (low words of the gathered dwords); block j+1's lanes
+     * are not read when two is 0 */
+    const __m256i lanes4 = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
+    __m256i g = two ? _mm256_i32gather_epi32((const int *)blk, off, 1)
+                    : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)blk, off,
+                                                  lanes4, 1);
+    const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1,
+                                               -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                               -1, -1);
+    g = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, low_words), _MM_SHUFFLE(3, 1, 2, 0));
+    __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(g));
+    /* xs holds each block scale 8 times: from the 5th copy of block j on,
+     * 4 of j then 4 of j + 1 */
+    __m256 dx = two ? _mm256_loadu_ps(xs + 4) : _mm256_maskload_ps(xs + 4, lanes4);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, dx), acc);
+}
+
+INLINE void qdecode_q4_avx2(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs,
+                            float *y, int nb, int r) {
+    const uint8_t *row = w + (size_t)r * ldw;
+    int l = (int)ldw;
+    __m256i off = _mm256_setr_epi32(0, l, 2 * l, 3 * l, 18, 18 + l, 18 + 2 * l, 18 + 3 * l);
+    __m256 acc = _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 2 <= nb; j += 2)
+        acc = decode_pair_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,
+                             xs + (size_t)j * CPU_QSCALE_REP, acc, 1);
+    if (j < nb)
+        acc = decode_pair_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,
+                             xs + (size_t)j * CPU_QSCALE_REP, acc, 0);
+    _mm_storeu_ps(y + r, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
 CPU_DEF_QMATMUL_LOOPS(q8_avx2, 4, 2, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx2, 4, 2, 4)

@@ -6,6 +6,8 @@
  * awkward sizes (k not a multiple of 32 or 64, one block, odd row and token
  * counts, row sub-ranges, padded strides), plus the threaded path. */
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "base/half.h"
@@ -92,13 +94,93 @@ static void test_quantize_dequantize_error_within_half_step(void) {
             CHECK(s[j * 8 + r] == s[j * 8]);
 }
 
+/* Where check_case puts the weight rows: on the heap with a padded row
+ * stride, or unpadded against an inaccessible page (the last row ending at
+ * it, or the first row starting right after one), so that a kernel reading
+ * a byte outside the matrix faults. */
+typedef enum { ROWS_PADDED, ROWS_END_AT_FENCE, ROWS_START_AT_FENCE } rows_placement;
+
+static uint8_t *rows_alloc(size_t bytes, rows_placement where, void **map, size_t *map_bytes) {
+    *map = NULL;
+    if (where == ROWS_PADDED) return calloc(1, bytes);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
+    *map_bytes = body + 2 * page;
+    uint8_t *m = mmap(NULL, *map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (mprotect(m, page, PROT_NONE) != 0 || mprotect(m + page + body, page, PROT_NONE) != 0) {
+        munmap(m, *map_bytes);
+        return NULL;
+    }
+    *map = m;
+    return where == ROWS_END_AT_FENCE ? m + page + body - bytes : m + page;
+}
+
+/* The activation quantizer (vectorised by the compiler) against the
+ * scalar rule written out: d = amax / 127, codes (int)(x / d +- 0.5) with
+ * the sign of x / d, clamped to +-127, zeros past k; bit for bit, on rows
+ * with exact halves, zeros, -0, tiny and huge values and partial blocks. */
+static void test_act_quantizer_matches_scalar_rule(void) {
+    static const int ks[] = {1, 5, 31, 32, 33, 64, 100, 2048};
+    float x[2048];
+    int8_t q[2048];
+    float s[64 * CPU_QSCALE_REP];
+    int rows = 0;
+    for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+        for (int variant = 0; variant < 6; variant++, rows++) {
+            int k = ks[a], nb = cpu_qblocks(k);
+            for (int i = 0; i < k; i++) {
+                float v = frand();
+                if (variant == 1) v = (float)((int)(v * 20.0f)) * 0.5f; /* ties (d = 1 below) */
+                if (variant == 2) v = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : v;
+                if (variant == 3) v *= 1e-30f;
+                if (variant == 4) v *= 1e30f;
+                if ((variant == 1 || variant == 5) && i % 32 == 7)
+                    v = 127.0f; /* amax 127: d = 1, x / d exact */
+                x[i] = v;
+            }
+            if (variant == 2 && k > 40) memset(x + 32, 0, sizeof(float) * 8); /* an all-zero run */
+            memset(q, 0x55, sizeof q);
+            cpu_quantize_act_row(x, k, q, s);
+            int bad = 0;
+            for (int j = 0; j < nb && !bad; j++) {
+                float amax = 0.0f;
+                for (int i = j * 32; i < k && i < j * 32 + 32; i++)
+                    amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+                float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                for (int r = 0; r < CPU_QSCALE_REP; r++)
+                    bad |= memcmp(&s[j * CPU_QSCALE_REP + r], &d, 4) != 0;
+                for (int i = j * 32; i < j * 32 + 32; i++) {
+                    int want = 0;
+                    if (i < k) {
+                        float v = x[i] * id;
+                        want = (int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+                        want = want < -127 ? -127 : want > 127 ? 127 : want;
+                    }
+                    if (q[i] != want) {
+                        printf("  k=%d variant %d i=%d x=%.9g: got %d want %d\n", k, variant, i,
+                               x[i], q[i], want);
+                        bad = 1;
+                        break;
+                    }
+                }
+            }
+            CHECK(!bad);
+        }
+    printf("  %d rows\n", rows);
+}
+
 /* One table, one format, one size: y against the double reference. */
-static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
+static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
+                         rows_placement where) {
     int nb = cpu_qblocks(k), pad = 3;
-    size_t rb = cpu_wtype_row_bytes(t, k), ldw = rb + 5; /* padded row stride */
+    size_t rb = cpu_wtype_row_bytes(t, k);
+    size_t ldw = where == ROWS_PADDED ? rb + 5 : rb; /* padded: an odd row stride */
     size_t ldq = (size_t)nb * 32 + 64, lds = (size_t)nb * CPU_QSCALE_REP + 16;
     size_t ldy = (size_t)rows + pad;
-    uint8_t *w = calloc((size_t)rows, ldw);
+    void *map;
+    size_t map_bytes = 0;
+    uint8_t *w = rows_alloc((size_t)rows * ldw, where, &map, &map_bytes);
+    if (!w) return 0;
     float *wf = malloc(sizeof(float) * (size_t)rows * k), *xf = malloc(sizeof(float) * k);
     float *wd = malloc(sizeof(float) * (size_t)rows * k);
     int8_t *xq = calloc((size_t)n, ldq);
@@ -117,7 +199,9 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
     }
     for (size_t i = 0; i < (size_t)n * ldy; i++)
         y[i] = 12345.0f;
-    int r0 = rows > 2 ? 1 : 0, r1 = rows > 3 ? rows - 1 : rows;
+    /* padded: a row sub-range; fenced: every row, up to the fences */
+    int r0 = where == ROWS_PADDED && rows > 2 ? 1 : 0;
+    int r1 = where == ROWS_PADDED && rows > 3 ? rows - 1 : rows;
     tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
     int bad = 0;
     for (int b = 0; b < n && !bad; b++)
@@ -137,7 +221,10 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
                 printf("  %s %s k=%d n=%d row %d tok %d: got %.7g want %.7g\n", tab->name,
                        cpu_wtype_name(t), k, n, r, b, got, ref);
         }
-    free(w);
+    if (map)
+        munmap(map, map_bytes);
+    else
+        free(w);
     free(wf);
     free(wd);
     free(xf);
@@ -145,6 +232,37 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
     free(xs);
     free(y);
     return !bad;
+}
+
+static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
+    return check_case_at(tab, t, k, n, rows, ROWS_PADDED);
+}
+
+/* Decoding (one activation row) walks 8-row tiles (AVX-512; 4 for AVX2 and
+ * NEON), Q4 4 blocks per step then pairs and a lone block: every block
+ * count mod 4, fewer blocks than a step, rows around the tile height, and
+ * matrices that start or end at an inaccessible page. */
+static void test_qdecode_all_tables_match_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    static const int ks[] = {20, 32, 64, 96, 128, 160, 224, 250, 1024, 1120, 2048 + 96};
+    static const int rowss[] = {2, 9, 10, 11, 18, 27, 42};
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++, cases++)
+                    CHECKF(check_case(tabs[ti], (cpu_wtype)t, ks[a], 1, rowss[c]), "%s %s k=%d",
+                           tabs[ti]->name, cpu_wtype_name((cpu_wtype)t), ks[a]);
+    for (int ti = 0; ti < nt; ti++)
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (int where = ROWS_END_AT_FENCE; where <= ROWS_START_AT_FENCE; where++) {
+                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 1, 16,
+                                        (rows_placement)where));
+                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 3, 9, (rows_placement)where));
+                    cases += 2;
+                }
+    printf("  %d cases\n", cases);
 }
 
 static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
@@ -348,7 +466,9 @@ int main(void) {
     RUN(test_q8_block_layout_by_hand);
     RUN(test_q4_block_layout_by_hand);
     RUN(test_quantize_dequantize_error_within_half_step);
+    RUN(test_act_quantizer_matches_scalar_rule);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
+    RUN(test_qdecode_all_tables_match_reference);
     RUN(test_matmul_act_quantized_threaded);
     RUN(test_panel_prompt_path_matches_scalar);
     RUN(test_matmul_many_equals_one_at_a_time);
