@@ -153,14 +153,17 @@ void cpu_amx_pack_x(const float *x, size_t ldx, int n, int k, int tb, void *xp) 
                 split3(load_masked(row, k - k0), a);
                 split3(load_masked(row + 16, k - k0 - 16), b);
             } else {
-                for (int i = 0; i < 3; i++) a[i] = b[i] = _mm512_setzero_si512();
+                for (int i = 0; i < 3; i++)
+                    a[i] = b[i] = _mm512_setzero_si512();
             }
-            for (int i = 0; i < X_TERMS; i++) m[i][t] = pairs(a[i], b[i]);
+            for (int i = 0; i < X_TERMS; i++)
+                m[i][t] = pairs(a[i], b[i]);
         }
         for (int i = 0; i < X_TERMS; i++) { /* -> B[pair][token] */
             transpose16(m[i]);
             uint8_t *tile = block + (size_t)i * term_bytes + (size_t)kb * TILE_BYTES;
-            for (int p = 0; p < 16; p++) _mm512_storeu_si512((void *)(tile + 64 * p), m[i][p]);
+            for (int p = 0; p < 16; p++)
+                _mm512_storeu_si512((void *)(tile + 64 * p), m[i][p]);
         }
     }
 }
@@ -174,10 +177,14 @@ typedef struct {
 
 static term_plan plan_for(cpu_wtype type) {
     switch (type) {
-    case CPU_W_BF16: return (term_plan){1, 2};
-    case CPU_W_F16: return (term_plan){2, 2};
-    case CPU_W_F32: return (term_plan){3, 2};
-    default: return (term_plan){2, 1}; /* Q8 (18 significant bits), Q4 (15) */
+    case CPU_W_BF16:
+        return (term_plan){1, 2};
+    case CPU_W_F16:
+        return (term_plan){2, 2};
+    case CPU_W_F32:
+        return (term_plan){3, 2};
+    default:
+        return (term_plan){2, 1}; /* Q8 (18 significant bits), Q4 (15) */
     }
 }
 
@@ -190,13 +197,16 @@ static float fp16_scale(const uint8_t *p) {
 /* One weight row as fp32: k values (Q8/Q4: whole blocks, up to k_pad). */
 static void row_f32(cpu_wtype type, const uint8_t *src, int k, float *dst) {
     switch (type) {
-    case CPU_W_F32: memcpy(dst, src, (size_t)k * sizeof(float)); break;
+    case CPU_W_F32:
+        memcpy(dst, src, (size_t)k * sizeof(float));
+        break;
     case CPU_W_F16: {
         int i = 0;
         for (; i + 16 <= k; i += 16)
             _mm512_storeu_ps(dst + i,
                              _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 2 * i))));
-        for (; i < k; i++) dst[i] = fp16_scale(src + 2 * i);
+        for (; i < k; i++)
+            dst[i] = fp16_scale(src + 2 * i);
         break;
     }
     case CPU_W_BF16: {
@@ -216,7 +226,8 @@ static void row_f32(cpu_wtype type, const uint8_t *src, int k, float *dst) {
             const uint8_t *blk = src + (size_t)j * CPU_Q8_BLOCK_BYTES;
             __m512 d = _mm512_set1_ps(fp16_scale(blk));
             for (int h = 0; h < 2; h++) {
-                __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + 16 * h)));
+                __m512i q =
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + 16 * h)));
                 _mm512_storeu_ps(dst + 32 * j + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
             }
         }
@@ -233,7 +244,8 @@ static void row_f32(cpu_wtype type, const uint8_t *src, int k, float *dst) {
             _mm512_storeu_ps(dst + 32 * j + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
         }
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -303,7 +315,8 @@ static void store_tiles(const float *c, int RB, int TB, int r, int rows_left, in
             int t_end = n - (t0 + b * 16) < 16 ? n - (t0 + b * 16) : 16;
             for (int t = 0; t < t_end; t++) {
                 float *dst = y + (size_t)(t0 + b * 16 + t) * ldy + (size_t)(r + a * 16);
-                for (int m = 0; m < m_end; m++) dst[m] = tile[m * 16 + t];
+                for (int m = 0; m < m_end; m++)
+                    dst[m] = tile[m * 16 + t];
             }
         }
 }
@@ -350,8 +363,8 @@ void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, in
                         tile_product(ab, lda, a_term, bb, b_term, b_block, nkb, plan, c, 1, 2);
                     else
                         tile_product(ab, lda, a_term, bb, b_term, b_block, nkb, plan, c, 1, 1);
-                    store_tiles(c, two_rows ? 2 : 1, two_tok ? 2 : 1, rs + a, rows - a,
-                                tb * 16, n, y, ldy);
+                    store_tiles(c, two_rows ? 2 : 1, two_tok ? 2 : 1, rs + a, rows - a, tb * 16, n,
+                                y, ldy);
                 }
             }
         }

@@ -222,6 +222,13 @@ static nc_status check_io(const modernbert_model *m, const modernbert_io *io, nc
     return NC_OK;
 }
 
+void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, size_t ldx, float *y,
+                       size_t ldy, int n) {
+    cpu_act a = cpu_act_rows(x, ldx, n, w->cols, NULL, NULL);
+    if ((size_t)n <= m->ws.rows) cpu_act_attach(&a, &m->ws.prompt);
+    cpu_matmul_act(m->pool, m->kern, w, &a, y, ldy);
+}
+
 static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {
     const modernbert_config *c = &m->cfg;
     const modernbert_layer *L = &m->layers[l];
@@ -235,18 +242,18 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
         modernbert_layernorm_rows(m, w->xn, w->x, L->attn_norm, n);
         a = w->xn;
     }
-    cpu_matmul(m->pool, m->kern, &L->wqkv, a, d, w->qkv, 3 * d, n);
+    modernbert_matmul(m, &L->wqkv, a, d, w->qkv, 3 * d, n);
     nc_pool_for(m->pool, n, rope_row, &s);
     int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
-    cpu_matmul(m->pool, m->kern, &L->wo, w->att, d, w->xn, d, n);
+    modernbert_matmul(m, &L->wo, w->att, d, w->xn, d, n);
     add_rows(w->x, w->xn, (size_t)n * d);
 
     /* MLP: Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2) */
     modernbert_layernorm_rows(m, w->xn, w->x, L->mlp_norm, n);
-    cpu_matmul(m->pool, m->kern, &L->wi, w->xn, d, w->hb, 2 * ff, n);
+    modernbert_matmul(m, &L->wi, w->xn, d, w->hb, 2 * ff, n);
     nc_pool_for(m->pool, n, gated_act_row, &s);
-    cpu_matmul(m->pool, m->kern, &L->wo_mlp, w->hb, 2 * ff, w->hd, d, n);
+    modernbert_matmul(m, &L->wo_mlp, w->hb, 2 * ff, w->hd, d, n);
     add_rows(w->x, w->hd, (size_t)n * d);
 }
 

@@ -12,7 +12,7 @@
 /* rows [n, D] -> norm(act(dense(rows) + bias)), in place. */
 static void prediction_head(modernbert_model *m, float *rows, float *tmp, int n) {
     size_t d = (size_t)m->cfg.hidden_size;
-    cpu_matmul(m->pool, m->kern, &m->head_dense, rows, d, tmp, d, n);
+    modernbert_matmul(m, &m->head_dense, rows, d, tmp, d, n);
     for (int r = 0; r < n; r++) {
         float *y = tmp + (size_t)r * d;
         if (m->head_dense_bias)
@@ -80,7 +80,7 @@ nc_status modernbert_tail(modernbert_model *m, const float *last, const modernbe
             /* the classifier always pools as the config says */
             if (pooling != (int)c->pooling) pool_rows(m, last, io, (int)c->pooling, a);
             prediction_head(m, a, t, io->batch);
-            cpu_matmul(m->pool, m->kern, &m->classifier, a, d, io->cls_logits,
+            modernbert_matmul(m, &m->classifier, a, d, io->cls_logits,
                        (size_t)c->num_labels, io->batch);
             add_bias(io->cls_logits, m->classifier_bias, io->batch, (size_t)c->num_labels);
         }
@@ -91,7 +91,7 @@ nc_status modernbert_tail(modernbert_model *m, const float *last, const modernbe
             memcpy(a + (size_t)i * d, last + r * d, d * sizeof(float));
         }
         prediction_head(m, a, t, n_mlm);
-        cpu_matmul(m->pool, m->kern, &m->decoder, a, d, io->mlm_logits, (size_t)c->vocab_size,
+        modernbert_matmul(m, &m->decoder, a, d, io->mlm_logits, (size_t)c->vocab_size,
                    n_mlm);
         add_bias(io->mlm_logits, m->decoder_bias, n_mlm, (size_t)c->vocab_size);
     }

@@ -8,6 +8,7 @@
 
 #include "base/pool.h"
 #include "cpu/cpu_matmul.h"
+#include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
 #include "models/modernbert.h"
 
@@ -27,6 +28,7 @@ typedef struct modernbert_workspace {
         *hd; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, 2I], [rows, D] */
     float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
     float *scores; /* [threads][MODERNBERT_ATT_QBLOCK + head_dim][seq_cap] */
+    cpu_prompt_scratch prompt; /* fp32 weight panels / AMX tiles, for `rows` rows */
 } modernbert_workspace;
 
 struct modernbert_model {
@@ -51,6 +53,10 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
 
 /* LayerNorm without bias over n rows of width d (population variance), as
  * torch.nn.LayerNorm(bias=False); out may alias x. Rows split over the pool. */
+/* y = x W^T for n rows (n <= the workspace's rows), with the workspace's
+ * prompt scratch so long inputs take the prompt GEMM / AMX tiles. */
+void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, size_t ldx, float *y,
+                       size_t ldy, int n);
 void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
                                int n);
 /* y = act(y) elementwise. */

@@ -173,6 +173,9 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
                 return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu rows", m->dir, rows);
             }
         }
+        int widest = c->intermediate_size > c->hidden_size ? c->intermediate_size : c->hidden_size;
+        NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)rows,
+                                          widest, m->dir, err));
         w->rows = rows;
     }
     if (seq > w->seq_cap) {
@@ -205,6 +208,7 @@ static void workspace_free(modernbert_workspace *w) {
                      w->hd, w->rope_cos, w->rope_sin, w->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
+    cpu_prompt_scratch_free(&w->prompt);
 }
 
 nc_status modernbert_load(const char *dir, int n_threads, modernbert_model **out, nc_error *err) {

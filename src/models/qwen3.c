@@ -120,12 +120,7 @@ static void row_steps(qwen3_model *m, row_step *r, int n) {
  * prompts). */
 static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k) {
     cpu_act a = cpu_act_rows(x, ldx, n, k, m->ws.xq, m->ws.xs);
-    a.panels = m->ws.panels;
-    a.panel_floats = m->ws.panel_floats;
-    a.amx_x = m->ws.amx_x;
-    a.amx_x_bytes = m->ws.amx_x_bytes;
-    a.amx_scratch = m->ws.amx_scratch;
-    a.amx_scratch_bytes = m->ws.amx_scratch_bytes;
+    cpu_act_attach(&a, &m->ws.prompt);
     return a;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/pool.h"
 #include "cpu/cpu_matmul.h"
+#include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
 #include "models/qwen3.h"
 
@@ -27,12 +28,7 @@ typedef struct qwen3_workspace {
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
     int8_t *xq;    /* int8 activations for quantized matrices (cpu_act), */
     float *xs;     /* sized for QWEN3_MAX_BATCH rows of the widest input */
-    /* AMX prompt scratch (kernel table with amx only, else NULL): the input
-     * rows as bf16 terms, and per pool thread a block of converted weights */
-    void *amx_x, *amx_scratch;
-    size_t amx_x_bytes, amx_scratch_bytes;
-    float *panels; /* per thread: CPU_MATMUL_PANEL_ROWS fp32 weight rows (cpu_act) */
-    size_t panel_floats;
+    cpu_prompt_scratch prompt; /* fp32 weight panels / AMX tiles for prompts */
     qwen3_state **row_state;
     int *row_pos;    /* position of each row in its sequence */
     int *row_n_keys; /* row_pos + 1 */

@@ -14,7 +14,6 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
-#include "cpu/gemm_amx.h"
 #include "models/qwen3_impl.h"
 
 const qwen3_config *qwen3_model_config(const qwen3_model *m) {
@@ -199,18 +198,8 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
     w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
     w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
-    w->panel_floats = (size_t)CPU_MATMUL_PANEL_ROWS * (size_t)widest;
-    w->panels =
-        nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->panel_floats * sizeof(float));
-    if (m->kern->amx) {
-        w->amx_x_bytes = cpu_amx_x_bytes((int)b, widest);
-        w->amx_scratch_bytes = cpu_amx_scratch_bytes(widest);
-        w->amx_x = nc_alloc_aligned(w->amx_x_bytes);
-        w->amx_scratch =
-            nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * w->amx_scratch_bytes);
-        if (!w->amx_x || !w->amx_scratch)
-            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the AMX scratch", m->dir);
-    }
+    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b,
+                                      widest, m->dir, err));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -233,9 +222,7 @@ static void workspace_free(qwen3_workspace *w) {
         nc_free_aligned(bufs[i]);
     nc_free_aligned(w->xq);
     nc_free_aligned(w->xs);
-    nc_free_aligned(w->panels);
-    nc_free_aligned(w->amx_x);
-    nc_free_aligned(w->amx_scratch);
+    cpu_prompt_scratch_free(&w->prompt);
     free(w->row_state);
     free(w->row_pos);
     free(w->row_n_keys);
