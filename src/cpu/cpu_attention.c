@@ -1,10 +1,12 @@
 /* Causal GQA attention (see cpu_attention.h): scores = q.k * scale,
- * softmax in fp32, then the weighted sum of value rows. Consecutive rows of
- * one sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: each
- * key row then serves every row of the block while it is in cache (the
- * matmul tile takes the block's queries as its activation rows), and each
- * value row a register tile of the block's rows (cpu_attn_kernels.pv),
- * instead of the whole cache being read again for every row. */
+ * softmax in fp32, then the weighted sum of value rows, through the kernel
+ * table's attention kernels (attn_kernels.h). Consecutive rows of one
+ * sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: the block
+ * copies a KV head's key rows, a chunk at a time, into a contiguous buffer,
+ * where register tiles of its query rows take the scores; then the value rows
+ * likewise, where register tiles of its rows' probabilities take the output,
+ * instead of the whole cache being read again for every row. One row
+ * (decoding) reads the cache in place. */
 #include "cpu/cpu_attention.h"
 
 #include <string.h>

@@ -71,7 +71,7 @@ typedef struct cpu_kernels {
     /* the same against fp16 vectors (an fp16 KV cache) */
     float (*dot_f16)(const float *a, const uint16_t *b, int n);
     void (*axpy_f16)(float a, const uint16_t *x, float *y, int n);
-    const struct cpu_attn_kernels *attn; /* softmax and P.V (attn_kernels.h) */
+    const struct cpu_attn_kernels *attn; /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
     /* 1: prompts of every weight type run on AMX tiles (gemm_amx.h); the

@@ -1,9 +1,10 @@
 /* CPU attention: every kernel table this CPU can run (scalar, AVX2, AVX-512,
  * NEON under qemu) against a double-precision reference written here: the
- * softmax kernel alone, then whole causal grouped-query attention through
- * cpu_attention on awkward sizes (head_dim 24/64/128, key counts that are no
- * multiple of the vector width, 1..40 query rows, groups 1/2/4, fp32 and fp16
- * caches, padded strides, rows of several sequences in one batch, a pool). */
+ * softmax, P.V and q.k kernels alone, then whole causal grouped-query
+ * attention through cpu_attention on awkward sizes (head_dim 24/64/128, key
+ * counts that are no multiple of the vector width, 1..40 query rows, groups
+ * 1/2/4, fp32 and fp16 caches, padded strides, rows of several sequences in
+ * one batch, a pool). */
 #include <math.h>
 
 #include "../test.h"
@@ -59,6 +60,66 @@ static void test_softmax_all_tables_match_double_reference(void) {
                     CHECK(s[i] == 0.0f);
             }
     print_tables(tabs, nt);
+}
+
+/* pv accumulates probabilities times value rows into o, and qk (where a
+ * table has one) computes dot products of rows: both against double sums on
+ * every shape of tile and tail (1..9 rows, 1..13 keys, 1..70 columns or
+ * dims: every leftover vector count of every table's tile, and the scalar or
+ * masked tail), padded strides, fp32 and fp16 values. */
+static void test_pv_qk_kernels_all_tables_match_double_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4);
+    enum { ROWS = 9, KEYS = 13, COLS = 70, LD = COLS + 3 };
+    static float p[ROWS * LD], vf[KEYS * LD], o[ROWS * LD], o0[ROWS * LD];
+    static nc_fp16 vh[KEYS * LD];
+    for (int i = 0; i < KEYS * LD; i++)
+        vf[i] = nc_fp16_to_f32(vh[i] = nc_f32_to_fp16(frand()));
+    for (int i = 0; i < ROWS * LD; i++) {
+        p[i] = frand();
+        o0[i] = frand();
+    }
+    int cases = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int rows = 1; rows <= ROWS; rows += 2)
+            for (int keys = 1; keys <= KEYS; keys += 3)
+                for (int cols = 1; cols <= COLS; cols++) {
+                    for (int is_f16 = 0; is_f16 < 2; is_f16++) {
+                        memcpy(o, o0, sizeof o);
+                        tabs[ti]->attn->pv[is_f16](p, LD, is_f16 ? (const void *)vh : vf, LD, o, LD,
+                                                   rows, keys, cols);
+                        for (int r = 0; r < ROWS; r++)
+                            for (int c = 0; c < LD; c++) {
+                                double ref = o0[r * LD + c];
+                                for (int t = 0; r < rows && c < cols && t < keys; t++)
+                                    ref += (double)p[r * LD + t] * vf[t * LD + c];
+                                CHECKF(fabs(o[r * LD + c] - ref) <= 1e-5,
+                                       "%s pv %s rows=%d keys=%d cols=%d at %d,%d: %g vs %g",
+                                       tabs[ti]->name, is_f16 ? "fp16" : "fp32", rows, keys, cols,
+                                       r, c, o[r * LD + c], ref);
+                            }
+                        cases++;
+                    }
+                    if (!tabs[ti]->attn->qk) continue;
+                    int dim = cols; /* rows of p as queries, rows of vf as keys */
+                    memcpy(o, o0, sizeof o);
+                    tabs[ti]->attn->qk(p, LD, vf, LD, o, LD, rows, keys, dim);
+                    for (int r = 0; r < ROWS; r++)
+                        for (int t = 0; t < LD; t++) {
+                            double ref = o0[r * LD + t];
+                            if (r < rows && t < keys) {
+                                ref = 0;
+                                for (int d = 0; d < dim; d++)
+                                    ref += (double)p[r * LD + d] * vf[t * LD + d];
+                            }
+                            CHECKF(fabs(o[r * LD + t] - ref) <= 1e-5,
+                                   "%s qk rows=%d keys=%d dim=%d at %d,%d: %g vs %g",
+                                   tabs[ti]->name, rows, keys, dim, r, t, o[r * LD + t], ref);
+                        }
+                    cases++;
+                }
+    print_tables(tabs, nt);
+    printf("  %d cases\n", cases);
 }
 
 /* One sequence's cache: positions x (n_kv_heads * head_dim) values as
@@ -239,6 +300,7 @@ static void test_attention_mixed_sequences_long_context_wide_head_threads(void) 
 
 int main(void) {
     RUN(test_softmax_all_tables_match_double_reference);
+    RUN(test_pv_qk_kernels_all_tables_match_double_reference);
     RUN(test_attention_all_tables_match_double_reference);
     RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
     return nc_test_exit_code();
