@@ -32,7 +32,7 @@ void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
  * others write their own. */
 #define CPU_DEF_QDECODE_FROM_QTILE(SUF, RB)                                                        \
     static inline __attribute__((always_inline)) void qdecode_##SUF(                               \
-        const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y, int nb, int r,   \
+        const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y, int nb, int r,  \
         int r0, int r1) {                                                                          \
         (void)r0;                                                                                  \
         (void)r1;                                                                                  \

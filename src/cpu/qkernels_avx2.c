@@ -130,12 +130,12 @@ INLINE __m256 decode_pair_q4(const uint8_t *blk, size_t ldw, __m256i off, const 
     /* the 8 scales (low words of the gathered dwords); block j+1's lanes
      * are not read when two is 0 */
     const __m256i lanes4 = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
-    __m256i g = two ? _mm256_i32gather_epi32((const int *)blk, off, 1)
-                    : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)blk, off,
-                                                  lanes4, 1);
-    const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1,
-                                               -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
-                                               -1, -1);
+    __m256i g =
+        two ? _mm256_i32gather_epi32((const int *)blk, off, 1)
+            : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)blk, off, lanes4, 1);
+    const __m256i low_words =
+        _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8, 9,
+                         12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     g = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, low_words), _MM_SHUFFLE(3, 1, 2, 0));
     __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(g));
     /* xs holds each block scale 8 times: from the 5th copy of block j on,
