@@ -25,12 +25,17 @@ void cpu_qmatmul_q8_neon(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
 #endif
 
-/* A file whose decoding tile is its qtile with one activation row defines
- * the qdecode_<SUF>(w, ldw, xq, xs, y, nb, r) that the loops call with this
- * (rows r..r+RB-1 into y[r..]); others write their own. */
+/* The loops call qdecode_<SUF>(w, ldw, xq, xs, y, nb, r, r0, r1) for rows
+ * r..r+RB_DECODE-1 into y[r..]; r0..r1 are the caller's rows (a pool
+ * task's), which the tile may prefetch from, and no further. A file whose
+ * decoding tile is its qtile with one activation row defines it with this;
+ * others write their own. */
 #define CPU_DEF_QDECODE_FROM_QTILE(SUF, RB)                                                        \
     static inline __attribute__((always_inline)) void qdecode_##SUF(                               \
-        const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y, int nb, int r) { \
+        const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y, int nb, int r,  \
+        int r0, int r1) {                                                                          \
+        (void)r0;                                                                                  \
+        (void)r1;                                                                                  \
         qtile_##SUF(w, ldw, xq, 0, xs, 0, y, 0, nb, r, 0, RB, 1);                                  \
     }
 
@@ -43,7 +48,7 @@ void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
         int r = r0;                                                                                \
         if (n == 1) {                                                                              \
             for (; r + RB_DECODE <= r1; r += RB_DECODE)                                            \
-                qdecode_##SUF(wb, ldw, xq, xs, y, nb, r);                                          \
+                qdecode_##SUF(wb, ldw, xq, xs, y, nb, r, r0, r1);                                  \
             for (; r < r1; r++)                                                                    \
                 qtile_##SUF(wb, ldw, xq, ldq, xs, lds, y, ldy, nb, r, 0, 1, 1);                    \
             return;                                                                                \

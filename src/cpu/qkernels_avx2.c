@@ -112,13 +112,13 @@ INLINE __m256i nibble_dot(__m256i lo, __m256i hi, __m256i x_lo, __m256i x_hi) {
 }
 
 INLINE __m256 decode_pair_q4(const uint8_t *blk, size_t ldw, __m256i off, const int8_t *xq,
-                             const float *xs, __m256 acc, const int two) {
+                             const float *xs, __m256 acc, const int two, int prefetch) {
     const __m256i nib = _mm256_set1_epi8(15);
     __m256i x_lo, x_hi, s[4];
     x_halves2(xq, two, &x_lo, &x_hi);
     _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
         const uint8_t *b0 = blk + (size_t)a * ldw;
-        _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* two tiles ahead, into L2 */
+        if (prefetch) _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* 2 tiles ahead */
         __m256i c = q4_codes2(b0, two);
         s[a] = nibble_dot(_mm256_and_si256(c, nib), _mm256_and_si256(_mm256_srli_epi16(c, 4), nib),
                           x_lo, x_hi);
@@ -130,12 +130,12 @@ INLINE __m256 decode_pair_q4(const uint8_t *blk, size_t ldw, __m256i off, const 
     /* the 8 scales (low words of the gathered dwords); block j+1's lanes
      * are not read when two is 0 */
     const __m256i lanes4 = _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0);
-    __m256i g = two ? _mm256_i32gather_epi32((const int *)blk, off, 1)
-                    : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)blk, off,
-                                                  lanes4, 1);
-    const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1,
-                                               -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
-                                               -1, -1);
+    __m256i g =
+        two ? _mm256_i32gather_epi32((const int *)blk, off, 1)
+            : _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)blk, off, lanes4, 1);
+    const __m256i low_words =
+        _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8, 9,
+                         12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     g = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, low_words), _MM_SHUFFLE(3, 1, 2, 0));
     __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(g));
     /* xs holds each block scale 8 times: from the 5th copy of block j on,
@@ -145,7 +145,9 @@ INLINE __m256 decode_pair_q4(const uint8_t *blk, size_t ldw, __m256i off, const 
 }
 
 INLINE void qdecode_q4_avx2(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs,
-                            float *y, int nb, int r) {
+                            float *y, int nb, int r, int r0, int r1) {
+    (void)r0;
+    int prefetch = r + 12 <= r1; /* not past the caller's rows */
     const uint8_t *row = w + (size_t)r * ldw;
     int l = (int)ldw;
     __m256i off = _mm256_setr_epi32(0, l, 2 * l, 3 * l, 18, 18 + l, 18 + 2 * l, 18 + 3 * l);
@@ -153,10 +155,10 @@ INLINE void qdecode_q4_avx2(const uint8_t *w, size_t ldw, const int8_t *xq, cons
     int j = 0;
     for (; j + 2 <= nb; j += 2)
         acc = decode_pair_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,
-                             xs + (size_t)j * CPU_QSCALE_REP, acc, 1);
+                             xs + (size_t)j * CPU_QSCALE_REP, acc, 1, prefetch);
     if (j < nb)
         acc = decode_pair_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,
-                             xs + (size_t)j * CPU_QSCALE_REP, acc, 0);
+                             xs + (size_t)j * CPU_QSCALE_REP, acc, 0, prefetch);
     _mm_storeu_ps(y + r, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 

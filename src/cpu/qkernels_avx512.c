@@ -181,32 +181,32 @@ INLINE __m256 pair_rows8(__m512 acc) {
 /* One pair of blocks (or the lone last block when two is 0) of rows
  * r..r+7 into acc; wcodes(b0, two) gives a row's 64 unsigned weight codes,
  * k the unsigned offset they carry (128 for Q8, 8 for Q4). decode_pairs_
- * walks blocks j0..nb-1 and returns the 8 rows' sums. */
+ * walks blocks j0..nb-1 and returns the 8 rows' sums; prefetch says
+ * whether the next tile's rows are the caller's to read. */
 #define DEF_DECODE_PAIRS(FMT, BLOCK_BYTES, K, WCODES)                                              \
-    INLINE __m512 decode_pair_##FMT(const uint8_t *blk, size_t ldw, __m512i off,                   \
-                                    const int8_t *xq, const float *xs, __m512 acc,                 \
-                                    const int two) {                                               \
+    INLINE __m512 decode_pair_##FMT(const uint8_t *blk, size_t ldw, __m512i off, const int8_t *xq, \
+                                    const float *xs, __m512 acc, const int two, int prefetch) {    \
         const __m512i zero = _mm512_setzero_si512();                                               \
         __m512i xv = load_x2(xq, two), s[8];                                                       \
         __m512i corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(K), xv)); \
         _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) {                                      \
             const uint8_t *b0 = blk + (size_t)a * ldw;                                             \
-            _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* the next tile */            \
+            if (prefetch) _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1); /* next tile */   \
             s[a] = _mm512_dpbusd_epi32(corr, WCODES(b0, two), xv);                                 \
         }                                                                                          \
         __m512 sc = scales_8rows(blk, off, xs, two);                                               \
         return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum_lanes_8rows(s)), sc, acc);                   \
     }                                                                                              \
     INLINE __m256 decode_pairs_##FMT(const uint8_t *row, size_t ldw, const int8_t *xq,             \
-                                     const float *xs, int nb, int j) {                             \
+                                     const float *xs, int nb, int j, int prefetch) {               \
         __m512i off = scale_offsets_8rows(ldw, BLOCK_BYTES);                                       \
         __m512 acc = _mm512_setzero_ps();                                                          \
         for (; j + 2 <= nb; j += 2)                                                                \
             acc = decode_pair_##FMT(row + (size_t)j * BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,  \
-                                    xs + (size_t)j * CPU_QSCALE_REP, acc, 1);                      \
+                                    xs + (size_t)j * CPU_QSCALE_REP, acc, 1, prefetch);            \
         if (j < nb)                                                                                \
             acc = decode_pair_##FMT(row + (size_t)j * BLOCK_BYTES, ldw, off, xq + (size_t)j * 32,  \
-                                    xs + (size_t)j * CPU_QSCALE_REP, acc, 0);                      \
+                                    xs + (size_t)j * CPU_QSCALE_REP, acc, 0, prefetch);            \
         return pair_rows8(acc);                                                                    \
     }
 
@@ -219,8 +219,9 @@ DEF_DECODE_PAIRS(q8, CPU_Q8_BLOCK_BYTES, (char)0x80, q8_unsigned_2)
 DEF_DECODE_PAIRS(q4, CPU_Q4_BLOCK_BYTES, 8, load_q4_2)
 
 INLINE void qdecode_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs,
-                              float *y, int nb, int r) {
-    _mm256_storeu_ps(y + r, decode_pairs_q8(w + (size_t)r * ldw, ldw, xq, xs, nb, 0));
+                              float *y, int nb, int r, int r0, int r1) {
+    (void)r0;
+    _mm256_storeu_ps(y + r, decode_pairs_q8(w + (size_t)r * ldw, ldw, xq, xs, nb, 0, r + 16 <= r1));
 }
 
 /* Q4 decoding 4 blocks (72 bytes) of a row at a time. Two loads hold the
@@ -228,15 +229,15 @@ INLINE void qdecode_q8_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, co
  * the row is read) and tail = bytes 20..71 (masked to the group's end).
  * The code runs of blocks 0 and 2 lie at dwords 1 and 10 of head, those of
  * blocks 1 and 3 at dwords 0 and 9 of tail, and one dword permute puts the
- * four in the four 128-bit lanes. The low and high nibbles are used in
- * place: lo = c & 0x0f against x[0..15] of each block and 16 * hi =
- * c & 0xf0 against x[16..31], as 16 * (lo . x + hi . x) (lo . x shifted
- * left 4 before the second dpbusd; |sums| < 2^20). The sums come out with
- * 4 lanes per block, so the cross-row tree has two levels. The four
- * scales are in head too (words 1, 10, 19, 28), so 4 rows' scales take two
- * dword permutes, a blend and a shift, not a gather. One thread on
- * L2-resident rows (128 x 2048): 21.5 GB per CPU-second with qtile, 24.6
- * with the pairs above, 28.7 with this. */
+ * four in the four 128-bit lanes. The low nibbles (c & 15) go against
+ * x[0..15] of each block and the high ones ((c >> 4) & 15) against
+ * x[16..31], both dpbusd into one accumulator, so the sums come out with 4
+ * lanes per block and the cross-row tree has two levels; -8 * sum(x) is
+ * subtracted after it. The four scales are in head too (words 1, 10, 19,
+ * 28), so 4 rows' scales take two dword permutes, a blend and a word
+ * permute, not a gather. One thread on L2-resident rows (128 x 2048):
+ * 21.5 GB per CPU-second with qtile, 24.6 with the pairs above, 28.7 with
+ * this (26.2 with the prefetches, which pay off from DRAM). */
 INLINE __m512i q4_head4(const uint8_t *b0) {
     return _mm512_maskz_loadu_epi16(0xfffffffeu, (const void *)(b0 - 2));
 }
@@ -270,40 +271,59 @@ INLINE __m512i fresh_zero(void) {
     return z;
 }
 
+/* Prefetch distance of the Q4 decode, in tiles of 8 rows. One thread from
+ * DRAM (1 GiB of 2048-column rows, 768-row calls in alternating order as
+ * two threads take tasks, GB per CPU-second, a loaded machine): qtile
+ * before 8.7-9.0; each row's next 72 bytes one tile ahead 9.2-9.5, two
+ * tiles ahead 9.1-9.7; the tile's 9 lines in address order two tiles
+ * ahead 7.2-7.6. */
+#define PREFETCH_TILES 2
+
 /* Sums of 4 blocks of 8 rows into acc03 (rows 0-3) and acc47; lanes:
  * [block j: rows 0-3 | j+1 | j+2 | j+3]. */
-INLINE void decode_quad_q4(const uint8_t *blk, const uint8_t *next, size_t ldw, const int8_t *xq,
-                           const float *xs, __m512 *acc03, __m512 *acc47) {
+INLINE void decode_quad_q4(const uint8_t *blk, size_t ldw, const int8_t *xq, const float *xs,
+                           __m512 *acc03, __m512 *acc47, const int prefetch) {
     const __m512i k8 = _mm512_set1_epi8(8), nibble = _mm512_set1_epi8(0x0f);
-    __m512i xa = _mm512_loadu_si512((const void *)xq), xb = _mm512_loadu_si512((const void *)(xq + 64));
+    __m512i xa = _mm512_loadu_si512((const void *)xq),
+            xb = _mm512_loadu_si512((const void *)(xq + 64));
     __m512i x_lo = _mm512_shuffle_i32x4(xa, xb, _MM_SHUFFLE(2, 0, 2, 0));
     __m512i x_hi = _mm512_shuffle_i32x4(xa, xb, _MM_SHUFFLE(3, 1, 3, 1));
     __m512i t[8], head[8];
-    /* A later tile's 8 rows are one run of 8 * ldw bytes; each step
-     * prefetches the next 9 lines of it (8 x 72 bytes) in address order. */
-    _Pragma("GCC unroll 9") for (int i = 0; i < 9; i++)
-        _mm_prefetch((const char *)next + 64 * i, _MM_HINT_T1);
     _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) {
         const uint8_t *b0 = blk + (size_t)a * ldw;
+        /* the same 72 bytes (two lines) of a later tile's row; a task's
+         * first tile warms up the tile after it as well */
+        if (prefetch) {
+            _mm_prefetch((const char *)b0 + PREFETCH_TILES * 8 * ldw, _MM_HINT_T1);
+            _mm_prefetch((const char *)b0 + PREFETCH_TILES * 8 * ldw + 64, _MM_HINT_T1);
+        }
+        if (prefetch == 2) {
+            _mm_prefetch((const char *)b0 + 8 * ldw, _MM_HINT_T1);
+            _mm_prefetch((const char *)b0 + 8 * ldw + 64, _MM_HINT_T1);
+        }
         head[a] = q4_head4(b0);
         __m512i c = q4_codes4(head[a], b0);
         __m512i l = _mm512_dpbusd_epi32(fresh_zero(), _mm512_and_si512(c, nibble), x_lo);
         t[a] = _mm512_dpbusd_epi32(l, _mm512_and_si512(_mm512_srli_epi16(c, 4), nibble), x_hi);
     }
     /* the codes' offset: 8 * sum(x) of each block, in all 4 of its lanes */
-    __m512i xsum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k8, x_lo), k8, x_hi);
+    __m512i xsum =
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k8, x_lo), k8, x_hi);
     xsum = _mm512_add_epi32(xsum, _mm512_shuffle_epi32(xsum, _MM_PERM_BADC));
     xsum = _mm512_add_epi32(xsum, _mm512_shuffle_epi32(xsum, _MM_PERM_CDAB));
     __m512i p[4];
-    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-        p[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2 * i], t[2 * i + 1]),
-                                _mm512_unpackhi_epi32(t[2 * i], t[2 * i + 1]));
-    __m512i s03 = _mm512_add_epi32(_mm512_unpacklo_epi64(p[0], p[1]), _mm512_unpackhi_epi64(p[0], p[1]));
-    __m512i s47 = _mm512_add_epi32(_mm512_unpacklo_epi64(p[2], p[3]), _mm512_unpackhi_epi64(p[2], p[3]));
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) p[i] =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(t[2 * i], t[2 * i + 1]),
+                         _mm512_unpackhi_epi32(t[2 * i], t[2 * i + 1]));
+    __m512i s03 =
+        _mm512_add_epi32(_mm512_unpacklo_epi64(p[0], p[1]), _mm512_unpackhi_epi64(p[0], p[1]));
+    __m512i s47 =
+        _mm512_add_epi32(_mm512_unpacklo_epi64(p[2], p[3]), _mm512_unpackhi_epi64(p[2], p[3]));
     s03 = _mm512_sub_epi32(s03, xsum);
     s47 = _mm512_sub_epi32(s47, xsum);
     /* x scales [j x4 | j+1 x4 | j+2 x4 | j+3 x4] */
-    __m512 dx = _mm512_shuffle_f32x4(_mm512_loadu_ps(xs), _mm512_loadu_ps(xs + 16), _MM_SHUFFLE(2, 0, 2, 0));
+    __m512 dx = _mm512_shuffle_f32x4(_mm512_loadu_ps(xs), _mm512_loadu_ps(xs + 16),
+                                     _MM_SHUFFLE(2, 0, 2, 0));
     __m512 dw03 = q4_scales4(head[0], head[1], head[2], head[3]);
     __m512 dw47 = q4_scales4(head[4], head[5], head[6], head[7]);
     *acc03 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s03), _mm512_mul_ps(dw03, dx), *acc03);
@@ -316,23 +336,34 @@ INLINE __m128 quad_rows4(__m512 acc) {
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* Prefetch distance of the Q4 decode, in tiles of 8 rows: one thread from
- * DRAM (1 GiB of 2048-column rows, per CPU-second) streamed 9.2-9.9 GB one
- * tile ahead, 10.3-12.1 two tiles ahead, 10.2-10.7 four. */
-#define PREFETCH_TILES 2
-
-INLINE void qdecode_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs,
-                              float *y, int nb, int r) {
-    const uint8_t *row = w + (size_t)r * ldw;
-    __m512 acc03 = _mm512_setzero_ps(), acc47 = _mm512_setzero_ps();
+/* The 4-block steps of rows r..r+7 from block 0 on; returns the first
+ * block left over. */
+INLINE int decode_quads_q4(const uint8_t *row, size_t ldw, const int8_t *xq, const float *xs,
+                           int nb, __m512 *acc03, __m512 *acc47, const int prefetch) {
     int j = 0;
     for (; j + 4 <= nb; j += 4)
-        decode_quad_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, row + PREFETCH_TILES * 8 * ldw + (size_t)j * 144, ldw,
-                       xq + (size_t)j * 32,
-                       xs + (size_t)j * CPU_QSCALE_REP, &acc03, &acc47);
-    __m256 quads = _mm256_insertf128_ps(_mm256_castps128_ps256(quad_rows4(acc03)),
-                                        quad_rows4(acc47), 1);
-    if (j < nb) quads = _mm256_add_ps(quads, decode_pairs_q4(row, ldw, xq, xs, nb, j));
+        decode_quad_q4(row + (size_t)j * CPU_Q4_BLOCK_BYTES, ldw, xq + (size_t)j * 32,
+                       xs + (size_t)j * CPU_QSCALE_REP, acc03, acc47, prefetch);
+    return j;
+}
+
+INLINE void qdecode_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs,
+                              float *y, int nb, int r, int r0, int r1) {
+    const uint8_t *row = w + (size_t)r * ldw;
+    __m512 acc03 = _mm512_setzero_ps(), acc47 = _mm512_setzero_ps();
+    /* no prefetching past the caller's rows (another task's), and the
+     * first tile of a task warms up the tile after it as well */
+    int j;
+    if (r + (PREFETCH_TILES + 1) * 8 > r1)
+        j = decode_quads_q4(row, ldw, xq, xs, nb, &acc03, &acc47, 0);
+    else if (r == r0)
+        j = decode_quads_q4(row, ldw, xq, xs, nb, &acc03, &acc47, 2);
+    else
+        j = decode_quads_q4(row, ldw, xq, xs, nb, &acc03, &acc47, 1);
+    __m256 quads =
+        _mm256_insertf128_ps(_mm256_castps128_ps256(quad_rows4(acc03)), quad_rows4(acc47), 1);
+    if (j < nb)
+        quads = _mm256_add_ps(quads, decode_pairs_q4(row, ldw, xq, xs, nb, j, r + 16 <= r1));
     _mm256_storeu_ps(y + r, quads);
 }
 

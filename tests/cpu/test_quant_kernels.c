@@ -257,9 +257,10 @@ static void test_qdecode_all_tables_match_reference(void) {
         for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++)
             for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
                 for (int where = ROWS_END_AT_FENCE; where <= ROWS_START_AT_FENCE; where++) {
-                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 1, 16,
-                                        (rows_placement)where));
-                    CHECK(check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 3, 9, (rows_placement)where));
+                    CHECK(
+                        check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 1, 16, (rows_placement)where));
+                    CHECK(
+                        check_case_at(tabs[ti], (cpu_wtype)t, ks[a], 3, 9, (rows_placement)where));
                     cases += 2;
                 }
     printf("  %d cases\n", cases);
