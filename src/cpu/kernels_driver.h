@@ -204,9 +204,13 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
                                                                                                    \
     static void gemm_run(const float *panel, int k, int rows, const float *x, size_t ldx,          \
                          float *y, size_t ldy, int n) {                                            \
-        enum { NR = 2 * WIDTH, TOKENS = CPU_GEMM_TOKENS / TBMAX * TBMAX };                         \
-        for (int t0 = 0; t0 < n; t0 += TOKENS) {                                                   \
-            int t1 = n - t0 < TOKENS ? n : t0 + TOKENS;                                            \
+        enum { NR = 2 * WIDTH };                                                                   \
+        /* equal chunks (a whole number of tiles each) rather than a short last one */             \
+        int chunks = (n + CPU_GEMM_TOKENS - 1) / CPU_GEMM_TOKENS;                                  \
+        int tiles_per_chunk = ((n + TBMAX - 1) / TBMAX + chunks - 1) / chunks;                     \
+        int tokens = tiles_per_chunk * TBMAX;                                                      \
+        for (int t0 = 0; t0 < n; t0 += tokens) {                                                   \
+            int t1 = n - t0 < tokens ? n : t0 + tokens;                                            \
             for (int k0 = 0; k0 < k; k0 += CPU_GEMM_KC) {                                          \
                 int kc = k - k0 < CPU_GEMM_KC ? k - k0 : CPU_GEMM_KC;                              \
                 for (int r = 0; r < rows; r += NR) {                                               \

@@ -119,14 +119,14 @@ static void test_gemm_awkward_k_and_rows_all_tables_all_types(void) {
     printf("  %d cases\n", cases);
 }
 
-/* cpu_matmul_act with panel scratch sends prompts (n >= 32 rows) of every
+/* cpu_matmul_act with panel scratch sends prompts (n >= 128 rows) of every
  * weight type to the GEMM on the thread pool: the result matches the fp32
  * product of the dequantized weights far closer than int8 activations could
  * (their rounding alone is up to |w|/254 per weight), for each table. */
 static void test_matmul_act_prompts_use_fp32_gemm(void) {
     const cpu_kernels *tabs[4];
     int nt = cpu_kernels_available(tabs, 4);
-    const int k = 300, rows = 300, n = 45;
+    const int k = 300, rows = 200, n = 130;
     nc_error err;
     nc_pool *pool;
     CHECK_OK(nc_pool_new(2, &pool, &err), &err);
