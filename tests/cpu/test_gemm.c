@@ -174,9 +174,30 @@ static void test_matmul_act_prompts_use_fp32_gemm(void) {
     free(s);
 }
 
+/* cpu_matmul_reads_int8 says which products need quantized activations:
+ * Q8/Q4 weights, unless the prompt is long enough for the GEMM and there is
+ * panel scratch; never float weights. */
+static void test_reads_int8_only_for_short_quantized_products(void) {
+    const cpu_kernels *kt = cpu_kernels_get();
+    float panels[64 * 64];
+    cpu_mat q8 = {CPU_W_Q8, NULL, 100, 64}, bf16 = {CPU_W_BF16, NULL, 100, 64};
+    cpu_act shortp = cpu_act_rows(NULL, 64, 20, 64, NULL, NULL), longp = shortp;
+    longp.n = 300;
+    shortp.panels = longp.panels = panels;
+    shortp.panel_floats = longp.panel_floats = sizeof panels / sizeof *panels;
+    cpu_act no_scratch = longp;
+    no_scratch.panels = NULL;
+    CHECK(cpu_matmul_reads_int8(kt, &q8, &shortp));
+    CHECK(!cpu_matmul_reads_int8(kt, &q8, &longp));
+    CHECK(cpu_matmul_reads_int8(kt, &q8, &no_scratch));
+    CHECK(!cpu_matmul_reads_int8(kt, &bf16, &shortp));
+    CHECK(!cpu_matmul_reads_int8(kt, &bf16, &longp));
+}
+
 int main(void) {
     RUN(test_gemm_every_token_count_all_tables_all_types);
     RUN(test_gemm_awkward_k_and_rows_all_tables_all_types);
     RUN(test_matmul_act_prompts_use_fp32_gemm);
+    RUN(test_reads_int8_only_for_short_quantized_products);
     return nc_test_exit_code();
 }
