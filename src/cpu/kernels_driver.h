@@ -135,12 +135,6 @@ static inline float ld1_q4(const void *row, size_t i) {
     memcpy(&d, b, 2);
     return nc_fp16_to_f32(d) * (float)((e < 16 ? b[2 + e] & 15 : b[2 + e - 16] >> 4) - 8);
 }
-/* The scale of the block holding element i (ldv_q8 / ldv_q4 helpers). */
-static inline float cpu_qblock_scale(const uint8_t *block) {
-    nc_fp16 d;
-    memcpy(&d, block, 2);
-    return nc_fp16_to_f32(d);
-}
 
 /* gemm_tile: y[b*ldy + a] (+)= sum_{i < kc} x[b*ldx + i] * p[i*NR + a] for
  * b < TB, a < valid (the rest of the NR lanes are padding). TB is a constant
