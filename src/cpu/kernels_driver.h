@@ -147,7 +147,8 @@ static inline float ld1_q4(const void *row, size_t i) {
         VEC acc[TBMAX][2];                                                                         \
         _Pragma("GCC unroll 16") for (int b = 0; b < TB; b++) acc[b][0] = acc[b][1] = ZERO();      \
         for (int i = 0; i < kc; i++) {                                                             \
-            VEC w0 = LOAD(p + (size_t)i * (2 * WIDTH)), w1 = LOAD(p + (size_t)i * (2 * WIDTH) + WIDTH); \
+            VEC w0 = LOAD(p + (size_t)i * (2 * WIDTH)),                                            \
+                w1 = LOAD(p + (size_t)i * (2 * WIDTH) + WIDTH);                                    \
             _Pragma("GCC unroll 16") for (int b = 0; b < TB; b++) {                                \
                 VEC xb = BCAST(x + (size_t)b * ldx + (size_t)i);                                   \
                 acc[b][0] = FMA(w0, xb, acc[b][0]);                                                \
@@ -166,7 +167,7 @@ static inline float ld1_q4(const void *row, size_t i) {
             }                                                                                      \
             return;                                                                                \
         }                                                                                          \
-        for (int b = 0; b < TB; b++) { /* the matrix's last, partial row block */                 \
+        for (int b = 0; b < TB; b++) { /* the matrix's last, partial row block */                  \
             float part[2 * WIDTH], *yb = y + (size_t)b * ldy;                                      \
             STORE(part, acc[b][0]);                                                                \
             STORE(part + WIDTH, acc[b][1]);                                                        \
@@ -192,7 +193,8 @@ static inline float ld1_q4(const void *row, size_t i) {
             CPU_GEMM_TILE_CASE(12, TBMAX)                                                          \
             CPU_GEMM_TILE_CASE(13, TBMAX)                                                          \
             CPU_GEMM_TILE_CASE(14, TBMAX)                                                          \
-        default: break;                                                                            \
+        default:                                                                                   \
+            break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
@@ -259,7 +261,8 @@ static inline float ld1_q4(const void *row, size_t i) {
                 for (int a = 0; a < NR; a++)                                                       \
                     for (int c = 0; c < cols; c += WIDTH)                                          \
                         if (a < valid)                                                             \
-                            STOREV(&chunk[a][c], ldv_##SUF(row0 + (size_t)a * ldw, (size_t)(i + c))); \
+                            STOREV(&chunk[a][c],                                                   \
+                                   ldv_##SUF(row0 + (size_t)a * ldw, (size_t)(i + c)));            \
                         else                                                                       \
                             memset(&chunk[a][c], 0, WIDTH * sizeof(float));                        \
                 for (int c = 0; c < cols; c += WIDTH)                                              \
@@ -290,9 +293,12 @@ static inline float ld1_q4(const void *row, size_t i) {
     CPU_DEF_GEMM_PACK(q4, WIDTH, STOREV, TRANSPOSE)                                                \
     static void gemm_pack(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,           \
                           float *panel) {                                                          \
-        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int, float *) = {    \
-            [CPU_W_F32] = gemm_pack_f32, [CPU_W_F16] = gemm_pack_f16,                              \
-            [CPU_W_BF16] = gemm_pack_bf16, [CPU_W_Q8] = gemm_pack_q8, [CPU_W_Q4] = gemm_pack_q4};   \
+        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int,                 \
+                                              float *) = {[CPU_W_F32] = gemm_pack_f32,             \
+                                                          [CPU_W_F16] = gemm_pack_f16,             \
+                                                          [CPU_W_BF16] = gemm_pack_bf16,           \
+                                                          [CPU_W_Q8] = gemm_pack_q8,               \
+                                                          [CPU_W_Q4] = gemm_pack_q4};              \
         by_type[t](w, ldw, k, r0, r1, panel);                                                      \
     }
 
