@@ -49,8 +49,7 @@ typedef struct cpu_qpanel_kernels {
  * r < rows from the panel with fp32 FMAs: activations are never quantized. */
 typedef struct cpu_gemm_kernels {
     int nr;
-    void (*pack)(cpu_wtype t, const void *w, size_t ldw_bytes, int k, int r0, int r1,
-                 float *panel);
+    void (*pack)(cpu_wtype t, const void *w, size_t ldw_bytes, int k, int r0, int r1, float *panel);
     void (*run)(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
                 size_t ldy, int n);
 } cpu_gemm_kernels;

@@ -55,6 +55,11 @@ static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int
     return a;
 }
 
+/* Whether cpu_matmul_act of w reads a's rows as int8 blocks (q, s): Q8/Q4
+ * weights with few rows. Long prompts (and float weights) run the fp32 GEMM
+ * on a->x itself, so a caller may skip quantizing activations for them. */
+int cpu_matmul_reads_int8(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a);
+
 /* Y = X W^T for any weight type (w->cols == a->k). */
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,
                     size_t ldy);

@@ -43,12 +43,20 @@ INLINE float hsum8(__m256 v) {
 
 #define FMA8(w, x, acc) _mm256_fmadd_ps(w, x, acc)
 
+/* A block's fp16 scale by the F16C instruction (exact, as nc_fp16_to_f32,
+ * which costs a dozen instructions per call in the panel packing). */
+INLINE float block_scale(const uint8_t *block) {
+    uint16_t d;
+    memcpy(&d, block, 2);
+    return _cvtsh_ss(d);
+}
+
 /* 8 weights of a Q8 / Q4 row from element i (i % 8 == 0, so they lie in one
  * block), dequantized as scale * code. */
 INLINE __m256 ldv_q8(const void *row, size_t i) {
     const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q8_BLOCK_BYTES;
     __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + i % CPU_QBLOCK));
-    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)),
+    return _mm256_mul_ps(_mm256_set1_ps(block_scale(b)),
                          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
 }
 INLINE __m256 ldv_q4(const void *row, size_t i) {
@@ -58,7 +66,7 @@ INLINE __m256 ldv_q4(const void *row, size_t i) {
     if (e >= 16) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
     __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
                                  _mm256_set1_epi32(8));
-    return _mm256_mul_ps(_mm256_set1_ps(cpu_qblock_scale(b)), _mm256_cvtepi32_ps(c));
+    return _mm256_mul_ps(_mm256_set1_ps(block_scale(b)), _mm256_cvtepi32_ps(c));
 }
 
 /* The prompt GEMM: 16-row panel blocks (2 ymm) x 6 activation rows, 12 of

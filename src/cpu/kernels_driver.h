@@ -135,12 +135,6 @@ static inline float ld1_q4(const void *row, size_t i) {
     memcpy(&d, b, 2);
     return nc_fp16_to_f32(d) * (float)((e < 16 ? b[2 + e] & 15 : b[2 + e - 16] >> 4) - 8);
 }
-/* The scale of the block holding element i (ldv_q8 / ldv_q4 helpers). */
-static inline float cpu_qblock_scale(const uint8_t *block) {
-    nc_fp16 d;
-    memcpy(&d, block, 2);
-    return nc_fp16_to_f32(d);
-}
 
 /* gemm_tile: y[b*ldy + a] (+)= sum_{i < kc} x[b*ldx + i] * p[i*NR + a] for
  * b < TB, a < valid (the rest of the NR lanes are padding). TB is a constant
@@ -153,7 +147,8 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
         VEC acc[TBMAX][2];                                                                         \
         _Pragma("GCC unroll 16") for (int b = 0; b < TB; b++) acc[b][0] = acc[b][1] = ZERO();      \
         for (int i = 0; i < kc; i++) {                                                             \
-            VEC w0 = LOAD(p + (size_t)i * (2 * WIDTH)), w1 = LOAD(p + (size_t)i * (2 * WIDTH) + WIDTH); \
+            VEC w0 = LOAD(p + (size_t)i * (2 * WIDTH)),                                            \
+                w1 = LOAD(p + (size_t)i * (2 * WIDTH) + WIDTH);                                    \
             _Pragma("GCC unroll 16") for (int b = 0; b < TB; b++) {                                \
                 VEC xb = BCAST(x + (size_t)b * ldx + (size_t)i);                                   \
                 acc[b][0] = FMA(w0, xb, acc[b][0]);                                                \
@@ -172,7 +167,7 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
             }                                                                                      \
             return;                                                                                \
         }                                                                                          \
-        for (int b = 0; b < TB; b++) { /* the matrix's last, partial row block */                 \
+        for (int b = 0; b < TB; b++) { /* the matrix's last, partial row block */                  \
             float part[2 * WIDTH], *yb = y + (size_t)b * ldy;                                      \
             STORE(part, acc[b][0]);                                                                \
             STORE(part + WIDTH, acc[b][1]);                                                        \
@@ -198,15 +193,20 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
             CPU_GEMM_TILE_CASE(12, TBMAX)                                                          \
             CPU_GEMM_TILE_CASE(13, TBMAX)                                                          \
             CPU_GEMM_TILE_CASE(14, TBMAX)                                                          \
-        default: break;                                                                            \
+        default:                                                                                   \
+            break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
     static void gemm_run(const float *panel, int k, int rows, const float *x, size_t ldx,          \
                          float *y, size_t ldy, int n) {                                            \
-        enum { NR = 2 * WIDTH, TOKENS = CPU_GEMM_TOKENS / TBMAX * TBMAX };                         \
-        for (int t0 = 0; t0 < n; t0 += TOKENS) {                                                   \
-            int t1 = n - t0 < TOKENS ? n : t0 + TOKENS;                                            \
+        enum { NR = 2 * WIDTH };                                                                   \
+        /* equal chunks (a whole number of tiles each) rather than a short last one */             \
+        int chunks = (n + CPU_GEMM_TOKENS - 1) / CPU_GEMM_TOKENS;                                  \
+        int tiles_per_chunk = ((n + TBMAX - 1) / TBMAX + chunks - 1) / chunks;                     \
+        int tokens = tiles_per_chunk * TBMAX;                                                      \
+        for (int t0 = 0; t0 < n; t0 += tokens) {                                                   \
+            int t1 = n - t0 < tokens ? n : t0 + tokens;                                            \
             for (int k0 = 0; k0 < k; k0 += CPU_GEMM_KC) {                                          \
                 int kc = k - k0 < CPU_GEMM_KC ? k - k0 : CPU_GEMM_KC;                              \
                 for (int r = 0; r < rows; r += NR) {                                               \
@@ -261,7 +261,8 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
                 for (int a = 0; a < NR; a++)                                                       \
                     for (int c = 0; c < cols; c += WIDTH)                                          \
                         if (a < valid)                                                             \
-                            STOREV(&chunk[a][c], ldv_##SUF(row0 + (size_t)a * ldw, (size_t)(i + c))); \
+                            STOREV(&chunk[a][c],                                                   \
+                                   ldv_##SUF(row0 + (size_t)a * ldw, (size_t)(i + c)));            \
                         else                                                                       \
                             memset(&chunk[a][c], 0, WIDTH * sizeof(float));                        \
                 for (int c = 0; c < cols; c += WIDTH)                                              \
@@ -292,9 +293,12 @@ static inline float cpu_qblock_scale(const uint8_t *block) {
     CPU_DEF_GEMM_PACK(q4, WIDTH, STOREV, TRANSPOSE)                                                \
     static void gemm_pack(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,           \
                           float *panel) {                                                          \
-        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int, float *) = {    \
-            [CPU_W_F32] = gemm_pack_f32, [CPU_W_F16] = gemm_pack_f16,                              \
-            [CPU_W_BF16] = gemm_pack_bf16, [CPU_W_Q8] = gemm_pack_q8, [CPU_W_Q4] = gemm_pack_q4};   \
+        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int,                 \
+                                              float *) = {[CPU_W_F32] = gemm_pack_f32,             \
+                                                          [CPU_W_F16] = gemm_pack_f16,             \
+                                                          [CPU_W_BF16] = gemm_pack_bf16,           \
+                                                          [CPU_W_Q8] = gemm_pack_q8,               \
+                                                          [CPU_W_Q4] = gemm_pack_q4};              \
         by_type[t](w, ldw, k, r0, r1, panel);                                                      \
     }
 

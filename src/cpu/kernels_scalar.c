@@ -84,9 +84,11 @@ DEF_QMATMUL(q4, CPU_Q4_BLOCK_BYTES)
 
 static void gemm_pack_scalar(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,
                              float *panel) {
-    static float (*const ld[CPU_W_N])(const void *, size_t) = {
-        [CPU_W_F32] = ld_f32, [CPU_W_F16] = ld_f16, [CPU_W_BF16] = ld_bf16,
-        [CPU_W_Q8] = ld1_q8,  [CPU_W_Q4] = ld1_q4};
+    static float (*const ld[CPU_W_N])(const void *, size_t) = {[CPU_W_F32] = ld_f32,
+                                                               [CPU_W_F16] = ld_f16,
+                                                               [CPU_W_BF16] = ld_bf16,
+                                                               [CPU_W_Q8] = ld1_q8,
+                                                               [CPU_W_Q4] = ld1_q4};
     int padded_end = r0 + (r1 - r0 + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
     for (int r = r0; r < padded_end; r++) {
         float *blk = panel + (size_t)((r - r0) / GEMM_NR) * GEMM_NR * (size_t)k;

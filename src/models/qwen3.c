@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "cpu/cpu_amx_dispatch.h"
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
@@ -124,12 +123,17 @@ static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k
     return a;
 }
 
-/* The same for rows that the next row_steps call writes and, when `quant`
- * (the matrices reading them are quantized, and not on AMX tiles, which
- * read fp32), quantizes on the way. */
-static cpu_act act_rows_q(qwen3_model *m, const float *x, int n, int k, int quant) {
+/* The same for rows that the next row_steps call writes and quantizes on
+ * the way when one of the `count` matrices reading them reads int8 blocks
+ * (quantized weights on a path that is neither AMX tiles nor the fp32
+ * prompt GEMM, cpu_matmul_reads_int8). */
+static cpu_act act_rows_q(qwen3_model *m, const float *x, int n, int k, const cpu_mat *const *reads,
+                          int count) {
     cpu_act a = act_rows(m, x, (size_t)k, n, k);
-    if (!quant || cpu_amx_takes(m->kern, &a)) a.q = NULL;
+    int int8 = 0;
+    for (int i = 0; i < count; i++)
+        int8 |= cpu_matmul_reads_int8(m->kern, reads[i], &a);
+    if (!int8) a.q = NULL;
     return a;
 }
 
@@ -173,9 +177,7 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* attention */
         /* norm (and int8 blocks) of every row in one pass and dispatch */
-        cpu_act xa = act_rows_q(m, w->xb, n, d, cpu_wtype_is_quant(L->q.type) ||
-                                                   cpu_wtype_is_quant(L->k.type) ||
-                                                   cpu_wtype_is_quant(L->v.type));
+        cpu_act xa = act_rows_q(m, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
         row_steps(m, &(row_step){c, w->x, NULL, L->attn_norm, w->xb, NULL, d, &xa}, n);
         /* q, k, v: one input, one dispatch */
         cpu_matmul_many(pool, K, &xa, 3,
@@ -202,13 +204,12 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* MLP: down(silu(gate(x)) * up(x)); the residual add of the
          * attention output, the norm and the int8 blocks in one pass */
-        cpu_act xm = act_rows_q(m, w->xb, n, d, cpu_wtype_is_quant(L->gate.type) ||
-                                                   cpu_wtype_is_quant(L->up.type));
+        cpu_act xm = act_rows_q(m, w->xb, n, d, (const cpu_mat *[]){&L->gate, &L->up}, 2);
         row_steps(m, &(row_step){c, w->x, w->xb, L->mlp_norm, w->xb, NULL, d, &xm}, n);
         /* gate, up: one input, one dispatch */
         cpu_matmul_many(pool, K, &xm, 2,
                         (cpu_product[]){{&L->gate, w->hb, ff}, {&L->up, w->hb2, ff}});
-        cpu_act h = act_rows_q(m, w->hb, n, ff, cpu_wtype_is_quant(L->down.type));
+        cpu_act h = act_rows_q(m, w->hb, n, ff, (const cpu_mat *[]){&L->down}, 1);
         row_steps(m, &(row_step){c, NULL, NULL, NULL, w->hb, w->hb2, ff, &h}, n);
         cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);
         add_rows(w->x, w->xb, (size_t)n * d);
