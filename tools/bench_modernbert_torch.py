@@ -12,6 +12,7 @@ Usage: /work/venv/bin/python tools/bench_modernbert_torch.py DIR [--threads 2] [
        [--blocks 3] [--nectar build/nectar]
 """
 import argparse
+import os
 import json
 import subprocess
 import time
@@ -67,6 +68,8 @@ def main():
     # parity at the real shape (needs tokenizer.json in the folder)
     try:
         from tokenizers import Tokenizer
+        if not os.path.exists(a.dir + "/tokenizer.json"):  # tokenizers raises its own type
+            raise FileNotFoundError(a.dir + "/tokenizer.json")
         tok = Tokenizer.from_file(a.dir + "/tokenizer.json")
         text = "The quick brown fox jumps over the lazy dog near Paris, the capital of France. " * 5
         ids = tok.encode(text).ids
