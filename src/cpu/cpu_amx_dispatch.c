@@ -33,9 +33,7 @@ typedef struct {
 
 static void product_task(void *ctx, int task, int thread) {
     const amx_job *j = ctx;
-    int i = 0;
-    while (task >= j->first[i + 1])
-        i++;
+    int i = cpu_product_of_task(j->first, task);
     const cpu_mat *w = j->p[i].w;
     int r0 = (task - j->first[i]) * AMX_ROWS_PER_TASK;
     int r1 = r0 + AMX_ROWS_PER_TASK < w->rows ? r0 + AMX_ROWS_PER_TASK : w->rows;

@@ -157,9 +157,7 @@ typedef struct {
 
 static void many_task(void *ctx, int task, int thread) {
     const many_job *m = ctx;
-    int i = 0;
-    while (task >= m->first[i + 1])
-        i++;
+    int i = cpu_product_of_task(m->first, task);
     matmul_task((void *)&m->jobs[i], task - m->first[i], thread);
 }
 

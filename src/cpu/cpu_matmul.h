@@ -75,6 +75,15 @@ typedef struct cpu_product {
 
 #define CPU_MATMUL_MAX_MANY 4
 
+/* Which product of a set a pool task belongs to, first[i] being product
+ * i's first task (first[count] = the number of tasks). */
+static inline int cpu_product_of_task(const int *first, int task) {
+    int i = 0;
+    while (task >= first[i + 1])
+        i++;
+    return i;
+}
+
 void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
                      const cpu_product *p);
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../common/weights.h"
 #include "../test.h"
 #include "base/alloc.h"
 #include "base/half.h"
@@ -20,41 +21,26 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)(rng >> 8) / (float)(1 << 23) - 1.0f;
 }
 
-/* rows x k weights of type t (row stride ldw bytes) and their exact fp32 values. */
-static void make_weights(cpu_wtype t, uint8_t *w, size_t ldw, float *wf, int rows, int k) {
-    float *row = malloc((size_t)k * sizeof *row);
-    for (int r = 0; r < rows; r++) {
-        uint8_t *dst = w + (size_t)r * ldw;
-        for (int i = 0; i < k; i++) row[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
-        if (t == CPU_W_Q8 || t == CPU_W_Q4) {
-            cpu_quantize_weight_row(t, row, k, dst);
-            cpu_dequantize_row(t, dst, wf + (size_t)r * k, k);
-            continue;
-        }
-        for (int i = 0; i < k; i++) {
-            float v = row[i];
-            if (t == CPU_W_F32) ((float *)dst)[i] = v;
-            if (t == CPU_W_F16) v = nc_fp16_to_f32(((nc_fp16 *)dst)[i] = nc_f32_to_fp16(v));
-            if (t == CPU_W_BF16) v = nc_bf16_to_f32(((nc_bf16 *)dst)[i] = nc_f32_to_bf16(v));
-            wf[(size_t)r * k + i] = v;
-        }
-    }
-    free(row);
+/* Weights with every fifth column four times larger (wider exponents). */
+static float weight_at(int i) {
+    return frand() * (i % 5 == 0 ? 4.0f : 1.0f);
 }
 
 static int check_case(cpu_wtype t, int rows, int k, int n, int r0, int r1) {
-    size_t ldw = cpu_wtype_row_bytes(t, k) + (t == CPU_W_F32 ? 4 : 0);
+    size_t ldw;
     size_t ldx = (size_t)k + 3, ldy = (size_t)rows + 5;
-    uint8_t *w = calloc((size_t)rows, ldw);
     float *wf = malloc((size_t)rows * k * sizeof *wf);
+    uint8_t *w = nc_test_stored_weights(t, rows, k, t == CPU_W_F32 ? 1 : 0, weight_at, wf, &ldw);
     float *x = malloc((size_t)n * ldx * sizeof *x);
     float *y = malloc((size_t)n * ldy * sizeof *y);
     void *xp = nc_alloc_aligned(cpu_amx_x_bytes(n, k));
     void *scratch = nc_alloc_aligned(cpu_amx_scratch_bytes(k));
-    make_weights(t, w, ldw, wf, rows, k);
-    for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = frand() * (i % 7 == 0 ? 30.0f : 1.0f);
-    for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = -12345.0f;
-    for (int tb = 0; tb < cpu_amx_token_blocks(n); tb++) cpu_amx_pack_x(x, ldx, n, k, tb, xp);
+    for (size_t i = 0; i < (size_t)n * ldx; i++)
+        x[i] = frand() * (i % 7 == 0 ? 30.0f : 1.0f);
+    for (size_t i = 0; i < (size_t)n * ldy; i++)
+        y[i] = -12345.0f;
+    for (int tb = 0; tb < cpu_amx_token_blocks(n); tb++)
+        cpu_amx_pack_x(x, ldx, n, k, tb, xp);
     cpu_amx_matmul(t, w, ldw, k, r0, r1, xp, n, y, ldy, scratch);
     /* fp32 accumulation over k terms: a few ulps of sum |x w|; Q8/Q4 drop
      * x's third term, w's third term and the product of the second terms
@@ -109,8 +95,8 @@ static void test_amx_matches_double_reference_all_types(void) {
                            "%s rows=%d k=%d n=%d", cpu_wtype_name((cpu_wtype)t), rows, k, n);
                     if (rows > 20)
                         CHECKF(check_case((cpu_wtype)t, rows, k, n, 3, rows - 1) == 0,
-                               "%s rows=%d k=%d n=%d sub-range", cpu_wtype_name((cpu_wtype)t),
-                               rows, k, n);
+                               "%s rows=%d k=%d n=%d sub-range", cpu_wtype_name((cpu_wtype)t), rows,
+                               k, n);
                     cases++;
                 }
     CHECK(cases > 500);

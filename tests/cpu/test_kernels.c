@@ -8,6 +8,7 @@
  * hand-checked values. tests/cpu/test_neon_qemu.sh runs this file for NEON. */
 #include <math.h>
 
+#include "../common/weights.h"
 #include "../test.h"
 #include "base/half.h"
 #include "base/pool.h"
@@ -89,33 +90,15 @@ static void test_matmul_all_tables_all_dtypes_awkward_sizes(void) {
 /* ---- The prompt GEMM (cpu_gemm_kernels): pack a task's weight rows into
  * fp32 panels, then the outer-product microkernel; every weight type. ----
  *
- * rows x k weights stored as type t (row stride *ldw_bytes) and their exact
- * fp32 values wf [rows][k] (for Q8/Q4: cpu_dequantize_row of the stored row). */
+ * Weights from nc_test_stored_weights (tests/common/weights.h), 3 elements
+ * of padding per float row. */
+static float frand_at(int i) {
+    (void)i;
+    return frand();
+}
+
 static void *make_stored_weights(cpu_wtype t, int rows, int k, float *wf, size_t *ldw_bytes) {
-    size_t pad = cpu_wtype_is_quant(t) ? 0 : 3 * cpu_wtype_size(t); /* padded row stride */
-    size_t ld = cpu_wtype_row_bytes(t, k) + pad;
-    unsigned char *w = malloc(ld * (size_t)rows + 1);
-    float *src = malloc(sizeof(float) * (size_t)k);
-    for (int r = 0; r < rows; r++) {
-        unsigned char *row = w + (size_t)r * ld;
-        for (int i = 0; i < k; i++)
-            src[i] = frand();
-        if (cpu_wtype_is_quant(t)) {
-            cpu_quantize_weight_row(t, src, k, row);
-            cpu_dequantize_row(t, row, wf + (size_t)r * k, k);
-            continue;
-        }
-        for (int i = 0; i < k; i++) {
-            float v = src[i];
-            if (t == CPU_W_F32) ((float *)row)[i] = v;
-            if (t == CPU_W_F16) v = nc_fp16_to_f32(((nc_fp16 *)row)[i] = nc_f32_to_fp16(v));
-            if (t == CPU_W_BF16) v = nc_bf16_to_f32(((nc_bf16 *)row)[i] = nc_f32_to_bf16(v));
-            wf[(size_t)r * k + i] = v;
-        }
-    }
-    free(src);
-    *ldw_bytes = ld;
-    return w;
+    return nc_test_stored_weights(t, rows, k, 3, frand_at, wf, ldw_bytes);
 }
 
 /* Packs rows r0..r0+rows of a (r0 + rows + 2)-row matrix and runs n tokens

@@ -15,7 +15,7 @@ mkdir -p "$T"
 # every portable and NEON file of src/cpu (not the x86-64 ones) and the base they use
 SRC="$(ls src/cpu/*.c | grep -v -e '_avx2\.c$' -e '_avx512\.c$' -e '_amx\.c$' | tr '\n' ' ')
      src/base/pool.c src/base/error.c src/base/half.c src/base/alloc.c src/base/timer.c
-     tests/common/harness.c"
+     tests/common/harness.c tests/common/weights.c"
 status=0
 for t in test_kernels test_quant_kernels test_attention; do
     if ! "$CC_A64" -static -O1 -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -Iinclude \
