@@ -25,6 +25,7 @@ static void pack_task(void *ctx, int tb, int thread) {
 }
 
 typedef struct {
+    const cpu_kernels *kern;
     const cpu_act *a;
     int count;
     const cpu_product *p;
@@ -38,15 +39,16 @@ static void product_task(void *ctx, int task, int thread) {
     int r0 = (task - j->first[i]) * AMX_ROWS_PER_TASK;
     int r1 = r0 + AMX_ROWS_PER_TASK < w->rows ? r0 + AMX_ROWS_PER_TASK : w->rows;
     const cpu_act *a = j->a;
-    cpu_amx_matmul(w->type, w->data, cpu_wtype_row_bytes(w->type, w->cols), w->cols, r0, r1,
-                   a->amx_x, a->n, j->p[i].y, j->p[i].ldy,
+    cpu_amx_matmul(w->type, j->kern->row_to_f32[w->type], w->data,
+                   cpu_wtype_row_bytes(w->type, w->cols), w->cols, r0, r1, a->amx_x, a->n,
+                   j->p[i].y, j->p[i].ldy,
                    (char *)a->amx_scratch + (size_t)thread * a->amx_scratch_bytes);
 }
 
 int cpu_matmul_amx(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
                    const cpu_product *p) {
     if (!cpu_amx_takes(kern, a) || count > CPU_MATMUL_MAX_MANY) return 0;
-    amx_job j = {a, count, p, {0}};
+    amx_job j = {kern, a, count, p, {0}};
     for (int i = 0; i < count; i++) {
         if (p[i].w->cols != a->k) return 0;
         j.first[i + 1] = j.first[i] + (p[i].w->rows + AMX_ROWS_PER_TASK - 1) / AMX_ROWS_PER_TASK;

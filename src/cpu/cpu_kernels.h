@@ -72,7 +72,9 @@ typedef struct cpu_kernels {
     void (*axpy_f16)(float a, const uint16_t *x, float *y, int n);
     const struct cpu_attn_kernels *attn; /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
-    void (*row_to_f32[CPU_W_FLOAT_N])(const void *src, float *dst, int n);
+    /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as
+     * d * code): embedding lookups, AMX weight packing, fp16 KV rows */
+    void (*row_to_f32[CPU_W_N])(const void *src, float *dst, int n);
     /* 1: prompts of every weight type run on AMX tiles (gemm_amx.h); the
      * "amx" table is the AVX-512 one with this set, where the CPU has AMX. */
     int amx;

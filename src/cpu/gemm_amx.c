@@ -14,8 +14,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cpu/cpu_quant.h"
-
 #define INLINE static inline __attribute__((always_inline))
 
 #define TILE_ROWS 16
@@ -188,77 +186,16 @@ static term_plan plan_for(cpu_wtype type) {
     }
 }
 
-static float fp16_scale(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
-
-/* One weight row as fp32: k values (Q8/Q4: whole blocks, up to k_pad). */
-static void row_f32(cpu_wtype type, const uint8_t *src, int k, float *dst) {
-    switch (type) {
-    case CPU_W_F32:
-        memcpy(dst, src, (size_t)k * sizeof(float));
-        break;
-    case CPU_W_F16: {
-        int i = 0;
-        for (; i + 16 <= k; i += 16)
-            _mm512_storeu_ps(dst + i,
-                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 2 * i))));
-        for (; i < k; i++)
-            dst[i] = fp16_scale(src + 2 * i);
-        break;
-    }
-    case CPU_W_BF16: {
-        int i = 0;
-        for (; i + 16 <= k; i += 16) {
-            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
-            _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
-        }
-        for (; i < k; i++) {
-            uint32_t v = (uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16;
-            memcpy(dst + i, &v, 4);
-        }
-        break;
-    }
-    case CPU_W_Q8:
-        for (int j = 0; j < (k + 31) / 32; j++) {
-            const uint8_t *blk = src + (size_t)j * CPU_Q8_BLOCK_BYTES;
-            __m512 d = _mm512_set1_ps(fp16_scale(blk));
-            for (int h = 0; h < 2; h++) {
-                __m512i q =
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2 + 16 * h)));
-                _mm512_storeu_ps(dst + 32 * j + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(q), d));
-            }
-        }
-        break;
-    case CPU_W_Q4:
-        for (int j = 0; j < (k + 31) / 32; j++) {
-            const uint8_t *blk = src + (size_t)j * CPU_Q4_BLOCK_BYTES;
-            __m512 d = _mm512_set1_ps(fp16_scale(blk));
-            __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-            __m512i eight = _mm512_set1_epi32(8);
-            __m512i lo = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(15)), eight);
-            __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), eight);
-            _mm512_storeu_ps(dst + 32 * j, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
-            _mm512_storeu_ps(dst + 32 * j + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
-        }
-        break;
-    default:
-        break;
-    }
-}
-
 /* Rows r..r+rows-1 of w as plan.w_terms bf16 term panels [term][row][k_pad]
  * in scratch; rows up to a multiple of 32 are zero. */
-static void pack_w(cpu_wtype type, const uint8_t *w, size_t ldw, int k, int r, int rows,
+static void pack_w(cpu_row_fn to_f32, const uint8_t *w, size_t ldw, int k, int r, int rows,
                    term_plan plan, uint16_t *scratch, size_t term_stride) {
     int kp = k_blocks(k) * TILE_K;
     float buf[kp] __attribute__((aligned(64)));
     int padded = (rows + 31) & ~31;
     for (int a = 0; a < padded; a++) {
         if (a < rows) {
-            row_f32(type, w + (size_t)(r + a) * ldw, k, buf);
+            to_f32(w + (size_t)(r + a) * ldw, buf, k);
             memset(buf + k, 0, (size_t)(kp - k) * sizeof(float));
         } else {
             memset(buf, 0, (size_t)kp * sizeof(float));
@@ -321,8 +258,8 @@ static void store_tiles(const float *c, int RB, int TB, int r, int rows_left, in
         }
 }
 
-void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, int r1,
-                    const void *xp, int n, float *y, size_t ldy, void *scratch) {
+void cpu_amx_matmul(cpu_wtype type, cpu_row_fn to_f32, const void *w, size_t ldw, int k, int r0,
+                    int r1, const void *xp, int n, float *y, size_t ldy, void *scratch) {
     if (n <= 0 || r1 <= r0) return;
     tiles_configure();
     term_plan plan = plan_for(type);
@@ -342,7 +279,7 @@ void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, in
             lda = ldw;
             a_term = 0;
         } else {
-            pack_w(type, w, ldw, k, rs, rows, plan, scratch, term_stride);
+            pack_w(to_f32, w, ldw, k, rs, rows, plan, scratch, term_stride);
             abase = scratch;
             lda = kpad * sizeof(uint16_t);
             a_term = term_stride * sizeof(uint16_t);

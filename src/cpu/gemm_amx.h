@@ -6,7 +6,8 @@
  * (fp32) terms, and the products of the terms whose sizes add up above the
  * fp32 rounding level are accumulated (bf16 weights: 3 tile products).
  * Rows of bf16 weights are read as tiles straight from the mmap; other types
- * are converted once per call into the caller's scratch. x86-64 only; the
+ * are widened by the table's row converter and split once per call into the
+ * caller's scratch. x86-64 only; the
  * portable build answers "not available". */
 #ifndef NC_CPU_GEMM_AMX_H
 #define NC_CPU_GEMM_AMX_H
@@ -30,9 +31,12 @@ static inline int cpu_amx_token_blocks(int n) {
 size_t cpu_amx_scratch_bytes(int k);
 
 /* Y[t*ldy + r] = sum_k X[t,k] W[r,k] for t < n, r0 <= r < r1, X packed by
- * cpu_amx_pack_x (all blocks), W of the given type with rows of ldw bytes. */
-void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, int r1,
-                    const void *xp, int n, float *y, size_t ldy, void *scratch);
+ * cpu_amx_pack_x (all blocks), W of the given type with rows of ldw bytes;
+ * to_f32 is the kernel table's row_to_f32[type] (rows that are not bf16
+ * tiles in place are widened with it before the bf16 term split). */
+typedef void (*cpu_row_fn)(const void *src, float *dst, int n);
+void cpu_amx_matmul(cpu_wtype type, cpu_row_fn to_f32, const void *w, size_t ldw, int k, int r0,
+                    int r1, const void *xp, int n, float *y, size_t ldy, void *scratch);
 
 /* The peak-rate burner (cpu_peak.h): iters x 4 independent tile products,
  * returns the FLOPs done (a multiply-add counts 2); 0 without AMX. */

@@ -18,9 +18,9 @@ size_t cpu_amx_scratch_bytes(int k) {
     (void)k;
     return 0;
 }
-void cpu_amx_matmul(cpu_wtype type, const void *w, size_t ldw, int k, int r0, int r1,
-                    const void *xp, int n, float *y, size_t ldy, void *scratch) {
-    (void)type, (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)xp, (void)n, (void)y,
+void cpu_amx_matmul(cpu_wtype type, cpu_row_fn to_f32, const void *w, size_t ldw, int k, int r0,
+                    int r1, const void *xp, int n, float *y, size_t ldy, void *scratch) {
+    (void)type, (void)to_f32, (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)xp, (void)n, (void)y,
         (void)ldy, (void)scratch;
 }
 double cpu_amx_burn(long iters, float *sink) {

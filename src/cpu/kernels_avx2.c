@@ -110,6 +110,8 @@ CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, TRANSPOSE16x8)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
+CPU_DEF_ROW(q8, 8, _mm256_storeu_ps)
+CPU_DEF_ROW(q4, 8, _mm256_storeu_ps)
 
 static float dot_avx2(const float *a, const float *b, int n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -171,5 +173,9 @@ const cpu_kernels cpu_kernels_avx2 = {
     .axpy_f16 = axpy_f16_avx2,
     .attn = &cpu_attn_avx2,
     .fma_burn = cpu_fma_burn_avx2,
-    .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
+    .row_to_f32 = {[CPU_W_F32] = row_f32,
+                   [CPU_W_F16] = row_f16,
+                   [CPU_W_BF16] = row_bf16,
+                   [CPU_W_Q8] = row_q8,
+                   [CPU_W_Q4] = row_q4},
 };

@@ -112,6 +112,8 @@ CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
+CPU_DEF_ROW(q8, 16, _mm512_storeu_ps)
+CPU_DEF_ROW(q4, 16, _mm512_storeu_ps)
 
 static float dot_avx512(const float *a, const float *b, int n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
@@ -181,5 +183,9 @@ const cpu_kernels cpu_kernels_avx512 = {
     .axpy_f16 = axpy_f16_avx512,
     .attn = &cpu_attn_avx512,
     .fma_burn = cpu_fma_burn_avx512,
-    .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
+    .row_to_f32 = {[CPU_W_F32] = row_f32,
+                   [CPU_W_F16] = row_f16,
+                   [CPU_W_BF16] = row_bf16,
+                   [CPU_W_Q8] = row_q8,
+                   [CPU_W_Q4] = row_q4},
 };

@@ -60,6 +60,8 @@ CPU_DEF_GEMM_PACK_ALL(4, vst1q_f32, CPU_GEMM_TRANSPOSE_PLAIN)
 DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
+CPU_DEF_ROW(q8, 4, vst1q_f32)
+CPU_DEF_ROW(q4, 4, vst1q_f32)
 
 static float dot_neon(const float *a, const float *b, int n) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
@@ -114,5 +116,9 @@ const cpu_kernels cpu_kernels_neon = {
     .axpy_f16 = axpy_f16_neon,
     .attn = &cpu_attn_neon,
     .fma_burn = cpu_fma_burn_neon,
-    .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
+    .row_to_f32 = {[CPU_W_F32] = row_f32,
+                   [CPU_W_F16] = row_f16,
+                   [CPU_W_BF16] = row_bf16,
+                   [CPU_W_Q8] = row_q8,
+                   [CPU_W_Q4] = row_q4},
 };

@@ -40,6 +40,13 @@ DEF_MATMUL(f32)
 DEF_MATMUL(f16)
 DEF_MATMUL(bf16)
 
+static void row_q8(const void *src, float *dst, int n) {
+    cpu_dequantize_row(CPU_W_Q8, src, dst, n);
+}
+static void row_q4(const void *src, float *dst, int n) {
+    cpu_dequantize_row(CPU_W_Q4, src, dst, n);
+}
+
 /* Block-quantized weights against int8 activations: an exact integer sum per
  * block, scaled by both block scales and accumulated in fp32. */
 static int32_t q8_block_dot(const uint8_t *blk, const int8_t *x) {
@@ -147,5 +154,9 @@ const cpu_kernels cpu_kernels_scalar = {
     .axpy_f16 = axpy_f16_scalar,
     .attn = &cpu_attn_scalar,
     .fma_burn = cpu_fma_burn_scalar,
-    .row_to_f32 = {[CPU_W_F32] = row_f32, [CPU_W_F16] = row_f16, [CPU_W_BF16] = row_bf16},
+    .row_to_f32 = {[CPU_W_F32] = row_f32,
+                   [CPU_W_F16] = row_f16,
+                   [CPU_W_BF16] = row_bf16,
+                   [CPU_W_Q8] = row_q8,
+                   [CPU_W_Q4] = row_q4},
 };

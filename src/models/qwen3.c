@@ -162,10 +162,7 @@ static void decoder_rows(qwen3_model *m, int n) {
     for (int i = 0; i < n; i++) {
         const unsigned char *row = (const unsigned char *)m->embed.data +
                                    (size_t)w->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        if (cpu_wtype_is_quant(m->embed.type)) /* a quantized (tied) embedding */
-            cpu_dequantize_row(m->embed.type, row, w->x + (size_t)i * d, d);
-        else
-            K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
+        K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d); /* any type, Q8/Q4 too */
         cpu_rope_angles(w->rope_cos + (size_t)i * hd / 2, w->rope_sin + (size_t)i * hd / 2,
                         m->inv_freq, hd, w->row_pos[i]);
         w->row_n_keys[i] = w->row_pos[i] + 1;

@@ -41,7 +41,8 @@ static int check_case(cpu_wtype t, int rows, int k, int n, int r0, int r1) {
         y[i] = -12345.0f;
     for (int tb = 0; tb < cpu_amx_token_blocks(n); tb++)
         cpu_amx_pack_x(x, ldx, n, k, tb, xp);
-    cpu_amx_matmul(t, w, ldw, k, r0, r1, xp, n, y, ldy, scratch);
+    /* the converter of the chosen table, as the amx table passes its own */
+    cpu_amx_matmul(t, cpu_kernels_get()->row_to_f32[t], w, ldw, k, r0, r1, xp, n, y, ldy, scratch);
     /* fp32 accumulation over k terms: a few ulps of sum |x w|; Q8/Q4 drop
      * x's third term, w's third term and the product of the second terms
      * (each term rounded to nearest: at most 2.5 * 2^-17 of each product). */
