@@ -65,11 +65,6 @@ typedef struct cpu_kernels {
     cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
     cpu_gemm_kernels gemm;            /* prompts (many activation rows), every type */
-    float (*dot)(const float *a, const float *b, int n);
-    void (*axpy)(float a, const float *x, float *y, int n); /* y += a * x */
-    /* the same against fp16 vectors (an fp16 KV cache) */
-    float (*dot_f16)(const float *a, const uint16_t *b, int n);
-    void (*axpy_f16)(float a, const uint16_t *x, float *y, int n);
     const struct cpu_attn_kernels *attn; /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as

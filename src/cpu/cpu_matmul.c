@@ -118,12 +118,6 @@ static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
     nc_pool_for(pool, tasks, matmul_task, &j);
 }
 
-void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
-                size_t ldx, float *y, size_t ldy, int n) {
-    if (cpu_wtype_is_quant(w->type)) return; /* needs cpu_matmul_act */
-    run_matmul(pool, kern, w, x, ldx, y, ldy, n, NULL);
-}
-
 static void quantize_row_task(void *ctx, int t, int thread) {
     (void)thread;
     const cpu_act *a = ctx;

@@ -15,11 +15,6 @@ typedef struct cpu_mat {
     int rows, cols;
 } cpu_mat;
 
-/* Y[t, r] (row stride ldy) = sum_k X[t, k] (row stride ldx) * W[r, k] for t < n.
- * Float weights only (quantized ones need cpu_matmul_act's scratch). */
-void cpu_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
-                size_t ldx, float *y, size_t ldy, int n);
-
 /* The input rows of one or more matrix products. A quantized matrix reads
  * them as int8 blocks (cpu_quant.h): they are quantized into q/s on first
  * use and reused by the next products over the same rows (q, k and v;

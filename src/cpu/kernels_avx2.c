@@ -113,64 +113,11 @@ DEF_MATMUL(bf16)
 CPU_DEF_ROW(q8, 8, _mm256_storeu_ps)
 CPU_DEF_ROW(q4, 8, _mm256_storeu_ps)
 
-static float dot_avx2(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
-static void axpy_avx2(float a, const float *x, float *y, int n) {
-    __m256 av = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i,
-                         _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++)
-        y[i] += a * x[i];
-}
-
-/* Attention over an fp16 KV cache: the cache rows widened by vcvtph2ps. */
-static float dot_f16_avx2(const float *a, const uint16_t *b, int n) {
-    __m256 s0 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), s0);
-    float s = hsum8(s0);
-    for (; i < n; i++)
-        s += a[i] * nc_fp16_to_f32(b[i]);
-    return s;
-}
-
-static void axpy_f16_avx2(float a, const uint16_t *x, float *y, int n) {
-    __m256 av = _mm256_set1_ps(a);
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(
-            y + i, _mm256_fmadd_ps(av, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
-                                   _mm256_loadu_ps(y + i)));
-    for (; i < n; i++)
-        y[i] += a * nc_fp16_to_f32(x[i]);
-}
-
 const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
     .gemm = {16, gemm_pack, gemm_run},
-    .dot = dot_avx2,
-    .axpy = axpy_avx2,
-    .dot_f16 = dot_f16_avx2,
-    .axpy_f16 = axpy_f16_avx2,
     .attn = &cpu_attn_avx2,
     .fma_burn = cpu_fma_burn_avx2,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

@@ -115,72 +115,12 @@ DEF_MATMUL(bf16)
 CPU_DEF_ROW(q8, 16, _mm512_storeu_ps)
 CPU_DEF_ROW(q4, 16, _mm512_storeu_ps)
 
-static float dot_avx512(const float *a, const float *b, int n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-    }
-    if (i < n) { /* masked tail: no scalar loop */
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-        i += 16;
-        if (i < n) {
-            m = (__mmask16)((1u << (n - i)) - 1);
-            s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
-                                 s1);
-        }
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-}
-
-static void axpy_avx512(float a, const float *x, float *y, int n) {
-    __m512 av = _mm512_set1_ps(a);
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i,
-                         _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(
-            y + i, m,
-            _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
-    }
-}
-
-/* Attention over an fp16 KV cache: masked tails, no scalar loop. */
-static float dot_f16_avx512(const float *a, const uint16_t *b, int n) {
-    __m512 s0 = _mm512_setzero_ps();
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i),
-                             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i)), s0);
-    }
-    return _mm512_reduce_add_ps(s0);
-}
-
-static void axpy_f16_avx512(float a, const uint16_t *x, float *y, int n) {
-    __m512 av = _mm512_set1_ps(a);
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m,
-                              _mm512_fmadd_ps(av,
-                                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)),
-                                              _mm512_maskz_loadu_ps(m, y + i)));
-    }
-}
-
 const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
     .qpanel = &cpu_qpanel_avx512,
     .gemm = {32, gemm_pack, gemm_run},
-    .dot = dot_avx512,
-    .axpy = axpy_avx512,
-    .dot_f16 = dot_f16_avx512,
-    .axpy_f16 = axpy_f16_avx512,
     .attn = &cpu_attn_avx512,
     .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

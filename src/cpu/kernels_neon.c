@@ -63,57 +63,11 @@ DEF_MATMUL(bf16)
 CPU_DEF_ROW(q8, 4, vst1q_f32)
 CPU_DEF_ROW(q4, 4, vst1q_f32)
 
-static float dot_neon(const float *a, const float *b, int n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-    }
-    float s = vaddvq_f32(vaddq_f32(s0, s1));
-    for (; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
-static void axpy_neon(float a, const float *x, float *y, int n) {
-    int i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
-    for (; i < n; i++)
-        y[i] += a * x[i];
-}
-
-/* Attention over an fp16 KV cache: fcvtl widening. */
-static float dot_f16_neon(const float *a, const uint16_t *b, int n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f);
-    int i = 0;
-    for (; i + 4 <= n; i += 4)
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(b + i))));
-    float s = vaddvq_f32(s0);
-    for (; i < n; i++)
-        s += a[i] * nc_fp16_to_f32(b[i]);
-    return s;
-}
-
-static void axpy_f16_neon(float a, const uint16_t *x, float *y, int n) {
-    int i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i),
-                                     vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))), a));
-    for (; i < n; i++)
-        y[i] += a * nc_fp16_to_f32(x[i]);
-}
-
 const cpu_kernels cpu_kernels_neon = {
     .name = "neon",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_neon, cpu_qmatmul_q4_neon},
     .gemm = {8, gemm_pack, gemm_run},
-    .dot = dot_neon,
-    .axpy = axpy_neon,
-    .dot_f16 = dot_f16_neon,
-    .axpy_f16 = axpy_f16_neon,
     .attn = &cpu_attn_neon,
     .fma_burn = cpu_fma_burn_neon,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

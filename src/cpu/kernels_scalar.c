@@ -118,40 +118,11 @@ static void gemm_run_scalar(const float *panel, int k, int rows, const float *x,
         }
 }
 
-static float dot_scalar(const float *a, const float *b, int n) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++)
-        acc += a[i] * b[i];
-    return acc;
-}
-
-static void axpy_scalar(float a, const float *x, float *y, int n) {
-    for (int i = 0; i < n; i++)
-        y[i] += a * x[i];
-}
-
-/* Attention over an fp16 KV cache: q.k and y += p v with k, v widened. */
-static float dot_f16_scalar(const float *a, const uint16_t *b, int n) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++)
-        acc += a[i] * nc_fp16_to_f32(b[i]);
-    return acc;
-}
-
-static void axpy_f16_scalar(float a, const uint16_t *x, float *y, int n) {
-    for (int i = 0; i < n; i++)
-        y[i] += a * nc_fp16_to_f32(x[i]);
-}
-
 const cpu_kernels cpu_kernels_scalar = {
     .name = "scalar",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {qmatmul_q8, qmatmul_q4},
     .gemm = {GEMM_NR, gemm_pack_scalar, gemm_run_scalar},
-    .dot = dot_scalar,
-    .axpy = axpy_scalar,
-    .dot_f16 = dot_f16_scalar,
-    .axpy_f16 = axpy_f16_scalar,
     .attn = &cpu_attn_scalar,
     .fma_burn = cpu_fma_burn_scalar,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

@@ -192,12 +192,8 @@ static void test_matmul_act_prompts_use_fp32_gemm(void) {
         x[i] = frand();
     for (int ti = 0; ti < nt; ti++)
         for (int t = 0; t < CPU_W_N; t++) {
-            size_t ldw;
-            void *w = make_stored_weights((cpu_wtype)t, rows, k, wf, &ldw);
-            if (ldw != cpu_wtype_row_bytes((cpu_wtype)t, k)) { /* cpu_mat rows are unpadded */
-                free(w);
-                continue;
-            }
+            size_t ldw; /* unpadded rows, as a cpu_mat's */
+            void *w = nc_test_stored_weights((cpu_wtype)t, rows, k, 0, frand_at, wf, &ldw);
             cpu_mat m = {(cpu_wtype)t, w, rows, k};
             cpu_act a = cpu_act_rows(x, (size_t)k, n, k, q, s);
             a.panels = panels;
@@ -246,37 +242,25 @@ static void test_reads_int8_only_for_short_quantized_products(void) {
     CHECK(!cpu_matmul_reads_int8(kt, &bf16, &longp));
 }
 
-static void test_dot_axpy_row_conversion_match_scalar(void) {
+/* Every table's row_to_f32 for every storage type, n = 1..67 values (every
+ * vector tail; Q8/Q4 rows of partial blocks), against the exact fp32 values
+ * of nc_test_stored_weights (the widened floats, cpu_dequantize_row for
+ * Q8/Q4): equal, not close. */
+static void test_row_conversion_all_tables_all_types(void) {
     const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
-    float a[67], b[67], y0[67], y1[67];
-    nc_bf16 hb[67];
-    nc_fp16 hh[67];
-    for (int i = 0; i < 67; i++) {
-        a[i] = frand();
-        b[i] = frand();
-        y0[i] = y1[i] = frand();
-        hb[i] = nc_f32_to_bf16(a[i]);
-        hh[i] = nc_f32_to_fp16(b[i]);
-    }
+    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    float wf[67], r[67];
     for (int ti = 0; ti < nt; ti++)
-        for (int n = 0; n <= 67; n += 1) {
-            double ref = 0;
-            for (int i = 0; i < n; i++)
-                ref += (double)a[i] * b[i];
-            CHECK(fabs(tabs[ti]->dot(a, b, n) - ref) <= 1e-5 * (n + 1));
-            memcpy(y1, y0, sizeof y0);
-            tabs[ti]->axpy(0.75f, a, y1, n);
-            for (int i = 0; i < 67; i++)
-                CHECK(fabsf(y1[i] - (i < n ? y0[i] + 0.75f * a[i] : y0[i])) <= 1e-6f);
-            float r[67];
-            tabs[ti]->row_to_f32[CPU_W_BF16](hb, r, n);
-            for (int i = 0; i < n; i++)
-                CHECK(r[i] == nc_bf16_to_f32(hb[i])); /* exact */
-            tabs[ti]->row_to_f32[CPU_W_F16](hh, r, n);
-            for (int i = 0; i < n; i++)
-                CHECK(r[i] == nc_fp16_to_f32(hh[i]));
-        }
+        for (int t = 0; t < CPU_W_N; t++)
+            for (int n = 1; n <= 67; n++, cases++) {
+                size_t ldw;
+                void *w = nc_test_stored_weights((cpu_wtype)t, 1, n, 0, frand_at, wf, &ldw);
+                tabs[ti]->row_to_f32[t](w, r, n);
+                CHECKF(!memcmp(r, wf, (size_t)n * sizeof(float)), "%s %s n=%d", tabs[ti]->name,
+                       cpu_wtype_name((cpu_wtype)t), n);
+                free(w);
+            }
+    printf("  %d cases\n", cases);
 }
 
 /* The pool splits rows into tasks; with a NULL pool the same tasks run in
@@ -293,7 +277,8 @@ static void test_threaded_matmul_split_matches_one_call(void) {
     for (int n = 1; n <= 3; n += 2) {
         k->matmul[CPU_W_BF16](w, (size_t)cols, x, (size_t)cols, y1, (size_t)rows, n, cols, 0, rows);
         memset(y2, 0, sizeof y2);
-        cpu_matmul(NULL, k, &m, x, (size_t)cols, y2, (size_t)rows, n);
+        cpu_act a = cpu_act_rows(x, (size_t)cols, n, cols, NULL, NULL);
+        cpu_matmul_act(NULL, k, &m, &a, y2, (size_t)rows);
         CHECK(!memcmp(y1, y2, sizeof(float) * (size_t)(n * rows)));
     }
     CHECK(cpu_mat_bytes(&m) == (size_t)rows * cols * 2);
@@ -345,44 +330,14 @@ static void test_no_simd_env_is_respected(void) {
         CHECK(cpu_kernels_get() != NULL);
 }
 
-/* Attention against an fp16 KV cache: every table's dot_f16 and axpy_f16
- * against double sums over the widened fp16 values, n = 0..130 (masked and
- * scalar tails of every width). */
-static void test_fp16_cache_dot_axpy_all_tables(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
-    float a[130], y0[130], y1[130];
-    nc_fp16 h[130];
-    for (int i = 0; i < 130; i++) {
-        a[i] = frand();
-        h[i] = nc_f32_to_fp16(frand());
-        y0[i] = frand();
-    }
-    for (int ti = 0; ti < nt; ti++)
-        for (int n = 0; n <= 130; n++) {
-            double ref = 0;
-            for (int i = 0; i < n; i++)
-                ref += (double)a[i] * nc_fp16_to_f32(h[i]);
-            CHECKF(fabs(tabs[ti]->dot_f16(a, h, n) - ref) <= 1e-5 * (n + 1), "%s n=%d",
-                   tabs[ti]->name, n);
-            memcpy(y1, y0, sizeof y0);
-            tabs[ti]->axpy_f16(-0.5f, h, y1, n);
-            for (int i = 0; i < 130; i++)
-                CHECKF(fabsf(y1[i] - (i < n ? y0[i] - 0.5f * nc_fp16_to_f32(h[i]) : y0[i])) <=
-                           1e-6f,
-                       "%s n=%d i=%d", tabs[ti]->name, n, i);
-        }
-}
-
 int main(void) {
     RUN(test_matmul_all_tables_all_dtypes_awkward_sizes);
-    RUN(test_dot_axpy_row_conversion_match_scalar);
+    RUN(test_row_conversion_all_tables_all_types);
     RUN(test_threaded_matmul_split_matches_one_call);
     RUN(test_gemm_every_token_count_all_tables_all_types);
     RUN(test_gemm_awkward_k_and_rows_all_tables_all_types);
     RUN(test_matmul_act_prompts_use_fp32_gemm);
     RUN(test_reads_int8_only_for_short_quantized_products);
-    RUN(test_fp16_cache_dot_axpy_all_tables);
     RUN(test_rope_pairs_i_with_i_plus_half);
     RUN(test_rmsnorm_softmax_silu_values);
     RUN(test_no_simd_env_is_respected);
