@@ -80,8 +80,8 @@ nc_status modernbert_tail(modernbert_model *m, const float *last, const modernbe
             /* the classifier always pools as the config says */
             if (pooling != (int)c->pooling) pool_rows(m, last, io, (int)c->pooling, a);
             prediction_head(m, a, t, io->batch);
-            modernbert_matmul(m, &m->classifier, a, d, io->cls_logits,
-                       (size_t)c->num_labels, io->batch);
+            modernbert_matmul(m, &m->classifier, a, d, io->cls_logits, (size_t)c->num_labels,
+                              io->batch);
             add_bias(io->cls_logits, m->classifier_bias, io->batch, (size_t)c->num_labels);
         }
     }
@@ -91,8 +91,7 @@ nc_status modernbert_tail(modernbert_model *m, const float *last, const modernbe
             memcpy(a + (size_t)i * d, last + r * d, d * sizeof(float));
         }
         prediction_head(m, a, t, n_mlm);
-        modernbert_matmul(m, &m->decoder, a, d, io->mlm_logits, (size_t)c->vocab_size,
-                   n_mlm);
+        modernbert_matmul(m, &m->decoder, a, d, io->mlm_logits, (size_t)c->vocab_size, n_mlm);
         add_bias(io->mlm_logits, m->decoder_bias, n_mlm, (size_t)c->vocab_size);
     }
     nc_free_aligned(a);

@@ -51,12 +51,12 @@ struct modernbert_model {
 /* Grows the workspace to hold batch * seq rows (and seq positions). */
 nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, nc_error *err);
 
-/* LayerNorm without bias over n rows of width d (population variance), as
- * torch.nn.LayerNorm(bias=False); out may alias x. Rows split over the pool. */
-/* y = x W^T for n rows (n <= the workspace's rows), with the workspace's
- * prompt scratch so long inputs take the prompt GEMM / AMX tiles. */
+/* y = x W^T for n rows, with the workspace's prompt scratch (when n fits
+ * it) so long inputs take the prompt GEMM / AMX tiles. */
 void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, size_t ldx, float *y,
                        size_t ldy, int n);
+/* LayerNorm without bias over n rows of width d (population variance), as
+ * torch.nn.LayerNorm(bias=False); out may alias x. Rows split over the pool. */
 void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
                                int n);
 /* y = act(y) elementwise. */
