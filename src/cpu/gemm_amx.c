@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpu/transpose_avx512.h"
+
 #define INLINE static inline __attribute__((always_inline))
 
 #define TILE_ROWS 16
@@ -111,31 +113,6 @@ INLINE __m512 load_masked(const float *p, int count) {
     return _mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), p);
 }
 
-/* A 16x16 matrix of 32-bit elements, transposed in registers: in place in m
- * (rows m[0..15] become its columns). */
-INLINE void transpose16(__m512i m[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(m[i], m[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(m[i], m[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        m[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        m[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        m[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        m[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int h = 0; h < 16; h += 8)
-        for (int i = 0; i < 4; i++) {
-            t[h + i] = _mm512_shuffle_i32x4(m[h + i], m[h + i + 4], 0x88);
-            t[h + i + 4] = _mm512_shuffle_i32x4(m[h + i], m[h + i + 4], 0xdd);
-        }
-    for (int i = 0; i < 8; i++) {
-        m[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-        m[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-    }
-}
-
 void cpu_amx_pack_x(const float *x, size_t ldx, int n, int k, int tb, void *xp) {
     int nkb = k_blocks(k), ntb = cpu_amx_token_blocks(n);
     size_t term_bytes = (size_t)ntb * nkb * TILE_BYTES;
@@ -158,7 +135,7 @@ void cpu_amx_pack_x(const float *x, size_t ldx, int n, int k, int tb, void *xp) 
                 m[i][t] = pairs(a[i], b[i]);
         }
         for (int i = 0; i < X_TERMS; i++) { /* -> B[pair][token] */
-            transpose16(m[i]);
+            cpu_transpose16_epi32(m[i]);
             uint8_t *tile = block + (size_t)i * term_bytes + (size_t)kb * TILE_BYTES;
             for (int p = 0; p < 16; p++)
                 _mm512_storeu_si512((void *)(tile + 64 * p), m[i][p]);

@@ -12,6 +12,7 @@
 #include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
+#include "cpu/transpose_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -68,34 +69,15 @@ INLINE __m512 ldv_q4(const void *row, size_t i) {
 CPU_DEF_GEMM(__m512, 16, 12, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps,
              BCAST16, FMA16)
 
-/* dst[c * 32 + a] = src[a * stride + c] for the panel packing: two 16 x 16 register
- * transposes (4 shuffle stages each) instead of 512 scalar moves. */
+/* dst[c * 32 + a] = src[a * stride + c], a < 16, c < 16, for the panel
+ * packing: one register transpose instead of 256 scalar moves. */
 INLINE void transpose16(const float *src, size_t stride, float *dst) {
-    __m512 r[16], t[16], u[16];
+    __m512i m[16];
     for (int j = 0; j < 16; j++)
-        r[j] = _mm512_loadu_ps(src + (size_t)j * stride);
-    for (int j = 0; j < 16; j += 2) { /* per 128-bit lane: pairs of rows interleaved */
-        t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
-        t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
-    }
-    for (int j = 0; j < 16; j += 4) { /* u[j + e], lane L: rows j..j+3 of column 4L + e */
-        __m512d a = _mm512_castps_pd(t[j]), b = _mm512_castps_pd(t[j + 2]);
-        __m512d c = _mm512_castps_pd(t[j + 1]), d = _mm512_castps_pd(t[j + 3]);
-        u[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-        u[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-        u[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
-        u[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
-    }
-    for (int e = 0; e < 4; e++) { /* gather lane L of u[e], u[4+e], u[8+e], u[12+e] */
-        __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88);
-        __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xdd);
-        __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
-        __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xdd);
-        _mm512_storeu_ps(dst + (size_t)(0 + e) * 32, _mm512_shuffle_f32x4(v0, v2, 0x88));
-        _mm512_storeu_ps(dst + (size_t)(4 + e) * 32, _mm512_shuffle_f32x4(v1, v3, 0x88));
-        _mm512_storeu_ps(dst + (size_t)(8 + e) * 32, _mm512_shuffle_f32x4(v0, v2, 0xdd));
-        _mm512_storeu_ps(dst + (size_t)(12 + e) * 32, _mm512_shuffle_f32x4(v1, v3, 0xdd));
-    }
+        m[j] = _mm512_castps_si512(_mm512_loadu_ps(src + (size_t)j * stride));
+    cpu_transpose16_epi32(m);
+    for (int c = 0; c < 16; c++)
+        _mm512_storeu_ps(dst + (size_t)c * 32, _mm512_castsi512_ps(m[c]));
 }
 #define TRANSPOSE32x16(src, stride, dst, WIDTH)                                                    \
     do {                                                                                           \
