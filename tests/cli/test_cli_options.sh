@@ -12,11 +12,27 @@ fail() { echo "FAIL $1: $2"; }
 ENC=tests/fixtures/modernbert/mb_mlm
 
 # name shown in errors | words before the options | a numeric option ("-": none) |
-# an option that takes a value | state ("todo": not on the shared parser yet,
+# an option that takes a value ("-": none) | state ("todo": not on the shared parser yet,
 # a failure is reported as SKIP until the row is switched to "ok")
 rows="
 compile|compile|--ctx|-o|ok
 compile|compile -m $ENC|--batches|-o|ok
+quantize|quantize|-|--type|ok
+tokenize|tokenize|-|-p|ok
+mil check|mil check|-|--fn|ok
+mil run|mil run|--repeat|--out|ok
+mil fmt|mil fmt|-|-o|ok
+mil info|mil info|-|-|ok
+mil bundle|mil bundle|-|-o|ok
+bench --compare|bench --compare|--blocks|--a|ok
+run|run|-n|-m|todo
+chat|chat|-n|-m|todo
+bench|bench|-p|-m|todo
+serve|serve|--port|-m|todo
+parity|parity|--repeats|-m|todo
+embed|embed|--runs|-m|todo
+fill-mask|fill-mask|--top-k|-m|todo
+classify|classify|-|-m|todo
 "
 
 run() { # expected exit code, command words...: sets out, err, rc
@@ -33,11 +49,13 @@ one_line_error() {
     [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -Eq "$1" "$TMP/err"
 }
 
-report() { # state, test name, ok?, detail
-    if [ "$3" = 1 ]; then
+# report STATE NAME OK DETAIL: a row marked "todo" collects its results in
+# $TMP/todo and prints them (or one SKIP line) when the row is done
+report() {
+    if [ "$1" = todo ]; then
+        if [ "$3" = 1 ]; then echo "PASS $2" >>"$TMP/todo"; else echo "x" >>"$TMP/todo"; fi
+    elif [ "$3" = 1 ]; then
         pass "$2"
-    elif [ "$1" = todo ]; then
-        echo "SKIP $2: the command is not on the shared option parser yet"
     else
         fail "$2" "$4"
     fi
@@ -45,7 +63,8 @@ report() { # state, test name, ok?, detail
 
 echo "$rows" | while IFS='|' read -r name words num valopt state; do
     [ -n "$name" ] || continue
-    tag=$(echo "$words" | sed 's/ -m .*/_encoder/; s/ /_/g; s/-/_/g')
+    : >"$TMP/todo"
+    tag=$(echo "$words" | sed 's/ -m .*/_encoder/; s/ /_/g; s/-//g')
     got() { echo "exit $rc, stdout '$(head -c 200 "$TMP/out")', stderr '$(head -c 300 "$TMP/err")'"; }
 
     # shellcheck disable=SC2086
@@ -56,9 +75,11 @@ echo "$rows" | while IFS='|' read -r name words num valopt state; do
     ok=0; run 2 $words --no-such-option && one_line_error "^nectar $name: unknown option '--no-such-option'\$" && ok=1
     report "$state" "cli_${tag}_unknown_option_exit_2" $ok "$(got)"
 
-    # shellcheck disable=SC2086
-    ok=0; run 2 $words "$valopt" && one_line_error "^nectar $name: $valopt needs a value\$" && ok=1
-    report "$state" "cli_${tag}_missing_value_exit_2" $ok "$(got)"
+    if [ "$valopt" != - ]; then
+        # shellcheck disable=SC2086
+        ok=0; run 2 $words "$valopt" && one_line_error "^nectar $name: $valopt needs a value\$" && ok=1
+        report "$state" "cli_${tag}_missing_value_exit_2" $ok "$(got)"
+    fi
 
     if [ "$num" != - ]; then
         for bad in abc 12x 99999999999999999999999; do
@@ -68,7 +89,17 @@ echo "$rows" | while IFS='|' read -r name words num valopt state; do
             report "$state" "cli_${tag}_garbage_number_${bad%"${bad#??}"}_exit_2" $ok "$(got)"
         done
     fi
+    if [ "$state" = todo ]; then
+        n_bad=$(grep -c '^x$' "$TMP/todo")
+        if [ "$n_bad" -eq 0 ]; then cat "$TMP/todo"; else
+            echo "SKIP cli_$tag: not on the shared option parser yet ($n_bad of $(wc -l <"$TMP/todo") checks differ)"
+        fi
+    fi
 done
+
+if run 2 no-such-command && one_line_error "^nectar: unknown command 'no-such-command'\$"; then
+    pass cli_unknown_command_exit_2
+else fail cli_unknown_command_exit_2 "exit $rc: $(cat "$TMP/err")"; fi
 
 # the parser's own rules, on one converted command
 C="compile -m $TMP/none -o $TMP/x"

@@ -244,6 +244,7 @@ int cli_parse(const cli_command *c, int argc, char **argv) {
         if (set_value(c->name, o, name, v)) return 2;
     }
     if (c->n_pos) *c->n_pos = n_pos;
+    if (n_pos < c->min_pos) return error(c->name, "no %s given", c->pos_name);
     for (int g = 0; g < CLI_MAX_GROUPS && c->opts[g]; g++)
         for (int k = 0; c->opts[g][k].kind != CLI_END; k++) {
             const cli_opt *o = &c->opts[g][k];

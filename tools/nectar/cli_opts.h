@@ -62,13 +62,14 @@ typedef struct cli_opt {
 /* A subcommand: its name as typed ("compile", "mil run"), the usage line
  * after "usage: nectar NAME ", a paragraph printed after it, and up to
  * CLI_MAX_GROUPS option tables (one may be shared between commands), each
- * ended by a {0} row. Positional arguments go to pos[0..*n_pos) (at most
- * max_pos; none accepted when max_pos is 0); `--` ends the options. */
+ * ended by a CLI_ENDROW row. Positional arguments go to pos[0..*n_pos) (n_pos
+ * may be NULL): at least min_pos (else "no POS_NAME given"), at most max_pos
+ * (none accepted when max_pos is 0); `--` ends the options. */
 typedef struct cli_command {
     const char *name, *usage, *about;
     const cli_opt *opts[CLI_MAX_GROUPS];
-    const char **pos;
-    int max_pos, *n_pos;
+    const char **pos, *pos_name;
+    int min_pos, max_pos, *n_pos;
 } cli_command;
 
 #define CLI_GO (-1)

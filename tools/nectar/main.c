@@ -66,6 +66,6 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "nectar: error: unknown command '%s' (try nectar --help)\n", argv[1]);
+    fprintf(stderr, "nectar: unknown command '%s'\n", argv[1]);
     return 2;
 }
