@@ -107,7 +107,7 @@ check_err compile_bad_ctx "multiple of 32" "$BIN" compile -m $M -o "$TMP/x1" --c
 check_err compile_bad_bucket "not a multiple of 32" "$BIN" compile -m $M -o "$TMP/x2" --buckets 32,48
 check_err compile_bucket_over_ctx "exceeds" "$BIN" compile -m $M -o "$TMP/x3" --ctx 64 --buckets 128
 check_err compile_missing_model "no such model folder" "$BIN" compile -m "$TMP/none" -o "$TMP/x4"
-check_err compile_bad_lm_head "ane or cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
+check_err compile_bad_lm_head "is not one of ane|cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
 mkdir -p "$TMP/notbundle" && echo keep >"$TMP/notbundle/file"
 check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m $M -o "$TMP/notbundle"
 # a checkpoint missing a tensor: fails naming it, nothing written

@@ -69,4 +69,4 @@ expect_error tokenize_missing_input_file_is_an_error "nope.txt" -m "$TMP/toks" -
 expect_error tokenize_decode_rejects_non_ids "'12x' is not a token id" -m "$TMP/toks" --decode -p "1 12x"
 expect_error tokenize_decode_rejects_unknown_ids "not in the vocabulary" -m "$TMP/toks" --decode -p "99999"
 expect_error tokenize_rejects_invalid_utf8 "not valid UTF-8" -m "$TMP/toks" -p "$(printf 'a\377b')"
-expect_error tokenize_needs_a_model "no model" -p x
+expect_error tokenize_needs_a_model "--model DIR is required" -p x
