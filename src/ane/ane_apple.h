@@ -23,6 +23,9 @@ typedef struct ane_apple_options {
      * for the reported minimum of about 48 KB (Orion, reference §7), not
      * applied by default because no source here confirms it. */
     size_t min_surface_bytes;
+    /* Where program folders are copied for the daemon (NULL: the per-user
+     * cache dir, ane_stage_default_root). */
+    const char *cache_root;
 } ane_apple_options;
 
 /* Loads the framework, checks every selector's type encoding, connects to

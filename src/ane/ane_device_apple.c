@@ -4,7 +4,10 @@
  * -evaluateWithModel:... returning when the request is done (no completion
  * handler set: the maderix/Orion usage); asynchronous submission sets the
  * hand-written completion block first (ane_block.h), the usage splash and
- * the reverse-engineering article report.
+ * the reverse-engineering article report. Every entry point runs under
+ * ane_objc_guard (an Objective-C exception becomes an nc_error), and each
+ * program is handed to the daemon from a copy in the per-user cache
+ * (ane_stage.h), by its absolute resolved path.
  * macOS only; NOT run on a device by this project. */
 #include <IOSurface/IOSurface.h>
 #include <dlfcn.h>
@@ -15,7 +18,7 @@
 #include "ane/ane_apple.h"
 #include "ane/ane_block.h"
 #include "ane/ane_objc.h"
-#include "base/mmap.h"
+#include "ane_host/ane_stage.h"
 
 /* A CF object passed where the method takes an id (toll-free bridging). */
 #define ANE_ID(cf) ((id)(uintptr_t)(cf))
@@ -63,6 +66,7 @@ typedef struct apple_dev {
     void *framework;
     unsigned qos;
     size_t min_surface_bytes;
+    char cache_root[1024]; /* where programs are staged (ane_stage.h) */
     id client;             /* _ANEClient, retained */
     CFDictionaryRef empty; /* @{} for options */
     CFDictionaryRef compile_opts;
@@ -75,7 +79,8 @@ struct ane_model {
     id model; /* _ANEModel, retained */
     int loaded;
     char *json;
-    char dir[1024];
+    char dir[1024];    /* the bundle's folder (messages) */
+    char staged[1200]; /* the absolute path the daemon compiles */
 };
 
 struct ane_surface {
@@ -96,18 +101,6 @@ static Class cls(int m) {
 
 /* --- models --------------------------------------------------------------- */
 
-/* FNV-1a over the program's files: the model key, so that the daemon's
- * compile cache (keyed by it) never serves another program's binary. */
-static nc_status hash_file(const char *path, int required, uint64_t *h, nc_error *err) {
-    if (!required && !nc_file_exists(path)) return NC_OK;
-    nc_mapped_file f;
-    NC_TRY(nc_map_file(path, &f, err));
-    for (size_t i = 0; i < f.size_bytes; i++)
-        *h = (*h ^ f.data[i]) * 0x100000001b3ull;
-    nc_unmap_file(&f);
-    return NC_OK;
-}
-
 static nc_status fail_ns(nc_error *err, const char *sel, const char *dir, id e) {
     char why[200];
     ane_objc_error_text(e, why, sizeof why);
@@ -116,6 +109,10 @@ static nc_status fail_ns(nc_error *err, const char *sel, const char *dir, id e) 
 
 typedef ane_bool (*client_model_fn)(id, SEL, id, CFDictionaryRef, unsigned, id *);
 
+/* Compiles unless the daemon holds a compile for the key, then loads. Only
+ * when the load of a CACHED compile fails is it purged and compiled again
+ * (splash: the service may keep a compilation it cannot load, from another
+ * compiler version); a fresh compile that does not load is reported as is. */
 static nc_status compile_and_load(apple_dev *d, ane_model *m, nc_error *err) {
     id e = NULL;
     client_model_fn compile = ANE_MSG(client_model_fn), load = ANE_MSG(client_model_fn);
@@ -123,7 +120,7 @@ static nc_status compile_and_load(apple_dev *d, ane_model *m, nc_error *err) {
     if (!cached && !compile(d->client, d->sel[M_COMPILE], m->model, d->compile_opts, d->qos, &e))
         return fail_ns(err, methods[M_COMPILE].sel, m->dir, e);
     if (load(d->client, d->sel[M_LOAD], m->model, d->empty, d->qos, &e)) return NC_OK;
-    /* a stale cached binary: purge, compile again, load again (splash) */
+    if (!cached) return fail_ns(err, methods[M_LOAD].sel, m->dir, e);
     ANE_MSG(void (*)(id, SEL, id))(d->client, d->sel[M_PURGE], m->model);
     e = NULL;
     if (!compile(d->client, d->sel[M_COMPILE], m->model, d->compile_opts, d->qos, &e))
@@ -134,30 +131,33 @@ static nc_status compile_and_load(apple_dev *d, ane_model *m, nc_error *err) {
     return NC_OK;
 }
 
-static void apple_model_close(ane_model *m) {
-    if (!m) return;
-    id pool = ane_objc_pool_push();
+static nc_status unload_body(void *p, nc_error *err) {
+    (void)err;
+    ane_model *m = p;
     apple_dev *d = m->d;
     if (m->loaded) {
         id e = NULL; /* nothing to do about a failed unload but go on */
         ANE_MSG(client_model_fn)(d->client, d->sel[M_UNLOAD], m->model, d->empty, d->qos, &e);
     }
+    return NC_OK;
+}
+
+static void apple_model_close(ane_model *m) {
+    if (!m) return;
+    nc_error ignored = {0};
+    ane_objc_guard("unload", unload_body, m, &ignored);
     ane_objc_release(m->model);
-    ane_objc_pool_pop(pool);
     free(m->json);
     free(m);
 }
 
-static nc_status open_in_pool(apple_dev *d, ane_model *m, const char *dir, nc_error *err) {
-    char path[1200], key[40];
-    uint64_t h = 0xcbf29ce484222325ull;
-    snprintf(path, sizeof path, "%s/model.mil", dir);
-    NC_TRY(hash_file(path, 1, &h, err));
-    snprintf(path, sizeof path, "%s/weights/weight.bin", dir);
-    NC_TRY(hash_file(path, 0, &h, err));
-    snprintf(key, sizeof key, "nectar-%016llx", (unsigned long long)h);
-    CFURLRef url = CFURLCreateFromFileSystemRepresentation(kCFAllocatorDefault, (const UInt8 *)dir,
-                                                           (CFIndex)strlen(dir), 1);
+static nc_status open_body(void *p, nc_error *err) {
+    ane_model *m = p;
+    apple_dev *d = m->d;
+    char key[ANE_STAGE_KEY_MAX];
+    NC_TRY(ane_stage_program(d->cache_root, m->dir, m->staged, sizeof m->staged, key, err));
+    CFURLRef url = CFURLCreateFromFileSystemRepresentation(
+        kCFAllocatorDefault, (const UInt8 *)m->staged, (CFIndex)strlen(m->staged), 1);
     CFStringRef k = ane_cf_create_string(key);
     id model = url && k ? ANE_MSG(id(*)(Class, SEL, id, id))(
                               cls(M_MODEL_AT_URL), d->sel[M_MODEL_AT_URL], ANE_ID(url), ANE_ID(k))
@@ -165,12 +165,13 @@ static nc_status open_in_pool(apple_dev *d, ane_model *m, const char *dir, nc_er
     if (url) CFRelease(url);
     if (k) CFRelease(k);
     if (!model)
-        return nc_fail(err, NC_ERR_IO, "+[_ANEModel modelAtURL:key:] returned nil for %s", dir);
+        return nc_fail(err, NC_ERR_IO, "+[_ANEModel modelAtURL:key:] returned nil for %s",
+                       m->staged);
     m->model = ane_objc_retain(model);
     NC_TRY(compile_and_load(d, m, err));
     m->loaded = 1;
     id attrs = ANE_MSG(id(*)(id, SEL))(m->model, d->sel[M_MODEL_ATTRS]);
-    if (ane_cf_to_json((CFTypeRef)attrs, &m->json, err)) return nc_fail_prefix(err, "%s", dir);
+    if (ane_cf_to_json((CFTypeRef)attrs, &m->json, err)) return nc_fail_prefix(err, "%s", m->dir);
     return NC_OK;
 }
 
@@ -184,9 +185,7 @@ static nc_status apple_model_open(void *dev, const char *dir, ane_model **out, n
         return nc_fail(err, NC_ERR_RANGE, "%s: path too long", dir);
     }
     snprintf(m->dir, sizeof m->dir, "%s", dir);
-    id pool = ane_objc_pool_push();
-    nc_status st = open_in_pool(d, m, dir, err);
-    ane_objc_pool_pop(pool);
+    nc_status st = ane_objc_guard("model open", open_body, m, err);
     if (st) {
         apple_model_close(m);
         return st;
@@ -209,6 +208,20 @@ static void apple_surface_free(ane_surface *s) {
     ane_objc_release(s->obj);
     if (s->s) CFRelease(s->s);
     free(s);
+}
+
+typedef struct surface_ctx {
+    apple_dev *d;
+    ane_surface *s;
+} surface_ctx;
+
+static nc_status surface_obj_body(void *p, nc_error *err) {
+    surface_ctx *c = p;
+    id obj = ANE_MSG(id(*)(Class, SEL, IOSurfaceRef))(cls(M_IOOBJ), c->d->sel[M_IOOBJ], c->s->s);
+    c->s->obj = ane_objc_retain(obj);
+    if (!c->s->obj)
+        return nc_fail(err, NC_ERR_IO, "+[_ANEIOSurfaceObject objectWithIOSurface:] returned nil");
+    return NC_OK;
 }
 
 /* A flat byte buffer: one row up to 16 KB, else rows of 4096 bytes (a page,
@@ -242,13 +255,11 @@ static nc_status apple_surface_new(void *dev, size_t bytes, ane_surface **out, n
         return nc_fail(err, NC_ERR_UNSUPPORTED, "IOSurfaceCreate: %zu bytes per row, asked for %zu",
                        bpr, w);
     }
-    id pool = ane_objc_pool_push();
-    id obj = ANE_MSG(id(*)(Class, SEL, IOSurfaceRef))(cls(M_IOOBJ), d->sel[M_IOOBJ], s->s);
-    s->obj = ane_objc_retain(obj);
-    ane_objc_pool_pop(pool);
-    if (!s->obj) {
+    surface_ctx c = {d, s};
+    nc_status st = ane_objc_guard("surface object", surface_obj_body, &c, err);
+    if (st) {
         apple_surface_free(s);
-        return nc_fail(err, NC_ERR_IO, "+[_ANEIOSurfaceObject objectWithIOSurface:] returned nil");
+        return st;
     }
     *out = s;
     return NC_OK;
@@ -294,10 +305,50 @@ static CFArrayRef create_number_array(int n, const int *x) {
     return a;
 }
 
+typedef struct request_ctx {
+    ane_request *r;
+    int proc_id, n_in, n_out;
+    ane_surface *const *in, *const *out;
+    const int *in_idx, *out_idx;
+} request_ctx;
+
+/* perfStats: nil, as splash and maderix pass it (an -count sent to nil is
+ * 0, so a validation that counts it still passes); weightsBuffer: nil;
+ * sharedEvents and transactionHandle: nil (events: ane_submit_event). */
+static nc_status request_body(void *p, nc_error *err) {
+    request_ctx *c = p;
+    apple_dev *d = c->r->m->d;
+    CFArrayRef ins = create_object_array(c->n_in, c->in),
+               outs = create_object_array(c->n_out, c->out);
+    CFArrayRef ii = create_number_array(c->n_in, c->in_idx);
+    CFArrayRef oi = create_number_array(c->n_out, c->out_idx);
+    CFNumberRef proc = ane_cf_create_int(c->proc_id);
+    id q = NULL;
+    if (ins && outs && ii && oi && proc) {
+        if (d->has_req9)
+            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
+                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
+                NULL, NULL, ANE_ID(proc), NULL, NULL);
+        else
+            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id))(
+                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
+                NULL, NULL, ANE_ID(proc));
+    }
+    c->r->req = ane_objc_retain(q);
+    CFTypeRef made[5] = {ins, outs, ii, oi, proc};
+    for (int i = 0; i < 5; i++)
+        if (made[i]) CFRelease(made[i]);
+    if (!c->r->req)
+        return nc_fail(
+            err, NC_ERR_IO,
+            "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
+            c->proc_id);
+    return NC_OK;
+}
+
 static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surface *const *in,
                                    const int *in_idx, int n_out, ane_surface *const *out,
                                    const int *out_idx, ane_request **req, nc_error *err) {
-    apple_dev *d = m->d;
     if (n_in < 0 || n_out < 0 || n_in > 64 || n_out > 64)
         return nc_fail(err, NC_ERR_RANGE, "_ANERequest: %d inputs, %d outputs", n_in, n_out);
     ane_request *r = calloc(1, sizeof *r);
@@ -306,34 +357,11 @@ static nc_status apple_request_new(ane_model *m, int proc_id, int n_in, ane_surf
     char what[64];
     snprintf(what, sizeof what, "procedure %d", proc_id);
     ane_block_init(&r->block, what);
-    id pool = ane_objc_pool_push();
-    CFArrayRef ins = create_object_array(n_in, in), outs = create_object_array(n_out, out);
-    CFArrayRef ii = create_number_array(n_in, in_idx), oi = create_number_array(n_out, out_idx);
-    CFArrayRef perf = CFArrayCreate(kCFAllocatorDefault, NULL, 0,
-                                    &kCFTypeArrayCallBacks); /* validate calls -count */
-    CFNumberRef proc = ane_cf_create_int(proc_id);
-    id q = NULL;
-    if (ins && outs && ii && oi && perf && proc) {
-        if (d->has_req9)
-            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
-                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
-                NULL, ANE_ID(perf), ANE_ID(proc), NULL, NULL);
-        else
-            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id))(
-                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
-                NULL, ANE_ID(perf), ANE_ID(proc));
-    }
-    r->req = ane_objc_retain(q);
-    CFTypeRef made[6] = {ins, outs, ii, oi, perf, proc};
-    for (int i = 0; i < 6; i++)
-        if (made[i]) CFRelease(made[i]);
-    ane_objc_pool_pop(pool);
-    if (!r->req) {
+    request_ctx c = {r, proc_id, n_in, n_out, in, out, in_idx, out_idx};
+    nc_status st = ane_objc_guard("request creation", request_body, &c, err);
+    if (st) {
         apple_request_free(r);
-        return nc_fail(
-            err, NC_ERR_IO,
-            "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
-            proc_id);
+        return st;
     }
     *req = r;
     return NC_OK;
@@ -348,23 +376,29 @@ static ane_bool evaluate_once(ane_request *r, ane_completion_block *block, id *e
     return ANE_MSG(eval_fn)(d->client, d->sel[M_EVAL], r->m->model, d->empty, r->req, d->qos, e);
 }
 
-static nc_status apple_evaluate(ane_request *r, nc_error *err) {
-    id pool = ane_objc_pool_push();
+static nc_status evaluate_body(void *p, nc_error *err) {
+    ane_request *r = p;
     id e = NULL;
-    ane_bool ok = evaluate_once(r, NULL, &e);
-    nc_status st = ok ? NC_OK : fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
-    ane_objc_pool_pop(pool);
-    return st;
+    return evaluate_once(r, NULL, &e) ? NC_OK : fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
+}
+
+static nc_status apple_evaluate(ane_request *r, nc_error *err) {
+    return ane_objc_guard("evaluation", evaluate_body, r, err);
+}
+
+static nc_status submit_body(void *p, nc_error *err) {
+    ane_request *r = p;
+    id e = NULL;
+    if (!evaluate_once(r, &r->block, &e)) return fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
+    return NC_OK;
 }
 
 static nc_status apple_submit(ane_request *r, ane_done_fn done, void *user, nc_error *err) {
-    id pool = ane_objc_pool_push();
     ane_block_arm(&r->block, done, user);
-    id e = NULL;
-    nc_status st = NC_OK;
-    if (!evaluate_once(r, &r->block, &e) && ane_block_disarm(&r->block))
-        st = fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
-    ane_objc_pool_pop(pool);
+    nc_status st = ane_objc_guard("submission", submit_body, r, err);
+    /* NO or an exception: reported here unless the handler already took
+     * the report (exactly one report per submission, ane_block.h) */
+    if (st && !ane_block_disarm(&r->block)) st = NC_OK;
     return st;
 }
 
@@ -396,7 +430,8 @@ void ane_apple_close(ane_device *dev) {
     dev->impl = NULL;
 }
 
-static nc_status open_in_pool_dev(apple_dev *d, nc_error *err) {
+static nc_status open_in_pool_dev(void *p, nc_error *err) {
+    apple_dev *d = p;
     int present[M_COUNT];
     NC_TRY(ane_objc_check(methods, M_COUNT, present, err));
     if (!present[M_REQ9] && !present[M_REQ7])
@@ -434,9 +469,17 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
         return nc_fail(err, NC_ERR_UNSUPPORTED, "dlopen(%s): %s", ANE_FRAMEWORK_PATH,
                        why ? why : "failed");
     }
-    id pool = ane_objc_pool_push();
-    nc_status st = open_in_pool_dev(d, err);
-    ane_objc_pool_pop(pool);
+    if (opt && opt->cache_root) {
+        if (strlen(opt->cache_root) >= sizeof d->cache_root) {
+            free(d);
+            return nc_fail(err, NC_ERR_RANGE, "ANE cache directory path too long");
+        }
+        snprintf(d->cache_root, sizeof d->cache_root, "%s", opt->cache_root);
+    } else if (ane_stage_default_root(d->cache_root, sizeof d->cache_root, err)) {
+        free(d);
+        return err ? err->code : NC_ERR_IO;
+    }
+    nc_status st = ane_objc_guard("interface lookup", open_in_pool_dev, d, err);
     out->ops = &apple_ops;
     out->impl = d;
     if (st) ane_apple_close(out);
