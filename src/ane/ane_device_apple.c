@@ -39,6 +39,9 @@ enum {
     M_REQ9,
     M_REQ7,
     M_SET_HANDLER,
+    M_SIG_EV,
+    M_WAIT_EV,
+    M_EVENTS,
     M_COUNT
 };
 static const ane_objc_method methods[M_COUNT] = {
@@ -60,6 +63,11 @@ static const ane_objc_method methods[M_COUNT] = {
      "requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:",
      "@@:@@@@@@@", 0},
     {"_ANERequest", '-', "setCompletionHandler:", "v@:@?", 1},
+    /* shared events, as splash declares them (optional: the async variant) */
+    {"_ANESharedSignalEvent", '+',
+     "signalEventWithValue:symbolIndex:eventType:sharedEvent:", "@@:QIq@", 0},
+    {"_ANESharedWaitEvent", '+', "waitEventWithValue:sharedEvent:eventType:", "@@:Q@Q", 0},
+    {"_ANESharedEvents", '+', "sharedEventsWithSignalEvents:waitEvents:", "@@:@@", 0},
 };
 
 typedef struct apple_dev {
@@ -70,7 +78,8 @@ typedef struct apple_dev {
     id client;             /* _ANEClient, retained */
     CFDictionaryRef empty; /* @{} for options */
     CFDictionaryRef compile_opts;
-    int has_req9;
+    int has_req9, has_events;
+    id metal; /* MTLDevice for shared events, retained; on first event_new */
     SEL sel[M_COUNT];
 } apple_dev;
 
@@ -93,6 +102,16 @@ struct ane_request {
     ane_model *m;
     id req; /* _ANERequest, retained */
     ane_completion_block block;
+    /* the request's arguments, kept for submissions with events, which
+     * need a request of their own (its sharedEvents name the values) */
+    CFArrayRef ins, outs, ii, oi;
+    CFNumberRef proc;
+    id ev_req; /* the last one, retained until the next or the free */
+};
+
+struct ane_event {
+    apple_dev *d;
+    id shared; /* MTLSharedEvent, +1 from newSharedEvent */
 };
 
 static Class cls(int m) {
@@ -285,6 +304,10 @@ static void apple_surface_unlock(ane_surface *s, int read_only) {
 static void apple_request_free(ane_request *r) {
     if (!r) return;
     ane_objc_release(r->req);
+    ane_objc_release(r->ev_req);
+    CFTypeRef kept[5] = {r->ins, r->outs, r->ii, r->oi, r->proc};
+    for (int i = 0; i < 5; i++)
+        if (kept[i]) CFRelease(kept[i]);
     free(r);
 }
 
@@ -312,33 +335,34 @@ typedef struct request_ctx {
     const int *in_idx, *out_idx;
 } request_ctx;
 
+/* An _ANERequest over r's arguments with the given sharedEvents (nil, or
+ * an _ANESharedEvents); autoreleased, NULL on failure. */
+static id make_request(apple_dev *d, const ane_request *r, id events) {
+    if (!r->ins || !r->outs || !r->ii || !r->oi || !r->proc) return NULL;
+    if (d->has_req9)
+        return ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
+            cls(M_REQ9), d->sel[M_REQ9], ANE_ID(r->ins), ANE_ID(r->ii), ANE_ID(r->outs),
+            ANE_ID(r->oi), NULL, NULL, ANE_ID(r->proc), events, NULL);
+    if (events) return NULL; /* the 7-argument form takes no events */
+    return ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id))(
+        cls(M_REQ7), d->sel[M_REQ7], ANE_ID(r->ins), ANE_ID(r->ii), ANE_ID(r->outs), ANE_ID(r->oi),
+        NULL, NULL, ANE_ID(r->proc));
+}
+
 /* perfStats: nil, as splash and maderix pass it (an -count sent to nil is
  * 0, so a validation that counts it still passes); weightsBuffer: nil;
  * sharedEvents and transactionHandle: nil (events: ane_submit_event). */
 static nc_status request_body(void *p, nc_error *err) {
     request_ctx *c = p;
     apple_dev *d = c->r->m->d;
-    CFArrayRef ins = create_object_array(c->n_in, c->in),
-               outs = create_object_array(c->n_out, c->out);
-    CFArrayRef ii = create_number_array(c->n_in, c->in_idx);
-    CFArrayRef oi = create_number_array(c->n_out, c->out_idx);
-    CFNumberRef proc = ane_cf_create_int(c->proc_id);
-    id q = NULL;
-    if (ins && outs && ii && oi && proc) {
-        if (d->has_req9)
-            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id, id, id))(
-                cls(M_REQ9), d->sel[M_REQ9], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
-                NULL, NULL, ANE_ID(proc), NULL, NULL);
-        else
-            q = ANE_MSG(id(*)(Class, SEL, id, id, id, id, id, id, id))(
-                cls(M_REQ7), d->sel[M_REQ7], ANE_ID(ins), ANE_ID(ii), ANE_ID(outs), ANE_ID(oi),
-                NULL, NULL, ANE_ID(proc));
-    }
-    c->r->req = ane_objc_retain(q);
-    CFTypeRef made[5] = {ins, outs, ii, oi, proc};
-    for (int i = 0; i < 5; i++)
-        if (made[i]) CFRelease(made[i]);
-    if (!c->r->req)
+    ane_request *r = c->r;
+    r->ins = create_object_array(c->n_in, c->in);
+    r->outs = create_object_array(c->n_out, c->out);
+    r->ii = create_number_array(c->n_in, c->in_idx);
+    r->oi = create_number_array(c->n_out, c->out_idx);
+    r->proc = ane_cf_create_int(c->proc_id);
+    r->req = ane_objc_retain(make_request(d, r, NULL));
+    if (!r->req)
         return nc_fail(
             err, NC_ERR_IO,
             "+[_ANERequest requestWithInputs:...procedureIndex:] returned nil for procedure %d",
@@ -402,6 +426,100 @@ static nc_status apple_submit(ane_request *r, ane_done_fn done, void *user, nc_e
     return st;
 }
 
+/* --- shared events --------------------------------------------------------- */
+
+typedef id (*mtl_create_fn)(void);
+
+static nc_status event_body(void *p, nc_error *err) {
+    ane_event *e = p;
+    apple_dev *d = e->d;
+    if (!d->has_events || !d->has_req9)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "this macOS lacks _ANESharedEvents or the 9-argument _ANERequest");
+    if (!d->metal) {
+        /* Metal through dlsym: MTLCreateSystemDefaultDevice is declared only
+         * in an Objective-C header; it returns a +1 object (the "Create" rule) */
+        void *h = dlopen("/System/Library/Frameworks/Metal.framework/Metal", RTLD_NOW);
+        void *f = h ? dlsym(h, "MTLCreateSystemDefaultDevice") : NULL;
+        mtl_create_fn create;
+        memcpy(&create, &f, sizeof create);
+        d->metal = f ? create() : NULL;
+        if (!d->metal) return nc_fail(err, NC_ERR_UNSUPPORTED, "no Metal device for shared events");
+    }
+    e->shared = ANE_MSG(id(*)(id, SEL))(d->metal, sel_registerName("newSharedEvent"));
+    if (!e->shared) return nc_fail(err, NC_ERR_IO, "-[MTLDevice newSharedEvent] returned nil");
+    return NC_OK;
+}
+
+static void apple_event_free(ane_event *e) {
+    if (!e) return;
+    ane_objc_release(e->shared);
+    free(e);
+}
+
+static nc_status apple_event_new(void *dev, ane_event **out, nc_error *err) {
+    ane_event *e = calloc(1, sizeof *e);
+    if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    e->d = dev;
+    nc_status st = ane_objc_guard("shared event creation", event_body, e, err);
+    if (st) {
+        apple_event_free(e);
+        return st;
+    }
+    *out = e;
+    return NC_OK;
+}
+
+typedef struct event_submit {
+    ane_request *r;
+    ane_event *e;
+    unsigned long long wait, signal;
+} event_submit;
+
+/* splash's enqueue: a signal event (value, symbol 0, type 0) and a wait
+ * event on the same MTLSharedEvent, wrapped in _ANESharedEvents, a request
+ * of its own carrying them, a completion handler (required: "an evaluation
+ * with shared events runs asynchronously"), then evaluateWithModel:. */
+static nc_status submit_event_body(void *p, nc_error *err) {
+    event_submit *c = p;
+    ane_request *r = c->r;
+    apple_dev *d = r->m->d;
+    id sig = ANE_MSG(id(*)(Class, SEL, unsigned long long, unsigned, long long, id))(
+        cls(M_SIG_EV), d->sel[M_SIG_EV], c->signal, 0u, 0ll, c->e->shared);
+    id wait = ANE_MSG(id(*)(Class, SEL, unsigned long long, id, unsigned long long))(
+        cls(M_WAIT_EV), d->sel[M_WAIT_EV], c->wait, c->e->shared, 0ull);
+    CFArrayRef sigs =
+        sig ? CFArrayCreate(kCFAllocatorDefault, (const void **)&sig, 1, &kCFTypeArrayCallBacks)
+            : NULL;
+    CFArrayRef waits =
+        wait ? CFArrayCreate(kCFAllocatorDefault, (const void **)&wait, 1, &kCFTypeArrayCallBacks)
+             : NULL;
+    id events = sigs && waits ? ANE_MSG(id(*)(Class, SEL, id, id))(cls(M_EVENTS), d->sel[M_EVENTS],
+                                                                   ANE_ID(sigs), ANE_ID(waits))
+                              : NULL;
+    if (sigs) CFRelease(sigs);
+    if (waits) CFRelease(waits);
+    id q = events ? make_request(d, r, events) : NULL;
+    if (!q) return nc_fail(err, NC_ERR_IO, "_ANESharedEvents or its _ANERequest returned nil");
+    ane_objc_release(r->ev_req);
+    r->ev_req = ane_objc_retain(q);
+    ANE_MSG(void (*)(id, SEL, void *))(r->ev_req, d->sel[M_SET_HANDLER], &r->block);
+    id e = NULL;
+    if (!ANE_MSG(eval_fn)(d->client, d->sel[M_EVAL], r->m->model, d->empty, r->ev_req, d->qos, &e))
+        return fail_ns(err, methods[M_EVAL].sel, r->m->dir, e);
+    return NC_OK;
+}
+
+static nc_status apple_submit_event(ane_request *r, ane_event *e, unsigned long long wait,
+                                    unsigned long long signal, ane_done_fn done, void *user,
+                                    nc_error *err) {
+    event_submit c = {r, e, wait, signal};
+    ane_block_arm(&r->block, done, user);
+    nc_status st = ane_objc_guard("submission with events", submit_event_body, &c, err);
+    if (st && !ane_block_disarm(&r->block)) st = NC_OK;
+    return st;
+}
+
 static const ane_device_ops apple_ops = {
     "ane",
     apple_model_open,
@@ -415,6 +533,9 @@ static const ane_device_ops apple_ops = {
     apple_request_free,
     apple_evaluate,
     apple_submit,
+    apple_event_new,
+    apple_event_free,
+    apple_submit_event,
 };
 
 /* --- the device ----------------------------------------------------------- */
@@ -423,6 +544,7 @@ void ane_apple_close(ane_device *dev) {
     apple_dev *d = dev ? dev->impl : NULL;
     if (!d) return;
     ane_objc_release(d->client);
+    ane_objc_release(d->metal);
     if (d->empty) CFRelease(d->empty);
     if (d->compile_opts) CFRelease(d->compile_opts);
     /* the framework stays loaded: classes may be cached by the runtime */
@@ -439,6 +561,7 @@ static nc_status open_in_pool_dev(void *p, nc_error *err) {
                        "+[_ANERequest requestWithInputs:...procedureIndex:] does not exist "
                        "with the expected encoding on this macOS");
     d->has_req9 = present[M_REQ9];
+    d->has_events = present[M_SIG_EV] && present[M_WAIT_EV] && present[M_EVENTS];
     for (int i = 0; i < M_COUNT; i++)
         d->sel[i] = sel_registerName(methods[i].sel);
     id client = ANE_MSG(id(*)(Class, SEL))(cls(M_SHARED), d->sel[M_SHARED]);
@@ -461,7 +584,9 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
     apple_dev *d = calloc(1, sizeof *d);
     if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     d->qos = opt && opt->qos ? opt->qos : 21;
-    d->min_surface_bytes = opt ? opt->min_surface_bytes : 0;
+    ane_surface_policy pol = ANE_SURFACE_POLICY_DEFAULT;
+    if (opt && opt->surfaces) pol = *opt->surfaces;
+    d->min_surface_bytes = pol.min_bytes;
     d->framework = dlopen(ANE_FRAMEWORK_PATH, RTLD_NOW);
     if (!d->framework) {
         const char *why = dlerror();
@@ -482,6 +607,8 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
     nc_status st = ane_objc_guard("interface lookup", open_in_pool_dev, d, err);
     out->ops = &apple_ops;
     out->impl = d;
+    out->surfaces = pol;
+    out->max_in_flight = opt && opt->max_in_flight > 0 ? opt->max_in_flight : ANE_MAX_IN_FLIGHT;
     if (st) ane_apple_close(out);
     return st;
 }
