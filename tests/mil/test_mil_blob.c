@@ -11,7 +11,7 @@
 
 #include "../test.h"
 #include "base/mmap.h"
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 
 static char tmp_dir[256];
 

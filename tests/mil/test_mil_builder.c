@@ -10,9 +10,9 @@
 
 #include "../test.h"
 #include "base/half.h"
-#include "io/mil_blob.h"
 #include "mil/builder.h"
 #include "mil/compare.h"
+#include "mil/mil_blob.h"
 #include "mil/parse.h"
 #include "mil/print.h"
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "io/mil_blob.h"
 #include "mil/bundle.h"
 #include "mil/check.h"
+#include "mil/mil_blob.h"
 #include "mil/parse.h"
 #include "mil/print.h"
 #include "mil/walk.h"

@@ -1,5 +1,5 @@
 /* `nectar quantize -m DIR --type q8|q4 -o OUT`: a block-quantized copy of a
- * Qwen3 folder (src/io/quant_write.c) that run, chat, bench and serve load
+ * Qwen3 folder (src/models/quant_write.c) that run, chat, bench and serve load
  * like the original; the format is in docs/performance.md. The result is
  * loaded once before reporting success, so a folder that would not load is
  * an error here rather than later. */
@@ -8,7 +8,7 @@
 
 #include "base/timer.h"
 #include "commands.h"
-#include "io/quant_write.h"
+#include "models/quant_write.h"
 #include "models/qwen3.h"
 
 static int usage(FILE *f) {
