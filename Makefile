@@ -46,6 +46,10 @@ ifeq ($(filter arm64 aarch64,$(UNAME_M)),)
 SRC := $(filter-out %_neon.c,$(SRC))
 endif
 OBJ := $(SRC:%.c=$(BUILD)/obj/%.o)
+ifeq ($(UNAME_S),Darwin)
+# the one Objective-C file: @try around the bridge's calls (src/ane/ane_try.m)
+OBJ += $(BUILD)/obj/src/ane/ane_try.o
+endif
 LIB := $(BUILD)/libnectar.a
 
 CLI_SRC := $(shell find tools/nectar -name '*.c' | LC_ALL=C sort)
@@ -66,6 +70,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.m
+	@mkdir -p $(dir $@)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -x objective-c -fobjc-exceptions -c $< -o $@
 
 $(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c

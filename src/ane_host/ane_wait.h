@@ -30,5 +30,9 @@ void ane_wait_done(void *w, nc_status st, const char *msg);
  * so the ane_wait must outlive them (keep it in a long-lived struct, never
  * on the stack of a function that returns after a timeout). */
 nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err);
+/* Blocks until fewer than n are pending (n = 1: ane_wait_all); a failure
+ * already reported comes back as in ane_wait_all. Keeps at most n - 1 in
+ * flight before the next submit (the framework's limit of 2 per QoS). */
+nc_status ane_wait_below(ane_wait *w, int n, double timeout_s, nc_error *err);
 
 #endif
