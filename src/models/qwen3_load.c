@@ -198,8 +198,8 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
     w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
     w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
-    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b,
-                                      widest, m->dir, err));
+    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b, widest,
+                                      m->dir, err));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -212,6 +212,7 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
         !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v || !w->logit_dst || !w->xq ||
         !w->xs)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
+    m->dec = (dec_ctx){m->pool, m->kern, w->xq, w->xs, &w->prompt};
     return NC_OK;
 }
 
