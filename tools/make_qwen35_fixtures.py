@@ -22,6 +22,13 @@ Prompts: a short one, a chat-formatted one and one of more than three
 Logits are stored for every position of the short prompts and every 4th
 position (and the last) of the long one to keep each folder small.
 
+The chat template is Qwen3.5's (tests/fixtures/qwen35/chat_template.jinja,
+copied into each folder as the hub's folders have it); the chat fixture
+tests/fixtures/chat/qwen35_cases.jsonl is transformers' apply_chat_template
+with it over the Qwen3 cases of make_tokenizer_fixtures.py plus Qwen3.5's own
+rules (trimmed contents, errors), always with an explicit enable_thinking
+(the small and large Qwen3.5 templates differ only in its default).
+
 Run: python3 tools/make_qwen35_fixtures.py [--out tests/fixtures/qwen35]
      python3 tools/make_qwen35_fixtures.py --verify   (re-check only)
 """
@@ -36,6 +43,8 @@ import numpy as np
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TEMPLATE = os.path.join(ROOT, "tests", "fixtures", "qwen35", "chat_template.jinja")
+CHAT_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "qwen35_cases.jsonl")
 N_GREEDY = 32
 MIN_MARGIN = 2e-3
 MODEL_VOCAB = 400
@@ -106,6 +115,7 @@ def make_tokenizer(d):
     tk.add_special_tokens({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
                            "additional_special_tokens": SPECIALS})
     tk.save_pretrained(d)
+    shutil.copyfile(TEMPLATE, os.path.join(d, "chat_template.jinja"))
     return tk
 
 
@@ -265,6 +275,47 @@ def verify_fixture(out_root, name):
     log("%s: reload reproduces logits (max abs diff %.3g) and greedy ids" % (name, worst))
 
 
+# Beyond the Qwen3 cases: what Qwen3.5's template does differently.
+QWEN35_CASES = [
+    ("trimmed_contents", [{"role": "system", "content": "  sys \n"},
+                          {"role": "user", "content": "\n hello \t"},
+                          {"role": "assistant", "content": " <think> r </think>\n\n answer \n"},
+                          {"role": "user", "content": "again "}], {"add_generation_prompt": True}),
+    ("no_user_query", [{"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}],
+     {}),
+    ("tool_first", [{"role": "tool", "content": "r"}, {"role": "user", "content": "u"}],
+     {"add_generation_prompt": True}),
+    ("unknown_role", [{"role": "user", "content": "u"}, {"role": "narrator", "content": "n"}], {}),
+    ("assistant_after_query_empty_reasoning", [{"role": "user", "content": "u"},
+                                               {"role": "assistant", "content": "a1"},
+                                               {"role": "assistant", "content": "a2"}], {}),
+]
+
+
+def write_chat_cases(tok_dir):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_tokenizer_fixtures import CHAT_CASES
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    with open(TEMPLATE, encoding="utf-8") as f:
+        assert tok.chat_template == f.read(), "the folder's template is not chat_template.jinja"
+    rows = []
+    for name, msgs, opts in list(CHAT_CASES) + QWEN35_CASES:
+        o = {"add_generation_prompt": bool(opts.get("add_generation_prompt", False)),
+             "enable_thinking": bool(opts.get("enable_thinking", True))}
+        row = {"name": name, "messages": msgs, **o}
+        try:
+            row["expected"] = tok.apply_chat_template(msgs, tokenize=False, **o)
+        except Exception as e:  # the template's raise_exception
+            row["error"] = str(e)
+        rows.append(row)
+    with open(CHAT_OUT, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    log("%s: %d cases (%d errors)" % (CHAT_OUT, len(rows), sum("error" in r for r in rows)))
+
+
 def write_readme(out_root):
     lines = [
         "# Tiny random Qwen3.5 checkpoints with Hugging Face references",
@@ -301,6 +352,7 @@ def main():
         for name, layout, seed, fields, pattern in FIXTURES:
             make_fixture(args.out, name, layout, seed, fields, pattern)
         write_readme(args.out)
+        write_chat_cases(os.path.join(args.out, FIXTURES[0][0]))
     for name, *_ in FIXTURES:
         verify_fixture(args.out, name)
 
