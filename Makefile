@@ -5,6 +5,7 @@
 #                   run every test, then run them again under ASan/UBSan
 #   make demo       install missing packages, build, run the bundled demo model
 #   make fuzz       libFuzzer builds of the fuzz targets (clang), for long runs
+#   make tools-venv build/venv with the Python packages of tools/requirements.txt
 # Sources are found by wildcard: adding a file under src/ adds it to the build.
 # Files named *_avx2.c / *_avx512.c / *_amx.c (x86-64) and *_neon.c (arm64) are the
 # per-ISA kernels; they are compiled with their ISA flags, only on that
@@ -136,6 +137,15 @@ fuzz:
 	    clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
 	      $$f build/fuzz/libnectar.a $(LDLIBS) -o build/fuzz/bin/$$n || exit 1; \
 	    echo "built build/fuzz/bin/$$n"; done
+
+# ---- Python for tools/ (the fixture scripts) -------------------------------
+# build/venv: a venv with tools/requirements.txt; run the scripts as
+# build/venv/bin/python tools/<script>.py. `make check` puts only what the
+# tests need there (scripts/install-deps.sh --test).
+tools-venv:
+	@[ -x build/venv/bin/python ] || python3 -m venv build/venv
+	build/venv/bin/pip install -r tools/requirements.txt
+.PHONY: tools-venv
 
 clean:
 	rm -rf build
