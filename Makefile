@@ -6,6 +6,7 @@
 #   make demo       install missing packages, build, run the bundled demo model
 #   make fuzz       coverage-instrumented libFuzzer builds of the fuzz targets (clang)
 #   make fuzz-run SECONDS=N   run each fuzz target N seconds, print what it found
+#   make tools-venv build/venv with the Python packages of tools/requirements.txt
 # Sources are found by wildcard: adding a file under src/ adds it to the build.
 # Files named *_avx2.c / *_avx512.c / *_amx.c (x86-64) and *_neon.c (arm64) are the
 # per-ISA kernels; they are compiled with their ISA flags, only on that
@@ -164,6 +165,15 @@ SECONDS ?= 60
 TARGETS ?=
 fuzz-run: fuzz
 	@sh scripts/fuzz-run.sh -t $(SECONDS) $(TARGETS)
+
+# ---- Python for tools/ (the fixture scripts) -------------------------------
+# build/venv: a venv with tools/requirements.txt; run the scripts as
+# build/venv/bin/python tools/<script>.py. `make check` puts only what the
+# tests need there (scripts/install-deps.sh --test).
+tools-venv:
+	@[ -x build/venv/bin/python ] || python3 -m venv build/venv
+	build/venv/bin/pip install -r tools/requirements.txt
+.PHONY: tools-venv
 
 clean:
 	rm -rf build

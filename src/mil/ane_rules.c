@@ -1,7 +1,7 @@
 /* The ANE rules (see ane_rules.h): a table of rows and the checks they
  * name. Each check walks one function and reports with the op's (or the
- * function's) line. Sources: DESIGN.md §3 and reference/ane-private-api.md
- * §0, §7, §8; docs/ane-rules.md is the same table in prose. */
+ * function's) line. Sources: docs/ane-rules.md (the facts, and the same table in
+ * prose) and docs/references.md §0, §7, §8. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -444,69 +444,69 @@ static const mil_ane_rule RULES[] = {
     {"ane-fp16-compute", MIL_SEV_ERROR,
      "every op computes in fp16; fp32/int32 appear only at the boundary, cast at once",
      r_fp16_compute, NULL,
-     "DESIGN.md §3; ane-bridge-rs (\"fp32 arithmetic is rejected\"), ane-private-api.md §8"},
+     "docs/ane-rules.md; ane-bridge-rs (\"fp32 arithmetic is rejected\"), docs/references.md §8"},
     {"ane-boundary-io", MIL_SEV_ERROR,
      "program inputs/outputs are fp16, or fp32/int32 immediately cast", r_boundary_io,
      "cast fp32/int32 inputs to fp16 first and outputs back last",
-     "DESIGN.md §3; ane-private-api.md §0.5"},
+     "docs/ane-rules.md; docs/references.md §0.5"},
     {"ane-no-bool-io", MIL_SEV_ERROR, "no bool program inputs or outputs", r_no_bool_io,
      "pass masks as fp16 0/1 and compare inside",
-     "DESIGN.md §3; MIL cheat sheet quoted in ane-private-api.md §4"},
+     "docs/ane-rules.md; MIL cheat sheet quoted in docs/references.md §4"},
     {"ane-io-width", MIL_SEV_ERROR, "every input/output's last axis is >= 32 and a multiple of 32",
      r_io_width, "pad the last axis (a logical [256, 1] occupies [256, 32])",
-     "DESIGN.md §3; ane-bridge-rs WIDTH_ALIGN = 32, ane-private-api.md §7"},
+     "docs/ane-rules.md; ane-bridge-rs WIDTH_ALIGN = 32, docs/references.md §7"},
     {"ane-no-scatter", MIL_SEV_ERROR, "no scatter, scatter_along_axis, scatter_nd or slice_update",
-     r_no_scatter, "update a KV cache with gather + select on a bool mask (DESIGN.md §3)",
-     "DESIGN.md §3"},
+     r_no_scatter, "update a KV cache with gather + select on a bool mask (docs/ane-rules.md)",
+     "docs/ane-rules.md"},
     {"ane-no-state", MIL_SEV_ERROR, "no state inputs, read_state or write_state", r_no_state,
      "make the state an explicit input and output owned by the host",
-     "DESIGN.md §3; ane-bridge-rs (ane-private-api.md §8)"},
+     "docs/ane-rules.md; ane-bridge-rs (docs/references.md §8)"},
     {"ane-no-range-dims", MIL_SEV_ERROR, "no RangeDims flexible shapes", r_no_range_dims,
-     "use EnumeratedShapes or one program per shape", "DESIGN.md §3"},
+     "use EnumeratedShapes or one program per shape", "docs/ane-rules.md"},
     {"ane-static-dims", MIL_SEV_ERROR,
      "no `?` dimensions (unless the function has EnumeratedShapes)", r_static_dims,
      "give every dimension a size",
-     "DESIGN.md §3; \"any ? dimension yields InvalidMILProgram\" (ane-private-api.md §8)"},
+     "docs/ane-rules.md; \"any ? dimension yields InvalidMILProgram\" (docs/references.md §8)"},
     {"ane-gather-indices", MIL_SEV_ERROR,
      "gather indices are never int32 (constant or not); 16/8-bit indices must reach the whole axis",
      r_gather_indices,
      "uint16 indices (the KV spread), or keep the lookup (e.g. token embeddings) on the CPU",
-     "DESIGN.md §3; the article's ANECCompile log \"Unsupported tensor data type: int32\" "
+     "docs/ane-rules.md; the article's ANECCompile log \"Unsupported tensor data type: int32\" "
      "(docs/ane-rules.md)"},
     {"ane-conv-kernel-width", MIL_SEV_ERROR, "conv kernel width <= 15", r_conv_kernel_width,
-     "split the kernel into several convs added together", "DESIGN.md §3; ane-private-api.md §8"},
+     "split the kernel into several convs added together", "docs/ane-rules.md; docs/references.md §8"},
     {"ane-conv-const-weight", MIL_SEV_ERROR, "conv weights are compile-time constants",
      r_conv_const_weight, "pass runtime weights to matmul instead (the \"dynamic\" pipeline)",
-     "DESIGN.md §3 (weights as runtime inputs work only with matmul); skyfallsin "
-     "(ane-private-api.md §8)"},
+     "docs/ane-rules.md (weights as runtime inputs work only with matmul); skyfallsin "
+     "(docs/references.md §8)"},
     {"ane-max-dim", MIL_SEV_ERROR, "no dimension above 65,536", r_max_dim,
      "split the tensor (e.g. the LM head into 16 vocabulary chunks)",
-     "DESIGN.md §3; maderix/ANE PR #26"},
+     "docs/ane-rules.md; maderix/ANE PR #26"},
     {"ane-sdpa-mask", MIL_SEV_ERROR, "scaled_dot_product_attention has no attn_mask", r_sdpa_mask,
      "write attention as matmul, add mask, softmax, matmul",
-     "DESIGN.md §3 (the built-in SDPA ignores its mask)"},
+     "docs/ane-rules.md (the built-in SDPA ignores its mask)"},
     {"ane-matmul-inner", MIL_SEV_WARNING, "matmul inner dimension is a multiple of 32",
      r_matmul_inner, "pad the contracted axis to a multiple of 32 with zeros",
-     "imperatormk in maderix/ANE #47 (ane-private-api.md §7), one report"},
+     "imperatormk in maderix/ANE #47 (docs/references.md §7), one report"},
     {"ane-gelu", MIL_SEV_WARNING, "gelu is reported to fail on some chips", r_op_gelu,
      "write it out: 0.5*x*(1+tanh(0.79788456*(x+0.044715*x^3))) with mul/add/tanh (keep EXACT "
      "behind a switch)",
-     "DESIGN.md §3; Orion constraint #10"},
+     "docs/ane-rules.md; Orion constraint #10"},
     {"ane-tile", MIL_SEV_WARNING, "tile is reported to corrupt ANE state", r_op_tile,
-     "broadcast instead (mul by ones, or concat copies)", "DESIGN.md §3; skyfallsin field guide"},
+     "broadcast instead (mul by ones, or concat copies)", "docs/ane-rules.md; skyfallsin field guide"},
     {"ane-reduce-mean", MIL_SEV_WARNING, "reduce_mean is reported to fail at dispatch",
      r_op_reduce_mean, "use reduce_sum then mul by 1/N",
-     "DESIGN.md §3; ane-bridge-rs, Espresso (hollance #44)"},
+     "docs/ane-rules.md; ane-bridge-rs, Espresso (hollance #44)"},
     {"ane-concat", MIL_SEV_WARNING, "concat: sources disagree", r_op_concat,
      "keep concat behind a switch; alternatives: separate outputs, or matmul with a placement "
      "matrix",
-     "DESIGN.md §3; Orion #1 vs maderix"},
+     "docs/ane-rules.md; Orion #1 vs maderix"},
     {"ane-exp", MIL_SEV_WARNING, "exp: sources disagree", r_op_exp,
      "keep exp behind a switch and subtract the max first (fp16 exp overflows above ~11)",
-     "DESIGN.md §3; ane-bridge-rs vs turbocider, Anemll"},
+     "docs/ane-rules.md; ane-bridge-rs vs turbocider, Anemll"},
     {"ane-sqrt", MIL_SEV_WARNING, "sqrt: sources disagree", r_op_sqrt,
      "keep sqrt behind a switch; pow(x, 0.5) or rsqrt then mul are the alternatives",
-     "DESIGN.md §3; ane-bridge-rs vs maderix (pow)"},
+     "docs/ane-rules.md; ane-bridge-rs vs maderix (pow)"},
 };
 
 const mil_ane_rule *mil_ane_rules(int *n) {
