@@ -4,8 +4,8 @@
  * (cpu_quant.h), the other tensors (norms) are copied unchanged, and the
  * folder's other files (config, tokenizer) are copied, so the result loads
  * through qwen3_load like the original. Layout: docs/performance.md. */
-#ifndef NC_IO_QUANT_WRITE_H
-#define NC_IO_QUANT_WRITE_H
+#ifndef NC_MODELS_QUANT_WRITE_H
+#define NC_MODELS_QUANT_WRITE_H
 
 #include "base/error.h"
 #include "cpu/cpu_kernels.h"

@@ -1,7 +1,7 @@
 /* `nectar quantize` (see quant_write.h): streams the quantized tensors into
  * one model.safetensors through st_write_file, quantizing the rows that
  * cover each chunk it asks for, then copies the folder's other files. */
-#include "io/quant_write.h"
+#include "models/quant_write.h"
 
 #include <dirent.h>
 #include <errno.h>

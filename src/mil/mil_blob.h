@@ -4,8 +4,8 @@
  * dtype code, size, absolute data offset, padding bits) and its payload.
  * BLOBFILE(offset = N) in MIL names the metadata record at N. Layout as in
  * coremltools' MILBlob StorageWriter; see docs/mil.md. */
-#ifndef NC_IO_MIL_BLOB_H
-#define NC_IO_MIL_BLOB_H
+#ifndef NC_MIL_MIL_BLOB_H
+#define NC_MIL_MIL_BLOB_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* weight.bin reader and writer (MIL blob storage v2, see mil_blob.h). The
  * reader trusts nothing: every offset and size is checked against the file
  * before use, so a corrupt or hostile file gives a one-line error. */
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 
 #include <errno.h>
 #include <inttypes.h>
