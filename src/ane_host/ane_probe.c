@@ -624,6 +624,25 @@ nc_status ane_probe_run(const ane_device *dev, const ane_probe_options *o, ane_p
     return NC_OK;
 }
 
+void ane_probe_choose(const mil_ane_profile *p, ane_surface_policy *pol, ane_run_mode *mode) {
+    ane_surface_policy d = ANE_SURFACE_POLICY_DEFAULT;
+    *pol = d;
+    if (mil_ane_profile_verdict(p, "surfaces_mixed") == MIL_PROBE_OK) pol->uniform = 0;
+    if (mil_ane_profile_verdict(p, "surface_small") == MIL_PROBE_OK) pol->min_bytes = 0;
+    static const char *const ids[3] = {"chain4_sync", "chain4_async", "chain4_events"};
+    static const ane_run_mode modes[3] = {ANE_RUN_SYNC, ANE_RUN_ASYNC, ANE_RUN_ASYNC_EVENTS};
+    double best = 0;
+    *mode = ANE_RUN_SYNC;
+    for (int i = 0; i < 3; i++) {
+        double us = mil_ane_profile_eval_us(p, ids[i]);
+        if (mil_ane_profile_verdict(p, ids[i]) != MIL_PROBE_OK || us <= 0) continue;
+        if (best == 0 || us < best) {
+            best = us;
+            *mode = modes[i];
+        }
+    }
+}
+
 void ane_probe_print(const ane_probe_result *r, int n, FILE *f) {
     fprintf(f, "%-18s %-13s %-22s %-14s %9s %10s %9s  %s\n", "case", "mode", "surfaces", "status",
             "load ms", "us/request", "max err", "checker / error");

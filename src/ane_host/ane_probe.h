@@ -16,7 +16,9 @@
 #include <stdio.h>
 
 #include "ane_host/ane_device.h"
+#include "ane_host/ane_runner.h"
 #include "base/error.h"
+#include "mil/ane_profile.h"
 
 typedef struct ane_probe_options {
     const char *work_dir; /* programs are built in work_dir/<case id>/ */
@@ -48,6 +50,13 @@ int ane_probe_case_count(void);
  * only when the probe itself cannot run (work_dir, memory). */
 nc_status ane_probe_run(const ane_device *dev, const ane_probe_options *o, ane_probe_result **out,
                         int *n, nc_error *err);
+
+/* What a saved probe profile says the host should do on that chip: the
+ * surface policy (uniform unless the mixed-size case passed; the 48 KB
+ * minimum unless the 2 KB case passed; the default where unknown) and the
+ * run mode (the fastest of the chain4 sync/async/async+events cases that
+ * passed; sync when none is known). */
+void ane_probe_choose(const mil_ane_profile *p, ane_surface_policy *pol, ane_run_mode *mode);
 
 /* The table a person reads. */
 void ane_probe_print(const ane_probe_result *r, int n, FILE *f);

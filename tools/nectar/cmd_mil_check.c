@@ -11,6 +11,7 @@
 
 #include "base/mmap.h"
 #include "commands.h"
+#include "mil/ane_profile.h"
 #include "mil/ane_rules.h"
 #include "mil/check.h"
 #include "mil/parse.h"
@@ -26,6 +27,8 @@ static void usage(FILE *f) {
             "                    warnings: ops that fail on some chips, with the rewrite)\n"
             "  --fn NAME         check only function NAME\n"
             "  --skip RULES      comma-separated rule ids to leave out\n"
+            "  --ane-profile F   settle the chip-dependent ANE rules by a probe profile\n"
+            "                    (`nectar ane probe --json F`): failing cases become errors\n"
             "  --list-rules      print the ANE rule table\n"
             "  -q, --quiet       print only the summary line\n");
 }
@@ -108,8 +111,8 @@ static void print_parse_error(const char *path, const char *msg) {
 }
 
 /* Checks one file; adds its counts. Returns -1 when the checker could not run. */
-static int check_file(const char *path, const mil_check_options *opt, int quiet, int *n_err,
-                      int *n_warn) {
+static int check_file(const char *path, const mil_check_options *opt,
+                      const mil_ane_profile *profile, int quiet, int *n_err, int *n_warn) {
     nc_error err;
     mil_program *prog;
     if (mil_parse_file(path, &prog, &err) != NC_OK) {
@@ -118,7 +121,7 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
         return 0;
     }
     mil_diagnostics d = {0};
-    nc_status st = mil_check_program(prog, opt, &d, &err);
+    nc_status st = mil_check_program_profile(prog, opt, profile, &d, &err);
     if (st == NC_OK && !quiet) mil_diagnostics_print(&d, stdout);
     *n_err += d.n_errors;
     *n_warn += d.n_warnings;
@@ -133,7 +136,7 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
 
 int cmd_mil_check(int argc, char **argv) {
     mil_check_options opt = {0};
-    const char *target = NULL;
+    const char *target = NULL, *profile_path = NULL;
     int quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -150,6 +153,8 @@ int cmd_mil_check(int argc, char **argv) {
             opt.function = argv[++i];
         } else if (!strcmp(a, "--skip") && i + 1 < argc) {
             opt.skip_rules = argv[++i];
+        } else if (!strcmp(a, "--ane-profile") && i + 1 < argc) {
+            profile_path = argv[++i];
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -165,6 +170,9 @@ int cmd_mil_check(int argc, char **argv) {
         usage(stderr);
         return cli_failf("mil check: no FILE.mil or DIR given");
     }
+    static mil_ane_profile profile;
+    nc_error perr = {0};
+    if (profile_path && mil_ane_profile_read(profile_path, &profile, &perr)) return cli_fail(&perr);
     path_list files = {0};
     int rc = 0;
     if (nc_is_dir(target)) {
@@ -183,7 +191,7 @@ int cmd_mil_check(int argc, char **argv) {
     int n_err = 0, n_warn = 0, n_bad_files = 0;
     for (int i = 0; i < files.n; i++) {
         int before = n_err;
-        if (check_file(files.p[i], &opt, quiet, &n_err, &n_warn)) {
+        if (check_file(files.p[i], &opt, profile_path ? &profile : NULL, quiet, &n_err, &n_warn)) {
             rc = 1;
             goto done;
         }
