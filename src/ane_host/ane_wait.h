@@ -2,7 +2,7 @@
  * flight that completion handlers decrement from the device's thread, and
  * the first failure they report. The host submits a whole token's requests
  * back to back, then waits once; this is what kept the ANE busy and cut
- * per-dispatch overhead 3-4x against synchronous calls (DESIGN.md §3). The
+ * per-dispatch overhead 3-4x against synchronous calls (docs/ane-rules.md). The
  * wait spins briefly on the atomic, then yields, then sleeps in short
  * steps: a dispatch takes tens of microseconds, so a condition variable's
  * wake-up latency would be a large share of it. */

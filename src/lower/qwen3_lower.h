@@ -21,7 +21,7 @@
 #include "models/qwen3.h"
 
 #define LOWER_HEAD_SEQ 32         /* the head runs one token, padded to 32 columns */
-#define LOWER_MAX_HEAD_ROWS 65536 /* ANE dimension limit (DESIGN.md §3) */
+#define LOWER_MAX_HEAD_ROWS 65536 /* ANE dimension limit (docs/ane-rules.md) */
 #define LOWER_MASK_NEG (-1.0e4)   /* finite "minus infinity" of the attention mask */
 #define LOWER_MAX_BUCKETS 8
 #define LOWER_MAX_CTX 65535 /* uint16 gather indices: one per context position */

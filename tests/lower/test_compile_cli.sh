@@ -107,7 +107,7 @@ check_err compile_bad_ctx "multiple of 32" "$BIN" compile -m $M -o "$TMP/x1" --c
 check_err compile_bad_bucket "not a multiple of 32" "$BIN" compile -m $M -o "$TMP/x2" --buckets 32,48
 check_err compile_bucket_over_ctx "exceeds" "$BIN" compile -m $M -o "$TMP/x3" --ctx 64 --buckets 128
 check_err compile_missing_model "no such model folder" "$BIN" compile -m "$TMP/none" -o "$TMP/x4"
-check_err compile_bad_lm_head "ane or cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
+check_err compile_bad_lm_head "is not one of ane|cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
 mkdir -p "$TMP/notbundle" && echo keep >"$TMP/notbundle/file"
 check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m $M -o "$TMP/notbundle"
 # a checkpoint missing a tensor: fails naming it, nothing written
@@ -125,7 +125,7 @@ else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
-check_err run_bad_backend "cpu or mil" "$BIN" run --backend gpu -m $M -p hi -n 1
+check_err run_bad_backend "cpu, mil or ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
 check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \

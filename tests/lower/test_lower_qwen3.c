@@ -12,8 +12,7 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "gen/engine_mil.h"
-#include "gen/engine_qwen3.h"
+#include "engine/engine.h"
 #include "io/npy.h"
 #include "lower/bundle_io.h"
 #include "lower/qwen3_compile.h"
@@ -183,15 +182,15 @@ static int argmax(const float *x, int n) {
 
 /* Greedy continuation of ids: n steps through engine e; logits0 gets the
  * prompt's last-token logits. */
-static void greedy(gen_engine *e, const int32_t *ids, int n_ids, int steps, int32_t *out,
-                   float *logits0) {
+static void greedy(engine *e, engine_seq *q, const int32_t *ids, int n_ids, int steps,
+                   int32_t *out, float *logits0) {
     float *lg = malloc((size_t)e->n_vocab * sizeof *lg);
     nc_error err = {0};
-    CHECK_OK(e->forward(e->model, e->state, ids, n_ids, lg, &err), &err);
+    CHECK_OK(engine_forward(e, q, ids, n_ids, lg, &err), &err);
     if (logits0) memcpy(logits0, lg, (size_t)e->n_vocab * sizeof *lg);
     for (int s = 0; s < steps && !err.code; s++) {
         out[s] = argmax(lg, e->n_vocab);
-        if (s + 1 < steps) CHECK_OK(e->forward(e->model, e->state, &out[s], 1, lg, &err), &err);
+        if (s + 1 < steps) CHECK_OK(engine_forward(e, q, &out[s], 1, lg, &err), &err);
     }
     free(lg);
 }
@@ -223,28 +222,29 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
         prompt_ref r;
         CHECK(load_ref(fixtures[i].dir, &r));
         nc_error err = {0};
-        qwen3_model *cm = NULL;
-        qwen3_state *cs = NULL;
-        gen_mil *mm = NULL;
-        qwen3_load_options lo = {2};
-        CHECK_OK(qwen3_load(fixtures[i].dir, &lo, &cm, &err), &err);
-        if (cm) CHECK_OK(qwen3_state_new(cm, fixtures[i].ctx, &cs, &err), &err);
-        CHECK_OK(gen_mil_open(bundles[i], 2, &mm, &err), &err);
-        if (!cs || !mm) {
-            qwen3_state_free(cs);
-            qwen3_free(cm);
-            gen_mil_free(mm);
+        engine *ec = NULL, *em = NULL;
+        engine_seq *cs = NULL, *ms = NULL;
+        engine_options eo = {0};
+        eo.n_threads = 2;
+        CHECK_OK(engine_open("qwen3-cpu", fixtures[i].dir, &eo, &ec, &err), &err);
+        CHECK_OK(engine_seq_new(ec, fixtures[i].ctx, &cs, &err), &err);
+        CHECK_OK(engine_open("qwen3-mil", bundles[i], &eo, &em, &err), &err);
+        if (em) CHECK_OK(engine_seq_new(em, 0, &ms, &err), &err);
+        if (!cs || !ms) {
+            if (ec) engine_seq_free(ec, cs);
+            if (em) engine_seq_free(em, ms);
+            engine_close(ec);
+            engine_close(em);
             return;
         }
         hidden_rows hc = {0}, hm = {0};
-        qwen3_set_layer_hook(cm, keep_rows, &hc);
-        gen_mil_set_layer_hook(mm, keep_rows, &hm);
-        gen_engine ec = gen_engine_qwen3(cm, cs), em = gen_engine_mil(mm);
-        int V = ec.n_vocab;
+        CHECK_OK(engine_set_layer_hook(ec, keep_rows, &hc, &err), &err);
+        CHECK_OK(engine_set_layer_hook(em, keep_rows, &hm, &err), &err);
+        int V = ec->n_vocab;
         float *lc = malloc((size_t)V * sizeof *lc), *lm = malloc((size_t)V * sizeof *lm);
         int32_t gc[N_GREEDY], gm[N_GREEDY];
-        greedy(&ec, r.ids, r.n_ids, N_GREEDY, gc, lc);
-        greedy(&em, r.ids, r.n_ids, N_GREEDY, gm, lm);
+        greedy(ec, cs, r.ids, r.n_ids, N_GREEDY, gc, lc);
+        greedy(em, ms, r.ids, r.n_ids, N_GREEDY, gm, lm);
 
         /* greedy: HF's ids (independent), and the cpu backend's for 64 tokens */
         int same_hf = 0, same_cpu = 0, cpu_hf = 0,
@@ -300,15 +300,12 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
          * 32-column one, against the cpu backend */
         int32_t longp[MAX_IDS];
         int nl = 0;
-        for (int k = 0; k < r.n_ids && nl < MAX_IDS; k++)
-            longp[nl++] = r.ids[k];
-        for (int k = 0; k < N_GREEDY && nl < 70; k++)
-            longp[nl++] = gc[k];
-        ec.truncate(ec.state, 0);
-        em.truncate(em.state, 0);
-        CHECK(em.pos(em.state) == 0);
-        CHECK_OK(ec.forward(ec.model, ec.state, longp, nl, lc, &err), &err);
-        CHECK_OK(em.forward(em.model, em.state, longp, nl, lm, &err), &err);
+        for (int k = 0; k < r.n_ids && nl < MAX_IDS; k++) longp[nl++] = r.ids[k];
+        for (int k = 0; k < N_GREEDY && nl < 70; k++) longp[nl++] = gc[k];
+        engine_seq_truncate(ec, cs, 0);
+        CHECK(engine_seq_truncate(em, ms, 0) == 0 && engine_seq_pos(em, ms) == 0);
+        CHECK_OK(engine_forward(ec, cs, longp, nl, lc, &err), &err);
+        CHECK_OK(engine_forward(em, ms, longp, nl, lm, &err), &err);
         double lmax = 0, lref = 0;
         for (int v = 0; v < V; v++) {
             lmax = fmax(lmax, fabs((double)lm[v] - lc[v]));
@@ -319,8 +316,7 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
                fixtures[i].dir, nl, lmax);
 
         /* per-layer hidden states over every processed token */
-        CHECK(hc.n_layers == hm.n_layers &&
-              hc.n_layers == qwen3_model_config(cm)->num_hidden_layers);
+        CHECK(hc.n_layers == hm.n_layers && hc.n_layers == ec->n_layers);
         for (int l = 0; l < hc.n_layers && l < hm.n_layers; l++) {
             CHECKF(hc.n_rows[l] == hm.n_rows[l], "layer %d: %d vs %d rows", l, hc.n_rows[l],
                    hm.n_rows[l]);
@@ -351,9 +347,10 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
         free(hf);
         free(lc);
         free(lm);
-        gen_mil_free(mm);
-        qwen3_state_free(cs);
-        qwen3_free(cm);
+        engine_seq_free(em, ms);
+        engine_seq_free(ec, cs);
+        engine_close(em);
+        engine_close(ec);
     }
 }
 

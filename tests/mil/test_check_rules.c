@@ -363,9 +363,9 @@ static void test_rule_table_rows_are_complete(void) {
 /* The hand-written attention block from the corpus (fed to the ANE compiler
  * by its authors) passes the generic checks and the ANE rules. */
 static void test_corpus_attention_passes(void) {
-    const char *path = nc_test_shared_path(
-        "data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil");
-    if (!path) SKIP("shared corpus not found");
+    const char *path = nc_test_fixture_path(
+        "mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil");
+    CHECKF(path, "tests/fixtures/mil-corpus attention.mil missing");
     nc_error err;
     mil_program *prog;
     CHECK_OK(mil_parse_file(path, &prog, &err), &err);
