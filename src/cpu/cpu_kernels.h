@@ -64,9 +64,12 @@ static inline size_t cpu_gemm_panel_floats(const cpu_gemm_kernels *g, int rows, 
 typedef struct cpu_kernels {
     const char *name; /* "scalar", "avx2", "avx512" */
     cpu_matmul_fn matmul[CPU_W_FLOAT_N];
-    cpu_qmatmul_fn qmatmul[2];                   /* [0] Q8, [1] Q4 */
-    const cpu_qpanel_kernels *qpanel;            /* NULL: prompts use qmatmul too */
-    cpu_gemm_kernels gemm;                       /* prompts (many activation rows), every type */
+    cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
+    const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
+    cpu_gemm_kernels gemm;            /* prompts (many activation rows), every type */
+    /* prompts against bf16 weights on bf16 dot products (gemm_bf16.h), where
+     * the CPU has them; NULL: gemm */
+    const cpu_gemm_kernels *gemm_bf16;
     const struct cpu_attn_kernels *attn;         /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as

@@ -35,10 +35,15 @@ typedef struct {
     int is_gemm;        /* uses_gemm() */
 } matmul_job;
 
+/* The prompt GEMM for w's type: bf16 dot products where the table has them. */
+static const cpu_gemm_kernels *gemm_for(const cpu_kernels *kern, const cpu_mat *w) {
+    return w->type == CPU_W_BF16 && kern->gemm_bf16 ? kern->gemm_bf16 : &kern->gemm;
+}
+
 /* Whether a product of n rows runs on the prompt GEMM: enough rows, and
  * panel scratch (cpu_act) that holds a task's rows. */
 static int uses_gemm(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a, int n) {
-    const cpu_gemm_kernels *g = &kern->gemm;
+    const cpu_gemm_kernels *g = gemm_for(kern, w);
     if (cpu_wtype_is_quant(w->type) && kern->qpanel) return 0; /* the int8 GEMM */
     int min_tokens = cpu_wtype_is_quant(w->type) ? GEMM_MIN_TOKENS_QUANT : PANEL_MIN_TOKENS;
     return g->run && n >= min_tokens && a && a->panels &&
@@ -55,8 +60,9 @@ static void matmul_task(void *ctx, int task, int thread) {
     if (j->is_gemm) {
         /* Pack this task's rows once; every activation row reuses them. */
         float *p = a->panels + (size_t)thread * a->panel_floats;
-        j->kern->gemm.pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
-        j->kern->gemm.run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
+        const cpu_gemm_kernels *g = gemm_for(j->kern, j->w);
+        g->pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
+        g->run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
         return;
     }
     if (cpu_wtype_is_quant(j->w->type)) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/qkernels.h"
+#include "cpu/store16_avx512.h"
 #include "cpu/transpose_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -490,16 +491,9 @@ INLINE void qgemm_tile(const uint8_t *p, size_t ldp, int nbk, const uint8_t *xu,
             }
         }
     }
-    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) {
-        int n = valid - g * QP_ROWS;
-        __mmask16 m = n >= QP_ROWS ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) {
-            float *yb = y + (size_t)b * ldy + (size_t)g * QP_ROWS;
-            __m512 v = acc[g][b];
-            if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, yb));
-            _mm512_mask_storeu_ps(yb, m, v);
-        }
-    }
+    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++)
+        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) cpu_store16(
+            y + (size_t)b * ldy + (size_t)g * QP_ROWS, acc[g][b], valid - g * QP_ROWS, accumulate);
 }
 
 #define QGEMM_CASE(RG, TB)                                                                         \

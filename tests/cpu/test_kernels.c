@@ -16,6 +16,7 @@
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/gemm_bf16.h"
 
 static uint32_t rng = 1;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -101,23 +102,25 @@ static void *make_stored_weights(cpu_wtype t, int rows, int k, float *wf, size_t
     return nc_test_stored_weights(t, rows, k, 3, frand_at, wf, ldw_bytes);
 }
 
-/* Packs rows r0..r0+rows of a (r0 + rows + 2)-row matrix and runs n tokens
- * into a padded y; every output within 1e-5 * (k + 1) of the double product
- * and every padding cell untouched. Returns 0 and prints the case if not. */
-static int check_gemm(const cpu_kernels *kt, cpu_wtype t, int k, int n, int rows) {
+/* Packs rows r0..r0+rows of a (r0 + rows + 2)-row matrix with g and runs n
+ * tokens into a padded y; every output within tol * (k + 1) of the double
+ * product and every padding cell untouched. Returns 0 and prints the case
+ * if not. */
+static int check_gemm_with(const cpu_gemm_kernels *g, const char *name, cpu_wtype t, int k, int n,
+                           int rows, double tol) {
     const int r0 = 3, all_rows = r0 + rows + 2, ldx = k + 5, ldy = all_rows + 4;
     float *wf = malloc(sizeof(float) * (size_t)all_rows * k);
     size_t ldw;
     void *w = make_stored_weights(t, all_rows, k, wf, &ldw);
     float *x = malloc(sizeof(float) * (size_t)n * ldx);
     float *y = malloc(sizeof(float) * (size_t)n * ldy);
-    float *panel = malloc(sizeof(float) * cpu_gemm_panel_floats(&kt->gemm, rows, k));
+    float *panel = malloc(sizeof(float) * cpu_gemm_panel_floats(g, rows, k));
     for (int i = 0; i < n * ldx; i++)
         x[i] = frand();
     for (int i = 0; i < n * ldy; i++)
         y[i] = 12345.0f;
-    kt->gemm.pack(t, w, ldw, k, r0, r0 + rows, panel);
-    kt->gemm.run(panel, k, rows, x, (size_t)ldx, y + r0, (size_t)ldy, n);
+    g->pack(t, w, ldw, k, r0, r0 + rows, panel);
+    g->run(panel, k, rows, x, (size_t)ldx, y + r0, (size_t)ldy, n);
     int ok = 1;
     for (int b = 0; b < n && ok; b++)
         for (int r = 0; r < ldy && ok; r++) {
@@ -128,10 +131,10 @@ static int check_gemm(const cpu_kernels *kt, cpu_wtype t, int k, int n, int rows
                 double ref = 0;
                 for (int i = 0; i < k; i++)
                     ref += (double)x[(size_t)b * ldx + i] * wf[(size_t)r * k + i];
-                ok = fabs(got - ref) <= 1e-5 * (k + 1);
+                ok = fabs(got - ref) <= tol * (k + 1);
             }
             if (!ok)
-                printf("  %s %s k=%d n=%d rows=%d: token %d row %d got %g\n", kt->name,
+                printf("  %s %s k=%d n=%d rows=%d: token %d row %d got %g\n", name,
                        cpu_wtype_name(t), k, n, rows, b, r, got);
         }
     free(wf);
@@ -140,6 +143,41 @@ static int check_gemm(const cpu_kernels *kt, cpu_wtype t, int k, int n, int rows
     free(y);
     free(panel);
     return ok;
+}
+
+static int check_gemm(const cpu_kernels *kt, cpu_wtype t, int k, int n, int rows) {
+    return check_gemm_with(&kt->gemm, kt->name, t, k, n, rows, 1e-5);
+}
+
+/* The bf16 dot-product GEMMs (gemm_bf16.h), where the CPU has AVX512-BF16,
+ * on bf16 weights: two activation terms within the fp32 GEMM's bound (each
+ * product off by at most 2^-17 of it), one term within 2^-8 of each |x w|
+ * (<= 1 here); every token count 1-40, k around the 32-column transposes
+ * and the 1024-column chunks (odd: a half pair), rows around the 16-row
+ * groups. */
+static void test_bf16_dot_gemm_matches_reference(void) {
+#if defined(__x86_64__)
+    if (!cpu_features_get()->avx512bf16) {
+        SKIP("no AVX512-BF16 on this CPU");
+    }
+    static const int ks[] = {1, 2, 3, 31, 32, 33, 64, 65, 1023, 1024, 1025, 2100};
+    static const int rowss[] = {1, 15, 16, 17, 33, 64};
+    int cases = 0;
+    for (int v = CPU_BF16_ACCURATE; v <= CPU_BF16_FAST; v++) {
+        const cpu_gemm_kernels *g = &cpu_gemm_bf16_avx512[v];
+        const char *name = v == CPU_BF16_FAST ? "bf16 fast" : "bf16 accurate";
+        double tol = v == CPU_BF16_FAST ? 1.0 / 256 : 1e-5;
+        for (int n = 1; n <= 40; n++, cases++)
+            CHECK(check_gemm_with(g, name, CPU_W_BF16, 37, n, 45, tol));
+        for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+            for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
+                for (int n = 1; n <= 25; n += 12, cases++)
+                    CHECK(check_gemm_with(g, name, CPU_W_BF16, ks[a], n, rowss[c], tol));
+    }
+    printf("  %d cases\n", cases);
+#else
+    SKIP("x86-64 only");
+#endif
 }
 
 static void test_gemm_every_token_count_all_tables_all_types(void) {
@@ -344,6 +382,7 @@ int main(void) {
     RUN(test_threaded_matmul_split_matches_one_call);
     RUN(test_gemm_every_token_count_all_tables_all_types);
     RUN(test_gemm_awkward_k_and_rows_all_tables_all_types);
+    RUN(test_bf16_dot_gemm_matches_reference);
     RUN(test_matmul_act_prompts_use_the_gemms);
     RUN(test_reads_int8_only_for_short_quantized_products);
     RUN(test_rope_pairs_i_with_i_plus_half);
