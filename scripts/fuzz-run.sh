@@ -35,6 +35,7 @@ done
 shift $((OPTIND - 1))
 [ -d "$BIN" ] || { echo "fuzz-run: $BIN missing: run make fuzz first" >&2; exit 1; }
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/nectar-fuzz.XXXXXX")
+mkdir -p "$OUT" || exit 1
 TARGETS="$*"
 if [ -z "$TARGETS" ]; then
     for f in "$BIN"/fuzz_*; do TARGETS="$TARGETS $(basename "$f")"; done
