@@ -38,7 +38,10 @@ shift $((OPTIND - 1))
 mkdir -p "$OUT" || exit 1
 TARGETS="$*"
 if [ -z "$TARGETS" ]; then
-    for f in "$BIN"/fuzz_*; do TARGETS="$TARGETS $(basename "$f")"; done
+    for f in "$BIN"/fuzz_*; do
+        case $f in *.*) continue ;; esac
+        [ -f "$f" ] && [ -x "$f" ] && TARGETS="$TARGETS $(basename "$f")"
+    done
 fi
 
 # The dictionary that fits a target's input format, if any.
