@@ -151,10 +151,11 @@ fuzz:
 
 # Only reached through the sub-make above (BUILD=build/fuzz, CC=clang).
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
+	@:
 $(FUZZ_OUT)/%: tests/fuzz/%.c $(LIB)
-	@mkdir -p $(dir $@)
+	@mkdir -p $(dir $@) $(BUILD)/obj/tests/fuzz
 	@echo "FUZZ $@"
-	@$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) \
+	@$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) -MMD -MP -MF $(BUILD)/obj/tests/fuzz/$*.fuzz.d \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	    $< $(LIB) $(LDLIBS) -o $@
 
@@ -184,4 +185,5 @@ clean:
 # Test and fuzz objects too: a header change must rebuild the tests that
 # include it (a stale test object sees old struct sizes).
 -include $(OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d) \
-    $(TEST_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_DRIVER_OBJ:.o=.d)
+    $(TEST_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_DRIVER_OBJ:.o=.d) \
+    $(wildcard build/fuzz/obj/tests/fuzz/*.fuzz.d)
