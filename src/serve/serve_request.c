@@ -4,11 +4,14 @@
  * client never silently gets something other than what it asked for. */
 #include "serve/serve_request.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "serve/serve_job.h"
 
 /* Parse context: the error record and the parameter it is about. */
 typedef struct pctx {
@@ -21,6 +24,80 @@ static nc_status bad(pctx *c, const char *param, const char *fmt, const char *de
     char msg[256];
     snprintf(msg, sizeof msg, fmt, detail ? detail : "");
     return nc_fail(c->err, NC_ERR_INVALID, "'%s' %s", param, msg);
+}
+
+/* jansson holds integers as int64_t and refuses a document with a larger
+ * one, so before parsing, integer literals outside that range are turned
+ * into strings "\0big:DIGITS" (a NUL cannot come from a client's own string
+ * here: dup_string refuses it). Only `seed` accepts them; elsewhere they
+ * are a wrong type, named by field, rather than a parse error. */
+#define BIG_MARK "\\u0000big:"
+#define BIG_MARK_DECODED "\0big:"
+
+static const char *big_integer(const json_t *v) {
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    size_t n = sizeof BIG_MARK_DECODED - 1;
+    if (!s || json_string_length(v) <= n || memcmp(s, BIG_MARK_DECODED, n) != 0) return NULL;
+    return s + n;
+}
+
+/* NULL when there is nothing to rewrite (or out of memory: then jansson
+ * reports the big integer itself). */
+static char *quote_big_integers(const char *body, size_t len, size_t *out_len) {
+    serve_text out = {0};
+    size_t copied = 0;
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = 0;
+            continue;
+        }
+        if (ch == '"') {
+            in_string = 1;
+            continue;
+        }
+        if (ch != '-' && (ch < '0' || ch > '9')) continue;
+        size_t j = i + (ch == '-');
+        while (j < len && body[j] >= '0' && body[j] <= '9')
+            j++;
+        int is_integer = j == len || !strchr(".eE", body[j]);
+        size_t n_digits = j - i - (ch == '-');
+        if (is_integer && n_digits >= 19) {
+            char num[32];
+            int fits = 0;
+            if (j - i < sizeof num) {
+                memcpy(num, body + i, j - i);
+                num[j - i] = '\0';
+                errno = 0;
+                (void)strtoll(num, NULL, 10);
+                fits = errno == 0;
+            }
+            if (!fits) {
+                if (serve_text_append(&out, body + copied, i - copied) != 0 ||
+                    serve_text_append(&out, "\"" BIG_MARK, sizeof BIG_MARK) != 0 ||
+                    serve_text_append(&out, body + i, j - i) != 0 ||
+                    serve_text_append(&out, "\"", 1) != 0) {
+                    free(out.p);
+                    return NULL;
+                }
+                copied = j;
+            }
+        }
+        while (j < len && strchr("0123456789.eE+-", body[j]))
+            j++;
+        i = j - 1;
+    }
+    if (!out.p) return NULL;
+    if (serve_text_append(&out, body + copied, len - copied) != 0) {
+        free(out.p);
+        return NULL;
+    }
+    *out_len = out.len;
+    return out.p;
 }
 
 /* The field, or NULL when absent or JSON null (OpenAI treats both alike). */
@@ -259,12 +336,25 @@ static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
     int64_t v = r->top_k;
     NC_TRY(get_int(c, root, "top_k", 0, 1e9, &v));
     r->top_k = (int)v;
-    /* A seed is any 64-bit integer (negative seeds wrap as in numpy). */
-    int64_t seed = 0;
-    if (field(root, "seed")) {
-        NC_TRY(get_int(c, root, "seed", -9.2e18, 9.2e18, &seed));
+    /* A seed is any 64-bit integer, signed or not (negative seeds wrap as
+     * in numpy); one above INT64_MAX arrives as a big-integer marker. */
+    json_t *sv = field(root, "seed");
+    if (sv) {
+        const char *big = big_integer(sv);
+        char *end;
+        if (big && *big != '-') {
+            errno = 0;
+            r->seed = strtoull(big, &end, 10);
+            if (errno || *end)
+                return bad(c, "seed", "must be an integer between -2^63 and 2^64-1%s", NULL);
+        } else if (json_is_integer(sv)) {
+            r->seed = (uint64_t)json_integer_value(sv);
+        } else {
+            int64_t seed = 0;
+            NC_TRY(get_int(c, root, "seed", -9.2e18, 1.8e19, &seed));
+            r->seed = (uint64_t)seed;
+        }
         r->has_seed = 1;
-        r->seed = (uint64_t)seed;
     }
     int64_t n = 1;
     NC_TRY(get_int(c, root, "n", 1, 1e9, &n));
@@ -347,7 +437,11 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     req->enable_thinking = 1;
     pctx c = {perr, err};
     json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    size_t quoted_len = 0;
+    char *quoted = quote_big_integers(body, len, &quoted_len);
+    json_t *root = json_loadb(quoted ? quoted : body, quoted ? quoted_len : len,
+                              JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    free(quoted);
     if (!root)
         return nc_fail(err, NC_ERR_FORMAT, "request body:%d:%d: invalid JSON: %s", je.line,
                        je.column, je.text);
