@@ -11,33 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct jbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} jbuf;
+/* The text is built in an open_memstream (POSIX 2008); a failed write
+ * shows up as an error on the stream. */
+typedef FILE jbuf;
 
 static void put_n(jbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
+    fwrite(s, 1, n, b);
 }
 
 static void put(jbuf *b, const char *s) {
-    put_n(b, s, strlen(s));
+    fputs(s, b);
 }
 
 static void put_string(jbuf *b, const char *s, size_t n) {
@@ -182,14 +165,17 @@ static void put_value(jbuf *b, const json_t *v) {
 }
 
 nc_status chat_tojson(const json_t *v, char **out, nc_error *err) {
-    jbuf b = {0};
-    put_value(&b, v);
-    put(&b, "");
-    if (b.oom) {
-        free(b.p);
-        *out = NULL;
+    char *p = NULL;
+    size_t n = 0;
+    *out = NULL;
+    FILE *f = open_memstream(&p, &n);
+    if (!f) return nc_fail(err, NC_ERR_NOMEM, "tojson: out of memory");
+    put_value(f, v);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(p);
         return nc_fail(err, NC_ERR_NOMEM, "tojson: out of memory");
     }
-    *out = b.p;
+    *out = p;
     return NC_OK;
 }
