@@ -27,6 +27,7 @@
 #include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
 #include "serve/serve_sched.h"
+#include "serve/serve_toolcall.h"
 #include "text/chat.h"
 
 /* How often a waiting connection checks whether its client is still there. */
@@ -260,16 +261,39 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     *param = NULL;
     *code = NULL;
     if (r->endpoint == SERVE_EP_CHAT) {
+        size_t n_all = 0;
+        for (size_t i = 0; i < r->n_messages; i++)
+            n_all += r->messages[i].n_tool_calls;
         chat_message *m = calloc(r->n_messages, sizeof *m);
-        if (!m) return snprintf(msg, msg_cap, "out of memory"), 500;
+        const chat_tool_call **calls = calloc(r->n_messages, sizeof *calls);
+        size_t *n_calls = calloc(r->n_messages, sizeof *n_calls);
+        chat_tool_call *all = calloc(n_all + 1, sizeof *all);
+        if (!m || !calls || !n_calls || !all) {
+            free(m);
+            free(calls);
+            free(n_calls);
+            free(all);
+            return snprintf(msg, msg_cap, "out of memory"), 500;
+        }
+        chat_tool_call *next = all;
         for (size_t i = 0; i < r->n_messages; i++) {
-            m[i].role = r->messages[i].role;
-            m[i].content = r->messages[i].content;
-            m[i].reasoning_content = r->messages[i].reasoning_content;
+            const serve_message *sm = &r->messages[i];
+            m[i].role = sm->role;
+            m[i].content = sm->content;
+            m[i].reasoning_content = sm->reasoning_content;
+            calls[i] = next;
+            n_calls[i] = sm->n_tool_calls;
+            for (size_t k = 0; k < sm->n_tool_calls; k++)
+                *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
         }
         chat_options co = {1, r->enable_thinking};
-        nc_status st = chat_render(m, r->n_messages, &co, &text, &err);
+        chat_tools tools = {(const char *const *)r->tools,
+                            r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
+        nc_status st = chat_render_tools(m, r->n_messages, &co, &tools, &text, &err);
         free(m);
+        free(calls);
+        free(n_calls);
+        free(all);
         if (st != NC_OK) {
             *param = "messages";
             snprintf(msg, msg_cap, "%s", err.msg);
@@ -362,7 +386,67 @@ typedef struct stream_ctx {
     size_t sent_reasoning, sent_content, sent_lp;
     unsigned seen;
     int sent_first, is_finished;
+    int uses_tools; /* content goes through the tool-call scanner */
+    serve_tool_scan scan;
 } stream_ctx;
+
+/* Tool calls are parsed from the output when the request gave tools and
+ * did not switch them off. */
+static int uses_tools(const serve_request *r) {
+    return r->n_tools > 0 && r->tool_choice != SERVE_TOOLS_NONE;
+}
+
+/* finish_reason as OpenAI reports it: "tool_calls" when the model stopped
+ * after calling. */
+static const char *finish_of(const serve_job *j, int n_calls) {
+    const char *f = j->finish_reason ? j->finish_reason : "stop";
+    return n_calls > 0 && !strcmp(f, "stop") ? "tool_calls" : f;
+}
+
+static void append_chunk(stream_ctx *sc, const serve_delta *d) {
+    char *ev = serve_chunk(&sc->rid, d, 0, NULL);
+    if (ev) serve_text_append(&sc->out, ev, strlen(ev));
+    free(ev);
+}
+
+/* The scanner's news as chunks: text as content; each call as OpenAI
+ * streams one, a delta with its id, type and name (arguments "") and then
+ * one with the arguments. */
+static void stream_tool_news(stream_ctx *sc, int is_final) {
+    serve_job *j = sc->job;
+    serve_tool_news news;
+    int index = sc->scan.n_calls;
+    while (serve_tool_scan_next(&sc->scan, j->content.p ? j->content.p : "", j->content.len,
+                                is_final, &news)) {
+        if (news.text_len) {
+            serve_delta d = {0};
+            d.content = news.text;
+            d.content_len = news.text_len;
+            append_chunk(sc, &d);
+        }
+        json_t *call;
+        size_t i;
+        json_array_foreach(news.calls, i, call) {
+            json_t *f = json_object_get(call, "function");
+            json_t *head = json_pack("[{s:O,s:O,s:{s:O,s:s}}]", "id", json_object_get(call, "id"),
+                                     "type", json_object_get(call, "type"), "function", "name",
+                                     json_object_get(f, "name"), "arguments", "");
+            json_t *args =
+                json_pack("[{s:{s:O}}]", "function", "arguments", json_object_get(f, "arguments"));
+            serve_delta d = {0};
+            d.first_call_index = index;
+            d.tool_calls = head;
+            append_chunk(sc, &d);
+            d.tool_calls = args;
+            append_chunk(sc, &d);
+            json_decref(head);
+            json_decref(args);
+            index++;
+        }
+        json_decref(news.calls);
+    }
+    json_decref(news.calls);
+}
 
 /* Appends SSE events for everything new in the job; sets is_finished after
  * the closing events. Called with j->mu held. */
@@ -371,8 +455,10 @@ static void stream_collect(stream_ctx *sc) {
     serve_delta d = {0};
     d.reasoning = j->reasoning.p ? j->reasoning.p + sc->sent_reasoning : NULL;
     d.reasoning_len = j->reasoning.len - sc->sent_reasoning;
-    d.content = j->content.p ? j->content.p + sc->sent_content : NULL;
-    d.content_len = j->content.len - sc->sent_content;
+    if (!sc->uses_tools) {
+        d.content = j->content.p ? j->content.p + sc->sent_content : NULL;
+        d.content_len = j->content.len - sc->sent_content;
+    }
     json_t *lp = NULL;
     size_t n_lp = json_array_size(j->logprobs);
     if (j->req.logprobs) {
@@ -390,6 +476,7 @@ static void stream_collect(stream_ctx *sc) {
         sc->sent_first = 1;
     }
     json_decref(lp);
+    if (sc->uses_tools) stream_tool_news(sc, j->state == SERVE_JOB_DONE);
     sc->sent_reasoning = j->reasoning.len;
     sc->sent_content = j->content.len;
     sc->sent_lp = n_lp;
@@ -405,7 +492,7 @@ static void stream_collect(stream_ctx *sc) {
         }
         free(ev);
     } else {
-        ev = serve_chunk(&sc->rid, NULL, 0, j->finish_reason ? j->finish_reason : "stop");
+        ev = serve_chunk(&sc->rid, NULL, 0, finish_of(j, sc->scan.n_calls));
         if (ev) serve_text_append(&sc->out, ev, strlen(ev));
         free(ev);
         if (j->req.include_usage) {
@@ -467,6 +554,7 @@ static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, c
     sc->fd = client_fd(c);
     sc->rid = *rid;
     sc->seen = seen;
+    sc->uses_tools = uses_tools(&j->req);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, sc, stream_free);
     if (!r) {
@@ -563,12 +651,34 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         ret = send_error(c, cc, is_shutdown ? 503 : 500, j->error, NULL,
                          is_shutdown ? "shutting_down" : NULL);
     } else {
-        serve_delta d = {j->reasoning.p, j->reasoning.len, j->content.p, j->content.len,
-                         j->req.logprobs ? j->logprobs : NULL};
+        serve_delta d = {j->reasoning.p,
+                         j->reasoning.len,
+                         j->content.p,
+                         j->content.len,
+                         j->req.logprobs ? j->logprobs : NULL,
+                         NULL,
+                         0};
         serve_usage u;
         job_usage(j, &u);
+        serve_text text = {0};
+        serve_tool_scan scan = {0};
+        if (uses_tools(&j->req)) { /* the text around the calls, and the calls */
+            serve_tool_news news;
+            d.tool_calls = json_array();
+            while (serve_tool_scan_next(&scan, j->content.p ? j->content.p : "", j->content.len, 1,
+                                        &news)) {
+                serve_text_append(&text, news.text ? news.text : "", news.text_len);
+                json_array_extend(d.tool_calls, news.calls);
+                json_decref(news.calls);
+            }
+            json_decref(news.calls);
+            d.content = text.p ? text.p : "";
+            d.content_len = text.len;
+        }
         ret = send_body(c, cc, 200, "application/json",
-                        serve_response_full(&rid, &d, j->finish_reason, &u), NULL);
+                        serve_response_full(&rid, &d, finish_of(j, scan.n_calls), &u), NULL);
+        json_decref(d.tool_calls);
+        free(text.p);
     }
     release_job(s, j);
     return ret;

@@ -482,7 +482,7 @@ static void test_bad_requests_get_400_naming_the_field(void) {
         {"/v1/chat/completions",
          "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"tools\": "
          "[{\"type\":\"function\"}]}",
-         "tools"},
+         "tools[0].function.name"},
         {"/v1/chat/completions",
          "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stream\": \"yes\"}", "stream"},
         {"/v1/completions", "{\"prompt\": 7}", "prompt"},

@@ -83,8 +83,19 @@ static void test_errors_name_the_field(void) {
         {SERVE_EP_CHAT, "{\"messages\":[],\"messages\":[]}", "", NC_ERR_FORMAT},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content",
          NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
-         "messages[0].role", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+         "{}}]}]}",
+         "messages[0].tool_calls[0].function", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}",
+         "tool_choice", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"a\"}}],\"tool_choice\":{\"type\":\"function\","
+         "\"function\":{\"name\":\"b\"}}}",
+         "tool_choice.function.name", NC_ERR_INVALID},
+        {SERVE_EP_COMPLETIONS, "{\"prompt\":\"x\",\"tools\":[]}", "tools", NC_ERR_INVALID},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}",
          "messages[0].content[0].text", NC_ERR_INVALID},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":1.5}",
@@ -97,8 +108,8 @@ static void test_errors_name_the_field(void) {
          "seed", NC_ERR_INVALID},
         {SERVE_EP_CHAT,
          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":"
-         "\"json_object\"}}",
-         "response_format", NC_ERR_INVALID},
+         "\"xml\"}}",
+         "response_format.type", NC_ERR_INVALID},
         {SERVE_EP_CHAT,
          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_"
          "thinking\":1}}",
