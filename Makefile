@@ -4,7 +4,9 @@
 #   make check      install missing system packages, build with gcc and clang,
 #                   run every test, then run them again under ASan/UBSan
 #   make demo       install missing packages, build, run the bundled demo model
-#   make fuzz       libFuzzer builds of the fuzz targets (clang), for long runs
+#   make fuzz       coverage-instrumented libFuzzer builds of the fuzz targets (clang)
+#   make fuzz-run SECONDS=N   run each fuzz target N seconds, print what it found
+#   make tools-venv build/venv with the Python packages of tools/requirements.txt
 # Sources are found by wildcard: adding a file under src/ adds it to the build.
 # Files named *_avx2.c / *_avx512.c / *_amx.c (x86-64) and *_neon.c (arm64) are the
 # per-ISA kernels; they are compiled with their ISA flags, only on that
@@ -46,6 +48,10 @@ ifeq ($(filter arm64 aarch64,$(UNAME_M)),)
 SRC := $(filter-out %_neon.c,$(SRC))
 endif
 OBJ := $(SRC:%.c=$(BUILD)/obj/%.o)
+ifeq ($(UNAME_S),Darwin)
+# the one Objective-C file: @try around the bridge's calls (src/ane/ane_try.m)
+OBJ += $(BUILD)/obj/src/ane/ane_try.o
+endif
 LIB := $(BUILD)/libnectar.a
 
 CLI_SRC := $(shell find tools/nectar -name '*.c' | LC_ALL=C sort)
@@ -66,6 +72,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.m
+	@mkdir -p $(dir $@)
+	@echo "CC $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -x objective-c -fobjc-exceptions -c $< -o $@
 
 $(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
@@ -126,21 +137,48 @@ demo: deps
 	@$(MAKE) --no-print-directory $(NECTAR)
 	$(NECTAR) run -m models/demo -p "$(DEMO_PROMPT)" -n 64
 
-# Long fuzzing runs with libFuzzer (needs clang); the test suite runs each
-# target briefly through tests/fuzz/driver.c instead.
+# Long fuzzing runs with libFuzzer (needs clang and its runtime libraries:
+# `sh scripts/install-deps.sh fuzz`); the test suite runs each target briefly
+# through tests/fuzz/driver.c instead. Every library object of the fuzz build
+# carries the coverage instrumentation (fuzzer-no-link) as well as ASan/UBSan,
+# so libFuzzer sees the edges of the parsers, not only of the target file.
+# UBSan findings abort, so libFuzzer records them as crashes.
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_OUT := build/fuzz/bin
 fuzz:
-	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 \
-	    SAN="-fsanitize=address,undefined" build/fuzz/libnectar.a
-	@mkdir -p build/fuzz/bin
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	    clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
-	      $$f build/fuzz/libnectar.a $(LDLIBS) -o build/fuzz/bin/$$n || exit 1; \
-	    echo "built build/fuzz/bin/$$n"; done
+	@sh scripts/install-deps.sh fuzz-check
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+
+# Only reached through the sub-make above (BUILD=build/fuzz, CC=clang).
+fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
+$(FUZZ_OUT)/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "FUZZ $@"
+	@$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) \
+	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    $< $(LIB) $(LDLIBS) -o $@
+
+# Runs every fuzz target for SECONDS seconds each from its committed seeds
+# (tests/fuzz/corpus/<target>, dictionaries in tests/fuzz/dict) and prints per
+# target: executions, edges covered, corpus size, crashes. TARGETS=... picks some.
+SECONDS ?= 60
+TARGETS ?=
+fuzz-run: fuzz
+	@sh scripts/fuzz-run.sh -t $(SECONDS) $(TARGETS)
+
+# ---- Python for tools/ (the fixture scripts) -------------------------------
+# build/venv: a venv with tools/requirements.txt; run the scripts as
+# build/venv/bin/python tools/<script>.py. `make check` puts only what the
+# tests need there (scripts/install-deps.sh --test).
+tools-venv:
+	@[ -x build/venv/bin/python ] || python3 -m venv build/venv
+	build/venv/bin/pip install -r tools/requirements.txt
+.PHONY: tools-venv
 
 clean:
 	rm -rf build
 
-.PHONY: all test deps asan test-asan clang-build check demo fuzz clean
+.PHONY: all test deps asan test-asan clang-build check demo fuzz fuzz-bins fuzz-run clean
 .SECONDARY:
 
 # Test and fuzz objects too: a header change must rebuild the tests that

@@ -11,7 +11,7 @@ by transformers' apply_chat_template / the HF tokenizer, the fake model's
 rule re-implemented in numpy, text decoded by HF, reasoning split, stop
 strings cut, logprobs from a float64 log-softmax.
 
-Usage: /work/venv/bin/python tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
+Usage: python3 tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
 """
 import argparse
 import json
@@ -186,7 +186,7 @@ def case(hf, model, name, endpoint, body, think_ids):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "..", "shared", "data",
+    ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "tests", "fixtures",
                                                               "qwen3-tokenizer"))
     args = ap.parse_args()
     os.makedirs(FAKE, exist_ok=True)

@@ -143,7 +143,7 @@ nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_e
     return st;
 }
 
-/* Published configs (reference/qwen3-and-cpu-engines.md §1.2). */
+/* Published configs (docs/references.md §Q.1). */
 static const struct {
     const char *name;
     nc_qwen3_shape shape;

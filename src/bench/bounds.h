@@ -1,6 +1,6 @@
 /* The arithmetic behind `nectar bounds`: parameter counts, dense FLOPs,
  * weight bytes per storage format and the bandwidth/compute floors that no
- * implementation can beat (DESIGN.md §5). Pure functions of a model shape;
+ * implementation can beat (docs/measuring.md). Pure functions of a model shape;
  * the formulas and what each term counts are in docs/measuring.md. */
 #ifndef NC_BENCH_BOUNDS_H
 #define NC_BENCH_BOUNDS_H

@@ -1,9 +1,9 @@
 /* The ANE rules as a table: one row per rule (id, severity, what it
  * forbids, the check, the suggested rewrite, where the fact comes from).
  * Errors are what the ANE compiler rejects or runs wrongly; warnings are ops
- * reported to fail on some chips, each with its rewrite. The facts are
- * DESIGN.md §3 and shared/reference/ane-private-api.md; docs/ane-rules.md
- * lists the rules as implemented. */
+ * reported to fail on some chips, each with its rewrite. The facts and
+ * the rules as implemented are in docs/ane-rules.md (sources:
+ * docs/references.md). */
 #ifndef NC_MIL_ANE_RULES_H
 #define NC_MIL_ANE_RULES_H
 

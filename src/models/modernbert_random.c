@@ -1,6 +1,6 @@
 /* Random ModernBERT-family checkpoints (see modernbert_random.h). Shapes and
- * special ids are those of the hub configs (../shared/reference/
- * encoders-and-ane-layout.md §1.6). Values: the counter-based uniform
+ * special ids are those of the hub configs (docs/references.md
+ * §E.1). Values: the counter-based uniform
  * scheme of io/safetensors_random.h. */
 #include "models/modernbert_random.h"
 

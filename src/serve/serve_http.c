@@ -41,7 +41,7 @@
 #define SERVE_MHD_POOL_BYTES (64 * 1024)
 
 struct serve_server {
-    serve_engine *e;
+    gen_model *m;
     serve_options opt;
     serve_sched *sched;
     serve_metrics metrics;
@@ -324,14 +324,14 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         return 400;
     }
     if (text) {
-        st = tok_encode(s->e->tok, text, strlen(text), &j->prompt, &n, &err);
+        st = tok_encode(s->m->tok, text, strlen(text), &j->prompt, &n, &err);
         free(text);
     } else { /* token ids given: they must name rows of the model */
         for (size_t i = 0; i < r->n_prompt_ids; i++)
-            if (r->prompt_ids[i] >= s->e->n_vocab) {
+            if (r->prompt_ids[i] >= s->m->e->n_vocab) {
                 *param = what;
                 snprintf(msg, msg_cap, "'prompt[%zu]': token id %d is outside the vocabulary (%d)",
-                         i, (int)r->prompt_ids[i], s->e->n_vocab);
+                         i, (int)r->prompt_ids[i], s->m->e->n_vocab);
                 return 400;
             }
         j->prompt = r->prompt_ids;
@@ -582,11 +582,11 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
-    if (req.model && !serve_model_matches(req.model, s->e->model_id, s->opt.model_path,
+    if (req.model && !serve_model_matches(req.model, s->m->model_id, s->opt.model_path,
                                           s->opt.aliases, s->opt.n_aliases)) {
         char msg[512];
         snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has '%.200s'",
-                 req.model, s->e->model_id);
+                 req.model, s->m->model_id);
         serve_request_free(&req);
         return send_error(c, cc, 404, msg, "model", "model_not_found");
     }
@@ -631,7 +631,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     serve_resp_id rid;
     make_id(s, ep, rid.id, sizeof rid.id);
     rid.created = (long long)time(NULL);
-    rid.model = s->e->model_id;
+    rid.model = s->m->model_id;
     rid.endpoint = ep;
     if (j->req.stream) return start_stream(s, c, cc, j, &rid, 0);
     for (;;) {
@@ -688,8 +688,8 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
 
 static json_t *model_json(serve_server *s, const char *name) {
     return json_pack("{s:s,s:s,s:I,s:s,s:{s:i,s:i,s:s}}", "id", name, "object", "model", "created",
-                     (json_int_t)s->started, "owned_by", "nectar", "meta", "n_vocab", s->e->n_vocab,
-                     "n_ctx", serve_sched_ctx(s->sched), "engine", s->e->kind);
+                     (json_int_t)s->started, "owned_by", "nectar", "meta", "n_vocab",
+                     s->m->e->n_vocab, "n_ctx", serve_sched_ctx(s->sched), "engine", s->m->e->kind);
 }
 
 static char *dump_json(json_t *o) {
@@ -702,14 +702,14 @@ static enum MHD_Result handle_models(serve_server *s, struct MHD_Connection *c, 
                                      const char *url) {
     const char *name = !strncmp(url, "/v1/models/", 11) ? url + 11 : NULL;
     if (name && *name) {
-        if (!serve_model_matches(name, s->e->model_id, s->opt.model_path, s->opt.aliases,
+        if (!serve_model_matches(name, s->m->model_id, s->opt.model_path, s->opt.aliases,
                                  s->opt.n_aliases))
             return send_error(c, cc, 404, "no such model", "model", "model_not_found");
         return send_body(c, cc, 200, "application/json", dump_json(model_json(s, name)), NULL);
     }
     /* The model under its id, then each --alias as a model of its own. */
     json_t *data = json_array();
-    json_array_append_new(data, model_json(s, s->e->model_id));
+    json_array_append_new(data, model_json(s, s->m->model_id));
     for (int i = 0; i < s->opt.n_aliases; i++)
         json_array_append_new(data, model_json(s, s->opt.aliases[i]));
     return send_body(c, cc, 200, "application/json",
@@ -899,7 +899,7 @@ static void gate_rejected(void *cls, int status) {
     serve_metrics_request(&s->metrics, SERVE_ROUTE_CONNECTION, status, 0);
 }
 
-nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_server **out,
+nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_server **out,
                              nc_error *err) {
     *out = NULL;
     if (opt->port < 0 || opt->port > 65535)
@@ -907,10 +907,10 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
     serve_server *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
-    s->e = e;
+    s->m = m;
     s->opt = *opt;
     s->started = (long long)time(NULL);
-    s->max_token_bytes = tok_max_token_bytes(e->tok);
+    s->max_token_bytes = tok_max_token_bytes(s->m->tok);
     if (s->max_token_bytes == 0) s->max_token_bytes = 1;
     atomic_init(&s->id_counter, 1);
     atomic_init(&s->n_inflight, 0);
@@ -920,8 +920,17 @@ nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_se
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
     }
     s->has_metrics = 1;
-    serve_sched_options so = {opt->n_parallel, opt->ctx, opt->queue_max};
-    nc_status st = serve_sched_new(e, &so, &s->metrics, &s->sched, err);
+    serve_sched_options so = {0};
+    so.n_slots = opt->n_parallel;
+    so.ctx = opt->ctx;
+    so.queue_max = opt->queue_max;
+    /* OpenAI's defaults where the model folder says nothing */
+    so.defaults = gen_sampler_defaults_greedy();
+    so.defaults.temperature = 1.0f;
+    so.defaults.top_p = 1.0f;
+    nc_status st =
+        opt->model_path ? gen_sampling_from_folder(opt->model_path, 0, &so.defaults, err) : NC_OK;
+    if (st == NC_OK) st = serve_sched_new(m, &so, &s->metrics, &s->sched, err);
     if (st != NC_OK) {
         serve_server_stop(s);
         return st;

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "serve/serve_engine.h"
+#include "gen/model.h"
 
 typedef struct serve_options {
     const char *host;       /* numeric IPv4 or IPv6 address */
@@ -28,8 +28,9 @@ typedef struct serve_options {
 
 typedef struct serve_server serve_server;
 
-/* Starts the scheduler and the listener; the engine must outlive the server. */
-nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_server **out,
+/* Starts the scheduler and the listener; the model must outlive the server.
+ * Sampling defaults come from opt->model_path's generation_config.json. */
+nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_server **out,
                              nc_error *err);
 int serve_server_port(const serve_server *s);
 /* Stops accepting, ends running requests, frees everything. */

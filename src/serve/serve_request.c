@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/model.h"
 #include "serve/serve_job.h"
 #include "text/chat_tojson.h"
 
@@ -469,6 +470,16 @@ static nc_status reject_unsupported(pctx *c, const json_t *root) {
 }
 
 static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } given[] = {{"temperature", GEN_SET_TEMPERATURE},
+                 {"top_p", GEN_SET_TOP_P},
+                 {"min_p", GEN_SET_MIN_P},
+                 {"repeat_penalty", GEN_SET_REPEAT_PENALTY},
+                 {"top_k", GEN_SET_TOP_K}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (field(root, given[i].key)) r->sampling_set |= given[i].bit;
     NC_TRY(get_num(c, root, "temperature", 0.0, 2.0, &r->temperature));
     NC_TRY(get_num(c, root, "top_p", 0.0, 1.0, &r->top_p));
     NC_TRY(get_num(c, root, "min_p", 0.0, 1.0, &r->min_p));

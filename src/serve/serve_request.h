@@ -56,9 +56,12 @@ typedef struct serve_request {
     int32_t *prompt_ids; /* completions: "prompt": [ids] (range checked later) */
     size_t n_prompt_ids;
 
-    /* Sampling (OpenAI defaults; gen_sampler semantics). */
+    /* Sampling (gen_sampler semantics). Fields the client did not send come
+     * from the model folder's generation_config.json, then OpenAI's
+     * defaults (temperature 1, top_p 1). */
     double temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
     int top_k;
+    unsigned sampling_set; /* GEN_SET_* (gen/model.h): fields the client sent */
     int has_seed;
     uint64_t seed;
 

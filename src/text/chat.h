@@ -1,7 +1,8 @@
-/* The Qwen3 chat template, rendered natively in C (no Jinja engine): the
- * same bytes as transformers' apply_chat_template(..., tokenize=False) with
- * the official Qwen3 template, for system/user/assistant/tool messages,
- * and (chat_render_tools) tool definitions and assistant tool calls. */
+/* The Qwen3 and Qwen3.5 chat templates, rendered natively in C (no Jinja
+ * engine): the same bytes as transformers' apply_chat_template(...,
+ * tokenize=False) with the official templates, for system/user/assistant/
+ * tool messages; for Qwen3 also (chat_render_tools) tool definitions and
+ * assistant tool calls. */
 #ifndef NC_TEXT_CHAT_H
 #define NC_TEXT_CHAT_H
 
@@ -48,5 +49,13 @@ typedef struct chat_tools {
 /* chat_render with tools (NULL: none, the same as chat_render). */
 nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_options *opt,
                             const chat_tools *tools, char **out, nc_error *err);
+
+/* The same with Qwen3.5's template: contents trimmed, the generation prompt
+ * opens "<think>\n" (thinking) or an empty think block; a misplaced system
+ * message, a missing user query or an unknown role is an error, as the
+ * template raises. Its small and large variants differ only when
+ * enable_thinking is not passed, which never happens here. */
+nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
+                             char **out, nc_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* nectar bounds against figures published elsewhere: the 0.622 ms / 1.842 ms
- * fp16 floors at 400 GB/s from the ANE feasibility study (shared/seeds), the
+ * fp16 floors at 400 GB/s from the ANE feasibility study (docs/references.md §E.3), the
  * Qwen3-0.6B 0.6B / 0.44B-non-embedding model-card counts, llama.cpp's
  * "596.05 M", the 751,632,384 params stored in the 0.6B safetensors (head
  * stored untied), and parameter counts that HF transformers reports for the
@@ -31,7 +31,7 @@ static void test_encoder_params_and_flops_by_hand(void) {
     CHECK(nc_encoder_params(&en_large) == 368312320.0);
     /* F_dense(1,96) = 2*96*A + 4*(22+2)*96^2*768 */
     CHECK(nc_encoder_flops(&mm_base, 1, 96) == 2.0 * 96 * 124452864.0 + 4.0 * 24 * 96 * 96 * 768);
-    /* reference/encoders-and-ane-layout.md §5: ModernBERT-base 110.3M and
+    /* docs/references.md §E.3: ModernBERT-base 110.3M and
      * ModernBERT-large 343.1M linear parameters (no head layers) */
     nc_encoder_shape base, large;
     nc_error err;

@@ -21,9 +21,9 @@ static void usage(FILE *f) {
                "(temp 0.7, top-p 0.8, top-k 20). --temp 0 is greedy.\n");
 }
 
-static int write_piece(void *user, int32_t token, const char *text, size_t len) {
+static int write_piece(void *user, gen_text_kind kind, const char *text, size_t len) {
     (void)user;
-    (void)token;
+    (void)kind;
     if (len) {
         fwrite(text, 1, len, stdout);
         fflush(stdout);
@@ -69,7 +69,7 @@ int cmd_run(int argc, char **argv) {
     gen_cli_loaded l;
     if (gen_cli_load(&o, &l, &err) != NC_OK) {
         free(file_text);
-        return cli_fail(&err);
+        return gen_cli_load_failed(&err);
     }
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -77,8 +77,9 @@ int cmd_run(int argc, char **argv) {
     free(file_text);
     gen_result res;
     if (st == NC_OK) {
-        gen_request req = {o.sampling, o.max_new_tokens, o.stops, o.n_stops, o.truncate};
-        st = gen_generate(l.session, ids, (int)n_ids, &req, write_piece, NULL, &res, &err);
+        gen_request req = {o.sampling, o.max_new_tokens, o.stops, o.n_stops, o.truncate, 0, 0};
+        gen_callbacks cb = {NULL, write_piece, NULL};
+        st = gen_generate(l.seq, ids, (int)n_ids, &req, &cb, &res, &err);
         if (st == NC_ERR_RANGE && !o.truncate) nc_fail_prefix(&err, "run");
     }
     free(ids);

@@ -10,7 +10,7 @@
 
 #include "base/log.h"
 #include "commands.h"
-#include "serve/serve_engine.h"
+#include "gen_cli.h"
 #include "serve/serve_http.h"
 
 static void usage(FILE *f) {
@@ -33,8 +33,12 @@ static void usage(FILE *f) {
         "  --max-connections N   open connections; beyond them a 503 (default 512)\n"
         "  --max-conn-per-ip N   open connections per client address (default: half the above)\n"
         "  --header-timeout S    time for a request's head to arrive (default 10)\n"
-        "  --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
-        "                        compile) run by the MIL interpreter, one slot at a time\n"
+        "  --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle (nectar\n"
+        "                        compile) run by the MIL interpreter or the Neural Engine,\n"
+        "                        slot after slot\n"
+        "  --ane-device fake|real  with --backend ane: real (default; macOS) or fake (the\n"
+        "                        ANE request path on the MIL interpreter; any OS); default\n"
+        "                        from $NECTAR_ANE_DEVICE\n"
         "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
         "  -v, --verbose         log each request\n");
 }
@@ -53,7 +57,7 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, long *out
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model = NULL, *backend = "cpu";
+    const char *model = NULL, *backend = "cpu", *ane_device = NULL;
     serve_options o = {0};
     o.host = "127.0.0.1";
     o.port = 8080;
@@ -78,7 +82,7 @@ int cmd_serve(int argc, char **argv) {
             nc_log_set_level(NC_LOG_DEBUG);
             continue;
         }
-        /* Hidden, for tests: a deterministic fake model (serve_engine_fake.c). */
+        /* Hidden, for tests: a deterministic fake model (src/engine/engine_script.c). */
         if (!strcmp(a, "--fake-engine")) {
             is_fake = 1;
             continue;
@@ -95,6 +99,8 @@ int cmd_serve(int argc, char **argv) {
             o.api_key = v;
         else if (!strcmp(a, "--backend"))
             backend = v;
+        else if (!strcmp(a, "--ane-device"))
+            ane_device = v;
         else if (!strcmp(a, "--port"))
             bad = parse_int(a, v, 0, 65535, &n) || ((o.port = (int)n), 0);
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
@@ -135,11 +141,11 @@ int cmd_serve(int argc, char **argv) {
                 "nectar serve: warning: listening on %s without --api-key: anyone who can "
                 "reach it can use the model\n",
                 o.host);
-    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "mil") != 0)
-        return cli_failf("serve: --backend %s: the server runs cpu or mil (ane needs macOS and is "
-                         "not servable yet)",
-                         backend),
-               2;
+    nc_error err = {0};
+    engine_options eo = {0};
+    eo.n_threads = (int)threads;
+    eo.fake_step_ms = (int)fake_step_ms;
+    if (gen_cli_ane_device(ane_device, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
     o.model_path = model;
     o.n_aliases = n_aliases;
 
@@ -153,35 +159,31 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
-    nc_error err = {0};
-    serve_engine e;
-    serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
-    nc_status st = is_fake                   ? serve_engine_open_fake(model, &eo, &e, &err)
-                   : !strcmp(backend, "mil") ? serve_engine_open_mil(model, &eo, &e, &err)
-                                             : serve_engine_open_qwen3(model, &eo, &e, &err);
-    if (st != NC_OK) return cli_fail(&err);
-    if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
+    gen_model *m = NULL;
+    nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
+    if (st != NC_OK) return gen_cli_load_failed(&err);
+    if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;
-    st = serve_server_start(&e, &o, &srv, &err);
+    st = serve_server_start(m, &o, &srv, &err);
     if (st != NC_OK) {
-        serve_engine_close(&e);
+        gen_model_close(m);
         return cli_fail(&err);
     }
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
     int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", e.model_id, e.kind,
+    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", m->model_id, m->e->kind,
            is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
-    if (e.kv_bytes_per_token)
+    if (m->e->kv_bytes_per_token)
         printf(", KV cache %.0f MiB",
-               (double)e.kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
+               (double)m->e->kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
     printf("\n");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "nectar serve: shutting down\n");
     serve_server_stop(srv);
-    serve_engine_close(&e);
+    gen_model_close(m);
     return 0;
 }

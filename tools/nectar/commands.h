@@ -31,8 +31,4 @@ int cli_failf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-/* "A,B,C" (at most max integers, each in [lo, hi]) into v[0..*n); 0, or -1
- * after saying what is wrong (naming opt). */
-int cli_parse_int_list(const char *opt, const char *s, int lo, int hi, int max, int *v, int *n);
-
 #endif
