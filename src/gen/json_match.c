@@ -16,10 +16,11 @@ enum { N_START, N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
 enum { R_REJECT, R_ACCEPT, R_REFEED };
 
 /* Bounds that keep every number readable by any JSON parser: integer
- * parts fit int64 (jansson refuses larger), exponents stay small. */
+ * parts fit int64 (jansson refuses larger), and two exponent digits keep
+ * every value a finite double (at most 1e18 * 1e99). */
 #define JM_MAX_NUMBER_BYTES 32
 #define JM_MAX_INT_DIGITS 18
-#define JM_MAX_EXP_DIGITS 3
+#define JM_MAX_EXP_DIGITS 2
 
 /* true/false/null for values of any type (node -1 in a literal frame). */
 static const js_lit builtin[3] = {{"false", 5}, {"null", 4}, {"true", 4}};
@@ -44,7 +45,7 @@ static int is_hex(unsigned char b) {
 
 static int push(jm_state *s, uint8_t kind, uint8_t phase, int32_t node) {
     if (s->n == JM_MAX_DEPTH) return 0;
-    s->f[s->n++] = (jm_frame){kind, phase, 0, 0, 0, node};
+    s->f[s->n++] = (jm_frame){kind, phase, 0, 0, 0, 0, node};
     return 1;
 }
 
@@ -110,24 +111,24 @@ static int step_value(const jm_grammar *gr, jm_state *s, unsigned char b) {
     }
     switch (kind) {
     case JS_OBJ_ANY:
-        *f = (jm_frame){FK_OBJANY, O_OPEN, 0, 0, 0, node};
+        *f = (jm_frame){FK_OBJANY, O_OPEN, 0, 0, 0, 0, node};
         return R_REFEED;
     case JS_OBJECT:
-        *f = (jm_frame){FK_OBJ, O_OPEN, 0, 0, 0, node};
+        *f = (jm_frame){FK_OBJ, O_OPEN, 0, 0, 0, 0, node};
         return R_REFEED;
     case JS_ARRAY:
-        *f = (jm_frame){FK_ARR, A_OPEN, 0, 0, 0, node};
+        *f = (jm_frame){FK_ARR, A_OPEN, 0, 0, 0, 0, node};
         return R_REFEED;
     case JS_STRING:
         if (b != '"') return R_REJECT;
-        *f = (jm_frame){FK_STR, S_CHAR, 0, 0, 0, node};
+        *f = (jm_frame){FK_STR, S_CHAR, 0, 0, 0, 0, node};
         return R_ACCEPT;
     case JS_NUMBER:
     case JS_INTEGER:
-        *f = (jm_frame){FK_NUM, N_START, kind == JS_INTEGER, 0, 0, node};
+        *f = (jm_frame){FK_NUM, N_START, kind == JS_INTEGER, 0, 0, 0, node};
         return R_REFEED;
     case JS_LITERALS:
-        *f = (jm_frame){FK_LIT, 0, 0, 0, 0, node};
+        *f = (jm_frame){FK_LIT, 0, 0, 0, 0, 0, node};
         return R_REFEED;
     default:
         return R_REJECT;
@@ -265,15 +266,22 @@ static int step_array(const jm_grammar *gr, jm_state *s, unsigned char b) {
 }
 
 /* b = the allowed range of the next UTF-8 continuation byte (lo in the
- * low byte, hi in the high one), c = continuation bytes left. */
-static int step_string(jm_state *s, unsigned char b) {
+ * low byte, hi in the high one), c = continuation bytes left, d = the
+ * characters so far (minLength/maxLength of a schema string). */
+static int step_string(const jm_grammar *gr, jm_state *s, unsigned char b) {
     jm_frame *f = &s->f[s->n - 1];
+    const js_node *nd = f->node >= 0 ? &gr->g->nodes[f->node] : NULL;
+    int min = nd && nd->kind == JS_STRING ? nd->min_items : 0;
+    int max = nd && nd->kind == JS_STRING ? nd->max_items : -1;
     switch (f->phase) {
     case S_CHAR:
         if (b == '"') {
+            if (f->d < min) return R_REJECT;
             s->n--;
             return R_ACCEPT;
         }
+        if (max >= 0 && f->d >= max) return R_REJECT;
+        f->d++; /* a character begins (counted whole: escapes, UTF-8) */
         if (b == '\\') {
             f->phase = S_ESC;
             return R_ACCEPT;
@@ -446,7 +454,7 @@ int jm_feed(const jm_grammar *gr, jm_state *s, unsigned char b) {
             r = step_array(gr, s, b);
             break;
         case FK_STR:
-            r = step_string(s, b);
+            r = step_string(gr, s, b);
             break;
         case FK_NUM:
             r = step_number(s, b);

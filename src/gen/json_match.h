@@ -17,6 +17,7 @@
 typedef struct jm_frame {
     uint8_t kind, phase;
     uint16_t a, b, c; /* per kind: property window, literal candidate, counts */
+    uint16_t d;       /* strings: characters so far */
     int32_t node;
 } jm_frame;
 

@@ -25,8 +25,6 @@ typedef struct ctx {
 /* Keywords that would constrain values beyond what the matcher enforces. */
 static const char *const refused[] = {"pattern",
                                       "format",
-                                      "minLength",
-                                      "maxLength",
                                       "minimum",
                                       "maximum",
                                       "exclusiveMinimum",
@@ -97,9 +95,20 @@ static nc_status literals(ctx *c, const json_t *const *vals, size_t n, int *out)
 }
 
 static nc_status simple_type(ctx *c, const json_t *s, const char *type, int *out) {
-    if (!strcmp(type, "string"))
-        *out = new_node(c, JS_STRING);
-    else if (!strcmp(type, "number"))
+    if (!strcmp(type, "string")) {
+        /* minLength/maxLength count characters (code points), as JSON
+         * Schema does; an escape or a UTF-8 sequence is one. */
+        if ((*out = new_node(c, JS_STRING)) < 0) return oom(c);
+        json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
+        js_node *nd = &c->g->nodes[*out];
+        nd->min_items = json_is_integer(mn) ? (int)json_integer_value(mn) : 0;
+        nd->max_items = json_is_integer(mx) ? (int)json_integer_value(mx) : -1;
+        if (nd->min_items < 0 || nd->min_items > 60000 || nd->max_items > 60000 ||
+            (nd->max_items >= 0 && nd->max_items < nd->min_items))
+            return nc_fail(c->err, NC_ERR_INVALID, "%s: minLength/maxLength out of range", c->what);
+        return NC_OK;
+    }
+    if (!strcmp(type, "number"))
         *out = new_node(c, JS_NUMBER);
     else if (!strcmp(type, "integer"))
         *out = new_node(c, JS_INTEGER);

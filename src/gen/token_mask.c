@@ -56,11 +56,14 @@ nc_status tm_vocab_new(const tok_tokenizer *t, int n_vocab, const int32_t *eog, 
         return nc_fail(err, NC_ERR_NOMEM, "token mask: out of memory");
     }
     int32_t n_tok = tok_vocab_size(t);
+    /* The reasoning tags are tokens the pipeline routes by id (think.h):
+     * never inside constrained output, even where their text would fit. */
+    int32_t think_open = tok_find(t, "<think>"), think_close = tok_find(t, "</think>");
     for (int32_t id = 0; id < n_vocab; id++) {
         size_t len = 0;
         const char *p = id < n_tok ? tok_token_bytes(t, id, &len) : NULL;
         if (is_eog(v, id)) continue;
-        if (!p || len == 0 || tok_is_special(t, id)) {
+        if (!p || len == 0 || tok_is_special(t, id) || id == think_open || id == think_close) {
             v->never[v->n_never++] = id;
             continue;
         }
@@ -127,6 +130,9 @@ int tm_mask(const tm_vocab *v, const jm_grammar *gr, const jm_state *s, float *l
             n_allowed++;
     }
     free(st);
+    if (n_allowed == 0) /* stuck (nesting too deep): end rather than draw from nothing */
+        for (int i = 0; i < v->n_eog; i++)
+            if (v->eog[i] >= 0 && v->eog[i] < v->n_vocab) logits[v->eog[i]] = 0;
     return n_allowed;
 }
 

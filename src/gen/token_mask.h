@@ -16,13 +16,15 @@ typedef struct tm_vocab tm_vocab;
 
 /* n_vocab: the length of a logits row (ids past the tokenizer are never
  * allowed); eog: the end-of-generation ids, allowed where the output may
- * end. Special tokens other than these are never allowed. */
+ * end. Special tokens other than these, and <think> / </think>, are never
+ * allowed. */
 nc_status tm_vocab_new(const tok_tokenizer *t, int n_vocab, const int32_t *eog, int n_eog,
                        tm_vocab **out, nc_error *err);
 void tm_vocab_free(tm_vocab *v);
 
 /* Sets logits[id] = -INFINITY for every token that cannot come next;
- * returns how many can (0: none, the output is stuck). */
+ * returns how many can. 0: the output is stuck (nesting past the
+ * matcher's depth); then only the end-of-generation ids are left. */
 int tm_mask(const tm_vocab *v, const jm_grammar *gr, const jm_state *s, float *logits);
 
 /* Advances s over token id; returns 1 when the matcher took it, 0 when the

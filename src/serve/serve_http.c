@@ -23,6 +23,7 @@
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "serve/serve_constraint.h"
 #include "serve/serve_gate.h"
 #include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
@@ -54,6 +55,7 @@ struct serve_server {
     atomic_ulong id_counter; /* ids when no random bytes can be read */
     atomic_int n_inflight;   /* completion requests holding a job */
     size_t max_token_bytes;  /* the vocabulary's longest token */
+    tm_vocab *vocab;         /* constrained output's view of the vocabulary */
 };
 
 /* Drops the connection's reference to its job. */
@@ -260,6 +262,12 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     nc_error err;
     *param = NULL;
     *code = NULL;
+    if (serve_constraint_new(r, s->vocab, &j->constraint, param, &err) != NC_OK) {
+        snprintf(msg, msg_cap, "%s", err.msg);
+        return 400;
+    }
+    /* Constrained output starts at once: the answer, not a think block. */
+    if (j->constraint) r->enable_thinking = 0;
     if (r->endpoint == SERVE_EP_CHAT) {
         size_t n_all = 0;
         for (size_t i = 0; i < r->n_messages; i++)
@@ -912,10 +920,16 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     s->started = (long long)time(NULL);
     s->max_token_bytes = tok_max_token_bytes(s->m->tok);
     if (s->max_token_bytes == 0) s->max_token_bytes = 1;
+    nc_status vst = tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err);
+    if (vst != NC_OK) {
+        free(s);
+        return vst;
+    }
     atomic_init(&s->id_counter, 1);
     atomic_init(&s->n_inflight, 0);
     atomic_init(&s->n_started, 0);
     if (serve_metrics_init(&s->metrics, opt->n_parallel) != 0) {
+        tm_vocab_free(s->vocab);
         free(s);
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
     }
@@ -991,5 +1005,6 @@ void serve_server_stop(serve_server *s) {
     serve_gate_free(s->gate);
     serve_sched_free(s->sched);
     if (s->has_metrics) serve_metrics_destroy(&s->metrics);
+    tm_vocab_free(s->vocab);
     free(s);
 }
