@@ -4,7 +4,7 @@ definitions, assistant tool calls and tool results, rendered by transformers'
 apply_chat_template(..., tokenize=False) with the official Qwen3 template
 (the tokenizer_config.json of a Qwen3 checkpoint or tokenizer folder).
 
-    python3 tools/make_chat_tool_fixtures.py TOKENIZER_DIR
+    python3 tools/make_chat_tool_fixtures.py tests/fixtures/qwen3-tokenizer
 
 Each row: name, messages (OpenAI/HF shape; tool_calls[].function.arguments
 a JSON string, or an object where the case tests the template's tojson),
