@@ -94,19 +94,21 @@ static const cpu_gemm_kernels *bf16_gemm(void) {
 static void choose(void) {
     detect(&features);
     chosen = &cpu_kernels_scalar;
-    if (simd_disabled()) return;
 #if defined(__x86_64__)
-    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    /* The tables are filled in even when SIMD is disabled: tests walk every
+     * table the CPU can run (cpu_kernels_available) whatever is chosen. */
     avx512_table = cpu_kernels_avx512;
     avx512_table.gemm_bf16 = bf16_gemm();
-    if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
         amx_table = avx512_table;
         amx_table.name = "amx";
         amx_table.amx = 1;
         has_amx = 1;
-        chosen = &amx_table;
     }
+    if (simd_disabled()) return;
+    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    if (has_avx512()) chosen = &avx512_table;
+    if (has_amx) chosen = &amx_table;
     /* NECTAR_SIMD=avx512 / avx2 / scalar caps the choice (to test or
      * compare a narrower ISA); NECTAR_NO_AMX=1 is the same as avx512. */
     const char *cap = getenv("NECTAR_SIMD");
@@ -114,7 +116,7 @@ static void choose(void) {
     if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
     if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
 #elif defined(__aarch64__)
-    chosen = &cpu_kernels_neon;
+    if (!simd_disabled()) chosen = &cpu_kernels_neon;
 #endif
 }
 
