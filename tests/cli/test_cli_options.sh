@@ -25,14 +25,14 @@ mil fmt|mil fmt|-|-o|ok
 mil info|mil info|-|-|ok
 mil bundle|mil bundle|-|-o|ok
 bench --compare|bench --compare|--blocks|--a|ok
-run|run|-n|-m|todo
-chat|chat|-n|-m|todo
-bench|bench|-p|-m|todo
-serve|serve|--port|-m|todo
-parity|parity|--repeats|-m|todo
-embed|embed|--runs|-m|todo
-fill-mask|fill-mask|--top-k|-m|todo
-classify|classify|-|-m|todo
+run|run|-n|-m|ok
+chat|chat|-n|-m|ok
+bench|bench|-p|-m|ok
+serve|serve|--port|-m|ok
+parity|parity|--repeats|-m|ok
+embed|embed|--runs|-m|ok
+fill-mask|fill-mask|--top-k|-m|ok
+classify|classify|-|-m|ok
 "
 
 run() { # expected exit code, command words...: sets out, err, rc
