@@ -125,7 +125,7 @@ else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
-check_err run_bad_backend "cpu, mil or ane" "$BIN" run --backend gpu -m $M -p hi -n 1
+check_err run_bad_backend "is not one of cpu|mil|ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
 check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \
