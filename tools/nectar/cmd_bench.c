@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
@@ -204,7 +205,7 @@ int cmd_bench(int argc, char **argv) {
     double t0 = nc_now_s();
     if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return cli_fail(&err);
     double load_s = nc_now_s() - t0;
-    if (kv) qwen3_model_set_kv_f16(m, !strcmp(kv, "f16"));
+    qwen3_model_set_kv_f16(m, kv ? !strcmp(kv, "f16") : cli_env_get()->kv_f16);
     const qwen3_config *c = qwen3_model_config(m);
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
     if (ctx > c->max_position_embeddings) {

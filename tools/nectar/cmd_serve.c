@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "serve/serve_http.h"
@@ -126,6 +127,7 @@ int cmd_serve(int argc, char **argv) {
     engine_options eo = {0};
     eo.n_threads = (int)threads;
     eo.fake_step_ms = (int)fake_step_ms;
+    eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
     if (gen_cli_ane_device(ane_device, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
     o.model_path = model;
     o.max_connections = o.n_parallel + o.queue_max + 32;
