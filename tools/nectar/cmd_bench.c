@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
@@ -188,7 +189,10 @@ int cmd_bench(int argc, char **argv) {
     nc_error err = {0};
     engine_options eo = {0};
     eo.n_threads = threads;
-    if (kv_index >= 0) eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    if (kv_index >= 0)
+        eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    else if (cli_env_get()->kv_f16) /* NECTAR_KV */
+        eo.kv = ENGINE_KV_F16;
     if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
     const char *kind = NULL;

@@ -10,6 +10,7 @@
 
 #include "base/mmap.h"
 #include "base/timer.h"
+#include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
 #include "io/hf_weights.h"
@@ -41,8 +42,7 @@ static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) 
 
 /* The Qwen3 tokenizer in the shared data folder, when it is there. */
 static const char *shared_qwen3_tokenizer(char *buf, size_t cap) {
-    const char *root = getenv("NECTAR_SHARED");
-    snprintf(buf, cap, "%s/data/qwen3-tokenizer", root && *root ? root : "../shared");
+    snprintf(buf, cap, "%s/data/qwen3-tokenizer", cli_env_get()->shared);
     return nc_is_dir(buf) ? buf : NULL;
 }
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "cli_opts.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "serve/serve_http.h"
@@ -99,6 +99,7 @@ int cmd_serve(int argc, char **argv) {
     engine_options eo = {0};
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
+    eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
     if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
     o.model_path = model;
     o.n_aliases = n_aliases;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "gen/layer_dump.h"
 
@@ -116,6 +117,7 @@ nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_e
     memset(eo, 0, sizeof *eo);
     eo->n_threads = o->n_threads;
     eo->ctx = o->is_set_ctx ? o->ctx : 0;
+    eo->kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
     return gen_cli_backend_device(&o->be, &eo->ane_device, err);
 }
 
