@@ -15,7 +15,8 @@ static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc
     snprintf(io->name, sizeof io->name, "%s", v->name);
     snprintf(io->dtype, sizeof io->dtype, "%s", mil_dtype_name(t->dtype));
     io->rank = t->rank;
-    for (int i = 0; i < t->rank; i++) io->shape[i] = t->dims[i];
+    for (int i = 0; i < t->rank; i++)
+        io->shape[i] = t->dims[i];
     return NC_OK;
 }
 
@@ -57,7 +58,8 @@ static json_t *config_json(const qwen3_config *c) {
     json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
     json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
     json_object_set_new(o, "bos_token_id", json_integer(c->bos_token_id));
-    for (int i = 0; i < c->n_eos; i++) json_array_append_new(eos, json_integer(c->eos_token_ids[i]));
+    for (int i = 0; i < c->n_eos; i++)
+        json_array_append_new(eos, json_integer(c->eos_token_ids[i]));
     json_object_set_new(o, "eos_token_ids", eos);
     return o;
 }
@@ -92,10 +94,12 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 
     json_t *plan = json_object(), *seqs = json_array();
     json_object_set_new(plan, "ctx", json_integer(m->ctx));
-    for (int i = 0; i < m->n_seqs; i++) json_array_append_new(seqs, json_integer(m->seqs[i]));
+    for (int i = 0; i < m->n_seqs; i++)
+        json_array_append_new(seqs, json_integer(m->seqs[i]));
     json_object_set_new(plan, "buckets", seqs);
     json_object_set_new(plan, "decode_bucket", json_integer(m->seqs[0]));
     json_object_set_new(plan, "lm_head", json_string(m->lm_head_on_ane ? "ane" : "cpu"));
+    json_object_set_new(plan, "kernels_per_layer", json_integer(m->kernels_per_layer));
     json_object_set_new(plan, "kernels_per_token", json_integer(m->kernels_per_token));
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -204,18 +208,28 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     if (!st && !plan) st = err->code;
     if (!st) st = int_field(plan, "ctx", &m->ctx, what, err);
     if (!st) st = int_field(plan, "kernels_per_token", &m->kernels_per_token, what, err);
+    /* bundles from before the variants hold 4 kernels per layer */
+    m->kernels_per_layer = 4;
+    if (!st && json_object_get(plan, "kernels_per_layer"))
+        st = int_field(plan, "kernels_per_layer", &m->kernels_per_layer, what, err);
+    if (!st && (m->kernels_per_layer < 1 || m->kernels_per_layer > 4))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.kernels_per_layer %d is not 1..4", path,
+                     m->kernels_per_layer);
     char head[8] = "";
     if (!st) st = lower_json_str_into(plan, "lm_head", head, sizeof head, what, err);
     m->lm_head_on_ane = !strcmp(head, "ane");
     const json_t *bk = st ? NULL : lower_json_member(plan, "buckets", 1, what, err);
     if (!st && !bk) st = err->code;
     if (!st && (json_array_size(bk) < 1 || json_array_size(bk) > LOWER_MAX_BUCKETS))
-        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path, LOWER_MAX_BUCKETS);
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path,
+                     LOWER_MAX_BUCKETS);
     for (size_t i = 0; !st && i < json_array_size(bk); i++) {
         int64_t v = json_integer_value(json_array_get(bk, i));
         if (v < 32 || v % 32 || v > m->ctx || (i && v <= m->seqs[i - 1]))
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets[%zu] = %lld is not a multiple of 32 "
-                         "in ascending order within ctx", path, i, (long long)v);
+            st = nc_fail(err, NC_ERR_FORMAT,
+                         "%s: plan.buckets[%zu] = %lld is not a multiple of 32 "
+                         "in ascending order within ctx",
+                         path, i, (long long)v);
         else
             m->seqs[m->n_seqs++] = (int)v;
     }
@@ -238,7 +252,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
         st = lower_json_str_into(po, "path", pi->path, sizeof pi->path, what, err);
         if (!st && json_object_get(po, "layer")) st = int_field(po, "layer", &pi->layer, what, err);
         if (!st && strstr(pi->path, ".."))
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path, pi->path);
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path,
+                         pi->path);
         const json_t *fns = st ? NULL : lower_json_member(po, "functions", 1, what, err);
         if (!st && !fns) st = err->code;
         if (!st && json_array_size(fns) > LOWER_MAX_FUNCS)
@@ -247,7 +262,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
             const json_t *fo = json_array_get(fns, f);
             lower_fn_info *fi = &pi->fns[pi->n_fns++];
             if (!json_is_object(fo)) {
-                st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path, pi->path);
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path,
+                             pi->path);
                 break;
             }
             st = lower_json_str_into(fo, "name", fi->name, sizeof fi->name, what, err);
@@ -263,8 +279,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
         for (size_t i = 0; !st && i < json_array_size(rows); i++) {
             json_int_t v = json_integer_value(json_array_get(rows, i));
             if (v < 1 || v > LOWER_MAX_HEAD_ROWS)
-                st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows[%zu] is not in [1, %d]", path, i,
-                             LOWER_MAX_HEAD_ROWS);
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows[%zu] is not in [1, %d]", path,
+                             i, LOWER_MAX_HEAD_ROWS);
             else
                 m->head_rows[m->n_head_chunks++] = v;
         }
