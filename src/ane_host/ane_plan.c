@@ -176,6 +176,7 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
                            pi->path, p->seq);
         snprintf(x, sizeof x, "%s", f.x);
     }
+    p->x_final = ane_plan_find_buf(p, x);
     if (!m->lm_head_on_ane) return NC_OK;
     for (int i = 0; i < m->n_programs; i++)
         if (m->programs[i].layer < 0) head = i;

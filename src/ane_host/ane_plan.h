@@ -52,6 +52,7 @@ typedef struct ane_plan_step {
 
 typedef struct ane_plan {
     int seq, parity;
+    int x_final; /* the buffer holding the last layer's activation (x@S or x2@S) */
     int n_bufs, n_steps, n_requests;
     ane_plan_buf *bufs;
     ane_plan_step *steps;

@@ -275,6 +275,10 @@ nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float
 
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
                           nc_error *err) {
+    /* "x" read back is the last layer's activation: x2@S when an odd number
+     * of kernels write it (one kernel per layer, odd layer count) */
+    const ane_plan *p = ane_runner_plan(r, seq);
+    if (p && !strcmp(name, "x") && p->x_final >= 0) name = p->bufs[p->x_final].name;
     return transfer(r, seq, name, data, count, 0, err);
 }
 

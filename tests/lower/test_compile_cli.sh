@@ -175,4 +175,13 @@ for k in 3 2 1; do
         fi
     done
 done
+# one kernel per layer with an odd layer count leaves the last activation in
+# the second surface: the cpu head must read it from there (ane_plan.x_final)
+"$BIN" compile -m $M -o "$TMP/k1c" --ctx 128 --buckets 32,64 $T --kernels-per-layer 1 --lm-head cpu >/dev/null 2>&1
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/k1c" -p "In the beginning" --temp 0 -n 64 >"$TMP/k_out" 2>"$TMP/err"
+if [ $((L % 2)) = 1 ] && [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/k_out"; then
+    pass run_kernels_per_layer_1_cpu_head_ane_equals_cpu
+else
+    fail run_kernels_per_layer_1_cpu_head_ane_equals_cpu "L=$L '$(cat "$TMP/k_out")' $(tail -1 "$TMP/err")"
+fi
 check_err compile_bad_kernels_per_layer "kernels-per-layer" "$BIN" compile -m $M -o "$TMP/x9" --kernels-per-layer 5
