@@ -226,8 +226,7 @@ nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_run
     if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
         all[i] = &r->plans[i].plan;
-    if (!st)
-        st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
+    if (!st) st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
     free(all);
     for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
         st = prepare_plan(r, &r->plans[i], err);
