@@ -276,6 +276,7 @@ nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_err
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
+    m->delta_gemm = cpu_delta_gemm_for(m->kern);
     const char *kv = getenv("NECTAR_KV");
     m->kv_f16 = kv && !strcmp(kv, "f16");
     nc_status st = qwen35_config_load(dir, &m->cfg, err);
