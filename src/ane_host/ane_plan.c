@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ane_host/ane_layout.h"
+
 typedef struct io_rule {
     const char *kernel, *io;
     int is_output;
@@ -234,4 +236,85 @@ nc_status ane_plan_entries(const ane_plan *p, int *entries, nc_error *err) {
     }
     free(written);
     return st;
+}
+
+/* --- surface allocation sizes --------------------------------------------- */
+
+static int size_index(const ane_surface_sizes *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0) return i;
+    return -1;
+}
+
+static int uf_root(int *parent, int i) {
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
+                                 const ane_surface_policy *policy, ane_surface_sizes *out,
+                                 nc_error *err) {
+    memset(out, 0, sizeof *out);
+    int cap = 0;
+    for (int p = 0; p < n_plans; p++)
+        cap += plans[p]->n_bufs;
+    out->names = calloc((size_t)cap + 1, sizeof *out->names);
+    out->bytes = calloc((size_t)cap + 1, sizeof *out->bytes);
+    int *parent = calloc((size_t)cap + 1, sizeof *parent);
+    nc_status st =
+        out->names && out->bytes && parent ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int p = 0; p < n_plans && !st; p++)
+        for (int b = 0; b < plans[p]->n_bufs && !st; b++) {
+            const ane_plan_buf *pb = &plans[p]->bufs[b];
+            ane_layout l;
+            ane_elem el = strcmp(pb->dtype, "fp32") == 0 ? ANE_ELEM_FP32 : ANE_ELEM_FP16;
+            st = ane_layout_for(pb->name, el, pb->rank, pb->shape, &l, err);
+            if (st) break;
+            int i = size_index(out, pb->name);
+            if (i < 0) {
+                i = out->n++;
+                snprintf(out->names[i], ANE_NAME_MAX, "%s", pb->name);
+                parent[i] = i;
+            }
+            size_t need = l.bytes > policy->min_bytes ? l.bytes : policy->min_bytes;
+            if (need > out->bytes[i]) out->bytes[i] = need;
+        }
+    /* the "same request" groups: union every step's buffers */
+    for (int p = 0; p < n_plans && !st && policy->uniform; p++)
+        for (int k = 0; k < plans[p]->n_steps; k++) {
+            const ane_plan_step *sp = &plans[p]->steps[k];
+            if (sp->kind != ANE_STEP_KERNEL) continue;
+            int first = -1;
+            for (int j = 0; j < sp->n_in + sp->n_out; j++) {
+                const ane_plan_io *io = j < sp->n_in ? &sp->in[j] : &sp->out[j - sp->n_in];
+                int i = size_index(out, plans[p]->bufs[io->buf].name);
+                if (first < 0)
+                    first = i;
+                else
+                    parent[uf_root(parent, i)] = uf_root(parent, first);
+            }
+        }
+    if (!st && policy->uniform) {
+        for (int i = 0; i < out->n; i++) {
+            int r = uf_root(parent, i);
+            if (out->bytes[i] > out->bytes[r]) out->bytes[r] = out->bytes[i];
+        }
+        for (int i = 0; i < out->n; i++)
+            out->bytes[i] = out->bytes[uf_root(parent, i)];
+    }
+    free(parent);
+    if (st) ane_surface_sizes_free(out);
+    return st;
+}
+
+size_t ane_surface_size(const ane_surface_sizes *s, const char *name, size_t need) {
+    int i = s ? size_index(s, name) : -1;
+    return i >= 0 && s->bytes[i] > need ? s->bytes[i] : need;
+}
+
+void ane_surface_sizes_free(ane_surface_sizes *s) {
+    free(s->names);
+    free(s->bytes);
+    memset(s, 0, sizeof *s);
 }

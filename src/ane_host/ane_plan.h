@@ -18,6 +18,7 @@
 #define NC_ANE_HOST_ANE_PLAN_H
 
 #include "ane_host/ane_attrs.h"
+#include "ane_host/ane_device.h"
 #include "lower/manifest.h"
 
 typedef enum ane_step_kind {
@@ -65,5 +66,26 @@ int ane_plan_find_buf(const ane_plan *p, const char *name);
  * host or carried over from the previous token). entries[i] is set to 1
  * for the entry buffers (n_bufs entries). */
 nc_status ane_plan_entries(const ane_plan *p, int *entries, nc_error *err);
+
+/* The allocation size of every buffer of a set of plans (all buckets and
+ * parities of a bundle) under a surface policy: at least its 64-byte-row
+ * layout (ane_layout_for) and policy->min_bytes; with policy->uniform,
+ * every buffer that shares a request with another (transitively: the
+ * connected groups of the "same request" relation, across all plans,
+ * buffers matched by name) gets the largest size of its group, so that the
+ * surfaces of every request have one allocation size. */
+typedef struct ane_surface_sizes {
+    int n;
+    char (*names)[ANE_NAME_MAX];
+    size_t *bytes;
+} ane_surface_sizes;
+
+nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
+                                 const ane_surface_policy *policy, ane_surface_sizes *out,
+                                 nc_error *err);
+/* The size to allocate for buffer `name` whose layout needs `need` bytes:
+ * max(need, its planned size); need alone for a name not planned. */
+size_t ane_surface_size(const ane_surface_sizes *s, const char *name, size_t need);
+void ane_surface_sizes_free(ane_surface_sizes *s);
 
 #endif

@@ -21,8 +21,12 @@
 typedef struct ane_runner ane_runner;
 
 typedef enum ane_run_mode {
-    ANE_RUN_SYNC, /* evaluate each request and wait for it */
-    ANE_RUN_ASYNC /* submit all, wait once on the atomic counter (ane_wait.h) */
+    ANE_RUN_SYNC,  /* evaluate each request and wait for it (the default) */
+    ANE_RUN_ASYNC, /* submit back to back, at most max_in_flight outstanding,
+                      waiting whenever the next request is another model's
+                      (no ordering across models without events) */
+    ANE_RUN_ASYNC_EVENTS /* submit every request chained on one shared event
+                            (wait n, signal n + 1), at most max_in_flight */
 } ane_run_mode;
 
 /* dev must outlive the runner. */

@@ -61,8 +61,8 @@ static void build_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     mil_var *cs = input4(b, "rope_cos", 1, 1, hd, S);
     mil_var *sn = input4(b, "rope_sin", 1, 1, hd, S);
     mil_var *nw = lower_shared_weight(b, "attn_norm_weight", &w->attn_norm);
-    mil_var *h = x && nw ? lower_rmsnorm(b, "attn_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
-                         : NULL;
+    mil_var *h =
+        x && nw ? lower_rmsnorm(b, "attn_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
     mil_var *q = h ? conv(b, "q_proj", h, &w->q) : NULL;
     mil_var *k = q ? conv(b, "k_proj", h, &w->k) : NULL;
     mil_var *v = k ? conv(b, "v_new", h, &w->v) : NULL;
@@ -83,7 +83,10 @@ static void build_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_we
 }
 
 /* The cache update: gather spreads the S new columns over the whole context
- * with constant indices j mod S; select keeps them where kv_write is 1. */
+ * with constant indices j mod S; select keeps them where kv_write is 1.
+ * The indices are uint16: the ANE compiler refuses int32 gather indices
+ * ("Unsupported tensor data type: int32", docs/ane-rules.md), and a context
+ * is at most 65,535 (lower_qwen3_check_ctx). */
 static void build_kv(mil_builder *b, const lower_plan *p, int S) {
     const qwen3_config *c = p->cfg;
     int64_t kvd = (int64_t)c->num_key_value_heads * c->head_dim;
@@ -92,10 +95,13 @@ static void build_kv(mil_builder *b, const lower_plan *p, int S) {
     mil_var *kn = input4(b, "k_new", 1, kvd, 1, S);
     mil_var *vn = input4(b, "v_new", 1, kvd, 1, S);
     mil_var *wr = input4(b, "kv_write", 1, 1, 1, p->ctx);
-    int32_t *idx = malloc((size_t)p->ctx * sizeof *idx);
+    uint16_t *idx = malloc((size_t)p->ctx * sizeof *idx);
     if (!idx) return;
-    for (int j = 0; j < p->ctx; j++) idx[j] = j % S;
-    mil_var *iv = wr ? mil_build_const_i32s(b, "spread_indices", p->ctx, idx) : NULL;
+    for (int j = 0; j < p->ctx; j++)
+        idx[j] = (uint16_t)(j % S);
+    int64_t n = p->ctx;
+    mil_var *iv =
+        wr ? mil_build_const_tensor(b, "spread_indices", MIL_DT_UINT16, 1, &n, idx) : NULL;
     free(idx);
     /* bools may not cross the boundary: the mask arrives as fp16 0/1 */
     mil_var *m = iv ? mil_build_binary(b, "greater", "write_mask", wr,
@@ -122,10 +128,10 @@ static void build_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_w
     mil_var *vc = input4(b, "v_cache", 1, (int64_t)KV * hd, 1, ctx);
     mil_var *mask = input4(b, "attn_mask", 1, 1, S, ctx);
     mil_var *q4 = mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
-    mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
-                                     mil_build_const_scalar(b, "scale", MIL_DT_FP16,
-                                                            1.0 / sqrt((double)hd)))
-                     : NULL;
+    mil_var *qs =
+        q4 ? mil_build_mul(b, "q_scaled", q4,
+                           mil_build_const_scalar(b, "scale", MIL_DT_FP16, 1.0 / sqrt((double)hd)))
+           : NULL;
     mil_var *k4 = qs ? reshape4(b, "k_groups", kc, KV, 1, hd, ctx) : NULL;
     mil_var *v4 = k4 ? reshape4(b, "v_groups", vc, KV, 1, hd, ctx) : NULL;
     /* scores [KV, G, S, ctx] = q^T k */
@@ -146,8 +152,8 @@ static void build_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     const qwen3_config *c = p->cfg;
     mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
     mil_var *nw = x ? lower_shared_weight(b, "mlp_norm_weight", &w->mlp_norm) : NULL;
-    mil_var *h = nw ? lower_rmsnorm(b, "mlp_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
-                    : NULL;
+    mil_var *h =
+        nw ? lower_rmsnorm(b, "mlp_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
     mil_var *g = h ? conv(b, "gate_proj", h, &w->gate) : NULL;
     mil_var *u = g ? conv(b, "up_proj", h, &w->up) : NULL;
     mil_var *a = u ? mil_build_unary(b, "silu", "gate_act", g) : NULL;
@@ -174,9 +180,19 @@ static nc_status finish(mil_builder *b, mil_program **out, nc_error *err) {
     return NC_OK;
 }
 
+nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
+    if (ctx > LOWER_MAX_CTX)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "--ctx %d: the ANE KV update gathers with uint16 indices, so the context "
+                       "is at most %d",
+                       ctx, LOWER_MAX_CTX);
+    return NC_OK;
+}
+
 nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
                                     const char *dir, mil_program **out, nc_error *err) {
     mil_builder *b;
+    NC_TRY(lower_qwen3_check_ctx(p->ctx, err));
     NC_TRY(mil_builder_new(&b, dir, err));
     for (int s = 0; s < p->n_seqs; s++) {
         int S = p->seqs[s];
@@ -209,8 +225,8 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
     if (mil_build_function(b, fn, "ios18") == NC_OK) {
         mil_var *x = input4(b, "x", 1, c->hidden_size, 1, LOWER_HEAD_SEQ);
         mil_var *nw = x ? lower_shared_weight(b, "final_norm_weight", final_norm) : NULL;
-        mil_var *h = nw ? lower_rmsnorm(b, "final_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw)
-                        : NULL;
+        mil_var *h =
+            nw ? lower_rmsnorm(b, "final_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
         int ok = h != NULL;
         for (int i = 0; ok && i < n_chunks; i++) {
             char name[32];

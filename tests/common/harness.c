@@ -25,13 +25,13 @@ void nc_test_run_(void (*fn)(void), const char *name) {
     fflush(stdout);
 }
 
-int nc_test_exit_code(void) { return nc_test_n_fail ? 1 : 0; }
+int nc_test_exit_code(void) {
+    return nc_test_n_fail ? 1 : 0;
+}
 
-const char *nc_test_shared_path(const char *rel) {
+const char *nc_test_fixture_path(const char *rel) {
     static char buf[4096];
-    const char *root = getenv("NECTAR_SHARED");
-    if (!root || !*root) root = "../shared";
-    snprintf(buf, sizeof buf, "%s/%s", root, rel);
+    snprintf(buf, sizeof buf, "tests/fixtures/%s", rel);
     struct stat st;
     return stat(buf, &st) == 0 ? buf : NULL;
 }

@@ -29,6 +29,26 @@ else
     fail compile_bundle_passes_mil_check_ane "$(grep error "$TMP/out" | head -3)"
 fi
 
+# no emitted program gathers with int32 indices (the ANE compiler refuses
+# them: docs/ane-rules.md); read off the MIL text by tests/lower/gather_indices.awk,
+# for the Qwen3 bundle (which gathers: the KV spread) and an encoder bundle
+AWK=tests/lower/gather_indices.awk
+"$BIN" compile -m tests/fixtures/modernbert/mb_mlm -o "$TMP/enc" --buckets 32 --batches 1 >/dev/null 2>&1
+awk -f $AWK "$TMP"/b/*/model.mil >"$TMP/gq" 2>&1
+awk -f $AWK "$TMP"/enc/*/model.mil >"$TMP/ge"
+if [ -s "$TMP/gq" ] && ! grep -qv " uint16$" "$TMP/gq" && ! grep -q " int32$" "$TMP/ge" &&
+    [ -f "$TMP/enc/encoder/model.mil" ]; then
+    pass compile_emits_no_int32_gather_indices
+else
+    fail compile_emits_no_int32_gather_indices "$(grep -v " uint16$" "$TMP/gq" "$TMP/ge" | head -3)"
+fi
+printf 'func main<ios18>(tensor<int32, [4]> i, tensor<fp16, [8]> t) {\n    tensor<fp16, [4]> y = gather(axis = a, indices = i, x = t)[name = string("g")];\n' >"$TMP/neg.mil"
+if [ "$(awk -f $AWK "$TMP/neg.mil" | cut -d' ' -f3)" = int32 ]; then
+    pass gather_indices_awk_sees_int32
+else
+    fail gather_indices_awk_sees_int32 "$(awk -f $AWK "$TMP/neg.mil")"
+fi
+
 # greedy continuation through the bundle == HF's text for this model's prompts
 n=0
 for p in "$FIX"/run_tiny_gqa2_*.prompt; do
@@ -87,7 +107,7 @@ check_err compile_bad_ctx "multiple of 32" "$BIN" compile -m $M -o "$TMP/x1" --c
 check_err compile_bad_bucket "not a multiple of 32" "$BIN" compile -m $M -o "$TMP/x2" --buckets 32,48
 check_err compile_bucket_over_ctx "exceeds" "$BIN" compile -m $M -o "$TMP/x3" --ctx 64 --buckets 128
 check_err compile_missing_model "no such model folder" "$BIN" compile -m "$TMP/none" -o "$TMP/x4"
-check_err compile_bad_lm_head "ane or cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
+check_err compile_bad_lm_head "is not one of ane|cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
 mkdir -p "$TMP/notbundle" && echo keep >"$TMP/notbundle/file"
 check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m $M -o "$TMP/notbundle"
 # a checkpoint missing a tensor: fails naming it, nothing written
@@ -105,7 +125,7 @@ else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
-check_err run_bad_backend "cpu or mil" "$BIN" run --backend gpu -m $M -p hi -n 1
+check_err run_bad_backend "cpu, mil or ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
 check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \

@@ -1,5 +1,5 @@
 /* `nectar chat`: interactive multi-turn chat. Each turn renders the whole
- * history with the Qwen3 chat template and hands it to the session, which
+ * history with the Qwen3 chat template and hands it to the sequence, which
  * recomputes only what differs from its KV cache (the previous turns are a
  * shared prefix). Thinking (<think>...</think>) is dimmed on a terminal or
  * hidden with --hide-think. With stdin not a terminal, each line is a turn,
@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "gen/think.h"
 #include "gen_cli.h"
 #include "text/chat.h"
 
@@ -28,9 +27,11 @@ static void usage(FILE *f) {
                "      --no-think            answer directly (the template's empty think block)\n"
                "      --hide-think          do not print the thinking\n");
     gen_cli_print_options(f);
-    fprintf(f, "\nDefaults: -n 1024 per reply (less when the context has less room); sampling as "
-               "Qwen3 recommends: with thinking\n"
-               "temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8, top-k 20.\n");
+    fprintf(f,
+            "\nDefaults: -n 1024 per reply (less when the context has less room); sampling from\n"
+            "the model's generation_config.json where it has a value, else as Qwen3\n"
+            "recommends: with thinking temp 0.6, top-p 0.95, top-k 20; without, temp 0.7,\n"
+            "top-p 0.8, top-k 20.\n");
 }
 
 typedef struct chat_msg_store {
@@ -63,12 +64,12 @@ static void store_truncate(chat_msg_store *s, size_t n) {
         free(s->owned[--s->n]);
 }
 
-/* The reply as it streams: kept whole for the history, printed with the
- * thinking dimmed or hidden. */
+/* The reply as it streams: its answer kept for the history (the template
+ * drops earlier turns' thinking anyway), printed with the thinking dimmed
+ * or hidden. */
 typedef struct reply {
     char *text;
     size_t len, cap;
-    gen_think think;
     int is_dim, is_tty, hide_think, failed;
 } reply;
 
@@ -81,29 +82,30 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
-static int on_piece(void *user, int32_t token, const char *text, size_t len) {
+static int on_text(void *user, gen_text_kind kind, const char *text, size_t len) {
     reply *r = user;
     if (interrupted) return 1;
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->len + len + 1)
-            cap *= 2;
-        char *t = realloc(r->text, cap);
-        if (!t) return r->failed = 1;
-        r->text = t;
-        r->cap = cap;
+    if (kind == GEN_TEXT_CONTENT) {
+        if (r->len + len + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 1024;
+            while (cap < r->len + len + 1)
+                cap *= 2;
+            char *t = realloc(r->text, cap);
+            if (!t) return r->failed = 1;
+            r->text = t;
+            r->cap = cap;
+        }
+        memcpy(r->text + r->len, text, len);
+        r->len += len;
+        r->text[r->len] = '\0';
     }
-    if (len) memcpy(r->text + r->len, text, len);
-    r->len += len;
-    r->text[r->len] = '\0';
-    gen_text_kind kind = gen_think_piece(&r->think, token, &text, &len);
     if (kind == GEN_TEXT_REASONING && r->hide_think) return 0;
-    if (kind != GEN_TEXT_NONE && r->is_tty && !r->hide_think) {
+    if (r->is_tty) {
         int is_dim = kind == GEN_TEXT_REASONING; /* switch only on a change */
         if (is_dim != r->is_dim) fputs(is_dim ? DIM : UNDIM, stdout);
         r->is_dim = is_dim;
     }
-    if (kind != GEN_TEXT_NONE) fwrite(text, 1, len, stdout);
+    fwrite(text, 1, len, stdout);
     fflush(stdout);
     return 0;
 }
@@ -128,8 +130,9 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
                        n_ids, gen_cli_ctx(l));
     }
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
-    gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0};
-    st = gen_generate(l->session, ids, (int)n_ids, &req, on_piece, r, res, err);
+    gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0, 1, 0};
+    gen_callbacks cb = {NULL, on_text, r};
+    st = gen_generate(l->seq, ids, (int)n_ids, &req, &cb, res, err);
     free(ids);
     if (st == NC_OK && r->failed) st = nc_fail(err, NC_ERR_NOMEM, "chat: out of memory");
     return st;
@@ -164,11 +167,14 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!o.model_dir) return cli_failf("chat: no model given (-m DIR)"), 2;
     if (enable_thinking) { /* Qwen3's recommended thinking-mode sampling */
-        if (!o.is_set_temp) o.sampling.temperature = 0.6f;
-        if (!o.is_set_top_p) o.sampling.top_p = 0.95f;
+        if (!(o.set & GEN_SET_TEMPERATURE)) o.sampling.temperature = 0.6f;
+        if (!(o.set & GEN_SET_TOP_P)) o.sampling.top_p = 0.95f;
     }
 
     nc_error err = {0};
+    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     gen_cli_loaded l;
     if (gen_cli_load(&o, &l, &err) != NC_OK) return cli_fail(&err);
     int is_tty_in = isatty(STDIN_FILENO), is_tty_out = isatty(STDOUT_FILENO);
@@ -196,7 +202,7 @@ int cmd_chat(int argc, char **argv) {
         if (n == 0) continue;
         if (!strcmp(line, "/reset")) {
             store_truncate(&h, n_base);
-            gen_session_reset(l.session);
+            gen_seq_reset(l.seq);
             fprintf(stderr, "nectar: history cleared\n");
             continue;
         }
@@ -205,7 +211,6 @@ int cmd_chat(int argc, char **argv) {
             break;
         }
         r.len = 0;
-        gen_think_init(&r.think, l.tok, 0);
         gen_result res;
         struct sigaction sa = {0}, old_sa;
         sa.sa_handler = on_sigint;

@@ -21,9 +21,9 @@ static void usage(FILE *f) {
                "(temp 0.7, top-p 0.8, top-k 20). --temp 0 is greedy.\n");
 }
 
-static int write_piece(void *user, int32_t token, const char *text, size_t len) {
+static int write_piece(void *user, gen_text_kind kind, const char *text, size_t len) {
     (void)user;
-    (void)token;
+    (void)kind;
     if (len) {
         fwrite(text, 1, len, stdout);
         fflush(stdout);
@@ -59,6 +59,8 @@ int cmd_run(int argc, char **argv) {
     if (!prompt == !prompt_file) return cli_failf("run: give exactly one of -p TEXT or -f FILE"), 2;
 
     nc_error err = {0};
+    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
     if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     char *file_text = NULL;
     size_t prompt_len = prompt ? strlen(prompt) : 0;
@@ -77,8 +79,9 @@ int cmd_run(int argc, char **argv) {
     free(file_text);
     gen_result res;
     if (st == NC_OK) {
-        gen_request req = {o.sampling, o.max_new_tokens, o.stops, o.n_stops, o.truncate};
-        st = gen_generate(l.session, ids, (int)n_ids, &req, write_piece, NULL, &res, &err);
+        gen_request req = {o.sampling, o.max_new_tokens, o.stops, o.n_stops, o.truncate, 0, 0};
+        gen_callbacks cb = {NULL, write_piece, NULL};
+        st = gen_generate(l.seq, ids, (int)n_ids, &req, &cb, &res, &err);
         if (st == NC_ERR_RANGE && !o.truncate) nc_fail_prefix(&err, "run");
     }
     free(ids);

@@ -10,7 +10,7 @@
 
 #include "base/log.h"
 #include "commands.h"
-#include "serve/serve_engine.h"
+#include "gen_cli.h"
 #include "serve/serve_http.h"
 
 static void usage(FILE *f) {
@@ -29,8 +29,16 @@ static void usage(FILE *f) {
         "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
         "  --max-body BYTES      largest request body (default 8388608)\n"
         "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
-        "  --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
-        "                        compile) run by the MIL interpreter, one slot at a time\n"
+        "  --alias NAME          another model name to list and accept (repeatable)\n"
+        "  --max-connections N   open connections; beyond them a 503 (default 512)\n"
+        "  --max-conn-per-ip N   open connections per client address (default: half the above)\n"
+        "  --header-timeout S    time for a request's head to arrive (default 10)\n"
+        "  --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle (nectar\n"
+        "                        compile) run by the MIL interpreter or the Neural Engine,\n"
+        "                        slot after slot\n"
+        "  --ane-device fake|real  with --backend ane: real (default; macOS) or fake (the\n"
+        "                        ANE request path on the MIL interpreter; any OS); default\n"
+        "                        from $NECTAR_ANE_DEVICE\n"
         "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
         "  -v, --verbose         log each request\n");
 }
@@ -49,7 +57,7 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, long *out
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model = NULL, *backend = "cpu";
+    const char *model = NULL, *backend = "cpu", *ane_device = NULL;
     serve_options o = {0};
     o.host = "127.0.0.1";
     o.port = 8080;
@@ -60,6 +68,10 @@ int cmd_serve(int argc, char **argv) {
     o.timeout_s = 600;
     int is_fake = 0;
     long fake_step_ms = 0, threads = 0;
+    /* Names and connection limits (issue 17). */
+    const char *aliases[16];
+    int n_aliases = 0;
+    o.aliases = aliases;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -70,7 +82,7 @@ int cmd_serve(int argc, char **argv) {
             nc_log_set_level(NC_LOG_DEBUG);
             continue;
         }
-        /* Hidden, for tests: a deterministic fake model (serve_engine_fake.c). */
+        /* Hidden, for tests: a deterministic fake model (src/engine/engine_script.c). */
         if (!strcmp(a, "--fake-engine")) {
             is_fake = 1;
             continue;
@@ -87,6 +99,8 @@ int cmd_serve(int argc, char **argv) {
             o.api_key = v;
         else if (!strcmp(a, "--backend"))
             backend = v;
+        else if (!strcmp(a, "--ane-device"))
+            ane_device = v;
         else if (!strcmp(a, "--port"))
             bad = parse_int(a, v, 0, 65535, &n) || ((o.port = (int)n), 0);
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
@@ -103,6 +117,17 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_int(a, v, 0, 1024, &threads);
         else if (!strcmp(a, "--fake-step-ms"))
             bad = parse_int(a, v, 0, 10000, &fake_step_ms);
+        /* -- names and connection limits -- */
+        else if (!strcmp(a, "--alias") && n_aliases < 16 && *v)
+            aliases[n_aliases++] = v;
+        else if (!strcmp(a, "--alias"))
+            return cli_failf("serve: --alias '%s': empty, or more than 16 aliases", v), 2;
+        else if (!strcmp(a, "--max-connections"))
+            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_connections = (int)n), 0);
+        else if (!strcmp(a, "--max-conn-per-ip"))
+            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_per_ip = (int)n), 0);
+        else if (!strcmp(a, "--header-timeout"))
+            bad = parse_int(a, v, 1, 3600, &n) || ((o.header_timeout_s = (double)n), 0);
         else
             return cli_failf("serve: unknown option '%s' (try nectar serve --help)", a), 2;
         if (bad) return 2;
@@ -116,13 +141,14 @@ int cmd_serve(int argc, char **argv) {
                 "nectar serve: warning: listening on %s without --api-key: anyone who can "
                 "reach it can use the model\n",
                 o.host);
-    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "mil") != 0)
-        return cli_failf("serve: --backend %s: the server runs cpu or mil (ane needs macOS and is "
-                         "not servable yet)",
-                         backend),
-               2;
+    nc_error err = {0};
+    engine_options eo = {0};
+    eo.n_threads = (int)threads;
+    eo.fake_step_ms = (int)fake_step_ms;
+    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
+        return cli_fail(&err), 2;
     o.model_path = model;
-    o.max_connections = o.n_parallel + o.queue_max + 32;
+    o.n_aliases = n_aliases;
 
     /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
      * scheduler and the HTTP threads inherit the mask) and taken by sigwait
@@ -134,35 +160,31 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
-    nc_error err = {0};
-    serve_engine e;
-    serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
-    nc_status st = is_fake                   ? serve_engine_open_fake(model, &eo, &e, &err)
-                   : !strcmp(backend, "mil") ? serve_engine_open_mil(model, &eo, &e, &err)
-                                             : serve_engine_open_qwen3(model, &eo, &e, &err);
+    gen_model *m = NULL;
+    nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
     if (st != NC_OK) return cli_fail(&err);
-    if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
+    if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;
-    st = serve_server_start(&e, &o, &srv, &err);
+    st = serve_server_start(m, &o, &srv, &err);
     if (st != NC_OK) {
-        serve_engine_close(&e);
+        gen_model_close(m);
         return cli_fail(&err);
     }
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
     int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", e.model_id, e.kind,
+    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", m->model_id, m->e->kind,
            is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
-    if (e.kv_bytes_per_token)
+    if (m->e->kv_bytes_per_token)
         printf(", KV cache %.0f MiB",
-               (double)e.kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
+               (double)m->e->kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
     printf("\n");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "nectar serve: shutting down\n");
     serve_server_stop(srv);
-    serve_engine_close(&e);
+    gen_model_close(m);
     return 0;
 }

@@ -11,12 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/json.h"
-#include "base/mmap.h"
 #include "base/timer.h"
 #include "commands.h"
-#include "gen/engine_mil.h"
-#include "gen/engine_qwen3.h"
 #include "gen/layer_dump.h"
 
 void gen_cli_defaults(gen_cli_opts *o, int max_new) {
@@ -88,6 +84,7 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
                                              "-s",
                                              "--stop",
                                              "--backend",
+                                             "--ane-device",
                                              "--dump-layers"};
     int takes_value = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
@@ -117,19 +114,19 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
         if ((r = parse_long(a, v, 1, 1024, &n)) > 0) o->n_threads = (int)n;
     } else if (!strcmp(a, "--temp")) {
         r = parse_float(a, v, 0, 100, &o->sampling.temperature);
-        o->is_set_temp = 1;
+        o->set |= GEN_SET_TEMPERATURE;
     } else if (!strcmp(a, "--top-k")) {
         if ((r = parse_long(a, v, 0, INT_MAX, &n)) > 0) o->sampling.top_k = (int)n;
-        o->is_set_top_k = 1;
+        o->set |= GEN_SET_TOP_K;
     } else if (!strcmp(a, "--top-p")) {
         r = parse_float(a, v, 0, 1, &o->sampling.top_p);
-        o->is_set_top_p = 1;
+        o->set |= GEN_SET_TOP_P;
     } else if (!strcmp(a, "--min-p")) {
         r = parse_float(a, v, 0, 1, &o->sampling.min_p);
-        o->is_set_min_p = 1;
+        o->set |= GEN_SET_MIN_P;
     } else if (!strcmp(a, "--repeat-penalty")) {
         r = parse_float(a, v, 1e-3, 100, &o->sampling.repeat_penalty);
-        o->is_set_repeat = 1;
+        o->set |= GEN_SET_REPEAT_PENALTY;
     } else if (!strcmp(a, "--presence-penalty")) {
         r = parse_float(a, v, -100, 100, &o->sampling.presence_penalty);
     } else if (!strcmp(a, "--frequency-penalty")) {
@@ -138,11 +135,17 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
         r = parse_seed(v, &o->sampling.seed);
         o->has_seed = 1;
     } else if (!strcmp(a, "--backend")) {
-        if (strcmp(v, "cpu") && strcmp(v, "mil")) {
-            cli_failf("--backend: '%s' is not cpu or mil", v);
+        if (strcmp(v, "cpu") && strcmp(v, "mil") && strcmp(v, "ane")) {
+            cli_failf("--backend: '%s' is not a backend (cpu, mil or ane)", v);
             return -1;
         }
         o->backend = v;
+    } else if (!strcmp(a, "--ane-device")) {
+        if (strcmp(v, "fake") && strcmp(v, "real")) {
+            cli_failf("--ane-device: '%s' is not an ANE device (fake or real)", v);
+            return -1;
+        }
+        o->ane_device = v;
     } else if (!strcmp(a, "--dump-layers")) {
         o->dump_dir = v;
     } else if (!strcmp(a, "--stop")) {
@@ -183,78 +186,59 @@ void gen_cli_print_options(FILE *f) {
            "      --stop STR            end generation at STR (not printed); repeatable\n"
            "      --truncate            drop the oldest prompt tokens when the prompt does not\n"
            "                            fit (default: an error)\n"
-           "      --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
-           "                            compile) run by the MIL interpreter in fp16; its\n"
-           "                            context is the bundle's (--ctx, if given, must match)\n"
+           "      --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle\n"
+           "                            (nectar compile), run by the MIL interpreter in fp16\n"
+           "                            (mil) or on the Neural Engine (ane); its context is the\n"
+           "                            bundle's (--ctx, if given, must match)\n"
+           "      --ane-device fake|real  with --backend ane: real (the default; macOS), or\n"
+           "                            fake: the whole ANE request path against a device\n"
+           "                            backed by the MIL interpreter (any OS); default from\n"
+           "                            $NECTAR_ANE_DEVICE\n"
            "      --dump-layers DIR     write the hidden state after each layer for every\n"
            "                            token as DIR/layer_NN.npy (float32 [tokens, hidden])\n");
 }
 
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
     if (!o->model_dir) return NC_OK;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/generation_config.json", o->model_dir);
-    if (!nc_file_exists(path)) return NC_OK;
-    json_t *doc = NULL;
-    NC_TRY(nc_json_load_file(path, &doc, err));
-    const char *what = path;
-    int do_sample = 1;
-    double temp = o->sampling.temperature, top_p = o->sampling.top_p, min_p = o->sampling.min_p;
-    double rep = o->sampling.repeat_penalty;
-    int64_t top_k = o->sampling.top_k;
-    nc_status st =
-        json_is_object(doc) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    if (st == NC_OK) st = nc_json_bool(doc, "do_sample", &do_sample, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "temperature", &temp, 0, what, err);
-    if (st == NC_OK) st = nc_json_int(doc, "top_k", &top_k, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "top_p", &top_p, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "min_p", &min_p, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "repetition_penalty", &rep, 0, what, err);
-    json_decref(doc);
-    if (st != NC_OK) return st;
-    gen_sampler_params p = o->sampling;
-    if (!o->is_set_temp) p.temperature = do_sample ? (float)temp : 0.0f;
-    if (!o->is_set_top_k) p.top_k = top_k < 0 || top_k > INT_MAX ? 0 : (int)top_k;
-    if (!o->is_set_top_p) p.top_p = (float)top_p;
-    if (!o->is_set_min_p) p.min_p = (float)min_p;
-    if (!o->is_set_repeat) p.repeat_penalty = (float)rep;
-    if (gen_sampler_check_params(&p, err) != NC_OK) return nc_fail_prefix(err, "%s", path);
-    o->sampling = p;
-    return NC_OK;
+    return gen_sampling_from_folder(o->model_dir, o->set, &o->sampling, err);
+}
+
+nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
+                             nc_error *err) {
+    const char *v = flag ? flag : getenv("NECTAR_ANE_DEVICE");
+    *out = ENGINE_ANE_REAL;
+    if (v && *v && !strcmp(v, "fake")) {
+        *out = ENGINE_ANE_FAKE;
+        return NC_OK;
+    }
+    if (v && *v && strcmp(v, "real") != 0)
+        return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not an ANE device (fake or real)",
+                       flag ? "--ane-device" : "NECTAR_ANE_DEVICE", v);
+    return backend && !strcmp(backend, "ane") ? engine_ane_real_available(err) : NC_OK;
+}
+
+nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
+    memset(eo, 0, sizeof *eo);
+    eo->n_threads = o->n_threads;
+    eo->ctx = o->is_set_ctx ? o->ctx : 0;
+    return gen_cli_ane_device(o->ane_device, o->backend, &eo->ane_device, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {
     memset(l, 0, sizeof *l);
     if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
-    if (!nc_is_dir(o->model_dir))
-        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: not a folder", o->model_dir);
+    engine_options eo;
+    NC_TRY(gen_cli_engine_options(o, &eo, err));
     double t0 = nc_now_s();
-    nc_status st = tok_load(o->model_dir, &l->tok, err);
-    int is_mil = o->backend && !strcmp(o->backend, "mil");
-    gen_engine eng;
-    if (is_mil) {
-        if (st == NC_OK) st = gen_mil_open(o->model_dir, o->n_threads, &l->mil, err);
-        /* the KV cache of a bundle is sized when it is compiled */
-        int bundle_ctx = st == NC_OK ? gen_mil_manifest(l->mil)->ctx : 0;
-        if (st == NC_OK && o->is_set_ctx && o->ctx != bundle_ctx)
-            st = nc_fail(err, NC_ERR_INVALID,
-                         "--ctx %d: the bundle %s was compiled for a context of %d tokens "
-                         "(leave --ctx out, or recompile with nectar compile --ctx %d)",
-                         o->ctx, o->model_dir, bundle_ctx, o->ctx);
-        if (st == NC_OK) eng = gen_engine_mil(l->mil);
-    } else {
-        qwen3_load_options lo = {o->n_threads};
-        if (st == NC_OK) st = qwen3_load(o->model_dir, &lo, &l->model, err);
-        if (st == NC_OK) st = qwen3_state_new(l->model, o->ctx, &l->state, err);
-        if (st == NC_OK) eng = gen_engine_qwen3(l->model, l->state);
-    }
+    nc_status st =
+        gen_model_open(o->backend ? o->backend : "cpu", o->model_dir, &eo, &l->model, err);
+    if (st == NC_OK) l->tok = l->model->tok;
     if (st == NC_OK && o->dump_dir) {
-        const qwen3_config *c = is_mil ? &gen_mil_manifest(l->mil)->cfg : qwen3_model_config(l->model);
-        st = gen_layer_dump_new(o->dump_dir, c->num_hidden_layers, c->hidden_size, &l->dump, err);
-        if (st == NC_OK && is_mil) gen_mil_set_layer_hook(l->mil, gen_layer_dump_hook, l->dump);
-        if (st == NC_OK && !is_mil) qwen3_set_layer_hook(l->model, gen_layer_dump_hook, l->dump);
+        const engine *e = l->model->e;
+        st = gen_layer_dump_new(o->dump_dir, e->n_layers, e->hidden, &l->dump, err);
+        if (st == NC_OK) st = engine_set_layer_hook(l->model->e, gen_layer_dump_hook, l->dump, err);
     }
-    if (st == NC_OK) st = gen_session_new(&eng, l->tok, &l->session, err);
+    if (st == NC_OK) st = gen_seq_new(l->model, o->ctx, &l->seq, err);
     if (st != NC_OK) {
         gen_cli_unload(l);
         return st;
@@ -264,21 +248,18 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
 }
 
 void gen_cli_unload(gen_cli_loaded *l) {
-    if (l->dump && l->session) {
+    if (l->dump && l->seq) {
         nc_error err = {0};
         if (gen_layer_dump_write(l->dump, &err) != NC_OK) cli_fail(&err);
     }
+    gen_seq_free(l->seq);
+    gen_model_close(l->model);
     gen_layer_dump_free(l->dump);
-    gen_mil_free(l->mil);
-    gen_session_free(l->session);
-    qwen3_state_free(l->state);
-    qwen3_free(l->model);
-    tok_free(l->tok);
     memset(l, 0, sizeof *l);
 }
 
 int gen_cli_ctx(const gen_cli_loaded *l) {
-    return l->mil ? gen_mil_manifest(l->mil)->ctx : qwen3_state_ctx(l->state);
+    return gen_seq_ctx(l->seq);
 }
 
 void gen_cli_print_timings(FILE *f, const gen_result *r) {

@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
+#include "engine/engine.h"
 #include "gen/generate.h"
-#include "models/qwen3.h"
 #include "text/tokenizer.h"
 
 #define GEN_CLI_MAX_STOPS 16
@@ -19,23 +19,21 @@ typedef struct gen_cli_opts {
     int n_threads;
     int has_seed;
     gen_sampler_params sampling;
-    /* given on the command line (defaults from elsewhere must not override) */
-    int is_set_temp, is_set_top_k, is_set_top_p, is_set_min_p, is_set_repeat;
-    int is_set_ctx; /* --ctx given: with --backend mil it must equal the bundle's */
+    unsigned set;   /* GEN_SET_*: given on the command line (folder defaults must not override) */
+    int is_set_ctx; /* --ctx given: with a bundle it must equal the bundle's */
     const char *stops[GEN_CLI_MAX_STOPS];
     int n_stops;
     int truncate;
-    const char *backend;   /* "cpu" (default) or "mil" (an ANE bundle through the interpreter) */
-    const char *dump_dir;  /* --dump-layers: hidden state after each layer as .npy, or NULL */
+    const char *backend;    /* "cpu" (default), "mil" or "ane": -m names an ANE bundle */
+    const char *ane_device; /* --ane-device fake|real, or NULL (then $NECTAR_ANE_DEVICE) */
+    const char *dump_dir;   /* --dump-layers: hidden state after each layer as .npy, or NULL */
 } gen_cli_opts;
 
 typedef struct gen_cli_loaded {
-    tok_tokenizer *tok;
-    qwen3_model *model;
-    qwen3_state *state;
-    gen_session *session;
-    struct gen_mil *mil;          /* --backend mil (then model and state are NULL) */
-    struct gen_layer_dump *dump;  /* --dump-layers, written by gen_cli_unload */
+    gen_model *model;
+    gen_seq *seq;
+    tok_tokenizer *tok;          /* the model's */
+    struct gen_layer_dump *dump; /* --dump-layers, written by gen_cli_unload */
     double load_s;
 } gen_cli_loaded;
 
@@ -50,17 +48,24 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o);
 /* The help lines of the shared options. */
 void gen_cli_print_options(FILE *f);
 
-/* Sampling defaults from DIR/generation_config.json (HF's: do_sample false
- * means greedy; temperature, top_k, top_p, min_p, repetition_penalty) for
- * every parameter the command line did not set. A missing file is fine; a
- * malformed one is an error naming the file and field. */
+/* Sampling defaults from the model folder (gen_sampling_from_folder) for
+ * every parameter the command line did not set. */
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
 
-/* Loads tokenizer, weights and a KV cache of o->ctx tokens (--backend mil:
- * the bundle's programs, its fixed context). */
+/* --ane-device (or, when not given, $NECTAR_ANE_DEVICE, read here once):
+ * fake or real (the default). With backend "ane", a real device this build
+ * cannot reach is refused here (the command exits 2). */
+nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
+                             nc_error *err);
+
+/* The engine options of the command line (threads, --ctx, ANE device). */
+nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err);
+
+/* Opens the model through the engine seam (o->backend) and one sequence of
+ * o->ctx tokens (a bundle: its fixed context). */
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
 void gen_cli_unload(gen_cli_loaded *l);
-/* The loaded engine's context in tokens (either backend). */
+/* The loaded sequence's context in tokens. */
 int gen_cli_ctx(const gen_cli_loaded *l);
 
 /* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
