@@ -252,9 +252,24 @@ def make_fixture(out_root, name, layout, seed, fields, pattern):
     with open(os.path.join(d, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(reference, f, indent=1, ensure_ascii=False)
         f.write("\n")
+    write_run_files(d, tk, eos, prompts)
     size = sum(os.path.getsize(os.path.join(d, x)) for x in os.listdir(d))
     log("%s: seed %d, min greedy margin %.4f, prompt lengths %s, %d bytes" % (
         name, s, margin, [len(p) for p in prompt_ids], size))
+
+
+def write_run_files(d, tk, eos, prompts):
+    """run_<i>.prompt / run_<i>.expected for tests/cli/test_qwen35_run.sh:
+    the prompt's bytes and what `nectar run --temp 0 -n 32` must print, HF's
+    greedy text up to the first eos (where run stops)."""
+    for i, p in enumerate(prompts):
+        ids = p["greedy_ids"]
+        if eos in ids:
+            ids = ids[:ids.index(eos)]
+        with open(os.path.join(d, "run_%d.prompt" % i), "w", encoding="utf-8") as f:
+            f.write(p["text"])
+        with open(os.path.join(d, "run_%d.expected" % i), "wb") as f:
+            f.write(tk.decode(ids).encode("utf-8"))
 
 
 def verify_fixture(out_root, name):

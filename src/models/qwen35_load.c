@@ -29,6 +29,9 @@ int qwen35_model_threads(const qwen35_model *m) {
 void qwen35_model_set_kv_f16(qwen35_model *m, int on) {
     m->kv_f16 = on != 0;
 }
+int qwen35_model_kv_f16(const qwen35_model *m) {
+    return m->kv_f16;
+}
 const char *qwen35_model_dtype(const qwen35_model *m) {
     return cpu_wtype_name(m->layers[0].gate.type);
 }
