@@ -307,6 +307,9 @@ QWEN35_CASES = [
 ]
 
 
+CHAT_CLI_MESSAGE = "Who made the heaven?"
+
+
 def write_chat_cases(tok_dir):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from make_tokenizer_fixtures import CHAT_CASES
@@ -329,6 +332,14 @@ def write_chat_cases(tok_dir):
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     log("%s: %d cases (%d errors)" % (CHAT_OUT, len(rows), sum("error" in r for r in rows)))
+    # for tests/cli/test_qwen35_run.sh: the token count of `nectar chat`'s
+    # first prompt, thinking on and off
+    m = [{"role": "user", "content": CHAT_CLI_MESSAGE}]
+    counts = [len(tok.encode(tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True,
+                                                     enable_thinking=e), add_special_tokens=False))
+              for e in (True, False)]
+    with open(os.path.join(tok_dir, "chat_prompt_tokens.txt"), "w", encoding="utf-8") as f:
+        f.write("%d %d\n" % tuple(counts))
 
 
 def write_readme(out_root):
@@ -367,7 +378,7 @@ def main():
         for name, layout, seed, fields, pattern in FIXTURES:
             make_fixture(args.out, name, layout, seed, fields, pattern)
         write_readme(args.out)
-        write_chat_cases(os.path.join(args.out, FIXTURES[0][0]))
+        write_chat_cases(os.path.join(args.out, FIXTURES[1][0]))
     for name, *_ in FIXTURES:
         verify_fixture(args.out, name)
 

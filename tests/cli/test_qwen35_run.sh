@@ -42,6 +42,18 @@ for q in q8 q4; do
     else fail qwen35_run_${q}_weights "$(tail -2 "$TMP/err")"; fi
 done
 
+# nectar chat renders Qwen3.5's template: the prompt's token count is HF's
+# (chat_prompt_tokens.txt: thinking on, off); with thinking on the reply
+# starts inside <think>, so --hide-think hides all of a short reply
+read n_think n_nothink <"$M/chat_prompt_tokens.txt"
+msg="Who made the heaven?"
+if printf '%s\n' "$msg" | "$BIN" chat $T -m "$M" --temp 0 -n 6 --hide-think >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "prompt $n_think tokens" "$TMP/err" && [ -z "$(tr -d '\n' <"$TMP/out")" ] &&
+    printf '%s\n' "$msg" | "$BIN" chat $T -m "$M" --temp 0 -n 6 --no-think >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "prompt $n_nothink tokens" "$TMP/err"; then
+    pass qwen35_chat_renders_the_qwen35_template
+else fail qwen35_chat_renders_the_qwen35_template "$(cat "$TMP/err")"; fi
+
 # no ANE lowering of Qwen3.5 yet: one clear line, not a crash
 if ! "$BIN" run $T -m "$M" -p hi --backend mil -n 1 >/dev/null 2>"$TMP/err" &&
     grep -q "has no mil engine" "$TMP/err"; then
