@@ -99,7 +99,9 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
                            int enable_thinking, reply *r, gen_result *res, nc_error *err) {
     char *rendered = NULL;
     chat_options copt = {1, enable_thinking};
-    NC_TRY(chat_render(h->msgs, h->n, &copt, &rendered, err));
+    /* the template of the model's family */
+    int is_qwen35 = !strcmp(l->model->e->kind, "qwen35-cpu");
+    NC_TRY((is_qwen35 ? chat_render_qwen35 : chat_render)(h->msgs, h->n, &copt, &rendered, err));
     int32_t *ids = NULL;
     size_t n_ids = 0;
     nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
@@ -114,7 +116,10 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
                        n_ids, gen_cli_ctx(l));
     }
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
-    gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0, 1, 0};
+    /* Qwen3.5's generation prompt with thinking on ends in "<think>\n": the
+     * reply starts inside the reasoning */
+    gen_request req = {
+        o->sampling, max_new, o->stops, o->n_stops, 0, 1, is_qwen35 && enable_thinking};
     gen_callbacks cb = {NULL, on_text, r};
     st = gen_generate(l->seq, ids, (int)n_ids, &req, &cb, res, err);
     free(ids);
