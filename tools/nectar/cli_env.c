@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "cpu/cpu_kernels.h"
 
-static cli_env env = {.shared = "../shared"};
+static cli_env env;
 
 /* Set and not "0" (NECTAR_NO_SIMD=1). */
 static int is_on(const char *name) {
@@ -47,7 +47,6 @@ int cli_env_init(void) {
     const char *kv = value("NECTAR_KV");
     if (kv && strcmp(kv, "f16") && strcmp(kv, "f32")) return bad("NECTAR_KV", kv, "f16 or f32");
     env.kv_f16 = kv && !strcmp(kv, "f16");
-    if (value("NECTAR_SHARED")) env.shared = value("NECTAR_SHARED");
     return 0;
 }
 

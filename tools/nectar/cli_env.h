@@ -7,7 +7,6 @@
 
 typedef struct cli_env {
     int kv_f16;         /* NECTAR_KV=f16 (or f32): KV caches in fp16 */
-    const char *shared; /* NECTAR_SHARED: the shared data folder (default ../shared) */
 } cli_env;
 
 /* Reads every variable and applies the process-wide ones: the kernel table
