@@ -145,7 +145,8 @@ int cmd_serve(int argc, char **argv) {
     engine_options eo = {0};
     eo.n_threads = (int)threads;
     eo.fake_step_ms = (int)fake_step_ms;
-    if (gen_cli_ane_device(ane_device, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
+        return cli_fail(&err), 2;
     o.model_path = model;
     o.n_aliases = n_aliases;
 
@@ -161,7 +162,7 @@ int cmd_serve(int argc, char **argv) {
 
     gen_model *m = NULL;
     nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
-    if (st != NC_OK) return gen_cli_load_failed(&err);
+    if (st != NC_OK) return cli_fail(&err);
     if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;
