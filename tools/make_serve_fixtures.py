@@ -4,7 +4,7 @@
 Writes tests/fixtures/serve/fake/: a tiny byte-level BPE tokenizer trained
 with HF `tokenizers` (Qwen2 split regex + ByteLevel, Qwen3's added tokens,
 Qwen3's chat template copied into tokenizer_config.json) and the script that
-the server's fake engine recites (src/serve/serve_engine_fake.c). Then
+the server's fake engine recites (src/engine/engine_script.c). Then
 tests/fixtures/serve/expected.json: for a set of requests, what the server
 must answer, computed here independently: prompts rendered and tokenized
 by transformers' apply_chat_template / the HF tokenizer, the fake model's
@@ -71,7 +71,7 @@ def fnv1a(ids):
 
 
 class FakeModel:
-    """The recital rule of serve_engine_fake.c, written again from its spec."""
+    """The recital rule of engine_script.c, written again from its spec."""
 
     def __init__(self, hf, n_vocab):
         self.n_vocab = n_vocab

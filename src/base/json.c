@@ -51,7 +51,8 @@ nc_status nc_json_int(const json_t *obj, const char *key, int64_t *out, int requ
     }
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (d == (double)(int64_t)d) {
+        /* in range before the cast: converting a double outside int64 is undefined */
+        if (d >= -0x1p63 && d < 0x1p63 && d == (double)(int64_t)d) {
             *out = (int64_t)d;
             return NC_OK;
         }

@@ -8,6 +8,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_amx.h"
+#include "cpu/gemm_bf16.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -53,8 +54,10 @@ static void detect(cpu_features *f) {
 static cpu_features features;
 static const cpu_kernels *chosen;
 #if defined(__x86_64__)
-/* The AVX-512 table with prompts on AMX tiles, where the CPU and OS have them. */
-static cpu_kernels amx_table;
+/* The AVX-512 table with bf16 prompts on vdpbf16ps where the CPU has
+ * AVX512-BF16, and that with prompts on AMX tiles, where the CPU and OS
+ * have them. */
+static cpu_kernels avx512_table, amx_table;
 static int has_amx;
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -69,6 +72,7 @@ static int has_avx512(void) {
     return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl &&
            features.avx512vnni;
 }
+
 #endif
 
 static void choose(void) {
@@ -76,9 +80,10 @@ static void choose(void) {
     chosen = &cpu_kernels_scalar;
 #if defined(__x86_64__)
     if (has_avx2()) chosen = &cpu_kernels_avx2;
-    if (has_avx512()) chosen = &cpu_kernels_avx512;
+    avx512_table = cpu_kernels_avx512;
+    if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
-        amx_table = cpu_kernels_avx512;
+        amx_table = avx512_table;
         amx_table.name = "amx";
         amx_table.amx = 1;
         has_amx = 1;
@@ -122,13 +127,32 @@ nc_status cpu_select_table(const char *cap, nc_error *err) {
     return NC_OK;
 }
 
+/* bf16 prompts on vdpbf16ps only on request: on this Sapphire Rapids both
+ * variants ran slower than the fp32 GEMM (docs/performance.md). */
+nc_status cpu_select_bf16(const char *mode, nc_error *err) {
+    pthread_once(&once, choose);
+    int want = !mode || !*mode || !strcmp(mode, "off") ? 0
+               : !strcmp(mode, "accurate")             ? 1
+               : !strcmp(mode, "fast")                 ? 2
+                                                       : -1;
+    if (want < 0)
+        return nc_fail(err, NC_ERR_INVALID, "bf16 prompts '%s': not accurate, fast or off", mode);
+#if defined(__x86_64__)
+    const cpu_gemm_kernels *g = NULL; /* asked for where there is no AVX512-BF16: fp32 */
+    if (want && features.avx512bf16)
+        g = &cpu_gemm_bf16_avx512[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
+    avx512_table.gemm_bf16 = amx_table.gemm_bf16 = g;
+#endif
+    return NC_OK;
+}
+
 int cpu_kernels_available(const cpu_kernels **out, int cap) {
     pthread_once(&once, choose);
     int n = 0;
     if (n < cap) out[n++] = &cpu_kernels_scalar;
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
-    if (has_avx512() && n < cap) out[n++] = &cpu_kernels_avx512;
+    if (has_avx512() && n < cap) out[n++] = &avx512_table;
     if (has_amx && n < cap) out[n++] = &amx_table;
 #elif defined(__aarch64__)
     if (n < cap) out[n++] = &cpu_kernels_neon;

@@ -47,7 +47,7 @@ nc_status engine_open(const char *kind, const char *dir, const engine_options *o
     *out = NULL;
     const engine_row *row = row_of(kind);
     if (!row) return nc_fail(err, NC_ERR_INVALID, "no engine kind '%s'", kind);
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: not a folder", dir);
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
     engine_options none = {0};
     engine *e = calloc(1, sizeof *e);
     if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
@@ -68,7 +68,9 @@ void engine_close(engine *e) {
     free(e);
 }
 
-nc_status engine_kind_for(const char *backend, const char *dir, const char **kind, nc_error *err) {
+/* want: -1 any kind, 0 decoders only, 1 encoders only */
+static nc_status kind_for(const char *backend, const char *dir, int want, const char **kind,
+                          nc_error *err) {
     *kind = NULL;
     int known = 0;
     for (int i = 0; i < N_ROWS; i++)
@@ -78,23 +80,44 @@ nc_status engine_kind_for(const char *backend, const char *dir, const char **kin
                        backend);
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: not a folder", dir);
-    if (!nc_file_exists(path))
-        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no config.json (not a model folder or bundle)",
-                       dir);
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
+    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
     json_t *doc = NULL;
     NC_TRY(nc_json_load_file(path, &doc, err));
     const char *type = json_string_value(json_object_get(doc, "model_type"));
+    int family = 0; /* a row of this model type exists (of the wanted sort) */
+    for (int i = 0; type && i < N_ROWS && !*kind; i++) {
+        if (!rows[i].model_type || strcmp(rows[i].model_type, type) != 0) continue;
+        if (want >= 0 && rows[i].is_encoder != want) continue;
+        family = 1;
+        if (!strcmp(rows[i].backend, backend)) *kind = rows[i].kind;
+    }
     nc_status st = NC_OK;
-    for (int i = 0; type && i < N_ROWS && !*kind; i++)
-        if (rows[i].model_type && !strcmp(rows[i].model_type, type) &&
-            !strcmp(rows[i].backend, backend))
-            *kind = rows[i].kind;
-    if (!*kind)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: model_type '%s' has no %s engine", path,
-                     type ? type : "(none)", backend);
+    if (!*kind && !family)
+        st = nc_fail(err, NC_ERR_INVALID, "%s: model_type '%s' is not supported%s", path,
+                     type ? type : "(none)",
+                     want == 1   ? " (not an encoder)"
+                     : want == 0 ? " (not a text generator)"
+                                 : "");
+    else if (!*kind)
+        st = nc_fail(err, NC_ERR_INVALID, "%s: model_type '%s' has no %s engine", path, type,
+                     backend);
     json_decref(doc);
     return st;
+}
+
+nc_status engine_kind_for(const char *backend, const char *dir, const char **kind, nc_error *err) {
+    return kind_for(backend, dir, -1, kind, err);
+}
+
+nc_status engine_kind_for_decoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err) {
+    return kind_for(backend, dir, 0, kind, err);
+}
+
+nc_status engine_kind_for_encoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err) {
+    return kind_for(backend, dir, 1, kind, err);
 }
 
 nc_status engine_forward(engine *e, engine_seq *s, const int32_t *tokens, int n, float *logits,

@@ -112,6 +112,17 @@ void engine_close(engine *e);
  * config.json's model_type picks the family (a bundle keeps a copy of its
  * model's config.json). Fails naming the folder when no engine fits. */
 nc_status engine_kind_for(const char *backend, const char *dir, const char **kind, nc_error *err);
+/* The same among text generators / encoders only ("model_type 'X' is not
+ * supported" for a model of the other sort). */
+nc_status engine_kind_for_decoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err);
+nc_status engine_kind_for_encoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err);
+
+/* NC_OK where this build has the real Neural Engine bridge (macOS); else
+ * NC_ERR_UNSUPPORTED with one line saying so (commands check it up front,
+ * as a usage error, and the qwen3-ane engine again). */
+nc_status engine_ane_real_available(nc_error *err);
 
 /* Every kind, NULL-terminated (help text, tests). */
 const char *const *engine_kinds(void);

@@ -124,9 +124,17 @@ static nc_status open_device(ane_engine *a, engine_ane_device which, nc_error *e
         a->is_fake = a->has_dev = 1;
         return NC_OK;
     }
+    NC_TRY(engine_ane_real_available(err));
 #if defined(__APPLE__)
     NC_TRY(ane_apple_open(NULL, &a->dev, err));
     a->has_dev = 1;
+#endif
+    return NC_OK;
+}
+
+nc_status engine_ane_real_available(nc_error *err) {
+#if defined(__APPLE__)
+    (void)err;
     return NC_OK;
 #else
     return nc_fail(err, NC_ERR_UNSUPPORTED,

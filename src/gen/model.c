@@ -42,13 +42,11 @@ nc_status gen_model_open(const char *backend, const char *dir, const engine_opti
                          gen_model **out, nc_error *err) {
     *out = NULL;
     const char *kind = "script";
-    if (strcmp(backend, "script") != 0) NC_TRY(engine_kind_for(backend, dir, &kind, err));
+    if (strcmp(backend, "script") != 0) NC_TRY(engine_kind_for_decoder(backend, dir, &kind, err));
     gen_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     nc_status st = tok_load(dir, &m->tok, err);
     if (st == NC_OK) st = engine_open(kind, dir, opt, &m->e, err);
-    if (st == NC_OK && m->e->is_encoder)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: an encoder cannot generate text", dir);
     if (st != NC_OK) {
         gen_model_close(m);
         return st;

@@ -5,8 +5,8 @@
 # through `nectar run`, `nectar chat` (scripted stdin) and `nectar serve`
 # ($NECTAR_BIN), on the demo model and an HF fixture. The cpu text itself is
 # HF's (tests/cli/test_run.sh, test_demo_reference.c), so equality here is
-# equality with an independent reference. Also: the real device off macOS
-# is one line and exit 2.
+# equality with an independent reference. Also: `bench --backend ane` on the
+# fake device, and the real device off macOS is one line and exit 2.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -60,7 +60,7 @@ for m in demo tiny_gqa2; do
         SPID=$!
         port=""
         i=0
-        while [ $i -lt 300 ] && [ -z "$port" ]; do
+        while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $SPID 2>/dev/null; do
             port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/sout" 2>/dev/null)
             [ -z "$port" ] && sleep 0.1
             i=$((i + 1))
@@ -77,9 +77,17 @@ for m in demo tiny_gqa2; do
         cmp -s "$TMP/serve_cpu" "$TMP/serve_ane" && grep -q '"finish_reason"' "$TMP/serve_ane.json"; then
         pass "serve_cpu_mil_ane_same_chat_answer_$m"
     else
-        fail "serve_cpu_mil_ane_same_chat_answer_$m" "cpu $(cat "$TMP/serve_cpu.json") ane $(cat "$TMP/serve_ane.json") $(tail -2 "$TMP/serr")"
+        fail "serve_cpu_mil_ane_same_chat_answer_$m" "cpu $(cat "$TMP/serve_cpu.json") mil $(cat "$TMP/serve_mil.json") ane $(cat "$TMP/serve_ane.json") $(tail -2 "$TMP/serr")"
     fi
 done
+
+# bench on the fake device: prompt and generation speed through the same seam
+if [ -d "$TMP/demo.bundle" ] &&
+    "$BIN" bench $T --backend ane --ane-device fake -m "$TMP/demo.bundle" -p 32 -n 4 --runs 1 \
+        >"$TMP/out" 2>"$TMP/err" && grep -q "qwen3-ane (fake device) engine" "$TMP/out" &&
+    grep -q "^| pp32 " "$TMP/out" && grep -q "^| tg4 " "$TMP/out"; then
+    pass bench_ane_fake_device
+else fail bench_ane_fake_device "$(cat "$TMP/out" "$TMP/err")"; fi
 
 # the real device where there is none: one line, exit 2
 if [ "$(uname -s)" != Darwin ] && [ -d "$TMP/demo.bundle" ]; then

@@ -157,8 +157,14 @@ static void test_kind_for_reads_the_model_type(void) {
     CHECK(engine_kind_for("gpu", FIXTURE, &kind, &err) == NC_ERR_INVALID &&
           strstr(err.msg, "cpu, mil or ane"));
     CHECK(engine_kind_for("ane", "tests/fixtures/modernbert/mb_base", &kind, &err) ==
-          NC_ERR_UNSUPPORTED);
-    CHECK(engine_kind_for("cpu", "tests/fixtures", &kind, &err) == NC_ERR_NOT_FOUND);
+              NC_ERR_INVALID &&
+          strstr(err.msg, "has no ane engine"));
+    CHECK(engine_kind_for_decoder("cpu", "tests/fixtures/modernbert/mb_base", &kind, &err) ==
+              NC_ERR_INVALID &&
+          strstr(err.msg, "model_type 'modernbert' is not supported"));
+    CHECK(engine_kind_for_encoder("cpu", FIXTURE, &kind, &err) == NC_ERR_INVALID);
+    CHECK(engine_kind_for("cpu", "tests/fixtures", &kind, &err) == NC_ERR_NOT_FOUND &&
+          strstr(err.msg, "config.json: file not found"));
 }
 
 static void test_bundle_context_is_fixed(void) {

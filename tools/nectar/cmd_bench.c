@@ -1,5 +1,6 @@
-/* `nectar bench -m DIR`: the speed of the Qwen3 CPU engine, llama-bench
- * style. pp<P>: one batched forward of a P-token prompt from an empty cache;
+/* `nectar bench -m DIR`: the speed of an engine (the cpu one by default;
+ * --backend mil|ane on a bundle), llama-bench style, through the engine
+ * seam. pp<P>: one batched forward of a P-token prompt from an empty cache;
  * tg<N>: N single-token forwards from an empty cache, each producing logits.
  * Each is repeated --runs times (after one untimed warm-up token that pages
  * the weights in) and printed as mean +/- sd tokens/s, with the load time,
@@ -20,7 +21,8 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
 #include "cpu/cpu_peak.h"
-#include "models/qwen3.h"
+#include "engine/engine.h"
+#include "gen_cli.h"
 
 #define MAX_RUNS 100
 
@@ -53,6 +55,7 @@ static void summarize(bench_series *b) {
 static int usage(FILE *f) {
     fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--bw-mib 2048] "
                "[--kv f32|f16] [--json]\n"
+               "                   [--backend cpu|mil|ane] [--ane-device fake|real]\n"
                "       nectar bench --bandwidth [-t N] [--runs 5] [--bw-mib 2048] [--json]\n"
                "       nectar bench --compare ...   (A/B harness)\n"
                "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
@@ -60,7 +63,10 @@ static int usage(FILE *f) {
                "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
                "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
                "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
-               "without a model.\n");
+               "without a model. --backend mil|ane: -m names an ANE bundle (nectar compile),\n"
+               "run by the MIL interpreter or on the Neural Engine (--ane-device fake: the\n"
+               "whole request path on the MIL interpreter; default from $NECTAR_ANE_DEVICE);\n"
+               "the rooflines are the cpu engine's only.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -158,6 +164,7 @@ int cmd_bench(int argc, char **argv) {
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
     const char *kv = NULL; /* --kv f16|f32: the KV cache's element type */
+    const char *backend = "cpu", *ane_device = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -179,6 +186,10 @@ int cmd_bench(int argc, char **argv) {
             machine = 1;
         else if (!strcmp(a, "--kv") && has_val)
             kv = argv[++i];
+        else if (!strcmp(a, "--backend") && has_val)
+            backend = argv[++i];
+        else if (!strcmp(a, "--ane-device") && has_val)
+            ane_device = argv[++i];
         else if (!strcmp(a, "--bw-mib") && has_val)
             bw_mib = atoi(argv[++i]);
         else {
@@ -199,59 +210,70 @@ int cmd_bench(int argc, char **argv) {
         return cli_failf("bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= --runs <= %d",
                          MAX_RUNS);
 
-    nc_error err;
-    qwen3_model *m;
-    qwen3_load_options opt = {threads};
+    nc_error err = {0};
+    engine_options eo = {0};
+    eo.n_threads = threads;
+    if (kv) eo.kv = !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    else if (cli_env_get()->kv_f16) eo.kv = ENGINE_KV_F16; /* NECTAR_KV */
+    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
+        return cli_fail(&err), 2;
+    const char *kind = NULL;
+    engine *m = NULL;
     double t0 = nc_now_s();
-    if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return cli_fail(&err);
-    double load_s = nc_now_s() - t0;
-    qwen3_model_set_kv_f16(m, kv ? !strcmp(kv, "f16") : cli_env_get()->kv_f16);
-    const qwen3_config *c = qwen3_model_config(m);
-    int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
-    if (ctx > c->max_position_embeddings) {
-        qwen3_free(m);
-        return cli_failf("bench: -p/-n %d exceeds max_position_embeddings %d", ctx - 1,
-                         c->max_position_embeddings);
+    nc_status ost = engine_kind_for_decoder(backend, dir, &kind, &err);
+    if (ost == NC_OK) ost = engine_open(kind, dir, &eo, &m, &err);
+    if (ost == NC_OK && !m->qwen3) {
+        ost = nc_fail(&err, NC_ERR_UNSUPPORTED, "bench: %s (%s) is not a Qwen3-family decoder", dir,
+                      m->kind);
+        engine_close(m);
     }
-    qwen3_state *s;
+    if (ost != NC_OK) return cli_fail(&err);
+    const qwen3_config *c = m->qwen3;
+    int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
+    if (ctx > m->ctx_max) {
+        engine_close(m);
+        return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, m->ctx_max);
+    }
+    engine_seq *s = NULL;
     float *logits = malloc((size_t)c->vocab_size * sizeof(float));
     int32_t *tokens = malloc((size_t)ctx * sizeof(int32_t));
-    if (!logits || !tokens || qwen3_state_new(m, ctx, &s, &err) != NC_OK) {
+    if (!logits || !tokens || engine_seq_new(m, ctx, &s, &err) != NC_OK) {
         if (!logits || !tokens) nc_fail(&err, NC_ERR_NOMEM, "bench: out of memory");
         free(logits);
         free(tokens);
-        qwen3_free(m);
+        engine_close(m);
         return cli_fail(&err);
     }
+    double load_s = nc_now_s() - t0; /* a bundle's device programs open with the sequence */
     uint32_t rng = 12345;
     for (int i = 0; i < ctx; i++) {
         rng = rng * 1664525u + 1013904223u;
         tokens[i] = (int32_t)((rng >> 8) % (uint32_t)c->vocab_size);
     }
     double tw = nc_now_s(); /* warm-up: the first forward pages the mmapped weights in */
-    nc_status st = qwen3_forward(m, s, tokens, 1, logits, NULL, &err);
+    nc_status st = engine_forward(m, s, tokens, 1, logits, &err);
     double first_s = nc_now_s() - tw;
     bench_series pp = {.runs = runs}, tg = {.runs = runs};
     for (int r = 0; r < runs && st == NC_OK && n_pp > 0; r++) {
-        qwen3_state_truncate(s, 0);
+        engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
-        st = qwen3_forward(m, s, tokens, n_pp, logits, NULL, &err);
+        st = engine_forward(m, s, tokens, n_pp, logits, &err);
         pp.tok_per_s[r] = n_pp / (nc_now_s() - t);
         pp.wall_s += nc_now_s() - t;
         pp.cpu_s += process_cpu_s() - c0;
     }
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
-        qwen3_state_truncate(s, 0);
+        engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
         for (int i = 0; i < n_tg && st == NC_OK; i++)
-            st = qwen3_forward(m, s, tokens + i, 1, logits, NULL, &err);
+            st = engine_forward(m, s, tokens + i, 1, logits, &err);
         tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
         tg.wall_s += nc_now_s() - t;
         tg.cpu_s += process_cpu_s() - c0;
     }
     if (st != NC_OK) {
-        qwen3_state_free(s);
-        qwen3_free(m);
+        engine_seq_free(m, s);
+        engine_close(m);
         free(logits);
         free(tokens);
         return cli_fail(&err);
@@ -259,9 +281,9 @@ int cmd_bench(int argc, char **argv) {
     if (n_pp > 0) summarize(&pp);
     if (n_tg > 0) summarize(&tg);
     size_t rss = nc_peak_rss_bytes();
-    size_t wbytes = qwen3_model_weight_bytes_per_token(m);
-    int n_threads = qwen3_model_threads(m);
-    qwen3_state_free(s);
+    size_t wbytes = m->weight_bytes_per_token; /* 0: not known (bundles) */
+    int n_threads = m->n_threads > 0 ? m->n_threads : 1;
+    engine_seq_free(m, s);
     free(logits);
     free(tokens);
     /* Probe the machine with the model's pool gone from the caches' way. */
@@ -273,7 +295,7 @@ int cmd_bench(int argc, char **argv) {
         if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
     nc_pool_free(pool);
-    double roof = bw > 0 ? bw / (double)wbytes : 0.0;
+    double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
     double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
     double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_flops(c, n_pp) * runs / pp.cpu_s / 1e9 : 0;
@@ -281,7 +303,7 @@ int cmd_bench(int argc, char **argv) {
      * roofline's fraction while the threads ran (shared machines) */
     double tg_bytes_cpu = n_tg > 0 && tg.cpu_s > 0 ? (double)wbytes * n_tg * runs / tg.cpu_s : 0;
     double tg_frac_cpu = bw_cpu > 0 ? tg_bytes_cpu / bw_cpu : 0.0;
-    const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
+    const char *dtype = m->weight_dtype ? m->weight_dtype : "?", *kern = cpu_kernels_get()->name;
 
     if (as_json) {
         printf("{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"threads\": %d,\n"
@@ -289,23 +311,22 @@ int cmd_bench(int argc, char **argv) {
                dir, dtype, n_threads, kern, load_s, first_s);
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
-        printf(
-            "  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
-            "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
-            "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
-            "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
-            "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
-            "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
-            "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
-            "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
-            rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
-            pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
-            core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
+        printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
+               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
+               "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
+               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
+               "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
+               "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
+               "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
+               "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
+               rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
+               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
+               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
-               "cache\n",
+               "cache; %s engine\n",
                dir, dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern,
-               qwen3_model_kv_f16(m) ? "fp16" : "fp32");
+               m->is_kv_f16 ? "fp16" : "fp32", m->kind);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);
@@ -318,11 +339,14 @@ int cmd_bench(int argc, char **argv) {
         printf("load %.3f s (mmap + validation), first token %.3f s (pages the weights in), "
                "peak RSS %.1f MiB\n",
                load_s, first_s, (double)rss / (1 << 20));
-        printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
-               "tok/s",
-               (double)wbytes / 1e9, bw / 1e9, roof);
-        if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
-        printf("\npeak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
+        if (wbytes) {
+            printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
+                   "tok/s",
+                   (double)wbytes / 1e9, bw / 1e9, roof);
+            if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
+            printf("\n");
+        }
+        printf("peak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
         if (n_pp > 0 && peak > 0)
             printf("; pp %.1f GFLOP/s = %.0f%% of it", pp_gflops, 100 * pp_gflops * 1e9 / peak);
         printf("\n");
@@ -334,10 +358,10 @@ int cmd_bench(int argc, char **argv) {
             printf("per CPU-second (what a core did while it ran): peak %.1f GFLOP, pp %.1f GFLOP "
                    "= %.0f%%\n",
                    core / 1e9, pp_gflop_cpu, 100 * pp_gflop_cpu * 1e9 / core);
-        if (n_tg > 0 && bw_cpu > 0)
+        if (n_tg > 0 && bw_cpu > 0 && wbytes)
             printf("per CPU-second of a thread: read probe %.2f GB, tg weights %.2f GB = %.0f%%\n",
                    bw_cpu / 1e9, tg_bytes_cpu / 1e9, 100 * tg_frac_cpu);
     }
-    qwen3_free(m);
+    engine_close(m);
     return 0;
 }

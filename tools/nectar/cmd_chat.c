@@ -172,9 +172,11 @@ int cmd_chat(int argc, char **argv) {
     }
 
     nc_error err = {0};
+    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
     if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     gen_cli_loaded l;
-    if (gen_cli_load(&o, &l, &err) != NC_OK) return gen_cli_load_failed(&err);
+    if (gen_cli_load(&o, &l, &err) != NC_OK) return cli_fail(&err);
     int is_tty_in = isatty(STDIN_FILENO), is_tty_out = isatty(STDOUT_FILENO);
     fprintf(stderr, "nectar: loaded %s in %.2f s; /reset clears the history, Ctrl-D quits\n",
             o.model_dir, l.load_s);

@@ -22,7 +22,7 @@ static void usage(FILE *f) {
 }
 
 static void print_one(const enc_cli *c, size_t input, const float *logits, int n, int json) {
-    const modernbert_config *cfg = modernbert_model_config(c->m);
+    const modernbert_config *cfg = c->cfg;
     double mx = -INFINITY, sum = 0;
     for (int j = 0; j < n; j++)
         mx = logits[j] > mx ? logits[j] : mx;
@@ -79,7 +79,7 @@ int cmd_classify(int argc, char **argv) {
     }
     enc_cli c;
     int rc = enc_cli_open(&c, "classify", &o);
-    const modernbert_config *cfg = c.m ? modernbert_model_config(c.m) : NULL;
+    const modernbert_config *cfg = c.cfg;
     if (!rc && cfg->head != MODERNBERT_HEAD_CLASSIFIER)
         rc = cli_failf("classify: %s is not a ModernBertForSequenceClassification model", o.model);
     int L = cfg ? cfg->num_labels : 0;

@@ -119,7 +119,7 @@ int cmd_embed(int argc, char **argv) {
 
     enc_cli c;
     int rc = enc_cli_open(&c, "embed", &o);
-    const modernbert_config *cfg = c.m ? modernbert_model_config(c.m) : NULL;
+    const modernbert_config *cfg = c.cfg;
     int d = cfg ? cfg->hidden_size : 0;
     float *vecs = rc ? NULL : malloc(c.n_texts * (size_t)d * sizeof *vecs);
     if (!rc && !vecs) rc = cli_failf("embed: out of memory");

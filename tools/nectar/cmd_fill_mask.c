@@ -102,7 +102,7 @@ int cmd_fill_mask(int argc, char **argv) {
     }
     enc_cli c;
     int rc = enc_cli_open(&c, "fill-mask", &o);
-    const modernbert_config *cfg = c.m ? modernbert_model_config(c.m) : NULL;
+    const modernbert_config *cfg = c.cfg;
     if (!rc && cfg->head != MODERNBERT_HEAD_MLM)
         rc = cli_failf("fill-mask: %s is not a ModernBertForMaskedLM model", o.model);
     int32_t mask_id = -1;

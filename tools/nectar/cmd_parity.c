@@ -9,9 +9,9 @@
 
 #include "base/mmap.h"
 #include "commands.h"
+#include "engine/engine.h"
 #include "io/npy.h"
 #include "lower/modernbert_parity.h"
-#include "lower/modernbert_run.h"
 #include "text/tokenizer.h"
 
 static void usage(FILE *f) {
@@ -130,8 +130,8 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
     return st;
 }
 
-static nc_status mil_forward(void *ctx, const modernbert_io *io, nc_error *err) {
-    return mb_run_forward(ctx, io, err);
+static nc_status candidate_forward(void *ctx, const modernbert_io *io, nc_error *err) {
+    return engine_encode(ctx, io, err);
 }
 
 int cmd_parity(int argc, char **argv) {
@@ -167,16 +167,18 @@ int cmd_parity(int argc, char **argv) {
         return cli_failf("parity: -m DIR, --candidate BUNDLE and --inputs FILE are required"), 2;
     nc_error err = {0};
     modernbert_model *cpu = NULL;
-    mb_run *cand = NULL;
+    engine *cand = NULL; /* the bundle through the engine seam */
     int32_t *ids = NULL, *mask = NULL;
     int n = 0, seq = 0, rc = 1;
     mb_parity_report rep;
     memset(&rep, 0, sizeof rep);
     nc_status st = modernbert_load(model, threads, &cpu, &err);
-    if (!st) st = mb_run_open(bundle, threads, &cand, &err);
+    engine_options eo = {0};
+    eo.n_threads = threads;
+    if (!st) st = engine_open("modernbert-mil", bundle, &eo, &cand, &err);
     if (!st) {
         /* the gate compares like with like: same shape, same head */
-        const modernbert_config *a = modernbert_model_config(cpu), *b = mb_run_config(cand);
+        const modernbert_config *a = modernbert_model_config(cpu), *b = cand->encoder;
         if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
             a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
             st = nc_fail(&err, NC_ERR_INVALID,
@@ -191,7 +193,8 @@ int cmd_parity(int argc, char **argv) {
         st = read_text_ids(inputs, model, c->pad_token_id >= 0 ? c->pad_token_id : 0, &ids, &mask,
                            &n, &seq, &err);
     }
-    if (!st) st = mb_parity_run(cpu, mil_forward, cand, ids, mask, n, seq, repeats, &rep, &err);
+    if (!st)
+        st = mb_parity_run(cpu, candidate_forward, cand, ids, mask, n, seq, repeats, &rep, &err);
     if (st)
         rc = cli_fail(&err);
     else {
@@ -201,7 +204,7 @@ int cmd_parity(int argc, char **argv) {
     mb_parity_report_free(&rep);
     free(ids);
     free(mask);
-    mb_run_free(cand);
+    engine_close(cand);
     modernbert_free(cpu);
     return rc;
 }

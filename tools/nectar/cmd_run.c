@@ -59,6 +59,8 @@ int cmd_run(int argc, char **argv) {
     if (!prompt == !prompt_file) return cli_failf("run: give exactly one of -p TEXT or -f FILE"), 2;
 
     nc_error err = {0};
+    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
     if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     char *file_text = NULL;
     size_t prompt_len = prompt ? strlen(prompt) : 0;
@@ -69,7 +71,7 @@ int cmd_run(int argc, char **argv) {
     gen_cli_loaded l;
     if (gen_cli_load(&o, &l, &err) != NC_OK) {
         free(file_text);
-        return gen_cli_load_failed(&err);
+        return cli_fail(&err);
     }
     int32_t *ids = NULL;
     size_t n_ids = 0;

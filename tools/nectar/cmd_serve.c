@@ -30,6 +30,10 @@ static void usage(FILE *f) {
         "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
         "  --max-body BYTES      largest request body (default 8388608)\n"
         "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
+        "  --alias NAME          another model name to list and accept (repeatable)\n"
+        "  --max-connections N   open connections; beyond them a 503 (default 512)\n"
+        "  --max-conn-per-ip N   open connections per client address (default: half the above)\n"
+        "  --header-timeout S    time for a request's head to arrive (default 10)\n"
         "  --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle (nectar\n"
         "                        compile) run by the MIL interpreter or the Neural Engine,\n"
         "                        slot after slot\n"
@@ -65,6 +69,10 @@ int cmd_serve(int argc, char **argv) {
     o.timeout_s = 600;
     int is_fake = 0;
     long fake_step_ms = 0, threads = 0;
+    /* Names and connection limits (issue 17). */
+    const char *aliases[16];
+    int n_aliases = 0;
+    o.aliases = aliases;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -110,6 +118,17 @@ int cmd_serve(int argc, char **argv) {
             bad = parse_int(a, v, 0, 1024, &threads);
         else if (!strcmp(a, "--fake-step-ms"))
             bad = parse_int(a, v, 0, 10000, &fake_step_ms);
+        /* -- names and connection limits -- */
+        else if (!strcmp(a, "--alias") && n_aliases < 16 && *v)
+            aliases[n_aliases++] = v;
+        else if (!strcmp(a, "--alias"))
+            return cli_failf("serve: --alias '%s': empty, or more than 16 aliases", v), 2;
+        else if (!strcmp(a, "--max-connections"))
+            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_connections = (int)n), 0);
+        else if (!strcmp(a, "--max-conn-per-ip"))
+            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_per_ip = (int)n), 0);
+        else if (!strcmp(a, "--header-timeout"))
+            bad = parse_int(a, v, 1, 3600, &n) || ((o.header_timeout_s = (double)n), 0);
         else
             return cli_failf("serve: unknown option '%s' (try nectar serve --help)", a), 2;
         if (bad) return 2;
@@ -128,9 +147,10 @@ int cmd_serve(int argc, char **argv) {
     eo.n_threads = (int)threads;
     eo.fake_step_ms = (int)fake_step_ms;
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_ane_device(ane_device, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
+        return cli_fail(&err), 2;
     o.model_path = model;
-    o.max_connections = o.n_parallel + o.queue_max + 32;
+    o.n_aliases = n_aliases;
 
     /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
      * scheduler and the HTTP threads inherit the mask) and taken by sigwait
@@ -144,7 +164,7 @@ int cmd_serve(int argc, char **argv) {
 
     gen_model *m = NULL;
     nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
-    if (st != NC_OK) return gen_cli_load_failed(&err);
+    if (st != NC_OK) return cli_fail(&err);
     if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;

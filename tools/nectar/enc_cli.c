@@ -92,13 +92,14 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
         return 1;
     }
     if (tok_load(o->model, &c->tok, &err) != NC_OK) return cli_fail(&err);
-    if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "mil"))
-        return cli_failf("%s: --backend '%s' is not cpu or mil", cmd, o->backend);
-    if (o->backend && !strcmp(o->backend, "mil")) { /* -m is a bundle (nectar compile) */
-        if (mb_run_open(o->model, o->threads, &c->mil, &err) != NC_OK) return cli_fail(&err);
-        c->m = mb_run_host(c->mil);
-    } else if (modernbert_load(o->model, o->threads, &c->m, &err) != NC_OK)
+    /* mil: -m is an encoder bundle (nectar compile) */
+    const char *kind = NULL;
+    engine_options eo = {0};
+    eo.n_threads = o->threads;
+    if (engine_kind_for_encoder(o->backend ? o->backend : "cpu", o->model, &kind, &err) != NC_OK ||
+        engine_open(kind, o->model, &eo, &c->e, &err) != NC_OK)
         return cli_fail(&err);
+    c->cfg = c->e->encoder;
     c->batch = o->batch > 0 ? o->batch : DEFAULT_BATCH;
     c->t0 = nc_now_s();
     return 0;
@@ -111,12 +112,11 @@ void enc_cli_close(enc_cli *c) {
     free(c->ids);
     free(c->mask);
     tok_free(c->tok);
-    if (c->mil) mb_run_free(c->mil);
-    else modernbert_free(c->m);
+    engine_close(c->e);
 }
 
 int enc_cli_make_batch(enc_cli *c, size_t i0, size_t i1) {
-    const modernbert_config *cfg = modernbert_model_config(c->m);
+    const modernbert_config *cfg = c->cfg;
     size_t n = i1 - i0, seq = 1;
     int32_t **rows = calloc(n, sizeof *rows);
     size_t *lens = calloc(n, sizeof *lens);
@@ -160,8 +160,7 @@ int enc_cli_forward(enc_cli *c, modernbert_io *io) {
     io->ids = c->ids;
     io->mask = c->mask;
     io->seq = c->seq;
-    if ((c->mil ? mb_run_forward(c->mil, io, &err) : modernbert_forward(c->m, io, &err)) != NC_OK)
-        return cli_fail(&err);
+    if (engine_encode(c->e, io, &err) != NC_OK) return cli_fail(&err);
     for (int i = 0; i < io->batch * io->seq; i++)
         c->n_tokens += (size_t)c->mask[i];
     return 0;

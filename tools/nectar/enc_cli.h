@@ -8,14 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "models/modernbert.h"
-#include "lower/modernbert_run.h"
+#include "engine/engine.h"
 #include "text/tokenizer.h"
 
 typedef struct enc_cli {
     const char *cmd; /* "embed", ... for messages */
-    modernbert_model *m;
-    mb_run *mil; /* --backend mil: the bundle's runner (m is its host engine) */
+    engine *e;       /* an encoder engine (engine_open: modernbert-cpu, -mil) */
+    const modernbert_config *cfg;
     tok_tokenizer *tok;
     char **texts;
     size_t n_texts;

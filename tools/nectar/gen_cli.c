@@ -142,9 +142,10 @@ int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
         }
         o->backend = v;
     } else if (!strcmp(a, "--ane-device")) {
-        engine_ane_device d;
-        nc_error err = {0};
-        if (gen_cli_ane_device(v, &d, &err) != NC_OK) return cli_fail(&err), -1;
+        if (strcmp(v, "fake") && strcmp(v, "real")) {
+            cli_failf("--ane-device: '%s' is not an ANE device (fake or real)", v);
+            return -1;
+        }
         o->ane_device = v;
     } else if (!strcmp(a, "--dump-layers")) {
         o->dump_dir = v;
@@ -203,16 +204,18 @@ nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
     return gen_sampling_from_folder(o->model_dir, o->set, &o->sampling, err);
 }
 
-nc_status gen_cli_ane_device(const char *flag, engine_ane_device *out, nc_error *err) {
+nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
+                             nc_error *err) {
     const char *v = flag ? flag : getenv("NECTAR_ANE_DEVICE");
     *out = ENGINE_ANE_REAL;
-    if (!v || !*v || !strcmp(v, "real")) return NC_OK;
-    if (!strcmp(v, "fake")) {
+    if (v && *v && !strcmp(v, "fake")) {
         *out = ENGINE_ANE_FAKE;
         return NC_OK;
     }
-    return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not an ANE device (fake or real)",
-                   flag ? "--ane-device" : "NECTAR_ANE_DEVICE", v);
+    if (v && *v && strcmp(v, "real") != 0)
+        return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not an ANE device (fake or real)",
+                       flag ? "--ane-device" : "NECTAR_ANE_DEVICE", v);
+    return backend && !strcmp(backend, "ane") ? engine_ane_real_available(err) : NC_OK;
 }
 
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
@@ -220,12 +223,7 @@ nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_e
     eo->n_threads = o->n_threads;
     eo->ctx = o->is_set_ctx ? o->ctx : 0;
     eo->kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    return gen_cli_ane_device(o->ane_device, &eo->ane_device, err);
-}
-
-int gen_cli_load_failed(const nc_error *err) {
-    cli_fail(err);
-    return err->code == NC_ERR_UNSUPPORTED || err->code == NC_ERR_INVALID ? 2 : 1;
+    return gen_cli_ane_device(o->ane_device, o->backend, &eo->ane_device, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {

@@ -53,8 +53,10 @@ void gen_cli_print_options(FILE *f);
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
 
 /* --ane-device (or, when not given, $NECTAR_ANE_DEVICE, read here once):
- * fake or real (the default). */
-nc_status gen_cli_ane_device(const char *flag, engine_ane_device *out, nc_error *err);
+ * fake or real (the default). With backend "ane", a real device this build
+ * cannot reach is refused here (the command exits 2). */
+nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
+                             nc_error *err);
 
 /* The engine options of the command line (threads, --ctx, ANE device). */
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err);
@@ -65,11 +67,6 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err);
 void gen_cli_unload(gen_cli_loaded *l);
 /* The loaded sequence's context in tokens. */
 int gen_cli_ctx(const gen_cli_loaded *l);
-
-/* Prints a failed load's error and returns the exit code: 2 for a request
- * that cannot work as given (a real ANE off macOS, another --ctx than the
- * bundle's, a bad device name), 1 otherwise. */
-int gen_cli_load_failed(const nc_error *err);
 
 /* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
  * stop: length", no newline */
