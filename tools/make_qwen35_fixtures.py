@@ -252,9 +252,24 @@ def make_fixture(out_root, name, layout, seed, fields, pattern):
     with open(os.path.join(d, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(reference, f, indent=1, ensure_ascii=False)
         f.write("\n")
+    write_run_files(d, tk, eos, prompts)
     size = sum(os.path.getsize(os.path.join(d, x)) for x in os.listdir(d))
     log("%s: seed %d, min greedy margin %.4f, prompt lengths %s, %d bytes" % (
         name, s, margin, [len(p) for p in prompt_ids], size))
+
+
+def write_run_files(d, tk, eos, prompts):
+    """run_<i>.prompt / run_<i>.expected for tests/cli/test_qwen35_run.sh:
+    the prompt's bytes and what `nectar run --temp 0 -n 32` must print, HF's
+    greedy text up to the first eos (where run stops)."""
+    for i, p in enumerate(prompts):
+        ids = p["greedy_ids"]
+        if eos in ids:
+            ids = ids[:ids.index(eos)]
+        with open(os.path.join(d, "run_%d.prompt" % i), "w", encoding="utf-8") as f:
+            f.write(p["text"])
+        with open(os.path.join(d, "run_%d.expected" % i), "wb") as f:
+            f.write(tk.decode(ids).encode("utf-8"))
 
 
 def verify_fixture(out_root, name):
@@ -292,6 +307,9 @@ QWEN35_CASES = [
 ]
 
 
+CHAT_CLI_MESSAGE = "Who made the heaven?"
+
+
 def write_chat_cases(tok_dir):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from make_tokenizer_fixtures import CHAT_CASES
@@ -314,6 +332,14 @@ def write_chat_cases(tok_dir):
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     log("%s: %d cases (%d errors)" % (CHAT_OUT, len(rows), sum("error" in r for r in rows)))
+    # for tests/cli/test_qwen35_run.sh: the token count of `nectar chat`'s
+    # first prompt, thinking on and off
+    m = [{"role": "user", "content": CHAT_CLI_MESSAGE}]
+    counts = [len(tok.encode(tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True,
+                                                     enable_thinking=e), add_special_tokens=False))
+              for e in (True, False)]
+    with open(os.path.join(tok_dir, "chat_prompt_tokens.txt"), "w", encoding="utf-8") as f:
+        f.write("%d %d\n" % tuple(counts))
 
 
 def write_readme(out_root):
@@ -352,7 +378,7 @@ def main():
         for name, layout, seed, fields, pattern in FIXTURES:
             make_fixture(args.out, name, layout, seed, fields, pattern)
         write_readme(args.out)
-        write_chat_cases(os.path.join(args.out, FIXTURES[0][0]))
+        write_chat_cases(os.path.join(args.out, FIXTURES[1][0]))
     for name, *_ in FIXTURES:
         verify_fixture(args.out, name)
 

@@ -3,17 +3,35 @@
  * rule over one head's state S [dk, dv], either token by token (decoding)
  * or in chunks (prefill: the UT transform of the DeltaNet paper, as
  * transformers' torch_chunk_gated_delta_rule and flash-linear-attention's
- * chunk_gated_delta_rule compute it). Loops run along the contiguous
- * dimension (axpy form) so the compiler vectorises them without
- * reassociating sums. fp32 throughout. */
+ * chunk_gated_delta_rule compute it). Both are written as small row-major
+ * products y = beta*y + x B, done by a per-ISA kernel (cpu_delta_avx512.c,
+ * cpu_delta_avx2.c; the scalar one here is the reference). fp32. */
 #ifndef NC_CPU_DELTA_H
 #define NC_CPU_DELTA_H
 
 #include <stddef.h>
 
+#include "cpu/cpu_kernels.h"
+
 /* Longest conv window (K - 1) and value head (dv) the kernels take. */
 #define CPU_CONV_MAX_HIST 8
 #define CPU_DELTA_MAX_DV 512
+
+/* y[i][0:n] = beta * y[i][0:n] + sum_a x[i][a] * B[a][0:n], i < m, a < k
+ * (beta 0: y is not read). Row strides ldy, ldx, ldb in floats. */
+typedef void (*cpu_gemm_acc_fn)(int m, int n, int k, const float *x, size_t ldx, const float *B,
+                                size_t ldb, float beta, float *y, size_t ldy);
+
+/* The product kernel matching a kernel table's ISA (scalar for "scalar"). */
+cpu_gemm_acc_fn cpu_delta_gemm_for(const cpu_kernels *kern);
+void cpu_gemm_acc_scalar(int m, int n, int k, const float *x, size_t ldx, const float *B,
+                         size_t ldb, float beta, float *y, size_t ldy);
+#if defined(__x86_64__) || defined(_M_X64)
+void cpu_gemm_acc_avx2(int m, int n, int k, const float *x, size_t ldx, const float *B, size_t ldb,
+                       float beta, float *y, size_t ldy);
+void cpu_gemm_acc_avx512(int m, int n, int k, const float *x, size_t ldx, const float *B,
+                         size_t ldb, float beta, float *y, size_t ldy);
+#endif
 
 /* x: n rows of `channels` inputs (row stride ldx), replaced by
  * silu(conv(x)): out[t][c] = sum_j w_t[j][c] * in[t - (K-1) + j][c], where
@@ -40,12 +58,12 @@ typedef struct cpu_delta_head {
 } cpu_delta_head;
 
 /* S = exp(g) S; S += k (beta (v - S^T k))^T; out = S^T q, per token. */
-void cpu_delta_recurrent(const cpu_delta_head *h);
+void cpu_delta_recurrent(const cpu_delta_head *h, cpu_gemm_acc_fn gemm);
 
 /* The same result, chunk tokens at a time (chunk <= 64): each chunk's
  * updates are solved as one lower-triangular system and applied to the
  * state with matrix products. scratch: cpu_delta_scratch_floats(). */
-void cpu_delta_chunked(const cpu_delta_head *h, int chunk, float *scratch);
+void cpu_delta_chunked(const cpu_delta_head *h, int chunk, float *scratch, cpu_gemm_acc_fn gemm);
 size_t cpu_delta_scratch_floats(int chunk, int dk, int dv);
 
 #endif

@@ -79,16 +79,18 @@ static void choose(void) {
     detect(&features);
     chosen = &cpu_kernels_scalar;
 #if defined(__x86_64__)
-    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    /* Every table is filled in here, whatever cpu_select_table later caps
+     * the choice to: tests walk every table the CPU can run. */
     avx512_table = cpu_kernels_avx512;
-    if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
         amx_table = avx512_table;
         amx_table.name = "amx";
         amx_table.amx = 1;
         has_amx = 1;
-        chosen = &amx_table;
     }
+    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    if (has_avx512()) chosen = &avx512_table;
+    if (has_amx) chosen = &amx_table;
 #elif defined(__aarch64__)
     chosen = &cpu_kernels_neon;
 #endif

@@ -22,6 +22,9 @@ static const engine_row rows[] = {
     {"qwen3-cpu", "qwen3", "cpu", engine_open_qwen3_cpu, 0},
     {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 0},
     {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 0},
+    /* every qwen3_5* type (text, multimodal, MoE): the loader takes the
+     * first two and refuses the MoE ones in one line */
+    {"qwen35-cpu", "qwen3_5*", "cpu", engine_open_qwen35_cpu, 0},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     /* tests: a deterministic stand-in model (engine_script.c) */
@@ -34,6 +37,13 @@ const char *const *engine_kinds(void) {
     for (int i = 0; i < N_ROWS; i++)
         names[i] = rows[i].kind;
     return names;
+}
+
+/* A row's model_type: exact, or a prefix when it ends in '*'. */
+static int type_matches(const char *pattern, const char *type) {
+    size_t n = strlen(pattern);
+    if (n && pattern[n - 1] == '*') return !strncmp(pattern, type, n - 1);
+    return !strcmp(pattern, type);
 }
 
 static const engine_row *row_of(const char *kind) {
@@ -87,7 +97,7 @@ static nc_status kind_for(const char *backend, const char *dir, int want, const 
     const char *type = json_string_value(json_object_get(doc, "model_type"));
     int family = 0; /* a row of this model type exists (of the wanted sort) */
     for (int i = 0; type && i < N_ROWS && !*kind; i++) {
-        if (!rows[i].model_type || strcmp(rows[i].model_type, type) != 0) continue;
+        if (!rows[i].model_type || !type_matches(rows[i].model_type, type)) continue;
         if (want >= 0 && rows[i].is_encoder != want) continue;
         family = 1;
         if (!strcmp(rows[i].backend, backend)) *kind = rows[i].kind;

@@ -14,6 +14,8 @@ typedef nc_status (*engine_open_fn)(const char *dir, const engine_options *opt, 
 
 nc_status engine_open_qwen3_cpu(const char *dir, const engine_options *opt, engine *e,
                                 nc_error *err);
+nc_status engine_open_qwen35_cpu(const char *dir, const engine_options *opt, engine *e,
+                                 nc_error *err);
 nc_status engine_open_qwen3_mil(const char *dir, const engine_options *opt, engine *e,
                                 nc_error *err);
 nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,

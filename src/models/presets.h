@@ -14,6 +14,7 @@
 typedef enum model_family {
     MODEL_FAMILY_QWEN3,      /* Qwen3ForCausalLM (models/qwen3.h) */
     MODEL_FAMILY_MODERNBERT, /* ModernBertForMaskedLM (models/modernbert.h) */
+    MODEL_FAMILY_QWEN35,     /* Qwen3.5's text model (models/qwen35.h) */
 } model_family;
 
 typedef struct model_preset {
@@ -26,6 +27,10 @@ typedef struct model_preset {
     int bos, eos;            /* config.json's ids */
     int eos_extra;           /* Qwen3: generation_config.json's second EOS; -1: none */
     int pad, cls, sep;       /* ModernBERT's ids; -1 for Qwen3 */
+    /* Qwen3.5's Gated DeltaNet layers (0 elsewhere): key and value heads,
+     * their head dim (dk = dv); every 4th layer is full attention, whose
+     * RoPE covers 1/4 of head_dim */
+    int lin_k_heads, lin_v_heads, lin_head_dim;
 } model_preset;
 
 /* The row named `name`, or NULL. */

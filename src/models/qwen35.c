@@ -201,9 +201,10 @@ static void linear_delta_task(void *ctx, int task, int thread) {
         .dv = dv,
     };
     if (sg->n == 1)
-        cpu_delta_recurrent(&hd);
+        cpu_delta_recurrent(&hd, lc->m->delta_gemm);
     else
-        cpu_delta_chunked(&hd, QWEN35_CHUNK, w->delta_scratch + (size_t)thread * w->delta_floats);
+        cpu_delta_chunked(&hd, QWEN35_CHUNK, w->delta_scratch + (size_t)thread * w->delta_floats,
+                          lc->m->delta_gemm);
 }
 
 /* Row i: RMSNorm of each value head (plain weight) times silu(z). */

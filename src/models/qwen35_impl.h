@@ -6,6 +6,7 @@
 #define NC_MODELS_QWEN35_IMPL_H
 
 #include "base/pool.h"
+#include "cpu/cpu_delta.h"
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
@@ -60,6 +61,7 @@ struct qwen35_model {
     hf_weights *weights;
     nc_pool *pool;
     const cpu_kernels *kern;
+    cpu_gemm_acc_fn delta_gemm; /* the delta rule's products, kern's ISA */
     dec_ctx dec;
     int kv_f16;
     int n_linear;

@@ -29,6 +29,9 @@ int qwen35_model_threads(const qwen35_model *m) {
 void qwen35_model_set_kv_f16(qwen35_model *m, int on) {
     m->kv_f16 = on != 0;
 }
+int qwen35_model_kv_f16(const qwen35_model *m) {
+    return m->kv_f16;
+}
 const char *qwen35_model_dtype(const qwen35_model *m) {
     return cpu_wtype_name(m->layers[0].gate.type);
 }
@@ -276,6 +279,7 @@ nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_err
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
+    m->delta_gemm = cpu_delta_gemm_for(m->kern);
     m->kv_f16 = 0; /* fp32 unless the caller asks (qwen35_model_set_kv_f16) */
     nc_status st = qwen35_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);

@@ -12,8 +12,6 @@
 #include "models/model_random.h"
 #include "models/qwen3_config.h"
 
-#define SHARD_MAX_BYTES ((size_t)4 << 30) /* like HF's shards */
-
 static void add_tensor(st_random_plan *p, const char *name, st_dtype dt, int64_t d0, int64_t d1) {
     st_random_add(p, name, dt, d0, d1, d1 == 0);
 }
@@ -89,66 +87,6 @@ static json_t *generation_config_json(const model_preset *s) {
     return g;
 }
 
-/* A sub-plan (one shard) shares the parent's fill via an index offset. */
-typedef struct {
-    st_random_plan *p;
-    int offset;
-} shard_ctx;
-
-static nc_status fill_shard(void *ctx, int index, size_t first, size_t n, void *dst,
-                            nc_error *err) {
-    shard_ctx *s = ctx;
-    return st_random_fill(s->p, index + s->offset, first, n, dst, err);
-}
-
-/* start[0..n_shards]: the first tensor of each shard of at most
- * SHARD_MAX_BYTES (a bigger tensor gets a shard of its own); returns n_shards. */
-static int split_shards(const st_random_plan *p, int *start) {
-    int n_shards = 0;
-    size_t acc = 0;
-    start[0] = 0;
-    for (int i = 0; i < p->n; i++) {
-        size_t b = st_write_tensor_bytes(&p->t[i]);
-        if (acc > 0 && acc + b > SHARD_MAX_BYTES) {
-            start[++n_shards] = i;
-            acc = 0;
-        }
-        acc += b;
-    }
-    start[++n_shards] = p->n;
-    return n_shards;
-}
-
-static nc_status write_weights(st_random_plan *p, const char *out, const int *start, int n_shards,
-                               nc_error *err) {
-    char path[4096];
-    if (n_shards == 1) {
-        hf_path_join(path, sizeof path, out, "model.safetensors");
-        return st_write_file(path, p->t, p->n, st_random_fill, p, err);
-    }
-    json_t *index = json_object(), *map = json_object();
-    json_object_set_new(index, "metadata",
-                        json_pack("{s:I}", "total_size", (json_int_t)st_random_bytes(p)));
-    for (int s = 0; s < n_shards; s++) {
-        char name[64];
-        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
-        hf_path_join(path, sizeof path, out, name);
-        shard_ctx sc = {p, start[s]};
-        nc_status st =
-            st_write_file(path, p->t + start[s], start[s + 1] - start[s], fill_shard, &sc, err);
-        if (st != NC_OK) {
-            json_decref(index);
-            json_decref(map);
-            return st;
-        }
-        for (int i = start[s]; i < start[s + 1]; i++)
-            json_object_set_new(map, p->t[i].name, json_string(name));
-    }
-    json_object_set_new(index, "weight_map", map);
-    hf_path_join(path, sizeof path, out, "model.safetensors.index.json");
-    return nc_json_save(index, path, 2, err);
-}
-
 nc_status qwen3_random_write(const model_preset *s, const char *out, const model_random_options *o,
                              model_random_report *r, nc_error *err) {
     static st_random_plan plan; /* large (names); one per process */
@@ -156,22 +94,6 @@ nc_status qwen3_random_write(const model_preset *s, const char *out, const model
     plan.kind = ST_RANDOM_SUM4;
     plan.seed = o->seed * 0x9e3779b97f4a7c15ull;
     plan_tensors(&plan, s, o->dtype);
-    int start[ST_RANDOM_MAX_TENSORS + 1];
-    memset(r, 0, sizeof *r);
-    r->n_tensors = plan.n;
-    r->bytes = st_random_bytes(&plan);
-    r->n_files = split_shards(&plan, start);
-    if (o->dry_run) return NC_OK;
-
-    char path[4096];
-    json_t *cfg = config_json(s, o->dtype);
-    if (!cfg) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", out);
-    hf_path_join(path, sizeof path, out, "config.json");
-    NC_TRY(nc_json_save(cfg, path, 2, err));
-    hf_path_join(path, sizeof path, out, "generation_config.json");
-    NC_TRY(nc_json_save(generation_config_json(s), path, 2, err));
-    NC_TRY(nc_pool_new(o->n_threads, &plan.pool, err));
-    nc_status st = write_weights(&plan, out, start, r->n_files, err);
-    nc_pool_free(plan.pool);
-    return st;
+    return model_random_write_plan(&plan, out, o->dry_run ? NULL : config_json(s, o->dtype),
+                                   o->dry_run ? NULL : generation_config_json(s), o, r, err);
 }

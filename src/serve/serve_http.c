@@ -297,7 +297,14 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         chat_options co = {1, r->enable_thinking};
         chat_tools tools = {(const char *const *)r->tools,
                             r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
-        nc_status st = chat_render_tools(m, r->n_messages, &co, &tools, &text, &err);
+        /* Qwen3.5 has its own template (no tool definitions or calls yet) */
+        int is_qwen35 = !strcmp(s->m->e->kind, "qwen35-cpu");
+        nc_status st =
+            !is_qwen35 ? chat_render_tools(m, r->n_messages, &co, &tools, &text, &err)
+            : tools.n_defs || n_all
+                ? nc_fail(&err, NC_ERR_UNSUPPORTED,
+                          "tools and tool calls are not supported with Qwen3.5's template yet")
+                : chat_render_qwen35(m, r->n_messages, &co, &text, &err);
         free(m);
         free(calls);
         free(n_calls);

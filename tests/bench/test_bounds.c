@@ -120,12 +120,13 @@ static void test_every_preset_matches_its_model_card(void) {
     static const struct {
         const char *name;
         double non_embedding, digits; /* as printed: 0.44B has 2 decimals */
-    } cards[] = {{"qwen3-0.6b", 0.44, 100}, {"qwen3-1.7b", 1.4, 10},  {"qwen3-4b", 3.6, 10},
+    } cards[] = {{"qwen3-0.6b", 0.44, 100}, {"qwen3-1.7b", 1.4, 10}, {"qwen3-4b", 3.6, 10},
                  {"qwen3-8b", 6.95, 100},   {"qwen3-14b", 13.2, 10}, {"qwen3-32b", 31.2, 10}};
     nc_error err;
     int n_qwen3 = 0;
     for (int i = 0; model_preset_at(i); i++) {
         const model_preset *p = model_preset_at(i);
+        if (p->family == MODEL_FAMILY_QWEN35) continue; /* not modelled by bounds */
         if (p->family == MODEL_FAMILY_MODERNBERT) {
             nc_encoder_shape e;
             CHECK_OK(nc_encoder_shape_like(p->name, &e, &err), &err);
@@ -137,7 +138,8 @@ static void test_every_preset_matches_its_model_card(void) {
         for (size_t k = 0; k < sizeof cards / sizeof cards[0]; k++)
             if (!strcmp(cards[k].name, p->name)) {
                 double b = nc_qwen3_count(&s).non_embedding / 1e9;
-                CHECKF(round(b * cards[k].digits) == round(cards[k].non_embedding * cards[k].digits),
+                CHECKF(round(b * cards[k].digits) ==
+                           round(cards[k].non_embedding * cards[k].digits),
                        "%s: %.3fB non-embedding, card %.2fB", p->name, b, cards[k].non_embedding);
                 n_qwen3++;
             }

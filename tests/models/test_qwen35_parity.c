@@ -293,12 +293,12 @@ static void test_batch_of_sequences_and_state_copy(void) {
 }
 
 /* The delta rule in double precision, token by token, straight from the
- * recurrence; the kernels' recurrent and chunked forms must both match it. */
+ * recurrence; the recurrent and chunked forms must both match it with every
+ * ISA's product kernel (DV = 20: the masked and scalar column tails). */
 static void test_delta_rule_kernels_match_double_reference(void) {
     enum { T = 150, DK = 12, DV = 20 };
     static float q[T][DK], k[T][DK], v[T][DV], g[T], beta[T], out_r[T][DV], out_c[T][DV];
     static double S[DK][DV], ref[T][DV];
-    float Sr[DK * DV] = {0}, Sc[DK * DV] = {0};
     unsigned x = 12345;
 #define RND() ((x = x * 1103515245u + 12345u), ((float)((x >> 8) & 0xffff) / 65536.0f - 0.5f))
     for (int t = 0; t < T; t++) {
@@ -328,28 +328,37 @@ static void test_delta_rule_kernels_match_double_reference(void) {
                 ref[t][j] += S[a][j] * q[t][a];
         }
     }
-    cpu_delta_head h = {q[0], k[0], v[0], g, beta, DK, DV, 1, DV, out_r[0], Sr, T, DK, DV};
-    cpu_delta_recurrent(&h);
-    h.out = out_c[0];
-    h.state = Sc;
+    /* every ISA's product kernel this CPU has */
+    const cpu_kernels *tables[8];
+    int nt = cpu_kernels_available(tables, 8), ok = 1;
     float *scratch = malloc(cpu_delta_scratch_floats(64, DK, DV) * sizeof(float));
-    h.n = 70; /* 64 + 6, then the rest: the state carried between calls */
-    cpu_delta_chunked(&h, 64, scratch);
-    h.q = q[70], h.k = k[70], h.v = v[70], h.g = g + 70, h.beta = beta + 70, h.out = out_c[70];
-    h.n = T - 70;
-    cpu_delta_chunked(&h, 64, scratch);
+    for (int ti = 0; ti < nt; ti++) {
+        cpu_gemm_acc_fn gemm = cpu_delta_gemm_for(tables[ti]);
+        float Sr[DK * DV] = {0}, Sc[DK * DV] = {0};
+        cpu_delta_head h = {q[0], k[0], v[0], g, beta, DK, DV, 1, DV, out_r[0], Sr, T, DK, DV};
+        cpu_delta_recurrent(&h, gemm);
+        h.out = out_c[0];
+        h.state = Sc;
+        h.n = 70; /* 64 + 6, then the rest: the state carried between calls */
+        cpu_delta_chunked(&h, 64, scratch, gemm);
+        h.q = q[70], h.k = k[70], h.v = v[70], h.g = g + 70, h.beta = beta + 70;
+        h.out = out_c[70], h.n = T - 70;
+        cpu_delta_chunked(&h, 64, scratch, gemm);
+        double er = 0, ec = 0, es = 0;
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < DV; j++) {
+                er = fmax(er, fabs(out_r[t][j] - ref[t][j]));
+                ec = fmax(ec, fabs(out_c[t][j] - ref[t][j]));
+            }
+        for (int a = 0; a < DK; a++)
+            for (int j = 0; j < DV; j++)
+                es = fmax(es, fabs(Sc[a * DV + j] - S[a][j]) + fabs(Sr[a * DV + j] - S[a][j]));
+        printf("  %s: vs double: recurrent %.3g, chunked %.3g, final states %.3g\n",
+               tables[ti]->name, er, ec, es);
+        ok &= er <= 1e-5 && ec <= 1e-5 && es <= 1e-5;
+    }
     free(scratch);
-    double er = 0, ec = 0, es = 0;
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < DV; j++) {
-            er = fmax(er, fabs(out_r[t][j] - ref[t][j]));
-            ec = fmax(ec, fabs(out_c[t][j] - ref[t][j]));
-        }
-    for (int a = 0; a < DK; a++)
-        for (int j = 0; j < DV; j++)
-            es = fmax(es, fabs(Sc[a * DV + j] - S[a][j]) + fabs(Sr[a * DV + j] - S[a][j]));
-    printf("  vs double: recurrent %.3g, chunked %.3g, final states %.3g\n", er, ec, es);
-    CHECK(er <= 1e-5 && ec <= 1e-5 && es <= 1e-5);
+    CHECK(ok);
 }
 
 int main(void) {

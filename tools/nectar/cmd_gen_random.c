@@ -25,6 +25,9 @@ static const struct {
                             4,
                             0},
     [MODEL_FAMILY_MODERNBERT] = {{"tokenizer.json"}, 1, 1},
+    [MODEL_FAMILY_QWEN35] = {{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"},
+                             3,
+                             0},
 };
 
 static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) {
