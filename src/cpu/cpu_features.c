@@ -73,17 +73,6 @@ static int has_avx512(void) {
            features.avx512vnni;
 }
 
-/* bf16 prompts on vdpbf16ps only on request (NECTAR_BF16=accurate: two bf16
- * terms per activation, within the parity bounds; fast: one term, ~5e-2 off
- * the fp32 logits of the tiny parity model): on this Sapphire Rapids both
- * ran slower than the fp32 GEMM (docs/performance.md). */
-static const cpu_gemm_kernels *bf16_gemm(void) {
-    const char *v = getenv("NECTAR_BF16");
-    if (!features.avx512bf16 || !v) return NULL;
-    if (!strcmp(v, "accurate")) return &cpu_gemm_bf16_avx512[CPU_BF16_ACCURATE];
-    if (!strcmp(v, "fast")) return &cpu_gemm_bf16_avx512[CPU_BF16_FAST];
-    return NULL;
-}
 #endif
 
 static void choose(void) {
@@ -93,7 +82,6 @@ static void choose(void) {
     /* Every table is filled in here, whatever cpu_select_table later caps
      * the choice to: tests walk every table the CPU can run. */
     avx512_table = cpu_kernels_avx512;
-    avx512_table.gemm_bf16 = bf16_gemm();
     if (has_avx512() && cpu_amx_available()) {
         amx_table = avx512_table;
         amx_table.name = "amx";
@@ -138,6 +126,25 @@ nc_status cpu_select_table(const char *cap, nc_error *err) {
                        "kernel table '%s' is unknown (scalar, avx2, neon, avx512, amx)", cap);
     for (int i = 0; i < n; i++) /* scalar first, best last */
         if (rank(tabs[i]->name) <= limit) chosen = tabs[i];
+    return NC_OK;
+}
+
+/* bf16 prompts on vdpbf16ps only on request: on this Sapphire Rapids both
+ * variants ran slower than the fp32 GEMM (docs/performance.md). */
+nc_status cpu_select_bf16(const char *mode, nc_error *err) {
+    pthread_once(&once, choose);
+    int want = !mode || !*mode || !strcmp(mode, "off") ? 0
+               : !strcmp(mode, "accurate")             ? 1
+               : !strcmp(mode, "fast")                 ? 2
+                                                       : -1;
+    if (want < 0)
+        return nc_fail(err, NC_ERR_INVALID, "bf16 prompts '%s': not accurate, fast or off", mode);
+#if defined(__x86_64__)
+    const cpu_gemm_kernels *g = NULL; /* asked for where there is no AVX512-BF16: fp32 */
+    if (want && features.avx512bf16)
+        g = &cpu_gemm_bf16_avx512[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
+    avx512_table.gemm_bf16 = amx_table.gemm_bf16 = g;
+#endif
     return NC_OK;
 }
 

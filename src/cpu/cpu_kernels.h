@@ -109,6 +109,13 @@ const cpu_kernels *cpu_kernels_get(void);
  * NC_ERR_INVALID naming the known ones, and changes nothing. */
 nc_status cpu_select_table(const char *cap, nc_error *err);
 
+/* bf16 prompts on vdpbf16ps in the AVX-512 and AMX tables, where the CPU has
+ * AVX512-BF16: "accurate" (two bf16 terms per activation, within the parity
+ * bounds), "fast" (one term, ~5e-2 off the fp32 logits of the tiny parity
+ * model), NULL or "off" (the fp32 GEMM, the default). The command line sets
+ * it from NECTAR_BF16. */
+nc_status cpu_select_bf16(const char *mode, nc_error *err);
+
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);
 

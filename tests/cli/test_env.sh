@@ -1,7 +1,7 @@
 #!/bin/sh
 # The environment variables `nectar` ($NECTAR_BIN) reads once at start
 # (tools/nectar/cli_env.c) reach the library as options: the kernel table
-# (NECTAR_NO_SIMD, NECTAR_SIMD, NECTAR_NO_AMX) and the KV cache type
+# (NECTAR_NO_SIMD, NECTAR_SIMD, NECTAR_NO_AMX, NECTAR_BF16) and the KV cache type
 # (NECTAR_KV), read off `nectar bench`'s model line; a bad value is one line,
 # exit 2. The library itself calls no getenv (checked on the sources).
 BIN=${NECTAR_BIN:-build/nectar}
@@ -39,7 +39,7 @@ avx512) check env_simd_avx2_caps "avx2 kernels" NECTAR_SIMD=avx2 ;;
 *) echo "SKIP env_simd_caps: the best table here is $best" ;;
 esac
 
-for bad in NECTAR_SIMD=sse4 NECTAR_KV=f8 NECTAR_LOG=loud; do
+for bad in NECTAR_SIMD=sse4 NECTAR_KV=f8 NECTAR_LOG=loud NECTAR_BF16=half; do
     env "$bad" "$BIN" bench -m $M -p 8 -n 2 --runs 1 >"$TMP/out" 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: ${bad%%=*}='${bad#*=}' is not" "$TMP/err"; then

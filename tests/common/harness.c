@@ -23,7 +23,8 @@ static void select_kernels(void) {
                     : is_on(getenv("NECTAR_NO_AMX")) ? "avx512"
                                                      : NULL;
     nc_error err;
-    if (cpu_select_table(t, &err) != NC_OK) {
+    if (cpu_select_table(t, &err) != NC_OK ||
+        cpu_select_bf16(getenv("NECTAR_BF16"), &err) != NC_OK) {
         printf("FAIL kernel_table_from_the_environment: %s\n", err.msg);
         exit(1);
     }

@@ -35,6 +35,8 @@ int cli_env_init(void) {
     if (cpu_select_table(table, &err) != NC_OK)
         return bad(value("NECTAR_SIMD") ? "NECTAR_SIMD" : "NECTAR_NO_SIMD", table,
                    "a kernel table (scalar, avx2, neon, avx512, amx)");
+    if (cpu_select_bf16(value("NECTAR_BF16"), &err) != NC_OK)
+        return bad("NECTAR_BF16", value("NECTAR_BF16"), "accurate, fast or off");
     const char *log = value("NECTAR_LOG");
     if (log) {
         static const char *const levels[] = {"debug", "info", "warn", "error", "quiet"};

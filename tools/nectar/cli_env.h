@@ -11,8 +11,9 @@ typedef struct cli_env {
 
 /* Reads every variable and applies the process-wide ones: the kernel table
  * (NECTAR_NO_SIMD=1: scalar; NECTAR_SIMD=NAME: at most NAME; NECTAR_NO_AMX=1:
- * at most avx512) and the log level (NECTAR_LOG=debug|info|warn|error|quiet).
- * 0, or 2 after one line naming the variable whose value is wrong. */
+ * at most avx512; NECTAR_BF16=accurate|fast|off: bf16 prompts) and the log level
+ * (NECTAR_LOG=debug|info|warn|error|quiet). 0, or 2 after one line naming the variable whose value
+ * is wrong. */
 int cli_env_init(void);
 
 /* What cli_env_init read. */
