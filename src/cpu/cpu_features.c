@@ -93,12 +93,15 @@ static const cpu_gemm_kernels *bf16_gemm(void) {
 
 static void choose(void) {
     detect(&features);
+#if defined(__x86_64__)
+    /* before any return: cpu_kernels_available lists it for tests */
+    avx512_table = cpu_kernels_avx512;
+    avx512_table.gemm_bf16 = bf16_gemm();
+#endif
     chosen = &cpu_kernels_scalar;
     if (simd_disabled()) return;
 #if defined(__x86_64__)
     if (has_avx2()) chosen = &cpu_kernels_avx2;
-    avx512_table = cpu_kernels_avx512;
-    avx512_table.gemm_bf16 = bf16_gemm();
     if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
         amx_table = avx512_table;
