@@ -60,7 +60,7 @@ extern int nc_test_n_pass, nc_test_n_fail, nc_test_n_skip;
 
 #define SKIP(...)                                                                                  \
     do {                                                                                           \
-        snprintf(nc_test_skip_reason_, sizeof nc_test_skip_reason_, __VA_ARGS__);                 \
+        snprintf(nc_test_skip_reason_, sizeof nc_test_skip_reason_, __VA_ARGS__);                  \
         nc_test_skipped_ = 1;                                                                      \
         return;                                                                                    \
     } while (0)
@@ -71,8 +71,8 @@ void nc_test_run_(void (*fn)(void), const char *name);
 /* Exit status for main: non-zero when any case failed. */
 int nc_test_exit_code(void);
 
-/* Path of the shared/ folder (env NECTAR_SHARED, default ../shared) joined
- * with `rel`; returns NULL (so the test can SKIP) when it does not exist. */
-const char *nc_test_shared_path(const char *rel);
+/* tests/fixtures/<rel> (tests run from the repository root); NULL when it
+ * does not exist, so the test can say which committed fixture is missing. */
+const char *nc_test_fixture_path(const char *rel);
 
 #endif

@@ -8,7 +8,7 @@ For a ModernBERT-family folder (e.g. from `nectar gen-random --like modernbert-b
      torch.inference_mode) on random ids at the same shapes as `nectar embed --bench`,
      and the same for nectar, run one after the other in interleaved blocks.
 
-Usage: /work/venv/bin/python tools/bench_modernbert_torch.py DIR [--threads 2] [--runs 20]
+Usage: python3 tools/bench_modernbert_torch.py DIR [--threads 2] [--runs 20]
        [--blocks 3] [--nectar build/nectar]
 """
 import argparse

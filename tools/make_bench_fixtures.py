@@ -18,7 +18,7 @@
                      real configs (model built on the meta device, nothing
                      downloaded): total and non-embedding.
 
-Run: /work/venv/bin/python tools/make_bench_fixtures.py
+Run: python3 tools/make_bench_fixtures.py
 Needs numpy, scipy, torch, transformers (tools/requirements.txt).
 """
 import json

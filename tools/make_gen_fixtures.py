@@ -15,7 +15,7 @@ transformers (greedy generate, eager attention, float32) and tokenizers
 
 A case is kept only when every greedy step's top-1/top-2 logit gap is at
 least MIN_GAP, so float rounding cannot flip a token.
-Usage: /work/venv/bin/python tools/make_gen_fixtures.py
+Usage: python3 tools/make_gen_fixtures.py
 """
 import os
 

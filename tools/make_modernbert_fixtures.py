@@ -26,7 +26,7 @@ Writes, under tests/fixtures/modernbert/:
   the reference is computed by the model RELOADED from the saved folder (eager attention,
   float32), so the config conventions are what HF itself reads back.
 
-Run: /work/venv/bin/python tools/make_modernbert_fixtures.py
+Run: python3 tools/make_modernbert_fixtures.py
 """
 import json
 import os

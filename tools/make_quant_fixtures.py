@@ -11,7 +11,7 @@ Runs Hugging Face transformers' Qwen3ForCausalLM on the bundled demo model
 
 The test quantizes the demo model with nectar (q8, q4), runs the same ids and
 compares: top-1 agreement and mean KL(reference || quantized) per position.
-Rerun after the demo model is retrained:  /work/venv/bin/python tools/make_quant_fixtures.py
+Rerun after the demo model is retrained:  python3 tools/make_quant_fixtures.py
 """
 import hashlib
 import json

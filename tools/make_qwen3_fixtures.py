@@ -5,8 +5,8 @@ for nectar's CPU parity tests. Random init with a fixed seed; norm weights are
 randomised too so the RMSNorm scaling is exercised. The vocabulary is the demo
 tokenizer's (models/demo/), copied into each folder.
 
-Run: /work/venv/bin/python tools/make_qwen3_fixtures.py [--out tests/fixtures/qwen3]
-     /work/venv/bin/python tools/make_qwen3_fixtures.py --verify   (re-check only)
+Run: python3 tools/make_qwen3_fixtures.py [--out tests/fixtures/qwen3]
+     python3 tools/make_qwen3_fixtures.py --verify   (re-check only)
 """
 
 import argparse
@@ -229,7 +229,7 @@ def write_readme(out_root):
         "# Tiny random Qwen3 checkpoints with Hugging Face references",
         "",
         "Made by `tools/make_qwen3_fixtures.py` (fixed seeds; regenerate with",
-        "`/work/venv/bin/python tools/make_qwen3_fixtures.py`, re-check with `--verify`).",
+        "`python3 tools/make_qwen3_fixtures.py`, re-check with `--verify`).",
         "Each folder is a Hugging Face model folder (config.json, generation_config.json,",
         "model.safetensors, tokenizer.json and tokenizer_config.json copied from the demo",
         "tokenizer in models/demo/) plus reference.json: the prompt ids, `logits_<i>.npy`",

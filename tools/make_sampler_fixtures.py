@@ -10,7 +10,7 @@ is importable. Presence/frequency penalties follow the OpenAI definition
 (logit -= count * frequency + [count > 0] * presence), applied after the
 repetition penalty as llama.cpp does.
 
-Usage: /work/venv/bin/python tools/make_sampler_fixtures.py [OUT]
+Usage: python3 tools/make_sampler_fixtures.py [OUT]
 """
 import json
 import sys

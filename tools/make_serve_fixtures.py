@@ -4,14 +4,14 @@
 Writes tests/fixtures/serve/fake/: a tiny byte-level BPE tokenizer trained
 with HF `tokenizers` (Qwen2 split regex + ByteLevel, Qwen3's added tokens,
 Qwen3's chat template copied into tokenizer_config.json) and the script that
-the server's fake engine recites (src/serve/serve_engine_fake.c). Then
+the server's fake engine recites (src/engine/engine_script.c). Then
 tests/fixtures/serve/expected.json: for a set of requests, what the server
 must answer, computed here independently: prompts rendered and tokenized
 by transformers' apply_chat_template / the HF tokenizer, the fake model's
 rule re-implemented in numpy, text decoded by HF, reasoning split, stop
 strings cut, logprobs from a float64 log-softmax.
 
-Usage: /work/venv/bin/python tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
+Usage: python3 tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
 """
 import argparse
 import json
@@ -71,7 +71,7 @@ def fnv1a(ids):
 
 
 class FakeModel:
-    """The recital rule of serve_engine_fake.c, written again from its spec."""
+    """The recital rule of engine_script.c, written again from its spec."""
 
     def __init__(self, hf, n_vocab):
         self.n_vocab = n_vocab
@@ -186,7 +186,7 @@ def case(hf, model, name, endpoint, body, think_ids):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "..", "shared", "data",
+    ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "tests", "fixtures",
                                                               "qwen3-tokenizer"))
     args = ap.parse_args()
     os.makedirs(FAKE, exist_ok=True)

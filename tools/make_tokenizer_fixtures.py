@@ -3,11 +3,11 @@
 
 The references are Hugging Face `tokenizers` (ids, decoding) and
 `transformers` (apply_chat_template with the official Qwen3 template), run
-on the real Qwen3 tokenizer files in ../shared/data/qwen3-tokenizer/ and on
+on the real Qwen3 tokenizer files in tests/fixtures/qwen3-tokenizer/ and on
 two small byte-level BPE tokenizers trained here (committed with the
-fixtures, so the C tests that use them need nothing from ../shared).
+fixtures).
 
-    /work/venv/bin/python tools/make_tokenizer_fixtures.py [--shared ../shared]
+    python3 tools/make_tokenizer_fixtures.py [--qwen3-tokenizer DIR]
 
 Outputs (all small):
   tests/fixtures/tokenizer/corpus.jsonl        texts + Qwen3 ids + HF decodes
@@ -347,13 +347,13 @@ CHAT_CASES = [
 ]
 
 
-def chat_rows(shared_tok_dir):
+def chat_rows(qwen_dir):
     from transformers import AutoTokenizer
 
     tmp = tempfile.mkdtemp()
     try:
         for f in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(shared_tok_dir, f), tmp)
+            shutil.copy(os.path.join(qwen_dir, f), tmp)
         tok = AutoTokenizer.from_pretrained(tmp)
         rows = []
         for name, msgs, opts in CHAT_CASES:
@@ -369,9 +369,9 @@ def chat_rows(shared_tok_dir):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
+    ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "tests", "fixtures", "qwen3-tokenizer"))
     args = ap.parse_args()
-    qwen_dir = os.path.join(args.shared, "data", "qwen3-tokenizer")
+    qwen_dir = args.qwen3_tokenizer
     os.makedirs(TOK_DIR, exist_ok=True)
     os.makedirs(CHAT_DIR, exist_ok=True)
 

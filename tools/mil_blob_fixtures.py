@@ -6,7 +6,7 @@ values; fp16/fp32 as bit patterns). tests/mil/test_mil_blob.c reads the file
 with nectar's reader and writes the same blobs with nectar's writer, which
 must produce the identical bytes.
 
-Run: /work/venv/bin/python tools/mil_blob_fixtures.py
+Run: python3 tools/mil_blob_fixtures.py
 """
 import os
 

@@ -13,9 +13,9 @@ corpus program joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil)
 and tests/fixtures/mil/programs/rmsnorm_{naive,scaled}/ (two RMSNorm programs
 in the ANE layout with numpy's float64 RMSNorm).
 
-Usage: /work/venv/bin/python tools/mil_goldens.py   (from the repo root)
+Usage: python3 tools/mil_goldens.py   (from the repo root)
 The numpy code below is written from the op definitions (coremltools op
-docs, DESIGN.md), independently of the C interpreter.
+docs, docs/ane-rules.md), independently of the C interpreter.
 """
 import json
 import math
@@ -843,7 +843,7 @@ def attention_golden():
     np.save(os.path.join(d, "y.f16.npy"), sim16.astype(np.float16))
 
 
-# ---- RMSNorm in fp16: naive vs rescaled (DESIGN.md §3) --------------------------
+# ---- RMSNorm in fp16: naive vs rescaled (docs/ane-rules.md) --------------------------
 
 def rmsnorm_programs():
     """Two RMSNorm programs in the ANE layout [1, C, 1, S] over channels, for

@@ -16,7 +16,7 @@ Each line is: opset TAB inputs TAB op-expression (MIL text) TAB expected,
 where expected is the output types joined by " ; ", or "!" when coremltools
 raises. tests/mil/test_mil_infer.c parses each case and compares.
 
-Run: /work/venv/bin/python tools/mil_infer_fixtures.py
+Run: python3 tools/mil_infer_fixtures.py
 """
 import os
 

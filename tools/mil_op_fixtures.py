@@ -9,7 +9,7 @@ or '-'; domain is the type-variable name or '-'; dtypes the allowed dtypes
 joined by ',' ('*' when any). An op missing at that opset is written with
 'absent'. tests/mil/test_mil_ops.c compares nectar's table row by row.
 
-Run: /work/venv/bin/python tools/mil_op_fixtures.py
+Run: python3 tools/mil_op_fixtures.py
 """
 import os
 

@@ -8,7 +8,7 @@ Stages (default: all, in order):
   tokenizer  train the BPE tokenizer, write tokenizer.json + tokenizer_config.json
   train      train the model, saving a usable checkpoint every --save-every steps
   reference  load the saved weights back in float32 and record HF greedy output
-Run: /work/venv/bin/python tools/train_demo.py [--stage all] [--out models/demo]
+Run: python3 tools/train_demo.py [--stage all] [--out models/demo]
 """
 
 import argparse
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-QWEN3_TOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
+QWEN3_TOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                              "qwen3-tokenizer")
 
 # Added tokens in Qwen3's order; flags as in Qwen3's tokenizer.json (<think> and

@@ -19,10 +19,19 @@
 
 typedef struct ane_apple_options {
     unsigned qos; /* 0: 21, QOS_CLASS_DEFAULT, what every public project passes */
-    /* Every surface at least this large (0: as the layout needs). A lever
-     * for the reported minimum of about 48 KB (Orion, reference §7), not
-     * applied by default because no source here confirms it. */
-    size_t min_surface_bytes;
+    /* The surface policy the host follows (ane_device.surfaces); NULL:
+     * ANE_SURFACE_POLICY_DEFAULT (uniform sizes per request, 48 KB minimum:
+     * Orion's constraints #2, #4, #12), until a probe of the chip says
+     * otherwise. Every surface is also rounded up to its min_bytes here. */
+    const ane_surface_policy *surfaces;
+    /* Without `surfaces`: the probe profile that chooses the policy and the
+     * preferred run mode (ane_probe_choose); NULL: <per-user cache>/
+     * nectar-ane/profile.json when `nectar ane probe` saved one there. */
+    const char *profile;
+    int max_in_flight; /* 0: ANE_MAX_IN_FLIGHT */
+    /* Where program folders are copied for the daemon (NULL: the per-user
+     * cache dir, ane_stage_default_root). */
+    const char *cache_root;
 } ane_apple_options;
 
 /* Loads the framework, checks every selector's type encoding, connects to

@@ -58,16 +58,85 @@ void ane_objc_release(id obj) {
     if (obj) ANE_MSG(void (*)(id, SEL))(obj, sel_registerName("release"));
 }
 
+/* Appends a CF string to buf (at *len), as UTF-8, with newlines as spaces. */
+static void append_cf(CFStringRef str, char *buf, size_t cap, size_t *len) {
+    if (!str || *len + 1 >= cap) return;
+    if (!CFStringGetCString(str, buf + *len, (CFIndex)(cap - *len), kCFStringEncodingUTF8))
+        snprintf(buf + *len, cap - *len, "(undecodable)");
+    for (char *p = buf + *len; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' '; /* one-line messages */
+    *len += strlen(buf + *len);
+}
+
+static void append_text(const char *t, char *buf, size_t cap, size_t *len) {
+    if (*len + 1 >= cap) return;
+    snprintf(buf + *len, cap - *len, "%s", t);
+    *len += strlen(buf + *len);
+}
+
 void ane_objc_error_text(id nserror, char *buf, size_t cap) {
     snprintf(buf, cap, "no NSError");
-    if (!nserror) return;
-    CFStringRef d = CFErrorCopyDescription((CFErrorRef)(void *)nserror); /* NSError is CFError */
-    if (!d) return;
-    if (!CFStringGetCString(d, buf, (CFIndex)cap, kCFStringEncodingUTF8))
-        snprintf(buf, cap, "NSError (undecodable)");
-    CFRelease(d);
-    for (char *p = buf; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' '; /* one-line messages */
+    if (!nserror || !cap) return;
+    size_t len = 0;
+    buf[0] = '\0';
+    CFErrorRef e = (CFErrorRef)(void *)nserror; /* NSError is CFError */
+    CFRetain(e);
+    /* the description, then each underlying error's: the compiler's own
+     * InvalidMILProgram / CompilationFailure sits below a generic one */
+    for (int depth = 0; e && depth < 4; depth++) {
+        if (depth) append_text(" <- ", buf, cap, &len);
+        CFStringRef d = CFErrorCopyDescription(e);
+        append_cf(d, buf, cap, &len);
+        if (d) CFRelease(d);
+        CFDictionaryRef info = CFErrorCopyUserInfo(e);
+        const void *under = info ? CFDictionaryGetValue(info, kCFErrorUnderlyingErrorKey) : NULL;
+        CFErrorRef next =
+            under && CFGetTypeID(under) == CFErrorGetTypeID() ? (CFErrorRef)(uintptr_t)under : NULL;
+        if (next) CFRetain(next); /* outlives the dictionary */
+        if (info) CFRelease(info);
+        CFRelease(e);
+        e = next;
+    }
+    if (e) CFRelease(e);
+}
+
+void ane_objc_exception_text(id e, char *buf, size_t cap) {
+    snprintf(buf, cap, "an exception");
+    if (!e) return;
+    Class c = object_getClass(e);
+    SEL name = sel_registerName("name"), reason = sel_registerName("reason");
+    size_t len = 0;
+    buf[0] = '\0';
+    if (c && class_respondsToSelector(c, name) && class_respondsToSelector(c, reason)) {
+        append_cf((CFStringRef)(void *)ANE_MSG(id(*)(id, SEL))(e, name), buf, cap, &len);
+        append_text(": ", buf, cap, &len);
+        append_cf((CFStringRef)(void *)ANE_MSG(id(*)(id, SEL))(e, reason), buf, cap, &len);
+    } else {
+        append_text(c ? class_getName(c) : "an object", buf, cap, &len);
+    }
+}
+
+typedef struct guard_ctx {
+    nc_status (*body)(void *ctx, nc_error *err);
+    void *ctx;
+    nc_error *err;
+    nc_status st;
+} guard_ctx;
+
+static void run_guarded(void *p) {
+    guard_ctx *g = p;
+    g->st = g->body(g->ctx, g->err);
+}
+
+nc_status ane_objc_guard(const char *step, nc_status (*body)(void *ctx, nc_error *err), void *ctx,
+                         nc_error *err) {
+    guard_ctx g = {body, ctx, err, NC_OK};
+    char what[300];
+    id pool = ane_objc_pool_push();
+    int raised = ane_objc_try(run_guarded, &g, what, sizeof what);
+    ane_objc_pool_pop(pool);
+    if (raised) return nc_fail(err, NC_ERR_IO, "ANE %s raised %s", step, what);
+    return g.st;
 }
 
 CFStringRef ane_cf_create_string(const char *s) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ane/ane_try.h"
 #include "base/error.h"
 
 /* BOOL as the ABI passes it: C bool on arm64 (type encoding "B"), signed
@@ -57,8 +58,17 @@ void ane_objc_pool_pop(id pool);
 id ane_objc_retain(id obj);
 void ane_objc_release(id obj);
 
-/* An NSError's description (CFErrorCopyDescription), or "no NSError". */
+/* An NSError's description (CFErrorCopyDescription), followed by the
+ * description of each NSUnderlyingErrorKey error below it (where the
+ * compiler's InvalidMILProgram / CompilationFailure appears, ane-bridge-rs),
+ * " <- " between them; "no NSError" for nil. One line. */
 void ane_objc_error_text(id nserror, char *buf, size_t cap);
+
+/* A step of the bridge run in its own autorelease pool and under
+ * ane_objc_try: an exception becomes a failure "ANE <step> raised
+ * <name>: <reason>"; otherwise body's status. */
+nc_status ane_objc_guard(const char *step, nc_status (*body)(void *ctx, nc_error *err), void *ctx,
+                         nc_error *err);
 
 /* +1 CF objects, named with "Create" as CoreFoundation's ownership rule
  * says (release with CFRelease); NULL on allocation failure. */

@@ -3,11 +3,11 @@
  * request must bind, by name, with the symbol index the request passes in
  * inputIndices/outputIndices and the procedure id it passes as
  * procedureIndex. The compiler reorders I/O, so these indices, never the
- * declaration order, are what a request uses (DESIGN.md §3).
+ * declaration order, are what a request uses (docs/ane-rules.md).
  *
  * The dictionary arrives as JSON text: src/ane converts the NSDictionary
  * with CoreFoundation; tests use fixtures written from the reference
- * (shared/reference/ane-private-api.md §6.3). Keys read:
+ * (docs/references.md §6.3). Keys read:
  *   ANEFModelDescription.kANEFModelInputSymbolsArrayKey   [name]
  *   ANEFModelDescription.kANEFModelOutputSymbolsArrayKey  [name "@output"]
  *   ANEFModelDescription.kANEFModelProcedureNameToIDMapKey {function: id}

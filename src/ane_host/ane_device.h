@@ -17,9 +17,24 @@
  *                   thread when the request completes
  *   model_close     unloadModel:options:qos:error:
  *
- * Requests of one model submitted from one thread complete in submission
- * order (the fake's worker is FIFO; on the ANE this is the observed
- * behaviour the async pipeline relies on, not a documented guarantee). */
+ *   event_new       a shared event (MTLSharedEvent) for _ANESharedEvents
+ *   submit_event    submit with sharedEvents: wait for the event to reach
+ *                   `wait`, run, set it to `signal` (splash's usage)
+ *
+ * Ordering: nothing documents that requests of DIFFERENT models run in
+ * submission order, so the host either waits between models (plain
+ * submit) or chains them with an event (submit_event); the fake device
+ * refuses a plain submit while another model's requests are in flight.
+ * At most `max_in_flight` requests are outstanding at once (the framework
+ * holds a semaphore of 2 per QoS, reference: ane-bridge-rs "only 2
+ * in-flight requests useful"); the fake refuses a third.
+ *
+ * Surfaces: `surfaces` is the allocation policy the host must follow and
+ * the fake enforces (status 0x1d on the ANE otherwise): Orion reports that
+ * every input (#12) and output (#2) surface of one request must have the
+ * same allocation size, and a minimum of about 48 KB (#4); other projects
+ * bind mixed sizes without trouble. Both are choices, to be settled by
+ * `nectar ane probe` on a real chip. */
 #ifndef NC_ANE_HOST_ANE_DEVICE_H
 #define NC_ANE_HOST_ANE_DEVICE_H
 
@@ -28,6 +43,7 @@
 #include "base/error.h"
 
 typedef struct ane_model ane_model;     /* a compiled, loaded program */
+typedef struct ane_event ane_event;     /* a shared event: a 64-bit value */
 typedef struct ane_surface ane_surface; /* one I/O buffer */
 typedef struct ane_request ane_request; /* prebuilt: procedure + bound surfaces */
 
@@ -55,11 +71,34 @@ typedef struct ane_device_ops {
     void (*request_free)(ane_request *r);
     nc_status (*evaluate)(ane_request *r, nc_error *err);
     nc_status (*submit)(ane_request *r, ane_done_fn done, void *user, nc_error *err);
+    /* Events (NULL when the device has none). */
+    nc_status (*event_new)(void *dev, ane_event **out, nc_error *err);
+    void (*event_free)(ane_event *e);
+    nc_status (*submit_event)(ane_request *r, ane_event *e, unsigned long long wait,
+                              unsigned long long signal, ane_done_fn done, void *user,
+                              nc_error *err);
 } ane_device_ops;
+
+/* The reported minimum surface (Orion #4: [768, 16] fp16 = 49,152 bytes). */
+#define ANE_REPORTED_MIN_SURFACE_BYTES 49152
+/* Outstanding evaluations per QoS (the framework's semaphore). */
+#define ANE_MAX_IN_FLIGHT 2
+
+typedef struct ane_surface_policy {
+    int uniform;      /* every surface of one request has the same allocation size */
+    size_t min_bytes; /* no surface smaller than this (0: none) */
+} ane_surface_policy;
+
+/* The default until a probe says otherwise: both, which costs only memory. */
+#define ANE_SURFACE_POLICY_DEFAULT                                                                 \
+    { 1, ANE_REPORTED_MIN_SURFACE_BYTES }
 
 typedef struct ane_device {
     const ane_device_ops *ops;
     void *impl;
+    ane_surface_policy surfaces; /* what the host allocates (ane_plan_surface_sizes) */
+    int max_in_flight;           /* submissions outstanding at once (0: ANE_MAX_IN_FLIGHT) */
+    int preferred_mode;          /* the ane_run_mode a probe profile found fastest (0: sync) */
 } ane_device;
 
 #endif

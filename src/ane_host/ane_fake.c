@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ane_host/ane_attrs.h"
 #include "ane_host/ane_layout.h"
@@ -17,10 +18,16 @@
 #include "mil/interp.h"
 #include "mil/parse.h"
 
+struct ane_event {
+    atomic_ullong value;
+};
+
 typedef struct fake_job {
     ane_request *req;
     ane_done_fn done;
     void *user;
+    ane_event *ev; /* NULL: a plain submit */
+    unsigned long long wait, signal;
     struct fake_job *next;
 } fake_job;
 
@@ -29,9 +36,13 @@ typedef struct fake_dev {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     fake_job *head, *tail;
-    int stop;
+    int stop, paused;
     atomic_long evals;
     atomic_long fail_at; /* evaluation number that fails; 0: none */
+    ane_fake_options opt;
+    /* under mu: submitted and not yet reported, and the model of the last */
+    int outstanding;
+    const struct ane_model *last_model;
 } fake_dev;
 
 typedef struct fake_fn {
@@ -332,6 +343,27 @@ static nc_status check_binding(const ane_request *r, int side, nc_error *err) {
     return NC_OK;
 }
 
+/* The surface policy the device was opened with, as the ANE would answer
+ * a request that breaks it: status 0x1d at evaluation (Orion #2, #4, #12). */
+static nc_status check_policy(const ane_request *r, const ane_surface_policy *p, nc_error *err) {
+    const mil_function *fn = r->m->prog->functions[r->fn];
+    size_t first = r->n_in + r->n_out ? (r->n_in ? r->in[0] : r->out[0])->bytes : 0;
+    for (int i = 0; i < r->n_in + r->n_out; i++) {
+        const ane_surface *x = i < r->n_in ? r->in[i] : r->out[i - r->n_in];
+        if (p->min_bytes && x->bytes < p->min_bytes)
+            return nc_fail(err, NC_ERR_IO,
+                           "fake device: %s: status 0x1d: a %zu-byte surface is below the "
+                           "%zu-byte minimum of this device's policy",
+                           fn->name, x->bytes, p->min_bytes);
+        if (p->uniform && x->bytes != first)
+            return nc_fail(err, NC_ERR_IO,
+                           "fake device: %s: status 0x1d: the request's surfaces differ in "
+                           "allocation size (%zu and %zu bytes) under the uniform policy",
+                           fn->name, first, x->bytes);
+    }
+    return NC_OK;
+}
+
 static nc_status fake_evaluate(ane_request *r, nc_error *err) {
     ane_model *m = r->m;
     fake_fn *ff = &m->fns[r->fn];
@@ -343,6 +375,7 @@ static nc_status fake_evaluate(ane_request *r, nc_error *err) {
                        fn->name);
     NC_TRY(check_binding(r, 0, err));
     NC_TRY(check_binding(r, 1, err));
+    NC_TRY(check_policy(r, &m->dev->opt.surfaces, err));
     /* the host must have unlocked (flushed) every surface before the
      * request runs: IOSurfaceUnlock is what makes its writes visible */
     for (int i = 0; i < r->n_in + r->n_out; i++) {
@@ -394,7 +427,7 @@ static void *worker(void *arg) {
     fake_dev *d = arg;
     for (;;) {
         pthread_mutex_lock(&d->mu);
-        while (!d->head && !d->stop)
+        while ((!d->head || d->paused) && !d->stop)
             pthread_cond_wait(&d->cv, &d->mu);
         fake_job *j = d->head;
         if (j) {
@@ -404,39 +437,108 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&d->mu);
         if (!j) return NULL; /* stopping and drained */
         nc_error e = {0};
-        nc_status st = fake_evaluate(j->req, &e);
+        nc_status st = NC_OK;
+        unsigned long long at = j->ev ? atomic_load(&j->ev->value) : 0;
+        /* jobs run in order here, so a wait not yet met would never be met:
+         * on the ANE the request would hang; the fake says so */
+        if (j->ev && at < j->wait)
+            st = nc_fail(&e, NC_ERR_IO,
+                         "fake device: %s waits for event value %llu, the event is at %llu "
+                         "(no earlier request signals it)",
+                         j->req->m->prog->functions[j->req->fn]->name, j->wait, at);
+        if (!st) st = fake_evaluate(j->req, &e);
+        if (d->opt.submit_delay_us > 0) {
+            struct timespec ts = {0, (long)d->opt.submit_delay_us * 1000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!st && j->ev) atomic_store(&j->ev->value, j->signal);
+        pthread_mutex_lock(&d->mu);
+        d->outstanding--; /* before the report: the host may submit again at once */
+        pthread_mutex_unlock(&d->mu);
         j->done(j->user, st, st ? e.msg : NULL);
         free(j);
     }
 }
 
-static nc_status fake_submit(ane_request *r, ane_done_fn done, void *user, nc_error *err) {
+/* Queues a job, refusing what the real framework gives no guarantee for:
+ * more than max_in_flight outstanding, or a plain submit while another
+ * model's requests are in flight (no event orders them). */
+static nc_status enqueue(ane_request *r, ane_event *ev, unsigned long long wait,
+                         unsigned long long signal, ane_done_fn done, void *user, nc_error *err) {
     fake_job *j = calloc(1, sizeof *j);
     if (!j) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    j->req = r;
-    j->done = done;
-    j->user = user;
+    *j = (fake_job){r, done, user, ev, wait, signal, NULL};
     fake_dev *d = r->m->dev;
+    const char *fn = r->m->prog->functions[r->fn]->name;
+    int max = d->opt.max_in_flight > 0 ? d->opt.max_in_flight : ANE_MAX_IN_FLIGHT;
     pthread_mutex_lock(&d->mu);
-    if (d->tail)
-        d->tail->next = j;
-    else
-        d->head = j;
-    d->tail = j;
-    pthread_cond_signal(&d->cv);
+    nc_status st = NC_OK;
+    if (d->outstanding >= max)
+        st = nc_fail(err, NC_ERR_INVALID,
+                     "fake device: %s submitted while %d requests are outstanding (the "
+                     "framework allows %d per QoS)",
+                     fn, d->outstanding, max);
+    else if (!ev && d->outstanding > 0 && d->last_model != r->m)
+        st = nc_fail(err, NC_ERR_INVALID,
+                     "fake device: %s submitted while another model's requests are in flight, "
+                     "with no shared event to order them",
+                     fn);
+    if (!st) {
+        d->outstanding++;
+        d->last_model = r->m;
+        if (d->tail)
+            d->tail->next = j;
+        else
+            d->head = j;
+        d->tail = j;
+        pthread_cond_signal(&d->cv);
+    }
     pthread_mutex_unlock(&d->mu);
+    if (st) free(j);
+    return st;
+}
+
+static nc_status fake_submit(ane_request *r, ane_done_fn done, void *user, nc_error *err) {
+    return enqueue(r, NULL, 0, 0, done, user, err);
+}
+
+static nc_status fake_submit_event(ane_request *r, ane_event *e, unsigned long long wait,
+                                   unsigned long long signal, ane_done_fn done, void *user,
+                                   nc_error *err) {
+    if (!e) return nc_fail(err, NC_ERR_INVALID, "fake device: submit_event without an event");
+    return enqueue(r, e, wait, signal, done, user, err);
+}
+
+static nc_status fake_event_new(void *dev, ane_event **out, nc_error *err) {
+    (void)dev;
+    ane_event *e = calloc(1, sizeof *e);
+    if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    atomic_init(&e->value, 0);
+    *out = e;
     return NC_OK;
+}
+
+static void fake_event_free(ane_event *e) {
+    free(e);
 }
 
 static const ane_device_ops fake_ops = {
     "fake",           fake_model_open,   fake_model_attrs,    fake_model_close,
     fake_surface_new, fake_surface_lock, fake_surface_unlock, fake_surface_free,
     fake_request_new, fake_request_free, fake_evaluate,       fake_submit,
+    fake_event_new,   fake_event_free,   fake_submit_event,
 };
 
 nc_status ane_fake_new(ane_device *out, nc_error *err) {
+    ane_fake_options o = {ANE_SURFACE_POLICY_DEFAULT, ANE_MAX_IN_FLIGHT, 0};
+    return ane_fake_new_with(&o, out, err);
+}
+
+nc_status ane_fake_new_with(const ane_fake_options *o, ane_device *out, nc_error *err) {
     fake_dev *d = calloc(1, sizeof *d);
     if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    d->opt = *o;
+    if (d->opt.max_in_flight <= 0) d->opt.max_in_flight = ANE_MAX_IN_FLIGHT;
     atomic_init(&d->evals, 0);
     atomic_init(&d->fail_at, 0);
     pthread_mutex_init(&d->mu, NULL);
@@ -449,6 +551,8 @@ nc_status ane_fake_new(ane_device *out, nc_error *err) {
     }
     out->ops = &fake_ops;
     out->impl = d;
+    out->surfaces = d->opt.surfaces;
+    out->max_in_flight = d->opt.max_in_flight;
     return NC_OK;
 }
 
@@ -464,6 +568,14 @@ void ane_fake_free(ane_device *dev) {
     pthread_cond_destroy(&d->cv);
     free(d);
     dev->impl = NULL;
+}
+
+void ane_fake_pause(ane_device *dev, int paused) {
+    fake_dev *d = dev->impl;
+    pthread_mutex_lock(&d->mu);
+    d->paused = paused;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
 }
 
 void ane_fake_fail_at(ane_device *dev, int n) {

@@ -1,6 +1,6 @@
 /* How a logical ANE I/O tensor sits in its IOSurface: rows of the last
  * axis, each padded to a multiple of 64 bytes (32 fp16 values) and at
- * least 64 bytes, one row after another (DESIGN.md §3: "a logical [256, 1]
+ * least 64 bytes, one row after another (docs/ane-rules.md: "a logical [256, 1]
  * occupies [256, 32]"). modelAttributes may report the strides itself
  * (NetworkStatusList RowStride/PlaneStride/BatchStride); ane_layout_from_
  * strides takes those, ane_layout_for computes the rule. Pad/unpad move a

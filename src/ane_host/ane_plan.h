@@ -1,13 +1,16 @@
 /* The request plan of one token (or one chunk of a prompt) through a
  * lowered Qwen3 bundle (docs/lowering.md): which program and function runs
  * in which order, and which named buffer (one IOSurface) each of its I/O
- * is bound to. Per layer: qkv -> kv -> attn -> mlp; then, with the LM head
- * on the ANE, a host step that moves the last token's column of x into
- * column 0 of the head's input, and the head.
+ * is bound to. Per layer: the functions its program holds for the bucket,
+ * in manifest order (qkv -> kv -> attn -> mlp, or the fused variants of
+ * `nectar compile --kernels-per-layer`); then, with the LM head on the ANE,
+ * a host step that moves the last token's column of the last layer's x
+ * into column 0 of the head's input, and the head.
  *
  * Aliasing, so that no request reads and writes one surface and the host
  * copies nothing between kernels:
- *   x@S -> attn -> x2@S -> mlp -> x@S      (two activation buffers)
+ *   x@S -> attn -> x2@S -> mlp -> x@S      (two activation buffers; an
+ *                                           x_out always writes the other)
  *   k_cache.L.a -> kv -> k_cache.L.b       (KV ping-pong, per layer;
  *   attn reads the new one)                 the parity flips every token)
  * With parity 1 the roles of .a and .b swap. A failed token leaves the
@@ -18,6 +21,7 @@
 #define NC_ANE_HOST_ANE_PLAN_H
 
 #include "ane_host/ane_attrs.h"
+#include "ane_host/ane_device.h"
 #include "lower/manifest.h"
 
 typedef enum ane_step_kind {
@@ -48,6 +52,7 @@ typedef struct ane_plan_step {
 
 typedef struct ane_plan {
     int seq, parity;
+    int x_final; /* the buffer holding the last layer's activation (x@S or x2@S) */
     int n_bufs, n_steps, n_requests;
     ane_plan_buf *bufs;
     ane_plan_step *steps;
@@ -65,5 +70,26 @@ int ane_plan_find_buf(const ane_plan *p, const char *name);
  * host or carried over from the previous token). entries[i] is set to 1
  * for the entry buffers (n_bufs entries). */
 nc_status ane_plan_entries(const ane_plan *p, int *entries, nc_error *err);
+
+/* The allocation size of every buffer of a set of plans (all buckets and
+ * parities of a bundle) under a surface policy: at least its 64-byte-row
+ * layout (ane_layout_for) and policy->min_bytes; with policy->uniform,
+ * every buffer that shares a request with another (transitively: the
+ * connected groups of the "same request" relation, across all plans,
+ * buffers matched by name) gets the largest size of its group, so that the
+ * surfaces of every request have one allocation size. */
+typedef struct ane_surface_sizes {
+    int n;
+    char (*names)[ANE_NAME_MAX];
+    size_t *bytes;
+} ane_surface_sizes;
+
+nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
+                                 const ane_surface_policy *policy, ane_surface_sizes *out,
+                                 nc_error *err);
+/* The size to allocate for buffer `name` whose layout needs `need` bytes:
+ * max(need, its planned size); need alone for a name not planned. */
+size_t ane_surface_size(const ane_surface_sizes *s, const char *name, size_t need);
+void ane_surface_sizes_free(ane_surface_sizes *s);
 
 #endif

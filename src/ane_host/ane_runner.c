@@ -43,6 +43,9 @@ struct ane_runner {
     long issued;
     /* here, not on the stack: after a timeout, late handlers still write it */
     ane_wait wait;
+    ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
+    ane_event *event;        /* ANE_RUN_ASYNC_EVENTS: the chain, created on first use */
+    unsigned long long ev_value;
     int broken; /* a wait timed out: requests may still be in flight */
 };
 
@@ -76,6 +79,8 @@ void ane_runner_free(ane_runner *r) {
         ane_plan_free(&p->plan);
     }
     free(r->plans);
+    ane_surface_sizes_free(&r->sizes);
+    if (r->event) ops->event_free(r->event);
     for (int i = 0; i < r->n_bufs; i++)
         if (r->bufs[i].s) ops->surface_free(r->bufs[i].s);
     free(r->bufs);
@@ -141,7 +146,8 @@ static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, i
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "%s", name);
     b->layout = *l;
-    NC_TRY(r->dev.ops->surface_new(r->dev.impl, l->bytes, &b->s, err));
+    NC_TRY(r->dev.ops->surface_new(r->dev.impl, ane_surface_size(&r->sizes, name, l->bytes), &b->s,
+                                   err));
     *out = r->n_bufs++;
     void *base = r->dev.ops->surface_lock(b->s, 0, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", name);
@@ -213,10 +219,17 @@ nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_run
     }
     for (int i = 0; !st && i < r->man.n_programs; i++)
         st = open_program(r, bundle_dir, i, err);
-    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++) {
+    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
         st = ane_plan_qwen3(&r->man, r->man.seqs[i / 2], i % 2, &r->plans[i].plan, err);
-        if (!st) st = prepare_plan(r, &r->plans[i], err);
-    }
+    /* every plan first: the surface sizes depend on all of them */
+    const ane_plan **all = st ? NULL : calloc(2 * (size_t)r->man.n_seqs + 1, sizeof *all);
+    if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
+        all[i] = &r->plans[i].plan;
+    if (!st) st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
+    free(all);
+    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
+        st = prepare_plan(r, &r->plans[i], err);
     if (st) {
         ane_runner_free(r);
         return st;
@@ -261,6 +274,10 @@ nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float
 
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
                           nc_error *err) {
+    /* "x" read back is the last layer's activation: x2@S when an odd number
+     * of kernels write it (one kernel per layer, odd layer count) */
+    const ane_plan *p = ane_runner_plan(r, seq);
+    if (p && !strcmp(name, "x") && p->x_final >= 0) name = p->bufs[p->x_final].name;
     return transfer(r, seq, name, data, count, 0, err);
 }
 
@@ -310,11 +327,19 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
     ane_wait *w = &r->wait;
     ane_wait_init(w);
     nc_status st = NC_OK;
+    int events = mode == ANE_RUN_ASYNC_EVENTS, prev_prog = -1;
+    int max = r->dev.max_in_flight > 0 ? r->dev.max_in_flight : ANE_MAX_IN_FLIGHT;
+    if (events && !r->event) {
+        if (!ops->event_new)
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "device %s has no shared events", ops->name);
+        NC_TRY(ops->event_new(r->dev.impl, &r->event, err));
+        r->ev_value = 0;
+    }
     for (int i = 0; i < rp->plan.n_steps && !st; i++) {
         const ane_plan_step *s = &rp->plan.steps[i];
         if (s->kind == ANE_STEP_HEAD_COLUMN) {
             if (head_col < 0) break; /* the head is the plan's tail */
-            if (mode == ANE_RUN_ASYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
+            if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
             if (!st) st = head_column(r, rp, s, head_col, err);
             continue;
         }
@@ -324,14 +349,28 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
             if (ops->evaluate(rp->reqs[i], err)) st = nc_fail_prefix(err, "%s", s->fn);
             continue;
         }
+        /* Nothing documents that requests of different models run in
+         * submission order: without events, the previous model's requests
+         * finish first; at most max are outstanding (the framework's
+         * semaphore per QoS) */
+        if (!events && prev_prog >= 0 && s->program != prev_prog)
+            st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
+        if (!st) st = ane_wait_below(w, max, ANE_RUN_TIMEOUT_S, err);
+        if (st) break;
+        prev_prog = s->program;
         ane_wait_add(w, 1);
-        if (ops->submit(rp->reqs[i], ane_wait_done, w, err)) {
+        nc_status sst = events ? ops->submit_event(rp->reqs[i], r->event, r->ev_value,
+                                                   r->ev_value + 1, ane_wait_done, w, err)
+                               : ops->submit(rp->reqs[i], ane_wait_done, w, err);
+        if (sst) {
             ane_wait_done(w, NC_OK, NULL); /* never submitted: not pending */
             st = nc_fail_prefix(err, "%s", s->fn);
+        } else if (events) {
+            r->ev_value++;
         }
     }
     /* always drain before the buffers are touched again */
-    if (mode == ANE_RUN_ASYNC) {
+    if (mode != ANE_RUN_SYNC) {
         nc_error e2 = {0};
         nc_status st2 = ane_wait_all(w, ANE_RUN_TIMEOUT_S, &e2);
         if (st2 && atomic_load(&w->pending) > 0) r->broken = 1;
@@ -341,6 +380,10 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
         }
     }
     if (!st) r->parity ^= 1;
+    if (st && events && r->event && !r->broken) { /* a broken chain: start a new one */
+        ops->event_free(r->event);
+        r->event = NULL;
+    }
     return st;
 }
 

@@ -21,8 +21,12 @@
 typedef struct ane_runner ane_runner;
 
 typedef enum ane_run_mode {
-    ANE_RUN_SYNC, /* evaluate each request and wait for it */
-    ANE_RUN_ASYNC /* submit all, wait once on the atomic counter (ane_wait.h) */
+    ANE_RUN_SYNC,  /* evaluate each request and wait for it (the default) */
+    ANE_RUN_ASYNC, /* submit back to back, at most max_in_flight outstanding,
+                      waiting whenever the next request is another model's
+                      (no ordering across models without events) */
+    ANE_RUN_ASYNC_EVENTS /* submit every request chained on one shared event
+                            (wait n, signal n + 1), at most max_in_flight */
 } ane_run_mode;
 
 /* dev must outlive the runner. */
@@ -35,7 +39,8 @@ const ane_plan *ane_runner_plan(const ane_runner *r, int seq);
 
 /* Buffer `name` of bucket seq ("x", "rope_cos", "attn_mask", "kv_write",
  * "logits_0", ...: "name@s<seq>" is tried first, then the bare name),
- * written from / read into count dense fp32 values. */
+ * written from / read into count dense fp32 values. Reading "x" gives the
+ * last layer's activation (ane_plan.x_final), wherever the kernels left it. */
 nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
                            size_t count, nc_error *err);
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,

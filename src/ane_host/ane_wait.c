@@ -35,8 +35,12 @@ void ane_wait_done(void *user, nc_status st, const char *msg) {
 }
 
 nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err) {
+    return ane_wait_below(w, 1, timeout_s, err);
+}
+
+nc_status ane_wait_below(ane_wait *w, int n, double timeout_s, nc_error *err) {
     double t0 = timeout_s > 0 ? nc_now_s() : 0;
-    for (unsigned spin = 0; atomic_load_explicit(&w->pending, memory_order_acquire) > 0; spin++) {
+    for (unsigned spin = 0; atomic_load_explicit(&w->pending, memory_order_acquire) >= n; spin++) {
         if (spin < 1000) continue;
         if (timeout_s > 0 && (spin & 63) == 0 && nc_now_s() - t0 > timeout_s)
             return nc_fail(err, NC_ERR_IO, "%d requests did not complete within %.1f s",
@@ -48,8 +52,9 @@ nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err) {
         struct timespec ts = {0, 20000}; /* 20 us: about one dispatch */
         nanosleep(&ts, NULL);
     }
-    /* pending reached 0 after every handler's store, so failed is 0 or 1 */
+    /* with n = 1, pending reached 0 after every handler's store, so failed
+     * is 0 or 1; with n > 1 a handler may be writing (2): not yet a failure */
     int f = atomic_load_explicit(&w->failed, memory_order_acquire);
-    if (f) return nc_fail(err, NC_ERR_IO, "%s", w->msg);
+    if (f == 1) return nc_fail(err, NC_ERR_IO, "%s", w->msg);
     return NC_OK;
 }

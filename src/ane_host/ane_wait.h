@@ -2,7 +2,7 @@
  * flight that completion handlers decrement from the device's thread, and
  * the first failure they report. The host submits a whole token's requests
  * back to back, then waits once; this is what kept the ANE busy and cut
- * per-dispatch overhead 3-4x against synchronous calls (DESIGN.md §3). The
+ * per-dispatch overhead 3-4x against synchronous calls (docs/ane-rules.md). The
  * wait spins briefly on the atomic, then yields, then sleeps in short
  * steps: a dispatch takes tens of microseconds, so a condition variable's
  * wake-up latency would be a large share of it. */
@@ -30,5 +30,9 @@ void ane_wait_done(void *w, nc_status st, const char *msg);
  * so the ane_wait must outlive them (keep it in a long-lived struct, never
  * on the stack of a function that returns after a timeout). */
 nc_status ane_wait_all(ane_wait *w, double timeout_s, nc_error *err);
+/* Blocks until fewer than n are pending (n = 1: ane_wait_all); a failure
+ * already reported comes back as in ane_wait_all. Keeps at most n - 1 in
+ * flight before the next submit (the framework's limit of 2 per QoS). */
+nc_status ane_wait_below(ane_wait *w, int n, double timeout_s, nc_error *err);
 
 #endif

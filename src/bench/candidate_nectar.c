@@ -1,6 +1,7 @@
 /* In-process nectar backends as candidates.
- * cpu:DIR     Qwen3 on the cpu engine. Load = tokenizer + weights + one
- *             state; a decision = tokenize the item, prefill it from an
+ * cpu:DIR     the model's cpu engine (engine_open through the engine seam:
+ *             Qwen3, or any family with a cpu row). Load = tokenizer +
+ *             weights + one sequence; a decision = tokenize the item, prefill it from an
  *             empty cache and take the argmax of the last logits
  *             (tokenization is inside the decision: it is part of answering
  *             a request).
@@ -18,15 +19,15 @@
 
 #include "base/mmap.h"
 #include "bench/candidate.h"
+#include "engine/engine.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
-#include "models/qwen3.h"
 #include "text/tokenizer.h"
 
 typedef struct cpu_impl {
     char dir[1024];
-    qwen3_model *model;
-    qwen3_state *state;
+    engine *e;
+    engine_seq *seq;
     tok_tokenizer *tok;
     float *logits;
     int vocab;
@@ -34,10 +35,12 @@ typedef struct cpu_impl {
 
 static nc_status cpu_load(nc_candidate *c, nc_error *err) {
     cpu_impl *m = c->impl;
+    const char *kind;
     NC_TRY(tok_load(m->dir, &m->tok, err));
-    NC_TRY(qwen3_load(m->dir, NULL, &m->model, err));
-    NC_TRY(qwen3_state_new(m->model, 0, &m->state, err));
-    m->vocab = qwen3_model_config(m->model)->vocab_size;
+    NC_TRY(engine_kind_for_decoder("cpu", m->dir, &kind, err));
+    NC_TRY(engine_open(kind, m->dir, NULL, &m->e, err));
+    NC_TRY(engine_seq_new(m->e, 0, &m->seq, err));
+    m->vocab = m->e->n_vocab;
     m->logits = malloc((size_t)m->vocab * sizeof *m->logits);
     if (!m->logits) return nc_fail(err, NC_ERR_NOMEM, "cpu candidate: out of memory");
     return NC_OK;
@@ -52,8 +55,8 @@ static nc_status cpu_run(nc_candidate *c, const nc_bench_item *item, nc_error *e
         free(ids);
         return nc_fail(err, NC_ERR_INVALID, "cpu candidate: an empty prompt has no next token");
     }
-    qwen3_state_truncate(m->state, 0);
-    nc_status st = qwen3_forward(m->model, m->state, ids, (int)n, m->logits, NULL, err);
+    engine_seq_truncate(m->e, m->seq, 0);
+    nc_status st = engine_forward(m->e, m->seq, ids, (int)n, m->logits, err);
     free(ids);
     NC_TRY(st);
     int best = 0;
@@ -67,8 +70,8 @@ static void cpu_unload(nc_candidate *c) {
     cpu_impl *m = c->impl;
     if (!m) return;
     free(m->logits);
-    if (m->state) qwen3_state_free(m->state);
-    if (m->model) qwen3_free(m->model);
+    if (m->seq) engine_seq_free(m->e, m->seq);
+    engine_close(m->e);
     if (m->tok) tok_free(m->tok);
     free(m);
     c->impl = NULL;

@@ -1,4 +1,4 @@
-/* The A/B protocol of `nectar bench --compare` (DESIGN.md §5): cold load and
+/* The A/B protocol of `nectar bench --compare` (docs/measuring.md): cold load and
  * first decision measured and reported apart, warm-up, then interleaved
  * blocks A B A B ... (with idle blocks between rounds when power is
  * measured), per-decision latency samples, and ratios with bootstrap

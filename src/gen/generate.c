@@ -1,9 +1,7 @@
-/* The generation loop. Per request: fit the prompt to the context (or fail
- * before any work), reuse the longest cached prefix, run the rest of the
- * prompt as one batch, then sample -> detokenize -> stop-string filter ->
- * callback -> forward one token, until something ends it. Every buffer is
- * allocated with the session; the per-token path allocates nothing (the
- * stop filter may grow its buffer once for an unusually long piece). */
+/* The per-sequence generation pipeline (generate.h). Every buffer is
+ * allocated with the sequence; the per-token path allocates nothing (the
+ * stop filter and the reasoning split may grow a buffer once for an
+ * unusually long piece). */
 #include "gen/generate.h"
 
 #include <stdlib.h>
@@ -13,23 +11,37 @@
 #include "gen/stop.h"
 #include "text/detok.h"
 
-#define GEN_MAX_EOS 16
-
-struct gen_session {
-    gen_engine eng;
-    const tok_tokenizer *tok;
-    gen_sampler *sampler;
-    float *logits;  /* [n_vocab] */
+struct gen_seq {
+    const gen_model *m;
+    engine *e;
+    engine_seq *es;
+    int ctx;
     int32_t *cache; /* [ctx] the ids whose K/V the engine holds */
-    int n_cache, ctx;
+    int n_cache;
+    int32_t *prompt; /* [ctx] the current request's prompt (after truncation) */
+    int n_prompt, n_fed;
+    int32_t next; /* sampled, not yet fed */
+    float *logits;
+    gen_sampler *sampler;
+    tok_stream detok;
+    gen_stop stop;
+    int has_stop, is_stop_matched;
+    gen_think think;
+    int split_reasoning;
     char *piece; /* [piece_cap] detokenizer output */
     size_t piece_cap;
-    int32_t eos[GEN_MAX_EOS];
-    int n_eos;
+    gen_callbacks cb;
+    gen_constraint constraint;
+    int limit;
+    gen_result res;
+    nc_error err;
+    double t0, t1;
 };
 
 const char *gen_finish_name(gen_finish f) {
     switch (f) {
+    case GEN_FINISH_NONE:
+        return "none";
     case GEN_FINISH_EOS:
         return "eos";
     case GEN_FINISH_STOP:
@@ -40,70 +52,74 @@ const char *gen_finish_name(gen_finish f) {
         return "context";
     case GEN_FINISH_CANCEL:
         return "cancel";
+    case GEN_FINISH_ERROR:
+        return "error";
     }
     return "?";
 }
 
-static void add_eos(gen_session *s, int32_t id) {
-    if (id < 0 || s->n_eos >= GEN_MAX_EOS || gen_session_is_eos(s, id)) return;
-    s->eos[s->n_eos++] = id;
-}
-
-int gen_session_is_eos(const gen_session *s, int32_t id) {
-    for (int i = 0; i < s->n_eos; i++)
-        if (s->eos[i] == id) return 1;
-    return 0;
-}
-
-void gen_session_free(gen_session *s) {
+void gen_seq_free(gen_seq *s) {
     if (!s) return;
+    if (s->es) engine_seq_free(s->e, s->es);
     gen_sampler_free(s->sampler);
-    free(s->logits);
+    if (s->has_stop) gen_stop_free(&s->stop);
+    gen_think_free(&s->think);
     free(s->cache);
+    free(s->prompt);
+    free(s->logits);
     free(s->piece);
     free(s);
 }
 
-nc_status gen_session_new(const gen_engine *engine, const tok_tokenizer *tok, gen_session **out,
-                          nc_error *err) {
+nc_status gen_seq_new(const gen_model *m, int ctx, gen_seq **out, nc_error *err) {
     *out = NULL;
-    gen_session *s = calloc(1, sizeof *s);
+    gen_seq *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "generation: out of memory");
-    s->eng = *engine;
-    s->tok = tok;
-    s->ctx = engine->ctx(engine->state);
-    s->piece_cap = tok_stream_cap(tok);
+    s->m = m;
+    s->e = m->e;
+    s->ctx = ctx <= 0 || ctx > m->e->ctx_max ? m->e->ctx_max : ctx;
+    s->piece_cap = tok_stream_cap(m->tok);
     if (s->piece_cap < 64) s->piece_cap = 64;
-    s->logits = malloc((size_t)engine->n_vocab * sizeof *s->logits);
     s->cache = malloc((size_t)(s->ctx > 0 ? s->ctx : 1) * sizeof *s->cache);
+    s->prompt = malloc((size_t)(s->ctx > 0 ? s->ctx : 1) * sizeof *s->prompt);
+    s->logits = malloc((size_t)m->e->n_vocab * sizeof *s->logits);
     s->piece = malloc(s->piece_cap);
+    s->res.finish = GEN_FINISH_NONE;
     gen_sampler_params greedy = gen_sampler_defaults_greedy();
     nc_status st = NC_OK;
-    if (!s->logits || !s->cache || !s->piece)
+    if (!s->cache || !s->prompt || !s->logits || !s->piece)
         st = nc_fail(err, NC_ERR_NOMEM, "generation: out of memory");
-    else
-        st = gen_sampler_new(engine->n_vocab, &greedy, &s->sampler, err);
+    if (st == NC_OK) st = gen_sampler_new(m->e->n_vocab, &greedy, &s->sampler, err);
+    if (st == NC_OK) st = engine_seq_new(s->e, s->ctx, &s->es, err);
     if (st != NC_OK) {
-        gen_session_free(s);
+        gen_seq_free(s);
         return st;
     }
-    for (int i = 0; i < engine->n_eos; i++)
-        add_eos(s, engine->eos_ids[i]);
-    add_eos(s, tok_find(tok, "<|im_end|>"));
-    add_eos(s, tok_find(tok, "<|endoftext|>"));
-    /* a cache the engine already holds is unknown to us: start empty */
-    s->eng.truncate(s->eng.state, 0);
     *out = s;
     return NC_OK;
 }
 
-void gen_session_reset(gen_session *s) {
-    s->eng.truncate(s->eng.state, 0);
-    s->n_cache = 0;
+int gen_seq_ctx(const gen_seq *s) {
+    return s->ctx;
+}
+
+void gen_seq_reset(gen_seq *s) {
+    s->n_cache = engine_seq_truncate(s->e, s->es, 0);
+}
+
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
+    int n = na < nb ? na : nb, i = 0;
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+int gen_seq_cached_prefix(const gen_seq *s, const int32_t *prompt, int n) {
+    return common_prefix(s->cache, s->n_cache, prompt, n);
 }
 
 /* Decides how much of the prompt to keep; fails when it cannot fit. */
-static nc_status fit_prompt(const gen_session *s, int n_prompt, const gen_request *req, int *n_drop,
+static nc_status fit_prompt(const gen_seq *s, int n_prompt, const gen_request *req, int *n_drop,
                             nc_error *err) {
     *n_drop = 0;
     if (n_prompt <= 0) return nc_fail(err, NC_ERR_INVALID, "the prompt is empty (no tokens)");
@@ -123,120 +139,194 @@ static nc_status fit_prompt(const gen_session *s, int n_prompt, const gen_reques
     int keep = req->max_new_tokens < 0 ? s->ctx / 2 : s->ctx - req->max_new_tokens;
     if (keep < 1)
         return nc_fail(err, NC_ERR_RANGE,
-                       "%d new tokens leave no room for the prompt in the "
-                       "context of %d tokens",
+                       "%d new tokens leave no room for the prompt in the context of %d tokens",
                        req->max_new_tokens, s->ctx);
     *n_drop = n_prompt - keep;
     return NC_OK;
 }
 
-/* Hands released text to the callback; returns 1 to stop (match or cancel). */
-typedef struct emit_ctx {
-    gen_stop *stop;
-    gen_on_piece cb;
-    void *user;
-    int is_cancelled, is_stopped;
-    nc_status st;
-    nc_error *err;
-} emit_ctx;
-
-static void emit(emit_ctx *e, int32_t token, const char *text, size_t len) {
-    const char *out;
-    size_t out_len;
-    int r = gen_stop_push(e->stop, text, len, &out, &out_len, e->err);
-    if (r < 0) {
-        e->st = NC_ERR_NOMEM;
-        return;
-    }
-    if (r == 1) e->is_stopped = 1;
-    if (e->cb && e->cb(e->user, token, out, out_len)) e->is_cancelled = 1;
-}
-
-nc_status gen_generate(gen_session *s, const int32_t *prompt, int n_prompt, const gen_request *req,
-                       gen_on_piece on_piece, void *user, gen_result *res, nc_error *err) {
-    memset(res, 0, sizeof *res);
+nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_request *req,
+                        const gen_callbacks *cb, nc_error *err) {
     int n_drop;
-    NC_TRY(fit_prompt(s, n_prompt, req, &n_drop, err));
-    prompt += n_drop;
-    n_prompt -= n_drop;
+    NC_TRY(fit_prompt(s, n, req, &n_drop, err));
     NC_TRY(gen_sampler_reset(s->sampler, &req->sampling, err));
     gen_stop stop;
     NC_TRY(gen_stop_init(&stop, req->stops, req->n_stops, err));
+    if (s->has_stop) gen_stop_free(&s->stop);
+    s->stop = stop;
+    s->has_stop = 1;
+    s->is_stop_matched = 0;
+    memset(&s->res, 0, sizeof s->res);
+    s->res.finish = GEN_FINISH_NONE;
+    memset(&s->err, 0, sizeof s->err);
+    s->cb = cb ? *cb : (gen_callbacks){0};
+    s->limit = req->max_new_tokens;
+    memset(&s->constraint, 0, sizeof s->constraint);
+    s->split_reasoning = req->split_reasoning;
+    gen_think_init(&s->think, s->m->tok, req->starts_in_reasoning);
+    tok_stream_init(&s->detok, s->m->tok);
+    s->n_prompt = n - n_drop;
+    memcpy(s->prompt, prompt + n_drop, (size_t)s->n_prompt * sizeof *prompt);
+    /* reuse the cached prefix as far as the engine keeps it; at least one
+     * token must run to give logits */
+    if (engine_seq_pos(s->e, s->es) != s->n_cache) s->n_cache = 0; /* out of step: start over */
+    int common = common_prefix(s->cache, s->n_cache, s->prompt, s->n_prompt);
+    if (common == s->n_prompt) common--;
+    s->n_cache = engine_seq_truncate(s->e, s->es, common);
+    s->n_fed = s->n_cache;
+    s->res.n_prompt = s->n_prompt;
+    s->res.n_prompt_cached = s->n_fed;
+    s->res.n_truncated = n_drop;
+    /* penalties look at the prompt too, as HF's repetition penalty does */
+    for (int i = 0; i < s->n_prompt; i++)
+        gen_sampler_accept(s->sampler, s->prompt[i]);
+    s->t0 = s->t1 = nc_now_s();
+    return NC_OK;
+}
 
-    /* reuse the cached prefix; at least one token must run to give logits */
-    int common = 0;
-    if (s->eng.pos(s->eng.state) != s->n_cache) s->n_cache = 0; /* out of step: start over */
-    while (common < s->n_cache && common < n_prompt && s->cache[common] == prompt[common])
-        common++;
-    if (common == n_prompt) common--;
-    s->eng.truncate(s->eng.state, common);
-    s->n_cache = common;
-
-    double t0 = nc_now_s();
-    nc_status st = s->eng.forward(s->eng.model, s->eng.state, prompt + common, n_prompt - common,
-                                  s->logits, err);
-    if (st != NC_OK) {
-        gen_stop_free(&stop);
-        return st;
+int gen_seq_next_item(gen_seq *s, int max_prompt_chunk, engine_step_item *it) {
+    if (s->res.finish != GEN_FINISH_NONE) return 0;
+    memset(it, 0, sizeof *it);
+    it->seq = s->es;
+    it->logits = s->logits;
+    if (s->n_fed < s->n_prompt) {
+        it->tokens = s->prompt + s->n_fed;
+        it->n = s->n_prompt - s->n_fed;
+        if (max_prompt_chunk > 0 && it->n > max_prompt_chunk) it->n = max_prompt_chunk;
+    } else {
+        it->tokens = &s->next;
+        it->n = 1;
     }
-    memcpy(s->cache + common, prompt + common, (size_t)(n_prompt - common) * sizeof *prompt);
-    s->n_cache = n_prompt;
-    double t1 = nc_now_s();
-    res->n_prompt = n_prompt;
-    res->n_prompt_cached = common;
-    res->n_truncated = n_drop;
-    res->prompt_s = t1 - t0;
-    for (int i = 0; i < n_prompt; i++)
-        gen_sampler_accept(s->sampler, prompt[i]);
+    return 1;
+}
 
-    tok_stream ts;
-    tok_stream_init(&ts, s->tok);
-    emit_ctx e = {&stop, on_piece, user, 0, 0, NC_OK, err};
-    gen_finish finish = GEN_FINISH_LENGTH;
-    int limit = req->max_new_tokens;
-    for (;;) {
-        if (limit >= 0 && res->n_generated >= limit) {
-            finish = GEN_FINISH_LENGTH;
-            break;
-        }
-        int32_t id = gen_sampler_sample(s->sampler, s->logits);
-        res->n_generated++;
-        if (gen_session_is_eos(s, id)) {
-            finish = GEN_FINISH_EOS;
-            break;
-        }
-        gen_sampler_accept(s->sampler, id);
-        size_t n = tok_stream_push(&ts, id, s->piece, s->piece_cap);
-        emit(&e, id, s->piece, n);
-        if (e.st != NC_OK) break;
-        if (e.is_stopped || e.is_cancelled) {
-            finish = e.is_stopped ? GEN_FINISH_STOP : GEN_FINISH_CANCEL;
-            break;
-        }
-        if (limit >= 0 && res->n_generated >= limit) {
-            finish = GEN_FINISH_LENGTH; /* the last token need not run */
-            break;
-        }
-        if (s->n_cache >= s->ctx) {
-            finish = GEN_FINISH_CONTEXT;
-            break;
-        }
-        st = s->eng.forward(s->eng.model, s->eng.state, &id, 1, s->logits, err);
-        if (st != NC_OK) break;
-        s->cache[s->n_cache++] = id;
-    }
-    if (st == NC_OK && e.st == NC_OK && finish != GEN_FINISH_STOP && finish != GEN_FINISH_CANCEL) {
-        size_t n = tok_stream_flush(&ts, s->piece, s->piece_cap);
-        if (n) emit(&e, -1, s->piece, n);
-        if (e.is_stopped) finish = GEN_FINISH_STOP;
+/* Content goes through the stop filter; reasoning straight out. */
+static int emit(void *user, gen_text_kind kind, const char *text, size_t len) {
+    gen_seq *s = user;
+    if (kind == GEN_TEXT_CONTENT) {
+        if (s->is_stop_matched) return 0;
         const char *out;
         size_t out_len;
-        gen_stop_flush(&stop, &out, &out_len);
-        if (on_piece && out_len && !e.is_stopped) on_piece(user, -1, out, out_len);
+        int r = gen_stop_push(&s->stop, text, len, &out, &out_len, &s->err);
+        if (r < 0) return -1;
+        if (r == 1) s->is_stop_matched = 1;
+        text = out;
+        len = out_len;
     }
-    gen_stop_free(&stop);
-    res->finish = finish;
-    res->gen_s = nc_now_s() - t1;
-    if (st == NC_OK) st = e.st;
-    return st;
+    if (!len || !s->cb.on_text) return 0;
+    return s->cb.on_text(s->cb.user, kind, text, len) ? 1 : 0;
+}
+
+/* Returns non-zero to stop: 1 cancelled, -1 out of memory. */
+static int route(gen_seq *s, const char *text, size_t len) {
+    if (s->split_reasoning) return gen_think_text(&s->think, text, len, emit, s);
+    return len ? emit(s, GEN_TEXT_CONTENT, text, len) : 0;
+}
+
+static int end(gen_seq *s, gen_finish f) {
+    s->res.finish = f;
+    s->res.gen_s = nc_now_s() - s->t1;
+    return 1;
+}
+
+static int fail(gen_seq *s, nc_status code, const char *what) {
+    if (code == NC_ERR_NOMEM && !s->err.code) nc_fail(&s->err, NC_ERR_NOMEM, "%s", what);
+    return end(s, GEN_FINISH_ERROR);
+}
+
+/* A natural end (eos, length, context): releases held-back text. */
+static int finish_flush(gen_seq *s, gen_finish f) {
+    size_t n = tok_stream_flush(&s->detok, s->piece, s->piece_cap);
+    int r = route(s, s->piece, n);
+    if (r < 0) return fail(s, NC_ERR_NOMEM, "generation: out of memory");
+    if (s->is_stop_matched) return end(s, GEN_FINISH_STOP);
+    const char *out;
+    size_t out_len;
+    gen_stop_flush(&s->stop, &out, &out_len);
+    if (out_len && s->cb.on_text) s->cb.on_text(s->cb.user, GEN_TEXT_CONTENT, out, out_len);
+    return end(s, f);
+}
+
+int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
+    if (s->res.finish != GEN_FINISH_NONE) return 1;
+    if (it->status != NC_OK) {
+        s->err = it->err; /* the sequence is as it was before the step */
+        return end(s, GEN_FINISH_ERROR);
+    }
+    memcpy(s->cache + s->n_cache, it->tokens, (size_t)it->n * sizeof *it->tokens);
+    s->n_cache += it->n;
+    if (s->n_fed < s->n_prompt) {
+        s->n_fed += it->n;
+        if (s->n_fed < s->n_prompt) return 0; /* more prompt to read */
+        s->t1 = nc_now_s();
+        s->res.prompt_s = s->t1 - s->t0;
+    }
+    if (s->limit >= 0 && s->res.n_generated >= s->limit) return finish_flush(s, GEN_FINISH_LENGTH);
+    if (s->constraint.mask) s->constraint.mask(s->constraint.user, s->logits);
+    int32_t id = gen_sampler_sample(s->sampler, s->logits);
+    if (s->constraint.accept) s->constraint.accept(s->constraint.user, id);
+    s->res.n_generated++;
+    if (gen_model_is_eos(s->m, id)) return finish_flush(s, GEN_FINISH_EOS);
+    if (s->cb.on_token && s->cb.on_token(s->cb.user, id, s->logits))
+        return end(s, GEN_FINISH_CANCEL);
+    gen_sampler_accept(s->sampler, id);
+    int r;
+    if (s->split_reasoning && gen_think_closes(&s->think, id)) {
+        /* the reasoning's last characters, then the tag */
+        size_t n = tok_stream_flush(&s->detok, s->piece, s->piece_cap);
+        r = route(s, s->piece, n);
+        gen_think_tag(&s->think, id);
+    } else if (s->split_reasoning && gen_think_tag(&s->think, id)) {
+        r = 0;
+    } else {
+        size_t n = tok_stream_push(&s->detok, id, s->piece, s->piece_cap);
+        r = route(s, s->piece, n);
+    }
+    if (r < 0) return fail(s, NC_ERR_NOMEM, "generation: out of memory");
+    if (s->is_stop_matched) return end(s, GEN_FINISH_STOP);
+    if (r > 0) return end(s, GEN_FINISH_CANCEL);
+    if (s->limit >= 0 && s->res.n_generated >= s->limit) return finish_flush(s, GEN_FINISH_LENGTH);
+    if (s->n_cache >= s->ctx) return finish_flush(s, GEN_FINISH_CONTEXT);
+    s->next = id;
+    return 0;
+}
+
+void gen_seq_constrain(gen_seq *s, const gen_constraint *c) {
+    s->constraint = *c;
+}
+
+void gen_seq_cancel(gen_seq *s) {
+    if (s->res.finish == GEN_FINISH_NONE) end(s, GEN_FINISH_CANCEL);
+}
+
+gen_finish gen_seq_finish(const gen_seq *s) {
+    return s->res.finish;
+}
+
+const gen_result *gen_seq_result(const gen_seq *s) {
+    return &s->res;
+}
+
+const nc_error *gen_seq_error(const gen_seq *s) {
+    return &s->err;
+}
+
+nc_status gen_generate(gen_seq *s, const int32_t *prompt, int n, const gen_request *req,
+                       const gen_callbacks *cb, gen_result *res, nc_error *err) {
+    memset(res, 0, sizeof *res);
+    NC_TRY(gen_seq_start(s, prompt, n, req, cb, err));
+    engine_step_item it;
+    while (gen_seq_next_item(s, 0, &it)) {
+        nc_error step_err = {0};
+        nc_status st = engine_step(s->e, &it, 1, &step_err);
+        if (st != NC_OK) {
+            it.status = st;
+            it.err = step_err;
+        }
+        if (gen_seq_after_step(s, &it)) break;
+    }
+    *res = s->res;
+    if (s->res.finish != GEN_FINISH_ERROR) return NC_OK;
+    if (err) *err = s->err;
+    return s->err.code ? s->err.code : NC_ERR_INTERNAL;
 }

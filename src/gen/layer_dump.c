@@ -48,7 +48,8 @@ void gen_layer_dump_hook(void *user, int layer, const float *rows, int n_rows, i
     layer_rows *l = &d->layers[layer];
     if (l->n_rows + (size_t)n_rows > l->cap_rows) {
         size_t cap = l->cap_rows ? l->cap_rows * 2 : 64;
-        while (cap < l->n_rows + (size_t)n_rows) cap *= 2;
+        while (cap < l->n_rows + (size_t)n_rows)
+            cap *= 2;
         float *p = realloc(l->data, cap * (size_t)width * sizeof *p);
         if (!p) {
             d->broken = 1;
@@ -63,19 +64,23 @@ void gen_layer_dump_hook(void *user, int layer, const float *rows, int n_rows, i
 
 nc_status gen_layer_dump_write(gen_layer_dump *d, nc_error *err) {
     if (d->broken)
-        return nc_fail(err, NC_ERR_INTERNAL, "--dump-layers %s: some hidden states could not be recorded", d->dir);
+        return nc_fail(err, NC_ERR_INTERNAL,
+                       "--dump-layers %s: some hidden states could not be recorded", d->dir);
     for (int l = 0; l < d->n_layers; l++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/layer_%02d.npy", d->dir, l);
         int64_t shape[2] = {(int64_t)d->layers[l].n_rows, d->width};
-        NC_TRY(nc_npy_write(path, NC_NPY_F32, 2, shape, d->layers[l].data ? (const void *)d->layers[l].data : (const void *)"", err));
+        NC_TRY(nc_npy_write(path, NC_NPY_F32, 2, shape,
+                            d->layers[l].data ? (const void *)d->layers[l].data : (const void *)"",
+                            err));
     }
     return NC_OK;
 }
 
 void gen_layer_dump_free(gen_layer_dump *d) {
     if (!d) return;
-    for (int l = 0; l < d->n_layers; l++) free(d->layers[l].data);
+    for (int l = 0; l < d->n_layers; l++)
+        free(d->layers[l].data);
     free(d->layers);
     free(d);
 }

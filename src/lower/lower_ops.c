@@ -33,7 +33,7 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
     mil_var *xs = m ? mil_build_binary(b, "real_div", NM("xs"), x, m) : NULL;
     mil_var *sq = xs ? mil_build_mul(b, NM("sq"), xs, xs) : NULL;
     mil_var *ss = sq ? mil_build_reduce(b, "reduce_sum", NM("sumsq"), sq, 1, ax, 1) : NULL;
-    /* reduce_sum then 1/d: reduce_mean fails on some chips (DESIGN.md §3) */
+    /* reduce_sum then 1/d: reduce_mean fails on some chips (docs/ane-rules.md) */
     mil_var *ms = ss ? mil_build_mul(b, NM("meansq"), ss, scalar(b, prefix, "inv_d", 1.0 / d))
                      : NULL;
     mil_var *re = m ? mil_build_binary(b, "real_div", NM("eps_root"),

@@ -1,5 +1,5 @@
 /* ModernBERT encoder layers written as MIL (modernbert_lower.h): the
- * equivalent transformations of DESIGN.md §4 — 1x1 convs, per-head
+ * equivalent transformations of docs/encoders-ane.md — 1x1 convs, per-head
  * attention with the softmax over the key axis, RoPE per head, LayerNorm
  * over channels rescaled for fp16, exact GELU written out with erf. */
 #include "lower/modernbert_lower.h"
@@ -86,7 +86,7 @@ mil_var *mb_lower_layer_norm(mil_builder *b, const char *p, mil_var *x, int64_t 
     /* the floor keeps all-zero padding columns finite; any a > 0 is exact */
     mil_var *a = mx ? mil_build_binary(b, "maximum", NM("a"), mx, SC("floor", 1.0 / 128)) : NULL;
     mil_var *xs = a ? mil_build_binary(b, "real_div", NM("xs"), x, a) : NULL;
-    /* reduce_sum x 1/D: reduce_mean fails on some chips (DESIGN.md §3) */
+    /* reduce_sum x 1/D: reduce_mean fails on some chips (docs/ane-rules.md) */
     mil_var *sm = xs ? mil_build_reduce(b, "reduce_sum", NM("sum"), xs, 1, ax, 1) : NULL;
     mil_var *mu = sm ? mil_build_mul(b, NM("mean"), sm, SC("inv_d", 1.0 / D)) : NULL;
     mil_var *xc = mu ? mil_build_binary(b, "sub", NM("centered"), xs, mu) : NULL;

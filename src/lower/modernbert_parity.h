@@ -1,5 +1,5 @@
 /* The parity gate: the acceptance rule for a converted or compressed
- * encoder (DESIGN.md §4). A candidate (any engine with modernbert_forward's
+ * encoder (docs/encoders-ane.md). A candidate (any engine with modernbert_forward's
  * contract, e.g. a bundle through the fp16 interpreter) is compared with the
  * CPU engine on a fixture set:
  *   - argmax agreement on every decision must be 100% (MLM: every real
@@ -12,7 +12,7 @@
  *     a margin below twice the error is "not certified" (reported, not a
  *     failure: the agreement there is luck, not a guarantee).
  * A model without a head (embeddings) is gated on the pooled vectors:
- * cosine similarity >= 0.999 for every input (nectar's rule; DESIGN.md
+ * cosine similarity >= 0.999 for every input (nectar's rule; docs/encoders-ane.md
  * states the gate for probabilities only). */
 #ifndef NC_LOWER_MODERNBERT_PARITY_H
 #define NC_LOWER_MODERNBERT_PARITY_H

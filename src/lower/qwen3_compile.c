@@ -35,7 +35,8 @@ static void progress(compile_ctx *c, int done, int total) {
     if (!c->show_progress) return;
     int width = 30, fill = total ? done * width / total : width;
     fprintf(stderr, "\rcompile [");
-    for (int i = 0; i < width; i++) fputc(i < fill ? '=' : ' ', stderr);
+    for (int i = 0; i < width; i++)
+        fputc(i < fill ? '=' : ' ', stderr);
     fprintf(stderr, "] %d/%d programs, %.1f s", done, total, nc_now_s() - c->t0);
     if (done == total) fputc('\n', stderr);
     fflush(stderr);
@@ -48,7 +49,8 @@ static nc_status load_weight(compile_ctx *c, const char *name, int64_t d0, int64
                                   err);
 }
 
-static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int layer, nc_error *err) {
+static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int layer,
+                      nc_error *err) {
     char path[4200], rel[64];
     snprintf(rel, sizeof rel, "%s/model.mil", sub);
     snprintf(path, sizeof path, "%s/%s", c->tmp, rel);
@@ -66,13 +68,21 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     lower_layer_weights w;
     memset(&w, 0, sizeof w);
     lower_qwen3_layer_shapes(q, &w);
-    struct { lower_weight *w; const char *name; int64_t d0, d1; } t[] = {
-        {&w.q, "self_attn.q_proj.weight", qd, D},     {&w.k, "self_attn.k_proj.weight", kvd, D},
-        {&w.v, "self_attn.v_proj.weight", kvd, D},    {&w.o, "self_attn.o_proj.weight", D, qd},
-        {&w.gate, "mlp.gate_proj.weight", I, D},      {&w.up, "mlp.up_proj.weight", I, D},
-        {&w.down, "mlp.down_proj.weight", D, I},      {&w.attn_norm, "input_layernorm.weight", D, 0},
-        {&w.mlp_norm, "post_attention_layernorm.weight", D, 0},
-        {&w.q_norm, "self_attn.q_norm.weight", hd, 0}, {&w.k_norm, "self_attn.k_norm.weight", hd, 0}};
+    struct {
+        lower_weight *w;
+        const char *name;
+        int64_t d0, d1;
+    } t[] = {{&w.q, "self_attn.q_proj.weight", qd, D},
+             {&w.k, "self_attn.k_proj.weight", kvd, D},
+             {&w.v, "self_attn.v_proj.weight", kvd, D},
+             {&w.o, "self_attn.o_proj.weight", D, qd},
+             {&w.gate, "mlp.gate_proj.weight", I, D},
+             {&w.up, "mlp.up_proj.weight", I, D},
+             {&w.down, "mlp.down_proj.weight", D, I},
+             {&w.attn_norm, "input_layernorm.weight", D, 0},
+             {&w.mlp_norm, "post_attention_layernorm.weight", D, 0},
+             {&w.q_norm, "self_attn.q_norm.weight", hd, 0},
+             {&w.k_norm, "self_attn.k_norm.weight", hd, 0}};
     int n = (int)(sizeof t / sizeof t[0]);
     nc_status st = NC_OK;
     for (int i = 0; i < n && st == NC_OK; i++) {
@@ -88,7 +98,8 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     if (st == NC_OK) st = emit(c, prog, sub, l, err);
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
     rope->val = NULL; /* each program has its own weight.bin */
-    for (int i = 0; i < n; i++) free((void *)t[i].w->data);
+    for (int i = 0; i < n; i++)
+        free((void *)t[i].w->data);
     return st;
 }
 
@@ -102,7 +113,8 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
     int n_chunks = (int)((V + LOWER_MAX_HEAD_ROWS - 1) / LOWER_MAX_HEAD_ROWS);
-    if (n_chunks > 16) st = nc_fail(err, NC_ERR_UNSUPPORTED, "vocabulary of %lld rows is too large", (long long)V);
+    if (n_chunks > 16)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED, "vocabulary of %lld rows is too large", (long long)V);
     int64_t per = n_chunks ? (V + n_chunks - 1) / n_chunks : V;
     for (int i = 0; st == NC_OK && i < n_chunks; i++) {
         int64_t lo = i * per, rows = lo + per > V ? V - lo : per;
@@ -114,15 +126,18 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         chunks[i].data = buf;
         lower_weight_shape4(&chunks[i], rows, D, 1, 1);
         c->man.head_rows[c->man.n_head_chunks++] = rows;
-        st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats, err);
+        st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats,
+                                  err);
     }
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/head", c->tmp);
     mil_program *prog = NULL;
-    if (st == NC_OK) st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
+    if (st == NC_OK)
+        st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
     if (st == NC_OK) st = emit(c, prog, "head", -1, err);
     free((void *)norm.data);
-    for (int i = 0; i < n_chunks && i < 16; i++) free((void *)chunks[i].data);
+    for (int i = 0; i < n_chunks && i < 16; i++)
+        free((void *)chunks[i].data);
     return st;
 }
 
@@ -131,9 +146,16 @@ static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
     int max_pos = c->cfg.max_position_embeddings;
     int ctx = o->ctx > 0 ? o->ctx : (max_pos < 512 ? max_pos : 512) / 32 * 32;
     if (ctx < 32 || ctx % 32 || ctx > max_pos)
-        return nc_fail(err, NC_ERR_INVALID, "--ctx %d: must be a multiple of 32 in [32, %d] "
-                       "(max_position_embeddings)", ctx, max_pos);
+        return nc_fail(err, NC_ERR_INVALID,
+                       "--ctx %d: must be a multiple of 32 in [32, %d] "
+                       "(max_position_embeddings)",
+                       ctx, max_pos);
+    NC_TRY(lower_qwen3_check_ctx(ctx, err));
     lower_plan *p = &c->plan;
+    p->kernels_per_layer = o->kernels_per_layer ? o->kernels_per_layer : 4;
+    if (!lower_kernels_per_layer_valid(p->kernels_per_layer))
+        return nc_fail(err, NC_ERR_INVALID, "--kernels-per-layer %d: give 4, 3, 2 or 1",
+                       o->kernels_per_layer);
     p->cfg = &c->cfg;
     p->ctx = ctx;
     p->seqs[p->n_seqs++] = 32; /* decode: one token padded to 32 columns */
@@ -144,7 +166,8 @@ static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
         if (s < 32 || s % 32)
             return nc_fail(err, NC_ERR_INVALID, "--buckets: %d is not a multiple of 32", s);
         if (s > ctx) {
-            if (o->n_seqs) return nc_fail(err, NC_ERR_INVALID, "--buckets: %d exceeds --ctx %d", s, ctx);
+            if (o->n_seqs)
+                return nc_fail(err, NC_ERR_INVALID, "--buckets: %d exceeds --ctx %d", s, ctx);
             continue;
         }
         if (s <= p->seqs[p->n_seqs - 1]) {
@@ -169,8 +192,10 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     nc_status st = lower_bundle_check_out(opt->out_dir, err);
     if (!st) st = qwen3_config_load(opt->model_dir, &c->cfg, err);
     if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
-        st = nc_fail(err, NC_ERR_UNSUPPORTED, "%s: head_dim must be even and heads a multiple of "
-                     "kv heads", opt->model_dir);
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "%s: head_dim must be even and heads a multiple of "
+                     "kv heads",
+                     opt->model_dir);
     if (!st) st = plan_buckets(c, err);
     if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
     if (!st) st = nc_pool_new(opt->n_threads, &c->pool, err);
@@ -219,7 +244,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
     if (!st) {
         m->fp16 = c->stats;
-        m->kernels_per_token = LOWER_N_KERNELS * L + (m->lm_head_on_ane ? 1 : 0);
+        m->kernels_per_layer = c->plan.kernels_per_layer;
+        m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
         char mp[4200];
         snprintf(mp, sizeof mp, "%s/manifest.json", c->tmp);
         st = lower_manifest_write(m, mp, err);
@@ -232,7 +258,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) {
         rep->seconds = nc_now_s() - c->t0;
         rep->n_programs = m->n_programs;
-        for (int p = 0; p < m->n_programs; p++) rep->n_functions += m->programs[p].n_fns;
+        for (int p = 0; p < m->n_programs; p++)
+            rep->n_functions += m->programs[p].n_fns;
         rep->kernels_per_token = m->kernels_per_token;
         rep->ctx = m->ctx;
         rep->fp16 = c->stats;

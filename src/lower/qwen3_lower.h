@@ -11,38 +11,54 @@
  *   head_s32 (head program): x -> logits_0, logits_1, ... (<= 65,536 rows each)
  *
  * Column c of an S-wide function holds the token whose position p has
- * p mod S == c, so the KV update is a gather with CONSTANT indices
- * (j mod S) followed by a select on the host's write mask. */
+ * p mod S == c, so the KV update is a gather with CONSTANT uint16 indices
+ * (j mod S; never int32, which the ANE compiler refuses for indices)
+ * followed by a select on the host's write mask. */
 #ifndef NC_LOWER_QWEN3_LOWER_H
 #define NC_LOWER_QWEN3_LOWER_H
 
 #include "lower/lower_ops.h"
 #include "models/qwen3.h"
 
-#define LOWER_HEAD_SEQ 32          /* the head runs one token, padded to 32 columns */
-#define LOWER_MAX_HEAD_ROWS 65536  /* ANE dimension limit (DESIGN.md §3) */
-#define LOWER_MASK_NEG (-1.0e4)    /* finite "minus infinity" of the attention mask */
+#define LOWER_HEAD_SEQ 32         /* the head runs one token, padded to 32 columns */
+#define LOWER_MAX_HEAD_ROWS 65536 /* ANE dimension limit (docs/ane-rules.md) */
+#define LOWER_MASK_NEG (-1.0e4)   /* finite "minus infinity" of the attention mask */
 #define LOWER_MAX_BUCKETS 8
+#define LOWER_MAX_CTX 65535 /* uint16 gather indices: one per context position */
 
 /* The four kernels of a layer, in execution order. */
-typedef enum lower_kernel { LOWER_K_QKV, LOWER_K_KV, LOWER_K_ATTN, LOWER_K_MLP, LOWER_N_KERNELS } lower_kernel;
+typedef enum lower_kernel {
+    LOWER_K_QKV,
+    LOWER_K_KV,
+    LOWER_K_ATTN,
+    LOWER_K_MLP,
+    LOWER_N_KERNELS
+} lower_kernel;
 const char *lower_kernel_name(lower_kernel k); /* "qkv", "kv", "attn", "mlp" */
 
 /* The fp16 weights of one layer (shapes set by lower_qwen3_layer_shapes). */
 typedef struct lower_layer_weights {
-    lower_weight q, k, v, o, gate, up, down;           /* [cout, cin, 1, 1] */
-    lower_weight attn_norm, mlp_norm;                  /* [1, D, 1, 1] */
-    lower_weight q_norm, k_norm;                       /* [1, 1, hd, 1] */
+    lower_weight q, k, v, o, gate, up, down; /* [cout, cin, 1, 1] */
+    lower_weight attn_norm, mlp_norm;        /* [1, D, 1, 1] */
+    lower_weight q_norm, k_norm;             /* [1, 1, hd, 1] */
 } lower_layer_weights;
 
 /* Fills every weight's rank and dims from the config (data left as is). */
 void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w);
 
+/* 1 for a kernels-per-layer count the lowering writes (1..4). */
+int lower_kernels_per_layer_valid(int kpl);
+
+/* Fails with one line when ctx does not fit the uint16 gather indices. */
+nc_status lower_qwen3_check_ctx(int ctx, nc_error *err);
+
 typedef struct lower_plan {
     const qwen3_config *cfg;
-    int ctx;                       /* KV cache length, a multiple of 32 */
+    int ctx; /* KV cache length, a multiple of 32 */
     int n_seqs;
-    int seqs[LOWER_MAX_BUCKETS];   /* sequence buckets, ascending, multiples of 32, <= ctx */
+    int seqs[LOWER_MAX_BUCKETS]; /* sequence buckets, ascending, multiples of 32, <= ctx */
+    int kernels_per_layer;       /* 4: qkv, kv, attn, mlp (0 = 4); 3: qkv, kvattn, mlp;
+                                    2: qkva, mlp; 1: layer (lower_qwen3_layer_program) */
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is

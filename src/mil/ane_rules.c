@@ -1,7 +1,7 @@
 /* The ANE rules (see ane_rules.h): a table of rows and the checks they
  * name. Each check walks one function and reports with the op's (or the
- * function's) line. Sources: DESIGN.md §3 and reference/ane-private-api.md
- * §0, §7, §8; docs/ane-rules.md is the same table in prose. */
+ * function's) line. Sources: docs/ane-rules.md (the facts, and the same table in
+ * prose) and docs/references.md §0, §7, §8. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,17 +9,28 @@
 #include "mil/ane_rules.h"
 #include "mil/ops.h"
 
-void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...) {
+static void report_v(mil_ane_ctx *c, mil_severity sev, int line, const char *fmt, va_list ap) {
     char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (c->rule->suggestion)
-        mil_diag_add(c->diags, c->rule->severity, c->rule->id, c->prog->source, line, "%s; %s", msg,
+        mil_diag_add(c->diags, sev, c->rule->id, c->prog->source, line, "%s; %s", msg,
                      c->rule->suggestion);
     else
-        mil_diag_add(c->diags, c->rule->severity, c->rule->id, c->prog->source, line, "%s", msg);
+        mil_diag_add(c->diags, sev, c->rule->id, c->prog->source, line, "%s", msg);
+}
+
+void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report_v(c, c->rule->severity, line, fmt, ap);
+    va_end(ap);
+}
+
+void mil_ane_report_sev(mil_ane_ctx *c, mil_severity sev, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report_v(c, sev, line, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- helpers ---- */
@@ -44,9 +55,13 @@ static int is_fn_output(const mil_function *fn, const mil_var *v) {
     return 0;
 }
 
-static const char *vname(const mil_var *v) { return v->name ? v->name : "(literal)"; }
+static const char *vname(const mil_var *v) {
+    return v->name ? v->name : "(literal)";
+}
 
-static char *label(const mil_op *op, char *buf, size_t n) { return (char *)mil_op_label(op, buf, n); }
+static char *label(const mil_op *op, char *buf, size_t n) {
+    return (char *)mil_op_label(op, buf, n);
+}
 
 /* Line of the op that defines v, else the function's. */
 static int var_line(const mil_function *fn, const mil_var *v) {
@@ -70,14 +85,19 @@ static void r_fp16_compute(mil_ane_ctx *c) {
             const mil_type *ti = x->type, *to = op->outputs[0]->type;
             mil_dtype di = ti ? ti->dtype : MIL_DT_INVALID, dout = to ? to->dtype : MIL_DT_INVALID;
             int in_ok = di == MIL_DT_FP16 || di == MIL_DT_BOOL || x->is_input || is_const_var(x);
-            int out_ok = dout == MIL_DT_FP16 || dout == MIL_DT_BOOL || is_fn_output(fn, op->outputs[0]);
+            int out_ok =
+                dout == MIL_DT_FP16 || dout == MIL_DT_BOOL || is_fn_output(fn, op->outputs[0]);
             if (!in_ok)
-                mil_ane_report(c, op->line, "%s: casts %s '%s' inside the program; %s is allowed only "
+                mil_ane_report(c, op->line,
+                               "%s: casts %s '%s' inside the program; %s is allowed only "
                                "at the boundary (a function input cast at once)",
-                               label(op, lb, sizeof lb), mil_dtype_name(di), vname(x), mil_dtype_name(di));
+                               label(op, lb, sizeof lb), mil_dtype_name(di), vname(x),
+                               mil_dtype_name(di));
             else if (!out_ok)
-                mil_ane_report(c, op->line, "%s: produces %s inside the program; %s is allowed only as "
-                               "a function output", label(op, lb, sizeof lb), mil_dtype_name(dout),
+                mil_ane_report(c, op->line,
+                               "%s: produces %s inside the program; %s is allowed only as "
+                               "a function output",
+                               label(op, lb, sizeof lb), mil_dtype_name(dout),
                                mil_dtype_name(dout));
             continue;
         }
@@ -86,8 +106,10 @@ static void r_fp16_compute(mil_ane_ctx *c) {
             const mil_type *t = tensor_of(op->outputs[o]->type);
             if (!t || t->kind != MIL_TYPE_TENSOR) continue;
             mil_dtype dt = t->dtype;
-            if (dt == MIL_DT_FP16 || dt == MIL_DT_BOOL || dt == MIL_DT_INT8 || dt == MIL_DT_UINT8) continue;
-            mil_ane_report(c, op->line, "%s: computes in %s (output '%s'); the ANE computes fp16 only",
+            if (dt == MIL_DT_FP16 || dt == MIL_DT_BOOL || dt == MIL_DT_INT8 || dt == MIL_DT_UINT8)
+                continue;
+            mil_ane_report(c, op->line,
+                           "%s: computes in %s (output '%s'); the ANE computes fp16 only",
                            label(op, lb, sizeof lb), mil_dtype_name(dt), vname(op->outputs[o]));
             reported = 1;
         }
@@ -99,7 +121,8 @@ static void r_fp16_compute(mil_ane_ctx *c) {
                     t->dtype == MIL_DT_FP16)
                     continue;
                 mil_ane_report(c, op->line, "%s: argument '%s' is %s; the ANE computes fp16 only",
-                               label(op, lb, sizeof lb), op->args[a].name, mil_dtype_name(t->dtype));
+                               label(op, lb, sizeof lb), op->args[a].name,
+                               mil_dtype_name(t->dtype));
                 reported = 1;
             }
     }
@@ -117,8 +140,10 @@ static void r_boundary_io(mil_ane_ctx *c) {
         mil_dtype dt = t->dtype;
         if (dt == MIL_DT_FP16 || dt == MIL_DT_BOOL) continue;
         if (dt != MIL_DT_FP32 && dt != MIL_DT_INT32) {
-            mil_ane_report(c, fn->line, "input '%s' is %s; program inputs must be fp16 (or fp32/int32 "
-                           "cast at once)", v->name, mil_dtype_name(dt));
+            mil_ane_report(c, fn->line,
+                           "input '%s' is %s; program inputs must be fp16 (or fp32/int32 "
+                           "cast at once)",
+                           v->name, mil_dtype_name(dt));
             continue;
         }
         for (int k = 0; k < fn->n_ops; k++) {
@@ -128,9 +153,10 @@ static void r_boundary_io(mil_ane_ctx *c) {
                 for (int j = 0; j < op->args[a].n_items; j++)
                     if (op->args[a].items[j] == v) uses = 1;
             if (uses && strcmp(op->type, "cast")) {
-                mil_ane_report(c, op->line, "input '%s' is %s and used by %s; fp32/int32 inputs must "
-                               "be cast to fp16 at once", v->name, mil_dtype_name(dt),
-                               label(op, lb, sizeof lb));
+                mil_ane_report(c, op->line,
+                               "input '%s' is %s and used by %s; fp32/int32 inputs must "
+                               "be cast to fp16 at once",
+                               v->name, mil_dtype_name(dt), label(op, lb, sizeof lb));
                 break;
             }
         }
@@ -138,12 +164,15 @@ static void r_boundary_io(mil_ane_ctx *c) {
     for (int i = 0; i < fn->n_outputs; i++) {
         const mil_var *v = fn->outputs[i];
         const mil_type *t = v->type;
-        if (!t || t->kind != MIL_TYPE_TENSOR || t->dtype == MIL_DT_FP16 || t->dtype == MIL_DT_BOOL) continue;
+        if (!t || t->kind != MIL_TYPE_TENSOR || t->dtype == MIL_DT_FP16 || t->dtype == MIL_DT_BOOL)
+            continue;
         int cast_out = v->def && !strcmp(v->def->type, "cast") &&
                        (t->dtype == MIL_DT_FP32 || t->dtype == MIL_DT_INT32);
         if (!cast_out)
-            mil_ane_report(c, var_line(fn, v), "output '%s' is %s; program outputs must be fp16 (or "
-                           "fp32/int32 produced by a final cast)", v->name, mil_dtype_name(t->dtype));
+            mil_ane_report(c, var_line(fn, v),
+                           "output '%s' is %s; program outputs must be fp16 (or "
+                           "fp32/int32 produced by a final cast)",
+                           v->name, mil_dtype_name(t->dtype));
     }
 }
 
@@ -157,7 +186,8 @@ static void r_no_bool_io(mil_ane_ctx *c) {
     for (int i = 0; i < fn->n_outputs; i++) {
         const mil_type *t = fn->outputs[i]->type;
         if (t && t->kind == MIL_TYPE_TENSOR && t->dtype == MIL_DT_BOOL)
-            mil_ane_report(c, var_line(fn, fn->outputs[i]), "output '%s' is bool", fn->outputs[i]->name);
+            mil_ane_report(c, var_line(fn, fn->outputs[i]), "output '%s' is bool",
+                           fn->outputs[i]->name);
     }
 }
 
@@ -165,20 +195,24 @@ static void io_width(mil_ane_ctx *c, const mil_var *v, const char *what, int lin
     const mil_type *t = tensor_of(v->type);
     if (!t || (t->kind != MIL_TYPE_TENSOR && t->kind != MIL_TYPE_BUFFER)) return;
     if (t->rank == 0) {
-        mil_ane_report(c, line, "%s '%s' is a scalar; its last axis must be >= 32 and a multiple of 32",
+        mil_ane_report(c, line,
+                       "%s '%s' is a scalar; its last axis must be >= 32 and a multiple of 32",
                        what, v->name);
         return;
     }
     int64_t w = t->dims[t->rank - 1];
     if (w < 0) return; /* unknown: the static-dims rule reports it */
     if (w < 32 || w % 32)
-        mil_ane_report(c, line, "%s '%s' has last axis %lld; it must be >= 32 and a multiple of 32 "
-                       "(64-byte rows)", what, v->name, (long long)w);
+        mil_ane_report(c, line,
+                       "%s '%s' has last axis %lld; it must be >= 32 and a multiple of 32 "
+                       "(64-byte rows)",
+                       what, v->name, (long long)w);
 }
 
 static void r_io_width(mil_ane_ctx *c) {
     const mil_function *fn = c->fn;
-    for (int i = 0; i < fn->n_inputs; i++) io_width(c, fn->inputs[i], "input", fn->line);
+    for (int i = 0; i < fn->n_inputs; i++)
+        io_width(c, fn->inputs[i], "input", fn->line);
     for (int i = 0; i < fn->n_outputs; i++)
         io_width(c, fn->outputs[i], "output", var_line(fn, fn->outputs[i]));
 }
@@ -188,11 +222,13 @@ static void report_op_types(mil_ane_ctx *c, const char *const *types, const char
     for (int k = 0; k < c->fn->n_ops; k++)
         for (int i = 0; types[i]; i++)
             if (!strcmp(c->fn->ops[k]->type, types[i]))
-                mil_ane_report(c, c->fn->ops[k]->line, "%s: %s", label(c->fn->ops[k], lb, sizeof lb), why);
+                mil_ane_report(c, c->fn->ops[k]->line, "%s: %s",
+                               label(c->fn->ops[k], lb, sizeof lb), why);
 }
 
 static void r_no_scatter(mil_ane_ctx *c) {
-    static const char *const types[] = {"scatter", "scatter_along_axis", "scatter_nd", "slice_update", NULL};
+    static const char *const types[] = {"scatter", "scatter_along_axis", "scatter_nd",
+                                        "slice_update", NULL};
     report_op_types(c, types, "rejected by the ANE compiler");
 }
 
@@ -237,7 +273,8 @@ static void r_static_dims(mil_ane_ctx *c) {
     const mil_function *fn = c->fn;
     char lb[200];
     /* EnumeratedShapes programs declare `?` on purpose; the ANE takes them */
-    if (value_has_string(mil_function_attr(fn, "FlexibleShapeInformation"), "EnumeratedShapes", 0)) return;
+    if (value_has_string(mil_function_attr(fn, "FlexibleShapeInformation"), "EnumeratedShapes", 0))
+        return;
     for (int i = 0; i < fn->n_inputs; i++)
         if (has_unknown_dim(fn->inputs[i]->type))
             mil_ane_report(c, fn->line, "input '%s' has a `?` dimension", fn->inputs[i]->name);
@@ -254,18 +291,40 @@ static void r_gather_indices(mil_ane_ctx *c) {
     char lb[200];
     for (int k = 0; k < c->fn->n_ops; k++) {
         const mil_op *op = c->fn->ops[k];
-        if (strcmp(op->type, "gather") && strcmp(op->type, "gather_along_axis") && strcmp(op->type, "gather_nd"))
+        if (strcmp(op->type, "gather") && strcmp(op->type, "gather_along_axis") &&
+            strcmp(op->type, "gather_nd"))
             continue;
         const mil_var *ix = mil_op_input(op, "indices"), *x = mil_op_input(op, "x");
         if (!ix || !ix->type) continue;
         mil_dtype dt = ix->type->dtype;
-        if (dt == MIL_DT_INT32 && !is_const_var(ix)) {
-            mil_ane_report(c, op->line, "%s: int32 indices from the program's data ('%s'); int32 is for "
-                           "shapes and constants", label(op, lb, sizeof lb), vname(ix));
+        /* The ANE compiler's own words for int32 indices, constant or not:
+         * "Unsupported tensor data type: int32" (the ANECCompile debug log in
+         * the reverse-engineering article); int32 is for shapes only. */
+        if (dt == MIL_DT_INT32 || dt == MIL_DT_UINT32 || dt == MIL_DT_INT64) {
+            mil_ane_report(c, op->line,
+                           "%s: %s indices ('%s', %s); the ANE compiler refuses them "
+                           "(\"Unsupported tensor data type: int32\"): use uint16 (axes up to "
+                           "65,536) or int16",
+                           label(op, lb, sizeof lb), mil_dtype_name(dt), vname(ix),
+                           is_const_var(ix) ? "a constant"
+                           : ix->is_input   ? "an input"
+                                            : "computed");
             continue;
         }
-        int64_t reach = dt == MIL_DT_UINT16 ? 65536 : dt == MIL_DT_INT16 ? 32768
-                        : dt == MIL_DT_UINT8 ? 256 : dt == MIL_DT_INT8 ? 128 : 0;
+        /* a chip whose probe found 16-bit indices failing */
+        const char *probe = dt == MIL_DT_UINT16  ? "gather_uint16"
+                            : dt == MIL_DT_INT16 ? "gather_int16"
+                                                 : NULL;
+        if (probe && mil_ane_profile_verdict(c->profile, probe) == MIL_PROBE_FAILED) {
+            mil_ane_report(c, op->line, "%s: %s indices failed on this chip (probe case %s)",
+                           label(op, lb, sizeof lb), mil_dtype_name(dt), probe);
+            continue;
+        }
+        int64_t reach = dt == MIL_DT_UINT16  ? 65536
+                        : dt == MIL_DT_INT16 ? 32768
+                        : dt == MIL_DT_UINT8 ? 256
+                        : dt == MIL_DT_INT8  ? 128
+                                             : 0;
         int64_t axis = 0;
         const mil_var *av = mil_op_input(op, "axis");
         if (av && av->cval) mil_value_to_i64(c->prog, av->cval, 0, &axis, NULL);
@@ -289,8 +348,8 @@ static void r_conv_kernel_width(mil_ane_ctx *c) {
         if (!w || !w->type || w->type->kind != MIL_TYPE_TENSOR || w->type->rank < 3) continue;
         int64_t kw = w->type->dims[w->type->rank - 1];
         if (kw > 15)
-            mil_ane_report(c, op->line, "%s: kernel width %lld is above 15", label(op, lb, sizeof lb),
-                           (long long)kw);
+            mil_ane_report(c, op->line, "%s: kernel width %lld is above 15",
+                           label(op, lb, sizeof lb), (long long)kw);
     }
 }
 
@@ -303,8 +362,10 @@ static void r_conv_const_weight(mil_ane_ctx *c) {
         if (strcmp(op->type, "conv")) continue;
         const mil_var *w = mil_op_input(op, "weight");
         if (w && !is_const_var(w))
-            mil_ane_report(c, op->line, "%s: weight '%s' is computed at run time; the ANE uses weights "
-                           "baked in at compile time and ignores these", label(op, lb, sizeof lb), vname(w));
+            mil_ane_report(c, op->line,
+                           "%s: weight '%s' is computed at run time; the ANE uses weights "
+                           "baked in at compile time and ignores these",
+                           label(op, lb, sizeof lb), vname(w));
     }
 }
 
@@ -321,8 +382,10 @@ static void r_matmul_inner(mil_ane_ctx *c) {
         int r = x->type->rank;
         int64_t inner = (t && r >= 2) ? x->type->dims[r - 2] : x->type->dims[r - 1];
         if (inner > 0 && inner % 32)
-            mil_ane_report(c, op->line, "%s: inner dimension %lld is not a multiple of 32 (reported to "
-                           "give zeros)", label(op, lb, sizeof lb), (long long)inner);
+            mil_ane_report(c, op->line,
+                           "%s: inner dimension %lld is not a multiple of 32 (reported to "
+                           "give zeros)",
+                           label(op, lb, sizeof lb), (long long)inner);
     }
 }
 
@@ -342,13 +405,15 @@ static void r_max_dim(mil_ane_ctx *c) {
     char lb[200];
     for (int i = 0; i < fn->n_inputs; i++)
         if (max_dim(fn->inputs[i]->type) > ANE_MAX_DIM)
-            mil_ane_report(c, fn->line, "input '%s' has a dimension of %lld (above %d)", fn->inputs[i]->name,
-                           (long long)max_dim(fn->inputs[i]->type), ANE_MAX_DIM);
+            mil_ane_report(c, fn->line, "input '%s' has a dimension of %lld (above %d)",
+                           fn->inputs[i]->name, (long long)max_dim(fn->inputs[i]->type),
+                           ANE_MAX_DIM);
     for (int k = 0; k < fn->n_ops; k++)
         for (int o = 0; o < fn->ops[k]->n_outputs; o++) {
             int64_t m = max_dim(fn->ops[k]->outputs[o]->type);
             if (m > ANE_MAX_DIM) {
-                mil_ane_report(c, fn->ops[k]->line, "%s: output '%s' has a dimension of %lld (above %d)",
+                mil_ane_report(c, fn->ops[k]->line,
+                               "%s: output '%s' has a dimension of %lld (above %d)",
                                label(fn->ops[k], lb, sizeof lb), vname(fn->ops[k]->outputs[o]),
                                (long long)m, ANE_MAX_DIM);
                 break;
@@ -361,7 +426,8 @@ static void r_sdpa_mask(mil_ane_ctx *c) {
     for (int k = 0; k < c->fn->n_ops; k++) {
         const mil_op *op = c->fn->ops[k];
         if (!strcmp(op->type, "scaled_dot_product_attention") && mil_op_arg(op, "attn_mask"))
-            mil_ane_report(c, op->line, "%s: the ANE ignores attn_mask and returns unmasked attention",
+            mil_ane_report(c, op->line,
+                           "%s: the ANE ignores attn_mask and returns unmasked attention",
                            label(op, lb, sizeof lb));
     }
 }
@@ -386,62 +452,145 @@ static void r_op_concat(mil_ane_ctx *c) {
 }
 static void r_op_exp(mil_ane_ctx *c) {
     static const char *const t[] = {"exp", NULL};
-    report_op_types(c, t, "sources disagree on exp (\"no transcendentals\" vs used in working programs)");
+    report_op_types(c, t,
+                    "sources disagree on exp (\"no transcendentals\" vs used in working programs)");
 }
 static void r_op_sqrt(mil_ane_ctx *c) {
     static const char *const t[] = {"sqrt", NULL};
     report_op_types(c, t, "sources disagree on sqrt (\"no transcendentals\")");
 }
 
+/* The chip-dependent rules below report an error where the chip's probe
+ * profile says the case failed, nothing where it passed, and their own
+ * severity (a warning) without a profile. Returns the severity, or -1. */
+static int profile_sev(const mil_ane_ctx *c, const char *probe) {
+    mil_probe_verdict v = mil_ane_profile_verdict(c->profile, probe);
+    return v == MIL_PROBE_OK       ? -1
+           : v == MIL_PROBE_FAILED ? (int)MIL_SEV_ERROR
+                                   : (int)c->rule->severity;
+}
+
+static void r_softmax_npot(mil_ane_ctx *c) {
+    char lb[200];
+    int sev = profile_sev(c, "softmax96");
+    for (int k = 0; sev >= 0 && k < c->fn->n_ops; k++) {
+        const mil_op *op = c->fn->ops[k];
+        const mil_var *x = mil_op_input(op, "x");
+        if (strcmp(op->type, "softmax") || !x || !x->type || x->type->kind != MIL_TYPE_TENSOR ||
+            x->type->rank == 0)
+            continue;
+        int64_t axis = -1;
+        const mil_var *av = mil_op_input(op, "axis");
+        if (av && av->cval) mil_value_to_i64(c->prog, av->cval, 0, &axis, NULL);
+        if (axis < 0) axis += x->type->rank;
+        if (axis < 0 || axis >= x->type->rank) continue;
+        int64_t d = x->type->dims[axis];
+        if (d > 0 && (d & (d - 1)))
+            mil_ane_report_sev(c, (mil_severity)sev, op->line,
+                               "%s: softmax over %lld values, not a power of two",
+                               label(op, lb, sizeof lb), (long long)d);
+    }
+}
+
+/* A function with no conv/matmul/linear computes elementwise only. */
+static void r_elementwise_only(mil_ane_ctx *c) {
+    static const char *const anchors[] = {"conv", "matmul", "linear", "einsum", "conv_transpose"};
+    for (int k = 0; k < c->fn->n_ops; k++)
+        for (size_t a = 0; a < sizeof anchors / sizeof anchors[0]; a++)
+            if (!strcmp(c->fn->ops[k]->type, anchors[a])) return;
+    int sev = profile_sev(c, "elementwise_only");
+    if (sev >= 0 && c->fn->n_ops > 0)
+        mil_ane_report_sev(c, (mil_severity)sev, c->fn->line,
+                           "function '%s' is elementwise only (no conv or matmul)", c->fn->name);
+}
+
+static void r_silu(mil_ane_ctx *c) {
+    char lb[200];
+    if (mil_ane_profile_verdict(c->profile, "silu") != MIL_PROBE_FAILED) return;
+    for (int k = 0; k < c->fn->n_ops; k++)
+        if (!strcmp(c->fn->ops[k]->type, "silu"))
+            mil_ane_report(c, c->fn->ops[k]->line, "%s: silu failed on this chip (probe case silu)",
+                           label(c->fn->ops[k], lb, sizeof lb));
+}
+
 static const mil_ane_rule RULES[] = {
-    {"ane-fp16-compute", MIL_SEV_ERROR, "every op computes in fp16; fp32/int32 appear only at the boundary, cast at once",
-     r_fp16_compute, NULL, "DESIGN.md §3; ane-bridge-rs (\"fp32 arithmetic is rejected\"), ane-private-api.md §8"},
-    {"ane-boundary-io", MIL_SEV_ERROR, "program inputs/outputs are fp16, or fp32/int32 immediately cast",
-     r_boundary_io, "cast fp32/int32 inputs to fp16 first and outputs back last", "DESIGN.md §3; ane-private-api.md §0.5"},
+    {"ane-fp16-compute", MIL_SEV_ERROR,
+     "every op computes in fp16; fp32/int32 appear only at the boundary, cast at once",
+     r_fp16_compute, NULL,
+     "docs/ane-rules.md; ane-bridge-rs (\"fp32 arithmetic is rejected\"), docs/references.md §8"},
+    {"ane-boundary-io", MIL_SEV_ERROR,
+     "program inputs/outputs are fp16, or fp32/int32 immediately cast", r_boundary_io,
+     "cast fp32/int32 inputs to fp16 first and outputs back last",
+     "docs/ane-rules.md; docs/references.md §0.5"},
     {"ane-no-bool-io", MIL_SEV_ERROR, "no bool program inputs or outputs", r_no_bool_io,
-     "pass masks as fp16 0/1 and compare inside", "DESIGN.md §3; MIL cheat sheet quoted in ane-private-api.md §4"},
+     "pass masks as fp16 0/1 and compare inside",
+     "docs/ane-rules.md; MIL cheat sheet quoted in docs/references.md §4"},
     {"ane-io-width", MIL_SEV_ERROR, "every input/output's last axis is >= 32 and a multiple of 32",
      r_io_width, "pad the last axis (a logical [256, 1] occupies [256, 32])",
-     "DESIGN.md §3; ane-bridge-rs WIDTH_ALIGN = 32, ane-private-api.md §7"},
+     "docs/ane-rules.md; ane-bridge-rs WIDTH_ALIGN = 32, docs/references.md §7"},
     {"ane-no-scatter", MIL_SEV_ERROR, "no scatter, scatter_along_axis, scatter_nd or slice_update",
-     r_no_scatter, "update a KV cache with gather + select on a bool mask (DESIGN.md §3)", "DESIGN.md §3"},
+     r_no_scatter, "update a KV cache with gather + select on a bool mask (docs/ane-rules.md)",
+     "docs/ane-rules.md"},
     {"ane-no-state", MIL_SEV_ERROR, "no state inputs, read_state or write_state", r_no_state,
-     "make the state an explicit input and output owned by the host", "DESIGN.md §3; ane-bridge-rs (ane-private-api.md §8)"},
+     "make the state an explicit input and output owned by the host",
+     "docs/ane-rules.md; ane-bridge-rs (docs/references.md §8)"},
     {"ane-no-range-dims", MIL_SEV_ERROR, "no RangeDims flexible shapes", r_no_range_dims,
-     "use EnumeratedShapes or one program per shape", "DESIGN.md §3"},
-    {"ane-static-dims", MIL_SEV_ERROR, "no `?` dimensions (unless the function has EnumeratedShapes)",
-     r_static_dims, "give every dimension a size", "DESIGN.md §3; \"any ? dimension yields InvalidMILProgram\" (ane-private-api.md §8)"},
-    {"ane-gather-indices", MIL_SEV_ERROR, "gather indices are not int32 data; 16/8-bit indices must reach the whole axis",
-     r_gather_indices, "gather with constant indices, or keep the lookup (e.g. token embeddings) on the CPU",
-     "DESIGN.md §3 (uint16 indices cannot address a 151,936-entry vocabulary)"},
+     "use EnumeratedShapes or one program per shape", "docs/ane-rules.md"},
+    {"ane-static-dims", MIL_SEV_ERROR,
+     "no `?` dimensions (unless the function has EnumeratedShapes)", r_static_dims,
+     "give every dimension a size",
+     "docs/ane-rules.md; \"any ? dimension yields InvalidMILProgram\" (docs/references.md §8)"},
+    {"ane-gather-indices", MIL_SEV_ERROR,
+     "gather indices are never int32 (constant or not); 16/8-bit indices must reach the whole axis",
+     r_gather_indices,
+     "uint16 indices (the KV spread), or keep the lookup (e.g. token embeddings) on the CPU",
+     "docs/ane-rules.md; the article's ANECCompile log \"Unsupported tensor data type: int32\" "
+     "(docs/ane-rules.md)"},
     {"ane-conv-kernel-width", MIL_SEV_ERROR, "conv kernel width <= 15", r_conv_kernel_width,
-     "split the kernel into several convs added together", "DESIGN.md §3; ane-private-api.md §8"},
-    {"ane-conv-const-weight", MIL_SEV_ERROR, "conv weights are compile-time constants", r_conv_const_weight,
-     "pass runtime weights to matmul instead (the \"dynamic\" pipeline)",
-     "DESIGN.md §3 (weights as runtime inputs work only with matmul); skyfallsin (ane-private-api.md §8)"},
+     "split the kernel into several convs added together", "docs/ane-rules.md; docs/references.md §8"},
+    {"ane-conv-const-weight", MIL_SEV_ERROR, "conv weights are compile-time constants",
+     r_conv_const_weight, "pass runtime weights to matmul instead (the \"dynamic\" pipeline)",
+     "docs/ane-rules.md (weights as runtime inputs work only with matmul); skyfallsin "
+     "(docs/references.md §8)"},
     {"ane-max-dim", MIL_SEV_ERROR, "no dimension above 65,536", r_max_dim,
-     "split the tensor (e.g. the LM head into 16 vocabulary chunks)", "DESIGN.md §3; maderix/ANE PR #26"},
+     "split the tensor (e.g. the LM head into 16 vocabulary chunks)",
+     "docs/ane-rules.md; maderix/ANE PR #26"},
     {"ane-sdpa-mask", MIL_SEV_ERROR, "scaled_dot_product_attention has no attn_mask", r_sdpa_mask,
-     "write attention as matmul, add mask, softmax, matmul", "DESIGN.md §3 (the built-in SDPA ignores its mask)"},
-    {"ane-matmul-inner", MIL_SEV_WARNING, "matmul inner dimension is a multiple of 32", r_matmul_inner,
-     "pad the contracted axis to a multiple of 32 with zeros",
-     "imperatormk in maderix/ANE #47 (ane-private-api.md §7), one report"},
+     "write attention as matmul, add mask, softmax, matmul",
+     "docs/ane-rules.md (the built-in SDPA ignores its mask)"},
+    {"ane-matmul-inner", MIL_SEV_WARNING, "matmul inner dimension is a multiple of 32",
+     r_matmul_inner, "pad the contracted axis to a multiple of 32 with zeros",
+     "imperatormk in maderix/ANE #47 (docs/references.md §7), one report"},
     {"ane-gelu", MIL_SEV_WARNING, "gelu is reported to fail on some chips", r_op_gelu,
-     "write it out: 0.5*x*(1+tanh(0.79788456*(x+0.044715*x^3))) with mul/add/tanh (keep EXACT behind a switch)",
-     "DESIGN.md §3; Orion constraint #10"},
+     "write it out: 0.5*x*(1+tanh(0.79788456*(x+0.044715*x^3))) with mul/add/tanh (keep EXACT "
+     "behind a switch)",
+     "docs/ane-rules.md; Orion constraint #10"},
     {"ane-tile", MIL_SEV_WARNING, "tile is reported to corrupt ANE state", r_op_tile,
-     "broadcast instead (mul by ones, or concat copies)", "DESIGN.md §3; skyfallsin field guide"},
-    {"ane-reduce-mean", MIL_SEV_WARNING, "reduce_mean is reported to fail at dispatch", r_op_reduce_mean,
-     "use reduce_sum then mul by 1/N", "DESIGN.md §3; ane-bridge-rs, Espresso (hollance #44)"},
+     "broadcast instead (mul by ones, or concat copies)", "docs/ane-rules.md; skyfallsin field guide"},
+    {"ane-reduce-mean", MIL_SEV_WARNING, "reduce_mean is reported to fail at dispatch",
+     r_op_reduce_mean, "use reduce_sum then mul by 1/N",
+     "docs/ane-rules.md; ane-bridge-rs, Espresso (hollance #44)"},
     {"ane-concat", MIL_SEV_WARNING, "concat: sources disagree", r_op_concat,
-     "keep concat behind a switch; alternatives: separate outputs, or matmul with a placement matrix",
-     "DESIGN.md §3; Orion #1 vs maderix"},
+     "keep concat behind a switch; alternatives: separate outputs, or matmul with a placement "
+     "matrix",
+     "docs/ane-rules.md; Orion #1 vs maderix"},
     {"ane-exp", MIL_SEV_WARNING, "exp: sources disagree", r_op_exp,
      "keep exp behind a switch and subtract the max first (fp16 exp overflows above ~11)",
-     "DESIGN.md §3; ane-bridge-rs vs turbocider, Anemll"},
+     "docs/ane-rules.md; ane-bridge-rs vs turbocider, Anemll"},
     {"ane-sqrt", MIL_SEV_WARNING, "sqrt: sources disagree", r_op_sqrt,
      "keep sqrt behind a switch; pow(x, 0.5) or rsqrt then mul are the alternatives",
-     "DESIGN.md §3; ane-bridge-rs vs maderix (pow)"},
+     "docs/ane-rules.md; ane-bridge-rs vs maderix (pow)"},
+    {"ane-softmax-npot", MIL_SEV_WARNING,
+     "softmax over a length that is not a power of two (a probe profile settles it)",
+     r_softmax_npot, "pad the axis to a power of two with -1e4 logits",
+     "docs/ane-rules.md; Espresso in hollance/neural-engine #44; probe case softmax96"},
+    {"ane-elementwise-only", MIL_SEV_WARNING,
+     "a function with no conv or matmul (a probe profile settles it)", r_elementwise_only,
+     "merge it into a neighbouring kernel (kv into attn), or anchor it with a conv",
+     "docs/ane-rules.md; ane-bridge-rs: refused at load or left on the CPU; probe case "
+     "elementwise_only"},
+    {"ane-silu", MIL_SEV_ERROR, "silu, where the chip's probe profile found it failing", r_silu,
+     "write it as sigmoid(x) * x", "docs/ane-rules.md; probe cases silu and sigmoid_mul"},
 };
 
 const mil_ane_rule *mil_ane_rules(int *n) {
@@ -450,12 +599,12 @@ const mil_ane_rule *mil_ane_rules(int *n) {
 }
 
 void mil_ane_check_function(const mil_program *prog, const mil_function *fn, const char *skip,
-                            mil_diagnostics *diags) {
+                            const mil_ane_profile *profile, mil_diagnostics *diags) {
     int n;
     const mil_ane_rule *rules = mil_ane_rules(&n);
     for (int i = 0; i < n; i++) {
         if (mil_check_rule_listed(skip, rules[i].id)) continue;
-        mil_ane_ctx c = {prog, fn, &rules[i], diags};
+        mil_ane_ctx c = {prog, fn, &rules[i], diags, profile};
         rules[i].check(&c);
     }
 }

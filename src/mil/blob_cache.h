@@ -4,8 +4,8 @@
 #ifndef NC_MIL_BLOB_CACHE_H
 #define NC_MIL_BLOB_CACHE_H
 
-#include "io/mil_blob.h"
 #include "mil/ir.h"
+#include "mil/mil_blob.h"
 
 mil_blob_cache *mil_blob_cache_new(void);
 void mil_blob_cache_free(mil_blob_cache *c);

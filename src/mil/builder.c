@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "base/half.h"
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 #include "mil/ops.h"
 
 #define BLOB_PATH "@model_path/weights/weight.bin"

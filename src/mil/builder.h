@@ -34,7 +34,7 @@
 typedef struct mil_builder mil_builder;
 
 /* The buildInfo a new builder's program carries, as direct-ANE projects send
- * it (shared/reference/ane-private-api.md: a coremlc buildInfo with
+ * it (docs/references.md §4: a coremlc buildInfo with
  * coremlc-version is reported as required; one line, keys sorted). */
 #define MIL_BUILD_INFO_DEFAULT                                                                     \
     {                                                                                              \

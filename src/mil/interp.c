@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "io/mil_blob.h"
 #include "mil/interp_priv.h"
+#include "mil/mil_blob.h"
 
 const char *mil_interp_op_label(const mil_op *op, char *buf, size_t size) {
     const char *name = mil_op_name(op);

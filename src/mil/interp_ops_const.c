@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/mil_blob.h"
 #include "mil/interp_priv.h"
+#include "mil/mil_blob.h"
 
 /* A parameter from an argument or (iOS16/17 constexpr form) an attribute;
  * attribute values are loaded into `tmp`, which the caller frees. */

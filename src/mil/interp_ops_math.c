@@ -415,7 +415,7 @@ static nc_status ex_conv(mil_interp *it, op_plan *p, nc_error *err) {
 
 /* scaled_dot_product_attention: softmax(q·kᵀ/sqrt(E) + mask)·v as one op
  * (one fp16 rounding at the end); a bool mask keeps where true. The ANE
- * ignores this op's mask (DESIGN.md §3), so the lowering writes attention
+ * ignores this op's mask (docs/ane-rules.md), so the lowering writes attention
  * out; the interpreter still runs it for CoreML programs. */
 static nc_status ex_sdpa(mil_interp *it, op_plan *p, nc_error *err) {
     const mil_op *op = p->op;

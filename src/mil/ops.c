@@ -1,6 +1,6 @@
 /* The MIL op table (see ops.h) and the generic argument validation that walks
- * it. Signatures follow coremltools' ops/defs (shared/reference/
- * coremltools-ops.txt, mil-format.md section 4); a later opset row replaces
+ * it. Signatures follow coremltools' ops/defs (docs/references.md
+ * §M.4); a later opset row replaces
  * the earlier one. Inference functions live in infer.c. */
 #include "mil/ops.h"
 

@@ -13,7 +13,6 @@
 #include "base/half.h"
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
-#include "cpu/cpu_quant.h"
 #include "models/qwen3_impl.h"
 
 typedef struct {
@@ -68,84 +67,10 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     w->row_v[i] = cache_at(s, s->v_cache, lc->layer);
 }
 
-/* One pass over a row for the step before a matrix product: optionally
- * x += add (the residual), then out = rmsnorm(x) (norm set) or
- * out = silu(out) * mul (mul set), then, when the next matrices are
- * quantized, out's int8 blocks for them (act->q/s): the row is still in L1,
- * and one pool dispatch does all of it. */
-typedef struct {
-    const qwen3_config *c;
-    float *x;          /* residual rows (norm) */
-    const float *add;  /* NULL: no residual add; may be out (read first) */
-    const float *norm; /* RMSNorm weight; NULL: SiLU-gate instead */
-    float *out;        /* [n, width] */
-    const float *mul;  /* the up rows (SiLU gate) */
-    int width;
-    cpu_act *act; /* quantize out into act->q/s when act->q is set */
-} row_step;
-
-static void row_step_task(void *ctx, int i, int thread) {
-    (void)thread;
-    const row_step *r = ctx;
-    size_t wd = (size_t)r->width;
-    float *out = r->out + (size_t)i * wd;
-    if (r->norm) {
-        float *x = r->x + (size_t)i * wd;
-        if (r->add) {
-            const float *y = r->add + (size_t)i * wd;
-            for (size_t j = 0; j < wd; j++)
-                x[j] += y[j];
-        }
-        cpu_rmsnorm(out, x, r->norm, r->width, r->c->rms_norm_eps);
-    } else {
-        cpu_silu_mul(out, r->mul + (size_t)i * wd, r->width);
-    }
-    if (r->act->q) {
-        size_t nb = (size_t)cpu_qblocks(r->width);
-        cpu_quantize_act_row(out, r->width, r->act->q + (size_t)i * nb * CPU_QBLOCK,
-                             r->act->s + (size_t)i * nb * CPU_QSCALE_REP);
-    }
-}
-
-/* Runs the step over n rows (inline for one row: a few microseconds of
- * work, not worth a dispatch) and marks the activations quantized. */
-static void row_steps(qwen3_model *m, row_step *r, int n) {
-    nc_pool_for(n > 1 ? m->pool : NULL, n, row_step_task, r);
-    if (r->act->q) r->act->is_quantized = 1;
-}
-
-/* The input rows of the next matrix products, with the workspace's scratch
- * (int8 copies for quantized weights, fp32 weight panels or AMX tiles for
- * prompts). */
-static cpu_act act_rows(qwen3_model *m, const float *x, size_t ldx, int n, int k) {
-    cpu_act a = cpu_act_rows(x, ldx, n, k, m->ws.xq, m->ws.xs);
-    cpu_act_attach(&a, &m->ws.prompt);
-    return a;
-}
-
-/* The same for rows that the next row_steps call writes and quantizes on
- * the way when one of the `count` matrices reading them reads int8 blocks
- * (quantized weights on a path that is neither AMX tiles nor the fp32
- * prompt GEMM, cpu_matmul_reads_int8). */
-static cpu_act act_rows_q(qwen3_model *m, const float *x, int n, int k, const cpu_mat *const *reads,
-                          int count) {
-    cpu_act a = act_rows(m, x, (size_t)k, n, k);
-    int int8 = 0;
-    for (int i = 0; i < count; i++)
-        int8 |= cpu_matmul_reads_int8(m->kern, reads[i], &a);
-    if (!int8) a.q = NULL;
-    return a;
-}
-
 static void rmsnorm_rows(const qwen3_config *c, float *out, const float *x, const float *w, int n) {
     size_t d = (size_t)c->hidden_size;
     for (int i = 0; i < n; i++)
         cpu_rmsnorm(out + i * d, x + i * d, w, (int)d, c->rms_norm_eps);
-}
-
-static void add_rows(float *x, const float *y, size_t count) {
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
 }
 
 /* The decoder over the n rows planned in the workspace (row_token,
@@ -155,7 +80,7 @@ static void decoder_rows(qwen3_model *m, int n) {
     const cpu_kernels *K = m->kern;
     qwen3_workspace *w = &m->ws;
     nc_pool *pool = m->pool;
-    int d = c->hidden_size, hd = c->head_dim, ff = c->intermediate_size;
+    int d = c->hidden_size, hd = c->head_dim;
     size_t qd = (size_t)c->num_attention_heads * hd, kvd = kv_dim(c);
 
     /* token embeddings, and the RoPE angles of each row's position */
@@ -174,8 +99,11 @@ static void decoder_rows(qwen3_model *m, int n) {
 
         /* attention */
         /* norm (and int8 blocks) of every row in one pass and dispatch */
-        cpu_act xa = act_rows_q(m, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
-        row_steps(m, &(row_step){c, w->x, NULL, L->attn_norm, w->xb, NULL, d, &xa}, n);
+        cpu_act xa =
+            dec_act_rows_q(&m->dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
+        dec_row_steps(
+            &m->dec,
+            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
         /* q, k, v: one input, one dispatch */
         cpu_matmul_many(pool, K, &xa, 3,
                         (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
@@ -196,20 +124,13 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .scores = w->scores,
                                  .scores_stride = (size_t)c->max_position_embeddings};
         cpu_attention(pool, K, &aa);
-        cpu_act att = act_rows(m, w->att, qd, n, (int)qd);
+        cpu_act att = dec_act_rows(&m->dec, w->att, qd, n, (int)qd);
         cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
 
-        /* MLP: down(silu(gate(x)) * up(x)); the residual add of the
-         * attention output, the norm and the int8 blocks in one pass */
-        cpu_act xm = act_rows_q(m, w->xb, n, d, (const cpu_mat *[]){&L->gate, &L->up}, 2);
-        row_steps(m, &(row_step){c, w->x, w->xb, L->mlp_norm, w->xb, NULL, d, &xm}, n);
-        /* gate, up: one input, one dispatch */
-        cpu_matmul_many(pool, K, &xm, 2,
-                        (cpu_product[]){{&L->gate, w->hb, ff}, {&L->up, w->hb2, ff}});
-        cpu_act h = act_rows_q(m, w->hb, n, ff, (const cpu_mat *[]){&L->down}, 1);
-        row_steps(m, &(row_step){c, NULL, NULL, NULL, w->hb, w->hb2, ff, &h}, n);
-        cpu_matmul_act(pool, K, &L->down, &h, w->xb, d);
-        add_rows(w->x, w->xb, (size_t)n * d);
+        /* MLP: down(silu(gate(x)) * up(x)), after the residual add of the
+         * attention output */
+        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
+        dec_mlp_rows(&m->dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
     }
 }
@@ -227,7 +148,7 @@ static void lm_head_rows(qwen3_model *m, int n) {
             rows[k++] = i;
         }
         if (k == QWEN3_LOGIT_ROWS || (i == n && k > 0)) {
-            cpu_act xl = act_rows(m, w->xb, d, k, (int)d);
+            cpu_act xl = dec_act_rows(&m->dec, w->xb, d, k, (int)d);
             cpu_matmul_act(m->pool, m->kern, &m->lm_head, &xl, w->logits, V);
             for (int j = 0; j < k; j++)
                 memcpy(w->logit_dst[rows[j]], w->logits + (size_t)j * V, V * sizeof(float));

@@ -10,6 +10,7 @@
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
+#include "models/dec_rows.h"
 #include "models/qwen3.h"
 
 /* Rows of logits computed per LM-head call into the workspace. */
@@ -34,7 +35,7 @@ typedef struct qwen3_workspace {
     int *row_n_keys; /* row_pos + 1 */
     int32_t *row_token;
     const void **row_k, **row_v; /* the row's cache for the current layer */
-    float **logit_dst;            /* where a row's logits go (NULL: none) */
+    float **logit_dst;           /* where a row's logits go (NULL: none) */
 } qwen3_workspace;
 
 struct qwen3_model {
@@ -50,6 +51,7 @@ struct qwen3_model {
     float *norms;    /* one block holding every fp32 norm vector */
     float *inv_freq; /* RoPE, head_dim / 2 */
     qwen3_workspace ws;
+    dec_ctx dec;                 /* pool, kernels and ws's activation scratch for dec_rows */
     qwen3_layer_hook layer_hook; /* NULL: off */
     void *layer_hook_user;
 };
@@ -57,7 +59,7 @@ struct qwen3_model {
 struct qwen3_state {
     const qwen3_model *m;
     int ctx, pos;
-    int batch;                /* at most this many of its rows per internal batch */
+    int batch;               /* at most this many of its rows per internal batch */
     void *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim], fp32 or fp16 */
 };
 

@@ -14,6 +14,7 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "models/hf_tensors.h"
 #include "models/qwen3_impl.h"
 
 const qwen3_config *qwen3_model_config(const qwen3_model *m) {
@@ -44,88 +45,15 @@ size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
     return b;
 }
 
-static const char *shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
-    size_t o = 0;
-    o += (size_t)snprintf(buf + o, cap - o, "[");
-    for (int i = 0; i < ndim && o < cap; i++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (o < cap) snprintf(buf + o, cap - o, "]");
-    return buf;
-}
-
-/* Finds a tensor and checks its dtype (F32/F16/BF16), shape and alignment. */
-static nc_status find_tensor(const qwen3_model *m, const char *name, int ndim, int64_t d0,
-                             int64_t d1, const st_tensor **out, nc_error *err) {
-    const char *file = NULL;
-    const st_tensor *t = hf_weights_find(m->weights, name, &file);
-    if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor '%s' not found", m->dir, name);
-    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", file, name,
-                       st_dtype_name(t->dtype));
-    int64_t want[2] = {d0, d1};
-    if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
-        char got[128], exp[64];
-        return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s' has shape %s; the config needs %s",
-                       file, name, shape_str(got, sizeof got, t->shape, t->ndim),
-                       shape_str(exp, sizeof exp, want, ndim));
-    }
-    if ((uintptr_t)t->data % st_dtype_size(t->dtype))
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "%s: tensor '%s' is not aligned to its %zu-byte elements", file, name,
-                       st_dtype_size(t->dtype));
-    *out = t;
-    return NC_OK;
-}
-
-static cpu_wtype wtype_of(st_dtype d) {
-    return d == ST_F32 ? CPU_W_F32 : d == ST_F16 ? CPU_W_F16 : CPU_W_BF16;
-}
-
-/* A matrix written by `nectar quantize`: dtype U8, shape [rows, row bytes],
- * the row bytes telling Q8 (34 per 32 weights) from Q4 (18 per 32); see
- * docs/performance.md. */
-static nc_status load_quant_mat(const char *name, const char *file, const st_tensor *t, int rows,
-                                int cols, cpu_mat *out, nc_error *err) {
-    int64_t q8 = (int64_t)cpu_wtype_row_bytes(CPU_W_Q8, cols);
-    int64_t q4 = (int64_t)cpu_wtype_row_bytes(CPU_W_Q4, cols);
-    if (t->ndim != 2 || t->shape[0] != rows || (t->shape[1] != q8 && t->shape[1] != q4)) {
-        char got[128];
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: quantized tensor '%s' has shape %s; the config needs [%d, %lld] (q8) "
-                       "or [%d, %lld] (q4)",
-                       file, name, shape_str(got, sizeof got, t->shape, t->ndim), rows,
-                       (long long)q8, rows, (long long)q4);
-    }
-    out->type = t->shape[1] == q8 ? CPU_W_Q8 : CPU_W_Q4;
-    out->data = t->data;
-    out->rows = rows;
-    out->cols = cols;
-    return NC_OK;
-}
-
 static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols, cpu_mat *out,
                           nc_error *err) {
-    const char *file = NULL;
-    const st_tensor *t = hf_weights_find(m->weights, name, &file);
-    if (t && t->dtype == ST_U8) return load_quant_mat(name, file, t, rows, cols, out, err);
-    NC_TRY(find_tensor(m, name, 2, rows, cols, &t, err));
-    out->type = wtype_of(t->dtype);
-    out->data = t->data;
-    out->rows = rows;
-    out->cols = cols;
-    return NC_OK;
+    return hft_load_mat(m->weights, m->dir, name, rows, cols, out, err);
 }
 
 /* Norm weights are small: widen them to fp32 once, into *dst. */
 static nc_status load_norm(const qwen3_model *m, const char *name, int n, float **dst,
                            const float **out, nc_error *err) {
-    const st_tensor *t;
-    NC_TRY(find_tensor(m, name, 1, n, 0, &t, err));
-    cpu_kernels_scalar.row_to_f32[wtype_of(t->dtype)](t->data, *dst, n);
-    *out = *dst;
-    *dst += n;
-    return NC_OK;
+    return hft_load_vec(m->weights, m->dir, name, 1, (const int64_t[]){n}, dst, out, err);
 }
 
 static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *err) {
@@ -198,8 +126,8 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
     w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
     w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
-    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b,
-                                      widest, m->dir, err));
+    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b, widest,
+                                      m->dir, err));
     w->row_state = calloc(b, sizeof *w->row_state);
     w->row_pos = calloc(b, sizeof *w->row_pos);
     w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
@@ -212,6 +140,7 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
         !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v || !w->logit_dst || !w->xq ||
         !w->xs)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
+    m->dec = (dec_ctx){m->pool, m->kern, w->xq, w->xs, &w->prompt};
     return NC_OK;
 }
 
@@ -241,8 +170,7 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
-    const char *kv = getenv("NECTAR_KV");
-    m->kv_f16 = kv && !strcmp(kv, "f16");
+    m->kv_f16 = 0; /* fp32 unless the caller asks (qwen3_model_set_kv_f16) */
     nc_status st = qwen3_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "serve/serve_engine.h"
+#include "gen/model.h"
 
 typedef struct serve_options {
     const char *host;       /* numeric IPv4 or IPv6 address */
@@ -18,14 +18,19 @@ typedef struct serve_options {
     int ctx;                /* tokens per slot */
     int queue_max;          /* waiting requests beyond the slots */
     size_t max_body_bytes;
-    int timeout_s; /* idle connection, body upload and queue wait limit */
-    int max_connections;
+    int timeout_s;              /* idle connection, body upload and queue wait limit */
+    int max_connections;        /* open connections; beyond: 503 (0: 512) */
+    int max_per_ip;             /* open connections per client address (0: half the above) */
+    double header_timeout_s;    /* from accept to the end of the request head (0: 10 s) */
+    const char *const *aliases; /* more names for the model (--alias) */
+    int n_aliases;
 } serve_options;
 
 typedef struct serve_server serve_server;
 
-/* Starts the scheduler and the listener; the engine must outlive the server. */
-nc_status serve_server_start(serve_engine *e, const serve_options *opt, serve_server **out,
+/* Starts the scheduler and the listener; the model must outlive the server.
+ * Sampling defaults come from opt->model_path's generation_config.json. */
+nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_server **out,
                              nc_error *err);
 int serve_server_port(const serve_server *s);
 /* Stops accepting, ends running requests, frees everything. */

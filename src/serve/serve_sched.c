@@ -1,9 +1,11 @@
 /* The scheduler thread. Each loop: admit queued jobs into free slots, drop
- * cancelled ones, run one engine step over every busy slot (a prompt chunk
- * for a slot still reading its prompt, the last sampled token otherwise),
- * then sample, detokenize, split reasoning, match stop strings and publish
- * the new text to each job. Slot state is touched only by this thread; the
- * queue and the busy count are shared under s->mu. */
+ * cancelled ones, ask each busy slot's gen_seq (src/gen's per-sequence
+ * pipeline) for its item -- a prompt chunk, or its last sampled token --,
+ * run one engine step over all of them, and hand each item back; the
+ * pipeline samples, detokenizes, splits reasoning and matches stop strings,
+ * and its callbacks publish text and logprobs to the job. Slot state is
+ * touched only by this thread; the queue and the busy count are shared
+ * under s->mu. */
 #include "serve/serve_sched.h"
 
 #include <math.h>
@@ -13,46 +15,28 @@
 
 #include "base/log.h"
 #include "base/timer.h"
-#include "gen/sampler.h"
-#include "gen/stop.h"
-#include "text/detok.h"
 #include "text/utf8.h"
 
 /* Prompt tokens one slot feeds per step, so a long prompt does not stall
  * the other slots' decoding for its whole prefill. */
 #define SERVE_PREFILL_CHUNK 512
 
-typedef enum { THINK_START, THINK_REASONING, THINK_AFTER, THINK_CONTENT } think_state;
-
 typedef struct serve_slot {
-    void *seq;
-    int32_t *cache; /* tokens now in seq's KV cache, mirrored for prefix reuse */
-    int n_cache;
+    struct serve_sched *s;
+    gen_seq *gs; /* its engine sequence, cache mirror and per-token pipeline */
     double last_used_s;
-
     serve_job *job; /* NULL: free */
-    int n_fed;      /* prompt tokens in the cache */
-    int32_t next;   /* sampled, not yet fed */
-    int n_gen;
-    think_state think;
-    serve_text held_ws; /* trailing blanks of the reasoning, see publish_reasoning */
-    gen_sampler *sampler;
-    tok_stream detok;
-    gen_stop stop;
-    int is_stop_matched;
-    float *logits;
-    char *piece; /* detokenizer output */
-    size_t piece_cap;
+    int n_gen;      /* tokens published (end-of-sequence not counted) */
 } serve_slot;
 
 struct serve_sched {
-    serve_engine *e;
+    gen_model *m;
     serve_metrics *metrics;
+    gen_sampler_params defaults;
     int n_slots, ctx, queue_max;
     serve_slot *slots;
-    serve_step_item *items;
+    engine_step_item *items;
     int *item_slot;
-    int32_t think_open, think_close;
     uint64_t seed_counter;
 
     pthread_t thread;
@@ -83,74 +67,29 @@ static void job_append(serve_job *j, serve_text *which, const char *p, size_t n)
     pthread_mutex_unlock(&j->mu);
 }
 
-static void publish_content(serve_slot *sl, const char *p, size_t n) {
-    if (sl->is_stop_matched) return;
-    const char *out;
-    size_t out_len;
-    nc_error err;
-    int r = gen_stop_push(&sl->stop, p, n, &out, &out_len, &err);
-    if (r < 0) return;
-    job_append(sl->job, &sl->job->content, out, out_len);
-    if (r == 1) sl->is_stop_matched = 1;
-}
-
-static int is_space(char c) {
-    return c == '\n' || c == ' ' || c == '\r' || c == '\t';
-}
-
-/* Reasoning without the whitespace that frames it ("<think>\n...\n</think>"):
- * leading blanks are dropped, trailing ones held until more text follows
- * (then released) or </think> comes (then dropped), so streamed and whole
- * answers agree. */
-static void publish_reasoning(serve_slot *sl, const char *p, size_t n) {
+/* The pipeline's text, to the job's reasoning or content. */
+static int on_text(void *user, gen_text_kind kind, const char *text, size_t len) {
+    serve_slot *sl = user;
     serve_job *j = sl->job;
-    if (j->reasoning.len == 0 && sl->held_ws.len == 0)
-        while (n && is_space(*p))
-            p++, n--;
-    size_t body = n;
-    while (body && is_space(p[body - 1]))
-        body--;
-    if (body) {
-        job_append(j, &j->reasoning, sl->held_ws.p, sl->held_ws.len);
-        sl->held_ws.len = 0;
-        job_append(j, &j->reasoning, p, body);
-    } else if (j->reasoning.len == 0) {
-        return; /* still only leading blanks */
-    }
-    if (serve_text_append(&sl->held_ws, p + body, n - body) != 0) sl->held_ws.len = 0;
+    job_append(j, kind == GEN_TEXT_REASONING ? &j->reasoning : &j->content, text, len);
+    return 0;
 }
 
-/* Routes a piece of detokenized text by the reasoning state. */
-static void publish_text(serve_slot *sl, const char *p, size_t n) {
-    if (sl->think == THINK_REASONING) {
-        publish_reasoning(sl, p, n);
-        return;
-    }
-    if (sl->think == THINK_AFTER) {
-        /* The template's "</think>\n\n": drop the blank lines after it. */
-        while (n && is_space(*p))
-            p++, n--;
-        if (!n) return;
-        sl->think = THINK_CONTENT;
-    }
-    publish_content(sl, p, n);
-}
-
-static void flush_text(serve_slot *sl) {
-    size_t n = tok_stream_flush(&sl->detok, sl->piece, sl->piece_cap);
-    publish_text(sl, sl->piece, n);
-    if (!sl->is_stop_matched) {
-        const char *out;
-        size_t out_len;
-        gen_stop_flush(&sl->stop, &out, &out_len);
-        job_append(sl->job, &sl->job->content, out, out_len);
+static const char *finish_reason(gen_finish f) {
+    switch (f) {
+    case GEN_FINISH_LENGTH:
+    case GEN_FINISH_CONTEXT:
+        return "length";
+    case GEN_FINISH_CANCEL:
+        return "cancelled";
+    default:
+        return "stop";
     }
 }
 
 static void finish_job(serve_sched *s, serve_slot *sl, const char *reason, nc_status st,
                        const char *msg) {
     serve_job *j = sl->job;
-    if (st == NC_OK && strcmp(reason, "cancelled") != 0) flush_text(sl);
     pthread_mutex_lock(&j->mu);
     j->finish_reason = reason;
     if (st != NC_OK && j->status == NC_OK) {
@@ -165,7 +104,6 @@ static void finish_job(serve_sched *s, serve_slot *sl, const char *reason, nc_st
     pthread_mutex_unlock(&j->mu);
     if (!strcmp(reason, "cancelled")) serve_metrics_cancelled(s->metrics);
     serve_metrics_tokens(s->metrics, j->n_prompt, j->n_cached, sl->n_gen);
-    gen_stop_free(&sl->stop);
     serve_job_release(j);
     sl->job = NULL;
     sl->last_used_s = nc_now_s();
@@ -174,11 +112,23 @@ static void finish_job(serve_sched *s, serve_slot *sl, const char *reason, nc_st
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The pipeline has finished the slot's request. */
+static void finish_from_pipeline(serve_sched *s, serve_slot *sl) {
+    gen_finish f = gen_seq_finish(sl->gs);
+    if (f == GEN_FINISH_ERROR) {
+        const nc_error *e = gen_seq_error(sl->gs);
+        nc_log(NC_LOG_WARN, "serve: step failed: %s", e->msg);
+        finish_job(s, sl, "stop", e->code ? e->code : NC_ERR_INTERNAL, e->msg);
+        return;
+    }
+    finish_job(s, sl, finish_reason(f), NC_OK, NULL);
+}
+
 /* ---- logprobs ------------------------------------------------------------ */
 
 static json_t *token_json(serve_sched *s, int32_t id, double logprob) {
     size_t n = 0;
-    const char *b = tok_token_bytes(s->e->tok, id, &n);
+    const char *b = tok_token_bytes(s->m->tok, id, &n);
     if (!b) n = 0;
     unsigned char text[3 * 256 + 1];
     if (n > 256) n = 256;
@@ -192,9 +142,8 @@ static json_t *token_json(serve_sched *s, int32_t id, double logprob) {
 
 /* The model's log-probabilities (softmax of the raw logits, before any
  * sampling filter) of the chosen token and the top alternatives. */
-static void add_logprobs(serve_sched *s, serve_slot *sl, int32_t chosen) {
-    const float *l = sl->logits;
-    int nv = s->e->n_vocab, k = sl->job->req.top_logprobs;
+static void add_logprobs(serve_sched *s, serve_slot *sl, int32_t chosen, const float *l) {
+    int nv = s->m->e->n_vocab, k = sl->job->req.top_logprobs;
     double mx = l[0];
     for (int v = 1; v < nv; v++)
         mx = l[v] > mx ? l[v] : mx;
@@ -226,8 +175,10 @@ static void add_logprobs(serve_sched *s, serve_slot *sl, int32_t chosen) {
 
 /* ---- one generated token ------------------------------------------------- */
 
-/* Returns 1 when the job finished. */
-static int take_token(serve_sched *s, serve_slot *sl, int32_t tok) {
+/* Before its text: count it, the time to the first token, logprobs. */
+static int on_token(void *user, int32_t tok, const float *logits) {
+    serve_slot *sl = user;
+    serve_sched *s = sl->s;
     serve_job *j = sl->job;
     sl->n_gen++;
     if (sl->n_gen == 1) {
@@ -237,87 +188,52 @@ static int take_token(serve_sched *s, serve_slot *sl, int32_t tok) {
         pthread_mutex_unlock(&j->mu);
         serve_metrics_ttft(s->metrics, now - j->t_submit);
     }
-    if (serve_engine_is_eog(s->e, tok)) {
-        sl->n_gen--; /* OpenAI does not count the end marker as output */
-        finish_job(s, sl, "stop", NC_OK, NULL);
-        return 1;
-    }
-    if (j->req.logprobs) add_logprobs(s, sl, tok);
-    gen_sampler_accept(sl->sampler, tok);
-    if (j->split_reasoning && tok == s->think_open && sl->think == THINK_START) {
-        sl->think = THINK_REASONING;
-    } else if (j->split_reasoning && tok == s->think_close && sl->think == THINK_REASONING) {
-        size_t n = tok_stream_flush(&sl->detok, sl->piece, sl->piece_cap);
-        publish_text(sl, sl->piece, n);
-        sl->think = THINK_AFTER;
-    } else {
-        size_t n = tok_stream_push(&sl->detok, tok, sl->piece, sl->piece_cap);
-        if (sl->think == THINK_START && n) sl->think = THINK_CONTENT;
-        publish_text(sl, sl->piece, n);
-    }
-    if (sl->is_stop_matched) {
-        finish_job(s, sl, "stop", NC_OK, NULL);
-        return 1;
-    }
-    if (sl->n_gen >= j->max_tokens) {
-        finish_job(s, sl, "length", NC_OK, NULL);
-        return 1;
-    }
+    if (j->req.logprobs) add_logprobs(s, sl, tok, logits);
     pthread_mutex_lock(&j->mu);
     j->n_generated = sl->n_gen;
     pthread_mutex_unlock(&j->mu);
-    sl->next = tok;
     return 0;
 }
 
 /* ---- admission ----------------------------------------------------------- */
 
-static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
-    int n = na < nb ? na : nb, i = 0;
-    while (i < n && a[i] == b[i])
-        i++;
-    return i;
-}
-
-static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
-    sl->job = j;
-    sl->n_gen = 0;
-    sl->is_stop_matched = 0;
-    int keep = common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt);
-    if (keep >= j->n_prompt) keep = j->n_prompt - 1; /* feed one token to get logits */
-    s->e->seq_truncate(s->e, sl->seq, keep);
-    sl->n_cache = keep;
-    sl->n_fed = keep;
-    sl->think = j->starts_in_reasoning ? THINK_REASONING : THINK_START;
-    sl->held_ws.len = 0;
-    tok_stream_init(&sl->detok, s->e->tok);
-    const serve_request *r = &j->req;
-    gen_sampler_params p = gen_sampler_defaults_greedy();
-    p.temperature = (float)r->temperature;
-    p.top_k = r->top_k;
-    p.top_p = (float)r->top_p;
-    p.min_p = (float)r->min_p;
-    p.repeat_penalty = (float)r->repeat_penalty;
+/* The model folder's defaults, overridden by what the request sent. */
+static gen_sampler_params request_sampling(serve_sched *s, const serve_request *r) {
+    gen_sampler_params p = s->defaults;
+    if (r->sampling_set & GEN_SET_TEMPERATURE) p.temperature = (float)r->temperature;
+    if (r->sampling_set & GEN_SET_TOP_K) p.top_k = r->top_k;
+    if (r->sampling_set & GEN_SET_TOP_P) p.top_p = (float)r->top_p;
+    if (r->sampling_set & GEN_SET_MIN_P) p.min_p = (float)r->min_p;
+    if (r->sampling_set & GEN_SET_REPEAT_PENALTY) p.repeat_penalty = (float)r->repeat_penalty;
     p.presence_penalty = (float)r->presence_penalty;
     p.frequency_penalty = (float)r->frequency_penalty;
     p.seed = r->has_seed
                  ? r->seed
                  : (uint64_t)(nc_now_s() * 1e9) ^ (++s->seed_counter * 0x9e3779b97f4a7c15ull);
-    nc_error err;
-    nc_status st = sl->sampler ? gen_sampler_reset(sl->sampler, &p, &err)
-                               : gen_sampler_new(s->e->n_vocab, &p, &sl->sampler, &err);
-    /* Penalties look at the prompt too, as in `nectar run` (src/gen) and HF's
-     * repetition penalty, so a seeded request samples exactly what the
-     * command line would. */
-    for (int i = 0; st == NC_OK && i < j->n_prompt; i++)
-        gen_sampler_accept(sl->sampler, j->prompt[i]);
-    if (st == NC_OK)
-        st = gen_stop_init(&sl->stop, (const char *const *)r->stop, r->n_stop, &err);
-    else
-        memset(&sl->stop, 0, sizeof sl->stop);
+    return p;
+}
+
+static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
+    sl->job = j;
+    sl->n_gen = 0;
+    const serve_request *r = &j->req;
+    gen_request req = {0};
+    req.sampling = request_sampling(s, r);
+    req.max_new_tokens = j->max_tokens;
+    req.stops = (const char *const *)r->stop;
+    req.n_stops = r->n_stop;
+    req.split_reasoning = j->split_reasoning;
+    req.starts_in_reasoning = j->starts_in_reasoning;
+    gen_callbacks cb = {on_token, on_text, sl};
+    nc_error err = {0};
+    nc_status st = gen_seq_start(sl->gs, j->prompt, j->n_prompt, &req, &cb, &err);
+    if (st == NC_OK && j->constraint) { /* response_format, forced tool calls */
+        gen_constraint c = serve_constraint_hooks(j->constraint);
+        gen_seq_constrain(sl->gs, &c);
+    }
     pthread_mutex_lock(&j->mu);
     j->state = SERVE_JOB_RUNNING;
-    j->n_cached = keep;
+    j->n_cached = st == NC_OK ? gen_seq_result(sl->gs)->n_prompt_cached : 0;
     j->t_start = nc_now_s();
     j->version++;
     pthread_cond_broadcast(&j->cv);
@@ -331,7 +247,7 @@ static serve_slot *pick_slot(serve_sched *s, const serve_job *j) {
     for (int i = 0; i < s->n_slots; i++) {
         serve_slot *sl = &s->slots[i];
         if (sl->job) continue;
-        int keep = common_prefix(sl->cache, sl->n_cache, j->prompt, j->n_prompt);
+        int keep = gen_seq_cached_prefix(sl->gs, j->prompt, j->n_prompt);
         /* Longest shared prefix; among equals the least recently used, so
          * caches that others may reuse survive longer. */
         if (!best || keep > best_keep ||
@@ -384,46 +300,28 @@ static void run_step(serve_sched *s) {
         serve_slot *sl = &s->slots[i];
         if (!sl->job) continue;
         if (job_is_cancelled(sl->job)) {
+            gen_seq_cancel(sl->gs);
             finish_job(s, sl, "cancelled", NC_OK, NULL);
             continue;
         }
-        serve_step_item *it = &s->items[n_items];
-        serve_job *j = sl->job;
-        if (sl->n_fed < j->n_prompt) {
-            it->tokens = j->prompt + sl->n_fed;
-            it->n = j->n_prompt - sl->n_fed;
-            if (it->n > SERVE_PREFILL_CHUNK) it->n = SERVE_PREFILL_CHUNK;
-        } else {
-            it->tokens = &sl->next;
-            it->n = 1;
+        if (!gen_seq_next_item(sl->gs, SERVE_PREFILL_CHUNK, &s->items[n_items])) {
+            finish_from_pipeline(s, sl);
+            continue;
         }
-        it->seq = sl->seq;
-        it->logits = sl->logits;
-        it->status = NC_OK;
         s->item_slot[n_items++] = i;
     }
     if (n_items == 0) return;
     nc_error err = {0};
-    nc_status st = s->e->step(s->e, s->items, n_items, &err);
+    nc_status st = engine_step(s->m->e, s->items, n_items, &err);
     serve_metrics_step(s->metrics, n_items);
     for (int k = 0; k < n_items; k++) {
-        serve_step_item *it = &s->items[k];
+        engine_step_item *it = &s->items[k];
         serve_slot *sl = &s->slots[s->item_slot[k]];
-        if (st != NC_OK || it->status != NC_OK) {
-            const char *msg = st != NC_OK ? err.msg : it->err.msg;
-            nc_log(NC_LOG_WARN, "serve: step failed: %s", msg);
-            sl->n_cache = s->e->seq_pos(s->e, sl->seq);
-            finish_job(s, sl, "stop", st != NC_OK ? st : it->status, msg);
-            continue;
+        if (st != NC_OK) { /* the step as a whole failed: every item with it */
+            it->status = st;
+            it->err = err;
         }
-        memcpy(sl->cache + sl->n_cache, it->tokens, (size_t)it->n * sizeof *it->tokens);
-        sl->n_cache += it->n;
-        int was_prefill = sl->n_fed < sl->job->n_prompt;
-        if (was_prefill) {
-            sl->n_fed += it->n;
-            if (sl->n_fed < sl->job->n_prompt) continue; /* more prompt to read */
-        }
-        take_token(s, sl, gen_sampler_sample(sl->sampler, sl->logits));
+        if (gen_seq_after_step(sl->gs, it)) finish_from_pipeline(s, sl);
     }
 }
 
@@ -460,7 +358,7 @@ static void *sched_main(void *arg) {
 
 /* ---- public -------------------------------------------------------------- */
 
-nc_status serve_sched_new(serve_engine *e, const serve_sched_options *opt, serve_metrics *metrics,
+nc_status serve_sched_new(gen_model *m, const serve_sched_options *opt, serve_metrics *metrics,
                           serve_sched **out, nc_error *err) {
     *out = NULL;
     if (opt->n_slots < 1 || opt->n_slots > 256)
@@ -469,14 +367,13 @@ nc_status serve_sched_new(serve_engine *e, const serve_sched_options *opt, serve
     if (opt->queue_max < 0) return nc_fail(err, NC_ERR_INVALID, "--queue must be >= 0");
     serve_sched *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
-    s->e = e;
+    s->m = m;
     s->metrics = metrics;
+    s->defaults = opt->defaults;
     s->n_slots = opt->n_slots;
-    s->ctx = opt->ctx > 0 && opt->ctx < e->ctx_max ? opt->ctx : e->ctx_max;
+    s->ctx = opt->ctx > 0 && opt->ctx < m->e->ctx_max ? opt->ctx : m->e->ctx_max;
     s->queue_max = opt->queue_max;
     s->q_cap = opt->queue_max + opt->n_slots;
-    s->think_open = tok_find(e->tok, "<think>");
-    s->think_close = tok_find(e->tok, "</think>");
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->items = calloc((size_t)s->n_slots, sizeof *s->items);
     s->item_slot = calloc((size_t)s->n_slots, sizeof *s->item_slot);
@@ -484,17 +381,9 @@ nc_status serve_sched_new(serve_engine *e, const serve_sched_options *opt, serve
     nc_status st = (s->slots && s->items && s->item_slot && s->queue)
                        ? NC_OK
                        : nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
-    size_t piece_cap = tok_stream_cap(e->tok);
     for (int i = 0; st == NC_OK && i < s->n_slots; i++) {
-        serve_slot *sl = &s->slots[i];
-        st = e->seq_new(e, s->ctx, &sl->seq, err);
-        if (st != NC_OK) break;
-        sl->cache = malloc((size_t)s->ctx * sizeof *sl->cache);
-        sl->logits = malloc((size_t)e->n_vocab * sizeof *sl->logits);
-        sl->piece = malloc(piece_cap);
-        sl->piece_cap = piece_cap;
-        if (!sl->cache || !sl->logits || !sl->piece)
-            st = nc_fail(err, NC_ERR_NOMEM, "serve: out of memory for slot %d", i);
+        s->slots[i].s = s;
+        st = gen_seq_new(m, s->ctx, &s->slots[i].gs, err);
     }
     if (st == NC_OK && (pthread_mutex_init(&s->mu, NULL) || pthread_cond_init(&s->cv, NULL)))
         st = nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the scheduler lock");
@@ -548,13 +437,7 @@ void serve_sched_free(serve_sched *s) {
     if (!s) return;
     serve_sched_stop(s);
     for (int i = 0; s->slots && i < s->n_slots; i++) {
-        serve_slot *sl = &s->slots[i];
-        if (sl->seq) s->e->seq_free(s->e, sl->seq);
-        gen_sampler_free(sl->sampler);
-        free(sl->cache);
-        free(sl->logits);
-        free(sl->piece);
-        free(sl->held_ws.p);
+        gen_seq_free(s->slots[i].gs);
     }
     if (s->has_thread) {
         pthread_cond_destroy(&s->cv);

@@ -2,7 +2,8 @@
  * in Qwen3's tokenizer_config.json. The one non-obvious rule: reasoning
  * ("<think>...</think>") of an assistant turn is rendered only for turns
  * after the last real user query, and the final assistant turn always gets
- * a think block (possibly empty). */
+ * a think block (possibly empty). Qwen3.5 (render_qwen35) trims contents
+ * and always shows the reasoning of turns after the last query. */
 #include "text/chat.h"
 
 #include <stdlib.h>
@@ -97,21 +98,28 @@ static size_t last_query_index(const chat_message *msgs, size_t n) {
     return n - 1;
 }
 
-static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
-                             size_t last_query) {
-    view content = view_of(m->content), reasoning = {"", 0};
+/* An assistant turn's reasoning: its reasoning_content, else what the
+ * content holds before "</think>" (both templates):
+ * content.split('</think>')[-1].lstrip('\n') and the reasoning as
+ * content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+static void split_reasoning(const chat_message *m, view *content, view *reasoning) {
+    *reasoning = (view){"", 0};
     if (m->reasoning_content) {
-        reasoning = view_of(m->reasoning_content);
-    } else if (find(content, "</think>", 0) >= 0) {
-        /* content.split('</think>')[-1].lstrip('\n') and the reasoning as
-         * content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
-        long first = find(content, "</think>", 0), last = find(content, "</think>", 1);
-        view before = rstrip_nl((view){content.s, (size_t)first});
+        *reasoning = view_of(m->reasoning_content);
+    } else if (find(*content, "</think>", 0) >= 0) {
+        long first = find(*content, "</think>", 0), last = find(*content, "</think>", 1);
+        view before = rstrip_nl((view){content->s, (size_t)first});
         long open = find(before, "<think>", 1);
         if (open >= 0) before = (view){before.s + open + 7, before.n - (size_t)open - 7};
-        reasoning = lstrip_nl(before);
-        content = lstrip_nl((view){content.s + last + 8, content.n - (size_t)last - 8});
+        *reasoning = lstrip_nl(before);
+        *content = lstrip_nl((view){content->s + last + 8, content->n - (size_t)last - 8});
     }
+}
+
+static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n, size_t last_query,
+                             const chat_tools *t) {
+    view content = view_of(m->content), reasoning;
+    split_reasoning(m, &content, &reasoning);
     put(b, "<|im_start|>assistant\n");
     if (i > last_query && (i == n - 1 || reasoning.n > 0)) {
         reasoning = rstrip_nl(lstrip_nl(reasoning));
@@ -121,11 +129,162 @@ static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
         content = lstrip_nl(content);
     }
     put_n(b, content.s, content.n);
+    size_t n_calls = t && t->calls ? t->n_calls[i] : 0;
+    for (size_t k = 0; k < n_calls; k++) {
+        const chat_tool_call *c = &t->calls[i][k];
+        if (k > 0 || content.n > 0) put(b, "\n");
+        put(b, "<tool_call>\n{\"name\": \"");
+        put(b, view_of(c->name).s);
+        put(b, "\", \"arguments\": ");
+        put(b, view_of(c->arguments).s);
+        put(b, "}\n</tool_call>");
+    }
     put(b, "<|im_end|>\n");
 }
 
-nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
-                      nc_error *err) {
+/* The template's tools preamble: one system turn holding the first system
+ * message (if any), the tool signatures and the calling convention. */
+static void render_tools(sbuf *b, const chat_message *msgs, const chat_tools *t) {
+    put(b, "<|im_start|>system\n");
+    if (is_role(&msgs[0], "system")) {
+        put(b, view_of(msgs[0].content).s);
+        put(b, "\n\n");
+    }
+    put(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou "
+           "are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+    for (size_t i = 0; i < t->n_defs; i++) {
+        put(b, "\n");
+        put(b, t->defs[i]);
+    }
+    put(b, "\n</tools>\n\nFor each function call, return a json object with function name and "
+           "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+           "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+}
+
+/* ---- Qwen3.5 ------------------------------------------------------------ */
+
+/* Jinja's trim (Python's str.strip(): ASCII whitespace and the separators
+ * 0x1c-0x1f). */
+static int is_py_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+static view trim(view v) {
+    while (v.n && is_py_space(v.s[0]))
+        v.s++, v.n--;
+    while (v.n && is_py_space(v.s[v.n - 1]))
+        v.n--;
+    return v;
+}
+
+static void put_view(sbuf *b, view v) {
+    put_n(b, v.s, v.n);
+}
+
+/* ns.last_query_index over trimmed contents, or n when there is none. */
+static size_t last_query_trimmed(const chat_message *msgs, size_t n) {
+    for (size_t i = n; i-- > 0;) {
+        view c = trim(view_of(msgs[i].content));
+        if (is_role(&msgs[i], "user") &&
+            !(starts_with(c, "<tool_response>") && ends_with(c, "</tool_response>")))
+            return i;
+    }
+    return n;
+}
+
+static void render_assistant35(sbuf *b, const chat_message *m, size_t i, size_t last_query) {
+    view content = trim(view_of(m->content)), reasoning;
+    split_reasoning(m, &content, &reasoning);
+    put(b, "<|im_start|>assistant\n");
+    if (i > last_query) { /* every turn after the query shows its (maybe empty) reasoning */
+        put(b, "<think>\n");
+        put_view(b, trim(reasoning));
+        put(b, "\n</think>\n\n");
+    }
+    put_view(b, content);
+    put(b, "<|im_end|>\n");
+}
+
+static nc_status render_qwen35(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
+                               nc_error *err) {
+    size_t last_query = last_query_trimmed(msgs, n);
+    if (last_query == n)
+        return nc_fail(err, NC_ERR_INVALID, "chat template: no user query found in messages");
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &msgs[i];
+        view content = trim(view_of(m->content));
+        if (is_role(m, "system")) {
+            if (i > 0)
+                return nc_fail(err, NC_ERR_INVALID,
+                               "chat template: a system message must be at the beginning "
+                               "(message %zu)",
+                               i);
+            put(b, "<|im_start|>system\n");
+            put_view(b, content);
+            put(b, "<|im_end|>\n");
+        } else if (is_role(m, "user")) {
+            put(b, "<|im_start|>user\n");
+            put_view(b, content);
+            put(b, "<|im_end|>\n");
+        } else if (is_role(m, "assistant")) {
+            render_assistant35(b, m, i, last_query);
+        } else if (is_role(m, "tool")) {
+            /* consecutive tool results share one user turn (loop.previtem:
+             * none before the first message) */
+            if (i > 0 && !is_role(&msgs[i - 1], "tool")) put(b, "<|im_start|>user");
+            put(b, "\n<tool_response>\n");
+            put_view(b, content);
+            put(b, "\n</tool_response>");
+            if (i == n - 1 || !is_role(&msgs[i + 1], "tool")) put(b, "<|im_end|>\n");
+        } else {
+            return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has role '%s'", i,
+                           m->role);
+        }
+    }
+    if (o->add_generation_prompt)
+        put(b, o->enable_thinking ? "<|im_start|>assistant\n<think>\n"
+                                  : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    return NC_OK;
+}
+
+/* The Qwen3 template. */
+static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
+                              const chat_tools *tools) {
+    if (tools && tools->n_defs > 0) {
+        render_tools(b, msgs, tools);
+    } else if (is_role(&msgs[0], "system")) {
+        put(b, "<|im_start|>system\n");
+        put(b, view_of(msgs[0].content).s);
+        put(b, "<|im_end|>\n");
+    }
+    size_t last_query = last_query_index(msgs, n);
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &msgs[i];
+        if (is_role(m, "user") || (is_role(m, "system") && i > 0)) {
+            put(b, "<|im_start|>");
+            put(b, m->role);
+            put(b, "\n");
+            put(b, view_of(m->content).s);
+            put(b, "<|im_end|>\n");
+        } else if (is_role(m, "assistant")) {
+            render_assistant(b, m, i, n, last_query, tools);
+        } else if (is_role(m, "tool")) {
+            /* Consecutive tool results share one user turn. */
+            if (i == 0 || !is_role(&msgs[i - 1], "tool")) put(b, "<|im_start|>user");
+            put(b, "\n<tool_response>\n");
+            put(b, view_of(m->content).s);
+            put(b, "\n</tool_response>");
+            if (i == n - 1 || !is_role(&msgs[i + 1], "tool")) put(b, "<|im_end|>\n");
+        }
+    }
+    if (o->add_generation_prompt) {
+        put(b, "<|im_start|>assistant\n");
+        if (!o->enable_thinking) put(b, "<think>\n\n</think>\n\n");
+    }
+    return NC_OK;
+}
+
+static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt, int is_qwen35,
+                        const chat_tools *tools, char **out, nc_error *err) {
     *out = NULL;
     chat_options o = opt ? *opt : CHAT_OPTIONS_DEFAULT;
     if (n == 0) return nc_fail(err, NC_ERR_INVALID, "chat template: no messages");
@@ -133,40 +292,29 @@ nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *op
         if (!msgs[i].role)
             return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has no role", i);
     sbuf b = {0};
-    if (is_role(&msgs[0], "system")) {
-        put(&b, "<|im_start|>system\n");
-        put(&b, view_of(msgs[0].content).s);
-        put(&b, "<|im_end|>\n");
-    }
-    size_t last_query = last_query_index(msgs, n);
-    for (size_t i = 0; i < n; i++) {
-        const chat_message *m = &msgs[i];
-        if (is_role(m, "user") || (is_role(m, "system") && i > 0)) {
-            put(&b, "<|im_start|>");
-            put(&b, m->role);
-            put(&b, "\n");
-            put(&b, view_of(m->content).s);
-            put(&b, "<|im_end|>\n");
-        } else if (is_role(m, "assistant")) {
-            render_assistant(&b, m, i, n, last_query);
-        } else if (is_role(m, "tool")) {
-            /* Consecutive tool results share one user turn. */
-            if (i == 0 || !is_role(&msgs[i - 1], "tool")) put(&b, "<|im_start|>user");
-            put(&b, "\n<tool_response>\n");
-            put(&b, view_of(m->content).s);
-            put(&b, "\n</tool_response>");
-            if (i == n - 1 || !is_role(&msgs[i + 1], "tool")) put(&b, "<|im_end|>\n");
-        }
-    }
-    if (o.add_generation_prompt) {
-        put(&b, "<|im_start|>assistant\n");
-        if (!o.enable_thinking) put(&b, "<think>\n\n</think>\n\n");
-    }
+    nc_status st =
+        is_qwen35 ? render_qwen35(&b, msgs, n, &o, err) : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
-    if (b.oom) {
+    if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
+    if (st != NC_OK) {
         free(b.p);
-        return nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
+        return st;
     }
     *out = b.p;
     return NC_OK;
+}
+
+nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
+                      nc_error *err) {
+    return render(msgs, n, opt, 0, NULL, out, err);
+}
+
+nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_options *opt,
+                            const chat_tools *tools, char **out, nc_error *err) {
+    return render(msgs, n, opt, 0, tools, out, err);
+}
+
+nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
+                             char **out, nc_error *err) {
+    return render(msgs, n, opt, 1, NULL, out, err);
 }

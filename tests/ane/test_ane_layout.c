@@ -44,7 +44,7 @@ static void test_row_strides_follow_the_64_byte_rule(void) {
     ane_layout l;
     CHECK_OK(ane_layout_for("t", ANE_ELEM_FP16, 4, s, &l, &err), &err);
     CHECK(l.row_bytes == 4096 * 2 && l.bytes == 100 * 8192);
-    /* a logical [256, 1] occupies [256, 32] (DESIGN.md §3) */
+    /* a logical [256, 1] occupies [256, 32] (docs/ane-rules.md) */
     int64_t col[2] = {256, 1};
     CHECK_OK(ane_layout_for("t", ANE_ELEM_FP16, 2, col, &l, &err), &err);
     CHECK(l.rows == 256 && l.row_bytes == 64);

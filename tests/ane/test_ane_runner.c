@@ -42,7 +42,7 @@ static char tmp_root[256];
 
 static char bundle_cpu_head[256];
 
-static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
+static int compile_kpl(char *out, size_t cap, const char *name, int lm_head_on_cpu, int kpl) {
     if (out[0]) return 1;
     if (!tmp_root[0]) {
         snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
@@ -53,6 +53,7 @@ static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_
     o.model_dir = FIXTURE;
     o.out_dir = out;
     o.lm_head_on_cpu = lm_head_on_cpu;
+    o.kernels_per_layer = kpl;
     o.ctx = CTX;
     o.n_seqs = 2;
     o.seqs[0] = 32;
@@ -66,6 +67,10 @@ static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_
         return 0;
     }
     return 1;
+}
+
+static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
+    return compile_kpl(out, cap, name, lm_head_on_cpu, 4);
 }
 
 static int compile_bundle(void) {
@@ -438,15 +443,17 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     CHECK(host_open(&h, r));
     int T = p.n_ids + N_GREEDY - 1;
     float *sync_l = malloc((size_t)T * h.V * sizeof(float)),
-          *async_l = malloc((size_t)T * h.V * sizeof(float));
-    int32_t gen_sync[N_GREEDY], gen_async[N_GREEDY];
-    CHECK(sync_l && async_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids &&
+          *async_l = malloc((size_t)T * h.V * sizeof(float)),
+          *event_l = malloc((size_t)T * h.V * sizeof(float));
+    int32_t gen_sync[N_GREEDY], gen_async[N_GREEDY], gen_event[N_GREEDY];
+    CHECK(sync_l && async_l && event_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids &&
           ref.shape[1] == h.V);
     run_sequence(&h, r, &p, ANE_RUN_SYNC, sync_l, gen_sync, &err);
     long issued = ane_runner_requests_issued(r);
     CHECK(issued == (long)T * h.m.kernels_per_token);
     if (is_fake) CHECK(ane_fake_evaluations(dev) == issued);
     run_sequence(&h, r, &p, ANE_RUN_ASYNC, async_l, gen_async, &err);
+    run_sequence(&h, r, &p, ANE_RUN_ASYNC_EVENTS, event_l, gen_event, &err);
     /* every prompt position against HF's float32 logits */
     const float *hf = ref.data;
     double worst = 0;
@@ -466,11 +473,14 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     for (int i = 0; i < N_GREEDY; i++)
         CHECKF(gen_sync[i] == p.greedy[i], "greedy step %d: %d, HF %d", i, gen_sync[i],
                p.greedy[i]);
-    /* asynchronous submission computes the same bits */
+    /* asynchronous submission, with and without events, computes the same bits */
     CHECK(memcmp(sync_l, async_l, (size_t)T * h.V * sizeof(float)) == 0);
     CHECK(memcmp(gen_sync, gen_async, sizeof gen_sync) == 0);
+    CHECK(memcmp(sync_l, event_l, (size_t)T * h.V * sizeof(float)) == 0);
+    CHECK(memcmp(gen_sync, gen_event, sizeof gen_sync) == 0);
     free(sync_l);
     free(async_l);
+    free(event_l);
     host_close(&h);
     ane_runner_free(r);
     nc_npy_free(&ref);
@@ -482,6 +492,236 @@ static void test_fake_device_runs_the_bundle_like_hf(void) {
     ane_device dev;
     CHECK_OK(ane_fake_new(&dev, &err), &err);
     runs_the_bundle_like_hf(&dev, 1);
+    ane_fake_free(&dev);
+}
+
+/* One kernel per layer: the plan follows the manifest's functions, each
+ * layer's x_out goes to the other activation buffer (x@S, x2@S, x@S, ...),
+ * the head takes the last layer's, no request reads what it writes, and
+ * the bundle still gives HF's logits on the fake device, sync and async. */
+static char bundle_kpl1[256];
+static void test_plan_follows_one_kernel_per_layer(void) {
+    CHECK(compile_kpl(bundle_kpl1, sizeof bundle_kpl1, "kpl1", 0, 1));
+    nc_error err = {0};
+    lower_manifest m;
+    CHECK_OK(lower_manifest_read(bundle_kpl1, &m, &err), &err);
+    int L = m.cfg.num_hidden_layers;
+    CHECK(m.kernels_per_layer == 1 && m.kernels_per_token == L + 1);
+    ane_plan p;
+    CHECK_OK(ane_plan_qwen3(&m, S, 1, &p, &err), &err);
+    CHECK(p.n_requests == L + 1 && p.n_steps == L + 2);
+    int *entries = calloc((size_t)p.n_bufs + 1, sizeof *entries);
+    CHECK(entries);
+    CHECK_OK(ane_plan_entries(&p, entries, &err), &err);
+    free(entries);
+    char name[64];
+    for (int l = 0; l < L; l++) {
+        const ane_plan_step *s = &p.steps[l];
+        CHECK(s->layer == l && !strcmp(s->fn, "layer_s32"));
+        const ane_plan_io *xo = NULL;
+        for (int j = 0; j < s->n_out; j++)
+            if (!strcmp(s->out[j].name, "x_out")) xo = &s->out[j];
+        snprintf(name, sizeof name, l % 2 ? "x@s%d" : "x2@s%d", S);
+        CHECK(xo && !strcmp(p.bufs[xo->buf].name, name));
+        for (int j = 0; j < s->n_out; j++)
+            if (!strcmp(s->out[j].name, "k_cache_out")) {
+                snprintf(name, sizeof name, "k_cache.%d.a", l); /* parity 1 writes .a */
+                CHECK(!strcmp(p.bufs[s->out[j].buf].name, name));
+            }
+    }
+    snprintf(name, sizeof name, L % 2 ? "x2@s%d" : "x@s%d", S);
+    CHECK(p.steps[L].kind == ANE_STEP_HEAD_COLUMN &&
+          !strcmp(p.bufs[p.steps[L].in[0].buf].name, name));
+    ane_plan_free(&p);
+    lower_manifest_free(&m);
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    char keep[256];
+    snprintf(keep, sizeof keep, "%s", bundle);
+    snprintf(bundle, sizeof bundle, "%s", bundle_kpl1);
+    runs_the_bundle_like_hf(&dev, 1);
+    snprintf(bundle, sizeof bundle, "%s", keep);
+    ane_fake_free(&dev);
+}
+
+/* Each surface policy, enforced by the fake device: the runner allocates
+ * what the policy asks and the bundle still gives HF's logits, sync and
+ * async; with one request in flight at most, too. */
+static void test_each_surface_policy_runs_like_hf(void) {
+    CHECK(compile_bundle());
+    /* the last two make submissions overlap (500 us each), so a runner
+     * that did not wait between models, or kept more than max outstanding,
+     * would be refused */
+    static const ane_fake_options opts[4] = {{{0, 0}, 2, 0},
+                                             {{1, 0}, 2, 0},
+                                             {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, 1, 500},
+                                             {{1, 4 << 20}, 2, 500}};
+    for (int i = 0; i < 4; i++) {
+        nc_error err = {0};
+        ane_device dev;
+        CHECK_OK(ane_fake_new_with(&opts[i], &dev, &err), &err);
+        runs_the_bundle_like_hf(&dev, 1);
+        ane_fake_free(&dev);
+        if (nc_test_failed_) printf("  with policy %d\n", i);
+    }
+}
+
+/* A host that allocates against another policy than the device's is
+ * refused at the first request, as the ANE's status 0x1d would. */
+static void test_fake_enforces_the_surface_policy(void) {
+    CHECK(compile_bundle());
+    static const struct {
+        ane_surface_policy device, host;
+        const char *says;
+    } cases[2] = {{{1, 0}, {0, 0}, "differ in allocation size"},
+                  {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, {0, 0}, "below the 49152-byte minimum"}};
+    for (int i = 0; i < 2; i++) {
+        nc_error err = {0};
+        ane_fake_options o = {cases[i].device, 2, 0};
+        ane_device dev;
+        CHECK_OK(ane_fake_new_with(&o, &dev, &err), &err);
+        dev.surfaces = cases[i].host; /* the host told the wrong policy */
+        ane_runner *r = NULL;
+        CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
+        CHECK(ane_runner_run(r, S, 0, ANE_RUN_SYNC, &err) != NC_OK);
+        CHECKF(strstr(err.msg, "status 0x1d") && strstr(err.msg, cases[i].says), "%s", err.msg);
+        ane_runner_free(r);
+        ane_fake_free(&dev);
+    }
+}
+
+/* The 64-byte-row size of a plan buffer, written out here. */
+static size_t rule_bytes(const ane_plan_buf *b) {
+    int64_t rows = 1;
+    for (int i = 0; i < b->rank - 1; i++)
+        rows *= b->shape[i];
+    int64_t w = b->shape[b->rank - 1] < 32 ? 32 : b->shape[b->rank - 1];
+    return (size_t)(rows * ((w * 2 + 63) / 64 * 64));
+}
+
+static void test_surface_sizes_follow_the_policy(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    lower_manifest m;
+    CHECK_OK(lower_manifest_read(bundle, &m, &err), &err);
+    ane_plan pl[4];
+    const ane_plan *all[4];
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(ane_plan_qwen3(&m, m.seqs[i / 2], i % 2, &pl[i], &err), &err);
+        all[i] = &pl[i];
+    }
+    static const ane_surface_policy pols[3] = {{0, 0}, {0, 49152}, {1, 0}};
+    for (int k = 0; k < 3; k++) {
+        ane_surface_sizes sz;
+        CHECK_OK(ane_plan_surface_sizes(all, 4, &pols[k], &sz, &err), &err);
+        for (int i = 0; i < 4; i++)
+            for (int b = 0; b < pl[i].n_bufs; b++) {
+                const ane_plan_buf *pb = &pl[i].bufs[b];
+                size_t got = ane_surface_size(&sz, pb->name, 0), need = rule_bytes(pb);
+                if (!pols[k].uniform)
+                    CHECKF(got == (need > pols[k].min_bytes ? need : pols[k].min_bytes), "%s: %zu",
+                           pb->name, got);
+                else
+                    CHECK(got >= need);
+            }
+        /* uniform: every request's buffers share one size, the largest of
+         * its group; all layer kernels form one group (x links them) */
+        size_t layer_max = 0;
+        for (int i = 0; i < 4; i++)
+            for (int t = 0; t < pl[i].n_steps; t++) {
+                const ane_plan_step *st = &pl[i].steps[t];
+                for (int j = 0; st->layer >= 0 && j < st->n_in + st->n_out; j++) {
+                    const ane_plan_io *io = j < st->n_in ? &st->in[j] : &st->out[j - st->n_in];
+                    size_t b = rule_bytes(&pl[i].bufs[io->buf]);
+                    if (b > layer_max) layer_max = b;
+                }
+            }
+        for (int i = 0; pols[k].uniform && i < 4; i++)
+            for (int t = 0; t < pl[i].n_steps; t++) {
+                const ane_plan_step *st = &pl[i].steps[t];
+                if (st->kind != ANE_STEP_KERNEL) continue;
+                size_t first = ane_surface_size(&sz, pl[i].bufs[st->in[0].buf].name, 0);
+                for (int j = 0; j < st->n_out; j++)
+                    CHECK(ane_surface_size(&sz, pl[i].bufs[st->out[j].buf].name, 0) == first);
+                for (int j = 0; j < st->n_in; j++)
+                    CHECK(ane_surface_size(&sz, pl[i].bufs[st->in[j].buf].name, 0) == first);
+                if (st->layer >= 0) CHECKF(first == layer_max, "%s: %zu", st->fn, first);
+            }
+        ane_surface_sizes_free(&sz);
+    }
+    for (int i = 0; i < 4; i++)
+        ane_plan_free(&pl[i]);
+    lower_manifest_free(&m);
+}
+
+/* Submissions the framework gives no guarantee for are refused by the fake:
+ * a third outstanding request, and a plain submit while another model's
+ * request is in flight; an event chain that is never met fails. */
+static void test_fake_refuses_unordered_or_excess_submissions(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    ane_fake_options o = {{0, 0}, 2, 0};
+    ane_device dev;
+    CHECK_OK(ane_fake_new_with(&o, &dev, &err), &err);
+    ane_model *ma = NULL, *mb = NULL;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/layer_00", bundle);
+    CHECK_OK(dev.ops->model_open(dev.impl, dir, &ma, &err), &err);
+    snprintf(dir, sizeof dir, "%s/layer_01", bundle);
+    CHECK_OK(dev.ops->model_open(dev.impl, dir, &mb, &err), &err);
+    /* mlp_s32: one input, one output; the results do not matter here */
+    ane_request *ra = NULL, *rb = NULL;
+    ane_surface *s[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(dev.ops->surface_new(dev.impl, 1 << 20, &s[i], &err), &err);
+    ane_model *mods[2] = {ma, mb};
+    ane_request **reqs[2] = {&ra, &rb};
+    for (int i = 0; i < 2; i++) {
+        const char *json;
+        size_t len;
+        ane_attrs a;
+        CHECK_OK(dev.ops->model_attrs(mods[i], &json, &len, &err), &err);
+        CHECK_OK(ane_attrs_parse(json, len, "fake", &a, &err), &err);
+        const ane_attr_proc *p = ane_attrs_proc(&a, "mlp_s32");
+        CHECK(p && p->n_in == 1 && p->n_out == 1);
+        int in = p->in[0].symbol, out = p->out[0].symbol;
+        CHECK_OK(dev.ops->request_new(mods[i], p->id, 1, &s[0], &in, 1, &s[1], &out, reqs[i], &err),
+                 &err);
+        ane_attrs_free(&a);
+    }
+    ane_wait w;
+    ane_wait_init(&w);
+    ane_fake_pause(&dev, 1);
+    ane_wait_add(&w, 1);
+    CHECK_OK(dev.ops->submit(ra, ane_wait_done, &w, &err), &err);
+    CHECK(dev.ops->submit(rb, ane_wait_done, &w, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "another model's requests are in flight"), "%s", err.msg);
+    ane_wait_add(&w, 1);
+    CHECK_OK(dev.ops->submit(ra, ane_wait_done, &w, &err), &err); /* same model: fine */
+    CHECK(dev.ops->submit(ra, ane_wait_done, &w, &err) != NC_OK);
+    CHECKF(strstr(err.msg, "2 requests are outstanding"), "%s", err.msg);
+    ane_fake_pause(&dev, 0);
+    CHECK_OK(ane_wait_all(&w, 10, &err), &err);
+    /* with an event the other model may follow at once; a wait that no
+     * request signals fails instead of hanging */
+    ane_event *ev = NULL;
+    CHECK_OK(dev.ops->event_new(dev.impl, &ev, &err), &err);
+    ane_fake_pause(&dev, 1);
+    ane_wait_add(&w, 2);
+    CHECK_OK(dev.ops->submit_event(ra, ev, 0, 1, ane_wait_done, &w, &err), &err);
+    CHECK_OK(dev.ops->submit_event(rb, ev, 1, 2, ane_wait_done, &w, &err), &err);
+    ane_fake_pause(&dev, 0);
+    CHECK_OK(ane_wait_all(&w, 10, &err), &err);
+    ane_wait_add(&w, 1);
+    CHECK_OK(dev.ops->submit_event(ra, ev, 5, 6, ane_wait_done, &w, &err), &err);
+    CHECK(ane_wait_all(&w, 10, &err) != NC_OK && strstr(err.msg, "waits for event value 5"));
+    dev.ops->event_free(ev);
+    dev.ops->request_free(ra);
+    dev.ops->request_free(rb);
+    for (int i = 0; i < 2; i++)
+        dev.ops->surface_free(s[i]);
+    dev.ops->model_close(ma);
+    dev.ops->model_close(mb);
     ane_fake_free(&dev);
 }
 
@@ -528,8 +768,11 @@ static void test_real_ane_runs_the_bundle_like_hf(void) {
     CHECK(compile_bundle());
     nc_error err = {0};
     ane_apple_options opt = {0};
-    const char *min = getenv("NECTAR_ANE_MIN_SURFACE_BYTES");
-    if (min) opt.min_surface_bytes = (size_t)strtoull(min, NULL, 10);
+    ane_surface_policy pol = ANE_SURFACE_POLICY_DEFAULT;
+    const char *min = getenv("NECTAR_ANE_MIN_SURFACE_BYTES"), *uni = getenv("NECTAR_ANE_UNIFORM");
+    if (min) pol.min_bytes = (size_t)strtoull(min, NULL, 10);
+    if (uni) pol.uniform = strcmp(uni, "0") != 0;
+    opt.surfaces = &pol;
     ane_device dev;
     CHECK_OK(ane_apple_open(&opt, &dev, &err), &err);
     dump_device_view(&dev);
@@ -651,6 +894,11 @@ int main(void) {
     RUN(test_plan_without_the_ane_head);
     RUN(test_fake_device_reorders_symbols_and_checks_requests);
     RUN(test_fake_device_runs_the_bundle_like_hf);
+    RUN(test_plan_follows_one_kernel_per_layer);
+    RUN(test_each_surface_policy_runs_like_hf);
+    RUN(test_fake_enforces_the_surface_policy);
+    RUN(test_surface_sizes_follow_the_policy);
+    RUN(test_fake_refuses_unordered_or_excess_submissions);
     RUN(test_real_ane_runs_the_bundle_like_hf);
     RUN(test_prompt_chunk_then_decode_share_the_cache);
     RUN(test_failed_token_leaves_the_cache_as_it_was);

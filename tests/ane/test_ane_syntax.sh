@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compile-only check of the macOS ANE bridge on any machine: every
 # src/ane/*.c is compiled with -fsyntax-only by gcc and clang (each when
-# installed) under the project's warning flags, against
+# installed), src/ane/*.m by clang as Objective-C, under the project's warning flags, against
 # tests/ane/darwin_decls/ -- declarations of the public Objective-C runtime,
 # CoreFoundation and IOSurface functions only (see its README.md). A
 # negative control (a wrong IOSurfaceLock call) must be rejected, which
@@ -40,6 +40,27 @@ for cc in gcc clang; do
             fi
         done
     done
+    # the Objective-C file (clang only: gcc needs its separate cc1obj)
+    for f in src/ane/*.m; do
+        [ "$cc" = clang ] || break
+        # shellcheck disable=SC2086
+        if ! "$cc" -fsyntax-only $flags -x objective-c -fobjc-exceptions "$f" >"$tmp/out" 2>&1; then
+            ok=0
+            cat "$tmp/out"
+            echo "FAIL ane_syntax_$cc: $f"
+        fi
+    done
+    # the macOS branches of portable files (__APPLE__ defined): the per-user
+    # cache dir of ane_stage.c, the chip/OS names and real device of cmd_ane.c
+    for f in src/ane_host/ane_stage.c tools/nectar/cmd_ane.c; do
+        # shellcheck disable=SC2086
+        if ! "$cc" -fsyntax-only $flags -Itools/nectar -D__APPLE__ -include "$decls/darwin_unistd.h" \
+            "$f" >"$tmp/out" 2>&1; then
+            ok=0
+            cat "$tmp/out"
+            echo "FAIL ane_syntax_$cc: $f (__APPLE__)"
+        fi
+    done
     # the device test's macOS branch too
     # shellcheck disable=SC2086
     if ! "$cc" -fsyntax-only $flags -DNECTAR_ANE_SYNTAX_CHECK tests/ane/test_ane_runner.c >"$tmp/out" 2>&1; then
@@ -47,7 +68,7 @@ for cc in gcc clang; do
         cat "$tmp/out"
         echo "FAIL ane_syntax_$cc: tests/ane/test_ane_runner.c (NECTAR_ANE_SYNTAX_CHECK)"
     fi
-    [ "$ok" = 1 ] && echo "PASS ane_syntax_$cc ($(ls src/ane/*.c | wc -l) files and the device test)"
+    [ "$ok" = 1 ] && echo "PASS ane_syntax_$cc ($(ls src/ane/*.c src/ane/*.m | wc -l) files and the device test)"
     # shellcheck disable=SC2086
     if "$cc" -fsyntax-only $flags "$tmp/bad.c" >/dev/null 2>&1; then
         echo "FAIL ane_syntax_negative_control_$cc: a wrong IOSurfaceLock call compiled"

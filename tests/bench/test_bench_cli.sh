@@ -31,25 +31,28 @@ else
     fail bounds_amdahl_limit "$(cat "$TMP/a.txt")"
 fi
 
-# bad input: one clear line naming the culprit, exit 1, nothing on stdout
-check_error() { # name, expected text, args...
-    name=$1 want=$2
-    shift 2
+# bad input: one clear line naming the culprit, exit 1 (2 for a usage
+# error), nothing on stdout
+check_exit() { # name, expected text, exit code, args...
+    name=$1 want=$2 code=$3
+    shift 3
     "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    if [ "$rc" -eq 1 ] && grep -q -e "$want" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+    if [ "$rc" -eq "$code" ] && grep -q -e "$want" "$TMP/err" && [ ! -s "$TMP/out" ]; then
         pass "$name"
     else
         fail "$name" "exit $rc, stderr '$(cat "$TMP/err")'"
     fi
 }
+check_error() { n=$1 w=$2; shift 2; check_exit "$n" "$w" 1 "$@"; }
+check_usage() { n=$1 w=$2; shift 2; check_exit "$n" "$w" 2 "$@"; }
 check_error bounds_missing_config "no-such.json" bounds --arch qwen3 --config "$TMP/no-such.json"
 check_error bounds_bad_config_field "num_key_value_heads" bounds --arch qwen3 --config "$FIX/bad-config-heads.json"
-check_error bounds_bad_number "-D: .7x8" bounds --arch modernbert -N 22 -D 7x8 -I 1152
+check_usage bounds_bad_number "-D: '7x8' is not an integer" bounds --arch modernbert -N 22 -D 7x8 -I 1152
 check_error bounds_unknown_format "--format fp8" bounds --like qwen3-0.6b --format fp8
 check_error compare_missing_bundle "x.bundle" bench --compare --a mil:x.bundle --b spin:1
-check_error compare_needs_two "both --a and --b" bench --compare --a spin:1
-check_error compare_few_blocks "blocks: 3 is outside 5" bench --compare --a spin:1 --b spin:1 --blocks 3
+check_usage compare_needs_two "both --a and --b" bench --compare --a spin:1
+check_usage compare_few_blocks "blocks: '3' is not an integer in \[5, 100000\]" bench --compare --a spin:1 --b spin:1 --blocks 3
 check_error compare_missing_prompts "no-prompts.txt" bench --compare --a spin:1 --b spin:1 --prompts "$TMP/no-prompts.txt"
 
 # two tiny Qwen3 models through the cpu engine, prompts hashed

@@ -9,7 +9,6 @@
 #include "../test.h"
 #include "base/json.h"
 #include "base/mmap.h"
-#include "gen/engine_qwen3.h"
 #include "gen/generate.h"
 #include "text/tokenizer.h"
 
@@ -23,9 +22,8 @@ typedef struct ids_sink {
     int n;
 } ids_sink;
 
-static int collect_ids(void *user, int32_t token, const char *text, size_t len) {
-    (void)text;
-    (void)len;
+static int collect_ids(void *user, int32_t token, const float *logits) {
+    (void)logits;
     ids_sink *k = user;
     if (token >= 0 && k->n < MAX_IDS) k->ids[k->n++] = token;
     return 0;
@@ -33,29 +31,25 @@ static int collect_ids(void *user, int32_t token, const char *text, size_t len) 
 
 typedef struct demo {
     json_t *ref;
-    tok_tokenizer *tok;
-    qwen3_model *model;
-    qwen3_state *state;
-    gen_session *session;
+    tok_tokenizer *tok; /* the model's */
+    gen_model *model;
+    gen_seq *seq;
 } demo;
 
 static void demo_free(demo *d) {
-    gen_session_free(d->session);
-    qwen3_state_free(d->state);
-    qwen3_free(d->model);
-    tok_free(d->tok);
+    gen_seq_free(d->seq);
+    gen_model_close(d->model);
     json_decref(d->ref);
 }
 
 static nc_status demo_open(demo *d, nc_error *err) {
     memset(d, 0, sizeof *d);
     NC_TRY(nc_json_load_file(DEMO "/reference.json", &d->ref, err));
-    NC_TRY(tok_load(DEMO, &d->tok, err));
-    qwen3_load_options lo = {1};
-    NC_TRY(qwen3_load(DEMO, &lo, &d->model, err));
-    NC_TRY(qwen3_state_new(d->model, 1024, &d->state, err));
-    gen_engine e = gen_engine_qwen3(d->model, d->state);
-    return gen_session_new(&e, d->tok, &d->session, err);
+    engine_options eo = {0};
+    eo.n_threads = 1;
+    NC_TRY(gen_model_open("cpu", DEMO, &eo, &d->model, err));
+    d->tok = d->model->tok;
+    return gen_seq_new(d->model, 1024, &d->seq, err);
 }
 
 /* HF's greedy ids up to (not including) the first eos; returns their count. */
@@ -65,7 +59,7 @@ static int expected_ids(const demo *d, const json_t *prompt, int32_t *out, int *
     *has_eos = 0;
     for (size_t i = 0; i < json_array_size(g) && n < MAX_IDS; i++) {
         int32_t id = (int32_t)json_integer_value(json_array_get(g, i));
-        if (gen_session_is_eos(d->session, id)) {
+        if (gen_model_is_eos(d->model, id)) {
             *has_eos = 1;
             break;
         }
@@ -97,8 +91,9 @@ static void test_demo_generation_matches_hf_greedy_ids(void) {
         req.max_new_tokens = (int)json_array_size(json_object_get(pr, "greedy_ids"));
         ids_sink got = {0};
         gen_result res;
-        gen_session_reset(d.session);
-        st = gen_generate(d.session, prompt, n_prompt, &req, collect_ids, &got, &res, &err);
+        gen_seq_reset(d.seq);
+        gen_callbacks cb = {collect_ids, NULL, &got};
+        st = gen_generate(d.seq, prompt, n_prompt, &req, &cb, &res, &err);
         if (st != NC_OK) {
             printf("  prompt %zu: %s\n", p, err.msg);
             failed = 1;

@@ -48,12 +48,18 @@ static size_t mutate(unsigned char *buf, size_t len, size_t cap) {
     int n_edits = 1 + (int)(next_rand() % 4);
     for (int k = 0; k < n_edits; k++) {
         switch (next_rand() % 6) {
-        case 0: if (len) buf[next_rand() % len] ^= (unsigned char)(1u << (next_rand() % 8)); break;
-        case 1: if (len) buf[next_rand() % len] = (unsigned char)next_rand(); break;
-        case 2: if (len) len = next_rand() % len; break; /* truncate */
-        case 3: { /* insert interesting byte */
-            static const unsigned char vals[] = {0, 0xff, 0x7f, 0x80, '"', '{', '}', '[', ']',
-                                                 ',', ':', '\\', '(', ')', '<', '>', '\n', '0'};
+        case 0:
+            if (len) buf[next_rand() % len] ^= (unsigned char)(1u << (next_rand() % 8));
+            break;
+        case 1:
+            if (len) buf[next_rand() % len] = (unsigned char)next_rand();
+            break;
+        case 2:
+            if (len) len = next_rand() % len;
+            break; /* truncate */
+        case 3: {  /* insert interesting byte */
+            static const unsigned char vals[] = {0,   0xff, 0x7f, 0x80, '"', '{', '}', '[',  ']',
+                                                 ',', ':',  '\\', '(',  ')', '<', '>', '\n', '0'};
             if (len < cap) {
                 size_t at = len ? next_rand() % (len + 1) : 0;
                 memmove(buf + at + 1, buf + at, len - at);
@@ -61,20 +67,24 @@ static size_t mutate(unsigned char *buf, size_t len, size_t cap) {
                 len++;
             }
         } break;
-        case 4: if (len > 1) { /* duplicate a chunk */
-            size_t from = next_rand() % len, n = 1 + next_rand() % (len - from);
-            if (len + n <= cap) {
-                size_t at = next_rand() % (len + 1);
-                memmove(buf + at + n, buf + at, len - at);
-                memmove(buf + at, buf + (from >= at ? from + n : from), n);
-                len += n;
+        case 4:
+            if (len > 1) { /* duplicate a chunk */
+                size_t from = next_rand() % len, n = 1 + next_rand() % (len - from);
+                if (len + n <= cap) {
+                    size_t at = next_rand() % (len + 1);
+                    memmove(buf + at + n, buf + at, len - at);
+                    memmove(buf + at, buf + (from >= at ? from + n : from), n);
+                    len += n;
+                }
             }
-        } break;
-        case 5: if (len) { /* delete a chunk */
-            size_t at = next_rand() % len, n = 1 + next_rand() % (len - at);
-            memmove(buf + at, buf + at + n, len - at - n);
-            len -= n;
-        } break;
+            break;
+        case 5:
+            if (len) { /* delete a chunk */
+                size_t at = next_rand() % len, n = 1 + next_rand() % (len - at);
+                memmove(buf + at, buf + at + n, len - at - n);
+                len -= n;
+            }
+            break;
         }
     }
     return len;
@@ -90,7 +100,8 @@ int main(int argc, char **argv) {
     const char *env = getenv("NECTAR_FUZZ_ITERATIONS");
     if (env) iterations = atol(env);
 
-    for (int i = 0; i < n_seeds; i++) LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
+    for (int i = 0; i < n_seeds; i++)
+        LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
     size_t cap = 1 << 16;
     unsigned char *buf = malloc(cap);
     for (long it = 0; it < iterations; it++) {
@@ -101,7 +112,8 @@ int main(int argc, char **argv) {
             memcpy(buf, seeds[s], len);
         } else {
             len = next_rand() % 256;
-            for (size_t j = 0; j < len; j++) buf[j] = (unsigned char)next_rand();
+            for (size_t j = 0; j < len; j++)
+                buf[j] = (unsigned char)next_rand();
         }
         len = mutate(buf, len, cap);
         unsigned char *exact = malloc(len ? len : 1); /* exact size so ASan sees overreads */
@@ -110,7 +122,8 @@ int main(int argc, char **argv) {
         free(exact);
     }
     free(buf);
-    for (int i = 0; i < n_seeds; i++) free(seeds[i]);
+    for (int i = 0; i < n_seeds; i++)
+        free(seeds[i]);
     printf("PASS %s (%d seeds, %ld mutated inputs, no crash)\n", name, n_seeds, iterations);
     return 0;
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mil_blob_file f;

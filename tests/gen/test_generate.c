@@ -1,8 +1,8 @@
-/* The generation loop on a scripted fake engine (the logits after P cached
- * tokens peak on script[P]), with the demo model's real tokenizer: greedy
- * output must be the script's continuation as tok_decode spells it; eos,
- * stop strings, token limits, a full context, truncation, cancellation and
- * KV-prefix reuse each end or shape generation as documented. */
+/* The per-sequence pipeline on a scripted fake engine behind the engine
+ * seam (the logits after P cached tokens peak on script[P]), with the demo model's real tokenizer:
+ * greedy output must be the script's continuation as tok_decode spells it; eos, stop strings, token
+ * limits, a full context, truncation, cancellation and KV-prefix reuse each end or shape generation
+ * as documented. */
 #include "../test.h"
 #include "gen/generate.h"
 #include "text/tokenizer.h"
@@ -17,20 +17,17 @@ typedef struct fake {
     int32_t fail_on; /* a token id the fake rejects, -1 none */
 } fake;
 
-static int f_pos(const void *s) {
+static int f_pos(const engine *e, const engine_seq *s) {
+    (void)e;
     return ((const fake *)s)->pos;
 }
-static int f_ctx(const void *s) {
-    return ((const fake *)s)->ctx;
-}
-static void f_truncate(void *s, int n) {
-    fake *f = s;
+static int f_truncate(engine *e, engine_seq *s, int n) {
+    (void)e;
+    fake *f = (fake *)s;
     if (n < f->pos) f->pos = n;
+    return f->pos;
 }
-static nc_status f_forward(void *m, void *s, const int32_t *t, int n, float *logits,
-                           nc_error *err) {
-    (void)m;
-    fake *f = s;
+static nc_status f_forward(fake *f, const int32_t *t, int n, float *logits, nc_error *err) {
     if (f->pos + n > f->ctx) return nc_fail(err, NC_ERR_RANGE, "fake: context full");
     for (int i = 0; i < n; i++)
         if (t[i] == f->fail_on) return nc_fail(err, NC_ERR_INVALID, "fake: token %d", t[i]);
@@ -42,17 +39,31 @@ static nc_status f_forward(void *m, void *s, const int32_t *t, int n, float *log
     logits[f->script[f->pos % f->n_script]] = 10.0f;
     return NC_OK;
 }
-
-static gen_engine fake_engine(fake *f) {
-    gen_engine e = {0};
-    e.state = f;
-    e.n_vocab = f->n_vocab;
-    e.pos = f_pos;
-    e.ctx = f_ctx;
-    e.truncate = f_truncate;
-    e.forward = f_forward;
-    return e;
+static nc_status f_step(engine *e, engine_step_item *items, int n, nc_error *err) {
+    (void)e;
+    (void)err;
+    for (int i = 0; i < n; i++)
+        items[i].status = f_forward((fake *)items[i].seq, items[i].tokens, items[i].n,
+                                    items[i].logits, &items[i].err);
+    return NC_OK;
 }
+/* one sequence: the fake itself */
+static nc_status f_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err) {
+    (void)ctx;
+    (void)err;
+    *out = (engine_seq *)e->impl;
+    return NC_OK;
+}
+static void f_seq_free(engine *e, engine_seq *s) {
+    (void)e;
+    (void)s;
+}
+
+static const engine_ops fake_ops = {.seq_new = f_seq_new,
+                                    .seq_free = f_seq_free,
+                                    .seq_pos = f_pos,
+                                    .seq_truncate = f_truncate,
+                                    .step = f_step};
 
 typedef struct sink {
     char text[4096];
@@ -60,16 +71,29 @@ typedef struct sink {
     int n_calls, cancel_after;
 } sink;
 
-static int collect(void *user, int32_t token, const char *text, size_t len) {
-    (void)token;
+static int collect(void *user, gen_text_kind kind, const char *text, size_t len) {
+    (void)kind;
     sink *k = user;
     if (k->len + len < sizeof k->text) {
         if (len) memcpy(k->text + k->len, text, len);
         k->len += len;
         k->text[k->len] = '\0';
     }
+    return 0;
+}
+
+static int count_token(void *user, int32_t token, const float *logits) {
+    (void)token;
+    (void)logits;
+    sink *k = user;
     k->n_calls++;
     return k->cancel_after && k->n_calls >= k->cancel_after;
+}
+
+static nc_status generate(gen_seq *s, const int32_t *ids, int n, const gen_request *req, sink *k,
+                          gen_result *res, nc_error *err) {
+    gen_callbacks cb = {count_token, collect, k};
+    return gen_generate(s, ids, n, req, &cb, res, err);
 }
 
 static const char *SCRIPT_TEXT =
@@ -81,7 +105,9 @@ typedef struct setup {
     int32_t *ids;
     size_t n_ids;
     fake f;
-    gen_session *s;
+    engine e;
+    gen_model m;
+    gen_seq *s;
 } setup;
 
 static int make_setup_text(setup *u, int ctx, const char *text, nc_error *err) {
@@ -89,8 +115,11 @@ static int make_setup_text(setup *u, int ctx, const char *text, nc_error *err) {
     if (tok_load(TOKENIZER, &u->tok, err) != NC_OK) return 0;
     if (tok_encode(u->tok, text, strlen(text), &u->ids, &u->n_ids, err) != NC_OK) return 0;
     u->f = (fake){u->ids, (int)u->n_ids, 0, ctx, 4096, 0, 0, -1};
-    gen_engine e = fake_engine(&u->f);
-    return gen_session_new(&e, u->tok, &u->s, err) == NC_OK;
+    u->e = (engine){.ops = &fake_ops, .impl = &u->f, .kind = "fake", .n_vocab = 4096};
+    u->e.ctx_max = ctx;
+    u->m = (gen_model){.e = &u->e, .tok = u->tok};
+    gen_model_build_eos(&u->m);
+    return gen_seq_new(&u->m, ctx, &u->s, err) == NC_OK;
 }
 
 static int make_setup(setup *u, int ctx, nc_error *err) {
@@ -98,7 +127,7 @@ static int make_setup(setup *u, int ctx, nc_error *err) {
 }
 
 static void free_setup(setup *u) {
-    gen_session_free(u->s);
+    gen_seq_free(u->s);
     free(u->ids);
     tok_free(u->tok);
 }
@@ -134,7 +163,7 @@ static void test_greedy_continuation_is_the_script(void) {
     gen_request req = greedy(n_new);
     sink out = {0};
     gen_result res;
-    nc_status st = gen_generate(u.s, u.ids, k, &req, collect, &out, &res, &err);
+    nc_status st = generate(u.s, u.ids, k, &req, &out, &res, &err);
     char expect[2048];
     int dec = decode_range(&u, (size_t)k, u.n_ids, expect, sizeof expect);
     int fwd = u.f.n_forwarded;
@@ -162,7 +191,7 @@ static void test_eos_and_stop_string_end_generation(void) {
     gen_request req = greedy(50);
     sink a = {0};
     gen_result ra;
-    nc_status st1 = gen_generate(u.s, u.ids, 4, &req, collect, &a, &ra, &err);
+    nc_status st1 = generate(u.s, u.ids, 4, &req, &a, &ra, &err);
     char expect_a[512];
     int dec_a = decode_range(&u, 4, 9, expect_a, sizeof expect_a);
     u.ids[9] = saved;
@@ -172,8 +201,8 @@ static void test_eos_and_stop_string_end_generation(void) {
     req.n_stops = 2;
     sink b = {0};
     gen_result rb;
-    gen_session_reset(u.s);
-    nc_status st2 = gen_generate(u.s, u.ids, 2, &req, collect, &b, &rb, &err);
+    gen_seq_reset(u.s);
+    nc_status st2 = generate(u.s, u.ids, 2, &req, &b, &rb, &err);
     char expect_b[1024];
     int dec_b = decode_range(&u, 2, u.n_ids, expect_b, sizeof expect_b);
     char *cut = dec_b ? strstr(expect_b, " created the") : NULL;
@@ -199,7 +228,7 @@ static void test_context_overflow_is_an_error_before_any_output(void) {
     gen_request req = greedy(10);
     sink a = {0};
     gen_result r;
-    nc_status st = gen_generate(u.s, u.ids, 10, &req, collect, &a, &r, &err);
+    nc_status st = generate(u.s, u.ids, 10, &req, &a, &r, &err);
     int fwd_after_error = u.f.n_forwarded;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", err.msg);
@@ -207,24 +236,24 @@ static void test_context_overflow_is_an_error_before_any_output(void) {
     req.truncate = 1;
     sink b = {0};
     gen_result rt;
-    nc_status st2 = gen_generate(u.s, u.ids, 10, &req, collect, &b, &rt, &err);
+    nc_status st2 = generate(u.s, u.ids, 10, &req, &b, &rt, &err);
     char expect[512];
     /* the fake predicts by position: 6 cached tokens continue with script[6] */
     int dec = decode_range(&u, 6, 16, expect, sizeof expect);
     /* no limit: runs until the cache is full */
     gen_request unlimited = greedy(-1);
-    gen_session_reset(u.s);
+    gen_seq_reset(u.s);
     sink c = {0};
     gen_result ru;
-    nc_status st3 = gen_generate(u.s, u.ids, 4, &unlimited, collect, &c, &ru, &err);
+    nc_status st3 = generate(u.s, u.ids, 4, &unlimited, &c, &ru, &err);
     /* no limit and too long a prompt: truncation keeps half the context */
     gen_request unlimited_trunc = greedy(-1);
     unlimited_trunc.truncate = 1;
     gen_result rut;
-    nc_status st5 = gen_generate(u.s, u.ids, 20, &unlimited_trunc, collect, &c, &rut, &err);
+    nc_status st5 = generate(u.s, u.ids, 20, &unlimited_trunc, &c, &rut, &err);
     /* an empty prompt */
     gen_result re;
-    nc_status st4 = gen_generate(u.s, u.ids, 0, &req, collect, &c, &re, &err);
+    nc_status st4 = generate(u.s, u.ids, 0, &req, &c, &re, &err);
     free_setup(&u);
     CHECK(st == NC_ERR_RANGE);
     CHECKF(strstr(msg, "10 tokens") && strstr(msg, "context of 16"), "message: %s", msg);
@@ -252,35 +281,35 @@ static void test_prefix_reuse_and_cancel(void) {
     gen_request req = greedy(3);
     sink a = {0};
     gen_result r1, r2, r3;
-    nc_status st1 = gen_generate(u.s, u.ids, 8, &req, collect, &a, &r1, &err);
+    nc_status st1 = generate(u.s, u.ids, 8, &req, &a, &r1, &err);
     /* the next prompt extends the first one plus two of its generated tokens:
      * the 8 + 2 cached tokens are reused, only the rest runs */
     int fwd0 = u.f.n_forwarded;
-    nc_status st2 = gen_generate(u.s, u.ids, 14, &req, collect, &a, &r2, &err);
+    nc_status st2 = generate(u.s, u.ids, 14, &req, &a, &r2, &err);
     int fwd1 = u.f.n_forwarded - fwd0;
     /* the identical prompt again: everything but the last token is reused */
     int fwd2_0 = u.f.n_forwarded;
-    nc_status st3 = gen_generate(u.s, u.ids, 14, &req, collect, &a, &r3, &err);
+    nc_status st3 = generate(u.s, u.ids, 14, &req, &a, &r3, &err);
     int fwd2 = u.f.n_forwarded - fwd2_0;
     /* a diverging prompt: only the shared prefix is reused */
     int32_t saved = u.ids[3];
     u.ids[3] = u.ids[4];
     gen_result r4;
-    nc_status st4 = gen_generate(u.s, u.ids, 12, &req, collect, &a, &r4, &err);
+    nc_status st4 = generate(u.s, u.ids, 12, &req, &a, &r4, &err);
     u.ids[3] = saved;
     /* cancel after the second callback */
     gen_request long_req = greedy(40);
     sink c = {0};
     c.cancel_after = 2;
     gen_result r5;
-    nc_status st5 = gen_generate(u.s, u.ids, 5, &long_req, collect, &c, &r5, &err);
+    nc_status st5 = generate(u.s, u.ids, 5, &long_req, &c, &r5, &err);
     /* a failing forward pass is reported and leaves the session usable */
     u.f.fail_on = u.ids[20];
     gen_result r6;
-    nc_status st6 = gen_generate(u.s, u.ids, 22, &req, collect, &a, &r6, &err);
+    nc_status st6 = generate(u.s, u.ids, 22, &req, &a, &r6, &err);
     u.f.fail_on = -1;
     gen_result r7;
-    nc_status st7 = gen_generate(u.s, u.ids, 22, &req, collect, &a, &r7, &err);
+    nc_status st7 = generate(u.s, u.ids, 22, &req, &a, &r7, &err);
     free_setup(&u);
     CHECK(st1 == NC_OK && st2 == NC_OK && st3 == NC_OK && st4 == NC_OK);
     CHECKF(r2.n_prompt_cached == 10 && fwd1 == 4 + 2, "cached %d forwarded %d", r2.n_prompt_cached,
@@ -312,7 +341,7 @@ static void test_stop_string_over_split_utf8_characters(void) {
     req.n_stops = 1;
     sink out = {0};
     gen_result res;
-    nc_status st = gen_generate(u.s, u.ids, 3, &req, collect, &out, &res, &err);
+    nc_status st = generate(u.s, u.ids, 3, &req, &out, &res, &err);
     char expect[256];
     int dec = decode_range(&u, 3, u.n_ids, expect, sizeof expect);
     char *cut = dec ? strstr(expect, stops[0]) : NULL;

@@ -29,6 +29,26 @@ else
     fail compile_bundle_passes_mil_check_ane "$(grep error "$TMP/out" | head -3)"
 fi
 
+# no emitted program gathers with int32 indices (the ANE compiler refuses
+# them: docs/ane-rules.md); read off the MIL text by tests/lower/gather_indices.awk,
+# for the Qwen3 bundle (which gathers: the KV spread) and an encoder bundle
+AWK=tests/lower/gather_indices.awk
+"$BIN" compile -m tests/fixtures/modernbert/mb_mlm -o "$TMP/enc" --buckets 32 --batches 1 >/dev/null 2>&1
+awk -f $AWK "$TMP"/b/*/model.mil >"$TMP/gq" 2>&1
+awk -f $AWK "$TMP"/enc/*/model.mil >"$TMP/ge"
+if [ -s "$TMP/gq" ] && ! grep -qv " uint16$" "$TMP/gq" && ! grep -q " int32$" "$TMP/ge" &&
+    [ -f "$TMP/enc/encoder/model.mil" ]; then
+    pass compile_emits_no_int32_gather_indices
+else
+    fail compile_emits_no_int32_gather_indices "$(grep -v " uint16$" "$TMP/gq" "$TMP/ge" | head -3)"
+fi
+printf 'func main<ios18>(tensor<int32, [4]> i, tensor<fp16, [8]> t) {\n    tensor<fp16, [4]> y = gather(axis = a, indices = i, x = t)[name = string("g")];\n' >"$TMP/neg.mil"
+if [ "$(awk -f $AWK "$TMP/neg.mil" | cut -d' ' -f3)" = int32 ]; then
+    pass gather_indices_awk_sees_int32
+else
+    fail gather_indices_awk_sees_int32 "$(awk -f $AWK "$TMP/neg.mil")"
+fi
+
 # greedy continuation through the bundle == HF's text for this model's prompts
 n=0
 for p in "$FIX"/run_tiny_gqa2_*.prompt; do
@@ -87,7 +107,7 @@ check_err compile_bad_ctx "multiple of 32" "$BIN" compile -m $M -o "$TMP/x1" --c
 check_err compile_bad_bucket "not a multiple of 32" "$BIN" compile -m $M -o "$TMP/x2" --buckets 32,48
 check_err compile_bucket_over_ctx "exceeds" "$BIN" compile -m $M -o "$TMP/x3" --ctx 64 --buckets 128
 check_err compile_missing_model "no such model folder" "$BIN" compile -m "$TMP/none" -o "$TMP/x4"
-check_err compile_bad_lm_head "ane or cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
+check_err compile_bad_lm_head "is not one of ane|cpu" "$BIN" compile -m $M -o "$TMP/x5" --lm-head gpu
 mkdir -p "$TMP/notbundle" && echo keep >"$TMP/notbundle/file"
 check_err compile_refuses_foreign_folder "not a nectar bundle" "$BIN" compile -m $M -o "$TMP/notbundle"
 # a checkpoint missing a tensor: fails naming it, nothing written
@@ -105,7 +125,7 @@ else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
-check_err run_bad_backend "cpu or mil" "$BIN" run --backend gpu -m $M -p hi -n 1
+check_err run_bad_backend "is not one of cpu|mil|ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
 check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \
@@ -126,3 +146,42 @@ if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --lm-head cpu $T >/dev/null 2>"$TM
 else
     fail compile_replaces_bundle_and_cpu_head_matches "$(tail -2 "$TMP/err")"
 fi
+
+# every kernels-per-layer variant (4 qkv,kv,attn,mlp; 3 kv merged into attn;
+# 2 qkva,mlp; 1 layer): passes `mil check --target ane`, gathers with no
+# int32 index, has k * layers + 1 kernels per token, and gives the cpu
+# backend's 64 greedy tokens ($TMP/cpu above) through the interpreter and
+# through the fake ANE device
+L=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_hidden_layers'])" $M/config.json)
+for k in 3 2 1; do
+    B="$TMP/k$k"
+    if "$BIN" compile -m $M -o "$B" --ctx 128 --buckets 32,64 $T --kernels-per-layer $k >"$TMP/out" 2>"$TMP/err" &&
+        grep -q "$((k * L + 1)) kernels per token" "$TMP/out" &&
+        "$BIN" mil check --target ane -q "$B" >"$TMP/chk" 2>&1 &&
+        awk -f $AWK "$B"/*/model.mil >"$TMP/gk" && [ -s "$TMP/gk" ] && ! grep -qv " uint16$" "$TMP/gk"; then
+        pass "compile_kernels_per_layer_${k}_passes_ane_rules"
+    else
+        fail "compile_kernels_per_layer_${k}_passes_ane_rules" "$(cat "$TMP/err" "$TMP/chk" | tail -3)"
+    fi
+    for be in mil ane; do
+        dev=""
+        [ $be = ane ] && dev="--ane-device fake"
+        # shellcheck disable=SC2086
+        "$BIN" run $T --backend $be $dev -m "$B" -p "In the beginning" --temp 0 -n 64 >"$TMP/k_out" 2>"$TMP/err"
+        if [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/k_out"; then
+            pass "run_kernels_per_layer_${k}_${be}_equals_cpu"
+        else
+            fail "run_kernels_per_layer_${k}_${be}_equals_cpu" "'$(cat "$TMP/k_out")' $(tail -1 "$TMP/err")"
+        fi
+    done
+done
+# one kernel per layer with an odd layer count leaves the last activation in
+# the second surface: the cpu head must read it from there (ane_plan.x_final)
+"$BIN" compile -m $M -o "$TMP/k1c" --ctx 128 --buckets 32,64 $T --kernels-per-layer 1 --lm-head cpu >/dev/null 2>&1
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/k1c" -p "In the beginning" --temp 0 -n 64 >"$TMP/k_out" 2>"$TMP/err"
+if [ $((L % 2)) = 1 ] && [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/k_out"; then
+    pass run_kernels_per_layer_1_cpu_head_ane_equals_cpu
+else
+    fail run_kernels_per_layer_1_cpu_head_ane_equals_cpu "L=$L '$(cat "$TMP/k_out")' $(tail -1 "$TMP/err")"
+fi
+check_err compile_bad_kernels_per_layer "kernels-per-layer" "$BIN" compile -m $M -o "$TMP/x9" --kernels-per-layer 5

@@ -12,8 +12,7 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "gen/engine_mil.h"
-#include "gen/engine_qwen3.h"
+#include "engine/engine.h"
 #include "io/npy.h"
 #include "lower/bundle_io.h"
 #include "lower/qwen3_compile.h"
@@ -74,9 +73,9 @@ static int compile_fixture(int i) {
 
 /* --- program-level properties -------------------------------------------- */
 
-static const char *const forbidden[] = {"scatter", "scatter_along_axis", "scatter_nd",
-                                        "slice_update", "read_state", "write_state",
-                                        "scaled_dot_product_attention"};
+static const char *const forbidden[] = {
+    "scatter",     "scatter_along_axis",          "scatter_nd", "slice_update", "read_state",
+    "write_state", "scaled_dot_product_attention"};
 
 static void check_program(const char *path) {
     nc_error err = {0};
@@ -100,7 +99,8 @@ static void check_program(const char *path) {
             int64_t last = v->type->dims[v->type->rank - 1];
             CHECKF(last >= 32 && last % 32 == 0, "%s: %s I/O %s last axis %lld", path, fn->name,
                    v->name, (long long)last);
-            CHECKF(v->type->dtype == MIL_DT_FP16, "%s: %s I/O %s is not fp16", path, fn->name, v->name);
+            CHECKF(v->type->dtype == MIL_DT_FP16, "%s: %s I/O %s is not fp16", path, fn->name,
+                   v->name);
         }
     }
     /* round trip: print -> parse -> print gives the same text */
@@ -182,15 +182,15 @@ static int argmax(const float *x, int n) {
 
 /* Greedy continuation of ids: n steps through engine e; logits0 gets the
  * prompt's last-token logits. */
-static void greedy(gen_engine *e, const int32_t *ids, int n_ids, int steps, int32_t *out,
-                   float *logits0) {
+static void greedy(engine *e, engine_seq *q, const int32_t *ids, int n_ids, int steps,
+                   int32_t *out, float *logits0) {
     float *lg = malloc((size_t)e->n_vocab * sizeof *lg);
     nc_error err = {0};
-    CHECK_OK(e->forward(e->model, e->state, ids, n_ids, lg, &err), &err);
+    CHECK_OK(engine_forward(e, q, ids, n_ids, lg, &err), &err);
     if (logits0) memcpy(logits0, lg, (size_t)e->n_vocab * sizeof *lg);
     for (int s = 0; s < steps && !err.code; s++) {
         out[s] = argmax(lg, e->n_vocab);
-        if (s + 1 < steps) CHECK_OK(e->forward(e->model, e->state, &out[s], 1, lg, &err), &err);
+        if (s + 1 < steps) CHECK_OK(engine_forward(e, q, &out[s], 1, lg, &err), &err);
     }
     free(lg);
 }
@@ -205,13 +205,15 @@ static void keep_rows(void *user, int layer, const float *x, int n, int width) {
     if (layer >= 64) return;
     h->width = width;
     if (layer + 1 > h->n_layers) h->n_layers = layer + 1;
-    h->rows[layer] = realloc(h->rows[layer], (size_t)(h->n_rows[layer] + n) * width * sizeof(float));
+    h->rows[layer] =
+        realloc(h->rows[layer], (size_t)(h->n_rows[layer] + n) * width * sizeof(float));
     memcpy(h->rows[layer] + (size_t)h->n_rows[layer] * width, x, (size_t)n * width * sizeof(float));
     h->n_rows[layer] += n;
 }
 
 static void free_rows(hidden_rows *h) {
-    for (int l = 0; l < 64; l++) free(h->rows[l]);
+    for (int l = 0; l < 64; l++)
+        free(h->rows[l]);
 }
 
 static void test_mil_backend_matches_hf_and_cpu(void) {
@@ -220,35 +222,41 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
         prompt_ref r;
         CHECK(load_ref(fixtures[i].dir, &r));
         nc_error err = {0};
-        qwen3_model *cm = NULL;
-        qwen3_state *cs = NULL;
-        gen_mil *mm = NULL;
-        qwen3_load_options lo = {2};
-        CHECK_OK(qwen3_load(fixtures[i].dir, &lo, &cm, &err), &err);
-        if (cm) CHECK_OK(qwen3_state_new(cm, fixtures[i].ctx, &cs, &err), &err);
-        CHECK_OK(gen_mil_open(bundles[i], 2, &mm, &err), &err);
-        if (!cs || !mm) {
-            qwen3_state_free(cs);
-            qwen3_free(cm);
-            gen_mil_free(mm);
+        engine *ec = NULL, *em = NULL;
+        engine_seq *cs = NULL, *ms = NULL;
+        engine_options eo = {0};
+        eo.n_threads = 2;
+        CHECK_OK(engine_open("qwen3-cpu", fixtures[i].dir, &eo, &ec, &err), &err);
+        CHECK_OK(engine_seq_new(ec, fixtures[i].ctx, &cs, &err), &err);
+        CHECK_OK(engine_open("qwen3-mil", bundles[i], &eo, &em, &err), &err);
+        if (em) CHECK_OK(engine_seq_new(em, 0, &ms, &err), &err);
+        if (!cs || !ms) {
+            if (ec) engine_seq_free(ec, cs);
+            if (em) engine_seq_free(em, ms);
+            engine_close(ec);
+            engine_close(em);
             return;
         }
         hidden_rows hc = {0}, hm = {0};
-        qwen3_set_layer_hook(cm, keep_rows, &hc);
-        gen_mil_set_layer_hook(mm, keep_rows, &hm);
-        gen_engine ec = gen_engine_qwen3(cm, cs), em = gen_engine_mil(mm);
-        int V = ec.n_vocab;
+        CHECK_OK(engine_set_layer_hook(ec, keep_rows, &hc, &err), &err);
+        CHECK_OK(engine_set_layer_hook(em, keep_rows, &hm, &err), &err);
+        int V = ec->n_vocab;
         float *lc = malloc((size_t)V * sizeof *lc), *lm = malloc((size_t)V * sizeof *lm);
         int32_t gc[N_GREEDY], gm[N_GREEDY];
-        greedy(&ec, r.ids, r.n_ids, N_GREEDY, gc, lc);
-        greedy(&em, r.ids, r.n_ids, N_GREEDY, gm, lm);
+        greedy(ec, cs, r.ids, r.n_ids, N_GREEDY, gc, lc);
+        greedy(em, ms, r.ids, r.n_ids, N_GREEDY, gm, lm);
 
         /* greedy: HF's ids (independent), and the cpu backend's for 64 tokens */
-        int same_hf = 0, same_cpu = 0, cpu_hf = 0, n_hf = r.n_greedy < N_GREEDY ? r.n_greedy : N_GREEDY;
-        while (same_hf < n_hf && gm[same_hf] == r.greedy[same_hf]) same_hf++;
-        while (cpu_hf < n_hf && gc[cpu_hf] == r.greedy[cpu_hf]) cpu_hf++;
-        while (same_cpu < N_GREEDY && gm[same_cpu] == gc[same_cpu]) same_cpu++;
-        CHECKF(same_cpu == N_GREEDY, "%s: mil greedy leaves cpu's after %d tokens", fixtures[i].dir, same_cpu);
+        int same_hf = 0, same_cpu = 0, cpu_hf = 0,
+            n_hf = r.n_greedy < N_GREEDY ? r.n_greedy : N_GREEDY;
+        while (same_hf < n_hf && gm[same_hf] == r.greedy[same_hf])
+            same_hf++;
+        while (cpu_hf < n_hf && gc[cpu_hf] == r.greedy[cpu_hf])
+            cpu_hf++;
+        while (same_cpu < N_GREEDY && gm[same_cpu] == gc[same_cpu])
+            same_cpu++;
+        CHECKF(same_cpu == N_GREEDY, "%s: mil greedy leaves cpu's after %d tokens", fixtures[i].dir,
+               same_cpu);
         /* HF's ids bind wherever the checkpoint is the one reference.json was
          * made from (the cpu backend reproduces them); otherwise say so */
         if (cpu_hf == n_hf)
@@ -256,7 +264,8 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
                    fixtures[i].dir, same_hf, n_hf);
         else
             printf("# %s: reference.json does not match this checkpoint (cpu = HF for %d of %d); "
-                   "compared with the cpu backend only\n", fixtures[i].dir, cpu_hf, n_hf);
+                   "compared with the cpu backend only\n",
+                   fixtures[i].dir, cpu_hf, n_hf);
 
         /* last-token logits against HF's float32 logits (or the cpu's where
          * the fixture has none) */
@@ -280,9 +289,10 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
             sum_abs += d;
             if (fabs(ref[v]) > max_ref) max_ref = fabs(ref[v]);
         }
-        printf("# %s: logits vs %s: max abs %.5f, mean abs %.6f (max |logit| %.2f); greedy = HF for "
-               "%d, = cpu for %d tokens\n",
-               fixtures[i].dir, hf ? "HF" : "cpu", max_abs, sum_abs / V, max_ref, same_hf, same_cpu);
+        printf(
+            "# %s: logits vs %s: max abs %.5f, mean abs %.6f (max |logit| %.2f); greedy = HF for "
+            "%d, = cpu for %d tokens\n",
+            fixtures[i].dir, hf ? "HF" : "cpu", max_abs, sum_abs / V, max_ref, same_hf, same_cpu);
         CHECKF(max_abs <= LOGIT_MAX_REL * max_ref, "%s: logits max abs error %.4f > %.4f",
                fixtures[i].dir, max_abs, LOGIT_MAX_REL * max_ref);
 
@@ -292,11 +302,10 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
         int nl = 0;
         for (int k = 0; k < r.n_ids && nl < MAX_IDS; k++) longp[nl++] = r.ids[k];
         for (int k = 0; k < N_GREEDY && nl < 70; k++) longp[nl++] = gc[k];
-        ec.truncate(ec.state, 0);
-        em.truncate(em.state, 0);
-        CHECK(em.pos(em.state) == 0);
-        CHECK_OK(ec.forward(ec.model, ec.state, longp, nl, lc, &err), &err);
-        CHECK_OK(em.forward(em.model, em.state, longp, nl, lm, &err), &err);
+        engine_seq_truncate(ec, cs, 0);
+        CHECK(engine_seq_truncate(em, ms, 0) == 0 && engine_seq_pos(em, ms) == 0);
+        CHECK_OK(engine_forward(ec, cs, longp, nl, lc, &err), &err);
+        CHECK_OK(engine_forward(em, ms, longp, nl, lm, &err), &err);
         double lmax = 0, lref = 0;
         for (int v = 0; v < V; v++) {
             lmax = fmax(lmax, fabs((double)lm[v] - lc[v]));
@@ -307,14 +316,16 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
                fixtures[i].dir, nl, lmax);
 
         /* per-layer hidden states over every processed token */
-        CHECK(hc.n_layers == hm.n_layers && hc.n_layers == qwen3_model_config(cm)->num_hidden_layers);
+        CHECK(hc.n_layers == hm.n_layers && hc.n_layers == ec->n_layers);
         for (int l = 0; l < hc.n_layers && l < hm.n_layers; l++) {
-            CHECKF(hc.n_rows[l] == hm.n_rows[l], "layer %d: %d vs %d rows", l, hc.n_rows[l], hm.n_rows[l]);
+            CHECKF(hc.n_rows[l] == hm.n_rows[l], "layer %d: %d vs %d rows", l, hc.n_rows[l],
+                   hm.n_rows[l]);
             if (hc.n_rows[l] != hm.n_rows[l]) continue;
             double worst = 0, mean = 0;
             size_t n = (size_t)hc.n_rows[l] * hc.width;
             for (int t = 0; t < hc.n_rows[l]; t++) {
-                const float *a = hc.rows[l] + (size_t)t * hc.width, *b = hm.rows[l] + (size_t)t * hc.width;
+                const float *a = hc.rows[l] + (size_t)t * hc.width,
+                            *b = hm.rows[l] + (size_t)t * hc.width;
                 double scale = 0, d = 0;
                 for (int k = 0; k < hc.width; k++) {
                     scale = fmax(scale, fabs(a[k]));
@@ -324,19 +335,22 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
                 if (d / scale > worst) worst = d / scale;
             }
             if (l == hc.n_layers - 1)
-                printf("# %s: last layer hidden states: mean abs diff %.6f, worst row max/|max| %.4f\n",
+                printf("# %s: last layer hidden states: mean abs diff %.6f, worst row max/|max| "
+                       "%.4f\n",
                        fixtures[i].dir, mean / n, worst);
-            CHECKF(worst <= HIDDEN_MAX_REL, "%s layer %d: hidden state differs by %.4f of the row's max",
-                   fixtures[i].dir, l, worst);
+            CHECKF(worst <= HIDDEN_MAX_REL,
+                   "%s layer %d: hidden state differs by %.4f of the row's max", fixtures[i].dir, l,
+                   worst);
         }
         free_rows(&hc);
         free_rows(&hm);
         free(hf);
         free(lc);
         free(lm);
-        gen_mil_free(mm);
-        qwen3_state_free(cs);
-        qwen3_free(cm);
+        engine_seq_free(em, ms);
+        engine_seq_free(ec, cs);
+        engine_close(em);
+        engine_close(ec);
     }
 }
 
@@ -366,7 +380,17 @@ static void test_compile_errors_leave_nothing(void) {
     lower_manifest_free(&m);
 }
 
+/* The KV spread gathers with uint16 indices, so a context above 65,535 is
+ * refused with one line naming the flag and the limit. */
+static void test_ctx_limit_of_uint16_indices(void) {
+    nc_error err = {0};
+    CHECK(lower_qwen3_check_ctx(65535, &err) == NC_OK);
+    CHECK(lower_qwen3_check_ctx(65536, &err) != NC_OK);
+    CHECK(strstr(err.msg, "--ctx 65536") && strstr(err.msg, "uint16") && !strchr(err.msg, '\n'));
+}
+
 int main(void) {
+    RUN(test_ctx_limit_of_uint16_indices);
     RUN(test_programs_pass_ane_rules_and_round_trip);
     RUN(test_mil_backend_matches_hf_and_cpu);
     RUN(test_compile_errors_leave_nothing);

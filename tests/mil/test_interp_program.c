@@ -15,7 +15,7 @@
 #include "mil/ops.h"
 #include "mil/parse.h"
 
-#define ATTN "data/mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil"
+#define ATTN "mil-corpus/joshuaswarren__mil-hwx-compiler__tests__fixtures__attention.mil"
 
 /* Max |got - want| over the output, NaN counted as infinite. */
 static double max_abs_diff(const mil_interp_view *got, const nc_npy *want) {
@@ -30,8 +30,8 @@ static double max_abs_diff(const mil_interp_view *got, const nc_npy *want) {
 }
 
 static void attention_case(mil_interp_mode mode, const char *golden, double tol) {
-    const char *path = nc_test_shared_path(ATTN);
-    if (!path) SKIP("shared corpus not found");
+    const char *path = nc_test_fixture_path(ATTN);
+    CHECKF(path, "tests/fixtures/mil-corpus attention.mil missing");
     nc_error err;
     mil_program *prog;
     mil_interp *it;
@@ -117,7 +117,7 @@ static int run_rmsnorm(const char *name, mil_interp_mode mode, double *max_err, 
     return rc;
 }
 
-/* RMSNorm of activations around 300 in the ANE layout (DESIGN.md §3): the
+/* RMSNorm of activations around 300 in the ANE layout (docs/ane-rules.md): the
  * naive program squares x, which overflows fp16, and the fp16 model shows it
  * (while fp32 mode matches numpy); the program that squares x/128 instead
  * matches numpy in fp16 mode too. */

@@ -1,6 +1,6 @@
 /* weight.bin writer and reader against the layout of Apple's files: the
  * byte-exact example and the real offsets recorded in
- * shared/reference/mil-format.md section 3 (64, 8320, 8512, ... of the
+ * docs/references.md §M.3 (64, 8320, 8512, ... of the
  * coremlc-compiled conv stack; 64, 4736, 5312 of the encoder), LSB-first
  * sub-byte packing worked out by hand from the MILBlob definition, and every
  * validation error of the reader; and a file written by Apple's own
@@ -11,7 +11,7 @@
 
 #include "../test.h"
 #include "base/mmap.h"
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 
 static char tmp_dir[256];
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # `nectar mil fmt/info/bundle` end to end. The weight file is the byte-exact
-# 136-byte example of shared/reference/mil-format.md (one fp16 [4] blob,
+# 136-byte example of docs/references.md §M.3 (one fp16 [4] blob,
 # values 1..4), written here with printf; the bundle must copy it unchanged,
 # rewrite a relative @model_path/../ path and refuse bad input without
 # leaving a partial folder.
@@ -63,17 +63,12 @@ elif grep -q "bad.mil:4:15: unknown variable 'y'" "$TMP/err" && [ ! -e "$TMP/bad
     pass fmt_reports_line_and_column
 else fail fmt_reports_line_and_column "$(cat "$TMP/err")"; fi
 
-CORPUS=${NECTAR_SHARED:-../shared}/data/mil-corpus
-if [ -d "$CORPUS" ]; then
-    ok=1
-    for f in "$CORPUS"/*.mil; do
-        "$BIN" mil fmt "$f" -o "$TMP/a.mil" 2>"$TMP/err" && "$BIN" mil fmt "$TMP/a.mil" >"$TMP/b.mil" 2>>"$TMP/err" &&
-            cmp -s "$TMP/a.mil" "$TMP/b.mil" || { ok=0; echo "  $f: $(cat "$TMP/err")"; }
-    done
-    [ $ok = 1 ] && pass fmt_is_a_fixed_point_on_the_corpus || fail fmt_is_a_fixed_point_on_the_corpus "see above"
-else
-    echo "SKIP fmt_is_a_fixed_point_on_the_corpus: $CORPUS not present"
-fi
+ok=1
+for f in tests/fixtures/mil-corpus/*.mil; do
+    "$BIN" mil fmt "$f" -o "$TMP/a.mil" 2>"$TMP/err" && "$BIN" mil fmt "$TMP/a.mil" >"$TMP/b.mil" 2>>"$TMP/err" &&
+        cmp -s "$TMP/a.mil" "$TMP/b.mil" || { ok=0; echo "  $f: $(cat "$TMP/err")"; }
+done
+[ $ok = 1 ] && pass fmt_is_a_fixed_point_on_the_corpus || fail fmt_is_a_fixed_point_on_the_corpus "see above"
 
 # --batch: one row per file (PASS / FAIL with the first reason), exit 1 unless all pass
 printf 'program(1.3)\n{\n    func main<ios18>(tensor<fp16, [1, 64, 1, 32]> x) {\n            tensor<fp16, [1, 64, 1, 32]> y = relu(x = x)[name = string("y")];\n        } -> (y);\n}\n' >"$TMP/good.mil"

@@ -44,7 +44,7 @@ static void describe(uint32_t mask, char *out, size_t n) {
 
 /* Where nectar accepts more than coremltools' registry, on evidence: real
  * coremlc output from coremltools 9 uses fp8 data in
- * constexpr_blockwise_shift_scale (shared/reference/mil-format.md 2.5). */
+ * constexpr_blockwise_shift_scale (docs/references.md §M.2). */
 static int superset_allowed(const char *op, const char *arg, uint32_t mine, uint32_t theirs) {
     uint32_t fp8 = MIL_DTBIT(MIL_DT_FP8E4M3FN) | MIL_DTBIT(MIL_DT_FP8E5M2);
     return !strcmp(op, "constexpr_blockwise_shift_scale") &&

@@ -9,7 +9,7 @@
 
 #include "../test.h"
 #include "base/mmap.h"
-#include "io/mil_blob.h"
+#include "mil/mil_blob.h"
 #include "mil/parse.h"
 
 static void expect_error(const char *src, const char *want) {

@@ -1,5 +1,5 @@
 /* Parser and printer against Apple's own output: every file of the real MIL
- * corpus (shared/data/mil-corpus) parses; parse -> print -> parse gives the
+ * corpus (tests/fixtures/mil-corpus) parses; parse -> print -> parse gives the
  * same program and print is a fixed point after one step; files coremlc
  * wrote with hex floats reprint byte for byte; and the types coremlc
  * declared for every op equal what our inference computes. */
@@ -16,9 +16,9 @@
 
 #define MAX_FILES 64
 
-/* The corpus .mil files, sorted; 0 when the corpus is absent. */
+/* The corpus .mil files, sorted; 0 when the folder is missing. */
 static int corpus_files(char paths[][1024], int max) {
-    const char *dir = nc_test_shared_path("data/mil-corpus");
+    const char *dir = nc_test_fixture_path("mil-corpus");
     if (!dir) return 0;
     char root[1024];
     snprintf(root, sizeof root, "%s", dir);
@@ -39,7 +39,7 @@ static int corpus_files(char paths[][1024], int max) {
 static void test_every_corpus_file_round_trips_to_the_same_program(void) {
     static char paths[MAX_FILES][1024];
     int n = corpus_files(paths, MAX_FILES);
-    if (!n) SKIP("shared/data/mil-corpus not present");
+    CHECKF(n, "tests/fixtures/mil-corpus is empty");
     CHECKF(n >= 6, "found only %d corpus files", n);
     for (int i = 0; i < n; i++) {
         nc_error err;
@@ -70,20 +70,20 @@ static void test_every_corpus_file_round_trips_to_the_same_program(void) {
  * printer writes the dialect coremlc writes. */
 static void test_coremlc_files_reprint_byte_for_byte(void) {
     static const char *files[] = {
-        "data/mil-corpus/"
+        "mil-corpus/"
         "751K__Apple-Neural-Engine-Microarchitecture-Study-M6__data__03_compile__hwx__model.mil",
-        "data/mil-corpus/"
+        "mil-corpus/"
         "apple__coremltools__coremltools__modelrunner__ModelRunner__add_model.mlmodelc__model.mil",
-        "data/mil-corpus/"
+        "mil-corpus/"
         "rebeckerspecialties__mlmodelc-export__tests__fixtures__flexible-multifunction__expected-"
         "macos.mlmodelc__model.mil",
-        "data/mil-corpus/"
+        "mil-corpus/"
         "rebeckerspecialties__mlmodelc-export__tests__fixtures__quantized-constexpr__expected-"
         "macos.mlmodelc__model.mil",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        const char *path = nc_test_shared_path(files[i]);
-        if (!path) SKIP("%s not present", files[i]);
+        const char *path = nc_test_fixture_path(files[i]);
+        CHECKF(path, "tests/fixtures/%s missing", files[i]);
         char *orig, *text;
         size_t n_orig, n_text;
         nc_error err;
@@ -112,7 +112,7 @@ static void test_coremlc_files_reprint_byte_for_byte(void) {
 static void test_inference_matches_coremlc_declared_types(void) {
     static char paths[MAX_FILES][1024];
     int n = corpus_files(paths, MAX_FILES);
-    if (!n) SKIP("shared/data/mil-corpus not present");
+    CHECKF(n, "tests/fixtures/mil-corpus is empty");
     int n_ops = 0;
     for (int i = 0; i < n; i++) {
         nc_error err;

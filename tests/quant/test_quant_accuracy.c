@@ -17,7 +17,7 @@
 #include "base/mmap.h"
 #include "bench/sha256.h"
 #include "io/npy.h"
-#include "io/quant_write.h"
+#include "models/quant_write.h"
 #include "models/qwen3.h"
 
 #define DEMO "models/demo"

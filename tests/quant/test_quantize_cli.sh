@@ -46,7 +46,7 @@ expect() {
         echo "FAIL $name: exit $rc, want '$want':"; cat "$T/err"
     fi
 }
-expect quantize_bad_type "--type must be q8 or q4" -m "$FIX" --type q3 -o "$T/bad"
+expect quantize_bad_type "--type: 'q3' is not one of q8|q4" -m "$FIX" --type q3 -o "$T/bad"
 expect quantize_missing_folder "$T/nope" -m "$T/nope" --type q8 -o "$T/bad2"
 expect quantize_same_folder "must differ from the input" -m "$T/q8" --type q8 -o "$T/q8"
 expect quantize_missing_args "required" -m "$FIX"

@@ -1,7 +1,8 @@
-/* The C rendering of the Qwen3 chat template is byte-identical to
- * transformers' apply_chat_template(..., tokenize=False) with the official
- * template, over the committed cases in tests/fixtures/chat/cases.jsonl
- * (written by tools/make_tokenizer_fixtures.py). */
+/* The C rendering of the Qwen3 and Qwen3.5 chat templates is byte-identical
+ * to transformers' apply_chat_template(..., tokenize=False) with the
+ * official templates, over the committed cases in
+ * tests/fixtures/chat/cases.jsonl (tools/make_tokenizer_fixtures.py) and
+ * qwen35_cases.jsonl (tools/make_qwen35_fixtures.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,14 @@ static void show_diff(const char *name, const char *got, const char *want) {
            got + from, 40, want + from);
 }
 
-static void test_chat_template_matches_transformers_byte_for_byte(void) {
+typedef nc_status (*render_fn)(const chat_message *, size_t, const chat_options *, char **,
+                               nc_error *);
+
+/* Rows with "expected" must render to it; rows with "error" (the template
+ * raised) must fail. */
+static void check_cases(const char *path, render_fn render) {
     fixture_rows rows;
-    CHECK(fixture_rows_load("tests/fixtures/chat/cases.jsonl", &rows) == 0);
+    CHECK(fixture_rows_load(path, &rows) == 0);
     CHECK(rows.n >= 15);
     int ok = 1;
     for (size_t r = 0; r < rows.n; r++) {
@@ -42,7 +48,14 @@ static void test_chat_template_matches_transformers_byte_for_byte(void) {
         nc_error err;
         const char *name = fixture_str(row, "name", NULL),
                    *want = fixture_str(row, "expected", NULL);
-        if (chat_render(m, n, &opt, &got, &err) != NC_OK) {
+        if (json_object_get(row, "error")) {
+            if (render(m, n, &opt, &got, &err) == NC_OK) {
+                printf("  %s: rendered; the template raises '%s'\n", name,
+                       fixture_str(row, "error", NULL));
+                free(got);
+                ok = 0;
+            }
+        } else if (render(m, n, &opt, &got, &err) != NC_OK) {
             printf("  %s: %s\n", name, err.msg);
             ok = 0;
         } else {
@@ -56,6 +69,16 @@ static void test_chat_template_matches_transformers_byte_for_byte(void) {
     }
     fixture_rows_free(&rows);
     CHECK(ok);
+}
+
+static void test_chat_template_matches_transformers_byte_for_byte(void) {
+    check_cases("tests/fixtures/chat/cases.jsonl", chat_render);
+}
+
+/* Qwen3.5's template (tests/fixtures/qwen35/chat_template.jinja), rows by
+ * tools/make_qwen35_fixtures.py. */
+static void test_qwen35_chat_template_matches_transformers_byte_for_byte(void) {
+    check_cases("tests/fixtures/chat/qwen35_cases.jsonl", chat_render_qwen35);
 }
 
 static void test_chat_defaults_and_errors(void) {
@@ -77,6 +100,7 @@ static void test_chat_defaults_and_errors(void) {
 
 int main(void) {
     RUN(test_chat_template_matches_transformers_byte_for_byte);
+    RUN(test_qwen35_chat_template_matches_transformers_byte_for_byte);
     RUN(test_chat_defaults_and_errors);
     return nc_test_exit_code();
 }

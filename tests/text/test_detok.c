@@ -1,7 +1,7 @@
 /* The streaming detokenizer: characters split across byte tokens are held
  * back until complete, nothing emitted mid-stream is invalid UTF-8, and
  * the concatenated stream equals HF's decode of the same ids (fixtures from
- * tools/make_tokenizer_fixtures.py; the Qwen3 cases skip without ../shared). */
+ * tools/make_tokenizer_fixtures.py; the Qwen3 cases use tests/fixtures/qwen3-tokenizer). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +98,8 @@ static int stream_equals(const tok_tokenizer *t, const int32_t *ids, size_t n, c
 }
 
 static void test_detok_stream_equals_hf_decode_on_random_ids(void) {
-    const char *qwen_path = nc_test_shared_path("data/qwen3-tokenizer/tokenizer.json");
-    if (!qwen_path) SKIP("../shared/data/qwen3-tokenizer not present");
+    const char *qwen_path = nc_test_fixture_path("qwen3-tokenizer/tokenizer.json");
+    CHECKF(qwen_path, "tests/fixtures/qwen3-tokenizer/tokenizer.json missing");
     tok_tokenizer *t;
     nc_error err;
     CHECK_OK(tok_load(qwen_path, &t, &err), &err);

@@ -4,7 +4,7 @@
 # back, and bad input is a one-line error with a non-zero exit and no output.
 NECTAR=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/tokenizer
-SHARED=${NECTAR_SHARED:-../shared}
+QWEN3=tests/fixtures/qwen3-tokenizer
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -31,14 +31,8 @@ check_decode() { # name, model, ids file
 
 check_ids tokenize_file_matches_hf_small_tokenizer "$TMP/toks" "$FIX/cli/ids_qwenstyle.txt"
 check_decode tokenize_decode_gives_file_bytes_back_small "$TMP/toks" "$FIX/cli/ids_qwenstyle.txt"
-if [ -f "$SHARED/data/qwen3-tokenizer/tokenizer.json" ]; then
-    check_ids tokenize_file_matches_hf_qwen3 "$SHARED/data/qwen3-tokenizer" "$FIX/cli/ids_qwen3.txt"
-    check_decode tokenize_decode_gives_file_bytes_back_qwen3 "$SHARED/data/qwen3-tokenizer" \
-        "$FIX/cli/ids_qwen3.txt"
-else
-    echo "SKIP tokenize_file_matches_hf_qwen3: $SHARED/data/qwen3-tokenizer not present"
-    echo "SKIP tokenize_decode_gives_file_bytes_back_qwen3: $SHARED/data/qwen3-tokenizer not present"
-fi
+check_ids tokenize_file_matches_hf_qwen3 "$QWEN3" "$FIX/cli/ids_qwen3.txt"
+check_decode tokenize_decode_gives_file_bytes_back_qwen3 "$QWEN3" "$FIX/cli/ids_qwen3.txt"
 
 # -p text gives the same ids as the file; --skip-special drops <|im_end|>.
 out=$("$NECTAR" tokenize -m "$TMP/toks" -p "Hi<|im_end|>" 2>&1)
@@ -69,4 +63,4 @@ expect_error tokenize_missing_input_file_is_an_error "nope.txt" -m "$TMP/toks" -
 expect_error tokenize_decode_rejects_non_ids "'12x' is not a token id" -m "$TMP/toks" --decode -p "1 12x"
 expect_error tokenize_decode_rejects_unknown_ids "not in the vocabulary" -m "$TMP/toks" --decode -p "99999"
 expect_error tokenize_rejects_invalid_utf8 "not valid UTF-8" -m "$TMP/toks" -p "$(printf 'a\377b')"
-expect_error tokenize_needs_a_model "no model" -p x
+expect_error tokenize_needs_a_model "--model DIR is required" -p x

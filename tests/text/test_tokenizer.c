@@ -1,5 +1,5 @@
 /* The tokenizer against Hugging Face `tokenizers`: ids of a multilingual
- * corpus under the real Qwen3 tokenizer (skipped without ../shared) and
+ * corpus under the real Qwen3 tokenizer (tests/fixtures/qwen3-tokenizer) and
  * under two small committed tokenizers (GPT-2 and Qwen pipelines), HF's
  * decodes of the same ids and of random id sequences, lookups, and the
  * errors for bad tokenizer.json files. Fixtures: tools/make_tokenizer_fixtures.py. */
@@ -18,7 +18,7 @@ static tok_tokenizer *qwen; /* loaded once for the whole binary */
 static double qwen_load_s;
 
 static const char *qwen_path(void) {
-    return nc_test_shared_path("data/qwen3-tokenizer/tokenizer.json");
+    return nc_test_fixture_path("qwen3-tokenizer/tokenizer.json");
 }
 
 #include <time.h>
@@ -83,7 +83,7 @@ static int check_rows(const tok_tokenizer *t, fixture_rows *rows, const char *on
 }
 
 static void test_tokenizer_loads_real_qwen3_file(void) {
-    if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
+    CHECKF(qwen_path(), "tests/fixtures/qwen3-tokenizer/tokenizer.json missing");
     CHECK(qwen != NULL);
     printf("  qwen3 tokenizer.json load: %.3f s CPU\n", qwen_load_s);
     CHECK(tok_vocab_size(qwen) == 151669);
@@ -109,7 +109,7 @@ static void test_tokenizer_loads_real_qwen3_file(void) {
 }
 
 static void test_tokenizer_matches_hf_on_multilingual_corpus(void) {
-    if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
+    CHECKF(qwen_path(), "tests/fixtures/qwen3-tokenizer/tokenizer.json missing");
     CHECK(qwen != NULL);
     fixture_rows rows;
     CHECK(fixture_rows_load(FIX "corpus.jsonl", &rows) == 0);
@@ -134,7 +134,7 @@ static void test_tokenizer_matches_hf_on_multilingual_corpus(void) {
 }
 
 static void test_tokenizer_decode_matches_hf_on_random_ids(void) {
-    if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
+    CHECKF(qwen_path(), "tests/fixtures/qwen3-tokenizer/tokenizer.json missing");
     CHECK(qwen != NULL);
     fixture_rows rows;
     CHECK(fixture_rows_load(FIX "decode_qwen3.jsonl", &rows) == 0);
@@ -169,7 +169,7 @@ static void test_tokenizer_decode_matches_hf_on_random_ids(void) {
 /* Encode then decode gives the text back (the corpus is NFC already except
  * for the rows that test normalisation, which decode to the NFC form). */
 static void test_tokenizer_round_trips_corpus(void) {
-    if (!qwen_path()) SKIP("../shared/data/qwen3-tokenizer not present");
+    CHECKF(qwen_path(), "tests/fixtures/qwen3-tokenizer/tokenizer.json missing");
     CHECK(qwen != NULL);
     fixture_rows rows;
     CHECK(fixture_rows_load(FIX "corpus.jsonl", &rows) == 0);

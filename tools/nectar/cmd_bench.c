@@ -1,5 +1,6 @@
-/* `nectar bench -m DIR`: the speed of the Qwen3 CPU engine, llama-bench
- * style. pp<P>: one batched forward of a P-token prompt from an empty cache;
+/* `nectar bench -m DIR`: the speed of an engine (the cpu one by default;
+ * --backend mil|ane on a bundle), llama-bench style, through the engine
+ * seam. pp<P>: one batched forward of a P-token prompt from an empty cache;
  * tg<N>: N single-token forwards from an empty cache, each producing logits.
  * Each is repeated --runs times (after one untimed warm-up token that pages
  * the weights in) and printed as mean +/- sd tokens/s, with the load time,
@@ -15,11 +16,14 @@
 #include <sys/resource.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
 #include "cpu/cpu_peak.h"
-#include "models/qwen3.h"
+#include "engine/engine.h"
+#include "gen_cli.h"
 
 #define MAX_RUNS 100
 
@@ -47,20 +51,6 @@ static void summarize(bench_series *b) {
     for (int i = 0; i < b->runs; i++)
         ss += (b->tok_per_s[i] - b->mean) * (b->tok_per_s[i] - b->mean);
     b->sd = b->runs > 1 ? sqrt(ss / (b->runs - 1)) : 0.0;
-}
-
-static int usage(FILE *f) {
-    fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--bw-mib 2048] "
-               "[--kv f32|f16] [--json]\n"
-               "       nectar bench --bandwidth [-t N] [--runs 5] [--bw-mib 2048] [--json]\n"
-               "       nectar bench --compare ...   (A/B harness)\n"
-               "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
-               "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
-               "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
-               "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
-               "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
-               "without a model.\n");
-    return f == stdout ? 0 : 2;
 }
 
 static void stats_of(const double *v, int n, double *mean, double *sd) {
@@ -156,101 +146,112 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    const char *kv = NULL; /* --kv f16|f32: the KV cache's element type */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-            return usage(stdout);
-        else if (!strcmp(a, "-m") && has_val)
-            dir = argv[++i];
-        else if (!strcmp(a, "-t") && has_val)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(a, "-p") && has_val)
-            n_pp = atoi(argv[++i]);
-        else if (!strcmp(a, "-n") && has_val)
-            n_tg = atoi(argv[++i]);
-        else if (!strcmp(a, "--runs") && has_val)
-            runs = atoi(argv[++i]);
-        else if (!strcmp(a, "--json"))
-            as_json = 1;
-        else if (!strcmp(a, "--bandwidth"))
-            machine = 1;
-        else if (!strcmp(a, "--kv") && has_val)
-            kv = argv[++i];
-        else if (!strcmp(a, "--bw-mib") && has_val)
-            bw_mib = atoi(argv[++i]);
-        else {
-            cli_failf("bench: unknown or incomplete option '%s'", a);
-            return usage(stderr);
-        }
-    }
-    if (bw_mib < 1 || bw_mib > (1 << 20)) return cli_failf("bench: --bw-mib must be 1..1048576");
-    if (machine) {
-        if (runs < 1 || runs > MAX_RUNS)
-            return cli_failf("bench: need 1 <= --runs <= %d", MAX_RUNS);
-        return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
-    }
-    if (!dir) return usage(stderr);
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
-        return cli_failf("bench: --kv must be f16 or f32, not '%s'", kv);
-    if (n_pp < 0 || n_tg < 0 || n_pp + n_tg == 0 || runs < 1 || runs > MAX_RUNS)
-        return cli_failf("bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= --runs <= %d",
-                         MAX_RUNS);
+    int kv_index = -1;
+    gen_cli_backend be = {0};
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "model folder (or an ANE bundle with --backend mil|ane)", &dir),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads, .min = 1,
+                .max = 1024),
+        CLI_OPT("-p", NULL, CLI_INT, "N", "prompt tokens of the pp test, 0 = none (default 512)",
+                &n_pp, .min = 0, .max = 1 << 20),
+        CLI_OPT("-n", NULL, CLI_INT, "N", "tokens of the tg test, 0 = none (default 128)", &n_tg,
+                .min = 0, .max = 1 << 20),
+        CLI_OPT(NULL, "--runs", CLI_INT, "N", "repetitions of each test (default 5)", &runs,
+                .min = 1, .max = MAX_RUNS),
+        CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
+                .min = 1, .max = 1 << 20),
+        CLI_OPT(NULL, "--kv", CLI_CHOICE, "f32|f16", "the KV cache's element type (cpu engine)",
+                &kv_index, .choices = "f32|f16"),
+        GEN_CLI_BACKEND_OPTS(&be),
+        CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "one JSON object on stdout", &as_json),
+        CLI_OPT(NULL, "--bandwidth", CLI_FLAG, NULL,
+                "measure only the machine: read bandwidth, peak FMA per kernel table, AMX",
+                &machine),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "bench",
+        .usage = "-m DIR [options]   |   --bandwidth [options]   |   --compare ... (A/B harness)",
+        .about = "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
+                 "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
+                 "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
+                 "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
+                 "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
+                 "without a model.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    if (machine) return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
+    if (!dir) return cli_usage_error(&cmd, "--model DIR is required (or --bandwidth)");
+    if (n_pp + n_tg == 0) return cli_usage_error(&cmd, "-p and -n are both 0: nothing to measure");
+    const char *backend = gen_cli_backend_name(&be);
 
-    nc_error err;
-    qwen3_model *m;
-    qwen3_load_options opt = {threads};
+    nc_error err = {0};
+    engine_options eo = {0};
+    eo.n_threads = threads;
+    if (kv_index >= 0)
+        eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    else if (cli_env_get()->kv_f16) /* NECTAR_KV */
+        eo.kv = ENGINE_KV_F16;
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+        return cli_usage_error(&cmd, "%s", err.msg);
+    const char *kind = NULL;
+    engine *m = NULL;
     double t0 = nc_now_s();
-    if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return cli_fail(&err);
-    double load_s = nc_now_s() - t0;
-    if (kv) qwen3_model_set_kv_f16(m, !strcmp(kv, "f16"));
-    const qwen3_config *c = qwen3_model_config(m);
-    int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
-    if (ctx > c->max_position_embeddings) {
-        qwen3_free(m);
-        return cli_failf("bench: -p/-n %d exceeds max_position_embeddings %d", ctx - 1,
-                         c->max_position_embeddings);
+    nc_status ost = engine_kind_for_decoder(backend, dir, &kind, &err);
+    if (ost == NC_OK) ost = engine_open(kind, dir, &eo, &m, &err);
+    if (ost == NC_OK && !m->qwen3) {
+        ost = nc_fail(&err, NC_ERR_UNSUPPORTED, "bench: %s (%s) is not a Qwen3-family decoder", dir,
+                      m->kind);
+        engine_close(m);
     }
-    qwen3_state *s;
+    if (ost != NC_OK) return cli_fail(&err);
+    const qwen3_config *c = m->qwen3;
+    int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
+    if (ctx > m->ctx_max) {
+        engine_close(m);
+        return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, m->ctx_max);
+    }
+    engine_seq *s = NULL;
     float *logits = malloc((size_t)c->vocab_size * sizeof(float));
     int32_t *tokens = malloc((size_t)ctx * sizeof(int32_t));
-    if (!logits || !tokens || qwen3_state_new(m, ctx, &s, &err) != NC_OK) {
+    if (!logits || !tokens || engine_seq_new(m, ctx, &s, &err) != NC_OK) {
         if (!logits || !tokens) nc_fail(&err, NC_ERR_NOMEM, "bench: out of memory");
         free(logits);
         free(tokens);
-        qwen3_free(m);
+        engine_close(m);
         return cli_fail(&err);
     }
+    double load_s = nc_now_s() - t0; /* a bundle's device programs open with the sequence */
     uint32_t rng = 12345;
     for (int i = 0; i < ctx; i++) {
         rng = rng * 1664525u + 1013904223u;
         tokens[i] = (int32_t)((rng >> 8) % (uint32_t)c->vocab_size);
     }
     double tw = nc_now_s(); /* warm-up: the first forward pages the mmapped weights in */
-    nc_status st = qwen3_forward(m, s, tokens, 1, logits, NULL, &err);
+    nc_status st = engine_forward(m, s, tokens, 1, logits, &err);
     double first_s = nc_now_s() - tw;
     bench_series pp = {.runs = runs}, tg = {.runs = runs};
     for (int r = 0; r < runs && st == NC_OK && n_pp > 0; r++) {
-        qwen3_state_truncate(s, 0);
+        engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
-        st = qwen3_forward(m, s, tokens, n_pp, logits, NULL, &err);
+        st = engine_forward(m, s, tokens, n_pp, logits, &err);
         pp.tok_per_s[r] = n_pp / (nc_now_s() - t);
         pp.wall_s += nc_now_s() - t;
         pp.cpu_s += process_cpu_s() - c0;
     }
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
-        qwen3_state_truncate(s, 0);
+        engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
         for (int i = 0; i < n_tg && st == NC_OK; i++)
-            st = qwen3_forward(m, s, tokens + i, 1, logits, NULL, &err);
+            st = engine_forward(m, s, tokens + i, 1, logits, &err);
         tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
         tg.wall_s += nc_now_s() - t;
         tg.cpu_s += process_cpu_s() - c0;
     }
     if (st != NC_OK) {
-        qwen3_state_free(s);
-        qwen3_free(m);
+        engine_seq_free(m, s);
+        engine_close(m);
         free(logits);
         free(tokens);
         return cli_fail(&err);
@@ -258,9 +259,9 @@ int cmd_bench(int argc, char **argv) {
     if (n_pp > 0) summarize(&pp);
     if (n_tg > 0) summarize(&tg);
     size_t rss = nc_peak_rss_bytes();
-    size_t wbytes = qwen3_model_weight_bytes_per_token(m);
-    int n_threads = qwen3_model_threads(m);
-    qwen3_state_free(s);
+    size_t wbytes = m->weight_bytes_per_token; /* 0: not known (bundles) */
+    int n_threads = m->n_threads > 0 ? m->n_threads : 1;
+    engine_seq_free(m, s);
     free(logits);
     free(tokens);
     /* Probe the machine with the model's pool gone from the caches' way. */
@@ -272,7 +273,7 @@ int cmd_bench(int argc, char **argv) {
         if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
     nc_pool_free(pool);
-    double roof = bw > 0 ? bw / (double)wbytes : 0.0;
+    double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
     double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
     double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_flops(c, n_pp) * runs / pp.cpu_s / 1e9 : 0;
@@ -280,7 +281,7 @@ int cmd_bench(int argc, char **argv) {
      * roofline's fraction while the threads ran (shared machines) */
     double tg_bytes_cpu = n_tg > 0 && tg.cpu_s > 0 ? (double)wbytes * n_tg * runs / tg.cpu_s : 0;
     double tg_frac_cpu = bw_cpu > 0 ? tg_bytes_cpu / bw_cpu : 0.0;
-    const char *dtype = qwen3_model_dtype(m), *kern = cpu_kernels_get()->name;
+    const char *dtype = m->weight_dtype ? m->weight_dtype : "?", *kern = cpu_kernels_get()->name;
 
     if (as_json) {
         printf("{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"threads\": %d,\n"
@@ -288,23 +289,22 @@ int cmd_bench(int argc, char **argv) {
                dir, dtype, n_threads, kern, load_s, first_s);
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
-        printf(
-            "  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
-            "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
-            "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
-            "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
-            "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
-            "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
-            "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
-            "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
-            rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
-            pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
-            core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
+        printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
+               "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
+               "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
+               "  \"pp_flops_per_s\": %.0f,\n  \"pp_fraction_of_peak_fma\": %.4f,\n"
+               "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
+               "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
+               "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
+               "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
+               rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
+               pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
+               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
-               "cache\n",
+               "cache; %s engine\n",
                dir, dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern,
-               qwen3_model_kv_f16(m) ? "fp16" : "fp32");
+               m->is_kv_f16 ? "fp16" : "fp32", m->kind);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);
@@ -317,11 +317,14 @@ int cmd_bench(int argc, char **argv) {
         printf("load %.3f s (mmap + validation), first token %.3f s (pages the weights in), "
                "peak RSS %.1f MiB\n",
                load_s, first_s, (double)rss / (1 << 20));
-        printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
-               "tok/s",
-               (double)wbytes / 1e9, bw / 1e9, roof);
-        if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
-        printf("\npeak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
+        if (wbytes) {
+            printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
+                   "tok/s",
+                   (double)wbytes / 1e9, bw / 1e9, roof);
+            if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
+            printf("\n");
+        }
+        printf("peak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
         if (n_pp > 0 && peak > 0)
             printf("; pp %.1f GFLOP/s = %.0f%% of it", pp_gflops, 100 * pp_gflops * 1e9 / peak);
         printf("\n");
@@ -333,10 +336,10 @@ int cmd_bench(int argc, char **argv) {
             printf("per CPU-second (what a core did while it ran): peak %.1f GFLOP, pp %.1f GFLOP "
                    "= %.0f%%\n",
                    core / 1e9, pp_gflop_cpu, 100 * pp_gflop_cpu * 1e9 / core);
-        if (n_tg > 0 && bw_cpu > 0)
+        if (n_tg > 0 && bw_cpu > 0 && wbytes)
             printf("per CPU-second of a thread: read probe %.2f GB, tg weights %.2f GB = %.0f%%\n",
                    bw_cpu / 1e9, tg_bytes_cpu / 1e9, 100 * tg_frac_cpu);
     }
-    qwen3_free(m);
+    engine_close(m);
     return 0;
 }

@@ -1,5 +1,5 @@
 /* `nectar chat`: interactive multi-turn chat. Each turn renders the whole
- * history with the Qwen3 chat template and hands it to the session, which
+ * history with the Qwen3 chat template and hands it to the sequence, which
  * recomputes only what differs from its KV cache (the previous turns are a
  * shared prefix). Thinking (<think>...</think>) is dimmed on a terminal or
  * hidden with --hide-think. With stdin not a terminal, each line is a turn,
@@ -10,28 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
 #include "commands.h"
-#include "gen/think.h"
 #include "gen_cli.h"
 #include "text/chat.h"
 
 #define DIM "\x1b[2m"
 #define UNDIM "\x1b[0m"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar chat -m DIR [--system TEXT] [--think | --no-think] [--hide-think]\n"
-               "                  [options]\n\n"
-               "Interactive chat with the Qwen3 chat template. One line is one user turn;\n"
-               "/reset clears the history, Ctrl-D (end of input) quits.\n\n"
-               "      --system TEXT         system prompt\n"
-               "      --think               let the model think first (default)\n"
-               "      --no-think            answer directly (the template's empty think block)\n"
-               "      --hide-think          do not print the thinking\n");
-    gen_cli_print_options(f);
-    fprintf(f, "\nDefaults: -n 1024 per reply (less when the context has less room); sampling as "
-               "Qwen3 recommends: with thinking\n"
-               "temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8, top-k 20.\n");
-}
 
 typedef struct chat_msg_store {
     chat_message *msgs;
@@ -63,12 +48,12 @@ static void store_truncate(chat_msg_store *s, size_t n) {
         free(s->owned[--s->n]);
 }
 
-/* The reply as it streams: kept whole for the history, printed with the
- * thinking dimmed or hidden. */
+/* The reply as it streams: its answer kept for the history (the template
+ * drops earlier turns' thinking anyway), printed with the thinking dimmed
+ * or hidden. */
 typedef struct reply {
     char *text;
     size_t len, cap;
-    gen_think think;
     int is_dim, is_tty, hide_think, failed;
 } reply;
 
@@ -81,29 +66,30 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
-static int on_piece(void *user, int32_t token, const char *text, size_t len) {
+static int on_text(void *user, gen_text_kind kind, const char *text, size_t len) {
     reply *r = user;
     if (interrupted) return 1;
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->len + len + 1)
-            cap *= 2;
-        char *t = realloc(r->text, cap);
-        if (!t) return r->failed = 1;
-        r->text = t;
-        r->cap = cap;
+    if (kind == GEN_TEXT_CONTENT) {
+        if (r->len + len + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 1024;
+            while (cap < r->len + len + 1)
+                cap *= 2;
+            char *t = realloc(r->text, cap);
+            if (!t) return r->failed = 1;
+            r->text = t;
+            r->cap = cap;
+        }
+        memcpy(r->text + r->len, text, len);
+        r->len += len;
+        r->text[r->len] = '\0';
     }
-    if (len) memcpy(r->text + r->len, text, len);
-    r->len += len;
-    r->text[r->len] = '\0';
-    gen_text_kind kind = gen_think_piece(&r->think, token, &text, &len);
     if (kind == GEN_TEXT_REASONING && r->hide_think) return 0;
-    if (kind != GEN_TEXT_NONE && r->is_tty && !r->hide_think) {
+    if (r->is_tty) {
         int is_dim = kind == GEN_TEXT_REASONING; /* switch only on a change */
         if (is_dim != r->is_dim) fputs(is_dim ? DIM : UNDIM, stdout);
         r->is_dim = is_dim;
     }
-    if (kind != GEN_TEXT_NONE) fwrite(text, 1, len, stdout);
+    fwrite(text, 1, len, stdout);
     fflush(stdout);
     return 0;
 }
@@ -113,7 +99,9 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
                            int enable_thinking, reply *r, gen_result *res, nc_error *err) {
     char *rendered = NULL;
     chat_options copt = {1, enable_thinking};
-    NC_TRY(chat_render(h->msgs, h->n, &copt, &rendered, err));
+    /* the template of the model's family */
+    int is_qwen35 = !strcmp(l->model->e->kind, "qwen35-cpu");
+    NC_TRY((is_qwen35 ? chat_render_qwen35 : chat_render)(h->msgs, h->n, &copt, &rendered, err));
     int32_t *ids = NULL;
     size_t n_ids = 0;
     nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
@@ -128,8 +116,12 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
                        n_ids, gen_cli_ctx(l));
     }
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
-    gen_request req = {o->sampling, max_new, o->stops, o->n_stops, 0};
-    st = gen_generate(l->session, ids, (int)n_ids, &req, on_piece, r, res, err);
+    /* Qwen3.5's generation prompt with thinking on ends in "<think>\n": the
+     * reply starts inside the reasoning */
+    gen_request req = {
+        o->sampling, max_new, o->stops, o->n_stops, 0, 1, is_qwen35 && enable_thinking};
+    gen_callbacks cb = {NULL, on_text, r};
+    st = gen_generate(l->seq, ids, (int)n_ids, &req, &cb, res, err);
     free(ids);
     if (st == NC_OK && r->failed) st = nc_fail(err, NC_ERR_NOMEM, "chat: out of memory");
     return st;
@@ -139,36 +131,42 @@ int cmd_chat(int argc, char **argv) {
     gen_cli_opts o;
     gen_cli_defaults(&o, 1024);
     const char *system = NULL;
-    int enable_thinking = 1, hide_think = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        int r = gen_cli_parse(argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "--system")) {
-            if (i + 1 >= argc) return cli_failf("%s needs a value", a), 2;
-            system = argv[++i];
-        } else if (!strcmp(a, "--think")) {
-            enable_thinking = 1;
-        } else if (!strcmp(a, "--no-think")) {
-            enable_thinking = 0;
-        } else if (!strcmp(a, "--hide-think")) {
-            hide_think = 1;
-        } else {
-            return cli_failf("chat: unknown option '%s' (try nectar chat --help)", a), 2;
-        }
-    }
-    if (!o.model_dir) return cli_failf("chat: no model given (-m DIR)"), 2;
+    int think = 0, no_think = 0, hide_think = 0;
+    const cli_opt own[] = {
+        CLI_OPT(NULL, "--system", CLI_STRING, "TEXT", "system prompt", &system),
+        CLI_OPT(NULL, "--think", CLI_FLAG, NULL, "let the model think first (default)", &think),
+        CLI_OPT(NULL, "--no-think", CLI_FLAG, NULL,
+                "answer directly (the template's empty think block)", &no_think),
+        CLI_OPT(NULL, "--hide-think", CLI_FLAG, NULL, "do not print the thinking", &hide_think),
+        CLI_ENDROW};
+    cli_opt shared[GEN_CLI_N_ROWS];
+    gen_cli_table(&o, shared);
+    const cli_command cmd = {
+        .name = "chat",
+        .usage = "-m DIR [--system TEXT] [--think | --no-think] [--hide-think] [options]",
+        .about = "Interactive chat with the Qwen3 chat template. One line is one user turn;\n"
+                 "/reset clears the history, Ctrl-D (end of input) quits. Defaults: -n 1024 per\n"
+                 "reply (less when the context has less room); sampling from the model's\n"
+                 "generation_config.json where it has a value, else as Qwen3 recommends: with\n"
+                 "thinking temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8,\n"
+                 "top-k 20.\n",
+        .opts = {own, shared}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == CLI_GO) rc = gen_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
+    if (think && no_think)
+        return cli_usage_error(&cmd, "--think and --no-think exclude each other");
+    int enable_thinking = !no_think;
+    rc = 0;
     if (enable_thinking) { /* Qwen3's recommended thinking-mode sampling */
-        if (!o.is_set_temp) o.sampling.temperature = 0.6f;
-        if (!o.is_set_top_p) o.sampling.top_p = 0.95f;
+        if (!(o.set & GEN_SET_TEMPERATURE)) o.sampling.temperature = 0.6f;
+        if (!(o.set & GEN_SET_TOP_P)) o.sampling.top_p = 0.95f;
     }
 
     nc_error err = {0};
+    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_usage_error(&cmd, "%s", err.msg);
+    if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     gen_cli_loaded l;
     if (gen_cli_load(&o, &l, &err) != NC_OK) return cli_fail(&err);
     int is_tty_in = isatty(STDIN_FILENO), is_tty_out = isatty(STDOUT_FILENO);
@@ -176,7 +174,6 @@ int cmd_chat(int argc, char **argv) {
             o.model_dir, l.load_s);
 
     chat_msg_store h = {0};
-    int rc = 0;
     if (system && store_add(&h, "system", system)) rc = cli_failf("chat: out of memory");
     size_t n_base = h.n;
     reply r = {0};
@@ -196,7 +193,7 @@ int cmd_chat(int argc, char **argv) {
         if (n == 0) continue;
         if (!strcmp(line, "/reset")) {
             store_truncate(&h, n_base);
-            gen_session_reset(l.session);
+            gen_seq_reset(l.seq);
             fprintf(stderr, "nectar: history cleared\n");
             continue;
         }
@@ -205,7 +202,6 @@ int cmd_chat(int argc, char **argv) {
             break;
         }
         r.len = 0;
-        gen_think_init(&r.think, l.tok, 0);
         gen_result res;
         struct sigaction sa = {0}, old_sa;
         sa.sa_handler = on_sigint;

@@ -4,25 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cmd_encoder.h"
 #include "commands.h"
 #include "lower/modernbert_compile.h"
-
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: nectar compile -m ENCODER_DIR -o BUNDLE [options]\n\n"
-        "Lowers a ModernBERT-family encoder (ModernBERT, mmBERT) to an ANE bundle: one MIL\n"
-        "program holding every encoder layer and the final norm, one function per\n"
-        "(batch, sequence) shape sharing one weight.bin. Embeddings and heads stay on the CPU.\n\n"
-        "  -m, --model DIR       Hugging Face ModernBERT folder\n"
-        "  -o, --out BUNDLE      bundle folder to write (an older bundle is replaced)\n"
-        "      --buckets A,B,..  sequence lengths, multiples of 32 (default 64,96,128)\n"
-        "      --batches A,B,..  batch sizes (default 1,3)\n"
-        "      --no-concat       no concat op (flagged ane-concat): attention's output\n"
-        "                        projection applied per head and summed\n"
-        "  -t, --threads N       conversion threads (default: all cores)\n");
-}
 
 const char *cmd_encoder_model_arg(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++)
@@ -33,39 +18,37 @@ const char *cmd_encoder_model_arg(int argc, char **argv) {
 int cmd_compile_encoder(int argc, char **argv) {
     mb_compile_options o;
     memset(&o, 0, sizeof o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (!strcmp(a, "--progress")) continue;
-        if (!strcmp(a, "--no-concat")) {
-            o.lower.no_concat = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return cli_failf("compile: %s needs a value (try --help)", a), 2;
-        const char *v = argv[++i];
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            o.model_dir = v;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out"))
-            o.out_dir = v;
-        else if (!strcmp(a, "--buckets")) {
-            if (cli_parse_int_list(a, v, 32, 1 << 16, MB_LOWER_MAX_SHAPES, o.seqs, &o.n_seqs) < 0)
-                return 2;
-        } else if (!strcmp(a, "--batches")) {
-            if (cli_parse_int_list(a, v, 1, 64, MB_LOWER_MAX_SHAPES, o.batches, &o.n_batches) < 0)
-                return 2;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            int n = 0, t[MB_LOWER_MAX_SHAPES];
-            if (cli_parse_int_list(a, v, 1, 1024, MB_LOWER_MAX_SHAPES, t, &n) < 0 || n != 1)
-                return 2;
-            o.n_threads = t[0];
-        } else
-            return cli_failf("compile: unknown option '%s' for an encoder (try nectar compile -m "
-                             "DIR --help)",
-                             a),
-                   2;
-    }
-    if (!o.model_dir) return cli_failf("compile: no model given (-m DIR)"), 2;
-    if (!o.out_dir) return cli_failf("compile: no output given (-o BUNDLE)"), 2;
+    int progress = 0;
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR", "Hugging Face ModernBERT folder", &o.model_dir,
+                .required = 1),
+        CLI_OPT("-o", "--out", CLI_STRING, "BUNDLE",
+                "bundle folder to write (an older bundle is replaced)", &o.out_dir, .required = 1),
+        CLI_OPT(NULL, "--buckets", CLI_INT_LIST, "A,B,..",
+                "sequence lengths, multiples of 32 (default 64,96,128)", o.seqs, .min = 32,
+                .max = 1 << 16, .count = &o.n_seqs, .cap = MB_LOWER_MAX_SHAPES),
+        CLI_OPT(NULL, "--batches", CLI_INT_LIST, "A,B,..", "batch sizes (default 1,3)", o.batches,
+                .min = 1, .max = 64, .count = &o.n_batches, .cap = MB_LOWER_MAX_SHAPES),
+        CLI_OPT(NULL, "--no-concat", CLI_FLAG, NULL,
+                "no concat op (flagged ane-concat): attention's output\n"
+                "projection applied per head and summed",
+                &o.lower.no_concat),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "conversion threads (default: all cores)",
+                &o.n_threads, .min = 1, .max = 1024),
+        CLI_OPT(NULL, "--progress", CLI_FLAG, NULL,
+                "accepted for the Qwen3 path's sake; no bar here", &progress),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "compile",
+        .usage = "-m ENCODER_DIR -o BUNDLE [options]",
+        .about =
+            "Lowers a ModernBERT-family encoder (ModernBERT, mmBERT) to an ANE bundle: one MIL\n"
+            "program holding every encoder layer and the final norm, one function per\n"
+            "(batch, sequence) shape sharing one weight.bin. Embeddings and heads stay on the "
+            "CPU.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
     nc_error err = {0};
     mb_compile_report r;
     if (lower_modernbert_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);

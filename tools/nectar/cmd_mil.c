@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "commands.h"
-#include "io/mil_blob.h"
 #include "mil/bundle.h"
 #include "mil/check.h"
+#include "mil/mil_blob.h"
 #include "mil/parse.h"
 #include "mil/print.h"
 #include "mil/walk.h"
@@ -30,20 +31,20 @@ static void usage(FILE *f) {
 
 static int cmd_fmt(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: nectar mil fmt FILE.mil [-o OUT.mil]\n");
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return cli_failf("mil fmt: unknown option '%s'", argv[i]);
-        else if (!in)
-            in = argv[i];
-        else
-            return cli_failf("mil fmt: one input file expected, got '%s' too", argv[i]);
-    }
-    if (!in) return cli_failf("mil fmt: missing FILE.mil (see nectar mil fmt --help)");
+    const cli_opt opts[] = {
+        CLI_OPT("-o", "--out", CLI_STRING, "OUT.mil", "write here instead of stdout", &out),
+        CLI_ENDROW};
+    const cli_command cmd = {.name = "mil fmt",
+                             .usage = "FILE.mil [-o OUT.mil]",
+                             .about = "Prints the program again in the canonical program(1.3) "
+                                      "dialect.\n",
+                             .opts = {opts},
+                             .pos = &in,
+                             .pos_name = "FILE.mil",
+                             .min_pos = 1,
+                             .max_pos = 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
     nc_error err;
     mil_program *p;
     if (mil_parse_file(in, &p, &err)) return cli_fail(&err);
@@ -111,18 +112,24 @@ static void print_vars(const char *label, mil_var *const *vars, int n) {
 }
 
 static int cmd_info(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
-        if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-            printf("usage: nectar mil info FILE.mil\n");
-            return 0;
-        }
-        return cli_failf("mil info: usage: nectar mil info FILE.mil");
-    }
+    const char *in = NULL;
+    const cli_opt opts[] = {CLI_ENDROW};
+    const cli_command cmd = {.name = "mil info",
+                             .usage = "FILE.mil",
+                             .about = "Functions, I/O shapes, op histogram and weight bytes by "
+                                      "dtype.\n",
+                             .opts = {opts},
+                             .pos = &in,
+                             .pos_name = "FILE.mil",
+                             .min_pos = 1,
+                             .max_pos = 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
     nc_error err;
     mil_program *p;
-    if (mil_parse_file(argv[1], &p, &err)) return cli_fail(&err);
+    if (mil_parse_file(in, &p, &err)) return cli_fail(&err);
     const mil_value *bi = mil_program_attr(p, "buildInfo");
-    printf("%s: program(%s), %d function%s\n", argv[1], p->version, p->n_functions,
+    printf("%s: program(%s), %d function%s\n", in, p->version, p->n_functions,
            p->n_functions == 1 ? "" : "s");
     if (bi && bi->kind == MIL_VALUE_DICT)
         for (size_t i = 0; i < bi->n; i++) {
@@ -239,36 +246,35 @@ static int check_summary(const char *dir) {
 static int cmd_bundle(int argc, char **argv) {
     const char *out = NULL;
     int batch = 0, n_files = 0;
-    char **files = calloc((size_t)argc, sizeof *files);
+    const char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return cli_failf("mil bundle: out of memory");
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--batch"))
-            batch = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: nectar mil bundle FILE.mil -o DIR\n"
-                   "       nectar mil bundle --batch FILES...\n\n"
-                   "Copies a .mil file and the weight files its BLOBFILEs name (relative to the\n"
-                   "file's folder) into a fresh folder DIR laid out as Apple's compiler expects\n"
-                   "(DIR/model.mil, DIR/weights/weight.bin), rewrites the paths and checks the\n"
-                   "result. --batch prints one row per file: PASS/FAIL against the ANE rules,\n"
-                   "functions, ops, and the first reason a file fails.\n");
-            free(files);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            free(files);
-            return cli_failf("mil bundle: unknown option '%s'", argv[i]);
-        } else {
-            files[n_files++] = argv[i];
-        }
+    const cli_opt opts[] = {
+        CLI_OPT("-o", "--out", CLI_STRING, "DIR", "the folder to write (one FILE.mil)", &out),
+        CLI_OPT(NULL, "--batch", CLI_FLAG, NULL, "a table of which FILES pass the ANE rules",
+                &batch),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "mil bundle",
+        .usage = "FILE.mil -o DIR\n       nectar mil bundle --batch FILES...",
+        .about = "Copies a .mil file and the weight files its BLOBFILEs name (relative to the\n"
+                 "file's folder) into a fresh folder DIR laid out as Apple's compiler expects\n"
+                 "(DIR/model.mil, DIR/weights/weight.bin), rewrites the paths and checks the\n"
+                 "result. --batch prints one row per file: PASS/FAIL against the ANE rules,\n"
+                 "functions, ops, and the first reason a file fails.\n",
+        .opts = {opts},
+        .pos = files,
+        .max_pos = argc,
+        .n_pos = &n_files};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) {
+        free(files);
+        return rc;
     }
-    int rc;
     if (batch) {
         int passed = 0;
         if (!n_files) {
             free(files);
-            return cli_failf("mil bundle --batch: no files given");
+            return cli_usage_error(&cmd, "--batch: no files given");
         }
         printf("%-6s %6s %6s  %s\n", "ANE", "funcs", "ops", "file  reason");
         for (int i = 0; i < n_files; i++)
@@ -276,7 +282,7 @@ static int cmd_bundle(int argc, char **argv) {
         printf("%d of %d file%s pass the ANE rules\n", passed, n_files, n_files == 1 ? "" : "s");
         rc = passed == n_files ? 0 : 1;
     } else if (n_files != 1 || !out) {
-        rc = cli_failf("mil bundle: usage: nectar mil bundle FILE.mil -o DIR");
+        rc = cli_usage_error(&cmd, "one FILE.mil and -o DIR, or --batch FILES...");
     } else {
         nc_error err;
         mil_bundle_report rep;
@@ -291,7 +297,7 @@ static int cmd_bundle(int argc, char **argv) {
             rc = check_summary(out);
         }
     }
-    free(files);
+    free((void *)files);
     return rc;
 }
 
@@ -316,6 +322,6 @@ int cmd_mil(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "nectar: error: mil: unknown command '%s' (try nectar mil --help)\n", argv[1]);
+    fprintf(stderr, "nectar mil: unknown command '%s'\n", argv[1]);
     return 2;
 }

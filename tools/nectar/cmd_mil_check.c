@@ -10,25 +10,12 @@
 #include <sys/stat.h>
 
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "commands.h"
+#include "mil/ane_profile.h"
 #include "mil/ane_rules.h"
 #include "mil/check.h"
 #include "mil/parse.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar mil check FILE.mil|DIR [--target ane] [--fn NAME] [--skip RULE,...]\n"
-            "       nectar mil check --list-rules\n\n"
-            "Reports every problem of the program(s) with its line: unknown ops or arguments,\n"
-            "missing or non-constant arguments, dtypes the opset does not allow, declared\n"
-            "types that disagree with inference, broken BLOBFILE references.\n\n"
-            "  --target ane      also apply the ANE rules (errors: rejected or wrong on the ANE;\n"
-            "                    warnings: ops that fail on some chips, with the rewrite)\n"
-            "  --fn NAME         check only function NAME\n"
-            "  --skip RULES      comma-separated rule ids to leave out\n"
-            "  --list-rules      print the ANE rule table\n"
-            "  -q, --quiet       print only the summary line\n");
-}
 
 static void list_rules(void) {
     int n;
@@ -74,8 +61,10 @@ static int walk(const char *dir, path_list *out, int depth) {
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;
         if (lstat(path, &st)) continue;
-        if (S_ISDIR(st.st_mode)) rc = walk(path, out, depth + 1);
-        else if (S_ISREG(st.st_mode) && ends_with(e->d_name, ".mil")) rc = add_path(out, path);
+        if (S_ISDIR(st.st_mode))
+            rc = walk(path, out, depth + 1);
+        else if (S_ISREG(st.st_mode) && ends_with(e->d_name, ".mil"))
+            rc = add_path(out, path);
     }
     closedir(d);
     return rc;
@@ -94,7 +83,8 @@ static void print_parse_error(const char *path, const char *msg) {
         const char *q = p + 1;
         int fields = 0;
         while (fields < 2 && *q >= '0' && *q <= '9') {
-            while (*q >= '0' && *q <= '9') q++;
+            while (*q >= '0' && *q <= '9')
+                q++;
             if (*q != ':') break;
             q++;
             fields++;
@@ -108,8 +98,8 @@ static void print_parse_error(const char *path, const char *msg) {
 }
 
 /* Checks one file; adds its counts. Returns -1 when the checker could not run. */
-static int check_file(const char *path, const mil_check_options *opt, int quiet, int *n_err,
-                      int *n_warn) {
+static int check_file(const char *path, const mil_check_options *opt,
+                      const mil_ane_profile *profile, int quiet, int *n_err, int *n_warn) {
     nc_error err;
     mil_program *prog;
     if (mil_parse_file(path, &prog, &err) != NC_OK) {
@@ -118,7 +108,7 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
         return 0;
     }
     mil_diagnostics d = {0};
-    nc_status st = mil_check_program(prog, opt, &d, &err);
+    nc_status st = mil_check_program_profile(prog, opt, profile, &d, &err);
     if (st == NC_OK && !quiet) mil_diagnostics_print(&d, stdout);
     *n_err += d.n_errors;
     *n_warn += d.n_warnings;
@@ -133,46 +123,56 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
 
 int cmd_mil_check(int argc, char **argv) {
     mil_check_options opt = {0};
-    const char *target = NULL;
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--list-rules")) {
-            list_rules();
-            return 0;
-        } else if (!strcmp(a, "--target") && i + 1 < argc) {
-            if (strcmp(argv[++i], "ane")) return cli_failf("mil check: unknown target '%s' (ane)", argv[i]);
-            opt.target_ane = 1;
-        } else if (!strcmp(a, "--fn") && i + 1 < argc) {
-            opt.function = argv[++i];
-        } else if (!strcmp(a, "--skip") && i + 1 < argc) {
-            opt.skip_rules = argv[++i];
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            usage(stderr);
-            return cli_failf("mil check: unknown option '%s'", a);
-        } else if (!target) {
-            target = a;
-        } else {
-            return cli_failf("mil check: more than one FILE|DIR ('%s')", a);
-        }
+    const char *target = NULL, *profile_path = NULL;
+    int quiet = 0, list = 0, ane = -1;
+    const cli_opt opts[] = {
+        CLI_OPT(NULL, "--target", CLI_CHOICE, "ane",
+                "also apply the ANE rules (errors: rejected or wrong on the ANE;\n"
+                "warnings: ops that fail on some chips, with the rewrite)",
+                &ane, .choices = "ane"),
+        CLI_OPT(NULL, "--fn", CLI_STRING, "NAME", "check only function NAME", &opt.function),
+        CLI_OPT(NULL, "--skip", CLI_STRING, "RULES", "comma-separated rule ids to leave out",
+                &opt.skip_rules),
+        CLI_OPT(NULL, "--ane-profile", CLI_STRING, "FILE",
+                "settle the chip-dependent ANE rules by a probe profile\n"
+                "(`nectar ane probe --json FILE`): failing cases become errors",
+                &profile_path),
+        CLI_OPT(NULL, "--list-rules", CLI_FLAG, NULL, "print the ANE rule table", &list),
+        CLI_OPT("-q", "--quiet", CLI_FLAG, NULL, "print only the summary line", &quiet),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "mil check",
+        .usage = "FILE.mil|DIR [--target ane] [--fn NAME] [--skip RULE,...]\n"
+                 "       nectar mil check --list-rules",
+        .about =
+            "Reports every problem of the program(s) with its line: unknown ops or arguments,\n"
+            "missing or non-constant arguments, dtypes the opset does not allow, declared\n"
+            "types that disagree with inference, broken BLOBFILE references.\n",
+        .opts = {opts},
+        .pos = &target,
+        .pos_name = "FILE.mil or DIR",
+        .max_pos = 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    if (list) {
+        list_rules();
+        return 0;
     }
-    if (!target) {
-        usage(stderr);
-        return cli_failf("mil check: no FILE.mil or DIR given");
-    }
+    opt.target_ane = ane == 0;
+    if (!target) return cli_usage_error(&cmd, "no FILE.mil or DIR given");
+    static mil_ane_profile profile;
+    nc_error perr = {0};
+    if (profile_path && mil_ane_profile_read(profile_path, &profile, &perr)) return cli_fail(&perr);
     path_list files = {0};
-    int rc = 0;
+    rc = 0;
     if (nc_is_dir(target)) {
         char model[4096];
         snprintf(model, sizeof model, "%s/model.mil", target);
         rc = nc_file_exists(model) ? add_path(&files, model) : walk(target, &files, 0);
-        if (!rc && files.n == 0) rc = cli_failf("mil check: no .mil files under %s", target);
-        else if (rc < 0) rc = cli_failf("mil check: out of memory");
+        if (!rc && files.n == 0)
+            rc = cli_failf("mil check: no .mil files under %s", target);
+        else if (rc < 0)
+            rc = cli_failf("mil check: out of memory");
     } else if (!nc_file_exists(target)) {
         rc = cli_failf("mil check: %s: no such file or folder", target);
     } else {
@@ -183,7 +183,7 @@ int cmd_mil_check(int argc, char **argv) {
     int n_err = 0, n_warn = 0, n_bad_files = 0;
     for (int i = 0; i < files.n; i++) {
         int before = n_err;
-        if (check_file(files.p[i], &opt, quiet, &n_err, &n_warn)) {
+        if (check_file(files.p[i], &opt, profile_path ? &profile : NULL, quiet, &n_err, &n_warn)) {
             rc = 1;
             goto done;
         }
@@ -195,7 +195,8 @@ int cmd_mil_check(int argc, char **argv) {
                n_warn == 1 ? "" : "s");
     rc = n_err ? 1 : 0;
 done:
-    for (int i = 0; i < files.n; i++) free(files.p[i]);
+    for (int i = 0; i < files.n; i++)
+        free(files.p[i]);
     free(files.p);
     return rc;
 }

@@ -11,29 +11,13 @@
 #include "base/mmap.h"
 #include "base/pool.h"
 #include "base/timer.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "io/npy.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 
 #define MAX_INPUTS 64
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar mil run FILE.mil [--fn NAME] --in NAME=FILE.npy ... --out DIR\n"
-            "                      [--mode fp16|fp32] [--repeat N] [--threads N] [--trace]\n\n"
-            "Runs function NAME (default main) of the program with the interpreter and writes\n"
-            "each output, and each state's final value, as DIR/<name>.npy.\n\n"
-            "  --in NAME=FILE.npy  binds input NAME (repeat for each input)\n"
-            "  --out DIR           output folder (created if missing)\n"
-            "  --mode fp16         the ANE's numerics: each op's result rounded to fp16, sums\n"
-            "                      in fp32 (default); fp32: no rounding, for debugging\n"
-            "  --repeat N          run N times and print the mean time per run\n"
-            "  --threads N         threads for matmul/conv/linear (default 1; 0: all CPUs);\n"
-            "                      results are the same for any N\n"
-            "  --trace             after each op print its outputs' range and inf/nan\n"
-            "                      counts (to stderr): where an fp16 overflow starts\n");
-}
 
 static int bind_inputs(mil_interp *it, char **specs, int n) {
     for (int i = 0; i < n; i++) {
@@ -54,7 +38,8 @@ static int bind_inputs(mil_interp *it, char **specs, int n) {
 static int write_outputs(const mil_interp *it, const char *dir) {
     const mil_function *fn = mil_interp_function(it);
     nc_error err;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return cli_failf("mil run: %s: %s", dir, strerror(errno));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return cli_failf("mil run: %s: %s", dir, strerror(errno));
     if (!nc_is_dir(dir)) return cli_failf("mil run: %s is not a folder", dir);
     for (int pass = 0; pass < 2; pass++) {
         int n = pass ? fn->n_inputs : fn->n_outputs;
@@ -67,7 +52,8 @@ static int write_outputs(const mil_interp *it, const char *dir) {
             mil_interp_view view;
             if (mil_interp_get(it, v->name, &view, &err) != NC_OK) return cli_fail(&err);
             printf("%s: %s [", v->name, mil_dtype_name(view.dtype));
-            for (int d = 0; d < view.rank; d++) printf("%s%lld", d ? ", " : "", (long long)view.shape[d]);
+            for (int d = 0; d < view.rank; d++)
+                printf("%s%lld", d ? ", " : "", (long long)view.shape[d]);
             printf("] -> %s\n", path);
         }
     }
@@ -76,66 +62,58 @@ static int write_outputs(const mil_interp *it, const char *dir) {
 
 int cmd_mil_run(int argc, char **argv) {
     const char *file = NULL, *fn = NULL, *out = NULL;
-    char *ins[MAX_INPUTS];
-    int n_in = 0;
-    long repeat = 1, threads = 1;
-    int trace = 0;
-    mil_interp_mode mode = MIL_INTERP_FP16;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--fn") && has_val) {
-            fn = argv[++i];
-        } else if (!strcmp(a, "--in") && has_val) {
-            if (n_in == MAX_INPUTS) return cli_failf("mil run: more than %d --in", MAX_INPUTS);
-            ins[n_in++] = argv[++i];
-        } else if (!strcmp(a, "--out") && has_val) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--mode") && has_val) {
-            const char *m = argv[++i];
-            if (!strcmp(m, "fp16")) mode = MIL_INTERP_FP16;
-            else if (!strcmp(m, "fp32")) mode = MIL_INTERP_FP32;
-            else return cli_failf("mil run: --mode is fp16 or fp32, not '%s'", m);
-        } else if (!strcmp(a, "--repeat") && has_val) {
-            char *end;
-            repeat = strtol(argv[++i], &end, 10);
-            if (*end || repeat < 1 || repeat > 1000000) return cli_failf("mil run: bad --repeat '%s'", argv[i]);
-        } else if (!strcmp(a, "--trace")) {
-            trace = 1;
-        } else if (!strcmp(a, "--threads") && has_val) {
-            char *end;
-            threads = strtol(argv[++i], &end, 10);
-            if (*end || threads < 0 || threads > 256) return cli_failf("mil run: bad --threads '%s'", argv[i]);
-        } else if (a[0] == '-' && a[1]) {
-            usage(stderr);
-            return cli_failf("mil run: unknown option or missing value '%s'", a);
-        } else if (!file) {
-            file = a;
-        } else {
-            return cli_failf("mil run: more than one FILE.mil ('%s')", a);
-        }
-    }
-    if (!file || !out) {
-        usage(stderr);
-        return cli_failf("mil run: FILE.mil and --out DIR are required");
-    }
+    const char *ins[MAX_INPUTS];
+    int n_in = 0, repeat = 1, threads = 1, trace = 0, mode = 0;
+    static const mil_interp_mode modes[] = {MIL_INTERP_FP16, MIL_INTERP_FP32};
+    const cli_opt opts[] = {
+        CLI_OPT(NULL, "--fn", CLI_STRING, "NAME", "the function to run (default main)", &fn),
+        CLI_OPT(NULL, "--in", CLI_STRINGS, "NAME=FILE.npy",
+                "binds input NAME (repeat for each input)", ins, .count = &n_in, .cap = MAX_INPUTS),
+        CLI_OPT(NULL, "--out", CLI_STRING, "DIR", "output folder (created if missing)", &out,
+                .required = 1),
+        CLI_OPT(NULL, "--mode", CLI_CHOICE, "fp16|fp32",
+                "fp16: the ANE's numerics, each op's result rounded to\n"
+                "fp16, sums in fp32 (default); fp32: no rounding, for debugging",
+                &mode, .choices = "fp16|fp32"),
+        CLI_OPT(NULL, "--repeat", CLI_INT, "N", "run N times and print the mean time per run",
+                &repeat, .min = 1, .max = 1000000),
+        CLI_OPT(NULL, "--threads", CLI_INT, "N",
+                "threads for matmul/conv/linear (default 1; 0: all CPUs);\n"
+                "results are the same for any N",
+                &threads, .min = 0, .max = 256),
+        CLI_OPT(NULL, "--trace", CLI_FLAG, NULL,
+                "after each op print its outputs' range and inf/nan\n"
+                "counts (to stderr): where an fp16 overflow starts",
+                &trace),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "mil run",
+        .usage = "FILE.mil [--fn NAME] --in NAME=FILE.npy ... --out DIR [options]",
+        .about =
+            "Runs function NAME (default main) of the program with the interpreter and writes\n"
+            "each output, and each state's final value, as DIR/<name>.npy.\n",
+        .opts = {opts},
+        .pos = &file,
+        .pos_name = "FILE.mil",
+        .min_pos = 1,
+        .max_pos = 1};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
     nc_error err;
     mil_program *prog;
     mil_interp *it = NULL;
     char *owned[MAX_INPUTS];
-    int n_owned = 0, rc = 0;
+    int n_owned = 0;
+    rc = 0;
     nc_pool *pool = NULL;
     if (mil_parse_file(file, &prog, &err) != NC_OK) return cli_fail(&err);
-    if (mil_interp_new(prog, fn, mode, &it, &err) != NC_OK) {
+    if (mil_interp_new(prog, fn, modes[mode], &it, &err) != NC_OK) {
         rc = cli_fail(&err);
         goto done;
     }
     if (trace) mil_interp_set_trace(it, stderr);
     if (threads != 1) {
-        if (nc_pool_new((int)threads, &pool, &err) != NC_OK) {
+        if (nc_pool_new(threads, &pool, &err) != NC_OK) {
             rc = cli_fail(&err);
             goto done;
         }
@@ -149,16 +127,17 @@ int cmd_mil_run(int argc, char **argv) {
         }
     if ((rc = bind_inputs(it, owned, n_owned))) goto done;
     double t0 = nc_now_s();
-    for (long r = 0; r < repeat; r++)
+    for (int r = 0; r < repeat; r++)
         if (mil_interp_run(it, &err) != NC_OK) {
             rc = cli_fail(&err);
             goto done;
         }
     double per_run_ms = (nc_now_s() - t0) * 1e3 / (double)repeat;
-    if (repeat > 1) fprintf(stderr, "mil run: %ld runs, %.3f ms per run\n", repeat, per_run_ms);
+    if (repeat > 1) fprintf(stderr, "mil run: %d runs, %.3f ms per run\n", repeat, per_run_ms);
     rc = write_outputs(it, out);
 done:
-    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    for (int i = 0; i < n_owned; i++)
+        free(owned[i]);
     mil_interp_free(it);
     nc_pool_free(pool);
     mil_program_free(prog);

@@ -1,7 +1,6 @@
 /* `nectar serve`: the OpenAI-compatible HTTP server (src/serve). Parses the
  * options, opens the engine, starts the server and runs until SIGINT or
  * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,47 +8,14 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cli_env.h"
 #include "commands.h"
-#include "serve/serve_engine.h"
+#include "gen_cli.h"
 #include "serve/serve_http.h"
 
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: nectar serve -m DIR [options]\n\n"
-        "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-        "/v1/models, /health, /metrics and a chat page at /.\n\n"
-        "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
-        "  --host ADDR           numeric address (or localhost) to listen on (default 127.0.0.1)\n"
-        "  --port N              port (default 8080; 0 picks a free one)\n"
-        "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
-        "                        (default: $NECTAR_API_KEY when set)\n"
-        "  --parallel N          slots decoded together (default 4)\n"
-        "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
-        "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
-        "  --max-body BYTES      largest request body (default 8388608)\n"
-        "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
-        "  --backend cpu|mil     cpu (default), or mil: -m names an ANE bundle (nectar\n"
-        "                        compile) run by the MIL interpreter, one slot at a time\n"
-        "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
-        "  -v, --verbose         log each request\n");
-}
-
-/* Strict integer option value in [lo, hi]. */
-static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || end == v || *end || n < lo || n > hi) {
-        cli_failf("serve: %s '%s': expected an integer between %ld and %ld", opt, v, lo, hi);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
-    const char *model = NULL, *backend = "cpu";
+    const char *model = NULL;
+    gen_cli_backend be = {0};
     serve_options o = {0};
     o.host = "127.0.0.1";
     o.port = 8080;
@@ -58,56 +24,69 @@ int cmd_serve(int argc, char **argv) {
     o.queue_max = 64;
     o.max_body_bytes = 8u << 20;
     o.timeout_s = 600;
-    int is_fake = 0;
-    long fake_step_ms = 0, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            nc_log_set_level(NC_LOG_DEBUG);
-            continue;
-        }
-        /* Hidden, for tests: a deterministic fake model (serve_engine_fake.c). */
-        if (!strcmp(a, "--fake-engine")) {
-            is_fake = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return cli_failf("serve: unknown option or missing value: '%s'", a), 2;
-        const char *v = argv[++i];
-        long n = 0;
-        int bad = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--host"))
-            o.host = v;
-        else if (!strcmp(a, "--api-key"))
-            o.api_key = v;
-        else if (!strcmp(a, "--backend"))
-            backend = v;
-        else if (!strcmp(a, "--port"))
-            bad = parse_int(a, v, 0, 65535, &n) || ((o.port = (int)n), 0);
-        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
-            bad = parse_int(a, v, 1, 256, &n) || ((o.n_parallel = (int)n), 0);
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c"))
-            bad = parse_int(a, v, 2, 1 << 20, &n) || ((o.ctx = (int)n), 0);
-        else if (!strcmp(a, "--queue"))
-            bad = parse_int(a, v, 0, 100000, &n) || ((o.queue_max = (int)n), 0);
-        else if (!strcmp(a, "--max-body"))
-            bad = parse_int(a, v, 64, 1L << 30, &n) || ((o.max_body_bytes = (size_t)n), 0);
-        else if (!strcmp(a, "--timeout"))
-            bad = parse_int(a, v, 1, 86400, &n) || ((o.timeout_s = (int)n), 0);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            bad = parse_int(a, v, 0, 1024, &threads);
-        else if (!strcmp(a, "--fake-step-ms"))
-            bad = parse_int(a, v, 0, 10000, &fake_step_ms);
-        else
-            return cli_failf("serve: unknown option '%s' (try nectar serve --help)", a), 2;
-        if (bad) return 2;
-    }
-    if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
+    int is_fake = 0, fake_step_ms = 0, threads = 0, verbose = 0;
+    int64_t max_body = (int64_t)o.max_body_bytes;
+    const char *aliases[16];
+    int n_aliases = 0;
+    o.aliases = aliases;
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "Hugging Face model folder, or an ANE bundle with --backend mil|ane", &model,
+                .required = 1),
+        CLI_OPT(NULL, "--host", CLI_STRING, "ADDR",
+                "numeric address (or localhost) to listen on (default 127.0.0.1)", &o.host),
+        CLI_OPT(NULL, "--port", CLI_INT, "N", "port (default 8080; 0 picks a free one)", &o.port,
+                .min = 0, .max = 65535),
+        CLI_OPT(NULL, "--api-key", CLI_STRING, "KEY",
+                "require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+                "(default: $NECTAR_API_KEY when set)",
+                &o.api_key),
+        CLI_OPT("-np", "--parallel", CLI_INT, "N", "slots decoded together (default 4)",
+                &o.n_parallel, .min = 1, .max = 256),
+        CLI_OPT("-c", "--ctx", CLI_INT, "N", "tokens per slot: prompt + output (default 4096)",
+                &o.ctx, .min = 2, .max = 1 << 20),
+        CLI_OPT(NULL, "--queue", CLI_INT, "N",
+                "requests waiting beyond the slots before 429 (default 64)", &o.queue_max, .min = 0,
+                .max = 100000),
+        CLI_OPT(NULL, "--max-body", CLI_INT64, "BYTES", "largest request body (default 8388608)",
+                &max_body, .min = 64, .max = 1LL << 30),
+        CLI_OPT(NULL, "--timeout", CLI_INT, "S",
+                "idle connection, body upload and queue wait limit (default 600)", &o.timeout_s,
+                .min = 1, .max = 86400),
+        CLI_OPT(NULL, "--alias", CLI_STRINGS, "NAME",
+                "another model name to list and accept (repeatable, up to 16)", aliases,
+                .count = &n_aliases, .cap = 16),
+        CLI_OPT(NULL, "--max-connections", CLI_INT, "N",
+                "open connections; beyond them a 503 (default 512)", &o.max_connections, .min = 1,
+                .max = 65536),
+        CLI_OPT(NULL, "--max-conn-per-ip", CLI_INT, "N",
+                "open connections per client address (default: half the above)", &o.max_per_ip,
+                .min = 1, .max = 65536),
+        CLI_OPT(NULL, "--header-timeout", CLI_DOUBLE, "S",
+                "time for a request's head to arrive (default 10)", &o.header_timeout_s, .lo = 1,
+                .hi = 3600),
+        GEN_CLI_BACKEND_OPTS(&be),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
+                &threads, .min = 0, .max = 1024),
+        CLI_OPT("-v", "--verbose", CLI_FLAG, NULL, "log each request", &verbose),
+        CLI_OPT(NULL, "--fake-engine", CLI_FLAG, NULL,
+                "tests: -m names a tokenizer + fake_script.txt folder, recited by a\n"
+                "deterministic stand-in model (src/engine/engine_script.c)",
+                &is_fake),
+        CLI_OPT(NULL, "--fake-step-ms", CLI_INT, "MS", "tests: the fake engine's time per step",
+                &fake_step_ms, .min = 0, .max = 10000),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "serve",
+        .usage = "-m DIR [options]",
+        .about = "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
+                 "/v1/models, /health, /metrics and a chat page at /.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    const char *backend = gen_cli_backend_name(&be);
+    o.max_body_bytes = (size_t)max_body;
+    if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && env_key && *env_key) o.api_key = env_key;
@@ -116,13 +95,14 @@ int cmd_serve(int argc, char **argv) {
                 "nectar serve: warning: listening on %s without --api-key: anyone who can "
                 "reach it can use the model\n",
                 o.host);
-    if (strcmp(backend, "cpu") != 0 && strcmp(backend, "mil") != 0)
-        return cli_failf("serve: --backend %s: the server runs cpu or mil (ane needs macOS and is "
-                         "not servable yet)",
-                         backend),
-               2;
+    nc_error err = {0};
+    engine_options eo = {0};
+    eo.n_threads = threads;
+    eo.fake_step_ms = fake_step_ms;
+    eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
     o.model_path = model;
-    o.max_connections = o.n_parallel + o.queue_max + 32;
+    o.n_aliases = n_aliases;
 
     /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
      * scheduler and the HTTP threads inherit the mask) and taken by sigwait
@@ -134,35 +114,31 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
-    nc_error err = {0};
-    serve_engine e;
-    serve_engine_options eo = {(int)threads, o.ctx, (int)fake_step_ms};
-    nc_status st = is_fake                   ? serve_engine_open_fake(model, &eo, &e, &err)
-                   : !strcmp(backend, "mil") ? serve_engine_open_mil(model, &eo, &e, &err)
-                                             : serve_engine_open_qwen3(model, &eo, &e, &err);
+    gen_model *m = NULL;
+    nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
     if (st != NC_OK) return cli_fail(&err);
-    if (o.ctx > e.ctx_max) o.ctx = e.ctx_max;
+    if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;
-    st = serve_server_start(&e, &o, &srv, &err);
+    st = serve_server_start(m, &o, &srv, &err);
     if (st != NC_OK) {
-        serve_engine_close(&e);
+        gen_model_close(m);
         return cli_fail(&err);
     }
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
     int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", e.model_id, e.kind,
+    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", m->model_id, m->e->kind,
            is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
-    if (e.kv_bytes_per_token)
+    if (m->e->kv_bytes_per_token)
         printf(", KV cache %.0f MiB",
-               (double)e.kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
+               (double)m->e->kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
     printf("\n");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "nectar serve: shutting down\n");
     serve_server_stop(srv);
-    serve_engine_close(&e);
+    gen_model_close(m);
     return 0;
 }

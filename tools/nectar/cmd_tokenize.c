@@ -7,20 +7,9 @@
 #include <string.h>
 
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "text/tokenizer.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar tokenize -m DIR (-p TEXT | -f FILE) [--decode] [--skip-special]\n\n"
-               "Prints the token ids of the text on one line, separated by spaces (no BOS/EOS;\n"
-               "special tokens written in the text, such as <|im_end|>, become their ids).\n\n"
-               "  -m, --model DIR       model folder with tokenizer.json (or the file itself)\n"
-               "  -p, --prompt TEXT     the text\n"
-               "  -f, --file FILE       read the text from FILE (exact bytes)\n"
-               "  --decode              the input is ids (separated by spaces, commas or\n"
-               "                        newlines): print the text they stand for, as is\n"
-               "  --skip-special        with --decode: leave out special tokens\n");
-}
 
 static int is_sep(char c) {
     return c != '\0' && strchr(" \t\r\n,[]", c) != NULL;
@@ -101,31 +90,27 @@ static int print_text(const tok_tokenizer *t, const char *input, size_t len, int
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
     int decode = 0, skip_special = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int takes_value = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-p") ||
-                          !strcmp(a, "--prompt") || !strcmp(a, "-f") || !strcmp(a, "--file");
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (takes_value && i + 1 >= argc) {
-            return cli_failf("tokenize: %s needs a value", a), 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = argv[++i];
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            prompt = argv[++i];
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            file = argv[++i];
-        } else if (!strcmp(a, "--decode")) {
-            decode = 1;
-        } else if (!strcmp(a, "--skip-special")) {
-            skip_special = 1;
-        } else {
-            return cli_failf("tokenize: unknown option '%s' (try nectar tokenize --help)", a), 2;
-        }
-    }
-    if (!model) return cli_failf("tokenize: no model given (-m DIR)"), 2;
-    if (!prompt == !file) return cli_failf("tokenize: give exactly one of -p TEXT or -f FILE"), 2;
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "model folder with tokenizer.json (or the file itself)", &model, .required = 1),
+        CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "the text", &prompt),
+        CLI_OPT("-f", "--file", CLI_STRING, "FILE", "read the text from FILE (exact bytes)", &file),
+        CLI_OPT(NULL, "--decode", CLI_FLAG, NULL,
+                "the input is ids (separated by spaces, commas or\n"
+                "newlines): print the text they stand for, as is",
+                &decode),
+        CLI_OPT(NULL, "--skip-special", CLI_FLAG, NULL, "with --decode: leave out special tokens",
+                &skip_special),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "tokenize",
+        .usage = "-m DIR (-p TEXT | -f FILE) [--decode] [--skip-special]",
+        .about = "Prints the token ids of the text on one line, separated by spaces (no BOS/EOS;\n"
+                 "special tokens written in the text, such as <|im_end|>, become their ids).\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    if (!prompt == !file) return cli_usage_error(&cmd, "give exactly one of -p TEXT or -f FILE");
 
     nc_error err;
     char *file_text = NULL;
@@ -137,7 +122,7 @@ int cmd_tokenize(int argc, char **argv) {
         return cli_fail(&err);
     }
     const char *input = file ? file_text : prompt;
-    int rc = decode ? print_text(t, input, len, skip_special) : print_ids(t, input, len);
+    rc = decode ? print_text(t, input, len, skip_special) : print_ids(t, input, len);
     tok_free(t);
     free(file_text);
     if (rc == 0 && fflush(stdout) != 0)

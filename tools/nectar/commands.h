@@ -22,6 +22,7 @@ int cmd_bench_compare(int argc, char **argv); /* nectar bench --compare (called 
 int cmd_embed(int argc, char **argv);
 int cmd_fill_mask(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
+int cmd_ane(int argc, char **argv);
 
 /* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
 int cli_fail(const nc_error *err);
@@ -31,8 +32,4 @@ int cli_failf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-/* "A,B,C" (at most max integers, each in [lo, hi]) into v[0..*n); 0, or -1
- * after saying what is wrong (naming opt). */
-int cli_parse_int_list(const char *opt, const char *s, int lo, int hi, int max, int *v, int *n);
-
 #endif

@@ -45,12 +45,14 @@ int enc_cli_bench(const char *model, const char *shapes, int runs, int threads) 
     if (parse_shapes(shapes, B, L, &n_shapes))
         return cli_failf("embed --bench: '%s' is not a list like 1x96,3x64", shapes);
     nc_error err = {0};
-    modernbert_model *m = NULL;
-    if (modernbert_load(model, threads, &m, &err) != NC_OK) return cli_fail(&err);
-    const modernbert_config *c = modernbert_model_config(m);
+    engine *m = NULL;
+    engine_options eo = {0};
+    eo.n_threads = threads;
+    if (engine_open("modernbert-cpu", model, &eo, &m, &err) != NC_OK) return cli_fail(&err);
+    const modernbert_config *c = m->encoder;
     printf("# %s: %d layers, hidden %d, vocab %d, %s weights, %d threads, %d runs\n", model,
-           c->num_hidden_layers, c->hidden_size, c->vocab_size, modernbert_model_dtype(m),
-           modernbert_model_threads(m), runs);
+           c->num_hidden_layers, c->hidden_size, c->vocab_size, m->weight_dtype, m->n_threads,
+           runs);
     int rc = 0;
     for (int s = 0; s < n_shapes && !rc; s++) {
         size_t n = (size_t)B[s] * (size_t)L[s];
@@ -68,7 +70,7 @@ int enc_cli_bench(const char *model, const char *shapes, int runs, int threads) 
         double cpu = 0;
         for (int r = -WARMUP; r < runs && !rc; r++) {
             double t0 = nc_now_s(), c0 = cpu_s();
-            if (modernbert_forward(m, &io, &err) != NC_OK) rc = cli_fail(&err);
+            if (engine_encode(m, &io, &err) != NC_OK) rc = cli_fail(&err);
             if (r < 0) continue; /* warm-up */
             t[r] = (nc_now_s() - t0) * 1e3 / B[s];
             cpu += (cpu_s() - c0) * 1e3 / B[s] / runs;
@@ -83,6 +85,6 @@ int enc_cli_bench(const char *model, const char *shapes, int runs, int threads) 
         free(pooled);
         free(t);
     }
-    modernbert_free(m);
+    engine_close(m);
     return rc;
 }

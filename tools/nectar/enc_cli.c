@@ -10,36 +10,31 @@
 
 #define DEFAULT_BATCH 8
 
-int enc_cli_parse(const char *cmd, int argc, char **argv, int *i, enc_cli_opts *o) {
-    const char *a = argv[*i];
-    const char **str = NULL;
-    int *num = NULL;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-        str = &o->model;
-    else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
-        str = &o->prompt;
-    else if (!strcmp(a, "-f") || !strcmp(a, "--file"))
-        str = &o->file;
-    else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-        num = &o->threads;
-    else if (!strcmp(a, "--batch"))
-        num = &o->batch;
-    else if (!strcmp(a, "--backend"))
-        str = &o->backend;
-    else
-        return 0;
-    if (*i + 1 >= argc) return cli_failf("%s: %s needs a value", cmd, a), -1;
-    const char *v = argv[++*i];
-    if (str) {
-        *str = v;
-        return 1;
-    }
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || end == v || x < (num == &o->threads ? 0 : 1) || x > 4096)
-        return cli_failf("%s: %s '%s' is not a valid count", cmd, a, v), -1;
-    *num = (int)x;
-    return 1;
+void enc_cli_table(enc_cli_opts *o, cli_opt *rows) {
+    const cli_opt t[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "ModernBERT-family folder (config, safetensors, tokenizer), or an encoder\n"
+                "bundle with --backend mil",
+                &o->model, .required = 1),
+        CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "one input", &o->prompt),
+        CLI_OPT("-f", "--file", CLI_STRING, "FILE", "one input per line (empty lines skipped)",
+                &o->file),
+        CLI_OPT(NULL, "--batch", CLI_INT, "N", "inputs per forward pass (default 8)", &o->batch,
+                .min = 1, .max = 4096),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o->threads,
+                .min = 1, .max = 1024),
+        CLI_OPT(NULL, "--backend", CLI_CHOICE, "cpu|mil",
+                "mil: -m names an encoder bundle (nectar compile), run in the MIL\n"
+                "interpreter (docs/encoders-ane.md)",
+                &o->backend_index, .choices = "cpu|mil"),
+        CLI_ENDROW};
+    memcpy(rows, t, sizeof t);
+}
+
+int enc_cli_finish(const cli_command *c, enc_cli_opts *o) {
+    o->backend = o->backend_index ? "mil" : "cpu";
+    if (!o->prompt == !o->file) return cli_usage_error(c, "give one of -p TEXT or -f FILE");
+    return CLI_GO;
 }
 
 /* One text per line (a final line without a newline counts; CR before LF
@@ -81,8 +76,6 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
     memset(c, 0, sizeof *c);
     c->cmd = cmd;
     nc_error err = {0};
-    if (!o->model) return cli_failf("%s: -m DIR is required (try --help)", cmd);
-    if (!o->prompt == !o->file) return cli_failf("%s: give one of -p TEXT or -f FILE", cmd);
     if (o->prompt) {
         c->texts = malloc(sizeof *c->texts);
         if (!c->texts || !(c->texts[0] = strdup(o->prompt)))
@@ -92,13 +85,14 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
         return 1;
     }
     if (tok_load(o->model, &c->tok, &err) != NC_OK) return cli_fail(&err);
-    if (o->backend && strcmp(o->backend, "cpu") && strcmp(o->backend, "mil"))
-        return cli_failf("%s: --backend '%s' is not cpu or mil", cmd, o->backend);
-    if (o->backend && !strcmp(o->backend, "mil")) { /* -m is a bundle (nectar compile) */
-        if (mb_run_open(o->model, o->threads, &c->mil, &err) != NC_OK) return cli_fail(&err);
-        c->m = mb_run_host(c->mil);
-    } else if (modernbert_load(o->model, o->threads, &c->m, &err) != NC_OK)
+    /* mil: -m is an encoder bundle (nectar compile) */
+    const char *kind = NULL;
+    engine_options eo = {0};
+    eo.n_threads = o->threads;
+    if (engine_kind_for_encoder(o->backend ? o->backend : "cpu", o->model, &kind, &err) != NC_OK ||
+        engine_open(kind, o->model, &eo, &c->e, &err) != NC_OK)
         return cli_fail(&err);
+    c->cfg = c->e->encoder;
     c->batch = o->batch > 0 ? o->batch : DEFAULT_BATCH;
     c->t0 = nc_now_s();
     return 0;
@@ -111,12 +105,11 @@ void enc_cli_close(enc_cli *c) {
     free(c->ids);
     free(c->mask);
     tok_free(c->tok);
-    if (c->mil) mb_run_free(c->mil);
-    else modernbert_free(c->m);
+    engine_close(c->e);
 }
 
 int enc_cli_make_batch(enc_cli *c, size_t i0, size_t i1) {
-    const modernbert_config *cfg = modernbert_model_config(c->m);
+    const modernbert_config *cfg = c->cfg;
     size_t n = i1 - i0, seq = 1;
     int32_t **rows = calloc(n, sizeof *rows);
     size_t *lens = calloc(n, sizeof *lens);
@@ -160,8 +153,7 @@ int enc_cli_forward(enc_cli *c, modernbert_io *io) {
     io->ids = c->ids;
     io->mask = c->mask;
     io->seq = c->seq;
-    if ((c->mil ? mb_run_forward(c->mil, io, &err) : modernbert_forward(c->m, io, &err)) != NC_OK)
-        return cli_fail(&err);
+    if (engine_encode(c->e, io, &err) != NC_OK) return cli_fail(&err);
     for (int i = 0; i < io->batch * io->seq; i++)
         c->n_tokens += (size_t)c->mask[i];
     return 0;

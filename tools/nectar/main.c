@@ -1,11 +1,11 @@
 /* `nectar`: the command line. A table of subcommands; each one parses its
  * own options and returns the process exit code (0 ok, 1 error, 2 usage). */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_env.h"
 #include "commands.h"
 
 static const struct {
@@ -27,6 +27,7 @@ static const struct {
     {"embed", cmd_embed, "pooled sentence vectors from a ModernBERT-family encoder"},
     {"fill-mask", cmd_fill_mask, "top-k tokens at each [MASK] of a text (masked-LM encoder)"},
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},
+    {"ane", cmd_ane, "Neural Engine: `ane probe` asks the chip what it accepts"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -43,21 +44,6 @@ int cli_failf(const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return 1;
-}
-
-int cli_parse_int_list(const char *opt, const char *s, int lo, int hi, int max, int *v, int *n) {
-    *n = 0;
-    for (const char *p = s;;) {
-        char *end;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (errno || end == p || (*end && *end != ',') || x < lo || x > hi)
-            return cli_failf("%s: '%s' is not a list of integers in [%d, %d]", opt, s, lo, hi), -1;
-        if (*n == max) return cli_failf("%s: at most %d sizes", opt, max), -1;
-        v[(*n)++] = (int)x;
-        if (!*end) return 0;
-        p = end + 1;
-    }
 }
 
 static void usage(FILE *f) {
@@ -81,7 +67,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "nectar: error: unknown command '%s' (try nectar --help)\n", argv[1]);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = cli_env_init();
+            return rc ? rc : commands[i].fn(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "nectar: unknown command '%s'\n", argv[1]);
     return 2;
 }

@@ -72,5 +72,9 @@ void CFDictionaryGetKeysAndValues(CFDictionaryRef theDict, const void **keys, co
 CFURLRef CFURLCreateFromFileSystemRepresentation(CFAllocatorRef allocator, const UInt8 *buffer,
                                                  CFIndex bufLen, Boolean isDirectory);
 CFStringRef CFErrorCopyDescription(CFErrorRef err);
+CFDictionaryRef CFErrorCopyUserInfo(CFErrorRef err);
+CFTypeID CFErrorGetTypeID(void);
+extern const CFStringRef kCFErrorUnderlyingErrorKey;
+const void *CFDictionaryGetValue(CFDictionaryRef theDict, const void *key);
 
 #endif

@@ -17,5 +17,9 @@ const char *sel_getName(SEL sel);
 Method class_getInstanceMethod(Class cls, SEL name);
 Method class_getClassMethod(Class cls, SEL name);
 const char *method_getTypeEncoding(Method m);
+Class object_getClass(id obj);
+const char *class_getName(Class cls);
+typedef signed char BOOL;
+BOOL class_respondsToSelector(Class cls, SEL sel);
 
 #endif

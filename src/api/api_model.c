@@ -1,0 +1,113 @@
+/* Opening a model for the public API: a folder or a bundle, a decoder or an
+ * encoder, on one of the engine seam's backends (src/engine); and what a
+ * caller may ask of it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_model.h"
+#include "api/api_options.h"
+
+#define DEFAULT_CTX 4096
+
+static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", NULL};
+
+/* The key=value options as the engine's options. */
+static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
+    memset(o, 0, sizeof *o);
+    NC_TRY(api_opt_check(options, OPEN_KEYS, "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "threads", 0, 4096, &o->n_threads, "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "ctx", 1, 1 << 24, &o->ctx, "nc_model_open", err));
+    const char *kv = api_opt_get(options, "kv");
+    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
+        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
+    o->kv = !kv ? ENGINE_KV_DEFAULT : !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    const char *dev = api_opt_get(options, "ane_device");
+    if (dev && strcmp(dev, "real") && strcmp(dev, "fake"))
+        return nc_fail(err, NC_ERR_INVALID,
+                       "nc_model_open: option ane_device=%s is not real or fake", dev);
+    o->ane_device = dev && !strcmp(dev, "fake") ? ENGINE_ANE_FAKE : ENGINE_ANE_REAL;
+    return NC_OK;
+}
+
+NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
+                               nc_model **out, nc_error *err) {
+    if (!path || !out) return nc_fail(err, NC_ERR_INVALID, "nc_model_open: NULL argument");
+    *out = NULL;
+    if (!backend) backend = "cpu";
+    if (strcmp(backend, "cpu") && strcmp(backend, "mil") && strcmp(backend, "ane"))
+        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
+                       backend);
+    engine_options eo;
+    NC_TRY(engine_opts(options, &eo, err));
+    const char *kind;
+    NC_TRY(engine_kind_for(backend, path, &kind, err));
+
+    nc_model *m = calloc(1, sizeof *m);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
+    nc_status st;
+    if (!strncmp(kind, "modernbert", 10)) {
+        m->kind = NC_MODEL_ENCODER;
+        st = tok_load(path, &m->tokenizer.tok, err);
+        if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
+    } else {
+        m->kind = NC_MODEL_DECODER;
+        st = gen_model_open(backend, path, &eo, &m->gm, err);
+        if (st == NC_OK) {
+            m->tokenizer.tok = m->gm->tok;
+            /* a bundle's context is fixed; a folder's sequences get ctx
+             * (or DEFAULT_CTX) tokens, at most what the model allows */
+            int ctx_max = m->gm->e->ctx_max;
+            m->ctx = strcmp(backend, "cpu") ? 0 : eo.ctx > 0 ? eo.ctx : DEFAULT_CTX;
+            if (m->ctx > ctx_max) m->ctx = ctx_max;
+        }
+    }
+    if (st != NC_OK) {
+        nc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return NC_OK;
+}
+
+NC_API void nc_model_free(nc_model *m) {
+    if (!m) return;
+    if (m->gm)
+        gen_model_close(m->gm);
+    else
+        tok_free(m->tokenizer.tok);
+    engine_close(m->enc);
+    free(m);
+}
+
+NC_API nc_model_kind nc_model_get_kind(const nc_model *m) {
+    return m ? m->kind : 0;
+}
+
+NC_API const nc_tokenizer *nc_model_tokenizer(const nc_model *m) {
+    return m ? &m->tokenizer : NULL;
+}
+
+static const engine *eng(const nc_model *m) {
+    return !m ? NULL : m->gm ? m->gm->e : m->enc;
+}
+
+NC_API int nc_model_vocab_size(const nc_model *m) {
+    const engine *e = eng(m);
+    return !e ? 0 : e->encoder ? e->encoder->vocab_size : e->n_vocab;
+}
+
+NC_API int nc_model_embedding_size(const nc_model *m) {
+    const engine *e = eng(m);
+    return e ? e->hidden : 0;
+}
+
+NC_API int nc_model_num_labels(const nc_model *m) {
+    const engine *e = eng(m);
+    if (!e || !e->encoder) return 0;
+    return e->encoder->head == MODERNBERT_HEAD_CLASSIFIER ? e->encoder->num_labels : 0;
+}
+
+NC_API const char *nc_model_label(const nc_model *m, int i) {
+    if (i < 0 || i >= nc_model_num_labels(m)) return NULL;
+    return m->enc->encoder->id2label[i];
+}

@@ -1,0 +1,25 @@
+/* Inside the public API: what an nc_model and an nc_tokenizer hold. A
+ * decoder is a gen_model (the engine seam's backend, its tokenizer, its
+ * end-of-sequence set); an encoder is an engine and a tokenizer. The calls
+ * of include/nectar.h dispatch on which. */
+#ifndef NC_API_MODEL_H
+#define NC_API_MODEL_H
+
+#include "engine/engine.h"
+#include "gen/model.h"
+#include "nectar.h"
+#include "text/tokenizer.h"
+
+struct nc_tokenizer {
+    tok_tokenizer *tok;
+};
+
+struct nc_model {
+    nc_model_kind kind;
+    nc_tokenizer tokenizer; /* the decoder's is gm->tok, borrowed */
+    gen_model *gm;          /* decoder */
+    int ctx;                /* decoder: the context of new sequences (0: the engine's) */
+    engine *enc;            /* encoder */
+};
+
+#endif

@@ -1,0 +1,186 @@
+/* engine_open and the table of engine kinds: the one place where a backend
+ * is chosen. A row names the kind, the model family (config.json's
+ * model_type) and the backend it serves; adding a model family or a backend
+ * is adding a row and its open function (docs/engine.md). */
+#include "engine/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/mmap.h"
+#include "engine/engines.h"
+
+typedef struct engine_row {
+    const char *kind, *model_type, *backend;
+    engine_open_fn open;
+    int is_encoder;
+} engine_row;
+
+static const engine_row rows[] = {
+    {"qwen3-cpu", "qwen3", "cpu", engine_open_qwen3_cpu, 0},
+    {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 0},
+    {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 0},
+    /* every qwen3_5* type (text, multimodal, MoE): the loader takes the
+     * first two and refuses the MoE ones in one line */
+    {"qwen35-cpu", "qwen3_5*", "cpu", engine_open_qwen35_cpu, 0},
+    {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
+    {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
+    /* tests: a deterministic stand-in model (engine_script.c) */
+    {"script", NULL, "script", engine_open_script, 0},
+};
+#define N_ROWS (int)(sizeof rows / sizeof rows[0])
+
+const char *const *engine_kinds(void) {
+    static const char *names[N_ROWS + 1];
+    for (int i = 0; i < N_ROWS; i++)
+        names[i] = rows[i].kind;
+    return names;
+}
+
+/* A row's model_type: exact, or a prefix when it ends in '*'. */
+static int type_matches(const char *pattern, const char *type) {
+    size_t n = strlen(pattern);
+    if (n && pattern[n - 1] == '*') return !strncmp(pattern, type, n - 1);
+    return !strcmp(pattern, type);
+}
+
+static const engine_row *row_of(const char *kind) {
+    for (int i = 0; i < N_ROWS; i++)
+        if (!strcmp(rows[i].kind, kind)) return &rows[i];
+    return NULL;
+}
+
+nc_status engine_open(const char *kind, const char *dir, const engine_options *opt, engine **out,
+                      nc_error *err) {
+    *out = NULL;
+    const engine_row *row = row_of(kind);
+    if (!row) return nc_fail(err, NC_ERR_INVALID, "no engine kind '%s'", kind);
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
+    engine_options none = {0};
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    e->kind = row->kind;
+    e->is_encoder = row->is_encoder;
+    nc_status st = row->open(dir, opt ? opt : &none, e, err);
+    if (st != NC_OK) {
+        engine_close(e);
+        return st;
+    }
+    *out = e;
+    return NC_OK;
+}
+
+void engine_close(engine *e) {
+    if (!e) return;
+    if (e->ops && e->ops->close) e->ops->close(e);
+    free(e);
+}
+
+/* want: -1 any kind, 0 decoders only, 1 encoders only */
+static nc_status kind_for(const char *backend, const char *dir, int want, const char **kind,
+                          nc_error *err) {
+    *kind = NULL;
+    int known = 0;
+    for (int i = 0; i < N_ROWS; i++)
+        known |= !strcmp(rows[i].backend, backend);
+    if (!known)
+        return nc_fail(err, NC_ERR_INVALID, "--backend: '%s' is not a backend (cpu, mil or ane)",
+                       backend);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
+    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
+    json_t *doc = NULL;
+    NC_TRY(nc_json_load_file(path, &doc, err));
+    const char *type = json_string_value(json_object_get(doc, "model_type"));
+    int family = 0; /* a row of this model type exists (of the wanted sort) */
+    for (int i = 0; type && i < N_ROWS && !*kind; i++) {
+        if (!rows[i].model_type || !type_matches(rows[i].model_type, type)) continue;
+        if (want >= 0 && rows[i].is_encoder != want) continue;
+        family = 1;
+        if (!strcmp(rows[i].backend, backend)) *kind = rows[i].kind;
+    }
+    nc_status st = NC_OK;
+    if (!*kind && !family)
+        st = nc_fail(err, NC_ERR_INVALID, "%s: model_type '%s' is not supported%s", path,
+                     type ? type : "(none)",
+                     want == 1   ? " (not an encoder)"
+                     : want == 0 ? " (not a text generator)"
+                                 : "");
+    else if (!*kind)
+        st = nc_fail(err, NC_ERR_INVALID, "%s: model_type '%s' has no %s engine", path, type,
+                     backend);
+    json_decref(doc);
+    return st;
+}
+
+nc_status engine_kind_for(const char *backend, const char *dir, const char **kind, nc_error *err) {
+    return kind_for(backend, dir, -1, kind, err);
+}
+
+nc_status engine_kind_for_decoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err) {
+    return kind_for(backend, dir, 0, kind, err);
+}
+
+nc_status engine_kind_for_encoder(const char *backend, const char *dir, const char **kind,
+                                  nc_error *err) {
+    return kind_for(backend, dir, 1, kind, err);
+}
+
+nc_status engine_forward(engine *e, engine_seq *s, const int32_t *tokens, int n, float *logits,
+                         nc_error *err) {
+    engine_step_item it = {s, tokens, n, logits, NC_OK, {0}};
+    NC_TRY(e->ops->step(e, &it, 1, err));
+    if (it.status != NC_OK && err) *err = it.err;
+    return it.status;
+}
+
+nc_status engine_set_layer_hook(engine *e, engine_layer_hook hook, void *user, nc_error *err) {
+    if (!e->ops->set_layer_hook)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "the %s engine cannot report per-layer states",
+                       e->kind);
+    e->ops->set_layer_hook(e, hook, user);
+    return NC_OK;
+}
+
+nc_status engine_encode(engine *e, const modernbert_io *io, nc_error *err) {
+    if (!e->ops->encode)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "the %s engine is not an encoder", e->kind);
+    return e->ops->encode(e, io, err);
+}
+
+void engine_set_eos(engine *e, const int32_t *ids, int n) {
+    e->n_eos = 0;
+    for (int i = 0; i < n && e->n_eos < ENGINE_MAX_EOS; i++) {
+        int seen = ids[i] < 0;
+        for (int k = 0; k < e->n_eos; k++)
+            seen |= e->eos_ids[k] == ids[i];
+        if (!seen) e->eos_ids[e->n_eos++] = ids[i];
+    }
+}
+
+nc_status engine_bundle_fill(engine *e, const char *dir, const lower_manifest *man,
+                             const engine_options *opt, nc_error *err) {
+    if (opt->ctx > 0 && opt->ctx != man->ctx)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "--ctx %d: the bundle %s was compiled for a context of %d tokens "
+                       "(leave --ctx out, or recompile with nectar compile --ctx %d)",
+                       opt->ctx, dir, man->ctx, opt->ctx);
+    const qwen3_config *c = &man->cfg;
+    e->qwen3 = c;
+    e->n_vocab = c->vocab_size;
+    e->ctx_max = man->ctx;
+    e->n_layers = c->num_hidden_layers;
+    e->hidden = c->hidden_size;
+    e->weight_dtype = "fp16";
+    e->is_kv_f16 = 1;
+    e->n_threads = opt->n_threads;
+    /* K and V per layer, fp16 values */
+    e->kv_bytes_per_token =
+        2 * 2 * (size_t)c->num_hidden_layers * (size_t)c->num_key_value_heads * c->head_dim;
+    engine_set_eos(e, c->eos_token_ids, c->n_eos);
+    return NC_OK;
+}

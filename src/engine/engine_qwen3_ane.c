@@ -1,0 +1,165 @@
+/* qwen3-ane: a lowered Qwen3 bundle on a Neural Engine device through the
+ * ane_host runner -- bundle open, modelAttributes parsing, binding by name,
+ * surface layouts, the per-token request plan, asynchronous completion
+ * waits. The device is the real ANE (src/ane, macOS) or the fake one backed
+ * by the MIL interpreter (ane_fake.h, every OS), chosen by
+ * engine_options.ane_device. The KV cache lives in the runner's surfaces,
+ * so a sequence is a runner of its own (each opens the bundle's programs on
+ * the device) plus its position; the host side (chunk inputs, the CPU head
+ * when the bundle leaves it to the CPU) is shared (qwen3_bundle_host.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ane_host/ane_fake.h"
+#include "ane_host/ane_runner.h"
+#include "engine/engines.h"
+#include "engine/qwen3_bundle_host.h"
+#if defined(__APPLE__)
+#include "ane/ane_apple.h"
+#endif
+
+typedef struct ane_engine {
+    qb_host h;
+    char dir[4096];
+    ane_device dev;
+    int has_dev, is_fake;
+    float *x_out; /* [D][S_max]: the last layer's x, for the CPU head */
+} ane_engine;
+
+typedef struct ane_seq {
+    qb_seq base; /* the position; first */
+    ane_runner *r;
+} ane_seq;
+
+static void ane_close(engine *e) {
+    ane_engine *a = e->impl;
+    if (!a) return;
+    if (a->has_dev && a->is_fake) ane_fake_free(&a->dev);
+#if defined(__APPLE__)
+    if (a->has_dev && !a->is_fake) ane_apple_close(&a->dev);
+#endif
+    qb_host_free(&a->h);
+    free(a->x_out);
+    free(a);
+    e->impl = NULL;
+}
+
+static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err) {
+    (void)ctx; /* fixed by the bundle */
+    ane_engine *a = e->impl;
+    ane_seq *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_status st = ane_runner_open(&a->dev, a->dir, &s->r, err);
+    if (st != NC_OK) {
+        free(s);
+        return st;
+    }
+    *out = (engine_seq *)s;
+    return NC_OK;
+}
+
+static void ane_seq_free(engine *e, engine_seq *seq) {
+    (void)e;
+    ane_seq *s = (ane_seq *)seq;
+    ane_runner_free(s->r);
+    free(s);
+}
+
+static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, float *logits,
+                           nc_error *err) {
+    ane_engine *a = user;
+    ane_runner *r = ((ane_seq *)seq)->r;
+    qb_host *h = &a->h;
+    const qwen3_config *cfg = &h->man.cfg;
+    size_t D = (size_t)cfg->hidden_size, hd = (size_t)cfg->head_dim, ctx = (size_t)h->man.ctx;
+    int col = (p + n - 1) % S, head_on_ane = h->man.lm_head_on_ane;
+    NC_TRY(ane_runner_write(r, S, "x", h->x, D * S, err));
+    NC_TRY(ane_runner_write(r, S, "rope_cos", h->cs, hd * S, err));
+    NC_TRY(ane_runner_write(r, S, "rope_sin", h->sn, hd * S, err));
+    NC_TRY(ane_runner_write(r, S, "attn_mask", h->mask, (size_t)S * ctx, err));
+    NC_TRY(ane_runner_write(r, S, "kv_write", h->wr, ctx, err));
+    /* sync unless the chip's probe profile found an async mode faster
+     * (ane_device.preferred_mode, docs/ane-bridge.md) */
+    NC_TRY(ane_runner_run(r, S, logits && head_on_ane ? col : -1,
+                          (ane_run_mode)a->dev.preferred_mode, err));
+    if (!logits) return NC_OK;
+    if (!head_on_ane) {
+        NC_TRY(ane_runner_read(r, S, "x", a->x_out, D * S, err));
+        qb_host_head_cpu(h, a->x_out, col, S, logits);
+        return NC_OK;
+    }
+    int64_t off = 0;
+    for (int i = 0; i < h->man.n_head_chunks; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "logits_%d", i);
+        int64_t rows = h->man.head_rows[i];
+        if (off + rows > cfg->vocab_size)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: head chunks exceed the vocabulary", h->dir);
+        NC_TRY(ane_runner_read_column(r, S, name, 0, logits + off, (size_t)rows, err));
+        off += rows;
+    }
+    if (off != cfg->vocab_size)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: head chunks cover %lld of %d rows", h->dir,
+                       (long long)off, cfg->vocab_size);
+    return NC_OK;
+}
+
+/* Sequence after sequence (each has its own runner and surfaces). */
+static nc_status ane_step(engine *e, engine_step_item *items, int n_items, nc_error *err) {
+    (void)err;
+    ane_engine *a = e->impl;
+    return qb_host_step(&a->h, items, n_items, run_chunk, a);
+}
+
+static const engine_ops ane_ops = {
+    .seq_new = ane_seq_new,
+    .seq_free = ane_seq_free,
+    .seq_pos = qb_seq_pos,
+    .seq_truncate = qb_seq_truncate,
+    .step = ane_step,
+    .close = ane_close,
+};
+
+static nc_status open_device(ane_engine *a, engine_ane_device which, nc_error *err) {
+    if (which == ENGINE_ANE_FAKE) {
+        NC_TRY(ane_fake_new(&a->dev, err));
+        a->is_fake = a->has_dev = 1;
+        return NC_OK;
+    }
+    NC_TRY(engine_ane_real_available(err));
+#if defined(__APPLE__)
+    NC_TRY(ane_apple_open(NULL, &a->dev, err));
+    a->has_dev = 1;
+#endif
+    return NC_OK;
+}
+
+nc_status engine_ane_real_available(nc_error *err) {
+#if defined(__APPLE__)
+    (void)err;
+    return NC_OK;
+#else
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "--ane-device real: the Neural Engine needs macOS on Apple silicon and this "
+                   "build has no ANE bridge (--ane-device fake runs the same request path on the "
+                   "MIL interpreter)");
+#endif
+}
+
+nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,
+                                nc_error *err) {
+    ane_engine *a = calloc(1, sizeof *a);
+    if (!a) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    e->impl = a;
+    e->ops = &ane_ops;
+    snprintf(a->dir, sizeof a->dir, "%s", dir);
+    NC_TRY(open_device(a, opt->ane_device, err));
+    NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
+    const lower_manifest *man = &a->h.man;
+    a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
+    if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    NC_TRY(engine_bundle_fill(e, dir, man, opt, err));
+    e->kind = a->is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";
+    return NC_OK;
+}

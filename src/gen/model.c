@@ -1,0 +1,98 @@
+/* gen_model: engine + tokenizer + EOS set + folder sampling defaults. */
+#include "gen/model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/mmap.h"
+
+int gen_model_is_eos(const gen_model *m, int32_t id) {
+    for (int i = 0; i < m->n_eos; i++)
+        if (m->eos[i] == id) return 1;
+    return 0;
+}
+
+static void add_eos(gen_model *m, int32_t id) {
+    if (id < 0 || m->n_eos >= GEN_MAX_EOS || gen_model_is_eos(m, id)) return;
+    m->eos[m->n_eos++] = id;
+}
+
+static void set_id(gen_model *m, const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    snprintf(m->model_id, sizeof m->model_id, "%.*s", (int)(n - b), dir + b);
+}
+
+void gen_model_build_eos(gen_model *m) {
+    m->n_eos = 0;
+    for (int i = 0; i < m->e->n_eos; i++)
+        add_eos(m, m->e->eos_ids[i]);
+    add_eos(m, tok_find(m->tok, "<|im_end|>"));
+    add_eos(m, tok_find(m->tok, "<|endoftext|>"));
+}
+
+nc_status gen_model_open(const char *backend, const char *dir, const engine_options *opt,
+                         gen_model **out, nc_error *err) {
+    *out = NULL;
+    const char *kind = "script";
+    if (strcmp(backend, "script") != 0) NC_TRY(engine_kind_for_decoder(backend, dir, &kind, err));
+    gen_model *m = calloc(1, sizeof *m);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_status st = tok_load(dir, &m->tok, err);
+    if (st == NC_OK) st = engine_open(kind, dir, opt, &m->e, err);
+    if (st != NC_OK) {
+        gen_model_close(m);
+        return st;
+    }
+    gen_model_build_eos(m);
+    set_id(m, dir);
+    *out = m;
+    return NC_OK;
+}
+
+void gen_model_close(gen_model *m) {
+    if (!m) return;
+    engine_close(m->e);
+    tok_free(m->tok);
+    free(m);
+}
+
+nc_status gen_sampling_from_folder(const char *dir, unsigned set, gen_sampler_params *out,
+                                   nc_error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (!nc_file_exists(path)) return NC_OK;
+    json_t *doc = NULL;
+    NC_TRY(nc_json_load_file(path, &doc, err));
+    const char *what = path;
+    int do_sample = 1;
+    double temp = out->temperature, top_p = out->top_p, min_p = out->min_p;
+    double rep = out->repeat_penalty;
+    int64_t top_k = out->top_k;
+    nc_status st =
+        json_is_object(doc) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
+    if (st == NC_OK) st = nc_json_bool(doc, "do_sample", &do_sample, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "temperature", &temp, 0, what, err);
+    if (st == NC_OK) st = nc_json_int(doc, "top_k", &top_k, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "top_p", &top_p, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "min_p", &min_p, 0, what, err);
+    if (st == NC_OK) st = nc_json_num(doc, "repetition_penalty", &rep, 0, what, err);
+    json_decref(doc);
+    if (st != NC_OK) return st;
+    gen_sampler_params p = *out;
+    if (!(set & GEN_SET_TEMPERATURE)) p.temperature = do_sample ? (float)temp : 0.0f;
+    if (!(set & GEN_SET_TOP_K)) p.top_k = top_k < 0 || top_k > INT_MAX ? 0 : (int)top_k;
+    if (!(set & GEN_SET_TOP_P)) p.top_p = (float)top_p;
+    if (!(set & GEN_SET_MIN_P)) p.min_p = (float)min_p;
+    if (!(set & GEN_SET_REPEAT_PENALTY)) p.repeat_penalty = (float)rep;
+    if (gen_sampler_check_params(&p, err) != NC_OK) return nc_fail_prefix(err, "%s", path);
+    *out = p;
+    return NC_OK;
+}

@@ -1,0 +1,68 @@
+/* Decoder steps shared by the CPU models (see dec_rows.h). */
+#include "models/dec_rows.h"
+
+#include "cpu/cpu_ops.h"
+#include "cpu/cpu_quant.h"
+
+cpu_act dec_act_rows(const dec_ctx *d, const float *x, size_t ldx, int n, int k) {
+    cpu_act a = cpu_act_rows(x, ldx, n, k, d->xq, d->xs);
+    cpu_act_attach(&a, d->prompt);
+    return a;
+}
+
+cpu_act dec_act_rows_q(const dec_ctx *d, const float *x, int n, int k, const cpu_mat *const *reads,
+                       int count) {
+    cpu_act a = dec_act_rows(d, x, (size_t)k, n, k);
+    int int8 = 0;
+    for (int i = 0; i < count; i++)
+        int8 |= cpu_matmul_reads_int8(d->kern, reads[i], &a);
+    if (!int8) a.q = NULL;
+    return a;
+}
+
+static void row_step_task(void *ctx, int i, int thread) {
+    (void)thread;
+    const dec_row_step *r = ctx;
+    size_t wd = (size_t)r->width;
+    float *out = r->out + (size_t)i * wd;
+    if (r->norm) {
+        float *x = r->x + (size_t)i * wd;
+        if (r->add) {
+            const float *y = r->add + (size_t)i * wd;
+            for (size_t j = 0; j < wd; j++)
+                x[j] += y[j];
+        }
+        cpu_rmsnorm(out, x, r->norm, r->width, r->eps);
+    } else {
+        cpu_silu_mul(out, r->mul + (size_t)i * wd, r->width);
+    }
+    if (r->act->q) {
+        size_t nb = (size_t)cpu_qblocks(r->width);
+        cpu_quantize_act_row(out, r->width, r->act->q + (size_t)i * nb * CPU_QBLOCK,
+                             r->act->s + (size_t)i * nb * CPU_QSCALE_REP);
+    }
+}
+
+/* Inline for one row: a few microseconds of work, not worth a dispatch. */
+void dec_row_steps(const dec_ctx *d, dec_row_step *r, int n) {
+    nc_pool_for(n > 1 ? d->pool : NULL, n, row_step_task, r);
+    if (r->act->q) r->act->is_quantized = 1;
+}
+
+void dec_mlp_rows(const dec_ctx *d, const dec_mlp *mlp, float *x, const float *add, float *xb,
+                  float *hb, float *hb2, int n) {
+    int dm = mlp->down->rows, ff = mlp->gate->rows;
+    /* the residual add of the attention output, the norm and the int8
+     * blocks in one pass */
+    cpu_act xm = dec_act_rows_q(d, xb, n, dm, (const cpu_mat *[]){mlp->gate, mlp->up}, 2);
+    dec_row_steps(d, &(dec_row_step){x, add, mlp->norm, xb, NULL, dm, mlp->eps, &xm}, n);
+    /* gate, up: one input, one dispatch */
+    cpu_matmul_many(d->pool, d->kern, &xm, 2,
+                    (cpu_product[]){{mlp->gate, hb, (size_t)ff}, {mlp->up, hb2, (size_t)ff}});
+    cpu_act h = dec_act_rows_q(d, hb, n, ff, (const cpu_mat *[]){mlp->down}, 1);
+    dec_row_steps(d, &(dec_row_step){NULL, NULL, NULL, hb, hb2, ff, 0.0f, &h}, n);
+    cpu_matmul_act(d->pool, d->kern, mlp->down, &h, xb, (size_t)dm);
+    size_t count = (size_t)n * dm;
+    for (size_t i = 0; i < count; i++)
+        x[i] += xb[i];
+}

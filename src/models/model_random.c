@@ -1,0 +1,118 @@
+/* The family dispatch of model_random.h. */
+#include "models/model_random.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/pool.h"
+#include "io/hf_weights.h"
+
+#define SHARD_MAX_BYTES ((size_t)4 << 30) /* like HF's shards */
+
+nc_status model_random_write(const model_preset *p, const char *out, const model_random_options *o,
+                             model_random_report *r, nc_error *err) {
+    switch (p->family) {
+    case MODEL_FAMILY_QWEN3:
+        return qwen3_random_write(p, out, o, r, err);
+    case MODEL_FAMILY_MODERNBERT:
+        return modernbert_random_write(p, out, o, r, err);
+    case MODEL_FAMILY_QWEN35:
+        return qwen35_random_write(p, out, o, r, err);
+    }
+    return nc_fail(err, NC_ERR_INTERNAL, "%s: no random writer for this family", p->name);
+}
+
+const char *model_random_torch_dtype(st_dtype dt) {
+    return dt == ST_BF16 ? "bfloat16" : dt == ST_F16 ? "float16" : "float32";
+}
+
+/* A sub-plan (one shard) shares the parent's fill via an index offset. */
+typedef struct {
+    st_random_plan *p;
+    int offset;
+} shard_ctx;
+
+static nc_status fill_shard(void *ctx, int index, size_t first, size_t n, void *dst,
+                            nc_error *err) {
+    shard_ctx *s = ctx;
+    return st_random_fill(s->p, index + s->offset, first, n, dst, err);
+}
+
+/* start[0..n_shards]: the first tensor of each shard of at most
+ * SHARD_MAX_BYTES (a bigger tensor gets a shard of its own); returns n_shards. */
+int model_random_shards(const st_random_plan *p, int *start) {
+    int n_shards = 0;
+    size_t acc = 0;
+    start[0] = 0;
+    for (int i = 0; i < p->n; i++) {
+        size_t b = st_write_tensor_bytes(&p->t[i]);
+        if (acc > 0 && acc + b > SHARD_MAX_BYTES) {
+            start[++n_shards] = i;
+            acc = 0;
+        }
+        acc += b;
+    }
+    start[++n_shards] = p->n;
+    return n_shards;
+}
+
+nc_status model_random_write_shards(st_random_plan *p, const char *out, const int *start,
+                                    int n_shards, nc_error *err) {
+    char path[4096];
+    if (n_shards == 1) {
+        hf_path_join(path, sizeof path, out, "model.safetensors");
+        return st_write_file(path, p->t, p->n, st_random_fill, p, err);
+    }
+    json_t *index = json_object(), *map = json_object();
+    json_object_set_new(index, "metadata",
+                        json_pack("{s:I}", "total_size", (json_int_t)st_random_bytes(p)));
+    for (int s = 0; s < n_shards; s++) {
+        char name[64];
+        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
+        hf_path_join(path, sizeof path, out, name);
+        shard_ctx sc = {p, start[s]};
+        nc_status st =
+            st_write_file(path, p->t + start[s], start[s + 1] - start[s], fill_shard, &sc, err);
+        if (st != NC_OK) {
+            json_decref(index);
+            json_decref(map);
+            return st;
+        }
+        for (int i = start[s]; i < start[s + 1]; i++)
+            json_object_set_new(map, p->t[i].name, json_string(name));
+    }
+    json_object_set_new(index, "weight_map", map);
+    hf_path_join(path, sizeof path, out, "model.safetensors.index.json");
+    return nc_json_save(index, path, 2, err);
+}
+
+nc_status model_random_write_plan(st_random_plan *p, const char *out, json_t *cfg, json_t *gen,
+                                  const model_random_options *o, model_random_report *r,
+                                  nc_error *err) {
+    int start[ST_RANDOM_MAX_TENSORS + 1];
+    memset(r, 0, sizeof *r);
+    r->n_tensors = p->n;
+    r->bytes = st_random_bytes(p);
+    r->n_files = model_random_shards(p, start);
+    nc_status st = NC_OK;
+    char path[4096];
+    if (!o->dry_run && (!cfg || !gen)) st = nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", out);
+    if (!o->dry_run && st == NC_OK) {
+        hf_path_join(path, sizeof path, out, "config.json");
+        st = nc_json_save(cfg, path, 2, err);
+        cfg = NULL;
+    }
+    if (!o->dry_run && st == NC_OK) {
+        hf_path_join(path, sizeof path, out, "generation_config.json");
+        st = nc_json_save(gen, path, 2, err);
+        gen = NULL;
+    }
+    json_decref(cfg);
+    json_decref(gen);
+    if (o->dry_run || st != NC_OK) return st;
+    NC_TRY(nc_pool_new(o->n_threads, &p->pool, err));
+    st = model_random_write_shards(p, out, start, r->n_files, err);
+    nc_pool_free(p->pool);
+    return st;
+}

@@ -1,0 +1,383 @@
+/* Qwen3.5 forward pass on the CPU, as transformers' modeling_qwen3_5.py
+ * computes it. Each decoder layer: x += mixer(rmsnorm(x)); x += mlp(...),
+ * where the RMSNorms scale by (1 + w) and the mixer is either
+ *  - gated full attention: q_proj gives each head's query and an output
+ *    gate; q/k RMSNorm, RoPE on the first rotary_dim dims of each head,
+ *    grouped-query attention over the KV cache, out * sigmoid(gate), o_proj;
+ *  - Gated DeltaNet: in_proj_qkv -> causal depthwise conv1d + SiLU ->
+ *    L2-normed q, k and v; beta = sigmoid(in_proj_b), decay
+ *    g = -exp(A_log) softplus(in_proj_a + dt_bias); the gated delta rule
+ *    (chunked for a sequence's prompt rows, recurrent for one row); an
+ *    RMSNorm per head gated by silu(in_proj_z); out_proj.
+ * As in Qwen3, a batch is rows of one or more sequences sharing each pass
+ * over the weights; a sequence's rows are contiguous (a segment), which the
+ * conv and the delta rule walk in order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/half.h"
+#include "cpu/cpu_attention.h"
+#include "cpu/cpu_delta.h"
+#include "cpu/cpu_ops.h"
+#include "models/qwen35_impl.h"
+
+typedef struct segment {
+    qwen35_state *s;
+    int first, n; /* rows [first, first + n) */
+} segment;
+
+typedef struct layer_ctx {
+    qwen35_model *m;
+    const qwen35_layer *L;
+    const segment *segs;
+} layer_ctx;
+
+static float sigmoidf(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+/* torch's softplus (beta 1, threshold 20) */
+static float softplusf(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+static size_t kv_dim(const qwen35_config *c) {
+    return (size_t)c->num_key_value_heads * c->head_dim;
+}
+
+/* The cache rows of one full-attention layer (slot), fp32 or fp16. */
+static char *cache_at(const qwen35_state *s, void *cache, int slot) {
+    size_t esz = s->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
+    return (char *)cache + (size_t)slot * s->ctx * kv_dim(&s->m->cfg) * esz;
+}
+
+static void cache_store(const qwen35_model *m, char *dst, const float *src, size_t n) {
+    if (m->kv_f16)
+        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+/* ---- gated full attention ------------------------------------------------ */
+
+/* Row i: split q_proj's output into the query and the gate of each head,
+ * q/k RMSNorm and partial RoPE, then K and V into the row's cache. */
+static void attn_row_prep(void *ctx, int i, int thread) {
+    (void)thread;
+    const layer_ctx *lc = ctx;
+    qwen35_model *m = lc->m;
+    qwen35_workspace *w = &m->ws;
+    const qwen35_config *c = &m->cfg;
+    const qwen35_layer *L = lc->L;
+    int hd = c->head_dim, rd = c->rotary_dim;
+    size_t qd = (size_t)c->num_attention_heads * hd, kvd = kv_dim(c);
+    const float *cs = w->rope_cos + (size_t)i * rd / 2, *sn = w->rope_sin + (size_t)i * rd / 2;
+    const float *src = w->big + (size_t)i * 2 * qd;
+    for (int h = 0; h < c->num_attention_heads; h++) {
+        float *q = w->q + (size_t)i * qd + (size_t)h * hd;
+        memcpy(q, src + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
+        memcpy(w->gate + (size_t)i * qd + (size_t)h * hd, src + (size_t)h * 2 * hd + hd,
+               (size_t)hd * sizeof(float));
+        cpu_rmsnorm(q, q, L->q_norm, hd, c->rms_norm_eps);
+        cpu_rope_apply(q, cs, sn, rd); /* the first rd dims; the rest pass */
+    }
+    float *k = w->k + (size_t)i * kvd;
+    for (int h = 0; h < c->num_key_value_heads; h++) {
+        cpu_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->rms_norm_eps);
+        cpu_rope_apply(k + (size_t)h * hd, cs, sn, rd);
+    }
+    qwen35_state *s = w->row_state[i];
+    size_t at = (size_t)w->row_pos[i] * kvd * (m->kv_f16 ? sizeof(nc_fp16) : sizeof(float));
+    cache_store(m, cache_at(s, s->k_cache, L->slot) + at, k, kvd);
+    cache_store(m, cache_at(s, s->v_cache, L->slot) + at, w->v + (size_t)i * kvd, kvd);
+    w->row_k[i] = cache_at(s, s->k_cache, L->slot);
+    w->row_v[i] = cache_at(s, s->v_cache, L->slot);
+}
+
+static void attn_row_gate(void *ctx, int i, int thread) {
+    (void)thread;
+    const layer_ctx *lc = ctx;
+    qwen35_workspace *w = &lc->m->ws;
+    size_t qd = (size_t)lc->m->cfg.num_attention_heads * lc->m->cfg.head_dim;
+    float *o = w->att + (size_t)i * qd;
+    const float *g = w->gate + (size_t)i * qd;
+    for (size_t j = 0; j < qd; j++)
+        o[j] *= sigmoidf(g[j]);
+}
+
+/* xb (normed rows) -> xb (the attention block's output). */
+static void full_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, int n) {
+    const qwen35_config *c = &m->cfg;
+    qwen35_workspace *w = &m->ws;
+    size_t qd = (size_t)c->num_attention_heads * c->head_dim, kvd = kv_dim(c);
+    cpu_matmul_many(
+        m->pool, m->kern, xa, 3,
+        (cpu_product[]){{&L->q, w->big, 2 * qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
+    layer_ctx lc = {m, L, NULL};
+    nc_pool_for(m->pool, n, attn_row_prep, &lc);
+    cpu_attention_args aa = {.q = w->q,
+                             .out = w->att,
+                             .ldq = qd,
+                             .ldo = qd,
+                             .k_cache = w->row_k,
+                             .v_cache = w->row_v,
+                             .kv_f16 = m->kv_f16,
+                             .n_keys = w->row_n_keys,
+                             .n = n,
+                             .n_heads = c->num_attention_heads,
+                             .n_kv_heads = c->num_key_value_heads,
+                             .head_dim = c->head_dim,
+                             .scale = 1.0f / sqrtf((float)c->head_dim),
+                             .scores = w->scores,
+                             .scores_stride = (size_t)c->max_position_embeddings};
+    cpu_attention(m->pool, m->kern, &aa);
+    nc_pool_for(n > 1 ? m->pool : NULL, n, attn_row_gate, &lc);
+    cpu_act att = dec_act_rows(&m->dec, w->att, qd, n, (int)qd);
+    cpu_matmul_act(m->pool, m->kern, &L->o, &att, w->xb, (size_t)c->hidden_size);
+}
+
+/* ---- Gated DeltaNet ------------------------------------------------------ */
+
+/* Row i after the conv: L2-norm q and k heads (q also * 1/sqrt(dk)); b, a
+ * -> beta, g in place. */
+static void linear_row_prep(void *ctx, int i, int thread) {
+    (void)thread;
+    const layer_ctx *lc = ctx;
+    const qwen35_config *c = &lc->m->cfg;
+    qwen35_workspace *w = &lc->m->ws;
+    const qwen35_layer *L = lc->L;
+    int nk = c->linear_num_key_heads, dk = c->linear_key_head_dim, nv = c->linear_num_value_heads;
+    float *row = w->big + (size_t)i * qwen35_conv_dim(c);
+    float scale = 1.0f / sqrtf((float)dk);
+    for (int h = 0; h < nk; h++) {
+        cpu_l2norm_scale(row + (size_t)h * dk, dk, 1e-6f, scale);
+        cpu_l2norm_scale(row + (size_t)(nk + h) * dk, dk, 1e-6f, 1.0f);
+    }
+    float *ba = w->ba + (size_t)i * 2 * nv;
+    for (int h = 0; h < nv; h++) {
+        ba[h] = sigmoidf(ba[h]);
+        ba[nv + h] = L->neg_A[h] * softplusf(ba[nv + h] + L->dt_bias[h]);
+    }
+}
+
+/* Conv over each sequence's rows, in order, with its window. */
+static void linear_conv_task(void *ctx, int seg, int thread) {
+    (void)thread;
+    const layer_ctx *lc = ctx;
+    const qwen35_config *c = &lc->m->cfg;
+    const segment *sg = &lc->segs[seg];
+    size_t cd = qwen35_conv_dim(c);
+    cpu_conv1d_silu(lc->m->ws.big + (size_t)sg->first * cd, cd, sg->n, (int)cd, lc->L->conv_w,
+                    c->linear_conv_kernel_dim,
+                    sg->s->conv + (size_t)lc->L->slot * qwen35_conv_floats(c));
+}
+
+/* Task (segment, value head): the delta rule over the segment's rows. */
+static void linear_delta_task(void *ctx, int task, int thread) {
+    const layer_ctx *lc = ctx;
+    const qwen35_config *c = &lc->m->cfg;
+    qwen35_workspace *w = &lc->m->ws;
+    int nv = c->linear_num_value_heads, nk = c->linear_num_key_heads;
+    int dk = c->linear_key_head_dim, dv = c->linear_value_head_dim;
+    const segment *sg = &lc->segs[task / nv];
+    int h = task % nv, kh = h / (nv / nk); /* each k head serves nv/nk consecutive v heads */
+    size_t cd = qwen35_conv_dim(c), vd = (size_t)nv * dv;
+    const float *rows = w->big + (size_t)sg->first * cd;
+    const float *ba = w->ba + (size_t)sg->first * 2 * nv;
+    cpu_delta_head hd = {
+        .q = rows + (size_t)kh * dk,
+        .k = rows + (size_t)(nk + kh) * dk,
+        .v = rows + (size_t)2 * nk * dk + (size_t)h * dv,
+        .beta = ba + h,
+        .g = ba + nv + h,
+        .ldqk = cd,
+        .ldv = cd,
+        .ldgb = 2 * (size_t)nv,
+        .ldo = vd,
+        .out = w->core + (size_t)sg->first * vd + (size_t)h * dv,
+        .state = sg->s->rec + (size_t)lc->L->slot * qwen35_rec_floats(c) + (size_t)h * dk * dv,
+        .n = sg->n,
+        .dk = dk,
+        .dv = dv,
+    };
+    if (sg->n == 1)
+        cpu_delta_recurrent(&hd, lc->m->delta_gemm);
+    else
+        cpu_delta_chunked(&hd, QWEN35_CHUNK, w->delta_scratch + (size_t)thread * w->delta_floats,
+                          lc->m->delta_gemm);
+}
+
+/* Row i: RMSNorm of each value head (plain weight) times silu(z). */
+static void linear_row_gate(void *ctx, int i, int thread) {
+    (void)thread;
+    const layer_ctx *lc = ctx;
+    const qwen35_config *c = &lc->m->cfg;
+    qwen35_workspace *w = &lc->m->ws;
+    int dv = c->linear_value_head_dim;
+    size_t vd = (size_t)c->linear_num_value_heads * dv;
+    float *o = w->core + (size_t)i * vd;
+    const float *z = w->z + (size_t)i * vd;
+    for (int h = 0; h < c->linear_num_value_heads; h++)
+        cpu_rmsnorm(o + (size_t)h * dv, o + (size_t)h * dv, lc->L->gnorm, dv, c->rms_norm_eps);
+    for (size_t j = 0; j < vd; j++)
+        o[j] *= z[j] / (1.0f + expf(-z[j]));
+}
+
+static void linear_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, int n,
+                             const segment *segs, int n_segs) {
+    const qwen35_config *c = &m->cfg;
+    qwen35_workspace *w = &m->ws;
+    size_t cd = qwen35_conv_dim(c), nv = (size_t)c->linear_num_value_heads;
+    size_t vd = nv * c->linear_value_head_dim;
+    cpu_matmul_many(m->pool, m->kern, xa, 4,
+                    (cpu_product[]){{&L->qkv, w->big, cd},
+                                    {&L->z, w->z, vd},
+                                    {&L->b, w->ba, 2 * nv},
+                                    {&L->a, w->ba + nv, 2 * nv}});
+    layer_ctx lc = {m, L, segs};
+    nc_pool_for(n_segs > 1 ? m->pool : NULL, n_segs, linear_conv_task, &lc);
+    nc_pool_for(n > 1 ? m->pool : NULL, n, linear_row_prep, &lc);
+    nc_pool_for(m->pool, n_segs * (int)nv, linear_delta_task, &lc);
+    nc_pool_for(n > 1 ? m->pool : NULL, n, linear_row_gate, &lc);
+    cpu_act core = dec_act_rows(&m->dec, w->core, vd, n, (int)vd);
+    cpu_matmul_act(m->pool, m->kern, &L->out, &core, w->xb, (size_t)c->hidden_size);
+}
+
+/* ---- the decoder ----------------------------------------------------------- */
+
+static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs) {
+    const qwen35_config *c = &m->cfg;
+    qwen35_workspace *w = &m->ws;
+    int d = c->hidden_size, rd = c->rotary_dim;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *row = (const unsigned char *)m->embed.data +
+                                   (size_t)w->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+        m->kern->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
+        cpu_rope_angles(w->rope_cos + (size_t)i * rd / 2, w->rope_sin + (size_t)i * rd / 2,
+                        m->inv_freq, rd, w->row_pos[i]);
+        w->row_n_keys[i] = w->row_pos[i] + 1;
+    }
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        const qwen35_layer *L = &m->layers[l];
+        const cpu_mat *reads[4] = {&L->q, &L->k, &L->v, NULL};
+        if (!L->is_full) {
+            reads[0] = &L->qkv, reads[1] = &L->z, reads[2] = &L->b, reads[3] = &L->a;
+        }
+        cpu_act xa = dec_act_rows_q(&m->dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
+        dec_row_steps(
+            &m->dec,
+            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
+        if (L->is_full)
+            full_attention(m, L, &xa, n);
+        else
+            linear_attention(m, L, &xa, n, segs, n_segs);
+        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
+        dec_mlp_rows(&m->dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+    }
+}
+
+/* Final norm and LM head for the rows that want logits. */
+static void lm_head_rows(qwen35_model *m, int n) {
+    const qwen35_config *c = &m->cfg;
+    qwen35_workspace *w = &m->ws;
+    size_t d = (size_t)c->hidden_size, V = (size_t)c->vocab_size;
+    int rows[QWEN35_LOGIT_ROWS], k = 0;
+    for (int i = 0; i <= n; i++) {
+        if (i < n && w->logit_dst[i]) {
+            cpu_rmsnorm(w->xb + (size_t)k * d, w->x + (size_t)i * d, m->final_norm, (int)d,
+                        c->rms_norm_eps);
+            rows[k++] = i;
+        }
+        if (k == QWEN35_LOGIT_ROWS || (i == n && k > 0)) {
+            cpu_act xl = dec_act_rows(&m->dec, w->xb, d, k, (int)d);
+            cpu_matmul_act(m->pool, m->kern, &m->lm_head, &xl, w->logits, V);
+            for (int j = 0; j < k; j++)
+                memcpy(w->logit_dst[rows[j]], w->logits + (size_t)j * V, V * sizeof(float));
+            k = 0;
+        }
+    }
+}
+
+static nc_status check_item(const qwen35_model *m, const qwen35_batch_item *it, int index,
+                            nc_error *err) {
+    if (!it->state || it->state->m != m || it->n < 0 || (it->n > 0 && !it->tokens))
+        return nc_fail(err, NC_ERR_INVALID, "qwen35_forward: batch item %d is malformed", index);
+    const qwen35_state *s = it->state;
+    if (it->n > s->ctx - s->pos)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "context full: %d tokens in the cache + %d new > context of %d tokens",
+                       s->pos, it->n, s->ctx);
+    for (int i = 0; i < it->n; i++)
+        if (it->tokens[i] < 0 || it->tokens[i] >= m->cfg.vocab_size)
+            return nc_fail(err, NC_ERR_INVALID,
+                           "token id %d at index %d is outside the vocabulary (size %d)",
+                           (int)it->tokens[i], i, m->cfg.vocab_size);
+    return NC_OK;
+}
+
+nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int count,
+                               nc_error *err) {
+    for (int i = 0; i < count; i++) {
+        NC_TRY(check_item(m, &items[i], i, err));
+        for (int j = 0; j < i; j++)
+            if (items[j].state == items[i].state)
+                return nc_fail(err, NC_ERR_INVALID,
+                               "qwen35_forward: batch items %d and %d share a state", j, i);
+    }
+    int fixed[64], *replay = count <= 32 ? fixed : malloc(2 * (size_t)count * sizeof *replay);
+    segment segs_fixed[QWEN35_MAX_BATCH];
+    if (!replay) return nc_fail(err, NC_ERR_NOMEM, "qwen35_forward: out of memory");
+    int *done = replay + count; /* rows of each item already through */
+    /* Each item's rows: the tokens a truncation left to replay (no logits),
+     * then its new tokens; all of them are in state->tokens from lin_pos. */
+    for (int i = 0; i < count; i++) {
+        qwen35_state *s = items[i].state;
+        memcpy(s->tokens + s->pos, items[i].tokens, (size_t)items[i].n * sizeof(int32_t));
+        replay[i] = items[i].n > 0 ? s->pos - s->lin_pos : 0;
+        s->pos -= replay[i];
+        done[i] = 0;
+    }
+    qwen35_workspace *w = &m->ws;
+    size_t V = (size_t)m->cfg.vocab_size;
+    for (;;) {
+        int n = 0, n_segs = 0;
+        for (int i = 0; i < count && n < QWEN35_MAX_BATCH; i++) {
+            qwen35_batch_item *it = &items[i];
+            qwen35_state *s = it->state;
+            int total = replay[i] + it->n, take = total - done[i];
+            if (take > QWEN35_MAX_BATCH - n) take = QWEN35_MAX_BATCH - n;
+            if (take <= 0) continue;
+            segs_fixed[n_segs++] = (segment){s, n, take};
+            for (int j = 0; j < take; j++, n++) {
+                int t = done[i] + j, out = t - replay[i]; /* index among the new tokens */
+                w->row_token[n] = s->tokens[s->pos + j];
+                w->row_state[n] = s;
+                w->row_pos[n] = s->pos + j;
+                w->logit_dst[n] = out < 0            ? NULL
+                                  : it->logits_all   ? it->logits_all + (size_t)out * V
+                                  : out == it->n - 1 ? it->logits_last
+                                                     : NULL;
+            }
+            done[i] += take;
+            s->pos += take;
+        }
+        if (n == 0) break;
+        decoder_rows(m, n, segs_fixed, n_segs);
+        lm_head_rows(m, n);
+    }
+    for (int i = 0; i < count; i++) {
+        qwen35_batch_item *it = &items[i];
+        it->state->lin_pos = it->state->pos;
+        if (replay[i] + it->n > 1) qwen35_state_snapshot(it->state);
+        if (it->logits_all && it->logits_last && it->n > 0)
+            memcpy(it->logits_last, it->logits_all + (size_t)(it->n - 1) * V, V * sizeof(float));
+    }
+    if (replay != fixed) free(replay);
+    return NC_OK;
+}
+
+nc_status qwen35_forward(qwen35_model *m, qwen35_state *s, const int32_t *tokens, int n,
+                         float *logits_last, float *logits_all, nc_error *err) {
+    qwen35_batch_item it = {s, tokens, n, logits_last, logits_all};
+    return qwen35_forward_batch(m, &it, 1, err);
+}

@@ -1,0 +1,131 @@
+/* One Qwen3.5 sequence: the full-attention layers' KV cache, the linear
+ * layers' conv windows and delta-rule states, the tokens so far, and one
+ * snapshot of the linear states. A KV cache can be cut at any position; a
+ * recurrent state cannot, so truncating below the current position restores
+ * the snapshot (or the empty state) and marks the tokens between it and the
+ * kept position for replay by the next forward (docs/qwen35.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/half.h"
+#include "models/qwen35_impl.h"
+
+static size_t lin_conv_bytes(const qwen35_model *m) {
+    return (size_t)m->n_linear * qwen35_conv_floats(&m->cfg) * sizeof(float);
+}
+static size_t lin_rec_bytes(const qwen35_model *m) {
+    return (size_t)m->n_linear * qwen35_rec_floats(&m->cfg) * sizeof(float);
+}
+static size_t kv_bytes(const qwen35_model *m, int ctx, int *ovf) {
+    const qwen35_config *c = &m->cfg;
+    size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
+    return nc_mul_size(nc_mul_size((size_t)c->n_full * (size_t)ctx, kvd, ovf),
+                       m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), ovf);
+}
+
+nc_status qwen35_state_new(const qwen35_model *m, int ctx, qwen35_state **out, nc_error *err) {
+    *out = NULL;
+    const qwen35_config *c = &m->cfg;
+    if (ctx <= 0 || ctx > c->max_position_embeddings) ctx = c->max_position_embeddings;
+    qwen35_state *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "Qwen3.5 state: out of memory");
+    s->m = m;
+    s->ctx = ctx;
+    s->snap_pos = -1;
+    int ovf = 0;
+    size_t kvb = kv_bytes(m, ctx, &ovf);
+    /* calloc: large zeroed blocks become resident only as they are written */
+    if (!ovf && kvb) {
+        s->k_cache = calloc(1, kvb);
+        s->v_cache = calloc(1, kvb);
+    }
+    s->tokens = calloc((size_t)ctx, sizeof *s->tokens);
+    s->conv = calloc(1, lin_conv_bytes(m) + 1);
+    s->rec = calloc(1, lin_rec_bytes(m) + 1);
+    s->snap_conv = calloc(1, lin_conv_bytes(m) + 1);
+    s->snap_rec = calloc(1, lin_rec_bytes(m) + 1);
+    if ((kvb && (!s->k_cache || !s->v_cache)) || ovf || !s->tokens || !s->conv || !s->rec ||
+        !s->snap_conv || !s->snap_rec) {
+        qwen35_state_free(s);
+        return nc_fail(err, NC_ERR_NOMEM,
+                       "Qwen3.5 state: out of memory for a context of %d tokens (%zu MiB of KV "
+                       "cache, %zu MiB of recurrent state)",
+                       ctx, ovf ? (size_t)-1 : 2 * kvb >> 20,
+                       2 * (lin_conv_bytes(m) + lin_rec_bytes(m)) >> 20);
+    }
+    *out = s;
+    return NC_OK;
+}
+
+void qwen35_state_free(qwen35_state *s) {
+    if (!s) return;
+    free(s->k_cache);
+    free(s->v_cache);
+    free(s->tokens);
+    free(s->conv);
+    free(s->rec);
+    free(s->snap_conv);
+    free(s->snap_rec);
+    free(s);
+}
+
+int qwen35_state_pos(const qwen35_state *s) {
+    return s->pos;
+}
+int qwen35_state_ctx(const qwen35_state *s) {
+    return s->ctx;
+}
+
+int qwen35_state_truncate(qwen35_state *s, int n_keep) {
+    if (n_keep < 0) n_keep = 0;
+    if (n_keep >= s->pos) return s->pos;
+    s->pos = n_keep;
+    if (s->snap_pos > n_keep) s->snap_pos = -1; /* of a history being dropped */
+    if (s->lin_pos <= n_keep) return n_keep;    /* a replay is already pending below it */
+    const qwen35_model *m = s->m;
+    if (s->snap_pos >= 0 && s->snap_pos <= n_keep) {
+        memcpy(s->conv, s->snap_conv, lin_conv_bytes(m));
+        memcpy(s->rec, s->snap_rec, lin_rec_bytes(m));
+        s->lin_pos = s->snap_pos;
+    } else {
+        memset(s->conv, 0, lin_conv_bytes(m));
+        memset(s->rec, 0, lin_rec_bytes(m));
+        s->lin_pos = 0;
+    }
+    return n_keep;
+}
+
+/* After a multi-token forward: the state at its end is the likeliest
+ * prefix of the next request (a chat's history before the reply). */
+void qwen35_state_snapshot(qwen35_state *s) {
+    memcpy(s->snap_conv, s->conv, lin_conv_bytes(s->m));
+    memcpy(s->snap_rec, s->rec, lin_rec_bytes(s->m));
+    s->snap_pos = s->lin_pos;
+}
+
+nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error *err) {
+    if (dst->m != src->m || dst->ctx < src->pos)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "qwen35_state_copy: the states belong to different models or the "
+                       "destination's context (%d) is shorter than the source's %d tokens",
+                       dst->ctx, src->pos);
+    const qwen35_model *m = src->m;
+    const qwen35_config *c = &m->cfg;
+    size_t esz = m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
+    size_t row = (size_t)c->num_key_value_heads * c->head_dim * esz;
+    for (int l = 0; l < c->n_full; l++) {
+        size_t so = (size_t)l * src->ctx * row, dof = (size_t)l * dst->ctx * row;
+        memcpy((char *)dst->k_cache + dof, (const char *)src->k_cache + so, (size_t)src->pos * row);
+        memcpy((char *)dst->v_cache + dof, (const char *)src->v_cache + so, (size_t)src->pos * row);
+    }
+    memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof *src->tokens);
+    memcpy(dst->conv, src->conv, lin_conv_bytes(m));
+    memcpy(dst->rec, src->rec, lin_rec_bytes(m));
+    memcpy(dst->snap_conv, src->snap_conv, lin_conv_bytes(m));
+    memcpy(dst->snap_rec, src->snap_rec, lin_rec_bytes(m));
+    dst->pos = src->pos;
+    dst->lin_pos = src->lin_pos;
+    dst->snap_pos = src->snap_pos;
+    return NC_OK;
+}

@@ -1,0 +1,450 @@
+/* The public API (include/nectar.h) against independent references, using
+ * nothing but <nectar.h> (and jansson to read the fixtures): Qwen3 ids of a
+ * file equal HF tokenizers' and decode back to its bytes; the chat template
+ * equals transformers' apply_chat_template; encoder embeddings, fill-mask
+ * and classification equal HF's numbers (tools/make_modernbert_fixtures.py);
+ * a compiled bundle opens on the mil backend and its embeddings stay within
+ * the parity rule of HF's; greedy generation streams HF's text
+ * (tools/make_gen_fixtures.py) and ids (tools/make_qwen3_fixtures.py) on
+ * the cpu, mil and fake-ANE backends; cancellation, stop strings; and the
+ * errors a caller can make. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "nectar.h"
+
+#define MB "tests/fixtures/modernbert/"
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+static void test_version_macros_match_the_library(void) {
+    CHECK(!strcmp(nc_version(), NECTAR_VERSION));
+    CHECK(nc_version_number() == NECTAR_VERSION_NUMBER);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", NECTAR_VERSION_MAJOR, NECTAR_VERSION_MINOR,
+             NECTAR_VERSION_PATCH);
+    CHECK(!strcmp(want, NECTAR_VERSION));
+    CHECK(!strcmp(nc_status_name(NC_ERR_IO), "io"));
+}
+
+/* tests/fixtures/tokenizer/cli: a file with CRLF, tabs, emoji and special
+ * tokens, and HF's ids of it under the real Qwen3 tokenizer. */
+static void test_tokenize_equals_hf_and_decodes_back(void) {
+    nc_error err;
+    nc_tokenizer *t;
+    CHECK_OK(nc_tokenizer_open("tests/fixtures/qwen3-tokenizer", &t, &err), &err);
+    CHECK(nc_tokenizer_vocab_size(t) == 151669);
+    CHECK(nc_token_id(t, "<|im_end|>") == 151645);
+    size_t len, n;
+    char *text = read_text("tests/fixtures/tokenizer/cli/input.txt", &len);
+    char *want = read_text("tests/fixtures/tokenizer/cli/ids_qwen3.txt", NULL);
+    CHECK(text && want);
+    int32_t *ids;
+    CHECK_OK(nc_tokenize(t, text, len, 0, &ids, &n, &err), &err);
+    char *p = want;
+    size_t i = 0;
+    for (; i < n; i++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        CHECKF(end != p && v == ids[i], "id %zu: %d, HF %ld", i, (int)ids[i], v);
+        p = end;
+    }
+    CHECK(strtol(p, &p, 10) == 0 && *p == '\n');
+    char *back;
+    size_t back_len;
+    CHECK_OK(nc_detokenize(t, ids, n, 0, &back, &back_len, &err), &err);
+    CHECK(back_len == len && !memcmp(back, text, len));
+    nc_free(back);
+    nc_free(ids);
+    free(text);
+    free(want);
+    nc_tokenizer_free(t);
+}
+
+/* tests/fixtures/chat/cases.jsonl: transformers' renderings with the real
+ * Qwen3 template. */
+static void test_chat_template_equals_transformers(void) {
+    FILE *f = fopen("tests/fixtures/chat/cases.jsonl", "r");
+    CHECK(f);
+    char line[65536];
+    int n_cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_error_t je;
+        json_t *c = json_loads(line, 0, &je);
+        CHECK(c);
+        json_t *msgs = json_object_get(c, "messages");
+        size_t n = json_array_size(msgs);
+        nc_chat_message m[16];
+        CHECK(n <= 16);
+        for (size_t i = 0; i < n; i++) {
+            json_t *o = json_array_get(msgs, i);
+            m[i].role = json_string_value(json_object_get(o, "role"));
+            m[i].content = json_string_value(json_object_get(o, "content"));
+            m[i].reasoning_content = json_string_value(json_object_get(o, "reasoning_content"));
+        }
+        unsigned flags =
+            (json_is_true(json_object_get(c, "add_generation_prompt"))
+                 ? NC_CHAT_ADD_GENERATION_PROMPT
+                 : 0) |
+            (json_is_false(json_object_get(c, "enable_thinking")) ? NC_CHAT_NO_THINKING : 0);
+        char *out;
+        nc_error err;
+        nc_status st = nc_chat_apply_template(m, n, flags, &out, &err);
+        const char *want = json_string_value(json_object_get(c, "expected"));
+        int same = st == NC_OK && !strcmp(out, want);
+        if (!same)
+            printf("  case %s: %s\n", json_string_value(json_object_get(c, "name")),
+                   st ? err.msg : out);
+        if (st == NC_OK) nc_free(out);
+        json_decref(c);
+        CHECK(same);
+        n_cases++;
+    }
+    fclose(f);
+    CHECK(n_cases >= 10);
+}
+
+/* The third text of mb_base/ref ("Hello"): CLS pooling (the model's), then
+ * normalised, against HF's rows 129..192 of embed_cls_norm.txt. */
+static double cosine_to_hf_hello(nc_model *m) {
+    float v[64];
+    nc_error err;
+    if (nc_embed(m, "Hello", v, 64, &err) != NC_OK) {
+        printf("  nc_embed: %s\n", err.msg);
+        return -2;
+    }
+    FILE *f = fopen(MB "mb_base/ref/embed_cls_norm.txt", "r");
+    double want[192], dot = 0, nv = 0, nw = 0;
+    for (int i = 0; f && i < 192; i++)
+        if (fscanf(f, "%lf", &want[i]) != 1) return -3;
+    if (f) fclose(f);
+    for (int i = 0; i < 64; i++) {
+        dot += v[i] * want[128 + i];
+        nv += (double)v[i] * v[i];
+        nw += want[128 + i] * want[128 + i];
+    }
+    return dot / sqrt(nv * nw);
+}
+
+static void test_embed_equals_hf(void) {
+    nc_error err;
+    nc_model *m;
+    CHECK_OK(nc_model_open(MB "mb_base", "cpu", NULL, &m, &err), &err);
+    CHECK(nc_model_get_kind(m) == NC_MODEL_ENCODER);
+    CHECK(nc_model_embedding_size(m) == 64);
+    float v[64];
+    CHECK_OK(nc_embed(m, "Hello", v, 64, &err), &err);
+    double norm = 0;
+    for (int i = 0; i < 64; i++)
+        norm += (double)v[i] * v[i];
+    FILE *f = fopen(MB "mb_base/ref/embed_cls_norm.txt", "r");
+    CHECK(f);
+    double want[192];
+    for (int i = 0; i < 192; i++)
+        CHECK(fscanf(f, "%lf", &want[i]) == 1);
+    fclose(f);
+    for (int i = 0; i < 64; i++)
+        CHECK_NEAR(v[i] / sqrt(norm), want[128 + i], 1e-4);
+    /* a wrong output size is an error naming both sizes */
+    CHECK(nc_embed(m, "Hello", v, 63, &err) == NC_ERR_INVALID && strstr(err.msg, "63"));
+    nc_model_free(m);
+}
+
+static void test_fill_mask_equals_hf(void) {
+    nc_error err;
+    nc_model *m;
+    CHECK_OK(nc_model_open(MB "mb_mlm", NULL, NULL, &m, &err), &err);
+    json_error_t je;
+    json_t *ref = json_load_file(MB "mb_mlm/ref/fill_mask.json", 0, &je);
+    CHECK(ref);
+    int32_t ids[5];
+    float probs[5];
+    int n_masks = 0;
+    CHECK_OK(nc_fill_mask(m, json_string_value(json_object_get(ref, "text")), 5, ids, probs, 1,
+                          &n_masks, &err),
+             &err);
+    CHECK(n_masks == 1);
+    for (int j = 0; j < 5; j++) {
+        CHECK(ids[j] == json_integer_value(json_array_get(json_object_get(ref, "ids"), j)));
+        CHECK_NEAR(probs[j], json_real_value(json_array_get(json_object_get(ref, "probs"), j)),
+                   1e-4);
+    }
+    json_decref(ref);
+    CHECK(nc_fill_mask(m, "no mask here", 5, ids, probs, 1, &n_masks, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "no mask token"));
+    nc_model_free(m);
+}
+
+static void test_classify_equals_hf(void) {
+    nc_error err;
+    nc_model *m;
+    const char *opts[] = {"threads=1", NULL};
+    CHECK_OK(nc_model_open(MB "mm_cls", "cpu", opts, &m, &err), &err);
+    CHECK(nc_model_num_labels(m) == 3 && nc_model_label(m, 2) && !nc_model_label(m, 3));
+    json_error_t je;
+    json_t *ref = json_load_file(MB "mm_cls/ref/classify.json", 0, &je);
+    CHECK(ref);
+    for (size_t i = 0; i < 3; i++) {
+        float p[3];
+        const char *text = json_string_value(json_array_get(json_object_get(ref, "texts"), i));
+        CHECK_OK(nc_classify(m, text, p, 3, &err), &err);
+        json_t *want = json_array_get(json_object_get(ref, "probs"), i);
+        for (size_t j = 0; j < 3; j++)
+            CHECK_NEAR(p[j], json_real_value(json_array_get(want, j)), 1e-4);
+    }
+    json_decref(ref);
+    nc_model_free(m);
+}
+
+static void test_open_errors_name_the_fault(void) {
+    nc_error err;
+    nc_model *m = (nc_model *)&err;
+    CHECK(nc_model_open(MB "mb_base", "gpu", NULL, &m, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "'gpu'") && m == NULL);
+    const char *bad_key[] = {"threads=1", "thread=2", NULL};
+    CHECK(nc_model_open(MB "mb_base", NULL, bad_key, &m, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "unknown option 'thread'"));
+    const char *bad_val[] = {"threads=two", NULL};
+    CHECK(nc_model_open(MB "mb_base", NULL, bad_val, &m, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "threads=two"));
+    CHECK(nc_model_open("tests/fixtures/no-such-model", NULL, NULL, &m, &err) == NC_ERR_NOT_FOUND);
+    CHECK(strstr(err.msg, "no-such-model"));
+    /* encoders have no Neural Engine backend: the message names the model type */
+    CHECK(nc_model_open(MB "mb_base", "ane", NULL, &m, &err) != NC_OK &&
+          strstr(err.msg, "modernbert") && strstr(err.msg, "ane"));
+    /* a NULL error record is allowed */
+    CHECK(nc_model_open(MB "mb_base", "gpu", NULL, &m, NULL) == NC_ERR_INVALID);
+    nc_tokenizer *t;
+    CHECK(nc_tokenizer_open("tests/fixtures/no-such-tokenizer", &t, &err) != NC_OK);
+    nc_sampling *s = nc_sampling_new();
+    CHECK(s);
+    CHECK(nc_sampling_set(s, "temperature", -1, &err) == NC_ERR_INVALID);
+    CHECK(nc_sampling_set(s, "temprature", 1, &err) == NC_ERR_INVALID &&
+          strstr(err.msg, "temprature"));
+    CHECK(nc_sampling_add_stop(s, "", &err) == NC_ERR_INVALID);
+    nc_sampling_free(s);
+    nc_model_free(NULL);
+    nc_tokenizer_free(NULL);
+    nc_sampling_free(NULL);
+}
+
+/* nc_compile model into a bundle in a new temporary folder (*dir, to be
+ * removed with remove_dir); bundle receives its path. */
+static nc_status compile_tmp(const char *model, const char *const *opts, char dir[32],
+                             char bundle[64], nc_error *err) {
+    strcpy(dir, "/tmp/nc_api_XXXXXX");
+    if (!mkdtemp(dir)) return NC_ERR_IO;
+    snprintf(bundle, 64, "%s/b", dir);
+    return nc_compile(model, bundle, opts, err);
+}
+
+static int remove_dir(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+/* nc_compile an encoder, then run the bundle through the fp16 interpreter:
+ * the embedding stays within nectar's parity rule (cosine >= 0.999) of HF's. */
+static void test_compiled_encoder_bundle_runs_on_mil(void) {
+    char dir[32], bundle[64];
+    nc_error err;
+    const char *opts[] = {"seqs=32", "batches=1", NULL};
+    nc_status st = compile_tmp(MB "mb_base", opts, dir, bundle, &err);
+    nc_model *m = NULL;
+    if (st == NC_OK) st = nc_model_open(bundle, "mil", NULL, &m, &err);
+    double cos = st == NC_OK ? cosine_to_hf_hello(m) : -1;
+    nc_model_free(m);
+    CHECK(remove_dir(dir) == 0);
+    CHECK_OK(st, &err);
+    CHECKF(cos >= 0.999, "cosine %.6f", cos);
+    const char *bad[] = {"seqs=31", NULL};
+    CHECK(nc_compile(MB "mb_base", "/tmp/nc_api_never", bad, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "seqs=31") && access("/tmp/nc_api_never", F_OK) != 0);
+}
+
+#define E2E "tests/fixtures/gen/e2e/"
+#define TINY "tests/fixtures/qwen3/tiny_gqa2"
+
+/* What a generation streamed: the text, the tokens, where to cancel. */
+typedef struct stream {
+    char text[8192];
+    size_t len;
+    int32_t ids[256];
+    int n_ids, n_calls, final_calls, cancel_after;
+} stream;
+
+static int collect(void *user, int32_t token, const char *text, size_t len) {
+    stream *s = user;
+    s->n_calls++;
+    if (token < 0)
+        s->final_calls++;
+    else if (s->n_ids < 256)
+        s->ids[s->n_ids++] = token;
+    if (s->len + len < sizeof s->text) {
+        memcpy(s->text + s->len, text, len);
+        s->len += len;
+        s->text[s->len] = '\0';
+    }
+    return s->cancel_after && s->n_ids >= s->cancel_after;
+}
+
+/* The streamed text of a 24-token greedy continuation equals HF's
+ * (tools/make_gen_fixtures.py), on the backend given. */
+static void greedy_text_case(const char *dir, const char *backend, const char *const *opts) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(dir, backend, opts, &m, &err), &err);
+    CHECK(nc_model_get_kind(m) == NC_MODEL_DECODER);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    char *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
+    char *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    CHECK(prompt && want);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    nc_finish why = (nc_finish)-1;
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &s, &why, &err), &err);
+    CHECKF(!strcmp(s.text, want), "got '%s', HF '%s'", s.text, want);
+    CHECK(why == NC_FINISH_LENGTH || why == NC_FINISH_EOS);
+    CHECK(s.final_calls == 1 && s.n_calls == s.n_ids + 1 && s.n_ids <= 24);
+    free(prompt);
+    free(want);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+static void test_generate_streams_hf_greedy_text(void) {
+    greedy_text_case(TINY, "cpu", NULL);
+}
+
+/* Token ids of HF's greedy steps (reference.json, up to an end-of-sequence
+ * id) from the prompt's ids, on a second checkpoint. */
+static void test_generate_tokens_equal_hf_greedy_ids(void) {
+    const char *dir = "tests/fixtures/qwen3/tiny_gqa4_tied";
+    char path[256];
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    json_error_t je;
+    json_t *ref = json_load_file(path, 0, &je);
+    CHECK(ref);
+    json_t *p0 = json_array_get(json_object_get(ref, "prompts"), 0);
+    json_t *pid = json_object_get(p0, "ids"), *gid = json_object_get(p0, "greedy_ids");
+    int32_t prompt[64];
+    size_t n = json_array_size(pid);
+    CHECK(n > 0 && n <= 64);
+    for (size_t i = 0; i < n; i++)
+        prompt[i] = (int32_t)json_integer_value(json_array_get(pid, i));
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    const char *opts[] = {"ctx=128", "threads=2", NULL};
+    CHECK_OK(nc_model_open(dir, NULL, opts, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    CHECK(nc_sequence_context(seq) == 128);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    nc_finish why;
+    CHECK_OK(nc_generate_tokens(seq, prompt, n, 32, NULL, collect, &s, &why, &err), &err);
+    CHECK(s.n_ids > 0);
+    for (int i = 0; i < s.n_ids; i++)
+        CHECKF(s.ids[i] == json_integer_value(json_array_get(gid, (size_t)i)), "step %d", i);
+    CHECK(why == NC_FINISH_EOS ? s.n_ids < 32 : s.n_ids == 32);
+    json_decref(ref);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+/* A callback that returns non-zero ends the generation at once; a stop
+ * string ends it before the string, which is not emitted. */
+static void test_generate_cancel_and_stop(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, "cpu", NULL, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 64, &seq, &err), &err);
+    char *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
+    char *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    CHECK(prompt && want && strlen(want) > 20);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    s.cancel_after = 3;
+    nc_finish why;
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &s, &why, &err), &err);
+    CHECK(why == NC_FINISH_CANCEL && s.n_ids == 3);
+    /* stop at the expected text's bytes 12..17 */
+    char stop[8];
+    memcpy(stop, want + 12, 6);
+    stop[6] = '\0';
+    nc_sampling *smp = nc_sampling_new();
+    CHECK(smp);
+    CHECK_OK(nc_sampling_add_stop(smp, stop, &err), &err);
+    memset(&s, 0, sizeof s);
+    CHECK_OK(nc_generate(seq, prompt, 24, smp, collect, &s, &why, &err), &err);
+    size_t at = (size_t)(strstr(want, stop) - want);
+    CHECKF(why == NC_FINISH_STOP && s.len == at && !memcmp(s.text, want, at), "got '%s'", s.text);
+    /* a prompt longer than the context fails before any callback */
+    memset(&s, 0, sizeof s);
+    int32_t long_prompt[80] = {0};
+    CHECK(nc_generate_tokens(seq, long_prompt, 80, 4, NULL, collect, &s, NULL, &err) != NC_OK);
+    CHECK(s.n_calls == 0);
+    nc_sampling_free(smp);
+    free(prompt);
+    free(want);
+    nc_sequence_free(seq);
+    /* an encoder has no sequences */
+    nc_model_free(m);
+    CHECK_OK(nc_model_open(MB "mb_base", NULL, NULL, &m, &err), &err);
+    CHECK(nc_sequence_new(m, 0, &seq, &err) == NC_ERR_INVALID);
+    nc_model_free(m);
+}
+
+/* nc_compile the checkpoint, then the same greedy text through the bundle:
+ * the fp16 interpreter ("mil") and the stand-in Neural Engine ("ane" on the
+ * fake device) both give HF's. */
+static void test_compiled_decoder_bundle_generates_hf_text(void) {
+    char dir[32], bundle[64];
+    nc_error err;
+    const char *opts[] = {"ctx=64", "buckets=32", NULL};
+    nc_status st = compile_tmp(TINY, opts, dir, bundle, &err);
+    if (st == NC_OK) greedy_text_case(bundle, "mil", NULL);
+    const char *fake[] = {"ane_device=fake", NULL};
+    if (st == NC_OK && !nc_test_failed_) greedy_text_case(bundle, "ane", fake);
+    CHECK(remove_dir(dir) == 0);
+    CHECK_OK(st, &err);
+}
+
+int main(void) {
+    RUN(test_version_macros_match_the_library);
+    RUN(test_tokenize_equals_hf_and_decodes_back);
+    RUN(test_chat_template_equals_transformers);
+    RUN(test_embed_equals_hf);
+    RUN(test_fill_mask_equals_hf);
+    RUN(test_classify_equals_hf);
+    RUN(test_open_errors_name_the_fault);
+    RUN(test_compiled_encoder_bundle_runs_on_mil);
+    RUN(test_generate_streams_hf_greedy_text);
+    RUN(test_generate_tokens_equal_hf_greedy_ids);
+    RUN(test_generate_cancel_and_stop);
+    RUN(test_compiled_decoder_bundle_generates_hf_text);
+    return nc_test_exit_code();
+}

@@ -1,0 +1,212 @@
+/* The engine seam over every Qwen3 backend: qwen3-cpu on a tiny HF
+ * fixture, and qwen3-mil and qwen3-ane (fake device) on a bundle compiled
+ * from it here, each driven token by token through engine_step, give HF
+ * transformers' greedy ids (reference.json, independent of nectar). Also:
+ * several sequences in one step equal each run alone, prefix truncation,
+ * engine_kind_for's table, and that a real device on Linux is refused in
+ * one line. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "base/json.h"
+#include "engine/engine.h"
+#include "lower/qwen3_compile.h"
+
+#define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
+#define N_GREEDY 16
+
+static char bundle[256], tmp_root[256];
+
+static int compile_bundle(void) {
+    if (bundle[0]) return 1;
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_engine_XXXXXX");
+    if (!mkdtemp(tmp_root)) return 0;
+    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
+    lower_compile_options o = {0};
+    o.model_dir = FIXTURE;
+    o.out_dir = bundle;
+    o.ctx = 64;
+    o.n_seqs = 2;
+    o.seqs[0] = 32;
+    o.seqs[1] = 64;
+    o.n_threads = 1;
+    lower_compile_report r;
+    nc_error err = {0};
+    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
+        printf("  compile: %s\n", err.msg);
+        bundle[0] = '\0';
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct prompt_ref {
+    int n_ids, ids[32], greedy[N_GREEDY];
+} prompt_ref;
+
+static int load_prompt(int which, prompt_ref *p) {
+    json_t *root = NULL;
+    nc_error err = {0};
+    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
+    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
+    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
+    p->n_ids = (int)json_array_size(ids);
+    int ok = p->n_ids > 0 && p->n_ids <= 32 && json_array_size(g) >= N_GREEDY;
+    for (int i = 0; ok && i < p->n_ids; i++)
+        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int i = 0; ok && i < N_GREEDY; i++)
+        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
+    json_decref(root);
+    return ok;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Two prompts in one engine, one step per token for both: greedy ids of
+ * each equal HF's. The first also runs alone on a third sequence after a
+ * truncation, and must give the same. */
+static void greedy_matches_hf(const char *kind, const char *dir) {
+    prompt_ref p[2];
+    CHECK(load_prompt(0, &p[0]) && load_prompt(1, &p[1]));
+    nc_error err = {0};
+    engine_options opt = {0};
+    opt.n_threads = 1;
+    opt.ane_device = ENGINE_ANE_FAKE;
+    engine *e = NULL;
+    CHECK_OK(engine_open(kind, dir, &opt, &e, &err), &err);
+    int V = e->n_vocab;
+    float *logits = malloc(2 * (size_t)V * sizeof(float));
+    engine_seq *s[2] = {NULL, NULL};
+    nc_status st = NC_OK;
+    for (int i = 0; i < 2 && st == NC_OK; i++)
+        st = engine_seq_new(e, 64, &s[i], &err);
+    int32_t next[2];
+    int gen[2][N_GREEDY], ok = logits && st == NC_OK;
+    engine_step_item items[2];
+    for (int i = 0; ok && i < 2; i++)
+        items[i] = (engine_step_item){
+            s[i], (const int32_t *)p[i].ids, p[i].n_ids, logits + (size_t)i * V, NC_OK, {0}};
+    for (int t = 0; ok && t < N_GREEDY; t++) {
+        ok = engine_step(e, items, 2, &err) == NC_OK;
+        for (int i = 0; ok && i < 2; i++) {
+            if (items[i].status != NC_OK) {
+                err = items[i].err;
+                ok = 0;
+                break;
+            }
+            gen[i][t] = next[i] = argmax(logits + (size_t)i * V, V);
+            items[i].tokens = &next[i];
+            items[i].n = 1;
+        }
+    }
+    if (!ok) printf("  %s: %s\n", kind, err.msg);
+    for (int i = 0; ok && i < 2; i++)
+        for (int t = 0; t < N_GREEDY; t++)
+            if (gen[i][t] != p[i].greedy[t]) {
+                printf("  %s prompt %d step %d: %d, HF %d\n", kind, i, t, gen[i][t],
+                       p[i].greedy[t]);
+                ok = 0;
+                break;
+            }
+    /* rewind sequence 0 to its prompt minus one token and redo the first step */
+    if (ok) {
+        int kept = engine_seq_truncate(e, s[0], p[0].n_ids - 1);
+        ok = kept == p[0].n_ids - 1 && engine_seq_pos(e, s[0]) == kept &&
+             engine_forward(e, s[0], (const int32_t *)&p[0].ids[kept], 1, logits, &err) == NC_OK &&
+             argmax(logits, V) == p[0].greedy[0];
+        if (!ok) printf("  %s: truncate and redo: %s\n", kind, err.msg);
+    }
+    engine_seq_free(e, s[0]);
+    engine_seq_free(e, s[1]);
+    free(logits);
+    engine_close(e);
+    CHECK(ok);
+}
+
+static void test_qwen3_cpu_engine_greedy_matches_hf(void) {
+    greedy_matches_hf("qwen3-cpu", FIXTURE);
+}
+
+static void test_qwen3_mil_engine_greedy_matches_hf(void) {
+    CHECK(compile_bundle());
+    greedy_matches_hf("qwen3-mil", bundle);
+}
+
+static void test_qwen3_ane_fake_engine_greedy_matches_hf(void) {
+    CHECK(compile_bundle());
+    greedy_matches_hf("qwen3-ane", bundle);
+}
+
+static void test_kind_for_reads_the_model_type(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    const char *kind = NULL;
+    CHECK_OK(engine_kind_for("cpu", FIXTURE, &kind, &err), &err);
+    CHECK(!strcmp(kind, "qwen3-cpu"));
+    CHECK_OK(engine_kind_for("ane", bundle, &kind, &err), &err);
+    CHECK(!strcmp(kind, "qwen3-ane"));
+    CHECK_OK(engine_kind_for("mil", "tests/fixtures/modernbert/mb_base", &kind, &err), &err);
+    CHECK(!strcmp(kind, "modernbert-mil"));
+    CHECK(engine_kind_for("gpu", FIXTURE, &kind, &err) == NC_ERR_INVALID &&
+          strstr(err.msg, "cpu, mil or ane"));
+    CHECK(engine_kind_for("ane", "tests/fixtures/modernbert/mb_base", &kind, &err) ==
+              NC_ERR_INVALID &&
+          strstr(err.msg, "has no ane engine"));
+    CHECK(engine_kind_for_decoder("cpu", "tests/fixtures/modernbert/mb_base", &kind, &err) ==
+              NC_ERR_INVALID &&
+          strstr(err.msg, "model_type 'modernbert' is not supported"));
+    CHECK(engine_kind_for_encoder("cpu", FIXTURE, &kind, &err) == NC_ERR_INVALID);
+    CHECK(engine_kind_for("cpu", "tests/fixtures", &kind, &err) == NC_ERR_NOT_FOUND &&
+          strstr(err.msg, "config.json: file not found"));
+}
+
+static void test_bundle_context_is_fixed(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    engine_options opt = {0};
+    opt.ctx = 128;
+    opt.ane_device = ENGINE_ANE_FAKE;
+    engine *e = NULL;
+    CHECK(engine_open("qwen3-mil", bundle, &opt, &e, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "compiled for a context of 64") != NULL);
+    opt.ctx = 64;
+    CHECK_OK(engine_open("qwen3-mil", bundle, &opt, &e, &err), &err);
+    CHECK(e->ctx_max == 64 && e->n_layers == 3 && e->qwen3 && e->n_eos >= 1);
+    engine_close(e);
+}
+
+static void test_real_ane_device_off_macos_is_one_line(void) {
+#if defined(__APPLE__)
+    SKIP("macOS: the real device exists here");
+#else
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    engine_options opt = {0};
+    opt.ane_device = ENGINE_ANE_REAL;
+    engine *e = NULL;
+    CHECK(engine_open("qwen3-ane", bundle, &opt, &e, &err) == NC_ERR_UNSUPPORTED);
+    CHECK(e == NULL && strstr(err.msg, "macOS") && !strchr(err.msg, '\n'));
+#endif
+}
+
+int main(void) {
+    RUN(test_qwen3_cpu_engine_greedy_matches_hf);
+    RUN(test_qwen3_mil_engine_greedy_matches_hf);
+    RUN(test_qwen3_ane_fake_engine_greedy_matches_hf);
+    RUN(test_kind_for_reads_the_model_type);
+    RUN(test_bundle_context_is_fixed);
+    RUN(test_real_ane_device_off_macos_is_one_line);
+    if (bundle[0]) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+        if (system(cmd) != 0) printf("  could not remove %s\n", tmp_root);
+    }
+    return nc_test_exit_code();
+}
