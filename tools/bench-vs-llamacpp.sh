@@ -156,6 +156,8 @@ print(f"load average {os.getloadavg()[0]:.2f}, {threads} threads, {rounds} round
 rows = []
 for t in types.split():
     for test, p, n in (("pp", pp, 0), ("tg", 0, tg)):
+        if p + n == 0:  # -p 0 or -n 0: that test is skipped
+            continue
         ratios, runs = [], []
         for r in range(rounds):
             # alternate which goes first, so neither always meets the other's leftovers
