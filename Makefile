@@ -1,12 +1,15 @@
 # nectar build. Targets:
 #   make            library, the `nectar` command and the test binaries (build/)
 #   make test       run every test (build/)
-#   make check      install missing system packages, build with gcc and clang,
-#                   run every test, then run them again under ASan/UBSan
+#   make check      install what the build and the tests need (scripts/install-deps.sh
+#                   --test), build with gcc and clang, run every test, then run them
+#                   again under ASan/UBSan
 #   make demo       install missing packages, build, run the bundled demo model
 #   make fuzz       coverage-instrumented libFuzzer builds of the fuzz targets (clang)
 #   make fuzz-run SECONDS=N   run each fuzz target N seconds, print what it found
 #   make tools-venv build/venv with the Python packages of tools/requirements.txt
+#   make install    PREFIX=/usr/local [DESTDIR=]: nectar, nectar.h, libnectar.a/.so,
+#                   nectar.pc, the Qwen3 tokenizer data; make uninstall removes them
 # Sources are found by wildcard: adding a file under src/ adds it to the build.
 # Files named *_avx2.c / *_avx512.c / *_amx.c (x86-64) and *_neon.c (arm64) are the
 # per-ISA kernels; they are compiled with their ISA flags, only on that
@@ -109,6 +112,11 @@ test: all
 deps:
 	@sh scripts/install-deps.sh
 
+# What the tests use beyond the build (browser, qemu + cross compiler, the
+# openai client in build/venv): only hardware-gated tests skip after it.
+deps-test:
+	@sh scripts/install-deps.sh --test
+
 # Sanitizer build in its own folder; -O1 keeps it quick to run.
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
@@ -125,7 +133,7 @@ clang-build:
 	else echo "clang not found: skipping the clang build"; fi
 
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-check: deps
+check: deps-test
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(MAKE) --no-print-directory -j$(JOBS) clang-build
 	@$(MAKE) --no-print-directory test
@@ -151,10 +159,11 @@ fuzz:
 
 # Only reached through the sub-make above (BUILD=build/fuzz, CC=clang).
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)
+	@:
 $(FUZZ_OUT)/%: tests/fuzz/%.c $(LIB)
-	@mkdir -p $(dir $@)
+	@mkdir -p $(dir $@) $(BUILD)/obj/tests/fuzz
 	@echo "FUZZ $@"
-	@$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) \
+	@$(CC) $(CPPFLAGS) -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) -MMD -MP -MF $(BUILD)/obj/tests/fuzz/$*.fuzz.d \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	    $< $(LIB) $(LDLIBS) -o $@
 
@@ -165,6 +174,72 @@ SECONDS ?= 60
 TARGETS ?=
 fuzz-run: fuzz
 	@sh scripts/fuzz-run.sh -t $(SECONDS) $(TARGETS)
+
+# ---- The installable library: shared library, pkg-config file, install ------
+# Library objects are position-independent and hide every symbol that the
+# public header does not mark NC_API, so libnectar.so exports only nc_*
+# (the static library and the .so are made from the same objects).
+LIB_CFLAGS := -fPIC -fvisibility=hidden
+$(OBJ): CFLAGS_ALL += $(LIB_CFLAGS)
+# Objects compiled before these flags existed are rebuilt once: they depend
+# on a stamp whose content is the flags, rewritten only when they change.
+LIB_CFLAGS_STAMP := $(BUILD)/lib-cflags.txt
+$(shell mkdir -p $(BUILD) && (echo '$(LIB_CFLAGS)' | cmp -s - $(LIB_CFLAGS_STAMP) || \
+    echo '$(LIB_CFLAGS)' >$(LIB_CFLAGS_STAMP)))
+$(OBJ): $(LIB_CFLAGS_STAMP)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share/nectar
+NC_VERSION := $(shell sed -n 's/^\#define NECTAR_VERSION "\(.*\)"/\1/p' include/nectar.h)
+NC_MAJOR := $(firstword $(subst ., ,$(NC_VERSION)))
+ifeq ($(UNAME_S),Darwin)
+SHLIB_NAME := libnectar.$(NC_MAJOR).dylib
+SHLIB_LINK := libnectar.dylib
+SHLIB_FLAGS = -dynamiclib -install_name $(LIBDIR)/$(SHLIB_NAME) \
+    -compatibility_version $(NC_MAJOR) -current_version $(NC_VERSION)
+else
+SHLIB_NAME := libnectar.so.$(NC_MAJOR)
+SHLIB_LINK := libnectar.so
+SHLIB_FLAGS = -shared -Wl,-soname,$(SHLIB_NAME)
+endif
+SHLIB := $(BUILD)/$(SHLIB_NAME)
+all: $(SHLIB)
+# the nectar binary finds the Qwen3 tokenizer it copies into random
+# folders here when installed (tools/nectar/cmd_gen_random.c)
+$(BUILD)/obj/tools/nectar/%.o: CPPFLAGS += -DNECTAR_DATADIR='"$(DATADIR)"'
+
+$(SHLIB): $(OBJ)
+	@echo "LD $@"
+	@$(CC) $(SAN) $(SHLIB_FLAGS) -o $@ $(OBJ) $(LDLIBS)
+	@ln -sf $(SHLIB_NAME) $(BUILD)/$(SHLIB_LINK)
+
+# nectar.pc is written at install time: it names the PREFIX given then.
+NC_PC = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: nectar' \
+    'Description: transformers in C: Qwen3 and ModernBERT on the CPU, lowered to Apple Neural Engine programs' \
+    'Version: $(NC_VERSION)' 'Requires.private: $(PKGS)' 'Libs: -L$${libdir} -lnectar' \
+    'Libs.private: -lm -lpthread' 'Cflags: -I$${includedir}'
+
+shared: $(SHLIB)
+
+install: $(NECTAR) $(LIB) $(SHLIB)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(DATADIR)/qwen3-tokenizer
+	install -m 755 $(NECTAR) $(DESTDIR)$(BINDIR)/nectar
+	install -m 644 include/nectar.h $(DESTDIR)$(INCLUDEDIR)/nectar.h
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libnectar.a
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
+	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SHLIB_LINK)
+	printf '%s\n' $(NC_PC) >$(DESTDIR)$(LIBDIR)/pkgconfig/nectar.pc
+	install -m 644 tests/fixtures/qwen3-tokenizer/* $(DESTDIR)$(DATADIR)/qwen3-tokenizer/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/nectar $(DESTDIR)$(INCLUDEDIR)/nectar.h \
+	    $(DESTDIR)$(LIBDIR)/libnectar.a $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME) \
+	    $(DESTDIR)$(LIBDIR)/$(SHLIB_LINK) $(DESTDIR)$(LIBDIR)/pkgconfig/nectar.pc
+	rm -rf $(DESTDIR)$(DATADIR)
+.PHONY: shared install uninstall
 
 # ---- Python for tools/ (the fixture scripts) -------------------------------
 # build/venv: a venv with tools/requirements.txt; run the scripts as
@@ -178,10 +253,11 @@ tools-venv:
 clean:
 	rm -rf build
 
-.PHONY: all test deps asan test-asan clang-build check demo fuzz fuzz-bins fuzz-run clean
+.PHONY: all test deps deps-test asan test-asan clang-build check demo fuzz fuzz-bins fuzz-run clean
 .SECONDARY:
 
 # Test and fuzz objects too: a header change must rebuild the tests that
 # include it (a stale test object sees old struct sizes).
 -include $(OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d) \
-    $(TEST_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_DRIVER_OBJ:.o=.d)
+    $(TEST_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.d) $(FUZZ_DRIVER_OBJ:.o=.d) \
+    $(wildcard build/fuzz/obj/tests/fuzz/*.fuzz.d)

@@ -1,8 +1,39 @@
 /* nectar: transformers on the Apple Neural Engine, in C.
  *
- * The public C API. Handles are opaque; every call that can fail returns an
- * nc_status (NC_OK == 0) and, where it takes one, fills an nc_error record with
- * a one-line message that names the file, tensor, field or line at fault. */
+ * The public C API, the only header a program that uses libnectar needs:
+ *
+ *     cc app.c $(pkg-config --cflags --libs nectar)
+ *
+ * Conventions (every call below follows them):
+ *   - Handles (nc_model, nc_sequence, nc_tokenizer, nc_sampling) are opaque:
+ *     made by a *_open / *_new call, released by the matching *_free, which
+ *     accepts NULL. No struct layout is part of the API except nc_error.
+ *   - Every call that can fail returns an nc_status (NC_OK == 0) and fills
+ *     the caller's nc_error (which may be NULL) with a one-line message that
+ *     names the file, tensor, field, option or line at fault. Nothing in the
+ *     library prints, exits or aborts.
+ *   - Memory the library returns (token arrays, strings) is released with
+ *     nc_free().
+ *   - Options are "key=value" strings in a NULL-terminated array (or NULL for
+ *     the defaults), so new options never change a signature; an unknown key
+ *     or a bad value is NC_ERR_INVALID naming it.
+ *   - Threads: a model is read-only once open and may be shared; one
+ *     sequence is used by one thread at a time. A tokenizer may be shared.
+ *     Encoder calls (nc_embed, nc_fill_mask, nc_classify) on one model must
+ *     not overlap.
+ *
+ * A greedy continuation, in full (examples/generate.c):
+ *
+ *     nc_error err;
+ *     nc_model *m;
+ *     nc_sequence *seq;
+ *     nc_sampling *s = nc_sampling_new();
+ *     if (nc_model_open("Qwen3-0.6B", "cpu", NULL, &m, &err) ||
+ *         nc_sequence_new(m, 0, &seq, &err) ||
+ *         nc_sampling_set(s, "temperature", 0, &err) ||
+ *         nc_generate(seq, "The capital of France is", 32, s, print_piece, NULL, NULL, &err))
+ *         fprintf(stderr, "%s\n", err.msg);
+ */
 #ifndef NECTAR_H
 #define NECTAR_H
 
@@ -13,7 +44,32 @@
 extern "C" {
 #endif
 
+/* NC_API marks the public symbols: the library is built with
+ * -fvisibility=hidden, so nothing else is exported from libnectar.so. */
+#if defined(_WIN32)
+#define NC_API
+#elif defined(__GNUC__) || defined(__clang__)
+#define NC_API __attribute__((visibility("default")))
+#else
+#define NC_API
+#endif
+
+/* ---- Version ------------------------------------------------------------ */
+
+#define NECTAR_VERSION_MAJOR 0
+#define NECTAR_VERSION_MINOR 1
+#define NECTAR_VERSION_PATCH 0
 #define NECTAR_VERSION "0.1.0"
+/* major * 10000 + minor * 100 + patch: compare with >= */
+#define NECTAR_VERSION_NUMBER                                                                      \
+    (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
+
+/* The version of the library actually linked ("0.1.0"), and its number; a
+ * program built against this header can compare them with the macros. */
+NC_API const char *nc_version(void);
+NC_API int nc_version_number(void);
+
+/* ---- Errors ------------------------------------------------------------- */
 
 typedef enum nc_status {
     NC_OK = 0,
@@ -34,7 +90,187 @@ typedef struct nc_error {
 } nc_error;
 
 /* A short name for a status code ("io", "format", ...). */
-const char *nc_status_name(nc_status s);
+NC_API const char *nc_status_name(nc_status s);
+
+/* Releases memory returned by the library (ids, text). NULL is fine. */
+NC_API void nc_free(void *p);
+
+/* ---- Tokenizer ---------------------------------------------------------- */
+
+typedef struct nc_tokenizer nc_tokenizer;
+
+/* path: a model folder holding tokenizer.json, or that file itself.
+ * Byte-level BPE as Hugging Face `tokenizers` runs it (Qwen2/Qwen3, GPT-2
+ * style, ModernBERT); the ids equal HF's byte for byte. */
+NC_API nc_status nc_tokenizer_open(const char *path, nc_tokenizer **out, nc_error *err);
+NC_API void nc_tokenizer_free(nc_tokenizer *t);
+
+/* Max id + 1, added tokens included (151669 for Qwen3). */
+NC_API int32_t nc_tokenizer_vocab_size(const nc_tokenizer *t);
+
+/* UTF-8 text (len bytes; NUL is an ordinary character) -> ids in *ids
+ * (nc_free it; NULL when *n_ids is 0). Special tokens written in the text
+ * are recognised. add_special: also add the tokenizer's post-processor
+ * tokens ([CLS] ... [SEP] for encoders), as HF's add_special_tokens=True.
+ * Text that is not valid UTF-8 is NC_ERR_INVALID naming the byte offset. */
+NC_API nc_status nc_tokenize(const nc_tokenizer *t, const char *text, size_t len, int add_special,
+                             int32_t **ids, size_t *n_ids, nc_error *err);
+
+/* ids -> NUL-terminated UTF-8 in *text (nc_free it); *len (may be NULL)
+ * excludes the NUL. skip_special drops special tokens. Invalid byte
+ * sequences become U+FFFD and unknown ids are skipped, as HF's decode. */
+NC_API nc_status nc_detokenize(const nc_tokenizer *t, const int32_t *ids, size_t n_ids,
+                               int skip_special, char **text, size_t *len, nc_error *err);
+
+/* The id of a token by its text ("<|im_end|>", "[MASK]", "Ġthe"); -1 when
+ * the vocabulary has none. */
+NC_API int32_t nc_token_id(const nc_tokenizer *t, const char *token);
+
+/* ---- Chat template ------------------------------------------------------ */
+
+/* One message. role: "system", "user", "assistant" or "tool".
+ * reasoning_content may be NULL (an assistant's <think> block is then
+ * taken from content). */
+typedef struct nc_chat_message {
+    const char *role;
+    const char *content;
+    const char *reasoning_content;
+} nc_chat_message;
+
+#define NC_CHAT_ADD_GENERATION_PROMPT 1u /* end with "<|im_start|>assistant\n" */
+#define NC_CHAT_NO_THINKING 2u           /* Qwen3's enable_thinking=False */
+
+/* Renders a conversation with the Qwen3 chat template: the same bytes as
+ * transformers' apply_chat_template(messages, tokenize=False). *out is
+ * NUL-terminated (nc_free it). */
+NC_API nc_status nc_chat_apply_template(const nc_chat_message *msgs, size_t n_msgs, unsigned flags,
+                                        char **out, nc_error *err);
+
+/* ---- Models ------------------------------------------------------------- */
+
+typedef struct nc_model nc_model;
+
+typedef enum nc_model_kind {
+    NC_MODEL_DECODER = 1, /* Qwen3: sequences, nc_generate */
+    NC_MODEL_ENCODER = 2  /* ModernBERT family: nc_embed, nc_fill_mask, nc_classify */
+} nc_model_kind;
+
+/* Opens a Hugging Face model folder (config.json, tokenizer.json,
+ * *.safetensors) or a bundle made by nc_compile, on a backend:
+ *   "cpu" (NULL: the default)  a folder, run by the CPU engine;
+ *   "mil"                      a bundle, run by the fp16 MIL interpreter
+ *                              (the ANE's arithmetic, on any machine);
+ *   "ane"                      a bundle on the Neural Engine (macOS; not
+ *                              available in this version: NC_ERR_UNSUPPORTED).
+ * Options: "threads=N" (0: all cores, the default), "ctx=N" (decoder: the
+ * default context of new sequences, 4096), "kv=f16|f32" (decoder KV cache
+ * precision, default f32). */
+NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
+                               nc_model **out, nc_error *err);
+NC_API void nc_model_free(nc_model *m);
+
+NC_API nc_model_kind nc_model_get_kind(const nc_model *m);
+/* The model's tokenizer (owned by the model; valid while it lives). */
+NC_API const nc_tokenizer *nc_model_tokenizer(const nc_model *m);
+/* Length of a logits row (decoder), of an embedding (encoder). */
+NC_API int nc_model_vocab_size(const nc_model *m);
+NC_API int nc_model_embedding_size(const nc_model *m);
+/* Encoder classifiers: the number of labels and the name of label i (NULL
+ * out of range; 0 labels for other models). */
+NC_API int nc_model_num_labels(const nc_model *m);
+NC_API const char *nc_model_label(const nc_model *m, int i);
+
+/* ---- Sampling parameters ------------------------------------------------ */
+
+typedef struct nc_sampling nc_sampling;
+
+/* Defaults: greedy (temperature 0), no top-k/top-p/min-p limit, repeat
+ * penalty 1, seed 0, no stop strings. NULL when out of memory. */
+NC_API nc_sampling *nc_sampling_new(void);
+NC_API void nc_sampling_free(nc_sampling *s);
+
+/* Sets one parameter by name: "temperature" (>= 0; 0 is greedy), "top_k"
+ * (0: off), "top_p" and "min_p" (in [0, 1]), "repeat_penalty" (> 0),
+ * "seed". NC_ERR_INVALID for an unknown name or a value out of range. */
+NC_API nc_status nc_sampling_set(nc_sampling *s, const char *name, double value, nc_error *err);
+
+/* Adds a stop string: generation ends before it and does not emit it. */
+NC_API nc_status nc_sampling_add_stop(nc_sampling *s, const char *stop, nc_error *err);
+
+/* ---- Sequences and generation (decoders) -------------------------------- */
+
+typedef struct nc_sequence nc_sequence;
+
+/* A sequence: one KV cache of ctx tokens (0: the model's "ctx" option).
+ * Several sequences can share one model. Consecutive nc_generate calls on a
+ * sequence reuse the prefix they share (a chat's earlier turns). */
+NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err);
+NC_API void nc_sequence_free(nc_sequence *s);
+/* Empties the cache: the next call recomputes its whole prompt. */
+NC_API void nc_sequence_reset(nc_sequence *s);
+/* Tokens now in the cache, and its capacity. */
+NC_API int nc_sequence_position(const nc_sequence *s);
+NC_API int nc_sequence_context(const nc_sequence *s);
+
+/* Called for each generated token with the text that became final (it may
+ * be empty: an incomplete UTF-8 character or a possible stop-string start is
+ * held back), and once more at the end with token -1 for held-back text.
+ * Return non-zero to cancel: generation ends with NC_FINISH_CANCEL. */
+typedef int (*nc_token_callback)(void *user, int32_t token, const char *text, size_t len);
+
+typedef enum nc_finish {
+    NC_FINISH_EOS = 0, /* the model's end-of-sequence token (not emitted) */
+    NC_FINISH_STOP,    /* a stop string */
+    NC_FINISH_LENGTH,  /* max_tokens reached */
+    NC_FINISH_CONTEXT, /* the sequence's cache is full */
+    NC_FINISH_CANCEL   /* the callback returned non-zero */
+} nc_finish;
+
+/* Generates up to max_tokens (< 0: until the context is full) after the
+ * prompt (UTF-8, tokenized as is: apply the chat template first for chat),
+ * streaming each token to cb (may be NULL). sampling NULL: greedy. finish
+ * (may be NULL) says why it ended. Errors (empty prompt, prompt longer than
+ * the context) come before any callback. */
+NC_API nc_status nc_generate(nc_sequence *s, const char *prompt, int max_tokens,
+                             const nc_sampling *sampling, nc_token_callback cb, void *user,
+                             nc_finish *finish, nc_error *err);
+
+/* The same from token ids. */
+NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_t n_prompt,
+                                    int max_tokens, const nc_sampling *sampling,
+                                    nc_token_callback cb, void *user, nc_finish *finish,
+                                    nc_error *err);
+
+/* ---- Encoders ----------------------------------------------------------- */
+
+/* The pooled embedding of text (the model's pooling: CLS or mean over real
+ * tokens, before any head) into out[n_out], n_out ==
+ * nc_model_embedding_size(m). The text gets the tokenizer's special tokens. */
+NC_API nc_status nc_embed(nc_model *m, const char *text, float *out, size_t n_out, nc_error *err);
+
+/* Masked-LM models: for each mask token ([MASK] or <mask>) in text, in
+ * order, the k most likely tokens and their probabilities:
+ * ids[i * k + j], probs[i * k + j] for mask i < max_masks. *n_masks is the
+ * number of masks in the text (it may exceed max_masks; the rest are not
+ * written). NC_ERR_INVALID when the text has no mask token. */
+NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids, float *probs,
+                              int max_masks, int *n_masks, nc_error *err);
+
+/* Sequence classifiers: the probability of every label (softmax of the
+ * logits) into probs[n_probs], n_probs == nc_model_num_labels(m). */
+NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t n_probs,
+                             nc_error *err);
+
+/* ---- Compiling for the Neural Engine ------------------------------------ */
+
+/* Lowers the model folder at model_dir (Qwen3 or ModernBERT family) to an
+ * ANE bundle at out_dir: MIL programs, fp16 weights, manifest.json; written
+ * atomically (an older bundle there is replaced). Options: "threads=N";
+ * decoders also "ctx=N" (a multiple of 32), "buckets=32,64,128",
+ * "lm_head=ane|cpu"; encoders "buckets=1x64,1x128" (batch x length). The
+ * bundle runs with nc_model_open(out_dir, "mil") here and "ane" on a Mac. */
+NC_API nc_status nc_compile(const char *model_dir, const char *out_dir, const char *const *options,
+                            nc_error *err);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,10 @@ typedef struct ane_apple_options {
      * Orion's constraints #2, #4, #12), until a probe of the chip says
      * otherwise. Every surface is also rounded up to its min_bytes here. */
     const ane_surface_policy *surfaces;
+    /* Without `surfaces`: the probe profile that chooses the policy and the
+     * preferred run mode (ane_probe_choose); NULL: <per-user cache>/
+     * nectar-ane/profile.json when `nectar ane probe` saved one there. */
+    const char *profile;
     int max_in_flight; /* 0: ANE_MAX_IN_FLIGHT */
     /* Where program folders are copied for the daemon (NULL: the per-user
      * cache dir, ane_stage_default_root). */

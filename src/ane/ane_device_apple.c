@@ -18,7 +18,9 @@
 #include "ane/ane_apple.h"
 #include "ane/ane_block.h"
 #include "ane/ane_objc.h"
+#include "ane_host/ane_probe.h"
 #include "ane_host/ane_stage.h"
+#include "base/mmap.h"
 
 /* A CF object passed where the method takes an id (toll-free bridging). */
 #define ANE_ID(cf) ((id)(uintptr_t)(cf))
@@ -580,12 +582,37 @@ static nc_status open_in_pool_dev(void *p, nc_error *err) {
     return NC_OK;
 }
 
+/* The policy and mode a probe profile chooses: the given file (which must
+ * read), else the saved default when there is one. Returns 0 on failure. */
+static int profile_choice(const char *path, ane_surface_policy *pol, ane_run_mode *mode,
+                          nc_error *err) {
+    char def[1200];
+    if (!path) {
+        if (ane_stage_default_root(def, sizeof def - 16, err)) return 0;
+        strcat(def, "/profile.json");
+        if (!nc_file_exists(def)) return 1;
+        path = def;
+    }
+    mil_ane_profile *p = calloc(1, sizeof *p);
+    if (!p) return nc_fail(err, NC_ERR_NOMEM, "out of memory"), 0;
+    nc_status st = mil_ane_profile_read(path, p, err);
+    if (!st) ane_probe_choose(p, pol, mode);
+    free(p);
+    return st == NC_OK;
+}
+
 nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error *err) {
     apple_dev *d = calloc(1, sizeof *d);
     if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     d->qos = opt && opt->qos ? opt->qos : 21;
     ane_surface_policy pol = ANE_SURFACE_POLICY_DEFAULT;
-    if (opt && opt->surfaces) pol = *opt->surfaces;
+    ane_run_mode mode = ANE_RUN_SYNC;
+    if (opt && opt->surfaces) {
+        pol = *opt->surfaces;
+    } else if (!profile_choice(opt ? opt->profile : NULL, &pol, &mode, err)) {
+        free(d);
+        return err ? err->code : NC_ERR_IO;
+    }
     d->min_surface_bytes = pol.min_bytes;
     d->framework = dlopen(ANE_FRAMEWORK_PATH, RTLD_NOW);
     if (!d->framework) {
@@ -608,6 +635,7 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
     out->ops = &apple_ops;
     out->impl = d;
     out->surfaces = pol;
+    out->preferred_mode = (int)mode;
     out->max_in_flight = opt && opt->max_in_flight > 0 ? opt->max_in_flight : ANE_MAX_IN_FLIGHT;
     if (st) ane_apple_close(out);
     return st;

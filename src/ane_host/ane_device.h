@@ -98,6 +98,7 @@ typedef struct ane_device {
     void *impl;
     ane_surface_policy surfaces; /* what the host allocates (ane_plan_surface_sizes) */
     int max_in_flight;           /* submissions outstanding at once (0: ANE_MAX_IN_FLIGHT) */
+    int preferred_mode;          /* the ane_run_mode a probe profile found fastest (0: sync) */
 } ane_device;
 
 #endif

@@ -69,8 +69,7 @@ static nc_status make_dir(const char *path, nc_error *err) {
     return nc_fail(err, NC_ERR_IO, "%s: cannot create the directory: %s", path, strerror(errno));
 }
 
-/* mkdir -p, each missing component private to the user. */
-static nc_status make_dirs(const char *path, nc_error *err) {
+nc_status ane_make_dirs(const char *path, nc_error *err) {
     char tmp[PATH_MAX];
     if (strlen(path) >= sizeof tmp) return nc_fail(err, NC_ERR_RANGE, "%s: path too long", path);
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -93,7 +92,7 @@ nc_status ane_stage_program(const char *root, const char *dir, char *out, size_t
         return nc_fail(err, NC_ERR_RANGE, "%s: path too long", dir);
     snprintf(to, sizeof to, "%s/complete", dst);
     if (!nc_file_exists(to)) {
-        NC_TRY(make_dirs(dst, err));
+        NC_TRY(ane_make_dirs(dst, err));
         snprintf(src, sizeof src, "%s/model.mil", dir);
         snprintf(to, sizeof to, "%s/model.mil", dst);
         NC_TRY(nc_copy_file(src, to, err));

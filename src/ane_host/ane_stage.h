@@ -23,6 +23,9 @@
  * $XDG_CACHE_HOME, else $TMPDIR, else /tmp. NECTAR_ANE_CACHE overrides it. */
 nc_status ane_stage_default_root(char *buf, size_t cap, nc_error *err);
 
+/* mkdir -p, each created folder private to the user (0700). */
+nc_status ane_make_dirs(const char *path, nc_error *err);
+
 /* The cache key of a program folder: "nectar-" + FNV-1a 64 of model.mil then
  * weights/weight.bin (absent weights hash as nothing). */
 nc_status ane_stage_key(const char *program_dir, char key[ANE_STAGE_KEY_MAX], nc_error *err);

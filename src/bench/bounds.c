@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "models/presets.h"
+#include "models/qwen3_config.h"
 
 const nc_weight_format nc_weight_formats[] = {
     {"fp32", 4.0},       {"fp16", 2.0},
@@ -110,78 +112,44 @@ nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err) {
     return NC_OK;
 }
 
-nc_status nc_qwen3_shape_from_json(const json_t *cfg, const char *what, nc_qwen3_shape *out,
-                                   nc_error *err) {
-    nc_qwen3_shape s = {0};
-    const char *model_type = NULL;
-    NC_TRY(nc_json_str(cfg, "model_type", &model_type, 0, what, err));
-    if (model_type && strcmp(model_type, "qwen3") != 0)
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: model_type '%s' is not qwen3", what,
-                       model_type);
-    NC_TRY(nc_json_int(cfg, "hidden_size", &s.hidden_size, 1, what, err));
-    NC_TRY(nc_json_int(cfg, "intermediate_size", &s.intermediate_size, 1, what, err));
-    NC_TRY(nc_json_int(cfg, "num_hidden_layers", &s.num_hidden_layers, 1, what, err));
-    NC_TRY(nc_json_int(cfg, "num_attention_heads", &s.num_attention_heads, 1, what, err));
-    s.num_key_value_heads = s.num_attention_heads; /* HF default: no GQA */
-    NC_TRY(nc_json_int(cfg, "num_key_value_heads", &s.num_key_value_heads, 0, what, err));
-    s.vocab_size = 151936; /* configuration_qwen3.py defaults */
-    NC_TRY(nc_json_int(cfg, "vocab_size", &s.vocab_size, 0, what, err));
-    s.head_dim = 128;
-    NC_TRY(nc_json_int(cfg, "head_dim", &s.head_dim, 0, what, err));
-    s.is_tied = 0;
-    NC_TRY(nc_json_bool(cfg, "tie_word_embeddings", &s.is_tied, 0, what, err));
-    NC_TRY(nc_qwen3_validate(&s, what, err));
+nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
+    nc_qwen3_shape s = {c->hidden_size,         c->intermediate_size,   c->num_hidden_layers,
+                        c->num_attention_heads, c->num_key_value_heads, c->head_dim,
+                        c->vocab_size,          c->tie_word_embeddings};
+    return s;
+}
+
+nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
+    qwen3_config c;
+    NC_TRY(qwen3_config_load_file(config_path, &c, err));
+    *out = nc_qwen3_shape_of(&c);
+    return nc_qwen3_validate(out, config_path, err);
+}
+
+/* The preset `name` of the wanted family (models/presets.h). */
+static nc_status preset_of(const char *name, model_family family, const char *arch,
+                           const model_preset **p, nc_error *err) {
+    NC_TRY(model_preset_get(name, p, err));
+    if ((*p)->family != family)
+        return nc_fail(err, NC_ERR_INVALID, "--like %s is not a %s shape", name, arch);
+    return NC_OK;
+}
+
+nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
+    const model_preset *p;
+    NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
+    nc_qwen3_shape s = {p->hidden, p->intermediate, p->layers, p->heads, p->kv_heads,
+                        p->head_dim, p->vocab, p->tied};
     *out = s;
     return NC_OK;
 }
 
-nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
-    json_t *cfg;
-    NC_TRY(nc_json_load_file(config_path, &cfg, err));
-    nc_status st = nc_qwen3_shape_from_json(cfg, config_path, out, err);
-    json_decref(cfg);
-    return st;
-}
-
-/* Published configs (docs/references.md §Q.1). */
-static const struct {
-    const char *name;
-    nc_qwen3_shape shape;
-} known_qwen3[] = {
-    {"qwen3-0.6b", {1024, 3072, 28, 16, 8, 128, 151936, 1}},
-    {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128, 151936, 1}},
-    {"qwen3-4b", {2560, 9728, 36, 32, 8, 128, 151936, 1}},
-    {"qwen3-8b", {4096, 12288, 36, 32, 8, 128, 151936, 0}},
-};
-
-nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
-    for (size_t i = 0; i < sizeof known_qwen3 / sizeof known_qwen3[0]; i++)
-        if (!strcmp(known_qwen3[i].name, name)) {
-            *out = known_qwen3[i].shape;
-            return NC_OK;
-        }
-    return nc_fail(err, NC_ERR_NOT_FOUND,
-                   "--like %s: unknown shape (known: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b)",
-                   name);
-}
-
-/* ModernBERT configs on the HF hub (mmBERT-base shares the base shape). */
-static const struct {
-    const char *name;
-    nc_encoder_shape shape;
-} known_encoders[] = {
-    {"modernbert-base", {22, 768, 1152, 0}},
-    {"modernbert-large", {28, 1024, 2624, 0}},
-};
-
 nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err) {
-    for (size_t i = 0; i < sizeof known_encoders / sizeof known_encoders[0]; i++)
-        if (!strcmp(known_encoders[i].name, name)) {
-            *out = known_encoders[i].shape;
-            return NC_OK;
-        }
-    return nc_fail(err, NC_ERR_NOT_FOUND,
-                   "--like %s: unknown shape (known: modernbert-base, modernbert-large)", name);
+    const model_preset *p;
+    NC_TRY(preset_of(name, MODEL_FAMILY_MODERNBERT, "modernbert", &p, err));
+    nc_encoder_shape s = {p->layers, p->hidden, p->intermediate, 0};
+    *out = s;
+    return NC_OK;
 }
 
 nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, nc_error *err) {

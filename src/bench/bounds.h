@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/qwen3.h"
 
 /* A ModernBERT-style encoder: N layers of attention (Wqkv D->3D, Wo D->D) and
  * a gated MLP (Wi D->2I, Wo I->D), plus H "head" transformer layers of the
@@ -67,13 +68,14 @@ double nc_qwen3_kv_bytes(const nc_qwen3_shape *s, int64_t context);
 nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err);
 nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err);
 
-/* Reads a Qwen3 config.json (model_type must be "qwen3" when present). */
-nc_status nc_qwen3_shape_from_json(const json_t *cfg, const char *what, nc_qwen3_shape *out,
-                                   nc_error *err);
+/* The sizes of a parsed Qwen3 config (models/qwen3_config.h, the one reader). */
+nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c);
+/* Reads a Qwen3 config.json file. */
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err);
-/* Known shapes: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b. */
+/* A Qwen3 preset's shape (models/presets.h: qwen3-0.6b ... qwen3-32b). */
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err);
-/* Known encoder shapes (H = 0): modernbert-base, modernbert-large. */
+/* A ModernBERT-family preset's shape (H = 0): modernbert-base, -large,
+ * mmbert-base. */
 nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err);
 /* Reads hidden_size, intermediate_size, num_hidden_layers of a ModernBERT config. */
 nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, nc_error *err);

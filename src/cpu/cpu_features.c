@@ -8,6 +8,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_amx.h"
+#include "cpu/gemm_bf16.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -53,8 +54,10 @@ static void detect(cpu_features *f) {
 static cpu_features features;
 static const cpu_kernels *chosen;
 #if defined(__x86_64__)
-/* The AVX-512 table with prompts on AMX tiles, where the CPU and OS have them. */
-static cpu_kernels amx_table;
+/* The AVX-512 table with bf16 prompts on vdpbf16ps where the CPU has
+ * AVX512-BF16, and that with prompts on AMX tiles, where the CPU and OS
+ * have them. */
+static cpu_kernels avx512_table, amx_table;
 static int has_amx;
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -74,6 +77,18 @@ static int has_avx512(void) {
     return has_avx2() && features.avx512f && features.avx512bw && features.avx512vl &&
            features.avx512vnni;
 }
+
+/* bf16 prompts on vdpbf16ps only on request (NECTAR_BF16=accurate: two bf16
+ * terms per activation, within the parity bounds; fast: one term, ~5e-2 off
+ * the fp32 logits of the tiny parity model): on this Sapphire Rapids both
+ * ran slower than the fp32 GEMM (docs/performance.md). */
+static const cpu_gemm_kernels *bf16_gemm(void) {
+    const char *v = getenv("NECTAR_BF16");
+    if (!features.avx512bf16 || !v) return NULL;
+    if (!strcmp(v, "accurate")) return &cpu_gemm_bf16_avx512[CPU_BF16_ACCURATE];
+    if (!strcmp(v, "fast")) return &cpu_gemm_bf16_avx512[CPU_BF16_FAST];
+    return NULL;
+}
 #endif
 
 static void choose(void) {
@@ -82,9 +97,11 @@ static void choose(void) {
     if (simd_disabled()) return;
 #if defined(__x86_64__)
     if (has_avx2()) chosen = &cpu_kernels_avx2;
-    if (has_avx512()) chosen = &cpu_kernels_avx512;
+    avx512_table = cpu_kernels_avx512;
+    avx512_table.gemm_bf16 = bf16_gemm();
+    if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
-        amx_table = cpu_kernels_avx512;
+        amx_table = avx512_table;
         amx_table.name = "amx";
         amx_table.amx = 1;
         has_amx = 1;
@@ -93,7 +110,7 @@ static void choose(void) {
     /* NECTAR_SIMD=avx512 / avx2 / scalar caps the choice (to test or
      * compare a narrower ISA); NECTAR_NO_AMX=1 is the same as avx512. */
     const char *cap = getenv("NECTAR_SIMD");
-    if (cap && !strcmp(cap, "avx512") && has_avx512()) chosen = &cpu_kernels_avx512;
+    if (cap && !strcmp(cap, "avx512") && has_avx512()) chosen = &avx512_table;
     if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
     if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
 #elif defined(__aarch64__)
@@ -117,7 +134,7 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
     if (n < cap) out[n++] = &cpu_kernels_scalar;
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
-    if (has_avx512() && n < cap) out[n++] = &cpu_kernels_avx512;
+    if (has_avx512() && n < cap) out[n++] = &avx512_table;
     if (has_amx && n < cap) out[n++] = &amx_table;
 #elif defined(__aarch64__)
     if (n < cap) out[n++] = &cpu_kernels_neon;

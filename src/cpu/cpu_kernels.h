@@ -30,15 +30,17 @@ typedef void (*cpu_qmatmul_fn)(const void *w, size_t ldw_bytes, const int8_t *xq
                                const float *xs, size_t lds, float *y, size_t ldy, int n, int nb,
                                int r0, int r1);
 
-/* Optional prompt path for quantized weights: pack[] repacks rows r0..r1 of
- * a Q8 ([0]) or Q4 ([1]) matrix into a panel of ceil(nb/2) * pair_bytes per
- * row, once per pool task; matmul then runs n activation rows against the
- * panel's rows (y[t*ldy + row]). */
+/* Optional prompt path for quantized weights, the int8 GEMM: pack[] repacks
+ * rows r0..r1 of a Q8 ([0]) or Q4 ([1]) matrix (nb blocks per row) into a
+ * panel of panel_bytes(r1 - r0, nb) bytes, once per pool task; matmul then
+ * runs n activation rows, quantized as for cpu_qmatmul_fn, against the
+ * panel's rows: y[t*ldy + row] for row < rows. Tables that have it use it
+ * for every prompt (8 rows on) instead of the fp32 GEMM. */
 typedef struct cpu_qpanel_kernels {
     void (*pack[2])(const void *w, size_t ldw, int nb, int r0, int r1, void *panel);
     void (*matmul)(const void *panel, int nb, const int8_t *xq, size_t ldq, const float *xs,
                    size_t lds, float *y, size_t ldy, int n, int rows);
-    size_t pair_bytes;
+    size_t (*panel_bytes)(int rows, int nb);
 } cpu_qpanel_kernels;
 
 /* The prompt GEMM (kernels_driver.h): pack() lays rows r0..r1 of a matrix of
@@ -65,7 +67,10 @@ typedef struct cpu_kernels {
     cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
     cpu_gemm_kernels gemm;            /* prompts (many activation rows), every type */
-    const struct cpu_attn_kernels *attn; /* softmax, q.k, P.V (attn_kernels.h) */
+    /* prompts against bf16 weights on bf16 dot products (gemm_bf16.h), where
+     * the CPU has them; NULL: gemm */
+    const cpu_gemm_kernels *gemm_bf16;
+    const struct cpu_attn_kernels *attn;         /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as
      * d * code): embedding lookups, AMX weight packing, fp16 KV rows */

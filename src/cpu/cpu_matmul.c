@@ -16,14 +16,12 @@
 /* From this many activation rows on, a task packs its weight rows into a
  * panel once: float weights into fp32 panels for the GEMM (cpu_gemm_kernels),
  * where each packed weight then feeds n FMAs; Q8/Q4 weights into the int8
- * panels of cpu_qpanel_kernels, up to GEMM_MIN_TOKENS_QUANT. */
+ * panels of cpu_qpanel_kernels where the table has them. */
 #define PANEL_MIN_TOKENS 8
-/* The same for Q8/Q4 weights (dequantized into the panel, fp32 activations).
- * Below it the int8 kernels (and their panels) stay: packing fp32 panels
- * costs about a cycle per weight, which n FMAs per weight repay only for
- * long enough batches. Qwen3-0.6B Q8 (AVX-512), GFLOP per CPU-second, int8
- * panels vs fp32 GEMM: 32 tokens 78 vs 68, 64: 92 vs 88, 128: 93 vs 98,
- * 512: 83 vs 89. */
+/* Tables without int8 panels run Q8/Q4 prompts of this many rows on the
+ * fp32 GEMM (dequantized into the panel, fp32 activations), shorter ones on
+ * the int8 row tiles: packing fp32 panels costs about a cycle per weight,
+ * which n FMAs per weight repay only for long enough batches. */
 #define GEMM_MIN_TOKENS_QUANT 128
 
 typedef struct {
@@ -37,10 +35,16 @@ typedef struct {
     int is_gemm;        /* uses_gemm() */
 } matmul_job;
 
+/* The prompt GEMM for w's type: bf16 dot products where the table has them. */
+static const cpu_gemm_kernels *gemm_for(const cpu_kernels *kern, const cpu_mat *w) {
+    return w->type == CPU_W_BF16 && kern->gemm_bf16 ? kern->gemm_bf16 : &kern->gemm;
+}
+
 /* Whether a product of n rows runs on the prompt GEMM: enough rows, and
  * panel scratch (cpu_act) that holds a task's rows. */
 static int uses_gemm(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a, int n) {
-    const cpu_gemm_kernels *g = &kern->gemm;
+    const cpu_gemm_kernels *g = gemm_for(kern, w);
+    if (cpu_wtype_is_quant(w->type) && kern->qpanel) return 0; /* the int8 GEMM */
     int min_tokens = cpu_wtype_is_quant(w->type) ? GEMM_MIN_TOKENS_QUANT : PANEL_MIN_TOKENS;
     return g->run && n >= min_tokens && a && a->panels &&
            a->panel_floats >= cpu_gemm_panel_floats(g, ROWS_PER_TASK_BATCH, w->cols);
@@ -56,8 +60,9 @@ static void matmul_task(void *ctx, int task, int thread) {
     if (j->is_gemm) {
         /* Pack this task's rows once; every activation row reuses them. */
         float *p = a->panels + (size_t)thread * a->panel_floats;
-        j->kern->gemm.pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
-        j->kern->gemm.run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
+        const cpu_gemm_kernels *g = gemm_for(j->kern, j->w);
+        g->pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
+        g->run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
         return;
     }
     if (cpu_wtype_is_quant(j->w->type)) {
@@ -66,16 +71,11 @@ static void matmul_task(void *ctx, int task, int thread) {
         size_t ldq = (size_t)nb * CPU_QBLOCK, lds = (size_t)nb * CPU_QSCALE_REP;
         const cpu_qpanel_kernels *qp = j->kern->qpanel;
         if (qp && j->n >= PANEL_MIN_TOKENS && a->panels &&
-            a->panel_floats * sizeof(float) >=
-                (size_t)(r1 - r0) * (size_t)((nb + 1) / 2) * qp->pair_bytes) {
+            a->panel_floats * sizeof(float) >= qp->panel_bytes(r1 - r0, nb)) {
             /* Repack this task's rows once; every activation row reuses them. */
             float *p = a->panels + (size_t)thread * a->panel_floats;
             qp->pack[j->w->type - CPU_W_Q8](j->w->data, ldw, nb, r0, r1, p);
-            for (int t = 0; t < j->n; t += TOKEN_BLOCK) {
-                int nt = j->n - t < TOKEN_BLOCK ? j->n - t : TOKEN_BLOCK;
-                qp->matmul(p, nb, a->q + (size_t)t * ldq, ldq, a->s + (size_t)t * lds, lds,
-                           j->y + (size_t)t * j->ldy + r0, j->ldy, nt, r1 - r0);
-            }
+            qp->matmul(p, nb, a->q, ldq, a->s, lds, j->y + r0, j->ldy, j->n, r1 - r0);
             return;
         }
         for (int t = 0; t < j->n; t += TOKEN_BLOCK) {

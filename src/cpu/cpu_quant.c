@@ -5,6 +5,7 @@
  * vectorises them (a 2048-value row: 5.5 -> 2.2 us here, SSE2). */
 #include "cpu/cpu_quant.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -132,7 +133,11 @@ void cpu_quantize_act_row(const float *x, int k, int8_t *q, float *s) {
         int8_t *qb = q + (size_t)j * CPU_QBLOCK;
         float amax = n == CPU_QBLOCK ? amax_bits(xb, CPU_QBLOCK) : amax_bits(xb, n);
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        if (n == CPU_QBLOCK) {
+        if (!(amax <= FLT_MAX)) {
+            /* an inf or NaN in the block: converting it to a code is undefined;
+             * zero codes under the non-finite scale keep the sums non-finite */
+            memset(qb, 0, CPU_QBLOCK);
+        } else if (n == CPU_QBLOCK) {
             act_codes(xb, CPU_QBLOCK, id, qb);
         } else {
             act_codes(xb, n, id, qb);

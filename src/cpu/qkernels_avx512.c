@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cpu/qkernels.h"
+#include "cpu/store16_avx512.h"
+#include "cpu/transpose_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -370,108 +372,191 @@ INLINE void qdecode_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, co
 CPU_DEF_QMATMUL_LOOPS(q8_avx512, 8, 4, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx512, 8, 4, 4)
 
-/* ---- prompts: a task's weight rows repacked once into a panel ----------
- * Per row and pair of blocks, 192 bytes: the 64 codes as signed bytes (Q4
- * unpacked to nibble - 8), the two scales as [d0 x8, d1 x8] fp32, and
- * -128 * (sum of each 4 codes) as int32 (the x + 128 correction). The tile
- * then spends its time on dpbusd/convert/scale/FMA only, each panel entry
- * being reused by every activation row of the prompt. */
-#define PANEL_PAIR_BYTES 192
+/* ---- prompts: the int8 GEMM on a task's repacked rows ------------------
+ * Outer-product form, as the fp32 GEMM (kernels_driver.h), with vpdpbusd:
+ * a panel holds 16 weight rows side by side, 4 codes of each row per 32-bit
+ * lane, so one vpdpbusd multiplies 16 rows x 4 codes by the same 4
+ * activation bytes broadcast (64 multiply-adds) into one int32 sum per row
+ * and token: no horizontal sums. A block of 32 codes is 8 such steps; then
+ * its sums are converted and scaled once (convert, times the activation
+ * scale, FMA with the 16 rows' weight scales): 3 float ops per 8 vpdpbusd,
+ * where the per-row tiles paid 3 per 1. The unsigned operand is the
+ * activation as x + 128 (x xor 0x80, copied per tile of tokens), so the
+ * correction -128 * sum(w) is per row and block: it is packed with the
+ * codes and starts each block's sums.
+ *
+ * Panel, per group of 16 rows and block j (QP_BLOCK_BYTES = 640): 8 x 64
+ * bytes of signed codes ([step][row][4 codes]; Q4 as nibble - 8), the 16
+ * fp32 scales, the 16 int32 corrections. Rows past the matrix are zero. */
+#define QP_ROWS 16
+#define QP_BLOCK_BYTES 640
+#define QP_SCALES 512
+#define QP_CORR 576
+/* Activation rows per tile and columns of them copied (x xor 0x80) at a
+ * time: QP_TOKENS rows of QP_KC bytes on the stack, QP_XU_STRIDE apart (a
+ * line more than 4 KiB, so the rows do not share the L1's sets). */
+#define QP_TOKENS 6
+#define QP_KC 4096
+#define QP_XU_STRIDE (QP_KC + 64)
 
-INLINE void panel_pair(uint8_t *dst, __m512i codes, __m512 scales) {
-    const __m512i k80 = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
-    _mm512_storeu_si512((void *)dst, codes);
-    _mm512_storeu_ps((float *)(dst + 64), scales);
-    _mm512_storeu_si512((void *)(dst + 128),
-                        _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, codes)));
+static size_t qpanel_bytes_avx512(int rows, int nb) {
+    return (size_t)((rows + QP_ROWS - 1) / QP_ROWS) * (size_t)nb * QP_BLOCK_BYTES;
 }
 
-static void qpanel_q8_avx512(const void *w, size_t ldw, int nb, int r0, int r1, void *panel) {
-    int np = (nb + 1) / 2;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
-        uint8_t *dst = (uint8_t *)panel + (size_t)(r - r0) * np * PANEL_PAIR_BYTES;
-        for (int j = 0; j < nb; j += 2) {
-            int two = j + 1 < nb;
-            const uint8_t *b0 = row + (size_t)j * CPU_Q8_BLOCK_BYTES;
-            panel_pair(dst + (size_t)(j / 2) * PANEL_PAIR_BYTES, load_q8_2(b0, two),
-                       scales2(b0, two ? b0 + CPU_Q8_BLOCK_BYTES : NULL));
-        }
+/* Blocks j, j+1 of 16 rows (codes(b0, two) = a row's 64 signed codes; rows
+ * past `valid` zero) into the panel entries of both blocks (only j's when
+ * two is 0). */
+#define DEF_QPANEL_PACK(FMT, BLOCK_BYTES, CODES)                                                   \
+    static void qpanel_##FMT##_avx512(const void *w, size_t ldw, int nb, int r0, int r1,           \
+                                      void *panel) {                                               \
+        const __m512i k80 = _mm512_set1_epi8((char)0x80);                                          \
+        for (int g = r0; g < r1; g += QP_ROWS) {                                                   \
+            int valid = r1 - g < QP_ROWS ? r1 - g : QP_ROWS;                                       \
+            uint8_t *dst = (uint8_t *)panel + (size_t)((g - r0) / QP_ROWS) * nb * QP_BLOCK_BYTES;  \
+            const uint8_t *row0 = (const uint8_t *)w + (size_t)g * ldw;                            \
+            for (int j = 0; j < nb; j += 2) {                                                      \
+                int two = j + 1 < nb;                                                              \
+                __m512i m[QP_ROWS];                                                                \
+                uint16_t d[2][QP_ROWS] = {{0}};                                                    \
+                for (int a = 0; a < QP_ROWS; a++) {                                                \
+                    const uint8_t *b0 = row0 + (size_t)a * ldw + (size_t)j * BLOCK_BYTES;          \
+                    m[a] = _mm512_setzero_si512();                                                 \
+                    if (a >= valid) continue;                                                      \
+                    m[a] = CODES(b0, two);                                                         \
+                    memcpy(&d[0][a], b0, 2);                                                       \
+                    if (two) memcpy(&d[1][a], b0 + BLOCK_BYTES, 2);                                \
+                }                                                                                  \
+                cpu_transpose16_epi32(m); /* m[c]: dword c of every row */                         \
+                for (int h = 0; h <= two; h++) {                                                   \
+                    uint8_t *e = dst + (size_t)(j + h) * QP_BLOCK_BYTES;                           \
+                    __m512i sum = _mm512_setzero_si512();                                          \
+                    for (int c = 0; c < 8; c++) {                                                  \
+                        _mm512_storeu_si512((void *)(e + c * 64), m[8 * h + c]);                   \
+                        sum = _mm512_dpbusd_epi32(sum, k80, m[8 * h + c]);                         \
+                    }                                                                              \
+                    _mm512_storeu_ps((float *)(e + QP_SCALES),                                     \
+                                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d[h])));  \
+                    _mm512_storeu_si512((void *)(e + QP_CORR),                                     \
+                                        _mm512_sub_epi32(_mm512_setzero_si512(), sum));            \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
+
+/* A Q4 pair's codes as signed nibble - 8 (a missing second block: 0). */
+INLINE __m512i q4_signed_2(const uint8_t *b0, int two) {
+    __m512i c = _mm512_sub_epi8(load_q4_2(b0, two), _mm512_set1_epi8(8));
+    return two ? c : _mm512_maskz_mov_epi8(0xffffffffULL, c);
 }
 
-static void qpanel_q4_avx512(const void *w, size_t ldw, int nb, int r0, int r1, void *panel) {
-    int np = (nb + 1) / 2;
-    const __m512i k8 = _mm512_set1_epi8(8);
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
-        uint8_t *dst = (uint8_t *)panel + (size_t)(r - r0) * np * PANEL_PAIR_BYTES;
-        for (int j = 0; j < nb; j += 2) {
-            int two = j + 1 < nb;
-            const uint8_t *b0 = row + (size_t)j * CPU_Q4_BLOCK_BYTES;
-            __m512i codes = _mm512_sub_epi8(load_q4_2(b0, two), k8);
-            if (!two) /* the missing block's padding codes must be 0, not -8 */
-                codes = _mm512_maskz_mov_epi8(0xffffffffULL, codes);
-            panel_pair(dst + (size_t)(j / 2) * PANEL_PAIR_BYTES, codes,
-                       scales2(b0, two ? b0 + CPU_Q4_BLOCK_BYTES : NULL));
-        }
-    }
-}
+DEF_QPANEL_PACK(q8, CPU_Q8_BLOCK_BYTES, load_q8_2)
+DEF_QPANEL_PACK(q4, CPU_Q4_BLOCK_BYTES, q4_signed_2)
 
-INLINE void ptile(const uint8_t *p, size_t ldp, int np, int nb, const int8_t *xq, size_t ldq,
-                  const float *xs, size_t lds, float *y, size_t ldy, int r, int t, const int RB,
-                  const int TB) {
-    __m512 acc[4][6];
-    const __m512i k80 = _mm512_set1_epi8((char)0x80);
-    _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++)
-        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();
-    for (int j = 0; j < np; j++) {
-        __m512i wv[4], corr[4];
-        _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
-            const uint8_t *e = p + (size_t)(r + a) * ldp + (size_t)j * PANEL_PAIR_BYTES;
-            wv[a] = _mm512_loadu_si512((const void *)e);
-            corr[a] = _mm512_loadu_si512((const void *)(e + 128));
+/* Blocks 0..nbk-1 of RG groups of 16 rows (p, group stride ldp bytes) x TB
+ * tokens (xu: x + 128 at stride ldxu; xs their scales at stride lds, block
+ * 0 first) into y[b * ldy + row] (added to y when accumulate; only the
+ * first `valid` rows of the last group). RG and TB are constants after
+ * inlining: RG x TB int32 and as many fp32 accumulators in registers. */
+INLINE void qgemm_tile(const uint8_t *p, size_t ldp, int nbk, const uint8_t *xu, size_t ldxu,
+                       const float *xs, size_t lds, float *y, size_t ldy, int valid, int accumulate,
+                       const int RG, const int TB) {
+    __m512 acc[2][QP_TOKENS];
+    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++)
+        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) acc[g][b] = _mm512_setzero_ps();
+    for (int j = 0; j < nbk; j++) {
+        const uint8_t *e = p + (size_t)j * QP_BLOCK_BYTES;
+        __m512i s[2][QP_TOKENS];
+        _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) {
+            __m512i corr = _mm512_loadu_si512((const void *)(e + (size_t)g * ldp + QP_CORR));
+            _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) s[g][b] = corr;
         }
-        int two = 2 * j + 1 < nb; /* else a lone tail block: read only its half */
-        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) {
-            __m512i xu =
-                _mm512_xor_si512(load_x2(xq + (size_t)(t + b) * ldq + (size_t)j * 64, two), k80);
-            __m512 dx = load_s2(xs + (size_t)(t + b) * lds + (size_t)j * 16, two);
-            _Pragma("GCC unroll 4") for (int a = 0; a < RB; a++) {
-                const float *sc =
-                    (const float *)(p + (size_t)(r + a) * ldp + (size_t)j * PANEL_PAIR_BYTES + 64);
-                __m512i s = _mm512_dpbusd_epi32(corr[a], xu, wv[a]);
-                acc[a][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                                            _mm512_mul_ps(_mm512_loadu_ps(sc), dx), acc[a][b]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) {
+            __m512i wv[2];
+            _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) wv[g] =
+                _mm512_loadu_si512((const void *)(e + (size_t)g * ldp + c * 64));
+            _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) {
+                int32_t x4;
+                memcpy(&x4, xu + (size_t)b * ldxu + (size_t)j * 32 + c * 4, 4);
+                __m512i xb = _mm512_set1_epi32(x4);
+                _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) s[g][b] =
+                    _mm512_dpbusd_epi32(s[g][b], xb, wv[g]);
+            }
+        }
+        _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) {
+            __m512 dw = _mm512_loadu_ps((const float *)(e + (size_t)g * ldp + QP_SCALES));
+            _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) {
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s[g][b]),
+                                         _mm512_set1_ps(xs[(size_t)b * lds + (size_t)j * 8]));
+                acc[g][b] = _mm512_fmadd_ps(v, dw, acc[g][b]);
             }
         }
     }
-    for (int a = 0; a < RB; a++)
-        for (int b = 0; b < TB; b++)
-            y[(size_t)(t + b) * ldy + (size_t)(r + a)] = _mm512_reduce_add_ps(acc[a][b]);
+    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++)
+        _Pragma("GCC unroll 6") for (int b = 0; b < TB; b++) cpu_store16(
+            y + (size_t)b * ldy + (size_t)g * QP_ROWS, acc[g][b], valid - g * QP_ROWS, accumulate);
+}
+
+#define QGEMM_CASE(RG, TB)                                                                         \
+    case TB:                                                                                       \
+        qgemm_tile(p, ldp, nbk, xu, ldxu, xs, lds, y, ldy, valid, accumulate, RG, TB);             \
+        break;
+#define QGEMM_TILES(RG)                                                                            \
+    switch (tb) {                                                                                  \
+        QGEMM_CASE(RG, 1)                                                                          \
+        QGEMM_CASE(RG, 2)                                                                          \
+        QGEMM_CASE(RG, 3)                                                                          \
+        QGEMM_CASE(RG, 4)                                                                          \
+        QGEMM_CASE(RG, 5)                                                                          \
+        QGEMM_CASE(RG, 6)                                                                          \
+    default:                                                                                       \
+        break;                                                                                     \
+    }
+
+static void qgemm_tile_any(const uint8_t *p, size_t ldp, int nbk, const uint8_t *xu, size_t ldxu,
+                           const float *xs, size_t lds, float *y, size_t ldy, int valid,
+                           int accumulate, int rg, int tb) {
+    if (rg == 2) {
+        QGEMM_TILES(2)
+    } else {
+        QGEMM_TILES(1)
+    }
 }
 
 static void qmatmul_panel_avx512(const void *panel, int nb, const int8_t *xq, size_t ldq,
                                  const float *xs, size_t lds, float *y, size_t ldy, int n,
                                  int rows) {
-    const uint8_t *p = panel;
-    int np = (nb + 1) / 2;
-    size_t ldp = (size_t)np * PANEL_PAIR_BYTES;
-    int r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        int t = 0;
-        for (; t + 6 <= n; t += 6)
-            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 4, 6);
-        for (; t < n; t++)
-            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 4, 1);
+    enum { JB = QP_KC / CPU_QBLOCK };
+    uint8_t xu[QP_TOKENS][QP_XU_STRIDE] __attribute__((aligned(64)));
+    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+    size_t ldp = (size_t)nb * QP_BLOCK_BYTES;
+    int groups = (rows + QP_ROWS - 1) / QP_ROWS;
+    for (int t = 0; t < n; t += QP_TOKENS) {
+        int tb = n - t < QP_TOKENS ? n - t : QP_TOKENS;
+        for (int j0 = 0; j0 < nb; j0 += JB) {
+            int nbk = nb - j0 < JB ? nb - j0 : JB;
+            for (int b = 0; b < tb; b++) {
+                const int8_t *src = xq + (size_t)(t + b) * ldq + (size_t)j0 * CPU_QBLOCK;
+                for (int i = 0; i < nbk * CPU_QBLOCK; i += 64) {
+                    /* a lone last block: its 32 bytes only (the row may end there) */
+                    __mmask64 m = i + 64 <= nbk * CPU_QBLOCK ? ~0ULL : 0xffffffffULL;
+                    _mm512_store_si512((void *)&xu[b][i],
+                                       _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), k80));
+                }
+            }
+            for (int g = 0; g < groups; g += 2) {
+                int rg = groups - g >= 2 ? 2 : 1;
+                qgemm_tile_any(
+                    (const uint8_t *)panel + (size_t)g * ldp + (size_t)j0 * QP_BLOCK_BYTES, ldp,
+                    nbk, &xu[0][0], QP_XU_STRIDE, xs + (size_t)t * lds + (size_t)j0 * 8, lds,
+                    y + (size_t)t * ldy + (size_t)g * QP_ROWS, ldy, rows - g * QP_ROWS, j0 > 0, rg,
+                    tb);
+            }
+        }
     }
-    for (; r < rows; r++)
-        for (int t = 0; t < n; t++)
-            ptile(p, ldp, np, nb, xq, ldq, xs, lds, y, ldy, r, t, 1, 1);
 }
 
 const cpu_qpanel_kernels cpu_qpanel_avx512 = {
     .pack = {qpanel_q8_avx512, qpanel_q4_avx512},
     .matmul = qmatmul_panel_avx512,
-    .pair_bytes = PANEL_PAIR_BYTES,
+    .panel_bytes = qpanel_bytes_avx512,
 };

@@ -31,6 +31,7 @@ struct gen_seq {
     char *piece; /* [piece_cap] detokenizer output */
     size_t piece_cap;
     gen_callbacks cb;
+    gen_constraint constraint;
     int limit;
     gen_result res;
     nc_error err;
@@ -160,6 +161,7 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     memset(&s->err, 0, sizeof s->err);
     s->cb = cb ? *cb : (gen_callbacks){0};
     s->limit = req->max_new_tokens;
+    memset(&s->constraint, 0, sizeof s->constraint);
     s->split_reasoning = req->split_reasoning;
     gen_think_init(&s->think, s->m->tok, req->starts_in_reasoning);
     tok_stream_init(&s->detok, s->m->tok);
@@ -260,7 +262,9 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
         s->res.prompt_s = s->t1 - s->t0;
     }
     if (s->limit >= 0 && s->res.n_generated >= s->limit) return finish_flush(s, GEN_FINISH_LENGTH);
+    if (s->constraint.mask) s->constraint.mask(s->constraint.user, s->logits);
     int32_t id = gen_sampler_sample(s->sampler, s->logits);
+    if (s->constraint.accept) s->constraint.accept(s->constraint.user, id);
     s->res.n_generated++;
     if (gen_model_is_eos(s->m, id)) return finish_flush(s, GEN_FINISH_EOS);
     if (s->cb.on_token && s->cb.on_token(s->cb.user, id, s->logits))
@@ -285,6 +289,10 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
     if (s->n_cache >= s->ctx) return finish_flush(s, GEN_FINISH_CONTEXT);
     s->next = id;
     return 0;
+}
+
+void gen_seq_constrain(gen_seq *s, const gen_constraint *c) {
+    s->constraint = *c;
 }
 
 void gen_seq_cancel(gen_seq *s) {

@@ -95,6 +95,17 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it);
 /* Ends a running request now (finish CANCEL; held-back text dropped). */
 void gen_seq_cancel(gen_seq *s);
 
+/* Constrained output for the request just started (the server's
+ * response_format and forced tool calls; gen_seq_start clears it): mask
+ * sets entries of each logits row to -INFINITY before sampling; accept
+ * learns each sampled token, end of sequence included. */
+typedef struct gen_constraint {
+    void (*mask)(void *user, float *logits);
+    void (*accept)(void *user, int32_t token);
+    void *user;
+} gen_constraint;
+void gen_seq_constrain(gen_seq *s, const gen_constraint *c);
+
 gen_finish gen_seq_finish(const gen_seq *s);
 const gen_result *gen_seq_result(const gen_seq *s);
 /* The failure behind GEN_FINISH_ERROR (an engine or out-of-memory error). */

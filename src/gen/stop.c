@@ -130,7 +130,8 @@ int gen_stop_push(gen_stop *s, const char *piece, size_t len, const char **out, 
 void gen_stop_flush(gen_stop *s, const char **out, size_t *out_len) {
     *out = s->buf;
     *out_len = 0;
-    if (s->is_matched || s->n_stops == 0) return;
+    /* n_out == len also covers nothing pushed yet (buf NULL: no offset on it) */
+    if (s->is_matched || s->n_stops == 0 || s->n_out == s->len) return;
     *out = s->buf + s->n_out;
     *out_len = s->len - s->n_out;
     s->n_out = s->len;

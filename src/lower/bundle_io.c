@@ -139,12 +139,7 @@ json_t *lower_json_program(const lower_program_info *pi, const char *role, int w
 }
 
 nc_status lower_json_write(json_t *root, const char *path, nc_error *err) {
-    char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
-    nc_status st = nc_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    return st;
+    return nc_json_save(root, path, 1, err);
 }
 
 /* --- manifest.json: reading ------------------------------------------------ */

@@ -7,6 +7,7 @@
 
 #include "base/mmap.h"
 #include "lower/bundle_io.h"
+#include "models/qwen3_config.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
     const mil_type *t = v->type;
@@ -15,7 +16,8 @@ static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc
     snprintf(io->name, sizeof io->name, "%s", v->name);
     snprintf(io->dtype, sizeof io->dtype, "%s", mil_dtype_name(t->dtype));
     io->rank = t->rank;
-    for (int i = 0; i < t->rank; i++) io->shape[i] = t->dims[i];
+    for (int i = 0; i < t->rank; i++)
+        io->shape[i] = t->dims[i];
     return NC_OK;
 }
 
@@ -42,31 +44,11 @@ nc_status lower_describe_program(const mil_program *prog, const char *path, int 
     return NC_OK;
 }
 
-static json_t *config_json(const qwen3_config *c) {
-    json_t *o = json_object(), *eos = json_array();
-    json_object_set_new(o, "model_type", json_string("qwen3"));
-    json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
-    json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
-    json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
-    json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
-    json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
-    json_object_set_new(o, "num_key_value_heads", json_integer(c->num_key_value_heads));
-    json_object_set_new(o, "head_dim", json_integer(c->head_dim));
-    json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
-    json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
-    json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
-    json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
-    json_object_set_new(o, "bos_token_id", json_integer(c->bos_token_id));
-    for (int i = 0; i < c->n_eos; i++) json_array_append_new(eos, json_integer(c->eos_token_ids[i]));
-    json_object_set_new(o, "eos_token_ids", eos);
-    return o;
-}
-
 nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_error *err) {
     const qwen3_config *c = &m->cfg;
     json_t *root = json_object();
     lower_json_set_header(root);
-    json_object_set_new(root, "model", config_json(c));
+    json_object_set_new(root, "model", qwen3_config_to_json(c));
     json_t *tok = json_object();
     json_object_set_new(tok, "file", json_string("tokenizer.json"));
     json_object_set_new(tok, "config", json_string("tokenizer_config.json"));
@@ -92,7 +74,8 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 
     json_t *plan = json_object(), *seqs = json_array();
     json_object_set_new(plan, "ctx", json_integer(m->ctx));
-    for (int i = 0; i < m->n_seqs; i++) json_array_append_new(seqs, json_integer(m->seqs[i]));
+    for (int i = 0; i < m->n_seqs; i++)
+        json_array_append_new(seqs, json_integer(m->seqs[i]));
     json_object_set_new(plan, "buckets", seqs);
     json_object_set_new(plan, "decode_bucket", json_integer(m->seqs[0]));
     json_object_set_new(plan, "lm_head", json_string(m->lm_head_on_ane ? "ane" : "cpu"));
@@ -132,40 +115,10 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 
 /* --- reading --------------------------------------------------------------- */
 
-/* The Qwen3 reader takes any field in [-1, 2^30] and checks sizes after. */
+/* The plan's and programs' integers: any value in [-1, 2^30], checked after. */
 static nc_status int_field(const json_t *o, const char *key, int *out, const char *what,
                            nc_error *err) {
     return lower_json_int_in(o, key, -1, 1 << 30, out, what, err);
-}
-
-static nc_status read_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
-    memset(c, 0, sizeof *c);
-    NC_TRY(int_field(o, "vocab_size", &c->vocab_size, what, err));
-    NC_TRY(int_field(o, "hidden_size", &c->hidden_size, what, err));
-    NC_TRY(int_field(o, "intermediate_size", &c->intermediate_size, what, err));
-    NC_TRY(int_field(o, "num_hidden_layers", &c->num_hidden_layers, what, err));
-    NC_TRY(int_field(o, "num_attention_heads", &c->num_attention_heads, what, err));
-    NC_TRY(int_field(o, "num_key_value_heads", &c->num_key_value_heads, what, err));
-    NC_TRY(int_field(o, "head_dim", &c->head_dim, what, err));
-    NC_TRY(int_field(o, "max_position_embeddings", &c->max_position_embeddings, what, err));
-    int bos = -1;
-    NC_TRY(int_field(o, "bos_token_id", &bos, what, err));
-    c->bos_token_id = bos;
-    double eps = 0, theta = 0;
-    NC_TRY(nc_json_num(o, "rms_norm_eps", &eps, 1, what, err));
-    NC_TRY(nc_json_num(o, "rope_theta", &theta, 1, what, err));
-    c->rms_norm_eps = (float)eps;
-    c->rope_theta = (float)theta;
-    NC_TRY(nc_json_bool(o, "tie_word_embeddings", &c->tie_word_embeddings, 1, what, err));
-    const json_t *eos = lower_json_member(o, "eos_token_ids", 1, what, err);
-    if (!eos) return err->code;
-    for (size_t i = 0; i < json_array_size(eos) && i < QWEN3_MAX_EOS; i++)
-        c->eos_token_ids[c->n_eos++] = (int32_t)json_integer_value(json_array_get(eos, i));
-    if (c->vocab_size < 1 || c->hidden_size < 1 || c->num_hidden_layers < 1 ||
-        c->num_attention_heads < 1 || c->num_key_value_heads < 1 || c->head_dim < 2 ||
-        c->num_attention_heads % c->num_key_value_heads)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: inconsistent model shape", what);
-    return NC_OK;
 }
 
 nc_status lower_manifest_read(const char *dir, lower_manifest *m, nc_error *err) {
@@ -187,7 +140,7 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     nc_status st = lower_json_check_header(root, what, err);
     const json_t *model = st ? NULL : lower_json_member(root, "model", 0, what, err);
     if (!st && !model) st = err->code;
-    if (!st) st = read_config(model, &m->cfg, what, err);
+    if (!st) st = qwen3_config_from_json(model, &m->cfg, what, err);
     const json_t *ck = st ? NULL : lower_json_member(root, "checkpoint", 0, what, err);
     if (!st && !ck) st = err->code;
     if (!st) st = lower_json_str_into(ck, "dir", m->source_dir, sizeof m->source_dir, what, err);
@@ -210,12 +163,15 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     const json_t *bk = st ? NULL : lower_json_member(plan, "buckets", 1, what, err);
     if (!st && !bk) st = err->code;
     if (!st && (json_array_size(bk) < 1 || json_array_size(bk) > LOWER_MAX_BUCKETS))
-        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path, LOWER_MAX_BUCKETS);
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets must list 1..%d sizes", path,
+                     LOWER_MAX_BUCKETS);
     for (size_t i = 0; !st && i < json_array_size(bk); i++) {
         int64_t v = json_integer_value(json_array_get(bk, i));
         if (v < 32 || v % 32 || v > m->ctx || (i && v <= m->seqs[i - 1]))
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.buckets[%zu] = %lld is not a multiple of 32 "
-                         "in ascending order within ctx", path, i, (long long)v);
+            st = nc_fail(err, NC_ERR_FORMAT,
+                         "%s: plan.buckets[%zu] = %lld is not a multiple of 32 "
+                         "in ascending order within ctx",
+                         path, i, (long long)v);
         else
             m->seqs[m->n_seqs++] = (int)v;
     }
@@ -238,7 +194,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
         st = lower_json_str_into(po, "path", pi->path, sizeof pi->path, what, err);
         if (!st && json_object_get(po, "layer")) st = int_field(po, "layer", &pi->layer, what, err);
         if (!st && strstr(pi->path, ".."))
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path, pi->path);
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: program path '%s' leaves the bundle", path,
+                         pi->path);
         const json_t *fns = st ? NULL : lower_json_member(po, "functions", 1, what, err);
         if (!st && !fns) st = err->code;
         if (!st && json_array_size(fns) > LOWER_MAX_FUNCS)
@@ -247,7 +204,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
             const json_t *fo = json_array_get(fns, f);
             lower_fn_info *fi = &pi->fns[pi->n_fns++];
             if (!json_is_object(fo)) {
-                st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path, pi->path);
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: a function of %s is not an object", path,
+                             pi->path);
                 break;
             }
             st = lower_json_str_into(fo, "name", fi->name, sizeof fi->name, what, err);
@@ -263,8 +221,8 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
         for (size_t i = 0; !st && i < json_array_size(rows); i++) {
             json_int_t v = json_integer_value(json_array_get(rows, i));
             if (v < 1 || v > LOWER_MAX_HEAD_ROWS)
-                st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows[%zu] is not in [1, %d]", path, i,
-                             LOWER_MAX_HEAD_ROWS);
+                st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows[%zu] is not in [1, %d]", path,
+                             i, LOWER_MAX_HEAD_ROWS);
             else
                 m->head_rows[m->n_head_chunks++] = v;
         }

@@ -9,17 +9,28 @@
 #include "mil/ane_rules.h"
 #include "mil/ops.h"
 
-void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...) {
+static void report_v(mil_ane_ctx *c, mil_severity sev, int line, const char *fmt, va_list ap) {
     char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (c->rule->suggestion)
-        mil_diag_add(c->diags, c->rule->severity, c->rule->id, c->prog->source, line, "%s; %s", msg,
+        mil_diag_add(c->diags, sev, c->rule->id, c->prog->source, line, "%s; %s", msg,
                      c->rule->suggestion);
     else
-        mil_diag_add(c->diags, c->rule->severity, c->rule->id, c->prog->source, line, "%s", msg);
+        mil_diag_add(c->diags, sev, c->rule->id, c->prog->source, line, "%s", msg);
+}
+
+void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report_v(c, c->rule->severity, line, fmt, ap);
+    va_end(ap);
+}
+
+void mil_ane_report_sev(mil_ane_ctx *c, mil_severity sev, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report_v(c, sev, line, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- helpers ---- */
@@ -300,6 +311,15 @@ static void r_gather_indices(mil_ane_ctx *c) {
                                             : "computed");
             continue;
         }
+        /* a chip whose probe found 16-bit indices failing */
+        const char *probe = dt == MIL_DT_UINT16  ? "gather_uint16"
+                            : dt == MIL_DT_INT16 ? "gather_int16"
+                                                 : NULL;
+        if (probe && mil_ane_profile_verdict(c->profile, probe) == MIL_PROBE_FAILED) {
+            mil_ane_report(c, op->line, "%s: %s indices failed on this chip (probe case %s)",
+                           label(op, lb, sizeof lb), mil_dtype_name(dt), probe);
+            continue;
+        }
         int64_t reach = dt == MIL_DT_UINT16  ? 65536
                         : dt == MIL_DT_INT16 ? 32768
                         : dt == MIL_DT_UINT8 ? 256
@@ -440,6 +460,59 @@ static void r_op_sqrt(mil_ane_ctx *c) {
     report_op_types(c, t, "sources disagree on sqrt (\"no transcendentals\")");
 }
 
+/* The chip-dependent rules below report an error where the chip's probe
+ * profile says the case failed, nothing where it passed, and their own
+ * severity (a warning) without a profile. Returns the severity, or -1. */
+static int profile_sev(const mil_ane_ctx *c, const char *probe) {
+    mil_probe_verdict v = mil_ane_profile_verdict(c->profile, probe);
+    return v == MIL_PROBE_OK       ? -1
+           : v == MIL_PROBE_FAILED ? (int)MIL_SEV_ERROR
+                                   : (int)c->rule->severity;
+}
+
+static void r_softmax_npot(mil_ane_ctx *c) {
+    char lb[200];
+    int sev = profile_sev(c, "softmax96");
+    for (int k = 0; sev >= 0 && k < c->fn->n_ops; k++) {
+        const mil_op *op = c->fn->ops[k];
+        const mil_var *x = mil_op_input(op, "x");
+        if (strcmp(op->type, "softmax") || !x || !x->type || x->type->kind != MIL_TYPE_TENSOR ||
+            x->type->rank == 0)
+            continue;
+        int64_t axis = -1;
+        const mil_var *av = mil_op_input(op, "axis");
+        if (av && av->cval) mil_value_to_i64(c->prog, av->cval, 0, &axis, NULL);
+        if (axis < 0) axis += x->type->rank;
+        if (axis < 0 || axis >= x->type->rank) continue;
+        int64_t d = x->type->dims[axis];
+        if (d > 0 && (d & (d - 1)))
+            mil_ane_report_sev(c, (mil_severity)sev, op->line,
+                               "%s: softmax over %lld values, not a power of two",
+                               label(op, lb, sizeof lb), (long long)d);
+    }
+}
+
+/* A function with no conv/matmul/linear computes elementwise only. */
+static void r_elementwise_only(mil_ane_ctx *c) {
+    static const char *const anchors[] = {"conv", "matmul", "linear", "einsum", "conv_transpose"};
+    for (int k = 0; k < c->fn->n_ops; k++)
+        for (size_t a = 0; a < sizeof anchors / sizeof anchors[0]; a++)
+            if (!strcmp(c->fn->ops[k]->type, anchors[a])) return;
+    int sev = profile_sev(c, "elementwise_only");
+    if (sev >= 0 && c->fn->n_ops > 0)
+        mil_ane_report_sev(c, (mil_severity)sev, c->fn->line,
+                           "function '%s' is elementwise only (no conv or matmul)", c->fn->name);
+}
+
+static void r_silu(mil_ane_ctx *c) {
+    char lb[200];
+    if (mil_ane_profile_verdict(c->profile, "silu") != MIL_PROBE_FAILED) return;
+    for (int k = 0; k < c->fn->n_ops; k++)
+        if (!strcmp(c->fn->ops[k]->type, "silu"))
+            mil_ane_report(c, c->fn->ops[k]->line, "%s: silu failed on this chip (probe case silu)",
+                           label(c->fn->ops[k], lb, sizeof lb));
+}
+
 static const mil_ane_rule RULES[] = {
     {"ane-fp16-compute", MIL_SEV_ERROR,
      "every op computes in fp16; fp32/int32 appear only at the boundary, cast at once",
@@ -507,6 +580,17 @@ static const mil_ane_rule RULES[] = {
     {"ane-sqrt", MIL_SEV_WARNING, "sqrt: sources disagree", r_op_sqrt,
      "keep sqrt behind a switch; pow(x, 0.5) or rsqrt then mul are the alternatives",
      "docs/ane-rules.md; ane-bridge-rs vs maderix (pow)"},
+    {"ane-softmax-npot", MIL_SEV_WARNING,
+     "softmax over a length that is not a power of two (a probe profile settles it)",
+     r_softmax_npot, "pad the axis to a power of two with -1e4 logits",
+     "docs/ane-rules.md; Espresso in hollance/neural-engine #44; probe case softmax96"},
+    {"ane-elementwise-only", MIL_SEV_WARNING,
+     "a function with no conv or matmul (a probe profile settles it)", r_elementwise_only,
+     "merge it into a neighbouring kernel (kv into attn), or anchor it with a conv",
+     "docs/ane-rules.md; ane-bridge-rs: refused at load or left on the CPU; probe case "
+     "elementwise_only"},
+    {"ane-silu", MIL_SEV_ERROR, "silu, where the chip's probe profile found it failing", r_silu,
+     "write it as sigmoid(x) * x", "docs/ane-rules.md; probe cases silu and sigmoid_mul"},
 };
 
 const mil_ane_rule *mil_ane_rules(int *n) {
@@ -515,12 +599,12 @@ const mil_ane_rule *mil_ane_rules(int *n) {
 }
 
 void mil_ane_check_function(const mil_program *prog, const mil_function *fn, const char *skip,
-                            mil_diagnostics *diags) {
+                            const mil_ane_profile *profile, mil_diagnostics *diags) {
     int n;
     const mil_ane_rule *rules = mil_ane_rules(&n);
     for (int i = 0; i < n; i++) {
         if (mil_check_rule_listed(skip, rules[i].id)) continue;
-        mil_ane_ctx c = {prog, fn, &rules[i], diags};
+        mil_ane_ctx c = {prog, fn, &rules[i], diags, profile};
         rules[i].check(&c);
     }
 }

@@ -7,6 +7,7 @@
 #ifndef NC_MIL_ANE_RULES_H
 #define NC_MIL_ANE_RULES_H
 
+#include "mil/ane_profile.h"
 #include "mil/check.h"
 
 struct mil_ane_rule;
@@ -16,6 +17,7 @@ typedef struct mil_ane_ctx {
     const mil_function *fn;
     const struct mil_ane_rule *rule;
     mil_diagnostics *diags;
+    const mil_ane_profile *profile; /* the chip's probe profile, or NULL */
 } mil_ane_ctx;
 
 typedef void (*mil_ane_check_fn)(mil_ane_ctx *c);
@@ -31,14 +33,21 @@ typedef struct mil_ane_rule {
 
 const mil_ane_rule *mil_ane_rules(int *n);
 
-/* Runs every rule not listed in skip (comma-separated ids) over fn. */
+/* Runs every rule not listed in skip (comma-separated ids) over fn; the
+ * profile (may be NULL) settles the rules whose answer depends on the chip. */
 void mil_ane_check_function(const mil_program *prog, const mil_function *fn, const char *skip,
-                            mil_diagnostics *diags);
+                            const mil_ane_profile *profile, mil_diagnostics *diags);
 
 /* Reports a problem of the current rule at `line`. */
 void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The same with another severity than the rule's (a chip profile's verdict). */
+void mil_ane_report_sev(mil_ane_ctx *c, mil_severity sev, int line, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

@@ -30,8 +30,10 @@ void mil_diag_add(mil_diagnostics *d, mil_severity sev, const char *rule, const 
     va_start(ap, fmt);
     vsnprintf(g->msg, sizeof g->msg, fmt, ap);
     va_end(ap);
-    if (sev == MIL_SEV_ERROR) d->n_errors++;
-    else d->n_warnings++;
+    if (sev == MIL_SEV_ERROR)
+        d->n_errors++;
+    else
+        d->n_warnings++;
 }
 
 void mil_diagnostics_print(const mil_diagnostics *d, FILE *f) {
@@ -89,14 +91,16 @@ static void check_blob_value(const mil_program *prog, const mil_value *v, int li
         return;
     }
     if (v->kind == MIL_VALUE_LIST || v->kind == MIL_VALUE_TUPLE)
-        for (size_t i = 0; i < v->n; i++) check_blob_value(prog, v->items[i], line, d);
+        for (size_t i = 0; i < v->n; i++)
+            check_blob_value(prog, v->items[i], line, d);
 }
 
 static void check_op(mil_program *prog, const mil_op *op, mil_diagnostics *d) {
     nc_error err;
     char label[200], decl[200], inf[200];
     const char *src = prog->source;
-    for (int a = 0; a < op->n_attrs; a++) check_blob_value(prog, op->attrs[a].value, op->line, d);
+    for (int a = 0; a < op->n_attrs; a++)
+        check_blob_value(prog, op->attrs[a].value, op->line, d);
     for (int a = 0; a < op->n_args; a++)
         for (int j = 0; j < op->args[a].n_items; j++) {
             const mil_var *v = op->args[a].items[j];
@@ -118,7 +122,8 @@ static void check_op(mil_program *prog, const mil_op *op, mil_diagnostics *d) {
         return;
     }
     if (out.n != op->n_outputs) {
-        mil_diag_add(d, MIL_SEV_ERROR, "type", src, op->line, "%s: declares %d outputs, the op has %d",
+        mil_diag_add(d, MIL_SEV_ERROR, "type", src, op->line,
+                     "%s: declares %d outputs, the op has %d",
                      mil_op_label(op, label, sizeof label), op->n_outputs, out.n);
         return;
     }
@@ -129,16 +134,18 @@ static void check_op(mil_program *prog, const mil_op *op, mil_diagnostics *d) {
                      "%s: output '%s' is declared %s but the op gives %s",
                      mil_op_label(op, label, sizeof label),
                      op->outputs[k]->name ? op->outputs[k]->name : "?",
-                     mil_type_str(dt, decl, sizeof decl), mil_type_str(out.types[k], inf, sizeof inf));
+                     mil_type_str(dt, decl, sizeof decl),
+                     mil_type_str(out.types[k], inf, sizeof inf));
     }
 }
 
 static void check_function(mil_program *prog, const mil_function *fn, const mil_check_options *opt,
-                           mil_diagnostics *d) {
+                           const mil_ane_profile *profile, mil_diagnostics *d) {
     if (mil_opset_version(fn->opset) == 0)
         mil_diag_add(d, MIL_SEV_ERROR, "opset", prog->source, fn->line,
                      "function '%s': unknown opset '%s'", fn->name, fn->opset ? fn->opset : "");
-    for (int k = 0; k < fn->n_ops; k++) check_op(prog, fn->ops[k], d);
+    for (int k = 0; k < fn->n_ops; k++)
+        check_op(prog, fn->ops[k], d);
     if (fn->n_outputs == 0)
         mil_diag_add(d, MIL_SEV_ERROR, "function", prog->source, fn->line,
                      "function '%s' returns nothing", fn->name);
@@ -147,7 +154,7 @@ static void check_function(mil_program *prog, const mil_function *fn, const mil_
             if (fn->outputs[i] == fn->outputs[j])
                 mil_diag_add(d, MIL_SEV_ERROR, "function", prog->source, fn->line,
                              "function '%s' returns '%s' twice", fn->name, fn->outputs[i]->name);
-    if (opt && opt->target_ane) mil_ane_check_function(prog, fn, opt->skip_rules, d);
+    if (opt && opt->target_ane) mil_ane_check_function(prog, fn, opt->skip_rules, profile, d);
 }
 
 nc_status mil_check_strict(const mil_program *prog, int target_ane, nc_error *err) {
@@ -169,6 +176,12 @@ nc_status mil_check_strict(const mil_program *prog, int target_ane, nc_error *er
 
 nc_status mil_check_program(const mil_program *prog, const mil_check_options *opt,
                             mil_diagnostics *diags, nc_error *err) {
+    return mil_check_program_profile(prog, opt, NULL, diags, err);
+}
+
+nc_status mil_check_program_profile(const mil_program *prog, const mil_check_options *opt,
+                                    const mil_ane_profile *profile, mil_diagnostics *diags,
+                                    nc_error *err) {
     /* Inference allocates the types it infers in the program's arena (a cache
      * the program owns); the program itself is not changed. */
     mil_program *p = (mil_program *)prog;
@@ -177,7 +190,7 @@ nc_status mil_check_program(const mil_program *prog, const mil_check_options *op
         const mil_function *fn = prog->functions[f];
         if (opt && opt->function && strcmp(opt->function, fn->name)) continue;
         found = 1;
-        check_function(p, fn, opt, diags);
+        check_function(p, fn, opt, profile, diags);
     }
     if (opt && opt->function && !found)
         return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no function '%s'",

@@ -40,6 +40,13 @@ typedef struct mil_check_options {
  * run (out of memory, unknown function). */
 nc_status mil_check_program(const mil_program *prog, const mil_check_options *opt,
                             mil_diagnostics *diags, nc_error *err);
+/* The same, the ANE rules settled by a chip's probe profile (ane_profile.h;
+ * NULL: none): what the probe found failing is an error, what it found
+ * working is not reported. */
+struct mil_ane_profile;
+nc_status mil_check_program_profile(const mil_program *prog, const mil_check_options *opt,
+                                    const struct mil_ane_profile *profile, mil_diagnostics *diags,
+                                    nc_error *err);
 
 /* For code that emits programs (the lowering, the bundler): NC_OK when the
  * program has no error (warnings allowed), else NC_ERR_FORMAT with "N

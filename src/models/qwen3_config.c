@@ -6,9 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "models/qwen3_config.h"
+
 #include "base/json.h"
 #include "io/hf_weights.h"
-#include "models/qwen3.h"
 
 #define MAX_DIM (1 << 20)
 #define MAX_VOCAB (1 << 24)
@@ -103,10 +104,11 @@ static nc_status check_supported(const json_t *o, const char *what, nc_error *er
     return NC_OK;
 }
 
-static nc_status parse_config(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
+nc_status qwen3_config_from_json(const json_t *o, qwen3_config *c, const char *what,
+                                 nc_error *err) {
+    memset(c, 0, sizeof *c);
     if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
     NC_TRY(check_supported(o, what, err));
-    NC_TRY(nc_json_int_in(o, "vocab_size", &c->vocab_size, 1, 1, MAX_VOCAB, what, err));
     NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
@@ -126,6 +128,8 @@ static nc_status parse_config(const json_t *o, qwen3_config *c, const char *what
                        c->head_dim);
     if ((int64_t)c->head_dim * c->num_attention_heads > MAX_DIM)
         return nc_fail(err, NC_ERR_RANGE, "%s: num_attention_heads x head_dim is too large", what);
+    c->vocab_size = 151936; /* Qwen3Config's default */
+    NC_TRY(nc_json_int_in(o, "vocab_size", &c->vocab_size, 0, 1, MAX_VOCAB, what, err));
     c->max_position_embeddings = 32768;
     NC_TRY(nc_json_int_in(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 24,
                           what, err));
@@ -143,22 +147,59 @@ static nc_status parse_config(const json_t *o, qwen3_config *c, const char *what
     return read_eos(o, c, what, err);
 }
 
+nc_status qwen3_config_load_file(const char *path, qwen3_config *c, nc_error *err) {
+    json_t *root;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    nc_status st = qwen3_config_from_json(root, c, path, err);
+    json_decref(root);
+    return st;
+}
+
+json_t *qwen3_config_to_json(const qwen3_config *c) {
+    json_t *o = json_object();
+    json_object_set_new(o, "model_type", json_string("qwen3"));
+    json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+    json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+    json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+    json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
+    json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
+    json_object_set_new(o, "num_key_value_heads", json_integer(c->num_key_value_heads));
+    json_object_set_new(o, "head_dim", json_integer(c->head_dim));
+    json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+    json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
+    json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
+    json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+    json_object_set_new(o, "bos_token_id",
+                        c->bos_token_id >= 0 ? json_integer(c->bos_token_id) : json_null());
+    json_t *eos = json_array();
+    for (int i = 0; i < c->n_eos; i++)
+        json_array_append_new(eos, json_integer(c->eos_token_ids[i]));
+    if (c->n_eos == 1) {
+        json_decref(eos);
+        eos = json_integer(c->eos_token_ids[0]);
+    }
+    json_object_set_new(o, "eos_token_id", eos);
+    if (!json_is_object(o) || json_object_size(o) != 14) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
     char path[4096];
     if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
     hf_path_join(path, sizeof path, dir, "config.json");
     if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = parse_config(root, cfg, path, err);
-    json_decref(root);
-    NC_TRY(st);
+    NC_TRY(qwen3_config_load_file(path, cfg, err));
     hf_path_join(path, sizeof path, dir, "generation_config.json");
     if (!nc_file_exists(path)) return NC_OK;
+    json_t *root;
     NC_TRY(nc_json_load_file(path, &root, err));
-    st = json_is_object(root) ? read_eos(root, cfg, path, err)
-                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
+    nc_status st = json_is_object(root)
+                       ? read_eos(root, cfg, path, err)
+                       : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
     json_decref(root);
     return st;
 }

@@ -1,9 +1,12 @@
-/* libmicrohttpd glue: the access handler collects the body (bounded in size
- * and time), checks the API key, routes, and for completions prepares the
- * prompt, submits a job and either waits for it (JSON) or streams it (SSE
- * from a content-reader callback). Connection threads block only on their
- * own job, polling their socket so a client that goes away cancels its
- * generation at the scheduler's next step. */
+/* libmicrohttpd glue: connections arrive from the gate (serve_gate.c) with
+ * their request head already checked; the access handler collects the body
+ * (bounded in size and time), checks Host/Origin and the API key, routes,
+ * and for completions prepares the prompt, submits a job and either waits
+ * for it (JSON) or streams it (SSE from a content-reader callback).
+ * Connection threads block only on their own job, polling their socket so a
+ * client that goes away cancels its generation at the scheduler's next
+ * step. One request per connection: every answer closes it, so each request
+ * head passes the gate's deadline and checks. */
 #include "serve/serve_http.h"
 
 #include <arpa/inet.h>
@@ -20,14 +23,23 @@
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "serve/serve_constraint.h"
+#include "serve/serve_gate.h"
+#include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
 #include "serve/serve_sched.h"
+#include "serve/serve_toolcall.h"
 #include "text/chat.h"
 
 /* How often a waiting connection checks whether its client is still there. */
 #define SERVE_POLL_MS 20
 /* A stream with nothing new for this long gets an SSE comment line. */
 #define SERVE_SSE_PING_S 15.0
+/* Request line and head bounds (the gate answers 414/431 beyond them), and
+ * MHD's per-connection memory, which must hold a whole head with room. */
+#define SERVE_MAX_LINE_BYTES 8192
+#define SERVE_MAX_HEAD_BYTES 16384
+#define SERVE_MHD_POOL_BYTES (64 * 1024)
 
 struct serve_server {
     gen_model *m;
@@ -36,10 +48,14 @@ struct serve_server {
     serve_metrics metrics;
     int has_metrics;
     struct MHD_Daemon *d;
+    serve_gate *gate;
+    atomic_int n_started; /* connections MHD announced (see handoff) */
     int port;
     long long started;
-    atomic_ulong id_counter;
-    atomic_int n_inflight; /* completion requests holding a job */
+    atomic_ulong id_counter; /* ids when no random bytes can be read */
+    atomic_int n_inflight;   /* completion requests holding a job */
+    size_t max_token_bytes;  /* the vocabulary's longest token */
+    tm_vocab *vocab;         /* constrained output's view of the vocabulary */
 };
 
 /* Drops the connection's reference to its job. */
@@ -55,13 +71,29 @@ typedef struct conn_ctx {
     double t_start;
     serve_route route;
     int status;
+    char origin[256]; /* Access-Control-Allow-Origin to send, "" for none */
 } conn_ctx;
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static void add_common_headers(struct MHD_Response *r, const char *ctype) {
+static void add_common_headers(struct MHD_Response *r, const conn_ctx *cc, const char *ctype) {
     MHD_add_response_header(r, "Content-Type", ctype);
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(r, "Connection", "close");
+    if (cc->origin[0]) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", cc->origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
+}
+
+/* What each route answers to (the Allow header of a 405). */
+static const char *allowed_methods(serve_route route) {
+    switch (route) {
+    case SERVE_ROUTE_CHAT:
+    case SERVE_ROUTE_COMPLETIONS:
+        return "POST, OPTIONS";
+    default:
+        return "GET, HEAD, OPTIONS";
+    }
 }
 
 /* Queues body (malloc'ed, taken; NULL means out of memory -> 500). */
@@ -80,24 +112,34 @@ static enum MHD_Result send_body(struct MHD_Connection *c, conn_ctx *cc, int sta
         free(body);
         return MHD_NO;
     }
-    add_common_headers(r, ctype);
+    add_common_headers(r, cc, ctype);
     if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"nectar\"");
+    if (status == 405) MHD_add_response_header(r, "Allow", allowed_methods(cc->route));
     cc->status = status;
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-/* Queues a response over static bytes (the page, an empty body). */
+/* Queues a response over static bytes (the page, an empty body). A 204 is
+ * the CORS preflight's answer: the methods of the route and the request
+ * headers the browser asked about, reflected when they are header names
+ * (the openai JS SDK sends x-stainless-*). */
 static enum MHD_Result send_static(struct MHD_Connection *c, conn_ctx *cc, int status,
                                    const char *ctype, const char *bytes) {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(bytes), (void *)bytes, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    add_common_headers(r, ctype);
+    add_common_headers(r, cc, ctype);
     if (status == 204) {
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        const char *asked =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", allowed_methods(cc->route));
+        MHD_add_response_header(
+            r, "Access-Control-Allow-Headers",
+            asked && serve_cors_headers_ok(asked) ? asked : "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
     }
     cc->status = status;
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
@@ -117,8 +159,13 @@ static int client_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
-/* 1 when the peer closed its side (EOF or error on the socket). Data that
- * is merely waiting (a pipelined request) does not count. */
+/* 1 when the connection is broken (reset, error). An end of file is not:
+ * a client may half-close its sending side after the request and still
+ * wait for the answer, and TCP cannot tell that apart from a client that
+ * closed entirely until something is written. So a stream notices a closed
+ * client at its next write (a reset follows), and a non-streaming request
+ * whose client closed runs to its end (bounded by max_tokens and the
+ * context), its answer dropped. */
 static int client_is_gone(int fd) {
     if (fd < 0) return 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -126,7 +173,7 @@ static int client_is_gone(int fd) {
     if (p.revents & (POLLERR | POLLNVAL)) return 1;
     char b;
     ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 /* Waits until the job's version moves past *seen, it is done, or the
@@ -190,9 +237,11 @@ static int is_authorized(const serve_server *s, struct MHD_Connection *c) {
 }
 
 static void make_id(serve_server *s, serve_endpoint ep, char *out, size_t cap) {
+    const char *prefix = ep == SERVE_EP_CHAT ? "chatcmpl" : "cmpl";
+    if (serve_make_id(prefix, out, cap) == 0) return;
+    /* No random source: start time and a counter, unique within this run. */
     unsigned long n = atomic_fetch_add(&s->id_counter, 1);
-    snprintf(out, cap, "%s-%llx%04lx", ep == SERVE_EP_CHAT ? "chatcmpl" : "cmpl",
-             (unsigned long long)s->started, n & 0xffffUL);
+    snprintf(out, cap, "%s-%llx%016lx", prefix, (unsigned long long)s->started, n);
 }
 
 /* ---- preparing a job ------------------------------------------------------ */
@@ -213,17 +262,46 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     nc_error err;
     *param = NULL;
     *code = NULL;
+    if (serve_constraint_new(r, s->vocab, &j->constraint, param, &err) != NC_OK) {
+        snprintf(msg, msg_cap, "%s", err.msg);
+        return 400;
+    }
+    /* Constrained output starts at once: the answer, not a think block. */
+    if (j->constraint) r->enable_thinking = 0;
     if (r->endpoint == SERVE_EP_CHAT) {
+        size_t n_all = 0;
+        for (size_t i = 0; i < r->n_messages; i++)
+            n_all += r->messages[i].n_tool_calls;
         chat_message *m = calloc(r->n_messages, sizeof *m);
-        if (!m) return snprintf(msg, msg_cap, "out of memory"), 500;
+        const chat_tool_call **calls = calloc(r->n_messages, sizeof *calls);
+        size_t *n_calls = calloc(r->n_messages, sizeof *n_calls);
+        chat_tool_call *all = calloc(n_all + 1, sizeof *all);
+        if (!m || !calls || !n_calls || !all) {
+            free(m);
+            free(calls);
+            free(n_calls);
+            free(all);
+            return snprintf(msg, msg_cap, "out of memory"), 500;
+        }
+        chat_tool_call *next = all;
         for (size_t i = 0; i < r->n_messages; i++) {
-            m[i].role = r->messages[i].role;
-            m[i].content = r->messages[i].content;
-            m[i].reasoning_content = r->messages[i].reasoning_content;
+            const serve_message *sm = &r->messages[i];
+            m[i].role = sm->role;
+            m[i].content = sm->content;
+            m[i].reasoning_content = sm->reasoning_content;
+            calls[i] = next;
+            n_calls[i] = sm->n_tool_calls;
+            for (size_t k = 0; k < sm->n_tool_calls; k++)
+                *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
         }
         chat_options co = {1, r->enable_thinking};
-        nc_status st = chat_render(m, r->n_messages, &co, &text, &err);
+        chat_tools tools = {(const char *const *)r->tools,
+                            r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
+        nc_status st = chat_render_tools(m, r->n_messages, &co, &tools, &text, &err);
         free(m);
+        free(calls);
+        free(n_calls);
+        free(all);
         if (st != NC_OK) {
             *param = "messages";
             snprintf(msg, msg_cap, "%s", err.msg);
@@ -238,6 +316,21 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     size_t n = 0;
     nc_status st = NC_OK;
     const char *what = r->endpoint == SERVE_EP_CHAT ? "messages" : "prompt";
+    int ctx = serve_sched_ctx(s->sched);
+    /* No token is longer than the vocabulary's longest entry, so text above
+     * ctx times that length cannot fit: refused before tokenizing, which
+     * costs several times the text in memory and time. */
+    size_t max_text = (size_t)ctx * s->max_token_bytes;
+    if (text && strlen(text) > max_text) {
+        size_t len = strlen(text);
+        free(text);
+        *param = what;
+        *code = "context_length_exceeded";
+        snprintf(msg, msg_cap,
+                 "the prompt has %zu bytes; the context holds %d tokens of at most %zu bytes each",
+                 len, ctx, s->max_token_bytes);
+        return 400;
+    }
     if (text) {
         st = tok_encode(s->m->tok, text, strlen(text), &j->prompt, &n, &err);
         free(text);
@@ -259,7 +352,6 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         snprintf(msg, msg_cap, "%s", err.msg);
         return st == NC_ERR_NOMEM ? 500 : 400;
     }
-    int ctx = serve_sched_ctx(s->sched);
     if (n == 0) {
         *param = what;
         snprintf(msg, msg_cap, "'%s' is empty: there is nothing to continue", what);
@@ -302,7 +394,67 @@ typedef struct stream_ctx {
     size_t sent_reasoning, sent_content, sent_lp;
     unsigned seen;
     int sent_first, is_finished;
+    int uses_tools; /* content goes through the tool-call scanner */
+    serve_tool_scan scan;
 } stream_ctx;
+
+/* Tool calls are parsed from the output when the request gave tools and
+ * did not switch them off. */
+static int uses_tools(const serve_request *r) {
+    return r->n_tools > 0 && r->tool_choice != SERVE_TOOLS_NONE;
+}
+
+/* finish_reason as OpenAI reports it: "tool_calls" when the model stopped
+ * after calling. */
+static const char *finish_of(const serve_job *j, int n_calls) {
+    const char *f = j->finish_reason ? j->finish_reason : "stop";
+    return n_calls > 0 && !strcmp(f, "stop") ? "tool_calls" : f;
+}
+
+static void append_chunk(stream_ctx *sc, const serve_delta *d) {
+    char *ev = serve_chunk(&sc->rid, d, 0, NULL);
+    if (ev) serve_text_append(&sc->out, ev, strlen(ev));
+    free(ev);
+}
+
+/* The scanner's news as chunks: text as content; each call as OpenAI
+ * streams one, a delta with its id, type and name (arguments "") and then
+ * one with the arguments. */
+static void stream_tool_news(stream_ctx *sc, int is_final) {
+    serve_job *j = sc->job;
+    serve_tool_news news;
+    int index = sc->scan.n_calls;
+    while (serve_tool_scan_next(&sc->scan, j->content.p ? j->content.p : "", j->content.len,
+                                is_final, &news)) {
+        if (news.text_len) {
+            serve_delta d = {0};
+            d.content = news.text;
+            d.content_len = news.text_len;
+            append_chunk(sc, &d);
+        }
+        json_t *call;
+        size_t i;
+        json_array_foreach(news.calls, i, call) {
+            json_t *f = json_object_get(call, "function");
+            json_t *head = json_pack("[{s:O,s:O,s:{s:O,s:s}}]", "id", json_object_get(call, "id"),
+                                     "type", json_object_get(call, "type"), "function", "name",
+                                     json_object_get(f, "name"), "arguments", "");
+            json_t *args =
+                json_pack("[{s:{s:O}}]", "function", "arguments", json_object_get(f, "arguments"));
+            serve_delta d = {0};
+            d.first_call_index = index;
+            d.tool_calls = head;
+            append_chunk(sc, &d);
+            d.tool_calls = args;
+            append_chunk(sc, &d);
+            json_decref(head);
+            json_decref(args);
+            index++;
+        }
+        json_decref(news.calls);
+    }
+    json_decref(news.calls);
+}
 
 /* Appends SSE events for everything new in the job; sets is_finished after
  * the closing events. Called with j->mu held. */
@@ -311,8 +463,10 @@ static void stream_collect(stream_ctx *sc) {
     serve_delta d = {0};
     d.reasoning = j->reasoning.p ? j->reasoning.p + sc->sent_reasoning : NULL;
     d.reasoning_len = j->reasoning.len - sc->sent_reasoning;
-    d.content = j->content.p ? j->content.p + sc->sent_content : NULL;
-    d.content_len = j->content.len - sc->sent_content;
+    if (!sc->uses_tools) {
+        d.content = j->content.p ? j->content.p + sc->sent_content : NULL;
+        d.content_len = j->content.len - sc->sent_content;
+    }
     json_t *lp = NULL;
     size_t n_lp = json_array_size(j->logprobs);
     if (j->req.logprobs) {
@@ -330,6 +484,7 @@ static void stream_collect(stream_ctx *sc) {
         sc->sent_first = 1;
     }
     json_decref(lp);
+    if (sc->uses_tools) stream_tool_news(sc, j->state == SERVE_JOB_DONE);
     sc->sent_reasoning = j->reasoning.len;
     sc->sent_content = j->content.len;
     sc->sent_lp = n_lp;
@@ -345,7 +500,7 @@ static void stream_collect(stream_ctx *sc) {
         }
         free(ev);
     } else {
-        ev = serve_chunk(&sc->rid, NULL, 0, j->finish_reason ? j->finish_reason : "stop");
+        ev = serve_chunk(&sc->rid, NULL, 0, finish_of(j, sc->scan.n_calls));
         if (ev) serve_text_append(&sc->out, ev, strlen(ev));
         free(ev);
         if (j->req.include_usage) {
@@ -407,13 +562,14 @@ static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, c
     sc->fd = client_fd(c);
     sc->rid = *rid;
     sc->seen = seen;
+    sc->uses_tools = uses_tools(&j->req);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, sc, stream_free);
     if (!r) {
         stream_free(sc);
         return MHD_NO;
     }
-    add_common_headers(r, "text/event-stream");
+    add_common_headers(r, cc, "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
     cc->status = 200;
@@ -429,11 +585,13 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     nc_error err = {0};
     nc_status st =
         serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
+    free(cc->body.p); /* parsed: the bytes are not needed while the request runs */
+    memset(&cc->body, 0, sizeof cc->body);
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
-    if (req.model && strcmp(req.model, s->m->model_id) != 0 &&
-        !(s->opt.model_path && !strcmp(req.model, s->opt.model_path))) {
+    if (req.model && !serve_model_matches(req.model, s->m->model_id, s->opt.model_path,
+                                          s->opt.aliases, s->opt.n_aliases)) {
         char msg[512];
         snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has '%.200s'",
                  req.model, s->m->model_id);
@@ -501,12 +659,34 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         ret = send_error(c, cc, is_shutdown ? 503 : 500, j->error, NULL,
                          is_shutdown ? "shutting_down" : NULL);
     } else {
-        serve_delta d = {j->reasoning.p, j->reasoning.len, j->content.p, j->content.len,
-                         j->req.logprobs ? j->logprobs : NULL};
+        serve_delta d = {j->reasoning.p,
+                         j->reasoning.len,
+                         j->content.p,
+                         j->content.len,
+                         j->req.logprobs ? j->logprobs : NULL,
+                         NULL,
+                         0};
         serve_usage u;
         job_usage(j, &u);
+        serve_text text = {0};
+        serve_tool_scan scan = {0};
+        if (uses_tools(&j->req)) { /* the text around the calls, and the calls */
+            serve_tool_news news;
+            d.tool_calls = json_array();
+            while (serve_tool_scan_next(&scan, j->content.p ? j->content.p : "", j->content.len, 1,
+                                        &news)) {
+                serve_text_append(&text, news.text ? news.text : "", news.text_len);
+                json_array_extend(d.tool_calls, news.calls);
+                json_decref(news.calls);
+            }
+            json_decref(news.calls);
+            d.content = text.p ? text.p : "";
+            d.content_len = text.len;
+        }
         ret = send_body(c, cc, 200, "application/json",
-                        serve_response_full(&rid, &d, j->finish_reason, &u), NULL);
+                        serve_response_full(&rid, &d, finish_of(j, scan.n_calls), &u), NULL);
+        json_decref(d.tool_calls);
+        free(text.p);
     }
     release_job(s, j);
     return ret;
@@ -514,9 +694,9 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
 
 /* ---- other routes ----------------------------------------------------------- */
 
-static json_t *model_json(serve_server *s) {
-    return json_pack("{s:s,s:s,s:I,s:s,s:{s:i,s:i,s:s}}", "id", s->m->model_id, "object", "model",
-                     "created", (json_int_t)s->started, "owned_by", "nectar", "meta", "n_vocab",
+static json_t *model_json(serve_server *s, const char *name) {
+    return json_pack("{s:s,s:s,s:I,s:s,s:{s:i,s:i,s:s}}", "id", name, "object", "model", "created",
+                     (json_int_t)s->started, "owned_by", "nectar", "meta", "n_vocab",
                      s->m->e->n_vocab, "n_ctx", serve_sched_ctx(s->sched), "engine", s->m->e->kind);
 }
 
@@ -530,19 +710,40 @@ static enum MHD_Result handle_models(serve_server *s, struct MHD_Connection *c, 
                                      const char *url) {
     const char *name = !strncmp(url, "/v1/models/", 11) ? url + 11 : NULL;
     if (name && *name) {
-        if (strcmp(name, s->m->model_id) != 0)
+        if (!serve_model_matches(name, s->m->model_id, s->opt.model_path, s->opt.aliases,
+                                 s->opt.n_aliases))
             return send_error(c, cc, 404, "no such model", "model", "model_not_found");
-        return send_body(c, cc, 200, "application/json", dump_json(model_json(s)), NULL);
+        return send_body(c, cc, 200, "application/json", dump_json(model_json(s, name)), NULL);
     }
+    /* The model under its id, then each --alias as a model of its own. */
+    json_t *data = json_array();
+    json_array_append_new(data, model_json(s, s->m->model_id));
+    for (int i = 0; i < s->opt.n_aliases; i++)
+        json_array_append_new(data, model_json(s, s->opt.aliases[i]));
     return send_body(c, cc, 200, "application/json",
-                     dump_json(json_pack("{s:s,s:[o]}", "object", "list", "data", model_json(s))),
-                     NULL);
+                     dump_json(json_pack("{s:s,s:o}", "object", "list", "data", data)), NULL);
 }
 
 static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
                                 const char *url, const char *method) {
     int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     int is_post = !strcmp(method, "POST");
+    int has_key = s->opt.api_key != NULL;
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!serve_host_is_allowed(s->opt.host, has_key, host) ||
+        !serve_origin_is_allowed(s->opt.host, has_key, origin))
+        return send_error(c, cc, 403,
+                          "this Host or Origin is not served: without --api-key the server "
+                          "answers only loopback names and its --host address (DNS rebinding "
+                          "guard)",
+                          NULL, "forbidden_host");
+    /* A keyed server lets any page call it (the page still needs the key);
+     * a keyless one names the allowed origin back. */
+    if (has_key)
+        snprintf(cc->origin, sizeof cc->origin, "*");
+    else if (origin)
+        snprintf(cc->origin, sizeof cc->origin, "%s", origin);
     if (!strcmp(method, "OPTIONS")) /* CORS preflight from the browser */
         return send_static(c, cc, 204, "text/plain", "");
     switch (cc->route) {
@@ -596,16 +797,23 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         cc->route = route_of(url);
         snprintf(cc->what, sizeof cc->what, "%.10s %.60s", method, url);
         *con_cls = cc;
+        /* The gate checked Content-Length (one, decimal, within --max-body);
+         * the buffer is sized to it once, rather than doubling past it. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(cl, &end, 10);
-            if (errno || *end || n > s->opt.max_body_bytes) {
+        unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+        if (n > s->opt.max_body_bytes) {
+            cc->is_rejected = 1;
+            return send_error(c, cc, 413, "request body is larger than the limit (--max-body)",
+                              NULL, "body_too_large");
+        }
+        if (n > 0) {
+            cc->body.p = malloc((size_t)n + 1);
+            if (!cc->body.p) {
                 cc->is_rejected = 1;
-                return send_error(c, cc, 413, "request body is larger than the limit (--max-body)",
-                                  NULL, "body_too_large");
+                return send_error(c, cc, 503, "out of memory for the request body; retry later",
+                                  NULL, "out_of_memory");
             }
+            cc->body.cap = (size_t)n + 1;
         }
         return MHD_YES;
     }
@@ -643,9 +851,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_ctx *cc = *con_cls;
     if (!cc) return;
     double dt = nc_now_s() - cc->t_start;
-    serve_metrics_request(&s->metrics, cc->route, cc->status ? cc->status : 499, dt);
-    nc_log(NC_LOG_DEBUG, "http: %s -> %d in %.1f ms%s", cc->what, cc->status ? cc->status : 499,
-           1000.0 * dt,
+    /* 499 (nginx's "client closed request"): nothing was answered, or the
+     * answer could not be delivered (a stream whose client went away). */
+    int status = cc->status;
+    if (!status || (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && status < 400 &&
+                    (cc->route == SERVE_ROUTE_CHAT || cc->route == SERVE_ROUTE_COMPLETIONS)))
+        status = 499;
+    serve_metrics_request(&s->metrics, cc->route, status, dt);
+    nc_log(NC_LOG_DEBUG, "http: %s -> %d in %.1f ms%s", cc->what, status, 1000.0 * dt,
            toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     free(cc->body.p);
     free(cc);
@@ -662,40 +875,61 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- start / stop ----------------------------------------------------------- */
 
+/* MHD announces each connection it takes and each that ends; the end is
+ * passed on to the gate's counts. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    serve_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add(&s->n_started, 1);
+        *socket_context = s;
+        return;
+    }
+    if (!*socket_context) return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) serve_gate_closed(s->gate, ci->client_addr);
+    *socket_context = NULL;
+}
+
+static int gate_handoff(void *cls, int fd, const struct sockaddr *addr, socklen_t addr_len) {
+    serve_server *s = cls;
+    /* Only the gate thread adds connections, so a STARTED seen during this
+     * call is this connection's: then its end is reported by on_connection
+     * even when the add fails; otherwise the gate undoes its count. */
+    int before = atomic_load(&s->n_started);
+    if (MHD_add_connection(s->d, fd, addr, addr_len) == MHD_YES) return 0;
+    return atomic_load(&s->n_started) != before ? 0 : -1;
+}
+
+static void gate_rejected(void *cls, int status) {
+    serve_server *s = cls;
+    serve_metrics_request(&s->metrics, SERVE_ROUTE_CONNECTION, status, 0);
+}
+
 nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_server **out,
                              nc_error *err) {
     *out = NULL;
     if (opt->port < 0 || opt->port > 65535)
         return nc_fail(err, NC_ERR_INVALID, "--port %d: must be between 0 and 65535", opt->port);
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
-    struct sockaddr_in a4;
-    struct sockaddr_in6 a6;
-    struct sockaddr *addr;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    memset(&a4, 0, sizeof a4);
-    memset(&a6, 0, sizeof a6);
-    if (inet_pton(AF_INET, opt->host, &a4.sin_addr) == 1) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons((uint16_t)opt->port);
-        addr = (struct sockaddr *)&a4;
-    } else if (inet_pton(AF_INET6, opt->host, &a6.sin6_addr) == 1) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons((uint16_t)opt->port);
-        addr = (struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
-    } else {
-        return nc_fail(err, NC_ERR_INVALID, "--host '%s': not a numeric IPv4 or IPv6 address",
-                       opt->host);
-    }
     serve_server *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
     s->m = m;
     s->opt = *opt;
     s->started = (long long)time(NULL);
+    s->max_token_bytes = tok_max_token_bytes(s->m->tok);
+    if (s->max_token_bytes == 0) s->max_token_bytes = 1;
+    nc_status vst = tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err);
+    if (vst != NC_OK) {
+        free(s);
+        return vst;
+    }
     atomic_init(&s->id_counter, 1);
     atomic_init(&s->n_inflight, 0);
+    atomic_init(&s->n_started, 0);
     if (serve_metrics_init(&s->metrics, opt->n_parallel) != 0) {
+        tm_vocab_free(s->vocab);
         free(s);
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
     }
@@ -715,20 +949,37 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
         serve_server_stop(s);
         return st;
     }
-    unsigned max_conn = opt->max_connections > 0 ? (unsigned)opt->max_connections : 256;
-    s->d = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_access, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, addr,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_NOTIFY_COMPLETED,
-                            on_completed, s, MHD_OPTION_END);
+    int max_conn = opt->max_connections > 0 ? opt->max_connections : 512;
+    int per_ip = opt->max_per_ip > 0 ? opt->max_per_ip : max_conn / 2;
+    if (per_ip < 1) per_ip = 1;
+    /* The gate keeps MHD's own limits out of reach: heads are smaller than
+     * its memory pool and connections fewer than its limit, so MHD never
+     * answers with its HTML error pages or drops a connection silently. */
+    s->d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+        0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)max_conn + 16, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_MHD_POOL_BYTES,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_END);
     if (!s->d) {
         serve_server_stop(s);
-        return nc_fail(err, NC_ERR_IO,
-                       "serve: cannot listen on %s:%d (address in use or not allowed?)", opt->host,
-                       opt->port);
+        return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot start the HTTP daemon");
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : opt->port;
+    serve_gate_options go = {opt->host,
+                             opt->port,
+                             max_conn,
+                             per_ip,
+                             opt->header_timeout_s > 0 ? opt->header_timeout_s : 10.0,
+                             {SERVE_MAX_LINE_BYTES, SERVE_MAX_HEAD_BYTES, opt->max_body_bytes}};
+    serve_gate_hooks gh = {s, gate_handoff, gate_rejected};
+    st = serve_gate_start(&go, &gh, &s->gate, err);
+    if (st != NC_OK) {
+        serve_server_stop(s);
+        return st;
+    }
+    s->port = serve_gate_port(s->gate);
     *out = s;
     return NC_OK;
 }
@@ -742,6 +993,7 @@ void serve_server_stop(serve_server *s) {
     /* End every job first: connection threads waiting on one wake up and
      * answer (an error, or the stream's last events); then the daemon can
      * join them; the scheduler is freed only when no thread can reach it. */
+    serve_gate_stop(s->gate); /* no new connections */
     serve_sched_stop(s->sched);
     /* A moment for the connections to send their last words (the error
      * event and [DONE], or a 503) before the daemon closes their sockets. */
@@ -750,7 +1002,9 @@ void serve_server_stop(serve_server *s) {
         nanosleep(&ts, NULL);
     }
     if (s->d) MHD_stop_daemon(s->d);
+    serve_gate_free(s->gate);
     serve_sched_free(s->sched);
     if (s->has_metrics) serve_metrics_destroy(&s->metrics);
+    tm_vocab_free(s->vocab);
     free(s);
 }

@@ -18,8 +18,12 @@ typedef struct serve_options {
     int ctx;                /* tokens per slot */
     int queue_max;          /* waiting requests beyond the slots */
     size_t max_body_bytes;
-    int timeout_s; /* idle connection, body upload and queue wait limit */
-    int max_connections;
+    int timeout_s;              /* idle connection, body upload and queue wait limit */
+    int max_connections;        /* open connections; beyond: 503 (0: 512) */
+    int max_per_ip;             /* open connections per client address (0: half the above) */
+    double header_timeout_s;    /* from accept to the end of the request head (0: 10 s) */
+    const char *const *aliases; /* more names for the model (--alias) */
+    int n_aliases;
 } serve_options;
 
 typedef struct serve_server serve_server;

@@ -13,9 +13,13 @@
 static const double bucket_s[SERVE_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                     0.5,   1,    2.5,   5,    10,  30};
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
-    "chat_completions", "completions", "models", "health", "metrics", "page", "other"};
-static const int status_codes[SERVE_STATUS_KINDS] = {200, 204, 400, 401, 404, 405,
-                                                     408, 413, 429, 500, 503, 504};
+    "chat_completions", "completions", "models", "health",
+    "metrics",          "page",        "other",  "connection"};
+/* 499: the client went away before its answer (nginx's code). The last
+ * entry also counts any status not listed. */
+static const int status_codes[SERVE_STATUS_KINDS] = {200, 204, 400, 401, 403, 404, 405,
+                                                     408, 411, 413, 414, 429, 431, 499,
+                                                     500, 503, 504, 505, 501, 0};
 
 int serve_metrics_init(serve_metrics *m, int slots_total) {
     memset(m, 0, sizeof *m);
@@ -38,7 +42,7 @@ static void hist_add(serve_hist *h, double v) {
 
 void serve_metrics_request(serve_metrics *m, serve_route route, int http_status, double seconds) {
     int k = SERVE_STATUS_KINDS - 1;
-    for (int i = 0; i < SERVE_STATUS_KINDS; i++)
+    for (int i = 0; i < SERVE_STATUS_KINDS - 1; i++)
         if (status_codes[i] == http_status) k = i;
     if (route < 0 || route >= SERVE_ROUTE_COUNT) route = SERVE_ROUTE_OTHER;
     pthread_mutex_lock(&m->mu);
@@ -122,9 +126,12 @@ char *serve_metrics_render(serve_metrics *m) {
         "# TYPE nectar_requests_total counter\n");
     for (int r = 0; r < SERVE_ROUTE_COUNT; r++)
         for (int k = 0; k < SERVE_STATUS_KINDS; k++)
-            if (c.requests[r][k])
-                put(&t, &oom, "nectar_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
-                    route_names[r], status_codes[k], (unsigned long long)c.requests[r][k]);
+            if (c.requests[r][k]) {
+                char code[16];
+                snprintf(code, sizeof code, status_codes[k] ? "%d" : "other", status_codes[k]);
+                put(&t, &oom, "nectar_requests_total{endpoint=\"%s\",code=\"%s\"} %llu\n",
+                    route_names[r], code, (unsigned long long)c.requests[r][k]);
+            }
     put_counter(&t, &oom, "nectar_prompt_tokens_total", "Prompt tokens received.", "counter",
                 c.prompt_tokens);
     put_counter(&t, &oom, "nectar_prompt_tokens_cached_total",

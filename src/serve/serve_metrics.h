@@ -23,10 +23,11 @@ typedef enum {
     SERVE_ROUTE_METRICS,
     SERVE_ROUTE_PAGE,
     SERVE_ROUTE_OTHER,
+    SERVE_ROUTE_CONNECTION, /* answered by the gate before any route (limits, bad heads) */
     SERVE_ROUTE_COUNT
 } serve_route;
 
-#define SERVE_STATUS_KINDS 12 /* distinct status codes tracked */
+#define SERVE_STATUS_KINDS 20 /* distinct status codes tracked */
 
 typedef struct serve_metrics {
     pthread_mutex_t mu;

@@ -4,13 +4,16 @@
  * client never silently gets something other than what it asked for. */
 #include "serve/serve_request.h"
 
-#include "gen/model.h"
-
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gen/model.h"
+#include "serve/serve_job.h"
+#include "text/chat_tojson.h"
 
 /* Parse context: the error record and the parameter it is about. */
 typedef struct pctx {
@@ -23,6 +26,80 @@ static nc_status bad(pctx *c, const char *param, const char *fmt, const char *de
     char msg[256];
     snprintf(msg, sizeof msg, fmt, detail ? detail : "");
     return nc_fail(c->err, NC_ERR_INVALID, "'%s' %s", param, msg);
+}
+
+/* jansson holds integers as int64_t and refuses a document with a larger
+ * one, so before parsing, integer literals outside that range are turned
+ * into strings "\0big:DIGITS" (a NUL cannot come from a client's own string
+ * here: dup_string refuses it). Only `seed` accepts them; elsewhere they
+ * are a wrong type, named by field, rather than a parse error. */
+#define BIG_MARK "\\u0000big:"
+#define BIG_MARK_DECODED "\0big:"
+
+static const char *big_integer(const json_t *v) {
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    size_t n = sizeof BIG_MARK_DECODED - 1;
+    if (!s || json_string_length(v) <= n || memcmp(s, BIG_MARK_DECODED, n) != 0) return NULL;
+    return s + n;
+}
+
+/* NULL when there is nothing to rewrite (or out of memory: then jansson
+ * reports the big integer itself). */
+static char *quote_big_integers(const char *body, size_t len, size_t *out_len) {
+    serve_text out = {0};
+    size_t copied = 0;
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = 0;
+            continue;
+        }
+        if (ch == '"') {
+            in_string = 1;
+            continue;
+        }
+        if (ch != '-' && (ch < '0' || ch > '9')) continue;
+        size_t j = i + (ch == '-');
+        while (j < len && body[j] >= '0' && body[j] <= '9')
+            j++;
+        int is_integer = j == len || !strchr(".eE", body[j]);
+        size_t n_digits = j - i - (ch == '-');
+        if (is_integer && n_digits >= 19) {
+            char num[32];
+            int fits = 0;
+            if (j - i < sizeof num) {
+                memcpy(num, body + i, j - i);
+                num[j - i] = '\0';
+                errno = 0;
+                (void)strtoll(num, NULL, 10);
+                fits = errno == 0;
+            }
+            if (!fits) {
+                if (serve_text_append(&out, body + copied, i - copied) != 0 ||
+                    serve_text_append(&out, "\"" BIG_MARK, sizeof BIG_MARK) != 0 ||
+                    serve_text_append(&out, body + i, j - i) != 0 ||
+                    serve_text_append(&out, "\"", 1) != 0) {
+                    free(out.p);
+                    return NULL;
+                }
+                copied = j;
+            }
+        }
+        while (j < len && strchr("0123456789.eE+-", body[j]))
+            j++;
+        i = j - 1;
+    }
+    if (!out.p) return NULL;
+    if (serve_text_append(&out, body + copied, len - copied) != 0) {
+        free(out.p);
+        return NULL;
+    }
+    *out_len = out.len;
+    return out.p;
 }
 
 /* The field, or NULL when absent or JSON null (OpenAI treats both alike). */
@@ -134,6 +211,61 @@ static nc_status parse_content(pctx *c, const json_t *v, const char *param, char
     return NC_OK;
 }
 
+static nc_status oom(pctx *c) {
+    return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
+}
+
+/* A JSON value as the chat template's tojson writes it. */
+static nc_status tojson(pctx *c, const json_t *v, char **out) {
+    nc_error e;
+    return chat_tojson(v, out, &e) == NC_OK ? NC_OK : oom(c);
+}
+
+/* OpenAI's rule for function names: 1-64 of [a-zA-Z0-9_-]. */
+static int is_function_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 64) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* tool_calls of an assistant message: [{id, type, function: {name,
+ * arguments}}]; arguments a JSON string (OpenAI) or an object. */
+static nc_status parse_tool_calls(pctx *c, const json_t *tc, size_t mi, serve_message *out) {
+    char param[128];
+    snprintf(param, sizeof param, "messages[%zu].tool_calls", mi);
+    if (!json_is_array(tc)) return bad(c, param, "must be an array%s", NULL);
+    size_t n = json_array_size(tc);
+    if (n == 0) return NC_OK;
+    if (n > SERVE_MAX_TOOLS) return bad(c, param, "has too many entries%s", NULL);
+    out->tool_calls = calloc(n, sizeof *out->tool_calls);
+    if (!out->tool_calls) return oom(c);
+    for (size_t k = 0; k < n; k++) {
+        json_t *call = json_array_get(tc, k),
+               *f = json_is_object(call) ? field(call, "function") : NULL;
+        json_t *name = json_is_object(f) ? field(f, "name") : NULL;
+        json_t *args = json_is_object(f) ? field(f, "arguments") : NULL;
+        snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].function", mi, k);
+        if (!name || !json_is_string(name))
+            return bad(c, param, "must be an object with a string 'name'%s", NULL);
+        out->n_tool_calls = k + 1;
+        NC_TRY(dup_string(c, name, param, &out->tool_calls[k].name));
+        if (!args)
+            out->tool_calls[k].arguments = strdup("{}");
+        else if (json_is_string(args))
+            NC_TRY(dup_string(c, args, param, &out->tool_calls[k].arguments));
+        else
+            NC_TRY(tojson(c, args, &out->tool_calls[k].arguments));
+        if (!out->tool_calls[k].arguments) return oom(c);
+    }
+    return NC_OK;
+}
+
 static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
     json_t *msgs = field(root, "messages");
     if (!msgs) return bad(c, "messages", "is required%s", NULL);
@@ -155,8 +287,10 @@ static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
         if (!role || !json_is_string(role)) return bad(c, param, "must be a string%s", NULL);
         const char *rs = json_string_value(role);
         if (!strcmp(rs, "developer")) rs = "system";
-        if (strcmp(rs, "system") != 0 && strcmp(rs, "user") != 0 && strcmp(rs, "assistant") != 0)
-            return bad(c, param, "'%s' is not supported (system, developer, user, assistant)", rs);
+        if (strcmp(rs, "system") != 0 && strcmp(rs, "user") != 0 && strcmp(rs, "assistant") != 0 &&
+            strcmp(rs, "tool") != 0)
+            return bad(c, param, "'%s' is not supported (system, developer, user, assistant, tool)",
+                       rs);
         out->role = strdup(rs);
         if (!out->role) return nc_fail(c->err, NC_ERR_NOMEM, "request: out of memory");
         json_t *content = field(m, "content");
@@ -166,10 +300,8 @@ static nc_status parse_messages(pctx *c, const json_t *root, serve_request *r) {
         json_t *rc = field(m, "reasoning_content");
         snprintf(param, sizeof param, "messages[%zu].reasoning_content", i);
         if (rc) NC_TRY(dup_string(c, rc, param, &out->reasoning_content));
-        snprintf(param, sizeof param, "messages[%zu].tool_calls", i);
         json_t *tc = field(m, "tool_calls");
-        if (tc && (!json_is_array(tc) || json_array_size(tc) > 0))
-            return bad(c, param, "tool calls are not supported%s", NULL);
+        if (tc && !strcmp(rs, "assistant")) NC_TRY(parse_tool_calls(c, tc, i, out));
     }
     return NC_OK;
 }
@@ -232,21 +364,107 @@ static nc_status parse_stop(pctx *c, const json_t *root, serve_request *r) {
     return NC_OK;
 }
 
+/* tools: [{"type": "function", "function": {"name", "description",
+ * "parameters"}}], kept as the template's tojson text of each whole entry
+ * (what HF's apply_chat_template renders); tool_choice: "none", "auto",
+ * "required" or {"type": "function", "function": {"name"}}. */
+static nc_status parse_tools(pctx *c, const json_t *root, serve_request *r) {
+    json_t *tools = field(root, "tools"), *choice = field(root, "tool_choice");
+    if (tools && r->endpoint != SERVE_EP_CHAT)
+        return bad(c, "tools", "is only for /v1/chat/completions%s", NULL);
+    if (tools && !json_is_array(tools)) return bad(c, "tools", "must be an array%s", NULL);
+    size_t n = json_array_size(tools);
+    if (n > SERVE_MAX_TOOLS) return bad(c, "tools", "has more than 128 entries%s", NULL);
+    if (n) {
+        r->tools = calloc(n, sizeof *r->tools);
+        r->tool_names = calloc(n, sizeof *r->tool_names);
+        if (!r->tools || !r->tool_names) return oom(c);
+    }
+    char param[64];
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(tools, i);
+        json_t *type = json_is_object(t) ? field(t, "type") : NULL;
+        json_t *f = json_is_object(t) ? field(t, "function") : NULL;
+        json_t *name = json_is_object(f) ? field(f, "name") : NULL;
+        json_t *params = json_is_object(f) ? field(f, "parameters") : NULL;
+        snprintf(param, sizeof param, "tools[%zu]", i);
+        if (!type || !json_is_string(type) || strcmp(json_string_value(type), "function") != 0)
+            return bad(c, param, "must have \"type\": \"function\"%s", NULL);
+        snprintf(param, sizeof param, "tools[%zu].function.name", i);
+        if (!name || !json_is_string(name) || !is_function_name(json_string_value(name)))
+            return bad(c, param, "must be 1-64 letters, digits, '_' or '-'%s", NULL);
+        snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
+        if (params && !json_is_object(params)) return bad(c, param, "must be an object%s", NULL);
+        r->n_tools = i + 1;
+        r->tool_names[i] = strdup(json_string_value(name));
+        if (!r->tool_names[i]) return oom(c);
+        NC_TRY(tojson(c, t, &r->tools[i]));
+    }
+    r->tool_choice = SERVE_TOOLS_AUTO;
+    if (!choice) return NC_OK;
+    if (json_is_string(choice)) {
+        const char *v = json_string_value(choice);
+        if (!strcmp(v, "none"))
+            r->tool_choice = SERVE_TOOLS_NONE;
+        else if (!strcmp(v, "required"))
+            r->tool_choice = SERVE_TOOLS_REQUIRED;
+        else if (strcmp(v, "auto") != 0)
+            return bad(c, "tool_choice", "must be none, auto, required or a function%s", NULL);
+    } else {
+        json_t *f = json_is_object(choice) ? field(choice, "function") : NULL;
+        json_t *name = json_is_object(f) ? field(f, "name") : NULL;
+        if (!name || !json_is_string(name))
+            return bad(c, "tool_choice",
+                       "must be none, auto, required or {\"type\": \"function\", "
+                       "\"function\": {\"name\": ...}}%s",
+                       NULL);
+        size_t k = 0;
+        while (k < r->n_tools && strcmp(r->tool_names[k], json_string_value(name)) != 0)
+            k++;
+        if (k == r->n_tools)
+            return bad(c, "tool_choice.function.name", "'%s' is not one of the tools",
+                       json_string_value(name));
+        r->tool_choice = SERVE_TOOLS_NAMED;
+        r->tool_choice_name = strdup(json_string_value(name));
+        if (!r->tool_choice_name) return oom(c);
+    }
+    if (r->tool_choice == SERVE_TOOLS_REQUIRED && r->n_tools == 0)
+        return bad(c, "tool_choice", "is 'required' but there are no tools%s", NULL);
+    return NC_OK;
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"} or
+ * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}. */
+static nc_status parse_format(pctx *c, const json_t *root, serve_request *r) {
+    json_t *rf = field(root, "response_format");
+    if (!rf) return NC_OK;
+    json_t *t = json_is_object(rf) ? field(rf, "type") : NULL;
+    const char *type = t && json_is_string(t) ? json_string_value(t) : "";
+    if (!strcmp(type, "text")) return NC_OK;
+    if (!strcmp(type, "json_object")) {
+        r->format = SERVE_FORMAT_JSON_OBJECT;
+        return NC_OK;
+    }
+    if (strcmp(type, "json_schema") != 0)
+        return bad(c, "response_format.type", "must be text, json_object or json_schema%s", NULL);
+    json_t *js = field(rf, "json_schema");
+    json_t *schema = json_is_object(js) ? field(js, "schema") : NULL;
+    if (!schema || !json_is_object(schema))
+        return bad(c, "response_format.json_schema.schema", "must be an object%s", NULL);
+    r->format = SERVE_FORMAT_JSON_SCHEMA;
+    r->schema = json_dumps(schema, JSON_COMPACT);
+    return r->schema ? NC_OK : oom(c);
+}
+
 /* Fields the server recognises but does not implement: present and
  * non-empty means a 400, never a silent ignore. */
 static nc_status reject_unsupported(pctx *c, const json_t *root) {
-    static const char *const keys[] = {"tools", "functions", "logit_bias"};
+    static const char *const keys[] = {"functions", "logit_bias"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = field(root, keys[i]);
         if (v && !((json_is_array(v) && json_array_size(v) == 0) ||
                    (json_is_object(v) && json_object_size(v) == 0)))
             return bad(c, keys[i], "is not supported by this server%s", NULL);
-    }
-    json_t *rf = field(root, "response_format");
-    if (rf) {
-        json_t *t = json_is_object(rf) ? field(rf, "type") : NULL;
-        if (!t || !json_is_string(t) || strcmp(json_string_value(t), "text") != 0)
-            return bad(c, "response_format", "only {\"type\": \"text\"} is supported%s", NULL);
     }
     return NC_OK;
 }
@@ -271,12 +489,25 @@ static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
     int64_t v = r->top_k;
     NC_TRY(get_int(c, root, "top_k", 0, 1e9, &v));
     r->top_k = (int)v;
-    /* A seed is any 64-bit integer (negative seeds wrap as in numpy). */
-    int64_t seed = 0;
-    if (field(root, "seed")) {
-        NC_TRY(get_int(c, root, "seed", -9.2e18, 9.2e18, &seed));
+    /* A seed is any 64-bit integer, signed or not (negative seeds wrap as
+     * in numpy); one above INT64_MAX arrives as a big-integer marker. */
+    json_t *sv = field(root, "seed");
+    if (sv) {
+        const char *big = big_integer(sv);
+        char *end;
+        if (big && *big != '-') {
+            errno = 0;
+            r->seed = strtoull(big, &end, 10);
+            if (errno || *end)
+                return bad(c, "seed", "must be an integer between -2^63 and 2^64-1%s", NULL);
+        } else if (json_is_integer(sv)) {
+            r->seed = (uint64_t)json_integer_value(sv);
+        } else {
+            int64_t seed = 0;
+            NC_TRY(get_int(c, root, "seed", -9.2e18, 1.8e19, &seed));
+            r->seed = (uint64_t)seed;
+        }
         r->has_seed = 1;
-        r->seed = (uint64_t)seed;
     }
     int64_t n = 1;
     NC_TRY(get_int(c, root, "n", 1, 1e9, &n));
@@ -340,6 +571,8 @@ static nc_status parse_root(pctx *c, const json_t *root, serve_request *r) {
     else
         NC_TRY(parse_prompt(c, root, r));
     NC_TRY(reject_unsupported(c, root));
+    NC_TRY(parse_tools(c, root, r));
+    NC_TRY(parse_format(c, root, r));
     NC_TRY(parse_sampling(c, root, r));
     NC_TRY(parse_stop(c, root, r));
     NC_TRY(parse_logprobs(c, root, r));
@@ -359,7 +592,11 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     req->enable_thinking = 1;
     pctx c = {perr, err};
     json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    size_t quoted_len = 0;
+    char *quoted = quote_big_integers(body, len, &quoted_len);
+    json_t *root = json_loadb(quoted ? quoted : body, quoted ? quoted_len : len,
+                              JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    free(quoted);
     if (!root)
         return nc_fail(err, NC_ERR_FORMAT, "request body:%d:%d: invalid JSON: %s", je.line,
                        je.column, je.text);
@@ -377,7 +614,20 @@ void serve_request_free(serve_request *req) {
         free(req->messages[i].role);
         free(req->messages[i].content);
         free(req->messages[i].reasoning_content);
+        for (size_t k = 0; k < req->messages[i].n_tool_calls; k++) {
+            free(req->messages[i].tool_calls[k].name);
+            free(req->messages[i].tool_calls[k].arguments);
+        }
+        free(req->messages[i].tool_calls);
     }
+    for (size_t i = 0; i < req->n_tools; i++) {
+        free(req->tools[i]);
+        free(req->tool_names[i]);
+    }
+    free(req->tools);
+    free(req->tool_names);
+    free(req->tool_choice_name);
+    free(req->schema);
     free(req->messages);
     free(req->prompt);
     free(req->prompt_ids);

@@ -17,11 +17,34 @@ typedef enum { SERVE_EP_CHAT, SERVE_EP_COMPLETIONS } serve_endpoint;
 #define SERVE_MAX_TOP_LOGPROBS 20 /* chat; completions allow 5 */
 #define SERVE_MAX_MESSAGES 4096
 
+/* A call in an assistant message of the history. */
+typedef struct serve_tool_call {
+    char *name;
+    char *arguments; /* JSON text as the client sent it (an object is written as tojson) */
+} serve_tool_call;
+
 typedef struct serve_message {
-    char *role;              /* system, user or assistant ("developer" maps to system) */
-    char *content;           /* text parts joined; never NULL */
-    char *reasoning_content; /* assistant history only; may be NULL */
+    char *role;                  /* system, user, assistant or tool ("developer" maps to system) */
+    char *content;               /* text parts joined; never NULL */
+    char *reasoning_content;     /* assistant history only; may be NULL */
+    serve_tool_call *tool_calls; /* assistant history only */
+    size_t n_tool_calls;
 } serve_message;
+
+#define SERVE_MAX_TOOLS 128
+
+typedef enum {
+    SERVE_TOOLS_AUTO,     /* the model may call a tool or answer */
+    SERVE_TOOLS_NONE,     /* no tools in the prompt, no calls parsed */
+    SERVE_TOOLS_REQUIRED, /* the answer is one or more calls */
+    SERVE_TOOLS_NAMED     /* the answer is a call of tool_choice_name */
+} serve_tool_choice;
+
+typedef enum {
+    SERVE_FORMAT_TEXT,
+    SERVE_FORMAT_JSON_OBJECT, /* any JSON object */
+    SERVE_FORMAT_JSON_SCHEMA  /* a JSON value valid against response_schema */
+} serve_format;
 
 typedef struct serve_request {
     serve_endpoint endpoint;
@@ -53,6 +76,17 @@ typedef struct serve_request {
     int stream;
     int include_usage;   /* stream_options.include_usage */
     int enable_thinking; /* chat_template_kwargs.enable_thinking, default 1 */
+
+    /* Tools (chat): definitions as the template's tojson text, their names. */
+    char **tools;
+    char **tool_names;
+    size_t n_tools;
+    serve_tool_choice tool_choice;
+    char *tool_choice_name; /* SERVE_TOOLS_NAMED */
+
+    /* response_format */
+    serve_format format;
+    char *schema; /* json_schema.schema as JSON text (SERVE_FORMAT_JSON_SCHEMA) */
 } serve_request;
 
 /* What a parse failure is about: `param` is the OpenAI error's "param" field

@@ -104,6 +104,15 @@ char *serve_response_full(const serve_resp_id *rid, const serve_delta *d, const 
     if (rid->endpoint == SERVE_EP_CHAT) {
         json_t *msg = json_pack("{s:s,s:s%}", "role", "assistant", "content",
                                 d->content ? d->content : "", d->content_len);
+        /* With calls, blank text around them is no content (OpenAI: null). */
+        size_t n_calls = json_array_size(d->tool_calls);
+        if (n_calls) {
+            json_object_set(msg, "tool_calls", d->tool_calls);
+            size_t k = 0;
+            while (k < d->content_len && strchr(" \n\r\t", d->content[k]))
+                k++;
+            if (k == d->content_len) json_object_set_new(msg, "content", json_null());
+        }
         if (d->reasoning_len)
             json_object_set_new(msg, "reasoning_content",
                                 json_stringn(d->reasoning, d->reasoning_len));
@@ -147,6 +156,16 @@ char *serve_chunk(const serve_resp_id *rid, const serve_delta *d, int is_first,
         if (d && (d->content_len || is_first))
             json_object_set_new(delta, "content",
                                 json_stringn(d->content ? d->content : "", d->content_len));
+        if (d && json_array_size(d->tool_calls)) {
+            json_t *calls = json_array(), *c;
+            size_t i;
+            json_array_foreach(d->tool_calls, i, c) {
+                json_t *one = json_deep_copy(c);
+                json_object_set_new(one, "index", json_integer(d->first_call_index + (int)i));
+                json_array_append_new(calls, one);
+            }
+            json_object_set_new(delta, "tool_calls", calls);
+        }
         choice = json_pack("{s:i,s:o}", "index", 0, "delta", delta);
     } else {
         choice = json_pack("{s:i,s:s%}", "index", 0, "text", d && d->content ? d->content : "",

@@ -227,6 +227,10 @@ static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
     gen_callbacks cb = {on_token, on_text, sl};
     nc_error err = {0};
     nc_status st = gen_seq_start(sl->gs, j->prompt, j->n_prompt, &req, &cb, &err);
+    if (st == NC_OK && j->constraint) { /* response_format, forced tool calls */
+        gen_constraint c = serve_constraint_hooks(j->constraint);
+        gen_seq_constrain(sl->gs, &c);
+    }
     pthread_mutex_lock(&j->mu);
     j->state = SERVE_JOB_RUNNING;
     j->n_cached = st == NC_OK ? gen_seq_result(sl->gs)->n_prompt_cached : 0;

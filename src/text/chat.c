@@ -116,8 +116,8 @@ static void split_reasoning(const chat_message *m, view *content, view *reasonin
     }
 }
 
-static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
-                             size_t last_query) {
+static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n, size_t last_query,
+                             const chat_tools *t) {
     view content = view_of(m->content), reasoning;
     split_reasoning(m, &content, &reasoning);
     put(b, "<|im_start|>assistant\n");
@@ -129,7 +129,36 @@ static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
         content = lstrip_nl(content);
     }
     put_n(b, content.s, content.n);
+    size_t n_calls = t && t->calls ? t->n_calls[i] : 0;
+    for (size_t k = 0; k < n_calls; k++) {
+        const chat_tool_call *c = &t->calls[i][k];
+        if (k > 0 || content.n > 0) put(b, "\n");
+        put(b, "<tool_call>\n{\"name\": \"");
+        put(b, view_of(c->name).s);
+        put(b, "\", \"arguments\": ");
+        put(b, view_of(c->arguments).s);
+        put(b, "}\n</tool_call>");
+    }
     put(b, "<|im_end|>\n");
+}
+
+/* The template's tools preamble: one system turn holding the first system
+ * message (if any), the tool signatures and the calling convention. */
+static void render_tools(sbuf *b, const chat_message *msgs, const chat_tools *t) {
+    put(b, "<|im_start|>system\n");
+    if (is_role(&msgs[0], "system")) {
+        put(b, view_of(msgs[0].content).s);
+        put(b, "\n\n");
+    }
+    put(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou "
+           "are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+    for (size_t i = 0; i < t->n_defs; i++) {
+        put(b, "\n");
+        put(b, t->defs[i]);
+    }
+    put(b, "\n</tools>\n\nFor each function call, return a json object with function name and "
+           "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+           "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
 }
 
 /* ---- Qwen3.5 ------------------------------------------------------------ */
@@ -219,9 +248,10 @@ static nc_status render_qwen35(sbuf *b, const chat_message *msgs, size_t n, cons
 
 /* The Qwen3 template. */
 static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
-                              nc_error *err) {
-    (void)err;
-    if (is_role(&msgs[0], "system")) {
+                              const chat_tools *tools) {
+    if (tools && tools->n_defs > 0) {
+        render_tools(b, msgs, tools);
+    } else if (is_role(&msgs[0], "system")) {
         put(b, "<|im_start|>system\n");
         put(b, view_of(msgs[0].content).s);
         put(b, "<|im_end|>\n");
@@ -236,7 +266,7 @@ static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const
             put(b, view_of(m->content).s);
             put(b, "<|im_end|>\n");
         } else if (is_role(m, "assistant")) {
-            render_assistant(b, m, i, n, last_query);
+            render_assistant(b, m, i, n, last_query, tools);
         } else if (is_role(m, "tool")) {
             /* Consecutive tool results share one user turn. */
             if (i == 0 || !is_role(&msgs[i - 1], "tool")) put(b, "<|im_start|>user");
@@ -254,7 +284,7 @@ static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const
 }
 
 static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt, int is_qwen35,
-                        char **out, nc_error *err) {
+                        const chat_tools *tools, char **out, nc_error *err) {
     *out = NULL;
     chat_options o = opt ? *opt : CHAT_OPTIONS_DEFAULT;
     if (n == 0) return nc_fail(err, NC_ERR_INVALID, "chat template: no messages");
@@ -263,7 +293,7 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
             return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has no role", i);
     sbuf b = {0};
     nc_status st =
-        is_qwen35 ? render_qwen35(&b, msgs, n, &o, err) : render_qwen3(&b, msgs, n, &o, err);
+        is_qwen35 ? render_qwen35(&b, msgs, n, &o, err) : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
     if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
     if (st != NC_OK) {
@@ -276,10 +306,15 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
 
 nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
                       nc_error *err) {
-    return render(msgs, n, opt, 0, out, err);
+    return render(msgs, n, opt, 0, NULL, out, err);
+}
+
+nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_options *opt,
+                            const chat_tools *tools, char **out, nc_error *err) {
+    return render(msgs, n, opt, 0, tools, out, err);
 }
 
 nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
                              char **out, nc_error *err) {
-    return render(msgs, n, opt, 1, out, err);
+    return render(msgs, n, opt, 1, NULL, out, err);
 }

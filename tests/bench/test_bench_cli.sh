@@ -48,7 +48,7 @@ check_error() { n=$1 w=$2; shift 2; check_exit "$n" "$w" 1 "$@"; }
 check_usage() { n=$1 w=$2; shift 2; check_exit "$n" "$w" 2 "$@"; }
 check_error bounds_missing_config "no-such.json" bounds --arch qwen3 --config "$TMP/no-such.json"
 check_error bounds_bad_config_field "num_key_value_heads" bounds --arch qwen3 --config "$FIX/bad-config-heads.json"
-check_error bounds_bad_number "-D: .7x8" bounds --arch modernbert -N 22 -D 7x8 -I 1152
+check_usage bounds_bad_number "-D: '7x8' is not an integer" bounds --arch modernbert -N 22 -D 7x8 -I 1152
 check_error bounds_unknown_format "--format fp8" bounds --like qwen3-0.6b --format fp8
 check_error compare_missing_bundle "x.bundle" bench --compare --a mil:x.bundle --b spin:1
 check_usage compare_needs_two "both --a and --b" bench --compare --a spin:1

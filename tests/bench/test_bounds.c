@@ -11,6 +11,8 @@
 #include "base/json.h"
 #include "bench/bounds.h"
 #include "bench/bounds_report.h"
+#include "models/presets.h"
+#include "models/qwen3_config.h"
 
 static const nc_encoder_shape mm_base = {22, 768, 1152, 2};
 static const nc_encoder_shape en_large = {28, 1024, 2624, 2};
@@ -65,12 +67,13 @@ static void test_qwen3_counts_match_transformers(void) {
     json_t *row;
     int n = 0, bad = 0;
     json_object_foreach(ref, name, row) {
-        nc_qwen3_shape s;
-        if (nc_qwen3_shape_from_json(json_object_get(row, "config"), name, &s, &err) != NC_OK) {
+        qwen3_config c;
+        if (qwen3_config_from_json(json_object_get(row, "config"), &c, name, &err) != NC_OK) {
             printf("  %s\n", err.msg);
             bad++;
             continue;
         }
+        nc_qwen3_shape s = nc_qwen3_shape_of(&c);
         nc_qwen3_params p = nc_qwen3_count(&s);
         double total = json_number_value(json_object_get(row, "total"));
         double non_emb = json_number_value(json_object_get(row, "non_embedding"));
@@ -110,6 +113,38 @@ static void test_qwen3_decode_ceiling(void) {
     json_decref(r);
 }
 
+/* Every Qwen3 preset against its model card's "Number of Parameters
+ * (Non-Embedding)" (0.44B, 1.4B, 3.6B, 6.95B, 13.2B, 31.2B, as printed) and
+ * every encoder preset reachable through its family's --like. */
+static void test_every_preset_matches_its_model_card(void) {
+    static const struct {
+        const char *name;
+        double non_embedding, digits; /* as printed: 0.44B has 2 decimals */
+    } cards[] = {{"qwen3-0.6b", 0.44, 100}, {"qwen3-1.7b", 1.4, 10},  {"qwen3-4b", 3.6, 10},
+                 {"qwen3-8b", 6.95, 100},   {"qwen3-14b", 13.2, 10}, {"qwen3-32b", 31.2, 10}};
+    nc_error err;
+    int n_qwen3 = 0;
+    for (int i = 0; model_preset_at(i); i++) {
+        const model_preset *p = model_preset_at(i);
+        if (p->family == MODEL_FAMILY_MODERNBERT) {
+            nc_encoder_shape e;
+            CHECK_OK(nc_encoder_shape_like(p->name, &e, &err), &err);
+            CHECK(e.d_model == p->hidden && e.n_layers == p->layers);
+            continue;
+        }
+        nc_qwen3_shape s;
+        CHECK_OK(nc_qwen3_shape_like(p->name, &s, &err), &err);
+        for (size_t k = 0; k < sizeof cards / sizeof cards[0]; k++)
+            if (!strcmp(cards[k].name, p->name)) {
+                double b = nc_qwen3_count(&s).non_embedding / 1e9;
+                CHECKF(round(b * cards[k].digits) == round(cards[k].non_embedding * cards[k].digits),
+                       "%s: %.3fB non-embedding, card %.2fB", p->name, b, cards[k].non_embedding);
+                n_qwen3++;
+            }
+    }
+    CHECK(n_qwen3 == (int)(sizeof cards / sizeof cards[0]));
+}
+
 static void test_amdahl(void) {
     CHECK_NEAR(nc_amdahl(0.9, INFINITY), 10.0, 1e-12);
     CHECK_NEAR(nc_amdahl(0.5, 2.0), 1.0 / 0.75, 1e-12);
@@ -125,7 +160,9 @@ static void test_bad_configs_are_rejected_with_the_field(void) {
     CHECK(nc_qwen3_shape_load("tests/fixtures/bench/bad-config-type.json", &s, &err) != NC_OK);
     CHECKF(strstr(err.msg, "hidden_size") != NULL, "%s", err.msg);
     CHECK(nc_qwen3_shape_load("tests/fixtures/bench/no-such-file.json", &s, &err) == NC_ERR_IO);
+    CHECKF(strstr(err.msg, "no-such-file.json") != NULL, "%s", err.msg);
     CHECK(nc_qwen3_shape_like("qwen9-1b", &s, &err) == NC_ERR_NOT_FOUND);
+    CHECK(nc_qwen3_shape_like("mmbert-base", &s, &err) == NC_ERR_INVALID);
     nc_encoder_shape e = {0, 768, 1152, 2};
     CHECK(nc_encoder_validate(&e, &err) == NC_ERR_INVALID);
 }
@@ -136,6 +173,7 @@ int main(void) {
     RUN(test_qwen3_06b_counts_match_published);
     RUN(test_qwen3_counts_match_transformers);
     RUN(test_qwen3_decode_ceiling);
+    RUN(test_every_preset_matches_its_model_card);
     RUN(test_amdahl);
     RUN(test_bad_configs_are_rejected_with_the_field);
     return nc_test_exit_code();

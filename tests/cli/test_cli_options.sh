@@ -25,6 +25,9 @@ mil fmt|mil fmt|-|-o|ok
 mil info|mil info|-|-|ok
 mil bundle|mil bundle|-|-o|ok
 bench --compare|bench --compare|--blocks|--a|ok
+gen-random|gen-random|--seed|--like|ok
+bounds|bounds|-N|--config|ok
+bounds|bounds --arch qwen3|--bandwidth|-m|ok
 run|run|-n|-m|ok
 chat|chat|-n|-m|ok
 bench|bench|-p|-m|ok
@@ -82,7 +85,7 @@ echo "$rows" | while IFS='|' read -r name words num valopt state; do
     fi
 
     if [ "$num" != - ]; then
-        for bad in abc 12x 99999999999999999999999; do
+        for bad in abc 12x 1e999; do
             # shellcheck disable=SC2086
             ok=0; run 2 $words "$num" "$bad" &&
                 one_line_error "^nectar $name: $num: '$bad' is not (an integer|a number|a list of integers) in [[(]-?[0-9.e+]+, -?[0-9.e+inf]+[])]\$" && ok=1
@@ -107,6 +110,11 @@ C="compile -m $TMP/none -o $TMP/x"
 if run 2 $C -t 0 && one_line_error "^nectar compile: -t: '0' is not an integer in \[1, 1024\]\$"; then
     pass cli_number_out_of_range_names_the_range
 else fail cli_number_out_of_range_names_the_range "exit $rc: $(cat "$TMP/err")"; fi
+# shellcheck disable=SC2086
+if run 2 $C --ctx 99999999999999999999999 &&
+    one_line_error "^nectar compile: --ctx: '99999999999999999999999' is not an integer in \[32, 1048576\]\$"; then
+    pass cli_integer_overflow_refused
+else fail cli_integer_overflow_refused "exit $rc: $(cat "$TMP/err")"; fi
 # --name=value is the same as --name value: the value reaches the command
 # (which then fails on the missing folder, exit 1, not a usage error)
 # shellcheck disable=SC2086

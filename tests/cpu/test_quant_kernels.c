@@ -169,9 +169,11 @@ static void test_act_quantizer_matches_scalar_rule(void) {
     printf("  %d rows\n", rows);
 }
 
-/* One table, one format, one size: y against the double reference. */
-static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
-                         rows_placement where) {
+/* One table, one format, one size: y against the double reference, from
+ * the row kernels (qmatmul) or, with `panel`, the table's int8 GEMM (pack
+ * rows r0..r1, then matmul). */
+static int check_case_with(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
+                           rows_placement where, int panel) {
     int nb = cpu_qblocks(k), pad = 3;
     size_t rb = cpu_wtype_row_bytes(t, k);
     size_t ldw = where == ROWS_PADDED ? rb + 5 : rb; /* padded: an odd row stride */
@@ -202,7 +204,14 @@ static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int 
     /* padded: a row sub-range; fenced: every row, up to the fences */
     int r0 = where == ROWS_PADDED && rows > 2 ? 1 : 0;
     int r1 = where == ROWS_PADDED && rows > 3 ? rows - 1 : rows;
-    tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
+    if (panel) {
+        void *p = malloc(tab->qpanel->panel_bytes(r1 - r0, nb));
+        tab->qpanel->pack[t - CPU_W_Q8](w, ldw, nb, r0, r1, p);
+        tab->qpanel->matmul(p, nb, xq, ldq, xs, lds, y + r0, ldy, n, r1 - r0);
+        free(p);
+    } else {
+        tab->qmatmul[t - CPU_W_Q8](w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
+    }
     int bad = 0;
     for (int b = 0; b < n && !bad; b++)
         for (int r = 0; r < rows && !bad; r++) {
@@ -232,6 +241,11 @@ static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int 
     free(xs);
     free(y);
     return !bad;
+}
+
+static int check_case_at(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
+                         rows_placement where) {
+    return check_case_with(tab, t, k, n, rows, where, 0);
 }
 
 static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows) {
@@ -289,6 +303,36 @@ static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
     for (int i = 0; i < nt; i++)
         printf("%s%s", i ? ", " : "", tabs[i]->name);
     printf("), %d cases\n", cases);
+}
+
+/* The int8 prompt GEMM (cpu_qpanel_kernels, tables that have one) against
+ * the double reference: token counts around its tile height (1-13, 20),
+ * rows around its 16-row groups and sub-ranges, k with a lone last block,
+ * and one k past its 4096-column chunk (partial sums added to y); weight
+ * rows padded or against an inaccessible page. */
+static void test_int8_gemm_all_tables_match_reference(void) {
+    const cpu_kernels *tabs[4];
+    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    static const int ks[] = {1, 31, 32, 33, 64, 96, 100, 688, 1024};
+    static const int rowss[] = {1, 5, 15, 16, 17, 33, 49, 64};
+    for (int ti = 0; ti < nt; ti++) {
+        if (!tabs[ti]->qpanel) continue;
+        for (int t = CPU_W_Q8; t <= CPU_W_Q4; t++) {
+            for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+                for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
+                    for (int n = 1; n <= 13; n += 3, cases++)
+                        CHECKF(check_case_with(tabs[ti], (cpu_wtype)t, ks[a], n, rowss[c],
+                                               ROWS_PADDED, 1),
+                               "%s %s k=%d n=%d rows=%d", tabs[ti]->name,
+                               cpu_wtype_name((cpu_wtype)t), ks[a], n, rowss[c]);
+            for (int n = 12; n <= 20; n += 8, cases += 3) {
+                CHECK(check_case_with(tabs[ti], (cpu_wtype)t, 4096 + 96, n, 21, ROWS_PADDED, 1));
+                CHECK(check_case_with(tabs[ti], (cpu_wtype)t, 688, n, 40, ROWS_END_AT_FENCE, 1));
+                CHECK(check_case_with(tabs[ti], (cpu_wtype)t, 688, n, 40, ROWS_START_AT_FENCE, 1));
+            }
+        }
+    }
+    printf("  %d cases\n", cases);
 }
 
 /* cpu_matmul_act on quantized weights: threads, row split and activation
@@ -470,6 +514,7 @@ int main(void) {
     RUN(test_act_quantizer_matches_scalar_rule);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
     RUN(test_qdecode_all_tables_match_reference);
+    RUN(test_int8_gemm_all_tables_match_reference);
     RUN(test_matmul_act_quantized_threaded);
     RUN(test_panel_prompt_path_matches_scalar);
     RUN(test_matmul_many_equals_one_at_a_time);

@@ -7,6 +7,7 @@
 #include "base/json.h"
 #include "bench/bounds.h"
 #include "bench/bounds_report.h"
+#include "models/qwen3_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *cfg;
@@ -19,7 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     q.context = 4096;
     q.bandwidth_bytes_per_s = 400e9;
     q.compute_flops_per_s = 10e12;
-    if (nc_qwen3_shape_from_json(cfg, "fuzz", &q.decoder, &err) == NC_OK) {
+    qwen3_config c;
+    if (qwen3_config_from_json(cfg, &c, "fuzz", &err) == NC_OK &&
+        (q.decoder = nc_qwen3_shape_of(&c), nc_qwen3_validate(&q.decoder, "fuzz", &err)) == NC_OK) {
         json_t *r;
         if (nc_bounds_report(&q, &r, &err) == NC_OK) json_decref(r);
     }

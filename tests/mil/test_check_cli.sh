@@ -14,8 +14,11 @@ prog() { # file, params, body, outputs
     printf 'program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n    func main<ios18>(%s) {\n%s\n    } -> (%s);\n}\n' \
         "$2" "$3" "$4" >"$1"
 }
-prog "$TMP/clean.mil" "tensor<fp16, [1, 64]> x" \
-    '        tensor<fp16, [1, 64]> y = relu(x = x)[name = string("r")];' y
+# clean: a matmul anchors it (an elementwise-only function is a warning)
+prog "$TMP/clean.mil" "tensor<fp16, [1, 64]> x, tensor<fp16, [64, 64]> w" \
+    '        bool f = const()[name = string("f"), val = bool(false)];
+        tensor<fp16, [1, 64]> m = matmul(transpose_x = f, transpose_y = f, x = x, y = w)[name = string("m")];
+        tensor<fp16, [1, 64]> y = relu(x = m)[name = string("r")];' y
 prog "$TMP/narrow.mil" "tensor<fp16, [1, 16]> x" \
     '        tensor<fp16, [1, 16]> y = relu(x = x)[name = string("r")];' y
 prog "$TMP/gelu.mil" "tensor<fp16, [1, 64]> x" \
@@ -43,7 +46,7 @@ if "$NECTAR" mil check "$TMP/gelu.mil" --target ane >"$TMP/out" 2>&1 &&
     pass mil_check_warning_alone_exits_0
 else fail mil_check_warning_alone_exits_0 "$(cat "$TMP/out")"; fi
 
-if "$NECTAR" mil check "$TMP/gelu.mil" --target ane --skip ane-exp,ane-gelu >"$TMP/out" 2>&1 &&
+if "$NECTAR" mil check "$TMP/gelu.mil" --target ane --skip ane-exp,ane-gelu,ane-elementwise-only >"$TMP/out" 2>&1 &&
     [ ! -s "$TMP/out" ]; then
     pass mil_check_skip_leaves_rule_out
 else fail mil_check_skip_leaves_rule_out "$(cat "$TMP/out")"; fi
@@ -63,3 +66,20 @@ else fail mil_check_folder "$(cat "$TMP/out")"; fi
 
 if "$NECTAR" mil check --list-rules | grep -q "^ane-conv-kernel-width"; then pass mil_check_lists_rules
 else fail mil_check_lists_rules "no rule table"; fi
+
+# a probe profile settles a chip-dependent rule: the elementwise-only
+# warning becomes an error where the probe case failed, and goes where it passed
+printf '{"cases": [{"id": "elementwise_only", "status": "compile failed"}]}' >"$TMP/bad.json"
+printf '{"cases": [{"id": "elementwise_only", "status": "ok"}]}' >"$TMP/good.json"
+"$NECTAR" mil check "$TMP/gelu.mil" --target ane --skip ane-gelu --ane-profile "$TMP/good.json" >"$TMP/out1" 2>&1
+r1=$?
+"$NECTAR" mil check "$TMP/gelu.mil" --target ane --skip ane-gelu --ane-profile "$TMP/bad.json" >"$TMP/out2" 2>&1
+r2=$?
+if [ $r1 = 0 ] && [ ! -s "$TMP/out1" ] && [ $r2 = 1 ] &&
+    grep -q "gelu.mil:4: error: function 'main' is elementwise only.*\[ane-elementwise-only\]" "$TMP/out2"; then
+    pass mil_check_ane_profile_settles_rules
+else fail mil_check_ane_profile_settles_rules "$r1 $r2 $(cat "$TMP/out1" "$TMP/out2")"; fi
+if "$NECTAR" mil check "$TMP/gelu.mil" --target ane --ane-profile "$TMP/none.json" >"$TMP/out" 2>&1; then
+    fail mil_check_missing_profile "exit 0"
+elif grep -q "none.json" "$TMP/out" && [ "$(wc -l <"$TMP/out")" -eq 1 ]; then pass mil_check_missing_profile
+else fail mil_check_missing_profile "$(cat "$TMP/out")"; fi

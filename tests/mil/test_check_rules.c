@@ -5,6 +5,7 @@
 #include <stdarg.h>
 
 #include "../test.h"
+#include "mil/ane_profile.h"
 #include "mil/ane_rules.h"
 #include "mil/check.h"
 #include "mil/parse.h"
@@ -19,8 +20,9 @@ static char *program(const char *params, const char *body, const char *outs) {
     return buf;
 }
 
-/* Checks `text` with the ANE rules; returns the diagnostics (caller frees). */
-static int check_text(const char *text, mil_diagnostics *d) {
+/* Checks `text` with the ANE rules settled by `profile` (NULL: none). */
+static int check_text_profile(const char *text, const mil_ane_profile *profile,
+                              mil_diagnostics *d) {
     nc_error err;
     mil_program *prog;
     memset(d, 0, sizeof *d);
@@ -29,9 +31,14 @@ static int check_text(const char *text, mil_diagnostics *d) {
         return -1;
     }
     mil_check_options opt = {1, NULL, NULL};
-    nc_status st = mil_check_program(prog, &opt, d, &err);
+    nc_status st = mil_check_program_profile(prog, &opt, profile, d, &err);
     mil_program_free(prog);
     return st == NC_OK ? 0 : -1;
+}
+
+/* Checks `text` with the ANE rules; returns the diagnostics (caller frees). */
+static int check_text(const char *text, mil_diagnostics *d) {
+    return check_text_profile(text, NULL, d);
 }
 
 /* Number of diagnostics of `rule` with `sev`; *line gets the first's line. */
@@ -371,7 +378,51 @@ static void test_corpus_attention_passes(void) {
     mil_program_free(prog);
 }
 
+/* The chip-dependent rules: warnings without a profile; with one, an error
+ * where the probe case failed and nothing where it passed. */
+static void test_profile_settles_chip_dependent_rules(void) {
+    char body[2048];
+    snprintf(body, sizeof body,
+             "        tensor<uint16, [32]> i = const()[name = string(\"i\"), val = tensor<uint16, "
+             "[32]>([%s])];\n"
+             "        int32 ax = const()[name = string(\"ax\"), val = int32(3)];\n"
+             "        tensor<fp16, [1, 1, 1, 32]> g = gather(axis = ax, indices = i, x = x)[name = "
+             "string(\"g\")];\n"
+             "        int32 sa = const()[name = string(\"sa\"), val = int32(-1)];\n"
+             "        tensor<fp16, [1, 1, 1, 96]> s = softmax(axis = sa, x = w)[name = "
+             "string(\"s\")];\n"
+             "        tensor<fp16, [1, 1, 1, 32]> y = silu(x = g)[name = string(\"y\")];\n",
+             "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, "
+             "23, 24, 25, 26, 27, 28, 29, 30, 31");
+    const char *text =
+        program("tensor<fp16, [1, 1, 1, 32]> x, tensor<fp16, [1, 1, 1, 96]> w", body, "y, s");
+    char copy[8192];
+    snprintf(copy, sizeof copy, "%s", text);
+    mil_diagnostics d;
+    CHECK(check_text_profile(copy, NULL, &d) == 0);
+    CHECK(count_rule(&d, "ane-softmax-npot", MIL_SEV_WARNING, NULL) == 1);
+    CHECK(count_rule(&d, "ane-elementwise-only", MIL_SEV_WARNING, NULL) == 1);
+    CHECK(count_rule(&d, "ane-silu", MIL_SEV_ERROR, NULL) == 0);
+    CHECK(count_rule(&d, "ane-gather-indices", MIL_SEV_ERROR, NULL) == 0);
+    mil_diagnostics_free(&d);
+    static const char *prof = "{\"cases\": [{\"id\": \"softmax96\", \"status\": \"ok\"},"
+                              "{\"id\": \"elementwise_only\", \"status\": \"compile failed\"},"
+                              "{\"id\": \"silu\", \"status\": \"wrong\"},"
+                              "{\"id\": \"gather_uint16\", \"status\": \"eval failed\"}]}";
+    mil_ane_profile p;
+    nc_error err = {0};
+    CHECK_OK(mil_ane_profile_parse(prof, strlen(prof), "p.json", &p, &err), &err);
+    CHECK(check_text_profile(copy, &p, &d) == 0);
+    CHECK(count_rule(&d, "ane-softmax-npot", MIL_SEV_WARNING, NULL) == 0);
+    CHECK(count_rule(&d, "ane-softmax-npot", MIL_SEV_ERROR, NULL) == 0);
+    CHECK(count_rule(&d, "ane-elementwise-only", MIL_SEV_ERROR, NULL) == 1);
+    CHECK(count_rule(&d, "ane-silu", MIL_SEV_ERROR, NULL) == 1);
+    CHECK(count_rule(&d, "ane-gather-indices", MIL_SEV_ERROR, NULL) == 1);
+    mil_diagnostics_free(&d);
+}
+
 int main(void) {
+    RUN(test_profile_settles_chip_dependent_rules);
     RUN(test_clean_ane_program_passes_every_rule);
     RUN(test_rule_fp16_compute);
     RUN(test_rule_boundary_io);

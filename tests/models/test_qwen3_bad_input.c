@@ -4,78 +4,21 @@
  * everything: the ASan run checks for leaks). */
 #include <sys/stat.h>
 
+#include "../common/model_dir.h"
 #include "../test.h"
 #include "base/mmap.h"
-#include "io/hf_weights.h"
-#include "io/safetensors_write.h"
 #include "models/qwen3.h"
 
 #define SRC "tests/fixtures/qwen3/tiny_gqa2"
 #define ROOT "build/test_bad_models"
 
-typedef struct copy_ctx {
-    hf_weights *src;
-    st_write_tensor t[512];
-    int n;
-} copy_ctx;
-
-static nc_status copy_fill(void *ctx, int k, size_t first, size_t n, void *dst, nc_error *err) {
-    (void)err;
-    copy_ctx *c = ctx;
-    const st_tensor *s = hf_weights_find(c->src, c->t[k].name, NULL);
-    size_t es = st_dtype_size(c->t[k].dtype);
-    if (s && s->size_bytes >= (first + n) * es)
-        memcpy(dst, (const char *)s->data + first * es, n * es);
-    else
-        memset(dst, 0, n * es);
-    return NC_OK;
-}
-
-/* Copies the fixture's weights to dir/model.safetensors, dropping tensor
- * `drop`, giving tensor `retype` dtype I32, and tensor `reshape` one more row. */
 static int write_weights(const char *dir, const char *drop, const char *retype,
                          const char *reshape) {
-    nc_error err;
-    copy_ctx c = {0};
-    if (hf_weights_open(SRC, &c.src, &err) != NC_OK) return -1;
-    const st_file *f = c.src->shards[0];
-    for (int i = 0; i < f->n_tensors && c.n < 512; i++) {
-        const st_tensor *s = &f->tensors[i];
-        if (drop && !strcmp(s->name, drop)) continue;
-        st_write_tensor *t = &c.t[c.n++];
-        t->name = s->name;
-        t->dtype = retype && !strcmp(s->name, retype) ? ST_I32 : s->dtype;
-        t->ndim = s->ndim;
-        memcpy(t->shape, s->shape, sizeof t->shape);
-        if (reshape && !strcmp(s->name, reshape)) t->shape[0]++;
-    }
-    char path[512];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    nc_status st = st_write_file(path, c.t, c.n, copy_fill, &c, &err);
-    hf_weights_close(c.src);
-    return st == NC_OK ? 0 : -1;
+    return nc_test_write_weights(SRC, dir, drop, retype, reshape);
 }
 
-/* dir = ROOT/name with the fixture's config.json, `from` replaced by `to`. */
 static const char *make_case(const char *name, const char *from, const char *to) {
-    static char dir[256];
-    mkdir("build", 0777);
-    mkdir(ROOT, 0777);
-    snprintf(dir, sizeof dir, ROOT "/%s", name);
-    mkdir(dir, 0777);
-    char *cfg, path[512], out[8192];
-    size_t len;
-    nc_error err;
-    if (nc_read_file(SRC "/config.json", &cfg, &len, &err) != NC_OK) return NULL;
-    const char *at = from ? strstr(cfg, from) : NULL;
-    if (at)
-        snprintf(out, sizeof out, "%.*s%s%s", (int)(at - cfg), cfg, to, at + strlen(from));
-    else
-        snprintf(out, sizeof out, "%s", cfg);
-    free(cfg);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (nc_write_file_atomic(path, out, strlen(out), &err) != NC_OK) return NULL;
-    return dir;
+    return nc_test_model_case(SRC, ROOT, name, from, to);
 }
 
 /* qwen3_load(dir) fails with `code` and a one-line message holding `want`. */

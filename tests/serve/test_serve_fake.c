@@ -482,7 +482,7 @@ static void test_bad_requests_get_400_naming_the_field(void) {
         {"/v1/chat/completions",
          "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"tools\": "
          "[{\"type\":\"function\"}]}",
-         "tools"},
+         "tools[0].function.name"},
         {"/v1/chat/completions",
          "{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}], \"stream\": \"yes\"}", "stream"},
         {"/v1/completions", "{\"prompt\": 7}", "prompt"},
@@ -517,14 +517,14 @@ static void test_unknown_route_model_method_and_size(void) {
     char why[600];
     CHECKF(expect_error(&main_srv, "GET", "/v2/nothing", NULL, NULL, 404, NULL, why, sizeof why),
            "%s", why);
-    CHECKF(
-        expect_error(&main_srv, "POST", "/v1/chat/completions",
-                     "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-                     NULL, 404, "model", why, sizeof why),
-        "%s", why);
-    CHECKF(
-        expect_error(&main_srv, "GET", "/v1/models/gpt-9", NULL, NULL, 404, NULL, why, sizeof why),
-        "%s", why);
+    CHECKF(expect_error(
+               &main_srv, "POST", "/v1/chat/completions",
+               "{\"model\":\"no-such-model\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               NULL, 404, "model", why, sizeof why),
+           "%s", why);
+    CHECKF(expect_error(&main_srv, "GET", "/v1/models/no-such-model", NULL, NULL, 404, NULL, why,
+                        sizeof why),
+           "%s", why);
     CHECKF(expect_error(&main_srv, "GET", "/v1/chat/completions", NULL, NULL, 405, NULL, why,
                         sizeof why),
            "%s", why);
@@ -621,7 +621,7 @@ static void test_slow_client_and_disconnect(void) {
     int fd = raw_connect(&s);
     CHECK(fd >= 0);
     const char *hdr =
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Content-Length: 40\r\n\r\n";
     ssize_t w = write(fd, hdr, strlen(hdr));
     (void)w;
@@ -646,19 +646,21 @@ static void test_slow_client_and_disconnect(void) {
     fd = raw_connect(&s);
     const char *body = "{\"prompt\":\"Start\",\"max_tokens\":200,\"stream\":true}";
     char req[512];
-    snprintf(req, sizeof req,
-             "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-             "Content-Length: %zu\r\n\r\n%s",
-             strlen(body), body);
+    snprintf(
+        req, sizeof req,
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: %zu\r\n\r\n%s",
+        strlen(body), body);
     w = write(fd, req, strlen(req));
     char buf[512];
     ssize_t r = read(fd, buf, sizeof buf);
     close(fd);
-    double cancelled = 0;
-    for (int i = 0; i < 40 && cancelled < 1; i++) {
+    double cancelled = 0, n499 = 0; /* 499: the answer could not be delivered */
+    for (int i = 0; i < 100 && (cancelled < 1 || n499 < 1); i++) {
         sleep_ms(50);
         reply m = http(&s, "GET", "/metrics", NULL, NULL);
         cancelled = metric(m.body, "nectar_requests_cancelled_total");
+        n499 = metric(m.body, "nectar_requests_total{endpoint=\"completions\",code=\"499\"}");
         reply_free(&m);
     }
     reply h = http(&s, "GET", "/health", NULL, NULL);
@@ -668,6 +670,7 @@ static void test_slow_client_and_disconnect(void) {
     CHECKF(slow_ok, "slow client got: %s", got);
     CHECKF(r > 0, "no stream bytes before the disconnect");
     CHECKF(cancelled >= 1, "the vanished client's generation was not cancelled");
+    CHECKF(n499 >= 1, "the vanished client is not counted as code 499");
     CHECKF(healthy, "server unhealthy after slow and vanished clients");
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
@@ -678,9 +681,10 @@ static void test_garbage_over_the_wire_leaves_the_server_healthy(void) {
     unsigned long long x = 0x9e3779b97f4a7c15ull;
     static const char *const heads[] = {
         "", "GET / HTTP/1.1\r\n",
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n",
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-        ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"prompt\":\"It "
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 64\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
+         "16\r\n\r\n{\"prompt\":\"It "
          "co")};
     for (int i = 0; i < 60; i++) {
         int fd = raw_connect(&main_srv);

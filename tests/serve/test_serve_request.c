@@ -83,8 +83,19 @@ static void test_errors_name_the_field(void) {
         {SERVE_EP_CHAT, "{\"messages\":[],\"messages\":[]}", "", NC_ERR_FORMAT},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content",
          NC_ERR_INVALID},
-        {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
-         "messages[0].role", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":"
+         "{}}]}]}",
+         "messages[0].tool_calls[0].function", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}",
+         "tool_choice", NC_ERR_INVALID},
+        {SERVE_EP_CHAT,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"a\"}}],\"tool_choice\":{\"type\":\"function\","
+         "\"function\":{\"name\":\"b\"}}}",
+         "tool_choice.function.name", NC_ERR_INVALID},
+        {SERVE_EP_COMPLETIONS, "{\"prompt\":\"x\",\"tools\":[]}", "tools", NC_ERR_INVALID},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\"}]}]}",
          "messages[0].content[0].text", NC_ERR_INVALID},
         {SERVE_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_k\":1.5}",
@@ -97,8 +108,8 @@ static void test_errors_name_the_field(void) {
          "seed", NC_ERR_INVALID},
         {SERVE_EP_CHAT,
          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":"
-         "\"json_object\"}}",
-         "response_format", NC_ERR_INVALID},
+         "\"xml\"}}",
+         "response_format.type", NC_ERR_INVALID},
         {SERVE_EP_CHAT,
          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":{\"enable_"
          "thinking\":1}}",
@@ -123,8 +134,51 @@ static void test_errors_name_the_field(void) {
     }
 }
 
+/* Seeds cover every 64-bit integer, signed or not; integers beyond that
+ * are a 400 naming the field (jansson alone would refuse the document). */
+static void test_seed_spans_uint64(void) {
+    static const struct {
+        const char *seed;
+        uint64_t want;
+    } ok[] = {{"18446744073709551615", UINT64_MAX},
+              {"9223372036854775808", 9223372036854775808ull},
+              {"9223372036854775807", 9223372036854775807ull},
+              {"-1", UINT64_MAX},
+              {"-9223372036854775808", 9223372036854775808ull},
+              {"0", 0}};
+    char body[256];
+    serve_request r;
+    serve_parse_error pe;
+    nc_error err;
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"seed\":%s,\"stop\":\"9\"}", ok[i].seed);
+        CHECK_OK(parse(body, SERVE_EP_COMPLETIONS, &r, &pe, &err), &err);
+        int good = r.has_seed && r.seed == ok[i].want && !strcmp(r.stop[0], "9");
+        serve_request_free(&r);
+        CHECKF(good, "seed %s", ok[i].seed);
+    }
+    static const char *const bad[] = {"18446744073709551616", "-9223372036854775809", "1.5",
+                                      "\"12\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",\"seed\":%s}", bad[i]);
+        CHECKF(parse(body, SERVE_EP_COMPLETIONS, &r, &pe, &err) == NC_ERR_INVALID &&
+                   !strcmp(pe.param, "seed"),
+               "seed %s: param '%s' (%s)", bad[i], pe.param, err.msg);
+    }
+    CHECK(parse("{\"prompt\":\"x\",\"max_tokens\":99999999999999999999999}", SERVE_EP_COMPLETIONS,
+                &r, &pe, &err) == NC_ERR_INVALID &&
+          !strcmp(pe.param, "max_tokens"));
+    /* Digits inside strings are left alone. */
+    CHECK_OK(parse("{\"prompt\":\"99999999999999999999999\"}", SERVE_EP_COMPLETIONS, &r, &pe, &err),
+             &err);
+    int same = !strcmp(r.prompt, "99999999999999999999999");
+    serve_request_free(&r);
+    CHECK(same);
+}
+
 int main(void) {
     RUN(test_defaults_follow_openai);
+    RUN(test_seed_spans_uint64);
     RUN(test_every_field_is_read);
     RUN(test_completions_prompt_and_legacy_logprobs);
     RUN(test_errors_name_the_field);

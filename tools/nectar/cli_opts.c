@@ -173,6 +173,7 @@ static const cli_opt *find(const cli_command *c, const char *arg, size_t len, in
 }
 
 #define HELP_COLUMN 24
+#define HELP_WIDTH 100
 
 void cli_help(const cli_command *c, FILE *f) {
     fprintf(f, "usage: nectar %s %s\n", c->name, c->usage ? c->usage : "[options]");
@@ -191,13 +192,19 @@ void cli_help(const cli_command *c, FILE *f) {
                 fputc('\n', f);
                 w = 0;
             }
-            /* each line of the help at the column */
+            /* each line of the help at the column, long ones broken at a space */
             for (const char *p = o->help ? o->help : ""; *p;) {
                 const char *nl = strchr(p, '\n');
-                int n = nl ? (int)(nl - p) : (int)strlen(p);
+                int n = nl ? (int)(nl - p) : (int)strlen(p), skip = nl != NULL;
+                if (n > HELP_WIDTH - HELP_COLUMN) {
+                    int cut = HELP_WIDTH - HELP_COLUMN;
+                    while (cut > 0 && p[cut] != ' ')
+                        cut--;
+                    if (cut > 0) n = cut, skip = 1;
+                }
                 fprintf(f, "%*s%.*s\n", HELP_COLUMN - w, "", n, p);
                 w = 0;
-                p += n + (nl != NULL);
+                p += n + skip;
             }
             if (!o->help || !*o->help) fputc('\n', f);
         }

@@ -12,6 +12,7 @@
 #include "base/mmap.h"
 #include "cli_opts.h"
 #include "commands.h"
+#include "mil/ane_profile.h"
 #include "mil/ane_rules.h"
 #include "mil/check.h"
 #include "mil/parse.h"
@@ -97,8 +98,8 @@ static void print_parse_error(const char *path, const char *msg) {
 }
 
 /* Checks one file; adds its counts. Returns -1 when the checker could not run. */
-static int check_file(const char *path, const mil_check_options *opt, int quiet, int *n_err,
-                      int *n_warn) {
+static int check_file(const char *path, const mil_check_options *opt,
+                      const mil_ane_profile *profile, int quiet, int *n_err, int *n_warn) {
     nc_error err;
     mil_program *prog;
     if (mil_parse_file(path, &prog, &err) != NC_OK) {
@@ -107,7 +108,7 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
         return 0;
     }
     mil_diagnostics d = {0};
-    nc_status st = mil_check_program(prog, opt, &d, &err);
+    nc_status st = mil_check_program_profile(prog, opt, profile, &d, &err);
     if (st == NC_OK && !quiet) mil_diagnostics_print(&d, stdout);
     *n_err += d.n_errors;
     *n_warn += d.n_warnings;
@@ -122,7 +123,7 @@ static int check_file(const char *path, const mil_check_options *opt, int quiet,
 
 int cmd_mil_check(int argc, char **argv) {
     mil_check_options opt = {0};
-    const char *target = NULL;
+    const char *target = NULL, *profile_path = NULL;
     int quiet = 0, list = 0, ane = -1;
     const cli_opt opts[] = {
         CLI_OPT(NULL, "--target", CLI_CHOICE, "ane",
@@ -132,6 +133,10 @@ int cmd_mil_check(int argc, char **argv) {
         CLI_OPT(NULL, "--fn", CLI_STRING, "NAME", "check only function NAME", &opt.function),
         CLI_OPT(NULL, "--skip", CLI_STRING, "RULES", "comma-separated rule ids to leave out",
                 &opt.skip_rules),
+        CLI_OPT(NULL, "--ane-profile", CLI_STRING, "FILE",
+                "settle the chip-dependent ANE rules by a probe profile\n"
+                "(`nectar ane probe --json FILE`): failing cases become errors",
+                &profile_path),
         CLI_OPT(NULL, "--list-rules", CLI_FLAG, NULL, "print the ANE rule table", &list),
         CLI_OPT("-q", "--quiet", CLI_FLAG, NULL, "print only the summary line", &quiet),
         CLI_ENDROW};
@@ -155,6 +160,9 @@ int cmd_mil_check(int argc, char **argv) {
     }
     opt.target_ane = ane == 0;
     if (!target) return cli_usage_error(&cmd, "no FILE.mil or DIR given");
+    static mil_ane_profile profile;
+    nc_error perr = {0};
+    if (profile_path && mil_ane_profile_read(profile_path, &profile, &perr)) return cli_fail(&perr);
     path_list files = {0};
     rc = 0;
     if (nc_is_dir(target)) {
@@ -175,7 +183,7 @@ int cmd_mil_check(int argc, char **argv) {
     int n_err = 0, n_warn = 0, n_bad_files = 0;
     for (int i = 0; i < files.n; i++) {
         int before = n_err;
-        if (check_file(files.p[i], &opt, quiet, &n_err, &n_warn)) {
+        if (check_file(files.p[i], &opt, profile_path ? &profile : NULL, quiet, &n_err, &n_warn)) {
             rc = 1;
             goto done;
         }

@@ -26,6 +26,10 @@ int cmd_serve(int argc, char **argv) {
     o.timeout_s = 600;
     int is_fake = 0, fake_step_ms = 0, threads = 0, verbose = 0;
     int64_t max_body = (int64_t)o.max_body_bytes;
+    /* Names and connection limits (issue 17). */
+    const char *aliases[16];
+    int n_aliases = 0, header_timeout_s = 0, is_set_header_timeout = 0;
+    o.aliases = aliases;
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
                 "Hugging Face model folder, or an ANE bundle with --backend mil|ane", &model,
@@ -50,6 +54,18 @@ int cmd_serve(int argc, char **argv) {
         CLI_OPT(NULL, "--timeout", CLI_INT, "S",
                 "idle connection, body upload and queue wait limit (default 600)", &o.timeout_s,
                 .min = 1, .max = 86400),
+        CLI_OPT(NULL, "--alias", CLI_STRINGS, "NAME",
+                "another model name to list and accept (repeatable)", aliases, .count = &n_aliases,
+                .cap = 16),
+        CLI_OPT(NULL, "--max-connections", CLI_INT, "N",
+                "open connections; beyond them a 503 (default 512)", &o.max_connections, .min = 1,
+                .max = 65536),
+        CLI_OPT(NULL, "--max-conn-per-ip", CLI_INT, "N",
+                "open connections per client address (default: half the above)", &o.max_per_ip,
+                .min = 1, .max = 65536),
+        CLI_OPT(NULL, "--header-timeout", CLI_INT, "S",
+                "time for a request's head to arrive (default 10)", &header_timeout_s, .min = 1,
+                .max = 3600, .seen = &is_set_header_timeout),
         GEN_CLI_BACKEND_OPTS(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
@@ -71,6 +87,9 @@ int cmd_serve(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     const char *backend = gen_cli_backend_name(&be);
     o.max_body_bytes = (size_t)max_body;
+    if (is_set_header_timeout) o.header_timeout_s = (double)header_timeout_s;
+    for (int i = 0; i < n_aliases; i++)
+        if (!*aliases[i]) return cli_usage_error(&cmd, "--alias: the name is empty");
     if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
@@ -84,9 +103,10 @@ int cmd_serve(int argc, char **argv) {
     engine_options eo = {0};
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+        return cli_usage_error(&cmd, "%s", err.msg);
     o.model_path = model;
-    o.max_connections = o.n_parallel + o.queue_max + 32;
+    o.n_aliases = n_aliases;
 
     /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
      * scheduler and the HTTP threads inherit the mask) and taken by sigwait

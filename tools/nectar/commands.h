@@ -22,6 +22,7 @@ int cmd_bench_compare(int argc, char **argv); /* nectar bench --compare (called 
 int cmd_embed(int argc, char **argv);
 int cmd_fill_mask(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
+int cmd_ane(int argc, char **argv);
 
 /* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
 int cli_fail(const nc_error *err);

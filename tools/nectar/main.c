@@ -26,6 +26,7 @@ static const struct {
     {"embed", cmd_embed, "pooled sentence vectors from a ModernBERT-family encoder"},
     {"fill-mask", cmd_fill_mask, "top-k tokens at each [MASK] of a text (masked-LM encoder)"},
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},
+    {"ane", cmd_ane, "Neural Engine: `ane probe` asks the chip what it accepts"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,167 @@
+/* The prompt GEMM for bf16 weights on AVX512-BF16 (vdpbf16ps): one
+ * instruction multiplies 16 weight rows x 2 columns, as stored, by the same
+ * 2 activations broadcast and adds both products into each row's fp32 sum,
+ * so the weights are never widened. The activations are split into bf16
+ * terms: x = hi + lo (hi = x rounded to bf16, lo = the remainder rounded;
+ * 16 significant bits, relative error <= 2^-17) for the accurate variant,
+ * hi alone (2^-9) for the fast one, which issues half the instructions.
+ * Outer-product form as the fp32 GEMM (kernels_driver.h): panels of 16 rows
+ * x 2 columns per 64-byte vector, 2 row groups x 12 tokens of accumulators
+ * in registers, results stored along the row axis. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/gemm_bf16.h"
+#include "cpu/store16_avx512.h"
+#include "cpu/transpose_avx512.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* Rows per panel group, tokens per tile, columns of activations split per
+ * pass (the terms of BT_TOKENS rows on the stack: 2 x 12 x 2 KiB). */
+#define BG_ROWS 16
+#define BT_TOKENS 12
+#define BT_KC 1024
+#define BT_PAIRS (BT_KC / 2)
+
+/* The panel: group g (rows r0 + 16g..) at g * pairs * 64 bytes, column pair
+ * c of its 16 rows at + c * 64 ([row][2 bf16]); rows past r1 and the
+ * column past an odd k are zero. */
+static void pack_bf16(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
+    (void)t; /* bf16 only (cpu_kernels.gemm_bf16) */
+    int pairs = (k + 1) / 2;
+    for (int g = r0; g < r1; g += BG_ROWS) {
+        int valid = r1 - g < BG_ROWS ? r1 - g : BG_ROWS;
+        uint8_t *dst = (uint8_t *)panel + (size_t)((g - r0) / BG_ROWS) * (size_t)pairs * 64;
+        const uint8_t *row0 = (const uint8_t *)w + (size_t)g * ldw;
+        for (int i = 0; i < k; i += 32) { /* 32 columns = 16 pairs = one transpose */
+            int cols = k - i < 32 ? k - i : 32;
+            __mmask32 m = cols == 32 ? ~0u : (1u << cols) - 1;
+            __m512i v[16];
+            for (int a = 0; a < BG_ROWS; a++)
+                v[a] = a < valid
+                           ? _mm512_maskz_loadu_epi16(m, row0 + (size_t)a * ldw + (size_t)i * 2)
+                           : _mm512_setzero_si512();
+            cpu_transpose16_epi32(v);
+            for (int c = 0; c < (cols + 1) / 2; c++)
+                _mm512_storeu_si512((void *)(dst + (size_t)(i / 2 + c) * 64), v[c]);
+        }
+    }
+}
+
+/* 32 activations from p (n < 32: the rest zero) as bf16 terms in column
+ * order: *hi = x rounded, *lo = (x - hi) rounded. */
+INLINE void split32(const float *p, int n, __m512i *hi, __m512i *lo) {
+    __mmask16 m0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+    __mmask16 m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
+    __m512 a = _mm512_maskz_loadu_ps(m0, p), b = _mm512_maskz_loadu_ps(m1, p + 16);
+    __m512bh h = _mm512_cvtne2ps_pbh(b, a);
+    __m512 ha = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)h)), 16));
+    __m512 hb = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1)), 16));
+    *hi = (__m512i)h;
+    *lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
+}
+
+/* Pairs 0..np-1 of RG groups (p, group stride ldp bytes) x TB tokens (xh,
+ * xl: their bf16 pairs at stride BT_PAIRS) into y[b * ldy + row] (added to
+ * y when accumulate; the first `valid` rows). TERMS 1 uses hi only. */
+INLINE void bf16_tile(const uint8_t *p, size_t ldp, int np, const uint32_t *xh, const uint32_t *xl,
+                      float *y, size_t ldy, int valid, int accumulate, const int RG, const int TB,
+                      const int TERMS) {
+    __m512 acc[2][BT_TOKENS];
+    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++)
+        _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) acc[g][b] = _mm512_setzero_ps();
+    for (int c = 0; c < np; c++) {
+        __m512bh wv[2];
+        _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) wv[g] =
+            (__m512bh)_mm512_loadu_si512((const void *)(p + (size_t)g * ldp + (size_t)c * 64));
+        _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) {
+            __m512bh h = (__m512bh)_mm512_set1_epi32((int)xh[b * BT_PAIRS + c]);
+            _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) acc[g][b] =
+                _mm512_dpbf16_ps(acc[g][b], wv[g], h);
+            if (TERMS == 2) {
+                __m512bh l = (__m512bh)_mm512_set1_epi32((int)xl[b * BT_PAIRS + c]);
+                _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++) acc[g][b] =
+                    _mm512_dpbf16_ps(acc[g][b], wv[g], l);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int g = 0; g < RG; g++)
+        _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) cpu_store16(
+            y + (size_t)b * ldy + (size_t)g * BG_ROWS, acc[g][b], valid - g * BG_ROWS, accumulate);
+}
+
+#define BT_CASE(RG, TB, TERMS)                                                                     \
+    case TB:                                                                                       \
+        bf16_tile(p, ldp, np, xh, xl, y, ldy, valid, accumulate, RG, TB, TERMS);                   \
+        break;
+#define BT_CASE4(RG, N, TERMS)                                                                     \
+    BT_CASE(RG, N, TERMS)                                                                          \
+    BT_CASE(RG, N + 1, TERMS) BT_CASE(RG, N + 2, TERMS) BT_CASE(RG, N + 3, TERMS)
+#define BT_TILES(RG, TERMS)                                                                        \
+    switch (tb) {                                                                                  \
+        BT_CASE4(RG, 1, TERMS)                                                                     \
+        BT_CASE4(RG, 5, TERMS)                                                                     \
+        BT_CASE4(RG, 9, TERMS)                                                                     \
+    default:                                                                                       \
+        break;                                                                                     \
+    }
+
+static void bf16_tile_any(const uint8_t *p, size_t ldp, int np, const uint32_t *xh,
+                          const uint32_t *xl, float *y, size_t ldy, int valid, int accumulate,
+                          int rg, int tb, int terms) {
+    if (terms == 2) {
+        if (rg == 2) {
+            BT_TILES(2, 2)
+        } else {
+            BT_TILES(1, 2)
+        }
+    } else {
+        if (rg == 2) {
+            BT_TILES(2, 1)
+        } else {
+            BT_TILES(1, 1)
+        }
+    }
+}
+
+static void run_terms(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
+                      size_t ldy, int n, int terms) {
+    uint32_t xh[BT_TOKENS * BT_PAIRS] __attribute__((aligned(64)));
+    uint32_t xl[BT_TOKENS * BT_PAIRS] __attribute__((aligned(64)));
+    int pairs = (k + 1) / 2, groups = (rows + BG_ROWS - 1) / BG_ROWS;
+    size_t ldp = (size_t)pairs * 64;
+    for (int t = 0; t < n; t += BT_TOKENS) {
+        int tb = n - t < BT_TOKENS ? n - t : BT_TOKENS;
+        for (int k0 = 0; k0 < k; k0 += BT_KC) {
+            int kc = k - k0 < BT_KC ? k - k0 : BT_KC, np = (kc + 1) / 2;
+            for (int b = 0; b < tb; b++)
+                for (int i = 0; i < kc; i += 32) {
+                    __m512i hi, lo;
+                    split32(x + (size_t)(t + b) * ldx + (size_t)(k0 + i), kc - i, &hi, &lo);
+                    _mm512_store_si512((void *)&xh[b * BT_PAIRS + i / 2], hi);
+                    if (terms == 2) _mm512_store_si512((void *)&xl[b * BT_PAIRS + i / 2], lo);
+                }
+            for (int g = 0; g < groups; g += 2)
+                bf16_tile_any((const uint8_t *)panel + (size_t)g * ldp + (size_t)k0 / 2 * 64, ldp,
+                              np, xh, xl, y + (size_t)t * ldy + (size_t)g * BG_ROWS, ldy,
+                              rows - g * BG_ROWS, k0 > 0, groups - g >= 2 ? 2 : 1, tb, terms);
+        }
+    }
+}
+
+static void run_2terms(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
+                       size_t ldy, int n) {
+    run_terms(panel, k, rows, x, ldx, y, ldy, n, 2);
+}
+static void run_1term(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
+                      size_t ldy, int n) {
+    run_terms(panel, k, rows, x, ldx, y, ldy, n, 1);
+}
+
+const cpu_gemm_kernels cpu_gemm_bf16_avx512[2] = {
+    {BG_ROWS, pack_bf16, run_2terms},
+    {BG_ROWS, pack_bf16, run_1term},
+};

@@ -1,0 +1,55 @@
+/* A byte-at-a-time matcher for "prefix, one JSON value of a schema graph
+ * (json_schema.h), suffix": the automaton behind constrained sampling.
+ * Its state is a small stack of frames, copied by value, so the vocabulary
+ * mask (token_mask.h) can try every token from the same state. Output it
+ * accepts is compact JSON (one optional space after ':' and ','), with
+ * object properties in schema order. */
+#ifndef NC_GEN_JSON_MATCH_H
+#define NC_GEN_JSON_MATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gen/json_schema.h"
+
+#define JM_MAX_DEPTH 48
+
+typedef struct jm_frame {
+    uint8_t kind, phase;
+    uint16_t a, b, c; /* per kind: property window, literal candidate, counts */
+    uint16_t d;       /* strings: characters so far */
+    int32_t node;
+} jm_frame;
+
+typedef struct jm_state {
+    uint16_t stage; /* 0: prefix, 1: value, 2: suffix, 3: done */
+    uint16_t pos;   /* into the prefix or suffix */
+    int n;          /* frames */
+    jm_frame f[JM_MAX_DEPTH];
+} jm_state;
+
+typedef struct jm_grammar {
+    const js_graph *g;           /* borrowed */
+    const char *prefix, *suffix; /* literal bytes around the value ("" for none) */
+    size_t prefix_len, suffix_len;
+} jm_grammar;
+
+void jm_start(const jm_grammar *gr, jm_state *s);
+
+/* Feeds one byte; returns 1 and advances s when the byte can continue the
+ * output, else 0 (s is then unspecified: feed copies). */
+int jm_feed(const jm_grammar *gr, jm_state *s, unsigned char b);
+
+/* 1 when the output may end here (the value and the suffix are complete). */
+int jm_can_end(const jm_grammar *gr, const jm_state *s);
+
+/* Copies the live part of a state. */
+static inline void jm_copy(jm_state *dst, const jm_state *src) {
+    dst->stage = src->stage;
+    dst->pos = src->pos;
+    dst->n = src->n;
+    for (int i = 0; i < src->n; i++)
+        dst->f[i] = src->f[i];
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* The preset rows (presets.h). Qwen3: the checkpoints' config.json on the HF
+ * hub (Qwen/Qwen3-0.6B ... Qwen/Qwen3-32B); ModernBERT: answerdotai/
+ * ModernBERT-base and -large, jhu-clsp/mmBERT-base. "tiny" is a toy Qwen3
+ * shape for tests and smoke runs. */
+#include "models/presets.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define QWEN3 MODEL_FAMILY_QWEN3
+#define MBERT MODEL_FAMILY_MODERNBERT
+
+static const model_preset presets[] = {
+    /* name, family, hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, max_pos,
+     * tied, rope_theta, rope_theta_local, bos, eos, eos_extra, pad, cls, sep */
+    {"qwen3-0.6b", QWEN3, 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"qwen3-1.7b", QWEN3, 2048, 6144, 28, 16, 8, 128, 151936, 40960, 1, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"qwen3-4b", QWEN3, 2560, 9728, 36, 32, 8, 128, 151936, 40960, 1, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"qwen3-8b", QWEN3, 4096, 12288, 36, 32, 8, 128, 151936, 40960, 0, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"qwen3-14b", QWEN3, 5120, 17408, 40, 40, 8, 128, 151936, 40960, 0, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"qwen3-32b", QWEN3, 5120, 25600, 64, 64, 8, 128, 151936, 40960, 0, 1e6, 0, 151643, 151645,
+     151643, -1, -1, -1},
+    {"tiny", QWEN3, 64, 160, 2, 4, 2, 32, 512, 512, 1, 1e6, 0, 0, 1, -1, -1, -1, -1},
+    {"modernbert-base", MBERT, 768, 1152, 22, 12, 12, 64, 50368, 8192, 1, 160000, 10000, 50281,
+     50282, -1, 50283, 50281, 50282},
+    {"modernbert-large", MBERT, 1024, 2624, 28, 16, 16, 64, 50368, 8192, 1, 160000, 10000, 50281,
+     50282, -1, 50283, 50281, 50282},
+    {"mmbert-base", MBERT, 768, 1152, 22, 12, 12, 64, 256000, 8192, 1, 160000, 160000, 2, 1, -1, 0,
+     1, 1},
+};
+#define N_PRESETS (int)(sizeof presets / sizeof presets[0])
+
+const model_preset *model_preset_at(int i) {
+    return i >= 0 && i < N_PRESETS ? &presets[i] : NULL;
+}
+
+const model_preset *model_preset_find(const char *name) {
+    for (int i = 0; i < N_PRESETS; i++)
+        if (!strcmp(name, presets[i].name)) return &presets[i];
+    return NULL;
+}
+
+void model_preset_names(int family, const char *sep, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_PRESETS && len < cap; i++)
+        if (family < 0 || presets[i].family == (model_family)family)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? sep : "", presets[i].name);
+}
+
+nc_status model_preset_get(const char *name, const model_preset **out, nc_error *err) {
+    if ((*out = model_preset_find(name))) return NC_OK;
+    char names[512];
+    model_preset_names(-1, ", ", names, sizeof names);
+    return nc_fail(err, NC_ERR_NOT_FOUND, "--like %s: unknown shape (known: %s)", name, names);
+}

@@ -1,0 +1,35 @@
+/* Tool calls in generated text: Qwen3 writes each as
+ * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>". The
+ * scanner turns a growing output into the text around the calls and the
+ * calls themselves, holding back text that could still be the start of a
+ * call, so a stream sends each call once, complete, as OpenAI's tool_calls
+ * deltas, and never shows the tags. */
+#ifndef NC_SERVE_TOOLCALL_H
+#define NC_SERVE_TOOLCALL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct serve_tool_scan {
+    size_t pos;  /* bytes of the output consumed */
+    int n_calls; /* calls found so far */
+} serve_tool_scan;
+
+/* What one look at the output gives: text[0..text_len) to pass on (a view
+ * into the output), then calls, an array of {"id", "type": "function",
+ * "function": {"name", "arguments": JSON text}} (new reference, possibly
+ * empty; NULL only when out of memory). */
+typedef struct serve_tool_news {
+    const char *text;
+    size_t text_len;
+    json_t *calls;
+} serve_tool_news;
+
+/* Scans out[0..len) past st->pos. is_final: the output is complete, so
+ * nothing is held back (an unfinished or malformed call is passed on as
+ * text). The text may stop before a call; call again until it reports
+ * nothing new. Returns 1 when it reported something. */
+int serve_tool_scan_next(serve_tool_scan *st, const char *out, size_t len, int is_final,
+                         serve_tool_news *news);
+
+#endif

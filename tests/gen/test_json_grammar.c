@@ -1,0 +1,275 @@
+/* Constrained output (src/gen/json_schema.c, json_match.c, token_mask.c):
+ * the matcher accepts and refuses exact byte strings per schema; schemas
+ * with keywords it cannot enforce are refused by name; and random walks
+ * over a real vocabulary (models/demo/tokenizer.json), choosing among the
+ * tokens the mask leaves, always end in text that jansson parses and that
+ * satisfies the schema, checked by hand-written validators here. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "gen/token_mask.h"
+
+static int matches(const char *schema, const char *text) {
+    js_graph g;
+    nc_error err;
+    if (js_compile(schema, "schema", &g, &err) != NC_OK) return -1;
+    jm_grammar gr = {&g, "", "", 0, 0};
+    jm_state s;
+    jm_start(&gr, &s);
+    int ok = 1;
+    for (const char *p = text; *p && ok; p++)
+        ok = jm_feed(&gr, &s, (unsigned char)*p);
+    ok = ok && jm_can_end(&gr, &s);
+    js_free(&g);
+    return ok;
+}
+
+static void test_matcher_accepts_exactly_the_schema(void) {
+    static const struct {
+        const char *schema, *text;
+        int want;
+    } cases[] = {
+        {"{\"type\":\"integer\"}", "-120", 1},
+        {"{\"type\":\"integer\"}", "012", 0},
+        {"{\"type\":\"integer\"}", "1.5", 0},
+        {"{\"type\":\"number\"}", "-0.5e+10", 1},
+        {"{\"type\":\"number\"}", "1.", 0},
+        {"{\"type\":\"string\"}", "\"a\\u00e9\\n\xc3\xa9\"", 1},
+        {"{\"type\":\"string\"}", "\"\xc3\"", 0},
+        {"{\"type\":\"string\"}", "\"\\ud800\"", 0},
+        {"{\"type\":\"string\"}", "\"tab\there\"", 0},
+        {"{\"type\":\"string\",\"maxLength\":2}", "\"ab\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":2}", "\"abc\"", 0},
+        {"{\"type\":\"string\",\"maxLength\":2}", "\"\xc3\xa9\\n\"", 1},
+        {"{\"type\":\"string\",\"minLength\":1}", "\"\"", 0},
+        {"{\"enum\":[1,10,\"x\"]}", "1", 1},
+        {"{\"enum\":[1,10,\"x\"]}", "10", 1},
+        {"{\"enum\":[1,10,\"x\"]}", "100", 0},
+        {"{\"enum\":[1,10,\"x\"]}", "\"x\"", 1},
+        {"{\"type\":[\"string\",\"null\"]}", "null", 1},
+        {"{\"type\":\"boolean\"}", "true", 1},
+        {"{\"type\":\"boolean\"}", "tru", 0},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":2}",
+         "[]", 0},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":2}",
+         "[1, 2]", 1},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":2}",
+         "[1,2,3]", 0},
+        {"{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+         "\"required\":[\"b\"]}",
+         "{\"a\": 1, \"b\": \"x\"}", 1},
+        {"{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+         "\"required\":[\"b\"]}",
+         "{\"b\":\"x\"}", 1},
+        {"{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+         "\"required\":[\"b\"]}",
+         "{\"a\":1}", 0},
+        {"{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+         "\"required\":[\"b\"]}",
+         "{\"b\":\"x\",\"a\":1}", 0},
+        {"{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+         "\"required\":[\"b\"]}",
+         "{\"b\":\"x\",\"c\":1}", 0},
+        {"{\"properties\":{\"ab\":{\"type\":\"integer\"},\"a\":{\"type\":\"integer\"}}}",
+         "{\"a\":1}", 1},
+        {"{}", "{\"k\": [1, {\"x\": null}, \"s\", -2.5e3, true]}", 1},
+        {"{}", "{\"k\":  1}", 0},
+        {"{\"$defs\":{\"n\":{\"properties\":{\"v\":{\"type\":\"integer\"},\"k\":{\"type\":"
+         "\"array\",\"items\":{\"$ref\":\"#/$defs/n\"}}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/"
+         "n\"}",
+         "{\"v\":1,\"k\":[{\"v\":2},{\"v\":3,\"k\":[]}]}", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int got = matches(cases[i].schema, cases[i].text);
+        CHECKF(got == cases[i].want, "case %zu: '%s' -> %d, want %d", i, cases[i].text, got,
+               cases[i].want);
+    }
+}
+
+static void test_unenforceable_schemas_are_refused(void) {
+    static const char *const bad[] = {
+        "{\"type\":\"string\",\"pattern\":\"^a\"}",
+        "{\"type\":\"integer\",\"minimum\":3}",
+        "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}}},{\"type\":\"object\","
+        "\"properties\":{\"b\":{}}}]}",
+        "{\"$ref\":\"#/$defs/missing\"}",
+        "{\"type\":\"frog\"}",
+        "[1]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        js_graph g;
+        nc_error err = {0};
+        CHECKF(js_compile(bad[i], "schema", &g, &err) == NC_ERR_INVALID && err.msg[0],
+               "schema %zu was accepted", i);
+    }
+}
+
+/* ---- random walks over a real vocabulary --------------------------------- */
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static double uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+typedef int (*validator)(const json_t *v);
+
+static int is_int(const json_t *v) {
+    return json_is_integer(v);
+}
+
+static int check_person(const json_t *v) {
+    if (!json_is_object(v)) return 0;
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        if (!strcmp(k, "name") && !json_is_string(x)) return 0;
+        if (!strcmp(k, "age") && !is_int(x)) return 0;
+        if (!strcmp(k, "tags")) {
+            if (!json_is_array(x) || json_array_size(x) > 3) return 0;
+            for (size_t i = 0; i < json_array_size(x); i++)
+                if (!json_is_string(json_array_get(x, i))) return 0;
+        }
+        if (!strcmp(k, "color")) {
+            const char *c = json_string_value(x);
+            if (!c || (strcmp(c, "red") && strcmp(c, "green") && strcmp(c, "blue"))) return 0;
+        }
+        if (!strcmp(k, "score") && !json_is_number(x) && !json_is_null(x)) return 0;
+        if (!strcmp(k, "ok") && !json_is_boolean(x)) return 0;
+        if (strcmp(k, "name") && strcmp(k, "age") && strcmp(k, "tags") && strcmp(k, "color") &&
+            strcmp(k, "score") && strcmp(k, "ok"))
+            return 0;
+    }
+    return json_object_get(v, "name") && json_object_get(v, "age") && json_object_get(v, "color");
+}
+
+static int check_object(const json_t *v) {
+    return json_is_object(v);
+}
+
+static int check_node(const json_t *v) {
+    if (!json_is_object(v) || !is_int(json_object_get(v, "v"))) return 0;
+    json_t *kids = json_object_get(v, "k");
+    if (json_object_size(v) != (kids ? 2u : 1u)) return 0;
+    if (!kids) return 1;
+    if (!json_is_array(kids) || json_array_size(kids) > 2) return 0;
+    for (size_t i = 0; i < json_array_size(kids); i++)
+        if (!check_node(json_array_get(kids, i))) return 0;
+    return 1;
+}
+
+static const char *person_schema =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":"
+    "\"integer\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":3},"
+    "\"color\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"score\":{\"type\":[\"number\",\"null\"]},"
+    "\"ok\":{\"type\":\"boolean\"}},\"required\":[\"name\",\"age\",\"color\"]}";
+static const char *node_schema =
+    "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"k\":{"
+    "\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":2}},\"required\":[\"v\"]}},"
+    "\"$ref\":\"#/$defs/n\"}";
+
+/* One walk: random logits, a bonus for closing bytes so walks end, the
+ * mask, the best allowed token. Returns the generated bytes (malloc'ed) or
+ * NULL when the walk got stuck or ran too long. */
+static char *walk(const tm_vocab *v, const jm_grammar *gr, const tok_tokenizer *t, int n_vocab,
+                  int32_t eog) {
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    char *out = calloc(1, 65536);
+    size_t n = 0;
+    jm_state s;
+    jm_start(gr, &s);
+    for (int step = 0; step < 3000 && logits && out; step++) {
+        for (int i = 0; i < n_vocab; i++) {
+            size_t len = 0;
+            const char *p = tok_token_bytes(t, i, &len);
+            logits[i] = (float)uniform();
+            if (p && len && memchr(p, '"', len)) logits[i] += 0.6f;
+            if (p && len && (memchr(p, '}', len) || memchr(p, ']', len))) logits[i] += 0.8f;
+        }
+        logits[eog] += 2.0f;
+        if (tm_mask(v, gr, &s, logits) == 0) break;
+        int best = -1;
+        for (int i = 0; i < n_vocab; i++)
+            if (isfinite(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
+        if (!tm_accept(v, gr, &s, best)) break;
+        if (best == eog) {
+            free(logits);
+            return out;
+        }
+        size_t len = 0;
+        const char *p = tok_token_bytes(t, best, &len);
+        if (n + len >= 65535) break;
+        memcpy(out + n, p, len);
+        n += len;
+    }
+    free(logits);
+    free(out);
+    return NULL;
+}
+
+static void test_random_walks_always_validate(void) {
+    tok_tokenizer *t;
+    nc_error err;
+    CHECK_OK(tok_load("models/demo/tokenizer.json", &t, &err), &err);
+    int n_vocab = tok_vocab_size(t);
+    int32_t eog = tok_find(t, "<|im_end|>");
+    CHECK(eog >= 0);
+    tm_vocab *v;
+    CHECK_OK(tm_vocab_new(t, n_vocab, &eog, 1, &v, &err), &err);
+    static const struct {
+        const char *schema; /* NULL: json_object */
+        validator check;
+        const char *prefix, *suffix;
+    } cases[] = {
+        {NULL, check_object, "", ""},
+        {NULL, check_person, "", ""}, /* replaced below by the person schema */
+        {NULL, check_node, "", ""},
+        {NULL, check_person, "<tool_call>\n{\"name\": \"f\", \"arguments\": ", "}\n</tool_call>"},
+    };
+    const char *schemas[] = {NULL, person_schema, node_schema, person_schema};
+    int ok = 1, n_walks = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases && ok; c++) {
+        js_graph g;
+        if (schemas[c])
+            CHECK_OK(js_compile(schemas[c], "schema", &g, &err), &err);
+        else
+            CHECK_OK(js_any_object(&g, &err), &err);
+        jm_grammar gr = {&g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix),
+                         strlen(cases[c].suffix)};
+        for (int w = 0; w < 8 && ok; w++) {
+            char *out = walk(v, &gr, t, n_vocab, eog);
+            if (!out) {
+                printf("  case %zu walk %d: stuck or too long\n", c, w);
+                ok = 0;
+                break;
+            }
+            size_t pl = strlen(cases[c].prefix), sl = strlen(cases[c].suffix), n = strlen(out);
+            int framed = n >= pl + sl && !memcmp(out, cases[c].prefix, pl) &&
+                         !memcmp(out + n - sl, cases[c].suffix, sl);
+            json_error_t je;
+            json_t *j = framed ? json_loadb(out + pl, n - pl - sl, 0, &je) : NULL;
+            if (!j || !cases[c].check(j)) {
+                printf("  case %zu walk %d: invalid output: %.300s\n", c, w, out);
+                ok = 0;
+            }
+            json_decref(j);
+            free(out);
+            n_walks++;
+        }
+        js_free(&g);
+    }
+    tm_vocab_free(v);
+    tok_free(t);
+    CHECK(ok);
+    CHECK(n_walks == 32);
+}
+
+int main(void) {
+    RUN(test_matcher_accepts_exactly_the_schema);
+    RUN(test_unenforceable_schemas_are_refused);
+    RUN(test_random_walks_always_validate);
+    return nc_test_exit_code();
+}

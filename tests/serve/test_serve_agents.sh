@@ -1,0 +1,20 @@
+#!/bin/sh
+# `nectar serve` ($NECTAR_BIN, fake engine) driven by the official `openai`
+# Python client as agent frameworks use it: structured output and tool
+# calls (tools/test_server_agents.py). The Python is $NECTAR_PYTHON, else
+# build/venv, else python3; SKIP when it lacks `openai`. Loopback only, the
+# server is always stopped at the end.
+PY=${NECTAR_PYTHON:-}
+if [ -z "$PY" ]; then
+    if [ -x build/venv/bin/python ]; then PY=build/venv/bin/python; else PY=python3; fi
+fi
+if ! "$PY" -c "import openai, pydantic" >/dev/null 2>&1; then
+    echo "SKIP openai_agents: $PY has no openai package (scripts/install-deps.sh --test installs it in build/venv)"
+    exit 0
+fi
+. tests/serve/serve_lib.sh
+serve_start openai_agents --parallel 2 --ctx 1024
+timeout 300 "$PY" tools/test_server_agents.py "http://127.0.0.1:$PORT"
+rc=$?
+serve_stop openai_agents_server_clean_shutdown || rc=1
+exit $rc

@@ -1,0 +1,131 @@
+/* The gate's request-head checks (serve_head.c) and the access rules
+ * (serve_policy.c) as pure functions: each RFC 9112 case the gate must
+ * answer itself, incomplete heads, the Host/Origin guard against DNS
+ * rebinding, CORS header reflection, model-name matching and ids. */
+#include <string.h>
+
+#include "../test.h"
+#include "serve/serve_head.h"
+#include "serve/serve_policy.h"
+
+static const serve_head_limits lim = {64, 256, 1000};
+
+static int judge(const char *head, int is_eof) {
+    serve_head_verdict v;
+    serve_head_check(head, strlen(head), is_eof, &lim, &v);
+    return v.status;
+}
+
+static void test_heads_get_the_rfc_status(void) {
+    static const struct {
+        const char *head;
+        int status;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"GET / HTTP/1.0\r\n\r\n", 200},
+        {"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n", 200},
+        {"POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length:  7 \r\n\r\n", 200},
+        {"GET / HTTP/1.1\r\nHost: a\r\n", 0},
+        {"GET / HTT", 0},
+        {"GET / HTTP/1.1\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+        {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+        {"GET / HTTP/0.9\r\nHost: a\r\n\r\n", 505},
+        {"GET / HTTQ/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX: a\001b\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 411},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
+         400},
+        {"GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n",
+         414},
+        {"GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 414},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int st = judge(cases[i].head, 0);
+        CHECKF(st == cases[i].status, "case %zu: %d, want %d", i, st, cases[i].status);
+    }
+    /* Over the head limit without the blank line: 431; a complete head just
+     * under it is fine. */
+    char big[400];
+    snprintf(big, sizeof big, "GET / HTTP/1.1\r\nHost: a\r\nX: %0240d\r\n", 0);
+    CHECK(judge(big, 0) == 431);
+    /* An incomplete head at the client's end of file is final. */
+    CHECK(judge("GET / HTTP/1.1\r\nHost: a\r\n", 1) == 400);
+    CHECK(judge("GET /", 1) == 400);
+    serve_head_verdict v;
+    const char *h = "GET / HTTP/1.1\r\nHost: a\r\n\r\n{body}";
+    serve_head_check(h, strlen(h), 0, &lim, &v);
+    CHECK(v.status == 200 && v.head_len == strlen(h) - 6);
+}
+
+static void test_keyless_server_answers_only_loopback_names(void) {
+    CHECK(serve_host_is_allowed("127.0.0.1", 0, "localhost:8080"));
+    CHECK(serve_host_is_allowed("127.0.0.1", 0, "127.0.0.1"));
+    CHECK(serve_host_is_allowed("127.0.0.1", 0, "[::1]:8080"));
+    CHECK(serve_host_is_allowed("127.0.0.1", 0, "LOCALHOST"));
+    CHECK(serve_host_is_allowed("127.0.0.1", 0, NULL));
+    CHECK(!serve_host_is_allowed("127.0.0.1", 0, "evil.example"));
+    CHECK(!serve_host_is_allowed("127.0.0.1", 0, "127.0.0.1.evil.example"));
+    CHECK(!serve_host_is_allowed("127.0.0.1", 0, "localhost.evil.example:80"));
+    CHECK(!serve_host_is_allowed("127.0.0.1", 0, ""));
+    /* --host names another address: that one too. */
+    CHECK(serve_host_is_allowed("192.168.1.5", 0, "192.168.1.5:8080"));
+    CHECK(!serve_host_is_allowed("192.168.1.5", 0, "192.168.1.6"));
+    /* A key, or a wildcard listen address (the operator opened it up). */
+    CHECK(serve_host_is_allowed("127.0.0.1", 1, "evil.example"));
+    CHECK(serve_host_is_allowed("0.0.0.0", 0, "evil.example"));
+    CHECK(serve_origin_is_allowed("127.0.0.1", 0, NULL));
+    CHECK(serve_origin_is_allowed("127.0.0.1", 0, "http://localhost:5173"));
+    CHECK(serve_origin_is_allowed("127.0.0.1", 0, "https://127.0.0.1"));
+    CHECK(!serve_origin_is_allowed("127.0.0.1", 0, "null"));
+    CHECK(!serve_origin_is_allowed("127.0.0.1", 0, "http://evil.example"));
+    CHECK(!serve_origin_is_allowed("127.0.0.1", 0, "http://localhost.evil.example"));
+    CHECK(serve_origin_is_allowed("127.0.0.1", 1, "http://evil.example"));
+}
+
+static void test_cors_reflects_header_names_only(void) {
+    CHECK(serve_cors_headers_ok("authorization, content-type, x-stainless-os"));
+    CHECK(!serve_cors_headers_ok(""));
+    CHECK(!serve_cors_headers_ok("x\r\nSet-Cookie: a"));
+    CHECK(!serve_cors_headers_ok("a:b"));
+}
+
+static void test_model_names(void) {
+    const char *aliases[] = {"qwen", "My-Alias"};
+    CHECK(serve_model_matches("Qwen3-0.6B", "Qwen3-0.6B", "/m/Qwen3-0.6B", aliases, 2));
+    CHECK(serve_model_matches("qwen3-0.6b", "Qwen3-0.6B", NULL, aliases, 2));
+    CHECK(serve_model_matches("/m/Qwen3-0.6B", "Qwen3-0.6B", "/m/Qwen3-0.6B", aliases, 2));
+    CHECK(serve_model_matches("my-alias", "Qwen3-0.6B", NULL, aliases, 2));
+    CHECK(serve_model_matches("gpt-3.5-turbo", "Qwen3-0.6B", NULL, aliases, 0));
+    CHECK(serve_model_matches("gpt-4o-mini", "Qwen3-0.6B", NULL, aliases, 0));
+    CHECK(!serve_model_matches("llama-3", "Qwen3-0.6B", NULL, aliases, 2));
+    CHECK(!serve_model_matches("", "Qwen3-0.6B", NULL, aliases, 2));
+}
+
+static void test_ids_are_unique_and_long(void) {
+    char a[64], b[64];
+    CHECK(serve_make_id("chatcmpl", a, sizeof a) == 0);
+    CHECK(serve_make_id("chatcmpl", b, sizeof b) == 0);
+    CHECK(strlen(a) == 9 + 32 && !strncmp(a, "chatcmpl-", 9));
+    CHECK(strspn(a + 9, "0123456789abcdef") == 32);
+    CHECK(strcmp(a, b) != 0);
+}
+
+int main(void) {
+    RUN(test_heads_get_the_rfc_status);
+    RUN(test_keyless_server_answers_only_loopback_names);
+    RUN(test_cors_reflects_header_names_only);
+    RUN(test_model_names);
+    RUN(test_ids_are_unique_and_long);
+    return nc_test_exit_code();
+}

@@ -1,0 +1,96 @@
+/* The Qwen3 template's tool parts (chat_render_tools) are byte-identical to
+ * transformers' apply_chat_template(..., tools=...) over the committed cases
+ * in tests/fixtures/chat/tool_cases.jsonl (tools/make_chat_tool_fixtures.py):
+ * definitions through chat_tojson (Python's json.dumps: non-ASCII, escapes,
+ * float repr), assistant tool calls with string or object arguments, tool
+ * results grouped into one user turn, with and without thinking. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "fixture_lines.h"
+#include "text/chat.h"
+#include "text/chat_tojson.h"
+
+/* One case rendered; returns the text (malloc'ed) or NULL. Strings made
+ * here are collected in owned[] for the caller to free. */
+static char *render_row(const json_t *row, char **owned, size_t *n_owned) {
+    const json_t *msgs = json_object_get(row, "messages"), *tools = json_object_get(row, "tools");
+    size_t n = json_array_size(msgs), n_defs = json_array_size(tools);
+    chat_message *m = calloc(n, sizeof *m);
+    chat_tool_call **calls = calloc(n, sizeof *calls);
+    size_t *n_calls = calloc(n, sizeof *n_calls);
+    const char **defs = calloc(n_defs + 1, sizeof *defs);
+    nc_error err;
+    for (size_t i = 0; i < n_defs; i++) {
+        char *t = NULL;
+        if (chat_tojson(json_array_get(tools, i), &t, &err) == NC_OK) owned[(*n_owned)++] = t;
+        defs[i] = t;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(msgs, i), *tc = json_object_get(o, "tool_calls");
+        m[i].role = json_string_value(json_object_get(o, "role"));
+        m[i].content = json_string_value(json_object_get(o, "content"));
+        m[i].reasoning_content = json_string_value(json_object_get(o, "reasoning_content"));
+        n_calls[i] = json_array_size(tc);
+        calls[i] = calloc(n_calls[i] + 1, sizeof **calls);
+        for (size_t k = 0; k < n_calls[i]; k++) {
+            const json_t *f = json_object_get(json_array_get(tc, k), "function");
+            const json_t *a = json_object_get(f, "arguments");
+            calls[i][k].name = json_string_value(json_object_get(f, "name"));
+            if (json_is_string(a)) {
+                calls[i][k].arguments = json_string_value(a);
+            } else {
+                char *t = NULL;
+                if (chat_tojson(a, &t, &err) == NC_OK) owned[(*n_owned)++] = t;
+                calls[i][k].arguments = t;
+            }
+        }
+    }
+    chat_options opt = {json_is_true(json_object_get(row, "add_generation_prompt")),
+                        json_is_true(json_object_get(row, "enable_thinking"))};
+    chat_tools t = {defs, n_defs, (const chat_tool_call *const *)calls, n_calls};
+    char *got = NULL;
+    if (chat_render_tools(m, n, &opt, &t, &got, &err) != NC_OK) printf("  %s\n", err.msg);
+    for (size_t i = 0; i < n; i++)
+        free(calls[i]);
+    free(calls);
+    free(n_calls);
+    free(defs);
+    free(m);
+    return got;
+}
+
+static void test_tool_template_matches_transformers_byte_for_byte(void) {
+    fixture_rows rows;
+    CHECK(fixture_rows_load("tests/fixtures/chat/tool_cases.jsonl", &rows) == 0);
+    CHECK(rows.n >= 8);
+    int ok = 1;
+    for (size_t r = 0; r < rows.n; r++) {
+        char *owned[64];
+        size_t n_owned = 0;
+        const char *name = fixture_str(rows.rows[r], "name", NULL);
+        const char *want = fixture_str(rows.rows[r], "expected", NULL);
+        char *got = render_row(rows.rows[r], owned, &n_owned);
+        if (!got || strcmp(got, want) != 0) {
+            size_t i = 0;
+            while (got && got[i] && got[i] == want[i])
+                i++;
+            size_t from = i > 30 ? i - 30 : 0;
+            printf("  %s: differs at byte %zu\n    got:  '%.60s'\n    want: '%.60s'\n", name, i,
+                   got ? got + from : "(null)", want + from);
+            ok = 0;
+        }
+        free(got);
+        for (size_t i = 0; i < n_owned; i++)
+            free(owned[i]);
+    }
+    fixture_rows_free(&rows);
+    CHECK(ok);
+}
+
+int main(void) {
+    RUN(test_tool_template_matches_transformers_byte_for_byte);
+    return nc_test_exit_code();
+}

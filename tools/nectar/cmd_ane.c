@@ -1,0 +1,195 @@
+/* `nectar ane probe`: runs the probe ladder (src/ane_host/ane_probe.h) on
+ * the Neural Engine (macOS) or the fake device, prints a table and writes
+ * the results as JSON with the chip, the OS and nectar's version. The JSON
+ * is also the probe profile that `nectar mil check --ane-profile` and the
+ * ANE device read (docs/ane-first-run.md); by default it is saved to
+ * <per-user cache>/nectar-ane/profile.json. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+#include "ane_host/ane_fake.h"
+#include "ane_host/ane_probe.h"
+#include "ane_host/ane_stage.h"
+#include "base/mmap.h"
+#include "commands.h"
+#if defined(__APPLE__)
+#include "ane/ane_apple.h"
+#endif
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
+               "                        [--work DIR] [--repeats N] [--small|--full]\n"
+               "  Runs a ladder of small programs on the Neural Engine (real, macOS) or the\n"
+               "  fake device (the MIL interpreter) and reports, per case, whether it compiled,\n"
+               "  loaded and evaluated, the framework's error text, the error against the\n"
+               "  interpreter and the time. --json writes the results; unless --no-save they\n"
+               "  are also saved as the probe profile (<per-user cache>/nectar-ane/profile.json)\n"
+               "  that `nectar mil check --ane-profile` and the ANE device read.\n"
+               "  --small: speed probes at interpreter sizes (the default on the fake device).\n");
+}
+
+/* The machine, in words: the chip and the OS. A platform seam: sysctl on
+ * macOS, /proc/cpuinfo and uname elsewhere. */
+static void machine(char *chip, size_t cc, char *os, size_t oc) {
+    snprintf(chip, cc, "unknown");
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(os, oc, "%s %s %s", u.sysname, u.release, u.machine);
+    else
+        snprintf(os, oc, "unknown");
+#if defined(__APPLE__)
+    size_t n = cc;
+    if (sysctlbyname("machdep.cpu.brand_string", chip, &n, NULL, 0) != 0) snprintf(chip, cc, "?");
+    char ver[64];
+    n = sizeof ver;
+    if (sysctlbyname("kern.osproductversion", ver, &n, NULL, 0) == 0)
+        snprintf(os, oc, "macOS %s (%s %s)", ver, u.release, u.machine);
+#else
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0) {
+            char *p = strchr(line, ':');
+            if (p) snprintf(chip, cc, "%s", p + 2);
+            chip[strcspn(chip, "\n")] = '\0';
+            break;
+        }
+    if (f) fclose(f);
+#endif
+}
+
+static json_t *to_json(const ane_probe_result *r, int n, const char *device) {
+    char chip[256], os[256], when[32];
+    machine(chip, sizeof chip, os, sizeof os);
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *cases = json_array();
+    for (int i = 0; i < n; i++) {
+        const ane_probe_result *x = &r[i];
+        json_array_append_new(
+            cases, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
+                             "id", x->id, "question", x->question, "checker", x->checker, "mode",
+                             x->mode, "surfaces", x->surfaces, "status", x->status, "error",
+                             x->error, "max_err", x->max_err, "ref_max", x->ref_max, "load_ms",
+                             x->load_ms, "eval_us", x->eval_us, "tops", x->tops, "gbps", x->gbps));
+    }
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:o}", "nectar_version", NECTAR_VERSION,
+                     "profile_version", 1, "device", device, "chip", chip, "os", os, "date", when,
+                     "cases", cases);
+}
+
+static int write_json(json_t *root, const char *path) {
+    char *text = json_dumps(root, JSON_INDENT(1));
+    nc_error err = {0};
+    nc_status st = text ? nc_write_file_atomic(path, text, strlen(text), &err)
+                        : nc_fail(&err, NC_ERR_NOMEM, "out of memory");
+    free(text);
+    return st ? cli_fail(&err) : 0;
+}
+
+static int probe(int argc, char **argv) {
+#if defined(__APPLE__)
+    const char *device = "real";
+#else
+    const char *device = "fake";
+#endif
+    const char *json_path = NULL, *work = NULL;
+    int save = 1, small = -1, repeats = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--device") && v) {
+            device = v;
+            i++;
+        } else if (!strcmp(a, "--json") && v) {
+            json_path = v;
+            i++;
+        } else if (!strcmp(a, "--work") && v) {
+            work = v;
+            i++;
+        } else if (!strcmp(a, "--repeats") && v) {
+            repeats = atoi(v);
+            if (repeats < 1 || repeats > 10000)
+                return cli_failf("--repeats %s: give a count in [1, 10000]", v);
+            i++;
+        } else if (!strcmp(a, "--no-save")) {
+            save = 0;
+        } else if (!strcmp(a, "--small") || !strcmp(a, "--full")) {
+            small = !strcmp(a, "--small");
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (strcmp(device, "fake") && strcmp(device, "real"))
+        return cli_failf("--device %s: give fake or real", device);
+    nc_error err = {0};
+    char root[1024], tmpwork[1100];
+    if (ane_stage_default_root(root, sizeof root, &err)) return cli_fail(&err);
+    if (!work) {
+        snprintf(tmpwork, sizeof tmpwork, "%s/probe", root);
+        work = tmpwork;
+    }
+    ane_device dev;
+    int fake = !strcmp(device, "fake");
+    if (fake) {
+        /* permissive: the probe asks the questions; the fake answers only
+         * what the interpreter can (every case the checker accepts runs) */
+        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0};
+        if (ane_fake_new_with(&o, &dev, &err)) return cli_fail(&err);
+    } else {
+#if defined(__APPLE__)
+        ane_surface_policy none = {0, 0};
+        ane_apple_options o = {0};
+        o.surfaces = &none; /* each case allocates as its question says */
+        if (ane_apple_open(&o, &dev, &err)) return cli_fail(&err);
+#else
+        return cli_failf("--device real: the Neural Engine bridge is built only on macOS; "
+                         "use --device fake");
+#endif
+    }
+    ane_probe_options po = {work, fake, small >= 0 ? small : fake, repeats};
+    ane_probe_result *res = NULL;
+    int n = 0;
+    nc_status st = ane_probe_run(&dev, &po, &res, &n, &err);
+    if (fake) ane_fake_free(&dev);
+#if defined(__APPLE__)
+    else
+        ane_apple_close(&dev);
+#endif
+    if (st) return cli_fail(&err);
+    ane_probe_print(res, n, stdout);
+    json_t *doc = to_json(res, n, device);
+    free(res);
+    int rc = doc ? 0 : cli_failf("out of memory");
+    if (!rc && json_path) rc = write_json(doc, json_path);
+    char prof[1200];
+    snprintf(prof, sizeof prof, "%s/profile.json", root);
+    if (!rc && save) {
+        rc = ane_make_dirs(root, &err) ? cli_fail(&err) : write_json(doc, prof);
+        if (!rc) printf("probe profile saved to %s\n", prof);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int cmd_ane(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "probe")) return probe(argc - 1, argv + 1);
+    usage(stderr);
+    return 2;
+}

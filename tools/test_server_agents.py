@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Drives a running `nectar serve --fake-engine -m tests/fixtures/serve/fake`
+with the official `openai` Python client the way agent frameworks do:
+structured output (response_format json_schema, also through the client's
+pydantic `parse` helper) and tool calls (forced by name and `required`,
+streamed and not, then a round trip with the tool's result in the history;
+`none` and a LangChain-style default model name). The fake engine's text
+is meaningless, so everything checked is what constrained sampling and the
+API must guarantee: the output parses, and validates against the schema
+(checked by a small validator written here, independent of the server's).
+Prints PASS/FAIL lines for tests/serve/test_serve_agents.sh.
+
+Usage: python tools/test_server_agents.py http://127.0.0.1:PORT
+"""
+import json
+import sys
+from typing import List, Literal
+
+import openai
+import pydantic
+
+failures = 0
+
+
+def report(name, ok, why=""):
+    global failures
+    if ok:
+        print(f"PASS {name}")
+    else:
+        failures += 1
+        print(f"FAIL {name}: {why}")
+
+
+def validate(v, s, defs):
+    """The JSON Schema subset the tests use; True when v conforms."""
+    if "$ref" in s:
+        return validate(v, defs[s["$ref"].split("/")[-1]], defs)
+    if "anyOf" in s:
+        return any(validate(v, a, defs) for a in s["anyOf"])
+    if "enum" in s:
+        return v in s["enum"] and type(v) in {type(e) for e in s["enum"]}
+    if "const" in s:
+        return v == s["const"]
+    t = s.get("type")
+    if isinstance(t, list):
+        return any(validate(v, dict(s, type=x), defs) for x in t)
+    if t == "object":
+        if not isinstance(v, dict):
+            return False
+        props = s.get("properties", {})
+        if any(k not in v for k in s.get("required", [])):
+            return False
+        if s.get("additionalProperties") is False and any(k not in props for k in v):
+            return False
+        return all(validate(v[k], props[k], defs) for k in v if k in props)
+    if t == "array":
+        return (isinstance(v, list) and len(v) >= s.get("minItems", 0)
+                and len(v) <= s.get("maxItems", len(v))
+                and all(validate(x, s.get("items", {}), defs) for x in v))
+    if t == "string":
+        return (isinstance(v, str) and len(v) >= s.get("minLength", 0)
+                and len(v) <= s.get("maxLength", len(v)))
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "null":
+        return v is None
+    return True
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 12},
+        "population": {"type": "integer"},
+        "capital": {"type": "boolean"},
+        "size": {"enum": ["small", "large"]},
+        "rank": {"type": ["integer", "null"]},
+        "zones": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+        "where": {"$ref": "#/$defs/point"},
+    },
+    "required": ["city", "population", "capital", "size", "rank", "zones", "where"],
+    "additionalProperties": False,
+    "$defs": {"point": {"type": "object", "properties": {"lat": {"type": "number"},
+                                                         "lon": {"type": "number"}},
+                        "required": ["lat", "lon"], "additionalProperties": False}},
+}
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "enum": ["Paris", "Oslo"]},
+        "days": {"type": "integer"}}, "required": ["city", "days"],
+        "additionalProperties": False}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {
+        "zone": {"type": "string", "maxLength": 6}}, "required": ["zone"]}}}
+
+
+class Review(pydantic.BaseModel):
+    stars: int
+    verdict: Literal["good", "bad"]
+    tags: List[pydantic.constr(max_length=5)] = pydantic.Field(max_length=2)
+    helpful: bool
+
+
+def main():
+    base = sys.argv[1]
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
+    model = "gpt-4o-mini"  # a client library's default name: accepted (docs/server.md)
+    user = [{"role": "user", "content": "Describe a city as JSON."}]
+
+    # -- structured output -----------------------------------------------------
+    for i in range(3):
+        r = client.chat.completions.create(
+            model=model, messages=user, max_tokens=400, temperature=1.0, seed=i,
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "city", "strict": True, "schema": SCHEMA}})
+        text, fin = r.choices[0].message.content, r.choices[0].finish_reason
+        try:
+            value = json.loads(text)
+            ok = fin == "stop" and validate(value, SCHEMA, SCHEMA["$defs"])
+        except ValueError:
+            ok = False
+        report(f"json_schema_output_validates_seed{i}", ok, f"{fin}: {text!r}")
+
+    try:
+        r = client.beta.chat.completions.parse(model=model, messages=user, max_tokens=300,
+                                               response_format=Review)
+        parsed = r.choices[0].message.parsed
+        ok = isinstance(parsed, Review) and all(len(t) <= 5 for t in parsed.tags)
+        report("pydantic_parse_helper", ok, repr(r.choices[0].message.content))
+    except Exception as e:  # noqa: BLE001 (any failure is the test's failure)
+        report("pydantic_parse_helper", False, repr(e))
+
+    try:
+        client.chat.completions.create(
+            model=model, messages=user,
+            response_format={"type": "json_schema", "json_schema": {
+                "name": "x", "schema": {"type": "string", "pattern": "^a+$"}}})
+        report("unenforceable_schema_is_a_400", False, "accepted")
+    except openai.BadRequestError as e:
+        report("unenforceable_schema_is_a_400", "pattern" in str(e), str(e))
+
+    # -- tool calls --------------------------------------------------------------
+    ask = [{"role": "user", "content": "Weather in Paris for 2 days?"}]
+    r = client.chat.completions.create(
+        model=model, messages=ask, max_tokens=200, tools=[WEATHER, TIME],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    m = r.choices[0].message
+    calls = m.tool_calls or []
+    args = json.loads(calls[0].function.arguments) if calls else None
+    ok = (r.choices[0].finish_reason == "tool_calls" and len(calls) == 1
+          and calls[0].function.name == "get_weather" and calls[0].id
+          and validate(args, WEATHER["function"]["parameters"], {}))
+    report("named_tool_call", ok, repr(m))
+
+    # The round trip: the call and its result in the history.
+    history = ask + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": calls[0].id if calls else "call_1", "type": "function",
+             "function": {"name": "get_weather",
+                          "arguments": calls[0].function.arguments if calls else "{}"}}]},
+        {"role": "tool", "tool_call_id": calls[0].id if calls else "call_1",
+         "content": json.dumps({"sky": "clear", "temp_c": 21})}]
+    r = client.chat.completions.create(model=model, messages=history, max_tokens=12,
+                                       tools=[WEATHER, TIME])
+    report("tool_result_round_trip", r.choices[0].finish_reason in ("stop", "length", "tool_calls")
+           and r.usage.prompt_tokens > 0, repr(r))
+
+    # Streamed, tool_choice "required": deltas assemble into valid calls.
+    # (With several tools "required" fixes the name only, its arguments
+    # are any object, which the fake engine may not close in time; so one.)
+    stream = client.chat.completions.create(
+        model=model, messages=ask, max_tokens=200, tools=[WEATHER], tool_choice="required",
+        stream=True)
+    acc, finish = {}, None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        ch = chunk.choices[0]
+        finish = ch.finish_reason or finish
+        for tc in ch.delta.tool_calls or []:
+            slot = acc.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            slot["id"] = tc.id or slot["id"]
+            if tc.function and tc.function.name:
+                slot["name"] += tc.function.name
+            if tc.function and tc.function.arguments:
+                slot["arguments"] += tc.function.arguments
+    ok = finish == "tool_calls" and len(acc) == 1
+    for slot in acc.values():
+        try:
+            json.loads(slot["arguments"])
+        except ValueError:
+            ok = False
+        ok = ok and slot["id"] and slot["name"] == "get_weather"
+    report("streamed_required_tool_call", ok, repr(acc))
+
+    r = client.chat.completions.create(model=model, messages=ask, max_tokens=8,
+                                       tools=[WEATHER], tool_choice="none")
+    report("tool_choice_none_calls_nothing", not r.choices[0].message.tool_calls, repr(r))
+
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
