@@ -86,6 +86,9 @@ int cmd_serve(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     const char *backend = gen_cli_backend_name(&be);
     o.max_body_bytes = (size_t)max_body;
+    if (is_set_header_timeout) o.header_timeout_s = (double)header_timeout_s;
+    for (int i = 0; i < n_aliases; i++)
+        if (!*aliases[i]) return cli_usage_error(&cmd, "--alias: the name is empty");
     if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
@@ -100,7 +103,8 @@ int cmd_serve(int argc, char **argv) {
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+        return cli_usage_error(&cmd, "%s", err.msg);
     o.model_path = model;
     o.n_aliases = n_aliases;
 
