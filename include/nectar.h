@@ -160,11 +160,14 @@ typedef enum nc_model_kind {
  *   "cpu" (NULL: the default)  a folder, run by the CPU engine;
  *   "mil"                      a bundle, run by the fp16 MIL interpreter
  *                              (the ANE's arithmetic, on any machine);
- *   "ane"                      a bundle on the Neural Engine (macOS; not
- *                              available in this version: NC_ERR_UNSUPPORTED).
- * Options: "threads=N" (0: all cores, the default), "ctx=N" (decoder: the
- * default context of new sequences, 4096), "kv=f16|f32" (decoder KV cache
- * precision, default f32). */
+ *   "ane"                      a decoder bundle on the Neural Engine (macOS),
+ *                              or with "ane_device=fake" on a stand-in device
+ *                              that runs the programs in the interpreter.
+ * Options: "threads=N" (0: all cores, the default), "ctx=N" (decoder
+ * folder: the context of new sequences, default 4096; a bundle's is fixed
+ * when compiled), "kv=f16|f32" (decoder KV cache precision, default f32),
+ * "ane_device=real|fake". The model type comes from config.json
+ * (qwen3: a decoder; modernbert: an encoder). */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
@@ -201,15 +204,15 @@ NC_API nc_status nc_sampling_add_stop(nc_sampling *s, const char *stop, nc_error
 
 typedef struct nc_sequence nc_sequence;
 
-/* A sequence: one KV cache of ctx tokens (0: the model's "ctx" option).
+/* A sequence: one KV cache of ctx tokens (0: the model's "ctx" option,
+ * or the bundle's context).
  * Several sequences can share one model. Consecutive nc_generate calls on a
  * sequence reuse the prefix they share (a chat's earlier turns). */
 NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err);
 NC_API void nc_sequence_free(nc_sequence *s);
 /* Empties the cache: the next call recomputes its whole prompt. */
 NC_API void nc_sequence_reset(nc_sequence *s);
-/* Tokens now in the cache, and its capacity. */
-NC_API int nc_sequence_position(const nc_sequence *s);
+/* The capacity of its cache in tokens. */
 NC_API int nc_sequence_context(const nc_sequence *s);
 
 /* Called for each generated token with the text that became final (it may
@@ -267,7 +270,8 @@ NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t
  * ANE bundle at out_dir: MIL programs, fp16 weights, manifest.json; written
  * atomically (an older bundle there is replaced). Options: "threads=N";
  * decoders also "ctx=N" (a multiple of 32), "buckets=32,64,128",
- * "lm_head=ane|cpu"; encoders "buckets=1x64,1x128" (batch x length). The
+ * "lm_head=ane|cpu"; encoders "seqs=64,96,128" and "batches=1,3" (one function
+ * per batch x length). The
  * bundle runs with nc_model_open(out_dir, "mil") here and "ane" on a Mac. */
 NC_API nc_status nc_compile(const char *model_dir, const char *out_dir, const char *const *options,
                             nc_error *err);

@@ -1,8 +1,13 @@
-/* The per-token request plan (ane_plan.h). Which buffer a function's I/O
- * binds to is a table row per (kernel, I/O name); a name the table does not
- * know is an error, so a change in the lowering's I/O cannot slip through
- * as a silently unbound surface. Patterns: %S the bucket, %L the layer,
- * %C / %N the KV buffer holding the current / next cache. */
+/* The per-token request plan (ane_plan.h). A layer's kernels are the
+ * functions its program holds for the bucket, in manifest order (4, 3, 2
+ * or 1 per layer: docs/lowering.md), bound as a dataflow over names: an
+ * input takes the buffer its name holds now (the host's x, rope_cos,
+ * rope_sin, attn_mask, kv_write, the layer's current cache, or an earlier
+ * kernel's q / k_new / v_new); an output NAME_out writes the other buffer
+ * of NAME's pair (x@S <-> x2@S, the cache's .a <-> .b) and NAME holds it
+ * from then on; q, k_new, v_new get their shared bucket buffers. A name
+ * outside these is an error, so a change in the lowering's I/O cannot slip
+ * through as a silently unbound surface. */
 #include "ane_host/ane_plan.h"
 
 #include <stdio.h>
@@ -11,71 +16,59 @@
 
 #include "ane_host/ane_layout.h"
 
-typedef struct io_rule {
-    const char *kernel, *io;
-    int is_output;
-    const char *buf; /* "*": the I/O's own name (prefix rows, io ends in '*') */
-} io_rule;
+/* The names a layer's kernels may pass to each other, and the buffers the
+ * host provides. */
+typedef struct layer_flow {
+    char x[ANE_NAME_MAX], kc[ANE_NAME_MAX], vc[ANE_NAME_MAX];
+    char q[ANE_NAME_MAX], kn[ANE_NAME_MAX], vn[ANE_NAME_MAX];
+} layer_flow;
 
-static const io_rule rules[] = {
-    {"qkv", "x", 0, "x@s%S"},
-    {"qkv", "rope_cos", 0, "rope_cos@s%S"},
-    {"qkv", "rope_sin", 0, "rope_sin@s%S"},
-    {"qkv", "q", 1, "q@s%S"},
-    {"qkv", "k_new", 1, "k_new@s%S"},
-    {"qkv", "v_new", 1, "v_new@s%S"},
-    {"kv", "k_cache", 0, "k_cache.%L.%C"},
-    {"kv", "v_cache", 0, "v_cache.%L.%C"},
-    {"kv", "k_new", 0, "k_new@s%S"},
-    {"kv", "v_new", 0, "v_new@s%S"},
-    {"kv", "kv_write", 0, "kv_write"},
-    {"kv", "k_cache_out", 1, "k_cache.%L.%N"},
-    {"kv", "v_cache_out", 1, "v_cache.%L.%N"},
-    {"attn", "x", 0, "x@s%S"},
-    {"attn", "q", 0, "q@s%S"},
-    {"attn", "k_cache", 0, "k_cache.%L.%N"},
-    {"attn", "v_cache", 0, "v_cache.%L.%N"},
-    {"attn", "attn_mask", 0, "attn_mask@s%S"},
-    {"attn", "x_out", 1, "x2@s%S"},
-    {"mlp", "x", 0, "x2@s%S"},
-    {"mlp", "x_out", 1, "x@s%S"},
-    {"head", "x", 0, "head_x"},
-    {"head", "logits_*", 1, "*"},
-};
+static const char *other_x(const ane_plan *p, const char *x, char *buf, size_t cap) {
+    char a[ANE_NAME_MAX];
+    snprintf(a, sizeof a, "x@s%d", p->seq);
+    snprintf(buf, cap, strcmp(x, a) == 0 ? "x2@s%d" : "x@s%d", p->seq);
+    return buf;
+}
 
-static const io_rule *find_rule(const char *kernel, const char *io, int is_output) {
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
-        const io_rule *r = &rules[i];
-        size_t n = strlen(r->io);
-        int match = r->io[n - 1] == '*' ? strncmp(r->io, io, n - 1) == 0 : strcmp(r->io, io) == 0;
-        if (match && r->is_output == is_output && strcmp(r->kernel, kernel) == 0) return r;
+/* The buffer name input `io` of a layer kernel reads (NULL: unknown). */
+static const char *input_buf(const ane_plan *p, const layer_flow *f, const char *io, char *buf,
+                             size_t cap) {
+    if (!strcmp(io, "x")) return f->x;
+    if (!strcmp(io, "k_cache")) return f->kc;
+    if (!strcmp(io, "v_cache")) return f->vc;
+    if (!strcmp(io, "q")) return f->q[0] ? f->q : NULL;
+    if (!strcmp(io, "k_new")) return f->kn[0] ? f->kn : NULL;
+    if (!strcmp(io, "v_new")) return f->vn[0] ? f->vn : NULL;
+    if (!strcmp(io, "kv_write")) return "kv_write";
+    if (!strcmp(io, "rope_cos") || !strcmp(io, "rope_sin") || !strcmp(io, "attn_mask")) {
+        snprintf(buf, cap, "%s@s%d", io, p->seq);
+        return buf;
     }
     return NULL;
 }
 
-static void expand(const io_rule *r, const char *io, int seq, int layer, int parity, char *out,
-                   size_t cap) {
-    if (strcmp(r->buf, "*") == 0) {
-        snprintf(out, cap, "%s", io);
-        return;
+/* The buffer output `io` writes; updates the flow (NULL: unknown). */
+static const char *output_buf(const ane_plan *p, layer_flow *f, int layer, const char *io,
+                              char *buf, size_t cap) {
+    char nx[ANE_NAME_MAX];
+    if (!strcmp(io, "x_out")) {
+        snprintf(f->x, sizeof f->x, "%s", other_x(p, f->x, nx, sizeof nx));
+        return f->x;
     }
-    size_t o = 0;
-    for (const char *s = r->buf; *s && o + 16 < cap; s++) {
-        if (*s != '%') {
-            out[o++] = *s;
-            continue;
-        }
-        s++;
-        if (*s == 'S')
-            o += (size_t)snprintf(out + o, cap - o, "%d", seq);
-        else if (*s == 'L')
-            o += (size_t)snprintf(out + o, cap - o, "%d", layer);
-        else if (*s == 'C')
-            out[o++] = parity ? 'b' : 'a';
-        else if (*s == 'N')
-            out[o++] = parity ? 'a' : 'b';
+    int k = !strcmp(io, "k_cache_out"), v = !strcmp(io, "v_cache_out");
+    if (k || v) {
+        char *dst = k ? f->kc : f->vc;
+        snprintf(dst, ANE_NAME_MAX, "%s_cache.%d.%c", k ? "k" : "v", layer, p->parity ? 'a' : 'b');
+        return dst;
     }
-    out[o] = '\0';
+    char *slot = !strcmp(io, "q")       ? f->q
+                 : !strcmp(io, "k_new") ? f->kn
+                 : !strcmp(io, "v_new") ? f->vn
+                                        : NULL;
+    if (!slot) return NULL;
+    snprintf(slot, ANE_NAME_MAX, "%s@s%d", io, p->seq);
+    snprintf(buf, cap, "%s", slot);
+    return buf;
 }
 
 void ane_plan_free(ane_plan *p) {
@@ -117,42 +110,47 @@ static nc_status use_buf(ane_plan *p, int cap, const char *name, const lower_io 
     return NC_OK;
 }
 
-static nc_status add_kernel(ane_plan *p, int cap, const lower_manifest *m, int prog, int layer,
-                            const char *kernel, int fn_seq, nc_error *err) {
-    char fn[ANE_NAME_MAX];
-    snprintf(fn, sizeof fn, "%s_s%d", kernel, fn_seq);
-    const lower_fn_info *f = lower_manifest_fn(&m->programs[prog], fn);
-    if (!f)
-        return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function %s", m->programs[prog].path,
-                       fn);
+/* One request for function f of program prog; flow NULL: the head (its x
+ * is head_x, its outputs keep their names). */
+static nc_status add_kernel(ane_plan *p, int cap, int prog, int layer, const lower_fn_info *f,
+                            layer_flow *flow, nc_error *err) {
     ane_plan_step *s = &p->steps[p->n_steps++];
     s->kind = ANE_STEP_KERNEL;
     s->program = prog;
     s->layer = layer;
-    snprintf(s->fn, sizeof s->fn, "%s", fn);
+    snprintf(s->fn, sizeof s->fn, "%s", f->name);
     s->n_in = f->n_in;
     s->n_out = f->n_out;
     for (int side = 0; side < 2; side++) {
         int n = side ? f->n_out : f->n_in;
         for (int i = 0; i < n; i++) {
             const lower_io *io = side ? &f->out[i] : &f->in[i];
-            const io_rule *r = find_rule(kernel, io->name, side);
-            if (!r)
-                return nc_fail(err, NC_ERR_UNSUPPORTED, "plan: %s %s '%s' has no buffer rule", fn,
-                               side ? "output" : "input", io->name);
-            char name[ANE_NAME_MAX];
-            expand(r, io->name, p->seq, layer, p->parity, name, sizeof name);
+            char buf[ANE_NAME_MAX];
+            const char *name;
+            if (!flow)
+                name = side ? (strncmp(io->name, "logits_", 7) ? NULL : io->name)
+                            : (strcmp(io->name, "x") ? NULL : "head_x");
+            else if (side)
+                name = output_buf(p, flow, layer, io->name, buf, sizeof buf);
+            else
+                name = input_buf(p, flow, io->name, buf, sizeof buf);
+            if (!name)
+                return nc_fail(err, NC_ERR_UNSUPPORTED, "plan: %s %s '%s' has no buffer rule",
+                               f->name, side ? "output" : "input", io->name);
             ane_plan_io *pio = side ? &s->out[i] : &s->in[i];
             snprintf(pio->name, sizeof pio->name, "%s", io->name);
-            NC_TRY(use_buf(p, cap, name, io, fn, &pio->buf, err));
+            NC_TRY(use_buf(p, cap, name, io, f->name, &pio->buf, err));
         }
     }
     p->n_requests++;
     return NC_OK;
 }
 
-static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *err) {
+static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_steps,
+                       nc_error *err) {
     int L = m->cfg.num_hidden_layers, head = -1;
+    char x[ANE_NAME_MAX];
+    snprintf(x, sizeof x, "x@s%d", p->seq); /* the host writes the embeddings here */
     for (int l = 0; l < L; l++) {
         int prog = -1;
         for (int i = 0; i < m->n_programs; i++)
@@ -160,9 +158,25 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *
         if (prog < 0)
             return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the manifest has no program for layer %d",
                            l);
-        for (int k = 0; k < LOWER_N_KERNELS; k++)
-            NC_TRY(add_kernel(p, cap, m, prog, l, lower_kernel_name((lower_kernel)k), p->seq, err));
+        layer_flow f = {0};
+        snprintf(f.x, sizeof f.x, "%s", x);
+        snprintf(f.kc, sizeof f.kc, "k_cache.%d.%c", l, p->parity ? 'b' : 'a');
+        snprintf(f.vc, sizeof f.vc, "v_cache.%d.%c", l, p->parity ? 'b' : 'a');
+        const lower_program_info *pi = &m->programs[prog];
+        int n = 0;
+        for (int k = 0; k < pi->n_fns; k++) {
+            if (pi->fns[k].seq != p->seq) continue;
+            if (p->n_steps + 2 >= cap_steps)
+                return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
+            NC_TRY(add_kernel(p, cap, prog, l, &pi->fns[k], &f, err));
+            n++;
+        }
+        if (!n)
+            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function for bucket %d",
+                           pi->path, p->seq);
+        snprintf(x, sizeof x, "%s", f.x);
     }
+    p->x_final = ane_plan_find_buf(p, x);
     if (!m->lm_head_on_ane) return NC_OK;
     for (int i = 0; i < m->n_programs; i++)
         if (m->programs[i].layer < 0) head = i;
@@ -173,9 +187,7 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *
     snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
     const lower_fn_info *f = lower_manifest_fn(&m->programs[head], fn);
     const lower_io *hx = f ? lower_fn_io(f, "x", 0) : NULL;
-    char xname[ANE_NAME_MAX];
-    snprintf(xname, sizeof xname, "x@s%d", p->seq);
-    int xb = ane_plan_find_buf(p, xname);
+    int xb = ane_plan_find_buf(p, x); /* the last layer's output */
     if (!hx || xb < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no input 'x'", fn);
     ane_plan_step *s = &p->steps[p->n_steps++];
     s->kind = ANE_STEP_HEAD_COLUMN;
@@ -187,7 +199,7 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, nc_error *
     s->in[0].buf = xb;
     snprintf(s->out[0].name, sizeof s->out[0].name, "x");
     NC_TRY(use_buf(p, cap, "head_x", hx, fn, &s->out[0].buf, err));
-    return add_kernel(p, cap, m, head, -1, "head", LOWER_HEAD_SEQ, err);
+    return add_kernel(p, cap, head, -1, f, NULL, err);
 }
 
 nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
@@ -202,7 +214,7 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan 
     out->seq = seq;
     out->parity = parity & 1;
     int L = m->cfg.num_hidden_layers;
-    int cap_steps = LOWER_N_KERNELS * L + 2;
+    int cap_steps = 4 * L + 4;
     int cap_bufs = 16 + 4 * L + LOWER_MAX_IO;
     out->steps = calloc((size_t)cap_steps, sizeof *out->steps);
     out->bufs = calloc((size_t)cap_bufs, sizeof *out->bufs);
@@ -210,7 +222,7 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan 
         ane_plan_free(out);
         return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
-    nc_status st = build(m, out, cap_bufs, err);
+    nc_status st = build(m, out, cap_bufs, cap_steps, err);
     if (st) ane_plan_free(out);
     return st;
 }

@@ -1,13 +1,16 @@
 /* The request plan of one token (or one chunk of a prompt) through a
  * lowered Qwen3 bundle (docs/lowering.md): which program and function runs
  * in which order, and which named buffer (one IOSurface) each of its I/O
- * is bound to. Per layer: qkv -> kv -> attn -> mlp; then, with the LM head
- * on the ANE, a host step that moves the last token's column of x into
- * column 0 of the head's input, and the head.
+ * is bound to. Per layer: the functions its program holds for the bucket,
+ * in manifest order (qkv -> kv -> attn -> mlp, or the fused variants of
+ * `nectar compile --kernels-per-layer`); then, with the LM head on the ANE,
+ * a host step that moves the last token's column of the last layer's x
+ * into column 0 of the head's input, and the head.
  *
  * Aliasing, so that no request reads and writes one surface and the host
  * copies nothing between kernels:
- *   x@S -> attn -> x2@S -> mlp -> x@S      (two activation buffers)
+ *   x@S -> attn -> x2@S -> mlp -> x@S      (two activation buffers; an
+ *                                           x_out always writes the other)
  *   k_cache.L.a -> kv -> k_cache.L.b       (KV ping-pong, per layer;
  *   attn reads the new one)                 the parity flips every token)
  * With parity 1 the roles of .a and .b swap. A failed token leaves the
@@ -49,6 +52,7 @@ typedef struct ane_plan_step {
 
 typedef struct ane_plan {
     int seq, parity;
+    int x_final; /* the buffer holding the last layer's activation (x@S or x2@S) */
     int n_bufs, n_steps, n_requests;
     ane_plan_buf *bufs;
     ane_plan_step *steps;

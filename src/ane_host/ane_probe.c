@@ -14,6 +14,7 @@
 #include "ane_host/ane_plan.h"
 #include "ane_host/ane_stage.h"
 #include "ane_host/ane_wait.h"
+#include "base/half.h"
 #include "base/timer.h"
 #include "lower/manifest.h"
 #include "mil/builder.h"
@@ -220,6 +221,27 @@ static void b_matvec(pctx *c) {
     c->wbytes = 2.0 * (double)K * (double)K;
 }
 
+/* A 1x1 conv whose weights are 4-bit indices into a 16-entry fp16 table
+ * (constexpr_lut_to_dense, iOS18 form: lut [1, 1, 1, 1, 16, 1]); Apple's
+ * route to smaller weights on the ANE (palettization). */
+static void b_palettized(pctx *c) {
+    enum { C = 64 };
+    fn(c, "main");
+    mil_var *x = in4(c, "x", C, 1, 32);
+    uint8_t idx[C * C];
+    uint16_t lut[16];
+    for (int i = 0; i < C * C; i++)
+        idx[i] = (uint8_t)((unsigned)(rnd(&c->seed) * 8.0f + 8.0f) & 15u);
+    for (int k = 0; k < 16; k++)
+        lut[k] = nc_f32_to_fp16(((float)k - 7.5f) / 64.0f);
+    int64_t idims[4] = {C, C, 1, 1}, ldims[6] = {1, 1, 1, 1, 16, 1};
+    mil_var *iv = mil_build_const_tensor(c->b, "w_idx", MIL_DT_UINT4, 4, idims, idx);
+    mil_var *lv = mil_build_const_tensor(c->b, "w_lut", MIL_DT_FP16, 6, ldims, lut);
+    mil_build_arg args[2] = {{"indices", iv, NULL, NULL, 0}, {"lut", lv, NULL, NULL, 0}};
+    mil_var *w = iv && lv ? mil_build_op(c->b, "constexpr_lut_to_dense", "w", args, 2) : NULL;
+    done1(c, x && w ? mil_build_conv(c->b, "y", x, w, NULL, 1) : NULL);
+}
+
 #define MIXED                                                                                      \
     { 0, 0 }
 #define UNIFORM                                                                                    \
@@ -256,6 +278,8 @@ static const probe_case cases[] = {
      MIXED},
     {"chain4_events", "the same chained on a shared event", b_chain4, PM_EVENTS, MIXED},
     {"fused4", "the four stages fused into one kernel", b_fused, PM_SYNC, MIXED},
+    {"palettized", "1x1 conv with 4-bit palettized weights (constexpr_lut_to_dense)", b_palettized,
+     PM_SYNC, MIXED},
     {"gemm_tops", "1x1-conv GEMM: tera-ops per second", b_gemm, PM_SYNC, MIXED},
     {"matvec_bandwidth", "large-weight matvec: weight bytes per second", b_matvec, PM_SYNC, MIXED},
 };

@@ -226,8 +226,7 @@ nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_run
     if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
         all[i] = &r->plans[i].plan;
-    if (!st)
-        st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
+    if (!st) st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
     free(all);
     for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
         st = prepare_plan(r, &r->plans[i], err);
@@ -275,6 +274,10 @@ nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float
 
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
                           nc_error *err) {
+    /* "x" read back is the last layer's activation: x2@S when an odd number
+     * of kernels write it (one kernel per layer, odd layer count) */
+    const ane_plan *p = ane_runner_plan(r, seq);
+    if (p && !strcmp(name, "x") && p->x_final >= 0) name = p->bufs[p->x_final].name;
     return transfer(r, seq, name, data, count, 0, err);
 }
 

@@ -39,7 +39,8 @@ const ane_plan *ane_runner_plan(const ane_runner *r, int seq);
 
 /* Buffer `name` of bucket seq ("x", "rope_cos", "attn_mask", "kv_write",
  * "logits_0", ...: "name@s<seq>" is tried first, then the bare name),
- * written from / read into count dense fp32 values. */
+ * written from / read into count dense fp32 values. Reading "x" gives the
+ * last layer's activation (ane_plan.x_final), wherever the kernels left it. */
 nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
                            size_t count, nc_error *err);
 nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,

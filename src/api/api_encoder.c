@@ -1,14 +1,14 @@
 /* Encoder calls of the public API (embeddings, fill-mask, classification):
  * one text at a time, with the tokenizer's special tokens, through the CPU
- * engine or a bundle's runner. */
+ * engine or a bundle's, through the engine seam. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_model.h"
 
-nc_status api_encoder_forward(nc_model *m, const modernbert_io *io, nc_error *err) {
-    return m->enc_run ? mb_run_forward(m->enc_run, io, err) : modernbert_forward(m->enc, io, err);
+static nc_status forward(nc_model *m, const modernbert_io *io, nc_error *err) {
+    return engine_encode(m->enc, io, err);
 }
 
 /* The ids of text with special tokens, checked against the model. */
@@ -19,7 +19,7 @@ static nc_status encode(nc_model *m, const char *text, const char *what, int32_t
         return nc_fail(err, NC_ERR_INVALID, "%s: the model is not an encoder", what);
     size_t len;
     NC_TRY(tok_encode_special(m->tokenizer.tok, text, strlen(text), ids, &len, err));
-    const modernbert_config *c = modernbert_model_config(m->enc);
+    const modernbert_config *c = m->enc->encoder;
     nc_status st = NC_OK;
     if (len == 0)
         st = nc_fail(err, NC_ERR_INVALID, "%s: the text gives no tokens", what);
@@ -39,13 +39,13 @@ NC_API nc_status nc_embed(nc_model *m, const char *text, float *out, size_t n_ou
     int32_t *ids;
     int n;
     NC_TRY(encode(m, text, "nc_embed", &ids, &n, err));
-    size_t d = (size_t)modernbert_model_config(m->enc)->hidden_size;
+    size_t d = (size_t)m->enc->encoder->hidden_size;
     nc_status st = NC_OK;
     if (!out || n_out != d)
         st = nc_fail(err, NC_ERR_INVALID, "nc_embed: the output holds %zu floats, not %zu", n_out,
                      d);
     modernbert_io io = {.ids = ids, .batch = 1, .seq = n, .pooled = out, .pooling = -1};
-    if (st == NC_OK) st = api_encoder_forward(m, &io, err);
+    if (st == NC_OK) st = forward(m, &io, err);
     free(ids);
     return st;
 }
@@ -82,7 +82,7 @@ NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids
     int32_t *tok;
     int n;
     NC_TRY(encode(m, text, "nc_fill_mask", &tok, &n, err));
-    const modernbert_config *c = modernbert_model_config(m->enc);
+    const modernbert_config *c = m->enc->encoder;
     int V = c->vocab_size;
     int32_t mask_id = tok_find(m->tokenizer.tok, "[MASK]");
     if (mask_id < 0) mask_id = tok_find(m->tokenizer.tok, "<mask>");
@@ -113,7 +113,7 @@ NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids
                         .mlm_rows = rows,
                         .n_mlm_rows = n_rows,
                         .pooling = -1};
-    if (st == NC_OK) st = api_encoder_forward(m, &io, err);
+    if (st == NC_OK) st = forward(m, &io, err);
     for (int i = 0; st == NC_OK && i < n_out; i++) {
         softmax(logits + (size_t)i * V, V, p);
         top_k(p, V, k, ids + (size_t)i * k, probs + (size_t)i * k);
@@ -142,7 +142,7 @@ NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t
         st = nc_fail(err, NC_ERR_INVALID, "nc_classify: the output holds %zu floats, not %d",
                      n_probs, L);
     modernbert_io io = {.ids = ids, .batch = 1, .seq = n, .cls_logits = logits, .pooling = -1};
-    if (st == NC_OK) st = api_encoder_forward(m, &io, err);
+    if (st == NC_OK) st = forward(m, &io, err);
     if (st == NC_OK) softmax(logits, L, probs);
     free(logits);
     free(ids);

@@ -1,48 +1,32 @@
 /* Opening a model for the public API: a folder or a bundle, a decoder or an
- * encoder, on the cpu or mil backend; and what a caller may ask of it. */
+ * encoder, on one of the engine seam's backends (src/engine); and what a
+ * caller may ask of it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_model.h"
 #include "api/api_options.h"
-#include "base/mmap.h"
-#include "lower/manifest.h"
-#include "lower/modernbert_compile.h"
-#include "lower/modernbert_manifest.h"
 
 #define DEFAULT_CTX 4096
 
-static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", NULL};
+static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", NULL};
 
-static nc_status open_decoder(nc_model *m, const char *path, int is_mil, const char *kv,
-                              nc_error *err) {
-    m->kind = NC_MODEL_DECODER;
-    if (is_mil) {
-        /* each sequence opens the bundle's programs with its own KV cache;
-         * the manifest is read here so a bad bundle fails at open */
-        lower_manifest man;
-        NC_TRY(lower_manifest_read(path, &man, err));
-        m->ctx = man.ctx;
-        m->n_vocab = man.cfg.vocab_size;
-        m->n_embd = man.cfg.hidden_size;
-        lower_manifest_free(&man);
-        m->bundle = strdup(path);
-        return m->bundle ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
-    }
-    qwen3_load_options lo = {m->n_threads};
-    NC_TRY(qwen3_load(path, &lo, &m->qwen3, err));
-    if (kv) qwen3_model_set_kv_f16(m->qwen3, !strcmp(kv, "f16"));
+/* The key=value options as the engine's options. */
+static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
+    memset(o, 0, sizeof *o);
+    NC_TRY(api_opt_check(options, OPEN_KEYS, "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "threads", 0, 4096, &o->n_threads, "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "ctx", 1, 1 << 24, &o->ctx, "nc_model_open", err));
+    const char *kv = api_opt_get(options, "kv");
+    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
+        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
+    o->kv = !kv ? ENGINE_KV_DEFAULT : !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    const char *dev = api_opt_get(options, "ane_device");
+    if (dev && strcmp(dev, "real") && strcmp(dev, "fake"))
+        return nc_fail(err, NC_ERR_INVALID,
+                       "nc_model_open: option ane_device=%s is not real or fake", dev);
+    o->ane_device = dev && !strcmp(dev, "fake") ? ENGINE_ANE_FAKE : ENGINE_ANE_REAL;
     return NC_OK;
-}
-
-static nc_status open_encoder(nc_model *m, const char *path, int is_mil, nc_error *err) {
-    m->kind = NC_MODEL_ENCODER;
-    if (is_mil) {
-        NC_TRY(mb_run_open(path, m->n_threads, &m->enc_run, err));
-        m->enc = mb_run_host(m->enc_run);
-        return NC_OK;
-    }
-    return modernbert_load(path, m->n_threads, &m->enc, err);
 }
 
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
@@ -50,37 +34,33 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     if (!path || !out) return nc_fail(err, NC_ERR_INVALID, "nc_model_open: NULL argument");
     *out = NULL;
     if (!backend) backend = "cpu";
-    if (!strcmp(backend, "ane"))
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "nc_model_open: backend 'ane' is not available in this version (run the "
-                       "bundle with backend 'mil')");
-    if (strcmp(backend, "cpu") && strcmp(backend, "mil"))
+    if (strcmp(backend, "cpu") && strcmp(backend, "mil") && strcmp(backend, "ane"))
         return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
                        backend);
-    int is_mil = !strcmp(backend, "mil");
-    int threads = 0, ctx = DEFAULT_CTX;
-    NC_TRY(api_opt_check(options, OPEN_KEYS, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "threads", 0, 4096, &threads, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "ctx", 1, 1 << 24, &ctx, "nc_model_open", err));
-    const char *kv = api_opt_get(options, "kv");
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
-    if (!nc_is_dir(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: not a folder", path);
-    if (is_mil && api_opt_get(options, "ctx"))
-        return nc_fail(err, NC_ERR_INVALID,
-                       "nc_model_open: option ctx: a bundle's context is fixed when it is "
-                       "compiled (%s)",
-                       path);
+    engine_options eo;
+    NC_TRY(engine_opts(options, &eo, err));
+    const char *kind;
+    NC_TRY(engine_kind_for(backend, path, &kind, err));
 
     nc_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
-    m->n_threads = threads;
-    m->ctx = ctx;
-    nc_status st = tok_load(path, &m->tokenizer.tok, err);
-    int is_encoder = is_mil ? mb_manifest_is_encoder(path) : lower_is_modernbert_dir(path);
-    if (st == NC_OK)
-        st = is_encoder ? open_encoder(m, path, is_mil, err)
-                        : open_decoder(m, path, is_mil, kv, err);
+    nc_status st;
+    if (!strncmp(kind, "modernbert", 10)) {
+        m->kind = NC_MODEL_ENCODER;
+        st = tok_load(path, &m->tokenizer.tok, err);
+        if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
+    } else {
+        m->kind = NC_MODEL_DECODER;
+        st = gen_model_open(backend, path, &eo, &m->gm, err);
+        if (st == NC_OK) {
+            m->tokenizer.tok = m->gm->tok;
+            /* a bundle's context is fixed; a folder's sequences get ctx
+             * (or DEFAULT_CTX) tokens, at most what the model allows */
+            int ctx_max = m->gm->e->ctx_max;
+            m->ctx = strcmp(backend, "cpu") ? 0 : eo.ctx > 0 ? eo.ctx : DEFAULT_CTX;
+            if (m->ctx > ctx_max) m->ctx = ctx_max;
+        }
+    }
     if (st != NC_OK) {
         nc_model_free(m);
         return st;
@@ -91,13 +71,11 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
 
 NC_API void nc_model_free(nc_model *m) {
     if (!m) return;
-    tok_free(m->tokenizer.tok);
-    qwen3_free(m->qwen3);
-    free(m->bundle);
-    if (m->enc_run)
-        mb_run_free(m->enc_run);
+    if (m->gm)
+        gen_model_close(m->gm);
     else
-        modernbert_free(m->enc);
+        tok_free(m->tokenizer.tok);
+    engine_close(m->enc);
     free(m);
 }
 
@@ -109,27 +87,27 @@ NC_API const nc_tokenizer *nc_model_tokenizer(const nc_model *m) {
     return m ? &m->tokenizer : NULL;
 }
 
+static const engine *eng(const nc_model *m) {
+    return !m ? NULL : m->gm ? m->gm->e : m->enc;
+}
+
 NC_API int nc_model_vocab_size(const nc_model *m) {
-    if (!m) return 0;
-    if (m->enc) return modernbert_model_config(m->enc)->vocab_size;
-    if (m->qwen3) return qwen3_model_config(m->qwen3)->vocab_size;
-    return m->n_vocab;
+    const engine *e = eng(m);
+    return !e ? 0 : e->encoder ? e->encoder->vocab_size : e->n_vocab;
 }
 
 NC_API int nc_model_embedding_size(const nc_model *m) {
-    if (!m) return 0;
-    if (m->enc) return modernbert_model_config(m->enc)->hidden_size;
-    if (m->qwen3) return qwen3_model_config(m->qwen3)->hidden_size;
-    return m->n_embd;
+    const engine *e = eng(m);
+    return e ? e->hidden : 0;
 }
 
 NC_API int nc_model_num_labels(const nc_model *m) {
-    if (!m || !m->enc) return 0;
-    const modernbert_config *c = modernbert_model_config(m->enc);
-    return c->head == MODERNBERT_HEAD_CLASSIFIER ? c->num_labels : 0;
+    const engine *e = eng(m);
+    if (!e || !e->encoder) return 0;
+    return e->encoder->head == MODERNBERT_HEAD_CLASSIFIER ? e->encoder->num_labels : 0;
 }
 
 NC_API const char *nc_model_label(const nc_model *m, int i) {
     if (i < 0 || i >= nc_model_num_labels(m)) return NULL;
-    return modernbert_model_config(m->enc)->id2label[i];
+    return m->enc->encoder->id2label[i];
 }

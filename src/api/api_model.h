@@ -1,13 +1,12 @@
-/* Inside the public API: what an nc_model and an nc_tokenizer hold. A model
- * is a decoder (Qwen3 weights, or an ANE bundle run by the MIL interpreter)
- * or an encoder (ModernBERT family, on the CPU or from a bundle); the
- * calls of include/nectar.h dispatch on which. */
+/* Inside the public API: what an nc_model and an nc_tokenizer hold. A
+ * decoder is a gen_model (the engine seam's backend, its tokenizer, its
+ * end-of-sequence set); an encoder is an engine and a tokenizer. The calls
+ * of include/nectar.h dispatch on which. */
 #ifndef NC_API_MODEL_H
 #define NC_API_MODEL_H
 
-#include "lower/modernbert_run.h"
-#include "models/modernbert.h"
-#include "models/qwen3.h"
+#include "engine/engine.h"
+#include "gen/model.h"
 #include "nectar.h"
 #include "text/tokenizer.h"
 
@@ -17,19 +16,10 @@ struct nc_tokenizer {
 
 struct nc_model {
     nc_model_kind kind;
-    nc_tokenizer tokenizer;
-    int n_threads;
-    /* decoder */
-    qwen3_model *qwen3;  /* "cpu" */
-    char *bundle;        /* "mil": the bundle folder (each sequence opens its programs) */
-    int ctx;             /* default context of new sequences */
-    int n_vocab, n_embd; /* "mil": from the manifest */
-    /* encoder */
-    modernbert_model *enc; /* the CPU engine, or the bundle's host engine */
-    mb_run *enc_run;       /* "mil": the bundle runner */
+    nc_tokenizer tokenizer; /* the decoder's is gm->tok, borrowed */
+    gen_model *gm;          /* decoder */
+    int ctx;                /* decoder: the context of new sequences (0: the engine's) */
+    engine *enc;            /* encoder */
 };
-
-/* The encoder's forward pass on whichever engine the model has. */
-nc_status api_encoder_forward(nc_model *m, const modernbert_io *io, nc_error *err);
 
 #endif

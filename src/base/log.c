@@ -1,4 +1,5 @@
-/* stderr logging with a process-wide level (NECTAR_LOG=debug|info|warn|error|quiet). */
+/* stderr logging with a process-wide level (info unless set; the command
+ * line sets it from NECTAR_LOG=debug|info|warn|error|quiet). */
 #include "base/log.h"
 
 #include <stdarg.h>
@@ -6,28 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int level_set;
 static nc_log_level current = NC_LOG_INFO;
-
-static nc_log_level level_from_env(void) {
-    const char *e = getenv("NECTAR_LOG");
-    if (!e) return NC_LOG_INFO;
-    static const char *names[] = {"debug", "info", "warn", "error", "quiet"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(e, names[i]) == 0) return (nc_log_level)i;
-    return NC_LOG_INFO;
-}
 
 void nc_log_set_level(nc_log_level level) {
     current = level;
-    level_set = 1;
 }
 
 nc_log_level nc_log_get_level(void) {
-    if (!level_set) {
-        current = level_from_env();
-        level_set = 1;
-    }
     return current;
 }
 

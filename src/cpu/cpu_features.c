@@ -62,11 +62,6 @@ static int has_amx;
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static int simd_disabled(void) {
-    const char *v = getenv("NECTAR_NO_SIMD");
-    return v && *v && strcmp(v, "0");
-}
-
 #if defined(__x86_64__)
 static int has_avx2(void) {
     return features.avx2 && features.fma && features.f16c;
@@ -94,25 +89,20 @@ static const cpu_gemm_kernels *bf16_gemm(void) {
 static void choose(void) {
     detect(&features);
     chosen = &cpu_kernels_scalar;
-    if (simd_disabled()) return;
 #if defined(__x86_64__)
-    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    /* Every table is filled in here, whatever cpu_select_table later caps
+     * the choice to: tests walk every table the CPU can run. */
     avx512_table = cpu_kernels_avx512;
     avx512_table.gemm_bf16 = bf16_gemm();
-    if (has_avx512()) chosen = &avx512_table;
     if (has_avx512() && cpu_amx_available()) {
         amx_table = avx512_table;
         amx_table.name = "amx";
         amx_table.amx = 1;
         has_amx = 1;
-        chosen = &amx_table;
     }
-    /* NECTAR_SIMD=avx512 / avx2 / scalar caps the choice (to test or
-     * compare a narrower ISA); NECTAR_NO_AMX=1 is the same as avx512. */
-    const char *cap = getenv("NECTAR_SIMD");
-    if (cap && !strcmp(cap, "avx512") && has_avx512()) chosen = &avx512_table;
-    if (cap && !strcmp(cap, "avx2") && has_avx2()) chosen = &cpu_kernels_avx2;
-    if (cap && !strcmp(cap, "scalar")) chosen = &cpu_kernels_scalar;
+    if (has_avx2()) chosen = &cpu_kernels_avx2;
+    if (has_avx512()) chosen = &avx512_table;
+    if (has_amx) chosen = &amx_table;
 #elif defined(__aarch64__)
     chosen = &cpu_kernels_neon;
 #endif
@@ -126,6 +116,29 @@ const cpu_features *cpu_features_get(void) {
 const cpu_kernels *cpu_kernels_get(void) {
     pthread_once(&once, choose);
     return chosen;
+}
+
+/* A table's place in the cap order; -1 for a name that is none. */
+static int rank(const char *name) {
+    static const struct {
+        const char *name;
+        int rank;
+    } order[] = {{"scalar", 0}, {"avx2", 1}, {"neon", 1}, {"avx512", 2}, {"amx", 3}};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (!strcmp(name, order[i].name)) return order[i].rank;
+    return -1;
+}
+
+nc_status cpu_select_table(const char *cap, nc_error *err) {
+    pthread_once(&once, choose);
+    const cpu_kernels *tabs[8];
+    int n = cpu_kernels_available(tabs, 8), limit = cap && *cap ? rank(cap) : 3;
+    if (limit < 0)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "kernel table '%s' is unknown (scalar, avx2, neon, avx512, amx)", cap);
+    for (int i = 0; i < n; i++) /* scalar first, best last */
+        if (rank(tabs[i]->name) <= limit) chosen = tabs[i];
+    return NC_OK;
 }
 
 int cpu_kernels_available(const cpu_kernels **out, int cap) {

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/error.h"
+
 /* Storage type of a weight matrix, read straight from the mmap. The float
  * types are CPU_W_FLOAT_N first; Q8/Q4 are block-quantized rows (cpu_quant.h:
  * 32 weights per block, an fp16 scale each; a row is ceil(cols/32) blocks). */
@@ -95,10 +97,17 @@ typedef struct cpu_features {
 
 const cpu_features *cpu_features_get(void);
 
-/* The best table for this CPU, picked on the first call; the environment
- * variable NECTAR_NO_SIMD=1 forces the scalar reference, NECTAR_SIMD=avx2
- * (or scalar) caps the choice. Thread-safe. */
+/* The table the engines use: the best for this CPU, or the one
+ * cpu_select_table chose. Thread-safe. */
 const cpu_kernels *cpu_kernels_get(void);
+
+/* Caps the choice: the best table this CPU runs at or below `cap` in the
+ * order scalar < avx2 (neon) < avx512 < amx, e.g. "scalar" for the
+ * reference, "avx512" for AVX-512 without AMX tiles; NULL or "" for the
+ * best. Call it at start, before a model is loaded (the command line does,
+ * from NECTAR_NO_SIMD, NECTAR_SIMD and NECTAR_NO_AMX). An unknown name is
+ * NC_ERR_INVALID naming the known ones, and changes nothing. */
+nc_status cpu_select_table(const char *cap, nc_error *err);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);

@@ -35,8 +35,6 @@ static int amx_ok;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_detect(void) {
-    const char *off = getenv("NECTAR_NO_AMX");
-    if (off && *off && strcmp(off, "0")) return;
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return; /* OSXSAVE */
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;

@@ -399,6 +399,10 @@ CPU_DEF_QMATMUL_LOOPS(q4_avx512, 8, 4, 4)
 #define QP_KC 4096
 #define QP_XU_STRIDE (QP_KC + 64)
 
+/* Blocks ahead that the packing prefetches (a hint: past the row's end it
+ * reads the next row's bytes or nothing). */
+#define QP_AHEAD 16
+
 static size_t qpanel_bytes_avx512(int rows, int nb) {
     return (size_t)((rows + QP_ROWS - 1) / QP_ROWS) * (size_t)nb * QP_BLOCK_BYTES;
 }
@@ -422,6 +426,10 @@ static size_t qpanel_bytes_avx512(int rows, int nb) {
                     const uint8_t *b0 = row0 + (size_t)a * ldw + (size_t)j * BLOCK_BYTES;          \
                     m[a] = _mm512_setzero_si512();                                                 \
                     if (a >= valid) continue;                                                      \
+                    /* 16 rows side by side defeat the hardware prefetcher and the                 \
+                     * rows come from DRAM (most of the packing time was waiting on                \
+                     * the scale loads): ask for each row's bytes QP_AHEAD ahead */                \
+                    _mm_prefetch((const char *)b0 + QP_AHEAD * BLOCK_BYTES, _MM_HINT_T0);          \
                     m[a] = CODES(b0, two);                                                         \
                     memcpy(&d[0][a], b0, 2);                                                       \
                     if (two) memcpy(&d[1][a], b0 + BLOCK_BYTES, 2);                                \

@@ -79,7 +79,10 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     NC_TRY(ane_runner_write(r, S, "rope_sin", h->sn, hd * S, err));
     NC_TRY(ane_runner_write(r, S, "attn_mask", h->mask, (size_t)S * ctx, err));
     NC_TRY(ane_runner_write(r, S, "kv_write", h->wr, ctx, err));
-    NC_TRY(ane_runner_run(r, S, logits && head_on_ane ? col : -1, ANE_RUN_ASYNC, err));
+    /* sync unless the chip's probe profile found an async mode faster
+     * (ane_device.preferred_mode, docs/ane-bridge.md) */
+    NC_TRY(ane_runner_run(r, S, logits && head_on_ane ? col : -1,
+                          (ane_run_mode)a->dev.preferred_mode, err));
     if (!logits) return NC_OK;
     if (!head_on_ane) {
         NC_TRY(ane_runner_read(r, S, "x", a->x_out, D * S, err));

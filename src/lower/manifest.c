@@ -79,6 +79,7 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(plan, "buckets", seqs);
     json_object_set_new(plan, "decode_bucket", json_integer(m->seqs[0]));
     json_object_set_new(plan, "lm_head", json_string(m->lm_head_on_ane ? "ane" : "cpu"));
+    json_object_set_new(plan, "kernels_per_layer", json_integer(m->kernels_per_layer));
     json_object_set_new(plan, "kernels_per_token", json_integer(m->kernels_per_token));
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -157,6 +158,13 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     if (!st && !plan) st = err->code;
     if (!st) st = int_field(plan, "ctx", &m->ctx, what, err);
     if (!st) st = int_field(plan, "kernels_per_token", &m->kernels_per_token, what, err);
+    /* bundles from before the variants hold 4 kernels per layer */
+    m->kernels_per_layer = 4;
+    if (!st && json_object_get(plan, "kernels_per_layer"))
+        st = int_field(plan, "kernels_per_layer", &m->kernels_per_layer, what, err);
+    if (!st && (m->kernels_per_layer < 1 || m->kernels_per_layer > 4))
+        st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.kernels_per_layer %d is not 1..4", path,
+                     m->kernels_per_layer);
     char head[8] = "";
     if (!st) st = lower_json_str_into(plan, "lm_head", head, sizeof head, what, err);
     m->lm_head_on_ane = !strcmp(head, "ane");

@@ -152,6 +152,10 @@ static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
                        ctx, max_pos);
     NC_TRY(lower_qwen3_check_ctx(ctx, err));
     lower_plan *p = &c->plan;
+    p->kernels_per_layer = o->kernels_per_layer ? o->kernels_per_layer : 4;
+    if (!lower_kernels_per_layer_valid(p->kernels_per_layer))
+        return nc_fail(err, NC_ERR_INVALID, "--kernels-per-layer %d: give 4, 3, 2 or 1",
+                       o->kernels_per_layer);
     p->cfg = &c->cfg;
     p->ctx = ctx;
     p->seqs[p->n_seqs++] = 32; /* decode: one token padded to 32 columns */
@@ -240,7 +244,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
     if (!st) {
         m->fp16 = c->stats;
-        m->kernels_per_token = LOWER_N_KERNELS * L + (m->lm_head_on_ane ? 1 : 0);
+        m->kernels_per_layer = c->plan.kernels_per_layer;
+        m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
         char mp[4200];
         snprintf(mp, sizeof mp, "%s/manifest.json", c->tmp);
         st = lower_manifest_write(m, mp, err);

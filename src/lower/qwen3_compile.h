@@ -8,17 +8,18 @@
 
 #include <stddef.h>
 
-#include "lower/weights_fp16.h"
 #include "lower/qwen3_lower.h"
+#include "lower/weights_fp16.h"
 
 typedef struct lower_compile_options {
     const char *model_dir, *out_dir;
-    int ctx;                     /* <= 0: min(max_position_embeddings, 512) */
-    int n_seqs;                  /* 0: 32, 64, 128 (those <= ctx) */
+    int ctx;    /* <= 0: min(max_position_embeddings, 512) */
+    int n_seqs; /* 0: 32, 64, 128 (those <= ctx) */
     int seqs[LOWER_MAX_BUCKETS];
     int lm_head_on_cpu;
-    int n_threads;               /* <= 0: all cores */
-    int progress;                /* 1: progress bar on stderr; -1: when stderr is a tty */
+    int kernels_per_layer; /* 0: 4 (lower_plan.kernels_per_layer) */
+    int n_threads;         /* <= 0: all cores */
+    int progress;          /* 1: progress bar on stderr; -1: when stderr is a tty */
 } lower_compile_options;
 
 typedef struct lower_compile_report {

@@ -52,21 +52,67 @@ static mil_var *reshape4(mil_builder *b, const char *name, mil_var *x, int32_t d
     return x ? mil_build_reshape(b, name, x, 4, s) : NULL;
 }
 
+/* The values one layer's stages pass to each other inside one function.
+ * A stage takes what an earlier stage of the same function made, or
+ * declares it as a function input (named as in the 4-kernel layout), so one
+ * set of stages writes every kernels-per-layer variant. */
+typedef struct layer_vals {
+    mil_var *x;                   /* the layer's input activation */
+    mil_var *cs, *sn, *wr, *mask; /* host inputs */
+    mil_var *q, *kn, *vn;         /* qkv's outputs */
+    mil_var *kc, *vc;             /* the cache attn reads: kv's outputs, else inputs */
+    mil_var *x_attn;              /* attn's output (mlp's input) */
+    mil_var *x_out;               /* the function's activation output */
+} layer_vals;
+
+static void need(mil_builder *b, mil_var **v, const char *name, int64_t d1, int64_t d2,
+                 int64_t d3) {
+    if (!*v) *v = input4(b, name, 1, d1, d2, d3);
+}
+
+/* Every input of a kernel fusing `stages` (bits: 1 qkv, 2 kv, 4 attn,
+ * 8 mlp), declared first as the builder requires, in the 4-kernel order. */
+static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stages, layer_vals *v) {
+    const qwen3_config *c = p->cfg;
+    int64_t D = c->hidden_size, hd = c->head_dim;
+    int64_t kvd = (int64_t)c->num_key_value_heads * hd, qd = (int64_t)c->num_attention_heads * hd;
+    if (stages & 1) {
+        need(b, &v->x, "x", D, 1, S);
+        v->cs = input4(b, "rope_cos", 1, 1, hd, S);
+        v->sn = input4(b, "rope_sin", 1, 1, hd, S);
+    }
+    if (stages & 2) {
+        need(b, &v->kc, "k_cache", kvd, 1, p->ctx);
+        need(b, &v->vc, "v_cache", kvd, 1, p->ctx);
+        if (!(stages & 1)) {
+            need(b, &v->kn, "k_new", kvd, 1, S);
+            need(b, &v->vn, "v_new", kvd, 1, S);
+        }
+        v->wr = input4(b, "kv_write", 1, 1, 1, p->ctx);
+    }
+    if (stages & 4) {
+        need(b, &v->x, "x", D, 1, S);
+        if (!(stages & 1)) need(b, &v->q, "q", qd, 1, S);
+        need(b, &v->kc, "k_cache", kvd, 1, p->ctx);
+        need(b, &v->vc, "v_cache", kvd, 1, p->ctx);
+        v->mask = input4(b, "attn_mask", 1, 1, S, p->ctx);
+    }
+    if ((stages & 8) && !(stages & 4)) need(b, &v->x, "x", D, 1, S);
+}
+
 /* rmsnorm + q/k/v projections + per-head q/k RMSNorm + RoPE. */
-static void build_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
-                      lower_weight *rope) {
+static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                     lower_weight *rope, layer_vals *v) {
     const qwen3_config *c = p->cfg;
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
-    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
-    mil_var *cs = input4(b, "rope_cos", 1, 1, hd, S);
-    mil_var *sn = input4(b, "rope_sin", 1, 1, hd, S);
+    mil_var *x = v->x, *cs = v->cs, *sn = v->sn;
     mil_var *nw = lower_shared_weight(b, "attn_norm_weight", &w->attn_norm);
     mil_var *h =
         x && nw ? lower_rmsnorm(b, "attn_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
     mil_var *q = h ? conv(b, "q_proj", h, &w->q) : NULL;
     mil_var *k = q ? conv(b, "k_proj", h, &w->k) : NULL;
-    mil_var *v = k ? conv(b, "v_new", h, &w->v) : NULL;
-    mil_var *rot = v ? lower_shared_weight(b, "rope_rotate_half", rope) : NULL;
+    mil_var *vv = k ? conv(b, "v_new", h, &w->v) : NULL;
+    mil_var *rot = vv ? lower_shared_weight(b, "rope_rotate_half", rope) : NULL;
     mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
     mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
     /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
@@ -74,29 +120,24 @@ static void build_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
     mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
     mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
-    mil_var *qr = kn ? lower_rope(b, "q_rope", qn, rot, cs, sn) : NULL;
+    mil_var *qr = kn && cs && sn ? lower_rope(b, "q_rope", qn, rot, cs, sn) : NULL;
     mil_var *kr = qr ? lower_rope(b, "k_rope", kn, rot, cs, sn) : NULL;
-    mil_var *qo = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
-    mil_var *ko = qo ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
-    mil_var *outs[3] = {qo, ko, v};
-    if (ko) mil_build_done(b, outs, 3);
+    v->q = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
+    v->kn = v->q ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
+    v->vn = vv;
+    return v->kn != NULL;
 }
 
 /* The cache update: gather spreads the S new columns over the whole context
  * with constant indices j mod S; select keeps them where kv_write is 1.
  * The indices are uint16: the ANE compiler refuses int32 gather indices
  * ("Unsupported tensor data type: int32", docs/ane-rules.md), and a context
- * is at most 65,535 (lower_qwen3_check_ctx). */
-static void build_kv(mil_builder *b, const lower_plan *p, int S) {
-    const qwen3_config *c = p->cfg;
-    int64_t kvd = (int64_t)c->num_key_value_heads * c->head_dim;
-    mil_var *kc = input4(b, "k_cache", 1, kvd, 1, p->ctx);
-    mil_var *vc = input4(b, "v_cache", 1, kvd, 1, p->ctx);
-    mil_var *kn = input4(b, "k_new", 1, kvd, 1, S);
-    mil_var *vn = input4(b, "v_new", 1, kvd, 1, S);
-    mil_var *wr = input4(b, "kv_write", 1, 1, 1, p->ctx);
+ * is at most 65,535 (lower_qwen3_check_ctx). Sets v->kc/vc to the new cache. */
+static int stage_kv(mil_builder *b, const lower_plan *p, int S, layer_vals *v) {
+    (void)S;
+    mil_var *kc = v->kc, *vc = v->vc, *kn = v->kn, *vn = v->vn, *wr = v->wr;
     uint16_t *idx = malloc((size_t)p->ctx * sizeof *idx);
-    if (!idx) return;
+    if (!idx) return 0;
     for (int j = 0; j < p->ctx; j++)
         idx[j] = (uint16_t)(j % S);
     int64_t n = p->ctx;
@@ -107,27 +148,23 @@ static void build_kv(mil_builder *b, const lower_plan *p, int S) {
     mil_var *m = iv ? mil_build_binary(b, "greater", "write_mask", wr,
                                        mil_build_const_scalar(b, "half", MIL_DT_FP16, 0.5))
                     : NULL;
-    mil_var *ku = m ? mil_build_gather(b, "k_spread", kn, iv, 3) : NULL;
-    mil_var *vu = ku ? mil_build_gather(b, "v_spread", vn, iv, 3) : NULL;
-    mil_var *ko = vu ? mil_build_select(b, "k_cache_out", m, ku, kc) : NULL;
-    mil_var *vo = ko ? mil_build_select(b, "v_cache_out", m, vu, vc) : NULL;
-    mil_var *outs[2] = {ko, vo};
-    if (vo) mil_build_done(b, outs, 2);
+    mil_var *ku = m && kn ? mil_build_gather(b, "k_spread", kn, iv, 3) : NULL;
+    mil_var *vu = ku && vn ? mil_build_gather(b, "v_spread", vn, iv, 3) : NULL;
+    v->kc = vu && kc ? mil_build_select(b, "k_cache_out", m, ku, kc) : NULL;
+    v->vc = v->kc && vc ? mil_build_select(b, "v_cache_out", m, vu, vc) : NULL;
+    return v->vc != NULL;
 }
 
 /* Grouped-query attention written out, then o_proj and the residual. Query
  * heads sharing a KV head form one batch entry [KV, G, ...] so the cache is
  * read once per group and never copied. */
-static void build_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w) {
+static int stage_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                      layer_vals *v, const char *out_name) {
     const qwen3_config *c = p->cfg;
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
     int32_t G = H / KV, ctx = p->ctx;
-    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
-    mil_var *q = input4(b, "q", 1, (int64_t)H * hd, 1, S);
-    mil_var *kc = input4(b, "k_cache", 1, (int64_t)KV * hd, 1, ctx);
-    mil_var *vc = input4(b, "v_cache", 1, (int64_t)KV * hd, 1, ctx);
-    mil_var *mask = input4(b, "attn_mask", 1, 1, S, ctx);
-    mil_var *q4 = mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
+    mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
+    mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
     mil_var *qs =
         q4 ? mil_build_mul(b, "q_scaled", q4,
                            mil_build_const_scalar(b, "scale", MIL_DT_FP16, 1.0 / sqrt((double)hd)))
@@ -143,14 +180,17 @@ static void build_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_w
     mil_var *at = pr ? mil_build_matmul(b, "attn", v4, pr, 0, 1) : NULL;
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
-    mil_var *xo = o ? mil_build_add(b, "x_out", x, o) : NULL;
-    if (xo) mil_build_done(b, &xo, 1);
+    v->x_attn = o ? mil_build_add(b, out_name, x, o) : NULL;
+    return v->x_attn != NULL;
 }
 
-/* rmsnorm + SiLU-gated MLP + residual. */
-static void build_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w) {
+/* rmsnorm + SiLU-gated MLP + residual; its input is attn's output, or an
+ * input named x (the 4-kernel layout binds it to the x2 buffer). */
+static int stage_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                     layer_vals *v) {
     const qwen3_config *c = p->cfg;
-    mil_var *x = input4(b, "x", 1, c->hidden_size, 1, S);
+    (void)S;
+    mil_var *x = v->x_attn ? v->x_attn : v->x;
     mil_var *nw = x ? lower_shared_weight(b, "mlp_norm_weight", &w->mlp_norm) : NULL;
     mil_var *h =
         nw ? lower_rmsnorm(b, "mlp_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
@@ -159,8 +199,69 @@ static void build_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     mil_var *a = u ? mil_build_unary(b, "silu", "gate_act", g) : NULL;
     mil_var *gu = a ? mil_build_mul(b, "gated", a, u) : NULL;
     mil_var *d = gu ? conv(b, "down_proj", gu, &w->down) : NULL;
-    mil_var *xo = d ? mil_build_add(b, "x_out", x, d) : NULL;
-    if (xo) mil_build_done(b, &xo, 1);
+    v->x_out = d ? mil_build_add(b, "x_out", x, d) : NULL;
+    return v->x_out != NULL;
+}
+
+/* The kernels of each kernels-per-layer variant, in execution order, and
+ * the stages each one fuses (bits: 1 qkv, 2 kv, 4 attn, 8 mlp). */
+typedef struct kernel_def {
+    const char *name;
+    int stages;
+} kernel_def;
+
+static const kernel_def variant4[] = {{"qkv", 1}, {"kv", 2}, {"attn", 4}, {"mlp", 8}};
+static const kernel_def variant3[] = {{"qkv", 1}, {"kvattn", 2 | 4}, {"mlp", 8}};
+static const kernel_def variant2[] = {{"qkva", 1 | 2 | 4}, {"mlp", 8}};
+static const kernel_def variant1[] = {{"layer", 1 | 2 | 4 | 8}};
+
+static const kernel_def *variant(int kpl, int *n) {
+    switch (kpl) {
+    case 1:
+        *n = 1;
+        return variant1;
+    case 2:
+        *n = 2;
+        return variant2;
+    case 3:
+        *n = 3;
+        return variant3;
+    default:
+        *n = 4;
+        return variant4;
+    }
+}
+
+int lower_kernels_per_layer_valid(int kpl) {
+    return kpl >= 1 && kpl <= 4;
+}
+
+/* One kernel: its stages in order, then the outputs the stages leave for
+ * the next kernel or the host (named as in docs/lowering.md). */
+static void build_kernel(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                         lower_weight *rope, int stages) {
+    layer_vals v = {0};
+    declare_inputs(b, p, S, stages, &v);
+    int ok = 1;
+    if (ok && (stages & 1)) ok = stage_qkv(b, p, S, w, rope, &v);
+    if (ok && (stages & 2)) ok = stage_kv(b, p, S, &v);
+    if (ok && (stages & 4)) ok = stage_attn(b, p, S, w, &v, stages & 8 ? "x_attn" : "x_out");
+    if (ok && (stages & 8)) ok = stage_mlp(b, p, S, w, &v);
+    if (!ok) return;
+    mil_var *outs[3];
+    int n = 0;
+    if (stages == 1) {
+        outs[n++] = v.q;
+        outs[n++] = v.kn;
+        outs[n++] = v.vn;
+    } else {
+        if (stages & (4 | 8)) outs[n++] = stages & 8 ? v.x_out : v.x_attn;
+        if (stages & 2) {
+            outs[n++] = v.kc;
+            outs[n++] = v.vc;
+        }
+    }
+    mil_build_done(b, outs, n);
 }
 
 static nc_status finish(mil_builder *b, mil_program **out, nc_error *err) {
@@ -194,16 +295,15 @@ nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w,
     mil_builder *b;
     NC_TRY(lower_qwen3_check_ctx(p->ctx, err));
     NC_TRY(mil_builder_new(&b, dir, err));
+    int nk;
+    const kernel_def *ks = variant(p->kernels_per_layer, &nk);
     for (int s = 0; s < p->n_seqs; s++) {
         int S = p->seqs[s];
-        for (int k = 0; k < LOWER_N_KERNELS; k++) {
+        for (int k = 0; k < nk; k++) {
             char fn[64];
-            snprintf(fn, sizeof fn, "%s_s%d", kernel_names[k], S);
+            snprintf(fn, sizeof fn, "%s_s%d", ks[k].name, S);
             if (mil_build_function(b, fn, "ios18") != NC_OK) break;
-            if (k == LOWER_K_QKV) build_qkv(b, p, S, w, rope);
-            if (k == LOWER_K_KV) build_kv(b, p, S);
-            if (k == LOWER_K_ATTN) build_attn(b, p, S, w);
-            if (k == LOWER_K_MLP) build_mlp(b, p, S, w);
+            build_kernel(b, p, S, w, rope, ks[k].stages);
         }
     }
     return finish(b, out, err);

@@ -46,6 +46,9 @@ typedef struct lower_layer_weights {
 /* Fills every weight's rank and dims from the config (data left as is). */
 void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w);
 
+/* 1 for a kernels-per-layer count the lowering writes (1..4). */
+int lower_kernels_per_layer_valid(int kpl);
+
 /* Fails with one line when ctx does not fit the uint16 gather indices. */
 nc_status lower_qwen3_check_ctx(int ctx, nc_error *err);
 
@@ -54,6 +57,8 @@ typedef struct lower_plan {
     int ctx; /* KV cache length, a multiple of 32 */
     int n_seqs;
     int seqs[LOWER_MAX_BUCKETS]; /* sequence buckets, ascending, multiples of 32, <= ctx */
+    int kernels_per_layer;       /* 4: qkv, kv, attn, mlp (0 = 4); 3: qkv, kvattn, mlp;
+                                    2: qkva, mlp; 1: layer (lower_qwen3_layer_program) */
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is

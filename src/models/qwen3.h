@@ -47,7 +47,7 @@ size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m);
 int qwen3_model_threads(const qwen3_model *m);
 
 /* KV caches of states created from now on in fp16 (on) or fp32 (off, the
- * default unless the environment has NECTAR_KV=f16): fp16 halves the cache's
+ * default; the command line turns it on for NECTAR_KV=f16): fp16 halves the cache's
  * memory and the bytes attention reads, at about 1e-3 relative error in K
  * and V; fp32 is exact against the fp32 reference. Not while states of the
  * model exist. */

@@ -57,8 +57,8 @@ const qwen35_config *qwen35_model_config(const qwen35_model *m);
 const char *qwen35_model_dtype(const qwen35_model *m);
 size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m);
 int qwen35_model_threads(const qwen35_model *m);
-/* fp16 KV caches for states created from now on (NECTAR_KV=f16 sets it at
- * load); the linear-attention states stay fp32. */
+/* fp16 KV caches for states created from now on (fp32 until this is
+ * called); the linear-attention states stay fp32. */
 void qwen35_model_set_kv_f16(qwen35_model *m, int on);
 int qwen35_model_kv_f16(const qwen35_model *m);
 

@@ -280,8 +280,7 @@ nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_err
     }
     m->kern = cpu_kernels_get();
     m->delta_gemm = cpu_delta_gemm_for(m->kern);
-    const char *kv = getenv("NECTAR_KV");
-    m->kv_f16 = kv && !strcmp(kv, "f16");
+    m->kv_f16 = 0; /* fp32 unless the caller asks (qwen35_model_set_kv_f16) */
     nc_status st = qwen35_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);

@@ -170,8 +170,7 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
-    const char *kv = getenv("NECTAR_KV");
-    m->kv_f16 = kv && !strcmp(kv, "f16");
+    m->kv_f16 = 0; /* fp32 unless the caller asks (qwen3_model_set_kv_f16) */
     nc_status st = qwen3_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);

@@ -1,9 +1,11 @@
 /* The scheduler thread. Each loop: admit queued jobs into free slots, drop
- * cancelled ones, run one engine step over every busy slot (a prompt chunk
- * for a slot still reading its prompt, the last sampled token otherwise),
- * then sample, detokenize, split reasoning, match stop strings and publish
- * the new text to each job. Slot state is touched only by this thread; the
- * queue and the busy count are shared under s->mu. */
+ * cancelled ones, ask each busy slot's gen_seq (src/gen's per-sequence
+ * pipeline) for its item -- a prompt chunk, or its last sampled token --,
+ * run one engine step over all of them, and hand each item back; the
+ * pipeline samples, detokenizes, splits reasoning and matches stop strings,
+ * and its callbacks publish text and logprobs to the job. Slot state is
+ * touched only by this thread; the queue and the busy count are shared
+ * under s->mu. */
 #include "serve/serve_sched.h"
 
 #include <math.h>
@@ -13,7 +15,6 @@
 
 #include "base/log.h"
 #include "base/timer.h"
-#include "text/detok.h"
 #include "text/utf8.h"
 
 /* Prompt tokens one slot feeds per step, so a long prompt does not stall

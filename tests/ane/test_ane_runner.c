@@ -42,7 +42,7 @@ static char tmp_root[256];
 
 static char bundle_cpu_head[256];
 
-static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
+static int compile_kpl(char *out, size_t cap, const char *name, int lm_head_on_cpu, int kpl) {
     if (out[0]) return 1;
     if (!tmp_root[0]) {
         snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
@@ -53,6 +53,7 @@ static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_
     o.model_dir = FIXTURE;
     o.out_dir = out;
     o.lm_head_on_cpu = lm_head_on_cpu;
+    o.kernels_per_layer = kpl;
     o.ctx = CTX;
     o.n_seqs = 2;
     o.seqs[0] = 32;
@@ -66,6 +67,10 @@ static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_
         return 0;
     }
     return 1;
+}
+
+static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
+    return compile_kpl(out, cap, name, lm_head_on_cpu, 4);
 }
 
 static int compile_bundle(void) {
@@ -490,6 +495,55 @@ static void test_fake_device_runs_the_bundle_like_hf(void) {
     ane_fake_free(&dev);
 }
 
+/* One kernel per layer: the plan follows the manifest's functions, each
+ * layer's x_out goes to the other activation buffer (x@S, x2@S, x@S, ...),
+ * the head takes the last layer's, no request reads what it writes, and
+ * the bundle still gives HF's logits on the fake device, sync and async. */
+static char bundle_kpl1[256];
+static void test_plan_follows_one_kernel_per_layer(void) {
+    CHECK(compile_kpl(bundle_kpl1, sizeof bundle_kpl1, "kpl1", 0, 1));
+    nc_error err = {0};
+    lower_manifest m;
+    CHECK_OK(lower_manifest_read(bundle_kpl1, &m, &err), &err);
+    int L = m.cfg.num_hidden_layers;
+    CHECK(m.kernels_per_layer == 1 && m.kernels_per_token == L + 1);
+    ane_plan p;
+    CHECK_OK(ane_plan_qwen3(&m, S, 1, &p, &err), &err);
+    CHECK(p.n_requests == L + 1 && p.n_steps == L + 2);
+    int *entries = calloc((size_t)p.n_bufs + 1, sizeof *entries);
+    CHECK(entries);
+    CHECK_OK(ane_plan_entries(&p, entries, &err), &err);
+    free(entries);
+    char name[64];
+    for (int l = 0; l < L; l++) {
+        const ane_plan_step *s = &p.steps[l];
+        CHECK(s->layer == l && !strcmp(s->fn, "layer_s32"));
+        const ane_plan_io *xo = NULL;
+        for (int j = 0; j < s->n_out; j++)
+            if (!strcmp(s->out[j].name, "x_out")) xo = &s->out[j];
+        snprintf(name, sizeof name, l % 2 ? "x@s%d" : "x2@s%d", S);
+        CHECK(xo && !strcmp(p.bufs[xo->buf].name, name));
+        for (int j = 0; j < s->n_out; j++)
+            if (!strcmp(s->out[j].name, "k_cache_out")) {
+                snprintf(name, sizeof name, "k_cache.%d.a", l); /* parity 1 writes .a */
+                CHECK(!strcmp(p.bufs[s->out[j].buf].name, name));
+            }
+    }
+    snprintf(name, sizeof name, L % 2 ? "x2@s%d" : "x@s%d", S);
+    CHECK(p.steps[L].kind == ANE_STEP_HEAD_COLUMN &&
+          !strcmp(p.bufs[p.steps[L].in[0].buf].name, name));
+    ane_plan_free(&p);
+    lower_manifest_free(&m);
+    ane_device dev;
+    CHECK_OK(ane_fake_new(&dev, &err), &err);
+    char keep[256];
+    snprintf(keep, sizeof keep, "%s", bundle);
+    snprintf(bundle, sizeof bundle, "%s", bundle_kpl1);
+    runs_the_bundle_like_hf(&dev, 1);
+    snprintf(bundle, sizeof bundle, "%s", keep);
+    ane_fake_free(&dev);
+}
+
 /* Each surface policy, enforced by the fake device: the runner allocates
  * what the policy asks and the bundle still gives HF's logits, sync and
  * async; with one request in flight at most, too. */
@@ -840,6 +894,7 @@ int main(void) {
     RUN(test_plan_without_the_ane_head);
     RUN(test_fake_device_reorders_symbols_and_checks_requests);
     RUN(test_fake_device_runs_the_bundle_like_hf);
+    RUN(test_plan_follows_one_kernel_per_layer);
     RUN(test_each_surface_policy_runs_like_hf);
     RUN(test_fake_enforces_the_surface_policy);
     RUN(test_surface_sizes_follow_the_policy);

@@ -50,6 +50,17 @@ for cc in gcc clang; do
             echo "FAIL ane_syntax_$cc: $f"
         fi
     done
+    # the macOS branches of portable files (__APPLE__ defined): the per-user
+    # cache dir of ane_stage.c, the chip/OS names and real device of cmd_ane.c
+    for f in src/ane_host/ane_stage.c tools/nectar/cmd_ane.c; do
+        # shellcheck disable=SC2086
+        if ! "$cc" -fsyntax-only $flags -Itools/nectar -D__APPLE__ -include "$decls/darwin_unistd.h" \
+            "$f" >"$tmp/out" 2>&1; then
+            ok=0
+            cat "$tmp/out"
+            echo "FAIL ane_syntax_$cc: $f (__APPLE__)"
+        fi
+    done
     # the device test's macOS branch too
     # shellcheck disable=SC2086
     if ! "$cc" -fsyntax-only $flags -DNECTAR_ANE_SYNTAX_CHECK tests/ane/test_ane_runner.c >"$tmp/out" 2>&1; then

@@ -4,8 +4,10 @@
  * equals transformers' apply_chat_template; encoder embeddings, fill-mask
  * and classification equal HF's numbers (tools/make_modernbert_fixtures.py);
  * a compiled bundle opens on the mil backend and its embeddings stay within
- * the parity rule of HF's; greedy generation equals HF's greedy ids
- * (tools/make_qwen3_fixtures.py); and the errors a caller can make. */
+ * the parity rule of HF's; greedy generation streams HF's text
+ * (tools/make_gen_fixtures.py) and ids (tools/make_qwen3_fixtures.py) on
+ * the cpu, mil and fake-ANE backends; cancellation, stop strings; and the
+ * errors a caller can make. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -227,7 +229,9 @@ static void test_open_errors_name_the_fault(void) {
     CHECK(strstr(err.msg, "threads=two"));
     CHECK(nc_model_open("tests/fixtures/no-such-model", NULL, NULL, &m, &err) == NC_ERR_NOT_FOUND);
     CHECK(strstr(err.msg, "no-such-model"));
-    CHECK(nc_model_open(MB "mb_base", "ane", NULL, &m, &err) == NC_ERR_UNSUPPORTED);
+    /* encoders have no Neural Engine backend: the message names the model type */
+    CHECK(nc_model_open(MB "mb_base", "ane", NULL, &m, &err) != NC_OK &&
+          strstr(err.msg, "modernbert") && strstr(err.msg, "ane"));
     /* a NULL error record is allowed */
     CHECK(nc_model_open(MB "mb_base", "gpu", NULL, &m, NULL) == NC_ERR_INVALID);
     nc_tokenizer *t;
@@ -244,28 +248,189 @@ static void test_open_errors_name_the_fault(void) {
     nc_sampling_free(NULL);
 }
 
+/* nc_compile model into a bundle in a new temporary folder (*dir, to be
+ * removed with remove_dir); bundle receives its path. */
+static nc_status compile_tmp(const char *model, const char *const *opts, char dir[32],
+                             char bundle[64], nc_error *err) {
+    strcpy(dir, "/tmp/nc_api_XXXXXX");
+    if (!mkdtemp(dir)) return NC_ERR_IO;
+    snprintf(bundle, 64, "%s/b", dir);
+    return nc_compile(model, bundle, opts, err);
+}
+
+static int remove_dir(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
 /* nc_compile an encoder, then run the bundle through the fp16 interpreter:
  * the embedding stays within nectar's parity rule (cosine >= 0.999) of HF's. */
 static void test_compiled_encoder_bundle_runs_on_mil(void) {
-    char dir[] = "/tmp/nc_api_XXXXXX";
-    CHECK(mkdtemp(dir));
-    char bundle[64];
-    snprintf(bundle, sizeof bundle, "%s/b", dir);
+    char dir[32], bundle[64];
     nc_error err;
     const char *opts[] = {"seqs=32", "batches=1", NULL};
-    nc_status st = nc_compile(MB "mb_base", bundle, opts, &err);
+    nc_status st = compile_tmp(MB "mb_base", opts, dir, bundle, &err);
     nc_model *m = NULL;
     if (st == NC_OK) st = nc_model_open(bundle, "mil", NULL, &m, &err);
     double cos = st == NC_OK ? cosine_to_hf_hello(m) : -1;
     nc_model_free(m);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(remove_dir(dir) == 0);
     CHECK_OK(st, &err);
     CHECKF(cos >= 0.999, "cosine %.6f", cos);
     const char *bad[] = {"seqs=31", NULL};
     CHECK(nc_compile(MB "mb_base", "/tmp/nc_api_never", bad, &err) == NC_ERR_INVALID);
     CHECK(strstr(err.msg, "seqs=31") && access("/tmp/nc_api_never", F_OK) != 0);
+}
+
+#define E2E "tests/fixtures/gen/e2e/"
+#define TINY "tests/fixtures/qwen3/tiny_gqa2"
+
+/* What a generation streamed: the text, the tokens, where to cancel. */
+typedef struct stream {
+    char text[8192];
+    size_t len;
+    int32_t ids[256];
+    int n_ids, n_calls, final_calls, cancel_after;
+} stream;
+
+static int collect(void *user, int32_t token, const char *text, size_t len) {
+    stream *s = user;
+    s->n_calls++;
+    if (token < 0)
+        s->final_calls++;
+    else if (s->n_ids < 256)
+        s->ids[s->n_ids++] = token;
+    if (s->len + len < sizeof s->text) {
+        memcpy(s->text + s->len, text, len);
+        s->len += len;
+        s->text[s->len] = '\0';
+    }
+    return s->cancel_after && s->n_ids >= s->cancel_after;
+}
+
+/* The streamed text of a 24-token greedy continuation equals HF's
+ * (tools/make_gen_fixtures.py), on the backend given. */
+static void greedy_text_case(const char *dir, const char *backend, const char *const *opts) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(dir, backend, opts, &m, &err), &err);
+    CHECK(nc_model_get_kind(m) == NC_MODEL_DECODER);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    char *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
+    char *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    CHECK(prompt && want);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    nc_finish why = (nc_finish)-1;
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &s, &why, &err), &err);
+    CHECKF(!strcmp(s.text, want), "got '%s', HF '%s'", s.text, want);
+    CHECK(why == NC_FINISH_LENGTH || why == NC_FINISH_EOS);
+    CHECK(s.final_calls == 1 && s.n_calls == s.n_ids + 1 && s.n_ids <= 24);
+    free(prompt);
+    free(want);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+static void test_generate_streams_hf_greedy_text(void) {
+    greedy_text_case(TINY, "cpu", NULL);
+}
+
+/* Token ids of HF's greedy steps (reference.json, up to an end-of-sequence
+ * id) from the prompt's ids, on a second checkpoint. */
+static void test_generate_tokens_equal_hf_greedy_ids(void) {
+    const char *dir = "tests/fixtures/qwen3/tiny_gqa4_tied";
+    char path[256];
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    json_error_t je;
+    json_t *ref = json_load_file(path, 0, &je);
+    CHECK(ref);
+    json_t *p0 = json_array_get(json_object_get(ref, "prompts"), 0);
+    json_t *pid = json_object_get(p0, "ids"), *gid = json_object_get(p0, "greedy_ids");
+    int32_t prompt[64];
+    size_t n = json_array_size(pid);
+    CHECK(n > 0 && n <= 64);
+    for (size_t i = 0; i < n; i++)
+        prompt[i] = (int32_t)json_integer_value(json_array_get(pid, i));
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    const char *opts[] = {"ctx=128", "threads=2", NULL};
+    CHECK_OK(nc_model_open(dir, NULL, opts, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    CHECK(nc_sequence_context(seq) == 128);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    nc_finish why;
+    CHECK_OK(nc_generate_tokens(seq, prompt, n, 32, NULL, collect, &s, &why, &err), &err);
+    CHECK(s.n_ids > 0);
+    for (int i = 0; i < s.n_ids; i++)
+        CHECKF(s.ids[i] == json_integer_value(json_array_get(gid, (size_t)i)), "step %d", i);
+    CHECK(why == NC_FINISH_EOS ? s.n_ids < 32 : s.n_ids == 32);
+    json_decref(ref);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+/* A callback that returns non-zero ends the generation at once; a stop
+ * string ends it before the string, which is not emitted. */
+static void test_generate_cancel_and_stop(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, "cpu", NULL, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 64, &seq, &err), &err);
+    char *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
+    char *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    CHECK(prompt && want && strlen(want) > 20);
+    static stream s;
+    memset(&s, 0, sizeof s);
+    s.cancel_after = 3;
+    nc_finish why;
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &s, &why, &err), &err);
+    CHECK(why == NC_FINISH_CANCEL && s.n_ids == 3);
+    /* stop at the expected text's bytes 12..17 */
+    char stop[8];
+    memcpy(stop, want + 12, 6);
+    stop[6] = '\0';
+    nc_sampling *smp = nc_sampling_new();
+    CHECK(smp);
+    CHECK_OK(nc_sampling_add_stop(smp, stop, &err), &err);
+    memset(&s, 0, sizeof s);
+    CHECK_OK(nc_generate(seq, prompt, 24, smp, collect, &s, &why, &err), &err);
+    size_t at = (size_t)(strstr(want, stop) - want);
+    CHECKF(why == NC_FINISH_STOP && s.len == at && !memcmp(s.text, want, at), "got '%s'", s.text);
+    /* a prompt longer than the context fails before any callback */
+    memset(&s, 0, sizeof s);
+    int32_t long_prompt[80] = {0};
+    CHECK(nc_generate_tokens(seq, long_prompt, 80, 4, NULL, collect, &s, NULL, &err) != NC_OK);
+    CHECK(s.n_calls == 0);
+    nc_sampling_free(smp);
+    free(prompt);
+    free(want);
+    nc_sequence_free(seq);
+    /* an encoder has no sequences */
+    nc_model_free(m);
+    CHECK_OK(nc_model_open(MB "mb_base", NULL, NULL, &m, &err), &err);
+    CHECK(nc_sequence_new(m, 0, &seq, &err) == NC_ERR_INVALID);
+    nc_model_free(m);
+}
+
+/* nc_compile the checkpoint, then the same greedy text through the bundle:
+ * the fp16 interpreter ("mil") and the stand-in Neural Engine ("ane" on the
+ * fake device) both give HF's. */
+static void test_compiled_decoder_bundle_generates_hf_text(void) {
+    char dir[32], bundle[64];
+    nc_error err;
+    const char *opts[] = {"ctx=64", "buckets=32", NULL};
+    nc_status st = compile_tmp(TINY, opts, dir, bundle, &err);
+    if (st == NC_OK) greedy_text_case(bundle, "mil", NULL);
+    const char *fake[] = {"ane_device=fake", NULL};
+    if (st == NC_OK && !nc_test_failed_) greedy_text_case(bundle, "ane", fake);
+    CHECK(remove_dir(dir) == 0);
+    CHECK_OK(st, &err);
 }
 
 int main(void) {
@@ -277,5 +442,9 @@ int main(void) {
     RUN(test_classify_equals_hf);
     RUN(test_open_errors_name_the_fault);
     RUN(test_compiled_encoder_bundle_runs_on_mil);
+    RUN(test_generate_streams_hf_greedy_text);
+    RUN(test_generate_tokens_equal_hf_greedy_ids);
+    RUN(test_generate_cancel_and_stop);
+    RUN(test_compiled_decoder_bundle_generates_hf_text);
     return nc_test_exit_code();
 }

@@ -5,7 +5,8 @@
 # through `nectar run`, `nectar chat` (scripted stdin) and `nectar serve`
 # ($NECTAR_BIN), on the demo model and an HF fixture. The cpu text itself is
 # HF's (tests/cli/test_run.sh, test_demo_reference.c), so equality here is
-# equality with an independent reference. Also: `bench --backend ane` on the
+# equality with an independent reference. The server takes its sampling
+# defaults from the folder's generation_config.json, as run does. Also: `bench --backend ane` on the
 # fake device, and the real device off macOS is one line and exit 2.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
@@ -68,11 +69,25 @@ for m in demo tiny_gqa2; do
         curl -s -m 120 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
             -d '{"messages":[{"role":"user","content":"Hello"}],"temperature":0,"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
             >"$TMP/serve_$b.json" 2>/dev/null
+        # no sampling fields: the folder's generation_config.json decides
+        # (the tiny fixture says do_sample false: greedy, as run does)
+        [ $b = cpu ] && curl -s -m 120 "http://127.0.0.1:$port/v1/chat/completions" \
+            -H 'Content-Type: application/json' \
+            -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
+            >"$TMP/serve_defaults.json" 2>/dev/null
         kill $SPID 2>/dev/null
         wait $SPID 2>/dev/null
         SPID=""
         sed -n 's|.*"content": *"\([^"]*\)".*|\1|p' "$TMP/serve_$b.json" >"$TMP/serve_$b"
     done
+    if [ $m = tiny_gqa2 ]; then
+        sed -n 's|.*"content": *"\([^"]*\)".*|\1|p' "$TMP/serve_defaults.json" >"$TMP/serve_defaults"
+        if [ -s "$TMP/serve_cpu" ] && cmp -s "$TMP/serve_cpu" "$TMP/serve_defaults"; then
+            pass serve_sampling_defaults_from_generation_config
+        else
+            fail serve_sampling_defaults_from_generation_config "greedy '$(cat "$TMP/serve_cpu")' defaults '$(cat "$TMP/serve_defaults")'"
+        fi
+    fi
     if [ -s "$TMP/serve_cpu" ] && cmp -s "$TMP/serve_cpu" "$TMP/serve_mil" &&
         cmp -s "$TMP/serve_cpu" "$TMP/serve_ane" && grep -q '"finish_reason"' "$TMP/serve_ane.json"; then
         pass "serve_cpu_mil_ane_same_chat_answer_$m"

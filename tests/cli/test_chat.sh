@@ -70,11 +70,11 @@ else fail chat_eof_quits "rc or output"; fi
 # bad arguments: one line, non-zero exit
 "$BIN" chat $T -m "tests/fixtures/qwen3/$M" --bogus </dev/null >"$TMP/out" 2>"$TMP/err"
 rc=$?
-if [ "$rc" -ne 0 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: error: " "$TMP/err"; then
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar chat: unknown option '--bogus'" "$TMP/err"; then
     pass chat_rejects_unknown_option
 else fail chat_rejects_unknown_option "rc $rc stderr '$(cat "$TMP/err")'"; fi
 "$BIN" chat </dev/null >"$TMP/out" 2>"$TMP/err"
-if [ $? -ne 0 ] && grep -q "^nectar: error: .*-m DIR" "$TMP/err"; then
+if [ $? -eq 2 ] && grep -q "^nectar chat: --model DIR is required" "$TMP/err"; then
     pass chat_rejects_missing_model
 else fail chat_rejects_missing_model "stderr '$(cat "$TMP/err")'"; fi
 

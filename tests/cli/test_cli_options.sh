@@ -28,14 +28,14 @@ bench --compare|bench --compare|--blocks|--a|ok
 gen-random|gen-random|--seed|--like|ok
 bounds|bounds|-N|--config|ok
 bounds|bounds --arch qwen3|--bandwidth|-m|ok
-run|run|-n|-m|todo
-chat|chat|-n|-m|todo
-bench|bench|-p|-m|todo
-serve|serve|--port|-m|todo
-parity|parity|--repeats|-m|todo
-embed|embed|--runs|-m|todo
-fill-mask|fill-mask|--top-k|-m|todo
-classify|classify|-|-m|todo
+run|run|-n|-m|ok
+chat|chat|-n|-m|ok
+bench|bench|-p|-m|ok
+serve|serve|--port|-m|ok
+parity|parity|--repeats|-m|ok
+embed|embed|--runs|-m|ok
+fill-mask|fill-mask|--top-k|-m|ok
+classify|classify|-|-m|ok
 "
 
 run() { # expected exit code, command words...: sets out, err, rc

@@ -86,27 +86,33 @@ for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do
 done
 echo '{"do_sample": true, "top_p": "high"}' >"$TMP/badgen/generation_config.json"
 
-# bad arguments: one line on stderr, nothing on stdout, non-zero exit
-bad() { # name, args...
-    name=$1; shift
+# reject WANT PREFIX NAME ARGS...: exit WANT (x: any non-zero), one line on
+# stderr starting with PREFIX, nothing on stdout. Bad input exits non-zero
+# with "nectar: error: "; usage errors exit 2 in the option parser's wording
+# (cli_opts.h).
+reject() {
+    want=$1 prefix=$2 name=$3
+    shift 3
     "$BIN" run $T "$@" >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    if [ "$rc" -ne 0 ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
-        grep -q "^nectar: error: " "$TMP/err"; then
+    if [ "$rc" -ne 0 ] && { [ "$want" = x ] || [ "$rc" -eq "$want" ]; } && [ ! -s "$TMP/out" ] &&
+        [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^$prefix" "$TMP/err"; then
         pass "run_rejects_$name"
     else fail "run_rejects_$name" "rc $rc, stderr '$(cat "$TMP/err")', stdout '$(head -c 80 "$TMP/out")'"; fi
 }
-bad unknown_option -m "$M" -p x --bogus
-bad missing_model -p x
-bad missing_prompt -m "$M"
-bad prompt_and_file -m "$M" -p x -f "$P"
-bad missing_value -m "$M" -p x -n
-bad non_numeric_temp -m "$M" -p x --temp hot
-bad top_p_above_one -m "$M" -p x --top-p 1.5
-bad negative_top_k -m "$M" -p x --top-k -3
-bad negative_seed -m "$M" -p x --seed -1
-bad empty_stop -m "$M" -p x --stop ""
-bad zero_ctx -m "$M" -p x --ctx 0
+bad() { reject x "nectar: error: " "$@"; }
+usage_bad() { reject 2 "nectar run: " "$@"; }
+usage_bad unknown_option -m "$M" -p x --bogus
+usage_bad missing_model -p x
+usage_bad missing_prompt -m "$M"
+usage_bad prompt_and_file -m "$M" -p x -f "$P"
+usage_bad missing_value -m "$M" -p x -n
+usage_bad non_numeric_temp -m "$M" -p x --temp hot
+usage_bad top_p_above_one -m "$M" -p x --top-p 1.5
+usage_bad negative_top_k -m "$M" -p x --top-k -3
+usage_bad negative_seed -m "$M" -p x --seed -1
+usage_bad empty_stop -m "$M" -p x --stop ""
+usage_bad zero_ctx -m "$M" -p x --ctx 0
 bad missing_folder -m "$TMP/nope" -p x
 bad missing_prompt_file -m "$M" -f "$TMP/nope.txt"
 bad empty_prompt -m "$M" -p ""

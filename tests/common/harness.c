@@ -2,12 +2,36 @@
 #include <sys/stat.h>
 
 #include "../test.h"
+#include "cpu/cpu_kernels.h"
 
 int nc_test_failed_, nc_test_skipped_;
 char nc_test_skip_reason_[256];
 int nc_test_n_pass, nc_test_n_fail, nc_test_n_skip;
 
+static int is_on(const char *v) {
+    return v && *v && strcmp(v, "0");
+}
+
+/* The kernel table the shell tests ask for (test_qwen3_scalar.sh runs a
+ * binary under NECTAR_NO_SIMD=1, NECTAR_SIMD=avx2, ...), chosen the way
+ * `nectar` does it (tools/nectar/cli_env.c): the library reads no
+ * environment, it is told. */
+static void select_kernels(void) {
+    const char *simd = getenv("NECTAR_SIMD");
+    const char *t = is_on(getenv("NECTAR_NO_SIMD"))  ? "scalar"
+                    : simd && *simd                  ? simd
+                    : is_on(getenv("NECTAR_NO_AMX")) ? "avx512"
+                                                     : NULL;
+    nc_error err;
+    if (cpu_select_table(t, &err) != NC_OK) {
+        printf("FAIL kernel_table_from_the_environment: %s\n", err.msg);
+        exit(1);
+    }
+}
+
 void nc_test_run_(void (*fn)(void), const char *name) {
+    static int started;
+    if (!started++) select_kernels();
     nc_test_failed_ = 0;
     nc_test_skipped_ = 0;
     nc_test_skip_reason_[0] = '\0';

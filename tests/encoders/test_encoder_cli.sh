@@ -87,7 +87,7 @@ expect fill_mask_needs_mlm "not a ModernBertForMaskedLM" fill-mask -m $FIX/mb_ba
 expect fill_mask_needs_mask "input 1 has no mask token" fill-mask -m $FIX/mb_mlm -p "no mask"
 expect classify_needs_classifier "not a ModernBertForSequenceClassification" \
     classify -m $FIX/mb_mlm -p hi
-expect embed_bad_pooling "--pooling 'max'" embed -m $FIX/mb_base -p hi --pooling max
+expect embed_bad_pooling "--pooling: 'max' is not one of cls|mean" embed -m $FIX/mb_base -p hi --pooling max
 expect embed_npy_needs_out "needs -o" embed -m $FIX/mb_base -p hi --format npy
 printf 'fine line\n\377\376 bad utf8\n' >"$T/bad.txt"
 expect embed_invalid_utf8_line "input 2" embed -m $FIX/mb_base -f "$T/bad.txt" -o "$T/out.json"

@@ -64,7 +64,7 @@ if "$BIN" embed --backend mil -m "$T/base.ane" -f $F/mb_base/ref/texts.txt >"$T/
 else bad embed_backend_mil_runs "$(head -3 "$T/out")"; fi
 
 "$BIN" embed --backend gpu -m "$T/base.ane" -p hi >"$T/out" 2>&1
-if [ $? != 0 ] && grep -q "is not a backend (cpu, mil or ane)" "$T/out"; then ok backend_name_checked
+if [ $? != 0 ] && grep -q "backend: 'gpu' is not one of cpu|mil" "$T/out"; then ok backend_name_checked
 else bad backend_name_checked "$(cat "$T/out")"; fi
 
 # an existing non-bundle output is never replaced

@@ -93,8 +93,8 @@ static void test_unenforceable_schemas_are_refused(void) {
     static const char *const bad[] = {
         "{\"type\":\"string\",\"pattern\":\"^a\"}",
         "{\"type\":\"integer\",\"minimum\":3}",
-        "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}}},{\"type\":\"object\","
-        "\"properties\":{\"b\":{}}}]}",
+        ("{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}}},{\"type\":\"object\","
+         "\"properties\":{\"b\":{}}}]}"),
         "{\"$ref\":\"#/$defs/missing\"}",
         "{\"type\":\"frog\"}",
         "[1]",

@@ -125,7 +125,7 @@ else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
 check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
-check_err run_bad_backend "cpu, mil or ane" "$BIN" run --backend gpu -m $M -p hi -n 1
+check_err run_bad_backend "is not one of cpu|mil|ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
 check_err run_mil_ctx_differs_from_bundle "compiled for a context of 128" \
@@ -146,3 +146,42 @@ if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --lm-head cpu $T >/dev/null 2>"$TM
 else
     fail compile_replaces_bundle_and_cpu_head_matches "$(tail -2 "$TMP/err")"
 fi
+
+# every kernels-per-layer variant (4 qkv,kv,attn,mlp; 3 kv merged into attn;
+# 2 qkva,mlp; 1 layer): passes `mil check --target ane`, gathers with no
+# int32 index, has k * layers + 1 kernels per token, and gives the cpu
+# backend's 64 greedy tokens ($TMP/cpu above) through the interpreter and
+# through the fake ANE device
+L=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_hidden_layers'])" $M/config.json)
+for k in 3 2 1; do
+    B="$TMP/k$k"
+    if "$BIN" compile -m $M -o "$B" --ctx 128 --buckets 32,64 $T --kernels-per-layer $k >"$TMP/out" 2>"$TMP/err" &&
+        grep -q "$((k * L + 1)) kernels per token" "$TMP/out" &&
+        "$BIN" mil check --target ane -q "$B" >"$TMP/chk" 2>&1 &&
+        awk -f $AWK "$B"/*/model.mil >"$TMP/gk" && [ -s "$TMP/gk" ] && ! grep -qv " uint16$" "$TMP/gk"; then
+        pass "compile_kernels_per_layer_${k}_passes_ane_rules"
+    else
+        fail "compile_kernels_per_layer_${k}_passes_ane_rules" "$(cat "$TMP/err" "$TMP/chk" | tail -3)"
+    fi
+    for be in mil ane; do
+        dev=""
+        [ $be = ane ] && dev="--ane-device fake"
+        # shellcheck disable=SC2086
+        "$BIN" run $T --backend $be $dev -m "$B" -p "In the beginning" --temp 0 -n 64 >"$TMP/k_out" 2>"$TMP/err"
+        if [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/k_out"; then
+            pass "run_kernels_per_layer_${k}_${be}_equals_cpu"
+        else
+            fail "run_kernels_per_layer_${k}_${be}_equals_cpu" "'$(cat "$TMP/k_out")' $(tail -1 "$TMP/err")"
+        fi
+    done
+done
+# one kernel per layer with an odd layer count leaves the last activation in
+# the second surface: the cpu head must read it from there (ane_plan.x_final)
+"$BIN" compile -m $M -o "$TMP/k1c" --ctx 128 --buckets 32,64 $T --kernels-per-layer 1 --lm-head cpu >/dev/null 2>&1
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/k1c" -p "In the beginning" --temp 0 -n 64 >"$TMP/k_out" 2>"$TMP/err"
+if [ $((L % 2)) = 1 ] && [ -s "$TMP/cpu" ] && cmp -s "$TMP/cpu" "$TMP/k_out"; then
+    pass run_kernels_per_layer_1_cpu_head_ane_equals_cpu
+else
+    fail run_kernels_per_layer_1_cpu_head_ane_equals_cpu "L=$L '$(cat "$TMP/k_out")' $(tail -1 "$TMP/err")"
+fi
+check_err compile_bad_kernels_per_layer "kernels-per-layer" "$BIN" compile -m $M -o "$TMP/x9" --kernels-per-layer 5

@@ -16,6 +16,8 @@
 #include <sys/resource.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
@@ -49,24 +51,6 @@ static void summarize(bench_series *b) {
     for (int i = 0; i < b->runs; i++)
         ss += (b->tok_per_s[i] - b->mean) * (b->tok_per_s[i] - b->mean);
     b->sd = b->runs > 1 ? sqrt(ss / (b->runs - 1)) : 0.0;
-}
-
-static int usage(FILE *f) {
-    fprintf(f, "usage: nectar bench -m DIR [-t N] [-p 512] [-n 128] [--runs 5] [--bw-mib 2048] "
-               "[--kv f32|f16] [--json]\n"
-               "                   [--backend cpu|mil|ane] [--ane-device fake|real]\n"
-               "       nectar bench --bandwidth [-t N] [--runs 5] [--bw-mib 2048] [--json]\n"
-               "       nectar bench --compare ...   (A/B harness)\n"
-               "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
-               "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
-               "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
-               "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
-               "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
-               "without a model. --backend mil|ane: -m names an ANE bundle (nectar compile),\n"
-               "run by the MIL interpreter or on the Neural Engine (--ane-device fake: the\n"
-               "whole request path on the MIL interpreter; default from $NECTAR_ANE_DEVICE);\n"
-               "the rooflines are the cpu engine's only.\n");
-    return f == stdout ? 0 : 2;
 }
 
 static void stats_of(const double *v, int n, double *mean, double *sd) {
@@ -162,59 +146,55 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    const char *kv = NULL; /* --kv f16|f32: the KV cache's element type */
-    const char *backend = "cpu", *ane_device = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-            return usage(stdout);
-        else if (!strcmp(a, "-m") && has_val)
-            dir = argv[++i];
-        else if (!strcmp(a, "-t") && has_val)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(a, "-p") && has_val)
-            n_pp = atoi(argv[++i]);
-        else if (!strcmp(a, "-n") && has_val)
-            n_tg = atoi(argv[++i]);
-        else if (!strcmp(a, "--runs") && has_val)
-            runs = atoi(argv[++i]);
-        else if (!strcmp(a, "--json"))
-            as_json = 1;
-        else if (!strcmp(a, "--bandwidth"))
-            machine = 1;
-        else if (!strcmp(a, "--kv") && has_val)
-            kv = argv[++i];
-        else if (!strcmp(a, "--backend") && has_val)
-            backend = argv[++i];
-        else if (!strcmp(a, "--ane-device") && has_val)
-            ane_device = argv[++i];
-        else if (!strcmp(a, "--bw-mib") && has_val)
-            bw_mib = atoi(argv[++i]);
-        else {
-            cli_failf("bench: unknown or incomplete option '%s'", a);
-            return usage(stderr);
-        }
-    }
-    if (bw_mib < 1 || bw_mib > (1 << 20)) return cli_failf("bench: --bw-mib must be 1..1048576");
-    if (machine) {
-        if (runs < 1 || runs > MAX_RUNS)
-            return cli_failf("bench: need 1 <= --runs <= %d", MAX_RUNS);
-        return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
-    }
-    if (!dir) return usage(stderr);
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
-        return cli_failf("bench: --kv must be f16 or f32, not '%s'", kv);
-    if (n_pp < 0 || n_tg < 0 || n_pp + n_tg == 0 || runs < 1 || runs > MAX_RUNS)
-        return cli_failf("bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= --runs <= %d",
-                         MAX_RUNS);
+    int kv_index = -1;
+    gen_cli_backend be = {0};
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "model folder (or an ANE bundle with --backend mil|ane)", &dir),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads, .min = 1,
+                .max = 1024),
+        CLI_OPT("-p", NULL, CLI_INT, "N", "prompt tokens of the pp test, 0 = none (default 512)",
+                &n_pp, .min = 0, .max = 1 << 20),
+        CLI_OPT("-n", NULL, CLI_INT, "N", "tokens of the tg test, 0 = none (default 128)", &n_tg,
+                .min = 0, .max = 1 << 20),
+        CLI_OPT(NULL, "--runs", CLI_INT, "N", "repetitions of each test (default 5)", &runs,
+                .min = 1, .max = MAX_RUNS),
+        CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
+                .min = 1, .max = 1 << 20),
+        CLI_OPT(NULL, "--kv", CLI_CHOICE, "f32|f16", "the KV cache's element type (cpu engine)",
+                &kv_index, .choices = "f32|f16"),
+        GEN_CLI_BACKEND_OPTS(&be),
+        CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "one JSON object on stdout", &as_json),
+        CLI_OPT(NULL, "--bandwidth", CLI_FLAG, NULL,
+                "measure only the machine: read bandwidth, peak FMA per kernel table, AMX",
+                &machine),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "bench",
+        .usage = "-m DIR [options]   |   --bandwidth [options]   |   --compare ... (A/B harness)",
+        .about = "Prompt processing (pp, one batched forward) and generation (tg, one token at a\n"
+                 "time) speed in tokens/s, mean +/- sd over the runs; load time; peak RSS; tg\n"
+                 "against the bandwidth roofline, pp against the peak FMA rate. --bandwidth:\n"
+                 "memory read bandwidth (threaded streaming read of --bw-mib MiB) and peak fp32\n"
+                 "FMA rate of each kernel table (and the bf16 AMX tile rate where there is AMX),\n"
+                 "without a model.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    if (machine) return bench_machine(threads, runs, (size_t)bw_mib << 20, as_json);
+    if (!dir) return cli_usage_error(&cmd, "--model DIR is required (or --bandwidth)");
+    if (n_pp + n_tg == 0) return cli_usage_error(&cmd, "-p and -n are both 0: nothing to measure");
+    const char *backend = gen_cli_backend_name(&be);
 
     nc_error err = {0};
     engine_options eo = {0};
     eo.n_threads = threads;
-    if (kv) eo.kv = !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
-    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
-        return cli_fail(&err), 2;
+    if (kv_index >= 0)
+        eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
+    else if (cli_env_get()->kv_f16) /* NECTAR_KV */
+        eo.kv = ENGINE_KV_F16;
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+        return cli_usage_error(&cmd, "%s", err.msg);
     const char *kind = NULL;
     engine *m = NULL;
     double t0 = nc_now_s();

@@ -10,29 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "text/chat.h"
 
 #define DIM "\x1b[2m"
 #define UNDIM "\x1b[0m"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar chat -m DIR [--system TEXT] [--think | --no-think] [--hide-think]\n"
-               "                  [options]\n\n"
-               "Interactive chat with the Qwen3 chat template. One line is one user turn;\n"
-               "/reset clears the history, Ctrl-D (end of input) quits.\n\n"
-               "      --system TEXT         system prompt\n"
-               "      --think               let the model think first (default)\n"
-               "      --no-think            answer directly (the template's empty think block)\n"
-               "      --hide-think          do not print the thinking\n");
-    gen_cli_print_options(f);
-    fprintf(f,
-            "\nDefaults: -n 1024 per reply (less when the context has less room); sampling from\n"
-            "the model's generation_config.json where it has a value, else as Qwen3\n"
-            "recommends: with thinking temp 0.6, top-p 0.95, top-k 20; without, temp 0.7,\n"
-            "top-p 0.8, top-k 20.\n");
-}
 
 typedef struct chat_msg_store {
     chat_message *msgs;
@@ -147,30 +131,33 @@ int cmd_chat(int argc, char **argv) {
     gen_cli_opts o;
     gen_cli_defaults(&o, 1024);
     const char *system = NULL;
-    int enable_thinking = 1, hide_think = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        int r = gen_cli_parse(argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "--system")) {
-            if (i + 1 >= argc) return cli_failf("%s needs a value", a), 2;
-            system = argv[++i];
-        } else if (!strcmp(a, "--think")) {
-            enable_thinking = 1;
-        } else if (!strcmp(a, "--no-think")) {
-            enable_thinking = 0;
-        } else if (!strcmp(a, "--hide-think")) {
-            hide_think = 1;
-        } else {
-            return cli_failf("chat: unknown option '%s' (try nectar chat --help)", a), 2;
-        }
-    }
-    if (!o.model_dir) return cli_failf("chat: no model given (-m DIR)"), 2;
+    int think = 0, no_think = 0, hide_think = 0;
+    const cli_opt own[] = {
+        CLI_OPT(NULL, "--system", CLI_STRING, "TEXT", "system prompt", &system),
+        CLI_OPT(NULL, "--think", CLI_FLAG, NULL, "let the model think first (default)", &think),
+        CLI_OPT(NULL, "--no-think", CLI_FLAG, NULL,
+                "answer directly (the template's empty think block)", &no_think),
+        CLI_OPT(NULL, "--hide-think", CLI_FLAG, NULL, "do not print the thinking", &hide_think),
+        CLI_ENDROW};
+    cli_opt shared[GEN_CLI_N_ROWS];
+    gen_cli_table(&o, shared);
+    const cli_command cmd = {
+        .name = "chat",
+        .usage = "-m DIR [--system TEXT] [--think | --no-think] [--hide-think] [options]",
+        .about = "Interactive chat with the Qwen3 chat template. One line is one user turn;\n"
+                 "/reset clears the history, Ctrl-D (end of input) quits. Defaults: -n 1024 per\n"
+                 "reply (less when the context has less room); sampling from the model's\n"
+                 "generation_config.json where it has a value, else as Qwen3 recommends: with\n"
+                 "thinking temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8,\n"
+                 "top-k 20.\n",
+        .opts = {own, shared}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == CLI_GO) rc = gen_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
+    if (think && no_think)
+        return cli_usage_error(&cmd, "--think and --no-think exclude each other");
+    int enable_thinking = !no_think;
+    rc = 0;
     if (enable_thinking) { /* Qwen3's recommended thinking-mode sampling */
         if (!(o.set & GEN_SET_TEMPERATURE)) o.sampling.temperature = 0.6f;
         if (!(o.set & GEN_SET_TOP_P)) o.sampling.top_p = 0.95f;
@@ -178,7 +165,7 @@ int cmd_chat(int argc, char **argv) {
 
     nc_error err = {0};
     engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
-    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_usage_error(&cmd, "%s", err.msg);
     if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     gen_cli_loaded l;
     if (gen_cli_load(&o, &l, &err) != NC_OK) return cli_fail(&err);
@@ -187,7 +174,6 @@ int cmd_chat(int argc, char **argv) {
             o.model_dir, l.load_s);
 
     chat_msg_store h = {0};
-    int rc = 0;
     if (system && store_add(&h, "system", system)) rc = cli_failf("chat: out of memory");
     size_t n_base = h.n;
     reply r = {0};

@@ -6,20 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "commands.h"
 #include "enc_cli.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar classify -m DIR (-p TEXT | -f FILE) [--format text|json]\n\n"
-               "Labels with probabilities for each input, most likely first.\n\n"
-               "  -m, --model DIR       ModernBertForSequenceClassification folder\n"
-               "  -p, --prompt TEXT     one input\n"
-               "  -f, --file FILE       one input per line\n"
-               "      --format text|json  json: one object per input\n"
-               "      --batch N, -t N   inputs per pass (default 8), threads\n"
-               "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
-               "                        run in the MIL interpreter (docs/encoders-ane.md)\n");
-}
 
 static void print_one(const enc_cli *c, size_t input, const float *logits, int n, int json) {
     const modernbert_config *cfg = c->cfg;
@@ -64,21 +53,22 @@ static void print_one(const enc_cli *c, size_t input, const float *logits, int n
 int cmd_classify(int argc, char **argv) {
     enc_cli_opts o = {0};
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = enc_cli_parse("classify", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (!strcmp(a, "--format") && i + 1 < argc &&
-            (!strcmp(argv[i + 1], "json") || !strcmp(argv[i + 1], "text"))) {
-            json = !strcmp(argv[++i], "json");
-            continue;
-        }
-        return cli_failf("classify: unknown option or missing value: %s (try --help)", a), 2;
-    }
+    const cli_opt own[] = {CLI_OPT(NULL, "--format", CLI_CHOICE, "text|json",
+                                   "json: one object per input", &json, .choices = "text|json"),
+                           CLI_ENDROW};
+    cli_opt shared[ENC_CLI_N_ROWS];
+    enc_cli_table(&o, shared);
+    const cli_command cmd = {.name = "classify",
+                             .usage = "-m DIR (-p TEXT | -f FILE) [--format text|json]",
+                             .about =
+                                 "Labels with probabilities for each input, most likely first (a\n"
+                                 "ModernBertForSequenceClassification folder).\n",
+                             .opts = {shared, own}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == CLI_GO) rc = enc_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
     enc_cli c;
-    int rc = enc_cli_open(&c, "classify", &o);
+    rc = enc_cli_open(&c, "classify", &o);
     const modernbert_config *cfg = c.cfg;
     if (!rc && cfg->head != MODERNBERT_HEAD_CLASSIFIER)
         rc = cli_failf("classify: %s is not a ModernBertForSequenceClassification model", o.model);

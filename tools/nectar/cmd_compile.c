@@ -29,6 +29,10 @@ int cmd_compile(int argc, char **argv) {
         CLI_OPT(NULL, "--ctx", CLI_INT, "N",
                 "KV cache length, a multiple of 32 (default min(max pos, 512))", &o.ctx, .min = 32,
                 .max = 1 << 20),
+        CLI_OPT(NULL, "--kernels-per-layer", CLI_INT, "4|3|2|1",
+                "kernels per layer and bucket: 4 qkv,kv,attn,mlp (default); 3 qkv,kvattn,mlp\n"
+                "(kv merged into attn); 2 qkva,mlp; 1 layer",
+                &o.kernels_per_layer, .min = 1, .max = 4),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
@@ -42,7 +46,7 @@ int cmd_compile(int argc, char **argv) {
         .usage = "-m DIR -o BUNDLE [options]",
         .about =
             "Lowers a Qwen3 model folder to an ANE bundle: one MIL program per layer\n"
-            "(4 kernels per sequence bucket) and one for the LM head, fp16 weights in\n"
+            "(4, 3, 2 or 1 kernels per sequence bucket) and one for the LM head, fp16 weights in\n"
             "weights/weight.bin, manifest.json. Written atomically. An encoder folder\n"
             "(model_type modernbert) has its own options: nectar compile -m ENCODER_DIR --help.\n",
         .opts = {opts}};

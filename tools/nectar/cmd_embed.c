@@ -8,29 +8,10 @@
 #include <string.h>
 
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "enc_cli.h"
 #include "io/npy.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar embed -m DIR (-p TEXT | -f FILE) [options]\n\n"
-            "Pooled vectors of the encoder's final hidden states, one per input.\n\n"
-            "  -m, --model DIR       ModernBERT / mmBERT folder (config, safetensors, tokenizer)\n"
-            "  -p, --prompt TEXT     one input\n"
-            "  -f, --file FILE       one input per line (empty lines skipped)\n"
-            "      --pooling cls|mean  default: the config's classifier_pooling\n"
-            "      --normalize       scale each vector to unit L2 norm\n"
-            "      --format json|npy  default json; npy needs -o\n"
-            "  -o, --out FILE        write there (atomically) instead of stdout\n"
-            "      --batch N         inputs per forward pass (default 8)\n"
-            "  -t, --threads N       default: all cores\n"
-            "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
-            "                        run in the MIL interpreter (docs/encoders-ane.md)\n"
-            "      --bench BxL,...   instead: time the forward pass on random ids at these\n"
-            "                        batch x length shapes (e.g. 1x96,3x64); --runs N (20)\n"
-            "Throughput goes to stderr.\n");
-}
 
 static int write_json(const char *out, const float *v, size_t n, int d, const char *pooling,
                       int normalized) {
@@ -74,51 +55,45 @@ static int write_npy(const char *out, const float *v, size_t n, int d) {
 
 int cmd_embed(int argc, char **argv) {
     enc_cli_opts o = {0};
-    const char *out = NULL, *format = "json", *pooling_name = NULL, *bench = NULL;
-    int normalize = 0, runs = 20;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = enc_cli_parse("embed", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (!strcmp(a, "--normalize")) {
-            normalize = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return cli_failf("embed: unknown option or missing value: %s", a), 2;
-        if (!strcmp(a, "-o") || !strcmp(a, "--out"))
-            out = argv[++i];
-        else if (!strcmp(a, "--format"))
-            format = argv[++i];
-        else if (!strcmp(a, "--pooling"))
-            pooling_name = argv[++i];
-        else if (!strcmp(a, "--bench"))
-            bench = argv[++i];
-        else if (!strcmp(a, "--runs")) {
-            runs = atoi(argv[++i]);
-            if (runs < 1 || runs > 100000) return cli_failf("embed: --runs must be >= 1"), 2;
-        } else
-            return cli_failf("embed: unknown option %s (try --help)", a), 2;
-    }
-    if (bench) {
-        if (!o.model) return cli_failf("embed: -m DIR is required (try --help)"), 2;
-        return enc_cli_bench(o.model, bench, runs, o.threads);
-    }
-    int is_npy = !strcmp(format, "npy");
-    if (!is_npy && strcmp(format, "json"))
-        return cli_failf("embed: --format '%s' is not json or npy", format), 2;
-    if (is_npy && !out) return cli_failf("embed: --format npy needs -o FILE"), 2;
-    int pooling = -1;
-    if (pooling_name && !strcmp(pooling_name, "cls"))
-        pooling = MODERNBERT_POOL_CLS;
-    else if (pooling_name && !strcmp(pooling_name, "mean"))
-        pooling = MODERNBERT_POOL_MEAN;
-    else if (pooling_name)
-        return cli_failf("embed: --pooling '%s' is not cls or mean", pooling_name), 2;
+    const char *out = NULL, *bench = NULL;
+    int normalize = 0, runs = 20, is_npy = 0, pooling_index = -1;
+    const cli_opt own[] = {
+        CLI_OPT(NULL, "--pooling", CLI_CHOICE, "cls|mean",
+                "default: the config's classifier_pooling", &pooling_index, .choices = "cls|mean"),
+        CLI_OPT(NULL, "--normalize", CLI_FLAG, NULL, "scale each vector to unit L2 norm",
+                &normalize),
+        CLI_OPT(NULL, "--format", CLI_CHOICE, "json|npy", "default json; npy needs -o", &is_npy,
+                .choices = "json|npy"),
+        CLI_OPT("-o", "--out", CLI_STRING, "FILE", "write there (atomically) instead of stdout",
+                &out),
+        CLI_OPT(NULL, "--bench", CLI_STRING, "BxL,...",
+                "instead: time the forward pass on random ids at these batch x length shapes\n"
+                "(e.g. 1x96,3x64)",
+                &bench),
+        CLI_OPT(NULL, "--runs", CLI_INT, "N", "--bench repetitions (default 20)", &runs, .min = 1,
+                .max = 100000),
+        CLI_ENDROW};
+    cli_opt shared[ENC_CLI_N_ROWS];
+    enc_cli_table(&o, shared);
+    const cli_command cmd = {
+        .name = "embed",
+        .usage = "-m DIR (-p TEXT | -f FILE) [options]",
+        .about = "Pooled sentence vectors (CLS or mean of the final hidden states) from a\n"
+                 "ModernBERT-family encoder, one per input, as JSON or a float32 .npy\n"
+                 "[inputs, hidden]. Throughput goes to stderr.\n",
+        .opts = {shared, own}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    if (bench) return enc_cli_bench(o.model, bench, runs, o.threads);
+    rc = enc_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
+    if (is_npy && !out) return cli_usage_error(&cmd, "--format npy needs -o FILE");
+    int pooling = pooling_index < 0    ? -1
+                  : pooling_index == 0 ? MODERNBERT_POOL_CLS
+                                       : MODERNBERT_POOL_MEAN;
 
     enc_cli c;
-    int rc = enc_cli_open(&c, "embed", &o);
+    rc = enc_cli_open(&c, "embed", &o);
     const modernbert_config *cfg = c.cfg;
     int d = cfg ? cfg->hidden_size : 0;
     float *vecs = rc ? NULL : malloc(c.n_texts * (size_t)d * sizeof *vecs);

@@ -7,22 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "commands.h"
 #include "enc_cli.h"
-
-static void usage(FILE *f) {
-    fprintf(
-        f, "usage: nectar fill-mask -m DIR (-p TEXT | -f FILE) [--top-k K] [--format text|json]\n\n"
-           "Top-k tokens and probabilities at every [MASK] (or <mask>) of each input.\n\n"
-           "  -m, --model DIR       ModernBertForMaskedLM folder\n"
-           "  -p, --prompt TEXT     e.g. \"Paris is the [MASK] of France.\"\n"
-           "  -f, --file FILE       one input per line\n"
-           "      --top-k K         default 5\n"
-           "      --format text|json  json: one object per input and mask\n"
-           "      --batch N, -t N   inputs per pass (default 8), threads\n"
-           "      --backend cpu|mil  mil: -m names an encoder bundle (nectar compile),\n"
-           "                        run in the MIL interpreter (docs/encoders-ane.md)\n");
-}
 
 typedef struct {
     float p;
@@ -80,28 +67,25 @@ static void print_one(const enc_cli *c, size_t input, int mask_no, const cand *t
 int cmd_fill_mask(int argc, char **argv) {
     enc_cli_opts o = {0};
     int k = 5, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = enc_cli_parse("fill-mask", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (i + 1 >= argc) return cli_failf("fill-mask: unknown option or missing value: %s", a), 2;
-        const char *v = argv[++i];
-        if (!strcmp(a, "--top-k")) {
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (*end || end == v || x < 1 || x > 1000)
-                return cli_failf("fill-mask: --top-k '%s' is not in [1, 1000]", v), 2;
-            k = (int)x;
-        } else if (!strcmp(a, "--format") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
-            json = !strcmp(v, "json");
-        } else {
-            return cli_failf("fill-mask: unknown option %s %s (try --help)", a, v), 2;
-        }
-    }
+    const cli_opt own[] = {CLI_OPT(NULL, "--top-k", CLI_INT, "K", "tokens per mask (default 5)", &k,
+                                   .min = 1, .max = 1000),
+                           CLI_OPT(NULL, "--format", CLI_CHOICE, "text|json",
+                                   "json: one object per input and mask", &json,
+                                   .choices = "text|json"),
+                           CLI_ENDROW};
+    cli_opt shared[ENC_CLI_N_ROWS];
+    enc_cli_table(&o, shared);
+    const cli_command cmd = {
+        .name = "fill-mask",
+        .usage = "-m DIR (-p TEXT | -f FILE) [--top-k K] [--format text|json]",
+        .about = "Top-k tokens and probabilities at every [MASK] (or <mask>) of each input\n"
+                 "(a ModernBertForMaskedLM folder), e.g. -p \"Paris is the [MASK] of France.\"\n",
+        .opts = {shared, own}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == CLI_GO) rc = enc_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
     enc_cli c;
-    int rc = enc_cli_open(&c, "fill-mask", &o);
+    rc = enc_cli_open(&c, "fill-mask", &o);
     const modernbert_config *cfg = c.cfg;
     if (!rc && cfg->head != MODERNBERT_HEAD_MLM)
         rc = cli_failf("fill-mask: %s is not a ModernBertForMaskedLM model", o.model);

@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "cli_opts.h"
 #include "commands.h"
+#include "data_dir.h"
 #include "io/hf_weights.h"
 #include "models/model_random.h"
 
@@ -42,13 +43,6 @@ static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) 
     return 0;
 }
 
-/* The Qwen3 tokenizer in the shared data folder, when it is there. */
-static const char *shared_qwen3_tokenizer(char *buf, size_t cap) {
-    const char *root = getenv("NECTAR_SHARED");
-    snprintf(buf, cap, "%s/data/qwen3-tokenizer", root && *root ? root : "../shared");
-    return nc_is_dir(buf) ? buf : NULL;
-}
-
 int cmd_gen_random(int argc, char **argv) {
     const char *out = NULL, *tok_dir = NULL;
     int like = 0, dtype = 0, dry_run = 0;
@@ -67,8 +61,8 @@ int cmd_gen_random(int argc, char **argv) {
                 .max = INT64_MAX),
         CLI_OPT(NULL, "--tokenizer", CLI_STRING, "DIR",
                 "copy the tokenizer files from DIR (Qwen3 default:\n"
-                "$NECTAR_SHARED/data/qwen3-tokenizer, NECTAR_SHARED\n"
-                "defaulting to ../shared, when it exists)",
+                "the real Qwen3 tokenizer nectar ships, in\n"
+                "PREFIX/share/nectar)",
                 &tok_dir),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o.n_threads,
                 .min = 1, .max = 1024),
@@ -91,9 +85,9 @@ int cmd_gen_random(int argc, char **argv) {
     o.dtype = dtypes[dtype];
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;
-    char shared[4096];
+    char data[4200];
     if (!tok_dir && p->family == MODEL_FAMILY_QWEN3 && p->vocab == 151936)
-        tok_dir = shared_qwen3_tokenizer(shared, sizeof shared);
+        tok_dir = nectar_data_dir("qwen3-tokenizer", data, sizeof data);
     if (tok_dir && !nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
     if (!dry_run) {
         if (mkdir(out, 0777) != 0 && errno != EEXIST)
@@ -106,6 +100,7 @@ int cmd_gen_random(int argc, char **argv) {
     if (dry_run) {
         printf("would write %s: %s shape, %s, %d tensors in %d file%s, %zu bytes\n", out, p->name,
                dtype_names[dtype], r.n_tensors, r.n_files, r.n_files == 1 ? "" : "s", r.bytes);
+        if (tok_dir) printf("would copy the tokenizer from %s\n", tok_dir);
         return 0;
     }
     if (tok_dir && (rc = copy_tokenizer(tok_dir, out, p->family))) return rc;

@@ -2,35 +2,17 @@
  * the command line. The CPU engine on the original folder is the reference;
  * the candidate is an encoder bundle run by the fp16 interpreter. Exits 1
  * when the gate fails, so scripts can refuse a conversion. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "io/npy.h"
 #include "lower/modernbert_parity.h"
 #include "text/tokenizer.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: nectar parity -m DIR --candidate BUNDLE --inputs FILE [options]\n\n"
-            "Compares an encoder bundle (nectar compile, run by the fp16 interpreter) with the\n"
-            "CPU engine on a fixture set: argmax agreement (must be 100%%), max probability\n"
-            "drift (must be <= 0.02), finiteness, determinism over repeated runs, per-layer\n"
-            "hidden-state errors, and per input the top-1/top-2 margin beside the logit\n"
-            "error (\"not certified\" when the margin is below twice the error).\n"
-            "Exit status 1 when the gate fails.\n\n"
-            "  -m, --model DIR        the reference: a Hugging Face ModernBERT folder\n"
-            "      --candidate BUNDLE the encoder bundle to judge\n"
-            "      --inputs FILE      text, one input per line (tokenized with DIR's tokenizer,\n"
-            "                         special tokens added), or token ids as .npy [N, S]\n"
-            "      --mask FILE.npy    with .npy ids: 1 real, 0 padding [N, S] (default all real)\n"
-            "      --repeats N        candidate runs for the determinism check (default 2)\n"
-            "  -t, --threads N        threads (default: all cores)\n");
-}
 
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
@@ -137,34 +119,36 @@ static nc_status candidate_forward(void *ctx, const modernbert_io *io, nc_error 
 int cmd_parity(int argc, char **argv) {
     const char *model = NULL, *bundle = NULL, *inputs = NULL, *mask_path = NULL;
     int repeats = 2, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (i + 1 >= argc) return cli_failf("parity: %s needs a value (try --help)", a), 2;
-        const char *v = argv[++i];
-        char *end;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--candidate"))
-            bundle = v;
-        else if (!strcmp(a, "--inputs"))
-            inputs = v;
-        else if (!strcmp(a, "--mask"))
-            mask_path = v;
-        else if (!strcmp(a, "--repeats") || !strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            errno = 0;
-            long x = strtol(v, &end, 10);
-            if (errno || *end || end == v || x < (a[1] == 'r' || a[2] == 'r' ? 2 : 1) || x > 1024)
-                return cli_failf("%s: '%s' is not a valid count", a, v), 2;
-            if (!strcmp(a, "--repeats"))
-                repeats = (int)x;
-            else
-                threads = (int)x;
-        } else
-            return cli_failf("parity: unknown option '%s' (try nectar parity --help)", a), 2;
-    }
-    if (!model || !bundle || !inputs)
-        return cli_failf("parity: -m DIR, --candidate BUNDLE and --inputs FILE are required"), 2;
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "the reference: a Hugging Face ModernBERT folder", &model, .required = 1),
+        CLI_OPT(NULL, "--candidate", CLI_STRING, "BUNDLE", "the encoder bundle to judge", &bundle,
+                .required = 1),
+        CLI_OPT(NULL, "--inputs", CLI_STRING, "FILE",
+                "text, one input per line (tokenized with DIR's tokenizer, special tokens\n"
+                "added), or token ids as .npy [N, S]",
+                &inputs, .required = 1),
+        CLI_OPT(NULL, "--mask", CLI_STRING, "FILE.npy",
+                "with .npy ids: 1 real, 0 padding [N, S] (default all real)", &mask_path),
+        CLI_OPT(NULL, "--repeats", CLI_INT, "N",
+                "candidate runs for the determinism check (default 2)", &repeats, .min = 2,
+                .max = 1024),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads, .min = 1,
+                .max = 1024),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "parity",
+        .usage = "-m DIR --candidate BUNDLE --inputs FILE [options]",
+        .about =
+            "Compares an encoder bundle (nectar compile, run by the fp16 interpreter through\n"
+            "the engine seam) with the CPU engine on a fixture set: argmax agreement (must be\n"
+            "100%), max probability drift (must be <= 0.02), finiteness, determinism over\n"
+            "repeated runs, per-layer hidden-state errors, and per input the top-1/top-2\n"
+            "margin beside the logit error (\"not certified\" when the margin is below twice\n"
+            "the error). Exit status 1 when the gate fails.\n",
+        .opts = {opts}};
+    int prc = cli_parse(&cmd, argc, argv);
+    if (prc != CLI_GO) return prc;
     nc_error err = {0};
     modernbert_model *cpu = NULL;
     engine *cand = NULL; /* the bundle through the engine seam */

@@ -6,20 +6,9 @@
 #include <string.h>
 
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "gen_cli.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar run -m DIR (-p TEXT | -f FILE) [options]\n\n"
-               "Generates a continuation of a raw-text prompt (no chat template) and streams it\n"
-               "to stdout; load time and tokens/s go to stderr.\n\n"
-               "  -p, --prompt TEXT         the prompt\n"
-               "  -f, --file FILE           read the prompt from FILE (exact bytes)\n");
-    gen_cli_print_options(f);
-    fprintf(f, "\nDefaults: -n 256; sampling from the model's generation_config.json where it\n"
-               "has a value (do_sample false = greedy), else Qwen3's non-thinking settings\n"
-               "(temp 0.7, top-p 0.8, top-k 20). --temp 0 is greedy.\n");
-}
 
 static int write_piece(void *user, gen_text_kind kind, const char *text, size_t len) {
     (void)user;
@@ -35,32 +24,30 @@ int cmd_run(int argc, char **argv) {
     gen_cli_opts o;
     gen_cli_defaults(&o, 256);
     const char *prompt = NULL, *prompt_file = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        int r = gen_cli_parse(argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if ((!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") ||
-             !strcmp(a, "--file")) &&
-            i + 1 >= argc)
-            return cli_failf("%s needs a value", a), 2;
-        if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
-            prompt = argv[++i];
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file"))
-            prompt_file = argv[++i];
-        else
-            return cli_failf("run: unknown option '%s' (try nectar run --help)", a), 2;
-    }
-    if (!o.model_dir) return cli_failf("run: no model given (-m DIR)"), 2;
-    if (!prompt == !prompt_file) return cli_failf("run: give exactly one of -p TEXT or -f FILE"), 2;
+    const cli_opt own[] = {CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "the prompt", &prompt),
+                           CLI_OPT("-f", "--file", CLI_STRING, "FILE",
+                                   "read the prompt from FILE (exact bytes)", &prompt_file),
+                           CLI_ENDROW};
+    cli_opt shared[GEN_CLI_N_ROWS];
+    gen_cli_table(&o, shared);
+    const cli_command cmd = {
+        .name = "run",
+        .usage = "-m DIR (-p TEXT | -f FILE) [options]",
+        .about = "Generates a continuation of a raw-text prompt (no chat template) and streams it\n"
+                 "to stdout; load time and tokens/s go to stderr. Defaults: -n 256; sampling\n"
+                 "from the model's generation_config.json where it has a value (do_sample\n"
+                 "false = greedy), else Qwen3's non-thinking settings (temp 0.7, top-p 0.8,\n"
+                 "top-k 20). --temp 0 is greedy.\n",
+        .opts = {own, shared}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == CLI_GO) rc = gen_cli_finish(&cmd, &o);
+    if (rc != CLI_GO) return rc;
+    if (!prompt == !prompt_file)
+        return cli_usage_error(&cmd, "give exactly one of -p TEXT or -f FILE");
 
     nc_error err = {0};
     engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
-    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_fail(&err), 2;
+    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_usage_error(&cmd, "%s", err.msg);
     if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
     char *file_text = NULL;
     size_t prompt_len = prompt ? strlen(prompt) : 0;
@@ -85,7 +72,7 @@ int cmd_run(int argc, char **argv) {
         if (st == NC_ERR_RANGE && !o.truncate) nc_fail_prefix(&err, "run");
     }
     free(ids);
-    int rc = 0;
+    rc = 0;
     if (st != NC_OK) {
         if (st == NC_ERR_RANGE && !o.truncate)
             fprintf(stderr, "nectar: error: %s (use a larger --ctx, a smaller -n, or --truncate)\n",

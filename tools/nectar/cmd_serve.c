@@ -1,7 +1,6 @@
 /* `nectar serve`: the OpenAI-compatible HTTP server (src/serve). Parses the
  * options, opens the engine, starts the server and runs until SIGINT or
  * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,55 +8,14 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "serve/serve_http.h"
 
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: nectar serve -m DIR [options]\n\n"
-        "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-        "/v1/models, /health, /metrics and a chat page at /.\n\n"
-        "  -m, --model DIR       Hugging Face model folder (Qwen3)\n"
-        "  --host ADDR           numeric address (or localhost) to listen on (default 127.0.0.1)\n"
-        "  --port N              port (default 8080; 0 picks a free one)\n"
-        "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
-        "                        (default: $NECTAR_API_KEY when set)\n"
-        "  --parallel N          slots decoded together (default 4)\n"
-        "  --ctx N               tokens per slot: prompt + output (default 4096)\n"
-        "  --queue N             requests waiting beyond the slots before 429 (default 64)\n"
-        "  --max-body BYTES      largest request body (default 8388608)\n"
-        "  --timeout S           idle connection, body upload and queue wait limit (default 600)\n"
-        "  --alias NAME          another model name to list and accept (repeatable)\n"
-        "  --max-connections N   open connections; beyond them a 503 (default 512)\n"
-        "  --max-conn-per-ip N   open connections per client address (default: half the above)\n"
-        "  --header-timeout S    time for a request's head to arrive (default 10)\n"
-        "  --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle (nectar\n"
-        "                        compile) run by the MIL interpreter or the Neural Engine,\n"
-        "                        slot after slot\n"
-        "  --ane-device fake|real  with --backend ane: real (default; macOS) or fake (the\n"
-        "                        ANE request path on the MIL interpreter; any OS); default\n"
-        "                        from $NECTAR_ANE_DEVICE\n"
-        "  -t, --threads N       CPU threads for the engine (default: all cores)\n"
-        "  -v, --verbose         log each request\n");
-}
-
-/* Strict integer option value in [lo, hi]. */
-static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || end == v || *end || n < lo || n > hi) {
-        cli_failf("serve: %s '%s': expected an integer between %ld and %ld", opt, v, lo, hi);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
-    const char *model = NULL, *backend = "cpu", *ane_device = NULL;
+    const char *model = NULL;
+    gen_cli_backend be = {0};
     serve_options o = {0};
     o.host = "127.0.0.1";
     o.port = 8080;
@@ -66,73 +24,69 @@ int cmd_serve(int argc, char **argv) {
     o.queue_max = 64;
     o.max_body_bytes = 8u << 20;
     o.timeout_s = 600;
-    int is_fake = 0;
-    long fake_step_ms = 0, threads = 0;
-    /* Names and connection limits (issue 17). */
+    int is_fake = 0, fake_step_ms = 0, threads = 0, verbose = 0;
+    int64_t max_body = (int64_t)o.max_body_bytes;
     const char *aliases[16];
     int n_aliases = 0;
     o.aliases = aliases;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            nc_log_set_level(NC_LOG_DEBUG);
-            continue;
-        }
-        /* Hidden, for tests: a deterministic fake model (src/engine/engine_script.c). */
-        if (!strcmp(a, "--fake-engine")) {
-            is_fake = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return cli_failf("serve: unknown option or missing value: '%s'", a), 2;
-        const char *v = argv[++i];
-        long n = 0;
-        int bad = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--host"))
-            o.host = v;
-        else if (!strcmp(a, "--api-key"))
-            o.api_key = v;
-        else if (!strcmp(a, "--backend"))
-            backend = v;
-        else if (!strcmp(a, "--ane-device"))
-            ane_device = v;
-        else if (!strcmp(a, "--port"))
-            bad = parse_int(a, v, 0, 65535, &n) || ((o.port = (int)n), 0);
-        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
-            bad = parse_int(a, v, 1, 256, &n) || ((o.n_parallel = (int)n), 0);
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c"))
-            bad = parse_int(a, v, 2, 1 << 20, &n) || ((o.ctx = (int)n), 0);
-        else if (!strcmp(a, "--queue"))
-            bad = parse_int(a, v, 0, 100000, &n) || ((o.queue_max = (int)n), 0);
-        else if (!strcmp(a, "--max-body"))
-            bad = parse_int(a, v, 64, 1L << 30, &n) || ((o.max_body_bytes = (size_t)n), 0);
-        else if (!strcmp(a, "--timeout"))
-            bad = parse_int(a, v, 1, 86400, &n) || ((o.timeout_s = (int)n), 0);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            bad = parse_int(a, v, 0, 1024, &threads);
-        else if (!strcmp(a, "--fake-step-ms"))
-            bad = parse_int(a, v, 0, 10000, &fake_step_ms);
-        /* -- names and connection limits -- */
-        else if (!strcmp(a, "--alias") && n_aliases < 16 && *v)
-            aliases[n_aliases++] = v;
-        else if (!strcmp(a, "--alias"))
-            return cli_failf("serve: --alias '%s': empty, or more than 16 aliases", v), 2;
-        else if (!strcmp(a, "--max-connections"))
-            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_connections = (int)n), 0);
-        else if (!strcmp(a, "--max-conn-per-ip"))
-            bad = parse_int(a, v, 1, 65536, &n) || ((o.max_per_ip = (int)n), 0);
-        else if (!strcmp(a, "--header-timeout"))
-            bad = parse_int(a, v, 1, 3600, &n) || ((o.header_timeout_s = (double)n), 0);
-        else
-            return cli_failf("serve: unknown option '%s' (try nectar serve --help)", a), 2;
-        if (bad) return 2;
-    }
-    if (!model) return cli_failf("serve: no model given (-m DIR)"), 2;
+    const cli_opt opts[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "Hugging Face model folder, or an ANE bundle with --backend mil|ane", &model,
+                .required = 1),
+        CLI_OPT(NULL, "--host", CLI_STRING, "ADDR",
+                "numeric address (or localhost) to listen on (default 127.0.0.1)", &o.host),
+        CLI_OPT(NULL, "--port", CLI_INT, "N", "port (default 8080; 0 picks a free one)", &o.port,
+                .min = 0, .max = 65535),
+        CLI_OPT(NULL, "--api-key", CLI_STRING, "KEY",
+                "require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+                "(default: $NECTAR_API_KEY when set)",
+                &o.api_key),
+        CLI_OPT("-np", "--parallel", CLI_INT, "N", "slots decoded together (default 4)",
+                &o.n_parallel, .min = 1, .max = 256),
+        CLI_OPT("-c", "--ctx", CLI_INT, "N", "tokens per slot: prompt + output (default 4096)",
+                &o.ctx, .min = 2, .max = 1 << 20),
+        CLI_OPT(NULL, "--queue", CLI_INT, "N",
+                "requests waiting beyond the slots before 429 (default 64)", &o.queue_max, .min = 0,
+                .max = 100000),
+        CLI_OPT(NULL, "--max-body", CLI_INT64, "BYTES", "largest request body (default 8388608)",
+                &max_body, .min = 64, .max = 1LL << 30),
+        CLI_OPT(NULL, "--timeout", CLI_INT, "S",
+                "idle connection, body upload and queue wait limit (default 600)", &o.timeout_s,
+                .min = 1, .max = 86400),
+        CLI_OPT(NULL, "--alias", CLI_STRINGS, "NAME",
+                "another model name to list and accept (repeatable, up to 16)", aliases,
+                .count = &n_aliases, .cap = 16),
+        CLI_OPT(NULL, "--max-connections", CLI_INT, "N",
+                "open connections; beyond them a 503 (default 512)", &o.max_connections, .min = 1,
+                .max = 65536),
+        CLI_OPT(NULL, "--max-conn-per-ip", CLI_INT, "N",
+                "open connections per client address (default: half the above)", &o.max_per_ip,
+                .min = 1, .max = 65536),
+        CLI_OPT(NULL, "--header-timeout", CLI_DOUBLE, "S",
+                "time for a request's head to arrive (default 10)", &o.header_timeout_s, .lo = 1,
+                .hi = 3600),
+        GEN_CLI_BACKEND_OPTS(&be),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
+                &threads, .min = 0, .max = 1024),
+        CLI_OPT("-v", "--verbose", CLI_FLAG, NULL, "log each request", &verbose),
+        CLI_OPT(NULL, "--fake-engine", CLI_FLAG, NULL,
+                "tests: -m names a tokenizer + fake_script.txt folder, recited by a\n"
+                "deterministic stand-in model (src/engine/engine_script.c)",
+                &is_fake),
+        CLI_OPT(NULL, "--fake-step-ms", CLI_INT, "MS", "tests: the fake engine's time per step",
+                &fake_step_ms, .min = 0, .max = 10000),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "serve",
+        .usage = "-m DIR [options]",
+        .about = "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
+                 "/v1/models, /health, /metrics and a chat page at /.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
+    const char *backend = gen_cli_backend_name(&be);
+    o.max_body_bytes = (size_t)max_body;
+    if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && env_key && *env_key) o.api_key = env_key;
@@ -143,10 +97,10 @@ int cmd_serve(int argc, char **argv) {
                 o.host);
     nc_error err = {0};
     engine_options eo = {0};
-    eo.n_threads = (int)threads;
-    eo.fake_step_ms = (int)fake_step_ms;
-    if (gen_cli_ane_device(ane_device, backend, &eo.ane_device, &err) != NC_OK)
-        return cli_fail(&err), 2;
+    eo.n_threads = threads;
+    eo.fake_step_ms = fake_step_ms;
+    eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
+    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK) return cli_fail(&err), 2;
     o.model_path = model;
     o.n_aliases = n_aliases;
 

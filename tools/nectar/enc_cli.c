@@ -10,36 +10,31 @@
 
 #define DEFAULT_BATCH 8
 
-int enc_cli_parse(const char *cmd, int argc, char **argv, int *i, enc_cli_opts *o) {
-    const char *a = argv[*i];
-    const char **str = NULL;
-    int *num = NULL;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-        str = &o->model;
-    else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
-        str = &o->prompt;
-    else if (!strcmp(a, "-f") || !strcmp(a, "--file"))
-        str = &o->file;
-    else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-        num = &o->threads;
-    else if (!strcmp(a, "--batch"))
-        num = &o->batch;
-    else if (!strcmp(a, "--backend"))
-        str = &o->backend;
-    else
-        return 0;
-    if (*i + 1 >= argc) return cli_failf("%s: %s needs a value", cmd, a), -1;
-    const char *v = argv[++*i];
-    if (str) {
-        *str = v;
-        return 1;
-    }
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || end == v || x < (num == &o->threads ? 0 : 1) || x > 4096)
-        return cli_failf("%s: %s '%s' is not a valid count", cmd, a, v), -1;
-    *num = (int)x;
-    return 1;
+void enc_cli_table(enc_cli_opts *o, cli_opt *rows) {
+    const cli_opt t[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "ModernBERT-family folder (config, safetensors, tokenizer), or an encoder\n"
+                "bundle with --backend mil",
+                &o->model, .required = 1),
+        CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "one input", &o->prompt),
+        CLI_OPT("-f", "--file", CLI_STRING, "FILE", "one input per line (empty lines skipped)",
+                &o->file),
+        CLI_OPT(NULL, "--batch", CLI_INT, "N", "inputs per forward pass (default 8)", &o->batch,
+                .min = 1, .max = 4096),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o->threads,
+                .min = 1, .max = 1024),
+        CLI_OPT(NULL, "--backend", CLI_CHOICE, "cpu|mil",
+                "mil: -m names an encoder bundle (nectar compile), run in the MIL\n"
+                "interpreter (docs/encoders-ane.md)",
+                &o->backend_index, .choices = "cpu|mil"),
+        CLI_ENDROW};
+    memcpy(rows, t, sizeof t);
+}
+
+int enc_cli_finish(const cli_command *c, enc_cli_opts *o) {
+    o->backend = o->backend_index ? "mil" : "cpu";
+    if (!o->prompt == !o->file) return cli_usage_error(c, "give one of -p TEXT or -f FILE");
+    return CLI_GO;
 }
 
 /* One text per line (a final line without a newline counts; CR before LF
@@ -81,8 +76,6 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
     memset(c, 0, sizeof *c);
     c->cmd = cmd;
     nc_error err = {0};
-    if (!o->model) return cli_failf("%s: -m DIR is required (try --help)", cmd);
-    if (!o->prompt == !o->file) return cli_failf("%s: give one of -p TEXT or -f FILE", cmd);
     if (o->prompt) {
         c->texts = malloc(sizeof *c->texts);
         if (!c->texts || !(c->texts[0] = strdup(o->prompt)))

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli_opts.h"
 #include "engine/engine.h"
 #include "text/tokenizer.h"
 
@@ -25,15 +26,22 @@ typedef struct enc_cli {
     double t0;
 } enc_cli;
 
-/* Common options: returns 1 when argv[*i] was one of -m/--model, -p/--prompt,
- * -f/--file, -t/--threads, --batch (consuming its value), 0 when not, and -1
- * after printing an error (a missing value). */
+/* The options embed, fill-mask and classify share. */
 typedef struct enc_cli_opts {
     const char *model, *prompt, *file;
     const char *backend; /* "cpu" (default) or "mil": -m names an encoder bundle */
+    int backend_index;
     int threads, batch;
 } enc_cli_opts;
-int enc_cli_parse(const char *cmd, int argc, char **argv, int *i, enc_cli_opts *o);
+
+/* Their cli_opts rows (-m, -p, -f, -t, --batch, --backend) pointing into
+ * o, ended by CLI_ENDROW; rows has room for ENC_CLI_N_ROWS. */
+#define ENC_CLI_N_ROWS 8
+void enc_cli_table(enc_cli_opts *o, cli_opt *rows);
+
+/* After cli_parse: exactly one of -p and -f (a usage error otherwise), the
+ * backend's name. CLI_GO or the exit code. */
+int enc_cli_finish(const cli_command *c, enc_cli_opts *o);
 
 /* Loads the model and tokenizer and reads the inputs; prints the error and
  * returns 1 on failure (then enc_cli_close is still safe). */

@@ -1,17 +1,16 @@
-/* Shared options of `nectar run` and `nectar chat`: one table-free parser
- * for the model, context and sampling flags, and the model loading both
- * commands do. Values are checked here so bad input is a one-line error. */
+/* Shared options of `nectar run` and `nectar chat`: one table of the
+ * model, context, sampling and backend options (cli_opts.h checks every
+ * value), and the model loading both commands do. */
 #include "gen_cli.h"
 
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "cli_env.h"
 #include "commands.h"
 #include "gen/layer_dump.h"
 
@@ -26,176 +25,68 @@ void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     o->sampling.seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 }
 
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        cli_failf("%s: '%s' is not an integer in [%ld, %ld]", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 1;
+void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
+    const cli_opt t[] = {
+        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
+                "Hugging Face model folder (config.json, tokenizer.json, weights), or\n"
+                "an ANE bundle with --backend mil|ane",
+                &o->model_dir, .required = 1),
+        CLI_OPT("-n", "--n-predict", CLI_INT, "N",
+                "most tokens to generate (-1: until the context is full)", &o->max_new_tokens,
+                .min = -1, .max = INT_MAX),
+        CLI_OPT("-c", "--ctx", CLI_INT, "N",
+                "context (KV cache) in tokens, default 4096, capped by the model's\n"
+                "max_position_embeddings (a bundle's is fixed: --ctx, if given, must match)",
+                &o->ctx, .min = 1, .max = INT_MAX, .seen = &o->is_set_ctx),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o->n_threads,
+                .min = 1, .max = 1024),
+        CLI_OPT(NULL, "--temp", CLI_FLOAT, "T", "temperature, 0 = greedy (default 0.7)",
+                &o->sampling.temperature, .lo = 0, .hi = 100, .seen = &o->seen_temp),
+        CLI_OPT(NULL, "--top-k", CLI_INT, "K",
+                "keep the K most likely tokens, 0 = off (default 20)", &o->sampling.top_k, .min = 0,
+                .max = INT_MAX, .seen = &o->seen_top_k),
+        CLI_OPT(NULL, "--top-p", CLI_FLOAT, "P",
+                "nucleus: smallest set with mass >= P, 1 = off (default 0.8)", &o->sampling.top_p,
+                .lo = 0, .hi = 1, .seen = &o->seen_top_p),
+        CLI_OPT(NULL, "--min-p", CLI_FLOAT, "P",
+                "drop tokens below P x the top probability, 0 = off (default 0)",
+                &o->sampling.min_p, .lo = 0, .hi = 1, .seen = &o->seen_min_p),
+        CLI_OPT(NULL, "--repeat-penalty", CLI_FLOAT, "R",
+                "divide positive / multiply negative logits of seen tokens (1 = off)",
+                &o->sampling.repeat_penalty, .lo = 1e-3, .hi = 100, .seen = &o->seen_repeat),
+        CLI_OPT(NULL, "--presence-penalty", CLI_FLOAT, "P",
+                "subtract P from the logit of every seen token (0 = off)",
+                &o->sampling.presence_penalty, .lo = -100, .hi = 100),
+        CLI_OPT(NULL, "--frequency-penalty", CLI_FLOAT, "F",
+                "subtract F x count from the logit of seen tokens (0 = off)",
+                &o->sampling.frequency_penalty, .lo = -100, .hi = 100),
+        CLI_OPT("-s", "--seed", CLI_INT64, "S",
+                "random seed: the same seed gives the same output (default: from the clock)",
+                &o->seed, .min = 0, .max = INT64_MAX, .seen = &o->has_seed),
+        CLI_OPT(NULL, "--stop", CLI_STRINGS, "STR",
+                "end generation at STR (not printed); repeatable", o->stops, .count = &o->n_stops,
+                .cap = GEN_CLI_MAX_STOPS),
+        CLI_OPT(NULL, "--truncate", CLI_FLAG, NULL,
+                "drop the oldest prompt tokens when the prompt does not fit (default: an error)",
+                &o->truncate),
+        GEN_CLI_BACKEND_OPTS(&o->be),
+        CLI_OPT(NULL, "--dump-layers", CLI_STRING, "DIR",
+                "write the hidden state after each layer for every token as DIR/layer_NN.npy\n"
+                "(float32 [tokens, hidden])",
+                &o->dump_dir),
+        CLI_ENDROW};
+    memcpy(rows, t, sizeof t);
 }
 
-static int parse_float(const char *opt, const char *s, double lo, double hi, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        cli_failf("%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 1;
-}
-
-static int parse_seed(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (*s == '-') return cli_failf("--seed: '%s' must be a non-negative integer", s), -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end) {
-        cli_failf("--seed: '%s' must be a non-negative integer", s);
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 1;
-}
-
-int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o) {
-    const char *a = argv[*i];
-    static const char *const with_value[] = {"-m",
-                                             "--model",
-                                             "-n",
-                                             "--n-predict",
-                                             "--ctx",
-                                             "-c",
-                                             "-t",
-                                             "--threads",
-                                             "--temp",
-                                             "--top-k",
-                                             "--top-p",
-                                             "--min-p",
-                                             "--repeat-penalty",
-                                             "--presence-penalty",
-                                             "--frequency-penalty",
-                                             "--seed",
-                                             "-s",
-                                             "--stop",
-                                             "--backend",
-                                             "--ane-device",
-                                             "--dump-layers"};
-    int takes_value = 0;
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-        takes_value |= !strcmp(a, with_value[k]);
-    if (!takes_value) {
-        if (!strcmp(a, "--truncate")) {
-            o->truncate = 1;
-            return 1;
-        }
-        return 0;
-    }
-    if (*i + 1 >= argc) {
-        cli_failf("%s needs a value", a);
-        return -1;
-    }
-    const char *v = argv[++*i];
-    long n;
-    int r = 1;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-        o->model_dir = v;
-    } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-        if ((r = parse_long(a, v, -1, INT_MAX, &n)) > 0) o->max_new_tokens = (int)n;
-    } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
-        if ((r = parse_long(a, v, 1, INT_MAX, &n)) > 0) o->ctx = (int)n;
-        o->is_set_ctx = 1;
-    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        if ((r = parse_long(a, v, 1, 1024, &n)) > 0) o->n_threads = (int)n;
-    } else if (!strcmp(a, "--temp")) {
-        r = parse_float(a, v, 0, 100, &o->sampling.temperature);
-        o->set |= GEN_SET_TEMPERATURE;
-    } else if (!strcmp(a, "--top-k")) {
-        if ((r = parse_long(a, v, 0, INT_MAX, &n)) > 0) o->sampling.top_k = (int)n;
-        o->set |= GEN_SET_TOP_K;
-    } else if (!strcmp(a, "--top-p")) {
-        r = parse_float(a, v, 0, 1, &o->sampling.top_p);
-        o->set |= GEN_SET_TOP_P;
-    } else if (!strcmp(a, "--min-p")) {
-        r = parse_float(a, v, 0, 1, &o->sampling.min_p);
-        o->set |= GEN_SET_MIN_P;
-    } else if (!strcmp(a, "--repeat-penalty")) {
-        r = parse_float(a, v, 1e-3, 100, &o->sampling.repeat_penalty);
-        o->set |= GEN_SET_REPEAT_PENALTY;
-    } else if (!strcmp(a, "--presence-penalty")) {
-        r = parse_float(a, v, -100, 100, &o->sampling.presence_penalty);
-    } else if (!strcmp(a, "--frequency-penalty")) {
-        r = parse_float(a, v, -100, 100, &o->sampling.frequency_penalty);
-    } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
-        r = parse_seed(v, &o->sampling.seed);
-        o->has_seed = 1;
-    } else if (!strcmp(a, "--backend")) {
-        if (strcmp(v, "cpu") && strcmp(v, "mil") && strcmp(v, "ane")) {
-            cli_failf("--backend: '%s' is not a backend (cpu, mil or ane)", v);
-            return -1;
-        }
-        o->backend = v;
-    } else if (!strcmp(a, "--ane-device")) {
-        if (strcmp(v, "fake") && strcmp(v, "real")) {
-            cli_failf("--ane-device: '%s' is not an ANE device (fake or real)", v);
-            return -1;
-        }
-        o->ane_device = v;
-    } else if (!strcmp(a, "--dump-layers")) {
-        o->dump_dir = v;
-    } else if (!strcmp(a, "--stop")) {
-        if (o->n_stops >= GEN_CLI_MAX_STOPS) {
-            cli_failf("--stop: at most %d stop strings", GEN_CLI_MAX_STOPS);
-            return -1;
-        }
-        if (!*v) {
-            cli_failf("--stop: the stop string is empty");
-            return -1;
-        }
-        o->stops[o->n_stops++] = v;
-    }
-    return r;
-}
-
-void gen_cli_print_options(FILE *f) {
-    fprintf(
-        f, "  -m, --model DIR           Hugging Face model folder (config.json, tokenizer.json,\n"
-           "                            *.safetensors)\n"
-           "  -n, --n-predict N         most tokens to generate (-1: until the context is full)\n"
-           "  -c, --ctx N               context (KV cache) in tokens, default 4096, capped by the\n"
-           "                            model's max_position_embeddings\n"
-           "  -t, --threads N           threads (default: all cores)\n"
-           "      --temp T              temperature, 0 = greedy (default 0.7)\n"
-           "      --top-k K             keep the K most likely tokens, 0 = off (default 20)\n"
-           "      --top-p P             nucleus: smallest set with mass >= P, 1 = off "
-           "(default 0.8)\n"
-           "      --min-p P             drop tokens below P x the top probability, 0 = off "
-           "(default 0)\n"
-           "      --repeat-penalty R    divide positive / multiply negative logits of seen "
-           "tokens (1 = off)\n"
-           "      --presence-penalty P  subtract P from the logit of every seen token (0 = off)\n"
-           "      --frequency-penalty F subtract F x count from the logit of seen tokens "
-           "(0 = off)\n"
-           "  -s, --seed S              random seed: the same seed gives the same output\n"
-           "                            (default: from the clock)\n"
-           "      --stop STR            end generation at STR (not printed); repeatable\n"
-           "      --truncate            drop the oldest prompt tokens when the prompt does not\n"
-           "                            fit (default: an error)\n"
-           "      --backend cpu|mil|ane cpu (default); mil or ane: -m names an ANE bundle\n"
-           "                            (nectar compile), run by the MIL interpreter in fp16\n"
-           "                            (mil) or on the Neural Engine (ane); its context is the\n"
-           "                            bundle's (--ctx, if given, must match)\n"
-           "      --ane-device fake|real  with --backend ane: real (the default; macOS), or\n"
-           "                            fake: the whole ANE request path against a device\n"
-           "                            backed by the MIL interpreter (any OS); default from\n"
-           "                            $NECTAR_ANE_DEVICE\n"
-           "      --dump-layers DIR     write the hidden state after each layer for every\n"
-           "                            token as DIR/layer_NN.npy (float32 [tokens, hidden])\n");
+int gen_cli_finish(const cli_command *c, gen_cli_opts *o) {
+    for (int i = 0; i < o->n_stops; i++)
+        if (!*o->stops[i]) return cli_usage_error(c, "--stop: the stop string is empty");
+    o->backend = gen_cli_backend_name(&o->be);
+    if (o->has_seed) o->sampling.seed = (uint64_t)o->seed;
+    o->set = (o->seen_temp ? GEN_SET_TEMPERATURE : 0) | (o->seen_top_k ? GEN_SET_TOP_K : 0) |
+             (o->seen_top_p ? GEN_SET_TOP_P : 0) | (o->seen_min_p ? GEN_SET_MIN_P : 0) |
+             (o->seen_repeat ? GEN_SET_REPEAT_PENALTY : 0);
+    return CLI_GO;
 }
 
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
@@ -203,25 +94,31 @@ nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
     return gen_sampling_from_folder(o->model_dir, o->set, &o->sampling, err);
 }
 
-nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
-                             nc_error *err) {
-    const char *v = flag ? flag : getenv("NECTAR_ANE_DEVICE");
+const char *gen_cli_backend_name(const gen_cli_backend *b) {
+    static const char *const names[] = {"cpu", "mil", "ane"};
+    return names[b->backend_index];
+}
+
+nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
+    static const char *const devices[] = {"fake", "real"};
+    const char *v = b->is_set_device ? devices[b->device_index] : getenv("NECTAR_ANE_DEVICE");
     *out = ENGINE_ANE_REAL;
     if (v && *v && !strcmp(v, "fake")) {
         *out = ENGINE_ANE_FAKE;
         return NC_OK;
     }
     if (v && *v && strcmp(v, "real") != 0)
-        return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not an ANE device (fake or real)",
-                       flag ? "--ane-device" : "NECTAR_ANE_DEVICE", v);
-    return backend && !strcmp(backend, "ane") ? engine_ane_real_available(err) : NC_OK;
+        return nc_fail(err, NC_ERR_INVALID,
+                       "NECTAR_ANE_DEVICE: '%s' is not an ANE device (fake or real)", v);
+    return b->backend_index == 2 ? engine_ane_real_available(err) : NC_OK;
 }
 
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
     memset(eo, 0, sizeof *eo);
     eo->n_threads = o->n_threads;
     eo->ctx = o->is_set_ctx ? o->ctx : 0;
-    return gen_cli_ane_device(o->ane_device, o->backend, &eo->ane_device, err);
+    eo->kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
+    return gen_cli_backend_device(&o->be, &eo->ane_device, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {

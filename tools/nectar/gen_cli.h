@@ -6,11 +6,37 @@
 
 #include <stdio.h>
 
+#include "cli_opts.h"
 #include "engine/engine.h"
 #include "gen/generate.h"
 #include "text/tokenizer.h"
 
 #define GEN_CLI_MAX_STOPS 16
+
+/* --backend cpu|mil|ane and --ane-device fake|real, shared by run, chat,
+ * serve and bench: GEN_CLI_BACKEND_OPTS(&b) are their two table rows. */
+typedef struct gen_cli_backend {
+    int backend_index, device_index, is_set_device;
+} gen_cli_backend;
+
+#define GEN_CLI_BACKEND_OPTS(b)                                                                    \
+    CLI_OPT(NULL, "--backend", CLI_CHOICE, "cpu|mil|ane",                                          \
+            "cpu (default); mil or ane: -m names an ANE bundle (nectar compile), run by\n"         \
+            "the MIL interpreter in fp16 (mil) or on the Neural Engine (ane)",                     \
+            &(b)->backend_index, .choices = "cpu|mil|ane"),                                        \
+        CLI_OPT(NULL, "--ane-device", CLI_CHOICE, "fake|real",                                     \
+                "with --backend ane: real (the default; macOS), or fake: the whole ANE\n"          \
+                "request path against a device backed by the MIL interpreter (any OS);\n"          \
+                "default from $NECTAR_ANE_DEVICE",                                                 \
+                &(b)->device_index, .choices = "fake|real", .seen = &(b)->is_set_device)
+
+/* The backend's name ("cpu", "mil", "ane"). */
+const char *gen_cli_backend_name(const gen_cli_backend *b);
+
+/* The device: --ane-device, or when not given $NECTAR_ANE_DEVICE (read here,
+ * once per command), else real. With backend ane, a real device this build
+ * cannot reach is refused here: callers report it as a usage error. */
+nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err);
 
 typedef struct gen_cli_opts {
     const char *model_dir;
@@ -18,15 +44,17 @@ typedef struct gen_cli_opts {
     int ctx;
     int n_threads;
     int has_seed;
+    int64_t seed; /* --seed as parsed (sampling.seed once finished) */
     gen_sampler_params sampling;
-    unsigned set;   /* GEN_SET_*: given on the command line (folder defaults must not override) */
+    unsigned set; /* GEN_SET_*: given on the command line (folder defaults must not override) */
+    int seen_temp, seen_top_k, seen_top_p, seen_min_p, seen_repeat;
     int is_set_ctx; /* --ctx given: with a bundle it must equal the bundle's */
+    gen_cli_backend be;
     const char *stops[GEN_CLI_MAX_STOPS];
     int n_stops;
     int truncate;
-    const char *backend;    /* "cpu" (default), "mil" or "ane": -m names an ANE bundle */
-    const char *ane_device; /* --ane-device fake|real, or NULL (then $NECTAR_ANE_DEVICE) */
-    const char *dump_dir;   /* --dump-layers: hidden state after each layer as .npy, or NULL */
+    const char *backend;  /* "cpu" (default), "mil" or "ane": -m names an ANE bundle */
+    const char *dump_dir; /* --dump-layers: hidden state after each layer as .npy, or NULL */
 } gen_cli_opts;
 
 typedef struct gen_cli_loaded {
@@ -41,22 +69,18 @@ typedef struct gen_cli_loaded {
  * (temperature 0.7, top-p 0.8, top-k 20, min-p 0), a seed from the clock. */
 void gen_cli_defaults(gen_cli_opts *o, int max_new);
 
-/* Tries argv[*i] as one of the shared options, consuming its value. Returns
- * 1 when consumed, 0 when not a shared option, -1 after printing an error. */
-int gen_cli_parse(int argc, char **argv, int *i, gen_cli_opts *o);
+/* The shared options as cli_opts rows pointing into o, ended by
+ * CLI_ENDROW; rows has room for GEN_CLI_N_ROWS. */
+#define GEN_CLI_N_ROWS 24
+void gen_cli_table(gen_cli_opts *o, cli_opt *rows);
 
-/* The help lines of the shared options. */
-void gen_cli_print_options(FILE *f);
+/* After cli_parse: what the table cannot check (an empty stop string) and
+ * the derived fields (backend, device, seed, set). CLI_GO or an exit code. */
+int gen_cli_finish(const cli_command *c, gen_cli_opts *o);
 
 /* Sampling defaults from the model folder (gen_sampling_from_folder) for
  * every parameter the command line did not set. */
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
-
-/* --ane-device (or, when not given, $NECTAR_ANE_DEVICE, read here once):
- * fake or real (the default). With backend "ane", a real device this build
- * cannot reach is refused here (the command exits 2). */
-nc_status gen_cli_ane_device(const char *flag, const char *backend, engine_ane_device *out,
-                             nc_error *err);
 
 /* The engine options of the command line (threads, --ctx, ANE device). */
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err);

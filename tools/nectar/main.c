@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_env.h"
 #include "commands.h"
 
 static const struct {
@@ -66,7 +67,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = cli_env_init();
+            return rc ? rc : commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "nectar: unknown command '%s'\n", argv[1]);
     return 2;
 }

@@ -1,0 +1,150 @@
+/* Sequences and generation of the public API, on the one generation
+ * pipeline (src/gen: gen_seq). The pipeline reports a token, then the text
+ * that became final; the API hands both to one callback: each token goes
+ * out with the text released after it, so a token's call comes when the
+ * next token (or the end) arrives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_model.h"
+#include "api/api_sampling.h"
+#include "gen/generate.h"
+
+struct nc_sequence {
+    nc_model *m;
+    gen_seq *gs;
+};
+
+NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err) {
+    if (!m || !out) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: NULL argument");
+    *out = NULL;
+    if (m->kind != NC_MODEL_DECODER)
+        return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: the model is an encoder");
+    if (ctx < 0) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: ctx %d < 0", ctx);
+    nc_sequence *s = calloc(1, sizeof *s);
+    if (!s) return nc_fail(err, NC_ERR_NOMEM, "nc_sequence_new: out of memory");
+    s->m = m;
+    nc_status st = gen_seq_new(m->gm, ctx > 0 ? ctx : m->ctx, &s->gs, err);
+    if (st != NC_OK) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return NC_OK;
+}
+
+NC_API void nc_sequence_free(nc_sequence *s) {
+    if (!s) return;
+    gen_seq_free(s->gs);
+    free(s);
+}
+
+NC_API void nc_sequence_reset(nc_sequence *s) {
+    if (s) gen_seq_reset(s->gs);
+}
+
+NC_API int nc_sequence_context(const nc_sequence *s) {
+    return s ? gen_seq_ctx(s->gs) : 0;
+}
+
+/* One request's delivery state: the token waiting for its text. */
+typedef struct relay {
+    nc_token_callback cb;
+    void *user;
+    int32_t pending; /* -1: none */
+    char *text;
+    size_t len, cap;
+    int nomem;
+    int cancelled; /* the callback asked to stop: nothing more goes out */
+} relay;
+
+static int deliver(relay *r) {
+    if (r->pending < 0) return 0;
+    int32_t t = r->pending;
+    r->pending = -1;
+    size_t n = r->len;
+    r->len = 0;
+    r->cancelled = r->cb && r->cb(r->user, t, r->text ? r->text : "", n);
+    return r->cancelled;
+}
+
+static int on_token(void *user, int32_t token, const float *logits) {
+    (void)logits;
+    relay *r = user;
+    if (deliver(r)) return 1; /* this token is dropped with the rest */
+    r->pending = token;
+    return 0;
+}
+
+static int on_text(void *user, gen_text_kind kind, const char *text, size_t len) {
+    (void)kind;
+    relay *r = user;
+    if (r->cancelled) return 1;
+    if (r->len + len + 1 > r->cap) {
+        size_t cap = (r->len + len + 1) * 2;
+        char *more = realloc(r->text, cap);
+        if (!more) return r->nomem = 1;
+        r->text = more;
+        r->cap = cap;
+    }
+    memcpy(r->text + r->len, text, len);
+    r->len += len;
+    r->text[r->len] = '\0';
+    return 0;
+}
+
+static nc_finish finish_of(gen_finish f) {
+    switch (f) {
+    case GEN_FINISH_STOP:
+        return NC_FINISH_STOP;
+    case GEN_FINISH_LENGTH:
+        return NC_FINISH_LENGTH;
+    case GEN_FINISH_CONTEXT:
+        return NC_FINISH_CONTEXT;
+    case GEN_FINISH_CANCEL:
+        return NC_FINISH_CANCEL;
+    default:
+        return NC_FINISH_EOS;
+    }
+}
+
+NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_t n_prompt,
+                                    int max_tokens, const nc_sampling *sampling,
+                                    nc_token_callback cb, void *user, nc_finish *finish,
+                                    nc_error *err) {
+    if (!s || (!prompt && n_prompt))
+        return nc_fail(err, NC_ERR_INVALID, "nc_generate: NULL argument");
+    if (n_prompt > (size_t)1 << 30)
+        return nc_fail(err, NC_ERR_RANGE, "nc_generate: a prompt of %zu tokens", n_prompt);
+    gen_request req;
+    memset(&req, 0, sizeof req);
+    req.sampling = sampling ? sampling->params : gen_sampler_defaults_greedy();
+    req.max_new_tokens = max_tokens;
+    if (sampling) {
+        req.stops = (const char *const *)sampling->stops;
+        req.n_stops = sampling->n_stops;
+    }
+    relay r = {cb, user, -1, NULL, 0, 0, 0, 0};
+    gen_callbacks gcb = {on_token, on_text, &r};
+    gen_result res;
+    nc_status st = gen_generate(s->gs, prompt, (int)n_prompt, &req, &gcb, &res, err);
+    if (st == NC_OK && r.nomem) st = nc_fail(err, NC_ERR_NOMEM, "nc_generate: out of memory");
+    if (st == NC_OK) {
+        if (!r.cancelled && !deliver(&r) && cb) cb(user, -1, "", 0);
+        if (finish) *finish = finish_of(res.finish);
+    }
+    free(r.text);
+    return st;
+}
+
+NC_API nc_status nc_generate(nc_sequence *s, const char *prompt, int max_tokens,
+                             const nc_sampling *sampling, nc_token_callback cb, void *user,
+                             nc_finish *finish, nc_error *err) {
+    if (!s || !prompt) return nc_fail(err, NC_ERR_INVALID, "nc_generate: NULL argument");
+    int32_t *ids;
+    size_t n;
+    NC_TRY(tok_encode(s->m->tokenizer.tok, prompt, strlen(prompt), &ids, &n, err));
+    nc_status st = nc_generate_tokens(s, ids, n, max_tokens, sampling, cb, user, finish, err);
+    free(ids);
+    return st;
+}

@@ -1,0 +1,184 @@
+#!/bin/sh
+# nectar against llama.cpp on the same random weights (a benchmark, not a
+# test). Builds llama.cpp from the source vendored in the llama-cpp-python
+# sdist on PyPI (CMake, Release, GGML_NATIVE), converts a Qwen3 folder from
+# `nectar gen-random` (tokenizer files included) to GGUF with llama.cpp's own
+# convert_hf_to_gguf.py (bf16), quantizes it with llama-quantize (Q8_0 and
+# --pure Q4_0: every matrix of the same type and bytes as nectar's q8/q4),
+# then runs `nectar bench` and `llama-bench` in interleaved rounds, pp and tg
+# each, and prints nectar/llama.cpp ratios with their spread and each run's
+# CPU share.
+#
+# usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
+#            [-p 512] [-n 128] [--types "bf16 q8 q4"] [--nectar build/nectar]
+#            [--llama-no-amx]
+#   MODEL_DIR  a bf16 Qwen3 folder with tokenizer.json (nectar gen-random
+#              --like qwen3-0.6b DIR, run where it finds the tokenizer)
+#   WORK       where llama.cpp is built and the GGUF/nectar folders go
+#              (default /tmp/nectar-vs-llamacpp); kept between runs, so a
+#              second run only benchmarks
+#   --llama-no-amx  also build llama.cpp's CPU backend for AVX-512 with VNNI
+#              and BF16 but without AMX (what a Zen 4 gets; GGML_NATIVE off,
+#              the ISA flags named) and run llama-bench on that one. On the
+#              Sapphire Rapids VM this was written on, the native build's AMX
+#              path died in ldtilecfg on Q8_0/Q4_0 (bf16 ran).
+# Environment: PYTHON (default python3; the converter needs torch, numpy,
+# sentencepiece, transformers: pip install them there), NECTAR_SIMD /
+# NECTAR_NO_AMX as for nectar (llama.cpp built native uses the CPU's AMX
+# when it has it, whatever these say), JOBS (build jobs, default 2).
+set -eu
+
+die() {
+    echo "bench-vs-llamacpp: $*" >&2
+    exit 1
+}
+
+MODEL=""
+WORK=/tmp/nectar-vs-llamacpp
+THREADS=2
+ROUNDS=3
+PP=512
+TG=128
+TYPES="bf16 q8 q4"
+NECTAR=build/nectar
+NOAMX=0
+PYTHON=${PYTHON:-python3}
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -w) WORK=$2; shift 2 ;;
+    -t) THREADS=$2; shift 2 ;;
+    -r) ROUNDS=$2; shift 2 ;;
+    -p) PP=$2; shift 2 ;;
+    -n) TG=$2; shift 2 ;;
+    --types) TYPES=$2; shift 2 ;;
+    --nectar) NECTAR=$2; shift 2 ;;
+    --llama-no-amx) NOAMX=1; shift ;;
+    -*) die "unknown option $1" ;;
+    *) MODEL=$1; shift ;;
+    esac
+done
+[ -n "$MODEL" ] || die "usage: $0 MODEL_DIR [-w WORK] [-t N] [-r ROUNDS] [-p N] [-n N] [--types ...]"
+[ -f "$MODEL/config.json" ] || die "$MODEL/config.json: not a model folder"
+[ -f "$MODEL/tokenizer.json" ] || die "$MODEL/tokenizer.json: missing (the GGUF converter needs the tokenizer)"
+[ -x "$NECTAR" ] || die "$NECTAR: not built (make)"
+NECTAR=$(cd "$(dirname "$NECTAR")" && pwd)/$(basename "$NECTAR")
+MODEL=$(cd "$MODEL" && pwd)
+mkdir -p "$WORK"
+cd "$WORK"
+
+# 1. llama.cpp from the llama-cpp-python sdist
+if [ ! -x build/bin/llama-bench ]; then
+    if [ ! -d src ]; then
+        "$PYTHON" -m pip download --no-binary :all: --no-deps llama-cpp-python -d sdist >/dev/null ||
+            die "pip download llama-cpp-python failed"
+        mkdir -p src
+        tar xzf sdist/llama_cpp_python-*.tar.gz -C src --strip-components=1
+    fi
+    echo "building llama.cpp (Release, GGML_NATIVE; many CPU-minutes) ..."
+    cmake -S src/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF \
+        >cmake.log 2>&1 || die "cmake configure failed (see $WORK/cmake.log)"
+    nice -n 10 cmake --build build -j "${JOBS:-2}" --target llama-bench llama-quantize \
+        >build.log 2>&1 || die "llama.cpp build failed (see $WORK/build.log)"
+fi
+LLAMA_LIB=build/bin
+if [ "$NOAMX" = 1 ]; then
+    if [ ! -f build-noamx/bin/libggml-cpu.so ]; then
+        echo "building llama.cpp's CPU backend without AMX ..."
+        cmake -S src/vendor/llama.cpp -B build-noamx -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+            -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=ON \
+            -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF \
+            -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+            -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF >cmake-noamx.log 2>&1 ||
+            die "cmake configure (no AMX) failed (see $WORK/cmake-noamx.log)"
+        nice -n 10 cmake --build build-noamx -j "${JOBS:-2}" --target ggml-cpu >build-noamx.log 2>&1 ||
+            die "llama.cpp CPU backend build failed (see $WORK/build-noamx.log)"
+    fi
+    LLAMA_LIB=build-noamx/bin
+fi
+# the vendored commit, as the sdist's changelog names it
+COMMIT=$(grep -o 'llama.cpp@[0-9a-f]*' src/CHANGELOG.md 2>/dev/null | head -1 | cut -d@ -f2)
+echo "llama.cpp ${COMMIT:-unknown commit} (llama-cpp-python $(ls sdist | sed 's/llama_cpp_python-//; s/.tar.gz//'))"
+
+# 2. the same weights for both: GGUF bf16 / Q8_0 / pure Q4_0, nectar q8 / q4
+if [ ! -f gguf-bf16.gguf ]; then
+    PYTHONPATH=src/vendor/llama.cpp/gguf-py "$PYTHON" src/vendor/llama.cpp/convert_hf_to_gguf.py \
+        "$MODEL" --outtype bf16 --outfile gguf-bf16.gguf >convert.log 2>&1 ||
+        die "convert_hf_to_gguf.py failed (see $WORK/convert.log)"
+fi
+[ -f gguf-q8.gguf ] || build/bin/llama-quantize gguf-bf16.gguf gguf-q8.gguf Q8_0 >quantize.log 2>&1 ||
+    die "llama-quantize Q8_0 failed"
+[ -f gguf-q4.gguf ] || build/bin/llama-quantize --pure gguf-bf16.gguf gguf-q4.gguf Q4_0 \
+    >>quantize.log 2>&1 || die "llama-quantize Q4_0 failed"
+for t in q8 q4; do
+    [ -f "nectar-$t/model.safetensors" ] || "$NECTAR" quantize -m "$MODEL" --type "$t" -o "nectar-$t" >/dev/null
+done
+
+# 3. interleaved rounds
+"$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" <<'EOF'
+import json, os, resource, statistics, subprocess, sys, time
+
+nectar, model, threads, rounds, pp, tg, types, llama_lib = sys.argv[1:9]
+threads, rounds, pp, tg = int(threads), int(rounds), int(pp), int(tg)
+folders = {"bf16": model, "q8": "nectar-q8", "q4": "nectar-q4"}
+
+
+def timed(cmd, env=None):
+    """stdout of cmd, and its CPU time / (wall time x threads)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return out, cpu / (wall * threads)
+
+
+def run_nectar(t, p, n):
+    out, _ = timed([nectar, "bench", "-m", folders[t], "-t", str(threads), "-p", str(p),
+                    "-n", str(n), "--runs", "1", "--bw-mib", "64", "--json"])
+    j = json.loads(out)
+    test = j["pp"] if p else j["tg"]
+    return test["mean_tok_per_s"], test["cpu_share"], j["kernels"]
+
+
+def run_llama(t, p, n):
+    # the whole process: its CPU share includes loading the model
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(llama_lib))
+    out, share = timed(["build/bin/llama-bench", "-m", f"gguf-{t}.gguf", "-t", str(threads),
+                        "-p", str(p), "-n", str(n), "-r", "1", "-o", "json"], env)
+    j = json.loads(out)[0]
+    return j["avg_ts"], share, j.get("cpu_info", "")
+
+
+print(f"load average {os.getloadavg()[0]:.2f}, {threads} threads, {rounds} rounds, "
+      f"llama.cpp CPU backend from {llama_lib}")
+rows = []
+for t in types.split():
+    for test, p, n in (("pp", pp, 0), ("tg", 0, tg)):
+        ratios, runs = [], []
+        for r in range(rounds):
+            # alternate which goes first, so neither always meets the other's leftovers
+            order = ("nectar", "llama") if r % 2 == 0 else ("llama", "nectar")
+            res = {}
+            for who in order:
+                res[who] = run_nectar(t, p, n) if who == "nectar" else run_llama(t, p, n)
+            ratios.append(res["nectar"][0] / res["llama"][0])
+            runs.append(res)
+            print(f"  {t} {test}{p or n} round {r + 1}: nectar ({res['nectar'][2]}) "
+                  f"{res['nectar'][0]:.2f} tok/s (CPU {res['nectar'][1]:.0%}), llama.cpp "
+                  f"{res['llama'][0]:.2f} (CPU {res['llama'][1]:.0%}), ratio {ratios[-1]:.2f}",
+                  flush=True)
+        ok = [x for x, res in zip(ratios, runs) if res["nectar"][1] >= 0.85 and res["llama"][1] >= 0.85]
+        rows.append((t, f"{test}{p or n}", ratios, ok, runs))
+
+print(f"\nload average {os.getloadavg()[0]:.2f}")
+print("| weights | test | nectar tok/s | llama.cpp tok/s | nectar / llama.cpp (min-max) | rounds with both >= 85% CPU |")
+print("|---|---|---|---|---|---|")
+for t, test, ratios, ok, runs in rows:
+    nm = statistics.mean(r["nectar"][0] for r in runs)
+    lm = statistics.mean(r["llama"][0] for r in runs)
+    okm = f"{statistics.mean(ok):.2f} ({len(ok)})" if ok else "none"
+    print(f"| {t} | {test} | {nm:.2f} | {lm:.2f} | {statistics.median(ratios):.2f} "
+          f"({min(ratios):.2f}-{max(ratios):.2f}) | {okm} |")
+EOF

@@ -1,0 +1,55 @@
+/* The environment, read once (cli_env.h). */
+#include "cli_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cpu/cpu_kernels.h"
+
+static cli_env env;
+
+/* Set and not "0" (NECTAR_NO_SIMD=1). */
+static int is_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0");
+}
+
+static const char *value(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int bad(const char *name, const char *v, const char *want) {
+    fprintf(stderr, "nectar: %s='%s' is not %s\n", name, v, want);
+    return 2;
+}
+
+int cli_env_init(void) {
+    const char *table = is_on("NECTAR_NO_SIMD")  ? "scalar"
+                        : value("NECTAR_SIMD")   ? value("NECTAR_SIMD")
+                        : is_on("NECTAR_NO_AMX") ? "avx512"
+                                                 : NULL;
+    nc_error err = {0};
+    if (cpu_select_table(table, &err) != NC_OK)
+        return bad(value("NECTAR_SIMD") ? "NECTAR_SIMD" : "NECTAR_NO_SIMD", table,
+                   "a kernel table (scalar, avx2, neon, avx512, amx)");
+    const char *log = value("NECTAR_LOG");
+    if (log) {
+        static const char *const levels[] = {"debug", "info", "warn", "error", "quiet"};
+        int i = 0;
+        while (i < 5 && strcmp(log, levels[i]))
+            i++;
+        if (i == 5) return bad("NECTAR_LOG", log, "debug, info, warn, error or quiet");
+        nc_log_set_level((nc_log_level)i);
+    }
+    const char *kv = value("NECTAR_KV");
+    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32")) return bad("NECTAR_KV", kv, "f16 or f32");
+    env.kv_f16 = kv && !strcmp(kv, "f16");
+    return 0;
+}
+
+const cli_env *cli_env_get(void) {
+    return &env;
+}
