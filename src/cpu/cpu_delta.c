@@ -53,6 +53,7 @@ void cpu_gemm_acc_scalar(int m, int n, int k, const float *x, size_t ldx, const 
 
 cpu_gemm_acc_fn cpu_delta_gemm_for(const cpu_kernels *kern) {
 #if defined(__x86_64__) || defined(_M_X64)
+    if (!kern->name) return cpu_gemm_acc_scalar; /* a table the CPU never filled in */
     if (!strcmp(kern->name, "avx512") || !strcmp(kern->name, "amx")) return cpu_gemm_acc_avx512;
     if (!strcmp(kern->name, "avx2")) return cpu_gemm_acc_avx2;
 #else
