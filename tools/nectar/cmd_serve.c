@@ -86,7 +86,6 @@ int cmd_serve(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     const char *backend = gen_cli_backend_name(&be);
     o.max_body_bytes = (size_t)max_body;
-    if (is_set_header_timeout) o.header_timeout_s = (double)header_timeout_s;
     for (int i = 0; i < n_aliases; i++)
         if (!*aliases[i]) return cli_usage_error(&cmd, "--alias: the name is empty");
     if (verbose) nc_log_set_level(NC_LOG_DEBUG);
