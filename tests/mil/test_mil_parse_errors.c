@@ -93,17 +93,17 @@ static void write_text(const char *path, const char *text) {
 static void test_blobfile_resolves_against_model_folder(void) {
     char root[] = "/tmp/nectar_test_mil_parse_XXXXXX";
     CHECK(mkdtemp(root));
-    char model[128], weights[160], wpath[200], shared[200], mil[200];
+    char model[128], weights[160], wpath[200], sibling[200], mil[200];
     snprintf(model, sizeof model, "%s/m.mlmodelc", root);
     snprintf(weights, sizeof weights, "%s/weights", model);
     snprintf(wpath, sizeof wpath, "%s/weight.bin", weights);
-    snprintf(shared, sizeof shared, "%s/shared.bin", root);
+    snprintf(sibling, sizeof sibling, "%s/sibling.bin", root);
     snprintf(mil, sizeof mil, "%s/model.mil", model);
     CHECK(mkdir(model, 0777) == 0 && mkdir(weights, 0777) == 0);
     nc_error err;
     uint64_t off;
     uint16_t h[4] = {0x3c00, 0x4000, 0x4200, 0x4400}; /* 1, 2, 3, 4 */
-    const char *paths[2] = {wpath, shared};
+    const char *paths[2] = {wpath, sibling};
     for (int i = 0; i < 2; i++) {
         mil_blob_writer w;
         CHECK_OK(mil_blob_writer_open(&w, paths[i], &err), &err);
@@ -116,7 +116,7 @@ static void test_blobfile_resolves_against_model_folder(void) {
         "            tensor<fp16, [4]> a = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
         "string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
         "            tensor<fp16, [4]> b = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
-        "string(\"@model_path/../shared.bin\"), offset = uint64(64)))];\n"
+        "string(\"@model_path/../sibling.bin\"), offset = uint64(64)))];\n"
         "            tensor<fp16, [2, 4]> c = const()[val = tensor<fp16, [2, 4]>(BLOBFILE(path = "
         "string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n"
         "            tensor<fp16, [4]> d = const()[val = tensor<fp16, [4]>(BLOBFILE(path = "
@@ -138,7 +138,7 @@ static void test_blobfile_resolves_against_model_folder(void) {
     CHECKF(strstr(err.msg, "blob offset 128 is outside the file"), "%s", err.msg);
     mil_program_free(p);
     remove(wpath);
-    remove(shared);
+    remove(sibling);
     remove(mil);
     rmdir(weights);
     rmdir(model);
