@@ -635,7 +635,10 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         int queued = j->state == SERVE_JOB_QUEUED;
         pthread_mutex_unlock(&j->mu);
         if (!queued) break;
-        int w = wait_job(j, &seen, fd, deadline);
+        /* The deadline is checked here too: wait_job returns early on every
+         * change to the job, and a queued job can change without leaving
+         * the queue, which would keep it waiting past --timeout. */
+        int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, deadline);
         if (w != 0) {
             serve_sched_cancel(s->sched, j);
             release_job(s, j);
