@@ -58,6 +58,7 @@ _SIGNATURES = {
     "nc_sampling_free": (None, [_p]),
     "nc_sampling_set": (_st, [_p, _s, ctypes.c_double, _err]),
     "nc_sampling_add_stop": (_st, [_p, _s, _err]),
+    "nc_sampling_set_seed": (None, [_p, ctypes.c_uint64]),
     "nc_sequence_new": (_st, [_p, _i, ctypes.POINTER(_p), _err]),
     "nc_sequence_free": (None, [_p]),
     "nc_sequence_reset": (None, [_p]),

@@ -12,7 +12,8 @@ import threading
 from ._lib import LIB, TOKEN_CALLBACK, NcChatMessage, NcError
 
 _FINISH = ("eos", "stop", "length", "context", "cancel")  # nc_finish, in order
-_SAMPLING = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "seed")
+_SAMPLING = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "presence_penalty",
+             "frequency_penalty", "truncate")
 _CHAT_ADD_GENERATION_PROMPT = 1
 _CHAT_NO_THINKING = 2
 
@@ -61,7 +62,7 @@ class _Sampling:
     """An nc_sampling from keyword arguments (greedy unless temperature > 0)."""
 
     def __init__(self, params):
-        unknown = set(params) - set(_SAMPLING) - {"stop"}
+        unknown = set(params) - set(_SAMPLING) - {"seed", "stop"}
         if unknown:
             raise TypeError("unknown sampling parameter(s): " + ", ".join(sorted(unknown)))
         self.h = LIB.nc_sampling_new()
@@ -73,6 +74,11 @@ class _Sampling:
                 if params.get(name) is not None:
                     _check(LIB.nc_sampling_set(self.h, name.encode(), float(params[name]),
                                                ctypes.byref(err)), err)
+            seed = params.get("seed")
+            if seed is not None:
+                if not 0 <= int(seed) < 2**64:
+                    raise ValueError("seed %d is not in [0, 2^64)" % seed)
+                LIB.nc_sampling_set_seed(self.h, int(seed))
             stops = params.get("stop") or []
             for s in [stops] if isinstance(stops, str) else stops:
                 _check(LIB.nc_sampling_add_stop(self.h, s.encode(), ctypes.byref(err)), err)
@@ -220,8 +226,9 @@ class Model:
     def generate(self, prompt, max_tokens=256, **sampling):
         """The continuation of prompt (raw text, no chat template) as one str.
         Sampling: temperature (default 0: greedy), top_k, top_p, min_p,
-        repeat_penalty, seed, stop (a str or a list). max_tokens None: until
-        the context is full."""
+        repeat_penalty, presence_penalty, frequency_penalty, seed, stop (a
+        str or a list); truncate=True drops the oldest prompt tokens when the
+        prompt does not fit. max_tokens None: until the context is full."""
         pieces = []
         s = _Sampling(sampling)
         try:

@@ -57,9 +57,10 @@ check("stream_break_cancels", m.last_finish == "cancel" and "".join(early) == ""
       "%s %r" % (m.last_finish, early))
 
 # same seed, same text; a stop string cuts before it
-a = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=5)
-b = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=5)
-check("seeded_sampling_repeats", a == b and len(a) > 0, "%r %r" % (a, b))
+a = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 5)
+b = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 5)
+c = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 6)
+check("seeded_sampling_repeats", a == b and a != c and len(a) > 0, "%r %r %r" % (a, b, c))
 word = want.decode().split()[2]
 cut = m.generate(prompt, n, temperature=0, stop=" " + word)
 check("stop_string_cuts", cut == want.decode()[:want.decode().index(" " + word)] and
