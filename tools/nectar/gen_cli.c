@@ -101,7 +101,7 @@ const char *gen_cli_backend_name(const gen_cli_backend *b) {
 
 nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
     static const char *const devices[] = {"fake", "real"};
-    const char *v = b->is_set_device ? devices[b->device_index] : getenv("NECTAR_ANE_DEVICE");
+    const char *v = b->is_set_device ? devices[b->device_index] : cli_env_get()->ane_device;
     *out = ENGINE_ANE_REAL;
     if (v && *v && !strcmp(v, "fake")) {
         *out = ENGINE_ANE_FAKE;

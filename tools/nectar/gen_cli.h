@@ -33,8 +33,8 @@ typedef struct gen_cli_backend {
 /* The backend's name ("cpu", "mil", "ane"). */
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
-/* The device: --ane-device, or when not given $NECTAR_ANE_DEVICE (read here,
- * once per command), else real. With backend ane, a real device this build
+/* The device: --ane-device, or when not given $NECTAR_ANE_DEVICE (as
+ * cli_env read it), else real. With backend ane, a real device this build
  * cannot reach is refused here: callers report it as a usage error. */
 nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err);
 
