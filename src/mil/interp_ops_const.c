@@ -28,8 +28,7 @@ static nc_status operand(mil_interp *it, const mil_op *op, const char *name, mil
     nc_status st = mil_interp_load_value(it, v, tmp, err);
     if (st != NC_OK) {
         char label[400];
-        return nc_fail_prefix(err, "%s: attribute '%s'",
-                              mil_interp_op_label(op, label, sizeof label), name);
+        return nc_fail_prefix(err, "%s: attribute '%s'", mil_interp_op_label(op, label, sizeof label), name);
     }
     *out = tmp;
     return NC_OK;
@@ -47,11 +46,9 @@ static float val_f(const mil_slot *s, size_t i) {
 /* Index of the per-axis parameter p (scalar, or a vector along `axis`) for
  * element i of a tensor of shape xs. */
 static size_t per_axis(const mil_slot *p, const mil_kshape *xs, int axis, size_t i) {
-    if (mil_kshape_count(&p->shape) <= 1 || axis < 0 || axis >= xs->rank || xs->d[axis] < 1)
-        return 0;
+    if (mil_kshape_count(&p->shape) <= 1 || axis < 0 || axis >= xs->rank || xs->d[axis] < 1) return 0;
     size_t inner = 1;
-    for (int k = axis + 1; k < xs->rank; k++)
-        inner *= (size_t)xs->d[k];
+    for (int k = axis + 1; k < xs->rank; k++) inner *= (size_t)xs->d[k];
     return (i / inner) % (size_t)xs->d[axis];
 }
 
@@ -72,8 +69,7 @@ static nc_status ex_affine_dequantize(mil_interp *it, op_plan *p, nc_error *err)
     size_t ns = mil_kshape_count(&s->shape), nz = z ? mil_kshape_count(&z->shape) : 1;
     if (axis < 0 || (ns > 1 && (int64_t)ns != q->shape.d[axis]) ||
         (nz > 1 && (int64_t)nz != q->shape.d[axis])) {
-        st = mil_interp_fail(err, NC_ERR_FORMAT, op,
-                             "scale/zero_point do not fit axis of quantized_data");
+        st = mil_interp_fail(err, NC_ERR_FORMAT, op, "scale/zero_point do not fit axis of quantized_data");
         goto done;
     }
     if ((st = mil_interp_out(it, op, 0, &q->shape, &o, err))) goto done;
@@ -95,8 +91,7 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
     mil_slot ti = {0}, tl = {0}, tsh = {0}, tva = {0}, *ind, *lut, *shp, *va, *o;
     nc_status st = NC_OK;
     uint8_t *bytes = NULL;
-    if ((st = operand(it, op, "indices", &ti, &ind, err)) ||
-        (st = operand(it, op, "lut", &tl, &lut, err)) ||
+    if ((st = operand(it, op, "indices", &ti, &ind, err)) || (st = operand(it, op, "lut", &tl, &lut, err)) ||
         (st = operand(it, op, "shape", &tsh, &shp, err)) ||
         (st = operand(it, op, "vector_axis", &tva, &va, err)))
         goto done;
@@ -108,11 +103,9 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
         /* iOS16: indices are packed bytes, lut a flat palette, shape the output */
         size_t np = mil_kshape_count(&lut->shape);
         int bits = 0;
-        while ((1u << bits) < np)
-            bits++;
+        while ((1u << bits) < np) bits++;
         if (np < 2 || (1u << bits) != np || bits > 8) {
-            st = mil_interp_fail(err, NC_ERR_FORMAT, op,
-                                 "lut of %zu entries is not 2, 4, 16, 64 or 256", np);
+            st = mil_interp_fail(err, NC_ERR_FORMAT, op, "lut of %zu entries is not 2, 4, 16, 64 or 256", np);
             goto done;
         }
         mil_kshape os = {(int)mil_kshape_count(&shp->shape), {0}};
@@ -120,12 +113,10 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
             st = mil_interp_fail(err, NC_ERR_UNSUPPORTED, op, "rank too high");
             goto done;
         }
-        for (int i = 0; i < os.rank; i++)
-            os.d[i] = (int64_t)val_f(shp, (size_t)i);
+        for (int i = 0; i < os.rank; i++) os.d[i] = (int64_t)val_f(shp, (size_t)i);
         size_t n = mil_kshape_count(&os), nb = mil_kshape_count(&ind->shape);
         if (nb * 8 < n * (size_t)bits) {
-            st = mil_interp_fail(err, NC_ERR_FORMAT, op, "%zu index bytes for %zu %d-bit indices",
-                                 nb, n, bits);
+            st = mil_interp_fail(err, NC_ERR_FORMAT, op, "%zu index bytes for %zu %d-bit indices", nb, n, bits);
             goto done;
         }
         bytes = malloc(nb ? nb : 1);
@@ -133,8 +124,7 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
             st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
             goto done;
         }
-        for (size_t i = 0; i < nb; i++)
-            bytes[i] = (uint8_t)((int32_t *)ind->data)[i];
+        for (size_t i = 0; i < nb; i++) bytes[i] = (uint8_t)((int32_t *)ind->data)[i];
         if ((st = mil_interp_out(it, op, 0, &os, &o, err))) goto done;
         for (size_t i = 0; i < n; i++)
             ((uint32_t *)o->data)[i] = ((uint32_t *)lut->data)[mil_unpack_sub_byte(bytes, i, bits)];
@@ -211,8 +201,7 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
             pos[i] = 0;
         }
     }
-    if (o->is_int != lut->is_int)
-        st = mil_interp_fail(err, NC_ERR_FORMAT, op, "output dtype differs from lut's");
+    if (o->is_int != lut->is_int) st = mil_interp_fail(err, NC_ERR_FORMAT, op, "output dtype differs from lut's");
 done:
     free(bytes);
     tmp_free(&ti);
@@ -239,19 +228,16 @@ static nc_status ex_blockwise_shift_scale(mil_interp *it, op_plan *p, nc_error *
     const mil_op *op = p->op;
     mil_slot td = {0}, ts = {0}, to = {0}, *d, *s, *off, *o;
     nc_status st = NC_OK;
-    if ((st = operand(it, op, "data", &td, &d, err)) ||
-        (st = operand(it, op, "scale", &ts, &s, err)) ||
+    if ((st = operand(it, op, "data", &td, &d, err)) || (st = operand(it, op, "scale", &ts, &s, err)) ||
         (st = operand(it, op, "offset", &to, &off, err)))
         goto done;
-    if (!d || !s || s->shape.rank != d->shape.rank ||
-        (off && !mil_kshape_equal(&off->shape, &s->shape))) {
+    if (!d || !s || s->shape.rank != d->shape.rank || (off && !mil_kshape_equal(&off->shape, &s->shape))) {
         st = mil_interp_fail(err, NC_ERR_FORMAT, op, "data, scale (and offset) need the same rank");
         goto done;
     }
     for (int k = 0; k < d->shape.rank; k++)
         if (s->shape.d[k] < 1 || d->shape.d[k] % s->shape.d[k]) {
-            st =
-                mil_interp_fail(err, NC_ERR_FORMAT, op, "scale does not divide data on axis %d", k);
+            st = mil_interp_fail(err, NC_ERR_FORMAT, op, "scale does not divide data on axis %d", k);
             goto done;
         }
     if ((st = mil_interp_out(it, op, 0, &d->shape, &o, err))) goto done;
@@ -276,10 +262,8 @@ static nc_status ex_constexpr_cast(mil_interp *it, op_plan *p, nc_error *err) {
     if (st == NC_OK) {
         size_t n = mil_kshape_count(&v->shape);
         for (size_t i = 0; i < n; i++) {
-            if (o->is_int)
-                ((int32_t *)o->data)[i] = (int32_t)lrintf(val_f(v, i));
-            else
-                ((float *)o->data)[i] = val_f(v, i);
+            if (o->is_int) ((int32_t *)o->data)[i] = (int32_t)lrintf(val_f(v, i));
+            else ((float *)o->data)[i] = val_f(v, i);
         }
     }
     tmp_free(&tv);
@@ -299,11 +283,9 @@ static nc_status ex_quantize(mil_interp *it, op_plan *p, nc_error *err) {
     NC_TRY(mil_interp_int(it, op, "axis", 0, &axis, err));
     int ax = mil_interp_axis(axis, x->shape.rank > 0 ? x->shape.rank : 1);
     size_t ns = mil_kshape_count(&s->shape), nz = z ? mil_kshape_count(&z->shape) : 1;
-    if ((ns > 1 || nz > 1) &&
-        (ax < 0 || ax >= x->shape.rank || (ns > 1 && (int64_t)ns != x->shape.d[ax]) ||
-         (nz > 1 && (int64_t)nz != x->shape.d[ax])))
-        return mil_interp_fail(err, NC_ERR_FORMAT, op, "scale/zero_point do not fit axis %lld",
-                               (long long)axis);
+    if ((ns > 1 || nz > 1) && (ax < 0 || ax >= x->shape.rank || (ns > 1 && (int64_t)ns != x->shape.d[ax]) ||
+                               (nz > 1 && (int64_t)nz != x->shape.d[ax])))
+        return mil_interp_fail(err, NC_ERR_FORMAT, op, "scale/zero_point do not fit axis %lld", (long long)axis);
     NC_TRY(mil_interp_out(it, op, 0, &x->shape, &o, err));
     if (o->is_int != is_quantize)
         return mil_interp_fail(err, NC_ERR_FORMAT, op, "output dtype %s", mil_dtype_name(o->dtype));
@@ -323,10 +305,7 @@ static nc_status ex_quantize(mil_interp *it, op_plan *p, nc_error *err) {
     return NC_OK;
 }
 
-static const struct {
-    const char *type;
-    mil_exec_fn fn;
-} CONST_OPS[] = {
+static const struct { const char *type; mil_exec_fn fn; } CONST_OPS[] = {
     {"constexpr_affine_dequantize", ex_affine_dequantize},
     {"constexpr_lut_to_dense", ex_lut_to_dense},
     {"constexpr_blockwise_shift_scale", ex_blockwise_shift_scale},

@@ -4,8 +4,9 @@
 # nectar) for 32 tokens through the interpreter (--backend mil) and the fake
 # ANE device, the same text as the cpu backend; the bundle holds uint8
 # indices and per-16-row fp16 tables and passes `mil check --target ane`;
-# `mil info` reports the bytes saved; an encoder bundle palettizes too;
-# usage errors are one line, exit 2, and leave no bundle.
+# `mil info` reports the bytes saved; an encoder bundle palettizes too, and
+# `nectar parity` passes it at 8 and 6 bits and refuses it at 4; usage
+# errors are one line, exit 2, and leave no bundle.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 2"
 TMP=$(mktemp -d)
@@ -77,6 +78,36 @@ if "$BIN" compile -m tests/fixtures/modernbert/mb_mlm -o "$TMP/enc" --buckets 32
     pass encoder_palettize_6_per_channel_passes_mil_check_ane
 else
     fail encoder_palettize_6_per_channel_passes_mil_check_ane "$(cat "$TMP/out"; grep error "$TMP/chk" | head -3)"
+fi
+
+# the parity gate (CPU engine vs the bundle in the fp16 interpreter) decides:
+# 8 bits passes on the masked-LM encoder (50 positions), 6 bits on the
+# classifier; 4 bits fails it (probability drift 0.11 > 0.02, exit 1)
+F=tests/fixtures/modernbert
+gate() { # bits model inputs.. -> exit status of parity, output in $TMP/gate
+    b=$1
+    m=$2
+    shift 2
+    "$BIN" compile -m $F/$m -o "$TMP/g$b$m" --buckets 32,64 --batches 1,3 --palettize $b $T >/dev/null 2>&1 &&
+        "$BIN" parity -m $F/$m --candidate "$TMP/g$b$m" "$@" $T >"$TMP/gate" 2>&1
+}
+if gate 8 mb_mlm --inputs $F/mb_mlm/ref/input_ids.npy --mask $F/mb_mlm/ref/attention_mask.npy &&
+    grep -q "parity gate: PASS" "$TMP/gate" && grep -q "argmax agreement   50/50" "$TMP/gate"; then
+    pass parity_gate_passes_palettized_8bit_mlm_encoder
+else
+    fail parity_gate_passes_palettized_8bit_mlm_encoder "$(head -4 "$TMP/gate")"
+fi
+if gate 6 mm_cls --inputs $F/mm_cls/ref/texts.txt && grep -q "parity gate: PASS (3 inputs" "$TMP/gate"; then
+    pass parity_gate_passes_palettized_6bit_classifier
+else
+    fail parity_gate_passes_palettized_6bit_classifier "$(head -4 "$TMP/gate")"
+fi
+gate 4 mm_cls --inputs $F/mm_cls/ref/texts.txt
+rc=$?
+if [ $rc = 1 ] && grep -q "parity gate: FAIL" "$TMP/gate" && grep -q "failed: probability drift" "$TMP/gate"; then
+    pass parity_gate_refuses_palettized_4bit_classifier
+else
+    fail parity_gate_refuses_palettized_4bit_classifier "rc $rc: $(head -4 "$TMP/gate")"
 fi
 
 # usage errors: one line, exit 2, nothing written
