@@ -418,8 +418,8 @@ static void test_top1_and_kl_against_hf_fp32_logits(void) {
 /* A large model (the folder NECTAR_PAL_MODEL names, e.g. `nectar gen-random
  * --like qwen3-0.6b`) palettized to 8, 6 and 4 bits against the fp32 CPU
  * engine on its own weights, over 64 positions of fixed token ids. The
- * figures are printed for docs/palettization.md; 8 bits is held to the q8
- * bounds. Off by default: it writes three model-sized folders. */
+ * figures are printed for docs/palettization.md; 8 and 6 bits are held to
+ * the q8 KL bound. Off by default: it writes three model-sized folders. */
 static void test_palettized_large_model_vs_fp32_cpu(void) {
     const char *dir = getenv("NECTAR_PAL_MODEL");
     if (!dir || !*dir)
@@ -460,7 +460,9 @@ static void test_palettized_large_model_vs_fp32_cpu(void) {
     free(ref);
     nc_pool_free(pool);
     CHECK_OK(st, &err);
-    CHECK(a[0].top1_ties >= 0.98 && a[0].mean_kl <= 0.01);
+    /* random weights give nearly flat logits: top-1 there counts near-ties
+     * (6 bits scored higher than 8), so only the KL is held to the q8 bound */
+    CHECK(a[0].mean_kl <= 0.01 && a[1].mean_kl <= 0.01);
 }
 
 static void remove_tree(void) {
