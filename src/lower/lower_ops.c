@@ -51,9 +51,13 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
 }
 
 nc_fp16 *lower_rope_matrix(int hd) {
+    return lower_rope_matrix_partial(hd, hd);
+}
+
+nc_fp16 *lower_rope_matrix_partial(int hd, int rd) {
     nc_fp16 *r = calloc((size_t)hd * hd, sizeof *r);
     if (!r) return NULL;
-    int h = hd / 2;
+    int h = rd / 2;
     for (int i = 0; i < h; i++) {
         r[(size_t)i * hd + i + h] = nc_f32_to_fp16(-1.0f);  /* out[i] = -x[i + h] */
         r[(size_t)(i + h) * hd + i] = nc_f32_to_fp16(1.0f); /* out[i + h] = x[i] */

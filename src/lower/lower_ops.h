@@ -46,6 +46,10 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
  * R x = concat(-x[hd/2:], x[:hd/2]) along the head axis, as a shared weight
  * (malloc'd; the caller frees it once the builder is finished). */
 nc_fp16 *lower_rope_matrix(int head_dim);
+/* The same rotating only the first rotary_dim (even) dims of each head,
+ * as partial rotary (Qwen3.5); rows from rotary_dim on are zero, and the
+ * host's cos/sin tables hold 1/0 there so those dims pass unchanged. */
+nc_fp16 *lower_rope_matrix_partial(int head_dim, int rotary_dim);
 
 /* q4 [.., hd, S] rotated: q4 * cos + (R q4) * sin, with cos/sin [1, 1, hd, S]. */
 mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot, mil_var *cos,
