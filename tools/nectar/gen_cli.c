@@ -101,7 +101,7 @@ const char *gen_cli_backend_name(const gen_cli_backend *b) {
 
 nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err) {
     static const char *const devices[] = {"fake", "real"};
-    const char *v = b->is_set_device ? devices[b->device_index] : getenv("NECTAR_ANE_DEVICE");
+    const char *v = b->is_set_device ? devices[b->device_index] : cli_env_get()->ane_device;
     *out = v && *v && !strcmp(v, "fake") ? "fake" : "real";
     if (v && *v && strcmp(v, "fake") && strcmp(v, "real"))
         return nc_fail(err, NC_ERR_INVALID,

@@ -35,7 +35,7 @@ typedef struct gen_cli_backend {
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
 /* The device's name ("fake" or "real"): --ane-device, or when not given
- * $NECTAR_ANE_DEVICE (read here, once per command), else real; a bad
+ * $NECTAR_ANE_DEVICE (as cli_env read it), else real; a bad
  * $NECTAR_ANE_DEVICE is an error naming it. */
 nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err);
 
