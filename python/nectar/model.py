@@ -113,8 +113,8 @@ class Model:
         self._lock = threading.Lock()
         h = ctypes.c_void_p()
         err = NcError()
-        _check(LIB.nc_model_open(os.fsencode(path), backend.encode(), _options(options),
-                                 ctypes.byref(h), ctypes.byref(err)), err)
+        _check(LIB.nc_model_open(os.fsencode(path), backend.encode() if backend else None,
+                                 _options(options), ctypes.byref(h), ctypes.byref(err)), err)
         self._h = h
         self._tok = LIB.nc_model_tokenizer(h)
         self.kind = "decoder" if LIB.nc_model_get_kind(h) == 1 else "encoder"
