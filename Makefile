@@ -84,6 +84,13 @@ $(BUILD)/obj/%.o: %.m
 $(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
 $(BUILD)/obj/%_amx.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c -mamx-tile -mamx-bf16
+# AVX-VNNI (the VEX vpdpbusd) on top of AVX2: *_vnni_avx2.c (the shorter stem wins)
+$(BUILD)/obj/%_vnni_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c -mavxvnni
+# arm64 extensions, one file each, used where the CPU reports them (the rest
+# of the build stays armv8.0); tests/cpu/test_neon_qemu.sh uses the same flags
+$(BUILD)/obj/%_dotprod_neon.o: ISA_FLAGS = -march=armv8.2-a+dotprod
+$(BUILD)/obj/%_i8mm_neon.o: ISA_FLAGS = -march=armv8.2-a+dotprod+i8mm
+$(BUILD)/obj/%_bf16_neon.o: ISA_FLAGS = -march=armv8.2-a+bf16
 $(BUILD)/obj/src/ane/%.o: CFLAGS_ALL += -fobjc-arc -Wno-unused-parameter
 
 $(LIB): $(OBJ)
