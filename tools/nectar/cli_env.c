@@ -49,6 +49,7 @@ int cli_env_init(void) {
     const char *kv = value("NECTAR_KV");
     if (kv && strcmp(kv, "f16") && strcmp(kv, "f32")) return bad("NECTAR_KV", kv, "f16 or f32");
     env.kv_f16 = kv && !strcmp(kv, "f16");
+    env.ane_device = value("NECTAR_ANE_DEVICE");
     return 0;
 }
 
