@@ -62,6 +62,7 @@ class _Sampling:
     """An nc_sampling from keyword arguments (greedy unless temperature > 0)."""
 
     def __init__(self, params):
+        self.h = None
         unknown = set(params) - set(_SAMPLING) - {"seed", "stop"}
         if unknown:
             raise TypeError("unknown sampling parameter(s): " + ", ".join(sorted(unknown)))
@@ -90,6 +91,8 @@ class _Sampling:
         if self.h:
             LIB.nc_sampling_free(self.h)
             self.h = None
+
+    __del__ = free  # a stream() never iterated never reaches its own free
 
 
 class Model:

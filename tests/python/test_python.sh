@@ -20,7 +20,7 @@ if ! python3 -m venv "$T/venv" >"$T/log" 2>&1; then
 fi
 # not a sub-make of make check: the package's build runs its own make
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL NECTAR_BUILD_DIR="$ROOT/build" PIP_NO_INPUT=1 \
-    "$T/venv/bin/python" -m pip install -q --no-index --disable-pip-version-check ./python \
+    "$T/venv/bin/python" -m pip install -q --no-index --no-cache-dir --disable-pip-version-check ./python \
     >"$T/log" 2>&1; then
     echo "PASS pip_install_builds_the_package_offline"
 else
