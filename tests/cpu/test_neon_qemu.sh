@@ -10,6 +10,11 @@
 # only where the CPU has it. Skips without the cross compiler or qemu (and
 # on arm64 itself, where the normal suite runs the tables the CPU has).
 CC_A64=${AARCH64_CC:-aarch64-linux-gnu-gcc}
+# The cross-built binaries carry no sanitizer: the sanitized pass of the
+# suite would run the very same programs again (minutes under qemu).
+if [ -n "$NECTAR_SANITIZED" ]; then
+    echo "SKIP neon_qemu: unsanitized cross build, already run in the plain pass"; exit 0
+fi
 case $(uname -m) in aarch64|arm64) echo "SKIP neon_qemu: native arm64 runs the kernels directly"; exit 0 ;; esac
 if ! command -v "$CC_A64" >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
     echo "SKIP neon_qemu: needs $CC_A64 and qemu-aarch64"; exit 0
