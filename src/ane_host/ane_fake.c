@@ -31,6 +31,11 @@ typedef struct fake_job {
     struct fake_job *next;
 } fake_job;
 
+/* Every fake device's model_open calls (a program compiled and loaded),
+ * process-wide: the test that sequences share a loaded bundle reads it
+ * through an engine, which keeps its device to itself. */
+static atomic_long models_opened;
+
 typedef struct fake_dev {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -244,6 +249,7 @@ static nc_status fake_model_open(void *dev, const char *dir, ane_model **out, nc
         fake_model_close(m);
         return st;
     }
+    atomic_fetch_add(&models_opened, 1);
     *out = m;
     return NC_OK;
 }
@@ -586,4 +592,8 @@ void ane_fake_fail_at(ane_device *dev, int n) {
 long ane_fake_evaluations(const ane_device *dev) {
     fake_dev *d = dev->impl;
     return atomic_load(&d->evals);
+}
+
+long ane_fake_models_opened(void) {
+    return atomic_load(&models_opened);
 }

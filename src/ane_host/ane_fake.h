@@ -37,5 +37,8 @@ void ane_fake_fail_at(ane_device *d, int n);
 void ane_fake_pause(ane_device *d, int paused);
 /* Evaluations run so far. */
 long ane_fake_evaluations(const ane_device *d);
+/* Programs opened so far by every fake device of the process (model_open:
+ * on the ANE, a compile and load). */
+long ane_fake_models_opened(void);
 
 #endif

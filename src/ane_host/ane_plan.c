@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ane_host/ane_layout.h"
+#include "lower/modernbert_lower.h"
 
 /* The names a layer's kernels may pass to each other, and the buffers the
  * host provides. */
@@ -211,6 +212,7 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan 
     if (!known)
         return nc_fail(err, NC_ERR_INVALID, "plan: %d is not one of the bundle's sequence buckets",
                        seq);
+    out->batch = 1;
     out->seq = seq;
     out->parity = parity & 1;
     int L = m->cfg.num_hidden_layers;
@@ -223,6 +225,53 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan 
         return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
     nc_status st = build(m, out, cap_bufs, cap_steps, err);
+    if (st) ane_plan_free(out);
+    return st;
+}
+
+void ane_plan_buf_name(char *buf, size_t cap, const char *io, int batch, int seq) {
+    if (batch > 1)
+        snprintf(buf, cap, "%s@b%ds%d", io, batch, seq);
+    else
+        snprintf(buf, cap, "%s@s%d", io, seq);
+}
+
+nc_status ane_plan_encoder(const lower_program_info *prog, int batch, int seq, ane_plan *out,
+                           nc_error *err) {
+    memset(out, 0, sizeof *out);
+    char fn[ANE_NAME_MAX];
+    mb_lower_fn_name(fn, sizeof fn, batch, seq);
+    const lower_fn_info *f = lower_manifest_fn(prog, fn);
+    if (!f) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function %s", prog->path, fn);
+    out->batch = batch;
+    out->seq = seq;
+    out->x_final = -1;
+    int cap = f->n_in + f->n_out;
+    out->steps = calloc(1, sizeof *out->steps);
+    out->bufs = calloc((size_t)cap + 1, sizeof *out->bufs);
+    if (!out->steps || !out->bufs) {
+        ane_plan_free(out);
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    ane_plan_step *s = &out->steps[out->n_steps++];
+    s->kind = ANE_STEP_KERNEL;
+    s->program = 0;
+    s->layer = 0; /* every layer (-1 is the head) */
+    snprintf(s->fn, sizeof s->fn, "%s", f->name);
+    s->n_in = f->n_in;
+    s->n_out = f->n_out;
+    nc_status st = NC_OK;
+    for (int i = 0; i < cap && !st; i++) {
+        int side = i >= f->n_in;
+        const lower_io *io = side ? &f->out[i - f->n_in] : &f->in[i];
+        ane_plan_io *pio = side ? &s->out[i - f->n_in] : &s->in[i];
+        char name[ANE_NAME_MAX];
+        ane_plan_buf_name(name, sizeof name, io->name, batch, seq);
+        snprintf(pio->name, sizeof pio->name, "%s", io->name);
+        st = use_buf(out, cap, name, io, f->name, &pio->buf, err);
+        if (!st && side && !strcmp(io->name, "hidden")) out->x_final = pio->buf;
+    }
+    out->n_requests = 1;
     if (st) ane_plan_free(out);
     return st;
 }

@@ -16,7 +16,11 @@
  * With parity 1 the roles of .a and .b swap. A failed token leaves the
  * current cache untouched, since only the other buffer was written.
  * q, k_new, v_new of a bucket are shared by all layers (they are consumed
- * within the layer); the caches and kv_write by all buckets. */
+ * within the layer); the caches and kv_write by all buckets.
+ *
+ * An encoder bundle (docs/encoders-ane.md) has no cache and one function
+ * per (batch, bucket): its plan is that one request, each I/O bound to a
+ * buffer of its own shape ("x@b3s64"). */
 #ifndef NC_ANE_HOST_ANE_PLAN_H
 #define NC_ANE_HOST_ANE_PLAN_H
 
@@ -51,8 +55,8 @@ typedef struct ane_plan_step {
 } ane_plan_step;
 
 typedef struct ane_plan {
-    int seq, parity;
-    int x_final; /* the buffer holding the last layer's activation (x@S or x2@S) */
+    int batch, seq, parity; /* batch: 1 for Qwen3 plans */
+    int x_final;            /* the buffer holding the last layer's activation (x@S or x2@S) */
     int n_bufs, n_steps, n_requests;
     ane_plan_buf *bufs;
     ane_plan_step *steps;
@@ -61,7 +65,14 @@ typedef struct ane_plan {
 /* The plan for bucket `seq` (one of the manifest's) and KV parity 0/1. */
 nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
                          nc_error *err);
+/* The plan of an encoder program's function (batch, seq); x_final is its
+ * output `hidden`. */
+nc_status ane_plan_encoder(const lower_program_info *prog, int batch, int seq, ane_plan *out,
+                           nc_error *err);
 void ane_plan_free(ane_plan *p);
+/* The buffer of I/O `io` private to a plan's shape: "io@s<seq>" (batch 1),
+ * "io@b<batch>s<seq>" otherwise. */
+void ane_plan_buf_name(char *buf, size_t cap, const char *io, int batch, int seq);
 /* Index of buffer `name`, or -1. */
 int ane_plan_find_buf(const ane_plan *p, const char *name);
 

@@ -1,8 +1,9 @@
 /* The request path on a device (ane_runner.h). Everything that can be
- * prepared is prepared at open: models, bindings, surfaces, requests; a
- * run only issues prebuilt requests, which is what keeps the per-dispatch
- * host cost low. Surfaces are shared by name across plans (the KV caches
- * by all buckets and both parities). */
+ * prepared is prepared at open: models and bindings once per bundle,
+ * surfaces and requests once per runner; a run only issues prebuilt
+ * requests, which is what keeps the per-dispatch host cost low. Surfaces
+ * are shared by name across plans (the KV caches by all buckets and both
+ * parities). */
 #include "ane_host/ane_runner.h"
 
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_wait.h"
+#include "lower/modernbert_manifest.h"
 
 typedef struct run_buf {
     char name[ANE_NAME_MAX];
@@ -26,25 +28,37 @@ typedef struct run_prog {
 } run_prog;
 
 typedef struct run_plan {
-    ane_plan plan;
     ane_request **reqs; /* per step; NULL for host steps */
     int *reg;           /* plan buffer -> registry index */
 } run_plan;
 
-struct ane_runner {
+struct ane_bundle {
     ane_device dev;
-    lower_manifest man;
+    int is_encoder;
+    lower_manifest man; /* Qwen3 */
+    mb_manifest enc;    /* encoder */
     int has_man;
+    const lower_program_info *programs; /* man.programs, or &enc.program */
+    int n_programs;
     run_prog *progs;
+    int n_parity; /* 2 with a KV cache (Qwen3), else 1 */
+    int n_plans;  /* shapes x n_parity: plan i is shape i / n_parity, parity i % n_parity */
+    ane_plan *plans;
+    ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
+};
+
+struct ane_runner {
+    ane_bundle *b;
+    int owns_bundle;
+    const ane_device_ops *ops;
     run_buf *bufs;
     int n_bufs, cap_bufs;
-    run_plan *plans; /* [seq index][parity] */
+    run_plan *plans; /* per bundle plan */
     int parity;
     long issued;
     /* here, not on the stack: after a timeout, late handlers still write it */
     ane_wait wait;
-    ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
-    ane_event *event;        /* ANE_RUN_ASYNC_EVENTS: the chain, created on first use */
+    ane_event *event; /* ANE_RUN_ASYNC_EVENTS: the chain, created on first use */
     unsigned long long ev_value;
     int broken; /* a wait timed out: requests may still be in flight */
 };
@@ -53,62 +67,75 @@ struct ane_runner {
 #define ANE_RUN_TIMEOUT_S 60.0
 
 const lower_manifest *ane_runner_manifest(const ane_runner *r) {
-    return &r->man;
+    return r->b->is_encoder ? NULL : &r->b->man;
 }
 
-static int seq_index(const ane_runner *r, int seq) {
-    for (int i = 0; i < r->man.n_seqs; i++)
-        if (r->man.seqs[i] == seq) return i;
+/* The bundle plan of shape (batch, seq) at KV parity 0, or -1. */
+static int plan_index(const ane_bundle *b, int batch, int seq) {
+    for (int i = 0; i < b->n_plans; i += b->n_parity)
+        if (b->plans[i].batch == batch && b->plans[i].seq == seq) return i;
     return -1;
 }
 
-const ane_plan *ane_runner_plan(const ane_runner *r, int seq) {
-    int i = seq_index(r, seq);
-    return i < 0 ? NULL : &r->plans[2 * i + r->parity].plan;
+static int current(const ane_runner *r, int i) {
+    return i + (r->b->n_parity > 1 ? r->parity : 0);
+}
+
+const ane_plan *ane_runner_plan(const ane_runner *r, int batch, int seq) {
+    int i = plan_index(r->b, batch, seq);
+    return i < 0 ? NULL : &r->b->plans[current(r, i)];
+}
+
+void ane_bundle_free(ane_bundle *b) {
+    if (!b) return;
+    for (int i = 0; b->plans && i < b->n_plans; i++)
+        ane_plan_free(&b->plans[i]);
+    free(b->plans);
+    ane_surface_sizes_free(&b->sizes);
+    for (int i = 0; b->progs && i < b->n_programs; i++) {
+        run_prog *p = &b->progs[i];
+        if (p->opened) b->dev.ops->model_close(p->model);
+        ane_attrs_free(&p->attrs);
+        free(p->binds);
+    }
+    free(b->progs);
+    if (b->has_man) lower_manifest_free(&b->man);
+    free(b);
 }
 
 void ane_runner_free(ane_runner *r) {
     if (!r) return;
-    const ane_device_ops *ops = r->dev.ops;
-    for (int i = 0; r->plans && i < 2 * r->man.n_seqs; i++) {
+    const ane_device_ops *ops = r->ops;
+    for (int i = 0; r->plans && i < r->b->n_plans; i++) {
         run_plan *p = &r->plans[i];
-        for (int s = 0; p->reqs && s < p->plan.n_steps; s++)
+        for (int s = 0; p->reqs && s < r->b->plans[i].n_steps; s++)
             if (p->reqs[s]) ops->request_free(p->reqs[s]);
         free(p->reqs);
         free(p->reg);
-        ane_plan_free(&p->plan);
     }
     free(r->plans);
-    ane_surface_sizes_free(&r->sizes);
     if (r->event) ops->event_free(r->event);
     for (int i = 0; i < r->n_bufs; i++)
         if (r->bufs[i].s) ops->surface_free(r->bufs[i].s);
     free(r->bufs);
-    for (int i = 0; r->progs && i < r->man.n_programs; i++) {
-        run_prog *p = &r->progs[i];
-        if (p->opened) ops->model_close(p->model);
-        ane_attrs_free(&p->attrs);
-        free(p->binds);
-    }
-    free(r->progs);
-    if (r->has_man) lower_manifest_free(&r->man);
+    if (r->owns_bundle) ane_bundle_free(r->b);
     free(r);
 }
 
 /* Opens program i on the device and binds every function it holds. */
-static nc_status open_program(ane_runner *r, const char *bundle, int i, nc_error *err) {
-    const lower_program_info *pi = &r->man.programs[i];
-    run_prog *p = &r->progs[i];
+static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error *err) {
+    const lower_program_info *pi = &b->programs[i];
+    run_prog *p = &b->progs[i];
     char dir[4300];
     snprintf(dir, sizeof dir, "%s/%s", bundle, pi->path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; /* the folder of model.mil */
-    if (r->dev.ops->model_open(r->dev.impl, dir, &p->model, err))
-        return nc_fail_prefix(err, "%s: %s", r->dev.ops->name, dir);
+    if (b->dev.ops->model_open(b->dev.impl, dir, &p->model, err))
+        return nc_fail_prefix(err, "%s: %s", b->dev.ops->name, dir);
     p->opened = 1;
     const char *json;
     size_t len;
-    NC_TRY(r->dev.ops->model_attrs(p->model, &json, &len, err));
+    NC_TRY(b->dev.ops->model_attrs(p->model, &json, &len, err));
     char what[4400];
     snprintf(what, sizeof what, "%s modelAttributes", dir);
     NC_TRY(ane_attrs_parse(json, len, what, &p->attrs, err));
@@ -118,6 +145,59 @@ static nc_status open_program(ane_runner *r, const char *bundle, int i, nc_error
     for (int f = 0; f < pi->n_fns; f++)
         if (ane_bind_function(&p->attrs, &pi->fns[f], &p->binds[f], err))
             return nc_fail_prefix(err, "%s", pi->path);
+    return NC_OK;
+}
+
+/* The manifest and the plans of every shape (and KV parity). */
+static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
+    b->is_encoder = mb_manifest_is_encoder(dir);
+    if (b->is_encoder) {
+        NC_TRY(mb_manifest_read(dir, &b->enc, err));
+        b->programs = &b->enc.program;
+        b->n_programs = 1;
+        b->n_parity = 1;
+        b->n_plans = b->enc.n_seqs * b->enc.n_batches;
+    } else {
+        NC_TRY(lower_manifest_read(dir, &b->man, err));
+        b->has_man = 1;
+        b->programs = b->man.programs;
+        b->n_programs = b->man.n_programs;
+        b->n_parity = 2;
+        b->n_plans = 2 * b->man.n_seqs;
+    }
+    b->progs = calloc((size_t)b->n_programs + 1, sizeof *b->progs);
+    b->plans = calloc((size_t)b->n_plans + 1, sizeof *b->plans);
+    if (!b->progs || !b->plans) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < b->n_plans; i++) {
+        if (b->is_encoder)
+            NC_TRY(ane_plan_encoder(&b->enc.program, b->enc.batches[i % b->enc.n_batches],
+                                    b->enc.seqs[i / b->enc.n_batches], &b->plans[i], err));
+        else
+            NC_TRY(ane_plan_qwen3(&b->man, b->man.seqs[i / 2], i % 2, &b->plans[i], err));
+    }
+    return NC_OK;
+}
+
+nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bundle **out,
+                          nc_error *err) {
+    ane_bundle *b = calloc(1, sizeof *b);
+    if (!b) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    b->dev = *dev;
+    nc_status st = read_plans(b, bundle_dir, err);
+    for (int i = 0; !st && i < b->n_programs; i++)
+        st = open_program(b, bundle_dir, i, err);
+    /* every plan first: the surface sizes depend on all of them */
+    const ane_plan **all = st ? NULL : calloc((size_t)b->n_plans + 1, sizeof *all);
+    if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < b->n_plans; i++)
+        all[i] = &b->plans[i];
+    if (!st) st = ane_plan_surface_sizes(all, b->n_plans, &b->dev.surfaces, &b->sizes, err);
+    free(all);
+    if (st) {
+        ane_bundle_free(b);
+        return st;
+    }
+    *out = b;
     return NC_OK;
 }
 
@@ -146,26 +226,25 @@ static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, i
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "%s", name);
     b->layout = *l;
-    NC_TRY(r->dev.ops->surface_new(r->dev.impl, ane_surface_size(&r->sizes, name, l->bytes), &b->s,
-                                   err));
+    NC_TRY(r->ops->surface_new(r->b->dev.impl, ane_surface_size(&r->b->sizes, name, l->bytes),
+                               &b->s, err));
     *out = r->n_bufs++;
-    void *base = r->dev.ops->surface_lock(b->s, 0, err);
+    void *base = r->ops->surface_lock(b->s, 0, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", name);
     memset(base, 0, l->bytes);
-    r->dev.ops->surface_unlock(b->s, 0);
+    r->ops->surface_unlock(b->s, 0);
     return NC_OK;
 }
 
-static const ane_binding *binding_of(const ane_runner *r, const ane_plan_step *s) {
-    const lower_program_info *pi = &r->man.programs[s->program];
+static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s) {
+    const lower_program_info *pi = &b->programs[s->program];
     for (int f = 0; f < pi->n_fns; f++)
-        if (strcmp(pi->fns[f].name, s->fn) == 0) return &r->progs[s->program].binds[f];
+        if (strcmp(pi->fns[f].name, s->fn) == 0) return &b->progs[s->program].binds[f];
     return NULL;
 }
 
 /* Surfaces and prebuilt requests of one plan. */
-static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
-    const ane_plan *p = &rp->plan;
+static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, nc_error *err) {
     rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
     rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
     if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
@@ -175,7 +254,7 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
     for (int i = 0; i < p->n_steps; i++) {
         const ane_plan_step *s = &p->steps[i];
         if (s->kind != ANE_STEP_KERNEL) continue;
-        const ane_binding *b = binding_of(r, s);
+        const ane_binding *b = binding_of(r->b, s);
         if (!b) return nc_fail(err, NC_ERR_INTERNAL, "plan step %s has no binding", s->fn);
         ane_surface *in[LOWER_MAX_IO] = {0}, *out[LOWER_MAX_IO] = {0};
         int in_idx[LOWER_MAX_IO] = {0}, out_idx[LOWER_MAX_IO] = {0};
@@ -195,8 +274,8 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
                 idx[k] = bio->symbol;
             }
         }
-        if (r->dev.ops->request_new(r->progs[s->program].model, b->proc_id, s->n_in, in, in_idx,
-                                    s->n_out, out, out_idx, &rp->reqs[i], err))
+        if (r->ops->request_new(r->b->progs[s->program].model, b->proc_id, s->n_in, in, in_idx,
+                                s->n_out, out, out_idx, &rp->reqs[i], err))
             return nc_fail_prefix(err, "request for %s", s->fn);
     }
     for (int i = 0; i < p->n_bufs; i++)
@@ -205,31 +284,15 @@ static nc_status prepare_plan(ane_runner *r, run_plan *rp, nc_error *err) {
     return NC_OK;
 }
 
-nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_runner **out,
-                          nc_error *err) {
+nc_status ane_runner_new(ane_bundle *b, ane_runner **out, nc_error *err) {
     ane_runner *r = calloc(1, sizeof *r);
     if (!r) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    r->dev = *dev;
-    nc_status st = lower_manifest_read(bundle_dir, &r->man, err);
-    r->has_man = st == NC_OK;
-    if (!st) {
-        r->progs = calloc((size_t)r->man.n_programs + 1, sizeof *r->progs);
-        r->plans = calloc(2 * (size_t)r->man.n_seqs, sizeof *r->plans);
-        if (!r->progs || !r->plans) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; !st && i < r->man.n_programs; i++)
-        st = open_program(r, bundle_dir, i, err);
-    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
-        st = ane_plan_qwen3(&r->man, r->man.seqs[i / 2], i % 2, &r->plans[i].plan, err);
-    /* every plan first: the surface sizes depend on all of them */
-    const ane_plan **all = st ? NULL : calloc(2 * (size_t)r->man.n_seqs + 1, sizeof *all);
-    if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
-        all[i] = &r->plans[i].plan;
-    if (!st) st = ane_plan_surface_sizes(all, 2 * r->man.n_seqs, &r->dev.surfaces, &r->sizes, err);
-    free(all);
-    for (int i = 0; !st && i < 2 * r->man.n_seqs; i++)
-        st = prepare_plan(r, &r->plans[i], err);
+    r->b = b;
+    r->ops = b->dev.ops;
+    r->plans = calloc((size_t)b->n_plans + 1, sizeof *r->plans);
+    nc_status st = r->plans ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < b->n_plans; i++)
+        st = prepare_plan(r, &b->plans[i], &r->plans[i], err);
     if (st) {
         ane_runner_free(r);
         return st;
@@ -238,68 +301,96 @@ nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_run
     return NC_OK;
 }
 
-static run_buf *lookup(ane_runner *r, int seq, const char *name, nc_error *err) {
-    char full[ANE_NAME_MAX + 16];
-    snprintf(full, sizeof full, "%s@s%d", name, seq);
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < r->n_bufs; i++)
-            if (strcmp(r->bufs[i].name, pass ? name : full) == 0) return &r->bufs[i];
-    nc_fail(err, NC_ERR_NOT_FOUND, "the bundle's plans have no buffer '%s' for bucket %d", name,
-            seq);
+nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_runner **out,
+                          nc_error *err) {
+    ane_bundle *b = NULL;
+    NC_TRY(ane_bundle_open(dev, bundle_dir, &b, err));
+    nc_status st = ane_runner_new(b, out, err);
+    if (st) {
+        ane_bundle_free(b);
+        return st;
+    }
+    (*out)->owns_bundle = 1;
+    return NC_OK;
+}
+
+static run_buf *find(const ane_runner *r, const char *name) {
+    for (int i = 0; i < r->n_bufs; i++)
+        if (strcmp(r->bufs[i].name, name) == 0) return &r->bufs[i];
     return NULL;
 }
 
-static nc_status transfer(ane_runner *r, int seq, const char *name, float *data, size_t count,
-                          int is_write, nc_error *err) {
-    run_buf *b = lookup(r, seq, name, err);
+/* The shape's own buffer of that name, else the shared one. */
+static run_buf *lookup(const ane_runner *r, int batch, int seq, const char *name) {
+    char full[ANE_NAME_MAX + 32];
+    ane_plan_buf_name(full, sizeof full, name, batch, seq);
+    run_buf *b = find(r, full);
+    return b ? b : find(r, name);
+}
+
+static run_buf *lookup_or_fail(ane_runner *r, int batch, int seq, const char *name, nc_error *err) {
+    run_buf *b = lookup(r, batch, seq, name);
+    if (!b)
+        nc_fail(err, NC_ERR_NOT_FOUND, "the bundle's plans have no buffer '%s' for shape %dx%d",
+                name, batch, seq);
+    return b;
+}
+
+int ane_runner_has(const ane_runner *r, int batch, int seq, const char *name) {
+    return lookup(r, batch, seq, name) != NULL;
+}
+
+static nc_status transfer(ane_runner *r, int batch, int seq, const char *name, float *data,
+                          size_t count, int is_write, nc_error *err) {
+    run_buf *b = lookup_or_fail(r, batch, seq, name, err);
     if (!b) return NC_ERR_NOT_FOUND;
     size_t n = (size_t)(b->layout.rows * b->layout.width);
     if (n != count)
         return nc_fail(err, NC_ERR_INVALID, "buffer %s holds %zu values, the host passed %zu",
                        b->name, n, count);
-    void *base = r->dev.ops->surface_lock(b->s, !is_write, err);
+    void *base = r->ops->surface_lock(b->s, !is_write, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
     if (is_write)
         ane_pad_f32(&b->layout, data, base);
     else
         ane_unpad_f32(&b->layout, base, data);
-    r->dev.ops->surface_unlock(b->s, !is_write);
+    r->ops->surface_unlock(b->s, !is_write);
     return NC_OK;
 }
 
-nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
+nc_status ane_runner_write(ane_runner *r, int batch, int seq, const char *name, const float *data,
                            size_t count, nc_error *err) {
-    return transfer(r, seq, name, (float *)data, count, 1, err);
+    return transfer(r, batch, seq, name, (float *)data, count, 1, err);
 }
 
-nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
-                          nc_error *err) {
+nc_status ane_runner_read(ane_runner *r, int batch, int seq, const char *name, float *data,
+                          size_t count, nc_error *err) {
     /* "x" read back is the last layer's activation: x2@S when an odd number
      * of kernels write it (one kernel per layer, odd layer count) */
-    const ane_plan *p = ane_runner_plan(r, seq);
+    const ane_plan *p = ane_runner_plan(r, batch, seq);
     if (p && !strcmp(name, "x") && p->x_final >= 0) name = p->bufs[p->x_final].name;
-    return transfer(r, seq, name, data, count, 0, err);
+    return transfer(r, batch, seq, name, data, count, 0, err);
 }
 
 nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int col, float *data,
                                  size_t count, nc_error *err) {
-    run_buf *b = lookup(r, seq, name, err);
+    run_buf *b = lookup_or_fail(r, 1, seq, name, err);
     if (!b) return NC_ERR_NOT_FOUND;
     if ((size_t)b->layout.rows != count || col < 0 || col >= b->layout.width)
         return nc_fail(err, NC_ERR_INVALID,
                        "buffer %s: column %d of %lld rows x %lld, the host asked for %zu values",
                        b->name, col, (long long)b->layout.rows, (long long)b->layout.width, count);
-    void *base = r->dev.ops->surface_lock(b->s, 1, err);
+    void *base = r->ops->surface_lock(b->s, 1, err);
     if (!base) return nc_fail_prefix(err, "buffer %s", b->name);
     ane_unpad_column_f32(&b->layout, base, col, data);
-    r->dev.ops->surface_unlock(b->s, 1);
+    r->ops->surface_unlock(b->s, 1);
     return NC_OK;
 }
 
 static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_step *s, int col,
                              nc_error *err) {
     run_buf *src = &r->bufs[rp->reg[s->in[0].buf]], *dst = &r->bufs[rp->reg[s->out[0].buf]];
-    const ane_device_ops *ops = r->dev.ops;
+    const ane_device_ops *ops = r->ops;
     void *a = ops->surface_lock(src->s, 1, err);
     if (!a) return nc_fail_prefix(err, "buffer %s", src->name);
     void *b = ops->surface_lock(dst->s, 0, err);
@@ -313,30 +404,34 @@ static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_s
     return st;
 }
 
-nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode, nc_error *err) {
-    int si = seq_index(r, seq);
-    if (si < 0)
-        return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's sequence buckets", seq);
+nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_run_mode mode,
+                         nc_error *err) {
+    int pi = plan_index(r->b, batch, seq);
+    if (pi < 0)
+        return nc_fail(err, NC_ERR_INVALID, "%dx%d is not one of the bundle's shapes", batch, seq);
     if (head_col >= seq)
         return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
     if (r->broken)
         return nc_fail(err, NC_ERR_IO,
                        "an earlier run timed out with requests in flight; reopen the runner");
-    const run_plan *rp = &r->plans[2 * si + r->parity];
-    const ane_device_ops *ops = r->dev.ops;
+    pi = current(r, pi);
+    const run_plan *rp = &r->plans[pi];
+    const ane_plan *plan = &r->b->plans[pi];
+    const ane_device *dev = &r->b->dev;
+    const ane_device_ops *ops = r->ops;
     ane_wait *w = &r->wait;
     ane_wait_init(w);
     nc_status st = NC_OK;
     int events = mode == ANE_RUN_ASYNC_EVENTS, prev_prog = -1;
-    int max = r->dev.max_in_flight > 0 ? r->dev.max_in_flight : ANE_MAX_IN_FLIGHT;
+    int max = dev->max_in_flight > 0 ? dev->max_in_flight : ANE_MAX_IN_FLIGHT;
     if (events && !r->event) {
         if (!ops->event_new)
             return nc_fail(err, NC_ERR_UNSUPPORTED, "device %s has no shared events", ops->name);
-        NC_TRY(ops->event_new(r->dev.impl, &r->event, err));
+        NC_TRY(ops->event_new(dev->impl, &r->event, err));
         r->ev_value = 0;
     }
-    for (int i = 0; i < rp->plan.n_steps && !st; i++) {
-        const ane_plan_step *s = &rp->plan.steps[i];
+    for (int i = 0; i < plan->n_steps && !st; i++) {
+        const ane_plan_step *s = &plan->steps[i];
         if (s->kind == ANE_STEP_HEAD_COLUMN) {
             if (head_col < 0) break; /* the head is the plan's tail */
             if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
@@ -379,7 +474,7 @@ nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode
             st = st2;
         }
     }
-    if (!st) r->parity ^= 1;
+    if (!st && r->b->n_parity > 1) r->parity ^= 1;
     if (st && events && r->event && !r->broken) { /* a broken chain: start a new one */
         ops->event_free(r->event);
         r->event = NULL;
@@ -392,10 +487,10 @@ nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
         if (strncmp(r->bufs[i].name, "k_cache.", 8) != 0 &&
             strncmp(r->bufs[i].name, "v_cache.", 8) != 0)
             continue;
-        void *base = r->dev.ops->surface_lock(r->bufs[i].s, 0, err);
+        void *base = r->ops->surface_lock(r->bufs[i].s, 0, err);
         if (!base) return nc_fail_prefix(err, "buffer %s", r->bufs[i].name);
         memset(base, 0, r->bufs[i].layout.bytes);
-        r->dev.ops->surface_unlock(r->bufs[i].s, 0);
+        r->ops->surface_unlock(r->bufs[i].s, 0);
     }
     r->parity = 0;
     return NC_OK;
@@ -407,10 +502,11 @@ long ane_runner_requests_issued(const ane_runner *r) {
 
 nc_status ane_runner_model_attrs(const ane_runner *r, int program, const char **json, size_t *len,
                                  nc_error *err) {
-    if (program < 0 || program >= r->man.n_programs)
+    const ane_bundle *b = r->b;
+    if (program < 0 || program >= b->n_programs)
         return nc_fail(err, NC_ERR_RANGE, "no program %d (the bundle has %d)", program,
-                       r->man.n_programs);
-    return r->dev.ops->model_attrs(r->progs[program].model, json, len, err);
+                       b->n_programs);
+    return r->ops->model_attrs(b->progs[program].model, json, len, err);
 }
 
 static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {
@@ -420,13 +516,13 @@ static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {
 }
 
 void ane_runner_describe(const ane_runner *r, FILE *f) {
-    fprintf(f, "device %s, %d programs, %d surfaces\n", r->dev.ops->name, r->man.n_programs,
-            r->n_bufs);
-    for (int i = 0; i < r->man.n_programs; i++) {
-        const lower_program_info *pi = &r->man.programs[i];
+    const ane_bundle *bu = r->b;
+    fprintf(f, "device %s, %d programs, %d surfaces\n", r->ops->name, bu->n_programs, r->n_bufs);
+    for (int i = 0; i < bu->n_programs; i++) {
+        const lower_program_info *pi = &bu->programs[i];
         fprintf(f, "%s\n", pi->path);
         for (int k = 0; k < pi->n_fns; k++) {
-            const ane_binding *b = &r->progs[i].binds[k];
+            const ane_binding *b = &bu->progs[i].binds[k];
             fprintf(f, "  %s: procedure %d\n", b->fn, b->proc_id);
             for (int j = 0; j < b->n_in; j++)
                 describe_io(f, "in ", &b->in[j]);

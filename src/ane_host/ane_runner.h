@@ -1,9 +1,10 @@
-/* Runs a lowered Qwen3 bundle through an ane_device: opens every program
- * on the device, binds each function's I/O by name through the model's
- * modelAttributes (ane_bind.h), creates one surface per plan buffer
- * (ane_plan.h), and builds every request once, for each bucket and KV
- * parity. A token (or prompt chunk) is then: the host writes its inputs
- * (ane_runner_write pads them into the surfaces), ane_runner_run issues
+/* Runs a lowered Qwen3 or encoder bundle through an ane_device: opens
+ * every program on the device once (ane_bundle), binds each function's I/O
+ * by name through the model's modelAttributes (ane_bind.h); a runner
+ * creates one surface per plan buffer (ane_plan.h) and builds every request
+ * once, for each shape and KV parity. A token (or prompt chunk, or batch
+ * of encoder inputs) is then: the host writes its inputs (ane_runner_write
+ * pads them into the surfaces), ane_runner_run issues
  * the plan's requests -- synchronously, or submitted back to back and
  * waited for once -- and the host reads the outputs (unpadded).
  *
@@ -18,43 +19,68 @@
 #include "ane_host/ane_plan.h"
 #include "lower/manifest.h"
 
+typedef struct ane_bundle ane_bundle;
 typedef struct ane_runner ane_runner;
 
 typedef enum ane_run_mode {
-    ANE_RUN_SYNC,  /* evaluate each request and wait for it (the default) */
-    ANE_RUN_ASYNC, /* submit back to back, at most max_in_flight outstanding,
-                      waiting whenever the next request is another model's
-                      (no ordering across models without events) */
+    ANE_RUN_SYNC,        /* evaluate each request and wait for it (the default) */
+    ANE_RUN_ASYNC,       /* submit back to back, at most max_in_flight outstanding,
+                            waiting whenever the next request is another model's
+                            (no ordering across models without events) */
     ANE_RUN_ASYNC_EVENTS /* submit every request chained on one shared event
                             (wait n, signal n + 1), at most max_in_flight */
 } ane_run_mode;
 
-/* dev must outlive the runner. */
+/* A bundle loaded on a device, shared by every runner on it (as the ANE
+ * compiles and loads a model once): its programs opened and bound by name,
+ * the plans of every shape and KV parity, the surface sizes. A Qwen3 bundle
+ * (lower/manifest.h) or an encoder bundle (lower/modernbert_manifest.h),
+ * told apart by its manifest. dev must outlive it. */
+nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bundle **out,
+                          nc_error *err);
+void ane_bundle_free(ane_bundle *b);
+
+/* A runner: one set of surfaces (a Qwen3 sequence's KV cache lives in
+ * them) and the requests prebuilt over them, on a loaded bundle that must
+ * outlive it. Opens nothing on the device. */
+nc_status ane_runner_new(ane_bundle *b, ane_runner **out, nc_error *err);
+/* A runner with a bundle of its own (freed with it). */
 nc_status ane_runner_open(const ane_device *dev, const char *bundle_dir, ane_runner **out,
                           nc_error *err);
 void ane_runner_free(ane_runner *r);
+/* The Qwen3 manifest; NULL for an encoder bundle. */
 const lower_manifest *ane_runner_manifest(const ane_runner *r);
-/* The plan used for bucket seq at the current KV parity. */
-const ane_plan *ane_runner_plan(const ane_runner *r, int seq);
 
-/* Buffer `name` of bucket seq ("x", "rope_cos", "attn_mask", "kv_write",
- * "logits_0", ...: "name@s<seq>" is tried first, then the bare name),
- * written from / read into count dense fp32 values. Reading "x" gives the
- * last layer's activation (ane_plan.x_final), wherever the kernels left it. */
-nc_status ane_runner_write(ane_runner *r, int seq, const char *name, const float *data,
+/* Shapes: a Qwen3 bundle's plans are its buckets (batch 1); an encoder
+ * bundle's, its (batch, bucket) functions. */
+
+/* The plan used for shape (batch, seq) at the current KV parity. */
+const ane_plan *ane_runner_plan(const ane_runner *r, int batch, int seq);
+
+/* Buffer `name` of shape (batch, seq) ("x", "rope_cos", "attn_mask",
+ * "kv_write", "logits_0", "mask_global", ...: the shape's own buffer
+ * (ane_plan_buf_name) is tried first, then the bare name), written from /
+ * read into count dense fp32 values. Reading "x" gives the last layer's
+ * activation (ane_plan.x_final), wherever the kernels left it. */
+nc_status ane_runner_write(ane_runner *r, int batch, int seq, const char *name, const float *data,
                            size_t count, nc_error *err);
-nc_status ane_runner_read(ane_runner *r, int seq, const char *name, float *data, size_t count,
-                          nc_error *err);
+nc_status ane_runner_read(ane_runner *r, int batch, int seq, const char *name, float *data,
+                          size_t count, nc_error *err);
+/* 1 when shape (batch, seq) has buffer `name` (an encoder function without
+ * mask_local). */
+int ane_runner_has(const ane_runner *r, int batch, int seq, const char *name);
 
-/* Column col of every row of buffer `name` (count = its rows): the logits
- * of one token out of the head's 32-wide outputs. */
+/* Column col of every row of buffer `name` of Qwen3 bucket seq (count =
+ * its rows): the logits of one token out of the head's 32-wide outputs. */
 nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int col, float *data,
                                  size_t count, nc_error *err);
 
-/* Runs the plan of bucket seq; head_col is the column of the token whose
- * logits are wanted (-1: skip the head). On success the KV parity flips;
- * on failure it does not, so the cache is as before the call. */
-nc_status ane_runner_run(ane_runner *r, int seq, int head_col, ane_run_mode mode, nc_error *err);
+/* Runs the plan of shape (batch, seq); head_col is the column of the token
+ * whose logits are wanted (-1: skip the head). On success a Qwen3 bundle's
+ * KV parity flips; on failure it does not, so the cache is as before the
+ * call. */
+nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_run_mode mode,
+                         nc_error *err);
 
 /* Zeroes the KV caches and resets the parity (a new sequence). */
 nc_status ane_runner_reset(ane_runner *r, nc_error *err);

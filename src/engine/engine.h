@@ -37,13 +37,12 @@ typedef enum engine_kv {
  * read the command line and the environment once and fill this in; nothing
  * below tools/ reads the environment for it. */
 typedef struct engine_options {
-    int n_threads;    /* <= 0: all cores */
-    int ctx;          /* context per sequence; 0: the model's (a bundle's is fixed
-                         when compiled: another value is an error) */
-    engine_kv kv;     /* KV cache element type (cpu engines) */
-    const char *simd; /* kernel table cap ("avx512", "avx2", "scalar"); NULL: best. A place for
-                         tools/ to pass NECTAR_SIMD down; not applied yet: the table is chosen
-                         once per process (cpu_kernels_get) */
+    int n_threads; /* <= 0: all cores */
+    int ctx;       /* context per sequence; 0: the model's (a bundle's is fixed
+                      when compiled: another value is an error) */
+    engine_kv kv;  /* KV cache element type (cpu engines) */
+    /* No kernel table here: the table is one per process, chosen before any
+     * engine opens (cpu_select_table, from NECTAR_SIMD in tools/nectar/cli_env.c) */
     engine_ane_device ane_device; /* qwen3-ane */
     int fake_step_ms;             /* the scripted test engine: sleep per step */
 } engine_options;

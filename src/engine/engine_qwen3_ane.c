@@ -3,10 +3,12 @@
  * surface layouts, the per-token request plan, asynchronous completion
  * waits. The device is the real ANE (src/ane, macOS) or the fake one backed
  * by the MIL interpreter (ane_fake.h, every OS), chosen by
- * engine_options.ane_device. The KV cache lives in the runner's surfaces,
- * so a sequence is a runner of its own (each opens the bundle's programs on
- * the device) plus its position; the host side (chunk inputs, the CPU head
- * when the bundle leaves it to the CPU) is shared (qwen3_bundle_host.h). */
+ * engine_options.ane_device. The bundle's programs are opened (compiled,
+ * loaded) on the device once per engine; the KV cache lives in a runner's
+ * surfaces, so a sequence is a runner of its own on that shared bundle
+ * (surfaces and requests, nothing opened) plus its position; the host side
+ * (chunk inputs, the CPU head when the bundle leaves it to the CPU) is
+ * shared too (qwen3_bundle_host.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,8 @@
 
 typedef struct ane_engine {
     qb_host h;
-    char dir[4096];
     ane_device dev;
+    ane_bundle *loaded; /* the programs on the device, shared by every sequence */
     int has_dev, is_fake;
     float *x_out; /* [D][S_max]: the last layer's x, for the CPU head */
 } ane_engine;
@@ -35,6 +37,7 @@ typedef struct ane_seq {
 static void ane_close(engine *e) {
     ane_engine *a = e->impl;
     if (!a) return;
+    ane_bundle_free(a->loaded);
     if (a->has_dev && a->is_fake) ane_fake_free(&a->dev);
 #if defined(__APPLE__)
     if (a->has_dev && !a->is_fake) ane_apple_close(&a->dev);
@@ -50,7 +53,7 @@ static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
     ane_engine *a = e->impl;
     ane_seq *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    nc_status st = ane_runner_open(&a->dev, a->dir, &s->r, err);
+    nc_status st = ane_runner_new(a->loaded, &s->r, err);
     if (st != NC_OK) {
         free(s);
         return st;
@@ -74,18 +77,18 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     const qwen3_config *cfg = &h->man.cfg;
     size_t D = (size_t)cfg->hidden_size, hd = (size_t)cfg->head_dim, ctx = (size_t)h->man.ctx;
     int col = (p + n - 1) % S, head_on_ane = h->man.lm_head_on_ane;
-    NC_TRY(ane_runner_write(r, S, "x", h->x, D * S, err));
-    NC_TRY(ane_runner_write(r, S, "rope_cos", h->cs, hd * S, err));
-    NC_TRY(ane_runner_write(r, S, "rope_sin", h->sn, hd * S, err));
-    NC_TRY(ane_runner_write(r, S, "attn_mask", h->mask, (size_t)S * ctx, err));
-    NC_TRY(ane_runner_write(r, S, "kv_write", h->wr, ctx, err));
+    NC_TRY(ane_runner_write(r, 1, S, "x", h->x, D * S, err));
+    NC_TRY(ane_runner_write(r, 1, S, "rope_cos", h->cs, hd * S, err));
+    NC_TRY(ane_runner_write(r, 1, S, "rope_sin", h->sn, hd * S, err));
+    NC_TRY(ane_runner_write(r, 1, S, "attn_mask", h->mask, (size_t)S * ctx, err));
+    NC_TRY(ane_runner_write(r, 1, S, "kv_write", h->wr, ctx, err));
     /* sync unless the chip's probe profile found an async mode faster
      * (ane_device.preferred_mode, docs/ane-bridge.md) */
-    NC_TRY(ane_runner_run(r, S, logits && head_on_ane ? col : -1,
+    NC_TRY(ane_runner_run(r, 1, S, logits && head_on_ane ? col : -1,
                           (ane_run_mode)a->dev.preferred_mode, err));
     if (!logits) return NC_OK;
     if (!head_on_ane) {
-        NC_TRY(ane_runner_read(r, S, "x", a->x_out, D * S, err));
+        NC_TRY(ane_runner_read(r, 1, S, "x", a->x_out, D * S, err));
         qb_host_head_cpu(h, a->x_out, col, S, logits);
         return NC_OK;
     }
@@ -153,9 +156,9 @@ nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engi
     if (!a) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     e->impl = a;
     e->ops = &ane_ops;
-    snprintf(a->dir, sizeof a->dir, "%s", dir);
     NC_TRY(open_device(a, opt->ane_device, err));
     NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
+    NC_TRY(ane_bundle_open(&a->dev, dir, &a->loaded, err));
     const lower_manifest *man = &a->h.man;
     a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
     if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lower/palettize.h"
+
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w) {
+    if (w->pal) return lower_palette_weight(b, name, w);
     if (w->val) return mil_build_const(b, name, w->val);
     mil_var *v = mil_build_const_tensor(b, name, MIL_DT_FP16, w->rank, w->dims, w->data);
     if (v) w->val = v->cval;

@@ -10,19 +10,26 @@
 #include "base/half.h"
 #include "mil/builder.h"
 
+struct lower_palette;
+
 /* A weight written once per program and referenced by later functions:
- * `val` is NULL until the first lower_shared_weight call stores it. */
+ * `val` is NULL until the first lower_shared_weight call stores it. With
+ * `pal` set (lower_palettize) it is written as indices and tables instead:
+ * `val` then holds the indices and `lut_val` the tables. */
 typedef struct lower_weight {
     const nc_fp16 *data; /* fp16 bits, caller-owned until the builder finishes */
     int rank;
     int64_t dims[4];
-    const mil_value *val; /* the BLOBFILE (or inline) value once written */
+    const mil_value *val;      /* the BLOBFILE (or inline) value once written */
+    struct lower_palette *pal; /* caller-owned (free()) */
+    const mil_value *lut_val;
 } lower_weight;
 
 /* Sets w to rank 4 with dims [d0, d1, d2, d3]. */
 void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
 
-/* A const op named `name` holding w: written on first use, referenced after. */
+/* A const op named `name` holding w: written on first use, referenced after;
+ * a palettized w becomes a constexpr_lut_to_dense op of that name. */
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w);
 
 /* RMSNorm over `axis` (of size d) of fp16 x, times weight `w` (broadcast

@@ -31,6 +31,7 @@ typedef struct compile_ctx {
     char tmp[4096];
     lower_manifest man;
     lower_fp16_stats stats;
+    lower_palette_stats pal;
     int show_progress;
     double t0;
 } compile_ctx;
@@ -44,6 +45,12 @@ static void progress(compile_ctx *c, int done, int total) {
     fprintf(stderr, "] %d/%d programs, %.1f s", done, total, nc_now_s() - c->t0);
     if (done == total) fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* Palettizes a projection when --palettize asks for it. */
+static nc_status maybe_palettize(compile_ctx *c, lower_weight *w, const char *name, nc_error *err) {
+    if (!c->opt->palettize.bits) return NC_OK;
+    return lower_palettize(c->pool, w, &c->opt->palettize, name, &c->pal, err);
 }
 
 /* Converts tensor `name` into a fresh fp16 buffer held by w->data. */
@@ -106,6 +113,7 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
         char name[256];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, t[i].name);
         st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
+        if (st == NC_OK && t[i].d1) st = maybe_palettize(c, t[i].w, name, err); /* projections */
     }
     char sub[32], dir[4200];
     snprintf(sub, sizeof sub, "layer_%02d", l);
@@ -115,8 +123,10 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     if (st == NC_OK) st = emit(c, prog, sub, l, err);
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
     rope->val = NULL; /* each program has its own weight.bin */
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free((void *)t[i].w->data);
+        free(t[i].w->pal);
+    }
     return st;
 }
 
@@ -148,6 +158,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         c->man.head_rows[c->man.n_head_chunks++] = rows;
         st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats,
                                   err);
+        if (st == NC_OK) st = maybe_palettize(c, &chunks[i], "LM head", err);
     }
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/head", c->tmp);
@@ -156,8 +167,10 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
     if (st == NC_OK) st = emit(c, prog, "head", -1, err);
     free((void *)norm.data);
-    for (int i = 0; i < n_chunks && i < 16; i++)
+    for (int i = 0; i < n_chunks && i < 16; i++) {
         free((void *)chunks[i].data);
+        free(chunks[i].pal);
+    }
     return st;
 }
 
@@ -218,6 +231,12 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
             st = nc_fail(err, NC_ERR_UNSUPPORTED,
                          "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
                          "CPU head applies Qwen3's norm)");
+        /* its layers load their own weights (qwen35_compile.c): palettizing
+         * only the head would be a half-compressed bundle */
+        if (!st && opt->palettize.bits)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--palettize: Qwen3.5 layers are not palettized yet "
+                         "(docs/palettization.md)");
     } else if (!st) {
         st = qwen3_config_load(opt->model_dir, &c->cfg, err);
     }
@@ -305,6 +324,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         rep->kernels_per_token = m->kernels_per_token;
         rep->ctx = m->ctx;
         rep->fp16 = c->stats;
+        rep->palettize = c->pal;
     }
     free(m->programs);
     nc_pool_free(c->pool);

@@ -212,7 +212,7 @@ static void test_plan_without_the_ane_head(void) {
     CHECK_OK(ane_fake_new(&dev, &err), &err);
     ane_runner *r = NULL;
     CHECK_OK(ane_runner_open(&dev, bundle_cpu_head, &r, &err), &err);
-    CHECK_OK(ane_runner_run(r, S, -1, ANE_RUN_ASYNC, &err), &err);
+    CHECK_OK(ane_runner_run(r, 1, S, -1, ANE_RUN_ASYNC, &err), &err);
     CHECK(ane_runner_requests_issued(r) == 4 * L);
     ane_runner_free(r);
     ane_fake_free(&dev);
@@ -360,12 +360,12 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
             h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
         h->wr[p] = 1.0f;
     }
-    NC_TRY(ane_runner_write(r, seq, "x", h->x, (size_t)h->D * seq, err));
-    NC_TRY(ane_runner_write(r, seq, "rope_cos", h->cs, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, seq, "rope_sin", h->sn, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, seq, "attn_mask", h->mask, (size_t)seq * CTX, err));
-    NC_TRY(ane_runner_write(r, seq, "kv_write", h->wr, CTX, err));
-    NC_TRY(ane_runner_run(r, seq, (pos + n - 1) % seq, mode, err));
+    NC_TRY(ane_runner_write(r, 1, seq, "x", h->x, (size_t)h->D * seq, err));
+    NC_TRY(ane_runner_write(r, 1, seq, "rope_cos", h->cs, (size_t)h->hd * seq, err));
+    NC_TRY(ane_runner_write(r, 1, seq, "rope_sin", h->sn, (size_t)h->hd * seq, err));
+    NC_TRY(ane_runner_write(r, 1, seq, "attn_mask", h->mask, (size_t)seq * CTX, err));
+    NC_TRY(ane_runner_write(r, 1, seq, "kv_write", h->wr, CTX, err));
+    NC_TRY(ane_runner_run(r, 1, seq, (pos + n - 1) % seq, mode, err));
     int off = 0, W = LOWER_HEAD_SEQ;
     for (int c = 0; c < h->m.n_head_chunks; c++) {
         char name[32];
@@ -373,7 +373,7 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
         int rows = (int)h->m.head_rows[c];
         NC_TRY(ane_runner_read_column(r, seq, name, 0, h->logits + off, (size_t)rows, err));
         /* the same values as column 0 of the whole unpadded surface */
-        NC_TRY(ane_runner_read(r, seq, name, h->chunk, (size_t)rows * W, err));
+        NC_TRY(ane_runner_read(r, 1, seq, name, h->chunk, (size_t)rows * W, err));
         for (int i = 0; i < rows; i++)
             if (h->chunk[(size_t)i * W] != h->logits[off + i])
                 return nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
@@ -583,7 +583,7 @@ static void test_fake_enforces_the_surface_policy(void) {
         dev.surfaces = cases[i].host; /* the host told the wrong policy */
         ane_runner *r = NULL;
         CHECK_OK(ane_runner_open(&dev, bundle, &r, &err), &err);
-        CHECK(ane_runner_run(r, S, 0, ANE_RUN_SYNC, &err) != NC_OK);
+        CHECK(ane_runner_run(r, 1, S, 0, ANE_RUN_SYNC, &err) != NC_OK);
         CHECKF(strstr(err.msg, "status 0x1d") && strstr(err.msg, cases[i].says), "%s", err.msg);
         ane_runner_free(r);
         ane_fake_free(&dev);

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "engine/engine_parity.h"
 #include "io/npy.h"
 #include "lower/bundle_io.h"
 #include "lower/modernbert_compile.h"
 #include "lower/modernbert_manifest.h"
-#include "lower/modernbert_parity.h"
 #include "lower/modernbert_run.h"
 #include "mil/check.h"
 #include "mil/parse.h"
@@ -75,25 +75,23 @@ static nc_status compile(const char *name, const mb_lower_options *lo, int small
     return lower_modernbert_compile(&o, &r, err);
 }
 
-static nc_status mil_fwd(void *ctx, const modernbert_io *io, nc_error *err) {
-    return mb_run_forward(ctx, io, err);
-}
-
-/* The gate on fixture `name` for a bundle compiled with `lo`. */
-static nc_status gate(const char *name, const mb_lower_options *lo, mb_parity_report *rep,
+/* The gate on fixture `name` for a bundle compiled with `lo`: the CPU
+ * engine on the folder against the bundle's mil engine, as nectar parity. */
+static nc_status gate(const char *name, const mb_lower_options *lo, engine_parity_report *rep,
                       nc_error *err) {
     char bundle[256], dir[256];
     snprintf(dir, sizeof dir, FIX "%s", name);
     fixture f = {0};
     NC_TRY(load_fixture(name, &f, err));
-    modernbert_model *cpu = NULL;
-    mb_run *mil = NULL;
+    engine *cpu = NULL, *mil = NULL;
+    engine_options eo = {0};
+    eo.n_threads = 1;
     nc_status st = compile(name, lo, 1, bundle, sizeof bundle, err);
-    if (!st) st = modernbert_load(dir, 1, &cpu, err);
-    if (!st) st = mb_run_open(bundle, 1, &mil, err);
-    if (!st) st = mb_parity_run(cpu, mil_fwd, mil, f.ids, f.mask, f.n, f.seq, 2, rep, err);
-    mb_run_free(mil);
-    modernbert_free(cpu);
+    if (!st) st = engine_open("modernbert-cpu", dir, &eo, &cpu, err);
+    if (!st) st = engine_open("modernbert-mil", bundle, &eo, &mil, err);
+    if (!st) st = engine_parity_run(cpu, mil, f.ids, f.mask, f.n, f.seq, 2, rep, err);
+    engine_close(mil);
+    engine_close(cpu);
     lower_remove_tree(bundle);
     fixture_free(&f);
     return st;
@@ -101,20 +99,20 @@ static nc_status gate(const char *name, const mb_lower_options *lo, mb_parity_re
 
 static void check_passes(const char *name) {
     nc_error err = {0};
-    mb_parity_report rep;
+    engine_parity_report rep;
     CHECK_OK(gate(name, NULL, &rep, &err), &err);
-    if (!rep.passed) mb_parity_print(&rep, stdout);
+    if (!rep.passed) engine_parity_print(&rep, stdout);
     CHECKF(rep.passed, "%s: %s", name, rep.why);
     CHECK(rep.is_finite && rep.is_deterministic);
     CHECK(rep.n_agree == rep.n_decisions);
-    CHECK(rep.max_prob_drift <= MB_PARITY_MAX_DRIFT);
+    CHECK(rep.max_prob_drift <= ENGINE_PARITY_MAX_DRIFT);
     /* the hidden states stay within 1% of their scale at every layer */
     for (int l = 0; l < rep.n_hidden; l++)
         CHECKF(rep.layer_max[l] <= 0.01 * rep.layer_ref_max[l] + 1e-6,
                "layer %d: max error %g, "
                "scale %g",
                l, rep.layer_max[l], rep.layer_ref_max[l]);
-    mb_parity_report_free(&rep);
+    engine_parity_report_free(&rep);
 }
 
 static void test_fp16_interpreter_passes_gate_on_modernbert_mlm(void) {
@@ -131,13 +129,13 @@ static void test_fp16_interpreter_passes_gate_on_modernbert_embeddings(void) {
  * point at layer 1 (the first layer's output) as where the error appears. */
 static void check_caught(const char *name, const mb_lower_options *lo) {
     nc_error err = {0};
-    mb_parity_report rep;
+    engine_parity_report rep;
     CHECK_OK(gate(name, lo, &rep, &err), &err);
     CHECKF(!rep.passed, "%s: the gate passed a wrong transform", name);
-    CHECK(rep.n_agree < rep.n_decisions || rep.max_prob_drift > MB_PARITY_MAX_DRIFT);
+    CHECK(rep.n_agree < rep.n_decisions || rep.max_prob_drift > ENGINE_PARITY_MAX_DRIFT);
     CHECK(rep.layer_max[0] == 0); /* the embeddings are the host's: identical */
     CHECKF(rep.layer_max[1] > 0.05 * rep.layer_ref_max[1], "layer 1 error %g", rep.layer_max[1]);
-    mb_parity_report_free(&rep);
+    engine_parity_report_free(&rep);
 }
 
 static void test_gate_catches_softmax_over_query_axis(void) {
@@ -174,13 +172,13 @@ static void test_concat_free_variant_passes_gate(void) {
     mil_program_free(prog);
     lower_remove_tree(bundle);
     CHECK(n_concat == 0 && n_conv > 0);
-    mb_parity_report rep;
+    engine_parity_report rep;
     CHECK_OK(gate("mm_cls", &lo, &rep, &err), &err);
     CHECKF(rep.passed, "%s", rep.why);
-    mb_parity_report_free(&rep);
+    engine_parity_report_free(&rep);
     CHECK_OK(gate("mb_mlm", &lo, &rep, &err), &err);
     CHECKF(rep.passed, "%s", rep.why);
-    mb_parity_report_free(&rep);
+    engine_parity_report_free(&rep);
 }
 
 /* The mil backend against HF itself (not the CPU engine): hidden states at

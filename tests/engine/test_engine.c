@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "ane_host/ane_fake.h"
 #include "base/json.h"
 #include "engine/engine.h"
+#include "lower/manifest.h"
 #include "lower/qwen3_compile.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
@@ -144,6 +146,37 @@ static void test_qwen3_ane_fake_engine_greedy_matches_hf(void) {
     greedy_matches_hf("qwen3-ane", bundle);
 }
 
+/* The bundle's programs are opened (compiled and loaded, on a real ANE) once
+ * per engine: three sequences open nothing more, and each still decodes
+ * like HF on its own surfaces (greedy_matches_hf runs two interleaved). */
+static void test_qwen3_ane_sequences_share_the_loaded_bundle(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+    engine *e = NULL;
+    long before = ane_fake_models_opened();
+    CHECK_OK(engine_open("qwen3-ane", bundle, &opt, &e, &err), &err);
+    long opened = ane_fake_models_opened() - before;
+    lower_manifest man;
+    CHECK_OK(lower_manifest_read(bundle, &man, &err), &err);
+    CHECKF(opened == man.n_programs, "engine_open opened %ld programs, the bundle has %d", opened,
+           man.n_programs);
+    engine_seq *s[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(engine_seq_new(e, 0, &s[i], &err), &err);
+    float *logits = malloc((size_t)e->n_vocab * sizeof *logits);
+    int32_t tok = 1;
+    for (int i = 0; i < 3 && logits; i++)
+        CHECK_OK(engine_forward(e, s[i], &tok, 1, logits, &err), &err);
+    CHECKF(ane_fake_models_opened() - before == opened, "3 sequences opened %ld more programs",
+           ane_fake_models_opened() - before - opened);
+    free(logits);
+    for (int i = 0; i < 3; i++)
+        engine_seq_free(e, s[i]);
+    engine_close(e);
+    lower_manifest_free(&man);
+}
+
 static void test_kind_for_reads_the_model_type(void) {
     CHECK(compile_bundle());
     nc_error err = {0};
@@ -200,6 +233,7 @@ int main(void) {
     RUN(test_qwen3_cpu_engine_greedy_matches_hf);
     RUN(test_qwen3_mil_engine_greedy_matches_hf);
     RUN(test_qwen3_ane_fake_engine_greedy_matches_hf);
+    RUN(test_qwen3_ane_sequences_share_the_loaded_bundle);
     RUN(test_kind_for_reads_the_model_type);
     RUN(test_bundle_context_is_fixed);
     RUN(test_real_ane_device_off_macos_is_one_line);

@@ -6,7 +6,9 @@
 #define NECTAR_CLI_ENV_H
 
 typedef struct cli_env {
-    int kv_f16;         /* NECTAR_KV=f16 (or f32): KV caches in fp16 */
+    int kv_f16;             /* NECTAR_KV=f16 (or f32): KV caches in fp16 */
+    const char *ane_device; /* NECTAR_ANE_DEVICE as set (NULL: unset or empty); the
+                               commands with --ane-device check it (gen_cli_backend_device) */
 } cli_env;
 
 /* Reads every variable and applies the process-wide ones: the kernel table

@@ -1,7 +1,8 @@
-/* `nectar parity`: the parity gate (src/lower/modernbert_parity.h) on
- * the command line. The CPU engine on the original folder is the reference;
- * the candidate is an encoder bundle run by the fp16 interpreter. Exits 1
- * when the gate fails, so scripts can refuse a conversion. */
+/* `nectar parity`: the parity gate (src/engine/engine_parity.h) on the
+ * command line. Both sides are engines (engine_open): the CPU engine on the
+ * original folder is the reference; the candidate is an encoder bundle run
+ * by the fp16 interpreter. Exits 1 when the gate fails, so scripts can
+ * refuse a conversion. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,8 @@
 #include "base/mmap.h"
 #include "cli_opts.h"
 #include "commands.h"
-#include "engine/engine.h"
+#include "engine/engine_parity.h"
 #include "io/npy.h"
-#include "lower/modernbert_parity.h"
 #include "text/tokenizer.h"
 
 static int ends_with(const char *s, const char *suf) {
@@ -112,10 +112,6 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
     return st;
 }
 
-static nc_status candidate_forward(void *ctx, const modernbert_io *io, nc_error *err) {
-    return engine_encode(ctx, io, err);
-}
-
 int cmd_parity(int argc, char **argv) {
     const char *model = NULL, *bundle = NULL, *inputs = NULL, *mask_path = NULL;
     int repeats = 2, threads = 0;
@@ -150,45 +146,39 @@ int cmd_parity(int argc, char **argv) {
     int prc = cli_parse(&cmd, argc, argv);
     if (prc != CLI_GO) return prc;
     nc_error err = {0};
-    modernbert_model *cpu = NULL;
-    engine *cand = NULL; /* the bundle through the engine seam */
+    engine *ref = NULL, *cand = NULL;
+    const char *ref_kind = NULL, *cand_kind = NULL;
     int32_t *ids = NULL, *mask = NULL;
     int n = 0, seq = 0, rc = 1;
-    mb_parity_report rep;
+    engine_parity_report rep;
     memset(&rep, 0, sizeof rep);
-    nc_status st = modernbert_load(model, threads, &cpu, &err);
     engine_options eo = {0};
     eo.n_threads = threads;
-    if (!st) st = engine_open("modernbert-mil", bundle, &eo, &cand, &err);
-    if (!st) {
-        /* the gate compares like with like: same shape, same head */
-        const modernbert_config *a = modernbert_model_config(cpu), *b = cand->encoder;
-        if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
-            a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
-            st = nc_fail(&err, NC_ERR_INVALID,
-                         "parity: %s was not compiled from a model shaped "
-                         "like %s (sizes or head differ)",
-                         bundle, model);
-    }
+    nc_status st = engine_kind_for_encoder("cpu", model, &ref_kind, &err);
+    if (!st) st = engine_kind_for_encoder("mil", bundle, &cand_kind, &err);
+    if (!st) st = engine_open(ref_kind, model, &eo, &ref, &err);
+    if (!st) st = engine_open(cand_kind, bundle, &eo, &cand, &err);
     if (!st && ends_with(inputs, ".npy"))
         st = read_npy_ids(inputs, mask_path, &ids, &mask, &n, &seq, &err);
     else if (!st) {
-        const modernbert_config *c = modernbert_model_config(cpu);
+        const modernbert_config *c = ref->encoder;
         st = read_text_ids(inputs, model, c->pad_token_id >= 0 ? c->pad_token_id : 0, &ids, &mask,
                            &n, &seq, &err);
     }
-    if (!st)
-        st = mb_parity_run(cpu, candidate_forward, cand, ids, mask, n, seq, repeats, &rep, &err);
+    if (!st) {
+        st = engine_parity_run(ref, cand, ids, mask, n, seq, repeats, &rep, &err);
+        if (st) nc_fail_prefix(&err, "%s", bundle);
+    }
     if (st)
         rc = cli_fail(&err);
     else {
-        mb_parity_print(&rep, stdout);
+        engine_parity_print(&rep, stdout);
         rc = rep.passed ? 0 : 1;
     }
-    mb_parity_report_free(&rep);
+    engine_parity_report_free(&rep);
     free(ids);
     free(mask);
     engine_close(cand);
-    modernbert_free(cpu);
+    engine_close(ref);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* The parity gate (modernbert_parity.h): both engines on the same
+/* The parity gate (engine_parity.h): both encoder engines on the same
  * padded batch, then the statistics, all in double precision. */
-#include "lower/modernbert_parity.h"
+#include "engine/engine_parity.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static void out_free(run_out *o) {
 
 typedef struct gate {
     const modernbert_config *c;
-    mb_parity_kind kind;
+    engine_parity_kind kind;
     int n, seq, width; /* width: logits per decision row (V, labels) or D */
     size_t n_hidden, n_rows;
     int *rows; /* MLM: flat positions of real tokens */
@@ -29,7 +29,7 @@ typedef struct gate {
 static nc_status out_alloc(const gate *g, run_out *o, nc_error *err) {
     memset(o, 0, sizeof *o);
     o->hidden = malloc(g->n_hidden * sizeof *o->hidden);
-    if (g->kind == MB_PARITY_EMBEDDING)
+    if (g->kind == ENGINE_PARITY_EMBEDDING)
         o->pooled = malloc((size_t)g->n * g->width * sizeof *o->pooled);
     else
         o->logits = malloc(g->n_rows * g->width * sizeof *o->logits);
@@ -43,9 +43,9 @@ static nc_status out_alloc(const gate *g, run_out *o, nc_error *err) {
 static modernbert_io io_for(const gate *g, run_out *o) {
     modernbert_io io = g->io;
     io.hidden = o->hidden;
-    if (g->kind == MB_PARITY_MLM) io.mlm_logits = o->logits;
-    if (g->kind == MB_PARITY_CLASSIFIER) io.cls_logits = o->logits;
-    if (g->kind == MB_PARITY_EMBEDDING) io.pooled = o->pooled;
+    if (g->kind == ENGINE_PARITY_MLM) io.mlm_logits = o->logits;
+    if (g->kind == ENGINE_PARITY_CLASSIFIER) io.cls_logits = o->logits;
+    if (g->kind == ENGINE_PARITY_EMBEDDING) io.pooled = o->pooled;
     return io;
 }
 
@@ -86,7 +86,7 @@ static void softmax(const float *v, int n, double *p) {
 
 /* One decision row: argmax, drift, logit error, margin, into input `in`. */
 static void decide(const float *ref, const float *cand, int w, double *pr, double *pc,
-                   mb_parity_input *in) {
+                   engine_parity_input *in) {
     int ar, ac;
     double mr, mc, err = 0, drift = 0;
     top2(ref, w, &ar, &mr);
@@ -106,7 +106,8 @@ static void decide(const float *ref, const float *cand, int w, double *pr, doubl
     if (mr < 2 * err) in->certified = 0;
 }
 
-static void layer_stats(const gate *g, const run_out *r, const run_out *c, mb_parity_report *rep) {
+static void layer_stats(const gate *g, const run_out *r, const run_out *c,
+                        engine_parity_report *rep) {
     int D = g->c->hidden_size;
     size_t per = (size_t)g->n * g->seq * D;
     for (int l = 0; l < rep->n_hidden; l++) {
@@ -130,8 +131,8 @@ static void layer_stats(const gate *g, const run_out *r, const run_out *c, mb_pa
     }
 }
 
-static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb_parity_report *rep,
-                           nc_error *err) {
+static nc_status decisions(const gate *g, const run_out *r, const run_out *c,
+                           engine_parity_report *rep, nc_error *err) {
     int w = g->width;
     double *pr = malloc((size_t)w * sizeof *pr), *pc = malloc((size_t)w * sizeof *pc);
     if (!pr || !pc) {
@@ -140,22 +141,22 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
         return nc_fail(err, NC_ERR_NOMEM, "parity: out of memory");
     }
     for (int b = 0; b < g->n; b++) {
-        mb_parity_input *in = &rep->inputs[b];
+        engine_parity_input *in = &rep->inputs[b];
         in->margin = INFINITY;
         in->certified = 1;
         in->cosine = 1;
         for (int t = 0; t < g->seq; t++)
             in->n_tokens += !g->io.mask || g->io.mask[(size_t)b * g->seq + t];
     }
-    if (g->kind == MB_PARITY_MLM)
+    if (g->kind == ENGINE_PARITY_MLM)
         for (size_t i = 0; i < g->n_rows; i++)
             decide(r->logits + i * w, c->logits + i * w, w, pr, pc,
                    &rep->inputs[g->rows[i] / g->seq]);
-    if (g->kind == MB_PARITY_CLASSIFIER)
+    if (g->kind == ENGINE_PARITY_CLASSIFIER)
         for (int b = 0; b < g->n; b++)
             decide(r->logits + (size_t)b * w, c->logits + (size_t)b * w, w, pr, pc,
                    &rep->inputs[b]);
-    if (g->kind == MB_PARITY_EMBEDDING)
+    if (g->kind == ENGINE_PARITY_EMBEDDING)
         for (int b = 0; b < g->n; b++) {
             const float *x = r->pooled + (size_t)b * w, *y = c->pooled + (size_t)b * w;
             double xy = 0, xx = 0, yy = 0, e = 0;
@@ -165,7 +166,7 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
                 yy += (double)y[k] * y[k];
                 e = fabs((double)x[k] - y[k]) > e ? fabs((double)x[k] - y[k]) : e;
             }
-            mb_parity_input *in = &rep->inputs[b];
+            engine_parity_input *in = &rep->inputs[b];
             in->cosine = xx > 0 && yy > 0 ? xy / sqrt(xx * yy) : (xx == yy ? 1 : 0);
             in->logit_err = e;
             in->margin = NAN;
@@ -174,10 +175,10 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
     free(pc);
     rep->min_cosine = 1;
     for (int b = 0; b < g->n; b++) {
-        const mb_parity_input *in = &rep->inputs[b];
+        const engine_parity_input *in = &rep->inputs[b];
         rep->n_decisions += in->n_decisions;
         rep->n_agree += in->n_agree;
-        rep->n_not_certified += g->kind != MB_PARITY_EMBEDDING && !in->certified;
+        rep->n_not_certified += g->kind != ENGINE_PARITY_EMBEDDING && !in->certified;
         rep->max_prob_drift =
             in->prob_drift > rep->max_prob_drift ? in->prob_drift : rep->max_prob_drift;
         rep->min_cosine = in->cosine < rep->min_cosine ? in->cosine : rep->min_cosine;
@@ -185,7 +186,7 @@ static nc_status decisions(const gate *g, const run_out *r, const run_out *c, mb
     return NC_OK;
 }
 
-static void verdict(mb_parity_report *rep) {
+static void verdict(engine_parity_report *rep) {
     rep->passed = 0;
     if (!rep->is_finite)
         snprintf(rep->why, sizeof rep->why, "the candidate produced inf/NaN");
@@ -194,34 +195,50 @@ static void verdict(mb_parity_report *rep) {
     else if (rep->n_agree < rep->n_decisions)
         snprintf(rep->why, sizeof rep->why, "argmax agreement %d/%d (must be 100%%)", rep->n_agree,
                  rep->n_decisions);
-    else if (rep->max_prob_drift > MB_PARITY_MAX_DRIFT)
+    else if (rep->max_prob_drift > ENGINE_PARITY_MAX_DRIFT)
         snprintf(rep->why, sizeof rep->why, "probability drift %.4f > %.2f", rep->max_prob_drift,
-                 MB_PARITY_MAX_DRIFT);
-    else if (rep->kind == MB_PARITY_EMBEDDING && !(rep->min_cosine >= MB_PARITY_MIN_COSINE))
+                 ENGINE_PARITY_MAX_DRIFT);
+    else if (rep->kind == ENGINE_PARITY_EMBEDDING && !(rep->min_cosine >= ENGINE_PARITY_MIN_COSINE))
         snprintf(rep->why, sizeof rep->why, "pooled cosine %.6f < %.3f", rep->min_cosine,
-                 MB_PARITY_MIN_COSINE);
+                 ENGINE_PARITY_MIN_COSINE);
     else {
         rep->why[0] = '\0';
         rep->passed = 1;
     }
 }
 
-nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ctx,
-                        const int32_t *ids, const int32_t *mask, int n, int seq, int repeats,
-                        mb_parity_report *rep, nc_error *err) {
+/* Both encoders, of one shape and head. */
+static nc_status like_with_like(const engine *ref, const engine *cand, nc_error *err) {
+    if (!ref->encoder || !cand->encoder)
+        return nc_fail(err, NC_ERR_INVALID, "parity: the %s engine is not an encoder",
+                       ref->encoder ? cand->kind : ref->kind);
+    const modernbert_config *a = ref->encoder, *b = cand->encoder;
+    if (a->hidden_size != b->hidden_size || a->num_hidden_layers != b->num_hidden_layers ||
+        a->vocab_size != b->vocab_size || a->head != b->head || a->num_labels != b->num_labels)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "parity: the candidate (%s) was not compiled from a model shaped like the "
+                       "reference (%s): sizes or head differ",
+                       cand->kind, ref->kind);
+    return NC_OK;
+}
+
+nc_status engine_parity_run(engine *reference, engine *candidate, const int32_t *ids,
+                            const int32_t *mask, int n, int seq, int repeats,
+                            engine_parity_report *rep, nc_error *err) {
     memset(rep, 0, sizeof *rep);
     if (n < 1 || seq < 1) return nc_fail(err, NC_ERR_INVALID, "parity: no inputs");
+    NC_TRY(like_with_like(reference, candidate, err));
     gate g;
     memset(&g, 0, sizeof g);
-    g.c = modernbert_model_config(cpu);
-    g.kind = g.c->head == MODERNBERT_HEAD_MLM          ? MB_PARITY_MLM
-             : g.c->head == MODERNBERT_HEAD_CLASSIFIER ? MB_PARITY_CLASSIFIER
-                                                       : MB_PARITY_EMBEDDING;
+    g.c = reference->encoder;
+    g.kind = g.c->head == MODERNBERT_HEAD_MLM          ? ENGINE_PARITY_MLM
+             : g.c->head == MODERNBERT_HEAD_CLASSIFIER ? ENGINE_PARITY_CLASSIFIER
+                                                       : ENGINE_PARITY_EMBEDDING;
     g.n = n;
     g.seq = seq;
-    g.width = g.kind == MB_PARITY_MLM          ? g.c->vocab_size
-              : g.kind == MB_PARITY_CLASSIFIER ? g.c->num_labels
-                                               : g.c->hidden_size;
+    g.width = g.kind == ENGINE_PARITY_MLM          ? g.c->vocab_size
+              : g.kind == ENGINE_PARITY_CLASSIFIER ? g.c->num_labels
+                                                   : g.c->hidden_size;
     rep->kind = g.kind;
     rep->n_inputs = n;
     rep->n_hidden = g.c->num_hidden_layers + 1;
@@ -236,14 +253,14 @@ nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ct
     rep->inputs = calloc((size_t)n, sizeof *rep->inputs);
     if (!g.rows || !rep->inputs) {
         free(g.rows);
-        mb_parity_report_free(rep);
+        engine_parity_report_free(rep);
         return nc_fail(err, NC_ERR_NOMEM, "parity: out of memory");
     }
     for (int i = 0; i < n * seq; i++)
         if (!mask || mask[i]) g.rows[g.n_rows++] = i;
     g.io.mlm_rows = g.rows;
     g.io.n_mlm_rows = (int)g.n_rows;
-    if (g.kind == MB_PARITY_CLASSIFIER) g.n_rows = (size_t)n;
+    if (g.kind == ENGINE_PARITY_CLASSIFIER) g.n_rows = (size_t)n;
     run_out ref, c0, c1;
     memset(&c0, 0, sizeof c0);
     memset(&c1, 0, sizeof c1);
@@ -253,17 +270,17 @@ nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ct
     modernbert_io io;
     if (!st) {
         io = io_for(&g, &ref);
-        st = modernbert_forward(cpu, &io, err);
+        st = engine_encode(reference, &io, err);
     }
     if (!st) {
         io = io_for(&g, &c0);
-        st = cand(cand_ctx, &io, err);
+        st = engine_encode(candidate, &io, err);
     }
-    size_t n_out = g.kind == MB_PARITY_EMBEDDING ? (size_t)n * g.width : g.n_rows * g.width;
+    size_t n_out = g.kind == ENGINE_PARITY_EMBEDDING ? (size_t)n * g.width : g.n_rows * g.width;
     rep->is_deterministic = 1;
     for (int r = 1; !st && r < rep->repeats; r++) {
         io = io_for(&g, &c1);
-        st = cand(cand_ctx, &io, err);
+        st = engine_encode(candidate, &io, err);
         if (!st && (!same(c0.hidden, c1.hidden, g.n_hidden) || !same(c0.logits, c1.logits, n_out) ||
                     !same(c0.pooled, c1.pooled, n_out)))
             rep->is_deterministic = 0;
@@ -279,30 +296,30 @@ nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ct
     out_free(&c0);
     out_free(&c1);
     free(g.rows);
-    if (st) mb_parity_report_free(rep);
+    if (st) engine_parity_report_free(rep);
     return st;
 }
 
-void mb_parity_report_free(mb_parity_report *rep) {
+void engine_parity_report_free(engine_parity_report *rep) {
     free(rep->inputs);
     rep->inputs = NULL;
 }
 
-void mb_parity_print(const mb_parity_report *rep, FILE *f) {
+void engine_parity_print(const engine_parity_report *rep, FILE *f) {
     static const char *const kinds[] = {"masked-LM logits at every real position",
                                         "classifier logits per input", "pooled embeddings"};
     fprintf(f, "parity gate: %s (%d inputs, decisions on %s)\n", rep->passed ? "PASS" : "FAIL",
             rep->n_inputs, kinds[rep->kind]);
     if (!rep->passed) fprintf(f, "  failed: %s\n", rep->why);
-    if (rep->kind != MB_PARITY_EMBEDDING) {
+    if (rep->kind != ENGINE_PARITY_EMBEDDING) {
         fprintf(f, "  argmax agreement   %d/%d (%.2f%%, must be 100%%)\n", rep->n_agree,
                 rep->n_decisions,
                 rep->n_decisions ? 100.0 * rep->n_agree / rep->n_decisions : 100.0);
         fprintf(f, "  max prob drift     %.6f (must be <= %.2f)\n", rep->max_prob_drift,
-                MB_PARITY_MAX_DRIFT);
+                ENGINE_PARITY_MAX_DRIFT);
     } else
         fprintf(f, "  min pooled cosine  %.6f (must be >= %.3f)\n", rep->min_cosine,
-                MB_PARITY_MIN_COSINE);
+                ENGINE_PARITY_MIN_COSINE);
     fprintf(f, "  finite             %s\n", rep->is_finite ? "yes" : "NO");
     fprintf(f, "  deterministic      %s (%d runs, bitwise)\n", rep->is_deterministic ? "yes" : "NO",
             rep->repeats);
@@ -320,8 +337,8 @@ void mb_parity_print(const mb_parity_report *rep, FILE *f) {
     }
     fprintf(f, "  per input: tokens, agreement, logit error, top-1/top-2 margin, prob drift\n");
     for (int i = 0; i < rep->n_inputs; i++) {
-        const mb_parity_input *in = &rep->inputs[i];
-        if (rep->kind == MB_PARITY_EMBEDDING)
+        const engine_parity_input *in = &rep->inputs[i];
+        if (rep->kind == ENGINE_PARITY_EMBEDDING)
             fprintf(f, "    #%-3d %3d tokens  cosine %.6f  max abs error %.3e\n", i, in->n_tokens,
                     in->cosine, in->logit_err);
         else

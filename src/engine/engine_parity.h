@@ -1,7 +1,7 @@
 /* The parity gate: the acceptance rule for a converted or compressed
- * encoder (docs/encoders-ane.md). A candidate (any engine with modernbert_forward's
- * contract, e.g. a bundle through the fp16 interpreter) is compared with the
- * CPU engine on a fixture set:
+ * encoder (docs/encoders-ane.md). A candidate encoder engine (e.g. a bundle
+ * through the fp16 interpreter or on the ANE) is compared with a reference
+ * encoder engine (the CPU engine on the original folder) on a fixture set:
  *   - argmax agreement on every decision must be 100% (MLM: every real
  *     position; classifier: every input);
  *   - max |p_cpu - p_cand| over every probability must be <= 0.02;
@@ -14,22 +14,23 @@
  * A model without a head (embeddings) is gated on the pooled vectors:
  * cosine similarity >= 0.999 for every input (nectar's rule; docs/encoders-ane.md
  * states the gate for probabilities only). */
-#ifndef NC_LOWER_MODERNBERT_PARITY_H
-#define NC_LOWER_MODERNBERT_PARITY_H
+#ifndef NC_ENGINE_ENGINE_PARITY_H
+#define NC_ENGINE_ENGINE_PARITY_H
 
 #include <stdio.h>
 
-#include "models/modernbert.h"
+#include "engine/engine.h"
 
-#define MB_PARITY_MAX_DRIFT 0.02
-#define MB_PARITY_MIN_COSINE 0.999
+#define ENGINE_PARITY_MAX_DRIFT 0.02
+#define ENGINE_PARITY_MIN_COSINE 0.999
 
-/* A candidate engine: one forward pass with modernbert_forward's contract. */
-typedef nc_status (*mb_forward_fn)(void *ctx, const modernbert_io *io, nc_error *err);
+typedef enum {
+    ENGINE_PARITY_MLM,
+    ENGINE_PARITY_CLASSIFIER,
+    ENGINE_PARITY_EMBEDDING
+} engine_parity_kind;
 
-typedef enum { MB_PARITY_MLM, MB_PARITY_CLASSIFIER, MB_PARITY_EMBEDDING } mb_parity_kind;
-
-typedef struct mb_parity_input {
+typedef struct engine_parity_input {
     int n_tokens;    /* real tokens */
     int n_decisions; /* argmax decisions (positions or 1) */
     int n_agree;
@@ -38,30 +39,31 @@ typedef struct mb_parity_input {
     double prob_drift; /* max |p_cpu - p_cand| */
     double cosine;     /* pooled vectors (embeddings) */
     int certified;     /* every decision has margin >= 2 x its logit error */
-} mb_parity_input;
+} engine_parity_input;
 
-typedef struct mb_parity_report {
-    mb_parity_kind kind;
+typedef struct engine_parity_report {
+    engine_parity_kind kind;
     int n_inputs, n_decisions, n_agree, n_not_certified;
     double max_prob_drift, min_cosine;
     int is_finite, is_deterministic, repeats;
     int n_hidden; /* num_hidden_layers + 1 */
     double layer_max[MODERNBERT_MAX_LAYERS + 1], layer_mean[MODERNBERT_MAX_LAYERS + 1];
     double layer_ref_max[MODERNBERT_MAX_LAYERS + 1]; /* max |h| of the CPU, for scale */
-    mb_parity_input *inputs;                         /* n_inputs; free with mb_parity_report_free */
+    engine_parity_input *inputs; /* n_inputs; free with engine_parity_report_free */
     int passed;
     char why[256]; /* first failed criterion, "" when passed */
-} mb_parity_report;
+} engine_parity_report;
 
-/* Runs both engines on n rows of seq ids (mask: 1 real, 0 pad; NULL: all
- * real), the candidate `repeats` (>= 2) times. Fails only when an engine
- * cannot run; the verdict is in rep->passed. */
-nc_status mb_parity_run(modernbert_model *cpu, mb_forward_fn cand, void *cand_ctx,
-                        const int32_t *ids, const int32_t *mask, int n, int seq, int repeats,
-                        mb_parity_report *rep, nc_error *err);
-void mb_parity_report_free(mb_parity_report *rep);
+/* Runs both encoder engines (engine_encode) on n rows of seq ids (mask: 1
+ * real, 0 pad; NULL: all real), the candidate `repeats` (>= 2) times. Fails
+ * when an engine is no encoder, when the two differ in shape or head (the
+ * gate compares like with like), or when an engine cannot run; the verdict
+ * is in rep->passed. */
+nc_status engine_parity_run(engine *ref, engine *cand, const int32_t *ids, const int32_t *mask,
+                            int n, int seq, int repeats, engine_parity_report *rep, nc_error *err);
+void engine_parity_report_free(engine_parity_report *rep);
 
 /* The report as text: verdict, criteria, per-layer errors, per-input lines. */
-void mb_parity_print(const mb_parity_report *rep, FILE *f);
+void engine_parity_print(const engine_parity_report *rep, FILE *f);
 
 #endif
