@@ -172,16 +172,33 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
 
+/* Whether this build on this machine can run backend with these options,
+ * before loading anything: NC_OK, or why not ("ane" with ane_device=real
+ * off macOS is NC_ERR_UNSUPPORTED). Bad names or options: NC_ERR_INVALID. */
+NC_API nc_status nc_backend_available(const char *backend, const char *const *options,
+                                      nc_error *err);
+
 NC_API nc_model_kind nc_model_get_kind(const nc_model *m);
 /* The model's tokenizer (owned by the model; valid while it lives). */
 NC_API const nc_tokenizer *nc_model_tokenizer(const nc_model *m);
 /* Length of a logits row (decoder), of an embedding (encoder). */
 NC_API int nc_model_vocab_size(const nc_model *m);
 NC_API int nc_model_embedding_size(const nc_model *m);
+/* The number of transformer layers. */
+NC_API int nc_model_num_layers(const nc_model *m);
 /* Encoder classifiers: the number of labels and the name of label i (NULL
  * out of range; 0 labels for other models). */
 NC_API int nc_model_num_labels(const nc_model *m);
 NC_API const char *nc_model_label(const nc_model *m, int i);
+
+/* Decoders: called after each layer with the hidden state of the rows (tokens)
+ * it just processed, prompt and generated alike, in order: rows[n_rows *
+ * width] floats of layer `layer` (0-based). For comparing backends layer by
+ * layer (`nectar run --dump-layers`). NULL removes it. NC_ERR_UNSUPPORTED
+ * for an encoder or a backend that cannot report its layers. */
+typedef void (*nc_layer_callback)(void *user, int layer, const float *rows, int n_rows, int width);
+NC_API nc_status nc_model_set_layer_callback(nc_model *m, nc_layer_callback cb, void *user,
+                                             nc_error *err);
 
 /* ---- Sampling parameters ------------------------------------------------ */
 
@@ -193,9 +210,29 @@ NC_API nc_sampling *nc_sampling_new(void);
 NC_API void nc_sampling_free(nc_sampling *s);
 
 /* Sets one parameter by name: "temperature" (>= 0; 0 is greedy), "top_k"
- * (0: off), "top_p" and "min_p" (in [0, 1]), "repeat_penalty" (> 0),
- * "seed". NC_ERR_INVALID for an unknown name or a value out of range. */
+ * (0: off), "top_p" and "min_p" (in [0, 1]), "repeat_penalty" (> 0; divides
+ * positive and multiplies negative logits of tokens seen), "presence_penalty"
+ * and "frequency_penalty" (in [-100, 100]; OpenAI's: minus once, minus count
+ * times, per token seen), "seed" (an integer up to 2^53), and one that is not
+ * sampling but belongs to the request: "truncate" (1: a prompt longer than
+ * the sequence's context loses its oldest tokens instead of being an
+ * error). NC_ERR_INVALID for an unknown name or a value out of range. */
 NC_API nc_status nc_sampling_set(nc_sampling *s, const char *name, double value, nc_error *err);
+
+/* The value of a parameter nc_sampling_set names (truncate: 0 or 1; seed:
+ * rounded to a double); NaN for an unknown name or a NULL s. */
+NC_API double nc_sampling_get(const nc_sampling *s, const char *name);
+
+/* Any 64-bit seed: the same seed, parameters and prompt give the same text. */
+NC_API void nc_sampling_set_seed(nc_sampling *s, uint64_t seed);
+
+/* The decoder folder's own defaults: every parameter its
+ * generation_config.json gives (temperature, top_k, top_p, min_p,
+ * repetition_penalty; do_sample false means greedy) replaces the one in s;
+ * the others stay. A folder without the file changes nothing; a malformed
+ * one is NC_ERR_FORMAT naming the file and field. Set a caller's own
+ * choices after this call. */
+NC_API nc_status nc_sampling_from_model(nc_sampling *s, const nc_model *m, nc_error *err);
 
 /* Adds a stop string: generation ends before it and does not emit it. */
 NC_API nc_status nc_sampling_add_stop(nc_sampling *s, const char *stop, nc_error *err);
@@ -228,6 +265,20 @@ typedef enum nc_finish {
     NC_FINISH_CONTEXT, /* the sequence's cache is full */
     NC_FINISH_CANCEL   /* the callback returned non-zero */
 } nc_finish;
+
+/* "eos", "stop", "length", "context", "cancel". */
+NC_API const char *nc_finish_name(nc_finish f);
+
+/* Figures of the last successful nc_generate on a sequence (0 before one). */
+typedef enum nc_stat {
+    NC_STAT_PROMPT_TOKENS,   /* prompt tokens used (after truncation) */
+    NC_STAT_PROMPT_CACHED,   /* of those, reused from the cache (not recomputed) */
+    NC_STAT_PROMPT_DROPPED,  /* prompt tokens dropped by "truncate" */
+    NC_STAT_GENERATED,       /* tokens sampled, an end-of-sequence one included */
+    NC_STAT_PROMPT_SECONDS,  /* from the call to the first sampled token */
+    NC_STAT_GENERATE_SECONDS /* from the first sampled token to the end */
+} nc_stat;
+NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what);
 
 /* Generates up to max_tokens (< 0: until the context is full) after the
  * prompt (UTF-8, tokenized as is: apply the chat template first for chat),

@@ -794,7 +794,7 @@ def pack_bits(vals, bits):
     return out
 
 
-BLOB_CODE = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "uint4": 11}
+BLOB_CODE = {"fp16": 1, "fp32": 2, "uint8": 3, "int8": 4, "uint4": 11, "uint6": 13}
 
 
 def weight_bin(blobs):
@@ -811,6 +811,37 @@ def weight_bin(blobs):
         out += struct.pack("<IIQQQ", 0xDEADBEEF, BLOB_CODE[dt], len(data), rec + 64, pad_bits) + bytes(32)
         out += data
     return bytes(out), offs
+
+
+def palettized_cases():
+    """What `nectar compile --palettize` emits: a conv whose weight
+    [O, I, 1, 1] is constexpr_lut_to_dense of uint6/uint8 indices (blob
+    dtype codes 13 and 3) and per-output-channel-group fp16 tables
+    [O/G, 1, 1, 1, 2^bits, 1]. Its own generator, so adding it moved no
+    other case's data."""
+    prng = np.random.default_rng(18)
+    bf = 'BLOBFILE(path = string("@model_path/weights/weight.bin"), offset = uint64(%d))'
+    for bits, out_ch, in_ch, group in ((6, 8, 16, 2), (8, 4, 32, 4)):
+        k = 1 << bits
+        ind = prng.integers(0, k, size=(out_ch, in_ch))
+        lut = (prng.standard_normal((out_ch // group, 1, 1, 1, k, 1)) * 0.5).astype(np.float16)
+        dense = np.empty((out_ch, in_ch))
+        for o in range(out_ch):
+            dense[o] = lut[o // group, 0, 0, 0, ind[o], 0]
+        idt = "uint%d" % bits
+        wbin, offs = weight_bin([(idt, pack_bits(ind, bits).tobytes()), ("fp16", lut.tobytes())])
+        lt = "tensor<fp16, [%d, 1, 1, 1, %d, 1]>" % (out_ch // group, k)
+        body = ['tensor<%s, [%d, %d, 1, 1]> wi = const()[name = string("wi"), val = tensor<%s, [%d, %d, 1, 1]>(%s)];'
+                % (idt, out_ch, in_ch, idt, out_ch, in_ch, bf % offs[0]),
+                '%s wl = const()[name = string("wl"), val = %s(%s)];' % (lt, lt, bf % offs[1]),
+                'tensor<fp16, [%d, %d, 1, 1]> w = constexpr_lut_to_dense(indices = wi, lut = wl)[name = string("w")];'
+                % (out_ch, in_ch),
+                'tensor<fp16, [1, %d, 1, 4]> y = conv(weight = w, x = x)[name = string("op")];' % out_ch]
+        x = (prng.standard_normal((1, in_ch, 1, 4))).astype(np.float16)
+        y = np.einsum("oi,bij->boj", dense, x[:, :, 0, :].astype(np.float64)).reshape(1, out_ch, 1, 4)
+        add_raw_case("constexpr_lut_to_dense_%s_conv" % idt,
+                     program([("x", "tensor<fp16, [1, %d, 1, 4]>" % in_ch)], body, ["y"], "ios18"),
+                     {"x": x}, [("y", y, "fp16")], files={"weights/weight.bin": wbin})
 
 
 # ---- attention program from the corpus ---------------------------------------
@@ -941,6 +972,7 @@ def main():
     constexpr_cases()
     quantize_cases()
     stateful_cases()
+    palettized_cases()
     n = write_all()
     attention_golden()
     rmsnorm_programs()

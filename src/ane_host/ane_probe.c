@@ -17,6 +17,7 @@
 #include "base/half.h"
 #include "base/timer.h"
 #include "lower/manifest.h"
+#include "lower/palettize.h"
 #include "mil/builder.h"
 #include "mil/check.h"
 #include "mil/interp.h"
@@ -242,6 +243,27 @@ static void b_palettized(pctx *c) {
     done1(c, x && w ? mil_build_conv(c->b, "y", x, w, NULL, 1) : NULL);
 }
 
+/* The form `nectar compile --palettize 6` writes (lower_palettize, then
+ * lower_palette_weight): uint6 indices into one 64-entry fp16 table per 16
+ * output channels, lut [4, 1, 1, 1, 64, 1]. */
+static void b_palettized6(pctx *c) {
+    enum { C = 64 };
+    fn(c, "main");
+    mil_var *x = in4(c, "x", C, 1, 32);
+    nc_fp16 w[C * C];
+    for (int i = 0; i < C * C; i++)
+        w[i] = nc_f32_to_fp16(rnd(&c->seed) / 8.0f);
+    lower_weight lw = {.data = w};
+    lower_weight_shape4(&lw, C, C, 1, 1);
+    lower_palette_options o = {.bits = 6, .group_size = 16, .seed = 1};
+    nc_error err;
+    mil_var *wv = NULL;
+    if (x && lower_palettize(NULL, &lw, &o, "w", NULL, &err) == NC_OK)
+        wv = lower_palette_weight(c->b, "w", &lw);
+    done1(c, wv ? mil_build_conv(c->b, "y", x, wv, NULL, 1) : NULL);
+    free(lw.pal);
+}
+
 #define MIXED                                                                                      \
     { 0, 0 }
 #define UNIFORM                                                                                    \
@@ -280,6 +302,9 @@ static const probe_case cases[] = {
     {"fused4", "the four stages fused into one kernel", b_fused, PM_SYNC, MIXED},
     {"palettized", "1x1 conv with 4-bit palettized weights (constexpr_lut_to_dense)", b_palettized,
      PM_SYNC, MIXED},
+    {"palettized6_grouped",
+     "1x1 conv with the compile's 6-bit weights: a 64-entry table per 16 output channels",
+     b_palettized6, PM_SYNC, MIXED},
     {"gemm_tops", "1x1-conv GEMM: tera-ops per second", b_gemm, PM_SYNC, MIXED},
     {"matvec_bandwidth", "large-weight matvec: weight bytes per second", b_matvec, PM_SYNC, MIXED},
 };

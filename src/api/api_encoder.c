@@ -1,11 +1,11 @@
 /* Encoder calls of the public API (embeddings, fill-mask, classification):
  * one text at a time, with the tokenizer's special tokens, through the CPU
  * engine or a bundle's, through the engine seam. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_model.h"
+#include "models/modernbert_rank.h"
 
 static nc_status forward(nc_model *m, const modernbert_io *io, nc_error *err) {
     return engine_encode(m->enc, io, err);
@@ -50,33 +50,6 @@ NC_API nc_status nc_embed(nc_model *m, const char *text, float *out, size_t n_ou
     return st;
 }
 
-/* Softmax of logits[n] into p[n], in double. */
-static void softmax(const float *logits, int n, float *p) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++)
-        mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += exp((double)logits[i] - mx);
-    for (int i = 0; i < n; i++)
-        p[i] = (float)(exp((double)logits[i] - mx) / sum);
-}
-
-/* The k largest of p[n] (ties: the lower id first) into ids/probs. */
-static void top_k(const float *p, int n, int k, int32_t *ids, float *probs) {
-    for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            int taken = 0;
-            for (int q = 0; q < j && !taken; q++)
-                taken = ids[q] == i;
-            if (!taken && (best < 0 || p[i] > p[best])) best = i;
-        }
-        ids[j] = best;
-        probs[j] = p[best];
-    }
-}
-
 NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids, float *probs,
                               int max_masks, int *n_masks, nc_error *err) {
     int32_t *tok;
@@ -115,8 +88,8 @@ NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids
                         .pooling = -1};
     if (st == NC_OK) st = forward(m, &io, err);
     for (int i = 0; st == NC_OK && i < n_out; i++) {
-        softmax(logits + (size_t)i * V, V, p);
-        top_k(p, V, k, ids + (size_t)i * k, probs + (size_t)i * k);
+        modernbert_softmax(logits + (size_t)i * V, V, p);
+        modernbert_top_k(p, V, k, ids + (size_t)i * k, probs + (size_t)i * k);
     }
     if (st == NC_OK) *n_masks = n_rows;
     free(p);
@@ -143,7 +116,7 @@ NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t
                      n_probs, L);
     modernbert_io io = {.ids = ids, .batch = 1, .seq = n, .cls_logits = logits, .pooling = -1};
     if (st == NC_OK) st = forward(m, &io, err);
-    if (st == NC_OK) softmax(logits, L, probs);
+    if (st == NC_OK) modernbert_softmax(logits, L, probs);
     free(logits);
     free(ids);
     return st;

@@ -13,6 +13,7 @@
 struct nc_sequence {
     nc_model *m;
     gen_seq *gs;
+    gen_result last; /* the last nc_generate's figures (nc_sequence_stat) */
 };
 
 NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err) {
@@ -93,19 +94,39 @@ static int on_text(void *user, gen_text_kind kind, const char *text, size_t len)
     return 0;
 }
 
-static nc_finish finish_of(gen_finish f) {
-    switch (f) {
-    case GEN_FINISH_STOP:
-        return NC_FINISH_STOP;
-    case GEN_FINISH_LENGTH:
-        return NC_FINISH_LENGTH;
-    case GEN_FINISH_CONTEXT:
-        return NC_FINISH_CONTEXT;
-    case GEN_FINISH_CANCEL:
-        return NC_FINISH_CANCEL;
-    default:
-        return NC_FINISH_EOS;
+NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what) {
+    if (!s) return 0;
+    const gen_result *r = &s->last;
+    switch (what) {
+    case NC_STAT_PROMPT_TOKENS:
+        return r->n_prompt;
+    case NC_STAT_PROMPT_CACHED:
+        return r->n_prompt_cached;
+    case NC_STAT_PROMPT_DROPPED:
+        return r->n_truncated;
+    case NC_STAT_GENERATED:
+        return r->n_generated;
+    case NC_STAT_PROMPT_SECONDS:
+        return r->prompt_s;
+    case NC_STAT_GENERATE_SECONDS:
+        return r->gen_s;
     }
+    return 0;
+}
+
+/* nc_finish -> gen_finish: the one table both directions read. */
+static const gen_finish GEN_FINISH_OF[] = {GEN_FINISH_EOS, GEN_FINISH_STOP, GEN_FINISH_LENGTH,
+                                           GEN_FINISH_CONTEXT, GEN_FINISH_CANCEL};
+#define N_FINISH (int)(sizeof GEN_FINISH_OF / sizeof *GEN_FINISH_OF)
+
+NC_API const char *nc_finish_name(nc_finish f) {
+    return (int)f >= 0 && (int)f < N_FINISH ? gen_finish_name(GEN_FINISH_OF[f]) : "unknown";
+}
+
+static nc_finish finish_of(gen_finish f) {
+    for (int i = 0; i < N_FINISH; i++)
+        if (GEN_FINISH_OF[i] == f) return (nc_finish)i;
+    return NC_FINISH_EOS;
 }
 
 NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_t n_prompt,
@@ -123,11 +144,14 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
     if (sampling) {
         req.stops = (const char *const *)sampling->stops;
         req.n_stops = sampling->n_stops;
+        req.truncate = sampling->truncate;
     }
+    memset(&s->last, 0, sizeof s->last);
     relay r = {cb, user, -1, NULL, 0, 0, 0, 0};
     gen_callbacks gcb = {on_token, on_text, &r};
     gen_result res;
     nc_status st = gen_generate(s->gs, prompt, (int)n_prompt, &req, &gcb, &res, err);
+    if (st == NC_OK) s->last = res;
     if (st == NC_OK && r.nomem) st = nc_fail(err, NC_ERR_NOMEM, "nc_generate: out of memory");
     if (st == NC_OK) {
         if (!r.cancelled && !deliver(&r) && cb) cb(user, -1, "", 0);

@@ -29,21 +29,39 @@ static nc_status engine_opts(const char *const *options, engine_options *o, nc_e
     return NC_OK;
 }
 
+/* The backend name (NULL: cpu) checked, and the options as the engine's. */
+static nc_status backend_opts(const char **backend, const char *const *options, engine_options *eo,
+                              nc_error *err) {
+    if (!*backend) *backend = "cpu";
+    if (strcmp(*backend, "cpu") && strcmp(*backend, "mil") && strcmp(*backend, "ane"))
+        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
+                       *backend);
+    return engine_opts(options, eo, err);
+}
+
+NC_API nc_status nc_backend_available(const char *backend, const char *const *options,
+                                      nc_error *err) {
+    engine_options eo;
+    NC_TRY(backend_opts(&backend, options, &eo, err));
+    if (!strcmp(backend, "ane") && eo.ane_device == ENGINE_ANE_REAL)
+        return engine_ane_real_available(err);
+    return NC_OK;
+}
+
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err) {
     if (!path || !out) return nc_fail(err, NC_ERR_INVALID, "nc_model_open: NULL argument");
     *out = NULL;
-    if (!backend) backend = "cpu";
-    if (strcmp(backend, "cpu") && strcmp(backend, "mil") && strcmp(backend, "ane"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
-                       backend);
     engine_options eo;
-    NC_TRY(engine_opts(options, &eo, err));
+    NC_TRY(backend_opts(&backend, options, &eo, err));
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
 
     nc_model *m = calloc(1, sizeof *m);
-    if (!m) return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
+    if (!m || !(m->dir = strdup(path))) {
+        free(m);
+        return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
+    }
     nc_status st;
     if (!strncmp(kind, "modernbert", 10)) {
         m->kind = NC_MODEL_ENCODER;
@@ -76,6 +94,7 @@ NC_API void nc_model_free(nc_model *m) {
     else
         tok_free(m->tokenizer.tok);
     engine_close(m->enc);
+    free(m->dir);
     free(m);
 }
 
@@ -99,6 +118,20 @@ NC_API int nc_model_vocab_size(const nc_model *m) {
 NC_API int nc_model_embedding_size(const nc_model *m) {
     const engine *e = eng(m);
     return e ? e->hidden : 0;
+}
+
+NC_API int nc_model_num_layers(const nc_model *m) {
+    const engine *e = eng(m);
+    return e ? e->n_layers : 0;
+}
+
+NC_API nc_status nc_model_set_layer_callback(nc_model *m, nc_layer_callback cb, void *user,
+                                             nc_error *err) {
+    if (!m) return nc_fail(err, NC_ERR_INVALID, "nc_model_set_layer_callback: NULL argument");
+    if (m->kind != NC_MODEL_DECODER)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "nc_model_set_layer_callback: only decoders report their layers");
+    return engine_set_layer_hook(m->gm->e, cb, user, err);
 }
 
 NC_API int nc_model_num_labels(const nc_model *m) {

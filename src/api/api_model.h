@@ -16,6 +16,7 @@ struct nc_tokenizer {
 
 struct nc_model {
     nc_model_kind kind;
+    char *dir;              /* the folder or bundle opened (generation_config.json) */
     nc_tokenizer tokenizer; /* the decoder's is gm->tok, borrowed */
     gen_model *gm;          /* decoder */
     int ctx;                /* decoder: the context of new sequences (0: the engine's) */

@@ -1,5 +1,5 @@
 /* Inside the public API: what an nc_sampling holds (the sampler parameters
- * of src/gen and the stop strings), read by nc_generate. */
+ * of src/gen, the stop strings, the truncation policy), read by nc_generate. */
 #ifndef NC_API_SAMPLING_H
 #define NC_API_SAMPLING_H
 
@@ -12,6 +12,7 @@ struct nc_sampling {
     gen_sampler_params params;
     char *stops[API_MAX_STOPS];
     int n_stops;
+    int truncate; /* a prompt longer than the context loses its oldest tokens */
 };
 
 #endif

@@ -22,13 +22,24 @@ void nc_compare_opts_default(nc_compare_opts *o) {
     o->seed = 1;
 }
 
-static void sleep_until(double t_abs) {
+static void sleep_until_real(double t_abs) {
     for (;;) {
         double left = t_abs - nc_now_s();
         if (left <= 0) return;
         struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
         nanosleep(&ts, NULL);
     }
+}
+
+static double clock_now(const nc_compare_opts *o) {
+    return o->clock ? o->clock->now_s(o->clock->ctx) : nc_now_s();
+}
+
+static void sleep_until(const nc_compare_opts *o, double t_abs) {
+    if (o->clock)
+        o->clock->sleep_until(o->clock->ctx, t_abs);
+    else
+        sleep_until_real(t_abs);
 }
 
 static nc_status push_decision(nc_compare_result *r, const nc_decision *d, nc_error *err) {
@@ -56,12 +67,12 @@ static nc_status push_block(nc_compare_result *r, const nc_block *b, nc_error *e
 }
 
 /* One decision, prepared outside the clock. */
-static nc_status timed_run(nc_candidate *c, const nc_bench_item *item, double *secs, int *is_ok,
-                           nc_error *run_err, nc_error *err) {
+static nc_status timed_run(const nc_compare_opts *o, nc_candidate *c, const nc_bench_item *item,
+                           double *secs, int *is_ok, nc_error *run_err, nc_error *err) {
     if (c->ops->prepare) NC_TRY(c->ops->prepare(c, item, err));
-    double t0 = nc_now_s();
+    double t0 = clock_now(o);
     nc_status st = c->ops->run(c, item, run_err);
-    *secs = nc_now_s() - t0;
+    *secs = clock_now(o) - t0;
     *is_ok = st == NC_OK;
     return NC_OK;
 }
@@ -82,7 +93,7 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
      * reading, t1 after the end reading) makes a block's energy exactly the
      * counter difference for sources read on demand: nothing runs between a
      * block's end reading and the next block's start reading */
-    double t0 = nc_now_s();
+    double t0 = clock_now(o);
     nc_power_mark(power);
     for (int i = 0; i < o->per_block; i++) {
         size_t item = rs->next_item[who]++ % rs->w->n_items;
@@ -90,19 +101,19 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
         double arrival = o->rate_hz > 0 ? t0 + (double)i / o->rate_hz : 0;
         if (o->rate_hz > 0) {
             if (c->ops->prepare) NC_TRY(c->ops->prepare(c, &rs->w->items[item], err));
-            sleep_until(arrival);
+            sleep_until(o, arrival);
         }
-        double start = nc_now_s();
+        double start = clock_now(o);
         if (o->rate_hz > 0) {
             nc_status st = c->ops->run(c, &rs->w->items[item], &rs->last_failure[who]);
-            double end = nc_now_s();
+            double end = clock_now(o);
             d.service_s = end - start;
             d.is_ok = st == NC_OK;
             d.latency_s = end - arrival; /* queueing behind a slow answer counts */
             d.is_missed = d.latency_s > o->deadline_s;
         } else {
-            NC_TRY(timed_run(c, &rs->w->items[item], &d.service_s, &d.is_ok, &rs->last_failure[who],
-                             err));
+            NC_TRY(timed_run(o, c, &rs->w->items[item], &d.service_s, &d.is_ok,
+                             &rs->last_failure[who], err));
             d.latency_s = d.service_s;
         }
         d.t_start_s = start - r->origin_s;
@@ -118,22 +129,22 @@ static nc_status run_block(run_state *rs, int who, int index, const nc_compare_o
     }
     /* equal offered load: the block spans the offered interval even when the
      * candidate finished early (idling is part of its energy) */
-    if (o->rate_hz > 0) sleep_until(t0 + (double)o->per_block / o->rate_hz);
+    if (o->rate_hz > 0) sleep_until(o, t0 + (double)o->per_block / o->rate_hz);
     nc_power_mark(power);
-    double t1 = nc_now_s();
+    double t1 = clock_now(o);
     b.t0_s = t0 - r->origin_s;
     b.t1_s = t1 - r->origin_s;
     return push_block(r, &b, err);
 }
 
-static nc_status run_idle_block(int index, double idle_s, nc_power_sampler *power,
+static nc_status run_idle_block(const nc_compare_opts *o, int index, nc_power_sampler *power,
                                 nc_compare_result *r, nc_error *err) {
     nc_block b = {NC_WHO_IDLE, index, 0, 0, 0, 0, 0, 0, 0};
-    double t0 = nc_now_s();
+    double t0 = clock_now(o);
     nc_power_mark(power);
-    sleep_until(t0 + idle_s);
+    sleep_until(o, t0 + o->idle_s);
     nc_power_mark(power);
-    double t1 = nc_now_s();
+    double t1 = clock_now(o);
     b.t0_s = t0 - r->origin_s;
     b.t1_s = t1 - r->origin_s;
     return push_block(r, &b, err);
@@ -380,14 +391,14 @@ static nc_status cold_and_warmup(run_state *rs, int who, const nc_compare_opts *
                                  nc_compare_result *r, nc_error *err) {
     nc_candidate *c = rs->cand[who];
     nc_cand_result *cr = &r->cand[who];
-    double t0 = nc_now_s();
+    double t0 = clock_now(o);
     if (c->ops->load(c, err) != NC_OK)
         return nc_fail_prefix(err, "candidate %c (%s): load", 'A' + who, c->spec);
-    cr->load_s = nc_now_s() - t0;
+    cr->load_s = clock_now(o) - t0;
     int is_ok;
     nc_error run_err = {0};
     size_t item = rs->next_item[who]++ % rs->w->n_items;
-    NC_TRY(timed_run(c, &rs->w->items[item], &cr->first_s, &is_ok, &run_err, err));
+    NC_TRY(timed_run(o, c, &rs->w->items[item], &cr->first_s, &is_ok, &run_err, err));
     if (!is_ok)
         return nc_fail(err, NC_ERR_IO, "candidate %c (%s): first decision failed: %s", 'A' + who,
                        c->spec, run_err.msg);
@@ -395,7 +406,7 @@ static nc_status cold_and_warmup(run_state *rs, int who, const nc_compare_opts *
     for (int i = 0; i < o->n_warmup; i++) {
         double s;
         item = rs->next_item[who]++ % rs->w->n_items;
-        NC_TRY(timed_run(c, &rs->w->items[item], &s, &is_ok, &run_err, err));
+        NC_TRY(timed_run(o, c, &rs->w->items[item], &s, &is_ok, &run_err, err));
         if (!is_ok)
             return nc_fail(err, NC_ERR_IO, "candidate %c (%s): warm-up decision failed: %s",
                            'A' + who, c->spec, run_err.msg);
@@ -417,7 +428,7 @@ nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_worklo
     if (o->rate_hz < 0 || (o->rate_hz > 0 && !(o->deadline_s > 0)))
         return nc_fail(err, NC_ERR_INVALID, "--rate needs a positive rate and --deadline-ms");
     if (!w->n_items) return nc_fail(err, NC_ERR_INVALID, "compare: empty workload");
-    out->origin_s = nc_now_s();
+    out->origin_s = clock_now(o);
     out->is_rate_mode = o->rate_hz > 0;
     out->has_power = nc_power_is_active(power);
     snprintf(out->power_kind, sizeof out->power_kind, "%s", power ? power->kind : "none");
@@ -437,15 +448,15 @@ nc_status nc_compare_run(nc_candidate *a, nc_candidate *b, const nc_bench_worklo
     if (out->has_power) st = nc_power_start(power, err);
     int use_idle = out->has_power && o->idle_s > 0;
     for (int k = 0; k < o->n_blocks && st == NC_OK; k++) {
-        if (use_idle) st = run_idle_block(k, o->idle_s, power, out, err);
+        if (use_idle) st = run_idle_block(o, k, power, out, err);
         if (st == NC_OK) st = run_block(&rs, NC_WHO_A, k, o, power, out, err);
         if (st == NC_OK) st = run_block(&rs, NC_WHO_B, k, o, power, out, err);
     }
-    if (use_idle && st == NC_OK) st = run_idle_block(o->n_blocks, o->idle_s, power, out, err);
+    if (use_idle && st == NC_OK) st = run_idle_block(o, o->n_blocks, power, out, err);
     if (out->has_power) {
         nc_error stop_err;
         double t_end =
-            out->n_blocks ? out->blocks[out->n_blocks - 1].t1_s + out->origin_s : nc_now_s();
+            out->n_blocks ? out->blocks[out->n_blocks - 1].t1_s + out->origin_s : clock_now(o);
         nc_power_stop(power, t_end, &stop_err);
         for (size_t i = 0; i < out->n_blocks; i++) {
             nc_block *bl = &out->blocks[i];

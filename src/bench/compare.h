@@ -13,6 +13,15 @@
 #include "bench/power.h"
 #include "bench/stats.h"
 
+/* The clock the harness times decisions and paces requests with. Tests
+ * drive a virtual one, so what they assert does not depend on the speed or
+ * load of the machine they run on. */
+typedef struct nc_compare_clock {
+    double (*now_s)(void *ctx);
+    void (*sleep_until)(void *ctx, double t_abs_s);
+    void *ctx;
+} nc_compare_clock;
+
 typedef struct nc_compare_opts {
     int n_blocks;      /* per candidate, at least 5 */
     int per_block;     /* decisions per block */
@@ -23,7 +32,8 @@ typedef struct nc_compare_opts {
     int n_resamples;
     double confidence;
     uint64_t seed;
-    double claim; /* > 0: test an "N x" claim against the lower bounds */
+    double claim;                  /* > 0: test an "N x" claim against the lower bounds */
+    const nc_compare_clock *clock; /* NULL: the monotonic clock (nc_now_s) */
 } nc_compare_opts;
 
 void nc_compare_opts_default(nc_compare_opts *o);

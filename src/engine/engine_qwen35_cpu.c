@@ -104,23 +104,8 @@ nc_status engine_open_qwen35_cpu(const char *dir, const engine_options *opt, eng
     NC_TRY(qwen35_load(dir, opt->n_threads, &q->m, err));
     if (opt->kv != ENGINE_KV_DEFAULT) qwen35_model_set_kv_f16(q->m, opt->kv == ENGINE_KV_F16);
     const qwen35_config *c = qwen35_model_config(q->m);
-    qwen3_config *s = &q->shape;
-    s->vocab_size = c->vocab_size;
-    s->hidden_size = c->hidden_size;
-    s->intermediate_size = c->intermediate_size;
-    s->num_hidden_layers = c->num_hidden_layers;
-    s->num_attention_heads = c->num_attention_heads;
-    s->num_key_value_heads = c->num_key_value_heads;
-    s->head_dim = c->head_dim;
-    s->max_position_embeddings = c->max_position_embeddings;
-    s->rms_norm_eps = c->rms_norm_eps;
-    s->rope_theta = c->rope_theta;
-    s->tie_word_embeddings = c->tie_word_embeddings;
-    s->bos_token_id = c->bos_token_id;
-    s->n_eos = c->n_eos < QWEN3_MAX_EOS ? c->n_eos : QWEN3_MAX_EOS;
-    for (int i = 0; i < s->n_eos; i++)
-        s->eos_token_ids[i] = c->eos_token_ids[i];
-    e->qwen3 = s;
+    qwen35_config_shape(c, &q->shape);
+    e->qwen3 = &q->shape;
     e->n_vocab = c->vocab_size;
     e->ctx_max = c->max_position_embeddings;
     if (opt->ctx > 0 && opt->ctx < e->ctx_max) e->ctx_max = opt->ctx;

@@ -16,6 +16,8 @@ nc_status engine_open_qwen3_cpu(const char *dir, const engine_options *opt, engi
                                 nc_error *err);
 nc_status engine_open_qwen35_cpu(const char *dir, const engine_options *opt, engine *e,
                                  nc_error *err);
+nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, engine *e,
+                                 nc_error *err);
 nc_status engine_open_qwen3_mil(const char *dir, const engine_options *opt, engine *e,
                                 nc_error *err);
 nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lower/palettize.h"
+
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w) {
+    if (w->pal) return lower_palette_weight(b, name, w);
     if (w->val) return mil_build_const(b, name, w->val);
     mil_var *v = mil_build_const_tensor(b, name, MIL_DT_FP16, w->rank, w->dims, w->data);
     if (v) w->val = v->cval;
@@ -27,15 +30,15 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
     mil_var *ab = mil_build_unary(b, "abs", NM("abs"), x);
     mil_var *mx = ab ? mil_build_reduce(b, "reduce_max", NM("absmax"), ab, 1, ax, 1) : NULL;
     /* the floor keeps all-zero (padding) columns finite; any m > 0 is exact */
-    mil_var *m = mx ? mil_build_binary(b, "maximum", NM("m"), mx, scalar(b, prefix, "floor",
-                                                                        1.0 / 128))
-                    : NULL;
+    mil_var *m =
+        mx ? mil_build_binary(b, "maximum", NM("m"), mx, scalar(b, prefix, "floor", 1.0 / 128))
+           : NULL;
     mil_var *xs = m ? mil_build_binary(b, "real_div", NM("xs"), x, m) : NULL;
     mil_var *sq = xs ? mil_build_mul(b, NM("sq"), xs, xs) : NULL;
     mil_var *ss = sq ? mil_build_reduce(b, "reduce_sum", NM("sumsq"), sq, 1, ax, 1) : NULL;
     /* reduce_sum then 1/d: reduce_mean fails on some chips (docs/ane-rules.md) */
-    mil_var *ms = ss ? mil_build_mul(b, NM("meansq"), ss, scalar(b, prefix, "inv_d", 1.0 / d))
-                     : NULL;
+    mil_var *ms =
+        ss ? mil_build_mul(b, NM("meansq"), ss, scalar(b, prefix, "inv_d", 1.0 / d)) : NULL;
     mil_var *re = m ? mil_build_binary(b, "real_div", NM("eps_root"),
                                        scalar(b, prefix, "sqrt_eps", sqrt(eps)), m)
                     : NULL;
@@ -48,11 +51,15 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
 }
 
 nc_fp16 *lower_rope_matrix(int hd) {
+    return lower_rope_matrix_partial(hd, hd);
+}
+
+nc_fp16 *lower_rope_matrix_partial(int hd, int rd) {
     nc_fp16 *r = calloc((size_t)hd * hd, sizeof *r);
     if (!r) return NULL;
-    int h = hd / 2;
+    int h = rd / 2;
     for (int i = 0; i < h; i++) {
-        r[(size_t)i * hd + i + h] = nc_f32_to_fp16(-1.0f); /* out[i] = -x[i + h] */
+        r[(size_t)i * hd + i + h] = nc_f32_to_fp16(-1.0f);  /* out[i] = -x[i + h] */
         r[(size_t)(i + h) * hd + i] = nc_f32_to_fp16(1.0f); /* out[i + h] = x[i] */
     }
     return r;

@@ -10,19 +10,26 @@
 #include "base/half.h"
 #include "mil/builder.h"
 
+struct lower_palette;
+
 /* A weight written once per program and referenced by later functions:
- * `val` is NULL until the first lower_shared_weight call stores it. */
+ * `val` is NULL until the first lower_shared_weight call stores it. With
+ * `pal` set (lower_palettize) it is written as indices and tables instead:
+ * `val` then holds the indices and `lut_val` the tables. */
 typedef struct lower_weight {
     const nc_fp16 *data; /* fp16 bits, caller-owned until the builder finishes */
     int rank;
     int64_t dims[4];
-    const mil_value *val; /* the BLOBFILE (or inline) value once written */
+    const mil_value *val;      /* the BLOBFILE (or inline) value once written */
+    struct lower_palette *pal; /* caller-owned (free()) */
+    const mil_value *lut_val;
 } lower_weight;
 
 /* Sets w to rank 4 with dims [d0, d1, d2, d3]. */
 void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
 
-/* A const op named `name` holding w: written on first use, referenced after. */
+/* A const op named `name` holding w: written on first use, referenced after;
+ * a palettized w becomes a constexpr_lut_to_dense op of that name. */
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w);
 
 /* RMSNorm over `axis` (of size d) of fp16 x, times weight `w` (broadcast
@@ -39,9 +46,13 @@ mil_var *lower_rmsnorm(mil_builder *b, const char *prefix, mil_var *x, int axis,
  * R x = concat(-x[hd/2:], x[:hd/2]) along the head axis, as a shared weight
  * (malloc'd; the caller frees it once the builder is finished). */
 nc_fp16 *lower_rope_matrix(int head_dim);
+/* The same rotating only the first rotary_dim (even) dims of each head,
+ * as partial rotary (Qwen3.5); rows from rotary_dim on are zero, and the
+ * host's cos/sin tables hold 1/0 there so those dims pass unchanged. */
+nc_fp16 *lower_rope_matrix_partial(int head_dim, int rotary_dim);
 
 /* q4 [.., hd, S] rotated: q4 * cos + (R q4) * sin, with cos/sin [1, 1, hd, S]. */
-mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot,
-                    mil_var *cos, mil_var *sin);
+mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot, mil_var *cos,
+                    mil_var *sin);
 
 #endif

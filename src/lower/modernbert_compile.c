@@ -30,6 +30,7 @@ typedef struct mb_compile {
     nc_pool *pool;
     const char *prefix; /* "model." in the head classes, "" for ModernBertModel */
     lower_fp16_stats stats;
+    lower_palette_stats pal;
     int seqs[MB_LOWER_MAX_SHAPES], n_seqs, batches[MB_LOWER_MAX_SHAPES], n_batches;
 } mb_compile;
 
@@ -61,6 +62,8 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
             char name[128];
             snprintf(name, sizeof name, "layers.%d.%s", l, t[i].name);
             NC_TRY(load(c, name, t[i].d0, t[i].d1, t[i].w, err));
+            if (c->opt->palettize.bits && t[i].d1) /* the projections */
+                NC_TRY(lower_palettize(c->pool, t[i].w, &c->opt->palettize, name, &c->pal, err));
         }
     }
     for (int l = 0; c->opt->lower.no_concat && l < q->num_hidden_layers; l++) {
@@ -93,8 +96,10 @@ static void free_weights(mb_encoder_weights *w, int n_layers) {
         mb_layer_weights *lw = &w->layers[l];
         lower_weight *all[] = {&lw->attn_norm, &lw->wqkv, &lw->wo,
                                &lw->mlp_norm,  &lw->wi,   &lw->wo_mlp};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
             free((void *)all[i]->data);
+            free(all[i]->pal);
+        }
         if (lw->wo_heads) free((void *)lw->wo_heads[0].data); /* one block for all heads */
         free(lw->wo_heads);
     }
@@ -232,6 +237,7 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
         rep->n_functions = man->program.n_fns;
         rep->crossings_per_call = man->crossings_per_call;
         rep->fp16 = c->stats;
+        rep->palettize = c->pal;
     }
     free(abs_src);
     if (cfg_loaded) modernbert_config_free(&c->cfg);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "lower/modernbert_lower.h"
+#include "lower/palettize.h"
 #include "lower/weights_fp16.h"
 
 typedef struct mb_compile_options {
@@ -17,6 +18,7 @@ typedef struct mb_compile_options {
     int n_batches, batches[MB_LOWER_MAX_SHAPES]; /* 0: 1, 3 */
     int n_threads;                               /* fp16 conversion; <= 0: all cores */
     mb_lower_options lower;                      /* tests only; zero for the real graph */
+    lower_palette_options palettize;             /* bits 0: fp16 projections */
 } mb_compile_options;
 
 typedef struct mb_compile_report {
@@ -24,6 +26,7 @@ typedef struct mb_compile_report {
     size_t bundle_bytes;
     int n_functions, crossings_per_call;
     lower_fp16_stats fp16;
+    lower_palette_stats palettize;
 } mb_compile_report;
 
 nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_report *rep,

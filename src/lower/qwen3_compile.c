@@ -16,17 +16,22 @@
 #include "base/timer.h"
 #include "io/hf_weights.h"
 #include "lower/bundle_io.h"
+#include "lower/qwen35_compile.h"
 #include "mil/print.h"
 
 typedef struct compile_ctx {
     const lower_compile_options *opt;
-    qwen3_config cfg;
+    qwen3_config cfg; /* for Qwen3.5: the shape fields of cfg35 */
     lower_plan plan;
+    int is35; /* a Qwen3.5 folder: layers by qwen35_compile.c */
+    qwen35_config cfg35;
+    lower_q35_src src35;
     hf_weights *w;
     nc_pool *pool;
     char tmp[4096];
     lower_manifest man;
     lower_fp16_stats stats;
+    lower_palette_stats pal;
     int show_progress;
     double t0;
 } compile_ctx;
@@ -40,6 +45,12 @@ static void progress(compile_ctx *c, int done, int total) {
     fprintf(stderr, "] %d/%d programs, %.1f s", done, total, nc_now_s() - c->t0);
     if (done == total) fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* Palettizes a projection when --palettize asks for it. */
+static nc_status maybe_palettize(compile_ctx *c, lower_weight *w, const char *name, nc_error *err) {
+    if (!c->opt->palettize.bits) return NC_OK;
+    return lower_palettize(c->pool, w, &c->opt->palettize, name, &c->pal, err);
 }
 
 /* Converts tensor `name` into a fresh fp16 buffer held by w->data. */
@@ -61,7 +72,20 @@ static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int la
     return st;
 }
 
+static nc_status compile_layer35(compile_ctx *c, int l, lower_weight *rope, nc_error *err) {
+    char sub[32], dir[4200];
+    snprintf(sub, sizeof sub, "layer_%02d", l);
+    snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
+    mil_program *prog = NULL;
+    nc_status st = lower_qwen35_layer_program(&c->src35, &c->plan, l, rope, dir, &prog, err);
+    if (st == NC_OK) st = emit(c, prog, sub, l, err);
+    if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
+    rope->val = NULL;
+    return st;
+}
+
 static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_error *err) {
+    if (c->is35) return compile_layer35(c, l, rope, err);
     const qwen3_config *q = &c->cfg;
     int64_t D = q->hidden_size, hd = q->head_dim, I = q->intermediate_size;
     int64_t qd = (int64_t)q->num_attention_heads * hd, kvd = (int64_t)q->num_key_value_heads * hd;
@@ -89,6 +113,7 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
         char name[256];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, t[i].name);
         st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
+        if (st == NC_OK && t[i].d1) st = maybe_palettize(c, t[i].w, name, err); /* projections */
     }
     char sub[32], dir[4200];
     snprintf(sub, sizeof sub, "layer_%02d", l);
@@ -98,8 +123,10 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     if (st == NC_OK) st = emit(c, prog, sub, l, err);
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
     rope->val = NULL; /* each program has its own weight.bin */
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free((void *)t[i].w->data);
+        free(t[i].w->pal);
+    }
     return st;
 }
 
@@ -109,7 +136,10 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     lower_weight norm = {0}, chunks[16];
     memset(chunks, 0, sizeof chunks);
     lower_weight_shape4(&norm, 1, D, 1, 1);
-    NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
+    if (c->is35) /* Qwen3.5's RMSNorm scales by 1 + w */
+        NC_TRY(lower_qwen35_norm1p(&c->src35, c->man.final_norm_tensor, D, &norm, err));
+    else
+        NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
     int n_chunks = (int)((V + LOWER_MAX_HEAD_ROWS - 1) / LOWER_MAX_HEAD_ROWS);
@@ -128,6 +158,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         c->man.head_rows[c->man.n_head_chunks++] = rows;
         st = lower_tensor_to_fp16(c->pool, t, (size_t)(lo * D), (size_t)(rows * D), buf, &c->stats,
                                   err);
+        if (st == NC_OK) st = maybe_palettize(c, &chunks[i], "LM head", err);
     }
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/head", c->tmp);
@@ -136,8 +167,10 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
     if (st == NC_OK) st = emit(c, prog, "head", -1, err);
     free((void *)norm.data);
-    for (int i = 0; i < n_chunks && i < 16; i++)
+    for (int i = 0; i < n_chunks && i < 16; i++) {
         free((void *)chunks[i].data);
+        free(chunks[i].pal);
+    }
     return st;
 }
 
@@ -190,7 +223,23 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     c->t0 = nc_now_s();
     c->show_progress = opt->progress > 0 || (opt->progress < 0 && isatty(2));
     nc_status st = lower_bundle_check_out(opt->out_dir, err);
-    if (!st) st = qwen3_config_load(opt->model_dir, &c->cfg, err);
+    c->is35 = qwen35_is_qwen35_dir(opt->model_dir);
+    if (!st && c->is35) {
+        st = qwen35_config_load(opt->model_dir, &c->cfg35, err);
+        if (!st) qwen35_config_shape(&c->cfg35, &c->cfg);
+        if (!st && opt->lm_head_on_cpu)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
+                         "CPU head applies Qwen3's norm)");
+        /* its layers load their own weights (qwen35_compile.c): palettizing
+         * only the head would be a half-compressed bundle */
+        if (!st && opt->palettize.bits)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--palettize: Qwen3.5 layers are not palettized yet "
+                         "(docs/palettization.md)");
+    } else if (!st) {
+        st = qwen3_config_load(opt->model_dir, &c->cfg, err);
+    }
     if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "%s: head_dim must be even and heads a multiple of "
@@ -199,6 +248,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = plan_buckets(c, err);
     if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
     if (!st) st = nc_pool_new(opt->n_threads, &c->pool, err);
+    c->src35 = (lower_q35_src){&c->cfg35, c->w, c->pool, opt->model_dir, &c->stats};
     int L = c->cfg.num_hidden_layers;
     if (!st) {
         c->man.programs = calloc((size_t)L + 1, sizeof *c->man.programs);
@@ -215,10 +265,14 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         memcpy(m->seqs, c->plan.seqs, sizeof m->seqs);
         m->lm_head_on_ane = !opt->lm_head_on_cpu;
         snprintf(m->source_dir, sizeof m->source_dir, "%s", abs_src);
-        snprintf(m->embed_tensor, sizeof m->embed_tensor, "model.embed_tokens.weight");
-        snprintf(m->final_norm_tensor, sizeof m->final_norm_tensor, "model.norm.weight");
+        const char *pre = c->is35 ? lower_qwen35_prefix(&c->cfg35) : "model.";
+        snprintf(m->embed_tensor, sizeof m->embed_tensor, "%sembed_tokens.weight", pre);
+        snprintf(m->final_norm_tensor, sizeof m->final_norm_tensor, "%snorm.weight", pre);
+        /* Qwen3.5 as its CPU loader: lm_head.weight whenever it is stored */
+        int own_head = !c->cfg.tie_word_embeddings ||
+                       (c->is35 && hf_weights_find(c->w, "lm_head.weight", NULL));
         snprintf(m->lm_head_tensor, sizeof m->lm_head_tensor, "%s",
-                 c->cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+                 own_head ? "lm_head.weight" : m->embed_tensor);
         const st_tensor *e;
         st = lower_tensor_find(c->w, opt->model_dir, m->embed_tensor, c->cfg.vocab_size,
                                c->cfg.hidden_size, &e, err);
@@ -228,7 +282,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     lower_weight rope = {0};
     lower_weight_shape4(&rope, 1, 1, c->cfg.head_dim, c->cfg.head_dim);
     if (!st) {
-        rope.data = lower_rope_matrix(c->cfg.head_dim);
+        rope.data = c->is35 ? lower_rope_matrix_partial(c->cfg.head_dim, c->cfg35.rotary_dim)
+                            : lower_rope_matrix(c->cfg.head_dim);
         if (!rope.data) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
     for (int l = 0; l < L && !st; l++) {
@@ -246,6 +301,12 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         m->fp16 = c->stats;
         m->kernels_per_layer = c->plan.kernels_per_layer;
         m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
+        if (c->is35) {
+            m->kernels_per_token = m->lm_head_on_ane ? 1 : 0;
+            for (int l = 0; l < L; l++)
+                m->kernels_per_token +=
+                    lower_qwen35_layer_kernels(&c->cfg35, l, m->kernels_per_layer);
+        }
         char mp[4200];
         snprintf(mp, sizeof mp, "%s/manifest.json", c->tmp);
         st = lower_manifest_write(m, mp, err);
@@ -263,6 +324,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         rep->kernels_per_token = m->kernels_per_token;
         rep->ctx = m->ctx;
         rep->fp16 = c->stats;
+        rep->palettize = c->pal;
     }
     free(m->programs);
     nc_pool_free(c->pool);

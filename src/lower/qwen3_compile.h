@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "lower/palettize.h"
 #include "lower/qwen3_lower.h"
 #include "lower/weights_fp16.h"
 
@@ -17,9 +18,10 @@ typedef struct lower_compile_options {
     int n_seqs; /* 0: 32, 64, 128 (those <= ctx) */
     int seqs[LOWER_MAX_BUCKETS];
     int lm_head_on_cpu;
-    int kernels_per_layer; /* 0: 4 (lower_plan.kernels_per_layer) */
-    int n_threads;         /* <= 0: all cores */
-    int progress;          /* 1: progress bar on stderr; -1: when stderr is a tty */
+    int kernels_per_layer;           /* 0: 4 (lower_plan.kernels_per_layer) */
+    int n_threads;                   /* <= 0: all cores */
+    int progress;                    /* 1: progress bar on stderr; -1: when stderr is a tty */
+    lower_palette_options palettize; /* bits 0: fp16 projections and LM head */
 } lower_compile_options;
 
 typedef struct lower_compile_report {
@@ -27,6 +29,7 @@ typedef struct lower_compile_report {
     size_t bundle_bytes;
     int n_programs, n_functions, kernels_per_token, ctx;
     lower_fp16_stats fp16;
+    lower_palette_stats palettize;
 } lower_compile_report;
 
 nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,

@@ -30,6 +30,7 @@ void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     lower_weight_shape4(&w->mlp_norm, 1, D, 1, 1);
     lower_weight_shape4(&w->q_norm, 1, 1, hd, 1);
     lower_weight_shape4(&w->k_norm, 1, 1, hd, 1);
+    lower_weight_shape4(&w->out_gate, qd, D, 1, 1);
 }
 
 static mil_var *input4(mil_builder *b, const char *name, int64_t d0, int64_t d1, int64_t d2,
@@ -60,6 +61,7 @@ typedef struct layer_vals {
     mil_var *x;                   /* the layer's input activation */
     mil_var *cs, *sn, *wr, *mask; /* host inputs */
     mil_var *q, *kn, *vn;         /* qkv's outputs */
+    mil_var *gate;                /* qkv's output gate (gated attention only) */
     mil_var *kc, *vc;             /* the cache attn reads: kv's outputs, else inputs */
     mil_var *x_attn;              /* attn's output (mlp's input) */
     mil_var *x_out;               /* the function's activation output */
@@ -72,7 +74,8 @@ static void need(mil_builder *b, mil_var **v, const char *name, int64_t d1, int6
 
 /* Every input of a kernel fusing `stages` (bits: 1 qkv, 2 kv, 4 attn,
  * 8 mlp), declared first as the builder requires, in the 4-kernel order. */
-static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stages, layer_vals *v) {
+static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stages, int gated,
+                           layer_vals *v) {
     const qwen3_config *c = p->cfg;
     int64_t D = c->hidden_size, hd = c->head_dim;
     int64_t kvd = (int64_t)c->num_key_value_heads * hd, qd = (int64_t)c->num_attention_heads * hd;
@@ -93,6 +96,7 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
     if (stages & 4) {
         need(b, &v->x, "x", D, 1, S);
         if (!(stages & 1)) need(b, &v->q, "q", qd, 1, S);
+        if (!(stages & 1) && gated) need(b, &v->gate, "gate", qd, 1, S);
         need(b, &v->kc, "k_cache", kvd, 1, p->ctx);
         need(b, &v->vc, "v_cache", kvd, 1, p->ctx);
         v->mask = input4(b, "attn_mask", 1, 1, S, p->ctx);
@@ -125,7 +129,8 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     v->q = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
     v->kn = v->q ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
     v->vn = vv;
-    return v->kn != NULL;
+    if (v->kn && w->out_gate.data) v->gate = conv(b, "gate", h, &w->out_gate);
+    return v->kn != NULL && (!w->out_gate.data || v->gate);
 }
 
 /* The cache update: gather spreads the S new columns over the whole context
@@ -179,6 +184,10 @@ static int stage_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     /* out [KV, G, hd, S] = v p^T: heads come out channel-major, no transpose */
     mil_var *at = pr ? mil_build_matmul(b, "attn", v4, pr, 0, 1) : NULL;
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
+    if (a2 && v->gate) { /* gated attention: out * sigmoid(gate), per channel */
+        mil_var *sg = mil_build_unary(b, "sigmoid", "gate_sigmoid", v->gate);
+        a2 = sg ? mil_build_mul(b, "attn_gated", a2, sg) : NULL;
+    }
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
     v->x_attn = o ? mil_build_add(b, out_name, x, o) : NULL;
     return v->x_attn != NULL;
@@ -241,19 +250,20 @@ int lower_kernels_per_layer_valid(int kpl) {
 static void build_kernel(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
                          lower_weight *rope, int stages) {
     layer_vals v = {0};
-    declare_inputs(b, p, S, stages, &v);
+    declare_inputs(b, p, S, stages, w->out_gate.data != NULL, &v);
     int ok = 1;
     if (ok && (stages & 1)) ok = stage_qkv(b, p, S, w, rope, &v);
     if (ok && (stages & 2)) ok = stage_kv(b, p, S, &v);
     if (ok && (stages & 4)) ok = stage_attn(b, p, S, w, &v, stages & 8 ? "x_attn" : "x_out");
     if (ok && (stages & 8)) ok = stage_mlp(b, p, S, w, &v);
     if (!ok) return;
-    mil_var *outs[3];
+    mil_var *outs[4];
     int n = 0;
     if (stages == 1) {
         outs[n++] = v.q;
         outs[n++] = v.kn;
         outs[n++] = v.vn;
+        if (v.gate) outs[n++] = v.gate;
     } else {
         if (stages & (4 | 8)) outs[n++] = stages & 8 ? v.x_out : v.x_attn;
         if (stages & 2) {
@@ -264,7 +274,11 @@ static void build_kernel(mil_builder *b, const lower_plan *p, int S, lower_layer
     mil_build_done(b, outs, n);
 }
 
-static nc_status finish(mil_builder *b, mil_program **out, nc_error *err) {
+void lower_qwen3_mlp_function(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w) {
+    build_kernel(b, p, S, w, NULL, 8);
+}
+
+nc_status lower_program_finish(mil_builder *b, mil_program **out, nc_error *err) {
     if (mil_builder_error(b)->code != NC_OK) {
         *err = *mil_builder_error(b);
         mil_builder_free(b);
@@ -306,7 +320,7 @@ nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w,
             build_kernel(b, p, S, w, rope, ks[k].stages);
         }
     }
-    return finish(b, out, err);
+    return lower_program_finish(b, out, err);
 }
 
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
@@ -336,5 +350,5 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
         }
         if (ok) mil_build_done(b, outs, n_chunks);
     }
-    return finish(b, out, err);
+    return lower_program_finish(b, out, err);
 }

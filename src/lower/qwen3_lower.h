@@ -41,6 +41,10 @@ typedef struct lower_layer_weights {
     lower_weight q, k, v, o, gate, up, down; /* [cout, cin, 1, 1] */
     lower_weight attn_norm, mlp_norm;        /* [1, D, 1, 1] */
     lower_weight q_norm, k_norm;             /* [1, 1, hd, 1] */
+    /* Qwen3.5's gated attention: the rows of q_proj that make each head's
+     * output gate, [H * hd, D, 1, 1]; data NULL for Qwen3. When set, qkv
+     * also outputs `gate` and attn multiplies by sigmoid(gate) before o_proj. */
+    lower_weight out_gate;
 } lower_layer_weights;
 
 /* Fills every weight's rank and dims from the config (data left as is). */
@@ -67,6 +71,14 @@ typedef struct lower_plan {
  * with the ANE rules before it is returned. */
 nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
                                     const char *dir, mil_program **out, nc_error *err);
+
+/* The mlp_sS kernel of lower_qwen3_layer_program alone, into the function
+ * the builder is writing (Qwen3.5's linear-attention layers reuse it). */
+void lower_qwen3_mlp_function(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w);
+
+/* Ends a builder: its first error, or the finished program checked against
+ * the ANE rules (mil_check_strict). The builder is freed either way. */
+nc_status lower_program_finish(mil_builder *b, mil_program **out, nc_error *err);
 
 /* The head program: final RMSNorm then the LM head in n_chunks 1x1 convs
  * (chunks[i]: [rows_i, D, 1, 1]); function head_s32, outputs logits_<i>. */

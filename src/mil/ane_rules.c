@@ -369,6 +369,44 @@ static void r_conv_const_weight(mil_ane_ctx *c) {
     }
 }
 
+/* Palettized weights (constexpr_lut_to_dense): fp16 tables of scalar
+ * entries indexed by 1/2/4/6/8-bit indices are what coremltools' ANE
+ * palettization writes (the compiled conformer in docs/ane-rules.md:
+ * uint4 into fp16 [64, 1, 16, 1]). An fp32 table expands to fp32 weights
+ * (error); uint3 indices, int8/uint8 tables (iOS18 joint compression) and
+ * vector entries are valid MIL that no ANE program we know uses (warning). */
+static void r_lut(mil_ane_ctx *c) {
+    char lb[200];
+    for (int k = 0; k < c->fn->n_ops; k++) {
+        const mil_op *op = c->fn->ops[k];
+        if (strcmp(op->type, "constexpr_lut_to_dense")) continue;
+        const mil_var *iv = mil_op_input(op, "indices"), *lv = mil_op_input(op, "lut");
+        const mil_value *ia = mil_op_attr(op, "indices"), *la = mil_op_attr(op, "lut");
+        const mil_type *it = iv ? iv->type : ia ? ia->type : NULL;
+        const mil_type *lt = lv ? lv->type : la ? la->type : NULL;
+        if (!it || !lt || lt->kind != MIL_TYPE_TENSOR) continue;
+        mil_dtype ld = lt->dtype, id = it->dtype;
+        if (mil_dtype_is_float(ld) && ld != MIL_DT_FP16) {
+            mil_ane_report(c, op->line, "%s: %s look-up table expands to %s weights",
+                           label(op, lb, sizeof lb), mil_dtype_name(ld), mil_dtype_name(ld));
+            continue;
+        }
+        if (ld != MIL_DT_FP16)
+            mil_ane_report_sev(c, MIL_SEV_WARNING, op->line,
+                               "%s: %s look-up table (joint compression) is unverified on the ANE",
+                               label(op, lb, sizeof lb), mil_dtype_name(ld));
+        if (iv && id == MIL_DT_UINT3) /* iOS18 form: typed indices */
+            mil_ane_report_sev(c, MIL_SEV_WARNING, op->line,
+                               "%s: 3-bit indices are unverified on the ANE",
+                               label(op, lb, sizeof lb));
+        if (iv && lt->rank >= 2 && lt->dims[lt->rank - 1] > 1)
+            mil_ane_report_sev(c, MIL_SEV_WARNING, op->line,
+                               "%s: vector palettization (entries of %lld values) is unverified "
+                               "on the ANE",
+                               label(op, lb, sizeof lb), (long long)lt->dims[lt->rank - 1]);
+    }
+}
+
 /* matmul's inner (contracted) dimension, from the operands' declared types. */
 static void r_matmul_inner(mil_ane_ctx *c) {
     char lb[200];
@@ -547,11 +585,18 @@ static const mil_ane_rule RULES[] = {
      "docs/ane-rules.md; the article's ANECCompile log \"Unsupported tensor data type: int32\" "
      "(docs/ane-rules.md)"},
     {"ane-conv-kernel-width", MIL_SEV_ERROR, "conv kernel width <= 15", r_conv_kernel_width,
-     "split the kernel into several convs added together", "docs/ane-rules.md; docs/references.md §8"},
+     "split the kernel into several convs added together",
+     "docs/ane-rules.md; docs/references.md §8"},
     {"ane-conv-const-weight", MIL_SEV_ERROR, "conv weights are compile-time constants",
      r_conv_const_weight, "pass runtime weights to matmul instead (the \"dynamic\" pipeline)",
      "docs/ane-rules.md (weights as runtime inputs work only with matmul); skyfallsin "
      "(docs/references.md §8)"},
+    {"ane-lut", MIL_SEV_ERROR,
+     "palettized weights: fp16 tables of scalar entries (fp32 tables are errors; uint3 indices, "
+     "int8/uint8 tables and vector entries warnings)",
+     r_lut, "palettize with --palettize 8|6|4 (fp16 tables, scalar entries)",
+     "docs/ane-rules.md; coremltools palettize_weights (nbits 1, 2, 4, 6, 8); a coremlc-compiled "
+     "conformer encoder (uint4 indices, fp16 [64, 1, 16, 1] tables)"},
     {"ane-max-dim", MIL_SEV_ERROR, "no dimension above 65,536", r_max_dim,
      "split the tensor (e.g. the LM head into 16 vocabulary chunks)",
      "docs/ane-rules.md; maderix/ANE PR #26"},
@@ -566,7 +611,8 @@ static const mil_ane_rule RULES[] = {
      "behind a switch)",
      "docs/ane-rules.md; Orion constraint #10"},
     {"ane-tile", MIL_SEV_WARNING, "tile is reported to corrupt ANE state", r_op_tile,
-     "broadcast instead (mul by ones, or concat copies)", "docs/ane-rules.md; skyfallsin field guide"},
+     "broadcast instead (mul by ones, or concat copies)",
+     "docs/ane-rules.md; skyfallsin field guide"},
     {"ane-reduce-mean", MIL_SEV_WARNING, "reduce_mean is reported to fail at dispatch",
      r_op_reduce_mean, "use reduce_sum then mul by 1/N",
      "docs/ane-rules.md; ane-bridge-rs, Espresso (hollance #44)"},

@@ -348,6 +348,41 @@ static int inputs_all_const(mil_interp *it, const mil_op *op) {
     return 1;
 }
 
+/* Constants that only fed constant-folded constexpr ops (a palettized
+ * weight's indices and tables once expanded) are never read again: their
+ * storage goes, so a function holds each weight once, expanded. An op whose
+ * outputs are constant was folded; any other use keeps a value. */
+static void release_folded_inputs(mil_interp *it) {
+    const mil_function *fn = it->fn;
+    char *use = calloc((size_t)(fn->n_vars ? fn->n_vars : 1), 1); /* 1 needed, 2 only folded */
+    if (!use) return;                                             /* keeping them is only a waste */
+    for (int k = 0; k < fn->n_ops; k++) {
+        const mil_op *op = fn->ops[k];
+        const mil_slot *o = op->n_outputs > 0 ? mil_interp_slot(it, op->outputs[0]) : NULL;
+        int folded = o && o->is_const, cx = folded && !strncmp(op->type, "constexpr_", 10);
+        for (int a = 0; a < op->n_args; a++)
+            for (int j = 0; j < op->args[a].n_items; j++) {
+                const mil_slot *s = mil_interp_slot(it, op->args[a].items[j]);
+                if (s && !folded)
+                    use[s - it->slots] = 1;
+                else if (s && cx && !use[s - it->slots])
+                    use[s - it->slots] = 2;
+            }
+    }
+    for (int i = 0; i < fn->n_outputs; i++) {
+        const mil_slot *s = mil_interp_slot(it, fn->outputs[i]);
+        if (s) use[s - it->slots] = 1;
+    }
+    for (int i = 0; i < it->n_slots; i++)
+        if (use[i] == 2) {
+            free(it->slots[i].data);
+            it->slots[i].data = NULL;
+            it->slots[i].cap = 0;
+            it->slots[i].has_value = 0;
+        }
+    free(use);
+}
+
 static nc_status prepare(mil_interp *it, nc_error *err) {
     const mil_function *fn = it->fn;
     it->n_slots = fn->n_vars;
@@ -413,6 +448,7 @@ static nc_status prepare(mil_interp *it, nc_error *err) {
         }
         it->plans[it->n_plans++] = p;
     }
+    release_folded_inputs(it);
     return NC_OK;
 }
 

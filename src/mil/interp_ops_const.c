@@ -155,6 +155,31 @@ static nc_status ex_lut_to_dense(mil_interp *it, op_plan *p, nc_error *err) {
     }
     if ((st = mil_interp_out(it, op, 0, &os, &o, err))) goto done;
     size_t n = mil_kshape_count(&os);
+    int only_axis0 = vs == 1;
+    for (int i = 1; i < r; i++)
+        only_axis0 &= lut->shape.d[i] == 1;
+    if (only_axis0 && r > 0 && n > 0) {
+        /* what `nectar compile --palettize` writes: scalar entries, groups
+         * of output channels only; one table per run of rows */
+        size_t row = n / (size_t)os.d[0];
+        const int32_t *ix = ind->data;
+        for (int64_t r0 = 0; r0 < os.d[0]; r0++) {
+            const uint32_t *tab =
+                (const uint32_t *)lut->data + (size_t)(r0 / gsz[0]) * (size_t)npal;
+            uint32_t *dst = (uint32_t *)o->data + (size_t)r0 * row;
+            for (size_t j = 0; j < row; j++) {
+                int32_t k = ix[(size_t)r0 * row + j];
+                if (k < 0 || k >= npal) {
+                    st = mil_interp_fail(err, NC_ERR_RANGE, op,
+                                         "index %lld outside the %lld-entry palette", (long long)k,
+                                         (long long)npal);
+                    goto done;
+                }
+                dst[j] = tab[k];
+            }
+        }
+        n = 0; /* done */
+    }
     int64_t pos[MIL_K_MAX_RANK] = {0};
     for (size_t e = 0; e < n; e++) {
         size_t ii = 0, li = 0;

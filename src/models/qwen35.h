@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/qwen3.h"
 
 #define QWEN35_MAX_EOS 8
 #define QWEN35_MAX_LAYERS 512
@@ -49,6 +50,11 @@ nc_status qwen35_config_load(const char *dir, qwen35_config *cfg, nc_error *err)
 /* Whether dir's config.json names a Qwen3.5 model (model_type qwen3_5,
  * qwen3_5_text or qwen3_5_moe*), for engine dispatch; 0 on any error. */
 int qwen35_is_qwen35_dir(const char *dir);
+
+/* The Qwen3-family shape fields of c (sizes, full-attention heads, eps,
+ * theta, ties, bos/eos) as a qwen3_config: what callers that read a
+ * decoder's shape take (bench, a bundle's manifest). */
+void qwen35_config_shape(const qwen35_config *c, qwen3_config *shape);
 
 /* n_threads <= 0: all cores. */
 nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_error *err);

@@ -241,3 +241,22 @@ int qwen35_is_qwen35_dir(const char *dir) {
     json_decref(root);
     return yes;
 }
+
+void qwen35_config_shape(const qwen35_config *c, qwen3_config *s) {
+    memset(s, 0, sizeof *s);
+    s->vocab_size = c->vocab_size;
+    s->hidden_size = c->hidden_size;
+    s->intermediate_size = c->intermediate_size;
+    s->num_hidden_layers = c->num_hidden_layers;
+    s->num_attention_heads = c->num_attention_heads;
+    s->num_key_value_heads = c->num_key_value_heads;
+    s->head_dim = c->head_dim;
+    s->max_position_embeddings = c->max_position_embeddings;
+    s->rms_norm_eps = c->rms_norm_eps;
+    s->rope_theta = c->rope_theta;
+    s->tie_word_embeddings = c->tie_word_embeddings;
+    s->bos_token_id = c->bos_token_id;
+    s->n_eos = c->n_eos < QWEN3_MAX_EOS ? c->n_eos : QWEN3_MAX_EOS;
+    for (int i = 0; i < s->n_eos; i++)
+        s->eos_token_ids[i] = c->eos_token_ids[i];
+}

@@ -434,6 +434,178 @@ static void test_compiled_decoder_bundle_generates_hf_text(void) {
     CHECK_OK(st, &err);
 }
 
+/* The sampling a folder asks for: nc_sampling_from_model takes every value
+ * of its generation_config.json (read here with jansson) and leaves the
+ * rest; do_sample false is greedy. Parameters read back as set. */
+static void test_sampling_from_model_and_parameters(void) {
+    nc_error err;
+    nc_model *m;
+    CHECK_OK(nc_model_open("models/demo", NULL, NULL, &m, &err), &err);
+    nc_sampling *s = nc_sampling_new();
+    CHECK(s);
+    CHECK_OK(nc_sampling_set(s, "min_p", 0.25, &err), &err);
+    CHECK_OK(nc_sampling_from_model(s, m, &err), &err);
+    json_error_t je;
+    json_t *gc = json_load_file("models/demo/generation_config.json", 0, &je);
+    CHECK(gc && json_is_true(json_object_get(gc, "do_sample")));
+    const char *keys[] = {"temperature", "top_k", "top_p"};
+    for (int i = 0; i < 3; i++) {
+        double want = json_number_value(json_object_get(gc, keys[i]));
+        CHECKF(fabs(nc_sampling_get(s, keys[i]) - want) < 1e-6, "%s %g, file %g", keys[i],
+               nc_sampling_get(s, keys[i]), want);
+    }
+    json_decref(gc);
+    CHECK(fabs(nc_sampling_get(s, "min_p") - 0.25) < 1e-6); /* not in the file: kept */
+    CHECK(isnan(nc_sampling_get(s, "no_such")));
+    nc_model_free(m);
+    /* do_sample false: greedy whatever the temperature was */
+    CHECK_OK(nc_model_open(TINY, NULL, NULL, &m, &err), &err);
+    CHECK_OK(nc_sampling_set(s, "temperature", 0.9, &err), &err);
+    CHECK_OK(nc_sampling_from_model(s, m, &err), &err);
+    CHECK(nc_sampling_get(s, "temperature") == 0);
+    nc_model_free(m);
+    /* the penalties, truncate, and seeds beyond a double's integers */
+    CHECK_OK(nc_sampling_set(s, "presence_penalty", -1.5, &err), &err);
+    CHECK_OK(nc_sampling_set(s, "frequency_penalty", 2, &err), &err);
+    CHECK_OK(nc_sampling_set(s, "truncate", 1, &err), &err);
+    CHECK(nc_sampling_get(s, "presence_penalty") == -1.5 &&
+          nc_sampling_get(s, "frequency_penalty") == 2 && nc_sampling_get(s, "truncate") == 1);
+    CHECK(nc_sampling_set(s, "truncate", 2, &err) == NC_ERR_INVALID);
+    CHECK(nc_sampling_set(s, "presence_penalty", 101, &err) == NC_ERR_INVALID);
+    CHECK(nc_sampling_set(s, "seed", 1e17, &err) == NC_ERR_INVALID && strstr(err.msg, "seed"));
+    nc_sampling_set_seed(s, 18446744073709551615ull);
+    CHECK(nc_sampling_get(s, "seed") == 18446744073709551615.0);
+    nc_sampling_free(s);
+}
+
+/* A presence penalty far above the logits' spread makes greedy decoding
+ * pick a token it has not seen yet at every step (HF and OpenAI apply it to
+ * generated tokens; nectar to the prompt's too). */
+static void test_presence_penalty_avoids_seen_tokens(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, NULL, NULL, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 128, &seq, &err), &err);
+    nc_sampling *s = nc_sampling_new();
+    CHECK_OK(nc_sampling_set(s, "presence_penalty", 100, &err), &err);
+    static stream st;
+    memset(&st, 0, sizeof st);
+    CHECK_OK(nc_generate(seq, "And God said", 40, s, collect, &st, NULL, &err), &err);
+    CHECK(st.n_ids > 10);
+    int repeats = 0;
+    for (int i = 0; i < st.n_ids; i++)
+        for (int j = 0; j < i; j++)
+            repeats += st.ids[i] == st.ids[j];
+    CHECKF(repeats == 0, "%d repeated tokens", repeats);
+    nc_sampling_free(s);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+/* The figures of a generation: prompt tokens as tokenized, tokens as
+ * streamed, the cached prefix of a second call, and truncation dropping
+ * exactly what does not fit (prompt + max_tokens - context). */
+static void test_sequence_stats_and_truncate(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, NULL, NULL, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 16, &seq, &err), &err);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_TOKENS) == 0);
+    const char *prompt = "And God said, Let there be";
+    int32_t *ids;
+    size_t n;
+    CHECK_OK(nc_tokenize(nc_model_tokenizer(m), prompt, strlen(prompt), 0, &ids, &n, &err), &err);
+    static stream st;
+    memset(&st, 0, sizeof st);
+    nc_finish why;
+    CHECK_OK(nc_generate_tokens(seq, ids, n, 4, NULL, collect, &st, &why, &err), &err);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_TOKENS) == (double)n);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_CACHED) == 0);
+    CHECK(nc_sequence_stat(seq, NC_STAT_GENERATED) == st.n_ids + (why == NC_FINISH_EOS));
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_SECONDS) > 0);
+    CHECK(!strcmp(nc_finish_name(why), why == NC_FINISH_EOS ? "eos" : "length"));
+    CHECK(!strcmp(nc_finish_name(NC_FINISH_CONTEXT), "context"));
+    CHECK(!strcmp(nc_finish_name((nc_finish)99), "unknown"));
+    /* the same prompt again: all but its last token come from the cache */
+    CHECK_OK(nc_generate_tokens(seq, ids, n, 2, NULL, NULL, NULL, NULL, &err), &err);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_CACHED) == (double)n - 1);
+    /* too long for 16 tokens: an error, or with truncate the oldest dropped */
+    int max_new = 16 - (int)n + 3;
+    CHECK(nc_generate_tokens(seq, ids, n, max_new, NULL, NULL, NULL, NULL, &err) == NC_ERR_RANGE);
+    nc_sampling *s = nc_sampling_new();
+    CHECK_OK(nc_sampling_set(s, "truncate", 1, &err), &err);
+    CHECK_OK(nc_generate_tokens(seq, ids, n, max_new, s, NULL, NULL, NULL, &err), &err);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_DROPPED) == 3);
+    CHECK(nc_sequence_stat(seq, NC_STAT_PROMPT_TOKENS) == (double)n - 3);
+    nc_sampling_free(s);
+    nc_free(ids);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+}
+
+/* The layer callback sees every layer of config.json, rows of hidden_size,
+ * for every token fed: the prompt and each generated token but the last. */
+typedef struct layer_count {
+    int rows[8], width, bad;
+} layer_count;
+
+static void count_layer(void *user, int layer, const float *rows, int n_rows, int width) {
+    layer_count *c = user;
+    if (layer < 0 || layer >= 8 || !rows) {
+        c->bad = 1;
+        return;
+    }
+    c->rows[layer] += n_rows;
+    c->width = width;
+}
+
+static void test_layer_callback_and_backends(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, NULL, NULL, &m, &err), &err);
+    json_error_t je;
+    json_t *cfg = json_load_file(TINY "/config.json", 0, &je);
+    CHECK(cfg);
+    int layers = (int)json_integer_value(json_object_get(cfg, "num_hidden_layers"));
+    int hidden = (int)json_integer_value(json_object_get(cfg, "hidden_size"));
+    json_decref(cfg);
+    CHECK(nc_model_num_layers(m) == layers && layers <= 8);
+    static layer_count c;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(nc_model_set_layer_callback(m, count_layer, &c, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 64, &seq, &err), &err);
+    static stream st;
+    memset(&st, 0, sizeof st);
+    nc_finish why;
+    CHECK_OK(nc_generate(seq, "And God said", 6, NULL, collect, &st, &why, &err), &err);
+    int fed = (int)nc_sequence_stat(seq, NC_STAT_PROMPT_TOKENS) +
+              (int)nc_sequence_stat(seq, NC_STAT_GENERATED) - 1;
+    for (int l = 0; l < layers; l++)
+        CHECKF(c.rows[l] == fed, "layer %d: %d rows, %d tokens fed", l, c.rows[l], fed);
+    CHECK(c.width == hidden && !c.bad);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+    CHECK_OK(nc_model_open(MB "mb_base", NULL, NULL, &m, &err), &err);
+    CHECK(nc_model_set_layer_callback(m, count_layer, &c, &err) == NC_ERR_UNSUPPORTED);
+    nc_model_free(m);
+    /* what this build can run */
+    CHECK_OK(nc_backend_available("cpu", NULL, &err), &err);
+    const char *fake[] = {"ane_device=fake", NULL}, *real[] = {"ane_device=real", NULL};
+    CHECK_OK(nc_backend_available("ane", fake, &err), &err);
+#if defined(__APPLE__)
+    CHECK_OK(nc_backend_available("ane", real, &err), &err);
+#else
+    CHECK(nc_backend_available("ane", real, &err) == NC_ERR_UNSUPPORTED &&
+          strstr(err.msg, "macOS"));
+#endif
+    CHECK(nc_backend_available("gpu", NULL, &err) == NC_ERR_INVALID && strstr(err.msg, "gpu"));
+    const char *bad[] = {"kv=f8", NULL};
+    CHECK(nc_backend_available("cpu", bad, &err) == NC_ERR_INVALID && strstr(err.msg, "kv=f8"));
+}
+
 int main(void) {
     RUN(test_version_macros_match_the_library);
     RUN(test_tokenize_equals_hf_and_decodes_back);
@@ -447,5 +619,9 @@ int main(void) {
     RUN(test_generate_tokens_equal_hf_greedy_ids);
     RUN(test_generate_cancel_and_stop);
     RUN(test_compiled_decoder_bundle_generates_hf_text);
+    RUN(test_sampling_from_model_and_parameters);
+    RUN(test_presence_penalty_avoids_seen_tokens);
+    RUN(test_sequence_stats_and_truncate);
+    RUN(test_layer_callback_and_backends);
     return nc_test_exit_code();
 }

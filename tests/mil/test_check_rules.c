@@ -265,6 +265,48 @@ static void test_rule_conv_const_weight(void) {
         "y", "ane-conv-const-weight", MIL_SEV_ERROR, 5));
 }
 
+/* Palettized conv weights: an fp16 table passes, an fp32 one is an error
+ * at the op's line, 3-bit indices a warning. */
+static const char *lut_body(char *buf, size_t cap, const char *idt, int entries, const char *ldt) {
+    char idx[400], lut[2048]; /* up to 64 entries of "0x1p-NN, " */
+    size_t n = 0, m = 0;
+    for (int i = 0; i < 16; i++)
+        n += (size_t)snprintf(idx + n, sizeof idx - n, "%s%d", i ? ", " : "", i % entries);
+    for (int i = 0; i < entries && m < sizeof lut - 16; i++)
+        m += (size_t)snprintf(lut + m, sizeof lut - m, "%s0x1p-%d", i ? ", " : "", i % 14 + 1);
+    snprintf(buf, cap,
+             "        tensor<%s, [4, 4, 1, 1]> i = const()[name = string(\"i\"), val = "
+             "tensor<%s, [4, 4, 1, 1]>([%s])];\n"
+             "        tensor<%s, [1, 1, 1, 1, %d, 1]> l = const()[name = string(\"l\"), val = "
+             "tensor<%s, [1, 1, 1, 1, %d, 1]>([%s])];\n"
+             "        tensor<%s, [4, 4, 1, 1]> w = constexpr_lut_to_dense(indices = i, lut = "
+             "l)[name = string(\"w\")];\n"
+             "        tensor<fp16, [1, 4, 1, 32]> y = conv(weight = w, x = x)[name = "
+             "string(\"c\")];\n",
+             idt, idt, idx, ldt, entries, ldt, entries, lut, ldt);
+    return buf;
+}
+
+static void test_rule_lut(void) {
+    static char body[4096];
+    const char *x = "tensor<fp16, [1, 4, 1, 32]> x";
+    mil_diagnostics d;
+    CHECK(check_text(program(x, lut_body(body, sizeof body, "uint4", 16, "fp16"), "y"), &d) == 0);
+    int clean = count_rule(&d, "ane-lut", MIL_SEV_ERROR, NULL) +
+                count_rule(&d, "ane-lut", MIL_SEV_WARNING, NULL);
+    mil_diagnostics_free(&d);
+    CHECK(clean == 0);
+    CHECK(check_text(program(x, lut_body(body, sizeof body, "uint6", 64, "fp16"), "y"), &d) == 0);
+    clean = count_rule(&d, "ane-lut", MIL_SEV_ERROR, NULL) +
+            count_rule(&d, "ane-lut", MIL_SEV_WARNING, NULL);
+    mil_diagnostics_free(&d);
+    CHECK(clean == 0);
+    CHECK(expect_rule(x, lut_body(body, sizeof body, "uint4", 16, "fp32"), "y", "ane-lut",
+                      MIL_SEV_ERROR, 7));
+    CHECK(expect_rule(x, lut_body(body, sizeof body, "uint3", 8, "fp16"), "y", "ane-lut",
+                      MIL_SEV_WARNING, 7));
+}
+
 static void test_warning_matmul_inner(void) {
     CHECK(expect_rule(
         "tensor<fp16, [1, 32, 48]> a, tensor<fp16, [1, 48, 32]> b",
@@ -435,6 +477,7 @@ int main(void) {
     RUN(test_rule_gather_indices);
     RUN(test_rule_conv_kernel_width);
     RUN(test_rule_conv_const_weight);
+    RUN(test_rule_lut);
     RUN(test_warning_matmul_inner);
     RUN(test_rule_max_dim);
     RUN(test_rule_sdpa_mask);

@@ -228,7 +228,8 @@ int cmd_chat(int argc, char **argv) {
             break;
         }
         fprintf(stderr, "nectar: ");
-        gen_cli_print_timings(stderr, &res);
+        gen_cli_timings tm = gen_cli_timings_of_result(&res);
+        gen_cli_print_timings(stderr, &tm);
         fputc('\n', stderr);
         fflush(stderr);
     }

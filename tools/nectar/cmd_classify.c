@@ -1,34 +1,30 @@
 /* `nectar classify`: labels (config id2label) with probabilities (softmax of
  * the classifier logits) for each input, most likely first. Needs a
  * ModernBertForSequenceClassification folder. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli_opts.h"
 #include "commands.h"
 #include "enc_cli.h"
+#include "models/modernbert_rank.h"
+
+#define MAX_SHOWN 256
 
 static void print_one(const enc_cli *c, size_t input, const float *logits, int n, int json) {
     const modernbert_config *cfg = c->cfg;
-    double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < n; j++)
-        mx = logits[j] > mx ? logits[j] : mx;
-    for (int j = 0; j < n; j++)
-        sum += exp(logits[j] - mx);
-    /* the 256 most likely (sorted by logit, descending), or all when fewer */
-    int order[256], m = 0;
-    for (int j = 0; j < n; j++) {
-        int at = m < 256 ? m++ : 255;
-        if (at == 255 && m == 256 && j >= 256 && logits[j] <= logits[order[255]]) continue;
-        order[at] = j;
-        for (int b = at; b > 0 && logits[order[b]] > logits[order[b - 1]]; b--) {
-            int t = order[b];
-            order[b] = order[b - 1];
-            order[b - 1] = t;
-        }
+    /* the 256 most likely, or all when fewer */
+    float p[MAX_SHOWN], probs[MAX_SHOWN];
+    int32_t order[MAX_SHOWN];
+    int m = n < MAX_SHOWN ? n : MAX_SHOWN;
+    float *all = n <= MAX_SHOWN ? p : malloc((size_t)n * sizeof *all);
+    if (!all) {
+        cli_failf("classify: out of memory");
+        return;
     }
+    modernbert_softmax(logits, n, all);
+    modernbert_top_k(all, n, m, order, probs);
+    if (all != p) free(all);
     if (json) {
         fprintf(stdout, "{\"input\": %zu, \"text\": ", input + 1);
         enc_cli_json_string(stdout, c->texts[input]);
@@ -38,13 +34,12 @@ static void print_one(const enc_cli *c, size_t input, const float *logits, int n
     }
     for (int j = 0; j < m; j++) {
         int l = order[j];
-        double p = exp(logits[l] - mx) / sum;
         if (json) {
             fputs(j ? ", {\"label\": " : "{\"label\": ", stdout);
             enc_cli_json_string(stdout, cfg->id2label[l]);
-            fprintf(stdout, ", \"id\": %d, \"score\": %.6g}", l, p);
+            fprintf(stdout, ", \"id\": %d, \"score\": %.6g}", l, (double)probs[j]);
         } else {
-            printf("  %-20s %.4f\n", cfg->id2label[l], p);
+            printf("  %-20s %.4f\n", cfg->id2label[l], (double)probs[j]);
         }
     }
     if (json) fputs("]}\n", stdout);

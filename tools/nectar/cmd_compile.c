@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
 #include "lower/modernbert_compile.h"
@@ -18,6 +19,8 @@ int cmd_compile(int argc, char **argv) {
     lower_compile_options o;
     memset(&o, 0, sizeof o);
     o.progress = -1;
+    cmd_palettize_args pa;
+    cmd_palettize_args_init(&pa);
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR", "Hugging Face Qwen3 folder", &o.model_dir,
                 .required = 1),
@@ -40,6 +43,7 @@ int cmd_compile(int argc, char **argv) {
                 &o.n_threads, .min = 1, .max = 1024),
         CLI_OPT(NULL, "--progress", CLI_FLAG, NULL,
                 "always draw the progress bar (default: when a tty)", &o.progress),
+        CMD_PALETTIZE_OPTS(&pa),
         CLI_ENDROW};
     const cli_command cmd = {
         .name = "compile",
@@ -52,6 +56,7 @@ int cmd_compile(int argc, char **argv) {
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
+    if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
     lower_compile_report r;
     if (lower_qwen3_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
@@ -60,5 +65,6 @@ int cmd_compile(int argc, char **argv) {
            "%zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_programs, r.n_functions, r.bundle_bytes / 1e6,
            r.ctx, r.kernels_per_token, r.fp16.n_values, r.fp16.n_saturated, r.fp16.n_nonfinite);
+    cmd_palettize_print(&o.palettize, &r.palettize);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
 #include "lower/modernbert_compile.h"
@@ -19,6 +20,8 @@ int cmd_compile_encoder(int argc, char **argv) {
     mb_compile_options o;
     memset(&o, 0, sizeof o);
     int progress = 0;
+    cmd_palettize_args pa;
+    cmd_palettize_args_init(&pa);
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR", "Hugging Face ModernBERT folder", &o.model_dir,
                 .required = 1),
@@ -37,6 +40,7 @@ int cmd_compile_encoder(int argc, char **argv) {
                 &o.n_threads, .min = 1, .max = 1024),
         CLI_OPT(NULL, "--progress", CLI_FLAG, NULL,
                 "accepted for the Qwen3 path's sake; no bar here", &progress),
+        CMD_PALETTIZE_OPTS(&pa),
         CLI_ENDROW};
     const cli_command cmd = {
         .name = "compile",
@@ -49,6 +53,7 @@ int cmd_compile_encoder(int argc, char **argv) {
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
+    if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
     mb_compile_report r;
     if (lower_modernbert_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
@@ -57,5 +62,6 @@ int cmd_compile_encoder(int argc, char **argv) {
            "+/-65504, %zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_functions, r.bundle_bytes / 1e6,
            r.crossings_per_call, r.fp16.n_values, r.fp16.n_saturated, r.fp16.n_nonfinite);
+    cmd_palettize_print(&o.palettize, &r.palettize);
     return 0;
 }

@@ -2,43 +2,16 @@
  * <mask>) of the input, with their probabilities (softmax of the MLM
  * logits), as HF's fill-mask pipeline ranks them. Needs a
  * ModernBertForMaskedLM folder. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli_opts.h"
 #include "commands.h"
 #include "enc_cli.h"
+#include "models/modernbert_rank.h"
 
-typedef struct {
-    float p;
-    int32_t id;
-} cand;
-
-static int by_prob(const void *a, const void *b) {
-    const cand *x = a, *y = b;
-    return x->p < y->p ? 1 : x->p > y->p ? -1 : (x->id > y->id) - (x->id < y->id);
-}
-
-/* Softmax of one row of logits, then the k largest, into top. */
-static void top_k(const float *logits, int V, int k, cand *top, cand *all) {
-    float mx = -INFINITY;
-    for (int v = 0; v < V; v++)
-        mx = logits[v] > mx ? logits[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < V; v++)
-        sum += exp((double)logits[v] - mx);
-    for (int v = 0; v < V; v++) {
-        all[v].p = (float)(exp((double)logits[v] - mx) / sum);
-        all[v].id = v;
-    }
-    qsort(all, (size_t)V, sizeof *all, by_prob);
-    memcpy(top, all, (size_t)k * sizeof *top);
-}
-
-static void print_one(const enc_cli *c, size_t input, int mask_no, const cand *top, int k,
-                      int json) {
+static void print_one(const enc_cli *c, size_t input, int mask_no, const int32_t *ids,
+                      const float *probs, int k, int json) {
     if (json) {
         fputs("{\"input\": ", stdout);
         fprintf(stdout, "%zu, \"text\": ", input + 1);
@@ -50,14 +23,14 @@ static void print_one(const enc_cli *c, size_t input, int mask_no, const cand *t
     for (int j = 0; j < k; j++) {
         char *s = NULL;
         nc_error err = {0};
-        if (tok_decode(c->tok, &top[j].id, 1, 0, &s, NULL, &err) != NC_OK) s = NULL;
+        if (tok_decode(c->tok, &ids[j], 1, 0, &s, NULL, &err) != NC_OK) s = NULL;
         if (json) {
-            fprintf(stdout, "%s{\"token\": %d, \"token_str\": ", j ? ", " : "", (int)top[j].id);
+            fprintf(stdout, "%s{\"token\": %d, \"token_str\": ", j ? ", " : "", (int)ids[j]);
             enc_cli_json_string(stdout, s ? s : "");
-            fprintf(stdout, ", \"score\": %.6g}", (double)top[j].p);
+            fprintf(stdout, ", \"score\": %.6g}", (double)probs[j]);
         } else {
             printf("  mask %d  %d. %-16s %.4f  (id %d)\n", mask_no + 1, j + 1, s ? s : "?",
-                   (double)top[j].p, (int)top[j].id);
+                   (double)probs[j], (int)ids[j]);
         }
         free(s);
     }
@@ -97,8 +70,9 @@ int cmd_fill_mask(int argc, char **argv) {
     }
     int V = cfg ? cfg->vocab_size : 0;
     if (k > V && V > 0) k = V;
-    cand *all = rc ? NULL : malloc((size_t)V * sizeof *all), top[1000];
-    if (!rc && !all) rc = cli_failf("fill-mask: out of memory");
+    float *p = rc ? NULL : malloc((size_t)V * sizeof *p), top_p[1000];
+    int32_t top_id[1000];
+    if (!rc && !p) rc = cli_failf("fill-mask: out of memory");
     for (size_t i0 = 0; !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
         size_t i1 = i0 + (size_t)c.batch < c.n_texts ? i0 + (size_t)c.batch : c.n_texts;
         if ((rc = enc_cli_make_batch(&c, i0, i1))) break;
@@ -128,14 +102,15 @@ int cmd_fill_mask(int argc, char **argv) {
             int b = rows[j] / c.seq, mask_no = 0;
             for (int q = 0; q < j; q++)
                 mask_no += rows[q] / c.seq == b;
-            top_k(logits + (size_t)j * V, V, k, top, all);
-            print_one(&c, i0 + (size_t)b, mask_no, top, k, json);
+            modernbert_softmax(logits + (size_t)j * V, V, p);
+            modernbert_top_k(p, V, k, top_id, top_p);
+            print_one(&c, i0 + (size_t)b, mask_no, top_id, top_p, k, json);
         }
         free(logits);
         free(rows);
     }
     if (!rc) enc_cli_report(&c);
-    free(all);
+    free(p);
     enc_cli_close(&c);
     return rc;
 }

@@ -65,24 +65,31 @@ typedef struct {
     int n_seen, cap_seen;
 } weight_ctx;
 
+/* 1 the first time a BLOBFILE (path, offset) is met, 0 after (or when
+ * out of memory: the figure is then a lower bound). */
+static int first_sighting(weight_ctx *c, const mil_value *v) {
+    for (int i = 0; i < c->n_seen; i++)
+        if (c->seen_off[i] == v->blob_offset && !strcmp(c->seen_path[i], v->blob_path)) return 0;
+    if (c->n_seen == c->cap_seen) {
+        int cap = c->cap_seen ? 2 * c->cap_seen : 64;
+        const char **sp = realloc(c->seen_path, (size_t)cap * sizeof *sp);
+        if (sp) c->seen_path = sp;
+        uint64_t *so = realloc(c->seen_off, (size_t)cap * sizeof *so);
+        if (so) c->seen_off = so;
+        if (!sp || !so) return 0;
+        c->cap_seen = cap;
+    }
+    c->seen_path[c->n_seen] = v->blob_path;
+    c->seen_off[c->n_seen++] = v->blob_offset;
+    return 1;
+}
+
 static void count_weight(void *vctx, const mil_value *v, const mil_op *op) {
     weight_ctx *c = vctx;
     if (!v->type || v->type->kind != MIL_TYPE_TENSOR || v->type->dtype == MIL_DT_STRING) return;
     mil_dtype dt = v->type->dtype;
     if (v->kind == MIL_VALUE_BLOB) {
-        for (int i = 0; i < c->n_seen; i++)
-            if (c->seen_off[i] == v->blob_offset && !strcmp(c->seen_path[i], v->blob_path)) return;
-        if (c->n_seen == c->cap_seen) {
-            int cap = c->cap_seen ? 2 * c->cap_seen : 64;
-            const char **sp = realloc(c->seen_path, (size_t)cap * sizeof *sp);
-            if (sp) c->seen_path = sp;
-            uint64_t *so = realloc(c->seen_off, (size_t)cap * sizeof *so);
-            if (so) c->seen_off = so;
-            if (!sp || !so) return;
-            c->cap_seen = cap;
-        }
-        c->seen_path[c->n_seen] = v->blob_path;
-        c->seen_off[c->n_seen++] = v->blob_offset;
+        if (!first_sighting(c, v)) return;
         int64_t n = mil_type_numel(v->type);
         c->blob_bytes[dt] += mil_blob_payload_bytes(dt, n > 0 ? (uint64_t)n : 0, NULL);
         c->blobs[dt]++;
@@ -90,6 +97,39 @@ static void count_weight(void *vctx, const mil_value *v, const mil_op *op) {
         int bits = mil_dtype_bits(dt);
         c->inline_bytes[dt] += (v->n * (uint64_t)bits + 7) / 8;
     }
+}
+
+static uint64_t value_bytes(const mil_type *t) {
+    int64_t n = t && t->kind == MIL_TYPE_TENSOR ? mil_type_numel(t) : -1;
+    return n > 0 ? mil_blob_payload_bytes(t->dtype, (uint64_t)n, NULL) : 0;
+}
+
+/* The palettized weights (constexpr_lut_to_dense, either form), each counted
+ * once however many functions expand it: dense size vs indices + tables. */
+static void print_palettized(const mil_program *p) {
+    weight_ctx seen = {.prog = p};
+    uint64_t n = 0, dense = 0, stored = 0;
+    for (int f = 0; f < p->n_functions; f++)
+        for (int k = 0; k < p->functions[f]->n_ops; k++) {
+            const mil_op *op = p->functions[f]->ops[k];
+            if (strcmp(op->type, "constexpr_lut_to_dense") || op->n_outputs != 1) continue;
+            const mil_var *iv = mil_op_input(op, "indices"), *lv = mil_op_input(op, "lut");
+            const mil_value *ind = iv ? iv->cval : mil_op_attr(op, "indices");
+            const mil_value *lut = lv ? lv->cval : mil_op_attr(op, "lut");
+            if (!ind || !lut) continue;
+            if (ind->kind == MIL_VALUE_BLOB && !first_sighting(&seen, ind)) continue;
+            n++;
+            dense += value_bytes(op->outputs[0]->type);
+            stored += value_bytes(ind->type) + value_bytes(lut->type);
+        }
+    free(seen.seen_path);
+    free(seen.seen_off);
+    if (!n) return;
+    printf("palettized weights (constexpr_lut_to_dense, distinct): %llu\n", (unsigned long long)n);
+    printf("  dense    %12llu bytes\n  stored   %12llu bytes (indices + tables)\n",
+           (unsigned long long)dense, (unsigned long long)stored);
+    printf("  saved    %12lld bytes (%.1f%% of dense)\n", (long long)dense - (long long)stored,
+           dense ? 100.0 * ((double)dense - (double)stored) / (double)dense : 0.0);
 }
 
 typedef struct {
@@ -181,6 +221,7 @@ static int cmd_info(int argc, char **argv) {
             total_inline += wc.inline_bytes[dt];
         }
     printf("  total    %12llu bytes\n", (unsigned long long)total_inline);
+    print_palettized(p);
     free(wc.seen_path);
     free(wc.seen_off);
     mil_program_free(p);

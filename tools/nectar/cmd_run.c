@@ -1,6 +1,7 @@
 /* `nectar run`: raw-text completion. The prompt is tokenized as is (no chat
  * template), only the continuation is streamed to stdout, and load time and
- * prompt/generation speed go to stderr so stdout stays pure text. */
+ * prompt/generation speed go to stderr so stdout stays pure text. It runs
+ * on the public API (nectar.h) alone, as a program using libnectar would. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,11 @@
 #include "cli_opts.h"
 #include "commands.h"
 #include "gen_cli.h"
+#include "nectar.h"
 
-static int write_piece(void *user, gen_text_kind kind, const char *text, size_t len) {
+static int write_piece(void *user, int32_t token, const char *text, size_t len) {
     (void)user;
-    (void)kind;
+    (void)token;
     if (len) {
         fwrite(text, 1, len, stdout);
         fflush(stdout);
@@ -46,48 +48,46 @@ int cmd_run(int argc, char **argv) {
         return cli_usage_error(&cmd, "give exactly one of -p TEXT or -f FILE");
 
     nc_error err = {0};
-    engine_options eo; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
-    if (gen_cli_engine_options(&o, &eo, &err) != NC_OK) return cli_usage_error(&cmd, "%s", err.msg);
-    if (gen_cli_apply_generation_config(&o, &err) != NC_OK) return cli_fail(&err);
+    gen_cli_api a; /* checks --ane-device / NECTAR_ANE_DEVICE: a usage error */
+    if (gen_cli_api_options(&o, &a, &err) != NC_OK) return cli_usage_error(&cmd, "%s", err.msg);
     char *file_text = NULL;
     size_t prompt_len = prompt ? strlen(prompt) : 0;
     if (prompt_file && nc_read_file(prompt_file, &file_text, &prompt_len, &err) != NC_OK)
         return cli_fail(&err);
     if (prompt_file) prompt = file_text;
 
-    gen_cli_loaded l;
-    if (gen_cli_load(&o, &l, &err) != NC_OK) {
+    if (gen_cli_api_load(&o, &a, &err) != NC_OK) {
         free(file_text);
         return cli_fail(&err);
     }
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    nc_status st = tok_encode(l.tok, prompt, prompt_len, &ids, &n_ids, &err);
+    nc_finish finish;
+    nc_status st =
+        nc_tokenize(nc_model_tokenizer(a.model), prompt, prompt_len, 0, &ids, &n_ids, &err);
     free(file_text);
-    gen_result res;
-    if (st == NC_OK) {
-        gen_request req = {o.sampling, o.max_new_tokens, o.stops, o.n_stops, o.truncate, 0, 0};
-        gen_callbacks cb = {NULL, write_piece, NULL};
-        st = gen_generate(l.seq, ids, (int)n_ids, &req, &cb, &res, &err);
-        if (st == NC_ERR_RANGE && !o.truncate) nc_fail_prefix(&err, "run");
-    }
-    free(ids);
+    if (st == NC_OK)
+        st = nc_generate_tokens(a.seq, ids, n_ids, o.max_new_tokens, a.sampling, write_piece, NULL,
+                                &finish, &err);
+    nc_free(ids);
     rc = 0;
     if (st != NC_OK) {
         if (st == NC_ERR_RANGE && !o.truncate)
-            fprintf(stderr, "nectar: error: %s (use a larger --ctx, a smaller -n, or --truncate)\n",
+            fprintf(stderr,
+                    "nectar: error: run: %s (use a larger --ctx, a smaller -n, or --truncate)\n",
                     err.msg);
         else
             cli_fail(&err);
         rc = 1;
     } else {
         /* the continuation does not end with a newline; stderr starts one */
-        fprintf(stderr, "\nload %.2f s | ", l.load_s);
-        gen_cli_print_timings(stderr, &res);
-        if (o.sampling.temperature > 0)
+        fprintf(stderr, "\nload %.2f s | ", a.load_s);
+        gen_cli_timings t = gen_cli_timings_of_sequence(a.seq, finish);
+        gen_cli_print_timings(stderr, &t);
+        if (nc_sampling_get(a.sampling, "temperature") > 0)
             fprintf(stderr, " | seed %llu", (unsigned long long)o.sampling.seed);
         fputc('\n', stderr);
     }
-    gen_cli_unload(&l);
+    gen_cli_api_unload(&a);
     return rc;
 }

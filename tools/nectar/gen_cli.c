@@ -99,18 +99,22 @@ const char *gen_cli_backend_name(const gen_cli_backend *b) {
     return names[b->backend_index];
 }
 
-nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
+nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err) {
     static const char *const devices[] = {"fake", "real"};
     const char *v = b->is_set_device ? devices[b->device_index] : cli_env_get()->ane_device;
-    *out = ENGINE_ANE_REAL;
-    if (v && *v && !strcmp(v, "fake")) {
-        *out = ENGINE_ANE_FAKE;
-        return NC_OK;
-    }
-    if (v && *v && strcmp(v, "real") != 0)
+    *out = v && *v && !strcmp(v, "fake") ? "fake" : "real";
+    if (v && *v && strcmp(v, "fake") && strcmp(v, "real"))
         return nc_fail(err, NC_ERR_INVALID,
                        "NECTAR_ANE_DEVICE: '%s' is not an ANE device (fake or real)", v);
-    return b->backend_index == 2 ? engine_ane_real_available(err) : NC_OK;
+    return NC_OK;
+}
+
+nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
+    const char *name;
+    NC_TRY(gen_cli_device_name(b, &name, err));
+    *out = !strcmp(name, "fake") ? ENGINE_ANE_FAKE : ENGINE_ANE_REAL;
+    return *out == ENGINE_ANE_REAL && b->backend_index == 2 ? engine_ane_real_available(err)
+                                                            : NC_OK;
 }
 
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
@@ -144,14 +148,18 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
     return NC_OK;
 }
 
+/* --dump-layers: the files written when the model got as far as a
+ * sequence (a failure is reported, the command's exit status stays). */
+static void dump_close(struct gen_layer_dump *d, int has_seq) {
+    nc_error err = {0};
+    if (d && has_seq && gen_layer_dump_write(d, &err) != NC_OK) cli_fail(&err);
+    gen_layer_dump_free(d);
+}
+
 void gen_cli_unload(gen_cli_loaded *l) {
-    if (l->dump && l->seq) {
-        nc_error err = {0};
-        if (gen_layer_dump_write(l->dump, &err) != NC_OK) cli_fail(&err);
-    }
+    if (l->dump) dump_close(l->dump, l->seq != NULL);
     gen_seq_free(l->seq);
     gen_model_close(l->model);
-    gen_layer_dump_free(l->dump);
     memset(l, 0, sizeof *l);
 }
 
@@ -159,12 +167,113 @@ int gen_cli_ctx(const gen_cli_loaded *l) {
     return gen_seq_ctx(l->seq);
 }
 
-void gen_cli_print_timings(FILE *f, const gen_result *r) {
-    int n_run = r->n_prompt - r->n_prompt_cached;
-    fprintf(f, "prompt %d tokens", r->n_prompt);
-    if (r->n_prompt_cached) fprintf(f, " (%d cached)", r->n_prompt_cached);
-    if (r->n_truncated) fprintf(f, " (%d oldest dropped)", r->n_truncated);
+/* Adds "key=value" to a's option list. */
+static void add_opt(gen_cli_api *a, int *n, const char *key, const char *value) {
+    snprintf(a->opt_text[*n], sizeof a->opt_text[*n], "%s=%s", key, value);
+    a->opts[*n] = a->opt_text[*n];
+    a->opts[++*n] = NULL;
+}
+
+nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *err) {
+    memset(a, 0, sizeof *a);
+    int n = 0;
+    char v[16];
+    snprintf(v, sizeof v, "%d", o->n_threads);
+    if (o->n_threads) add_opt(a, &n, "threads", v);
+    snprintf(v, sizeof v, "%d", o->ctx);
+    if (o->is_set_ctx) add_opt(a, &n, "ctx", v);
+    if (cli_env_get()->kv_f16) add_opt(a, &n, "kv", "f16"); /* NECTAR_KV */
+    const char *device;
+    NC_TRY(gen_cli_device_name(&o->be, &device, err));
+    if (o->be.backend_index == 2) add_opt(a, &n, "ane_device", device);
+    return nc_backend_available(o->backend, a->opts, err);
+}
+
+/* The sampling of the command line: its defaults (gen_cli_defaults, or
+ * chat's), then the folder's generation_config.json for what the command
+ * line did not set, then what it did set. */
+static nc_status api_sampling(const gen_cli_opts *o, const nc_model *m, nc_sampling *s,
+                              nc_error *err) {
+    const gen_sampler_params *p = &o->sampling;
+    const struct {
+        const char *name;
+        double value;
+        int seen;
+    } v[] = {{"temperature", p->temperature, o->seen_temp},
+             {"top_k", p->top_k, o->seen_top_k},
+             {"top_p", p->top_p, o->seen_top_p},
+             {"min_p", p->min_p, o->seen_min_p},
+             {"repeat_penalty", p->repeat_penalty, o->seen_repeat},
+             {"presence_penalty", p->presence_penalty, 1},
+             {"frequency_penalty", p->frequency_penalty, 1},
+             {"truncate", o->truncate, 1}};
+    const int n = (int)(sizeof v / sizeof *v);
+    for (int i = 0; i < n; i++)
+        NC_TRY(nc_sampling_set(s, v[i].name, v[i].value, err));
+    NC_TRY(nc_sampling_from_model(s, m, err));
+    for (int i = 0; i < n; i++)
+        if (v[i].seen) NC_TRY(nc_sampling_set(s, v[i].name, v[i].value, err));
+    nc_sampling_set_seed(s, p->seed);
+    for (int i = 0; i < o->n_stops; i++)
+        NC_TRY(nc_sampling_add_stop(s, o->stops[i], err));
+    return NC_OK;
+}
+
+nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err) {
+    if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
+    double t0 = nc_now_s();
+    nc_status st = nc_model_open(o->model_dir, o->backend, a->opts, &a->model, err);
+    if (st == NC_OK && o->dump_dir) {
+        st = gen_layer_dump_new(o->dump_dir, nc_model_num_layers(a->model),
+                                nc_model_embedding_size(a->model), &a->dump, err);
+        if (st == NC_OK)
+            st = nc_model_set_layer_callback(a->model, gen_layer_dump_hook, a->dump, err);
+    }
+    if (st == NC_OK) st = nc_sequence_new(a->model, 0, &a->seq, err);
+    if (st == NC_OK && !(a->sampling = nc_sampling_new()))
+        st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    if (st == NC_OK) st = api_sampling(o, a->model, a->sampling, err);
+    if (st != NC_OK) {
+        gen_cli_api_unload(a);
+        return st;
+    }
+    a->load_s = nc_now_s() - t0;
+    return NC_OK;
+}
+
+void gen_cli_api_unload(gen_cli_api *a) {
+    dump_close(a->dump, a->seq != NULL);
+    nc_sampling_free(a->sampling);
+    nc_sequence_free(a->seq);
+    nc_model_free(a->model);
+    a->sampling = NULL;
+    a->seq = NULL;
+    a->model = NULL;
+    a->dump = NULL;
+}
+
+gen_cli_timings gen_cli_timings_of_result(const gen_result *r) {
+    return (gen_cli_timings){
+        r->n_prompt, r->n_prompt_cached,        r->n_truncated, r->n_generated, r->prompt_s,
+        r->gen_s,    gen_finish_name(r->finish)};
+}
+
+gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
+    return (gen_cli_timings){(int)nc_sequence_stat(s, NC_STAT_PROMPT_TOKENS),
+                             (int)nc_sequence_stat(s, NC_STAT_PROMPT_CACHED),
+                             (int)nc_sequence_stat(s, NC_STAT_PROMPT_DROPPED),
+                             (int)nc_sequence_stat(s, NC_STAT_GENERATED),
+                             nc_sequence_stat(s, NC_STAT_PROMPT_SECONDS),
+                             nc_sequence_stat(s, NC_STAT_GENERATE_SECONDS),
+                             nc_finish_name(f)};
+}
+
+void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
+    int n_run = t->n_prompt - t->n_prompt_cached;
+    fprintf(f, "prompt %d tokens", t->n_prompt);
+    if (t->n_prompt_cached) fprintf(f, " (%d cached)", t->n_prompt_cached);
+    if (t->n_truncated) fprintf(f, " (%d oldest dropped)", t->n_truncated);
     fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s",
-            r->prompt_s > 0 ? n_run / r->prompt_s : 0.0, r->n_generated,
-            r->gen_s > 0 ? r->n_generated / r->gen_s : 0.0, gen_finish_name(r->finish));
+            t->prompt_s > 0 ? n_run / t->prompt_s : 0.0, t->n_generated,
+            t->gen_s > 0 ? t->n_generated / t->gen_s : 0.0, t->finish);
 }

@@ -9,6 +9,7 @@
 #include "cli_opts.h"
 #include "engine/engine.h"
 #include "gen/generate.h"
+#include "nectar.h"
 #include "text/tokenizer.h"
 
 #define GEN_CLI_MAX_STOPS 16
@@ -33,9 +34,13 @@ typedef struct gen_cli_backend {
 /* The backend's name ("cpu", "mil", "ane"). */
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
-/* The device: --ane-device, or when not given $NECTAR_ANE_DEVICE (as
- * cli_env read it), else real. With backend ane, a real device this build
- * cannot reach is refused here: callers report it as a usage error. */
+/* The device's name ("fake" or "real"): --ane-device, or when not given
+ * $NECTAR_ANE_DEVICE (as cli_env read it), else real; a bad
+ * $NECTAR_ANE_DEVICE is an error naming it. */
+nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err);
+
+/* The device as the engine's option. With backend ane, a real device this
+ * build cannot reach is refused here: callers report it as a usage error. */
 nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err);
 
 typedef struct gen_cli_opts {
@@ -92,8 +97,41 @@ void gen_cli_unload(gen_cli_loaded *l);
 /* The loaded sequence's context in tokens. */
 int gen_cli_ctx(const gen_cli_loaded *l);
 
+/* The model, sequence and sampling of the command line through the public
+ * API (nectar.h), as `nectar run` uses them. */
+typedef struct gen_cli_api {
+    char opt_text[4][64];
+    const char *opts[5]; /* nc_model_open's "key=value" options, NULL-ended */
+    nc_model *model;
+    nc_sequence *seq;
+    nc_sampling *sampling;
+    struct gen_layer_dump *dump; /* --dump-layers, written by gen_cli_api_unload */
+    double load_s;
+} gen_cli_api;
+
+/* The options of nc_model_open (threads, --ctx, NECTAR_KV, the ANE device),
+ * checked against what this build can run (nc_backend_available): a
+ * failure is a usage error. */
+nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *err);
+
+/* After gen_cli_api_options: opens the model and one sequence, hooks
+ * --dump-layers, and makes the sampling: the command's defaults, then the
+ * folder's generation_config.json, then what the command line set. */
+nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err);
+void gen_cli_api_unload(gen_cli_api *a);
+
+/* What a finished generation reports on stderr. */
+typedef struct gen_cli_timings {
+    int n_prompt, n_prompt_cached, n_truncated, n_generated;
+    double prompt_s, gen_s;
+    const char *finish;
+} gen_cli_timings;
+
+gen_cli_timings gen_cli_timings_of_result(const gen_result *r);
+gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f);
+
 /* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
  * stop: length", no newline */
-void gen_cli_print_timings(FILE *f, const gen_result *r);
+void gen_cli_print_timings(FILE *f, const gen_cli_timings *t);
 
 #endif

@@ -1,0 +1,17 @@
+"""nectar: Qwen3 decoders and ModernBERT-family encoders in C, from Python.
+
+    import nectar
+    m = nectar.Model("models/demo")            # backend="cpu", threads=..., ctx=...
+    print(m.generate("In the beginning", 32))  # greedy unless temperature > 0
+    for piece in m.stream("Once", 32, temperature=0.7, seed=1):
+        print(piece, end="", flush=True)
+
+ctypes bindings over libnectar (include/nectar.h); errors raise NectarError
+with the library's one-line message.
+"""
+
+from ._lib import LIB as _LIB
+from .model import Model, NectarError, compile
+
+__version__ = _LIB.nc_version().decode()
+__all__ = ["Model", "NectarError", "compile", "__version__"]

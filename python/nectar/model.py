@@ -1,0 +1,331 @@
+"""Model: a decoder (generate, stream, chat) or an encoder (embed, fill_mask,
+classify) opened through the public C API, and NectarError, which carries
+the one-line message of the library's nc_error.
+"""
+
+import codecs
+import ctypes
+import os
+import queue
+import threading
+
+from ._lib import LIB, TOKEN_CALLBACK, NcChatMessage, NcError
+
+_FINISH = ("eos", "stop", "length", "context", "cancel")  # nc_finish, in order
+_SAMPLING = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "presence_penalty",
+             "frequency_penalty", "truncate")
+_CHAT_ADD_GENERATION_PROMPT = 1
+_CHAT_NO_THINKING = 2
+
+
+class NectarError(Exception):
+    """A failed library call: str(e) is the library's message; e.code the
+    nc_status number, e.status its name ("io", "format", "invalid", ...)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.status = LIB.nc_status_name(code).decode()
+
+
+def _check(status, err):
+    if status != 0:
+        raise NectarError(status, err.msg.decode("utf-8", "replace"))
+
+
+def _options(options):
+    """{"threads": 1, "ctx": 512} -> a NULL-terminated char*[] of "key=value"."""
+    if not options:
+        return None
+    items = [("%s=%s" % (k, v)).encode() for k, v in options.items()]
+    return (ctypes.c_char_p * (len(items) + 1))(*items, None)
+
+
+def _take_string(ptr, n):
+    """Bytes the library allocated (nc_free'd here) as str."""
+    try:
+        return ctypes.string_at(ptr, n).decode("utf-8", "replace") if ptr else ""
+    finally:
+        LIB.nc_free(ptr)
+
+
+def compile(model_dir, out_dir, **options):
+    """nc_compile: lowers a model folder to an ANE bundle at out_dir
+    (options as in include/nectar.h: threads, ctx, buckets, lm_head, seqs,
+    batches); the bundle opens with Model(out_dir, backend="mil")."""
+    err = NcError()
+    _check(LIB.nc_compile(os.fsencode(model_dir), os.fsencode(out_dir), _options(options),
+                          ctypes.byref(err)), err)
+
+
+class _Sampling:
+    """An nc_sampling from keyword arguments (greedy unless temperature > 0)."""
+
+    def __init__(self, params):
+        self.h = None
+        unknown = set(params) - set(_SAMPLING) - {"seed", "stop"}
+        if unknown:
+            raise TypeError("unknown sampling parameter(s): " + ", ".join(sorted(unknown)))
+        self.h = LIB.nc_sampling_new()
+        if not self.h:
+            raise MemoryError("nc_sampling_new")
+        err = NcError()
+        try:
+            for name in _SAMPLING:
+                if params.get(name) is not None:
+                    _check(LIB.nc_sampling_set(self.h, name.encode(), float(params[name]),
+                                               ctypes.byref(err)), err)
+            seed = params.get("seed")
+            if seed is not None:
+                if not 0 <= int(seed) < 2**64:
+                    raise ValueError("seed %d is not in [0, 2^64)" % seed)
+                LIB.nc_sampling_set_seed(self.h, int(seed))
+            stops = params.get("stop") or []
+            for s in [stops] if isinstance(stops, str) else stops:
+                _check(LIB.nc_sampling_add_stop(self.h, s.encode(), ctypes.byref(err)), err)
+        except BaseException:
+            self.free()
+            raise
+
+    def free(self):
+        if self.h:
+            LIB.nc_sampling_free(self.h)
+            self.h = None
+
+    __del__ = free  # a stream() never iterated never reaches its own free
+
+
+class Model:
+    """A model folder or an ANE bundle (nc_model_open).
+
+    backend: "cpu" (a folder), "mil" (a bundle, the fp16 MIL interpreter) or
+    "ane" (a bundle on the Neural Engine; ane_device="fake" elsewhere).
+    options: threads=N, ctx=N, kv="f16"|"f32", ane_device="real"|"fake".
+
+    A decoder keeps one sequence (KV cache): consecutive calls reuse the
+    prompt prefix they share, as a chat's turns do. Calls on one Model are
+    serialised by a lock; open one Model per thread to run in parallel.
+    """
+
+    def __init__(self, path, backend="cpu", **options):
+        self._h = None
+        self._seq = None
+        self._lock = threading.Lock()
+        h = ctypes.c_void_p()
+        err = NcError()
+        _check(LIB.nc_model_open(os.fsencode(path), backend.encode(), _options(options),
+                                 ctypes.byref(h), ctypes.byref(err)), err)
+        self._h = h
+        self._tok = LIB.nc_model_tokenizer(h)
+        self.kind = "decoder" if LIB.nc_model_get_kind(h) == 1 else "encoder"
+        self.last_finish = None  # why the last generation ended: eos, stop, length, ...
+
+    def close(self):
+        if self._seq:
+            LIB.nc_sequence_free(self._seq)
+            self._seq = None
+        if self._h:
+            LIB.nc_model_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    @property
+    def vocab_size(self):
+        return LIB.nc_model_vocab_size(self._h)
+
+    @property
+    def embedding_size(self):
+        return LIB.nc_model_embedding_size(self._h)
+
+    @property
+    def labels(self):
+        """A classifier's label names, in the order of classify's values."""
+        return [LIB.nc_model_label(self._h, i).decode()
+                for i in range(LIB.nc_model_num_labels(self._h))]
+
+    # ---- tokenizer and chat template -----------------------------------
+
+    def tokenize(self, text, add_special=False):
+        data = text.encode("utf-8")
+        ids = ctypes.POINTER(ctypes.c_int32)()
+        n = ctypes.c_size_t()
+        err = NcError()
+        _check(LIB.nc_tokenize(self._tok, data, len(data), int(add_special), ctypes.byref(ids),
+                               ctypes.byref(n), ctypes.byref(err)), err)
+        try:
+            return ids[:n.value]
+        finally:
+            LIB.nc_free(ids)
+
+    def detokenize(self, ids, skip_special=False):
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        text = ctypes.c_void_p()
+        n = ctypes.c_size_t()
+        err = NcError()
+        _check(LIB.nc_detokenize(self._tok, arr, len(ids), int(skip_special), ctypes.byref(text),
+                                 ctypes.byref(n), ctypes.byref(err)), err)
+        return _take_string(text.value, n.value)
+
+    def token_id(self, token):
+        """The id of a token by its text, or None."""
+        i = LIB.nc_token_id(self._tok, token.encode())
+        return None if i < 0 else i
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, enable_thinking=True):
+        """messages: [{"role": ..., "content": ..., "reasoning_content": ...}]
+        -> the Qwen3 chat template's text (transformers' apply_chat_template)."""
+        enc = lambda s: None if s is None else s.encode("utf-8")  # noqa: E731
+        arr = (NcChatMessage * max(len(messages), 1))()
+        for i, m in enumerate(messages):
+            arr[i] = NcChatMessage(enc(m["role"]), enc(m.get("content", "")),
+                                   enc(m.get("reasoning_content")))
+        flags = (_CHAT_ADD_GENERATION_PROMPT if add_generation_prompt else 0) | (
+            0 if enable_thinking else _CHAT_NO_THINKING)
+        out = ctypes.c_void_p()
+        err = NcError()
+        _check(LIB.nc_chat_apply_template(arr, len(messages), flags, ctypes.byref(out),
+                                          ctypes.byref(err)), err)
+        return _take_string(out.value, len(ctypes.string_at(out.value)))
+
+    # ---- generation (decoders) -----------------------------------------
+
+    def _generate(self, ids, max_tokens, sampling, on_piece):
+        """nc_generate_tokens on the model's sequence; on_piece(bytes) gets
+        each piece of final text and returns True to cancel."""
+        err = NcError()
+        with self._lock:
+            if self._seq is None:
+                seq = ctypes.c_void_p()
+                _check(LIB.nc_sequence_new(self._h, 0, ctypes.byref(seq), ctypes.byref(err)), err)
+                self._seq = seq
+            failure = []
+
+            def cb(user, token, text, n):
+                try:
+                    return 1 if n and on_piece(ctypes.string_at(text, n)) else 0
+                except BaseException as e:  # raised again below, not lost in ctypes
+                    failure.append(e)
+                    return 1
+
+            c_cb = TOKEN_CALLBACK(cb)
+            arr = (ctypes.c_int32 * len(ids))(*ids)
+            finish = ctypes.c_int()
+            st = LIB.nc_generate_tokens(self._seq, arr, len(ids),
+                                        -1 if max_tokens is None else int(max_tokens), sampling.h,
+                                        c_cb, None, ctypes.byref(finish), ctypes.byref(err))
+            if failure:
+                raise failure[0]
+            _check(st, err)
+            self.last_finish = _FINISH[finish.value]
+
+    def generate(self, prompt, max_tokens=256, **sampling):
+        """The continuation of prompt (raw text, no chat template) as one str.
+        Sampling: temperature (default 0: greedy), top_k, top_p, min_p,
+        repeat_penalty, presence_penalty, frequency_penalty, seed, stop (a
+        str or a list); truncate=True drops the oldest prompt tokens when the
+        prompt does not fit. max_tokens None: until the context is full."""
+        pieces = []
+        s = _Sampling(sampling)
+        try:
+            self._generate(self.tokenize(prompt), max_tokens, s, pieces.append)
+        finally:
+            s.free()
+        return b"".join(pieces).decode("utf-8", "replace")
+
+    def stream(self, prompt, max_tokens=256, **sampling):
+        """As generate, as an iterator of text pieces while they are made.
+        Leaving the loop early cancels the generation."""
+        ids = self.tokenize(prompt)
+        s = _Sampling(sampling)  # bad parameters raise here, not at the first next()
+        return self._stream(ids, max_tokens, s)
+
+    def _stream(self, ids, max_tokens, s):
+        # the C call blocks until the end, so it runs in a thread (ctypes
+        # releases the GIL) and hands pieces over through a queue
+        q = queue.Queue()
+        cancel = threading.Event()
+        end = object()
+
+        def on_piece(b):
+            q.put(b)
+            return cancel.is_set()
+
+        def work():
+            try:
+                self._generate(ids, max_tokens, s, on_piece)
+                q.put(end)
+            except BaseException as e:
+                q.put(e)
+            finally:
+                s.free()
+
+        t = threading.Thread(target=work, name="nectar-generate", daemon=True)
+        t.start()
+        dec = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            while True:
+                item = q.get()
+                if item is end:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                text = dec.decode(item)
+                if text:
+                    yield text
+            tail = dec.decode(b"", final=True)
+            if tail:
+                yield tail
+        finally:
+            cancel.set()
+            t.join()
+
+    def chat(self, messages, max_tokens=256, enable_thinking=True, **sampling):
+        """The assistant's reply to messages (the chat template with the
+        generation prompt, then generate); thinking included when enabled."""
+        prompt = self.apply_chat_template(messages, True, enable_thinking)
+        return self.generate(prompt, max_tokens, **sampling)
+
+    # ---- encoders --------------------------------------------------------
+
+    def embed(self, text):
+        """The pooled embedding of text: a numpy float32 array where numpy is
+        installed, else a list of floats."""
+        d = self.embedding_size
+        buf = (ctypes.c_float * d)()
+        err = NcError()
+        _check(LIB.nc_embed(self._h, text.encode("utf-8"), buf, d, ctypes.byref(err)), err)
+        try:
+            import numpy
+        except ImportError:
+            return list(buf)
+        return numpy.frombuffer(buf, dtype=numpy.float32).copy()
+
+    def fill_mask(self, text, k=5):
+        """For each mask token in text, in order: the k most likely tokens as
+        [{"token": id, "token_str": text, "score": probability}]."""
+        max_masks = max(len(self.tokenize(text, add_special=True)), 1)
+        ids = (ctypes.c_int32 * (k * max_masks))()
+        probs = (ctypes.c_float * (k * max_masks))()
+        n = ctypes.c_int()
+        err = NcError()
+        _check(LIB.nc_fill_mask(self._h, text.encode("utf-8"), k, ids, probs, max_masks,
+                                ctypes.byref(n), ctypes.byref(err)), err)
+        return [[{"token": ids[i * k + j], "token_str": self.detokenize([ids[i * k + j]]),
+                  "score": probs[i * k + j]} for j in range(k)] for i in range(n.value)]
+
+    def classify(self, text):
+        """{label: probability} of a sequence classifier, in label order."""
+        labels = self.labels
+        probs = (ctypes.c_float * len(labels))()
+        err = NcError()
+        _check(LIB.nc_classify(self._h, text.encode("utf-8"), probs, len(labels),
+                               ctypes.byref(err)), err)
+        return dict(zip(labels, probs))

@@ -1,0 +1,77 @@
+/* Qwen3.5's linear-attention (Gated DeltaNet) layers as MIL functions. A
+ * full-attention layer of Qwen3.5 is a Qwen3 layer program
+ * (lower_qwen3_layer_program) with the output gate and a partial rotary
+ * matrix; a linear-attention layer is one program holding
+ *
+ *   step_s32: x, conv_state, delta_state -> x_out, conv_state_out, delta_state_out
+ *   mlp_sS  : x -> x_out                     (one per bucket, Qwen3's kernel)
+ *
+ * step_s32 is one token of the recurrent form: the token's activation in
+ * column 0 of x [1, D, 1, 32] (the other columns are ignored; x_out holds
+ * the result in every column); conv_state [1, C, 1, 32] holds the last K-1
+ * conv inputs in columns 0..K-2 (oldest first, zeros after); delta_state
+ * [1, nv, dk, dvp] is the delta-rule state. Both states are explicit inputs
+ * and outputs owned by the host, like the KV cache. Value heads are padded
+ * from dv to dvp (a multiple of 32: the ANE's I/O rows) with zero weight
+ * rows, which keeps every padded channel exactly zero; C = 2 nk dk + nv dvp.
+ * docs/qwen35.md has the op sequence and its fp16 errors. */
+#ifndef NC_LOWER_QWEN35_LOWER_H
+#define NC_LOWER_QWEN35_LOWER_H
+
+#include "lower/qwen3_lower.h"
+#include "models/qwen35.h"
+
+#define LOWER_STEP_SEQ 32 /* the step's one token padded to 32 columns */
+
+/* The fp16 weights of one linear-attention layer (padded as above). */
+typedef struct lower_linear_weights {
+    lower_weight attn_norm; /* [1, D, 1, 1], 1 + w */
+    lower_weight qkv, z;    /* [C, D, 1, 1], [nv dvp, D, 1, 1] */
+    lower_weight b, a;      /* [nv, D, 1, 1] */
+    lower_weight conv_prev; /* [1, C, 1, 32]: conv weight of state column k (k < K-1) */
+    lower_weight conv_last; /* [1, C, 1, 1]: conv weight of the new input */
+    lower_weight neg_a;     /* [1, nv, 1, 1]: -exp(A_log) */
+    lower_weight dt_bias;   /* [1, nv, 1, 1] */
+    lower_weight gnorm;     /* [1, 1, dvp, 1]: gated RMSNorm weight, zero padded */
+    lower_weight out;       /* [D, nv dvp, 1, 1] */
+    lower_weight shift;     /* [1, 1, 32, 32]: conv window shift (constant) */
+    lower_weight place;     /* [1, 1, 1, 32]: one-hot at column K-2 (constant) */
+} lower_linear_weights;
+
+/* The padded value head width: dv rounded up to a multiple of 32. */
+int lower_qwen35_dvp(const qwen35_config *c);
+/* The conv channels with padded value heads (C above). */
+int64_t lower_qwen35_conv_channels(const qwen35_config *c);
+
+/* Sets every weight's rank and dims (data left as is). */
+void lower_qwen35_linear_shapes(const qwen35_config *c, lower_linear_weights *w);
+
+/* The constant shift and place weights for kernel K (malloc'd, caller frees
+ * w->shift.data and w->place.data). */
+nc_status lower_qwen35_conv_constants(const qwen35_config *c, lower_linear_weights *w,
+                                      nc_error *err);
+
+/* Writes step_s32 into the function the builder is writing (its inputs,
+ * ops and outputs). */
+void lower_qwen35_step_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w);
+
+/* prefill_sS: the n tokens of a chunk in columns 0..n-1 of x [1, D, 1, S],
+ * in order, valid [1, 1, 1, S] 1 there and 0 after (padding leaves the
+ * state alone); the states as for the step; conv_pick_state [1, 1, 32, 32]
+ * and conv_pick_new [1, 1, S, 32], 0/1 matrices from the host that select
+ * the chunk's last K-1 conv inputs as the new window (they depend on n).
+ * The projections, conv, norms and gates run over all S columns at once;
+ * the delta rule walks the tokens in order inside the function (the
+ * recurrent form unrolled, the step's numerics), so a chunk is one
+ * dispatch. x_out holds the mixer's result in the same columns. */
+void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                                   int S);
+
+/* The linear-attention layer program (step_s32, then prefill_sS and mlp_sS per bucket of
+ * p; `mlp` holds the layer's MLP weights as Qwen3's) into folder dir;
+ * checked against the ANE rules. */
+nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *c,
+                                      lower_linear_weights *w, lower_layer_weights *mlp,
+                                      const char *dir, mil_program **out, nc_error *err);
+
+#endif

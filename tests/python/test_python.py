@@ -1,0 +1,138 @@
+"""The nectar Python package (python/), as installed by test_python.sh, against
+independent references: `nectar run --temp 0` and `nectar embed` (the C
+command line), HF transformers' tokenizer ids and chat template renderings,
+fill-mask and classifier probabilities (tests/fixtures, written by tools/).
+
+usage: test_python.py DEMO_DIR RUN_OUT PROMPT N ENCODER_DIR EMBED_JSON FIXTURES
+"""
+
+import json
+import os
+import sys
+
+import nectar
+
+demo, run_out, prompt, n, enc_dir, embed_json, fix = sys.argv[1:8]
+n = int(n)
+failed = 0
+
+
+def check(name, ok, why=""):
+    global failed
+    if ok:
+        print("PASS " + name)
+    else:
+        failed += 1
+        print("FAIL %s: %s" % (name, why))
+
+
+def close(a, b, tol):
+    return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
+
+
+# the package loaded the copy pip put inside it, not one from the build tree
+pkg = os.path.dirname(nectar.__file__)
+check("package_uses_its_own_library", nectar._lib.LIB._name.startswith(pkg), nectar._lib.LIB._name)
+check("version_is_the_libraries", nectar.__version__.count(".") == 2, nectar.__version__)
+
+m = nectar.Model(demo, threads=1)
+check("model_is_a_decoder", m.kind == "decoder", m.kind)
+with open(run_out, "rb") as f:
+    want = f.read()
+got = m.generate(prompt, n, temperature=0)
+check("generate_greedy_equals_nectar_run", got.encode() == want, "%r vs %r" % (got, want))
+check("generate_reports_finish", m.last_finish in ("eos", "length"), m.last_finish)
+
+pieces = list(nectar.Model(demo, threads=1).stream(prompt, n, temperature=0))
+check("stream_pieces_concatenate_to_nectar_run", "".join(pieces).encode() == want and
+      len(pieces) > 1, "%d pieces %r" % (len(pieces), "".join(pieces)))
+
+# leaving the loop early cancels the generation
+early = []
+for piece in m.stream(prompt, n, temperature=0):
+    early.append(piece)
+    if len(early) == 2:
+        break
+check("stream_break_cancels", m.last_finish == "cancel" and "".join(early) == "".join(pieces[:2]),
+      "%s %r" % (m.last_finish, early))
+
+# same seed, same text; a stop string cuts before it
+a = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 5)
+b = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 5)
+c = m.generate(prompt, n, temperature=1.2, top_k=0, top_p=1, seed=2**63 + 6)
+check("seeded_sampling_repeats", a == b and a != c and len(a) > 0, "%r %r %r" % (a, b, c))
+word = want.decode().split()[2]
+cut = m.generate(prompt, n, temperature=0, stop=" " + word)
+check("stop_string_cuts", cut == want.decode()[:want.decode().index(" " + word)] and
+      m.last_finish == "stop", "%r (%s)" % (cut, m.last_finish))
+
+# tokenizer against HF's ids (models/demo/reference.json)
+with open(os.path.join(demo, "reference.json")) as f:
+    ref = json.load(f)["prompts"][0]
+ids = m.tokenize(ref["text"])
+check("tokenize_matches_hf", ids == ref["ids"], "%r vs %r" % (ids, ref["ids"]))
+check("detokenize_round_trips", m.detokenize(ids) == ref["text"], m.detokenize(ids))
+check("token_id", m.token_id("<|im_end|>") is not None and m.token_id("no such token") is None)
+
+# the chat template against transformers' apply_chat_template
+n_cases = bad = 0
+with open(os.path.join(fix, "chat", "cases.jsonl")) as f:
+    for line in f:
+        c = json.loads(line)
+        keys = {k for msg in c["messages"] for k in msg}
+        if not keys <= {"role", "content", "reasoning_content"} or set(c) - {
+                "name", "messages", "add_generation_prompt", "enable_thinking", "expected"}:
+            continue  # tools and tool calls are not in the package's API
+        n_cases += 1
+        out = m.apply_chat_template(c["messages"], c["add_generation_prompt"],
+                                    c["enable_thinking"])
+        if out != c["expected"]:
+            bad += 1
+            print("  %s: %r" % (c["name"], out))
+check("chat_template_matches_hf", n_cases >= 3 and bad == 0, "%d of %d differ" % (bad, n_cases))
+reply = m.chat([{"role": "user", "content": "Hello"}], 8, temperature=0)
+want_reply = m.generate(m.apply_chat_template([{"role": "user", "content": "Hello"}]), 8,
+                        temperature=0)
+check("chat_is_template_then_generate", reply == want_reply, "%r vs %r" % (reply, want_reply))
+
+# encoders: embed equals `nectar embed`; fill-mask and classify equal HF's
+e = nectar.Model(enc_dir, threads=1)
+with open(embed_json) as f:
+    want_vec = json.load(f)["embeddings"][0]
+vec = [float(x) for x in e.embed("Hello")]
+check("embed_equals_nectar_embed", close(vec, want_vec, 1e-5), "%r vs %r" % (vec[:3], want_vec[:3]))
+
+mlm = os.path.join(fix, "modernbert", "mb_mlm")
+with open(os.path.join(mlm, "ref", "fill_mask.json")) as f:
+    fm = json.load(f)
+top = nectar.Model(mlm, threads=1).fill_mask(fm["text"], k=len(fm["ids"]))
+check("fill_mask_matches_hf", len(top) == 1 and [t["token"] for t in top[0]] == fm["ids"] and
+      close([t["score"] for t in top[0]], fm["probs"], 1e-4), repr(top))
+
+cls = os.path.join(fix, "modernbert", "mm_cls")
+with open(os.path.join(cls, "ref", "classify.json")) as f:
+    cr = json.load(f)
+probs = nectar.Model(cls, threads=1).classify(cr["texts"][0])
+check("classify_matches_hf", close(list(probs.values()), cr["probs"][0], 1e-4), repr(probs))
+
+# errors: NectarError with the library's message naming the path or value
+bad_path = os.path.join(os.path.dirname(run_out), "no-such-model")
+try:
+    nectar.Model(bad_path)
+    check("bad_path_raises_nectar_error", False, "no exception")
+except nectar.NectarError as x:
+    check("bad_path_raises_nectar_error", bad_path in str(x) and x.status == "not-found",
+          "%s (%s)" % (x, x.status))
+try:
+    m.generate(prompt, 4, temperature=-1)
+    check("bad_sampling_raises_nectar_error", False, "no exception")
+except nectar.NectarError as x:
+    check("bad_sampling_raises_nectar_error", "temperature" in str(x), str(x))
+try:
+    e.generate("x", 4)
+    check("encoder_generate_raises", False, "no exception")
+except nectar.NectarError as x:
+    check("encoder_generate_raises", "encoder" in str(x), str(x))
+m.close()
+e.close()
+sys.exit(1 if failed else 0)
