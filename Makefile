@@ -21,13 +21,16 @@ CC ?= cc
 BUILD ?= build
 OPT ?= -O2
 SAN ?=
+# Sanitizer flags of the per-ISA kernel objects (*_avx2/_avx512/_amx/_neon.c);
+# the fuzz build sets them without the coverage instrumentation (see fuzz:).
+ISA_SAN ?= $(SAN)
 
 PKGS := libpcre2-8 libutf8proc jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CPPFLAGS := -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE
-CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -g $(OPT) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+CFLAGS_ALL := -std=c11 -Wall -Wextra -Werror -g $(OPT) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 LDLIBS := $(PKG_LIBS) -lm -lpthread
 # gcc's -Wformat-truncation flags every bounded snprintf of a message; the
 # truncation is intended there (one-line error records), so it is off for gcc.
@@ -74,16 +77,25 @@ all: $(NECTAR) $(TEST_BIN) $(FUZZ_BIN)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(OBJ_SAN) $(ISA_FLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.m
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -x objective-c -fobjc-exceptions -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(SAN) -x objective-c -fobjc-exceptions -c $< -o $@
 
+OBJ_SAN = $(SAN)
+$(BUILD)/obj/%_avx2.o $(BUILD)/obj/%_avx512.o $(BUILD)/obj/%_amx.o $(BUILD)/obj/%_neon.o: OBJ_SAN = $(ISA_SAN)
 $(BUILD)/obj/%_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/obj/%_avx512.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
 $(BUILD)/obj/%_amx.o: ISA_FLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mfma -mf16c -mamx-tile -mamx-bf16
+# AVX-VNNI (the VEX vpdpbusd) on top of AVX2: *_vnni_avx2.c (the shorter stem wins)
+$(BUILD)/obj/%_vnni_avx2.o: ISA_FLAGS = -mavx2 -mfma -mf16c -mavxvnni
+# arm64 extensions, one file each, used where the CPU reports them (the rest
+# of the build stays armv8.0); tests/cpu/test_neon_qemu.sh uses the same flags
+$(BUILD)/obj/%_dotprod_neon.o: ISA_FLAGS = -march=armv8.2-a+dotprod
+$(BUILD)/obj/%_i8mm_neon.o: ISA_FLAGS = -march=armv8.2-a+dotprod+i8mm
+$(BUILD)/obj/%_bf16_neon.o: ISA_FLAGS = -march=armv8.2-a+bf16
 $(BUILD)/obj/src/ane/%.o: CFLAGS_ALL += -fobjc-arc -Wno-unused-parameter
 
 $(LIB): $(OBJ)
@@ -150,12 +162,17 @@ demo: deps
 # through tests/fuzz/driver.c instead. Every library object of the fuzz build
 # carries the coverage instrumentation (fuzzer-no-link) as well as ASan/UBSan,
 # so libFuzzer sees the edges of the parsers, not only of the target file.
-# UBSan findings abort, so libFuzzer records them as crashes.
+# UBSan findings abort, so libFuzzer records them as crashes. The per-ISA
+# kernels are not input parsers: they get ASan only (bad shapes a parser let
+# through still fault there), since clang 14 takes minutes of CPU per kernel
+# file with UBSan on top of the AVX-512 intrinsics.
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_ISA_SAN := -fsanitize=address -fno-omit-frame-pointer
 FUZZ_OUT := build/fuzz/bin
 fuzz:
 	@sh scripts/install-deps.sh fuzz-check
-	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" \
+	    ISA_SAN="$(FUZZ_ISA_SAN)" fuzz-bins
 
 # Only reached through the sub-make above (BUILD=build/fuzz, CC=clang).
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_OUT)/%)

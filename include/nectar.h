@@ -160,7 +160,7 @@ typedef enum nc_model_kind {
  *   "cpu" (NULL: the default)  a folder, run by the CPU engine;
  *   "mil"                      a bundle, run by the fp16 MIL interpreter
  *                              (the ANE's arithmetic, on any machine);
- *   "ane"                      a decoder bundle on the Neural Engine (macOS),
+ *   "ane"                      a bundle on the Neural Engine (macOS),
  *                              or with "ane_device=fake" on a stand-in device
  *                              that runs the programs in the interpreter.
  * Options: "threads=N" (0: all cores, the default), "ctx=N" (decoder

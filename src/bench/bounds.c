@@ -8,6 +8,7 @@
 
 #include "base/json.h"
 #include "models/presets.h"
+#include "models/qwen35.h"
 #include "models/qwen3_config.h"
 
 const nc_weight_format nc_weight_formats[] = {
@@ -45,17 +46,35 @@ static double kv_dim(const nc_qwen3_shape *s) {
     return (double)s->num_key_value_heads * (double)s->head_dim;
 }
 
+/* Qwen3.5's linear-attention layers: value width, conv channels. */
+static double lin_vd(const nc_qwen3_shape *s) {
+    return (double)s->lin_v_heads * (double)s->lin_v_dim;
+}
+static double lin_conv(const nc_qwen3_shape *s) {
+    return 2.0 * (double)s->lin_k_heads * (double)s->lin_k_dim + lin_vd(s);
+}
+
 nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s) {
     nc_qwen3_params p;
     double h = (double)s->hidden_size, inter = (double)s->intermediate_size;
     double n = (double)s->num_hidden_layers, vocab = (double)s->vocab_size;
-    /* q_proj h->q_dim, k_proj and v_proj h->kv_dim (GQA), o_proj q_dim->h */
-    double attn = h * q_dim(s) + 2.0 * h * kv_dim(s) + q_dim(s) * h;
+    double nl = (double)s->n_linear, nf = n - nl;
+    /* q_proj h->q_dim (Qwen3.5: twice, the output gate), k_proj and v_proj
+     * h->kv_dim (GQA), o_proj q_dim->h */
+    double attn = h * q_dim(s) * (s->n_linear ? 2.0 : 1.0) + 2.0 * h * kv_dim(s) + q_dim(s) * h;
+    /* in_proj_qkv h->conv channels, in_proj_z h->v width, in_proj_b/a h->v
+     * heads, out_proj v width->h */
+    double lin = h * lin_conv(s) + h * lin_vd(s) + 2.0 * h * (double)s->lin_v_heads + lin_vd(s) * h;
     double mlp = 3.0 * h * inter; /* gate, up: h->inter; down: inter->h */
-    p.layer_matmul = n * (attn + mlp);
+    p.layer_matmul = nf * attn + nl * lin + n * mlp;
     /* input and post-attention RMSNorm (h each), q_norm and k_norm (head_dim
-     * each, shared by all heads of a layer), then the final norm */
-    p.norms = n * (2.0 * h + 2.0 * (double)s->head_dim) + h;
+     * each, shared by all heads of a layer), then the final norm; a linear
+     * layer's gated norm (v head dim), A_log and dt_bias (v heads) and
+     * depthwise conv1d (conv channels x kernel) instead of q/k norms */
+    p.norms = n * 2.0 * h + nf * 2.0 * (double)s->head_dim +
+              nl * ((double)s->lin_v_dim + 2.0 * (double)s->lin_v_heads +
+                    lin_conv(s) * (double)s->lin_conv_kernel) +
+              h;
     p.embedding = vocab * h;
     p.lm_head = s->is_tied ? 0.0 : vocab * h;
     p.total = p.layer_matmul + p.norms + p.embedding + p.lm_head;
@@ -66,18 +85,38 @@ nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s) {
     return p;
 }
 
+/* The recurrent form's work per token of one linear layer: the decay
+ * (1 multiply), S^T k (2), the rank-1 update (2) and S^T q (2) per state
+ * entry, and the conv (2 per channel and tap). */
+static double linear_flops_per_token(const nc_qwen3_shape *s) {
+    return (double)s->n_linear *
+           (7.0 * (double)s->lin_v_heads * (double)s->lin_k_dim * (double)s->lin_v_dim +
+            2.0 * lin_conv(s) * (double)s->lin_conv_kernel);
+}
+
+static double full_layers(const nc_qwen3_shape *s) {
+    return (double)(s->num_hidden_layers - s->n_linear);
+}
+
 double nc_qwen3_prefill_flops(const nc_qwen3_shape *s, int64_t batch, int64_t seq_len) {
-    double b = (double)batch, l = (double)seq_len, n = (double)s->num_hidden_layers;
-    return 2.0 * b * l * nc_qwen3_count(s).matmul_per_token + 4.0 * b * n * l * l * q_dim(s);
+    double b = (double)batch, l = (double)seq_len;
+    return 2.0 * b * l * nc_qwen3_count(s).matmul_per_token +
+           4.0 * b * full_layers(s) * l * l * q_dim(s) + b * l * linear_flops_per_token(s);
 }
 
 double nc_qwen3_decode_flops(const nc_qwen3_shape *s, int64_t context) {
-    double n = (double)s->num_hidden_layers;
-    return 2.0 * nc_qwen3_count(s).matmul_per_token + 4.0 * n * (double)context * q_dim(s);
+    return 2.0 * nc_qwen3_count(s).matmul_per_token +
+           4.0 * full_layers(s) * (double)context * q_dim(s) + linear_flops_per_token(s);
 }
 
 double nc_qwen3_kv_bytes(const nc_qwen3_shape *s, int64_t context) {
-    return 2.0 * (double)s->num_hidden_layers * kv_dim(s) * (double)context * 2.0;
+    return 2.0 * full_layers(s) * kv_dim(s) * (double)context * 2.0;
+}
+
+double nc_qwen3_state_bytes(const nc_qwen3_shape *s) {
+    double state = (double)s->lin_v_heads * (double)s->lin_k_dim * (double)s->lin_v_dim;
+    double window = (double)(s->lin_conv_kernel - 1) * lin_conv(s);
+    return s->n_linear ? 2.0 * (double)s->n_linear * (state + window) * 4.0 : 0.0;
 }
 
 nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err) {
@@ -95,6 +134,21 @@ nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error 
         if (f[i].v <= 0 || f[i].v > (int64_t)1 << 24)
             return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is out of range (1..2^24)",
                            what, f[i].name, (long long)f[i].v);
+    const struct {
+        const char *name;
+        int64_t v;
+    } lf[] = {{"linear_num_key_heads", s->lin_k_heads},
+              {"linear_num_value_heads", s->lin_v_heads},
+              {"linear_key_head_dim", s->lin_k_dim},
+              {"linear_value_head_dim", s->lin_v_dim},
+              {"linear_conv_kernel_dim", s->lin_conv_kernel}};
+    for (size_t i = 0; s->n_linear && i < sizeof lf / sizeof lf[0]; i++)
+        if (lf[i].v <= 0 || lf[i].v > (int64_t)1 << 24)
+            return nc_fail(err, NC_ERR_RANGE, "%s: field '%s' = %lld is out of range (1..2^24)",
+                           what, lf[i].name, (long long)lf[i].v);
+    if (s->n_linear < 0 || s->n_linear > s->num_hidden_layers)
+        return nc_fail(err, NC_ERR_RANGE, "%s: %lld linear-attention layers of %lld", what,
+                       (long long)s->n_linear, (long long)s->num_hidden_layers);
     if (s->num_attention_heads % s->num_key_value_heads != 0)
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
@@ -113,13 +167,48 @@ nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err) {
 }
 
 nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
-    nc_qwen3_shape s = {c->hidden_size,         c->intermediate_size,   c->num_hidden_layers,
-                        c->num_attention_heads, c->num_key_value_heads, c->head_dim,
-                        c->vocab_size,          c->tie_word_embeddings};
+    nc_qwen3_shape s = {c->hidden_size,
+                        c->intermediate_size,
+                        c->num_hidden_layers,
+                        c->num_attention_heads,
+                        c->num_key_value_heads,
+                        c->head_dim,
+                        c->vocab_size,
+                        c->tie_word_embeddings,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0};
+    return s;
+}
+
+nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c) {
+    qwen3_config q;
+    qwen35_config_shape(c, &q);
+    nc_qwen3_shape s = nc_qwen3_shape_of(&q);
+    s.n_linear = c->num_hidden_layers - c->n_full;
+    s.lin_k_heads = c->linear_num_key_heads;
+    s.lin_v_heads = c->linear_num_value_heads;
+    s.lin_k_dim = c->linear_key_head_dim;
+    s.lin_v_dim = c->linear_value_head_dim;
+    s.lin_conv_kernel = c->linear_conv_kernel_dim;
     return s;
 }
 
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
+    /* a Qwen3.5 config.json: its folder through the Qwen3.5 reader */
+    const char *slash = strrchr(config_path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - config_path) : 1,
+             slash ? config_path : ".");
+    if (slash && !strcmp(slash + 1, "config.json") && qwen35_is_qwen35_dir(dir)) {
+        qwen35_config c;
+        NC_TRY(qwen35_config_load(dir, &c, err));
+        *out = nc_qwen35_shape_of(&c);
+        return nc_qwen3_validate(out, config_path, err);
+    }
     qwen3_config c;
     NC_TRY(qwen3_config_load_file(config_path, &c, err));
     *out = nc_qwen3_shape_of(&c);
@@ -137,9 +226,23 @@ static nc_status preset_of(const char *name, model_family family, const char *ar
 
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
     const model_preset *p;
-    NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
-    nc_qwen3_shape s = {p->hidden, p->intermediate, p->layers, p->heads, p->kv_heads,
-                        p->head_dim, p->vocab, p->tied};
+    NC_TRY(model_preset_get(name, &p, err));
+    if (p->family != MODEL_FAMILY_QWEN35)
+        NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
+    nc_qwen3_shape s = {p->hidden,   p->intermediate,
+                        p->layers,   p->heads,
+                        p->kv_heads, p->head_dim,
+                        p->vocab,    p->tied,
+                        0,           0,
+                        0,           0,
+                        0,           0};
+    if (p->family == MODEL_FAMILY_QWEN35) { /* every 4th layer full attention, conv kernel 4 */
+        s.n_linear = p->layers - p->layers / 4;
+        s.lin_k_heads = p->lin_k_heads;
+        s.lin_v_heads = p->lin_v_heads;
+        s.lin_k_dim = s.lin_v_dim = p->lin_head_dim;
+        s.lin_conv_kernel = 4;
+    }
     *out = s;
     return NC_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "models/qwen3.h"
+#include "models/qwen35.h"
 
 /* A ModernBERT-style encoder: N layers of attention (Wqkv D->3D, Wo D->D) and
  * a gated MLP (Wi D->2I, Wo I->D), plus H "head" transformer layers of the
@@ -26,6 +27,11 @@ typedef struct nc_qwen3_shape {
     int64_t hidden_size, intermediate_size, num_hidden_layers;
     int64_t num_attention_heads, num_key_value_heads, head_dim, vocab_size;
     int is_tied; /* tie_word_embeddings: lm_head shares the embedding table */
+    /* Qwen3.5 (all 0 for Qwen3): n_linear of the layers are Gated DeltaNet
+     * layers (in_proj_qkv/z/b/a, conv1d, out_proj; a recurrent state
+     * [lin_v_heads, lin_k_dim, lin_v_dim] and a conv window per sequence);
+     * the others are gated attention (q_proj also makes the output gate). */
+    int64_t n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;
 } nc_qwen3_shape;
 
 /* Parameter counts of a Qwen3 model, split the ways claims need them. */
@@ -63,6 +69,10 @@ double nc_qwen3_prefill_flops(const nc_qwen3_shape *s, int64_t batch, int64_t se
 double nc_qwen3_decode_flops(const nc_qwen3_shape *s, int64_t context);
 /* K and V read for one decoded token at `context` positions, fp16 cache. */
 double nc_qwen3_kv_bytes(const nc_qwen3_shape *s, int64_t context);
+/* Qwen3.5: the recurrent states one decoded token reads and writes (fp32,
+ * as the cpu engine keeps them): 2 x linear layers x (state + conv window)
+ * x 4 bytes; 0 for Qwen3. */
+double nc_qwen3_state_bytes(const nc_qwen3_shape *s);
 
 /* Checks every field is positive and the shape is consistent. */
 nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err);
@@ -70,9 +80,12 @@ nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err);
 
 /* The sizes of a parsed Qwen3 config (models/qwen3_config.h, the one reader). */
 nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c);
-/* Reads a Qwen3 config.json file. */
+/* The sizes of a parsed Qwen3.5 config, linear-attention layers included. */
+nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c);
+/* Reads a Qwen3 config.json file, or a Qwen3.5 one (a folder's config.json). */
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err);
-/* A Qwen3 preset's shape (models/presets.h: qwen3-0.6b ... qwen3-32b). */
+/* A Qwen3 or Qwen3.5 preset's shape (models/presets.h: qwen3-0.6b ...
+ * qwen3-32b, qwen3.5-0.8b ... qwen3.5-9b). */
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err);
 /* A ModernBERT-family preset's shape (H = 0): modernbert-base, -large,
  * mmbert-base. */

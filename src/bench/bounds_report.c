@@ -31,7 +31,8 @@ static json_t *format_row(const nc_bounds_query *q, const nc_weight_format *wf, 
         opt_real(nc_floor_s(flops, q->compute_flops_per_s, bytes, q->bandwidth_bytes_per_s),
                  has_bw || has_fl));
     if (q->is_decoder) {
-        double tok_bytes = bytes + nc_qwen3_kv_bytes(&q->decoder, q->context);
+        double tok_bytes =
+            bytes + nc_qwen3_kv_bytes(&q->decoder, q->context) + nc_qwen3_state_bytes(&q->decoder);
         double tok_flops = nc_qwen3_decode_flops(&q->decoder, q->context);
         double t =
             nc_floor_s(tok_flops, q->compute_flops_per_s, tok_bytes, q->bandwidth_bytes_per_s);
@@ -72,6 +73,14 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
         json_object_set_new(shape, "head_dim", json_integer(s->head_dim));
         json_object_set_new(shape, "vocab_size", json_integer(s->vocab_size));
         json_object_set_new(shape, "tie_word_embeddings", json_boolean(s->is_tied));
+        if (s->n_linear) { /* Qwen3.5 */
+            json_object_set_new(shape, "linear_attention_layers", json_integer(s->n_linear));
+            json_object_set_new(shape, "linear_num_key_heads", json_integer(s->lin_k_heads));
+            json_object_set_new(shape, "linear_num_value_heads", json_integer(s->lin_v_heads));
+            json_object_set_new(shape, "linear_key_head_dim", json_integer(s->lin_k_dim));
+            json_object_set_new(shape, "linear_value_head_dim", json_integer(s->lin_v_dim));
+            json_object_set_new(shape, "linear_conv_kernel_dim", json_integer(s->lin_conv_kernel));
+        }
         json_object_set_new(params, "total", count(p.total));
         json_object_set_new(params, "non_embedding", count(p.non_embedding));
         json_object_set_new(params, "embedding", count(p.embedding));
@@ -104,6 +113,8 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
                             json_real(nc_qwen3_decode_flops(&q->decoder, q->context)));
         json_object_set_new(r, "kv_bytes_per_token",
                             json_real(nc_qwen3_kv_bytes(&q->decoder, q->context)));
+        json_object_set_new(r, "state_bytes_per_token",
+                            json_real(nc_qwen3_state_bytes(&q->decoder)));
     }
     json_object_set_new(r, "bandwidth_bytes_per_s",
                         opt_real(q->bandwidth_bytes_per_s, q->bandwidth_bytes_per_s > 0));
@@ -175,6 +186,16 @@ void nc_bounds_print_table(FILE *f, const json_t *r) {
                 (long long)num(shape, "vocab_size"),
                 json_is_true(json_object_get(shape, "tie_word_embeddings")) ? "tied head"
                                                                             : "separate head");
+        if (json_object_get(shape, "linear_attention_layers"))
+            fprintf(f,
+                    "  qwen3.5: %lld linear-attention layers, %lld/%lld heads of %lld/%lld, "
+                    "conv %lld; the other layers gated attention\n",
+                    (long long)num(shape, "linear_attention_layers"),
+                    (long long)num(shape, "linear_num_key_heads"),
+                    (long long)num(shape, "linear_num_value_heads"),
+                    (long long)num(shape, "linear_key_head_dim"),
+                    (long long)num(shape, "linear_value_head_dim"),
+                    (long long)num(shape, "linear_conv_kernel_dim"));
         fprintf(f, "  params total          %15.0f  (%sparams)\n", num(params, "total"),
                 si(num(params, "total"), b1, sizeof b1));
         fprintf(f, "  params non-embedding  %15.0f  (%sparams)\n", num(params, "non_embedding"),
@@ -215,8 +236,12 @@ void nc_bounds_print_table(FILE *f, const json_t *r) {
                 dur(json_object_get(row, "floor_s"), b4, sizeof b4));
     }
     if (is_decoder) {
-        fprintf(f, "\n  decode, one token at context %lld (KV cache fp16, %sB/token):\n",
+        fprintf(f, "\n  decode, one token at context %lld (KV cache fp16, %sB/token",
                 (long long)num(r, "context"), si(num(r, "kv_bytes_per_token"), b1, sizeof b1));
+        if (num(r, "state_bytes_per_token") > 0)
+            fprintf(f, "; recurrent states read + written, fp32, %sB/token",
+                    si(num(r, "state_bytes_per_token"), b1, sizeof b1));
+        fprintf(f, "):\n");
         fprintf(f, "  %-6s %-13s %-11s %s\n", "format", "bytes/token", "floor", "tokens/s ceiling");
         json_array_foreach(json_object_get(r, "formats"), i, row) {
             const json_t *tps = json_object_get(row, "tokens_per_s_ceiling");

@@ -55,7 +55,7 @@ cpu_gemm_acc_fn cpu_delta_gemm_for(const cpu_kernels *kern) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (!kern->name) return cpu_gemm_acc_scalar; /* a table the CPU never filled in */
     if (!strcmp(kern->name, "avx512") || !strcmp(kern->name, "amx")) return cpu_gemm_acc_avx512;
-    if (!strcmp(kern->name, "avx2")) return cpu_gemm_acc_avx2;
+    if (!strncmp(kern->name, "avx2", 4)) return cpu_gemm_acc_avx2; /* and avx2-vnni */
 #else
     (void)kern;
 #endif

@@ -1,6 +1,8 @@
 /* Runtime CPU detection and the one-time choice of the kernel table. On
  * x86-64 the CPUID bits alone are not enough: the OS must also save the
- * wide registers (XCR0), or AVX instructions fault. */
+ * wide registers (XCR0), or AVX instructions fault. On arm64 the kernel
+ * says which extensions user code may run (HWCAP bits on Linux, sysctl on
+ * macOS); elsewhere only the baseline NEON table is used. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_amx.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/qkernels.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -38,12 +41,48 @@ static void detect(cpu_features *f) {
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
         f->avx512vnni = (c >> 11) & 1;
-        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f->avx512bf16 = (a >> 5) & 1;
     }
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+        f->avxvnni = (a >> 4) & 1; /* ymm state only: os_avx */
+        if (os_avx512) f->avx512bf16 = (a >> 5) & 1;
+    }
+}
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+/* The arm64 Linux HWCAP bits (asm/hwcap.h), for C libraries whose headers
+ * predate them. */
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
+static void detect(cpu_features *f) {
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f->neon = 1;
+    f->dotprod = (hw & HWCAP_ASIMDDP) != 0;
+    f->i8mm = (hw2 & HWCAP2_I8MM) != 0;
+    f->bf16 = (hw2 & HWCAP2_BF16) != 0;
+}
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+static int sysctl_flag(const char *name) {
+    int v = 0;
+    size_t len = sizeof v;
+    return sysctlbyname(name, &v, &len, NULL, 0) == 0 && v == 1;
+}
+static void detect(cpu_features *f) {
+    f->neon = 1;
+    f->dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    f->i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
+    f->bf16 = sysctl_flag("hw.optional.arm.FEAT_BF16");
 }
 #elif defined(__aarch64__)
 static void detect(cpu_features *f) {
-    f->neon = 1;
+    f->neon = 1; /* an OS this file cannot ask: the armv8.0 table */
 }
 #else
 static void detect(cpu_features *f) {
@@ -57,8 +96,13 @@ static const cpu_kernels *chosen;
 /* The AVX-512 table with bf16 prompts on vdpbf16ps where the CPU has
  * AVX512-BF16, and that with prompts on AMX tiles, where the CPU and OS
  * have them. */
-static cpu_kernels avx512_table, amx_table;
+static cpu_kernels avx2_vnni_table, avx512_table, amx_table;
 static int has_amx;
+#elif defined(__aarch64__)
+/* The NEON table with quantized kernels on sdot (dotprod), and that with
+ * the int8 prompt GEMM on smmla as well (i8mm; every CPU with it has
+ * dotprod); each may get bf16 prompts on bfmmla (cpu_select_bf16). */
+static cpu_kernels neon_table, neon_dotprod_table, neon_i8mm_table;
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -88,11 +132,28 @@ static void choose(void) {
         amx_table.amx = 1;
         has_amx = 1;
     }
+    /* AVX2 with the int8 prompt GEMM on 256-bit vpdpbusd (Alder Lake, and
+     * the AVX-512 CPUs that have AVX-VNNI too) */
+    avx2_vnni_table = cpu_kernels_avx2;
+    avx2_vnni_table.name = "avx2-vnni";
+    avx2_vnni_table.qpanel = &cpu_qpanel_avxvnni;
     if (has_avx2()) chosen = &cpu_kernels_avx2;
+    if (has_avx2() && features.avxvnni) chosen = &avx2_vnni_table;
     if (has_avx512()) chosen = &avx512_table;
     if (has_amx) chosen = &amx_table;
 #elif defined(__aarch64__)
-    chosen = &cpu_kernels_neon;
+    neon_table = cpu_kernels_neon;
+    neon_dotprod_table = neon_table;
+    neon_dotprod_table.name = "neon-dotprod";
+    neon_dotprod_table.qmatmul[0] = cpu_qmatmul_q8_neon_dotprod;
+    neon_dotprod_table.qmatmul[1] = cpu_qmatmul_q4_neon_dotprod;
+    neon_dotprod_table.qpanel = &cpu_qpanel_neon_dotprod;
+    neon_i8mm_table = neon_dotprod_table;
+    neon_i8mm_table.name = "neon-i8mm";
+    neon_i8mm_table.qpanel = &cpu_qpanel_neon_i8mm;
+    chosen = &neon_table;
+    if (features.dotprod) chosen = &neon_dotprod_table;
+    if (features.dotprod && features.i8mm) chosen = &neon_i8mm_table;
 #endif
 }
 
@@ -111,7 +172,8 @@ static int rank(const char *name) {
     static const struct {
         const char *name;
         int rank;
-    } order[] = {{"scalar", 0}, {"avx2", 1}, {"neon", 1}, {"avx512", 2}, {"amx", 3}};
+    } order[] = {{"scalar", 0},       {"avx2", 1},   {"neon", 1},      {"avx2-vnni", 2},
+                 {"neon-dotprod", 2}, {"avx512", 3}, {"neon-i8mm", 3}, {"amx", 4}};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         if (!strcmp(name, order[i].name)) return order[i].rank;
     return -1;
@@ -120,17 +182,20 @@ static int rank(const char *name) {
 nc_status cpu_select_table(const char *cap, nc_error *err) {
     pthread_once(&once, choose);
     const cpu_kernels *tabs[8];
-    int n = cpu_kernels_available(tabs, 8), limit = cap && *cap ? rank(cap) : 3;
+    int n = cpu_kernels_available(tabs, 8), limit = cap && *cap ? rank(cap) : 4;
     if (limit < 0)
         return nc_fail(err, NC_ERR_INVALID,
-                       "kernel table '%s' is unknown (scalar, avx2, neon, avx512, amx)", cap);
+                       "kernel table '%s' is unknown (scalar, avx2, avx2-vnni, avx512, amx, "
+                       "neon, neon-dotprod, neon-i8mm)",
+                       cap);
     for (int i = 0; i < n; i++) /* scalar first, best last */
         if (rank(tabs[i]->name) <= limit) chosen = tabs[i];
     return NC_OK;
 }
 
 /* bf16 prompts on vdpbf16ps only on request: on this Sapphire Rapids both
- * variants ran slower than the fp32 GEMM (docs/performance.md). */
+ * variants ran slower than the fp32 GEMM (docs/performance.md). bfmmla on
+ * arm64 likewise, until it is measured on a CPU that has it. */
 nc_status cpu_select_bf16(const char *mode, nc_error *err) {
     pthread_once(&once, choose);
     int want = !mode || !*mode || !strcmp(mode, "off") ? 0
@@ -144,6 +209,11 @@ nc_status cpu_select_bf16(const char *mode, nc_error *err) {
     if (want && features.avx512bf16)
         g = &cpu_gemm_bf16_avx512[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
     avx512_table.gemm_bf16 = amx_table.gemm_bf16 = g;
+#elif defined(__aarch64__)
+    const cpu_gemm_kernels *g = NULL;
+    if (want && features.bf16)
+        g = &cpu_gemm_bf16_neon[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
+    neon_table.gemm_bf16 = neon_dotprod_table.gemm_bf16 = neon_i8mm_table.gemm_bf16 = g;
 #endif
     return NC_OK;
 }
@@ -154,10 +224,13 @@ int cpu_kernels_available(const cpu_kernels **out, int cap) {
     if (n < cap) out[n++] = &cpu_kernels_scalar;
 #if defined(__x86_64__)
     if (has_avx2() && n < cap) out[n++] = &cpu_kernels_avx2;
+    if (has_avx2() && features.avxvnni && n < cap) out[n++] = &avx2_vnni_table;
     if (has_avx512() && n < cap) out[n++] = &avx512_table;
     if (has_amx && n < cap) out[n++] = &amx_table;
 #elif defined(__aarch64__)
-    if (n < cap) out[n++] = &cpu_kernels_neon;
+    if (n < cap) out[n++] = &neon_table;
+    if (features.dotprod && n < cap) out[n++] = &neon_dotprod_table;
+    if (features.dotprod && features.i8mm && n < cap) out[n++] = &neon_i8mm_table;
 #endif
     return n;
 }

@@ -64,7 +64,7 @@ static inline size_t cpu_gemm_panel_floats(const cpu_gemm_kernels *g, int rows, 
 }
 
 typedef struct cpu_kernels {
-    const char *name; /* "scalar", "avx2", "avx512" */
+    const char *name; /* "scalar", "avx2", "avx2-vnni", "avx512", "amx", "neon", ... */
     cpu_matmul_fn matmul[CPU_W_FLOAT_N];
     cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
@@ -91,8 +91,13 @@ extern const cpu_kernels cpu_kernels_avx512;
 extern const cpu_kernels cpu_kernels_neon;
 #endif
 
+/* avxvnni: the VEX (256-bit) vpdpbusd, CPUID.(7,1):EAX[4]; dotprod, i8mm,
+ * bf16: the arm64 extensions FEAT_DotProd (sdot/udot), FEAT_I8MM (smmla)
+ * and FEAT_BF16 (bfdot/bfmmla/bfcvt), from the kernel's HWCAP bits on Linux
+ * and sysctl hw.optional.arm.FEAT_* on macOS. */
 typedef struct cpu_features {
-    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, neon;
+    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni;
+    int neon, dotprod, i8mm, bf16;
 } cpu_features;
 
 const cpu_features *cpu_features_get(void);
@@ -102,7 +107,8 @@ const cpu_features *cpu_features_get(void);
 const cpu_kernels *cpu_kernels_get(void);
 
 /* Caps the choice: the best table this CPU runs at or below `cap` in the
- * order scalar < avx2 (neon) < avx512 < amx, e.g. "scalar" for the
+ * order scalar < avx2 (neon) < avx2-vnni (neon-dotprod) < avx512
+ * (neon-i8mm) < amx, e.g. "scalar" for the
  * reference, "avx512" for AVX-512 without AMX tiles; NULL or "" for the
  * best. Call it at start, before a model is loaded (the command line does,
  * from NECTAR_NO_SIMD, NECTAR_SIMD and NECTAR_NO_AMX). An unknown name is
@@ -110,7 +116,8 @@ const cpu_kernels *cpu_kernels_get(void);
 nc_status cpu_select_table(const char *cap, nc_error *err);
 
 /* bf16 prompts on vdpbf16ps in the AVX-512 and AMX tables, where the CPU has
- * AVX512-BF16: "accurate" (two bf16 terms per activation, within the parity
+ * AVX512-BF16, and on bfmmla in the NEON tables, where it has FEAT_BF16:
+ * "accurate" (two bf16 terms per activation, within the parity
  * bounds), "fast" (one term, ~5e-2 off the fp32 logits of the tiny parity
  * model), NULL or "off" (the fp32 GEMM, the default). The command line sets
  * it from NECTAR_BF16. */

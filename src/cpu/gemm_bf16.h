@@ -1,6 +1,7 @@
-/* The prompt GEMM for bf16 weights on AVX512-BF16 (gemm_bf16_avx512.c), a
- * cpu_gemm_kernels like the fp32 one, which the AVX-512 tables use for bf16
- * weights where the CPU has AVX512-BF16 (cpu_kernels.gemm_bf16). */
+/* The prompt GEMM for bf16 weights on AVX512-BF16 (gemm_bf16_avx512.c) and
+ * on arm64 FEAT_BF16 (gemm_bf16_neon.c, bfmmla), a cpu_gemm_kernels like the
+ * fp32 one, which the AVX-512 and NEON tables use for bf16 weights where the
+ * CPU has the instructions (cpu_kernels.gemm_bf16, cpu_select_bf16). */
 #ifndef NC_CPU_GEMM_BF16_H
 #define NC_CPU_GEMM_BF16_H
 
@@ -12,7 +13,23 @@
  * term (2^-9), half the instructions. */
 extern const cpu_gemm_kernels cpu_gemm_bf16_avx512[2];
 #endif
+#if defined(__aarch64__)
+extern const cpu_gemm_kernels cpu_gemm_bf16_neon[2]; /* same two variants */
+#endif
 #define CPU_BF16_ACCURATE 0
 #define CPU_BF16_FAST 1
+
+/* For the kernel files: the two-entry table NAME of NR-row panels from
+ * PACK and RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, terms). */
+#define CPU_DEF_BF16_GEMMS(NAME, NR, PACK, RUN_TERMS)                                              \
+    static void run_2terms(const float *panel, int k, int rows, const float *x, size_t ldx,        \
+                           float *y, size_t ldy, int n) {                                          \
+        RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, 2);                                           \
+    }                                                                                              \
+    static void run_1term(const float *panel, int k, int rows, const float *x, size_t ldx,         \
+                          float *y, size_t ldy, int n) {                                           \
+        RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, 1);                                           \
+    }                                                                                              \
+    const cpu_gemm_kernels NAME[2] = {{NR, PACK, run_2terms}, {NR, PACK, run_1term}};
 
 #endif

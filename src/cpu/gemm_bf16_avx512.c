@@ -152,16 +152,4 @@ static void run_terms(const float *panel, int k, int rows, const float *x, size_
     }
 }
 
-static void run_2terms(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
-                       size_t ldy, int n) {
-    run_terms(panel, k, rows, x, ldx, y, ldy, n, 2);
-}
-static void run_1term(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
-                      size_t ldy, int n) {
-    run_terms(panel, k, rows, x, ldx, y, ldy, n, 1);
-}
-
-const cpu_gemm_kernels cpu_gemm_bf16_avx512[2] = {
-    {BG_ROWS, pack_bf16, run_2terms},
-    {BG_ROWS, pack_bf16, run_1term},
-};
+CPU_DEF_BF16_GEMMS(cpu_gemm_bf16_avx512, BG_ROWS, pack_bf16, run_terms)

@@ -19,10 +19,17 @@ void cpu_qmatmul_q4_avx2(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q8_avx512(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_avx512(CPU_QMATMUL_ARGS);
 extern const cpu_qpanel_kernels cpu_qpanel_avx512;
+extern const cpu_qpanel_kernels cpu_qpanel_avxvnni; /* qkernels_vnni_avx2.c */
 #endif
 #if defined(__aarch64__)
 void cpu_qmatmul_q8_neon(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_neon(CPU_QMATMUL_ARGS);
+/* FEAT_DotProd (qkernels_dotprod_neon.c) and FEAT_I8MM
+ * (qkernels_i8mm_neon.c): call only where the CPU has them. */
+void cpu_qmatmul_q8_neon_dotprod(CPU_QMATMUL_ARGS);
+void cpu_qmatmul_q4_neon_dotprod(CPU_QMATMUL_ARGS);
+extern const cpu_qpanel_kernels cpu_qpanel_neon_dotprod;
+extern const cpu_qpanel_kernels cpu_qpanel_neon_i8mm;
 #endif
 
 /* The loops call qdecode_<SUF>(w, ldw, xq, xs, y, nb, r, r0, r1) for rows

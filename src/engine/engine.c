@@ -28,6 +28,7 @@ static const engine_row rows[] = {
     {"qwen35-mil", "qwen3_5*", "mil", engine_open_qwen35_mil, 0},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
+    {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},
     /* tests: a deterministic stand-in model (engine_script.c) */
     {"script", NULL, "script", engine_open_script, 0},
 };

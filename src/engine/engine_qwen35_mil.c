@@ -4,9 +4,10 @@
  *  - a sequence holds the KV cache of the full-attention layers only, plus
  *    per linear-attention layer the conv window [C][32] and the delta-rule
  *    state [nv][dk][dvp], bound as conv_state / delta_state (docs/qwen35.md);
- *  - a linear layer runs step_s32 once per token of the chunk, in order
- *    (the token's column copied to column 0 of a 32-wide x and back), then
- *    the layer's mlp_sS over the whole chunk;
+ *  - a linear layer runs prefill_sS over a chunk of several tokens (its
+ *    columns copied into order, the padding marked invalid), or step_s32
+ *    for one token (its column copied to column 0 of a 32-wide x and back),
+ *    then the layer's mlp_sS over the whole chunk;
  *  - RoPE is partial: the host's cos/sin rows are recomputed for
  *    rotary_dim with 1/0 past it (the programs' rotation matrix is zero
  *    there);
@@ -30,6 +31,8 @@ typedef struct q35m_model {
     size_t kv_n, conv_n, delta_n; /* floats per layer: K (or V) cache, conv window, state */
     float *inv_freq;              /* rotary_dim / 2 */
     float *tok_x;                 /* [D][32]: the step's x */
+    float *ord_x, *valid;         /* [D][S_max], [S_max]: a prefill chunk's x in order */
+    float *pick_state, *pick_new; /* [32][32], [S_max][32]: the conv window's selection */
     int32_t *replay;              /* [ctx]: kept tokens + new ones of one step */
 } q35m_model;
 
@@ -48,6 +51,10 @@ static void q35m_close(engine *e) {
     bm_free(&m->b);
     free(m->inv_freq);
     free(m->tok_x);
+    free(m->ord_x);
+    free(m->valid);
+    free(m->pick_state);
+    free(m->pick_new);
     free(m->replay);
     free(m);
     e->impl = NULL;
@@ -83,31 +90,80 @@ static nc_status full_layer(q35m_model *m, q35m_seq *s, int l, int S, nc_error *
     return bm_run_bucket(&m->b, m->b.layer_prog[l], S, &env, err);
 }
 
-/* The recurrent step token by token, then the MLP over the chunk. */
+/* A chunk of n > 1 tokens through prefill_sS: its columns in order, the
+ * padding marked invalid, the new conv window picked from the last K-1
+ * inputs (of the state when the chunk is shorter than that). */
+static nc_status linear_prefill(q35m_model *m, float *cs, float *ds, int prog, int n, int p, int S,
+                                nc_error *err) {
+    qb_host *h = &m->b.h;
+    size_t D = (size_t)m->cfg.hidden_size, W = LOWER_STEP_SEQ;
+    int K = m->cfg.linear_conv_kernel_dim;
+    memset(m->ord_x, 0, D * S * sizeof(float));
+    for (int i = 0; i < S; i++)
+        m->valid[i] = i < n ? 1.0f : 0.0f;
+    for (int i = 0; i < n; i++)
+        for (size_t d = 0; d < D; d++)
+            m->ord_x[d * S + i] = h->x[d * S + (size_t)((p + i) % S)];
+    memset(m->pick_state, 0, W * W * sizeof(float));
+    memset(m->pick_new, 0, (size_t)S * W * sizeof(float));
+    for (int k = 0; k < K - 1; k++) {
+        int at = n - (K - 1) + k; /* the input kept in column k, from the chunk's start */
+        if (at < 0)
+            m->pick_state[(size_t)(K - 1 + at) * W + k] = 1.0f;
+        else
+            m->pick_new[(size_t)at * W + k] = 1.0f;
+    }
+    bm_env env = {0};
+    bm_env_put(&env, "x", m->ord_x, D * S, m->ord_x);
+    bm_env_put(&env, "valid", m->valid, (size_t)S, NULL);
+    bm_env_put(&env, "conv_state", cs, m->conv_n, cs);
+    bm_env_put(&env, "delta_state", ds, m->delta_n, ds);
+    bm_env_put(&env, "conv_pick_state", m->pick_state, W * W, NULL);
+    bm_env_put(&env, "conv_pick_new", m->pick_new, (size_t)S * W, NULL);
+    char fn[32];
+    snprintf(fn, sizeof fn, "prefill_s%d", S);
+    NC_TRY(bm_run_named(&m->b, prog, fn, &env, err));
+    for (int i = 0; i < n; i++)
+        for (size_t d = 0; d < D; d++)
+            h->x[d * S + (size_t)((p + i) % S)] = m->ord_x[d * S + i];
+    return NC_OK;
+}
+
+/* One token (in column col of the chunk) through step_s32. */
+static nc_status linear_step(q35m_model *m, float *cs, float *ds, int prog, size_t col, int S,
+                             nc_error *err) {
+    qb_host *h = &m->b.h;
+    size_t D = (size_t)m->cfg.hidden_size, W = LOWER_STEP_SEQ;
+    memset(m->tok_x, 0, D * W * sizeof(float));
+    for (size_t d = 0; d < D; d++)
+        m->tok_x[d * W] = h->x[d * S + col];
+    bm_env env = {0};
+    bm_env_put(&env, "x", m->tok_x, D * W, m->tok_x);
+    bm_env_put(&env, "conv_state", cs, m->conv_n, cs);
+    bm_env_put(&env, "delta_state", ds, m->delta_n, ds);
+    char fn[32];
+    snprintf(fn, sizeof fn, "step_s%d", LOWER_STEP_SEQ);
+    NC_TRY(bm_run_named(&m->b, prog, fn, &env, err));
+    for (size_t d = 0; d < D; d++)
+        h->x[d * S + col] = m->tok_x[d * W];
+    return NC_OK;
+}
+
+/* The mixer (prefill_sS for a chunk, step_s32 for one token), then the MLP
+ * over the chunk. */
 static nc_status linear_layer(q35m_model *m, q35m_seq *s, int l, int n, int p, int S,
                               nc_error *err) {
     qb_host *h = &m->b.h;
-    size_t D = (size_t)m->cfg.hidden_size, W = LOWER_STEP_SEQ;
     float *cs = s->conv + (size_t)m->slot[l] * m->conv_n;
     float *ds = s->delta + (size_t)m->slot[l] * m->delta_n;
     int prog = m->b.layer_prog[l];
-    char fn[32];
-    snprintf(fn, sizeof fn, "step_s%d", LOWER_STEP_SEQ);
-    for (int i = 0; i < n; i++) {
-        size_t col = (size_t)((p + i) % S);
-        memset(m->tok_x, 0, D * W * sizeof(float));
-        for (size_t d = 0; d < D; d++)
-            m->tok_x[d * W] = h->x[d * S + col];
-        bm_env env = {0};
-        bm_env_put(&env, "x", m->tok_x, D * W, m->tok_x);
-        bm_env_put(&env, "conv_state", cs, m->conv_n, cs);
-        bm_env_put(&env, "delta_state", ds, m->delta_n, ds);
-        NC_TRY(bm_run_named(&m->b, prog, fn, &env, err));
-        for (size_t d = 0; d < D; d++)
-            h->x[d * S + col] = m->tok_x[d * W];
-    }
+    if (n > 1)
+        NC_TRY(linear_prefill(m, cs, ds, prog, n, p, S, err));
+    else
+        NC_TRY(linear_step(m, cs, ds, prog, (size_t)(p % S), S, err));
     bm_env env = {0};
-    bm_env_put(&env, "x", h->x, D * S, h->x);
+    bm_env_put(&env, "x", h->x, (size_t)m->cfg.hidden_size * S, h->x);
+    char fn[32];
     snprintf(fn, sizeof fn, "mlp_s%d", S);
     return bm_run_named(&m->b, prog, fn, &env, err);
 }
@@ -241,8 +297,15 @@ nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, eng
     m->delta_n = (size_t)c->linear_num_value_heads * c->linear_key_head_dim * lower_qwen35_dvp(c);
     m->inv_freq = malloc((size_t)c->rotary_dim / 2 * sizeof *m->inv_freq);
     m->tok_x = malloc((size_t)c->hidden_size * LOWER_STEP_SEQ * sizeof *m->tok_x);
+    size_t smax = (size_t)m->b.h.S_max, W = LOWER_STEP_SEQ;
+    m->ord_x = malloc((size_t)c->hidden_size * smax * sizeof *m->ord_x);
+    m->valid = malloc(smax * sizeof *m->valid);
+    m->pick_state = malloc(W * W * sizeof *m->pick_state);
+    m->pick_new = malloc(smax * W * sizeof *m->pick_new);
     m->replay = malloc((size_t)ctx * sizeof *m->replay);
-    if (!m->inv_freq || !m->tok_x || !m->replay) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    if (!m->inv_freq || !m->tok_x || !m->replay || !m->ord_x || !m->valid || !m->pick_state ||
+        !m->pick_new)
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     /* as transformers computes it: theta^(-2i/rotary_dim) in fp32 */
     for (int i = 0; i < c->rotary_dim / 2; i++)
         m->inv_freq[i] =

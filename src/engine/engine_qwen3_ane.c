@@ -13,20 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ane_host/ane_fake.h"
 #include "ane_host/ane_runner.h"
+#include "engine/engine_ane_device.h"
 #include "engine/engines.h"
 #include "engine/qwen3_bundle_host.h"
-#if defined(__APPLE__)
-#include "ane/ane_apple.h"
-#endif
 
 typedef struct ane_engine {
     qb_host h;
-    ane_device dev;
+    engine_ane_dev dev;
     ane_bundle *loaded; /* the programs on the device, shared by every sequence */
-    int has_dev, is_fake;
-    float *x_out; /* [D][S_max]: the last layer's x, for the CPU head */
+    float *x_out;       /* [D][S_max]: the last layer's x, for the CPU head */
 } ane_engine;
 
 typedef struct ane_seq {
@@ -38,10 +34,7 @@ static void ane_close(engine *e) {
     ane_engine *a = e->impl;
     if (!a) return;
     ane_bundle_free(a->loaded);
-    if (a->has_dev && a->is_fake) ane_fake_free(&a->dev);
-#if defined(__APPLE__)
-    if (a->has_dev && !a->is_fake) ane_apple_close(&a->dev);
-#endif
+    engine_ane_device_close(&a->dev);
     qb_host_free(&a->h);
     free(a->x_out);
     free(a);
@@ -85,7 +78,7 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     /* sync unless the chip's probe profile found an async mode faster
      * (ane_device.preferred_mode, docs/ane-bridge.md) */
     NC_TRY(ane_runner_run(r, 1, S, logits && head_on_ane ? col : -1,
-                          (ane_run_mode)a->dev.preferred_mode, err));
+                          (ane_run_mode)a->dev.dev.preferred_mode, err));
     if (!logits) return NC_OK;
     if (!head_on_ane) {
         NC_TRY(ane_runner_read(r, 1, S, "x", a->x_out, D * S, err));
@@ -124,45 +117,19 @@ static const engine_ops ane_ops = {
     .close = ane_close,
 };
 
-static nc_status open_device(ane_engine *a, engine_ane_device which, nc_error *err) {
-    if (which == ENGINE_ANE_FAKE) {
-        NC_TRY(ane_fake_new(&a->dev, err));
-        a->is_fake = a->has_dev = 1;
-        return NC_OK;
-    }
-    NC_TRY(engine_ane_real_available(err));
-#if defined(__APPLE__)
-    NC_TRY(ane_apple_open(NULL, &a->dev, err));
-    a->has_dev = 1;
-#endif
-    return NC_OK;
-}
-
-nc_status engine_ane_real_available(nc_error *err) {
-#if defined(__APPLE__)
-    (void)err;
-    return NC_OK;
-#else
-    return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "--ane-device real: the Neural Engine needs macOS on Apple silicon and this "
-                   "build has no ANE bridge (--ane-device fake runs the same request path on the "
-                   "MIL interpreter)");
-#endif
-}
-
 nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,
                                 nc_error *err) {
     ane_engine *a = calloc(1, sizeof *a);
     if (!a) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     e->impl = a;
     e->ops = &ane_ops;
-    NC_TRY(open_device(a, opt->ane_device, err));
+    NC_TRY(engine_ane_device_open(opt->ane_device, &a->dev, err));
     NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
-    NC_TRY(ane_bundle_open(&a->dev, dir, &a->loaded, err));
+    NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     const lower_manifest *man = &a->h.man;
     a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
     if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     NC_TRY(engine_bundle_fill(e, dir, man, opt, err));
-    e->kind = a->is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";
+    e->kind = a->dev.is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";
     return NC_OK;
 }

@@ -26,6 +26,8 @@ nc_status engine_open_modernbert_cpu(const char *dir, const engine_options *opt,
                                      nc_error *err);
 nc_status engine_open_modernbert_mil(const char *dir, const engine_options *opt, engine *e,
                                      nc_error *err);
+nc_status engine_open_modernbert_ane(const char *dir, const engine_options *opt, engine *e,
+                                     nc_error *err);
 nc_status engine_open_script(const char *dir, const engine_options *opt, engine *e, nc_error *err);
 
 /* The shape fields of a Qwen3 bundle engine from its manifest; fails when

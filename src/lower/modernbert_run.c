@@ -1,6 +1,7 @@
-/* Encoder bundles through the fp16 interpreter (modernbert_run.h). The host
- * lays embedding rows out as [B, D, 1, L] columns, builds the additive masks
- * [b, key, 0, query], runs the (B, L) function and reads `hidden` back. */
+/* The host side of encoder bundles (modernbert_run.h). The host lays
+ * embedding rows out as [B, D, 1, L] columns, builds the additive masks
+ * [b, key, 0, query], has the island run the (B, L) function (the fp16
+ * interpreter here, or a runner set from above) and reads `hidden` back. */
 #include "lower/modernbert_run.h"
 
 #include <stdio.h>
@@ -19,6 +20,8 @@ struct mb_run {
     mil_interp *fns[LOWER_MAX_FUNCS]; /* prepared on first use, by manifest order */
     nc_pool *pool;
     long crossings;
+    mb_island_fn island; /* NULL: the interpreter */
+    void *island_user;
 };
 
 nc_status mb_run_open(const char *bundle, int n_threads, mb_run **out, nc_error *err) {
@@ -71,6 +74,11 @@ long mb_run_crossings(const mb_run *m) {
     return m->crossings;
 }
 
+void mb_run_set_island(mb_run *m, mb_island_fn run, void *user) {
+    m->island = run;
+    m->island_user = user;
+}
+
 /* The interpreter of function (batch, seq), prepared once. */
 static nc_status function_for(mb_run *m, int batch, int seq, mil_interp **out, nc_error *err) {
     char name[64];
@@ -87,17 +95,56 @@ static nc_status function_for(mb_run *m, int batch, int seq, mil_interp **out, n
     return nc_fail(err, NC_ERR_FORMAT, "bundle: function %s is missing", name);
 }
 
+/* The interpreter as the island (mb_island_fn). */
+static nc_status interp_island(void *user, int B, int L, const float *x, const float *mg,
+                               const float *ml, float *const *out, nc_error *err) {
+    mb_run *m = user;
+    const modernbert_config *c = mb_run_config(m);
+    size_t nx = (size_t)B * c->hidden_size * L;
+    mil_interp *it = NULL;
+    NC_TRY(function_for(m, B, L, &it, err));
+    int64_t xs[4] = {B, c->hidden_size, 1, L}, ms[4] = {B, L, 1, L};
+    NC_TRY(mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, err));
+    NC_TRY(mil_interp_set_input(it, "mask_global", MIL_DT_FP32, 4, ms, mg, err));
+    if (ml) NC_TRY(mil_interp_set_input(it, "mask_local", MIL_DT_FP32, 4, ms, ml, err));
+    NC_TRY(mil_interp_run(it, err));
+    for (int k = 0; k < c->num_hidden_layers; k++) {
+        if (!out[k]) continue;
+        char var[32] = "hidden";
+        if (k < c->num_hidden_layers - 1) mb_lower_layer_var(var, sizeof var, k);
+        mil_interp_view v;
+        NC_TRY(mil_interp_get(it, var, &v, err));
+        if (v.count != nx || !v.f32)
+            return nc_fail(err, NC_ERR_FORMAT, "bundle: %s has the wrong shape", var);
+        memcpy(out[k], v.f32, nx * sizeof *out[k]);
+    }
+    return NC_OK;
+}
+
+/* 1 when function (B, L) takes mask_local (the manifest lists its inputs). */
+static int takes_mask_local(const mb_run *m, int B, int L) {
+    char name[64];
+    mb_lower_fn_name(name, sizeof name, B, L);
+    const lower_fn_info *f = lower_manifest_fn(&m->man.program, name);
+    return f && lower_fn_io(f, "mask_local", 0);
+}
+
 /* One chunk of n <= B rows (starting at row r0 of io) through function
  * (B, L); writes last (and hidden) for those rows. emb: [batch*seq][D]. */
 static nc_status run_chunk(mb_run *m, const modernbert_io *io, const float *emb, int r0, int n,
                            int B, int L, float *last, nc_error *err) {
     const modernbert_config *c = mb_run_config(m);
-    int D = c->hidden_size, S = io->seq, W = c->local_attention / 2;
-    mil_interp *it = NULL;
-    NC_TRY(function_for(m, B, L, &it, err));
+    int D = c->hidden_size, S = io->seq, W = c->local_attention / 2, NL = c->num_hidden_layers;
     size_t nx = (size_t)B * D * L, nm = (size_t)B * L * L;
+    int has_ml = takes_mask_local(m, B, L);
     float *x = calloc(nx, sizeof *x), *mg = calloc(nm, sizeof *mg), *ml = calloc(nm, sizeof *ml);
-    nc_status st = x && mg && ml ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    float **out = calloc((size_t)NL, sizeof *out);
+    nc_status st = x && mg && ml && out ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int k = 0; !st && k < NL; k++)
+        if (k == NL - 1 || io->hidden) {
+            out[k] = malloc(nx * sizeof **out);
+            if (!out[k]) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        }
     for (int b = 0; !st && b < n; b++) {
         const int32_t *mask = io->mask ? io->mask + (size_t)(r0 + b) * S : NULL;
         for (int t = 0; t < S; t++)
@@ -114,37 +161,26 @@ static nc_status run_chunk(mb_run *m, const modernbert_io *io, const float *emb,
             }
         }
     }
-    int64_t xs[4] = {B, D, 1, L}, ms[4] = {B, L, 1, L};
-    const mil_function *fn = mil_interp_function(it);
-    if (!st) st = mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, err);
-    if (!st) st = mil_interp_set_input(it, "mask_global", MIL_DT_FP32, 4, ms, mg, err);
-    m->crossings += 3;
-    for (int i = 0; !st && i < fn->n_inputs; i++)
-        if (!strcmp(fn->inputs[i]->name, "mask_local")) {
-            st = mil_interp_set_input(it, "mask_local", MIL_DT_FP32, 4, ms, ml, err);
-            m->crossings++;
-        }
-    if (!st) st = mil_interp_run(it, err);
+    m->crossings += 3 + has_ml; /* x, the masks in; hidden out */
+    if (!st)
+        st = m->island ? m->island(m->island_user, B, L, x, mg, has_ml ? ml : NULL, out, err)
+                       : interp_island(m, B, L, x, mg, has_ml ? ml : NULL, out, err);
     /* outputs back to [row][t][D]; pad positions stay zero as on the CPU */
-    for (int l = 1; !st && l <= c->num_hidden_layers; l++) {
-        char var[32] = "hidden";
-        float *dst = l == c->num_hidden_layers ? last
-                     : io->hidden              ? io->hidden + (size_t)l * io->batch * S * D
-                                               : NULL;
-        if (!dst) continue;
-        if (l < c->num_hidden_layers) mb_lower_layer_var(var, sizeof var, l - 1);
-        mil_interp_view v;
-        st = mil_interp_get(it, var, &v, err);
-        if (!st && (v.count != nx || !v.f32))
-            st = nc_fail(err, NC_ERR_FORMAT, "bundle: %s has the wrong shape", var);
-        for (int b = 0; !st && b < n; b++) {
+    for (int l = 1; !st && l <= NL; l++) {
+        float *dst = l == NL ? last : io->hidden + (size_t)l * io->batch * S * D;
+        const float *v = out[l - 1];
+        if (!v) continue;
+        for (int b = 0; b < n; b++) {
             const int32_t *mask = io->mask ? io->mask + (size_t)(r0 + b) * S : NULL;
             for (int t = 0; t < S; t++)
                 for (int ch = 0; ch < D; ch++)
                     dst[((size_t)(r0 + b) * S + t) * D + ch] =
-                        !mask || mask[t] ? v.f32[((size_t)b * D + ch) * L + t] : 0.0f;
+                        !mask || mask[t] ? v[((size_t)b * D + ch) * L + t] : 0.0f;
         }
     }
+    for (int k = 0; out && k < NL; k++)
+        free(out[k]);
+    free(out);
     free(x);
     free(mg);
     free(ml);

@@ -138,7 +138,12 @@ static int seed_centres(group_work *g, int k, uint64_t *rng) {
         size_t p = b * BLOCK, end = p + BLOCK < g->u ? p + BLOCK : g->u;
         while (p + 1 < end && t >= g->d2w[p])
             t -= g->d2w[p++];
-        if (g->d2w[p] == 0) break; /* rounding landed on a centre: nothing left */
+        if (g->d2w[p] == 0) { /* rounding landed on a centre: take any value left */
+            p = 0;
+            while (p < g->u && g->d2w[p] == 0)
+                p++;
+            if (p == g->u) break;
+        }
         int at = m;
         while (at > 0 && g->centre_of[at - 1] > (int)p) {
             g->centre_of[at] = g->centre_of[at - 1];

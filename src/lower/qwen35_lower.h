@@ -55,7 +55,19 @@ nc_status lower_qwen35_conv_constants(const qwen35_config *c, lower_linear_weigh
  * ops and outputs). */
 void lower_qwen35_step_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w);
 
-/* The linear-attention layer program (step_s32, then mlp_sS per bucket of
+/* prefill_sS: the n tokens of a chunk in columns 0..n-1 of x [1, D, 1, S],
+ * in order, valid [1, 1, 1, S] 1 there and 0 after (padding leaves the
+ * state alone); the states as for the step; conv_pick_state [1, 1, 32, 32]
+ * and conv_pick_new [1, 1, S, 32], 0/1 matrices from the host that select
+ * the chunk's last K-1 conv inputs as the new window (they depend on n).
+ * The projections, conv, norms and gates run over all S columns at once;
+ * the delta rule walks the tokens in order inside the function (the
+ * recurrent form unrolled, the step's numerics), so a chunk is one
+ * dispatch. x_out holds the mixer's result in the same columns. */
+void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                                   int S);
+
+/* The linear-attention layer program (step_s32, then prefill_sS and mlp_sS per bucket of
  * p; `mlp` holds the layer's MLP weights as Qwen3's) into folder dir;
  * checked against the ANE rules. */
 nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *c,

@@ -231,6 +231,12 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
             st = nc_fail(err, NC_ERR_UNSUPPORTED,
                          "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
                          "CPU head applies Qwen3's norm)");
+        /* its layers load their own weights (qwen35_compile.c): palettizing
+         * only the head would be a half-compressed bundle */
+        if (!st && opt->palettize.bits)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--palettize: Qwen3.5 layers are not palettized yet "
+                         "(docs/palettization.md)");
     } else if (!st) {
         st = qwen3_config_load(opt->model_dir, &c->cfg, err);
     }

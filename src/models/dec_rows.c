@@ -1,6 +1,8 @@
 /* Decoder steps shared by the CPU models (see dec_rows.h). */
 #include "models/dec_rows.h"
 
+#include <string.h>
+
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
 
@@ -65,4 +67,37 @@ void dec_mlp_rows(const dec_ctx *d, const dec_mlp *mlp, float *x, const float *a
     size_t count = (size_t)n * dm;
     for (size_t i = 0; i < count; i++)
         x[i] += xb[i];
+}
+
+void dec_head_rows(const dec_ctx *d, const dec_head *h, const float *x, float *const *dst, int n,
+                   float *xb, float *logits) {
+    size_t w = (size_t)h->width, V = (size_t)h->vocab;
+    int rows[DEC_LOGIT_ROWS], k = 0;
+    for (int i = 0; i <= n; i++) {
+        if (i < n && dst[i]) {
+            cpu_rmsnorm(xb + (size_t)k * w, x + (size_t)i * w, h->norm, h->width, h->eps);
+            rows[k++] = i;
+        }
+        if (k == DEC_LOGIT_ROWS || (i == n && k > 0)) {
+            cpu_act xl = dec_act_rows(d, xb, w, k, h->width);
+            cpu_matmul_act(d->pool, d->kern, h->lm_head, &xl, logits, V);
+            for (int j = 0; j < k; j++)
+                memcpy(dst[rows[j]], logits + (size_t)j * V, V * sizeof(float));
+            k = 0;
+        }
+    }
+}
+
+nc_status dec_check_tokens(const int32_t *tokens, int n, int pos, int ctx, int vocab,
+                           nc_error *err) {
+    if (n > ctx - pos)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "context full: %d tokens in the cache + %d new > context of %d tokens", pos,
+                       n, ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= vocab)
+            return nc_fail(err, NC_ERR_INVALID,
+                           "token id %d at index %d is outside the vocabulary (size %d)",
+                           (int)tokens[i], i, vocab);
+    return NC_OK;
 }

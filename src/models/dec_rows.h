@@ -1,11 +1,13 @@
 /* What the CPU decoders share between their matrix products (Qwen3 and
  * Qwen3.5): the input rows of the next products with the model's scratch
  * attached, one pass per row for residual add + RMSNorm (or the SiLU gate)
- * that also quantizes the row for int8 matrices while it is in L1, and the
- * SiLU-gated MLP block with its residual. */
+ * that also quantizes the row for int8 matrices while it is in L1, the
+ * SiLU-gated MLP block with its residual, the final norm + LM head over the
+ * rows that want logits, and the checks of a batch item's tokens. */
 #ifndef NC_MODELS_DEC_ROWS_H
 #define NC_MODELS_DEC_ROWS_H
 
+#include "base/error.h"
 #include "base/pool.h"
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
@@ -54,5 +56,28 @@ typedef struct dec_mlp {
 
 void dec_mlp_rows(const dec_ctx *d, const dec_mlp *mlp, float *x, const float *add, float *xb,
                   float *hb, float *hb2, int n);
+
+/* Rows through the LM head per matrix product. */
+#define DEC_LOGIT_ROWS 16
+
+/* The final norm and LM head over the n rows x [n, width] whose dst[i] is
+ * set: dst[i][vocab] = lm_head(rmsnorm(x_i)), up to DEC_LOGIT_ROWS rows per
+ * product. xb [DEC_LOGIT_ROWS, width] and logits [DEC_LOGIT_ROWS, vocab]
+ * are scratch. */
+typedef struct dec_head {
+    const float *norm;
+    const cpu_mat *lm_head;
+    float eps;
+    int width, vocab;
+} dec_head;
+
+void dec_head_rows(const dec_ctx *d, const dec_head *h, const float *x, float *const *dst, int n,
+                   float *xb, float *logits);
+
+/* A batch item's n new tokens on a sequence holding pos of ctx: they fit,
+ * and every id is in the vocabulary (one line each: context full, the id
+ * and its index). */
+nc_status dec_check_tokens(const int32_t *tokens, int n, int pos, int ctx, int vocab,
+                           nc_error *err);
 
 #endif

@@ -67,12 +67,6 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     w->row_v[i] = cache_at(s, s->v_cache, lc->layer);
 }
 
-static void rmsnorm_rows(const qwen3_config *c, float *out, const float *x, const float *w, int n) {
-    size_t d = (size_t)c->hidden_size;
-    for (int i = 0; i < n; i++)
-        cpu_rmsnorm(out + i * d, x + i * d, w, (int)d, c->rms_norm_eps);
-}
-
 /* The decoder over the n rows planned in the workspace (row_token,
  * row_state, row_pos); leaves the final hidden states in ws.x. */
 static void decoder_rows(qwen3_model *m, int n) {
@@ -138,40 +132,17 @@ static void decoder_rows(qwen3_model *m, int n) {
 /* Final norm and LM head for the rows that want logits (logit_dst set),
  * QWEN3_LOGIT_ROWS at a time through the workspace. */
 static void lm_head_rows(qwen3_model *m, int n) {
-    const qwen3_config *c = &m->cfg;
-    qwen3_workspace *w = &m->ws;
-    size_t d = (size_t)c->hidden_size, V = (size_t)c->vocab_size;
-    int rows[QWEN3_LOGIT_ROWS], k = 0;
-    for (int i = 0; i <= n; i++) {
-        if (i < n && w->logit_dst[i]) {
-            rmsnorm_rows(c, w->xb + (size_t)k * d, w->x + (size_t)i * d, m->final_norm, 1);
-            rows[k++] = i;
-        }
-        if (k == QWEN3_LOGIT_ROWS || (i == n && k > 0)) {
-            cpu_act xl = dec_act_rows(&m->dec, w->xb, d, k, (int)d);
-            cpu_matmul_act(m->pool, m->kern, &m->lm_head, &xl, w->logits, V);
-            for (int j = 0; j < k; j++)
-                memcpy(w->logit_dst[rows[j]], w->logits + (size_t)j * V, V * sizeof(float));
-            k = 0;
-        }
-    }
+    const dec_head h = {m->final_norm, &m->lm_head, m->cfg.rms_norm_eps, m->cfg.hidden_size,
+                        m->cfg.vocab_size};
+    dec_head_rows(&m->dec, &h, m->ws.x, m->ws.logit_dst, n, m->ws.xb, m->ws.logits);
 }
 
 static nc_status check_item(const qwen3_model *m, const qwen3_batch_item *it, int index,
                             nc_error *err) {
     if (!it->state || it->state->m != m || it->n < 0 || (it->n > 0 && !it->tokens))
         return nc_fail(err, NC_ERR_INVALID, "qwen3_forward: batch item %d is malformed", index);
-    const qwen3_state *s = it->state;
-    if (it->n > s->ctx - s->pos)
-        return nc_fail(err, NC_ERR_RANGE,
-                       "context full: %d tokens in the cache + %d new > context of %d tokens",
-                       s->pos, it->n, s->ctx);
-    for (int i = 0; i < it->n; i++)
-        if (it->tokens[i] < 0 || it->tokens[i] >= m->cfg.vocab_size)
-            return nc_fail(err, NC_ERR_INVALID,
-                           "token id %d at index %d is outside the vocabulary (size %d)",
-                           (int)it->tokens[i], i, m->cfg.vocab_size);
-    return NC_OK;
+    return dec_check_tokens(it->tokens, it->n, it->state->pos, it->state->ctx, m->cfg.vocab_size,
+                            err);
 }
 
 nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count, nc_error *err) {

@@ -13,7 +13,7 @@
 #include "models/dec_rows.h"
 #include "models/qwen35.h"
 
-#define QWEN35_LOGIT_ROWS 16
+#define QWEN35_LOGIT_ROWS DEC_LOGIT_ROWS
 
 typedef struct qwen35_layer {
     int is_full;

@@ -14,7 +14,7 @@
 #include "models/qwen3.h"
 
 /* Rows of logits computed per LM-head call into the workspace. */
-#define QWEN3_LOGIT_ROWS 16
+#define QWEN3_LOGIT_ROWS DEC_LOGIT_ROWS
 
 typedef struct qwen3_layer {
     const float *attn_norm, *q_norm, *k_norm, *mlp_norm; /* fp32 copies */

@@ -11,6 +11,7 @@
 #include "base/json.h"
 #include "bench/bounds.h"
 #include "bench/bounds_report.h"
+#include "io/safetensors.h"
 #include "models/presets.h"
 #include "models/qwen3_config.h"
 
@@ -43,6 +44,51 @@ static void test_encoder_params_and_flops_by_hand(void) {
     CHECK(round(nc_encoder_params(&large) / 1e5) == 3431);
     /* B scales F linearly */
     CHECK(nc_encoder_flops(&mm_base, 3, 64) == 3 * nc_encoder_flops(&mm_base, 1, 64));
+}
+
+/* Qwen3.5 presets: totals as HF transformers counts them
+ * (tools/qwen35_param_counts.py: Qwen3_5ForCausalLM on the meta device). */
+static void test_qwen35_presets_match_hf_counts(void) {
+    const struct {
+        const char *name;
+        double total;
+    } hf[] = {{"qwen3.5-0.8b", 752393024.0},
+              {"qwen3.5-2b", 1881825088.0},
+              {"qwen3.5-4b", 4205751296.0},
+              {"qwen3.5-9b", 8953803264.0}};
+    for (size_t i = 0; i < sizeof hf / sizeof hf[0]; i++) {
+        nc_qwen3_shape s;
+        nc_error err;
+        CHECK_OK(nc_qwen3_shape_like(hf[i].name, &s, &err), &err);
+        CHECK_OK(nc_qwen3_validate(&s, hf[i].name, &err), &err);
+        double t = nc_qwen3_count(&s).total;
+        CHECKF(t == hf[i].total, "%s: %.0f, HF %.0f", hf[i].name, t, hf[i].total);
+        CHECK(s.n_linear == s.num_hidden_layers * 3 / 4);
+        /* decoding reads and writes every linear layer's state: 18 layers x
+         * 16 x 128 x 128 fp32 x 2 for the 0.8B, plus the conv windows */
+        if (i == 0) CHECK(nc_qwen3_state_bytes(&s) == 2.0 * 18 * (16 * 128 * 128 + 3 * 6144) * 4);
+        /* only the full-attention layers keep K and V */
+        CHECK(nc_qwen3_kv_bytes(&s, 100) == 2.0 * (s.num_hidden_layers / 4) *
+                                                (double)(s.num_key_value_heads * s.head_dim) * 100 *
+                                                2);
+    }
+}
+
+/* A Qwen3.5 folder's config.json: its count is what its safetensors store. */
+static void test_qwen35_config_count_matches_safetensors(void) {
+    nc_qwen3_shape s;
+    nc_error err;
+    CHECK_OK(nc_qwen3_shape_load("tests/fixtures/qwen35/tiny_text_untied/config.json", &s, &err),
+             &err);
+    st_file *f = NULL;
+    CHECK_OK(st_open("tests/fixtures/qwen35/tiny_text_untied/model.safetensors", &f, &err), &err);
+    double stored = 0;
+    for (int i = 0; i < f->n_tensors; i++)
+        stored += (double)f->tensors[i].n_elems;
+    st_close(f);
+    CHECKF(nc_qwen3_count(&s).total == stored, "count %.0f, stored %.0f", nc_qwen3_count(&s).total,
+           stored);
+    CHECK(s.n_linear == 2 && s.lin_conv_kernel == 4); /* full_attention_interval 2: layer 1 */
 }
 
 static void test_qwen3_06b_counts_match_published(void) {
@@ -126,7 +172,7 @@ static void test_every_preset_matches_its_model_card(void) {
     int n_qwen3 = 0;
     for (int i = 0; model_preset_at(i); i++) {
         const model_preset *p = model_preset_at(i);
-        if (p->family == MODEL_FAMILY_QWEN35) continue; /* not modelled by bounds */
+        if (p->family == MODEL_FAMILY_QWEN35) continue; /* test_qwen35_presets_match_hf_counts */
         if (p->family == MODEL_FAMILY_MODERNBERT) {
             nc_encoder_shape e;
             CHECK_OK(nc_encoder_shape_like(p->name, &e, &err), &err);
@@ -173,6 +219,8 @@ int main(void) {
     RUN(test_encoder_fp16_floor_at_400_gbps_matches_study);
     RUN(test_encoder_params_and_flops_by_hand);
     RUN(test_qwen3_06b_counts_match_published);
+    RUN(test_qwen35_presets_match_hf_counts);
+    RUN(test_qwen35_config_count_matches_safetensors);
     RUN(test_qwen3_counts_match_transformers);
     RUN(test_qwen3_decode_ceiling);
     RUN(test_every_preset_matches_its_model_card);

@@ -30,8 +30,8 @@ static void print_tables(const cpu_kernels *const *tabs, int nt) {
 /* Each probability within 1e-6 relative of the double softmax of s * scale
  * (plus 1e-30 absolute for the terms that underflow), zeros up to n_pad. */
 static void test_softmax_all_tables_match_double_reference(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     enum { CAP = 1100 };
     static float s0[CAP], s[CAP];
     static const int ns[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1029};
@@ -68,8 +68,8 @@ static void test_softmax_all_tables_match_double_reference(void) {
  * dims: every leftover vector count of every table's tile, and the scalar or
  * masked tail), padded strides, fp32 and fp16 values. */
 static void test_pv_qk_kernels_all_tables_match_double_reference(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     enum { ROWS = 9, KEYS = 13, COLS = 70, LD = COLS + 3 };
     static float p[ROWS * LD], vf[KEYS * LD], o[ROWS * LD], o0[ROWS * LD];
     static nc_fp16 vh[KEYS * LD];
@@ -253,8 +253,8 @@ static int check_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *t
 }
 
 static void test_attention_all_tables_match_double_reference(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     static const int hds[] = {24, 64, 128}, groups[] = {1, 2, 4};
     static const int rows[] = {1, 2, 3, 5, 16, 17, 40}, first[] = {0, 5, 37};
     int cases = 0;
@@ -277,8 +277,8 @@ static void test_attention_all_tables_match_double_reference(void) {
  * packed key chunks), a head too wide to pack, and a pool of 3 threads
  * (scores per thread) give the reference's values too. */
 static void test_attention_mixed_sequences_long_context_wide_head_threads(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     nc_pool *pool = NULL;
     nc_error err;
     CHECK_OK(nc_pool_new(3, &pool, &err), &err);

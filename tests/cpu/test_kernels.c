@@ -35,8 +35,8 @@ static void make_weights(cpu_wtype t, void *w, float *wf, size_t n) {
 }
 
 static void test_matmul_all_tables_all_dtypes_awkward_sizes(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     static const int ks[] = {1, 7, 8, 9, 16, 31, 33, 100};
     static const int ns[] = {1, 2, 3, 4, 5, 9};
     const int rows = 13, ldw_pad = 3, ld_pad = 5;
@@ -149,22 +149,33 @@ static int check_gemm(const cpu_kernels *kt, cpu_wtype t, int k, int n, int rows
     return check_gemm_with(&kt->gemm, kt->name, t, k, n, rows, 1e-5);
 }
 
-/* The bf16 dot-product GEMMs (gemm_bf16.h), where the CPU has AVX512-BF16,
- * on bf16 weights: two activation terms within the fp32 GEMM's bound (each
- * product off by at most 2^-17 of it), one term within 2^-8 of each |x w|
- * (<= 1 here); every token count 1-40, k around the 32-column transposes
- * and the 1024-column chunks (odd: a half pair), rows around the 16-row
- * groups. */
+/* The bf16 dot-product GEMMs (gemm_bf16.h), where the CPU has AVX512-BF16
+ * (vdpbf16ps) or arm64 FEAT_BF16 (bfmmla), on bf16 weights: two activation
+ * terms within the fp32 GEMM's bound (each product off by at most 2^-17 of
+ * it), one term within 2^-8 of each |x w| (<= 1 here); every token count
+ * 1-40, k around the 32-column transposes, the 4-column bfmmla steps and
+ * the 1024-column chunks (odd: a half pair, 1-3 columns past a step), rows
+ * around the 8- and 16-row groups. */
 static void test_bf16_dot_gemm_matches_reference(void) {
 #if defined(__x86_64__)
+    const cpu_gemm_kernels *gs = cpu_gemm_bf16_avx512;
     if (!cpu_features_get()->avx512bf16) {
         SKIP("no AVX512-BF16 on this CPU");
     }
-    static const int ks[] = {1, 2, 3, 31, 32, 33, 64, 65, 1023, 1024, 1025, 2100};
-    static const int rowss[] = {1, 15, 16, 17, 33, 64};
+#elif defined(__aarch64__)
+    const cpu_gemm_kernels *gs = cpu_gemm_bf16_neon;
+    if (!cpu_features_get()->bf16) {
+        SKIP("no FEAT_BF16 on this CPU");
+    }
+#else
+    const cpu_gemm_kernels *gs = NULL;
+    SKIP("x86-64 and arm64 only");
+#endif
+    static const int ks[] = {1, 2, 3, 4, 5, 31, 32, 33, 64, 65, 1023, 1024, 1025, 1030, 2100};
+    static const int rowss[] = {1, 7, 8, 9, 15, 16, 17, 33, 64};
     int cases = 0;
     for (int v = CPU_BF16_ACCURATE; v <= CPU_BF16_FAST; v++) {
-        const cpu_gemm_kernels *g = &cpu_gemm_bf16_avx512[v];
+        const cpu_gemm_kernels *g = &gs[v];
         const char *name = v == CPU_BF16_FAST ? "bf16 fast" : "bf16 accurate";
         double tol = v == CPU_BF16_FAST ? 1.0 / 256 : 1e-5;
         for (int n = 1; n <= 40; n++, cases++)
@@ -175,14 +186,11 @@ static void test_bf16_dot_gemm_matches_reference(void) {
                     CHECK(check_gemm_with(g, name, CPU_W_BF16, ks[a], n, rowss[c], tol));
     }
     printf("  %d cases\n", cases);
-#else
-    SKIP("x86-64 only");
-#endif
 }
 
 static void test_gemm_every_token_count_all_tables_all_types(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     for (int ti = 0; ti < nt; ti++)
         for (int t = 0; t < CPU_W_N; t++)
             for (int n = 1; n <= 40; n++, cases++)
@@ -191,8 +199,8 @@ static void test_gemm_every_token_count_all_tables_all_types(void) {
 }
 
 static void test_gemm_awkward_k_and_rows_all_tables_all_types(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     static const int ks[] = {1, 7, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 300, 530};
     static const int rowss[] = {1, 5, 8, 16, 31, 32, 33, 70};
     static const int ns[] = {1, 12, 13, 29};
@@ -216,8 +224,8 @@ static void test_gemm_awkward_k_and_rows_all_tables_all_types(void) {
  * rounding alone is up to |w|/254 per weight); Q8/Q4 on tables with the
  * int8 GEMM within that rounding. */
 static void test_matmul_act_prompts_use_the_gemms(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     const int k = 300, rows = 200, n = 130;
     nc_error err;
     nc_pool *pool;
@@ -293,8 +301,8 @@ static void test_reads_int8_only_for_short_quantized_products(void) {
  * of nc_test_stored_weights (the widened floats, cpu_dequantize_row for
  * Q8/Q4): equal, not close. */
 static void test_row_conversion_all_tables_all_types(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     float wf[67], r[67];
     for (int ti = 0; ti < nt; ti++)
         for (int t = 0; t < CPU_W_N; t++)

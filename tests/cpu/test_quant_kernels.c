@@ -257,8 +257,8 @@ static int check_case(const cpu_kernels *tab, cpu_wtype t, int k, int n, int row
  * count mod 4, fewer blocks than a step, rows around the tile height, and
  * matrices that start or end at an inaccessible page. */
 static void test_qdecode_all_tables_match_reference(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     static const int ks[] = {20, 32, 64, 96, 128, 160, 224, 250, 1024, 1120, 2048 + 96};
     static const int rowss[] = {2, 9, 10, 11, 18, 27, 42};
     for (int ti = 0; ti < nt; ti++)
@@ -281,8 +281,8 @@ static void test_qdecode_all_tables_match_reference(void) {
 }
 
 static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
     static const int ks[] = {1, 7, 31, 32, 33, 64, 65, 96, 100, 688};
     static const int ns[] = {1, 2, 3, 4, 5, 9, 17};
     static const int rowss[] = {1, 5, 13};
@@ -311,8 +311,8 @@ static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
  * and one k past its 4096-column chunk (partial sums added to y); weight
  * rows padded or against an inaccessible page. */
 static void test_int8_gemm_all_tables_match_reference(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     static const int ks[] = {1, 31, 32, 33, 64, 96, 100, 688, 1024};
     static const int rowss[] = {1, 5, 15, 16, 17, 33, 49, 64};
     for (int ti = 0; ti < nt; ti++) {
@@ -388,8 +388,8 @@ static void test_matmul_act_quantized_threaded(void) {
  * that have one) against the scalar kernel, on awkward sizes: odd block
  * counts (a lone tail block), rows not a multiple of the tile. */
 static void test_panel_prompt_path_matches_scalar(void) {
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4), cases = 0;
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
     static const int ks[] = {1, 33, 65, 96, 688, 1000};
     static const int ns[] = {8, 9, 17, 20};
     nc_error err;

@@ -2,7 +2,8 @@
  * tiny HF fixtures), run by the fp16 interpreter, against the CPU engine
  * through the parity gate and against HF's own outputs (ref/ arrays, written
  * by tools/make_modernbert_fixtures.py); the gate must CATCH deliberately
- * wrong transforms (softmax over the query axis, RoPE across all heads). */
+ * wrong transforms (softmax over the query axis, RoPE across all heads);
+ * the same bundle on the fake ANE device through the ane_host runner. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "ane_host/ane_fake.h"
 #include "engine/engine_parity.h"
 #include "io/npy.h"
 #include "lower/bundle_io.h"
@@ -181,10 +183,50 @@ static void test_concat_free_variant_passes_gate(void) {
     engine_parity_report_free(&rep);
 }
 
+/* The encoder on the ANE path (modernbert-ane: the ane_host runner on the
+ * fake device) gives the mil backend's last hidden states and logits bit
+ * for bit (both are the fp16 interpreter, behind fp16 surfaces here), over
+ * the default plan (3 buckets x 2 batches: the runner binds the six
+ * functions by name, mm_cls's with mask_local); every layer's states are
+ * refused in one line (the device returns the last layer only). */
+static void check_ane_fake_equals_mil(const char *bundle, const fixture *f, const float *last,
+                                      size_t n_last, const float *logits, size_t n_logits) {
+    nc_error err = {0};
+    engine_options eo = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+    engine *e = NULL;
+    long opened = ane_fake_models_opened();
+    CHECK_OK(engine_open("modernbert-ane", bundle, &eo, &e, &err), &err);
+    CHECK(ane_fake_models_opened() == opened + 1); /* the program went to the device */
+    float *l2 = calloc(n_last, sizeof *l2), *g2 = calloc(n_logits, sizeof *g2);
+    float *hidden = calloc(n_last * (size_t)(e->n_layers + 1), sizeof *hidden);
+    modernbert_io io = {0};
+    io.ids = f->ids;
+    io.mask = f->mask;
+    io.batch = f->n;
+    io.seq = f->seq;
+    io.pooling = -1;
+    io.last = l2;
+    if (e->encoder->head == MODERNBERT_HEAD_MLM)
+        io.mlm_logits = g2;
+    else
+        io.cls_logits = g2;
+    CHECK_OK(engine_encode(e, &io, &err), &err);
+    CHECKF(!memcmp(last, l2, n_last * sizeof *l2), "%s: last hidden states differ", bundle);
+    CHECKF(!memcmp(logits, g2, n_logits * sizeof *g2), "%s: logits differ", bundle);
+    io.hidden = hidden;
+    CHECK(engine_encode(e, &io, &err) == NC_ERR_UNSUPPORTED);
+    CHECK(strstr(err.msg, "last layer only") && !strchr(err.msg, '\n'));
+    free(hidden);
+    free(l2);
+    free(g2);
+    engine_close(e);
+}
+
 /* The mil backend against HF itself (not the CPU engine): hidden states at
  * real positions and the head's logits, within fp16 tolerance (2% of the
- * largest |value| of the reference). */
-static void test_mil_backend_matches_hf_outputs(void) {
+ * largest |value| of the reference); the ANE path on the fake device gives
+ * the same. */
+static void test_mil_and_ane_fake_backends_match_hf_outputs(void) {
     const char *names[] = {"mb_mlm", "mm_cls"};
     for (int k = 0; k < 2; k++) {
         nc_error err = {0};
@@ -243,6 +285,8 @@ static void test_mil_backend_matches_hf_outputs(void) {
             }
         }
         CHECKF(mx <= 0.02 * ref, "%s logits: max error %g, scale %g", names[k], mx, ref);
+        check_ane_fake_equals_mil(bundle, &f, hidden + (size_t)(NL - 1) * rows * D, rows * D,
+                                  logits, n_logits);
         nc_npy_free(&hr);
         nc_npy_free(&lr);
         free(hidden);
@@ -436,7 +480,7 @@ int main(void) {
     RUN(test_gate_catches_softmax_over_query_axis);
     RUN(test_gate_catches_rope_halves_across_all_heads);
     RUN(test_concat_free_variant_passes_gate);
-    RUN(test_mil_backend_matches_hf_outputs);
+    RUN(test_mil_and_ane_fake_backends_match_hf_outputs);
     RUN(test_batches_chunk_and_buckets_bound_the_input);
     RUN(test_compile_errors_leave_nothing);
     RUN(test_manifest_rejects_bad_input);

@@ -2,7 +2,8 @@
 # Encoders through the command line: nectar compile on encoder folders, the
 # bundle under `nectar mil check --target ane`, `nectar parity` (pass and
 # refusals), and embed / fill-mask / classify with --backend mil against
-# HF's own answers in tests/fixtures/modernbert/*/ref.
+# HF's own answers in tests/fixtures/modernbert/*/ref, and with --backend ane
+# on the fake device against --backend mil.
 BIN=${NECTAR_BIN:-build/nectar}
 F=tests/fixtures/modernbert
 T=$(mktemp -d /tmp/nectar_enc_cli.XXXXXX)
@@ -64,8 +65,31 @@ if "$BIN" embed --backend mil -m "$T/base.ane" -f $F/mb_base/ref/texts.txt >"$T/
 else bad embed_backend_mil_runs "$(head -3 "$T/out")"; fi
 
 "$BIN" embed --backend gpu -m "$T/base.ane" -p hi >"$T/out" 2>&1
-if [ $? != 0 ] && grep -q "backend: 'gpu' is not one of cpu|mil" "$T/out"; then ok backend_name_checked
+if [ $? != 0 ] && grep -q "backend: 'gpu' is not one of cpu|mil|ane" "$T/out"; then ok backend_name_checked
 else bad backend_name_checked "$(cat "$T/out")"; fi
+
+# --backend ane --ane-device fake: the whole ANE request path (the ane_host
+# runner on the fake device) answers exactly as the interpreter
+same_as_mil() { # NAME COMMAND ARGS...
+    name=$1
+    shift
+    "$BIN" "$@" --backend mil >"$T/mil" 2>/dev/null
+    "$BIN" "$@" --backend ane --ane-device fake >"$T/ane" 2>"$T/err"
+    if [ -s "$T/mil" ] && cmp -s "$T/mil" "$T/ane"; then ok "$name"
+    else bad "$name" "$(diff "$T/mil" "$T/ane" | head -3) $(head -2 "$T/err")"; fi
+}
+same_as_mil fill_mask_ane_fake_equals_mil fill-mask -m "$T/mlm.ane" -p "Paris is the [MASK] of France."
+same_as_mil classify_ane_fake_equals_mil classify -m "$T/cls.ane" -f $F/mm_cls/ref/texts.txt
+same_as_mil embed_ane_fake_equals_mil embed -m "$T/base.ane" -f $F/mb_base/ref/texts.txt
+
+# the real device where this build has none: one line, exit 2
+if [ "$(uname -s)" != Darwin ]; then
+    "$BIN" embed --backend ane --ane-device real -m "$T/base.ane" -p hi >"$T/out" 2>&1
+    rc=$?
+    if [ $rc = 2 ] && [ "$(wc -l <"$T/out")" = 1 ] && grep -q "macOS" "$T/out"; then
+        ok encoder_ane_real_off_macos_is_one_line_exit_2
+    else bad encoder_ane_real_off_macos_is_one_line_exit_2 "rc=$rc $(cat "$T/out")"; fi
+fi
 
 # an existing non-bundle output is never replaced
 echo keep >"$T/notabundle"

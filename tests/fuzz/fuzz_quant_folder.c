@@ -6,49 +6,22 @@
  * without reading outside its tensors. */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "fuzz_files.h"
 #include "models/qwen3.h"
 
-static char dir[64];
-
-static int write_file(const char *name, const uint8_t *p, size_t n) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(p, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
-static void cleanup(void) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    unlink(path);
-    rmdir(dir);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "%s", "/tmp/nectar-fuzz-quant.XXXXXX");
-        if (!mkdtemp(dir)) abort();
-        atexit(cleanup);
-    }
     const uint8_t *sep = memchr(data, 0, size);
     if (!sep) return 0;
     size_t n_cfg = (size_t)(sep - data);
-    if (write_file("config.json", data, n_cfg) ||
-        write_file("model.safetensors", sep + 1, size - n_cfg - 1))
-        abort();
+    fuzz_write_file("config.json", data, n_cfg);
+    fuzz_write_file("model.safetensors", sep + 1, size - n_cfg - 1);
     qwen3_load_options opt = {1};
     qwen3_model *m;
     nc_error err;
-    if (qwen3_load(dir, &opt, &m, &err) != NC_OK) return 0;
+    if (qwen3_load(fuzz_dir(), &opt, &m, &err) != NC_OK) return 0;
     const qwen3_config *c = qwen3_model_config(m);
     qwen3_state *s;
     if (c->vocab_size <= (1 << 16) && qwen3_state_new(m, 4, &s, &err) == NC_OK) {

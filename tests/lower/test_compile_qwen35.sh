@@ -24,6 +24,7 @@ for name in tiny_text_untied tiny_vl_tied; do
         [ -f "$B/manifest.json" ] && [ -f "$B/head/model.mil" ] &&
         grep -q "func step_s32" "$B/layer_00/model.mil" &&
         grep -q "func mlp_s64" "$B/layer_00/model.mil" &&
+        grep -q "func prefill_s64" "$B/layer_00/model.mil" &&
         grep -q "func qkv_s32" "$B/layer_01/model.mil"; then
         pass "compile_qwen35_writes_bundle_$name"
     else

@@ -121,3 +121,13 @@ for args in "--palettize 5" "--group-size 8" "--palettize 4 --per-channel --grou
         fail "compile_usage_error_$(echo "$args" | tr ' -' '__')" "rc $rc: $(cat "$TMP/err")"
     fi
 done
+
+# Qwen3.5 layers are not palettized yet: refused in one line, no bundle
+"$BIN" compile -m tests/fixtures/qwen35/tiny_text_untied -o "$TMP/q35" --palettize 8 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "Qwen3.5 layers are not palettized" "$TMP/err" &&
+    [ ! -e "$TMP/q35" ]; then
+    pass compile_palettize_refuses_qwen35
+else
+    fail compile_palettize_refuses_qwen35 "rc $rc: $(cat "$TMP/err")"
+fi

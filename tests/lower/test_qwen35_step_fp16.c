@@ -138,6 +138,8 @@ static mil_program *build(const model *m, lower_linear_weights *w) {
     if (mil_builder_new(&b, NULL, &err) != NC_OK) return NULL;
     mil_build_function(b, "step_s32", "ios18");
     lower_qwen35_step_function(b, &c, w);
+    mil_build_function(b, "prefill_s32", "ios18");
+    lower_qwen35_prefill_function(b, &c, w, W);
     mil_program *prog = NULL;
     if (lower_program_finish(b, &prog, &err) != NC_OK) {
         fprintf(stderr, "# %s\n", err.msg);
@@ -253,7 +255,12 @@ typedef struct errs {
     int n_bad;
 } errs;
 
-static int run(const scenario *s, errs *e) {
+/* Chunks the tokens go through: one at a time (step_s32), or prefill_s32
+ * chunks of 20, 1 (a step between) and 27 tokens (padding, a conv window
+ * from the state and from the chunk). */
+static const int chunks_step[] = {0}, chunks_prefill[] = {20, 1, 27, 0};
+
+static int run(const scenario *s, int prefill, errs *e) {
     static model m;
     static ref_state rs;
     memset(&rs, 0, sizeof rs);
@@ -263,47 +270,74 @@ static int run(const scenario *s, errs *e) {
     mil_program *prog = build(&m, &w);
     if (!prog) return 0;
     nc_error err = {0};
-    mil_interp *it = NULL;
-    int ok = mil_interp_new(prog, "step_s32", MIL_INTERP_FP16, &it, &err) == NC_OK;
-    static float x[D * W], conv[CP * W], state[NV * DK * DVP];
+    mil_interp *step = NULL, *pre = NULL;
+    int ok = mil_interp_new(prog, "step_s32", MIL_INTERP_FP16, &step, &err) == NC_OK &&
+             mil_interp_new(prog, "prefill_s32", MIL_INTERP_FP16, &pre, &err) == NC_OK;
+    static float x[D * W], conv[CP * W], state[NV * DK * DVP], valid[W], pks[W * W], pkn[W * W];
+    static double xd[W][D], want[W][D];
     memset(conv, 0, sizeof conv);
     memset(state, 0, sizeof state);
     int64_t xs[4] = {1, D, 1, W}, cs[4] = {1, CP, 1, W}, ss[4] = {1, NV, DK, DVP};
+    int64_t vs_[4] = {1, 1, 1, W}, ps[4] = {1, 1, W, W};
     double sum = 0, floor_sum = 0;
     e->dec_min = 1;
-    for (int t = 0; ok && t < STEPS; t++) {
-        double xd[D], want[D];
+    const int *chunks = prefill ? chunks_prefill : chunks_step;
+    for (int done = 0, ci = 0; ok && done < STEPS; ci++) {
+        int n = chunks[ci] ? chunks[ci] : 1;
+        if (!chunks[ci]) ci--; /* one token at a time */
+        mil_interp *it = n > 1 ? pre : step;
         memset(x, 0, sizeof x);
-        for (int i = 0; i < D; i++) {
-            xd[i] = h16(s->x_scale * urand());
-            x[i * W] = (float)xd[i];
+        for (int t = 0; t < n; t++) {
+            for (int i = 0; i < D; i++) {
+                xd[t][i] = h16(s->x_scale * urand());
+                x[i * W + t] = (float)xd[t][i];
+            }
+            ref_step(&m, &rs, xd[t], want[t]);
         }
-        ref_step(&m, &rs, xd, want);
         ok = mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, &err) == NC_OK &&
              mil_interp_set_input(it, "conv_state", MIL_DT_FP32, 4, cs, conv, &err) == NC_OK &&
-             mil_interp_set_input(it, "delta_state", MIL_DT_FP32, 4, ss, state, &err) == NC_OK &&
-             mil_interp_run(it, &err) == NC_OK;
+             mil_interp_set_input(it, "delta_state", MIL_DT_FP32, 4, ss, state, &err) == NC_OK;
+        if (ok && n > 1) { /* the chunk's valid columns and its last K-1 conv inputs */
+            memset(pks, 0, sizeof pks);
+            memset(pkn, 0, sizeof pkn);
+            for (int t = 0; t < W; t++)
+                valid[t] = t < n;
+            for (int k = 0; k < K - 1; k++) {
+                int at = n - (K - 1) + k;
+                if (at < 0)
+                    pks[(K - 1 + at) * W + k] = 1;
+                else
+                    pkn[at * W + k] = 1;
+            }
+            ok = mil_interp_set_input(it, "valid", MIL_DT_FP32, 4, vs_, valid, &err) == NC_OK &&
+                 mil_interp_set_input(it, "conv_pick_state", MIL_DT_FP32, 4, ps, pks, &err) ==
+                     NC_OK &&
+                 mil_interp_set_input(it, "conv_pick_new", MIL_DT_FP32, 4, ps, pkn, &err) == NC_OK;
+        }
+        ok = ok && mil_interp_run(it, &err) == NC_OK;
         mil_interp_view vx = {0}, vc = {0}, vs = {0}, vd = {0};
         ok = ok && mil_interp_get(it, "x_out", &vx, &err) == NC_OK &&
              mil_interp_get(it, "conv_state_out", &vc, &err) == NC_OK &&
              mil_interp_get(it, "delta_state_out", &vs, &err) == NC_OK &&
              mil_interp_get(it, "decay_flat", &vd, &err) == NC_OK;
         if (!ok) break;
-        for (int i = 0; i < D; i++) {
-            double got = vx.f32[(size_t)i * W];
-            if (!isfinite(got)) {
-                e->n_bad++;
-                continue;
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < D; i++) {
+                double got = vx.f32[(size_t)i * W + t];
+                if (!isfinite(got)) {
+                    e->n_bad++;
+                    continue;
+                }
+                double d = fabs(got - want[t][i]);
+                sum += d;
+                floor_sum += fabs(h16(want[t][i]) - want[t][i]);
+                if (d > e->out_max) e->out_max = d;
             }
-            double d = fabs(got - want[i]);
-            sum += d;
-            floor_sum += fabs(h16(want[i]) - want[i]);
-            if (d > e->out_max) e->out_max = d;
-        }
-        for (int h = 0; h < NV; h++)
+        for (size_t h = 0; h < vd.count; h++)
             if (vd.f32[h] < e->dec_min) e->dec_min = vd.f32[h];
         memcpy(conv, vc.f32, sizeof conv);
         memcpy(state, vs.f32, sizeof state);
+        done += n;
     }
     if (!ok) fprintf(stderr, "# %s\n", err.msg);
     double srms = 0;
@@ -311,16 +345,17 @@ static int run(const scenario *s, errs *e) {
         for (int a = 0; a < DK; a++)
             for (int b = 0; b < DVP; b++) {
                 double got = state[((size_t)h * DK + a) * DVP + b],
-                       want = b < DV ? rs.S[h][a][b] : 0;
+                       want_s = b < DV ? rs.S[h][a][b] : 0;
                 if (!isfinite(got)) e->n_bad++;
-                double d = fabs(got - want);
+                double d = fabs(got - want_s);
                 if (d > e->state_max) e->state_max = d;
-                srms += want * want;
+                srms += want_s * want_s;
             }
     e->state_rms = sqrt(srms / (NV * DK * DV));
     e->out_mean = sum / ((double)STEPS * D);
     e->out_floor = floor_sum / ((double)STEPS * D);
-    mil_interp_free(it);
+    mil_interp_free(step);
+    mil_interp_free(pre);
     mil_program_free(prog);
     free_weights(&w);
     return ok;
@@ -334,13 +369,14 @@ static const scenario scenarios[] = {
     {"strong decay (exp(g) underflows)", 1.0, 1.0, 8.0, 2.5},
 };
 
-static void test_qwen35_step_fp16_matches_f64_reference(void) {
-    printf("# | scenario | output mean abs | output max abs | fp16 floor (mean) | state max abs "
-           "(state rms) | min decay | non-finite |\n");
+static void check_scenarios(int prefill) {
+    printf("# %s | scenario | output mean abs | output max abs | fp16 floor (mean) | state max abs "
+           "(state rms) | min decay | non-finite |\n",
+           prefill ? "prefill_s32 chunks 20, 1, 27" : "step_s32");
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         const scenario *s = &scenarios[i];
         errs e;
-        CHECKF(run(s, &e), "%s: the step program did not run", s->name);
+        CHECKF(run(s, prefill, &e), "%s: the program did not run", s->name);
         printf("# | %s | %.2e | %.2e | %.2e | %.2e (%.2e) | %.1e | %d |\n", s->name, e.out_mean,
                e.out_max, e.out_floor, e.state_max, e.state_rms, e.dec_min, e.n_bad);
         CHECKF(e.n_bad == 0, "%s: %d non-finite values", s->name, e.n_bad);
@@ -398,8 +434,20 @@ static void test_textbook_forms_overflow_in_fp16(void) {
     mil_program_free(prog);
 }
 
+static void test_qwen35_step_fp16_matches_f64_reference(void) {
+    check_scenarios(0);
+}
+
+/* The same tokens through prefill_s32 chunks (and one step between): the
+ * same reference, so padding, the conv window across chunks and the
+ * in-order delta rule are checked too. */
+static void test_qwen35_prefill_fp16_matches_f64_reference(void) {
+    check_scenarios(1);
+}
+
 int main(void) {
     RUN(test_qwen35_step_fp16_matches_f64_reference);
+    RUN(test_qwen35_prefill_fp16_matches_f64_reference);
     RUN(test_textbook_forms_overflow_in_fp16);
     return nc_test_exit_code();
 }

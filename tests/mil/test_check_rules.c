@@ -268,12 +268,12 @@ static void test_rule_conv_const_weight(void) {
 /* Palettized conv weights: an fp16 table passes, an fp32 one is an error
  * at the op's line, 3-bit indices a warning. */
 static const char *lut_body(char *buf, size_t cap, const char *idt, int entries, const char *ldt) {
-    char idx[400], lut[1024]; /* 64 entries of "0x1p-NN, " */
+    char idx[400], lut[2048]; /* up to 64 entries of "0x1p-NN, " */
     size_t n = 0, m = 0;
     for (int i = 0; i < 16; i++)
         n += (size_t)snprintf(idx + n, sizeof idx - n, "%s%d", i ? ", " : "", i % entries);
-    for (int i = 0; i < entries; i++)
-        m += (size_t)snprintf(lut + m, sizeof lut - m, "%s0x1p-%d", i ? ", " : "", i + 1);
+    for (int i = 0; i < entries && m < sizeof lut - 16; i++)
+        m += (size_t)snprintf(lut + m, sizeof lut - m, "%s0x1p-%d", i ? ", " : "", i % 14 + 1);
     snprintf(buf, cap,
              "        tensor<%s, [4, 4, 1, 1]> i = const()[name = string(\"i\"), val = "
              "tensor<%s, [4, 4, 1, 1]>([%s])];\n"

@@ -34,7 +34,8 @@ int cli_env_init(void) {
     nc_error err = {0};
     if (cpu_select_table(table, &err) != NC_OK)
         return bad(value("NECTAR_SIMD") ? "NECTAR_SIMD" : "NECTAR_NO_SIMD", table,
-                   "a kernel table (scalar, avx2, neon, avx512, amx)");
+                   "a kernel table (scalar, avx2, avx2-vnni, avx512, amx, neon, "
+                   "neon-dotprod, neon-i8mm)");
     if (cpu_select_bf16(value("NECTAR_BF16"), &err) != NC_OK)
         return bad("NECTAR_BF16", value("NECTAR_BF16"), "accurate, fast or off");
     const char *log = value("NECTAR_LOG");

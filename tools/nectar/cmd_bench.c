@@ -76,9 +76,9 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
         return cli_failf("bench: cannot allocate %zu MiB for the bandwidth probe", bw_bytes >> 20);
     }
     stats_of(each, runs, &mean, &sd);
-    const cpu_kernels *tabs[4];
-    int nt = cpu_kernels_available(tabs, 4);
-    double peak[4], core[4];
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
+    double peak[8], core[8];
     for (int i = 0; i < nt; i++)
         peak[i] = cpu_peak_fma_flops(pool, tabs[i], 0.3, 3, &core[i]);
     double amx_core = 0, amx = cpu_peak_amx_flops(pool, 0.3, 3, &amx_core);
@@ -106,7 +106,7 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
                n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
         printf("per CPU-second of a reading thread: %.2f GB\n", bw_cpu / 1e9);
         for (int i = 0; i < nt; i++)
-            printf("peak fp32 FMA rate, %-6s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
+            printf("peak fp32 FMA rate, %-12s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
                    tabs[i]->name, peak[i] / 1e9, core[i] / 1e9,
                    tabs[i] == cpu_kernels_get() ? "   (used by the engine)" : "");
         if (amx > 0)

@@ -90,11 +90,8 @@ int cmd_bounds(int argc, char **argv) {
     if (like_i >= 0) {
         const model_preset *p = model_preset_at(like_i); /* choices: the rows in order */
         like = p->name;
-        if (p->family == MODEL_FAMILY_QWEN35)
-            return cli_failf("bounds --like %s: Qwen3.5's linear-attention layers are not "
-                             "modelled by bounds yet",
-                             p->name);
-        if (!arch) arch = p->family == MODEL_FAMILY_QWEN3 ? "qwen3" : "modernbert";
+        /* Qwen3.5 is the qwen3 arch with linear-attention layers */
+        if (!arch) arch = p->family == MODEL_FAMILY_MODERNBERT ? "modernbert" : "qwen3";
     }
     if (has_fraction != has_speedup)
         return cli_usage_error(&cmd, "--fraction and --speedup go together");

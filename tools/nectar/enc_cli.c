@@ -14,7 +14,7 @@ void enc_cli_table(enc_cli_opts *o, cli_opt *rows) {
     const cli_opt t[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
                 "ModernBERT-family folder (config, safetensors, tokenizer), or an encoder\n"
-                "bundle with --backend mil",
+                "bundle with --backend mil or ane",
                 &o->model, .required = 1),
         CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "one input", &o->prompt),
         CLI_OPT("-f", "--file", CLI_STRING, "FILE", "one input per line (empty lines skipped)",
@@ -23,17 +23,17 @@ void enc_cli_table(enc_cli_opts *o, cli_opt *rows) {
                 .min = 1, .max = 4096),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o->threads,
                 .min = 1, .max = 1024),
-        CLI_OPT(NULL, "--backend", CLI_CHOICE, "cpu|mil",
-                "mil: -m names an encoder bundle (nectar compile), run in the MIL\n"
-                "interpreter (docs/encoders-ane.md)",
-                &o->backend_index, .choices = "cpu|mil"),
+        GEN_CLI_BACKEND_OPTS(&o->be),
         CLI_ENDROW};
     memcpy(rows, t, sizeof t);
 }
 
 int enc_cli_finish(const cli_command *c, enc_cli_opts *o) {
-    o->backend = o->backend_index ? "mil" : "cpu";
+    o->backend = gen_cli_backend_name(&o->be);
     if (!o->prompt == !o->file) return cli_usage_error(c, "give one of -p TEXT or -f FILE");
+    nc_error err = {0};
+    if (gen_cli_backend_device(&o->be, &o->ane_device, &err) != NC_OK)
+        return cli_usage_error(c, "%s", err.msg);
     return CLI_GO;
 }
 
@@ -85,10 +85,11 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
         return 1;
     }
     if (tok_load(o->model, &c->tok, &err) != NC_OK) return cli_fail(&err);
-    /* mil: -m is an encoder bundle (nectar compile) */
+    /* mil, ane: -m is an encoder bundle (nectar compile) */
     const char *kind = NULL;
     engine_options eo = {0};
     eo.n_threads = o->threads;
+    eo.ane_device = o->ane_device;
     if (engine_kind_for_encoder(o->backend ? o->backend : "cpu", o->model, &kind, &err) != NC_OK ||
         engine_open(kind, o->model, &eo, &c->e, &err) != NC_OK)
         return cli_fail(&err);

@@ -10,6 +10,7 @@
 
 #include "cli_opts.h"
 #include "engine/engine.h"
+#include "gen_cli.h"
 #include "text/tokenizer.h"
 
 typedef struct enc_cli {
@@ -29,18 +30,20 @@ typedef struct enc_cli {
 /* The options embed, fill-mask and classify share. */
 typedef struct enc_cli_opts {
     const char *model, *prompt, *file;
-    const char *backend; /* "cpu" (default) or "mil": -m names an encoder bundle */
-    int backend_index;
+    const char *backend; /* "cpu" (default), "mil" or "ane": -m names an encoder bundle */
+    gen_cli_backend be;  /* --backend, --ane-device as run, chat, serve and bench */
+    engine_ane_device ane_device;
     int threads, batch;
 } enc_cli_opts;
 
-/* Their cli_opts rows (-m, -p, -f, -t, --batch, --backend) pointing into
- * o, ended by CLI_ENDROW; rows has room for ENC_CLI_N_ROWS. */
+/* Their cli_opts rows (-m, -p, -f, -t, --batch, --backend, --ane-device)
+ * pointing into o, ended by CLI_ENDROW; rows has room for ENC_CLI_N_ROWS. */
 #define ENC_CLI_N_ROWS 8
 void enc_cli_table(enc_cli_opts *o, cli_opt *rows);
 
-/* After cli_parse: exactly one of -p and -f (a usage error otherwise), the
- * backend's name. CLI_GO or the exit code. */
+/* After cli_parse: exactly one of -p and -f, the backend's name and device
+ * (a real ANE this build cannot reach is a usage error, as in run). CLI_GO
+ * or the exit code. */
 int enc_cli_finish(const cli_command *c, enc_cli_opts *o);
 
 /* Loads the model and tokenizer and reads the inputs; prints the error and
