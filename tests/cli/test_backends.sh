@@ -66,12 +66,12 @@ for m in demo tiny_gqa2; do
             [ -z "$port" ] && sleep 0.1
             i=$((i + 1))
         done
-        curl -s -m 120 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+        curl -s -m 600 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
             -d '{"messages":[{"role":"user","content":"Hello"}],"temperature":0,"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
             >"$TMP/serve_$b.json" 2>/dev/null
         # no sampling fields: the folder's generation_config.json decides
         # (the tiny fixture says do_sample false: greedy, as run does)
-        [ $b = cpu ] && curl -s -m 120 "http://127.0.0.1:$port/v1/chat/completions" \
+        [ $b = cpu ] && curl -s -m 600 "http://127.0.0.1:$port/v1/chat/completions" \
             -H 'Content-Type: application/json' \
             -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
             >"$TMP/serve_defaults.json" 2>/dev/null
