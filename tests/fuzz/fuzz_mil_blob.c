@@ -27,7 +27,7 @@
 typedef struct {
     mil_blob_entry e;
     size_t n;  /* elements */
-    int lut;   /* also used as constexpr_lut_to_dense indices */
+    int lut;   /* > 0: also constexpr_lut_to_dense indices, palette entries of this many values */
     int shift; /* also used as constexpr_blockwise_shift_scale data */
 } record;
 
@@ -125,15 +125,14 @@ static char *program_text(const record *r, int nr, size_t *len) {
                 mil_dtype_name(r[k].e.dtype), r[k].n, k, k);
         blobfile(f, &r[k], k);
         fprintf(f, "];\n");
-        if (r[k].lut) { /* palette entry j is j */
-            int np = 1 << mil_dtype_bits(r[k].e.dtype);
-            fprintf(f,
-                    "        tensor<fp16, [%zu]> l%d = constexpr_lut_to_dense(indices = ", r[k].n,
-                    k);
+        if (r[k].lut) { /* palette entry j is (j) or (j, j + 0.5) */
+            int np = 1 << mil_dtype_bits(r[k].e.dtype), vs = r[k].lut;
+            fprintf(f, "        tensor<fp16, [%zu]> l%d = constexpr_lut_to_dense(indices = ",
+                    r[k].n * (size_t)vs, k);
             blobfile(f, &r[k], k + 1);
-            fprintf(f, ", lut = tensor<fp16, [1, %d, 1]>([", np);
-            for (int j = 0; j < np; j++)
-                fprintf(f, "%s%d", j ? ", " : "", j);
+            fprintf(f, ", lut = tensor<fp16, [1, %d, %d]>([", np, vs);
+            for (int j = 0; j < np * vs; j++)
+                fprintf(f, "%s%g", j ? ", " : "", j / vs + 0.5 * (j % vs));
             fprintf(f, "]))[name = string(\"l%d\")];\n", k);
         }
         if (r[k].shift) {
@@ -175,8 +174,9 @@ static void read_values(const mil_program *p, const record *r) {
     }
 }
 
-/* Interpreted: outputs equal the decoded payload (l: the index itself, s:
- * half the quantized value). Not every dtype is an interpreter tensor type,
+/* Interpreted: outputs equal the decoded payload (l: the index itself, and
+ * the index + 0.5 after it with two-value entries; s: half the quantized
+ * value). Not every dtype is an interpreter tensor type,
  * so a refused program is fine; a wrong value is not. */
 static void interpret(const mil_program *p, const record *r, int nr) {
     mil_interp *it;
@@ -192,14 +192,16 @@ static void interpret(const mil_program *p, const record *r, int nr) {
                 double scale[3] = {1, 1, 0.5};
                 for (int kind = 0; kind < 3; kind++) {
                     if ((kind == 1 && !r[k].lut) || (kind == 2 && !r[k].shift)) continue;
+                    size_t per = kind == 1 ? (size_t)r[k].lut : 1;
                     snprintf(name, sizeof name, "%c%d", "bls"[kind], k);
                     if (mil_interp_copy_out(it, name, MIL_DT_FP32, out, MAX_ELEMS, &err) != NC_OK)
                         continue;
-                    for (size_t i = 0; i < r[k].n; i++) {
-                        double want = ref_value(&r[k].e, i);
+                    for (size_t i = 0; i < r[k].n * per; i++) {
+                        double want = ref_value(&r[k].e, i / per);
                         /* int32/uint32 as fp32 round; compare where fp32 is exact */
                         if (!isnan(want) && fabs(want) < 16777216.0 &&
-                            !fuzz_same(out[i], (float)(want * scale[kind])))
+                            !fuzz_same(out[i],
+                                       (float)(want * scale[kind] + 0.5 * (double)(i % per))))
                             abort();
                     }
                 }
@@ -235,7 +237,8 @@ static void through_program(const mil_blob_file *f, const mil_blob_entry *e, siz
             continue;
         r[nr].e = e[i];
         r[nr].n = elems;
-        r[nr].lut = is_index_type(e[i].dtype);
+        /* every other index record takes the general (vector) palette path */
+        r[nr].lut = !is_index_type(e[i].dtype) ? 0 : nr % 2 && 2 * elems <= MAX_ELEMS ? 2 : 1;
         r[nr].shift = is_shift_type(e[i].dtype);
         nr++;
     }
