@@ -10,31 +10,15 @@
 #include "base/json.h"
 #include "cpu/cpu_delta.h"
 #include "io/hf_weights.h"
+#include "models/hf_config.h"
 #include "models/qwen35.h"
 
 #define MAX_DIM (1 << 20)
 #define MAX_VOCAB (1 << 24)
 
-static void add_eos(qwen35_config *c, int64_t id) {
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos_token_ids[i] == id) return;
-    if (c->n_eos < QWEN35_MAX_EOS) c->eos_token_ids[c->n_eos++] = (int32_t)id;
-}
-
-/* eos_token_id: an int, a list of ints, or absent/null. */
 static nc_status read_eos(const json_t *o, qwen35_config *c, const char *what, nc_error *err) {
-    const json_t *v = json_object_get(o, "eos_token_id");
-    if (!v || json_is_null(v)) return NC_OK;
-    size_t n = json_is_array(v) ? json_array_size(v) : 1;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
-        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-            json_integer_value(e) >= c->vocab_size)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: eos_token_id is not a token id (or a list)",
-                           what);
-        add_eos(c, json_integer_value(e));
-    }
-    return NC_OK;
+    return hf_config_read_eos(o, c->vocab_size, c->eos_token_ids, &c->n_eos, QWEN35_MAX_EOS, what,
+                              err);
 }
 
 /* rope_parameters (transformers 5) or top-level rope_theta /
@@ -43,31 +27,7 @@ static nc_status read_eos(const json_t *o, qwen35_config *c, const char *what, n
  * section rotates by the same angle and mRoPE is plain RoPE. */
 static nc_status read_rope(const json_t *o, qwen35_config *c, const char *what, nc_error *err) {
     double theta = 10000.0, partial = 0.25; /* Qwen3_5TextConfig's defaults */
-    NC_TRY(nc_json_num(o, "rope_theta", &theta, 0, what, err));
-    NC_TRY(nc_json_num(o, "partial_rotary_factor", &partial, 0, what, err));
-    const json_t *rp = json_object_get(o, "rope_parameters");
-    if (rp && !json_is_null(rp)) {
-        char sub[600];
-        snprintf(sub, sizeof sub, "%s: rope_parameters", what);
-        const char *type = "default";
-        NC_TRY(nc_json_num(rp, "rope_theta", &theta, 0, sub, err));
-        NC_TRY(nc_json_num(rp, "partial_rotary_factor", &partial, 0, sub, err));
-        NC_TRY(nc_json_str(rp, "rope_type", &type, 0, sub, err));
-        if (strcmp(type, "default"))
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_type '%s' is not supported", sub,
-                           type);
-    }
-    const json_t *rs = json_object_get(o, "rope_scaling");
-    if (rs && !json_is_null(rs)) {
-        const char *type = "default";
-        NC_TRY(nc_json_str(rs, "rope_type", &type, 0, what, err));
-        if (strcmp(type, "default"))
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_scaling '%s' is not supported", what,
-                           type);
-    }
-    if (!(theta > 1.0) || theta > 1e30)
-        return nc_fail(err, NC_ERR_RANGE, "%s: rope_theta %g must be a finite number > 1", what,
-                       theta);
+    NC_TRY(hf_config_read_rope(o, &theta, &partial, what, err));
     if (!(partial > 0.0 && partial <= 1.0))
         return nc_fail(err, NC_ERR_RANGE, "%s: partial_rotary_factor %g must be in (0, 1]", what,
                        partial);

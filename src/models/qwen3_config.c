@@ -3,73 +3,25 @@
  * `rope_parameters`, eos as an int or a list) and rejects, naming the field,
  * anything this engine would compute differently (other model types, biases,
  * sliding windows, RoPE scaling). */
-#include <math.h>
 #include <string.h>
 
 #include "models/qwen3_config.h"
 
 #include "base/json.h"
 #include "io/hf_weights.h"
+#include "models/hf_config.h"
 
 #define MAX_DIM (1 << 20)
 #define MAX_VOCAB (1 << 24)
 
-static void add_eos(qwen3_config *c, int64_t id) {
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos_token_ids[i] == id) return;
-    if (c->n_eos < QWEN3_MAX_EOS) c->eos_token_ids[c->n_eos++] = (int32_t)id;
-}
-
-/* eos_token_id: an int, a list of ints, or absent/null. */
 static nc_status read_eos(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
-    const json_t *v = json_object_get(o, "eos_token_id");
-    if (!v || json_is_null(v)) return NC_OK;
-    if (json_is_integer(v)) {
-        if (json_integer_value(v) < 0 || json_integer_value(v) >= c->vocab_size)
-            return nc_fail(err, NC_ERR_RANGE, "%s: eos_token_id %lld is outside the vocabulary",
-                           what, (long long)json_integer_value(v));
-        add_eos(c, json_integer_value(v));
-        return NC_OK;
-    }
-    if (!json_is_array(v))
-        return nc_fail(err, NC_ERR_FORMAT, "%s: field 'eos_token_id' must be an int or a list",
-                       what);
-    size_t i;
-    const json_t *e;
-    json_array_foreach(v, i, e) {
-        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-            json_integer_value(e) >= c->vocab_size)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: eos_token_id[%zu] is not a token id", what, i);
-        add_eos(c, json_integer_value(e));
-    }
-    return NC_OK;
+    return hf_config_read_eos(o, c->vocab_size, c->eos_token_ids, &c->n_eos, QWEN3_MAX_EOS, what,
+                              err);
 }
 
 static nc_status read_rope(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
     double theta = 10000.0; /* Qwen3Config's default */
-    NC_TRY(nc_json_num(o, "rope_theta", &theta, 0, what, err));
-    const json_t *rp = json_object_get(o, "rope_parameters");
-    if (rp && !json_is_null(rp)) {
-        char sub[600];
-        snprintf(sub, sizeof sub, "%s: rope_parameters", what);
-        const char *type = "default";
-        NC_TRY(nc_json_num(rp, "rope_theta", &theta, 0, sub, err));
-        NC_TRY(nc_json_str(rp, "rope_type", &type, 0, sub, err));
-        if (strcmp(type, "default"))
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_type '%s' is not supported", sub,
-                           type);
-    }
-    const json_t *rs = json_object_get(o, "rope_scaling");
-    if (rs && !json_is_null(rs)) {
-        const char *type = "default";
-        NC_TRY(nc_json_str(rs, "rope_type", &type, 0, what, err));
-        if (strcmp(type, "default"))
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: rope_scaling '%s' is not supported", what,
-                           type);
-    }
-    if (!(theta > 1.0) || !isfinite(theta))
-        return nc_fail(err, NC_ERR_RANGE, "%s: rope_theta %g must be a finite number > 1", what,
-                       theta);
+    NC_TRY(hf_config_read_rope(o, &theta, NULL, what, err));
     c->rope_theta = (float)theta;
     return NC_OK;
 }

@@ -1,0 +1,27 @@
+/* config.json fields that the decoder families (Qwen3, Qwen3.5) read the
+ * same way from a Hugging Face folder: the EOS ids and the RoPE settings.
+ * Each family's parser calls these, so both accept and refuse alike. */
+#ifndef NC_MODELS_HF_CONFIG_H
+#define NC_MODELS_HF_CONFIG_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/error.h"
+
+/* eos_token_id of o: an int, a list of ints, or absent/null. Each id must
+ * lie in [0, vocab); new ones are appended to ids[*n] (no repeats, at most
+ * cap, the rest dropped). */
+nc_status hf_config_read_eos(const json_t *o, int64_t vocab, int32_t *ids, int *n, int cap,
+                             const char *what, nc_error *err);
+
+/* rope_theta (and, when partial is not NULL, partial_rotary_factor) from
+ * the top level of o, then from rope_parameters (transformers 5), which
+ * wins; *theta and *partial hold the family's defaults on entry. A
+ * rope_type or rope_scaling other than "default" is refused (this engine
+ * computes plain RoPE), as is a theta that is not a finite number > 1. */
+nc_status hf_config_read_rope(const json_t *o, double *theta, double *partial, const char *what,
+                              nc_error *err);
+
+#endif
