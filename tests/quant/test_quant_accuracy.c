@@ -419,11 +419,10 @@ static void test_top1_and_kl_against_hf_fp32_logits(void) {
  * --like qwen3-0.6b`) palettized to 8, 6 and 4 bits against the fp32 CPU
  * engine on its own weights, over 64 positions of fixed token ids. The
  * figures are printed for docs/palettization.md; 8 and 6 bits are held to
- * the q8 KL bound. Off by default: it writes three model-sized folders. */
+ * the q8 KL bound. Run only when NECTAR_PAL_MODEL is set (main): it writes
+ * three model-sized folders, a measurement rather than a suite test. */
 static void test_palettized_large_model_vs_fp32_cpu(void) {
     const char *dir = getenv("NECTAR_PAL_MODEL");
-    if (!dir || !*dir)
-        SKIP("NECTAR_PAL_MODEL unset (a Qwen3 folder, e.g. nectar gen-random --like qwen3-0.6b)");
     enum { N = 64 };
     nc_error err;
     nc_pool *pool = NULL;
@@ -486,7 +485,9 @@ static void remove_tree(void) {
 int main(void) {
     RUN(test_q8_and_fp16_kv_greedy_64_tokens_equal_hf_fp32);
     RUN(test_top1_and_kl_against_hf_fp32_logits);
-    RUN(test_palettized_large_model_vs_fp32_cpu);
+    /* an opt-in measurement at a real model size, not part of the suite */
+    const char *large = getenv("NECTAR_PAL_MODEL");
+    if (large && *large) RUN(test_palettized_large_model_vs_fp32_cpu);
     remove_tree();
     return nc_test_exit_code();
 }
