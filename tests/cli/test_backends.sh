@@ -17,6 +17,14 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 export NECTAR_ANE_DEVICE= # the flag below decides
 
+# One greedy chat request to the server on port $1 (extra JSON fields $2)
+# into $3; a request that got no HTTP reply at all says so.
+ask() {
+    curl -s -m 600 "http://127.0.0.1:$1/v1/chat/completions" -H 'Content-Type: application/json' \
+        -d '{"messages":[{"role":"user","content":"Hello"}],'"$2"'"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
+        >"$3" 2>/dev/null || echo "  note: $4: no HTTP reply from the server on port $1 (curl exit $?)"
+}
+
 for m in demo tiny_gqa2; do
     dir=models/demo
     [ $m = tiny_gqa2 ] && dir=tests/fixtures/qwen3/tiny_gqa2
@@ -56,25 +64,25 @@ for m in demo tiny_gqa2; do
     for b in cpu mil ane; do
         mdir="$TMP/$m.bundle"
         [ $b = cpu ] && mdir=$dir
+        # the previous server's line must be gone before this one starts: the
+        # redirection below truncates the file in the child, which may run
+        # after the loop has read the old port (a refused connection)
+        rm -f "$TMP/sout"
         "$BIN" serve $T --backend $b --ane-device fake -m "$mdir" --port 0 --parallel 2 --ctx 128 \
             >"$TMP/sout" 2>"$TMP/serr" &
         SPID=$!
         port=""
         i=0
         while [ $i -lt 1200 ] && [ -z "$port" ] && kill -0 $SPID 2>/dev/null; do
-            port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/sout" 2>/dev/null)
+            port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)  slots.*|\1|p' "$TMP/sout" 2>/dev/null)
             [ -z "$port" ] && sleep 0.1
             i=$((i + 1))
         done
-        curl -s -m 600 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
-            -d '{"messages":[{"role":"user","content":"Hello"}],"temperature":0,"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
-            >"$TMP/serve_$b.json" 2>/dev/null
+        ask "$port" '"temperature":0,' "$TMP/serve_$b.json" "$b"
         # no sampling fields: the folder's generation_config.json decides
         # (the tiny fixture says do_sample false: greedy, as run does)
-        [ $b = cpu ] && curl -s -m 600 "http://127.0.0.1:$port/v1/chat/completions" \
-            -H 'Content-Type: application/json' \
-            -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":16,"chat_template_kwargs":{"enable_thinking":false}}' \
-            >"$TMP/serve_defaults.json" 2>/dev/null
+        [ $b = cpu ] && ask "$port" "" "$TMP/serve_defaults.json" "$b defaults"
+        cp "$TMP/serr" "$TMP/serr_$b"
         kill $SPID 2>/dev/null
         wait $SPID 2>/dev/null
         SPID=""
@@ -92,7 +100,7 @@ for m in demo tiny_gqa2; do
         cmp -s "$TMP/serve_cpu" "$TMP/serve_ane" && grep -q '"finish_reason"' "$TMP/serve_ane.json"; then
         pass "serve_cpu_mil_ane_same_chat_answer_$m"
     else
-        fail "serve_cpu_mil_ane_same_chat_answer_$m" "cpu $(cat "$TMP/serve_cpu.json") mil $(cat "$TMP/serve_mil.json") ane $(cat "$TMP/serve_ane.json") $(tail -2 "$TMP/serr")"
+        fail "serve_cpu_mil_ane_same_chat_answer_$m" "cpu $(cat "$TMP/serve_cpu.json") mil $(cat "$TMP/serve_mil.json") ane $(cat "$TMP/serve_ane.json") server stderr: cpu '$(tail -2 "$TMP/serr_cpu")' mil '$(tail -2 "$TMP/serr_mil")' ane '$(tail -2 "$TMP/serr_ane")'"
     fi
 done
 

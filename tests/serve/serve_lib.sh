@@ -14,7 +14,7 @@ serve_start() { # test name, extra serve arguments...
     PORT=""
     i=0
     while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-        PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/out" 2>/dev/null)
+        PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)  slots.*|\1|p' "$TMP/out" 2>/dev/null)
         [ -z "$PORT" ] && sleep 0.1
         i=$((i + 1))
     done
