@@ -23,6 +23,15 @@ nc_status model_random_write(const model_preset *p, const char *out, const model
     return nc_fail(err, NC_ERR_INTERNAL, "%s: no random writer for this family", p->name);
 }
 
+json_t *model_random_generation_json(const model_preset *p) {
+    json_t *g = json_object(), *eos = json_array();
+    json_object_set_new(g, "bos_token_id", json_integer(p->bos));
+    json_array_append_new(eos, json_integer(p->eos));
+    if (p->eos_extra >= 0) json_array_append_new(eos, json_integer(p->eos_extra));
+    json_object_set_new(g, "eos_token_id", eos);
+    return g;
+}
+
 const char *model_random_torch_dtype(st_dtype dt) {
     return dt == ST_BF16 ? "bfloat16" : dt == ST_F16 ? "float16" : "float32";
 }

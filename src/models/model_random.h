@@ -59,6 +59,10 @@ nc_status model_random_write_plan(st_random_plan *p, const char *out, json_t *cf
                                   const model_random_options *o, model_random_report *r,
                                   nc_error *err);
 
+/* A decoder preset's generation_config.json: bos_token_id and the
+ * eos_token_id list (eos, then eos_extra when the preset has one). */
+json_t *model_random_generation_json(const model_preset *p);
+
 /* config.json's "torch_dtype" for a weight dtype ("bfloat16", ...). */
 const char *model_random_torch_dtype(st_dtype dt);
 

@@ -83,11 +83,6 @@ static json_t *config_json(const model_preset *s, st_dtype dt) {
         "mrope_interleaved", 1);
 }
 
-static json_t *gen_json(const model_preset *s) {
-    return json_pack("{s:i, s:[i,i]}", "bos_token_id", s->bos, "eos_token_id", s->eos,
-                     s->eos_extra);
-}
-
 nc_status qwen35_random_write(const model_preset *s, const char *out, const model_random_options *o,
                               model_random_report *r, nc_error *err) {
     static st_random_plan plan; /* large (names); one per process */
@@ -96,5 +91,5 @@ nc_status qwen35_random_write(const model_preset *s, const char *out, const mode
     plan.seed = o->seed * 0x9e3779b97f4a7c15ull;
     plan_tensors(&plan, s, o->dtype);
     return model_random_write_plan(&plan, out, o->dry_run ? NULL : config_json(s, o->dtype),
-                                   o->dry_run ? NULL : gen_json(s), o, r, err);
+                                   o->dry_run ? NULL : model_random_generation_json(s), o, r, err);
 }

@@ -78,15 +78,6 @@ static json_t *config_json(const model_preset *s, st_dtype dt) {
     return o;
 }
 
-static json_t *generation_config_json(const model_preset *s) {
-    json_t *g = json_object(), *eos = json_array();
-    json_object_set_new(g, "bos_token_id", json_integer(s->bos));
-    json_array_append_new(eos, json_integer(s->eos));
-    if (s->eos_extra >= 0) json_array_append_new(eos, json_integer(s->eos_extra));
-    json_object_set_new(g, "eos_token_id", eos);
-    return g;
-}
-
 nc_status qwen3_random_write(const model_preset *s, const char *out, const model_random_options *o,
                              model_random_report *r, nc_error *err) {
     static st_random_plan plan; /* large (names); one per process */
@@ -95,5 +86,5 @@ nc_status qwen3_random_write(const model_preset *s, const char *out, const model
     plan.seed = o->seed * 0x9e3779b97f4a7c15ull;
     plan_tensors(&plan, s, o->dtype);
     return model_random_write_plan(&plan, out, o->dry_run ? NULL : config_json(s, o->dtype),
-                                   o->dry_run ? NULL : generation_config_json(s), o, r, err);
+                                   o->dry_run ? NULL : model_random_generation_json(s), o, r, err);
 }
