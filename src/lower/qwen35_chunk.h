@@ -3,15 +3,21 @@
  * and fla's chunk_gated_delta_rule), written for fp16: the bucket's S
  * tokens in sub-chunks of C, everything but the state carried between
  * sub-chunks computed for all sub-chunks and heads at once, so a bucket's
- * sequential depth is about 3 C + 2 S / C ops instead of the unrolled
- * form's ~10 S. Same inputs and outputs as lower_qwen35_prefill_function;
- * docs/qwen35.md has the math, the fp16 choices and the error table. */
+ * sequential depth is about 2 C + 2 S / C ops (plus the shared ~60 of
+ * the projections, conv, norms) instead of the unrolled form's ~7 S. Same inputs and outputs as
+ * lower_qwen35_prefill_function; docs/qwen35.md has the math, the fp16 choices and the error table.
+ */
 #ifndef NC_LOWER_QWEN35_CHUNK_H
 #define NC_LOWER_QWEN35_CHUNK_H
 
 #include "lower/qwen35_lower.h"
 
-#define LOWER_Q35_SUBCHUNK 16 /* C: the sub-chunk (fla's diagonal block) */
+/* C, the sub-chunk nectar compile emits. 32 keeps every matmul's
+ * contracted axis a multiple of 32 (ane-matmul-inner) when dk and dv are,
+ * as in every Qwen3.5 (128); 16 (fla's diagonal block) would cut the
+ * sequential depth by ~30 ops but contracts 23 matmuls over 16. Both are
+ * in the fp16 test. */
+#define LOWER_Q35_SUBCHUNK 32
 
 /* How the pieces with an fp16 hazard are written. SAFE is what nectar
  * compile emits; the other two are the textbook forms, kept so the fp16

@@ -95,8 +95,9 @@ static void put(nc_fp16 *dst, size_t i, double v) {
 }
 
 /* The programs under test: the step, the unrolled prefill, the chunked
- * prefill (C = 16 as nectar compile emits it, and C = 32) and the chunked
- * form with the textbook fp16 pieces (negative controls). */
+ * prefill (C = 32 as nectar compile emits it: one sub-chunk per 32-token
+ * bucket; C = 16: two, so the state chain between sub-chunks runs) and the
+ * chunked form with the textbook fp16 pieces (negative controls). */
 typedef struct form {
     const char *fn, *label;
     int C;
@@ -106,7 +107,7 @@ static const form forms[] = {
     {"step_s32", "step", 0, LOWER_Q35_CHUNK_SAFE},
     {"prefill_s32", "unrolled", 0, LOWER_Q35_CHUNK_SAFE},
     {"chunk16_s32", "chunked C=16", 16, LOWER_Q35_CHUNK_SAFE},
-    {"chunk32_s32", "chunked C=32", 32, LOWER_Q35_CHUNK_SAFE},
+    {"chunk32_s32", "chunked C=32", LOWER_Q35_SUBCHUNK, LOWER_Q35_CHUNK_SAFE},
     {"cumsum32_s32", "naive cumsum C=32", 32, LOWER_Q35_CHUNK_CUMSUM},
     {"doubling16_s32", "naive doubling C=16", 16, LOWER_Q35_CHUNK_DOUBLING},
 };
@@ -493,9 +494,9 @@ static void test_qwen35_prefill_fp16_matches_f64_reference(void) {
     check_scenarios(F_UNROLLED);
 }
 
-/* The chunked form as nectar compile emits it (C = 16: two sub-chunks per
- * 32-token bucket, so the state chain between sub-chunks runs), and with
- * one sub-chunk of 32 (decay sums over 32 tokens). */
+/* The chunked form with sub-chunks of 16 (two per 32-token bucket: the
+ * state chain between sub-chunks runs) and of 32 (LOWER_Q35_SUBCHUNK, what
+ * nectar compile emits: decay sums and the UT transform over 32 tokens). */
 static void test_qwen35_chunked_prefill_fp16_matches_f64_reference(void) {
     check_scenarios(F_CHUNK16);
     check_scenarios(F_CHUNK32);
