@@ -2,11 +2,11 @@
  * gated delta rule (the UT transform, as HF's torch_chunk_gated_delta_rule
  * and fla's chunk_gated_delta_rule), written for fp16: the bucket's S
  * tokens in sub-chunks of C, everything but the state carried between
- * sub-chunks computed for all sub-chunks and heads at once, so a bucket's
- * sequential depth is about 2 C + 2 S / C ops (plus the shared ~60 of
- * the projections, conv, norms) instead of the unrolled form's ~7 S. Same inputs and outputs as
- * lower_qwen35_prefill_function; docs/qwen35.md has the math, the fp16 choices and the error table.
- */
+ * sub-chunks computed for all sub-chunks and heads at once, so the delta
+ * rule's sequential depth is about 2 C + 2 S / C ops instead of the
+ * unrolled form's ~7 S. Same inputs and outputs as
+ * lower_qwen35_prefill_function; docs/qwen35.md has the math, the fp16
+ * choices, the op counts and the error table. */
 #ifndef NC_LOWER_QWEN35_CHUNK_H
 #define NC_LOWER_QWEN35_CHUNK_H
 

@@ -3,8 +3,10 @@
  * (lower_qwen3_layer_program) with the output gate and a partial rotary
  * matrix; a linear-attention layer is one program holding
  *
- *   step_s32: x, conv_state, delta_state -> x_out, conv_state_out, delta_state_out
- *   mlp_sS  : x -> x_out                     (one per bucket, Qwen3's kernel)
+ *   step_s32  : x, conv_state, delta_state -> x_out, conv_state_out, delta_state_out
+ *   prefill_sS: the same for a chunk of tokens (one per bucket: the unrolled
+ *               form below or the chunked form of qwen35_chunk.h)
+ *   mlp_sS    : x -> x_out                   (one per bucket, Qwen3's kernel)
  *
  * step_s32 is one token of the recurrent form: the token's activation in
  * column 0 of x [1, D, 1, 32] (the other columns are ignored; x_out holds
