@@ -415,6 +415,11 @@ nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "linear_num_value_heads %d is not a multiple of linear_num_key_heads %d",
                        c->linear_num_value_heads, c->linear_num_key_heads);
+    for (int s = 0; form == LOWER_Q35_PREFILL_CHUNKED && s < p->n_seqs; s++)
+        if (p->seqs[s] % LOWER_Q35_SUBCHUNK)
+            return nc_fail(err, NC_ERR_UNSUPPORTED,
+                           "bucket %d: the chunked prefill needs a multiple of %d tokens",
+                           p->seqs[s], LOWER_Q35_SUBCHUNK);
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));
     char fn[64];
@@ -425,7 +430,7 @@ nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *
         if (mil_build_function(b, fn, "ios18") != NC_OK) break;
         if (form == LOWER_Q35_PREFILL_UNROLLED)
             lower_qwen35_prefill_function(b, c, w, p->seqs[s]);
-        else /* buckets are multiples of 32 */
+        else
             lower_qwen35_prefill_chunked_function(b, c, w, p->seqs[s], LOWER_Q35_SUBCHUNK,
                                                   LOWER_Q35_CHUNK_SAFE);
         snprintf(fn, sizeof fn, "mlp_s%d", p->seqs[s]);
