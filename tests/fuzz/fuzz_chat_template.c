@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    chat_options opt = {data[0] & 1, !(data[0] & 2)};
+    chat_options opt = {data[0] & 1, !(data[0] & 2), 0};
     int no_reasoning = data[0] & 4;
     char *buf = malloc(size); /* the messages, NUL-terminated in place */
     if (!buf) return 0;
