@@ -71,7 +71,8 @@ static char *call_start35(const serve_request *r) {
                                                            : NULL;
     size_t n = strlen(TOOL_PREFIX "<function=>\n") + (only ? strlen(only) : 0) + 1;
     char *p = malloc(n);
-    if (p) snprintf(p, n, only ? TOOL_PREFIX "<function=%s>\n" : TOOL_PREFIX "<function=", only);
+    if (p && only) snprintf(p, n, TOOL_PREFIX "<function=%s>\n", only);
+    if (p && !only) snprintf(p, n, "%s", TOOL_PREFIX "<function=");
     return p;
 }
 
