@@ -432,6 +432,25 @@ def write_chat_cases(tok_dir):
               for e in (True, False)]
     with open(os.path.join(tok_dir, "chat_prompt_tokens.txt"), "w", encoding="utf-8") as f:
         f.write("%d %d\n" % tuple(counts))
+    # for tests/serve/test_serve_qwen35.c: a request with tools and a call in
+    # the history (arguments as OpenAI sends them, a JSON string; HF's
+    # template needs the object), and its prompt's token count
+    from make_chat_tool_fixtures import WEATHER
+    msgs = [{"role": "user", "content": CHAT_CLI_MESSAGE},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "call_1", "type": "function",
+                             "function": {"name": "get_weather", "arguments": {"city": "Eden"}}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    text = tok.apply_chat_template(msgs, tools=[WEATHER], tokenize=False, add_generation_prompt=True,
+                                   enable_thinking=False)
+    body = json.loads(json.dumps(msgs))
+    body[1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"city": "Eden"})
+    with open(os.path.join(tok_dir, "tool_chat.json"), "w", encoding="utf-8") as f:
+        json.dump({"body": {"messages": body, "tools": [WEATHER], "max_tokens": 4, "temperature": 0,
+                            "chat_template_kwargs": {"enable_thinking": False}},
+                   "prompt_tokens": len(tok.encode(text, add_special_tokens=False))},
+                  f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def write_readme(out_root):
