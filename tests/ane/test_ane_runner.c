@@ -135,7 +135,7 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
     static const char *kern[] = {"qkv_s32", "kv_s32", "attn_s32", "mlp_s32"};
     for (int parity = 0; parity < 2; parity++) {
         ane_plan p;
-        CHECK_OK(ane_plan_qwen3(&m, S, parity, &p, &err), &err);
+        CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, parity, &p, &err), &err);
         CHECK(p.n_requests == m.kernels_per_token && p.n_requests == 4 * L + 1);
         CHECK(p.n_steps == 4 * L + 2);
         const char cur = parity ? 'b' : 'a', nxt = parity ? 'a' : 'b';
@@ -189,7 +189,7 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
         ane_plan_free(&p);
     }
     ane_plan p;
-    CHECK(ane_plan_qwen3(&m, 48, 0, &p, &err) == NC_ERR_INVALID);
+    CHECK(ane_plan_qwen3(&m, 48, ANE_FORM_CHUNK, 0, &p, &err) == NC_ERR_INVALID);
     lower_manifest_free(&m);
 }
 
@@ -202,7 +202,7 @@ static void test_plan_without_the_ane_head(void) {
     CHECK_OK(lower_manifest_read(bundle_cpu_head, &m, &err), &err);
     int L = m.cfg.num_hidden_layers;
     ane_plan p;
-    CHECK_OK(ane_plan_qwen3(&m, S, 0, &p, &err), &err);
+    CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, 0, &p, &err), &err);
     CHECK(!m.lm_head_on_ane && p.n_requests == 4 * L && p.n_requests == m.kernels_per_token);
     CHECK(p.n_steps == 4 * L && strcmp(p.steps[p.n_steps - 1].fn, "mlp_s32") == 0);
     CHECK(ane_plan_find_buf(&p, "head_x") < 0);
@@ -508,7 +508,7 @@ static void test_plan_follows_one_kernel_per_layer(void) {
     int L = m.cfg.num_hidden_layers;
     CHECK(m.kernels_per_layer == 1 && m.kernels_per_token == L + 1);
     ane_plan p;
-    CHECK_OK(ane_plan_qwen3(&m, S, 1, &p, &err), &err);
+    CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, 1, &p, &err), &err);
     CHECK(p.n_requests == L + 1 && p.n_steps == L + 2);
     int *entries = calloc((size_t)p.n_bufs + 1, sizeof *entries);
     CHECK(entries);
@@ -607,7 +607,7 @@ static void test_surface_sizes_follow_the_policy(void) {
     ane_plan pl[4];
     const ane_plan *all[4];
     for (int i = 0; i < 4; i++) {
-        CHECK_OK(ane_plan_qwen3(&m, m.seqs[i / 2], i % 2, &pl[i], &err), &err);
+        CHECK_OK(ane_plan_qwen3(&m, m.seqs[i / 2], ANE_FORM_CHUNK, i % 2, &pl[i], &err), &err);
         all[i] = &pl[i];
     }
     static const ane_surface_policy pols[3] = {{0, 0}, {0, 49152}, {1, 0}};
