@@ -1,0 +1,203 @@
+/* The engine seam over a Qwen3.5 bundle (tests/fixtures/qwen35/tiny_vl_tied,
+ * lowered here): qwen35-ane on the fake device runs the same fp16 programs
+ * as qwen35-mil, through the ane_host plan (surfaces, gather/scatter,
+ * recurrent states in surfaces) instead of the interpreter's named
+ * buffers, so every logit is the same bit for bit; the greedy ids of both
+ * are HF transformers' (reference.json, independent of nectar). Two
+ * sequences share each step; a truncation resets the recurrent states and
+ * replays, giving the first pass's logits again; the bundle's programs are
+ * opened once per engine. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "ane_host/ane_fake.h"
+#include "base/json.h"
+#include "engine/engine.h"
+#include "lower/manifest.h"
+#include "lower/qwen3_compile.h"
+
+#define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"
+#define N_GREEDY 12
+
+static char bundle[256], tmp_root[256];
+
+static int compile_bundle(void) {
+    if (bundle[0]) return 1;
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_engine35_XXXXXX");
+    if (!mkdtemp(tmp_root)) return 0;
+    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
+    lower_compile_options o = {0};
+    o.model_dir = FIXTURE;
+    o.out_dir = bundle;
+    o.ctx = 128;
+    o.n_seqs = 2;
+    o.seqs[0] = 32;
+    o.seqs[1] = 64;
+    o.n_threads = 1;
+    lower_compile_report r;
+    nc_error err = {0};
+    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
+        printf("  compile: %s\n", err.msg);
+        bundle[0] = '\0';
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct prompt_ref {
+    int n_ids, ids[64], greedy[N_GREEDY];
+} prompt_ref;
+
+static int load_prompt(int which, prompt_ref *p) {
+    json_t *root = NULL;
+    nc_error err = {0};
+    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
+    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
+    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
+    p->n_ids = (int)json_array_size(ids);
+    int ok = p->n_ids > 0 && p->n_ids <= 64 && json_array_size(g) >= N_GREEDY;
+    for (int i = 0; ok && i < p->n_ids; i++)
+        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int i = 0; ok && i < N_GREEDY; i++)
+        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
+    json_decref(root);
+    return ok;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Prompts 1 (33 tokens) and 0 (4) in one engine, one step for both, then
+ * N_GREEDY - 1 greedy tokens each, both per step; all logits into out
+ * ([N_GREEDY][2][V]), the greedy ids into gen. Then sequence 0 is cut 5
+ * tokens back and given them again: the replay must give out's first row
+ * bit for bit (into redo). */
+static int run_engine(const char *kind, const prompt_ref p[2], float *out, float *redo,
+                      int gen[2][N_GREEDY], int *V_out) {
+    nc_error err = {0};
+    engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+    engine *e = NULL;
+    if (engine_open(kind, bundle, &opt, &e, &err)) {
+        printf("  %s: %s\n", kind, err.msg);
+        return 0;
+    }
+    int V = *V_out = e->n_vocab, ok = 1;
+    engine_seq *s[2] = {NULL, NULL};
+    for (int i = 0; i < 2 && ok; i++)
+        ok = engine_seq_new(e, 0, &s[i], &err) == NC_OK;
+    engine_step_item items[2];
+    int32_t next[2];
+    for (int i = 0; ok && i < 2; i++)
+        items[i] =
+            (engine_step_item){s[i], (const int32_t *)p[i].ids, p[i].n_ids, NULL, NC_OK, {0}};
+    for (int t = 0; ok && t < N_GREEDY; t++) {
+        for (int i = 0; i < 2; i++)
+            items[i].logits = out + ((size_t)t * 2 + (size_t)i) * V;
+        ok = engine_step(e, items, 2, &err) == NC_OK;
+        for (int i = 0; ok && i < 2; i++) {
+            if (items[i].status != NC_OK) {
+                err = items[i].err;
+                ok = 0;
+                break;
+            }
+            gen[i][t] = next[i] = argmax(items[i].logits, V);
+            items[i].tokens = &next[i];
+            items[i].n = 1;
+        }
+    }
+    if (ok) {
+        int keep = p[0].n_ids - 5;
+        ok = engine_seq_truncate(e, s[0], keep) == keep && engine_seq_pos(e, s[0]) == keep &&
+             engine_forward(e, s[0], (const int32_t *)p[0].ids + keep, 5, redo, &err) == NC_OK;
+    }
+    if (!ok) printf("  %s: %s\n", kind, err.msg);
+    for (int i = 0; i < 2; i++)
+        if (s[i]) engine_seq_free(e, s[i]);
+    engine_close(e);
+    return ok;
+}
+
+static void test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf(void) {
+    CHECK(compile_bundle());
+    prompt_ref p[2];
+    CHECK(load_prompt(1, &p[0]) && load_prompt(0, &p[1]));
+    size_t cap = (size_t)N_GREEDY * 2 * 512;
+    float *l[2] = {calloc(cap, sizeof(float)), calloc(cap, sizeof(float))};
+    float *redo[2] = {calloc(512, sizeof(float)), calloc(512, sizeof(float))};
+    int gen[2][2][N_GREEDY], V[2] = {0, 0};
+    CHECK(l[0] && l[1] && redo[0] && redo[1]);
+    static const char *const kinds[2] = {"qwen35-mil", "qwen35-ane"};
+    for (int k = 0; k < 2; k++)
+        CHECK(run_engine(kinds[k], p, l[k], redo[k], gen[k], &V[k]));
+    CHECK(V[0] == V[1] && V[0] > 0 && V[0] <= 512);
+    size_t n = (size_t)N_GREEDY * 2 * V[0];
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&l[0][i], &l[1][i], sizeof(float)) != 0;
+    CHECKF(differ == 0, "%zu of %zu logits differ between mil and ane", differ, n);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++)
+            for (int t = 0; t < N_GREEDY; t++)
+                CHECKF(gen[k][i][t] == p[i].greedy[t], "%s prompt %d step %d: %d, HF %d", kinds[k],
+                       i, t, gen[k][i][t], p[i].greedy[t]);
+        /* reset + replay of the kept 28 and the 5 again: one chunk of 33,
+         * as the first pass ran it */
+        CHECKF(memcmp(redo[k], l[k], (size_t)V[0] * sizeof(float)) == 0,
+               "%s: the replay after a truncation differs", kinds[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        free(l[k]);
+        free(redo[k]);
+    }
+}
+
+/* The programs are opened (compiled and loaded, on a real ANE) once per
+ * engine: sequences open nothing more. */
+static void test_qwen35_ane_sequences_share_the_loaded_bundle(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    const char *kind = NULL;
+    CHECK_OK(engine_kind_for("ane", bundle, &kind, &err), &err);
+    CHECK(!strcmp(kind, "qwen35-ane"));
+    engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+    engine *e = NULL;
+    long before = ane_fake_models_opened();
+    CHECK_OK(engine_open(kind, bundle, &opt, &e, &err), &err);
+    CHECK(!strcmp(e->kind, "qwen35-ane (fake device)"));
+    long opened = ane_fake_models_opened() - before;
+    lower_manifest man;
+    CHECK_OK(lower_manifest_read(bundle, &man, &err), &err);
+    CHECKF(opened == man.n_programs, "engine_open opened %ld programs, the bundle has %d", opened,
+           man.n_programs);
+    engine_seq *s[3] = {NULL, NULL, NULL};
+    float *logits = malloc((size_t)e->n_vocab * sizeof *logits);
+    int32_t tok[2] = {1, 2};
+    for (int i = 0; i < 3 && logits; i++) {
+        CHECK_OK(engine_seq_new(e, 0, &s[i], &err), &err);
+        CHECK_OK(engine_forward(e, s[i], tok, 1 + i % 2, logits, &err), &err);
+    }
+    CHECKF(ane_fake_models_opened() - before == opened, "3 sequences opened %ld more programs",
+           ane_fake_models_opened() - before - opened);
+    free(logits);
+    for (int i = 0; i < 3; i++)
+        engine_seq_free(e, s[i]);
+    engine_close(e);
+    lower_manifest_free(&man);
+}
+
+int main(void) {
+    RUN(test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf);
+    RUN(test_qwen35_ane_sequences_share_the_loaded_bundle);
+    if (bundle[0]) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+        if (system(cmd) != 0) printf("  could not remove %s\n", tmp_root);
+    }
+    return nc_test_exit_code();
+}
