@@ -12,17 +12,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
 #include "ane_host/ane_runner.h"
-#include "base/half.h"
-#include "base/json.h"
-#include "io/hf_weights.h"
 #include "io/npy.h"
 #include "lower/qwen35_lower.h"
-#include "lower/qwen3_compile.h"
 #include "models/qwen35.h"
 
 #define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"
@@ -33,26 +29,8 @@
 static char bundle[256], tmp_root[256];
 
 static int compile_bundle(void) {
-    if (bundle[0]) return 1;
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane35_XXXXXX");
-    if (!mkdtemp(tmp_root)) return 0;
-    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
-    lower_compile_options o = {0};
-    o.model_dir = FIXTURE;
-    o.out_dir = bundle;
-    o.ctx = CTX;
-    o.n_seqs = 2;
-    o.seqs[0] = 32;
-    o.seqs[1] = 64;
-    o.n_threads = 1;
-    lower_compile_report r;
-    nc_error err = {0};
-    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
-        printf("  compile: %s\n", err.msg);
-        bundle[0] = '\0';
-        return 0;
-    }
-    return 1;
+    return bundle[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "ane35", FIXTURE,
+                                               "bundle", bundle, sizeof bundle, CTX, 4, 0);
 }
 
 /* --- the plans ------------------------------------------------------------- */
@@ -153,102 +131,41 @@ static void test_plan_runs_each_linear_layer_mixer_between_gather_and_scatter(vo
 
 /* --- a sequence through the runner ----------------------------------------- */
 
+/* The Qwen3.5 inputs beyond the shared host's (bundle_ref.h). */
 typedef struct host {
-    lower_manifest m;
+    nc_test_host t;
     qwen35_config cfg;
-    hf_weights *ckpt;
-    const st_tensor *embed;
-    int D, hd, V, K, S_max;
-    float *x, *cs, *sn, *mask, *wr, *valid, *pick_state, *pick_new, *logits;
+    int K;
+    float *valid, *pick_state, *pick_new;
 } host;
-
-static float embed_at(const st_tensor *t, size_t i) {
-    if (t->dtype == ST_F32) {
-        float f;
-        memcpy(&f, (const char *)t->data + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, (const char *)t->data + 2 * i, 2);
-    return t->dtype == ST_BF16 ? nc_bf16_to_f32(h) : nc_fp16_to_f32(h);
-}
 
 static int host_open(host *h, const ane_runner *r) {
     memset(h, 0, sizeof *h);
-    h->m = *ane_runner_manifest(r); /* shallow: owned by the runner */
     nc_error err = {0};
     if (qwen35_config_load(FIXTURE, &h->cfg, &err)) return 0;
-    if (hf_weights_open(h->m.source_dir, &h->ckpt, &err)) return 0;
-    h->embed = hf_weights_find(h->ckpt, h->m.embed_tensor, NULL);
-    h->D = h->m.cfg.hidden_size;
-    h->hd = h->m.cfg.head_dim;
-    h->V = h->m.cfg.vocab_size;
     h->K = h->cfg.linear_conv_kernel_dim;
-    h->S_max = h->m.seqs[h->m.n_seqs - 1];
-    size_t S = (size_t)h->S_max;
-    h->x = malloc((size_t)h->D * S * sizeof(float));
-    h->cs = malloc((size_t)h->hd * S * sizeof(float));
-    h->sn = malloc((size_t)h->hd * S * sizeof(float));
-    h->mask = malloc(S * CTX * sizeof(float));
-    h->wr = malloc(CTX * sizeof(float));
+    size_t S = 64;
     h->valid = malloc(S * sizeof(float));
     h->pick_state = malloc(32 * 32 * sizeof(float));
     h->pick_new = malloc(S * 32 * sizeof(float));
-    h->logits = malloc((size_t)h->V * sizeof(float));
-    return h->embed && h->x && h->cs && h->sn && h->mask && h->wr && h->valid && h->pick_state &&
-           h->pick_new && h->logits;
+    return nc_test_host_open(&h->t, r, h->cfg.rotary_dim) && h->valid && h->pick_state &&
+           h->pick_new;
 }
 
 static void host_close(host *h) {
-    hf_weights_close(h->ckpt);
-    free(h->x);
-    free(h->cs);
-    free(h->sn);
-    free(h->mask);
-    free(h->wr);
+    nc_test_host_close(&h->t);
     free(h->valid);
     free(h->pick_state);
     free(h->pick_new);
-    free(h->logits);
 }
 
-/* Tokens toks[0..n) at positions pos.. through bucket seq: token at p in
- * column p mod seq with its partial RoPE angles (1/0 past rotary_dim), its
- * mask row open up to p, kv_write 1 at p; for a chunk (n > 1) the linear
- * layers' `valid` (its n tokens, in order from column 0) and the conv
- * window picks (the last K-1 conv inputs: of the chunk, or of the state
- * for the first K-1-n). The logits of the last token. */
+/* A chunk of toks[0..n) at pos.. through bucket seq (bundle_ref.h), and
+ * for n > 1 the linear layers' `valid` (its n tokens, in order from column
+ * 0) and the conv window picks (the last K-1 conv inputs: of the chunk, or
+ * of the state for the first K-1-n); the logits of the last token. */
 static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int n, int pos,
                        ane_run_mode mode, nc_error *err) {
-    int rd = h->cfg.rotary_dim;
-    memset(h->x, 0, (size_t)h->D * seq * sizeof(float));
-    for (int i = 0; i < h->hd * seq; i++) {
-        h->cs[i] = 1.0f;
-        h->sn[i] = 0.0f;
-    }
-    for (int row = 0; row < seq; row++)
-        for (int k = 0; k < CTX; k++)
-            h->mask[(size_t)row * CTX + k] = k == 0 ? 0.0f : -1.0e4f;
-    memset(h->wr, 0, CTX * sizeof(float));
-    for (int t = 0; t < n; t++) {
-        int p = pos + t, col = p % seq;
-        for (int d = 0; d < h->D; d++)
-            h->x[(size_t)d * seq + col] = embed_at(h->embed, (size_t)toks[t] * h->D + d);
-        for (int d = 0; d < rd; d++) {
-            float inv = (float)(1.0 / pow((double)h->cfg.rope_theta, 2.0 * (d % (rd / 2)) / rd));
-            float ang = (float)p * inv;
-            h->cs[(size_t)d * seq + col] = (float)cos((double)ang);
-            h->sn[(size_t)d * seq + col] = (float)sin((double)ang);
-        }
-        for (int k = 0; k < CTX; k++)
-            h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
-        h->wr[p] = 1.0f;
-    }
-    NC_TRY(ane_runner_write(r, 1, seq, "x", h->x, (size_t)h->D * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "rope_cos", h->cs, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "rope_sin", h->sn, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "attn_mask", h->mask, (size_t)seq * CTX, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "kv_write", h->wr, CTX, err));
+    NC_TRY(nc_test_host_write(&h->t, r, seq, toks, n, pos, err));
     if (n > 1) {
         memset(h->pick_state, 0, 32 * 32 * sizeof(float));
         memset(h->pick_new, 0, (size_t)seq * 32 * sizeof(float));
@@ -267,44 +184,12 @@ static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int
         NC_TRY(ane_runner_write(r, 1, seq, "conv_pick_new", h->pick_new, (size_t)seq * 32, err));
     }
     NC_TRY(ane_runner_run_chunk(r, seq, n, pos, (pos + n - 1) % seq, mode, err));
-    int off = 0;
-    for (int c = 0; c < h->m.n_head_chunks; c++) {
-        char name[32];
-        snprintf(name, sizeof name, "logits_%d", c);
-        int rows = (int)h->m.head_rows[c];
-        NC_TRY(ane_runner_read_column(r, seq, name, 0, h->logits + off, (size_t)rows, err));
-        off += rows;
-    }
-    return off == h->V ? NC_OK
-                       : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+    return nc_test_host_logits(&h->t, r, seq, err);
 }
 
 typedef struct prompt_ref {
     int n_ids, ids[64], greedy[N_GREEDY];
 } prompt_ref;
-
-static int load_prompt(int which, prompt_ref *p) {
-    json_t *root = NULL;
-    nc_error err = {0};
-    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
-    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
-    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
-    p->n_ids = (int)json_array_size(ids);
-    int ok = p->n_ids > 20 && p->n_ids <= 32 + 20 && json_array_size(g) >= N_GREEDY;
-    for (int i = 0; ok && i < p->n_ids; i++)
-        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
-    for (int i = 0; ok && i < N_GREEDY; i++)
-        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
-    json_decref(root);
-    return ok;
-}
 
 /* The prompt as a chunk of 20 (bucket 32, columns 0..19) and the rest
  * (bucket 32: columns 20..31 then 0..: the gather wraps), then N_GREEDY - 1
@@ -316,8 +201,8 @@ static void run_sequence(host *h, ane_runner *r, const prompt_ref *p, ane_run_mo
     CHECK_OK(chunk(h, r, 32, p->ids, 20, 0, mode, err), err);
     CHECK_OK(chunk(h, r, 32, p->ids + 20, p->n_ids - 20, 20, mode, err), err);
     for (int t = 0; t < N_GREEDY; t++) {
-        memcpy(out + (size_t)t * h->V, h->logits, (size_t)h->V * sizeof(float));
-        gen[t] = argmax(h->logits, h->V);
+        memcpy(out + (size_t)t * h->t.V, h->t.logits, (size_t)h->t.V * sizeof(float));
+        gen[t] = nc_test_argmax(h->t.logits, h->t.V);
         if (t + 1 < N_GREEDY) CHECK_OK(chunk(h, r, 32, &gen[t], 1, p->n_ids + t, mode, err), err);
     }
 }
@@ -327,29 +212,30 @@ static void run_sequence(host *h, ane_runner *r, const prompt_ref *p, ane_run_mo
 static void runs_like_hf(const ane_device *dev) {
     nc_error err = {0};
     prompt_ref p;
-    CHECK(load_prompt(1, &p));
+    CHECK(nc_test_load_prompt(FIXTURE, 1, 64, N_GREEDY, p.ids, &p.n_ids, p.greedy) &&
+          p.n_ids > 20 && p.n_ids <= 52);
     nc_npy ref;
     CHECK_OK(nc_npy_read(FIXTURE "/logits_1.npy", &ref, &err), &err);
     ane_runner *r = NULL;
     CHECK_OK(ane_runner_open(dev, bundle, &r, &err), &err);
     host h;
     CHECK(host_open(&h, r));
-    size_t n = (size_t)N_GREEDY * h.V;
+    size_t n = (size_t)N_GREEDY * h.t.V;
     float *l[3] = {malloc(n * sizeof(float)), malloc(n * sizeof(float)), malloc(n * sizeof(float))};
     int32_t gen[3][N_GREEDY];
     CHECK(l[0] && l[1] && l[2] && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids &&
-          ref.shape[1] == h.V);
+          ref.shape[1] == h.t.V);
     static const ane_run_mode modes[3] = {ANE_RUN_SYNC, ANE_RUN_ASYNC, ANE_RUN_ASYNC_EVENTS};
     for (int i = 0; i < 3; i++)
         run_sequence(&h, r, &p, modes[i], l[i], gen[i], &err);
     /* 2 chunks + N_GREEDY - 1 tokens per mode, every kernel once */
     long runs = 3L * (2 + N_GREEDY - 1);
-    CHECKF(ane_runner_requests_issued(r) == runs * h.m.kernels_per_token, "%ld requests",
+    CHECKF(ane_runner_requests_issued(r) == runs * h.t.m.kernels_per_token, "%ld requests",
            ane_runner_requests_issued(r));
     CHECK(ane_fake_evaluations(dev) == ane_runner_requests_issued(r));
-    const float *hf = (const float *)ref.data + (size_t)(p.n_ids - 1) * h.V;
+    const float *hf = (const float *)ref.data + (size_t)(p.n_ids - 1) * h.t.V;
     double mx = 0, dmax = 0;
-    for (int v = 0; v < h.V; v++) {
+    for (int v = 0; v < h.t.V; v++) {
         if (fabs(hf[v]) > mx) mx = fabs(hf[v]);
         if (fabs(l[0][v] - hf[v]) > dmax) dmax = fabs(l[0][v] - hf[v]);
     }
@@ -392,10 +278,6 @@ static void test_each_surface_policy_runs_like_hf(void) {
 int main(void) {
     RUN(test_plan_runs_each_linear_layer_mixer_between_gather_and_scatter);
     RUN(test_each_surface_policy_runs_like_hf);
-    if (bundle[0]) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) printf("  could not remove %s\n", tmp_root);
-    }
+    nc_test_remove_root(tmp_root);
     return nc_test_exit_code();
 }

@@ -9,14 +9,12 @@
  * opened once per engine. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
-#include "base/json.h"
 #include "engine/engine.h"
 #include "lower/manifest.h"
-#include "lower/qwen3_compile.h"
 
 #define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"
 #define N_GREEDY 12
@@ -24,26 +22,8 @@
 static char bundle[256], tmp_root[256];
 
 static int compile_bundle(void) {
-    if (bundle[0]) return 1;
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_engine35_XXXXXX");
-    if (!mkdtemp(tmp_root)) return 0;
-    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
-    lower_compile_options o = {0};
-    o.model_dir = FIXTURE;
-    o.out_dir = bundle;
-    o.ctx = 128;
-    o.n_seqs = 2;
-    o.seqs[0] = 32;
-    o.seqs[1] = 64;
-    o.n_threads = 1;
-    lower_compile_report r;
-    nc_error err = {0};
-    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
-        printf("  compile: %s\n", err.msg);
-        bundle[0] = '\0';
-        return 0;
-    }
-    return 1;
+    return bundle[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "engine35", FIXTURE,
+                                               "bundle", bundle, sizeof bundle, 128, 4, 0);
 }
 
 typedef struct prompt_ref {
@@ -51,26 +31,8 @@ typedef struct prompt_ref {
 } prompt_ref;
 
 static int load_prompt(int which, prompt_ref *p) {
-    json_t *root = NULL;
-    nc_error err = {0};
-    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
-    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
-    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
-    p->n_ids = (int)json_array_size(ids);
-    int ok = p->n_ids > 0 && p->n_ids <= 64 && json_array_size(g) >= N_GREEDY;
-    for (int i = 0; ok && i < p->n_ids; i++)
-        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
-    for (int i = 0; ok && i < N_GREEDY; i++)
-        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
-    json_decref(root);
-    return ok;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+    return nc_test_load_prompt(FIXTURE, which, (int)(sizeof p->ids / sizeof p->ids[0]), N_GREEDY,
+                               p->ids, &p->n_ids, p->greedy);
 }
 
 /* Prompts 1 (33 tokens) and 0 (4) in one engine, one step for both, then
@@ -106,7 +68,7 @@ static int run_engine(const char *kind, const prompt_ref p[2], float *out, float
                 ok = 0;
                 break;
             }
-            gen[i][t] = next[i] = argmax(items[i].logits, V);
+            gen[i][t] = next[i] = nc_test_argmax(items[i].logits, V);
             items[i].tokens = &next[i];
             items[i].n = 1;
         }
@@ -194,10 +156,6 @@ static void test_qwen35_ane_sequences_share_the_loaded_bundle(void) {
 int main(void) {
     RUN(test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf);
     RUN(test_qwen35_ane_sequences_share_the_loaded_bundle);
-    if (bundle[0]) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) printf("  could not remove %s\n", tmp_root);
-    }
+    nc_test_remove_root(tmp_root);
     return nc_test_exit_code();
 }
