@@ -30,7 +30,7 @@ static char bundle[256], tmp_root[256];
 
 static int compile_bundle(void) {
     return bundle[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "ane35", FIXTURE,
-                                               "bundle", bundle, sizeof bundle, CTX, 4, 0);
+                                               "bundle", bundle, sizeof bundle, CTX, 4, 0, 0);
 }
 
 /* --- the plans ------------------------------------------------------------- */

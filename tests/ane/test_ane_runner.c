@@ -45,7 +45,7 @@ static char bundle_cpu_head[256];
 
 static int compile_kpl(char *out, size_t cap, const char *name, int lm_head_on_cpu, int kpl) {
     return out[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "ane", FIXTURE, name, out,
-                                            cap, CTX, kpl, lm_head_on_cpu);
+                                            cap, CTX, kpl, lm_head_on_cpu, 0);
 }
 
 static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {

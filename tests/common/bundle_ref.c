@@ -13,7 +13,7 @@
 
 int nc_test_compile_bundle(char *root, size_t cap, const char *tag, const char *model_dir,
                            const char *name, char *out, size_t out_cap, int ctx,
-                           int kernels_per_layer, int lm_head_on_cpu) {
+                           int kernels_per_layer, int lm_head_on_cpu, int q35_prefill) {
     if (!root[0]) {
         snprintf(root, cap, "/tmp/nectar_%s_XXXXXX", tag);
         if (!mkdtemp(root)) {
@@ -28,6 +28,7 @@ int nc_test_compile_bundle(char *root, size_t cap, const char *tag, const char *
     o.ctx = ctx;
     o.kernels_per_layer = kernels_per_layer;
     o.lm_head_on_cpu = lm_head_on_cpu;
+    o.q35_prefill = q35_prefill;
     o.n_seqs = 2;
     o.seqs[0] = 32;
     o.seqs[1] = 64;

@@ -14,10 +14,11 @@
 
 /* Compiles model_dir into root/name (root: created on first use from
  * "/tmp/nectar_<tag>_XXXXXX" into root, which holds cap bytes) with
- * buckets 32 and 64. Returns 1, or 0 after printing why. */
+ * buckets 32 and 64 (q35_prefill: a Qwen3.5 folder's prefill form,
+ * lower_q35_prefill_form). Returns 1, or 0 after printing why. */
 int nc_test_compile_bundle(char *root, size_t cap, const char *tag, const char *model_dir,
                            const char *name, char *out, size_t out_cap, int ctx,
-                           int kernels_per_layer, int lm_head_on_cpu);
+                           int kernels_per_layer, int lm_head_on_cpu, int q35_prefill);
 /* rm -rf root (when it was made). */
 void nc_test_remove_root(const char *root);
 

@@ -6,7 +6,7 @@
  * are HF transformers' (reference.json, independent of nectar). Two
  * sequences share each step; a truncation resets the recurrent states and
  * replays, giving the first pass's logits again; the bundle's programs are
- * opened once per engine. */
+ * opened once per engine. Both prefill forms (chunked, unrolled). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,15 +15,24 @@
 #include "ane_host/ane_fake.h"
 #include "engine/engine.h"
 #include "lower/manifest.h"
+#include "lower/qwen35_lower.h"
 
 #define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"
 #define N_GREEDY 12
 
-static char bundle[256], tmp_root[256];
+/* per prefill form (lower_q35_prefill_form: chunked, unrolled) */
+static char bundles[2][256], tmp_root[256];
+static const char *bundle = bundles[0];
+
+static int compile_bundle_form(int form) {
+    return bundles[form][0] ||
+           nc_test_compile_bundle(tmp_root, sizeof tmp_root, "engine35", FIXTURE,
+                                  form ? "unrolled" : "chunked", bundles[form],
+                                  sizeof bundles[form], 128, 4, 0, form);
+}
 
 static int compile_bundle(void) {
-    return bundle[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "engine35", FIXTURE,
-                                               "bundle", bundle, sizeof bundle, 128, 4, 0);
+    return compile_bundle_form(LOWER_Q35_PREFILL_CHUNKED);
 }
 
 typedef struct prompt_ref {
@@ -40,12 +49,12 @@ static int load_prompt(int which, prompt_ref *p) {
  * ([N_GREEDY][2][V]), the greedy ids into gen. Then sequence 0 is cut 5
  * tokens back and given them again: the replay must give out's first row
  * bit for bit (into redo). */
-static int run_engine(const char *kind, const prompt_ref p[2], float *out, float *redo,
-                      int gen[2][N_GREEDY], int *V_out) {
+static int run_engine(const char *kind, const char *dir, const prompt_ref p[2], float *out,
+                      float *redo, int gen[2][N_GREEDY], int *V_out) {
     nc_error err = {0};
     engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
     engine *e = NULL;
-    if (engine_open(kind, bundle, &opt, &e, &err)) {
+    if (engine_open(kind, dir, &opt, &e, &err)) {
         printf("  %s: %s\n", kind, err.msg);
         return 0;
     }
@@ -85,8 +94,9 @@ static int run_engine(const char *kind, const prompt_ref p[2], float *out, float
     return ok;
 }
 
-static void test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf(void) {
-    CHECK(compile_bundle());
+/* dir: a bundle with either prefill form (the plan picks the chunk mixer by
+ * its I/O names, whatever its internal form) */
+static void ane_equals_mil(const char *dir) {
     prompt_ref p[2];
     CHECK(load_prompt(1, &p[0]) && load_prompt(0, &p[1]));
     size_t cap = (size_t)N_GREEDY * 2 * 512;
@@ -96,7 +106,7 @@ static void test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf(void) {
     CHECK(l[0] && l[1] && redo[0] && redo[1]);
     static const char *const kinds[2] = {"qwen35-mil", "qwen35-ane"};
     for (int k = 0; k < 2; k++)
-        CHECK(run_engine(kinds[k], p, l[k], redo[k], gen[k], &V[k]));
+        CHECK(run_engine(kinds[k], dir, p, l[k], redo[k], gen[k], &V[k]));
     CHECK(V[0] == V[1] && V[0] > 0 && V[0] <= 512);
     size_t n = (size_t)N_GREEDY * 2 * V[0];
     size_t differ = 0;
@@ -116,6 +126,14 @@ static void test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf(void) {
     for (int k = 0; k < 2; k++) {
         free(l[k]);
         free(redo[k]);
+    }
+}
+
+static void test_qwen35_ane_fake_equals_mil_bit_for_bit_and_hf(void) {
+    for (int form = 0; form < 2; form++) {
+        CHECK(compile_bundle_form(form));
+        ane_equals_mil(bundles[form]);
+        if (nc_test_failed_) printf("  with prefill form %d\n", form);
     }
 }
 
