@@ -109,18 +109,25 @@ void ane_unpad_column_f32(const ane_layout *l, const void *surface, int64_t col,
                 &out[r], 1, 1);
 }
 
-nc_status ane_move_column_fp16(const ane_layout *src_l, const void *src, int64_t col,
-                               const ane_layout *dst_l, void *dst, nc_error *err) {
+nc_status ane_copy_columns_fp16(const ane_layout *src_l, const void *src, int64_t src_col,
+                                const ane_layout *dst_l, void *dst, int64_t dst_col, int64_t n,
+                                int zero_dst, nc_error *err) {
     if (src_l->elem != ANE_ELEM_FP16 || dst_l->elem != ANE_ELEM_FP16 ||
-        src_l->rows != dst_l->rows || col < 0 || col >= src_l->width)
+        src_l->rows != dst_l->rows || src_col < 0 || src_col >= src_l->width || dst_col < 0 ||
+        dst_col >= dst_l->width || n < 1 || n > src_l->width || n > dst_l->width)
         return nc_fail(err, NC_ERR_INVALID,
-                       "column move: column %lld of %lld rows x %lld into %lld rows",
-                       (long long)col, (long long)src_l->rows, (long long)src_l->width,
-                       (long long)dst_l->rows);
+                       "column copy: %lld columns from %lld of %lld rows x %lld into %lld of "
+                       "%lld rows x %lld",
+                       (long long)n, (long long)src_col, (long long)src_l->rows,
+                       (long long)src_l->width, (long long)dst_col, (long long)dst_l->rows,
+                       (long long)dst_l->width);
     for (int64_t r = 0; r < src_l->rows; r++) {
         unsigned char *d = (unsigned char *)dst + (size_t)r * dst_l->row_bytes;
-        memset(d, 0, dst_l->row_bytes);
-        memcpy(d, (const unsigned char *)src + (size_t)r * src_l->row_bytes + (size_t)col * 2, 2);
+        const unsigned char *s = (const unsigned char *)src + (size_t)r * src_l->row_bytes;
+        if (zero_dst) memset(d, 0, dst_l->row_bytes);
+        for (int64_t k = 0; k < n; k++)
+            memcpy(d + (size_t)((dst_col + k) % dst_l->width) * 2,
+                   s + (size_t)((src_col + k) % src_l->width) * 2, 2);
     }
     return NC_OK;
 }

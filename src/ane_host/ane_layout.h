@@ -49,10 +49,14 @@ void ane_unpad_fp16(const ane_layout *l, const void *surface, uint16_t *logical)
  * other 31 columns. */
 void ane_unpad_column_f32(const ane_layout *l, const void *surface, int64_t col, float *out);
 
-/* Copies column `col` of every row from one fp16 surface layout into
- * column 0 of another with the same rows, zeroing the other columns of the
- * destination (the head takes the last token alone in column 0). */
-nc_status ane_move_column_fp16(const ane_layout *src_l, const void *src, int64_t col,
-                               const ane_layout *dst_l, void *dst, nc_error *err);
+/* Copies n columns of every row between two fp16 surface layouts with the
+ * same rows: column (src_col + k) mod src width into column (dst_col + k)
+ * mod dst width, k < n. zero_dst: the destination's other columns become
+ * zero (the head takes the last token alone in column 0; a Qwen3.5 step or
+ * prefill takes its tokens in order from column 0), else they keep their
+ * values (the tokens going back into their chunk columns). */
+nc_status ane_copy_columns_fp16(const ane_layout *src_l, const void *src, int64_t src_col,
+                                const ane_layout *dst_l, void *dst, int64_t dst_col, int64_t n,
+                                int zero_dst, nc_error *err);
 
 #endif

@@ -3,9 +3,13 @@
  * or 1 per layer: docs/lowering.md), bound as a dataflow over names: an
  * input takes the buffer its name holds now (the host's x, rope_cos,
  * rope_sin, attn_mask, kv_write, the layer's current cache, or an earlier
- * kernel's q / k_new / v_new); an output NAME_out writes the other buffer
- * of NAME's pair (x@S <-> x2@S, the cache's .a <-> .b) and NAME holds it
- * from then on; q, k_new, v_new get their shared bucket buffers. A name
+ * kernel's q / k_new / v_new / gate); an output NAME_out writes the other buffer
+ * of NAME's pair (x@S <-> x2@S, a cache's or state's .a <-> .b) and NAME
+ * holds it from then on; q, k_new, v_new, gate get their shared bucket
+ * buffers.
+ * A Qwen3.5 mixer (a function with recurrent-state I/O) is chosen by the
+ * plan's form from its I/O names and runs on its own x pair between a
+ * gather and a scatter host step. A name
  * outside these is an error, so a change in the lowering's I/O cannot slip
  * through as a silently unbound surface. */
 #include "ane_host/ane_plan.h"
@@ -17,59 +21,86 @@
 #include "ane_host/ane_layout.h"
 #include "lower/modernbert_lower.h"
 
+/* The buffers carried from one token to the next, per layer: NAME is read
+ * from "NAME.L.a" and NAME_out written to "NAME.L.b" at parity 0, the
+ * other way round at parity 1. The last two are a Qwen3.5 linear layer's
+ * recurrent state: the functions that take them are its mixers. */
+static const char *const carried[] = {"k_cache", "v_cache", "conv_state", "delta_state"};
+#define N_CARRIED 4
+#define FIRST_RECURRENT 2
+
+/* What one kernel of a layer passes to a later one within the bucket (the
+ * gate: Qwen3.5's gated attention), in shared "NAME@sS" buffers. */
+static const char *const passed[] = {"q", "k_new", "v_new", "gate"};
+#define N_PASSED 4
+
 /* The names a layer's kernels may pass to each other, and the buffers the
- * host provides. */
+ * host provides. x_out writes x_other, which then becomes x. */
 typedef struct layer_flow {
-    char x[ANE_NAME_MAX], kc[ANE_NAME_MAX], vc[ANE_NAME_MAX];
-    char q[ANE_NAME_MAX], kn[ANE_NAME_MAX], vn[ANE_NAME_MAX];
+    char x[ANE_NAME_MAX], x_other[ANE_NAME_MAX];
+    char state[N_CARRIED][ANE_NAME_MAX];
+    char pass[N_PASSED][ANE_NAME_MAX]; /* empty until an earlier kernel writes it */
 } layer_flow;
 
-static const char *other_x(const ane_plan *p, const char *x, char *buf, size_t cap) {
-    char a[ANE_NAME_MAX];
-    snprintf(a, sizeof a, "x@s%d", p->seq);
-    snprintf(buf, cap, strcmp(x, a) == 0 ? "x2@s%d" : "x@s%d", p->seq);
-    return buf;
+int ane_plan_is_carried(const char *buf) {
+    for (int i = 0; i < N_CARRIED; i++) {
+        size_t n = strlen(carried[i]);
+        if (!strncmp(buf, carried[i], n) && buf[n] == '.') return 1;
+    }
+    return 0;
+}
+
+/* 1 when f takes a recurrent state (a Qwen3.5 mixer). */
+static int is_mixer(const lower_fn_info *f) {
+    for (int i = FIRST_RECURRENT; i < N_CARRIED; i++)
+        if (lower_fn_io(f, carried[i], 0)) return 1;
+    return 0;
 }
 
 /* The buffer name input `io` of a layer kernel reads (NULL: unknown). */
 static const char *input_buf(const ane_plan *p, const layer_flow *f, const char *io, char *buf,
                              size_t cap) {
+    static const char *const host[] = {"rope_cos", "rope_sin",        "attn_mask",
+                                       "valid",    "conv_pick_state", "conv_pick_new"};
     if (!strcmp(io, "x")) return f->x;
-    if (!strcmp(io, "k_cache")) return f->kc;
-    if (!strcmp(io, "v_cache")) return f->vc;
-    if (!strcmp(io, "q")) return f->q[0] ? f->q : NULL;
-    if (!strcmp(io, "k_new")) return f->kn[0] ? f->kn : NULL;
-    if (!strcmp(io, "v_new")) return f->vn[0] ? f->vn : NULL;
+    for (int i = 0; i < N_CARRIED; i++)
+        if (!strcmp(io, carried[i])) return f->state[i];
+    for (int i = 0; i < N_PASSED; i++)
+        if (!strcmp(io, passed[i])) return f->pass[i][0] ? f->pass[i] : NULL;
     if (!strcmp(io, "kv_write")) return "kv_write";
-    if (!strcmp(io, "rope_cos") || !strcmp(io, "rope_sin") || !strcmp(io, "attn_mask")) {
-        snprintf(buf, cap, "%s@s%d", io, p->seq);
-        return buf;
-    }
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        if (!strcmp(io, host[i])) {
+            snprintf(buf, cap, "%s@s%d", io, p->seq);
+            return buf;
+        }
     return NULL;
 }
 
 /* The buffer output `io` writes; updates the flow (NULL: unknown). */
 static const char *output_buf(const ane_plan *p, layer_flow *f, int layer, const char *io,
                               char *buf, size_t cap) {
-    char nx[ANE_NAME_MAX];
     if (!strcmp(io, "x_out")) {
-        snprintf(f->x, sizeof f->x, "%s", other_x(p, f->x, nx, sizeof nx));
+        char t[ANE_NAME_MAX];
+        memcpy(t, f->x, sizeof t);
+        memcpy(f->x, f->x_other, sizeof t);
+        memcpy(f->x_other, t, sizeof t);
         return f->x;
     }
-    int k = !strcmp(io, "k_cache_out"), v = !strcmp(io, "v_cache_out");
-    if (k || v) {
-        char *dst = k ? f->kc : f->vc;
-        snprintf(dst, ANE_NAME_MAX, "%s_cache.%d.%c", k ? "k" : "v", layer, p->parity ? 'a' : 'b');
-        return dst;
+    for (int i = 0; i < N_CARRIED; i++) {
+        size_t n = strlen(carried[i]);
+        if (!strncmp(io, carried[i], n) && !strcmp(io + n, "_out")) {
+            snprintf(f->state[i], ANE_NAME_MAX, "%s.%d.%c", carried[i], layer,
+                     p->parity ? 'a' : 'b');
+            return f->state[i];
+        }
     }
-    char *slot = !strcmp(io, "q")       ? f->q
-                 : !strcmp(io, "k_new") ? f->kn
-                 : !strcmp(io, "v_new") ? f->vn
-                                        : NULL;
-    if (!slot) return NULL;
-    snprintf(slot, ANE_NAME_MAX, "%s@s%d", io, p->seq);
-    snprintf(buf, cap, "%s", slot);
-    return buf;
+    for (int i = 0; i < N_PASSED; i++)
+        if (!strcmp(io, passed[i])) {
+            snprintf(f->pass[i], ANE_NAME_MAX, "%s@s%d", io, p->seq);
+            snprintf(buf, cap, "%s", f->pass[i]);
+            return buf;
+        }
+    return NULL;
 }
 
 void ane_plan_free(ane_plan *p) {
@@ -147,6 +178,67 @@ static nc_status add_kernel(ane_plan *p, int cap, int prog, int layer, const low
     return NC_OK;
 }
 
+/* A host step moving columns of buffer in_buf into out_buf. */
+static void add_host(ane_plan *p, ane_step_kind kind, int layer, const char *what, int in_buf,
+                     int out_buf) {
+    ane_plan_step *s = &p->steps[p->n_steps++];
+    s->kind = kind;
+    s->program = -1;
+    s->layer = layer;
+    snprintf(s->fn, sizeof s->fn, "host:%s", what);
+    s->n_in = s->n_out = 1;
+    snprintf(s->in[0].name, sizeof s->in[0].name, "x");
+    s->in[0].buf = in_buf;
+    snprintf(s->out[0].name, sizeof s->out[0].name, "x");
+    s->out[0].buf = out_buf;
+}
+
+/* The mixer of program pi for the plan's form, NULL when pi has none (a
+ * full-attention or Qwen3 layer). */
+static nc_status find_mixer(const ane_plan *p, const lower_program_info *pi,
+                            const lower_fn_info **out, nc_error *err) {
+    int any = 0;
+    *out = NULL;
+    for (int k = 0; k < pi->n_fns; k++) {
+        const lower_fn_info *f = &pi->fns[k];
+        if (!is_mixer(f)) continue;
+        any = 1;
+        int chunk = lower_fn_io(f, "valid", 0) != NULL;
+        if (p->form == ANE_FORM_CHUNK ? !chunk || f->seq != p->seq : chunk) continue;
+        if (*out)
+            return nc_fail(err, NC_ERR_FORMAT, "plan: %s has two %s functions with state: %s, %s",
+                           pi->path, chunk ? "chunk" : "one-token", (*out)->name, f->name);
+        *out = f;
+    }
+    if (any && !*out)
+        return nc_fail(err, NC_ERR_NOT_FOUND,
+                       "plan: %s has no %s function with state for bucket %d", pi->path,
+                       p->form == ANE_FORM_CHUNK ? "chunk" : "one-token", p->seq);
+    return NC_OK;
+}
+
+/* gather -> mixer (on the xs@sN pair) -> scatter; the layer flow's x stays. */
+static nc_status add_mixer(ane_plan *p, int cap, int prog, int layer, const lower_fn_info *fn,
+                           layer_flow *f, nc_error *err) {
+    const lower_io *xio = lower_fn_io(fn, "x", 0);
+    if (!xio || xio->rank < 1)
+        return nc_fail(err, NC_ERR_FORMAT, "plan: %s has no input 'x'", fn->name);
+    lower_io xs = *xio; /* the bucket's x: the mixer's with S columns */
+    xs.shape[xs.rank - 1] = p->seq;
+    layer_flow mf = *f;
+    snprintf(mf.x, sizeof mf.x, "xs@s%d", fn->seq);
+    snprintf(mf.x_other, sizeof mf.x_other, "xs2@s%d", fn->seq);
+    int bx = 0, bin = 0, bout = 0;
+    NC_TRY(use_buf(p, cap, f->x, &xs, fn->name, &bx, err));
+    NC_TRY(use_buf(p, cap, mf.x, xio, fn->name, &bin, err));
+    add_host(p, ANE_STEP_GATHER, layer, "gather", bx, bin);
+    NC_TRY(add_kernel(p, cap, prog, layer, fn, &mf, err));
+    NC_TRY(use_buf(p, cap, mf.x, xio, fn->name, &bout, err));
+    add_host(p, ANE_STEP_SCATTER, layer, "scatter", bout, bx);
+    memcpy(f->state, mf.state, sizeof f->state);
+    return NC_OK;
+}
+
 static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_steps,
                        nc_error *err) {
     int L = m->cfg.num_hidden_layers, head = -1;
@@ -161,12 +253,22 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
                            l);
         layer_flow f = {0};
         snprintf(f.x, sizeof f.x, "%s", x);
-        snprintf(f.kc, sizeof f.kc, "k_cache.%d.%c", l, p->parity ? 'b' : 'a');
-        snprintf(f.vc, sizeof f.vc, "v_cache.%d.%c", l, p->parity ? 'b' : 'a');
+        snprintf(f.x_other, sizeof f.x_other, "%s%s", strncmp(x, "x@", 2) ? "x" : "x2",
+                 strchr(x, '@'));
+        for (int i = 0; i < N_CARRIED; i++)
+            snprintf(f.state[i], sizeof f.state[i], "%s.%d.%c", carried[i], l,
+                     p->parity ? 'b' : 'a');
         const lower_program_info *pi = &m->programs[prog];
+        const lower_fn_info *mixer = NULL;
+        NC_TRY(find_mixer(p, pi, &mixer, err));
+        if (mixer) {
+            if (p->n_steps + 5 >= cap_steps)
+                return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
+            NC_TRY(add_mixer(p, cap, prog, l, mixer, &f, err));
+        }
         int n = 0;
         for (int k = 0; k < pi->n_fns; k++) {
-            if (pi->fns[k].seq != p->seq) continue;
+            if (pi->fns[k].seq != p->seq || is_mixer(&pi->fns[k])) continue;
             if (p->n_steps + 2 >= cap_steps)
                 return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
             NC_TRY(add_kernel(p, cap, prog, l, &pi->fns[k], &f, err));
@@ -190,21 +292,21 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
     const lower_io *hx = f ? lower_fn_io(f, "x", 0) : NULL;
     int xb = ane_plan_find_buf(p, x); /* the last layer's output */
     if (!hx || xb < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no input 'x'", fn);
-    ane_plan_step *s = &p->steps[p->n_steps++];
-    s->kind = ANE_STEP_HEAD_COLUMN;
-    s->program = -1;
-    s->layer = -1;
-    snprintf(s->fn, sizeof s->fn, "host:last-column");
-    s->n_in = s->n_out = 1;
-    snprintf(s->in[0].name, sizeof s->in[0].name, "x");
-    s->in[0].buf = xb;
-    snprintf(s->out[0].name, sizeof s->out[0].name, "x");
-    NC_TRY(use_buf(p, cap, "head_x", hx, fn, &s->out[0].buf, err));
+    int hb = 0;
+    NC_TRY(use_buf(p, cap, "head_x", hx, fn, &hb, err));
+    add_host(p, ANE_STEP_HEAD_COLUMN, -1, "last-column", xb, hb);
     return add_kernel(p, cap, head, -1, f, NULL, err);
 }
 
-nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
-                         nc_error *err) {
+int ane_plan_n_forms(const lower_manifest *m) {
+    for (int i = 0; i < m->n_programs; i++)
+        for (int k = 0; k < m->programs[i].n_fns; k++)
+            if (is_mixer(&m->programs[i].fns[k])) return 2;
+    return 1;
+}
+
+nc_status ane_plan_qwen3(const lower_manifest *m, int seq, ane_plan_form form, int parity,
+                         ane_plan *out, nc_error *err) {
     memset(out, 0, sizeof *out);
     int known = 0;
     for (int i = 0; i < m->n_seqs; i++)
@@ -214,10 +316,11 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan 
                        seq);
     out->batch = 1;
     out->seq = seq;
+    out->form = form;
     out->parity = parity & 1;
     int L = m->cfg.num_hidden_layers;
-    int cap_steps = 4 * L + 4;
-    int cap_bufs = 16 + 4 * L + LOWER_MAX_IO;
+    int cap_steps = 6 * L + 4;
+    int cap_bufs = 16 + 8 * L + LOWER_MAX_IO;
     out->steps = calloc((size_t)cap_steps, sizeof *out->steps);
     out->bufs = calloc((size_t)cap_bufs, sizeof *out->bufs);
     if (!out->steps || !out->bufs) {

@@ -18,6 +18,18 @@
  * q, k_new, v_new of a bucket are shared by all layers (they are consumed
  * within the layer); the caches and kv_write by all buckets.
  *
+ * A Qwen3.5 linear-attention layer's program (docs/qwen35.md) holds
+ * functions with recurrent-state I/O (conv_state, delta_state: ping-pong
+ * per layer like the KV cache, with the same parity) besides its per-bucket
+ * ones: its mixer runs first, on its own x pair (xs@sN -> xs2@sN, N the
+ * function's width), between two host steps that gather the chunk's
+ * columns of x into order from column 0 and scatter them back; then the
+ * bucket's other functions (mlp) on x. A plan has one of two forms: the
+ * chunk form runs the mixer that takes `valid` (a prefill over the bucket,
+ * whatever its internal form), the token form the one that does not (one
+ * token in column 0: decoding). A bundle without state functions has the
+ * chunk form only. Functions are told apart by their I/O names alone.
+ *
  * An encoder bundle (docs/encoders-ane.md) has no cache and one function
  * per (batch, bucket): its plan is that one request, each I/O bound to a
  * buffer of its own shape ("x@b3s64"). */
@@ -29,9 +41,16 @@
 #include "lower/manifest.h"
 
 typedef enum ane_step_kind {
-    ANE_STEP_KERNEL,     /* one request: a function of a program */
-    ANE_STEP_HEAD_COLUMN /* host: last token's column of x -> column 0 of head_x */
+    ANE_STEP_KERNEL,      /* one request: a function of a program */
+    ANE_STEP_HEAD_COLUMN, /* host: last token's column of x -> column 0 of head_x */
+    ANE_STEP_GATHER,      /* host: the chunk's n columns from p mod S -> columns 0..n-1 */
+    ANE_STEP_SCATTER      /* host: columns 0..n-1 -> the chunk's columns (the rest kept) */
 } ane_step_kind;
+
+typedef enum ane_plan_form {
+    ANE_FORM_CHUNK, /* the bucket's functions (a Qwen3.5 mixer: the one taking `valid`) */
+    ANE_FORM_TOKEN  /* a Qwen3.5 mixer: the one-token function */
+} ane_plan_form;
 
 typedef struct ane_plan_buf {
     char name[ANE_NAME_MAX]; /* "x@s32", "k_cache.3.a", "logits_0" */
@@ -56,20 +75,28 @@ typedef struct ane_plan_step {
 
 typedef struct ane_plan {
     int batch, seq, parity; /* batch: 1 for Qwen3 plans */
-    int x_final;            /* the buffer holding the last layer's activation (x@S or x2@S) */
+    ane_plan_form form;
+    int x_final; /* the buffer holding the last layer's activation (x@S or x2@S) */
     int n_bufs, n_steps, n_requests;
     ane_plan_buf *bufs;
     ane_plan_step *steps;
 } ane_plan;
 
-/* The plan for bucket `seq` (one of the manifest's) and KV parity 0/1. */
-nc_status ane_plan_qwen3(const lower_manifest *m, int seq, int parity, ane_plan *out,
-                         nc_error *err);
+/* The plan for bucket `seq` (one of the manifest's), form and KV parity
+ * 0/1 of a Qwen3 or Qwen3.5 bundle. */
+nc_status ane_plan_qwen3(const lower_manifest *m, int seq, ane_plan_form form, int parity,
+                         ane_plan *out, nc_error *err);
+/* The forms a bundle's plans take: 2 when a program has state functions
+ * (Qwen3.5), else 1 (the chunk form). */
+int ane_plan_n_forms(const lower_manifest *m);
 /* The plan of an encoder program's function (batch, seq); x_final is its
  * output `hidden`. */
 nc_status ane_plan_encoder(const lower_program_info *prog, int batch, int seq, ane_plan *out,
                            nc_error *err);
 void ane_plan_free(ane_plan *p);
+/* 1 for a buffer carried from token to token (a KV cache or recurrent
+ * state: "k_cache.3.a", "delta_state.0.b"), which a new sequence zeroes. */
+int ane_plan_is_carried(const char *buf);
 /* The buffer of I/O `io` private to a plan's shape: "io@s<seq>" (batch 1),
  * "io@b<batch>s<seq>" otherwise. */
 void ane_plan_buf_name(char *buf, size_t cap, const char *io, int batch, int seq);

@@ -42,7 +42,9 @@ struct ane_bundle {
     int n_programs;
     run_prog *progs;
     int n_parity; /* 2 with a KV cache (Qwen3), else 1 */
-    int n_plans;  /* shapes x n_parity: plan i is shape i / n_parity, parity i % n_parity */
+    int n_forms;  /* 2 with recurrent-state functions (Qwen3.5), else 1 */
+    int n_plans;  /* shapes x forms x parities: plan i is shape i / (n_forms * n_parity),
+                     form i / n_parity % n_forms, parity i % n_parity */
     ane_plan *plans;
     ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
 };
@@ -70,10 +72,11 @@ const lower_manifest *ane_runner_manifest(const ane_runner *r) {
     return r->b->is_encoder ? NULL : &r->b->man;
 }
 
-/* The bundle plan of shape (batch, seq) at KV parity 0, or -1. */
-static int plan_index(const ane_bundle *b, int batch, int seq) {
+/* The bundle plan of shape (batch, seq) and form at KV parity 0, or -1. */
+static int plan_index(const ane_bundle *b, int batch, int seq, ane_plan_form form) {
     for (int i = 0; i < b->n_plans; i += b->n_parity)
-        if (b->plans[i].batch == batch && b->plans[i].seq == seq) return i;
+        if (b->plans[i].batch == batch && b->plans[i].seq == seq && b->plans[i].form == form)
+            return i;
     return -1;
 }
 
@@ -82,7 +85,7 @@ static int current(const ane_runner *r, int i) {
 }
 
 const ane_plan *ane_runner_plan(const ane_runner *r, int batch, int seq) {
-    int i = plan_index(r->b, batch, seq);
+    int i = plan_index(r->b, batch, seq, ANE_FORM_CHUNK);
     return i < 0 ? NULL : &r->b->plans[current(r, i)];
 }
 
@@ -156,6 +159,7 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
         b->programs = &b->enc.program;
         b->n_programs = 1;
         b->n_parity = 1;
+        b->n_forms = 1;
         b->n_plans = b->enc.n_seqs * b->enc.n_batches;
     } else {
         NC_TRY(lower_manifest_read(dir, &b->man, err));
@@ -163,7 +167,8 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
         b->programs = b->man.programs;
         b->n_programs = b->man.n_programs;
         b->n_parity = 2;
-        b->n_plans = 2 * b->man.n_seqs;
+        b->n_forms = ane_plan_n_forms(&b->man);
+        b->n_plans = 2 * b->n_forms * b->man.n_seqs;
     }
     b->progs = calloc((size_t)b->n_programs + 1, sizeof *b->progs);
     b->plans = calloc((size_t)b->n_plans + 1, sizeof *b->plans);
@@ -173,7 +178,8 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
             NC_TRY(ane_plan_encoder(&b->enc.program, b->enc.batches[i % b->enc.n_batches],
                                     b->enc.seqs[i / b->enc.n_batches], &b->plans[i], err));
         else
-            NC_TRY(ane_plan_qwen3(&b->man, b->man.seqs[i / 2], i % 2, &b->plans[i], err));
+            NC_TRY(ane_plan_qwen3(&b->man, b->man.seqs[i / (2 * b->n_forms)],
+                                  (ane_plan_form)(i / 2 % b->n_forms), i % 2, &b->plans[i], err));
     }
     return NC_OK;
 }
@@ -387,8 +393,11 @@ nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int c
     return NC_OK;
 }
 
-static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_step *s, int col,
-                             nc_error *err) {
+/* A host step: the columns of its input buffer into its output (the head's
+ * last token, a chunk gathered into order for a mixer or scattered back),
+ * for the chunk of n tokens at position p. */
+static nc_status host_columns(ane_runner *r, const run_plan *rp, const ane_plan *plan,
+                              const ane_plan_step *s, int n, int p, int head_col, nc_error *err) {
     run_buf *src = &r->bufs[rp->reg[s->in[0].buf]], *dst = &r->bufs[rp->reg[s->out[0].buf]];
     const ane_device_ops *ops = r->ops;
     void *a = ops->surface_lock(src->s, 1, err);
@@ -398,19 +407,21 @@ static nc_status head_column(ane_runner *r, const run_plan *rp, const ane_plan_s
         ops->surface_unlock(src->s, 1);
         return nc_fail_prefix(err, "buffer %s", dst->name);
     }
-    nc_status st = ane_move_column_fp16(&src->layout, a, col, &dst->layout, b, err);
+    int col = p % plan->seq;
+    nc_status st =
+        s->kind == ANE_STEP_HEAD_COLUMN
+            ? ane_copy_columns_fp16(&src->layout, a, head_col, &dst->layout, b, 0, 1, 1, err)
+        : s->kind == ANE_STEP_GATHER
+            ? ane_copy_columns_fp16(&src->layout, a, col, &dst->layout, b, 0, n, 1, err)
+            : ane_copy_columns_fp16(&src->layout, a, 0, &dst->layout, b, col, n, 0, err);
     ops->surface_unlock(dst->s, 0);
     ops->surface_unlock(src->s, 1);
     return st;
 }
 
-nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_run_mode mode,
-                         nc_error *err) {
-    int pi = plan_index(r->b, batch, seq);
-    if (pi < 0)
-        return nc_fail(err, NC_ERR_INVALID, "%dx%d is not one of the bundle's shapes", batch, seq);
-    if (head_col >= seq)
-        return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
+/* Issues plan pi (at parity 0) over a chunk of n tokens at position p. */
+static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, ane_run_mode mode,
+                            nc_error *err) {
     if (r->broken)
         return nc_fail(err, NC_ERR_IO,
                        "an earlier run timed out with requests in flight; reopen the runner");
@@ -432,10 +443,10 @@ nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_ru
     }
     for (int i = 0; i < plan->n_steps && !st; i++) {
         const ane_plan_step *s = &plan->steps[i];
-        if (s->kind == ANE_STEP_HEAD_COLUMN) {
-            if (head_col < 0) break; /* the head is the plan's tail */
+        if (s->kind != ANE_STEP_KERNEL) {
+            if (s->kind == ANE_STEP_HEAD_COLUMN && head_col < 0) break; /* the plan's tail */
             if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
-            if (!st) st = head_column(r, rp, s, head_col, err);
+            if (!st) st = host_columns(r, rp, plan, s, n, p, head_col, err);
             continue;
         }
         if (s->layer < 0 && head_col < 0) break;
@@ -482,11 +493,31 @@ nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_ru
     return st;
 }
 
+nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_run_mode mode,
+                         nc_error *err) {
+    int pi = plan_index(r->b, batch, seq, ANE_FORM_CHUNK);
+    if (pi < 0)
+        return nc_fail(err, NC_ERR_INVALID, "%dx%d is not one of the bundle's shapes", batch, seq);
+    if (head_col >= seq)
+        return nc_fail(err, NC_ERR_RANGE, "head column %d outside bucket %d", head_col, seq);
+    return issue_plan(r, pi, seq, 0, head_col, mode, err);
+}
+
+nc_status ane_runner_run_chunk(ane_runner *r, int seq, int n, int p, int head_col,
+                               ane_run_mode mode, nc_error *err) {
+    ane_plan_form form = n == 1 && r->b->n_forms > 1 ? ANE_FORM_TOKEN : ANE_FORM_CHUNK;
+    int pi = plan_index(r->b, 1, seq, form);
+    if (pi < 0) return nc_fail(err, NC_ERR_INVALID, "%d is not one of the bundle's buckets", seq);
+    if (n < 1 || n > seq || p < 0 || head_col >= seq)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "chunk of %d tokens at %d (head column %d) outside bucket %d", n, p,
+                       head_col, seq);
+    return issue_plan(r, pi, n, p, head_col, mode, err);
+}
+
 nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
     for (int i = 0; i < r->n_bufs; i++) {
-        if (strncmp(r->bufs[i].name, "k_cache.", 8) != 0 &&
-            strncmp(r->bufs[i].name, "v_cache.", 8) != 0)
-            continue;
+        if (!ane_plan_is_carried(r->bufs[i].name)) continue;
         void *base = r->ops->surface_lock(r->bufs[i].s, 0, err);
         if (!base) return nc_fail_prefix(err, "buffer %s", r->bufs[i].name);
         memset(base, 0, r->bufs[i].layout.bytes);

@@ -82,7 +82,15 @@ nc_status ane_runner_read_column(ane_runner *r, int seq, const char *name, int c
 nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_run_mode mode,
                          nc_error *err);
 
-/* Zeroes the KV caches and resets the parity (a new sequence). */
+/* The same for a chunk of n tokens of a Qwen3 or Qwen3.5 bundle at
+ * position p (in columns p mod seq ...: qwen3_bundle_host.h): a Qwen3.5
+ * linear layer runs its one-token mixer for n == 1, else its chunk mixer,
+ * on the chunk's columns gathered into order (ane_plan.h). */
+nc_status ane_runner_run_chunk(ane_runner *r, int seq, int n, int p, int head_col,
+                               ane_run_mode mode, nc_error *err);
+
+/* Zeroes the KV caches and recurrent states and resets the parity (a new
+ * sequence). */
 nc_status ane_runner_reset(ane_runner *r, nc_error *err);
 
 long ane_runner_requests_issued(const ane_runner *r);

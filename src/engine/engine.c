@@ -26,6 +26,7 @@ static const engine_row rows[] = {
      * first two and refuses the MoE ones in one line */
     {"qwen35-cpu", "qwen3_5*", "cpu", engine_open_qwen35_cpu, 0},
     {"qwen35-mil", "qwen3_5*", "mil", engine_open_qwen35_mil, 0},
+    {"qwen35-ane", "qwen3_5*", "ane", engine_open_qwen35_ane, 0},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},

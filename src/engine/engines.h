@@ -22,6 +22,8 @@ nc_status engine_open_qwen3_mil(const char *dir, const engine_options *opt, engi
                                 nc_error *err);
 nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,
                                 nc_error *err);
+nc_status engine_open_qwen35_ane(const char *dir, const engine_options *opt, engine *e,
+                                 nc_error *err);
 nc_status engine_open_modernbert_cpu(const char *dir, const engine_options *opt, engine *e,
                                      nc_error *err);
 nc_status engine_open_modernbert_mil(const char *dir, const engine_options *opt, engine *e,

@@ -129,7 +129,7 @@ static void test_column_move_puts_one_token_in_column_zero(void) {
     unsigned char sa[5 * 128], sb[5 * 64];
     ane_pad_f32(&a, xs, sa);
     memset(sb, 0x55, sizeof sb);
-    CHECK_OK(ane_move_column_fp16(&a, sa, 37, &b, sb, &err), &err);
+    CHECK_OK(ane_copy_columns_fp16(&a, sa, 37, &b, sb, 0, 1, 1, &err), &err);
     float colv[5];
     ane_unpad_column_f32(&a, sa, 37, colv);
     for (int r = 0; r < 5; r++)
@@ -138,7 +138,40 @@ static void test_column_move_puts_one_token_in_column_zero(void) {
     for (int r = 0; r < 5; r++)
         for (int c = 0; c < 32; c++)
             CHECK(hx[r * 32 + c] == (c == 0 ? (float)(r * 64 + 37) : 0.0f));
-    CHECK(ane_move_column_fp16(&a, sa, 64, &b, sb, &err) == NC_ERR_INVALID);
+    CHECK(ane_copy_columns_fp16(&a, sa, 64, &b, sb, 0, 1, 1, &err) == NC_ERR_INVALID);
+    CHECK(ane_copy_columns_fp16(&a, sa, 0, &b, sb, 0, 33, 1, &err) == NC_ERR_INVALID);
+}
+
+/* A chunk of 20 tokens at column 50 of a 64-wide x (wrapping past 63) into
+ * columns 0..19 of a 32-wide buffer in order, and back. */
+static void test_columns_gather_in_order_and_scatter_back(void) {
+    nc_error err = {0};
+    int64_t s64[4] = {1, 3, 1, 64}, s32[4] = {1, 3, 1, 32};
+    ane_layout a, b;
+    CHECK_OK(ane_layout_for("x", ANE_ELEM_FP16, 4, s64, &a, &err), &err);
+    CHECK_OK(ane_layout_for("xs", ANE_ELEM_FP16, 4, s32, &b, &err), &err);
+    float xs[3 * 64], ord[3 * 32], back[3 * 64];
+    for (int i = 0; i < 3 * 64; i++)
+        xs[i] = (float)i;
+    unsigned char sa[3 * 128], sb[3 * 64], sc[3 * 128];
+    ane_pad_f32(&a, xs, sa);
+    memset(sb, 0x55, sizeof sb);
+    CHECK_OK(ane_copy_columns_fp16(&a, sa, 50, &b, sb, 0, 20, 1, &err), &err);
+    ane_unpad_f32(&b, sb, ord);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 32; c++)
+            CHECK(ord[r * 32 + c] == (c < 20 ? (float)(r * 64 + (50 + c) % 64) : 0.0f));
+    /* back into a buffer of 7s: only the chunk's columns change */
+    for (int i = 0; i < 3 * 64; i++)
+        back[i] = 7.0f;
+    ane_pad_f32(&a, back, sc);
+    CHECK_OK(ane_copy_columns_fp16(&b, sb, 0, &a, sc, 50, 20, 0, &err), &err);
+    ane_unpad_f32(&a, sc, back);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 64; c++) {
+            int in = (c - 50 + 64) % 64 < 20;
+            CHECK(back[r * 64 + c] == (in ? xs[r * 64 + c] : 7.0f));
+        }
 }
 
 int main(void) {
@@ -146,5 +179,6 @@ int main(void) {
     RUN(test_bad_shapes_and_strides_are_refused);
     RUN(test_pad_matches_reference_loop_and_round_trips);
     RUN(test_column_move_puts_one_token_in_column_zero);
+    RUN(test_columns_gather_in_order_and_scatter_back);
     return nc_test_exit_code();
 }

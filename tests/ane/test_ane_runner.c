@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/bundle_ref.h"
 #include "../test.h"
 /* NECTAR_ANE_SYNTAX_CHECK: tests/ane/test_ane_syntax.sh compiles the macOS
  * branch on Linux (-fsyntax-only). */
@@ -43,30 +44,8 @@ static char tmp_root[256];
 static char bundle_cpu_head[256];
 
 static int compile_kpl(char *out, size_t cap, const char *name, int lm_head_on_cpu, int kpl) {
-    if (out[0]) return 1;
-    if (!tmp_root[0]) {
-        snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_ane_XXXXXX");
-        if (!mkdtemp(tmp_root)) return 0;
-    }
-    snprintf(out, cap, "%s/%s", tmp_root, name);
-    lower_compile_options o = {0};
-    o.model_dir = FIXTURE;
-    o.out_dir = out;
-    o.lm_head_on_cpu = lm_head_on_cpu;
-    o.kernels_per_layer = kpl;
-    o.ctx = CTX;
-    o.n_seqs = 2;
-    o.seqs[0] = 32;
-    o.seqs[1] = 64;
-    o.n_threads = 2;
-    lower_compile_report r;
-    nc_error err = {0};
-    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
-        printf("  compile: %s\n", err.msg);
-        out[0] = '\0';
-        return 0;
-    }
-    return 1;
+    return out[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "ane", FIXTURE, name, out,
+                                            cap, CTX, kpl, lm_head_on_cpu, 0);
 }
 
 static int compile_into(char *out, size_t cap, const char *name, int lm_head_on_cpu) {
@@ -135,7 +114,7 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
     static const char *kern[] = {"qkv_s32", "kv_s32", "attn_s32", "mlp_s32"};
     for (int parity = 0; parity < 2; parity++) {
         ane_plan p;
-        CHECK_OK(ane_plan_qwen3(&m, S, parity, &p, &err), &err);
+        CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, parity, &p, &err), &err);
         CHECK(p.n_requests == m.kernels_per_token && p.n_requests == 4 * L + 1);
         CHECK(p.n_steps == 4 * L + 2);
         const char cur = parity ? 'b' : 'a', nxt = parity ? 'a' : 'b';
@@ -189,7 +168,7 @@ static void test_plan_orders_kernels_and_ping_pongs_the_cache(void) {
         ane_plan_free(&p);
     }
     ane_plan p;
-    CHECK(ane_plan_qwen3(&m, 48, 0, &p, &err) == NC_ERR_INVALID);
+    CHECK(ane_plan_qwen3(&m, 48, ANE_FORM_CHUNK, 0, &p, &err) == NC_ERR_INVALID);
     lower_manifest_free(&m);
 }
 
@@ -202,7 +181,7 @@ static void test_plan_without_the_ane_head(void) {
     CHECK_OK(lower_manifest_read(bundle_cpu_head, &m, &err), &err);
     int L = m.cfg.num_hidden_layers;
     ane_plan p;
-    CHECK_OK(ane_plan_qwen3(&m, S, 0, &p, &err), &err);
+    CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, 0, &p, &err), &err);
     CHECK(!m.lm_head_on_ane && p.n_requests == 4 * L && p.n_requests == m.kernels_per_token);
     CHECK(p.n_steps == 4 * L && strcmp(p.steps[p.n_steps - 1].fn, "mlp_s32") == 0);
     CHECK(ane_plan_find_buf(&p, "head_x") < 0);
@@ -280,107 +259,37 @@ static void test_fake_device_reorders_symbols_and_checks_requests(void) {
 
 /* --- a model through the runner ------------------------------------------- */
 
-typedef struct host {
-    lower_manifest m;
-    hf_weights *ckpt;
-    const st_tensor *embed;
-    int D, hd, V;
-    float *x, *cs, *sn, *mask, *wr, *logits, *chunk;
-} host;
-
-static float embed_at(const st_tensor *t, size_t i) {
-    if (t->dtype == ST_F32) {
-        float f;
-        memcpy(&f, (const char *)t->data + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, (const char *)t->data + 2 * i, 2);
-    return t->dtype == ST_BF16 ? nc_bf16_to_f32(h) : nc_fp16_to_f32(h);
-}
+typedef nc_test_host host;
 
 static int host_open(host *h, const ane_runner *r) {
-    memset(h, 0, sizeof *h);
-    h->m = *ane_runner_manifest(r); /* shallow: owned by the runner */
-    nc_error err = {0};
-    if (hf_weights_open(h->m.source_dir, &h->ckpt, &err)) return 0;
-    h->embed = hf_weights_find(h->ckpt, h->m.embed_tensor, NULL);
-    h->D = h->m.cfg.hidden_size;
-    h->hd = h->m.cfg.head_dim;
-    h->V = h->m.cfg.vocab_size;
-    h->x = malloc((size_t)h->D * S_MAX * sizeof(float));
-    h->cs = malloc((size_t)h->hd * S_MAX * sizeof(float));
-    h->sn = malloc((size_t)h->hd * S_MAX * sizeof(float));
-    h->mask = malloc((size_t)S_MAX * CTX * sizeof(float));
-    h->wr = malloc(CTX * sizeof(float));
-    h->logits = malloc((size_t)h->V * sizeof(float));
-    h->chunk = malloc((size_t)h->V * LOWER_HEAD_SEQ * sizeof(float));
-    return h->embed && h->x && h->cs && h->sn && h->mask && h->wr && h->logits && h->chunk;
+    return nc_test_host_open(h, r, ane_runner_manifest(r)->cfg.head_dim);
 }
 
-static void host_close(host *h) {
-    hf_weights_close(h->ckpt);
-    free(h->x);
-    free(h->cs);
-    free(h->sn);
-    free(h->mask);
-    free(h->wr);
-    free(h->logits);
-    free(h->chunk);
-}
-
-/* Tokens toks[0..n) at positions pos.. through bucket `seq`, as
- * docs/lowering.md states the host's side: token at position p in column
- * p mod seq, its RoPE angles p * theta^(-2i/hd) in that column, its mask row
- * open up to p (other rows: key 0 only), kv_write 1 at its position; the
- * logits of the last one. */
+/* Tokens toks[0..n) at positions pos.. through bucket `seq` (the host's
+ * side as bundle_ref.h writes it), the logits of the last one; the column
+ * reads are checked against whole unpadded surfaces. */
 static nc_status chunk(host *h, ane_runner *r, int seq, const int32_t *toks, int n, int pos,
                        ane_run_mode mode, nc_error *err) {
-    memset(h->x, 0, (size_t)h->D * seq * sizeof(float));
-    for (int i = 0; i < h->hd * seq; i++) {
-        h->cs[i] = 1.0f;
-        h->sn[i] = 0.0f;
-    }
-    for (int row = 0; row < seq; row++)
-        for (int k = 0; k < CTX; k++)
-            h->mask[(size_t)row * CTX + k] = k == 0 ? 0.0f : -1.0e4f;
-    memset(h->wr, 0, CTX * sizeof(float));
-    for (int t = 0; t < n; t++) {
-        int p = pos + t, col = p % seq;
-        for (int d = 0; d < h->D; d++)
-            h->x[(size_t)d * seq + col] = embed_at(h->embed, (size_t)toks[t] * h->D + d);
-        for (int d = 0; d < h->hd; d++) {
-            int i = d % (h->hd / 2);
-            float inv = (float)(1.0 / pow((double)h->m.cfg.rope_theta, 2.0 * i / h->hd));
-            float ang = (float)p * inv;
-            h->cs[(size_t)d * seq + col] = (float)cos((double)ang);
-            h->sn[(size_t)d * seq + col] = (float)sin((double)ang);
-        }
-        for (int k = 0; k < CTX; k++)
-            h->mask[(size_t)col * CTX + k] = k <= p ? 0.0f : -1.0e4f;
-        h->wr[p] = 1.0f;
-    }
-    NC_TRY(ane_runner_write(r, 1, seq, "x", h->x, (size_t)h->D * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "rope_cos", h->cs, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "rope_sin", h->sn, (size_t)h->hd * seq, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "attn_mask", h->mask, (size_t)seq * CTX, err));
-    NC_TRY(ane_runner_write(r, 1, seq, "kv_write", h->wr, CTX, err));
+    NC_TRY(nc_test_host_write(h, r, seq, toks, n, pos, err));
     NC_TRY(ane_runner_run(r, 1, seq, (pos + n - 1) % seq, mode, err));
+    NC_TRY(nc_test_host_logits(h, r, seq, err));
     int off = 0, W = LOWER_HEAD_SEQ;
-    for (int c = 0; c < h->m.n_head_chunks; c++) {
+    nc_status st = NC_OK;
+    for (int c = 0; c < h->m.n_head_chunks && !st; c++) {
         char name[32];
         snprintf(name, sizeof name, "logits_%d", c);
         int rows = (int)h->m.head_rows[c];
-        NC_TRY(ane_runner_read_column(r, seq, name, 0, h->logits + off, (size_t)rows, err));
+        float *whole = malloc((size_t)rows * W * sizeof(float));
+        if (!whole) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
         /* the same values as column 0 of the whole unpadded surface */
-        NC_TRY(ane_runner_read(r, 1, seq, name, h->chunk, (size_t)rows * W, err));
-        for (int i = 0; i < rows; i++)
-            if (h->chunk[(size_t)i * W] != h->logits[off + i])
-                return nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
+        st = ane_runner_read(r, 1, seq, name, whole, (size_t)rows * W, err);
+        for (int i = 0; i < rows && !st; i++)
+            if (whole[(size_t)i * W] != h->logits[off + i])
+                st = nc_fail(err, NC_ERR_INTERNAL, "%s row %d: column read differs", name, i);
+        free(whole);
         off += rows;
     }
-    return off == h->V ? NC_OK
-                       : nc_fail(err, NC_ERR_FORMAT, "head chunks cover %d of %d", off, h->V);
+    return st;
 }
 
 static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode mode,
@@ -388,31 +297,13 @@ static nc_status step(host *h, ane_runner *r, int32_t tok, int pos, ane_run_mode
     return chunk(h, r, S, &tok, 1, pos, mode, err);
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 typedef struct prompt_ref {
     int n_ids, ids[32], greedy[N_GREEDY];
 } prompt_ref;
 
 static int load_prompt(int which, prompt_ref *p) {
-    json_t *root = NULL;
-    nc_error err = {0};
-    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
-    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
-    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
-    p->n_ids = (int)json_array_size(ids);
-    int ok = p->n_ids > 0 && p->n_ids <= 32 && json_array_size(g) >= N_GREEDY;
-    for (int i = 0; ok && i < p->n_ids; i++)
-        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
-    for (int i = 0; ok && i < N_GREEDY; i++)
-        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
-    json_decref(root);
-    return ok;
+    return nc_test_load_prompt(FIXTURE, which, (int)(sizeof p->ids / sizeof p->ids[0]), N_GREEDY,
+                               p->ids, &p->n_ids, p->greedy);
 }
 
 /* Runs prompt 1 then N_GREEDY greedy tokens; keeps every step's logits. */
@@ -423,7 +314,7 @@ static void run_sequence(host *h, ane_runner *r, const prompt_ref *p, ane_run_mo
     for (int pos = 0; pos < p->n_ids + N_GREEDY - 1; pos++) {
         CHECK_OK(step(h, r, tok, pos, mode, err), err);
         memcpy(all + (size_t)pos * h->V, h->logits, (size_t)h->V * sizeof(float));
-        int next = argmax(h->logits, h->V);
+        int next = nc_test_argmax(h->logits, h->V);
         if (pos + 1 >= p->n_ids) gen[pos + 1 - p->n_ids] = next;
         tok = pos + 1 < p->n_ids ? p->ids[pos + 1] : next;
     }
@@ -481,7 +372,7 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     free(sync_l);
     free(async_l);
     free(event_l);
-    host_close(&h);
+    nc_test_host_close(&h);
     ane_runner_free(r);
     nc_npy_free(&ref);
 }
@@ -508,7 +399,7 @@ static void test_plan_follows_one_kernel_per_layer(void) {
     int L = m.cfg.num_hidden_layers;
     CHECK(m.kernels_per_layer == 1 && m.kernels_per_token == L + 1);
     ane_plan p;
-    CHECK_OK(ane_plan_qwen3(&m, S, 1, &p, &err), &err);
+    CHECK_OK(ane_plan_qwen3(&m, S, ANE_FORM_CHUNK, 1, &p, &err), &err);
     CHECK(p.n_requests == L + 1 && p.n_steps == L + 2);
     int *entries = calloc((size_t)p.n_bufs + 1, sizeof *entries);
     CHECK(entries);
@@ -607,7 +498,7 @@ static void test_surface_sizes_follow_the_policy(void) {
     ane_plan pl[4];
     const ane_plan *all[4];
     for (int i = 0; i < 4; i++) {
-        CHECK_OK(ane_plan_qwen3(&m, m.seqs[i / 2], i % 2, &pl[i], &err), &err);
+        CHECK_OK(ane_plan_qwen3(&m, m.seqs[i / 2], ANE_FORM_CHUNK, i % 2, &pl[i], &err), &err);
         all[i] = &pl[i];
     }
     static const ane_surface_policy pols[3] = {{0, 0}, {0, 49152}, {1, 0}};
@@ -826,15 +717,15 @@ static void test_prompt_chunk_then_decode_share_the_cache(void) {
     }
     CHECKF(dmax <= LOGIT_MAX_REL * mx, "last prompt position: max abs %.4f, largest |logit| %.3f",
            dmax, mx);
-    int32_t tok = argmax(h.logits, h.V);
+    int32_t tok = nc_test_argmax(h.logits, h.V);
     for (int i = 0; i < N_GREEDY; i++) {
         CHECKF(tok == p.greedy[i], "greedy step %d: %d, HF %d", i, tok, p.greedy[i]);
         if (i + 1 < N_GREEDY) {
             CHECK_OK(step(&h, r, tok, p.n_ids + i, ANE_RUN_ASYNC, &err), &err);
-            tok = argmax(h.logits, h.V);
+            tok = nc_test_argmax(h.logits, h.V);
         }
     }
-    host_close(&h);
+    nc_test_host_close(&h);
     ane_runner_free(r);
     ane_fake_free(&dev);
     nc_npy_free(&ref);
@@ -873,7 +764,7 @@ static void test_failed_token_leaves_the_cache_as_it_was(void) {
         CHECK(memcmp(clean, h.logits, (size_t)h.V * sizeof(float)) == 0);
     }
     free(clean);
-    host_close(&h);
+    nc_test_host_close(&h);
     ane_runner_free(r);
     ane_fake_free(&dev);
 }

@@ -7,14 +7,12 @@
  * one line. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
-#include "base/json.h"
 #include "engine/engine.h"
 #include "lower/manifest.h"
-#include "lower/qwen3_compile.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define N_GREEDY 16
@@ -22,26 +20,8 @@
 static char bundle[256], tmp_root[256];
 
 static int compile_bundle(void) {
-    if (bundle[0]) return 1;
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/nectar_engine_XXXXXX");
-    if (!mkdtemp(tmp_root)) return 0;
-    snprintf(bundle, sizeof bundle, "%s/bundle", tmp_root);
-    lower_compile_options o = {0};
-    o.model_dir = FIXTURE;
-    o.out_dir = bundle;
-    o.ctx = 64;
-    o.n_seqs = 2;
-    o.seqs[0] = 32;
-    o.seqs[1] = 64;
-    o.n_threads = 1;
-    lower_compile_report r;
-    nc_error err = {0};
-    if (lower_qwen3_compile(&o, &r, &err) != NC_OK) {
-        printf("  compile: %s\n", err.msg);
-        bundle[0] = '\0';
-        return 0;
-    }
-    return 1;
+    return bundle[0] || nc_test_compile_bundle(tmp_root, sizeof tmp_root, "engine", FIXTURE,
+                                               "bundle", bundle, sizeof bundle, 64, 4, 0, 0);
 }
 
 typedef struct prompt_ref {
@@ -49,26 +29,8 @@ typedef struct prompt_ref {
 } prompt_ref;
 
 static int load_prompt(int which, prompt_ref *p) {
-    json_t *root = NULL;
-    nc_error err = {0};
-    if (nc_json_load_file(FIXTURE "/reference.json", &root, &err)) return 0;
-    const json_t *pr = json_array_get(json_object_get(root, "prompts"), (size_t)which);
-    const json_t *ids = json_object_get(pr, "ids"), *g = json_object_get(pr, "greedy_ids");
-    p->n_ids = (int)json_array_size(ids);
-    int ok = p->n_ids > 0 && p->n_ids <= 32 && json_array_size(g) >= N_GREEDY;
-    for (int i = 0; ok && i < p->n_ids; i++)
-        p->ids[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
-    for (int i = 0; ok && i < N_GREEDY; i++)
-        p->greedy[i] = (int)json_integer_value(json_array_get(g, (size_t)i));
-    json_decref(root);
-    return ok;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+    return nc_test_load_prompt(FIXTURE, which, (int)(sizeof p->ids / sizeof p->ids[0]), N_GREEDY,
+                               p->ids, &p->n_ids, p->greedy);
 }
 
 /* Two prompts in one engine, one step per token for both: greedy ids of
@@ -103,7 +65,7 @@ static void greedy_matches_hf(const char *kind, const char *dir) {
                 ok = 0;
                 break;
             }
-            gen[i][t] = next[i] = argmax(logits + (size_t)i * V, V);
+            gen[i][t] = next[i] = nc_test_argmax(logits + (size_t)i * V, V);
             items[i].tokens = &next[i];
             items[i].n = 1;
         }
@@ -122,7 +84,7 @@ static void greedy_matches_hf(const char *kind, const char *dir) {
         int kept = engine_seq_truncate(e, s[0], p[0].n_ids - 1);
         ok = kept == p[0].n_ids - 1 && engine_seq_pos(e, s[0]) == kept &&
              engine_forward(e, s[0], (const int32_t *)&p[0].ids[kept], 1, logits, &err) == NC_OK &&
-             argmax(logits, V) == p[0].greedy[0];
+             nc_test_argmax(logits, V) == p[0].greedy[0];
         if (!ok) printf("  %s: truncate and redo: %s\n", kind, err.msg);
     }
     engine_seq_free(e, s[0]);
@@ -239,10 +201,6 @@ int main(void) {
     RUN(test_kind_for_reads_the_model_type);
     RUN(test_bundle_context_is_fixed);
     RUN(test_real_ane_device_off_macos_is_one_line);
-    if (bundle[0]) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-        if (system(cmd) != 0) printf("  could not remove %s\n", tmp_root);
-    }
+    nc_test_remove_root(tmp_root);
     return nc_test_exit_code();
 }
