@@ -125,11 +125,11 @@ static mil_var *token_rows(const ck *k, const char *name, mil_var *x) {
     mil_var *h = rs4(k, n[0], x, k->nk, 1, k->dk, k->S);
     if (h && k->G > 1) {
         int64_t dims[4] = {1, k->G, 1, 1};
-        nc_fp16 one[64];
-        for (int i = 0; i < k->G && i < 64; i++)
+        nc_fp16 *one = malloc((size_t)k->G * sizeof *one);
+        for (int i = 0; one && i < k->G; i++)
             one[i] = nc_f32_to_fp16(1.0f);
-        mil_var *ones =
-            k->G <= 64 ? mil_build_const_tensor(k->b, n[2], MIL_DT_FP16, 4, dims, one) : NULL;
+        mil_var *ones = one ? mil_build_const_tensor(k->b, n[2], MIL_DT_FP16, 4, dims, one) : NULL;
+        free(one);
         snprintf(n[2], sizeof n[2], "%s_per_v", name);
         h = mul(k, n[2], h, ones);
     }
