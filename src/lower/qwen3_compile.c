@@ -294,6 +294,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
     if (!st) {
         m->fp16 = c->stats;
+        m->palettize = opt->palettize;
         m->kernels_per_layer = c->plan.kernels_per_layer;
         m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
         if (c->is35) {

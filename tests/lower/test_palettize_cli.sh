@@ -18,7 +18,9 @@ M=models/demo
 REF=$M/reference.json
 
 if "$BIN" compile -m $M -o "$TMP/p8" --palettize 8 --ctx 128 --buckets 32 $T >"$TMP/out" 2>&1 &&
-    grep -q "palettized 36 tensors .* to 8 bits, groups of 16 rows" "$TMP/out"; then
+    grep -q "palettized 36 tensors .* to 8 bits, groups of 16 rows" "$TMP/out" &&
+    grep -q "palettize settings (in manifest.json): 8 bits (uint8 indices, fp16 tables), tables per 16 output channels, k-means++ seed [0-9]*, at most 1000 Lloyd steps" "$TMP/out" &&
+    [ "$(jq -c '.palettize | [.bits, .granularity, .group_size, .kmeans.init]' "$TMP/p8/manifest.json")" = '[8,"per_grouped_channel",16,"k-means++"]' ]; then
     pass compile_palettize_8_writes_bundle
 else
     fail compile_palettize_8_writes_bundle "$(cat "$TMP/out")"
@@ -44,7 +46,8 @@ fi
 # 7 projections of 256x256 .. 688x256 in fp16 vs uint8 indices + tables
 if "$BIN" mil info "$L0" >"$TMP/info" 2>&1 &&
     grep -q 'palettized weights (constexpr_lut_to_dense, distinct): 7' "$TMP/info" &&
-    grep -q 'dense  *1449984 bytes' "$TMP/info" && grep -q 'saved  *[0-9]* bytes (4[0-9]\.[0-9]% of dense)' "$TMP/info"; then
+    grep -q 'dense  *1449984 bytes' "$TMP/info" && grep -q 'saved  *[0-9]* bytes (4[0-9]\.[0-9]% of dense)' "$TMP/info" &&
+    grep -q "^bundle .*p8 (manifest.json): 8 bits (uint8 indices" "$TMP/info"; then
     pass mil_info_reports_palettized_bytes_saved
 else
     fail mil_info_reports_palettized_bytes_saved "$(tail -4 "$TMP/info")"
@@ -109,6 +112,17 @@ if [ $rc = 1 ] && grep -q "parity gate: FAIL" "$TMP/gate" && grep -q "failed: pr
     pass parity_gate_refuses_palettized_4bit_classifier
 else
     fail parity_gate_refuses_palettized_4bit_classifier "rc $rc: $(head -4 "$TMP/gate")"
+fi
+
+# a manifest whose palettize settings are malformed: one line naming the field
+cp -r "$TMP/p8" "$TMP/badman"
+jq '.palettize.bits = 5' "$TMP/p8/manifest.json" >"$TMP/badman/manifest.json"
+"$BIN" run $T --backend mil -m "$TMP/badman" -p hi -n 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "manifest.json: palettize.bits 5 is not 1, 2, 4, 6 or 8" "$TMP/err"; then
+    pass run_refuses_malformed_palettize_settings
+else
+    fail run_refuses_malformed_palettize_settings "rc $rc: $(cat "$TMP/err")"
 fi
 
 # usage errors: one line, exit 2, nothing written
