@@ -137,8 +137,8 @@ for args in "--palettize 5" "--group-size 8" "--palettize 4 --per-channel --grou
     fi
 done
 
-# Qwen3.5: both fixtures at 8 bits (groups of 16) pass `mil check --target
-# ane` with the value-head projections palettized; per output channel, 8
+# Qwen3.5: both fixtures at 8, 6 and 4 bits (groups of 16) pass `mil check
+# --target ane` with the value-head projections palettized; per output channel, 8
 # bits holds every row of these 40-128 wide tensors exactly (<= 256
 # distinct values), so `--backend mil` must give HF's greedy text
 # (run_<i>.expected, tools/make_qwen35_fixtures.py) and the cpu's for 32
@@ -157,6 +157,15 @@ for name in tiny_text_untied tiny_vl_tied; do
     else
         fail "qwen35_palettize_8_passes_mil_check_ane_$name" "$(cat "$TMP/out"; grep -m3 error "$TMP/chk")"
     fi
+    for b in 6 4; do
+        if "$BIN" compile -m $Q -o "$TMP/q$b$name" --palettize $b --ctx 256 --buckets 32,64 $T >"$TMP/out" 2>&1 &&
+            "$BIN" mil check --target ane "$TMP/q$b$name" >"$TMP/chk" 2>&1 &&
+            grep -q "^4 files checked: 0 with errors" "$TMP/chk" && grep -q "tensor<uint$b, " "$TMP/q$b$name/layer_00/model.mil"; then
+            pass "qwen35_palettize_${b}_passes_mil_check_ane_$name"
+        else
+            fail "qwen35_palettize_${b}_passes_mil_check_ane_$name" "$(cat "$TMP/out"; grep -m3 error "$TMP/chk")"
+        fi
+    done
     "$BIN" compile -m $Q -o "$TMP/qc$name" --palettize 8 --per-channel --ctx 256 --buckets 32,64 $T >/dev/null 2>&1
     for p in "$Q"/run_*.prompt; do
         r=$(basename "${p%.prompt}")
