@@ -53,6 +53,7 @@ dict_for() {
     fuzz_safetensors) echo tests/fuzz/dict/safetensors.dict ;;
     fuzz_npy) echo tests/fuzz/dict/npy.dict ;;
     fuzz_chat_template) echo tests/fuzz/dict/chat_template.dict ;;
+    fuzz_serve_toolcall) echo tests/fuzz/dict/toolcall.dict ;;
     fuzz_*config | fuzz_*manifest | fuzz_ane_attrs | fuzz_quant_folder) echo tests/fuzz/dict/json.dict ;;
     esac
 }

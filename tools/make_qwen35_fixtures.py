@@ -28,9 +28,14 @@ tests/fixtures/chat/qwen35_cases.jsonl is transformers' apply_chat_template
 with it over the Qwen3 cases of make_tokenizer_fixtures.py plus Qwen3.5's own
 rules (trimmed contents, errors), always with an explicit enable_thinking
 (the small and large Qwen3.5 templates differ only in its default).
+tests/fixtures/chat/qwen35_tool_cases.jsonl is the same with tools: the
+definitions of make_chat_tool_fixtures.py, assistant tool calls (arguments
+as objects: the template iterates `arguments|items`), tool results,
+preserve_thinking.
 
 Run: python3 tools/make_qwen35_fixtures.py [--out tests/fixtures/qwen35]
      python3 tools/make_qwen35_fixtures.py --verify   (re-check only)
+     python3 tools/make_qwen35_fixtures.py --chat-only (only the chat cases)
 """
 
 import argparse
@@ -45,6 +50,7 @@ import torch
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TEMPLATE = os.path.join(ROOT, "tests", "fixtures", "qwen35", "chat_template.jinja")
 CHAT_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "qwen35_cases.jsonl")
+TOOL_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "qwen35_tool_cases.jsonl")
 N_GREEDY = 32
 MIN_MARGIN = 2e-3
 MODEL_VOCAB = 400
@@ -318,6 +324,91 @@ QWEN35_CASES = [
 ]
 
 
+def tool_cases():
+    """Qwen3.5 tool cases: (name, messages, tools, options)."""
+    from make_chat_tool_fixtures import ODD, SEARCH, WEATHER, call
+
+    typed = {"s": "multi\nline ünï \"q\"", "i": 3, "f": 2.0, "e": 1e-05, "b": True, "n": None,
+             "o": {"k": [1, "x", False], "é": {}}, "l": ["a", 1.5], "empty": ""}
+    return [
+        ("tools_user_gen", [{"role": "user", "content": "Weather in Paris?"}], [WEATHER],
+         {"add_generation_prompt": True}),
+        ("tools_system_user_nothink",
+         [{"role": "system", "content": " You are terse. "}, {"role": "user", "content": "Oslo?"}],
+         [WEATHER, SEARCH], {"add_generation_prompt": True, "enable_thinking": False}),
+        ("tools_blank_system", [{"role": "system", "content": " \n "}, {"role": "user", "content": "x"}],
+         [SEARCH], {"add_generation_prompt": True}),
+        ("tools_odd_json", [{"role": "user", "content": "Mesure."}], [ODD], {"add_generation_prompt": True}),
+        ("tool_round_trip",
+         [{"role": "system", "content": "Be helpful."},
+          {"role": "user", "content": "Weather in Paris?"},
+          {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]},
+          {"role": "tool", "tool_call_id": "call_get_weather", "content": "{\"temp\": 21}"}],
+         [WEATHER], {"add_generation_prompt": True}),
+        ("two_calls_two_results_then_answer",
+         [{"role": "user", "content": "Paris and Rome?"},
+          {"role": "assistant", "content": "Let me check both.",
+           "tool_calls": [call("get_weather", {"city": "Paris"}),
+                          call("get_weather", {"city": "Rome", "unit": "celsius"})]},
+          {"role": "tool", "content": "18"},
+          {"role": "tool", "content": " 24\n"},
+          {"role": "assistant", "content": "Paris 18, Rome 24."},
+          {"role": "user", "content": "Thanks. And Oslo?"}],
+         [WEATHER], {"add_generation_prompt": True, "enable_thinking": False}),
+        ("typed_arguments",
+         [{"role": "user", "content": "Search"},
+          {"role": "assistant", "content": None, "tool_calls": [call("search", typed)]},
+          {"role": "tool", "content": "nothing"}],
+         [SEARCH], {"add_generation_prompt": True}),
+        ("reasoning_then_call_after_last_query",
+         [{"role": "user", "content": "Weather in Lima?"},
+          {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+           "tool_calls": [call("get_weather", {"city": "Lima"})]},
+          {"role": "tool", "content": "{\"temp\": 19}"}],
+         [WEATHER], {"add_generation_prompt": True}),
+        ("think_in_content_with_call",
+         [{"role": "user", "content": "Lima?"},
+          {"role": "assistant", "content": "<think>\nplan\n</think>\n\nChecking.",
+           "tool_calls": [call("get_weather", {"city": "Lima"}), call("search", {})]},
+          {"role": "tool", "content": "a"}, {"role": "tool", "content": "b"}],
+         [WEATHER, SEARCH], {}),
+        ("history_calls_without_tools",
+         [{"role": "user", "content": "Hi"},
+          {"role": "assistant", "content": "", "tool_calls": [call("search", {"q": "x"})]},
+          {"role": "tool", "content": "ok"},
+          {"role": "assistant", "content": "Done."}],
+         None, {}),
+        ("preserve_thinking_history",
+         [{"role": "user", "content": "First?"},
+          {"role": "assistant", "content": "One.", "reasoning_content": "old reasoning",
+           "tool_calls": [call("search", {"q": "one"})]},
+          {"role": "tool", "content": "r1"},
+          {"role": "assistant", "content": "Done one."},
+          {"role": "user", "content": "Second?"}],
+         [SEARCH], {"add_generation_prompt": True, "preserve_thinking": True}),
+        ("no_preserve_thinking_history",
+         [{"role": "user", "content": "First?"},
+          {"role": "assistant", "content": "One.", "reasoning_content": "old reasoning"},
+          {"role": "user", "content": "Second?"}],
+         [SEARCH], {"add_generation_prompt": True, "preserve_thinking": False}),
+    ]
+
+
+def write_tool_cases(tok):
+    rows = []
+    for name, msgs, tools, opts in tool_cases():
+        o = {"add_generation_prompt": bool(opts.get("add_generation_prompt", False)),
+             "enable_thinking": bool(opts.get("enable_thinking", True))}
+        if "preserve_thinking" in opts:
+            o["preserve_thinking"] = opts["preserve_thinking"]
+        text = tok.apply_chat_template(msgs, tools=tools, tokenize=False, **o)
+        rows.append({"name": name, "messages": msgs, "tools": tools, **o, "expected": text})
+    with open(TOOL_OUT, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    log("%s: %d cases" % (TOOL_OUT, len(rows)))
+
+
 CHAT_CLI_MESSAGE = "Who made the heaven?"
 
 
@@ -343,6 +434,7 @@ def write_chat_cases(tok_dir):
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     log("%s: %d cases (%d errors)" % (CHAT_OUT, len(rows), sum("error" in r for r in rows)))
+    write_tool_cases(tok)
     # for tests/cli/test_qwen35_run.sh: the token count of `nectar chat`'s
     # first prompt, thinking on and off
     m = [{"role": "user", "content": CHAT_CLI_MESSAGE}]
@@ -351,6 +443,25 @@ def write_chat_cases(tok_dir):
               for e in (True, False)]
     with open(os.path.join(tok_dir, "chat_prompt_tokens.txt"), "w", encoding="utf-8") as f:
         f.write("%d %d\n" % tuple(counts))
+    # for tests/serve/test_serve_qwen35.c: a request with tools and a call in
+    # the history (arguments as OpenAI sends them, a JSON string; HF's
+    # template needs the object), and its prompt's token count
+    from make_chat_tool_fixtures import WEATHER
+    msgs = [{"role": "user", "content": CHAT_CLI_MESSAGE},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "call_1", "type": "function",
+                             "function": {"name": "get_weather", "arguments": {"city": "Eden"}}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    text = tok.apply_chat_template(msgs, tools=[WEATHER], tokenize=False, add_generation_prompt=True,
+                                   enable_thinking=False)
+    body = json.loads(json.dumps(msgs))
+    body[1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"city": "Eden"})
+    with open(os.path.join(tok_dir, "tool_chat.json"), "w", encoding="utf-8") as f:
+        json.dump({"body": {"messages": body, "tools": [WEATHER], "max_tokens": 4, "temperature": 0,
+                            "chat_template_kwargs": {"enable_thinking": False}},
+                   "prompt_tokens": len(tok.encode(text, add_special_tokens=False))},
+                  f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def write_readme(out_root):
@@ -382,8 +493,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "qwen35"))
     ap.add_argument("--verify", action="store_true", help="only re-check the existing fixtures")
+    ap.add_argument("--chat-only", action="store_true",
+                    help="only rewrite the chat template cases (from the existing folders)")
     ap.add_argument("--only", help="make (or verify) only this fixture")
     args = ap.parse_args()
+    if args.chat_only:
+        write_chat_cases(os.path.join(args.out, FIXTURES[1][0]))
+        return
     torch.set_num_threads(1)
     if not args.verify:
         os.makedirs(args.out, exist_ok=True)

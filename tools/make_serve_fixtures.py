@@ -11,9 +11,19 @@ by transformers' apply_chat_template / the HF tokenizer, the fake model's
 rule re-implemented in numpy, text decoded by HF, reasoning split, stop
 strings cut, logprobs from a float64 log-softmax.
 
+Also tests/fixtures/serve/fake35/: the same tokenizer with a few added
+tokens (each a piece of a Qwen3.5 tool call, so the script's tokens stay
+distinct), Qwen3.5's chat template (tests/fixtures/qwen35/chat_template.jinja)
+and a script that recites one Qwen3.5 tool call; its expected.json holds
+the requests tools/test_server_agents.py --qwen35 sends and, for each, the
+prompt's token count by transformers' apply_chat_template and the HF
+tokenizer, so the server's rendering of tools and tool history is checked.
+
 Usage: python3 tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
+       python3 tools/make_serve_fixtures.py --fake35-only
 """
 import argparse
+import copy
 import json
 import os
 
@@ -184,11 +194,90 @@ def case(hf, model, name, endpoint, body, think_ids):
                        "logprobs": lps if (body.get("logprobs")) else None}}
 
 
+FAKE35 = os.path.join(OUT, "fake35")
+# The Qwen3.5 call the fake35 engine recites: get_weather(city="Paris", days=3).
+CALL35 = ["<tool_call>", "\n<function=get_weather>\n<parameter=city>\n", "Paris",
+          "\n</parameter>\n<parameter=days>\n", "3", "\n</parameter>\n</function>\n",
+          "</tool_call>"]
+WEATHER35 = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}}
+TIME35 = {"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {
+        "zone": {"type": "string"}}, "required": ["zone"]}}}
+
+
+def requests35():
+    """The conversations the --qwen35 agent test sends: (name, body)."""
+    ask = [{"role": "system", "content": "Be brief."},
+           {"role": "user", "content": "Weather in Paris for 3 days?"}]
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 3}"}}
+    history = ask + [
+        {"role": "assistant", "content": None, "reasoning_content": "Call the tool.",
+         "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\": \"clear\"}"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "second result"},
+        {"role": "assistant", "content": "Clear skies."},
+        {"role": "user", "content": "And tomorrow?"}]
+    off = {"enable_thinking": False}
+    return [
+        ("auto_tools", {"messages": ask, "tools": [WEATHER35, TIME35], "chat_template_kwargs": off}),
+        ("history", {"messages": history, "tools": [WEATHER35, TIME35], "chat_template_kwargs": off}),
+        ("history_preserve_thinking",
+         {"messages": history, "tools": [WEATHER35],
+          "chat_template_kwargs": {"enable_thinking": False, "preserve_thinking": True}}),
+        ("tool_choice_none", {"messages": ask, "chat_template_kwargs": off}),
+    ]
+
+
+def write_fake35():
+    """fake35/: the fake tokenizer plus the call's pieces, Qwen3.5's template."""
+    os.makedirs(FAKE35, exist_ok=True)
+    tok = Tokenizer.from_file(os.path.join(FAKE, "tokenizer.json"))
+    tok.add_tokens([AddedToken(t, special=False, normalized=False)
+                    for t in ["<tool_call>", "</tool_call>"] + [p for p in CALL35 if "\n" in p]])
+    tok.save(os.path.join(FAKE35, "tokenizer.json"))
+    with open(os.path.join(ROOT, "tests", "fixtures", "qwen35", "chat_template.jinja")) as f:
+        template = f.read()
+    with open(os.path.join(FAKE, "tokenizer_config.json")) as f:
+        config = json.load(f)
+    config["chat_template"] = template
+    with open(os.path.join(FAKE35, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    with open(os.path.join(FAKE35, "fake_script.txt"), "w") as f:
+        f.write("".join(CALL35))
+    hf = PreTrainedTokenizerFast(tokenizer_file=os.path.join(FAKE35, "tokenizer.json"),
+                                 eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    hf.chat_template = template
+    script = hf.encode("".join(CALL35), add_special_tokens=False)
+    assert len(set(script)) == len(script), "fake35: the script's tokens are not distinct"
+    rows = []
+    for name, body in requests35():
+        msgs = copy.deepcopy(body["messages"])
+        for m in msgs:  # the template iterates arguments|items: a mapping
+            for c in m.get("tool_calls") or []:
+                c["function"] = dict(c["function"], arguments=json.loads(c["function"]["arguments"]))
+        text = hf.apply_chat_template(msgs, tools=body.get("tools"), tokenize=False,
+                                      add_generation_prompt=True, **body["chat_template_kwargs"])
+        rows.append({"name": name, "body": body,
+                     "prompt_tokens": len(hf.encode(text, add_special_tokens=False))})
+    with open(os.path.join(FAKE35, "expected.json"), "w") as f:
+        json.dump({"call": {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},
+                   "requests": rows}, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"wrote {FAKE35} (script {len(script)} tokens, {len(rows)} requests)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "tests", "fixtures",
                                                               "qwen3-tokenizer"))
+    ap.add_argument("--fake35-only", action="store_true", help="only rewrite fake35/")
     args = ap.parse_args()
+    if args.fake35_only:
+        return write_fake35()
     os.makedirs(FAKE, exist_ok=True)
     tok = build_tokenizer()
     tok.save(os.path.join(FAKE, "tokenizer.json"))
@@ -245,6 +334,7 @@ def main():
         f.write("\n")
     print(f"wrote {FAKE} (vocab {n_vocab}, script {len(model.script)} tokens) and "
           f"{len(cases)} cases")
+    write_fake35()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,16 @@ API must guarantee: the output parses, and validates against the schema
 (checked by a small validator written here, independent of the server's).
 Prints PASS/FAIL lines for tests/serve/test_serve_agents.sh.
 
-Usage: python tools/test_server_agents.py http://127.0.0.1:PORT
+With --qwen35 it drives `nectar serve --fake-engine -m
+tests/fixtures/serve/fake35 --chat-template qwen3.5` instead, whose engine
+recites one Qwen3.5 tool call (XML, tools/make_serve_fixtures.py): the call
+must come back as OpenAI tool_calls with arguments typed by the schema
+(days an integer), streamed or not, with tool_choice auto, named and
+required; the prompt token counts of tool definitions and tool history
+must equal transformers' (fake35/expected.json); tool_choice none passes the
+text on; arguments that are not a JSON object are a 400.
+
+Usage: python tools/test_server_agents.py [--qwen35] http://127.0.0.1:PORT
 """
 import json
 import sys
@@ -107,7 +116,109 @@ class Review(pydantic.BaseModel):
     helpful: bool
 
 
+def stream_calls(stream):
+    """A streamed reply's tool calls assembled from the deltas, its content
+    and finish_reason."""
+    acc, content, finish = {}, "", None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        ch = chunk.choices[0]
+        finish = ch.finish_reason or finish
+        content += ch.delta.content or ""
+        for tc in ch.delta.tool_calls or []:
+            slot = acc.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            slot["id"] = tc.id or slot["id"]
+            if tc.function and tc.function.name:
+                slot["name"] += tc.function.name
+            if tc.function and tc.function.arguments:
+                slot["arguments"] += tc.function.arguments
+    return acc, content, finish
+
+
+def main35(base):
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "tests", "fixtures", "serve", "fake35", "expected.json"),
+              encoding="utf-8") as f:
+        fx = json.load(f)
+    want = fx["call"]
+    reqs = {r["name"]: r for r in fx["requests"]}
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
+    model = "fake35"
+
+    def one_call(name, calls, finish, content):
+        ok = (finish == "tool_calls" and len(calls) == 1 and calls[0]["id"]
+              and calls[0]["name"] == want["name"] and not content)
+        try:  # typed by the schema: days is the integer 3, not "3"
+            ok = ok and json.loads(calls[0]["arguments"]) == want["arguments"]
+            ok = ok and type(json.loads(calls[0]["arguments"])["days"]) is int
+        except (ValueError, IndexError, KeyError):
+            ok = False
+        report(name, ok, f"{finish}: {calls!r} content {content!r}")
+
+    def create(name, **kw):
+        body = dict(reqs[name]["body"])
+        extra = {"chat_template_kwargs": body.pop("chat_template_kwargs")}
+        body.update(kw)
+        return client.chat.completions.create(model=model, max_tokens=64, temperature=0,
+                                              extra_body=extra, **body)
+
+    r = create("auto_tools")
+    m = r.choices[0].message
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+             for c in m.tool_calls or []]
+    one_call("qwen35_auto_tool_call", calls, r.choices[0].finish_reason, m.content)
+    report("qwen35_tools_prompt_tokens_match_transformers",
+           r.usage.prompt_tokens == reqs["auto_tools"]["prompt_tokens"],
+           f"{r.usage.prompt_tokens} vs {reqs['auto_tools']['prompt_tokens']}")
+
+    acc, content, finish = stream_calls(create("auto_tools", stream=True))
+    one_call("qwen35_streamed_tool_call", list(acc.values()), finish, content)
+
+    # Forced: the call's start is constrained, thinking is off; the rest is
+    # the (greedy) model's.
+    body = dict(reqs["auto_tools"]["body"])
+    r = client.chat.completions.create(
+        model=model, messages=body["messages"], tools=body["tools"], max_tokens=64, temperature=0,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    m = r.choices[0].message
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+             for c in m.tool_calls or []]
+    one_call("qwen35_named_tool_call", calls, r.choices[0].finish_reason, m.content)
+    acc, content, finish = stream_calls(client.chat.completions.create(
+        model=model, messages=body["messages"], tools=body["tools"], max_tokens=64, temperature=0,
+        tool_choice="required", stream=True))
+    one_call("qwen35_streamed_required_tool_call", list(acc.values()), finish, content)
+
+    for name in ("history", "history_preserve_thinking"):
+        r = create(name)
+        report(f"qwen35_{name}_prompt_tokens_match_transformers",
+               r.usage.prompt_tokens == reqs[name]["prompt_tokens"],
+               f"{r.usage.prompt_tokens} vs {reqs[name]['prompt_tokens']}")
+
+    r = create("tool_choice_none", tools=[reqs["auto_tools"]["body"]["tools"][0]],
+               tool_choice="none")
+    m = r.choices[0].message
+    report("qwen35_tool_choice_none_passes_text",
+           not m.tool_calls and (m.content or "").startswith("<tool_call>")
+           and r.usage.prompt_tokens == reqs["tool_choice_none"]["prompt_tokens"], repr(r))
+
+    bad = json.loads(json.dumps(reqs["history"]["body"]["messages"]))
+    bad[2]["tool_calls"][0]["function"]["arguments"] = "[1, 2]"
+    try:
+        client.chat.completions.create(model=model, messages=bad, max_tokens=4)
+        report("qwen35_non_object_arguments_are_a_400", False, "accepted")
+    except openai.BadRequestError as e:
+        report("qwen35_non_object_arguments_are_a_400", "JSON object" in str(e), str(e))
+
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
 def main():
+    if sys.argv[1] == "--qwen35":
+        return main35(sys.argv[2])
     base = sys.argv[1]
     client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
     model = "gpt-4o-mini"  # a client library's default name: accepted (docs/server.md)
@@ -177,19 +288,7 @@ def main():
     stream = client.chat.completions.create(
         model=model, messages=ask, max_tokens=200, tools=[WEATHER], tool_choice="required",
         stream=True)
-    acc, finish = {}, None
-    for chunk in stream:
-        if not chunk.choices:
-            continue
-        ch = chunk.choices[0]
-        finish = ch.finish_reason or finish
-        for tc in ch.delta.tool_calls or []:
-            slot = acc.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-            slot["id"] = tc.id or slot["id"]
-            if tc.function and tc.function.name:
-                slot["name"] += tc.function.name
-            if tc.function and tc.function.arguments:
-                slot["arguments"] += tc.function.arguments
+    acc, _, finish = stream_calls(stream)
     ok = finish == "tool_calls" and len(acc) == 1
     for slot in acc.values():
         try:

@@ -414,22 +414,30 @@ static int step_literal(const jm_grammar *gr, jm_state *s, unsigned char b) {
     return R_REJECT;
 }
 
+/* After the prefix: the value, or with no graph anything (JM_STAGE_FREE). */
+static void begin_value(const jm_grammar *gr, jm_state *s) {
+    s->pos = 0;
+    if (!gr->g) {
+        s->stage = JM_STAGE_FREE;
+        return;
+    }
+    s->stage = 1;
+    push(s, FK_VALUE, 0, gr->g->root);
+}
+
 void jm_start(const jm_grammar *gr, jm_state *s) {
-    s->stage = gr->prefix_len ? 0 : 1;
+    s->stage = 0;
     s->pos = 0;
     s->n = 0;
-    if (s->stage == 1) push(s, FK_VALUE, 0, gr->g->root);
+    if (!gr->prefix_len) begin_value(gr, s);
 }
 
 int jm_feed(const jm_grammar *gr, jm_state *s, unsigned char b) {
     for (;;) {
+        if (s->stage == JM_STAGE_FREE) return 1;
         if (s->stage == 0) {
             if ((unsigned char)gr->prefix[s->pos] != b) return 0;
-            if (++s->pos == gr->prefix_len) {
-                s->stage = 1;
-                s->pos = 0;
-                push(s, FK_VALUE, 0, gr->g->root);
-            }
+            if (++s->pos == gr->prefix_len) begin_value(gr, s);
             return 1;
         }
         if (s->stage == 1 && s->n == 0) s->stage = 2, s->pos = 0;
@@ -472,6 +480,7 @@ int jm_feed(const jm_grammar *gr, jm_state *s, unsigned char b) {
 }
 
 int jm_can_end(const jm_grammar *gr, const jm_state *s) {
+    if (s->stage == JM_STAGE_FREE) return 1;
     if (s->stage == 0) return 0;
     int n = s->n;
     /* A number or literal at the top ends with the output. */

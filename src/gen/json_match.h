@@ -1,5 +1,7 @@
 /* A byte-at-a-time matcher for "prefix, one JSON value of a schema graph
- * (json_schema.h), suffix": the automaton behind constrained sampling.
+ * (json_schema.h), suffix", or "prefix, then anything" when there is no
+ * graph (a forced start, as of a Qwen3.5 tool call, whose XML body is not
+ * JSON): the automaton behind constrained sampling.
  * Its state is a small stack of frames, copied by value, so the vocabulary
  * mask (token_mask.h) can try every token from the same state. Output it
  * accepts is compact JSON (one optional space after ':' and ','), with
@@ -21,15 +23,18 @@ typedef struct jm_frame {
     int32_t node;
 } jm_frame;
 
+#define JM_STAGE_FREE 4
+
 typedef struct jm_state {
-    uint16_t stage; /* 0: prefix, 1: value, 2: suffix, 3: done */
+    uint16_t stage; /* 0: prefix, 1: value, 2: suffix, 3: done, JM_STAGE_FREE: past the
+                     * prefix with no graph: any byte */
     uint16_t pos;   /* into the prefix or suffix */
     int n;          /* frames */
     jm_frame f[JM_MAX_DEPTH];
 } jm_state;
 
 typedef struct jm_grammar {
-    const js_graph *g;           /* borrowed */
+    const js_graph *g;           /* borrowed; NULL: anything after the prefix */
     const char *prefix, *suffix; /* literal bytes around the value ("" for none) */
     size_t prefix_len, suffix_len;
 } jm_grammar;

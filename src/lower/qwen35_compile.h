@@ -18,7 +18,8 @@ typedef struct lower_q35_src {
     nc_pool *pool;
     const char *model_dir;
     lower_fp16_stats *stats;
-    const lower_palette_options *pal; /* NULL or bits 0: fp16 projections */
+    lower_q35_prefill_form prefill_form; /* of the linear layers' prefill_sS */
+    const lower_palette_options *pal;    /* NULL or bits 0: fp16 projections */
     lower_palette_stats *pal_stats;
 } lower_q35_src;
 

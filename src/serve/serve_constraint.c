@@ -2,13 +2,14 @@
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is the schema
  * {"name": the tool(s), "arguments": its parameters} between the template's
- * tags; parameters the matcher cannot enforce fall back to any object (the
- * call still parses), while a response_format schema it cannot enforce is
- * refused. */
+ * tags (Qwen3.5: the literal start of the call, no graph); parameters the
+ * matcher cannot enforce fall back to any object (the call still parses),
+ * while a response_format schema it cannot enforce is refused. */
 #include "serve/serve_constraint.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@
 struct serve_constraint {
     js_graph g;
     jm_grammar gr;
+    char *prefix; /* owned: a Qwen3.5 call's start */
     jm_state st;
     const tm_vocab *v;
     double mask_s;
@@ -61,8 +63,21 @@ static char *call_schema(const serve_request *r, int with_parameters) {
     return text;
 }
 
-nc_status serve_constraint_new(const serve_request *r, const tm_vocab *v, serve_constraint **out,
-                               const char **param, nc_error *err) {
+/* The forced start of a Qwen3.5 call: the tool's name when only one can be
+ * called (malloc'ed). */
+static char *call_start35(const serve_request *r) {
+    const char *only = r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_choice_name
+                       : r->n_tools == 1                   ? r->tool_names[0]
+                                                           : NULL;
+    size_t n = strlen(TOOL_PREFIX "<function=>\n") + (only ? strlen(only) : 0) + 1;
+    char *p = malloc(n);
+    if (p && only) snprintf(p, n, TOOL_PREFIX "<function=%s>\n", only);
+    if (p && !only) snprintf(p, n, "%s", TOOL_PREFIX "<function=");
+    return p;
+}
+
+nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_vocab *v,
+                               serve_constraint **out, const char **param, nc_error *err) {
     *out = NULL;
     *param = NULL;
     int forced = r->n_tools > 0 &&
@@ -79,7 +94,12 @@ nc_status serve_constraint_new(const serve_request *r, const tm_vocab *v, serve_
     c->gr.g = &c->g;
     c->gr.prefix = c->gr.suffix = "";
     nc_status st;
-    if (forced) {
+    if (forced && f == CHAT_QWEN35) {
+        c->prefix = call_start35(r);
+        st = c->prefix ? NC_OK : NC_ERR_NOMEM;
+        c->gr.g = NULL;
+        c->gr.prefix = c->prefix ? c->prefix : "";
+    } else if (forced) {
         char *schema = call_schema(r, 1);
         st = schema ? js_compile(schema, "tools", &c->g, err) : NC_ERR_NOMEM;
         free(schema);
@@ -99,6 +119,7 @@ nc_status serve_constraint_new(const serve_request *r, const tm_vocab *v, serve_
     }
     if (st != NC_OK) {
         if (st == NC_ERR_NOMEM) nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
+        free(c->prefix);
         free(c);
         return st;
     }
@@ -113,11 +134,13 @@ nc_status serve_constraint_new(const serve_request *r, const tm_vocab *v, serve_
 void serve_constraint_free(serve_constraint *c) {
     if (!c) return;
     js_free(&c->g);
+    free(c->prefix);
     free(c);
 }
 
 static void mask(void *user, float *logits) {
     serve_constraint *c = user;
+    if (c->st.stage == JM_STAGE_FREE) return; /* past a forced start: the model's own choice */
     double t0 = nc_now_s();
     tm_mask(c->v, &c->gr, &c->st, logits);
     c->mask_s += nc_now_s() - t0;

@@ -56,6 +56,7 @@ struct serve_server {
     atomic_int n_inflight;   /* completion requests holding a job */
     size_t max_token_bytes;  /* the vocabulary's longest token */
     tm_vocab *vocab;         /* constrained output's view of the vocabulary */
+    chat_family family;      /* the chat template and tool-call format */
 };
 
 /* Drops the connection's reference to its job. */
@@ -262,7 +263,7 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     nc_error err;
     *param = NULL;
     *code = NULL;
-    if (serve_constraint_new(r, s->vocab, &j->constraint, param, &err) != NC_OK) {
+    if (serve_constraint_new(r, s->family, s->vocab, &j->constraint, param, &err) != NC_OK) {
         snprintf(msg, msg_cap, "%s", err.msg);
         return 400;
     }
@@ -294,17 +295,10 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
             for (size_t k = 0; k < sm->n_tool_calls; k++)
                 *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
         }
-        chat_options co = {1, r->enable_thinking};
+        chat_options co = {1, r->enable_thinking, r->preserve_thinking};
         chat_tools tools = {(const char *const *)r->tools,
                             r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
-        /* Qwen3.5 has its own template (no tool definitions or calls yet) */
-        int is_qwen35 = !strcmp(s->m->e->kind, "qwen35-cpu");
-        nc_status st =
-            !is_qwen35 ? chat_render_tools(m, r->n_messages, &co, &tools, &text, &err)
-            : tools.n_defs || n_all
-                ? nc_fail(&err, NC_ERR_UNSUPPORTED,
-                          "tools and tool calls are not supported with Qwen3.5's template yet")
-                : chat_render_qwen35(m, r->n_messages, &co, &text, &err);
+        nc_status st = chat_render_family(s->family, m, r->n_messages, &co, &tools, &text, &err);
         free(m);
         free(calls);
         free(n_calls);
@@ -409,6 +403,11 @@ typedef struct stream_ctx {
  * did not switch them off. */
 static int uses_tools(const serve_request *r) {
     return r->n_tools > 0 && r->tool_choice != SERVE_TOOLS_NONE;
+}
+
+/* A scanner for the server's call format, typing by the request's tools. */
+static serve_tool_scan tool_scan_for(const serve_server *s, const serve_request *r) {
+    return (serve_tool_scan){0, 0, s->family, (const char *const *)r->tools, r->n_tools};
 }
 
 /* finish_reason as OpenAI reports it: "tool_calls" when the model stopped
@@ -570,6 +569,7 @@ static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, c
     sc->rid = *rid;
     sc->seen = seen;
     sc->uses_tools = uses_tools(&j->req);
+    sc->scan = tool_scan_for(s, &j->req);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, sc, stream_free);
     if (!r) {
@@ -679,7 +679,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         serve_usage u;
         job_usage(j, &u);
         serve_text text = {0};
-        serve_tool_scan scan = {0};
+        serve_tool_scan scan = tool_scan_for(s, &j->req);
         if (uses_tools(&j->req)) { /* the text around the calls, and the calls */
             serve_tool_news news;
             d.tool_calls = json_array();
@@ -923,10 +923,16 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     if (opt->port < 0 || opt->port > 65535)
         return nc_fail(err, NC_ERR_INVALID, "--port %d: must be between 0 and 65535", opt->port);
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
+    int family = opt->chat_template ? chat_family_by_name(opt->chat_template)
+                                    : (int)chat_family_of_kind(m->e->kind);
+    if (family < 0)
+        return nc_fail(err, NC_ERR_INVALID, "--chat-template %s: must be qwen3 or qwen3.5",
+                       opt->chat_template);
     serve_server *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
     s->m = m;
     s->opt = *opt;
+    s->family = (chat_family)family;
     s->started = (long long)time(NULL);
     s->max_token_bytes = tok_max_token_bytes(s->m->tok);
     if (s->max_token_bytes == 0) s->max_token_bytes = 1;

@@ -24,6 +24,7 @@ typedef struct serve_options {
     double header_timeout_s;    /* from accept to the end of the request head (0: 10 s) */
     const char *const *aliases; /* more names for the model (--alias) */
     int n_aliases;
+    const char *chat_template; /* "qwen3" or "qwen3.5"; NULL: the model family's */
 } serve_options;
 
 typedef struct serve_server serve_server;

@@ -558,6 +558,11 @@ static nc_status parse_stream(pctx *c, const json_t *root, serve_request *r) {
         if (et && !json_is_boolean(et))
             return bad(c, "chat_template_kwargs.enable_thinking", "must be true or false%s", NULL);
         if (et) r->enable_thinking = json_is_true(et);
+        json_t *pt = field(kw, "preserve_thinking");
+        if (pt && !json_is_boolean(pt))
+            return bad(c, "chat_template_kwargs.preserve_thinking", "must be true or false%s",
+                       NULL);
+        if (pt) r->preserve_thinking = json_is_true(pt);
     }
     return NC_OK;
 }

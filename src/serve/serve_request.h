@@ -74,8 +74,9 @@ typedef struct serve_request {
     int echo;         /* completions: unsupported, rejected when set */
 
     int stream;
-    int include_usage;   /* stream_options.include_usage */
-    int enable_thinking; /* chat_template_kwargs.enable_thinking, default 1 */
+    int include_usage;     /* stream_options.include_usage */
+    int enable_thinking;   /* chat_template_kwargs.enable_thinking, default 1 */
+    int preserve_thinking; /* chat_template_kwargs.preserve_thinking (Qwen3.5), default 0 */
 
     /* Tools (chat): definitions as the template's tojson text, their names. */
     char **tools;

@@ -1,5 +1,7 @@
 /* Tool calls in generated text: Qwen3 writes each as
- * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>". The
+ * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>", Qwen3.5 as
+ * "<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
+ * </function>\n</tool_call>" (values typed by the tool's JSON schema). The
  * scanner turns a growing output into the text around the calls and the
  * calls themselves, holding back text that could still be the start of a
  * call, so a stream sends each call once, complete, as OpenAI's tool_calls
@@ -10,9 +12,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "text/chat.h"
+
 typedef struct serve_tool_scan {
-    size_t pos;  /* bytes of the output consumed */
-    int n_calls; /* calls found so far */
+    size_t pos;               /* bytes of the output consumed */
+    int n_calls;              /* calls found so far */
+    chat_family family;       /* the call format (zeroed: Qwen3's) */
+    const char *const *tools; /* Qwen3.5: the request's tool definitions (JSON text), */
+    size_t n_tools;           /* whose parameter types type the values */
 } serve_tool_scan;
 
 /* What one look at the output gives: text[0..text_len) to pass on (a view

@@ -6,8 +6,11 @@
  * and always shows the reasoning of turns after the last query. */
 #include "text/chat.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "text/chat_tojson.h"
 
 typedef struct sbuf {
     char *p;
@@ -142,6 +145,16 @@ static void render_assistant(sbuf *b, const chat_message *m, size_t i, size_t n,
     put(b, "<|im_end|>\n");
 }
 
+/* The tool definitions, one tojson text a line, in <tools> (both templates). */
+static void put_defs(sbuf *b, const chat_tools *t) {
+    put(b, "<tools>");
+    for (size_t i = 0; i < t->n_defs; i++) {
+        put(b, "\n");
+        put(b, t->defs[i]);
+    }
+    put(b, "\n</tools>");
+}
+
 /* The template's tools preamble: one system turn holding the first system
  * message (if any), the tool signatures and the calling convention. */
 static void render_tools(sbuf *b, const chat_message *msgs, const chat_tools *t) {
@@ -151,12 +164,9 @@ static void render_tools(sbuf *b, const chat_message *msgs, const chat_tools *t)
         put(b, "\n\n");
     }
     put(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou "
-           "are provided with function signatures within <tools></tools> XML tags:\n<tools>");
-    for (size_t i = 0; i < t->n_defs; i++) {
-        put(b, "\n");
-        put(b, t->defs[i]);
-    }
-    put(b, "\n</tools>\n\nFor each function call, return a json object with function name and "
+           "are provided with function signatures within <tools></tools> XML tags:\n");
+    put_defs(b, t);
+    put(b, "\n\nFor each function call, return a json object with function name and "
            "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
            "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
 }
@@ -191,24 +201,104 @@ static size_t last_query_trimmed(const chat_message *msgs, size_t n) {
     return n;
 }
 
-static void render_assistant35(sbuf *b, const chat_message *m, size_t i, size_t last_query) {
+/* One call's arguments as the template writes them: each key of the
+ * arguments object as "<parameter=KEY>\nVALUE\n</parameter>\n", a string
+ * value as is, any other value as tojson (chat_tojson.h). The template
+ * iterates `arguments|items`, which only a JSON object has. */
+static nc_status put_parameters35(sbuf *b, const chat_tool_call *c, size_t i, nc_error *err) {
+    json_error_t je;
+    json_t *args = json_loads(c->arguments ? c->arguments : "{}", JSON_DECODE_ANY, &je);
+    if (!json_is_object(args)) {
+        json_decref(args);
+        return nc_fail(err, NC_ERR_INVALID,
+                       "chat template: the arguments of tool call '%s' in message %zu are not a "
+                       "JSON object",
+                       view_of(c->name).s, i);
+    }
+    const char *key;
+    json_t *v;
+    nc_status st = NC_OK;
+    json_object_foreach(args, key, v) {
+        put(b, "<parameter=");
+        put(b, key);
+        put(b, ">\n");
+        if (json_is_string(v)) {
+            put_n(b, json_string_value(v), json_string_length(v));
+        } else {
+            char *t = NULL;
+            st = chat_tojson(v, &t, err);
+            if (st != NC_OK) break;
+            put(b, t);
+            free(t);
+        }
+        put(b, "\n</parameter>\n");
+    }
+    json_decref(args);
+    return st;
+}
+
+static nc_status render_assistant35(sbuf *b, const chat_message *m, size_t i, size_t last_query,
+                                    const chat_options *o, const chat_tools *t, nc_error *err) {
     view content = trim(view_of(m->content)), reasoning;
     split_reasoning(m, &content, &reasoning);
     put(b, "<|im_start|>assistant\n");
-    if (i > last_query) { /* every turn after the query shows its (maybe empty) reasoning */
+    /* every turn after the query shows its (maybe empty) reasoning, and
+     * with preserve_thinking every turn does */
+    if (o->preserve_thinking || i > last_query) {
         put(b, "<think>\n");
         put_view(b, trim(reasoning));
         put(b, "\n</think>\n\n");
     }
     put_view(b, content);
+    size_t n_calls = t && t->calls ? t->n_calls[i] : 0;
+    for (size_t k = 0; k < n_calls; k++) {
+        const chat_tool_call *c = &t->calls[i][k];
+        /* content is trimmed at its end, so trim(content) is empty only
+         * when content is */
+        put(b, k > 0       ? "\n<tool_call>\n<function="
+               : content.n ? "\n\n<tool_call>\n<function="
+                           : "<tool_call>\n<function=");
+        put(b, view_of(c->name).s);
+        put(b, ">\n");
+        NC_TRY(put_parameters35(b, c, i, err));
+        put(b, "</function>\n</tool_call>");
+    }
+    put(b, "<|im_end|>\n");
+    return NC_OK;
+}
+
+/* The tools preamble of Qwen3.5's template: definitions, the XML calling
+ * convention, then the first system message (trimmed) if it has text. */
+static void render_tools35(sbuf *b, const chat_message *msgs, const chat_tools *t) {
+    put(b, "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n");
+    put_defs(b, t);
+    put(b, "\n\nIf you choose to call a function ONLY reply in the following format "
+           "with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n"
+           "<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+           "<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+           "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"
+           "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an "
+           "inner <function=...></function> block must be nested within "
+           "<tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n- You "
+           "may provide optional reasoning for your function call in natural language BEFORE "
+           "the function call, but NOT after\n- If there is no function call available, "
+           "answer the question like normal with your current knowledge and do not tell the "
+           "user about function calls\n</IMPORTANT>");
+    view sys = is_role(&msgs[0], "system") ? trim(view_of(msgs[0].content)) : (view){"", 0};
+    if (sys.n) {
+        put(b, "\n\n");
+        put_view(b, sys);
+    }
     put(b, "<|im_end|>\n");
 }
 
 static nc_status render_qwen35(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
-                               nc_error *err) {
+                               const chat_tools *tools, nc_error *err) {
     size_t last_query = last_query_trimmed(msgs, n);
     if (last_query == n)
         return nc_fail(err, NC_ERR_INVALID, "chat template: no user query found in messages");
+    int has_tools = tools && tools->n_defs > 0;
+    if (has_tools) render_tools35(b, msgs, tools);
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &msgs[i];
         view content = trim(view_of(m->content));
@@ -218,15 +308,17 @@ static nc_status render_qwen35(sbuf *b, const chat_message *msgs, size_t n, cons
                                "chat template: a system message must be at the beginning "
                                "(message %zu)",
                                i);
-            put(b, "<|im_start|>system\n");
-            put_view(b, content);
-            put(b, "<|im_end|>\n");
+            if (i == 0 && !has_tools) {
+                put(b, "<|im_start|>system\n");
+                put_view(b, content);
+                put(b, "<|im_end|>\n");
+            }
         } else if (is_role(m, "user")) {
             put(b, "<|im_start|>user\n");
             put_view(b, content);
             put(b, "<|im_end|>\n");
         } else if (is_role(m, "assistant")) {
-            render_assistant35(b, m, i, last_query);
+            NC_TRY(render_assistant35(b, m, i, last_query, o, tools, err));
         } else if (is_role(m, "tool")) {
             /* consecutive tool results share one user turn (loop.previtem:
              * none before the first message) */
@@ -292,8 +384,8 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
         if (!msgs[i].role)
             return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has no role", i);
     sbuf b = {0};
-    nc_status st =
-        is_qwen35 ? render_qwen35(&b, msgs, n, &o, err) : render_qwen3(&b, msgs, n, &o, tools);
+    nc_status st = is_qwen35 ? render_qwen35(&b, msgs, n, &o, tools, err)
+                             : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
     if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
     if (st != NC_OK) {
@@ -315,6 +407,22 @@ nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_optio
 }
 
 nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
-                             char **out, nc_error *err) {
-    return render(msgs, n, opt, 1, NULL, out, err);
+                             const chat_tools *tools, char **out, nc_error *err) {
+    return render(msgs, n, opt, 1, tools, out, err);
+}
+
+chat_family chat_family_of_kind(const char *kind) {
+    return kind && !strncmp(kind, "qwen35", 6) ? CHAT_QWEN35 : CHAT_QWEN3;
+}
+
+int chat_family_by_name(const char *name) {
+    if (!strcmp(name, "qwen3")) return CHAT_QWEN3;
+    if (!strcmp(name, "qwen3.5")) return CHAT_QWEN35;
+    return -1;
+}
+
+nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
+                             const chat_options *opt, const chat_tools *tools, char **out,
+                             nc_error *err) {
+    return render(msgs, n, opt, f == CHAT_QWEN35, tools, out, err);
 }

@@ -1,8 +1,8 @@
 /* The Qwen3 and Qwen3.5 chat templates, rendered natively in C (no Jinja
  * engine): the same bytes as transformers' apply_chat_template(...,
  * tokenize=False) with the official templates, for system/user/assistant/
- * tool messages; for Qwen3 also (chat_render_tools) tool definitions and
- * assistant tool calls. */
+ * tool messages, tool definitions and assistant tool calls (Qwen3 writes a
+ * call as JSON, Qwen3.5 as <function=...><parameter=...> XML). */
 #ifndef NC_TEXT_CHAT_H
 #define NC_TEXT_CHAT_H
 
@@ -20,10 +20,11 @@ typedef struct chat_message {
 typedef struct chat_options {
     int add_generation_prompt; /* append "<|im_start|>assistant\n" */
     int enable_thinking;       /* default 1; 0 appends the empty think block after the prompt */
+    int preserve_thinking;     /* Qwen3.5: every assistant turn keeps its think block */
 } chat_options;
 
 /* HF's defaults: no generation prompt, thinking enabled. */
-#define CHAT_OPTIONS_DEFAULT ((chat_options){0, 1})
+#define CHAT_OPTIONS_DEFAULT ((chat_options){0, 1, 0})
 
 /* Renders the conversation; *out is malloc'ed and NUL-terminated. opt may be
  * NULL (CHAT_OPTIONS_DEFAULT). Fails on a NULL role or n == 0. */
@@ -33,7 +34,8 @@ nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *op
 /* A call the assistant made (OpenAI's tool_calls[].function). */
 typedef struct chat_tool_call {
     const char *name;
-    const char *arguments; /* JSON text, inserted as is (the template's string case) */
+    const char *arguments; /* JSON text: Qwen3 inserts it as is (the template's string
+                            * case); Qwen3.5 needs an object and writes each member */
 } chat_tool_call;
 
 /* The template's tool parts, beside the messages: definitions (each as
@@ -50,12 +52,31 @@ typedef struct chat_tools {
 nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_options *opt,
                             const chat_tools *tools, char **out, nc_error *err);
 
-/* The same with Qwen3.5's template: contents trimmed, the generation prompt
- * opens "<think>\n" (thinking) or an empty think block; a misplaced system
- * message, a missing user query or an unknown role is an error, as the
- * template raises. Its small and large variants differ only when
+/* The same with Qwen3.5's template (tools may be NULL): contents trimmed,
+ * the generation prompt opens "<think>\n" (thinking) or an empty think
+ * block; a misplaced system message, a missing user query or an unknown
+ * role is an error, as the template raises, and so are call arguments that
+ * are not a JSON object. Its small and large variants differ only when
  * enable_thinking is not passed, which never happens here. */
 nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
-                             char **out, nc_error *err);
+                             const chat_tools *tools, char **out, nc_error *err);
+
+/* The template (and tool-call format) of a model family. */
+typedef enum chat_family {
+    CHAT_QWEN3, /* Qwen3: JSON calls in <tool_call> */
+    CHAT_QWEN35 /* Qwen3.5 (and Qwen3.6, the same model type): XML calls */
+} chat_family;
+
+/* The family of an engine kind ("qwen35-cpu", "qwen35-mil", ...: Qwen3.5;
+ * anything else Qwen3's, whose template the other kinds use). */
+chat_family chat_family_of_kind(const char *kind);
+
+/* The family a template name names ("qwen3", "qwen3.5"); -1 if unknown. */
+int chat_family_by_name(const char *name);
+
+/* chat_render_tools or chat_render_qwen35, by family. */
+nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
+                             const chat_options *opt, const chat_tools *tools, char **out,
+                             nc_error *err);
 
 #endif

@@ -1,9 +1,12 @@
-/* Fuzz target: the Qwen3 chat-template renderer (src/text/chat.c) with
+/* Fuzz target: the chat-template renderers (src/text/chat.c) with
  * arbitrary conversations. Input: one options byte (bit 0 add the
  * generation prompt, bit 1 disable thinking, bit 2 leave out reasoning
- * fields), then messages separated by 0x1E, each "role 0x1F content
- * [0x1F reasoning]". Rendering must not crash, and a user message's content
- * must appear verbatim in the output (the template copies it unchanged). */
+ * fields, bit 3 Qwen3.5's template with a tool and each assistant message's
+ * reasoning field as the arguments of one call, bit 4 preserve_thinking),
+ * then messages separated by 0x1E, each "role 0x1F content [0x1F
+ * reasoning]". Rendering must not crash, and with Qwen3's template a user
+ * message's content must appear verbatim in the output (the template
+ * copies it unchanged; Qwen3.5's trims it). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +18,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    chat_options opt = {data[0] & 1, !(data[0] & 2)};
+    chat_options opt = {data[0] & 1, !(data[0] & 2), (data[0] & 16) != 0};
+    int is_qwen35 = data[0] & 8;
     int no_reasoning = data[0] & 4;
     char *buf = malloc(size); /* the messages, NUL-terminated in place */
     if (!buf) return 0;
@@ -46,7 +50,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     char *out;
     nc_error err;
-    if (chat_render(msgs, n, &opt, &out, &err) == NC_OK) {
+    static const char *const defs[] = {"{\"type\": \"function\", \"function\": {\"name\": \"f\"}}"};
+    chat_tool_call calls[MAX_MSGS];
+    const chat_tool_call *call_of[MAX_MSGS];
+    size_t n_calls[MAX_MSGS];
+    for (size_t i = 0; i < n; i++) {
+        calls[i] = (chat_tool_call){"f", msgs[i].reasoning_content};
+        call_of[i] = &calls[i];
+        n_calls[i] = !strcmp(msgs[i].role, "assistant") && msgs[i].reasoning_content;
+    }
+    chat_tools tools = {defs, 1, call_of, n_calls};
+    if (is_qwen35) {
+        if (chat_render_family(CHAT_QWEN35, msgs, n, &opt, &tools, &out, &err) == NC_OK) free(out);
+    } else if (chat_render(msgs, n, &opt, &out, &err) == NC_OK) {
         for (size_t i = 0; i < n; i++)
             if (!strcmp(msgs[i].role, "user") && msgs[i].content && !strstr(out, msgs[i].content))
                 abort(); /* a user turn's text went missing or was altered */

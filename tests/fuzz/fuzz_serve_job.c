@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (size_t i = 0; m && i < r->n_messages; i++)
                 m[i] = (chat_message){r->messages[i].role, r->messages[i].content,
                                       r->messages[i].reasoning_content};
-            chat_options co = {1, r->enable_thinking};
+            chat_options co = {1, r->enable_thinking, 0};
             char *text;
             if (m && chat_render(m, r->n_messages, &co, &text, &err) == NC_OK) {
                 encode(text);

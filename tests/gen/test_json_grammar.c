@@ -3,7 +3,8 @@
  * with keywords it cannot enforce are refused by name; and random walks
  * over a real vocabulary (models/demo/tokenizer.json), choosing among the
  * tokens the mask leaves, always end in text that jansson parses and that
- * satisfies the schema, checked by hand-written validators here. */
+ * satisfies the schema, checked by hand-written validators here. Without a
+ * graph, a forced prefix and then anything (a Qwen3.5 tool call's start). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -267,9 +268,32 @@ static void test_random_walks_always_validate(void) {
     CHECK(n_walks == 32);
 }
 
+/* Fed text through a graph-less grammar: 1 when it is accepted and may end. */
+static int free_matches(const char *prefix, const char *text) {
+    jm_grammar gr = {NULL, prefix, "", strlen(prefix), 0};
+    jm_state s;
+    jm_start(&gr, &s);
+    int ok = 1;
+    for (const char *p = text; *p && ok; p++)
+        ok = jm_feed(&gr, &s, (unsigned char)*p);
+    return ok && jm_can_end(&gr, &s);
+}
+
+static void test_prefix_then_anything(void) {
+    const char *pre = "<tool_call>\n<function=f>\n";
+    CHECK(free_matches(pre, "<tool_call>\n<function=f>\n"));
+    CHECK(free_matches(pre, "<tool_call>\n<function=f>\n{not json] \x01\xff"));
+    CHECK(!free_matches(pre, "<tool_call>\n<function=g>\n"));
+    CHECK(!free_matches(pre, "<tool_call>\n<func")); /* cannot end inside the prefix */
+    CHECK(!free_matches(pre, "Sure! <tool_call>"));
+    CHECK(free_matches("", "anything at all"));
+    CHECK(free_matches("", ""));
+}
+
 int main(void) {
     RUN(test_matcher_accepts_exactly_the_schema);
     RUN(test_unenforceable_schemas_are_refused);
     RUN(test_random_walks_always_validate);
+    RUN(test_prefix_then_anything);
     return nc_test_exit_code();
 }

@@ -1,13 +1,14 @@
 # Shared by the serve shell tests (sourced, not run): start `$NECTAR_BIN
 # serve` with the fake engine on a free loopback port and stop it cleanly.
 # After serve_start NAME ARGS...: $PID, $PORT and $TMP (removed on exit);
-# on failure it prints "FAIL NAME: ..." and exits 1.
+# on failure it prints "FAIL NAME: ..." and exits 1. $SERVE_FIXTURE names
+# another fake-engine folder than tests/fixtures/serve/fake.
 BIN=${NECTAR_BIN:-build/nectar}
 serve_start() { # test name, extra serve arguments...
     name=$1
     shift
     TMP=$(mktemp -d)
-    "$BIN" serve --fake-engine -m tests/fixtures/serve/fake --port 0 "$@" \
+    "$BIN" serve --fake-engine -m "${SERVE_FIXTURE:-tests/fixtures/serve/fake}" --port 0 "$@" \
         >"$TMP/out" 2>"$TMP/err" &
     PID=$!
     trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT

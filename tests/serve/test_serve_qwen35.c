@@ -3,7 +3,10 @@
  * text for prompts of 4, 33 and 202 tokens, two slots at once; a chat
  * request renders Qwen3.5's template (prompt_tokens as HF's, the reply in
  * reasoning_content with thinking on) and a second request sharing its
- * prompt reuses the cached prefix through the recurrent state's snapshot. */
+ * prompt reuses the cached prefix through the recurrent state's snapshot;
+ * a request with tools and a call in its history renders Qwen3.5's tool
+ * template (the engine kind picks it) to HF's token count, which the tiny
+ * model's 512-token context refuses, naming the count. */
 #include "../test.h"
 #include "serve_client.h"
 
@@ -74,9 +77,28 @@ static void test_completions_and_chat_match_hf(void) {
     json_decref(o2);
     reply_free(&r1);
     reply_free(&r2);
+    /* tools: tool_chat.json holds the request and HF's prompt token count */
+    char *tool = slurp(M "/tool_chat.json", &n);
+    json_error_t je;
+    json_t *tj = tool ? json_loads(tool, 0, &je) : NULL;
+    char *tool_body = json_dumps(json_object_get(tj, "body"), JSON_COMPACT);
+    long long tool_want = json_integer_value(json_object_get(tj, "prompt_tokens"));
+    reply r3 = tool_body ? http(&s, "POST", "/v1/chat/completions", tool_body, NULL) : (reply){0};
+    json_t *o3 = parse_json(r3.body);
+    const char *msg = jstr(o3, "error.message");
+    long long tool_got = -1;
+    if (msg) sscanf(msg, "the prompt has %lld tokens", &tool_got);
+    printf("  tools: prompt %lld tokens (HF %lld): %s\n", tool_got, tool_want, msg ? msg : "");
+    int tool_ok = tool_want > 0 && tool_got == tool_want;
+    json_decref(o3);
+    reply_free(&r3);
+    free(tool_body);
+    json_decref(tj);
+    free(tool);
     int rc = srv_stop(&s);
     CHECKF(ok, "%s", why);
     CHECK(chat_ok);
+    CHECK(tool_ok);
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 

@@ -1,9 +1,11 @@
-/* The Qwen3 template's tool parts (chat_render_tools) are byte-identical to
+/* The tool parts of the Qwen3 and Qwen3.5 templates are byte-identical to
  * transformers' apply_chat_template(..., tools=...) over the committed cases
- * in tests/fixtures/chat/tool_cases.jsonl (tools/make_chat_tool_fixtures.py):
- * definitions through chat_tojson (Python's json.dumps: non-ASCII, escapes,
- * float repr), assistant tool calls with string or object arguments, tool
- * results grouped into one user turn, with and without thinking. */
+ * in tests/fixtures/chat/tool_cases.jsonl (tools/make_chat_tool_fixtures.py)
+ * and qwen35_tool_cases.jsonl (tools/make_qwen35_fixtures.py): definitions
+ * through chat_tojson (Python's json.dumps: non-ASCII, escapes, float
+ * repr), assistant tool calls with string or object arguments (Qwen3.5:
+ * each member as an XML parameter), tool results grouped into one user
+ * turn, with and without thinking, preserve_thinking. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 
 /* One case rendered; returns the text (malloc'ed) or NULL. Strings made
  * here are collected in owned[] for the caller to free. */
-static char *render_row(const json_t *row, char **owned, size_t *n_owned) {
+static char *render_row(chat_family f, const json_t *row, char **owned, size_t *n_owned) {
     const json_t *msgs = json_object_get(row, "messages"), *tools = json_object_get(row, "tools");
     size_t n = json_array_size(msgs), n_defs = json_array_size(tools);
     chat_message *m = calloc(n, sizeof *m);
@@ -49,10 +51,11 @@ static char *render_row(const json_t *row, char **owned, size_t *n_owned) {
         }
     }
     chat_options opt = {json_is_true(json_object_get(row, "add_generation_prompt")),
-                        json_is_true(json_object_get(row, "enable_thinking"))};
+                        json_is_true(json_object_get(row, "enable_thinking")),
+                        json_is_true(json_object_get(row, "preserve_thinking"))};
     chat_tools t = {defs, n_defs, (const chat_tool_call *const *)calls, n_calls};
     char *got = NULL;
-    if (chat_render_tools(m, n, &opt, &t, &got, &err) != NC_OK) printf("  %s\n", err.msg);
+    if (chat_render_family(f, m, n, &opt, &t, &got, &err) != NC_OK) printf("  %s\n", err.msg);
     for (size_t i = 0; i < n; i++)
         free(calls[i]);
     free(calls);
@@ -62,9 +65,9 @@ static char *render_row(const json_t *row, char **owned, size_t *n_owned) {
     return got;
 }
 
-static void test_tool_template_matches_transformers_byte_for_byte(void) {
+static void check_rows(const char *path, chat_family f) {
     fixture_rows rows;
-    CHECK(fixture_rows_load("tests/fixtures/chat/tool_cases.jsonl", &rows) == 0);
+    CHECK(fixture_rows_load(path, &rows) == 0);
     CHECK(rows.n >= 8);
     int ok = 1;
     for (size_t r = 0; r < rows.n; r++) {
@@ -72,7 +75,7 @@ static void test_tool_template_matches_transformers_byte_for_byte(void) {
         size_t n_owned = 0;
         const char *name = fixture_str(rows.rows[r], "name", NULL);
         const char *want = fixture_str(rows.rows[r], "expected", NULL);
-        char *got = render_row(rows.rows[r], owned, &n_owned);
+        char *got = render_row(f, rows.rows[r], owned, &n_owned);
         if (!got || strcmp(got, want) != 0) {
             size_t i = 0;
             while (got && got[i] && got[i] == want[i])
@@ -90,7 +93,44 @@ static void test_tool_template_matches_transformers_byte_for_byte(void) {
     CHECK(ok);
 }
 
+static void test_tool_template_matches_transformers_byte_for_byte(void) {
+    check_rows("tests/fixtures/chat/tool_cases.jsonl", CHAT_QWEN3);
+}
+
+static void test_qwen35_tool_template_matches_transformers_byte_for_byte(void) {
+    check_rows("tests/fixtures/chat/qwen35_tool_cases.jsonl", CHAT_QWEN35);
+}
+
+/* Call arguments Qwen3.5 cannot write (not a JSON object): one line naming
+ * the call and the message, as HF's `arguments|items` fails. */
+static void test_qwen35_non_object_arguments_refused(void) {
+    chat_message m[2] = {{"user", "u", NULL}, {"assistant", "", NULL}};
+    chat_tool_call c = {"f", "[1, 2]"};
+    const chat_tool_call *calls[2] = {NULL, &c};
+    size_t n_calls[2] = {0, 1};
+    chat_tools t = {NULL, 0, calls, n_calls};
+    char *out = NULL;
+    nc_error err;
+    CHECK(chat_render_family(CHAT_QWEN35, m, 2, NULL, &t, &out, &err) == NC_ERR_INVALID);
+    CHECK(out == NULL && strstr(err.msg, "'f'") && strstr(err.msg, "message 1"));
+}
+
+/* The family of an engine kind and of a --chat-template name. */
+static void test_family_by_kind_and_name(void) {
+    CHECK(chat_family_of_kind("qwen35-cpu") == CHAT_QWEN35);
+    CHECK(chat_family_of_kind("qwen35-mil") == CHAT_QWEN35);
+    CHECK(chat_family_of_kind("qwen3-cpu") == CHAT_QWEN3);
+    CHECK(chat_family_of_kind("script") == CHAT_QWEN3);
+    CHECK(chat_family_of_kind(NULL) == CHAT_QWEN3);
+    CHECK(chat_family_by_name("qwen3") == CHAT_QWEN3);
+    CHECK(chat_family_by_name("qwen3.5") == CHAT_QWEN35);
+    CHECK(chat_family_by_name("qwen35") == -1 && chat_family_by_name("") == -1);
+}
+
 int main(void) {
     RUN(test_tool_template_matches_transformers_byte_for_byte);
+    RUN(test_qwen35_tool_template_matches_transformers_byte_for_byte);
+    RUN(test_qwen35_non_object_arguments_refused);
+    RUN(test_family_by_kind_and_name);
     return nc_test_exit_code();
 }

@@ -98,10 +98,11 @@ static int on_text(void *user, gen_text_kind kind, const char *text, size_t len)
 static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_msg_store *h,
                            int enable_thinking, reply *r, gen_result *res, nc_error *err) {
     char *rendered = NULL;
-    chat_options copt = {1, enable_thinking};
+    chat_options copt = {1, enable_thinking, 0};
     /* the template of the model's family */
-    int is_qwen35 = !strcmp(l->model->e->kind, "qwen35-cpu");
-    NC_TRY((is_qwen35 ? chat_render_qwen35 : chat_render)(h->msgs, h->n, &copt, &rendered, err));
+    int is_qwen35 = chat_family_of_kind(l->model->e->kind) == CHAT_QWEN35;
+    NC_TRY(chat_render_family(is_qwen35 ? CHAT_QWEN35 : CHAT_QWEN3, h->msgs, h->n, &copt, NULL,
+                              &rendered, err));
     int32_t *ids = NULL;
     size_t n_ids = 0;
     nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);

@@ -65,6 +65,10 @@ int cmd_serve(int argc, char **argv) {
         CLI_OPT(NULL, "--header-timeout", CLI_DOUBLE, "S",
                 "time for a request's head to arrive (default 10)", &o.header_timeout_s, .lo = 1,
                 .hi = 3600),
+        CLI_OPT(NULL, "--chat-template", CLI_STRING, "NAME",
+                "qwen3 or qwen3.5: the chat template and tool-call format\n"
+                "(default: the model family's)",
+                &o.chat_template),
         GEN_CLI_BACKEND_OPTS(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
