@@ -7,6 +7,7 @@
 
 #include "base/mmap.h"
 #include "lower/bundle_io.h"
+#include "lower/palettize_manifest.h"
 #include "models/qwen3_config.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
@@ -98,6 +99,8 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 
     json_object_set_new(root, "weights_fp16",
                         lower_json_fp16_stats(&m->fp16, "checkpoint dtype (bf16/fp16/fp32)"));
+    json_t *pal = lower_palette_to_json(&m->palettize);
+    if (pal) json_object_set_new(root, "palettize", pal);
 
     json_t *progs = json_array();
     for (int p = 0; p < m->n_programs; p++) {
@@ -185,6 +188,7 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     }
     if (!st && (m->ctx < 32 || m->ctx % 32))
         st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.ctx %d is not a multiple of 32", path, m->ctx);
+    if (!st) st = lower_palette_from_json(root, &m->palettize, what, err);
     const json_t *progs = st ? NULL : lower_json_member(root, "programs", 1, what, err);
     if (!st && !progs) st = err->code;
     if (!st) {

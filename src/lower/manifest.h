@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lower/palettize.h"
 #include "lower/qwen3_lower.h"
 #include "lower/weights_fp16.h"
 #include "mil/ir.h"
@@ -55,6 +56,7 @@ typedef struct lower_manifest {
     lower_fp16_stats fp16;
     int kernels_per_layer; /* functions per layer and bucket, run in manifest order */
     int kernels_per_token;
+    lower_palette_options palettize; /* bits 0: fp16 weights */
 } lower_manifest;
 
 /* Fills prog_info from a built program (function names, I/O types). */

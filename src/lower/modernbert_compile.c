@@ -223,6 +223,7 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
         memcpy(man->batches, c->batches, sizeof man->batches);
         man->crossings_per_call = crossings(q, c->seqs[c->n_seqs - 1]);
         man->fp16 = c->stats;
+        man->palettize = c->opt->palettize;
         char mp[4300];
         snprintf(mp, sizeof mp, "%s/manifest.json", tmp);
         st = mb_manifest_write(man, mp, err);

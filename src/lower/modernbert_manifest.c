@@ -7,6 +7,7 @@
 
 #include "base/mmap.h"
 #include "lower/bundle_io.h"
+#include "lower/palettize_manifest.h"
 
 static json_t *ints_json(const int *v, int n) {
     json_t *a = json_array();
@@ -52,6 +53,8 @@ nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *er
     json_object_set_new(root, "plan", plan);
 
     json_object_set_new(root, "weights_fp16", lower_json_fp16_stats(&m->fp16, NULL));
+    json_t *pal = lower_palette_to_json(&m->palettize);
+    if (pal) json_object_set_new(root, "palettize", pal);
 
     json_t *progs = json_array();
     json_array_append_new(progs, lower_json_program(&m->program, "encoder", 1));
@@ -108,6 +111,7 @@ static nc_status parse_root(const json_t *root, const char *what, mb_manifest *m
     NC_TRY(shape_list(plan, "batches", 1, 1 << 10, 1, m->batches, &m->n_batches, what, err));
     NC_TRY(lower_json_int_in(plan, "crossings_per_call", 0, 1 << 10, &m->crossings_per_call, what,
                              err));
+    NC_TRY(lower_palette_from_json(root, &m->palettize, what, err));
     const json_t *progs = lower_json_member(root, "programs", 1, what, err);
     if (!progs) return err->code;
     const json_t *po = json_array_get(progs, 0);

@@ -19,7 +19,8 @@ typedef struct mb_manifest {
     int n_batches, batches[MB_LOWER_MAX_SHAPES];
     int crossings_per_call; /* buffers copied between CPU and ANE per call */
     lower_fp16_stats fp16;
-    lower_program_info program; /* the encoder program (functions, I/O) */
+    lower_program_info program;      /* the encoder program (functions, I/O) */
+    lower_palette_options palettize; /* bits 0: fp16 weights */
 } mb_manifest;
 
 nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *err);

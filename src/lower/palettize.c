@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LLOYD_STEPS 1000
+#define MAX_LLOYD_STEPS LOWER_PALETTE_MAX_STEPS
 #define BLOCK 64 /* k-means++ sampling: sums of D^2 weight per block */
 
 mil_dtype lower_palette_index_dtype(int bits) {
@@ -110,17 +110,19 @@ static void seed_update(group_work *g, size_t lo, size_t hi, double v) {
         block_sum(g, b);
 }
 
-/* k-means++: the first centre drawn by count, each next one with
- * probability proportional to count x squared distance to the nearest. */
-static int seed_centres(group_work *g, int k, uint64_t *rng) {
+/* k-means++: the first centre drawn by count (or the distinct value
+ * `pinned` when >= 0), each next one with probability proportional to
+ * count x squared distance to the nearest. */
+static int seed_centres(group_work *g, int k, long pinned, uint64_t *rng) {
     size_t nb = (g->u + BLOCK - 1) / BLOCK;
     double r = uniform01(rng) * (double)g->n, acc = 0;
     size_t first = g->u - 1;
-    for (size_t i = 0; i < g->u; i++)
+    for (size_t i = 0; pinned < 0 && i < g->u; i++)
         if ((acc += g->cnt[i]) > r) {
             first = i;
             break;
         }
+    if (pinned >= 0) first = (size_t)pinned;
     g->centre_of[0] = (int)first;
     for (size_t i = 0; i < g->u; i++)
         g->d2w[i] = INFINITY;
@@ -162,8 +164,10 @@ static int seed_centres(group_work *g, int k, uint64_t *rng) {
 
 /* Lloyd's steps over sorted centres: cluster j is the run of values between
  * the midpoints to its neighbours (a value on a midpoint goes to the lower
- * centre), its new centre the run's weighted mean. */
-static void lloyd(group_work *g, int m) {
+ * centre), its new centre the run's weighted mean; with pin_zero a centre
+ * at 0.0 stays there (the other runs hold no 0.0, so no other centre can
+ * move onto it). */
+static void lloyd(group_work *g, int m, int pin_zero) {
     size_t bound[256], prev[256];
     for (int j = 0; j < m; j++)
         prev[j] = (size_t)-1;
@@ -181,7 +185,7 @@ static void lloyd(group_work *g, int m) {
         int moved = 0;
         for (int j = 0; j < m; j++) {
             double w = g->p0[bound[j]] - g->p0[lo];
-            if (w > 0) {
+            if (w > 0 && !(pin_zero && g->c[j] == 0.0)) {
                 double c = (g->p1[bound[j]] - g->p1[lo]) / w;
                 /* the table is fp16: a move below 1/64 of its spacing there
                  * cannot change an entry, however long the slow tail runs */
@@ -208,6 +212,7 @@ typedef struct pal_job {
     int64_t group_elems;
     int k;
     uint64_t seed;
+    int zero_entry;
     int failed; /* out of memory in some task */
     double sq_err[64], sq[64];
 } pal_job;
@@ -277,9 +282,15 @@ static void palettize_group(void *ctx, int task, int thread) {
         for (size_t i = 0; i < g.u; i++)
             g.c[i] = g.val[i];
     } else {
+        /* zero_entry: a group holding 0.0 keeps it as a fixed entry, so its
+         * zeros (padding) expand to exactly 0; the zeros' cluster never
+         * moves, so they do not pull the other entries either */
+        long zero = -1;
+        for (size_t i = 0; j->zero_entry && zero < 0 && i < g.u; i++)
+            if (g.val[i] == 0.0) zero = (long)i;
         uint64_t rng = j->seed ^ ((uint64_t)task * 0xD1B54A32D192ED03ull);
-        m = seed_centres(&g, j->k, &rng);
-        lloyd(&g, m);
+        m = seed_centres(&g, j->k, zero, &rng);
+        lloyd(&g, m, zero >= 0);
     }
     /* the table in fp16; unused entries repeat the last (never indexed) */
     nc_fp16 *lut = j->pal->lut + (size_t)task * (size_t)j->k;
@@ -344,6 +355,7 @@ nc_status lower_palettize(nc_pool *pool, lower_weight *w, const lower_palette_op
     j.group_elems = (int64_t)group_elems;
     j.k = k;
     j.seed = opt->seed;
+    j.zero_entry = opt->zero_entry;
     nc_pool_for(pool, (int)groups, palettize_group, &j);
     if (j.failed) {
         free(p);

@@ -19,7 +19,14 @@ typedef struct lower_palette_options {
     int bits;           /* 0: weights stay fp16; else 1, 2, 4, 6 or 8 */
     int64_t group_size; /* output channels per table; 0: one table per tensor */
     uint64_t seed;      /* k-means++ seeding (deterministic per group) */
+    /* 1: every group that holds an exact 0.0 gets 0.0 as a fixed table
+     * entry (a pinned k-means centre), so zero padding expands to exactly
+     * 0 (Qwen3.5's padded value heads) */
+    int zero_entry;
 } lower_palette_options;
+
+/* The most Lloyd steps per group (recorded in bundle manifests). */
+#define LOWER_PALETTE_MAX_STEPS 1000
 
 /* Indices and tables of one palettized weight (one allocation; free()). */
 typedef struct lower_palette {

@@ -18,6 +18,17 @@ static nc_status load(const lower_q35_src *s, const char *name, int64_t d0, int6
     return lower_tensor_load_fp16(s->w, s->pool, s->model_dir, name, d0, d1, s->stats, w, err);
 }
 
+/* --palettize: a projection (already padded) to indices and tables. A
+ * padded one pins an exact 0.0 entry in each group holding zeros, so its
+ * padded rows and columns expand to exactly 0 (docs/palettization.md). */
+static nc_status palettize(const lower_q35_src *s, lower_weight *w, const char *name, int padded,
+                           nc_error *err) {
+    if (!s->pal || !s->pal->bits) return NC_OK;
+    lower_palette_options o = *s->pal;
+    o.zero_entry = padded;
+    return lower_palettize(s->pool, w, &o, name, s->pal_stats, err);
+}
+
 /* The exact values of a 1-D tensor of n entries as fp32 (malloc'd). */
 static nc_status load_f32(const lower_q35_src *s, const char *name, int64_t n, float **out,
                           nc_error *err) {
@@ -111,6 +122,9 @@ static nc_status load_mlp(const lower_q35_src *s, const char *pre, lower_layer_w
     NC_TRY(load(s, NAME("mlp.gate_proj.weight"), I, D, &w->gate, err));
     NC_TRY(load(s, NAME("mlp.up_proj.weight"), I, D, &w->up, err));
     NC_TRY(load(s, NAME("mlp.down_proj.weight"), D, I, &w->down, err));
+    NC_TRY(palettize(s, &w->gate, NAME("mlp.gate_proj.weight"), 0, err));
+    NC_TRY(palettize(s, &w->up, NAME("mlp.up_proj.weight"), 0, err));
+    NC_TRY(palettize(s, &w->down, NAME("mlp.down_proj.weight"), 0, err));
     return lower_qwen35_norm1p(s, NAME("post_attention_layernorm.weight"), D, &w->mlp_norm, err);
 #undef NAME
 }
@@ -134,14 +148,23 @@ static nc_status full_layer(const lower_q35_src *s, const lower_plan *p, const c
     if (!st) st = lower_qwen35_norm1p(s, NAME("input_layernorm.weight"), D, &w.attn_norm, err);
     if (!st) st = lower_qwen35_norm1p(s, NAME("self_attn.q_norm.weight"), hd, &w.q_norm, err);
     if (!st) st = lower_qwen35_norm1p(s, NAME("self_attn.k_norm.weight"), hd, &w.k_norm, err);
+    /* q_proj's two halves (query, output gate) each get their own tables */
+    lower_weight *proj[] = {&w.q, &w.out_gate, &w.k, &w.v, &w.o};
+    static const char *const src[] = {"q_proj", "q_proj", "k_proj", "v_proj", "o_proj"};
+    for (size_t i = 0; i < sizeof proj / sizeof proj[0] && !st; i++) {
+        snprintf(n, sizeof n, "%sself_attn.%s.weight", pre, src[i]);
+        st = palettize(s, proj[i], n, 0, err);
+    }
 #undef NAME
     if (!st) st = load_mlp(s, pre, &w, err);
     if (!st) st = lower_qwen3_layer_program(p, &w, rope, dir, out, err);
     free((void *)qg.data);
     lower_weight *all[] = {&w.q,    &w.k,         &w.v,        &w.o,      &w.gate,   &w.up,
                            &w.down, &w.attn_norm, &w.mlp_norm, &w.q_norm, &w.k_norm, &w.out_gate};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         free((void *)all[i]->data);
+        free(all[i]->pal);
+    }
     return st;
 }
 
@@ -209,6 +232,11 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
     if (!st) st = load(s, NAME("in_proj_a.weight"), nv, D, &w.a, err);
     if (!st) st = load(s, NAME("out_proj.weight"), D, nv * dv, &w.out, err);
     if (!st) st = pad_heads(&w.out, D, nv * dv, 1, 0, dv, dvp, err);
+    /* in_proj_b and in_proj_a ([nv, D], a few KB) stay fp16: they set the
+     * delta rule's write strength and decay, which compound over tokens */
+    if (!st) st = palettize(s, &w.qkv, NAME("in_proj_qkv.weight"), dvp != dv, err);
+    if (!st) st = palettize(s, &w.z, NAME("in_proj_z.weight"), dvp != dv, err);
+    if (!st) st = palettize(s, &w.out, NAME("out_proj.weight"), dvp != dv, err);
     if (!st) st = load(s, NAME("dt_bias"), nv, 0, &w.dt_bias, err);
     if (!st) st = load_f32(s, NAME("A_log"), nv, &v, err);
     if (!st) {
@@ -233,8 +261,10 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
                            &w.conv_prev, &w.conv_last, &w.neg_a, &w.dt_bias, &w.gnorm,
                            &w.out,       &w.shift,     &w.place, &mlp.gate,  &mlp.up,
                            &mlp.down,    &mlp.mlp_norm};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         free((void *)all[i]->data);
+        free(all[i]->pal);
+    }
     return st;
 }
 

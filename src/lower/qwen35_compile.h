@@ -7,6 +7,7 @@
 #ifndef NC_LOWER_QWEN35_COMPILE_H
 #define NC_LOWER_QWEN35_COMPILE_H
 
+#include "lower/palettize.h"
 #include "lower/qwen35_lower.h"
 #include "lower/weights_fp16.h"
 
@@ -18,6 +19,8 @@ typedef struct lower_q35_src {
     const char *model_dir;
     lower_fp16_stats *stats;
     lower_q35_prefill_form prefill_form; /* of the linear layers' prefill_sS */
+    const lower_palette_options *pal;    /* NULL or bits 0: fp16 projections */
+    lower_palette_stats *pal_stats;
 } lower_q35_src;
 
 /* "model.language_model." (hub layout) or "model." */

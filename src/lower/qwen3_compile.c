@@ -231,12 +231,6 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
             st = nc_fail(err, NC_ERR_UNSUPPORTED,
                          "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
                          "CPU head applies Qwen3's norm)");
-        /* its layers load their own weights (qwen35_compile.c): palettizing
-         * only the head would be a half-compressed bundle */
-        if (!st && opt->palettize.bits)
-            st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                         "--palettize: Qwen3.5 layers are not palettized yet "
-                         "(docs/palettization.md)");
     } else if (!st) {
         st = qwen3_config_load(opt->model_dir, &c->cfg, err);
     }
@@ -248,8 +242,9 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = plan_buckets(c, err);
     if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
     if (!st) st = nc_pool_new(opt->n_threads, &c->pool, err);
-    c->src35 = (lower_q35_src){&c->cfg35,      c->w,      c->pool,
-                               opt->model_dir, &c->stats, (lower_q35_prefill_form)opt->q35_prefill};
+    c->src35 = (lower_q35_src){&c->cfg35,       c->w,      c->pool,
+                               opt->model_dir,  &c->stats, (lower_q35_prefill_form)opt->q35_prefill,
+                               &opt->palettize, &c->pal};
     int L = c->cfg.num_hidden_layers;
     if (!st) {
         c->man.programs = calloc((size_t)L + 1, sizeof *c->man.programs);
@@ -300,6 +295,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = lower_copy_file(opt->model_dir, c->tmp, "config.json", 1, err);
     if (!st) {
         m->fp16 = c->stats;
+        m->palettize = opt->palettize;
         m->kernels_per_layer = c->plan.kernels_per_layer;
         m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
         if (c->is35) {

@@ -121,6 +121,32 @@ static void test_groups_of_channels_get_their_own_tables(void) {
           lower_palette_index_dtype(5) == MIL_DT_INVALID);
 }
 
+/* Zero padding: 10 x 0.0, 10 x 1.0, 10 x 3.0 in two entries. Plain 2-means
+ * ends at {0.5, 3} from any seed (cost 5 vs 20 for {0, 2}), so the zeros
+ * would expand to 0.5; with zero_entry the table is {0, 3} (0 pinned, 1
+ * nearer 0 than 3) and every zero expands to exactly 0. */
+static void test_zero_entry_keeps_padding_exactly_zero(void) {
+    nc_fp16 w[30];
+    for (int i = 0; i < 30; i++)
+        w[i] = nc_f32_to_fp16(i < 10 ? 0.0f : i < 20 ? 1.0f : 3.0f);
+    for (int pin = 0; pin < 2; pin++) {
+        lower_weight lw = {.data = w};
+        lower_weight_shape4(&lw, 3, 10, 1, 1);
+        lower_palette_options o = {.bits = 1, .group_size = 0, .seed = 5, .zero_entry = pin};
+        nc_error err = {0};
+        CHECK_OK(lower_palettize(NULL, &lw, &o, "w", NULL, &err), &err);
+        double e0 = nc_fp16_to_f32(lw.pal->lut[0]), e1 = nc_fp16_to_f32(lw.pal->lut[1]);
+        if (pin) {
+            CHECKF(e0 == 0.0 && e1 == 3.0, "pinned table {%g, %g}", e0, e1);
+            for (int i = 0; i < 10; i++)
+                CHECK(expand(lw.pal, (size_t)i, 30) == 0.0);
+        } else {
+            CHECKF(e0 == 0.5 && e1 == 3.0, "plain table {%g, %g}", e0, e1);
+        }
+        free(lw.pal);
+    }
+}
+
 static void test_bad_input_is_one_clear_error(void) {
     nc_fp16 w[64];
     for (int i = 0; i < 64; i++)
@@ -143,6 +169,7 @@ int main(void) {
     RUN(test_few_distinct_values_are_kept_exactly);
     RUN(test_gaussian_4bit_is_a_lloyd_max_quantizer);
     RUN(test_groups_of_channels_get_their_own_tables);
+    RUN(test_zero_entry_keeps_padding_exactly_zero);
     RUN(test_bad_input_is_one_clear_error);
     return nc_test_exit_code();
 }

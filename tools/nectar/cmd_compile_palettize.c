@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "lower/palettize_manifest.h"
+
 #define DEFAULT_GROUP_ROWS 16  /* Apple: "a group size of 8 or 16 gives good accuracy" */
 #define SEED 0x6e6563746172ull /* fixed: the same checkpoint gives the same bundle */
 
@@ -38,4 +40,7 @@ void cmd_palettize_print(const lower_palette_options *o, const lower_palette_sta
            s->n_tensors, s->n_weights, o->bits, (long long)o->group_size, s->dense_bytes / 1e6,
            s->stored_bytes / 1e6, s->dense_bytes ? 100.0 * s->stored_bytes / s->dense_bytes : 0.0,
            rel);
+    char line[256];
+    lower_palette_describe(o, line, sizeof line);
+    printf("palettize settings (in manifest.json): %s\n", line);
 }

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mmap.h"
 #include "cli_opts.h"
 #include "commands.h"
+#include "lower/palettize_manifest.h"
 #include "mil/bundle.h"
 #include "mil/check.h"
 #include "mil/mil_blob.h"
@@ -132,6 +134,31 @@ static void print_palettized(const mil_program *p) {
            dense ? 100.0 * ((double)dense - (double)stored) / (double)dense : 0.0);
 }
 
+/* A program inside a bundle (BUNDLE/<program>/model.mil): the palettize
+ * settings its manifest.json records. */
+static void print_bundle_palettize(const char *mil_path) {
+    char dir[4096], mf[4200];
+    snprintf(dir, sizeof dir, "%s", mil_path);
+    for (int up = 0; up < 2; up++) {
+        char *s = strrchr(dir, '/');
+        if (s)
+            *s = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
+    snprintf(mf, sizeof mf, "%s/manifest.json", dir);
+    if (!nc_file_exists(mf)) return;
+    lower_palette_options o;
+    nc_error err;
+    char line[256];
+    if (lower_bundle_palettize(dir, &o, &err)) {
+        fprintf(stderr, "warning: %s\n", err.msg);
+        return;
+    }
+    lower_palette_describe(&o, line, sizeof line);
+    printf("bundle %s (manifest.json): %s\n", dir, line);
+}
+
 typedef struct {
     const char *type;
     int count;
@@ -222,6 +249,7 @@ static int cmd_info(int argc, char **argv) {
         }
     printf("  total    %12llu bytes\n", (unsigned long long)total_inline);
     print_palettized(p);
+    print_bundle_palettize(in);
     free(wc.seen_path);
     free(wc.seen_off);
     mil_program_free(p);
