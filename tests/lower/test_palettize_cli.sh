@@ -176,5 +176,12 @@ for name in tiny_text_untied tiny_vl_tied; do
         else
             fail "qwen35_palettized_8bit_greedy_32_tokens_equal_hf_and_cpu_${name}_$r" "got '$(cat "$TMP/mil")' ($(tail -1 "$TMP/err"))"
         fi
+        # the same bundle on the ANE host runner (fake device): the same programs
+        "$BIN" run $T --backend ane --ane-device fake -m "$TMP/qc$name" -f "$p" --temp 0 -n 32 >"$TMP/ane" 2>"$TMP/err"
+        if [ -s "$TMP/ane" ] && cmp -s "$TMP/ane" "${p%.prompt}.expected"; then
+            pass "qwen35_palettized_8bit_fake_ane_greedy_equal_hf_${name}_$r"
+        else
+            fail "qwen35_palettized_8bit_fake_ane_greedy_equal_hf_${name}_$r" "got '$(cat "$TMP/ane")' ($(tail -1 "$TMP/err"))"
+        fi
     done
 done
