@@ -64,6 +64,15 @@ const modernbert_config *modernbert_model_config(const modernbert_model *m);
 const char *modernbert_model_dtype(const modernbert_model *m);
 int modernbert_model_threads(const modernbert_model *m);
 
+/* Where the kernel table packs weights for its prompt GEMM (every table but
+ * AMX), the first forward pass packs the layer matrices once and keeps them
+ * (fp32 panels: twice the bytes of bf16 weights; 0.44 GB for
+ * modernbert-base, 1.37 GB for -large), in layer order up to this many
+ * bytes (default MODERNBERT_PACK_BUDGET_BYTES); the rest are packed again on
+ * every pass. 0 packs nothing. Call it before the first forward pass. */
+#define MODERNBERT_PACK_BUDGET_BYTES ((size_t)2 << 30)
+void modernbert_set_pack_budget(modernbert_model *m, size_t bytes);
+
 /* One forward pass over a batch of `batch` rows of `seq` token ids each
  * (row-major), with mask[b*seq + t] = 1 for a real token, 0 for padding
  * (NULL: all real). Only pad KEYS are masked, as in HF; outputs at pad

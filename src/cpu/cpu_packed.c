@@ -1,0 +1,154 @@
+/* Matrices packed once for the prompt GEMM, and products against them with
+ * an epilogue per output block (see cpu_packed.h). */
+#include "cpu/cpu_packed.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+
+/* The prompt GEMM for w's type, as cpu_matmul.c picks it. */
+static const cpu_gemm_kernels *gemm_of(const cpu_kernels *kern, cpu_wtype t) {
+    return t == CPU_W_BF16 && kern->gemm_bf16 ? kern->gemm_bf16 : &kern->gemm;
+}
+
+int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t) {
+    return !kern->amx && !cpu_wtype_is_quant(t) && gemm_of(kern, t)->run;
+}
+
+static int group_rows(int parts) {
+    return CPU_PACKED_GROUP_ROWS / parts;
+}
+
+static int part_rows_of(const cpu_mat *w, int parts) {
+    return w->rows / parts;
+}
+
+static int groups_of(const cpu_mat *w, int parts) {
+    return (part_rows_of(w, parts) + group_rows(parts) - 1) / group_rows(parts);
+}
+
+size_t cpu_packed_bytes(const cpu_kernels *kern, const cpu_mat *w, int parts) {
+    size_t part = cpu_gemm_panel_floats(gemm_of(kern, w->type), group_rows(parts), w->cols);
+    return (size_t)groups_of(w, parts) * (size_t)parts * part * sizeof(float);
+}
+
+typedef struct {
+    const cpu_packed *p;
+    const cpu_mat *w;
+} pack_job;
+
+/* Group g's rows of every part; a part's rows past its end pack as zeros. */
+static void pack_group(void *ctx, int g, int thread) {
+    (void)thread;
+    const pack_job *j = ctx;
+    const cpu_packed *p = j->p;
+    size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+    int r0 = g * p->group_rows;
+    int r1 = r0 + p->group_rows < p->part_rows ? r0 + p->group_rows : p->part_rows;
+    for (int q = 0; q < p->parts; q++) {
+        const unsigned char *base =
+            (const unsigned char *)j->w->data + (size_t)q * p->part_rows * ldw;
+        float *dst = p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats;
+        p->g->pack(j->w->type, base, ldw, p->cols, r0, r1, dst);
+    }
+}
+
+nc_status cpu_packed_init(cpu_packed *p, nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
+                          int parts, const char *what, nc_error *err) {
+    memset(p, 0, sizeof *p);
+    if (parts < 1 || w->rows % parts || group_rows(parts) % gemm_of(kern, w->type)->nr)
+        return nc_fail(err, NC_ERR_INVALID, "%s: %d rows do not split into %d packed parts", what,
+                       w->rows, parts);
+    p->panel = nc_alloc_aligned(cpu_packed_bytes(kern, w, parts));
+    if (!p->panel)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu bytes of packed weights", what,
+                       cpu_packed_bytes(kern, w, parts));
+    p->g = gemm_of(kern, w->type);
+    p->rows = w->rows;
+    p->cols = w->cols;
+    p->parts = parts;
+    p->part_rows = part_rows_of(w, parts);
+    p->group_rows = group_rows(parts);
+    p->groups = groups_of(w, parts);
+    p->part_floats = cpu_gemm_panel_floats(p->g, p->group_rows, w->cols);
+    pack_job j = {p, w};
+    nc_pool_for(pool, p->groups, pack_group, &j);
+    return NC_OK;
+}
+
+void cpu_packed_free(cpu_packed *p) {
+    nc_free_aligned(p->panel);
+    memset(p, 0, sizeof *p);
+}
+
+typedef struct {
+    const cpu_packed *p;
+    const float *x;
+    size_t ldx;
+    int n;
+    cpu_packed_epilogue epi;
+    void *ctx;
+    float *scratch;
+} matmul_job;
+
+/* Tokens per epilogue block: n in equal blocks of at most CPU_PACKED_TOKENS
+ * (192 rows as 2 x 96, not 128 + 64), so no block ends in a short tile. */
+static int block_tokens(int n) {
+    int blocks = (n + CPU_PACKED_TOKENS - 1) / CPU_PACKED_TOKENS;
+    return (n + blocks - 1) / blocks;
+}
+
+/* Group g against every activation row, a block of tokens at a time: each
+ * part's outputs into the thread's scratch, then the epilogue. */
+static void group_task(void *ctx, int g, int thread) {
+    const matmul_job *j = ctx;
+    const cpu_packed *p = j->p;
+    float *ys = j->scratch + (size_t)thread * CPU_PACKED_SCRATCH_FLOATS;
+    int r0 = g * p->group_rows;
+    int rows = p->part_rows - r0 < p->group_rows ? p->part_rows - r0 : p->group_rows;
+    size_t ldy = (size_t)p->parts * (size_t)p->group_rows;
+    int step = block_tokens(j->n);
+    for (int t0 = 0; t0 < j->n; t0 += step) {
+        int nt = j->n - t0 < step ? j->n - t0 : step;
+        for (int q = 0; q < p->parts; q++)
+            p->g->run(p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats,
+                      p->cols, rows, j->x + (size_t)t0 * j->ldx, j->ldx,
+                      ys + (size_t)q * (size_t)p->group_rows, ldy, nt);
+        cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
+        j->epi(j->ctx, &b);
+    }
+}
+
+void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
+                       cpu_packed_epilogue epi, void *ctx, float *scratch) {
+    matmul_job j = {p, x, ldx, n, epi, ctx, scratch};
+    nc_pool_for(pool, n > 0 ? p->groups : 0, group_task, &j);
+}
+
+typedef struct {
+    const float *y;
+    size_t ldy;
+    int n, part_rows, group_rows, groups;
+    cpu_packed_epilogue epi;
+    void *ctx;
+} rows_job;
+
+static void rows_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const rows_job *j = ctx;
+    int step = block_tokens(j->n), g = task % j->groups, t0 = task / j->groups * step;
+    int r0 = g * j->group_rows;
+    int rows = j->part_rows - r0 < j->group_rows ? j->part_rows - r0 : j->group_rows;
+    int nt = j->n - t0 < step ? j->n - t0 : step;
+    cpu_packed_block b = {
+        j->y + (size_t)t0 * j->ldy + (size_t)r0, j->ldy, (size_t)j->part_rows, t0, nt, r0, rows};
+    j->epi(j->ctx, &b);
+}
+
+void cpu_packed_epilogue_rows(nc_pool *pool, const float *y, size_t ldy, int n, int rows, int parts,
+                              cpu_packed_epilogue epi, void *ctx) {
+    int gr = group_rows(parts), part_rows = rows / parts;
+    rows_job j = {y, ldy, n, part_rows, gr, (part_rows + gr - 1) / gr, epi, ctx};
+    int chunks = n > 0 ? (n + block_tokens(n) - 1) / block_tokens(n) : 0;
+    nc_pool_for(pool, chunks * j.groups, rows_task, &j);
+}
