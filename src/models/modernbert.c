@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
 #include "models/modernbert_impl.h"
 
@@ -149,18 +150,42 @@ static void rope_row(void *ctx, int r, int thread) {
         rope_head(e, q + (size_t)h * (size_t)c->head_dim, r % e->io->seq);
 }
 
+/* Softmax of row p (keys klo..klo+nk-1) for query q with what it may not
+ * see masked: pad keys and, on local layers, keys outside the band. */
+static void masked_softmax(const step_ctx *s, float *p, int b, int q, int klo, int nk,
+                           float scale) {
+    const modernbert_io *io = s->io;
+    int seq = io->seq, global = s->m->cfg.is_global[s->layer], half = s->m->cfg.local_attention / 2;
+    float mx = -INFINITY, sum = 0;
+    for (int j = 0; j < nk; j++) {
+        int k = klo + j;
+        int seen = is_real(io, (size_t)b * seq + k) && (global || abs(q - k) <= half);
+        p[j] = seen ? p[j] * scale : -INFINITY;
+        if (p[j] > mx) mx = p[j];
+    }
+    for (int j = 0; j < nk; j++) {
+        p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
+        sum += p[j];
+    }
+    for (int j = 0; j < nk && sum > 0; j++)
+        p[j] /= sum;
+}
+
 /* One attention task: a block of queries of one sequence and one head,
  * against the keys they may see (all of the sequence on global layers, the
- * band around the block on local ones). Scores S = Q K^T and the output
- * P V go through the matmul kernel (V transposed into scratch so its rows
- * are contiguous); pad keys get probability 0, pad queries a zero output
- * (nothing real reads them, since pad keys are masked). */
+ * band around the block on local ones), on the table's attention kernels:
+ * S = Q K^T, each row's softmax over the keys it sees (the band of its own
+ * query: a contiguous run, so the vector softmax serves unless the row has
+ * pad keys), then O = P V with V's rows as they lie in qkv. Pad keys get
+ * probability 0, pad queries a zero output (nothing real reads them, since
+ * pad keys are masked). */
 static void attention_block(void *ctx, int task, int thread) {
     const step_ctx *s = ctx;
     const modernbert_model *m = s->m;
     const modernbert_config *c = &m->cfg;
     const modernbert_io *io = s->io;
     const modernbert_workspace *w = &m->ws;
+    const cpu_attn_kernels *ak = m->kern->attn;
     size_t d = dim(m), ld = 3 * d;
     int hd = c->head_dim, seq = io->seq, heads = c->num_attention_heads;
     int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
@@ -169,39 +194,36 @@ static void attention_block(void *ctx, int task, int thread) {
     int global = c->is_global[s->layer], half = c->local_attention / 2;
     int klo = global || q0 - half < 0 ? 0 : q0 - half;
     int khi = global || q1 - 1 + half > seq - 1 ? seq - 1 : q1 - 1 + half;
-    int nk = khi - klo + 1;
-    const float *base = w->qkv + (size_t)b * (size_t)seq * ld;
-    float *sc =
-        w->scores + (size_t)thread * (size_t)(MODERNBERT_ATT_QBLOCK + hd) * (size_t)w->seq_cap;
-    float *vt = sc + (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
-    const cpu_matmul_fn mm = m->kern->matmul[CPU_W_F32];
-    mm(base + (size_t)klo * ld + d + (size_t)h * hd, ld, base + (size_t)q0 * ld + (size_t)h * hd,
-       ld, sc, (size_t)nk, nq, hd, 0, nk);
+    int nk = khi - klo + 1, keys_real = 1;
+    for (int k = klo; k <= khi && keys_real; k++)
+        keys_real = is_real(io, (size_t)b * seq + k);
+    const float *q = w->qkv + ((size_t)b * seq + (size_t)q0) * ld + (size_t)h * hd;
+    const float *k = w->qkv + ((size_t)b * seq + (size_t)klo) * ld + d + (size_t)h * hd;
+    float *sc = w->scores + (size_t)thread * (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
+    if (ak->qk)
+        ak->qk(q, ld, k, ld, sc, (size_t)nk, nq, nk, hd);
+    else
+        m->kern->matmul[CPU_W_F32](k, ld, q, ld, sc, (size_t)nk, nq, hd, 0, nk);
     float scale = 1.0f / sqrtf((float)hd);
     for (int i = 0; i < nq; i++) {
-        int q = q0 + i;
-        float *p = sc + (size_t)i * nk, mx = -INFINITY, sum = 0;
-        int real_q = is_real(io, (size_t)b * seq + q);
-        for (int j = 0; j < nk; j++) {
-            int k = klo + j;
-            int seen = real_q && is_real(io, (size_t)b * seq + k) && (global || abs(q - k) <= half);
-            p[j] = seen ? p[j] * scale : -INFINITY;
-            if (p[j] > mx) mx = p[j];
+        float *p = sc + (size_t)i * nk;
+        int qi = q0 + i;
+        int lo = global || qi - half < klo ? klo : qi - half;
+        int hi = global || qi + half > khi ? khi : qi + half;
+        if (!is_real(io, (size_t)b * seq + qi)) {
+            memset(p, 0, (size_t)nk * sizeof(float));
+        } else if (keys_real) {
+            ak->softmax(p + (lo - klo), hi - lo + 1, hi - lo + 1, scale);
+            memset(p, 0, (size_t)(lo - klo) * sizeof(float));
+            memset(p + (hi - klo + 1), 0, (size_t)(khi - hi) * sizeof(float));
+        } else {
+            masked_softmax(s, p, b, qi, klo, nk, scale);
         }
-        for (int j = 0; j < nk; j++) {
-            p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
-            sum += p[j];
-        }
-        for (int j = 0; j < nk && sum > 0; j++)
-            p[j] /= sum;
     }
-    for (int j = 0; j < nk; j++) {
-        const float *v = base + (size_t)(klo + j) * ld + 2 * d + (size_t)h * hd;
-        for (int e = 0; e < hd; e++)
-            vt[(size_t)e * nk + j] = v[e];
-    }
-    mm(vt, (size_t)nk, sc, (size_t)nk, w->att + ((size_t)b * seq + q0) * d + (size_t)h * hd, d, nq,
-       nk, 0, hd);
+    float *o = w->att + ((size_t)b * seq + (size_t)q0) * d + (size_t)h * hd;
+    for (int i = 0; i < nq; i++)
+        memset(o + (size_t)i * d, 0, (size_t)hd * sizeof(float));
+    ak->pv[0](sc, (size_t)nk, k + d, ld, o, d, nq, nk, hd);
 }
 
 /* Copies n rows of x to dst, zeroing pad rows. */

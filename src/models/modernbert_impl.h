@@ -32,7 +32,7 @@ typedef struct modernbert_workspace {
     float *raw;                 /* [rows, max(3D, 2I)]: an unpacked product before its epilogue */
     float *blocks;              /* per pool thread: CPU_PACKED_SCRATCH_FLOATS */
     float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
-    float *scores;              /* [threads][MODERNBERT_ATT_QBLOCK + head_dim][seq_cap] */
+    float *scores;              /* [threads][MODERNBERT_ATT_QBLOCK][seq_cap] */
     cpu_prompt_scratch prompt;  /* fp32 weight panels / AMX tiles, for `rows` rows */
 } modernbert_workspace;
 

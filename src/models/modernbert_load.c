@@ -193,10 +193,9 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
         nc_free_aligned(w->scores);
         w->rope_cos = nc_alloc_aligned(2 * (size_t)seq * half * sizeof(float));
         w->rope_sin = nc_alloc_aligned(2 * (size_t)seq * half * sizeof(float));
-        /* per thread: scores of a block of queries, and V transposed */
+        /* per thread: the scores of a block of queries */
         w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
-                                     (size_t)(MODERNBERT_ATT_QBLOCK + c->head_dim) * (size_t)seq *
-                                     sizeof(float));
+                                     (size_t)MODERNBERT_ATT_QBLOCK * (size_t)seq * sizeof(float));
         if (!w->rope_cos || !w->rope_sin || !w->scores) {
             w->seq_cap = 0;
             return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for sequences of %d", m->dir, seq);
