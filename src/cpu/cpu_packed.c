@@ -85,44 +85,58 @@ typedef struct {
     const cpu_packed *p;
     const float *x;
     size_t ldx;
-    int n;
+    int n, step; /* step: tokens per task */
     cpu_packed_epilogue epi;
     void *ctx;
     float *scratch;
 } matmul_job;
 
-/* Tokens per epilogue block: n in equal blocks of at most CPU_PACKED_TOKENS
- * (192 rows as 2 x 96, not 128 + 64), so no block ends in a short tile. */
+/* Tokens per block: n in equal blocks of at most CPU_PACKED_TOKENS (192
+ * rows as 2 x 96, not 128 + 64), so no block ends in a short tile. */
 static int block_tokens(int n) {
     int blocks = (n + CPU_PACKED_TOKENS - 1) / CPU_PACKED_TOKENS;
     return (n + blocks - 1) / blocks;
 }
 
-/* Group g against every activation row, a block of tokens at a time: each
- * part's outputs into the thread's scratch, then the epilogue. */
-static void group_task(void *ctx, int g, int thread) {
+/* Token blocks per product: enough that every thread gets several tasks
+ * when the matrix has few groups (a pool loop ends when its last task does,
+ * so with 12 tasks on 2 threads up to a twelfth of the product was one
+ * thread waiting), but blocks of at least MIN_SPLIT_TOKENS rows, which keep
+ * the register tiles full. */
+#define TASKS_PER_THREAD 12
+#define MIN_SPLIT_TOKENS 32
+static int token_blocks(int n, int groups, int threads) {
+    int blocks = (n + block_tokens(n) - 1) / block_tokens(n);
+    int want = (TASKS_PER_THREAD * threads + groups - 1) / groups;
+    if (want > n / MIN_SPLIT_TOKENS) want = n / MIN_SPLIT_TOKENS;
+    return want > blocks ? want : blocks;
+}
+
+/* One task: group g against token block tb, each part's outputs into the
+ * thread's scratch, then the epilogue. */
+static void group_task(void *ctx, int task, int thread) {
     const matmul_job *j = ctx;
     const cpu_packed *p = j->p;
     float *ys = j->scratch + (size_t)thread * CPU_PACKED_SCRATCH_FLOATS;
+    int g = task % p->groups, t0 = task / p->groups * j->step;
+    int nt = j->n - t0 < j->step ? j->n - t0 : j->step;
     int r0 = g * p->group_rows;
     int rows = p->part_rows - r0 < p->group_rows ? p->part_rows - r0 : p->group_rows;
     size_t ldy = (size_t)p->parts * (size_t)p->group_rows;
-    int step = block_tokens(j->n);
-    for (int t0 = 0; t0 < j->n; t0 += step) {
-        int nt = j->n - t0 < step ? j->n - t0 : step;
-        for (int q = 0; q < p->parts; q++)
-            p->g->run(p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats,
-                      p->cols, rows, j->x + (size_t)t0 * j->ldx, j->ldx,
-                      ys + (size_t)q * (size_t)p->group_rows, ldy, nt);
-        cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
-        j->epi(j->ctx, &b);
-    }
+    for (int q = 0; q < p->parts; q++)
+        p->g->run(p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats, p->cols,
+                  rows, j->x + (size_t)t0 * j->ldx, j->ldx, ys + (size_t)q * (size_t)p->group_rows,
+                  ldy, nt);
+    cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
+    j->epi(j->ctx, &b);
 }
 
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch) {
-    matmul_job j = {p, x, ldx, n, epi, ctx, scratch};
-    nc_pool_for(pool, n > 0 ? p->groups : 0, group_task, &j);
+    if (n <= 0) return;
+    int blocks = token_blocks(n, p->groups, nc_pool_threads(pool));
+    matmul_job j = {p, x, ldx, n, (n + blocks - 1) / blocks, epi, ctx, scratch};
+    nc_pool_for(pool, (n + j.step - 1) / j.step * p->groups, group_task, &j);
 }
 
 typedef struct {

@@ -56,14 +56,16 @@ typedef void (*cpu_packed_epilogue)(void *ctx, const cpu_packed_block *b);
 /* Per-thread scratch floats that cpu_packed_matmul needs. */
 #define CPU_PACKED_SCRATCH_FLOATS ((size_t)CPU_PACKED_TOKENS * CPU_PACKED_GROUP_ROWS)
 
-/* X W^T for the n rows of x (p->cols values each), in blocks handed to
+/* X W^T for the n rows of x (p->cols values each), in blocks (one row group,
+ * at most CPU_PACKED_TOKENS rows: one pool task each) handed to
  * epi(ctx, block); scratch holds CPU_PACKED_SCRATCH_FLOATS per pool thread. */
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch);
 
 /* The same epilogue over a product computed elsewhere (y = X W^T in W's row
  * order, row stride ldy, for a matrix of `rows` rows in `parts` parts), in
- * the blocks cpu_packed_matmul would use, split over the pool. */
+ * blocks of one row group and at most CPU_PACKED_TOKENS rows, split over
+ * the pool. */
 void cpu_packed_epilogue_rows(nc_pool *pool, const float *y, size_t ldy, int n, int rows, int parts,
                               cpu_packed_epilogue epi, void *ctx);
 
