@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "cpu/cpu_amx_dispatch.h"
+#include "cpu/gemm_amx.h"
 
 /* The prompt GEMM for w's type, as cpu_matmul.c picks it. */
 static const cpu_gemm_kernels *gemm_of(const cpu_kernels *kern, cpu_wtype t) {
@@ -137,6 +139,55 @@ void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_
     int blocks = token_blocks(n, p->groups, nc_pool_threads(pool));
     matmul_job j = {p, x, ldx, n, (n + blocks - 1) / blocks, epi, ctx, scratch};
     nc_pool_for(pool, (n + j.step - 1) / j.step * p->groups, group_task, &j);
+}
+
+typedef struct {
+    const cpu_kernels *kern;
+    const cpu_mat *w;
+    const cpu_act *a;
+    float *y;
+    size_t ldy;
+    int parts, part_rows, group_rows, groups;
+    cpu_packed_epilogue epi;
+    void *ctx;
+} amx_job;
+
+/* One task: group g of every part on the tiles into y, then the epilogue
+ * over its columns while they are in cache. */
+static void amx_task(void *ctx, int g, int thread) {
+    const amx_job *j = ctx;
+    const cpu_act *a = j->a;
+    size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+    int r0 = g * j->group_rows;
+    int rows = j->part_rows - r0 < j->group_rows ? j->part_rows - r0 : j->group_rows;
+    for (int q = 0; q < j->parts; q++) {
+        size_t first = (size_t)q * (size_t)j->part_rows;
+        cpu_amx_matmul(j->w->type, j->kern->row_to_f32[j->w->type],
+                       (const unsigned char *)j->w->data + first * ldw, ldw, j->w->cols, r0,
+                       r0 + rows, a->amx_x, a->n, j->y + first, j->ldy,
+                       (char *)a->amx_scratch + (size_t)thread * a->amx_scratch_bytes);
+    }
+    int step = block_tokens(a->n);
+    for (int t0 = 0; t0 < a->n; t0 += step) {
+        cpu_packed_block b = {j->y + (size_t)t0 * j->ldy + (size_t)r0,
+                              j->ldy,
+                              (size_t)j->part_rows,
+                              t0,
+                              a->n - t0 < step ? a->n - t0 : step,
+                              r0,
+                              rows};
+        j->epi(j->ctx, &b);
+    }
+}
+
+int cpu_packed_matmul_amx(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, int parts,
+                          cpu_act *a, float *y, size_t ldy, cpu_packed_epilogue epi, void *ctx) {
+    if (!cpu_amx_takes(kern, a) || w->cols != a->k || parts < 1 || w->rows % parts) return 0;
+    cpu_amx_pack_act(pool, a);
+    int gr = group_rows(parts), part_rows = w->rows / parts;
+    amx_job j = {kern, w, a, y, ldy, parts, part_rows, gr, (part_rows + gr - 1) / gr, epi, ctx};
+    nc_pool_for(pool, j.groups, amx_task, &j);
+    return 1;
 }
 
 typedef struct {

@@ -62,6 +62,15 @@ typedef void (*cpu_packed_epilogue)(void *ctx, const cpu_packed_block *b);
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch);
 
+/* The same on AMX tiles, where the table has them (cpu_packed_wanted is 0):
+ * the weights w (w->rows divisible by parts) are read in place as bf16
+ * tiles, a holds the n input rows with AMX scratch attached; each task
+ * writes its group of outputs into y ([n][w->rows] in W's row order, row
+ * stride ldy) and hands them to epi in blocks. Returns 0, having done
+ * nothing, where the tiles do not take a (cpu_amx_takes). */
+int cpu_packed_matmul_amx(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, int parts,
+                          cpu_act *a, float *y, size_t ldy, cpu_packed_epilogue epi, void *ctx);
+
 /* The same epilogue over a product computed elsewhere (y = X W^T in W's row
  * order, row stride ldy, for a matrix of `rows` rows in `parts` parts), in
  * blocks of one row group and at most CPU_PACKED_TOKENS rows, split over

@@ -296,15 +296,21 @@ void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, si
 #define PACKED_MIN_ROWS 8
 
 /* x W^T for n rows, its outputs handed to epi block by block: on the
- * packed weights when there are, else computed whole into ws.raw first. */
+ * packed weights when there are, else on AMX tiles into ws.raw, each task's
+ * block to epi at once; else (short inputs) computed whole into ws.raw
+ * first. */
 static void product(modernbert_model *m, const cpu_mat *w, const cpu_packed *p, int parts,
                     const float *x, size_t ldx, int n, cpu_packed_epilogue epi, epi_ctx *e) {
     if (p->panel && n >= PACKED_MIN_ROWS) {
         cpu_packed_matmul(m->pool, p, x, ldx, n, epi, e, m->ws.blocks);
         return;
     }
-    modernbert_matmul(m, w, x, ldx, m->ws.raw, (size_t)w->rows, n);
-    cpu_packed_epilogue_rows(m->pool, m->ws.raw, (size_t)w->rows, n, w->rows, parts, epi, e);
+    cpu_act a = cpu_act_rows(x, ldx, n, w->cols, NULL, NULL);
+    if ((size_t)n <= m->ws.rows) cpu_act_attach(&a, &m->ws.prompt);
+    float *raw = m->ws.raw;
+    if (cpu_packed_matmul_amx(m->pool, m->kern, w, parts, &a, raw, (size_t)w->rows, epi, e)) return;
+    cpu_matmul_act(m->pool, m->kern, w, &a, raw, (size_t)w->rows);
+    cpu_packed_epilogue_rows(m->pool, raw, (size_t)w->rows, n, w->rows, parts, epi, e);
 }
 
 static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {

@@ -1,5 +1,6 @@
 /* Packed weights (cpu_packed.h): every kernel table that packs, the float
- * weight types, and the bf16 dot-product GEMM where the CPU has it, against
+ * weight types, the bf16 dot-product GEMM where the CPU has it, and the
+ * AMX tiles (weights in place, the same blocks and epilogue), against
  * a double-precision product written here, on awkward sizes (rows not a
  * multiple of the 64-row groups or the panel blocks, k odd and past the
  * 1024-column chunks, token counts past the 128-token epilogue blocks), in
@@ -12,6 +13,7 @@
 #include "../test.h"
 #include "base/pool.h"
 #include "cpu/cpu_packed.h"
+#include "cpu/cpu_scratch.h"
 #include "cpu/gemm_bf16.h"
 
 static uint32_t rng = 7;
@@ -61,15 +63,32 @@ static int check_packed(nc_pool *pool, const cpu_kernels *kern, const char *name
         for (size_t i = 0; i < (size_t)n * ldx; i++)
             x[i] = frand();
         cpu_mat m = {t, w, rows, k};
-        ok = cpu_packed_init(&p, pool, kern, &m, parts, name, &err) == NC_OK;
-        if (!ok) printf("  %s: %s\n", name, err.msg);
-        float *scratch =
-            malloc((size_t)nc_pool_threads(pool) * CPU_PACKED_SCRATCH_FLOATS * sizeof(float));
         collect c = {y, seen, rows, rows / parts};
-        if (ok && scratch) cpu_packed_matmul(pool, &p, x, ldx, n, collect_block, &c, scratch);
-        free(scratch);
+        if (kern->amx) { /* the tiles, weights in place, into a [n][rows] product */
+            cpu_prompt_scratch ps = {0};
+            float *raw = malloc((size_t)n * (size_t)rows * sizeof(float));
+            ok = raw && cpu_prompt_scratch_reserve(&ps, kern, nc_pool_threads(pool), n, k, name,
+                                                   &err) == NC_OK;
+            cpu_act a = cpu_act_rows(x, ldx, n, k, NULL, NULL);
+            cpu_act_attach(&a, &ps);
+            if (ok && !cpu_packed_matmul_amx(pool, kern, &m, parts, &a, raw, (size_t)rows,
+                                             collect_block, &c))
+                ok = -1; /* too few rows for the tiles */
+            cpu_prompt_scratch_free(&ps);
+            free(raw);
+        } else {
+            ok = cpu_packed_init(&p, pool, kern, &m, parts, name, &err) == NC_OK;
+            if (!ok) printf("  %s: %s\n", name, err.msg);
+            float *scratch =
+                malloc((size_t)nc_pool_threads(pool) * CPU_PACKED_SCRATCH_FLOATS * sizeof(float));
+            if (ok && scratch) cpu_packed_matmul(pool, &p, x, ldx, n, collect_block, &c, scratch);
+            free(scratch);
+        }
+        /* fp32 sums; bf16 dot products: each product within 2^-17; AMX: as
+         * tests/cpu/test_gemm_amx.c, relative to sum |x w| */
         double tol = t == CPU_W_BF16 && kern->gemm_bf16 ? 1e-5 * k : 1e-5 * sqrt((double)k);
-        for (int tok = 0; ok && tok < n; tok++)
+        if (kern->amx) tol = 4e-7 * sqrt((double)k) * k;
+        for (int tok = 0; ok == 1 && tok < n; tok++)
             for (int r = 0; ok && r < rows; r++) {
                 double ref = 0;
                 for (int i = 0; i < k; i++)
@@ -91,7 +110,7 @@ static int check_packed(nc_pool *pool, const cpu_kernels *kern, const char *name
     free(y);
     free(seen);
     free(w);
-    return ok;
+    return ok != 0;
 }
 
 static void test_packed_products_all_tables_match_double_reference(void) {
@@ -106,7 +125,7 @@ static void test_packed_products_all_tables_match_double_reference(void) {
     static const cpu_wtype types[] = {CPU_W_F32, CPU_W_F16, CPU_W_BF16};
     for (int ti = 0; ti < nt; ti++)
         for (size_t y = 0; y < sizeof types / sizeof *types; y++) {
-            if (!cpu_packed_wanted(tabs[ti], types[y])) continue;
+            if (!cpu_packed_wanted(tabs[ti], types[y]) && !tabs[ti]->amx) continue;
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
                 for (int parts = 1; parts <= 2; parts++, cases++)
                     if (!check_packed(pool, tabs[ti], tabs[ti]->name, types[y], sizes[s][0],
