@@ -141,68 +141,32 @@ void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_
     nc_pool_for(pool, (n + j.step - 1) / j.step * p->groups, group_task, &j);
 }
 
+/* A product held whole in y (W's row order), handed to an epilogue in
+ * blocks of one row group; on AMX, the tiles first write each group. */
 typedef struct {
-    const cpu_kernels *kern;
+    const cpu_kernels *kern; /* AMX only: kern, w, a, out (= y, written) */
     const cpu_mat *w;
     const cpu_act *a;
-    float *y;
-    size_t ldy;
-    int parts, part_rows, group_rows, groups;
-    cpu_packed_epilogue epi;
-    void *ctx;
-} amx_job;
-
-/* One task: group g of every part on the tiles into y, then the epilogue
- * over its columns while they are in cache. */
-static void amx_task(void *ctx, int g, int thread) {
-    const amx_job *j = ctx;
-    const cpu_act *a = j->a;
-    size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
-    int r0 = g * j->group_rows;
-    int rows = j->part_rows - r0 < j->group_rows ? j->part_rows - r0 : j->group_rows;
-    for (int q = 0; q < j->parts; q++) {
-        size_t first = (size_t)q * (size_t)j->part_rows;
-        cpu_amx_matmul(j->w->type, j->kern->row_to_f32[j->w->type],
-                       (const unsigned char *)j->w->data + first * ldw, ldw, j->w->cols, r0,
-                       r0 + rows, a->amx_x, a->n, j->y + first, j->ldy,
-                       (char *)a->amx_scratch + (size_t)thread * a->amx_scratch_bytes);
-    }
-    int step = block_tokens(a->n);
-    for (int t0 = 0; t0 < a->n; t0 += step) {
-        cpu_packed_block b = {j->y + (size_t)t0 * j->ldy + (size_t)r0,
-                              j->ldy,
-                              (size_t)j->part_rows,
-                              t0,
-                              a->n - t0 < step ? a->n - t0 : step,
-                              r0,
-                              rows};
-        j->epi(j->ctx, &b);
-    }
-}
-
-int cpu_packed_matmul_amx(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, int parts,
-                          cpu_act *a, float *y, size_t ldy, cpu_packed_epilogue epi, void *ctx) {
-    if (!cpu_amx_takes(kern, a) || w->cols != a->k || parts < 1 || w->rows % parts) return 0;
-    cpu_amx_pack_act(pool, a);
-    int gr = group_rows(parts), part_rows = w->rows / parts;
-    amx_job j = {kern, w, a, y, ldy, parts, part_rows, gr, (part_rows + gr - 1) / gr, epi, ctx};
-    nc_pool_for(pool, j.groups, amx_task, &j);
-    return 1;
-}
-
-typedef struct {
+    float *out;
     const float *y;
     size_t ldy;
-    int n, part_rows, group_rows, groups;
+    int n, parts, part_rows, group_rows, groups;
     cpu_packed_epilogue epi;
     void *ctx;
-} rows_job;
+} whole_job;
 
-static void rows_task(void *ctx, int task, int thread) {
-    (void)thread;
-    const rows_job *j = ctx;
-    int step = block_tokens(j->n), g = task % j->groups, t0 = task / j->groups * step;
-    int r0 = g * j->group_rows;
+static whole_job whole_job_of(const float *y, size_t ldy, int n, int rows, int parts,
+                              cpu_packed_epilogue epi, void *ctx) {
+    int gr = group_rows(parts), part_rows = rows / parts;
+    whole_job j = {
+        NULL, NULL, NULL, NULL, y, ldy, n, parts, part_rows, gr, (part_rows + gr - 1) / gr,
+        epi,  ctx};
+    return j;
+}
+
+/* Group g's outputs for the token block from t0. */
+static void hand_block(const whole_job *j, int g, int t0) {
+    int step = block_tokens(j->n), r0 = g * j->group_rows;
     int rows = j->part_rows - r0 < j->group_rows ? j->part_rows - r0 : j->group_rows;
     int nt = j->n - t0 < step ? j->n - t0 : step;
     cpu_packed_block b = {
@@ -210,10 +174,48 @@ static void rows_task(void *ctx, int task, int thread) {
     j->epi(j->ctx, &b);
 }
 
+/* One AMX task: group g of every part on the tiles into y, then the
+ * epilogue over its columns while they are in cache. */
+static void amx_task(void *ctx, int g, int thread) {
+    const whole_job *j = ctx;
+    const cpu_act *a = j->a;
+    size_t ldw = cpu_wtype_row_bytes(j->w->type, j->w->cols);
+    int r0 = g * j->group_rows;
+    int r1 = j->part_rows - r0 < j->group_rows ? j->part_rows : r0 + j->group_rows;
+    for (int q = 0; q < j->parts; q++) {
+        size_t first = (size_t)q * (size_t)j->part_rows;
+        cpu_amx_matmul(j->w->type, j->kern->row_to_f32[j->w->type],
+                       (const unsigned char *)j->w->data + first * ldw, ldw, j->w->cols, r0, r1,
+                       a->amx_x, a->n, j->out + first, j->ldy,
+                       (char *)a->amx_scratch + (size_t)thread * a->amx_scratch_bytes);
+    }
+    for (int t0 = 0; t0 < j->n; t0 += block_tokens(j->n))
+        hand_block(j, g, t0);
+}
+
+int cpu_packed_matmul_amx(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, int parts,
+                          cpu_act *a, float *y, size_t ldy, cpu_packed_epilogue epi, void *ctx) {
+    if (!cpu_amx_takes(kern, a) || w->cols != a->k || parts < 1 || w->rows % parts) return 0;
+    cpu_amx_pack_act(pool, a);
+    whole_job j = whole_job_of(y, ldy, a->n, w->rows, parts, epi, ctx);
+    j.kern = kern;
+    j.w = w;
+    j.a = a;
+    j.out = y;
+    nc_pool_for(pool, j.groups, amx_task, &j);
+    return 1;
+}
+
+static void rows_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const whole_job *j = ctx;
+    hand_block(j, task % j->groups, task / j->groups * block_tokens(j->n));
+}
+
 void cpu_packed_epilogue_rows(nc_pool *pool, const float *y, size_t ldy, int n, int rows, int parts,
                               cpu_packed_epilogue epi, void *ctx) {
-    int gr = group_rows(parts), part_rows = rows / parts;
-    rows_job j = {y, ldy, n, part_rows, gr, (part_rows + gr - 1) / gr, epi, ctx};
-    int chunks = n > 0 ? (n + block_tokens(n) - 1) / block_tokens(n) : 0;
-    nc_pool_for(pool, chunks * j.groups, rows_task, &j);
+    if (n <= 0) return;
+    whole_job j = whole_job_of(y, ldy, n, rows, parts, epi, ctx);
+    int blocks = (n + block_tokens(n) - 1) / block_tokens(n);
+    nc_pool_for(pool, blocks * j.groups, rows_task, &j);
 }
