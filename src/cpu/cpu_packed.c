@@ -7,14 +7,21 @@
 #include "base/alloc.h"
 #include "cpu/cpu_amx_dispatch.h"
 #include "cpu/gemm_amx.h"
+#include "cpu/gemm_bf16w.h"
 
 /* The prompt GEMM for w's type, as cpu_matmul.c picks it. */
 static const cpu_gemm_kernels *gemm_of(const cpu_kernels *kern, cpu_wtype t) {
     return t == CPU_W_BF16 && kern->gemm_bf16 ? kern->gemm_bf16 : &kern->gemm;
 }
 
+/* bf16 panels (gemm_bf16w.h) where the table has them and bf16 dot
+ * products (cpu_select_bf16) are not chosen; NULL: the panels of gemm_of. */
+static const cpu_gemm_bf16w *bf16w_of(const cpu_kernels *kern, cpu_wtype t) {
+    return t == CPU_W_BF16 && !kern->gemm_bf16 ? kern->gemm_bf16w : NULL;
+}
+
 int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t) {
-    return !kern->amx && !cpu_wtype_is_quant(t) && gemm_of(kern, t)->run;
+    return !kern->amx && !cpu_wtype_is_quant(t) && (bf16w_of(kern, t) || gemm_of(kern, t)->run);
 }
 
 static int group_rows(int parts) {
@@ -29,9 +36,21 @@ static int groups_of(const cpu_mat *w, int parts) {
     return (part_rows_of(w, parts) + group_rows(parts) - 1) / group_rows(parts);
 }
 
+/* Bytes of one part of a group's panel. */
+static size_t part_bytes(const cpu_kernels *kern, const cpu_mat *w, int parts) {
+    if (bf16w_of(kern, w->type))
+        return (size_t)group_rows(parts) * (size_t)w->cols * sizeof(uint16_t);
+    return cpu_gemm_panel_floats(gemm_of(kern, w->type), group_rows(parts), w->cols) *
+           sizeof(float);
+}
+
 size_t cpu_packed_bytes(const cpu_kernels *kern, const cpu_mat *w, int parts) {
-    size_t part = cpu_gemm_panel_floats(gemm_of(kern, w->type), group_rows(parts), w->cols);
-    return (size_t)groups_of(w, parts) * (size_t)parts * part * sizeof(float);
+    return (size_t)groups_of(w, parts) * (size_t)parts * part_bytes(kern, w, parts);
+}
+
+/* Part q of group g's panel. */
+static unsigned char *part_panel(const cpu_packed *p, int g, int q) {
+    return p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_bytes;
 }
 
 typedef struct {
@@ -50,15 +69,20 @@ static void pack_group(void *ctx, int g, int thread) {
     for (int q = 0; q < p->parts; q++) {
         const unsigned char *base =
             (const unsigned char *)j->w->data + (size_t)q * p->part_rows * ldw;
-        float *dst = p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats;
-        p->g->pack(j->w->type, base, ldw, p->cols, r0, r1, dst);
+        if (p->w16)
+            p->w16->pack(base, ldw, p->cols, r0, r1, (uint16_t *)(void *)part_panel(p, g, q));
+        else
+            p->g->pack(j->w->type, base, ldw, p->cols, r0, r1,
+                       (float *)(void *)part_panel(p, g, q));
     }
 }
 
 nc_status cpu_packed_init(cpu_packed *p, nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
                           int parts, const char *what, nc_error *err) {
     memset(p, 0, sizeof *p);
-    if (parts < 1 || w->rows % parts || group_rows(parts) % gemm_of(kern, w->type)->nr)
+    const cpu_gemm_bf16w *w16 = bf16w_of(kern, w->type);
+    int nr = w16 ? CPU_BF16W_NR : gemm_of(kern, w->type)->nr;
+    if (parts < 1 || w->rows % parts || group_rows(parts) % nr)
         return nc_fail(err, NC_ERR_INVALID, "%s: %d rows do not split into %d packed parts", what,
                        w->rows, parts);
     p->panel = nc_alloc_aligned(cpu_packed_bytes(kern, w, parts));
@@ -66,13 +90,14 @@ nc_status cpu_packed_init(cpu_packed *p, nc_pool *pool, const cpu_kernels *kern,
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu bytes of packed weights", what,
                        cpu_packed_bytes(kern, w, parts));
     p->g = gemm_of(kern, w->type);
+    p->w16 = w16;
     p->rows = w->rows;
     p->cols = w->cols;
     p->parts = parts;
     p->part_rows = part_rows_of(w, parts);
     p->group_rows = group_rows(parts);
     p->groups = groups_of(w, parts);
-    p->part_floats = cpu_gemm_panel_floats(p->g, p->group_rows, w->cols);
+    p->part_bytes = part_bytes(kern, w, parts);
     pack_job j = {p, w};
     nc_pool_for(pool, p->groups, pack_group, &j);
     return NC_OK;
@@ -87,7 +112,7 @@ typedef struct {
     const cpu_packed *p;
     const float *x;
     size_t ldx;
-    int n, step; /* step: tokens per task */
+    int n, step, ranges; /* step: tokens per task */
     cpu_packed_epilogue epi;
     void *ctx;
     float *scratch;
@@ -100,45 +125,50 @@ static int block_tokens(int n) {
     return (n + blocks - 1) / blocks;
 }
 
-/* Token blocks per product: enough that every thread gets several tasks
- * when the matrix has few groups (a pool loop ends when its last task does,
- * so with 12 tasks on 2 threads up to a twelfth of the product was one
- * thread waiting), but blocks of at least MIN_SPLIT_TOKENS rows, which keep
- * the register tiles full. */
-#define TASKS_PER_THREAD 12
-#define MIN_SPLIT_TOKENS 32
-static int token_blocks(int n, int groups, int threads) {
-    int blocks = (n + block_tokens(n) - 1) / block_tokens(n);
-    int want = (TASKS_PER_THREAD * threads + groups - 1) / groups;
-    if (want > n / MIN_SPLIT_TOKENS) want = n / MIN_SPLIT_TOKENS;
-    return want > blocks ? want : blocks;
+/* Runs of consecutive groups per product: a task runs one run, so the bf16
+ * panels' prefetch of the next block carries on from group to group (the
+ * groups lie in the panel in order); RANGES_PER_THREAD runs per thread
+ * leave the pool some balancing. */
+#define RANGES_PER_THREAD 3
+static int range_count(int groups, int threads) {
+    return groups < RANGES_PER_THREAD * threads ? groups : RANGES_PER_THREAD * threads;
 }
 
-/* One task: group g against token block tb, each part's outputs into the
- * thread's scratch, then the epilogue. */
-static void group_task(void *ctx, int task, int thread) {
+/* One task: a run of groups against a token block, each group's parts
+ * into the thread's scratch, then the epilogue. */
+static void range_task(void *ctx, int task, int thread) {
     const matmul_job *j = ctx;
     const cpu_packed *p = j->p;
     float *ys = j->scratch + (size_t)thread * CPU_PACKED_SCRATCH_FLOATS;
-    int g = task % p->groups, t0 = task / p->groups * j->step;
+    int ri = task % j->ranges, t0 = task / j->ranges * j->step;
+    int g0 = (int)((long)ri * p->groups / j->ranges),
+        g1 = (int)((long)(ri + 1) * p->groups / j->ranges);
     int nt = j->n - t0 < j->step ? j->n - t0 : j->step;
-    int r0 = g * p->group_rows;
-    int rows = p->part_rows - r0 < p->group_rows ? p->part_rows - r0 : p->group_rows;
+    const float *x = j->x + (size_t)t0 * j->ldx;
     size_t ldy = (size_t)p->parts * (size_t)p->group_rows;
-    for (int q = 0; q < p->parts; q++)
-        p->g->run(p->panel + ((size_t)g * (size_t)p->parts + (size_t)q) * p->part_floats, p->cols,
-                  rows, j->x + (size_t)t0 * j->ldx, j->ldx, ys + (size_t)q * (size_t)p->group_rows,
-                  ldy, nt);
-    cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
-    j->epi(j->ctx, &b);
+    const void *end = part_panel(p, g1, 0);
+    for (int g = g0; g < g1; g++) {
+        int r0 = g * p->group_rows;
+        int rows = p->part_rows - r0 < p->group_rows ? p->part_rows - r0 : p->group_rows;
+        for (int q = 0; q < p->parts; q++) {
+            float *y = ys + (size_t)q * (size_t)p->group_rows;
+            const void *panel = part_panel(p, g, q);
+            if (p->w16)
+                p->w16->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt, end);
+            else
+                p->g->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt);
+        }
+        cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
+        j->epi(j->ctx, &b);
+    }
 }
 
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch) {
     if (n <= 0) return;
-    int blocks = token_blocks(n, p->groups, nc_pool_threads(pool));
-    matmul_job j = {p, x, ldx, n, (n + blocks - 1) / blocks, epi, ctx, scratch};
-    nc_pool_for(pool, (n + j.step - 1) / j.step * p->groups, group_task, &j);
+    int step = block_tokens(n), ranges = range_count(p->groups, nc_pool_threads(pool));
+    matmul_job j = {p, x, ldx, n, step, ranges, epi, ctx, scratch};
+    nc_pool_for(pool, (n + step - 1) / step * ranges, range_task, &j);
 }
 
 /* A product held whole in y (W's row order), handed to an epilogue in

@@ -22,15 +22,18 @@
  * by side (G = CPU_PACKED_GROUP_ROWS / parts), so one task sees the matching
  * rows of each part. */
 typedef struct cpu_packed {
-    const cpu_gemm_kernels *g;
-    float *panel; /* NULL: not packed */
+    const cpu_gemm_kernels *g;        /* fp32 panels (or bf16 dot products) */
+    const struct cpu_gemm_bf16w *w16; /* else bf16 panels (gemm_bf16w.h) */
+    unsigned char *panel;             /* NULL: not packed */
     int rows, cols, parts, part_rows, group_rows, groups;
-    size_t part_floats; /* panel floats per part of a group */
+    size_t part_bytes; /* panel bytes per part of a group */
 } cpu_packed;
 
 /* Whether kern's prompts on weights of type t pack panels that a
- * cpu_packed copy saves (the fp32 GEMM, bf16 dot products): not on AMX
- * tables, which read bf16 tiles in place, nor for quantized weights. */
+ * cpu_packed copy saves (the fp32 GEMM, bf16 dot products, bf16 panels):
+ * not on AMX tables, which read bf16 tiles in place, nor for quantized
+ * weights. bf16 weights keep bf16 panels where the table has them (the
+ * bytes of the weights; fp32 panels are twice that). */
 int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t);
 
 /* Bytes cpu_packed_init allocates for w split into parts. */
@@ -57,8 +60,9 @@ typedef void (*cpu_packed_epilogue)(void *ctx, const cpu_packed_block *b);
 #define CPU_PACKED_SCRATCH_FLOATS ((size_t)CPU_PACKED_TOKENS * CPU_PACKED_GROUP_ROWS)
 
 /* X W^T for the n rows of x (p->cols values each), in blocks (one row group,
- * at most CPU_PACKED_TOKENS rows: one pool task each) handed to
- * epi(ctx, block); scratch holds CPU_PACKED_SCRATCH_FLOATS per pool thread. */
+ * at most CPU_PACKED_TOKENS rows) handed to epi(ctx, block); a pool task
+ * runs consecutive groups. scratch holds CPU_PACKED_SCRATCH_FLOATS per
+ * pool thread. */
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch);
 

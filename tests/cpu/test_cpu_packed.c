@@ -1,6 +1,8 @@
 /* Packed weights (cpu_packed.h): every kernel table that packs, the float
- * weight types, the bf16 dot-product GEMM where the CPU has it, and the
- * AMX tiles (weights in place, the same blocks and epilogue), against
+ * weight types (bf16 on AVX-512: the bf16 panels of gemm_bf16w.h, with
+ * their prefetch from group to group), the bf16 dot-product GEMM where the
+ * CPU has it, and the AMX tiles (weights in place, the same blocks and
+ * epilogue), against
  * a double-precision product written here, on awkward sizes (rows not a
  * multiple of the 64-row groups or the panel blocks, k odd and past the
  * 1024-column chunks, token counts past the 128-token epilogue blocks), in
