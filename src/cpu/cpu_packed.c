@@ -20,8 +20,13 @@ static const cpu_gemm_bf16w *bf16w_of(const cpu_kernels *kern, cpu_wtype t) {
     return t == CPU_W_BF16 && !kern->gemm_bf16 ? kern->gemm_bf16w : NULL;
 }
 
+/* Only bf16 panels pay: fp32 panels, twice the bytes of bf16 weights,
+ * stream from memory on every pass, and the tile waited on them about as
+ * long as cpu_matmul.c's packing into a panel in L2 took (AVX-512, modernbert-base,
+ * B=1 L=96: the tile's share of the CPU time went from 48% to 64%, no net
+ * gain) for twice the memory. */
 int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t) {
-    return !kern->amx && !cpu_wtype_is_quant(t) && (bf16w_of(kern, t) || gemm_of(kern, t)->run);
+    return !kern->amx && bf16w_of(kern, t) != NULL;
 }
 
 static int group_rows(int parts) {

@@ -29,11 +29,12 @@ typedef struct cpu_packed {
     size_t part_bytes; /* panel bytes per part of a group */
 } cpu_packed;
 
-/* Whether kern's prompts on weights of type t pack panels that a
- * cpu_packed copy saves (the fp32 GEMM, bf16 dot products, bf16 panels):
- * not on AMX tables, which read bf16 tiles in place, nor for quantized
- * weights. bf16 weights keep bf16 panels where the table has them (the
- * bytes of the weights; fp32 panels are twice that). */
+/* Whether a packed copy of weights of type t pays on kern: bf16 weights on
+ * a table with bf16 panels (AVX-512 without AMX; the bytes of the weights).
+ * AMX tables read bf16 tiles in place; fp32 panels (the other tables and
+ * types) cost twice the bytes and gained nothing measurable, so callers
+ * leave those to cpu_matmul.c. cpu_packed_init itself packs for any table
+ * and float type. */
 int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t);
 
 /* Bytes cpu_packed_init allocates for w split into parts. */

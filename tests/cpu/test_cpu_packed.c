@@ -127,7 +127,7 @@ static void test_packed_products_all_tables_match_double_reference(void) {
     static const cpu_wtype types[] = {CPU_W_F32, CPU_W_F16, CPU_W_BF16};
     for (int ti = 0; ti < nt; ti++)
         for (size_t y = 0; y < sizeof types / sizeof *types; y++) {
-            if (!cpu_packed_wanted(tabs[ti], types[y]) && !tabs[ti]->amx) continue;
+
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
                 for (int parts = 1; parts <= 2; parts++, cases++)
                     if (!check_packed(pool, tabs[ti], tabs[ti]->name, types[y], sizes[s][0],
@@ -154,13 +154,15 @@ static void test_packed_products_all_tables_match_double_reference(void) {
     CHECK(cases > 0);
 }
 
-static void test_amx_and_quantized_weights_are_not_packed(void) {
+static void test_only_bf16_weights_without_amx_are_packed(void) {
     const cpu_kernels *tabs[8];
     int nt = cpu_kernels_available(tabs, 8);
     for (int ti = 0; ti < nt; ti++) {
         CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_Q8));
         CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_Q4));
-        CHECK(cpu_packed_wanted(tabs[ti], CPU_W_BF16) == !tabs[ti]->amx);
+        CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_F32));
+        CHECK(cpu_packed_wanted(tabs[ti], CPU_W_BF16) ==
+              (!tabs[ti]->amx && tabs[ti]->gemm_bf16w && !tabs[ti]->gemm_bf16));
     }
 }
 
@@ -196,7 +198,7 @@ static void test_epilogue_over_a_whole_product(void) {
 
 int main(void) {
     RUN(test_packed_products_all_tables_match_double_reference);
-    RUN(test_amx_and_quantized_weights_are_not_packed);
+    RUN(test_only_bf16_weights_without_amx_are_packed);
     RUN(test_epilogue_over_a_whole_product);
     return nc_test_exit_code();
 }

@@ -152,11 +152,11 @@ static void test_mmbert_long_rows_match_hf(void) {
     check_model("mm_cls", "ref_long", MODERNBERT_HEAD_CLASSIFIER);
 }
 
-/* On tables that pack: layers 0-1 and three matrices of layer 2 on packed
- * panels (136 KiB per layer on AVX-512), the rest packed again on every
- * pass; then nothing packed. */
+/* On tables that pack bf16 weights (AVX-512 without AMX: 68 KiB of bf16
+ * panels per layer here): layers 0-1 and layer 2's Wo packed once, the
+ * rest packed again on every pass; then nothing packed. */
 static void test_modernbert_partly_packed_matches_hf(void) {
-    check_model_packed("mb_bf16", "ref", MODERNBERT_HEAD_NONE, 400000);
+    check_model_packed("mb_bf16", "ref", MODERNBERT_HEAD_NONE, 150000);
     check_model_packed("mb_mlm", "ref_long", MODERNBERT_HEAD_MLM, 0);
 }
 
