@@ -25,7 +25,7 @@ import torch
 from transformers import ModernBertModel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_modernbert_torch import SHAPES, nectar_times, summary  # noqa: E402
+from bench_modernbert_torch import interleaved  # noqa: E402
 
 
 class Pooled(torch.nn.Module):
@@ -92,22 +92,7 @@ def main():
     print(f"onnxruntime {ort.__version__} vs pytorch {torch.__version__}: max |diff| of the pooled "
           f"vectors {np.abs(got - ref).max():.3g} (max |value| {np.abs(ref).max():.3g})")
 
-    for b, l in SHAPES:
-        ot, oc, nm, n50, n95, nc = [], [], [], [], [], []
-        for _ in range(a.blocks):  # interleaved blocks
-            w, c = ort_times(sess, vocab, b, l, a.runs)
-            ot += w
-            oc += c
-            m, p50, p95, cpu = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
-            nm.append(m), n50.append(p50), n95.append(p95), nc.append(cpu)
-        om, o50, o95 = summary(ot)
-        print(f"B={b} L={l} per input, {a.threads} threads, {a.blocks} blocks x {a.runs} runs, "
-              f"load average {os.getloadavg()[0]:.2f}:")
-        print(f"  onnxruntime: mean {om:.2f} ms  p50 {o50:.2f}  p95 {o95:.2f}  cpu {np.mean(oc):.2f} ms")
-        print(f"  nectar (block means): mean {np.mean(nm):.2f} ms  p50 {np.mean(n50):.2f}  "
-              f"p95 {np.mean(n95):.2f}  cpu {np.mean(nc):.2f} ms")
-        print(f"  nectar / onnxruntime: wall {np.mean(nm) / om:.2f}, CPU time {np.mean(nc) / np.mean(oc):.2f}")
-
+    interleaved(a, f"onnxruntime {ort.__version__}", lambda b, l, runs: ort_times(sess, vocab, b, l, runs))
 
 if __name__ == "__main__":
     main()

@@ -53,6 +53,29 @@ def summary(x):
     return np.mean(x), np.percentile(x, 50), np.percentile(x, 95)
 
 
+def interleaved(a, name, baseline_times):
+    """Runs the baseline (baseline_times(b, l, runs) -> (wall ms, cpu ms) per input) and
+    `nectar embed --bench` one after the other in a.blocks blocks per shape, and prints both
+    and their ratio."""
+    for b, l in SHAPES:
+        bw, bc, nm, n50, n95, nc = [], [], [], [], [], []
+        for _ in range(a.blocks):
+            w, c = baseline_times(b, l, a.runs)
+            bw += w
+            bc += c
+            m, p50, p95, cpu = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
+            nm.append(m), n50.append(p50), n95.append(p95), nc.append(cpu)
+        bm, b50, b95 = summary(bw)
+        print(f"B={b} L={l} per input, {a.threads} threads, {a.blocks} blocks x {a.runs} runs, "
+              f"load average {os.getloadavg()[0]:.2f}:")
+        print(f"  {name}: mean {bm:.2f} ms  p50 {b50:.2f}  p95 {b95:.2f}  cpu {np.mean(bc):.2f} ms")
+        print(f"  nectar (block means): mean {np.mean(nm):.2f} ms  p50 {np.mean(n50):.2f}  "
+              f"p95 {np.mean(n95):.2f}  cpu {np.mean(nc):.2f} ms  per-block means "
+              f"{['%.1f' % x for x in nm]}")
+        print(f"  nectar / {name.split()[0]}: wall {np.mean(nm) / bm:.2f}, "
+              f"CPU time {np.mean(nc) / np.mean(bc):.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -83,22 +106,7 @@ def main():
     except FileNotFoundError:
         print("parity: skipped (no tokenizer.json)")
 
-    for b, l in SHAPES:
-        tt, tc, nm, n50, n95, nc = [], [], [], [], [], []
-        for _ in range(a.blocks):  # interleaved blocks
-            w, c = torch_times(model, vocab, b, l, a.runs)
-            tt += w
-            tc += c
-            m, p50, p95, cpu = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
-            nm.append(m), n50.append(p50), n95.append(p95), nc.append(cpu)
-        tm, t50, t95 = summary(tt)
-        print(f"B={b} L={l} per input, {a.threads} threads, {a.blocks} blocks x {a.runs} runs:")
-        print(f"  pytorch {torch.__version__}: mean {tm:.2f} ms  p50 {t50:.2f}  p95 {t95:.2f}  "
-              f"cpu {np.mean(tc):.2f} ms")
-        print(f"  nectar  (block means): mean {np.mean(nm):.2f} ms  p50 {np.mean(n50):.2f}  "
-              f"p95 {np.mean(n95):.2f}  cpu {np.mean(nc):.2f} ms   "
-              f"per-block means {['%.1f' % x for x in nm]}")
-
+    interleaved(a, f"pytorch {torch.__version__}", lambda b, l, runs: torch_times(model, vocab, b, l, runs))
 
 if __name__ == "__main__":
     main()

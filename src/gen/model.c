@@ -34,8 +34,10 @@ void gen_model_build_eos(gen_model *m) {
     m->n_eos = 0;
     for (int i = 0; i < m->e->n_eos; i++)
         add_eos(m, m->e->eos_ids[i]);
+    /* <|endoftext|> only where the config names no eos: HF's generate()
+     * runs on through it when the config does not list it */
+    if (m->n_eos == 0) add_eos(m, tok_find(m->tok, "<|endoftext|>"));
     add_eos(m, tok_find(m->tok, "<|im_end|>"));
-    add_eos(m, tok_find(m->tok, "<|endoftext|>"));
 }
 
 nc_status gen_model_open(const char *backend, const char *dir, const engine_options *opt,

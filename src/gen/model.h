@@ -15,9 +15,10 @@ typedef struct gen_model {
     engine *e;
     tok_tokenizer *tok;
     /* The ids that end a sequence: the config's (config.json +
-     * generation_config.json, read by the engine) plus <|im_end|> and
-     * <|endoftext|> where the vocabulary has them (chat turns end with
-     * <|im_end|> even when the config names another eos). */
+     * generation_config.json, read by the engine) plus <|im_end|> where
+     * the vocabulary has it (chat turns end with <|im_end|> even when the
+     * config names another eos); <|endoftext|> only when the config names
+     * no eos at all. */
     int32_t eos[GEN_MAX_EOS];
     int n_eos;
     char model_id[256]; /* the folder's name: what /v1/models reports */

@@ -228,7 +228,7 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
     snprintf(n, sizeof n, "%sinput_layernorm.weight", pre);
     if (!st) st = lower_qwen35_norm1p(s, n, D, &w.attn_norm, err);
     if (!st) st = load_mlp(s, pre, &mlp, err);
-    if (!st) st = lower_qwen35_linear_program(p, c, &w, &mlp, dir, out, err);
+    if (!st) st = lower_qwen35_linear_program(p, c, &w, &mlp, s->prefill_form, dir, out, err);
     lower_weight *all[] = {&w.attn_norm, &w.qkv,       &w.z,     &w.b,       &w.a,
                            &w.conv_prev, &w.conv_last, &w.neg_a, &w.dt_bias, &w.gnorm,
                            &w.out,       &w.shift,     &w.place, &mlp.gate,  &mlp.up,

@@ -17,6 +17,7 @@ typedef struct lower_q35_src {
     nc_pool *pool;
     const char *model_dir;
     lower_fp16_stats *stats;
+    lower_q35_prefill_form prefill_form; /* of the linear layers' prefill_sS */
 } lower_q35_src;
 
 /* "model.language_model." (hub layout) or "model." */

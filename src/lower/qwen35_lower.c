@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/qwen35_chunk.h"
 #include "mil/check.h"
 
 #define L2_EPS 1e-6 /* fla's l2norm, as HF calls it */
@@ -165,7 +166,7 @@ static int heads(mil_builder *b, const lin_dims *d, mil_var *ca, mil_var **qn, m
  * beta and the log-decay of padding columns, which then leave the state as
  * it was. */
 static int gates(mil_builder *b, lower_linear_weights *w, mil_var *bb, mil_var *aa, mil_var *valid,
-                 mil_var **beta, mil_var **decay) {
+                 mil_var **beta, mil_var **logd, mil_var **decay) {
     mil_var *be = bb ? mil_build_unary(b, "sigmoid", "beta_flat", bb) : NULL;
     mil_var *dtb = be ? lower_shared_weight(b, "dt_bias", &w->dt_bias) : NULL;
     mil_var *na = dtb ? lower_shared_weight(b, "neg_exp_a_log", &w->neg_a) : NULL;
@@ -177,6 +178,7 @@ static int gates(mil_builder *b, lower_linear_weights *w, mil_var *bb, mil_var *
         g = be ? mil_build_mul(b, "g_valid", g, valid) : NULL;
     }
     *beta = be;
+    *logd = g;
     *decay = g ? mil_build_unary(b, "exp", "decay_flat", g) : NULL;
     return *decay != NULL;
 }
@@ -245,8 +247,8 @@ void lower_qwen35_step_function(mil_builder *b, const qwen35_config *c, lower_li
     mil_var *cu = cm ? mil_build_mul(b, "conv_placed", u, pl) : NULL;
     mil_var *cs_out = cu ? mil_build_add(b, "conv_state_out", cm, cu) : NULL;
 
-    mil_var *qn, *kn, *v, *beta, *decay, *o;
-    if (!cs_out || !heads(b, &d, ca, &qn, &kn, &v) || !gates(b, w, bb, aa, NULL, &beta, &decay))
+    mil_var *qn, *kn, *v, *beta, *g, *decay, *o;
+    if (!cs_out || !heads(b, &d, ca, &qn, &kn, &v) || !gates(b, w, bb, aa, NULL, &beta, &g, &decay))
         return;
     mil_var *S = reshape4(b, "state_heads", st, d.nk, d.G, d.dk, d.dvp);
     if (!delta_token(b, "", &S, reshape4(b, "q_tok", qn, d.nk, 1, d.dk, 1),
@@ -316,30 +318,50 @@ static mil_var *chunk_conv(mil_builder *b, const qwen35_config *c, const lin_dim
     return acc;
 }
 
-void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
-                                   int S) {
+int lower_qwen35_prefill_front(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                               int S, lower_q35_prefill *io) {
     lin_dims d = dims_of(c, S);
     int32_t W = LOWER_STEP_SEQ;
-    mil_var *x = input4(b, "x", 1, d.D, 1, S);
+    memset(io, 0, sizeof *io);
+    io->x = input4(b, "x", 1, d.D, 1, S);
     mil_var *valid = input4(b, "valid", 1, 1, 1, S);
     mil_var *cs = input4(b, "conv_state", 1, d.C, 1, W);
-    mil_var *st = input4(b, "delta_state", 1, d.nv, d.dk, d.dvp);
+    io->state = input4(b, "delta_state", 1, d.nv, d.dk, d.dvp);
     mil_var *pks = input4(b, "conv_pick_state", 1, 1, W, W);
     mil_var *pkn = input4(b, "conv_pick_new", 1, 1, S, W);
-    mil_var *u, *z, *bb, *aa;
-    if (!x || !valid || !cs || !st || !pks || !pkn || !front(b, c, w, x, &u, &z, &bb, &aa)) return;
+    mil_var *u, *bb, *aa;
+    if (!io->x || !valid || !cs || !io->state || !pks || !pkn ||
+        !front(b, c, w, io->x, &u, &io->z, &bb, &aa))
+        return 0;
     mil_var *cv = chunk_conv(b, c, &d, w, u, cs);
     mil_var *ca = cv ? mil_build_unary(b, "silu", "conv_act", cv) : NULL;
     /* the new window: the last K-1 inputs before the chunk's end, which the
      * host's 0/1 pick matrices select (they depend on the token count) */
     mil_var *ws = ca ? mil_build_matmul(b, "conv_keep_state", cs, pks, 0, 0) : NULL;
     mil_var *wn = ws ? mil_build_matmul(b, "conv_keep_new", u, pkn, 0, 0) : NULL;
-    mil_var *cs_out = wn ? mil_build_add(b, "conv_state_out", ws, wn) : NULL;
-    mil_var *qn, *kn, *v, *beta, *decay, *o = NULL;
-    if (!cs_out || !heads(b, &d, ca, &qn, &kn, &v) || !gates(b, w, bb, aa, valid, &beta, &decay))
-        return;
-    mil_var *v4 = reshape4(b, "v_heads", v, d.nk, d.G, d.dvp, S);
-    mil_var *S_ = reshape4(b, "state_heads", st, d.nk, d.G, d.dk, d.dvp);
+    io->conv_state_out = wn ? mil_build_add(b, "conv_state_out", ws, wn) : NULL;
+    return io->conv_state_out && heads(b, &d, ca, &io->q, &io->k, &io->v) &&
+           gates(b, w, bb, aa, valid, &io->beta, &io->g, &io->decay);
+}
+
+void lower_qwen35_prefill_finish(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                                 const lower_q35_prefill *io, int S, mil_var *o, mil_var *state) {
+    lin_dims d = dims_of(c, S);
+    mil_var *st_out = state ? reshape4(b, "delta_state_out", state, 1, d.nv, d.dk, d.dvp) : NULL;
+    mil_var *xo = st_out && o ? back(b, c, &d, w, o, io->z, io->x) : NULL;
+    if (!xo) return;
+    mil_var *outs[3] = {xo, io->conv_state_out, st_out};
+    mil_build_done(b, outs, 3);
+}
+
+void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                                   int S) {
+    lin_dims d = dims_of(c, S);
+    lower_q35_prefill io;
+    if (!lower_qwen35_prefill_front(b, c, w, S, &io)) return;
+    mil_var *qn = io.q, *kn = io.k, *beta = io.beta, *decay = io.decay, *o = NULL;
+    mil_var *v4 = reshape4(b, "v_heads", io.v, d.nk, d.G, d.dvp, S);
+    mil_var *S_ = reshape4(b, "state_heads", io.state, d.nk, d.G, d.dk, d.dvp);
     /* the tokens in order: the state is the only sequential part */
     nc_fp16 *eye = calloc((size_t)S * S, sizeof *eye);
     for (int t = 0; eye && t < S; t++)
@@ -382,20 +404,22 @@ void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower
         acc = !pl ? NULL : acc ? mil_build_add(b, n[7], acc, pl) : pl;
         if (!acc) return;
     }
-    mil_var *st_out = reshape4(b, "delta_state_out", S_, 1, d.nv, d.dk, d.dvp);
-    mil_var *xo = st_out ? back(b, c, &d, w, acc, z, x) : NULL;
-    if (!xo) return;
-    mil_var *outs[3] = {xo, cs_out, st_out};
-    mil_build_done(b, outs, 3);
+    lower_qwen35_prefill_finish(b, c, w, &io, S, acc, S_);
 }
 
 nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *c,
                                       lower_linear_weights *w, lower_layer_weights *mlp,
-                                      const char *dir, mil_program **out, nc_error *err) {
+                                      lower_q35_prefill_form form, const char *dir,
+                                      mil_program **out, nc_error *err) {
     if (c->linear_num_value_heads % c->linear_num_key_heads)
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "linear_num_value_heads %d is not a multiple of linear_num_key_heads %d",
                        c->linear_num_value_heads, c->linear_num_key_heads);
+    for (int s = 0; form == LOWER_Q35_PREFILL_CHUNKED && s < p->n_seqs; s++)
+        if (p->seqs[s] % LOWER_Q35_SUBCHUNK)
+            return nc_fail(err, NC_ERR_UNSUPPORTED,
+                           "bucket %d: the chunked prefill needs a multiple of %d tokens",
+                           p->seqs[s], LOWER_Q35_SUBCHUNK);
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));
     char fn[64];
@@ -404,7 +428,11 @@ nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *
     for (int s = 0; s < p->n_seqs; s++) {
         snprintf(fn, sizeof fn, "prefill_s%d", p->seqs[s]);
         if (mil_build_function(b, fn, "ios18") != NC_OK) break;
-        lower_qwen35_prefill_function(b, c, w, p->seqs[s]);
+        if (form == LOWER_Q35_PREFILL_UNROLLED)
+            lower_qwen35_prefill_function(b, c, w, p->seqs[s]);
+        else
+            lower_qwen35_prefill_chunked_function(b, c, w, p->seqs[s], LOWER_Q35_SUBCHUNK,
+                                                  LOWER_Q35_CHUNK_SAFE);
         snprintf(fn, sizeof fn, "mlp_s%d", p->seqs[s]);
         if (mil_build_function(b, fn, "ios18") != NC_OK) break;
         lower_qwen3_mlp_function(b, p, p->seqs[s], mlp);

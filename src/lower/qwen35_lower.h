@@ -3,8 +3,10 @@
  * (lower_qwen3_layer_program) with the output gate and a partial rotary
  * matrix; a linear-attention layer is one program holding
  *
- *   step_s32: x, conv_state, delta_state -> x_out, conv_state_out, delta_state_out
- *   mlp_sS  : x -> x_out                     (one per bucket, Qwen3's kernel)
+ *   step_s32  : x, conv_state, delta_state -> x_out, conv_state_out, delta_state_out
+ *   prefill_sS: the same for a chunk of tokens (one per bucket: the unrolled
+ *               form below or the chunked form of qwen35_chunk.h)
+ *   mlp_sS    : x -> x_out                   (one per bucket, Qwen3's kernel)
  *
  * step_s32 is one token of the recurrent form: the token's activation in
  * column 0 of x [1, D, 1, 32] (the other columns are ignored; x_out holds
@@ -67,11 +69,38 @@ void lower_qwen35_step_function(mil_builder *b, const qwen35_config *c, lower_li
 void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
                                    int S);
 
+/* The state-free parts of a prefill_sS function, which the unrolled form
+ * above and the chunked form (qwen35_chunk.h) share: front declares the
+ * inputs and writes RMSNorm, the projections, the conv and its new window,
+ * the L2 norms and the gates; finish writes the gated norm, out_proj and
+ * the residual and ends the function. Padding columns have beta = g = 0. */
+typedef struct lower_q35_prefill {
+    mil_var *x, *z, *state, *conv_state_out; /* state: the delta_state input */
+    mil_var *q, *k;                          /* [1, nk, dk, S], L2-normed, q * dk^-0.5 */
+    mil_var *v;                              /* [1, nv dvp, 1, S] */
+    mil_var *beta, *g, *decay;               /* [1, nv, 1, S]: beta, log-decay, exp(g) */
+} lower_q35_prefill;
+
+/* 1 when every var was built (else the builder holds the error). */
+int lower_qwen35_prefill_front(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                               int S, lower_q35_prefill *io);
+/* o: the delta rule's outputs [1, nv, dvp, S]; state: the new delta state
+ * (any shape of nv dk dvp elements in [1, nv, dk, dvp] order). */
+void lower_qwen35_prefill_finish(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
+                                 const lower_q35_prefill *io, int S, mil_var *o, mil_var *state);
+
+/* Which form prefill_sS takes (nectar compile --q35-prefill). */
+typedef enum lower_q35_prefill_form {
+    LOWER_Q35_PREFILL_CHUNKED = 0, /* the default: qwen35_chunk.h */
+    LOWER_Q35_PREFILL_UNROLLED = 1,
+} lower_q35_prefill_form;
+
 /* The linear-attention layer program (step_s32, then prefill_sS and mlp_sS per bucket of
  * p; `mlp` holds the layer's MLP weights as Qwen3's) into folder dir;
  * checked against the ANE rules. */
 nc_status lower_qwen35_linear_program(const lower_plan *p, const qwen35_config *c,
                                       lower_linear_weights *w, lower_layer_weights *mlp,
-                                      const char *dir, mil_program **out, nc_error *err);
+                                      lower_q35_prefill_form form, const char *dir,
+                                      mil_program **out, nc_error *err);
 
 #endif

@@ -248,7 +248,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) st = plan_buckets(c, err);
     if (!st) st = hf_weights_open(opt->model_dir, &c->w, err);
     if (!st) st = nc_pool_new(opt->n_threads, &c->pool, err);
-    c->src35 = (lower_q35_src){&c->cfg35, c->w, c->pool, opt->model_dir, &c->stats};
+    c->src35 = (lower_q35_src){&c->cfg35,      c->w,      c->pool,
+                               opt->model_dir, &c->stats, (lower_q35_prefill_form)opt->q35_prefill};
     int L = c->cfg.num_hidden_layers;
     if (!st) {
         c->man.programs = calloc((size_t)L + 1, sizeof *c->man.programs);

@@ -13,6 +13,7 @@
 #include "base/half.h"
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
+#include "models/dec_kv.h"
 #include "models/qwen3_impl.h"
 
 typedef struct {
@@ -22,20 +23,6 @@ typedef struct {
 
 static size_t kv_dim(const qwen3_config *c) {
     return (size_t)c->num_key_value_heads * c->head_dim;
-}
-
-/* The cache rows of one layer, from position 0 (fp32 or fp16 elements). */
-static char *cache_at(const qwen3_state *s, void *cache, int layer) {
-    size_t esz = s->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
-    return (char *)cache + (size_t)layer * s->ctx * kv_dim(&s->m->cfg) * esz;
-}
-
-/* One row of K or V into the cache, rounded to fp16 when the cache is. */
-static void cache_store(const qwen3_model *m, char *dst, const float *src, size_t n) {
-    if (m->kv_f16)
-        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
-    else
-        memcpy(dst, src, n * sizeof(float));
 }
 
 /* Row i: q_norm and RoPE on each query head; k_norm and RoPE on each key
@@ -50,21 +37,13 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     size_t kvd = kv_dim(c);
     const float *cs = w->rope_cos + (size_t)i * hd / 2, *sn = w->rope_sin + (size_t)i * hd / 2;
     float *q = w->q + (size_t)i * c->num_attention_heads * hd;
-    for (int h = 0; h < c->num_attention_heads; h++) {
-        cpu_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, c->rms_norm_eps);
-        cpu_rope_apply(q + (size_t)h * hd, cs, sn, hd);
-    }
+    dec_norm_rope_heads(q, c->num_attention_heads, hd, L->q_norm, c->rms_norm_eps, cs, sn, hd);
     float *k = w->k + (size_t)i * kvd;
-    for (int h = 0; h < c->num_key_value_heads; h++) {
-        cpu_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->rms_norm_eps);
-        cpu_rope_apply(k + (size_t)h * hd, cs, sn, hd);
-    }
+    dec_norm_rope_heads(k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps, cs, sn, hd);
     qwen3_state *s = w->row_state[i];
-    size_t at = (size_t)w->row_pos[i] * kvd * (lc->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float));
-    cache_store(lc->m, cache_at(s, s->k_cache, lc->layer) + at, k, kvd);
-    cache_store(lc->m, cache_at(s, s->v_cache, lc->layer) + at, w->v + (size_t)i * kvd, kvd);
-    w->row_k[i] = cache_at(s, s->k_cache, lc->layer);
-    w->row_v[i] = cache_at(s, s->v_cache, lc->layer);
+    dec_kv kv = {kvd, s->ctx, lc->m->kv_f16};
+    dec_kv_store(&kv, s->k_cache, s->v_cache, lc->layer, w->row_pos[i], k, w->v + (size_t)i * kvd,
+                 &w->row_k[i], &w->row_v[i]);
 }
 
 /* The decoder over the n rows planned in the workspace (row_token,

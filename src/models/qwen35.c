@@ -20,6 +20,7 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_delta.h"
 #include "cpu/cpu_ops.h"
+#include "models/dec_kv.h"
 #include "models/qwen35_impl.h"
 
 typedef struct segment {
@@ -45,19 +46,6 @@ static size_t kv_dim(const qwen35_config *c) {
     return (size_t)c->num_key_value_heads * c->head_dim;
 }
 
-/* The cache rows of one full-attention layer (slot), fp32 or fp16. */
-static char *cache_at(const qwen35_state *s, void *cache, int slot) {
-    size_t esz = s->m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
-    return (char *)cache + (size_t)slot * s->ctx * kv_dim(&s->m->cfg) * esz;
-}
-
-static void cache_store(const qwen35_model *m, char *dst, const float *src, size_t n) {
-    if (m->kv_f16)
-        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, n);
-    else
-        memcpy(dst, src, n * sizeof(float));
-}
-
 /* ---- gated full attention ------------------------------------------------ */
 
 /* Row i: split q_proj's output into the query and the gate of each head,
@@ -78,20 +66,16 @@ static void attn_row_prep(void *ctx, int i, int thread) {
         memcpy(q, src + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
         memcpy(w->gate + (size_t)i * qd + (size_t)h * hd, src + (size_t)h * 2 * hd + hd,
                (size_t)hd * sizeof(float));
-        cpu_rmsnorm(q, q, L->q_norm, hd, c->rms_norm_eps);
-        cpu_rope_apply(q, cs, sn, rd); /* the first rd dims; the rest pass */
     }
+    /* RoPE on the first rd dims of each head; the rest pass */
+    dec_norm_rope_heads(w->q + (size_t)i * qd, c->num_attention_heads, hd, L->q_norm,
+                        c->rms_norm_eps, cs, sn, rd);
     float *k = w->k + (size_t)i * kvd;
-    for (int h = 0; h < c->num_key_value_heads; h++) {
-        cpu_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->rms_norm_eps);
-        cpu_rope_apply(k + (size_t)h * hd, cs, sn, rd);
-    }
+    dec_norm_rope_heads(k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps, cs, sn, rd);
     qwen35_state *s = w->row_state[i];
-    size_t at = (size_t)w->row_pos[i] * kvd * (m->kv_f16 ? sizeof(nc_fp16) : sizeof(float));
-    cache_store(m, cache_at(s, s->k_cache, L->slot) + at, k, kvd);
-    cache_store(m, cache_at(s, s->v_cache, L->slot) + at, w->v + (size_t)i * kvd, kvd);
-    w->row_k[i] = cache_at(s, s->k_cache, L->slot);
-    w->row_v[i] = cache_at(s, s->v_cache, L->slot);
+    dec_kv kv = {kvd, s->ctx, m->kv_f16};
+    dec_kv_store(&kv, s->k_cache, s->v_cache, L->slot, w->row_pos[i], k, w->v + (size_t)i * kvd,
+                 &w->row_k[i], &w->row_v[i]);
 }
 
 static void attn_row_gate(void *ctx, int i, int thread) {

@@ -3,7 +3,8 @@
 # checkpoints (both layouts) through the engine seam's qwen35-cpu engine:
 # greedy output byte-identical to HF transformers' for prompts of 4, 33 and
 # 202 tokens (tests/fixtures/qwen35/*/run_<i>.{prompt,expected}, written by
-# tools/make_qwen35_fixtures.py), with fp32 and fp16 KV caches and after
+# tools/make_qwen35_fixtures.py; tiny_eos_mid's greedy text runs on through
+# <|endoftext|>, which its config does not name as eos), with fp32 and fp16 KV caches and after
 # `nectar quantize` (q8: runs and stays close, not byte-identical).
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
@@ -12,7 +13,8 @@ trap 'rm -rf "$TMP"' EXIT
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 
-for m in tests/fixtures/qwen35/tiny_text_untied tests/fixtures/qwen35/tiny_vl_tied; do
+for m in tests/fixtures/qwen35/tiny_text_untied tests/fixtures/qwen35/tiny_vl_tied \
+    tests/fixtures/qwen35/tiny_eos_mid; do
     for p in "$m"/run_*.prompt; do
         e=${p%.prompt}.expected
         name=$(basename "$m")_$(basename "${p%.prompt}")

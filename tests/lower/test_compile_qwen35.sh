@@ -7,7 +7,10 @@
 # (tests/fixtures/qwen35/*/run_<i>.expected, written by
 # tools/make_qwen35_fixtures.py) and the cpu backend's; a two-turn chat
 # (prefix reuse: truncation + replay of the recurrent state) equal to the
-# cpu backend's; one-line errors for what a Qwen3.5 bundle cannot do.
+# cpu backend's; one-line errors for what a Qwen3.5 bundle cannot do. The
+# linear layers' prefill_sS is checked in both forms: the chunked delta
+# rule (the default) and, compiled with --q35-prefill unrolled, the
+# recurrent form unrolled over the chunk.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -18,20 +21,28 @@ fail() { echo "FAIL $1: $2"; }
 for name in tiny_text_untied tiny_vl_tied; do
     M=tests/fixtures/qwen35/$name
     B="$TMP/$name"
-    # 3 layers (2 linear + 1 full): step + mlp, step + mlp, 4 kernels, head
-    if "$BIN" compile -m "$M" -o "$B" --ctx 256 --buckets 32,64 $T >"$TMP/out" 2>"$TMP/err" &&
+    # 3 layers (2 linear + 1 full): step + mlp, step + mlp, 4 kernels, head;
+    # the 128 bucket runs 8 sub-chunks of the chunked prefill in sequence
+    if "$BIN" compile -m "$M" -o "$B" --ctx 256 --buckets 32,64,128 $T >"$TMP/out" 2>"$TMP/err" &&
         grep -q "4 programs" "$TMP/out" && grep -q "9 kernels per token" "$TMP/out" &&
         [ -f "$B/manifest.json" ] && [ -f "$B/head/model.mil" ] &&
         grep -q "func step_s32" "$B/layer_00/model.mil" &&
         grep -q "func mlp_s64" "$B/layer_00/model.mil" &&
-        grep -q "func prefill_s64" "$B/layer_00/model.mil" &&
-        grep -q "func qkv_s32" "$B/layer_01/model.mil"; then
+        grep -q "func prefill_s128" "$B/layer_00/model.mil" &&
+        grep -q "func qkv_s32" "$B/layer_01/model.mil" &&
+        grep -q "ut_rhs = " "$B/layer_00/model.mil" &&
+        "$BIN" compile -m "$M" -o "$B.unrolled" --ctx 256 --buckets 32,64 --q35-prefill unrolled \
+            $T >"$TMP/out" 2>"$TMP/err" &&
+        grep -q "state_new_31 = " "$B.unrolled/layer_00/model.mil" &&
+        ! grep -q "ut_rhs = " "$B.unrolled/layer_00/model.mil"; then
         pass "compile_qwen35_writes_bundle_$name"
     else
         fail "compile_qwen35_writes_bundle_$name" "$(cat "$TMP/out" "$TMP/err")"
     fi
 
-    if "$BIN" mil check --target ane "$B" >"$TMP/out" 2>&1 && grep -q "^4 files checked: 0 with errors" "$TMP/out"; then
+    if "$BIN" mil check --target ane "$B" >"$TMP/out" 2>&1 && grep -q "^4 files checked: 0 with errors" "$TMP/out" &&
+        "$BIN" mil check --target ane "$B.unrolled" >"$TMP/out" 2>&1 &&
+        grep -q "^4 files checked: 0 with errors" "$TMP/out"; then
         pass "compile_qwen35_passes_mil_check_ane_$name"
     else
         fail "compile_qwen35_passes_mil_check_ane_$name" "$(grep -m3 error "$TMP/out")"
@@ -47,18 +58,22 @@ for name in tiny_text_untied tiny_vl_tied; do
     for p in "$M"/run_*.prompt; do
         e=${p%.prompt}.expected
         r=$(basename "${p%.prompt}")
-        if "$BIN" run $T --backend mil -m "$B" -f "$p" --temp 0 -n 32 >"$TMP/mil" 2>"$TMP/err" &&
-            [ -s "$TMP/mil" ] && cmp -s "$TMP/mil" "$e"; then
-            pass "run_qwen35_mil_greedy_matches_hf_${name}_$r"
-        else
-            fail "run_qwen35_mil_greedy_matches_hf_${name}_$r" "got '$(cat "$TMP/mil")' ($(tail -1 "$TMP/err"))"
-        fi
         "$BIN" run $T -m "$M" -f "$p" --temp 0 -n 32 >"$TMP/cpu" 2>/dev/null
-        if [ -s "$TMP/cpu" ] && cmp -s "$TMP/mil" "$TMP/cpu"; then
-            pass "run_qwen35_mil_greedy_equals_cpu_${name}_$r"
-        else
-            fail "run_qwen35_mil_greedy_equals_cpu_${name}_$r" "mil '$(cat "$TMP/mil")' cpu '$(cat "$TMP/cpu")'"
-        fi
+        for form in chunked unrolled; do
+            bb=$B && sfx=
+            [ $form = unrolled ] && bb=$B.unrolled && sfx=_unrolled
+            if "$BIN" run $T --backend mil -m "$bb" -f "$p" --temp 0 -n 32 >"$TMP/mil" 2>"$TMP/err" &&
+                [ -s "$TMP/mil" ] && cmp -s "$TMP/mil" "$e"; then
+                pass "run_qwen35_mil_greedy_matches_hf_${name}_$r$sfx"
+            else
+                fail "run_qwen35_mil_greedy_matches_hf_${name}_$r$sfx" "got '$(cat "$TMP/mil")' ($(tail -1 "$TMP/err"))"
+            fi
+            if [ -s "$TMP/cpu" ] && cmp -s "$TMP/mil" "$TMP/cpu"; then
+                pass "run_qwen35_mil_greedy_equals_cpu_${name}_$r$sfx"
+            else
+                fail "run_qwen35_mil_greedy_equals_cpu_${name}_$r$sfx" "mil '$(cat "$TMP/mil")' cpu '$(cat "$TMP/cpu")'"
+            fi
+        done
     done
 done
 
@@ -68,10 +83,13 @@ M=tests/fixtures/qwen35/tiny_vl_tied
 printf 'hello there\nand again\n' |
     "$BIN" chat $T --backend mil -m "$TMP/tiny_vl_tied" --temp 0 -n 12 --no-think >"$TMP/mil" 2>"$TMP/err"
 printf 'hello there\nand again\n' | "$BIN" chat $T -m "$M" --temp 0 -n 12 --no-think >"$TMP/cpu" 2>/dev/null
-if grep -q "cached" "$TMP/err" && [ -s "$TMP/cpu" ] && cmp -s "$TMP/mil" "$TMP/cpu"; then
+printf 'hello there\nand again\n' |
+    "$BIN" chat $T --backend mil -m "$TMP/tiny_vl_tied.unrolled" --temp 0 -n 12 --no-think >"$TMP/milu" 2>/dev/null
+if grep -q "cached" "$TMP/err" && [ -s "$TMP/cpu" ] && cmp -s "$TMP/mil" "$TMP/cpu" &&
+    cmp -s "$TMP/milu" "$TMP/cpu"; then
     pass chat_qwen35_mil_two_turns_equal_cpu
 else
-    fail chat_qwen35_mil_two_turns_equal_cpu "mil '$(cat "$TMP/mil")' cpu '$(cat "$TMP/cpu")' $(tail -2 "$TMP/err")"
+    fail chat_qwen35_mil_two_turns_equal_cpu "mil '$(cat "$TMP/mil")' unrolled '$(cat "$TMP/milu")' cpu '$(cat "$TMP/cpu")' $(tail -2 "$TMP/err")"
 fi
 
 # the host's CPU head is Qwen3's (plain-weight norm): refused for Qwen3.5, no bundle left

@@ -43,6 +43,10 @@ int cmd_compile(int argc, char **argv) {
                 &o.n_threads, .min = 1, .max = 1024),
         CLI_OPT(NULL, "--progress", CLI_FLAG, NULL,
                 "always draw the progress bar (default: when a tty)", &o.progress),
+        CLI_OPT(NULL, "--q35-prefill", CLI_CHOICE, "chunked|unrolled",
+                "Qwen3.5 linear layers' prefill: the chunked delta rule (default) or the\n"
+                "recurrent form unrolled over the chunk (docs/qwen35.md)",
+                &o.q35_prefill, .choices = "chunked|unrolled"),
         CMD_PALETTIZE_OPTS(&pa),
         CLI_ENDROW};
     const cli_command cmd = {
