@@ -117,7 +117,7 @@ typedef struct {
     const cpu_packed *p;
     const float *x;
     size_t ldx;
-    int n, step, ranges; /* step: tokens per task */
+    int n, step, ranges; /* step: tokens per block */
     cpu_packed_epilogue epi;
     void *ctx;
     float *scratch;
@@ -139,32 +139,34 @@ static int range_count(int groups, int threads) {
     return groups < RANGES_PER_THREAD * threads ? groups : RANGES_PER_THREAD * threads;
 }
 
-/* One task: a run of groups against a token block, each group's parts
+/* One task: a run of groups against every token block, each group's parts
  * into the thread's scratch, then the epilogue. */
-static void range_task(void *ctx, int task, int thread) {
+static void range_task(void *ctx, int ri, int thread) {
     const matmul_job *j = ctx;
     const cpu_packed *p = j->p;
     float *ys = j->scratch + (size_t)thread * CPU_PACKED_SCRATCH_FLOATS;
-    int ri = task % j->ranges, t0 = task / j->ranges * j->step;
     int g0 = (int)((long)ri * p->groups / j->ranges),
         g1 = (int)((long)(ri + 1) * p->groups / j->ranges);
-    int nt = j->n - t0 < j->step ? j->n - t0 : j->step;
-    const float *x = j->x + (size_t)t0 * j->ldx;
     size_t ldy = (size_t)p->parts * (size_t)p->group_rows;
     const void *end = part_panel(p, g1, 0);
     for (int g = g0; g < g1; g++) {
         int r0 = g * p->group_rows;
         int rows = p->part_rows - r0 < p->group_rows ? p->part_rows - r0 : p->group_rows;
-        for (int q = 0; q < p->parts; q++) {
-            float *y = ys + (size_t)q * (size_t)p->group_rows;
-            const void *panel = part_panel(p, g, q);
-            if (p->w16)
-                p->w16->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt, end);
-            else
-                p->g->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt);
+        /* every token block while the group's panel is in cache */
+        for (int t0 = 0; t0 < j->n; t0 += j->step) {
+            int nt = j->n - t0 < j->step ? j->n - t0 : j->step;
+            const float *x = j->x + (size_t)t0 * j->ldx;
+            for (int q = 0; q < p->parts; q++) {
+                float *y = ys + (size_t)q * (size_t)p->group_rows;
+                const void *panel = part_panel(p, g, q);
+                if (p->w16)
+                    p->w16->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt, end);
+                else
+                    p->g->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt);
+            }
+            cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
+            j->epi(j->ctx, &b);
         }
-        cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
-        j->epi(j->ctx, &b);
     }
 }
 
@@ -173,7 +175,7 @@ void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_
     if (n <= 0) return;
     int step = block_tokens(n), ranges = range_count(p->groups, nc_pool_threads(pool));
     matmul_job j = {p, x, ldx, n, step, ranges, epi, ctx, scratch};
-    nc_pool_for(pool, (n + step - 1) / step * ranges, range_task, &j);
+    nc_pool_for(pool, ranges, range_task, &j);
 }
 
 /* A product held whole in y (W's row order), handed to an epilogue in
