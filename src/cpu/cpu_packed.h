@@ -2,9 +2,10 @@
  * GEMM (cpu_gemm_kernels) and kept, for models that run many prompts over
  * the same weights (the encoders): cpu_matmul.c packs each task's weight rows
  * again on every call, which cost an encoder forward pass a fifth of its
- * time. Products run as pool tasks of one row group each, and hand each
- * block of outputs to a caller's epilogue while it is still in cache (a
- * residual add, RoPE, a gated activation), so no separate pass is needed. */
+ * time. Products run as pool tasks of consecutive row groups, and hand
+ * each block of outputs to a caller's epilogue while it is still in cache
+ * (a residual add, RoPE, a gated activation), so no separate pass is
+ * needed. */
 #ifndef NC_CPU_PACKED_H
 #define NC_CPU_PACKED_H
 
@@ -12,7 +13,7 @@
 #include "base/pool.h"
 #include "cpu/cpu_matmul.h"
 
-/* Output rows of W (= output columns) per task. */
+/* Output rows of W (= output columns) per group. */
 #define CPU_PACKED_GROUP_ROWS CPU_MATMUL_PANEL_ROWS
 /* Activation rows per epilogue block. */
 #define CPU_PACKED_TOKENS 128
