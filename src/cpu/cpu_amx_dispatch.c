@@ -24,6 +24,12 @@ static void pack_task(void *ctx, int tb, int thread) {
     cpu_amx_pack_x(a->x, a->ldx, a->n, a->k, tb, a->amx_x);
 }
 
+void cpu_amx_pack_act(nc_pool *pool, cpu_act *a) {
+    if (a->amx_packed) return;
+    nc_pool_for(pool, cpu_amx_token_blocks(a->n), pack_task, a);
+    a->amx_packed = 1;
+}
+
 typedef struct {
     const cpu_kernels *kern;
     const cpu_act *a;
@@ -53,10 +59,7 @@ int cpu_matmul_amx(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count
         if (p[i].w->cols != a->k) return 0;
         j.first[i + 1] = j.first[i] + (p[i].w->rows + AMX_ROWS_PER_TASK - 1) / AMX_ROWS_PER_TASK;
     }
-    if (!a->amx_packed) {
-        nc_pool_for(pool, cpu_amx_token_blocks(a->n), pack_task, a);
-        a->amx_packed = 1;
-    }
+    cpu_amx_pack_act(pool, a);
     nc_pool_for(pool, j.first[count], product_task, &j);
     return 1;
 }

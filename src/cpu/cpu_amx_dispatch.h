@@ -14,4 +14,8 @@ int cpu_amx_takes(const cpu_kernels *kern, const cpu_act *a);
 int cpu_matmul_amx(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
                    const cpu_product *p);
 
+/* Packs a's rows as the tiles' bf16 terms into a->amx_x, once (a->amx_packed
+ * records it), split over the pool; cpu_amx_takes(kern, a) must hold. */
+void cpu_amx_pack_act(nc_pool *pool, cpu_act *a);
+
 #endif

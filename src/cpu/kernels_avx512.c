@@ -9,6 +9,7 @@
 #include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/gemm_bf16w.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
@@ -103,6 +104,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
     .qpanel = &cpu_qpanel_avx512,
     .gemm = {32, gemm_pack, gemm_run},
+    .gemm_bf16w = &cpu_gemm_bf16w_avx512,
     .attn = &cpu_attn_avx512,
     .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
 #include "models/modernbert_impl.h"
 
@@ -78,44 +79,113 @@ void modernbert_act_apply(modernbert_act act, float *y, size_t n) {
         y[i] = act1(act, y[i]);
 }
 
-/* Row r of hb [rows, 2I]: hb[:I] = act(hb[:I]) * hb[I:] (HF: input, gate = chunk(2)). */
-static void gated_act_row(void *ctx, int r, int thread) {
-    (void)thread;
-    const step_ctx *s = ctx;
-    size_t ff = (size_t)s->m->cfg.intermediate_size;
-    float *h = s->m->ws.hb + (size_t)r * 2 * ff;
-    modernbert_act a = s->m->cfg.hidden_act;
-    for (size_t i = 0; i < ff; i++)
-        h[i] = act1(a, h[i]) * h[ff + i];
+/* ---- product epilogues (cpu_packed_block: a block of a product's outputs) -- */
+
+typedef struct {
+    modernbert_model *m;
+    const modernbert_io *io;
+    int layer, rope; /* rope: apply RoPE to the q and k heads of each block */
+    float *dst;
+    size_t ld;
+} epi_ctx;
+
+/* dst += y (the residual stream). */
+static void epi_add(void *ctx, const cpu_packed_block *b) {
+    const epi_ctx *e = ctx;
+    for (int t = 0; t < b->nt; t++) {
+        float *x = e->dst + (size_t)(b->t0 + t) * e->ld + (size_t)b->r0;
+        const float *y = b->y + (size_t)t * b->ldy;
+        for (int i = 0; i < b->rows; i++)
+            x[i] += y[i];
+    }
 }
 
-/* Row r: RoPE on each query and key head, at the row's position in its sequence. */
+/* dst = act(input) * gate, the two parts of Wi x (HF: input, gate = chunk(2)). */
+static void epi_gated(void *ctx, const cpu_packed_block *b) {
+    const epi_ctx *e = ctx;
+    modernbert_act a = e->m->cfg.hidden_act;
+    for (int t = 0; t < b->nt; t++) {
+        float *h = e->dst + (size_t)(b->t0 + t) * e->ld + (size_t)b->r0;
+        const float *in = b->y + (size_t)t * b->ldy, *gate = in + b->part_off;
+        for (int i = 0; i < b->rows; i++)
+            h[i] = act1(a, in[i]) * gate[i];
+    }
+}
+
+/* RoPE on one head of the row at position pos, with the layer's theta. */
+static void rope_head(const epi_ctx *e, float *v, int pos) {
+    const modernbert_workspace *w = &e->m->ws;
+    int hd = e->m->cfg.head_dim, type = e->m->cfg.is_global[e->layer] ? 0 : 1;
+    size_t at = ((size_t)type * (size_t)w->seq_cap + (size_t)pos) * (size_t)hd / 2;
+    cpu_rope_apply(v, w->rope_cos + at, w->rope_sin + at, hd);
+}
+
+/* dst = y (qkv), with RoPE on the query and key heads when e->rope (the
+ * blocks then hold whole heads: see rope_fits). */
+static void epi_qkv(void *ctx, const cpu_packed_block *b) {
+    const epi_ctx *e = ctx;
+    int hd = e->m->cfg.head_dim, two_d = 2 * (int)dim(e->m);
+    for (int t = 0; t < b->nt; t++) {
+        int r = b->t0 + t;
+        float *q = e->dst + (size_t)r * e->ld + (size_t)b->r0;
+        memcpy(q, b->y + (size_t)t * b->ldy, (size_t)b->rows * sizeof(float));
+        for (int h = 0; e->rope && h < b->rows && b->r0 + h < two_d; h += hd)
+            rope_head(e, q + h, r % e->io->seq);
+    }
+}
+
+/* Whether every block of the QKV product holds whole heads. */
+static int rope_fits(const modernbert_model *m) {
+    return CPU_PACKED_GROUP_ROWS % m->cfg.head_dim == 0;
+}
+
+/* Row r: RoPE on each query and key head (when the QKV epilogue could not). */
 static void rope_row(void *ctx, int r, int thread) {
     (void)thread;
-    const step_ctx *s = ctx;
-    const modernbert_config *c = &s->m->cfg;
-    const modernbert_workspace *w = &s->m->ws;
-    int hd = c->head_dim, pos = r % s->io->seq, type = c->is_global[s->layer] ? 0 : 1;
-    size_t d = dim(s->m), at = ((size_t)type * (size_t)w->seq_cap + (size_t)pos) * (size_t)hd / 2;
-    float *q = w->qkv + (size_t)r * 3 * d, *k = q + d;
-    for (int h = 0; h < c->num_attention_heads; h++) {
-        cpu_rope_apply(q + (size_t)h * hd, w->rope_cos + at, w->rope_sin + at, hd);
-        cpu_rope_apply(k + (size_t)h * hd, w->rope_cos + at, w->rope_sin + at, hd);
+    const epi_ctx *e = ctx;
+    const modernbert_config *c = &e->m->cfg;
+    size_t d = dim(e->m);
+    float *q = e->m->ws.qkv + (size_t)r * 3 * d;
+    for (int h = 0; h < 2 * c->num_attention_heads; h++)
+        rope_head(e, q + (size_t)h * (size_t)c->head_dim, r % e->io->seq);
+}
+
+/* Softmax of row p (keys klo..klo+nk-1) for query q with what it may not
+ * see masked: pad keys and, on local layers, keys outside the band. */
+static void masked_softmax(const step_ctx *s, float *p, int b, int q, int klo, int nk,
+                           float scale) {
+    const modernbert_io *io = s->io;
+    int seq = io->seq, global = s->m->cfg.is_global[s->layer], half = s->m->cfg.local_attention / 2;
+    float mx = -INFINITY, sum = 0;
+    for (int j = 0; j < nk; j++) {
+        int k = klo + j;
+        int seen = is_real(io, (size_t)b * seq + k) && (global || abs(q - k) <= half);
+        p[j] = seen ? p[j] * scale : -INFINITY;
+        if (p[j] > mx) mx = p[j];
     }
+    for (int j = 0; j < nk; j++) {
+        p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
+        sum += p[j];
+    }
+    for (int j = 0; j < nk && sum > 0; j++)
+        p[j] /= sum;
 }
 
 /* One attention task: a block of queries of one sequence and one head,
  * against the keys they may see (all of the sequence on global layers, the
- * band around the block on local ones). Scores S = Q K^T and the output
- * P V go through the matmul kernel (V transposed into scratch so its rows
- * are contiguous); pad keys get probability 0, pad queries a zero output
- * (nothing real reads them, since pad keys are masked). */
+ * band around the block on local ones), on the table's attention kernels:
+ * S = Q K^T, each row's softmax over the keys it sees (the band of its own
+ * query: a contiguous run, so the vector softmax serves unless the row has
+ * pad keys), then O = P V with V's rows as they lie in qkv. Pad keys get
+ * probability 0, pad queries a zero output (nothing real reads them, since
+ * pad keys are masked). */
 static void attention_block(void *ctx, int task, int thread) {
     const step_ctx *s = ctx;
     const modernbert_model *m = s->m;
     const modernbert_config *c = &m->cfg;
     const modernbert_io *io = s->io;
     const modernbert_workspace *w = &m->ws;
+    const cpu_attn_kernels *ak = m->kern->attn;
     size_t d = dim(m), ld = 3 * d;
     int hd = c->head_dim, seq = io->seq, heads = c->num_attention_heads;
     int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
@@ -124,44 +194,36 @@ static void attention_block(void *ctx, int task, int thread) {
     int global = c->is_global[s->layer], half = c->local_attention / 2;
     int klo = global || q0 - half < 0 ? 0 : q0 - half;
     int khi = global || q1 - 1 + half > seq - 1 ? seq - 1 : q1 - 1 + half;
-    int nk = khi - klo + 1;
-    const float *base = w->qkv + (size_t)b * (size_t)seq * ld;
-    float *sc =
-        w->scores + (size_t)thread * (size_t)(MODERNBERT_ATT_QBLOCK + hd) * (size_t)w->seq_cap;
-    float *vt = sc + (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
-    const cpu_matmul_fn mm = m->kern->matmul[CPU_W_F32];
-    mm(base + (size_t)klo * ld + d + (size_t)h * hd, ld, base + (size_t)q0 * ld + (size_t)h * hd,
-       ld, sc, (size_t)nk, nq, hd, 0, nk);
+    int nk = khi - klo + 1, keys_real = 1;
+    for (int k = klo; k <= khi && keys_real; k++)
+        keys_real = is_real(io, (size_t)b * seq + k);
+    const float *q = w->qkv + ((size_t)b * seq + (size_t)q0) * ld + (size_t)h * hd;
+    const float *k = w->qkv + ((size_t)b * seq + (size_t)klo) * ld + d + (size_t)h * hd;
+    float *sc = w->scores + (size_t)thread * (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
+    if (ak->qk)
+        ak->qk(q, ld, k, ld, sc, (size_t)nk, nq, nk, hd);
+    else
+        m->kern->matmul[CPU_W_F32](k, ld, q, ld, sc, (size_t)nk, nq, hd, 0, nk);
     float scale = 1.0f / sqrtf((float)hd);
     for (int i = 0; i < nq; i++) {
-        int q = q0 + i;
-        float *p = sc + (size_t)i * nk, mx = -INFINITY, sum = 0;
-        int real_q = is_real(io, (size_t)b * seq + q);
-        for (int j = 0; j < nk; j++) {
-            int k = klo + j;
-            int seen = real_q && is_real(io, (size_t)b * seq + k) && (global || abs(q - k) <= half);
-            p[j] = seen ? p[j] * scale : -INFINITY;
-            if (p[j] > mx) mx = p[j];
+        float *p = sc + (size_t)i * nk;
+        int qi = q0 + i;
+        int lo = global || qi - half < klo ? klo : qi - half;
+        int hi = global || qi + half > khi ? khi : qi + half;
+        if (!is_real(io, (size_t)b * seq + qi)) {
+            memset(p, 0, (size_t)nk * sizeof(float));
+        } else if (keys_real) {
+            ak->softmax(p + (lo - klo), hi - lo + 1, hi - lo + 1, scale);
+            memset(p, 0, (size_t)(lo - klo) * sizeof(float));
+            memset(p + (hi - klo + 1), 0, (size_t)(khi - hi) * sizeof(float));
+        } else {
+            masked_softmax(s, p, b, qi, klo, nk, scale);
         }
-        for (int j = 0; j < nk; j++) {
-            p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
-            sum += p[j];
-        }
-        for (int j = 0; j < nk && sum > 0; j++)
-            p[j] /= sum;
     }
-    for (int j = 0; j < nk; j++) {
-        const float *v = base + (size_t)(klo + j) * ld + 2 * d + (size_t)h * hd;
-        for (int e = 0; e < hd; e++)
-            vt[(size_t)e * nk + j] = v[e];
-    }
-    mm(vt, (size_t)nk, sc, (size_t)nk, w->att + ((size_t)b * seq + q0) * d + (size_t)h * hd, d, nq,
-       nk, 0, hd);
-}
-
-static void add_rows(float *x, const float *y, size_t count) {
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
+    float *o = w->att + ((size_t)b * seq + (size_t)q0) * d + (size_t)h * hd;
+    for (int i = 0; i < nq; i++)
+        memset(o + (size_t)i * d, 0, (size_t)hd * sizeof(float));
+    ak->pv[0](sc, (size_t)nk, k + d, ld, o, d, nq, nk, hd);
 }
 
 /* Copies n rows of x to dst, zeroing pad rows. */
@@ -229,6 +291,28 @@ void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, si
     cpu_matmul_act(m->pool, m->kern, w, &a, y, ldy);
 }
 
+/* Fewer rows than this take the row tiles on the weights as stored (as
+ * cpu_matmul.c does): a packed panel pays off over enough rows. */
+#define PACKED_MIN_ROWS 8
+
+/* x W^T for n rows, its outputs handed to epi block by block: on the
+ * packed weights when there are, else on AMX tiles into ws.raw, each task's
+ * block to epi at once; else (short inputs) computed whole into ws.raw
+ * first. */
+static void product(modernbert_model *m, const cpu_mat *w, const cpu_packed *p, int parts,
+                    const float *x, size_t ldx, int n, cpu_packed_epilogue epi, epi_ctx *e) {
+    if (p->panel && n >= PACKED_MIN_ROWS) {
+        cpu_packed_matmul(m->pool, p, x, ldx, n, epi, e, m->ws.blocks);
+        return;
+    }
+    cpu_act a = cpu_act_rows(x, ldx, n, w->cols, NULL, NULL);
+    if ((size_t)n <= m->ws.rows) cpu_act_attach(&a, &m->ws.prompt);
+    float *raw = m->ws.raw;
+    if (cpu_packed_matmul_amx(m->pool, m->kern, w, parts, &a, raw, (size_t)w->rows, epi, e)) return;
+    cpu_matmul_act(m->pool, m->kern, w, &a, raw, (size_t)w->rows);
+    cpu_packed_epilogue_rows(m->pool, raw, (size_t)w->rows, n, w->rows, parts, epi, e);
+}
+
 static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {
     const modernbert_config *c = &m->cfg;
     const modernbert_layer *L = &m->layers[l];
@@ -236,30 +320,31 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
     size_t d = dim(m), ff = (size_t)c->intermediate_size;
     step_ctx s = {.m = m, .io = io, .layer = l};
 
-    /* attention */
+    /* attention: x += Wo attn(rope(Wqkv norm(x))) */
     const float *a = w->x;
     if (L->attn_norm) {
         modernbert_layernorm_rows(m, w->xn, w->x, L->attn_norm, n);
         a = w->xn;
     }
-    modernbert_matmul(m, &L->wqkv, a, d, w->qkv, 3 * d, n);
-    nc_pool_for(m->pool, n, rope_row, &s);
+    epi_ctx qkv = {m, io, l, rope_fits(m), w->qkv, 3 * d};
+    product(m, &L->wqkv, &L->pqkv, 1, a, d, n, epi_qkv, &qkv);
+    if (!qkv.rope) nc_pool_for(m->pool, n, rope_row, &qkv);
     int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
-    modernbert_matmul(m, &L->wo, w->att, d, w->xn, d, n);
-    add_rows(w->x, w->xn, (size_t)n * d);
+    epi_ctx resid = {m, io, l, 0, w->x, d};
+    product(m, &L->wo, &L->pwo, 1, w->att, d, n, epi_add, &resid);
 
-    /* MLP: Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2) */
+    /* MLP: x += Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2) */
     modernbert_layernorm_rows(m, w->xn, w->x, L->mlp_norm, n);
-    modernbert_matmul(m, &L->wi, w->xn, d, w->hb, 2 * ff, n);
-    nc_pool_for(m->pool, n, gated_act_row, &s);
-    modernbert_matmul(m, &L->wo_mlp, w->hb, 2 * ff, w->hd, d, n);
-    add_rows(w->x, w->hd, (size_t)n * d);
+    epi_ctx gated = {m, io, l, 0, w->hb, ff};
+    product(m, &L->wi, &L->pwi, 2, w->xn, d, n, epi_gated, &gated);
+    product(m, &L->wo_mlp, &L->pwo_mlp, 1, w->hb, ff, n, epi_add, &resid);
 }
 
 nc_status modernbert_forward(modernbert_model *m, const modernbert_io *io, nc_error *err) {
     NC_TRY(check_io(m, io, err));
     NC_TRY(modernbert_workspace_reserve(m, io->batch, io->seq, err));
+    NC_TRY(modernbert_pack_weights(m, err));
     const modernbert_config *c = &m->cfg;
     modernbert_workspace *w = &m->ws;
     int n = io->batch * io->seq, nl = c->num_hidden_layers;

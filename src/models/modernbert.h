@@ -64,6 +64,16 @@ const modernbert_config *modernbert_model_config(const modernbert_model *m);
 const char *modernbert_model_dtype(const modernbert_model *m);
 int modernbert_model_threads(const modernbert_model *m);
 
+/* Where a packed copy of the weights pays (cpu_packed_wanted: bf16 weights
+ * on AVX-512 without AMX), the first forward pass packs the layer matrices
+ * once into bf16 panels and keeps them (the bytes of the weights: 0.22 GB
+ * for modernbert-base, 0.69 GB for -large, besides the mmap), in layer
+ * order up to this many bytes (default MODERNBERT_PACK_BUDGET_BYTES); the
+ * rest are packed again on every pass. 0 packs nothing. Call it before the
+ * first forward pass. */
+#define MODERNBERT_PACK_BUDGET_BYTES ((size_t)2 << 30)
+void modernbert_set_pack_budget(modernbert_model *m, size_t bytes);
+
 /* One forward pass over a batch of `batch` rows of `seq` token ids each
  * (row-major), with mask[b*seq + t] = 1 for a real token, 0 for padding
  * (NULL: all real). Only pad KEYS are masked, as in HF; outputs at pad

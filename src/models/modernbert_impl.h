@@ -8,6 +8,7 @@
 
 #include "base/pool.h"
 #include "cpu/cpu_matmul.h"
+#include "cpu/cpu_packed.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
 #include "models/modernbert.h"
@@ -19,16 +20,20 @@ typedef struct modernbert_layer {
     const float *attn_norm; /* NULL for layer 0 (nn.Identity in HF) */
     const float *mlp_norm;
     cpu_mat wqkv, wo, wi, wo_mlp; /* Wqkv [3D, D], attn Wo [D, D], Wi [2I, D], mlp Wo [D, I] */
+    /* the same packed for the prompt GEMM (cpu_packed.h; Wi in two parts,
+     * input and gate), where the kernel table packs and the budget allowed */
+    cpu_packed pqkv, pwo, pwi, pwo_mlp;
 } modernbert_layer;
 
 typedef struct modernbert_workspace {
-    size_t rows; /* capacity in token rows (batch * seq) */
-    int seq_cap; /* RoPE tables cover positions < seq_cap */
-    float *x, *xn, *qkv, *att, *hb,
-        *hd; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, 2I], [rows, D] */
+    size_t rows;                    /* capacity in token rows (batch * seq) */
+    int seq_cap;                    /* RoPE tables cover positions < seq_cap */
+    float *x, *xn, *qkv, *att, *hb; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, I] */
+    float *raw;                 /* [rows, max(3D, 2I)]: an unpacked product before its epilogue */
+    float *blocks;              /* per pool thread: CPU_PACKED_SCRATCH_FLOATS */
     float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
-    float *scores; /* [threads][MODERNBERT_ATT_QBLOCK + head_dim][seq_cap] */
-    cpu_prompt_scratch prompt; /* fp32 weight panels / AMX tiles, for `rows` rows */
+    float *scores;              /* [threads][MODERNBERT_ATT_QBLOCK][seq_cap] */
+    cpu_prompt_scratch prompt;  /* fp32 weight panels / AMX tiles, for `rows` rows */
 } modernbert_workspace;
 
 struct modernbert_model {
@@ -43,13 +48,19 @@ struct modernbert_model {
     /* heads (NULL / zero rows when absent) */
     cpu_mat head_dense, decoder, classifier;
     const float *head_dense_bias, *head_norm, *decoder_bias, *classifier_bias;
-    float *vecs;        /* one block holding every fp32 vector above */
-    float *inv_freq[2]; /* [0] global theta, [1] local theta; head_dim / 2 each */
+    float *vecs;              /* one block holding every fp32 vector above */
+    float *inv_freq[2];       /* [0] global theta, [1] local theta; head_dim / 2 each */
+    size_t pack_budget_bytes; /* packed copies of the layer matrices, at most */
+    int is_packed;            /* the packing was done (on the first forward pass) */
     modernbert_workspace ws;
 };
 
 /* Grows the workspace to hold batch * seq rows (and seq positions). */
 nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, nc_error *err);
+
+/* Packs the layer matrices for the prompt GEMM, in layer order while the
+ * budget lasts (once; later calls return at once). */
+nc_status modernbert_pack_weights(modernbert_model *m, nc_error *err);
 
 /* y = x W^T for n rows, with the workspace's prompt scratch (when n fits
  * it) so long inputs take the prompt GEMM / AMX tiles. */

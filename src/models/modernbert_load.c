@@ -18,6 +18,9 @@ const modernbert_config *modernbert_model_config(const modernbert_model *m) {
 int modernbert_model_threads(const modernbert_model *m) {
     return nc_pool_threads(m->pool);
 }
+void modernbert_set_pack_budget(modernbert_model *m, size_t bytes) {
+    m->pack_budget_bytes = bytes;
+}
 const char *modernbert_model_dtype(const modernbert_model *m) {
     return cpu_wtype_name(m->embed.type);
 }
@@ -162,8 +165,8 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
     size_t rows = (size_t)batch * (size_t)seq;
     if (rows > w->rows) {
         size_t d = (size_t)c->hidden_size, ff = (size_t)c->intermediate_size;
-        float **slots[] = {&w->x, &w->xn, &w->qkv, &w->att, &w->hb, &w->hd};
-        size_t width[] = {d, d, 3 * d, d, 2 * ff, d};
+        float **slots[] = {&w->x, &w->xn, &w->qkv, &w->att, &w->hb, &w->raw};
+        size_t width[] = {d, d, 3 * d, d, ff, 3 * d > 2 * ff ? 3 * d : 2 * ff};
         for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
             float **slot = slots[i];
             nc_free_aligned(*slot);
@@ -172,6 +175,11 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
                 w->rows = 0;
                 return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu rows", m->dir, rows);
             }
+        }
+        if (!w->blocks) {
+            w->blocks = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
+                                         CPU_PACKED_SCRATCH_FLOATS * sizeof(float));
+            if (!w->blocks) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
         }
         int widest = c->intermediate_size > c->hidden_size ? c->intermediate_size : c->hidden_size;
         NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)rows,
@@ -185,10 +193,9 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
         nc_free_aligned(w->scores);
         w->rope_cos = nc_alloc_aligned(2 * (size_t)seq * half * sizeof(float));
         w->rope_sin = nc_alloc_aligned(2 * (size_t)seq * half * sizeof(float));
-        /* per thread: scores of a block of queries, and V transposed */
+        /* per thread: the scores of a block of queries */
         w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
-                                     (size_t)(MODERNBERT_ATT_QBLOCK + c->head_dim) * (size_t)seq *
-                                     sizeof(float));
+                                     (size_t)MODERNBERT_ATT_QBLOCK * (size_t)seq * sizeof(float));
         if (!w->rope_cos || !w->rope_sin || !w->scores) {
             w->seq_cap = 0;
             return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for sequences of %d", m->dir, seq);
@@ -203,9 +210,42 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
     return NC_OK;
 }
 
+nc_status modernbert_pack_weights(modernbert_model *m, nc_error *err) {
+    if (m->is_packed) return NC_OK;
+    size_t used = 0;
+    for (int l = 0; l < m->cfg.num_hidden_layers; l++) {
+        modernbert_layer *L = &m->layers[l];
+        const cpu_mat *mats[] = {&L->wqkv, &L->wo, &L->wi, &L->wo_mlp};
+        cpu_packed *packs[] = {&L->pqkv, &L->pwo, &L->pwi, &L->pwo_mlp};
+        for (int i = 0; i < 4; i++) {
+            int parts = mats[i] == &L->wi ? 2 : 1;
+            size_t bytes = cpu_packed_bytes(m->kern, mats[i], parts);
+            if (!cpu_packed_wanted(m->kern, mats[i]->type) || used + bytes > m->pack_budget_bytes)
+                continue;
+            used += bytes;
+            if (packs[i]->panel) continue; /* packed by an earlier, failed call */
+            char what[64];
+            snprintf(what, sizeof what, "%s: layer %d", m->dir, l);
+            NC_TRY(cpu_packed_init(packs[i], m->pool, m->kern, mats[i], parts, what, err));
+        }
+    }
+    m->is_packed = 1;
+    return NC_OK;
+}
+
+static void weights_unpack(modernbert_model *m) {
+    for (int l = 0; m->layers && l < m->cfg.num_hidden_layers; l++) {
+        modernbert_layer *L = &m->layers[l];
+        cpu_packed_free(&L->pqkv);
+        cpu_packed_free(&L->pwo);
+        cpu_packed_free(&L->pwi);
+        cpu_packed_free(&L->pwo_mlp);
+    }
+}
+
 static void workspace_free(modernbert_workspace *w) {
-    float *bufs[] = {w->x,  w->xn,       w->qkv,      w->att,   w->hb,
-                     w->hd, w->rope_cos, w->rope_sin, w->scores};
+    float *bufs[] = {w->x,   w->xn,     w->qkv,      w->att,      w->hb,
+                     w->raw, w->blocks, w->rope_cos, w->rope_sin, w->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
     cpu_prompt_scratch_free(&w->prompt);
@@ -219,6 +259,7 @@ nc_status modernbert_load(const char *dir, int n_threads, modernbert_model **out
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
     }
     m->kern = cpu_kernels_get();
+    m->pack_budget_bytes = MODERNBERT_PACK_BUDGET_BYTES;
     nc_status st = modernbert_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);
@@ -235,6 +276,7 @@ void modernbert_free(modernbert_model *m) {
     if (!m) return;
     nc_pool_free(m->pool);
     workspace_free(&m->ws);
+    weights_unpack(m);
     hf_weights_close(m->weights);
     nc_free_aligned(m->vecs);
     nc_free_aligned(m->inv_freq[0]);

@@ -69,7 +69,9 @@ static double max_err_real(const float *a, const float *b, const int32_t *mask, 
     return e;
 }
 
-static void check_model(const char *name, const char *sub, int head) {
+/* pack_budget: modernbert_set_pack_budget (the default packs every layer
+ * matrix where the table packs; a small one packs the first few only). */
+static void check_model_packed(const char *name, const char *sub, int head, size_t pack_budget) {
     nc_error err = {0};
     ref r;
     if (ref_load(name, sub, &r, head == MODERNBERT_HEAD_NONE, head != MODERNBERT_HEAD_NONE, &err)) {
@@ -81,6 +83,7 @@ static void check_model(const char *name, const char *sub, int head) {
     snprintf(dir, sizeof dir, FIX "%s", name);
     modernbert_model *m = NULL;
     CHECK_OK(modernbert_load(dir, TEST_THREADS, &m, &err), &err);
+    modernbert_set_pack_budget(m, pack_budget);
     const modernbert_config *c = modernbert_model_config(m);
     CHECK(c->head == (modernbert_head)head);
     int n = r.batch * r.seq, nl = c->num_hidden_layers;
@@ -123,6 +126,10 @@ static void check_model(const char *name, const char *sub, int head) {
     CHECK(eh <= TOL && el <= TOL && eg <= TOL);
 }
 
+static void check_model(const char *name, const char *sub, int head) {
+    check_model_packed(name, sub, head, MODERNBERT_PACK_BUDGET_BYTES);
+}
+
 static void test_modernbert_mlm_legacy_thetas_matches_hf(void) {
     check_model("mb_mlm", "ref", MODERNBERT_HEAD_MLM);
 }
@@ -143,6 +150,14 @@ static void test_modernbert_long_rows_match_hf(void) {
 }
 static void test_mmbert_long_rows_match_hf(void) {
     check_model("mm_cls", "ref_long", MODERNBERT_HEAD_CLASSIFIER);
+}
+
+/* On tables that pack bf16 weights (AVX-512 without AMX: 68 KiB of bf16
+ * panels per layer here): layers 0-1 and layer 2's Wo packed once, the
+ * rest packed again on every pass; then nothing packed. */
+static void test_modernbert_partly_packed_matches_hf(void) {
+    check_model_packed("mb_bf16", "ref", MODERNBERT_HEAD_NONE, 150000);
+    check_model_packed("mb_mlm", "ref_long", MODERNBERT_HEAD_MLM, 0);
 }
 
 /* A row alone (no padding) gives what it gave inside the padded batch, and
@@ -213,6 +228,7 @@ int main(void) {
     RUN(test_mmbert_classifier_rope_parameters_matches_hf);
     RUN(test_modernbert_long_rows_match_hf);
     RUN(test_mmbert_long_rows_match_hf);
+    RUN(test_modernbert_partly_packed_matches_hf);
     RUN(test_modernbert_single_row_and_selected_mlm_rows);
     RUN(test_modernbert_rejects_bad_batches);
     return nc_test_exit_code();

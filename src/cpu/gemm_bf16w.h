@@ -1,0 +1,38 @@
+/* The prompt GEMM on bf16 weights packed once into panels that stay bf16
+ * (cpu_packed.c keeps them): each 32-bit lane of a panel step holds the
+ * weights of rows j and j + 16 of a 32-row block, widened to fp32 in
+ * registers by one shift and one mask, then fp32 FMAs against fp32
+ * activations (no rounding of the activations, unlike gemm_bf16.h). Half
+ * the bytes of fp32 panels, so a forward pass streams the bf16 weights
+ * once; each block's tiles prefetch the next block, spread over the tiles,
+ * so the stream overlaps the FMAs. */
+#ifndef NC_CPU_GEMM_BF16W_H
+#define NC_CPU_GEMM_BF16W_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Rows per panel block. */
+#define CPU_BF16W_NR 32
+
+typedef struct cpu_gemm_bf16w {
+    /* Rows r0..r1 of a bf16 matrix (row stride ldw bytes, k columns) into
+     * blocks of CPU_BF16W_NR rows, block b at panel + b * NR * k: step i
+     * holds 32 bf16, lane j (j < 16) = row j | row j + 16 << 16 (rows past
+     * r1 zero). */
+    void (*pack)(const void *w, size_t ldw, int k, int r0, int r1, uint16_t *panel);
+    /* y[t * ldy + r] = sum_i x[t * ldx + i] W[r, i] for t < n, r < rows of
+     * the panel; prefetches the bytes that follow each block, up to pf_end
+     * (the next block the caller will run). */
+    void (*run)(const uint16_t *panel, int k, int rows, const float *x, size_t ldx, float *y,
+                size_t ldy, int n, const void *pf_end);
+} cpu_gemm_bf16w;
+
+/* The portable packing (the layout is the same for every table). */
+void cpu_bf16w_pack(const void *w, size_t ldw, int k, int r0, int r1, uint16_t *panel);
+
+#if defined(__x86_64__) || defined(_M_X64)
+extern const cpu_gemm_bf16w cpu_gemm_bf16w_avx512;
+#endif
+
+#endif
