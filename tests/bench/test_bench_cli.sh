@@ -87,3 +87,31 @@ if "$BIN" bench --compare --a-cmd "true" --b spin:1000 --rate 200 --deadline-ms 
 else
     fail compare_rate_mode_json "$(cat "$TMP/err")"
 fi
+
+# bench's prompt work (--json "pp_flops") against the checkpoint itself: every
+# 2-D tensor under layers. twice per token, causal attention over the
+# q_proj heads (Qwen3.5's q_proj also makes the gate: half its rows), the
+# LM head once; read from the safetensors header with jq, not from a config.
+expected_pp_flops() { # FILE P GATE
+    n=$(od -An -t u8 -N8 "$1" | tr -d ' ')
+    tail -c +9 "$1" | head -c "$n" | jq --argjson P "$2" --argjson G "$3" '
+        [to_entries[] | select(.key != "__metadata__")] as $t
+        | ([$t[] | select((.key | contains(".layers.")) and (.value.shape | length) == 2)
+            | .value.shape[0] * .value.shape[1]] | add) as $lm
+        | ([$t[] | select(.key | endswith("self_attn.q_proj.weight"))
+            | 4 * (.value.shape[0] / $G) * $P * ($P + 1) / 2] | add // 0) as $att
+        | ([$t[] | select(.key | endswith("embed_tokens.weight"))
+            | .value.shape[0] * .value.shape[1]][0]) as $head
+        | 2 * $P * $lm + $att + 2 * $head'
+}
+for c in "qwen35/tiny_text_untied 2" "qwen35/tiny_vl_tied 2" "qwen3/tiny_gqa2 1"; do
+    set -- $c
+    M=tests/fixtures/$1
+    want=$(expected_pp_flops "$M/model.safetensors" 16 "$2")
+    got=$("$BIN" bench -m "$M" -p 16 -n 1 --runs 1 --json 2>/dev/null | jq '.pp_flops')
+    if [ -n "$want" ] && [ "$got" = "$want" ]; then
+        pass "bench_pp_flops_equal_the_checkpoint_count_$(basename "$M")"
+    else
+        fail "bench_pp_flops_equal_the_checkpoint_count_$(basename "$M")" "got $got, the checkpoint gives $want"
+    fi
+done

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "base/timer.h"
+#include "bench/bounds.h"
 #include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
@@ -118,14 +119,29 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
 }
 
 /* Floating-point work of one pp forward of P tokens from an empty cache:
- * every layer matrix for every token, the LM head once (logits of the last
- * token only), causal attention (q.k and p.v over i + 1 keys at row i). */
-static double pp_flops(const qwen3_config *c, int P) {
-    double d = c->hidden_size, qd = (double)c->num_attention_heads * c->head_dim,
-           kvd = (double)c->num_key_value_heads * c->head_dim, ff = c->intermediate_size;
-    double per_layer = d * qd * 2 + d * kvd * 2 + 3 * d * ff;
+ * every layer matrix for every token (for Qwen3.5 its linear layers' own
+ * projections and the full layers' output-gate half, as src/bench/bounds.c
+ * counts them against HF), the LM head once (logits of the last token
+ * only), causal attention in the full-attention layers (q.k and p.v over
+ * i + 1 keys at row i). The delta rule's own work is not counted. */
+static double pp_flops(const nc_qwen3_shape *s, int P) {
+    double qd = (double)s->num_attention_heads * (double)s->head_dim;
     double attn = 4.0 * qd * ((double)P * (P + 1) / 2);
-    return c->num_hidden_layers * (2.0 * P * per_layer + attn) + 2.0 * c->vocab_size * d;
+    double full = (double)(s->num_hidden_layers - s->n_linear);
+    return 2.0 * P * nc_qwen3_count(s).layer_matmul + full * attn +
+           2.0 * (double)s->vocab_size * (double)s->hidden_size;
+}
+
+/* The decoder's shape for the count: a Qwen3.5 folder's or bundle's own
+ * config.json (linear layers included), else the engine's Qwen3 config. */
+static nc_qwen3_shape bench_shape(const engine *m, const char *dir) {
+    nc_qwen3_shape s = nc_qwen3_shape_of(m->qwen3), s35;
+    char path[4096];
+    nc_error ignored;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (strncmp(m->kind, "qwen35", 6) == 0 && nc_qwen3_shape_load(path, &s35, &ignored) == NC_OK)
+        s = s35;
+    return s;
 }
 
 static double cpu_share(const bench_series *b, int threads) {
@@ -274,9 +290,11 @@ int cmd_bench(int argc, char **argv) {
     }
     nc_pool_free(pool);
     double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
-    double pp_gflops = n_pp > 0 ? pp_flops(c, n_pp) / ((double)n_pp / pp.mean) / 1e9 : 0.0;
+    nc_qwen3_shape shape = bench_shape(m, dir);
+    double pp_work = n_pp > 0 ? pp_flops(&shape, n_pp) : 0.0;
+    double pp_gflops = n_pp > 0 ? pp_work / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
-    double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_flops(c, n_pp) * runs / pp.cpu_s / 1e9 : 0;
+    double pp_gflop_cpu = n_pp > 0 && pp.cpu_s > 0 ? pp_work * runs / pp.cpu_s / 1e9 : 0;
     /* tg's weight bytes per CPU-second against the probe's: the bandwidth
      * roofline's fraction while the threads ran (shared machines) */
     double tg_bytes_cpu = n_tg > 0 && tg.cpu_s > 0 ? (double)wbytes * n_tg * runs / tg.cpu_s : 0;
@@ -289,6 +307,7 @@ int cmd_bench(int argc, char **argv) {
                dir, dtype, n_threads, kern, load_s, first_s);
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
+        printf("  \"pp_flops\": %.0f,\n", pp_work);
         printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
                "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
                "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
