@@ -80,6 +80,9 @@ typedef struct cpu_kernels {
     /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as
      * d * code): embedding lookups, AMX weight packing, fp16 KV rows */
     void (*row_to_f32[CPU_W_N])(const void *src, float *dst, int n);
+    /* out[i] = gelu(a[i]) * gate[i] (gate[i] = 1 when gate is NULL), the
+     * exact (erf) GELU within 2e-7 max(1, |x|) (gelu.h); out may be a */
+    void (*gelu)(float *out, const float *a, const float *gate, size_t n);
     /* 1: prompts of every weight type run on AMX tiles (gemm_amx.h); the
      * "amx" table is the AVX-512 one with this set, where the CPU has AMX. */
     int amx;

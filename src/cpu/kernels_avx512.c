@@ -9,8 +9,9 @@
 #include "base/half.h"
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
-#include "cpu/gemm_bf16w.h"
 #include "cpu/cpu_peak.h"
+#include "cpu/gelu.h"
+#include "cpu/gemm_bf16w.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
 #include "cpu/transpose_avx512.h"
@@ -112,4 +113,5 @@ const cpu_kernels cpu_kernels_avx512 = {
                    [CPU_W_BF16] = row_bf16,
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
+    .gelu = cpu_gelu_avx512,
 };

@@ -9,6 +9,7 @@
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
+#include "cpu/gelu.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
 
@@ -75,4 +76,5 @@ const cpu_kernels cpu_kernels_neon = {
                    [CPU_W_BF16] = row_bf16,
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
+    .gelu = cpu_gelu_scalar,
 };

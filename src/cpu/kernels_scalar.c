@@ -7,6 +7,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_peak.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/gelu.h"
 #include "cpu/kernels_driver.h"
 
 static inline float ld_f32(const void *w, size_t i) {
@@ -130,4 +131,5 @@ const cpu_kernels cpu_kernels_scalar = {
                    [CPU_W_BF16] = row_bf16,
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
+    .gelu = cpu_gelu_scalar,
 };

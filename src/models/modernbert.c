@@ -12,6 +12,7 @@
 
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/gelu.h"
 #include "models/modernbert_impl.h"
 
 typedef struct {
@@ -58,10 +59,13 @@ void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, 
     nc_pool_for(n > 1 ? m->pool : NULL, n, layernorm_row, &s);
 }
 
+/* The other activations; GELU, the common one, runs on the table's vector
+ * kernel (modernbert_act_apply, epi_gated). */
 static float act1(modernbert_act a, float x) {
     switch (a) {
     case MODERNBERT_ACT_GELU:
-        return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
+        cpu_gelu_scalar(&x, &x, NULL, 1);
+        return x;
     case MODERNBERT_ACT_GELU_TANH: {
         float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanhf(u));
@@ -74,7 +78,11 @@ static float act1(modernbert_act a, float x) {
     return x;
 }
 
-void modernbert_act_apply(modernbert_act act, float *y, size_t n) {
+void modernbert_act_apply(const modernbert_model *m, modernbert_act act, float *y, size_t n) {
+    if (act == MODERNBERT_ACT_GELU) {
+        m->kern->gelu(y, y, NULL, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++)
         y[i] = act1(act, y[i]);
 }
@@ -107,6 +115,10 @@ static void epi_gated(void *ctx, const cpu_packed_block *b) {
     for (int t = 0; t < b->nt; t++) {
         float *h = e->dst + (size_t)(b->t0 + t) * e->ld + (size_t)b->r0;
         const float *in = b->y + (size_t)t * b->ldy, *gate = in + b->part_off;
+        if (a == MODERNBERT_ACT_GELU) {
+            e->m->kern->gelu(h, in, gate, (size_t)b->rows);
+            continue;
+        }
         for (int i = 0; i < b->rows; i++)
             h[i] = act1(a, in[i]) * gate[i];
     }

@@ -18,7 +18,7 @@ static void prediction_head(modernbert_model *m, float *rows, float *tmp, int n)
         if (m->head_dense_bias)
             for (size_t i = 0; i < d; i++)
                 y[i] += m->head_dense_bias[i];
-        modernbert_act_apply(m->cfg.classifier_act, y, d);
+        modernbert_act_apply(m, m->cfg.classifier_act, y, d);
     }
     modernbert_layernorm_rows(m, rows, tmp, m->head_norm, n);
 }

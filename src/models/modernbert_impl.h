@@ -70,7 +70,7 @@ void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, si
  * torch.nn.LayerNorm(bias=False); out may alias x. Rows split over the pool. */
 void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
                                int n);
-/* y = act(y) elementwise. */
-void modernbert_act_apply(modernbert_act act, float *y, size_t n);
+/* y = act(y) elementwise (GELU on m's kernel table). */
+void modernbert_act_apply(const modernbert_model *m, modernbert_act act, float *y, size_t n);
 
 #endif
