@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "models/modernbert.h"
 #include "models/qwen3.h"
+#include "models/qwen35.h"
 
 #define ENGINE_MAX_EOS 8
 
@@ -101,6 +102,7 @@ struct engine {
     int is_kv_f16;
     /* The model's shape: the decoder config (Qwen3 family) or the encoder's. */
     const qwen3_config *qwen3;
+    const qwen35_config *qwen35; /* Qwen3.5 engines: its own config (linear layers); else NULL */
     const modernbert_config *encoder;
 };
 

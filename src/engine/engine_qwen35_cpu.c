@@ -106,6 +106,7 @@ nc_status engine_open_qwen35_cpu(const char *dir, const engine_options *opt, eng
     const qwen35_config *c = qwen35_model_config(q->m);
     qwen35_config_shape(c, &q->shape);
     e->qwen3 = &q->shape;
+    e->qwen35 = c;
     e->n_vocab = c->vocab_size;
     e->ctx_max = c->max_position_embeddings;
     if (opt->ctx > 0 && opt->ctx < e->ctx_max) e->ctx_max = opt->ctx;

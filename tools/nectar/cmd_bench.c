@@ -132,18 +132,6 @@ static double pp_flops(const nc_qwen3_shape *s, int P) {
            2.0 * (double)s->vocab_size * (double)s->hidden_size;
 }
 
-/* The decoder's shape for the count: a Qwen3.5 folder's or bundle's own
- * config.json (linear layers included), else the engine's Qwen3 config. */
-static nc_qwen3_shape bench_shape(const engine *m, const char *dir) {
-    nc_qwen3_shape s = nc_qwen3_shape_of(m->qwen3), s35;
-    char path[4096];
-    nc_error ignored;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (strncmp(m->kind, "qwen35", 6) == 0 && nc_qwen3_shape_load(path, &s35, &ignored) == NC_OK)
-        s = s35;
-    return s;
-}
-
 static double cpu_share(const bench_series *b, int threads) {
     return b->wall_s > 0 ? b->cpu_s / (b->wall_s * threads) : 0.0;
 }
@@ -290,7 +278,7 @@ int cmd_bench(int argc, char **argv) {
     }
     nc_pool_free(pool);
     double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
-    nc_qwen3_shape shape = bench_shape(m, dir);
+    nc_qwen3_shape shape = m->qwen35 ? nc_qwen35_shape_of(m->qwen35) : nc_qwen3_shape_of(c);
     double pp_work = n_pp > 0 ? pp_flops(&shape, n_pp) : 0.0;
     double pp_gflops = n_pp > 0 ? pp_work / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
