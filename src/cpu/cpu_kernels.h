@@ -83,6 +83,7 @@ typedef struct cpu_kernels {
     /* out[i] = gelu(a[i]) * gate[i] (gate[i] = 1 when gate is NULL), the
      * exact (erf) GELU within 2e-7 max(1, |x|) (gelu.h); out may be a */
     void (*gelu)(float *out, const float *a, const float *gate, size_t n);
+    const struct cpu_row_kernels *rows; /* LayerNorm, residual add, RoPE (rows.h) */
     /* 1: prompts of every weight type run on AMX tiles (gemm_amx.h); the
      * "amx" table is the AVX-512 one with this set, where the CPU has AMX. */
     int amx;

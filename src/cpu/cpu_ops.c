@@ -25,15 +25,6 @@ void cpu_rope_angles(float *cos_out, float *sin_out, const float *inv_freq, int 
     }
 }
 
-void cpu_rope_apply(float *v, const float *cos_t, const float *sin_t, int head_dim) {
-    int h = head_dim / 2;
-    for (int i = 0; i < h; i++) {
-        float a = v[i], b = v[i + h];
-        v[i] = a * cos_t[i] - b * sin_t[i];
-        v[i + h] = b * cos_t[i] + a * sin_t[i];
-    }
-}
-
 void cpu_silu_mul(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];

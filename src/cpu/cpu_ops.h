@@ -14,8 +14,7 @@ void cpu_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 void cpu_rope_inv_freq(float *inv_freq, int head_dim, float theta);
 /* cos/sin of pos * inv_freq[i] for i < d/2. */
 void cpu_rope_angles(float *cos_out, float *sin_out, const float *inv_freq, int head_dim, int pos);
-/* Rotates one head in place: element i pairs with i + d/2. */
-void cpu_rope_apply(float *v, const float *cos_t, const float *sin_t, int head_dim);
+/* Rotating a head by them: the kernel table's rows->rope (rows.h). */
 
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_silu_mul(float *g, const float *u, int n);

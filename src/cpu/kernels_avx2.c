@@ -12,6 +12,7 @@
 #include "cpu/gelu.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
+#include "cpu/rows.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -127,4 +128,5 @@ const cpu_kernels cpu_kernels_avx2 = {
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
     .gelu = cpu_gelu_avx2,
+    .rows = &cpu_rows_avx2,
 };

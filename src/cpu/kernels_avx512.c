@@ -14,6 +14,7 @@
 #include "cpu/gemm_bf16w.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
+#include "cpu/rows.h"
 #include "cpu/transpose_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -114,4 +115,5 @@ const cpu_kernels cpu_kernels_avx512 = {
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
     .gelu = cpu_gelu_avx512,
+    .rows = &cpu_rows_avx512,
 };

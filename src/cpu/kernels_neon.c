@@ -12,6 +12,7 @@
 #include "cpu/gelu.h"
 #include "cpu/kernels_driver.h"
 #include "cpu/qkernels.h"
+#include "cpu/rows.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -77,4 +78,5 @@ const cpu_kernels cpu_kernels_neon = {
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
     .gelu = cpu_gelu_scalar,
+    .rows = &cpu_rows_neon,
 };

@@ -9,6 +9,7 @@
 #include "cpu/cpu_quant.h"
 #include "cpu/gelu.h"
 #include "cpu/kernels_driver.h"
+#include "cpu/rows.h"
 
 static inline float ld_f32(const void *w, size_t i) {
     return ((const float *)w)[i];
@@ -132,4 +133,5 @@ const cpu_kernels cpu_kernels_scalar = {
                    [CPU_W_Q8] = row_q8,
                    [CPU_W_Q4] = row_q4},
     .gelu = cpu_gelu_scalar,
+    .rows = &cpu_rows_scalar,
 };

@@ -32,11 +32,12 @@ void dec_kv_store(const dec_kv *kv, void *k_cache, void *v_cache, int layer, int
     *v_rows = vl;
 }
 
-void dec_norm_rope_heads(float *x, int heads, int head_dim, const float *w, float eps,
-                         const float *cos, const float *sin, int rot_dim) {
+void dec_norm_rope_heads(const cpu_row_kernels *rows, float *x, int heads, int head_dim,
+                         const float *w, float eps, const float *cos, const float *sin,
+                         int rot_dim) {
     for (int h = 0; h < heads; h++) {
         float *xh = x + (size_t)h * head_dim;
         cpu_rmsnorm(xh, xh, w, head_dim, eps);
-        cpu_rope_apply(xh, cos, sin, rot_dim);
+        rows->rope(xh, cos, sin, rot_dim);
     }
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "cpu/rows.h"
+
 /* The shape of one sequence's cache. */
 typedef struct dec_kv {
     size_t dim; /* kv_heads * head_dim */
@@ -25,7 +27,8 @@ void dec_kv_store(const dec_kv *kv, void *k_cache, void *v_cache, int layer, int
 
 /* Per head of x [heads, head_dim]: RMSNorm by w, then RoPE (rotate-half) on
  * the first rot_dim dims with the position's cos/sin [rot_dim / 2]. */
-void dec_norm_rope_heads(float *x, int heads, int head_dim, const float *w, float eps,
-                         const float *cos, const float *sin, int rot_dim);
+void dec_norm_rope_heads(const cpu_row_kernels *rows, float *x, int heads, int head_dim,
+                         const float *w, float eps, const float *cos, const float *sin,
+                         int rot_dim);
 
 #endif

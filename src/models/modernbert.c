@@ -13,6 +13,7 @@
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/gelu.h"
+#include "cpu/rows.h"
 #include "models/modernbert_impl.h"
 
 typedef struct {
@@ -38,19 +39,8 @@ static void layernorm_row(void *ctx, int r, int thread) {
     (void)thread;
     const step_ctx *s = ctx;
     size_t d = dim(s->m);
-    const float *x = s->in + (size_t)r * d;
-    float *y = s->out + (size_t)r * d;
-    double sum = 0, sq = 0;
-    for (size_t i = 0; i < d; i++)
-        sum += x[i];
-    float mean = (float)(sum / (double)d);
-    for (size_t i = 0; i < d; i++) {
-        double c = (double)x[i] - mean;
-        sq += c * c;
-    }
-    float rstd = (float)(1.0 / sqrt(sq / (double)d + (double)s->m->cfg.norm_eps));
-    for (size_t i = 0; i < d; i++)
-        y[i] = (x[i] - mean) * rstd * s->w[i];
+    s->m->kern->rows->layernorm(s->out + (size_t)r * d, s->in + (size_t)r * d, s->w, (int)d,
+                                s->m->cfg.norm_eps);
 }
 
 void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, const float *w,
@@ -101,10 +91,8 @@ typedef struct {
 static void epi_add(void *ctx, const cpu_packed_block *b) {
     const epi_ctx *e = ctx;
     for (int t = 0; t < b->nt; t++) {
-        float *x = e->dst + (size_t)(b->t0 + t) * e->ld + (size_t)b->r0;
-        const float *y = b->y + (size_t)t * b->ldy;
-        for (int i = 0; i < b->rows; i++)
-            x[i] += y[i];
+        e->m->kern->rows->add(e->dst + (size_t)(b->t0 + t) * e->ld + (size_t)b->r0,
+                              b->y + (size_t)t * b->ldy, (size_t)b->rows);
     }
 }
 
@@ -129,7 +117,7 @@ static void rope_head(const epi_ctx *e, float *v, int pos) {
     const modernbert_workspace *w = &e->m->ws;
     int hd = e->m->cfg.head_dim, type = e->m->cfg.is_global[e->layer] ? 0 : 1;
     size_t at = ((size_t)type * (size_t)w->seq_cap + (size_t)pos) * (size_t)hd / 2;
-    cpu_rope_apply(v, w->rope_cos + at, w->rope_sin + at, hd);
+    e->m->kern->rows->rope(v, w->rope_cos + at, w->rope_sin + at, hd);
 }
 
 /* dst = y (qkv), with RoPE on the query and key heads when e->rope (the

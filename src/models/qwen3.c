@@ -37,9 +37,11 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     size_t kvd = kv_dim(c);
     const float *cs = w->rope_cos + (size_t)i * hd / 2, *sn = w->rope_sin + (size_t)i * hd / 2;
     float *q = w->q + (size_t)i * c->num_attention_heads * hd;
-    dec_norm_rope_heads(q, c->num_attention_heads, hd, L->q_norm, c->rms_norm_eps, cs, sn, hd);
+    dec_norm_rope_heads(lc->m->kern->rows, q, c->num_attention_heads, hd, L->q_norm,
+                        c->rms_norm_eps, cs, sn, hd);
     float *k = w->k + (size_t)i * kvd;
-    dec_norm_rope_heads(k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps, cs, sn, hd);
+    dec_norm_rope_heads(lc->m->kern->rows, k, c->num_key_value_heads, hd, L->k_norm,
+                        c->rms_norm_eps, cs, sn, hd);
     qwen3_state *s = w->row_state[i];
     dec_kv kv = {kvd, s->ctx, lc->m->kv_f16};
     dec_kv_store(&kv, s->k_cache, s->v_cache, lc->layer, w->row_pos[i], k, w->v + (size_t)i * kvd,

@@ -68,10 +68,11 @@ static void attn_row_prep(void *ctx, int i, int thread) {
                (size_t)hd * sizeof(float));
     }
     /* RoPE on the first rd dims of each head; the rest pass */
-    dec_norm_rope_heads(w->q + (size_t)i * qd, c->num_attention_heads, hd, L->q_norm,
+    dec_norm_rope_heads(m->kern->rows, w->q + (size_t)i * qd, c->num_attention_heads, hd, L->q_norm,
                         c->rms_norm_eps, cs, sn, rd);
     float *k = w->k + (size_t)i * kvd;
-    dec_norm_rope_heads(k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps, cs, sn, rd);
+    dec_norm_rope_heads(m->kern->rows, k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps,
+                        cs, sn, rd);
     qwen35_state *s = w->row_state[i];
     dec_kv kv = {kvd, s->ctx, m->kv_f16};
     dec_kv_store(&kv, s->k_cache, s->v_cache, L->slot, w->row_pos[i], k, w->v + (size_t)i * kvd,

@@ -17,6 +17,7 @@
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/rows.h"
 
 static uint32_t rng = 1;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -343,19 +344,23 @@ static void test_threaded_matmul_split_matches_one_call(void) {
 static void test_rope_pairs_i_with_i_plus_half(void) {
     /* head_dim 4, theta 10000: inv_freq = {1, 1/100}; at pos 1 element 0
      * pairs with element 2 (angle 1) and element 1 with 3 (angle 0.01). */
-    float inv[2], c[2], s[2], v[4] = {1, 2, 3, 4};
-    cpu_rope_inv_freq(inv, 4, 10000.0f);
-    CHECK(inv[0] == 1.0f && fabsf(inv[1] - 0.01f) < 1e-9f);
-    cpu_rope_angles(c, s, inv, 4, 1);
-    cpu_rope_apply(v, c, s, 4);
-    CHECK_NEAR(v[0], 1 * cos(1.0) - 3 * sin(1.0), 1e-6);
-    CHECK_NEAR(v[2], 3 * cos(1.0) + 1 * sin(1.0), 1e-6);
-    CHECK_NEAR(v[1], 2 * cos(0.01) - 4 * sin(0.01), 1e-6);
-    CHECK_NEAR(v[3], 4 * cos(0.01) + 2 * sin(0.01), 1e-6);
-    cpu_rope_angles(c, s, inv, 4, 0); /* position 0 is the identity */
-    float u[4] = {1, 2, 3, 4};
-    cpu_rope_apply(u, c, s, 4);
-    CHECK(u[0] == 1 && u[1] == 2 && u[2] == 3 && u[3] == 4);
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
+    for (int ti = 0; ti < nt; ti++) {
+        float inv[2], c[2], s[2], v[4] = {1, 2, 3, 4};
+        cpu_rope_inv_freq(inv, 4, 10000.0f);
+        CHECK(inv[0] == 1.0f && fabsf(inv[1] - 0.01f) < 1e-9f);
+        cpu_rope_angles(c, s, inv, 4, 1);
+        tabs[ti]->rows->rope(v, c, s, 4);
+        CHECK_NEAR(v[0], 1 * cos(1.0) - 3 * sin(1.0), 1e-6);
+        CHECK_NEAR(v[2], 3 * cos(1.0) + 1 * sin(1.0), 1e-6);
+        CHECK_NEAR(v[1], 2 * cos(0.01) - 4 * sin(0.01), 1e-6);
+        CHECK_NEAR(v[3], 4 * cos(0.01) + 2 * sin(0.01), 1e-6);
+        cpu_rope_angles(c, s, inv, 4, 0); /* position 0 is the identity */
+        float u[4] = {1, 2, 3, 4};
+        tabs[ti]->rows->rope(u, c, s, 4);
+        CHECK(u[0] == 1 && u[1] == 2 && u[2] == 3 && u[3] == 4);
+    }
 }
 
 static void test_rmsnorm_softmax_silu_values(void) {

@@ -1,0 +1,10 @@
+/* The row kernels (rows.h) on 4-float NEON vectors. */
+#include <arm_neon.h>
+#include <math.h>
+
+#include "cpu/rows.h"
+
+#define FMA4(a, b, c) vfmaq_f32((c), (a), (b)) /* a * b + c */
+
+CPU_DEF_ROWS(cpu_rows_neon, float32x4_t, 4, vdupq_n_f32, vld1q_f32, vst1q_f32, vaddq_f32, vsubq_f32,
+             vmulq_f32, FMA4, vaddvq_f32)
