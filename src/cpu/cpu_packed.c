@@ -115,7 +115,7 @@ void cpu_packed_free(cpu_packed *p) {
 
 typedef struct {
     const cpu_packed *p;
-    const float *x;
+    const float *x; /* bf16 panels: the activation tiles (gemm_bf16w.h) */
     size_t ldx;
     int n, step, ranges; /* step: tokens per block */
     cpu_packed_epilogue epi;
@@ -123,11 +123,17 @@ typedef struct {
     float *scratch;
 } matmul_job;
 
+size_t cpu_packed_scratch_floats(int threads, int n, int k) {
+    return (size_t)threads * CPU_PACKED_SCRATCH_FLOATS + cpu_bf16w_tiles_floats(n, k);
+}
+
 /* Tokens per block: n in equal blocks of at most CPU_PACKED_TOKENS (192
- * rows as 2 x 96, not 128 + 64), so no block ends in a short tile. */
+ * rows as 2 x 96, not 132 + 60), each a whole number of activation tiles
+ * (CPU_BF16W_TB), so no block but the last ends in a short tile. */
 static int block_tokens(int n) {
     int blocks = (n + CPU_PACKED_TOKENS - 1) / CPU_PACKED_TOKENS;
-    return (n + blocks - 1) / blocks;
+    int step = (n + blocks - 1) / blocks;
+    return (step + CPU_BF16W_TB - 1) / CPU_BF16W_TB * CPU_BF16W_TB;
 }
 
 /* Runs of consecutive groups per product: a task runs one run, so the bf16
@@ -155,14 +161,14 @@ static void range_task(void *ctx, int ri, int thread) {
         /* every token block while the group's panel is in cache */
         for (int t0 = 0; t0 < j->n; t0 += j->step) {
             int nt = j->n - t0 < j->step ? j->n - t0 : j->step;
-            const float *x = j->x + (size_t)t0 * j->ldx;
             for (int q = 0; q < p->parts; q++) {
                 float *y = ys + (size_t)q * (size_t)p->group_rows;
                 const void *panel = part_panel(p, g, q);
-                if (p->w16)
-                    p->w16->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt, end);
+                if (p->w16) /* t0 is a whole number of tiles (block_tokens) */
+                    p->w16->run(panel, p->cols, rows, j->x + (size_t)t0 * (size_t)p->cols, y, ldy,
+                                nt, end);
                 else
-                    p->g->run(panel, p->cols, rows, x, j->ldx, y, ldy, nt);
+                    p->g->run(panel, p->cols, rows, j->x + (size_t)t0 * j->ldx, j->ldx, y, ldy, nt);
             }
             cpu_packed_block b = {ys, ldy, (size_t)p->group_rows, t0, nt, r0, rows};
             j->epi(j->ctx, &b);
@@ -170,11 +176,28 @@ static void range_task(void *ctx, int ri, int thread) {
     }
 }
 
+/* Activation tile i of x (gemm_bf16w.h), into the tiles after the
+ * threads' blocks in the scratch. */
+static void tile_task(void *ctx, int i, int thread) {
+    (void)thread;
+    const matmul_job *j = ctx;
+    int t0 = i * CPU_BF16W_TB, rows = j->n - t0 < CPU_BF16W_TB ? j->n - t0 : CPU_BF16W_TB;
+    j->p->w16->pack_x(j->x + (size_t)t0 * j->ldx, j->ldx, rows, j->p->cols,
+                      j->scratch + (size_t)t0 * (size_t)j->p->cols);
+}
+
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch) {
     if (n <= 0) return;
-    int step = block_tokens(n), ranges = range_count(p->groups, nc_pool_threads(pool));
+    int threads = nc_pool_threads(pool);
+    int step = block_tokens(n), ranges = range_count(p->groups, threads);
     matmul_job j = {p, x, ldx, n, step, ranges, epi, ctx, scratch};
+    if (p->w16) {
+        matmul_job pk = j;
+        pk.scratch = scratch + (size_t)threads * CPU_PACKED_SCRATCH_FLOATS;
+        nc_pool_for(pool, (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, tile_task, &pk);
+        j.x = pk.scratch;
+    }
     nc_pool_for(pool, ranges, range_task, &j);
 }
 

@@ -15,8 +15,9 @@
 
 /* Output rows of W (= output columns) per group. */
 #define CPU_PACKED_GROUP_ROWS CPU_MATMUL_PANEL_ROWS
-/* Activation rows per epilogue block. */
-#define CPU_PACKED_TOKENS 128
+/* Activation rows per epilogue block at most: 11 activation tiles of
+ * gemm_bf16w.h (blocks are whole tiles). */
+#define CPU_PACKED_TOKENS 132
 
 /* The matrix's rows are split into `parts` equal parts (1, or 2 for a gated
  * MLP's [input; gate] rows) and group g packs rows g*G.. of every part side
@@ -58,13 +59,17 @@ typedef struct cpu_packed_block {
 
 typedef void (*cpu_packed_epilogue)(void *ctx, const cpu_packed_block *b);
 
-/* Per-thread scratch floats that cpu_packed_matmul needs. */
+/* Per-thread scratch floats of cpu_packed_matmul's output blocks. */
 #define CPU_PACKED_SCRATCH_FLOATS ((size_t)CPU_PACKED_TOKENS * CPU_PACKED_GROUP_ROWS)
+/* Scratch floats cpu_packed_matmul needs for up to n rows of up to k
+ * values on a pool of `threads`: each thread's output blocks, then the
+ * activation tiles of bf16 panels (gemm_bf16w.h). */
+size_t cpu_packed_scratch_floats(int threads, int n, int k);
 
 /* X W^T for the n rows of x (p->cols values each), in blocks (one row group,
  * at most CPU_PACKED_TOKENS rows) handed to epi(ctx, block); a pool task
- * runs consecutive groups. scratch holds CPU_PACKED_SCRATCH_FLOATS per
- * pool thread. */
+ * runs consecutive groups. scratch holds cpu_packed_scratch_floats(pool
+ * threads, n, p->cols) floats. */
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch);
 

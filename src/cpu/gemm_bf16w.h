@@ -5,7 +5,9 @@
  * activations (no rounding of the activations, unlike gemm_bf16.h). Half
  * the bytes of fp32 panels, so a forward pass streams the bf16 weights
  * once; each block's tiles prefetch the next block, spread over the tiles,
- * so the stream overlaps the FMAs. */
+ * so the stream overlaps the FMAs. The activations are packed too, once per
+ * product, into tiles of CPU_BF16W_TB rows laid out column by column, so a
+ * tile reads one sequential stream of them instead of one per row. */
 #ifndef NC_CPU_GEMM_BF16W_H
 #define NC_CPU_GEMM_BF16W_H
 
@@ -14,6 +16,13 @@
 
 /* Rows per panel block. */
 #define CPU_BF16W_NR 32
+/* Activation rows per tile. */
+#define CPU_BF16W_TB 12
+
+/* Floats of the activation tiles of n rows of k values. */
+static inline size_t cpu_bf16w_tiles_floats(int n, int k) {
+    return (size_t)((n + CPU_BF16W_TB - 1) / CPU_BF16W_TB) * CPU_BF16W_TB * (size_t)k;
+}
 
 typedef struct cpu_gemm_bf16w {
     /* Rows r0..r1 of a bf16 matrix (row stride ldw bytes, k columns) into
@@ -21,11 +30,16 @@ typedef struct cpu_gemm_bf16w {
      * holds 32 bf16, lane j (j < 16) = row j | row j + 16 << 16 (rows past
      * r1 zero). */
     void (*pack)(const void *w, size_t ldw, int k, int r0, int r1, uint16_t *panel);
-    /* y[t * ldy + r] = sum_i x[t * ldx + i] W[r, i] for t < n, r < rows of
-     * the panel; prefetches the bytes that follow each block, up to pf_end
-     * (the next block the caller will run). */
-    void (*run)(const uint16_t *panel, int k, int rows, const float *x, size_t ldx, float *y,
-                size_t ldy, int n, const void *pf_end);
+    /* One activation tile: rows (at most CPU_BF16W_TB) rows of x (row
+     * stride ldx floats, k values) into tile[i * TB + b] = x[b][i], rows
+     * past `rows` zero. */
+    void (*pack_x)(const float *x, size_t ldx, int rows, int k, float *tile);
+    /* y[t * ldy + r] = sum_i x[t][i] W[r, i] for t < n, r < rows of the
+     * panel, x as n rows of tiles from pack_x (tile j at xt + j * TB * k);
+     * prefetches the bytes that follow each block, up to pf_end (the next
+     * block the caller will run). */
+    void (*run)(const uint16_t *panel, int k, int rows, const float *xt, float *y, size_t ldy,
+                int n, const void *pf_end);
 } cpu_gemm_bf16w;
 
 /* The portable packing (the layout is the same for every table). */

@@ -1,24 +1,44 @@
 /* gemm_bf16w.h on AVX-512: 32-row blocks (2 zmm after widening) x 12
  * activation rows, 24 accumulators, as the fp32 GEMM (kernels_driver.h)
- * but reading one 64-byte bf16 step per k instead of two fp32 vectors. */
+ * but reading one 64-byte bf16 step per k instead of two fp32 vectors, and
+ * the 12 activations of a step from one packed tile. */
 #include <immintrin.h>
 
 #include "cpu/gemm_bf16w.h"
+#include "cpu/transpose_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
-#define TBMAX 12
+#define TB CPU_BF16W_TB
+/* Columns per pass over a block: a block's 32 rows x 256 columns of bf16
+ * (16 KiB) stay in L1 while every tile of the token block runs over them,
+ * with a tile's 12 x 256 activations (12 KiB). With the packed tiles, the
+ * tile's time on modernbert-base without AMX went down 3.4% against whole
+ * rows (perf, B=3 L=64; 384 columns or prefetching into L2 only: no
+ * better). */
+#define KC 256
 
-/* Tile: tb activation rows against one block over all k. Tile tt of the
- * block's nt tiles prefetches the next block's steps i = tt, tt + nt, ...
- * (pf: the next block, or this one when there is none). */
-INLINE void tile(const uint16_t *p, int k, const float *x, size_t ldx, float *y, size_t ldy,
-                 int valid, const char *pf, int tt, int nt, const int TB) {
-    __m512 acc[TBMAX][2];
+/* Tile: 12 activation rows against one block over columns k0..k1, added to
+ * the sums already in y unless k0 is 0. Tile tt of the block's nt tiles
+ * prefetches the next block's steps i = k0 + tt, k0 + tt + nt, ... (pf:
+ * the next block, or this one when there is none). */
+INLINE void tile(const uint16_t *p, int k0, int k1, const float *xt, float *y, size_t ldy,
+                 int valid, int tb, const char *pf, int tt, int nt) {
+    __m512 acc[TB][2];
     const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
-    _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) acc[b][0] = acc[b][1] =
-        _mm512_setzero_ps();
+    __mmask16 m0 = valid >= 16 ? 0xffff : (__mmask16)((1u << valid) - 1);
+    __mmask16 m1 = valid >= 32 ? 0xffff : valid <= 16 ? 0 : (__mmask16)((1u << (valid - 16)) - 1);
+    if (k0 == 0) {
+        _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) acc[b][0] = acc[b][1] =
+            _mm512_setzero_ps();
+    } else {
+        _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) {
+            int in = b < tb; /* rows past tb hold no sums */
+            acc[b][0] = _mm512_maskz_loadu_ps(in ? m0 : 0, y + (size_t)b * ldy);
+            acc[b][1] = _mm512_maskz_loadu_ps(in ? m1 : 0, y + (size_t)b * ldy + 16);
+        }
+    }
     int due = tt;
-    for (int i = 0; i < k; i++) {
+    for (int i = k0; i < k1; i++) {
         __m512i v = _mm512_loadu_si512((const void *)(p + (size_t)i * CPU_BF16W_NR));
         if (due-- == 0) {
             _mm_prefetch(pf + (size_t)i * 64, _MM_HINT_T0);
@@ -26,58 +46,53 @@ INLINE void tile(const uint16_t *p, int k, const float *x, size_t ldx, float *y,
         }
         __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
         __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
+        const float *x = xt + (size_t)i * TB;
         _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) {
-            __m512 xb = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)i]);
+            __m512 xb = _mm512_set1_ps(x[b]);
             acc[b][0] = _mm512_fmadd_ps(w0, xb, acc[b][0]);
             acc[b][1] = _mm512_fmadd_ps(w1, xb, acc[b][1]);
         }
     }
-    __mmask16 m0 = valid >= 16 ? 0xffff : (__mmask16)((1u << valid) - 1);
-    __mmask16 m1 = valid >= 32 ? 0xffff : valid <= 16 ? 0 : (__mmask16)((1u << (valid - 16)) - 1);
     _Pragma("GCC unroll 12") for (int b = 0; b < TB; b++) {
+        if (b >= tb) break;
         _mm512_mask_storeu_ps(y + (size_t)b * ldy, m0, acc[b][0]);
         _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16, m1, acc[b][1]);
     }
 }
 
-#define TILE_CASE(N)                                                                               \
-    case N:                                                                                        \
-        tile(p, k, x, ldx, y, ldy, valid, pf, tt, nt, N);                                          \
-        break;
-
-static void tile_any(const uint16_t *p, int k, const float *x, size_t ldx, float *y, size_t ldy,
-                     int valid, const char *pf, int tt, int nt, int tb) {
-    switch (tb) {
-        TILE_CASE(1)
-        TILE_CASE(2)
-        TILE_CASE(3)
-        TILE_CASE(4)
-        TILE_CASE(5)
-        TILE_CASE(6)
-        TILE_CASE(7)
-        TILE_CASE(8)
-        TILE_CASE(9)
-        TILE_CASE(10)
-        TILE_CASE(11)
-        TILE_CASE(12)
-    default:
-        break;
-    }
-}
-
-static void run(const uint16_t *panel, int k, int rows, const float *x, size_t ldx, float *y,
-                size_t ldy, int n, const void *pf_end) {
-    int nt = (n + TBMAX - 1) / TBMAX;
+static void run(const uint16_t *panel, int k, int rows, const float *xt, float *y, size_t ldy,
+                int n, const void *pf_end) {
+    int nt = (n + TB - 1) / TB;
     size_t block = (size_t)CPU_BF16W_NR * (size_t)k;
     for (int r = 0; r < rows; r += CPU_BF16W_NR) {
         const uint16_t *p = panel + (size_t)r * (size_t)k;
         const char *next = (const char *)(p + block);
         if (next + block * sizeof(uint16_t) > (const char *)pf_end) next = (const char *)p;
         int valid = rows - r < CPU_BF16W_NR ? rows - r : CPU_BF16W_NR;
-        for (int t = 0, tt = 0; t < n; t += TBMAX, tt++)
-            tile_any(p, k, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy + (size_t)r, ldy, valid,
-                     next, tt, nt, n - t < TBMAX ? n - t : TBMAX);
+        for (int k0 = 0; k0 < k; k0 += KC) {
+            int k1 = k - k0 < KC ? k : k0 + KC;
+            for (int t = 0, tt = 0; t < n; t += TB, tt++)
+                tile(p, k0, k1, xt + (size_t)t * (size_t)k, y + (size_t)t * ldy + (size_t)r, ldy,
+                     valid, n - t < TB ? n - t : TB, next, tt, nt);
+        }
     }
 }
 
-const cpu_gemm_bf16w cpu_gemm_bf16w_avx512 = {cpu_bf16w_pack, run};
+/* 16 columns at a time: the tile's rows (and 16 - rows zero rows) as a
+ * 16 x 16 block, transposed, each column's first 12 lanes stored. */
+static void pack_x(const float *x, size_t ldx, int rows, int k, float *tile) {
+    for (int i = 0; i < k; i += 16) {
+        int w = k - i < 16 ? k - i : 16;
+        __mmask16 cols = (__mmask16)((1u << w) - 1);
+        __m512i m[16];
+        for (int b = 0; b < 16; b++)
+            m[b] = b < rows ? _mm512_maskz_loadu_epi32(cols, x + (size_t)b * ldx + (size_t)i)
+                            : _mm512_setzero_si512();
+        cpu_transpose16_epi32(m);
+        for (int c = 0; c < w; c++)
+            _mm512_mask_storeu_epi32(tile + (size_t)(i + c) * TB, (__mmask16)((1u << TB) - 1),
+                                     m[c]);
+    }
+}
+
+const cpu_gemm_bf16w cpu_gemm_bf16w_avx512 = {cpu_bf16w_pack, pack_x, run};

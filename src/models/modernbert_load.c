@@ -176,12 +176,14 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
                 return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu rows", m->dir, rows);
             }
         }
-        if (!w->blocks) {
-            w->blocks = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) *
-                                         CPU_PACKED_SCRATCH_FLOATS * sizeof(float));
-            if (!w->blocks) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
-        }
         int widest = c->intermediate_size > c->hidden_size ? c->intermediate_size : c->hidden_size;
+        nc_free_aligned(w->blocks);
+        w->blocks = nc_alloc_aligned(
+            cpu_packed_scratch_floats(nc_pool_threads(m->pool), (int)rows, widest) * sizeof(float));
+        if (!w->blocks) {
+            w->rows = 0;
+            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
+        }
         NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)rows,
                                           widest, m->dir, err));
         w->rows = rows;

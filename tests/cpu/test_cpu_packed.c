@@ -5,7 +5,8 @@
  * epilogue), against
  * a double-precision product written here, on awkward sizes (rows not a
  * multiple of the 64-row groups or the panel blocks, k odd and past the
- * 1024-column chunks, token counts past the 128-token epilogue blocks), in
+ * 1024-column chunks, token counts past the 132-token epilogue blocks and around the 12-row
+ * activation tiles), in
  * one part and in two (a gated MLP's input and gate rows), on a 3-thread
  * pool; every output is handed to the epilogue exactly once. Also the
  * epilogue run over a product computed elsewhere (the unpacked path). */
@@ -82,7 +83,7 @@ static int check_packed(nc_pool *pool, const cpu_kernels *kern, const char *name
             ok = cpu_packed_init(&p, pool, kern, &m, parts, name, &err) == NC_OK;
             if (!ok) printf("  %s: %s\n", name, err.msg);
             float *scratch =
-                malloc((size_t)nc_pool_threads(pool) * CPU_PACKED_SCRATCH_FLOATS * sizeof(float));
+                malloc(cpu_packed_scratch_floats(nc_pool_threads(pool), n, k) * sizeof(float));
             if (ok && scratch) cpu_packed_matmul(pool, &p, x, ldx, n, collect_block, &c, scratch);
             free(scratch);
         }
@@ -122,8 +123,9 @@ static void test_packed_products_all_tables_match_double_reference(void) {
     nc_error err = {0};
     CHECK_OK(nc_pool_new(3, &pool, &err), &err);
     static const int sizes[][3] = {/* rows, k, n */
-                                   {74, 45, 131}, {64, 33, 8},  {130, 1030, 19},
-                                   {2, 7, 129},   {198, 64, 1}, {40, 2100, 3}};
+                                   {74, 45, 131},  {64, 33, 8},   {130, 1030, 19},
+                                   {2, 7, 129},    {198, 64, 1},  {40, 2100, 3},
+                                   {34, 257, 133}, {64, 512, 12}, {96, 300, 264}};
     static const cpu_wtype types[] = {CPU_W_F32, CPU_W_F16, CPU_W_BF16};
     for (int ti = 0; ti < nt; ti++)
         for (size_t y = 0; y < sizeof types / sizeof *types; y++) {
