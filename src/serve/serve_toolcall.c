@@ -1,7 +1,8 @@
 /* The tool-call scanner (see serve_toolcall.h). The tags and what is held
  * back are the same for both formats; only a call's body is read by
  * family. Qwen3: a JSON object with a string "name"; "arguments" (an
- * object, or a string holding JSON) becomes OpenAI's arguments string.
+ * object, or a string holding a JSON object) becomes OpenAI's arguments
+ * string.
  * Qwen3.5: <function=NAME> with <parameter=KEY> elements, each value
  * stripped of the one newline the template puts on either side and typed
  * by the tool's schema (a string stays a string; a number, boolean, null,
@@ -43,6 +44,17 @@ static json_t *make_call(const char *name, const char *arguments) {
                      name, "arguments", arguments);
 }
 
+/* Whether a JSON string's text is itself a JSON object: clients parse
+ * OpenAI's arguments string as one, so any other text is no call. */
+static int holds_object(const json_t *s) {
+    json_error_t je;
+    json_t *v =
+        json_loadb(json_string_value(s), json_string_length(s), JSON_REJECT_DUPLICATES, &je);
+    int ok = json_is_object(v);
+    json_decref(v);
+    return ok;
+}
+
 /* Qwen3: the JSON body. */
 static json_t *parse_call_json(const char *body, size_t n) {
     json_error_t je;
@@ -51,7 +63,7 @@ static json_t *parse_call_json(const char *body, size_t n) {
     char *text = NULL;
     if (json_is_string(name) && (!args || json_is_object(args)))
         text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
-    else if (json_is_string(name) && json_is_string(args))
+    else if (json_is_string(name) && json_is_string(args) && holds_object(args))
         text = strdup(json_string_value(args));
     json_t *call = text ? make_call(json_string_value(name), text) : NULL;
     free(text);

@@ -82,6 +82,11 @@ static void test_calls_and_text_come_apart(void) {
          "<tool_call>\n{\"name\": \"b\", \"arguments\": \"{\\\"x\\\": 1}\"}\n</tool_call>",
          "Let me look.\n\n", "a({});b({\"x\": 1});", 2},
         {"<tool_call>not json</tool_call> after", "<tool_call>not json</tool_call> after", "", 0},
+        /* an arguments string that is not a JSON object's text: no call */
+        {"<tool_call>{\"name\": \"c\", \"arguments\": \"x=1\"}</tool_call>",
+         "<tool_call>{\"name\": \"c\", \"arguments\": \"x=1\"}</tool_call>", "", 0},
+        {"<tool_call>{\"name\": \"c\", \"arguments\": \"[1]\"}</tool_call>",
+         "<tool_call>{\"name\": \"c\", \"arguments\": \"[1]\"}</tool_call>", "", 0},
         {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>",
          "", 0},
         {"cut <tool_call>{\"name\": \"a\"", "cut <tool_call>{\"name\": \"a\"", "", 0},
