@@ -122,6 +122,52 @@ static void test_pv_qk_kernels_all_tables_match_double_reference(void) {
     printf("  %d cases\n", cases);
 }
 
+/* qk past the short shapes above: key counts across 4-key tiles and 16-key
+ * vectors up to 211, heads from 1 to 200 elements (whole and partial
+ * 16-element steps), query rows around 4, strided rows; every score
+ * against a double sum, nothing written past the keys. */
+static void test_qk_long_keys_and_wide_heads_all_tables(void) {
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
+    enum { ROWS = 7, KEYS = 211, DIM = 200, LDQ = DIM + 5, LDK = DIM + 11, LDS = KEYS + 2 };
+    static float q[ROWS * LDQ], k[KEYS * LDK], s[ROWS * LDS];
+    for (int i = 0; i < ROWS * LDQ; i++)
+        q[i] = frand();
+    for (int i = 0; i < KEYS * LDK; i++)
+        k[i] = frand();
+    static const int keys_of[] = {1, 15, 16, 17, 95, 96, 97, 150, 192, 211};
+    static const int dims[] = {1, 16, 63, 64, 127, 128, 129, 200};
+    for (int ti = 0; ti < nt; ti++) {
+        if (!tabs[ti]->attn->qk) continue;
+        for (size_t a = 0; a < sizeof keys_of / sizeof *keys_of; a++)
+            for (size_t b = 0; b < sizeof dims / sizeof *dims; b++)
+                for (int rows = 1; rows <= ROWS; rows += 3, cases++) {
+                    int keys = keys_of[a], dim = dims[b];
+                    for (int i = 0; i < ROWS * LDS; i++)
+                        s[i] = 12345.0f;
+                    tabs[ti]->attn->qk(q, LDQ, k, LDK, s, LDS, rows, keys, dim);
+                    double worst = 0;
+                    int past = 0;
+                    for (int r = 0; r < ROWS; r++)
+                        for (int t = 0; t < LDS; t++) {
+                            if (r >= rows || t >= keys) {
+                                past |= s[r * LDS + t] != 12345.0f;
+                                continue;
+                            }
+                            double ref = 0;
+                            for (int d = 0; d < dim; d++)
+                                ref += (double)q[r * LDQ + d] * k[t * LDK + d];
+                            worst = fmax(worst, fabs(s[r * LDS + t] - ref));
+                        }
+                    CHECKF(worst <= 1e-5 * sqrt((double)dim) && !past,
+                           "%s qk rows=%d keys=%d dim=%d: off by %g%s", tabs[ti]->name, rows, keys,
+                           dim, worst, past ? ", wrote past the keys" : "");
+                }
+    }
+    printf("  %d cases\n", cases);
+    CHECK(cases > 0);
+}
+
 /* One sequence's cache: positions x (n_kv_heads * head_dim) values as
  * stored (fp32 or fp16), and their exact fp32 values for the reference. */
 typedef struct {
@@ -301,6 +347,7 @@ static void test_attention_mixed_sequences_long_context_wide_head_threads(void) 
 int main(void) {
     RUN(test_softmax_all_tables_match_double_reference);
     RUN(test_pv_qk_kernels_all_tables_match_double_reference);
+    RUN(test_qk_long_keys_and_wide_heads_all_tables);
     RUN(test_attention_all_tables_match_double_reference);
     RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
     return nc_test_exit_code();
