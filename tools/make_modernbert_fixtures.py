@@ -19,6 +19,9 @@ Writes, under tests/fixtures/modernbert/:
             v5 rope_parameters, both thetas 160000, mean pooling, 3 labels).
   mb_base/  the ModernBertModel (no head) of mb_mlm, saved without the "model." prefix.
   mb_bf16/  the same encoder with its weights stored as bf16 (reference in fp32 math).
+  mb_hd48/  an encoder with 48-wide heads (blocks of the 64-row QKV product split heads,
+            so RoPE runs as its own pass) and window 16, bf16 weights; ref/ holds a
+            padded batch with a row of 76 tokens (several query blocks, band edges).
   mb_mlm/ and mm_cls/ also have ref_long/: the same batch plus a row of 77 / 51 tokens.
   Each model folder has ref/: input_ids.npy, attention_mask.npy (int32 [B, L]),
   hidden.npy ([layers+1, B, L, D]: embeddings output, then each layer),
@@ -26,8 +29,9 @@ Writes, under tests/fixtures/modernbert/:
   the reference is computed by the model RELOADED from the saved folder (eager attention,
   float32), so the config conventions are what HF itself reads back.
 
-Run: python3 tools/make_modernbert_fixtures.py
+Run: python3 tools/make_modernbert_fixtures.py [--only mb_hd48]
 """
+import argparse
 import json
 import os
 import shutil
@@ -194,7 +198,35 @@ def fix_legacy_config(d):
     json.dump(c, open(p, "w"), indent=2, sort_keys=True)
 
 
+def make_hd48():
+    """mb_hd48/: 2 heads of 48, 3 layers (global 0), window 16, bf16 weights."""
+    torch.manual_seed(48)
+    tb = Tokenizer.from_file(os.path.join(ROOT, "tok_bytelevel", "tokenizer.json"))
+    cfg = ModernBertConfig(vocab_size=tb.get_vocab_size(), hidden_size=96, intermediate_size=80,
+                           num_hidden_layers=3, num_attention_heads=2, local_attention=16,
+                           max_position_embeddings=512, pad_token_id=tb.token_to_id("[PAD]"),
+                           cls_token_id=tb.token_to_id("[CLS]"), sep_token_id=tb.token_to_id("[SEP]"),
+                           bos_token_id=tb.token_to_id("[CLS]"), eos_token_id=tb.token_to_id("[SEP]"),
+                           global_rope_theta=160000.0, local_rope_theta=10000.0, initializer_range=0.2)
+    m = ModernBertModel(cfg).eval()
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if "norm" in n:
+                p.add_(torch.randn_like(p) * 0.2)
+    d = os.path.join(ROOT, "mb_hd48")
+    m.to(torch.bfloat16).save_pretrained(d)
+    fix_legacy_config(d)
+    ids, mask = pad_batch(tb, ["Paris is the capital of France.", " ".join(CORPUS[:4]), "Hello"])
+    ids[mask == 0] = cfg.pad_token_id
+    write_ref(ModernBertModel, d, ids, mask, None)
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["mb_hd48"], help="write just this fixture")
+    if ap.parse_args().only:
+        make_hd48()
+        return
     torch.manual_seed(0)
     if os.path.isdir(ROOT):
         shutil.rmtree(ROOT)
@@ -298,6 +330,7 @@ def main():
               open(os.path.join(d, "ref", "classify.json"), "w"), indent=1)
     with open(os.path.join(d, "ref", "texts.txt"), "w") as f:
         f.write("\n".join(texts) + "\n")
+    make_hd48()
 
 
 if __name__ == "__main__":

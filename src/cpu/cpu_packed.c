@@ -176,28 +176,46 @@ static void range_task(void *ctx, int ri, int thread) {
     }
 }
 
-/* Activation tile i of x (gemm_bf16w.h), into the tiles after the
- * threads' blocks in the scratch. */
+int cpu_packed_tiled(const cpu_packed *p) {
+    return p->panel && p->w16;
+}
+
+void cpu_packed_pack_tile(const cpu_packed *p, const float *x, size_t ldx, int rows, int c0,
+                          int cols, float *xt, int t0) {
+    p->w16->pack_x(x, ldx, rows, cols,
+                   xt + (size_t)t0 * (size_t)p->cols + (size_t)c0 * CPU_BF16W_TB);
+}
+
+/* Activation tile i of x (gemm_bf16w.h), into j->scratch. */
 static void tile_task(void *ctx, int i, int thread) {
     (void)thread;
     const matmul_job *j = ctx;
     int t0 = i * CPU_BF16W_TB, rows = j->n - t0 < CPU_BF16W_TB ? j->n - t0 : CPU_BF16W_TB;
-    j->p->w16->pack_x(j->x + (size_t)t0 * j->ldx, j->ldx, rows, j->p->cols,
-                      j->scratch + (size_t)t0 * (size_t)j->p->cols);
+    cpu_packed_pack_tile(j->p, j->x + (size_t)t0 * j->ldx, j->ldx, rows, 0, j->p->cols, j->scratch,
+                         t0);
+}
+
+void cpu_packed_matmul_tiles(nc_pool *pool, const cpu_packed *p, const float *xt, int n,
+                             cpu_packed_epilogue epi, void *ctx, float *scratch) {
+    if (n <= 0) return;
+    int step = block_tokens(n), ranges = range_count(p->groups, nc_pool_threads(pool));
+    matmul_job j = {p, xt, (size_t)p->cols, n, step, ranges, epi, ctx, scratch};
+    nc_pool_for(pool, ranges, range_task, &j);
 }
 
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch) {
     if (n <= 0) return;
     int threads = nc_pool_threads(pool);
+    if (p->w16) { /* the tiles after the threads' blocks */
+        float *xt = scratch + (size_t)threads * CPU_PACKED_SCRATCH_FLOATS;
+        matmul_job pk = {p, x, ldx, n, 0, 0, NULL, NULL, xt};
+        nc_pool_for(pool, (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, tile_task, &pk);
+        cpu_packed_matmul_tiles(pool, p, xt, n, epi, ctx, scratch);
+        return;
+    }
     int step = block_tokens(n), ranges = range_count(p->groups, threads);
     matmul_job j = {p, x, ldx, n, step, ranges, epi, ctx, scratch};
-    if (p->w16) {
-        matmul_job pk = j;
-        pk.scratch = scratch + (size_t)threads * CPU_PACKED_SCRATCH_FLOATS;
-        nc_pool_for(pool, (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, tile_task, &pk);
-        j.x = pk.scratch;
-    }
     nc_pool_for(pool, ranges, range_task, &j);
 }
 

@@ -73,6 +73,19 @@ size_t cpu_packed_scratch_floats(int threads, int n, int k);
 void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_t ldx, int n,
                        cpu_packed_epilogue epi, void *ctx, float *scratch);
 
+/* Whether cpu_packed_matmul runs p on activation tiles (gemm_bf16w.h: bf16
+ * panels), packing x first. A caller that has just written the rows, and
+ * has them in cache, can pack them itself (cpu_packed_pack_tile) and call
+ * cpu_packed_matmul_tiles: one pass and one pool loop fewer. */
+int cpu_packed_tiled(const cpu_packed *p);
+/* Columns c0..c0+cols of `rows` activation rows (at most CPU_BF16W_TB; x
+ * points at row 0, column c0) into the tile at xt + t0 * p->cols for the
+ * rows from t0 (a multiple of CPU_BF16W_TB); rows past `rows` zero. p tiled. */
+void cpu_packed_pack_tile(const cpu_packed *p, const float *x, size_t ldx, int rows, int c0,
+                          int cols, float *xt, int t0);
+/* cpu_packed_matmul with the n rows already in tiles at xt (p tiled). */
+void cpu_packed_matmul_tiles(nc_pool *pool, const cpu_packed *p, const float *xt, int n,
+                             cpu_packed_epilogue epi, void *ctx, float *scratch);
 /* The same on AMX tiles, where the table has them (cpu_packed_wanted is 0):
  * the weights w (w->rows divisible by parts) are read in place as bf16
  * tiles, a holds the n input rows with AMX scratch attached; each task

@@ -79,8 +79,17 @@ static void run(const uint16_t *panel, int k, int rows, const float *xt, float *
 }
 
 /* 16 columns at a time: the tile's rows (and 16 - rows zero rows) as a
- * 16 x 16 block, transposed, each column's first 12 lanes stored. */
+ * 16 x 16 block, transposed; the 12 valid lanes of each 4 columns then
+ * make 3 whole vectors (two-source permutes), so the 192 floats go out in
+ * 12 full stores rather than 16 overlapping 12-lane ones. A last partial
+ * block stores its columns one by one. */
 static void pack_x(const float *x, size_t ldx, int rows, int k, float *tile) {
+    _Static_assert(TB == 12, "the permutes below pack 12-lane columns");
+    const __m512i idx0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19);
+    const __m512i idx1 =
+        _mm512_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i idx2 =
+        _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
     for (int i = 0; i < k; i += 16) {
         int w = k - i < 16 ? k - i : 16;
         __mmask16 cols = (__mmask16)((1u << w) - 1);
@@ -89,9 +98,17 @@ static void pack_x(const float *x, size_t ldx, int rows, int k, float *tile) {
             m[b] = b < rows ? _mm512_maskz_loadu_epi32(cols, x + (size_t)b * ldx + (size_t)i)
                             : _mm512_setzero_si512();
         cpu_transpose16_epi32(m);
-        for (int c = 0; c < w; c++)
-            _mm512_mask_storeu_epi32(tile + (size_t)(i + c) * TB, (__mmask16)((1u << TB) - 1),
-                                     m[c]);
+        float *out = tile + (size_t)i * TB;
+        if (w < 16) {
+            for (int c = 0; c < w; c++)
+                _mm512_mask_storeu_epi32(out + (size_t)c * TB, (__mmask16)((1u << TB) - 1), m[c]);
+            continue;
+        }
+        for (int c = 0; c < 16; c += 4, out += 4 * TB) {
+            _mm512_storeu_si512(out, _mm512_permutex2var_epi32(m[c], idx0, m[c + 1]));
+            _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi32(m[c + 1], idx1, m[c + 2]));
+            _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi32(m[c + 2], idx2, m[c + 3]));
+        }
     }
 }
 

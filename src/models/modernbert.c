@@ -13,6 +13,7 @@
 #include "cpu/attn_kernels.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/gelu.h"
+#include "cpu/gemm_bf16w.h"
 #include "cpu/rows.h"
 #include "models/modernbert_impl.h"
 
@@ -47,6 +48,31 @@ void modernbert_layernorm_rows(modernbert_model *m, float *out, const float *x, 
                                int n) {
     step_ctx s = {.m = m, .w = w, .out = out, .in = x};
     nc_pool_for(n > 1 ? m->pool : NULL, n, layernorm_row, &s);
+}
+
+typedef struct {
+    step_ctx s;
+    const cpu_packed *next;
+    float *tiles;
+    int n;
+} norm_tiles_ctx;
+
+/* The rows of activation tile j normalized, then packed into the tile. */
+static void layernorm_tile(void *ctx, int j, int thread) {
+    const norm_tiles_ctx *c = ctx;
+    int t0 = j * CPU_BF16W_TB, rows = c->n - t0 < CPU_BF16W_TB ? c->n - t0 : CPU_BF16W_TB;
+    for (int r = t0; r < t0 + rows; r++)
+        layernorm_row((void *)&c->s, r, thread);
+    size_t d = dim(c->s.m);
+    cpu_packed_pack_tile(c->next, c->s.out + (size_t)t0 * d, d, rows, 0, (int)d, c->tiles, t0);
+}
+
+/* LayerNorm of n rows into out, and into the activation tiles of the
+ * product `next` that reads them, a tile per task. */
+static void layernorm_to_tiles(modernbert_model *m, float *out, const float *x, const float *w,
+                               int n, const cpu_packed *next, float *tiles) {
+    norm_tiles_ctx c = {{.m = m, .w = w, .out = out, .in = x}, next, tiles, n};
+    nc_pool_for(m->pool, (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, layernorm_tile, &c);
 }
 
 /* The other activations; GELU, the common one, runs on the table's vector
@@ -85,6 +111,10 @@ typedef struct {
     int layer, rope; /* rope: apply RoPE to the q and k heads of each block */
     float *dst;
     size_t ld;
+    /* when set, each block of dst is also packed into the next product's
+     * activation tiles (cpu_packed_pack_tile) while it is in cache */
+    const cpu_packed *next;
+    float *next_tiles;
 } epi_ctx;
 
 /* dst += y (the residual stream). */
@@ -110,6 +140,12 @@ static void epi_gated(void *ctx, const cpu_packed_block *b) {
         for (int i = 0; i < b->rows; i++)
             h[i] = act1(a, in[i]) * gate[i];
     }
+    /* blocks start on whole tiles (cpu_packed.h) */
+    for (int t = 0; e->next_tiles && t < b->nt; t += CPU_BF16W_TB) {
+        int t0 = b->t0 + t, rows = b->nt - t < CPU_BF16W_TB ? b->nt - t : CPU_BF16W_TB;
+        cpu_packed_pack_tile(e->next, e->dst + (size_t)t0 * e->ld + (size_t)b->r0, e->ld, rows,
+                             b->r0, b->rows, e->next_tiles, t0);
+    }
 }
 
 /* RoPE on one head of the row at position pos, with the layer's theta. */
@@ -120,17 +156,33 @@ static void rope_head(const epi_ctx *e, float *v, int pos) {
     e->m->kern->rows->rope(v, w->rope_cos + at, w->rope_sin + at, hd);
 }
 
-/* dst = y (qkv), with RoPE on the query and key heads when e->rope (the
- * blocks then hold whole heads: see rope_fits). */
+/* Where row r's head h of part `part` (0 q, 1 k, 2 v) lies in ws.qkv: head
+ * by head, [3][heads][n][head_dim] for the pass's n rows, so attention reads
+ * a head's keys and values as one contiguous run (rows 3D floats apart
+ * defeated the prefetcher: 9 KiB strides at modernbert-base). */
+static float *qkv_head(const modernbert_model *m, int n, int part, int h, int r) {
+    const modernbert_config *c = &m->cfg;
+    size_t head = (size_t)part * (size_t)c->num_attention_heads + (size_t)h;
+    return m->ws.qkv + (head * (size_t)n + (size_t)r) * (size_t)c->head_dim;
+}
+
+/* ws.qkv = y in head-major order, with RoPE on the query and key heads when
+ * e->rope (the blocks then hold whole heads: see rope_fits). */
 static void epi_qkv(void *ctx, const cpu_packed_block *b) {
     const epi_ctx *e = ctx;
-    int hd = e->m->cfg.head_dim, two_d = 2 * (int)dim(e->m);
+    const modernbert_model *m = e->m;
+    int hd = m->cfg.head_dim, d = (int)dim(m), n = e->io->batch * e->io->seq;
     for (int t = 0; t < b->nt; t++) {
         int r = b->t0 + t;
-        float *q = e->dst + (size_t)r * e->ld + (size_t)b->r0;
-        memcpy(q, b->y + (size_t)t * b->ldy, (size_t)b->rows * sizeof(float));
-        for (int h = 0; e->rope && h < b->rows && b->r0 + h < two_d; h += hd)
-            rope_head(e, q + h, r % e->io->seq);
+        const float *y = b->y + (size_t)t * b->ldy;
+        for (int i = 0; i < b->rows;) { /* a run of one head's elements */
+            int col = b->r0 + i, part = col / d, h = col % d / hd, at = col % hd;
+            int len = hd - at < b->rows - i ? hd - at : b->rows - i;
+            float *dst = qkv_head(m, n, part, h, r) + at;
+            memcpy(dst, y + i, (size_t)len * sizeof(float));
+            if (e->rope && part < 2) rope_head(e, dst, r % e->io->seq);
+            i += len;
+        }
     }
 }
 
@@ -143,11 +195,10 @@ static int rope_fits(const modernbert_model *m) {
 static void rope_row(void *ctx, int r, int thread) {
     (void)thread;
     const epi_ctx *e = ctx;
-    const modernbert_config *c = &e->m->cfg;
-    size_t d = dim(e->m);
-    float *q = e->m->ws.qkv + (size_t)r * 3 * d;
-    for (int h = 0; h < 2 * c->num_attention_heads; h++)
-        rope_head(e, q + (size_t)h * (size_t)c->head_dim, r % e->io->seq);
+    int n = e->io->batch * e->io->seq;
+    for (int part = 0; part < 2; part++)
+        for (int h = 0; h < e->m->cfg.num_attention_heads; h++)
+            rope_head(e, qkv_head(e->m, n, part, h, r), r % e->io->seq);
 }
 
 /* Softmax of row p (keys klo..klo+nk-1) for query q with what it may not
@@ -176,7 +227,7 @@ static void masked_softmax(const step_ctx *s, float *p, int b, int q, int klo, i
  * band around the block on local ones), on the table's attention kernels:
  * S = Q K^T, each row's softmax over the keys it sees (the band of its own
  * query: a contiguous run, so the vector softmax serves unless the row has
- * pad keys), then O = P V with V's rows as they lie in qkv. Pad keys get
+ * pad keys), then O = P V with the head's value rows. Pad keys get
  * probability 0, pad queries a zero output (nothing real reads them, since
  * pad keys are masked). */
 static void attention_block(void *ctx, int task, int thread) {
@@ -186,7 +237,7 @@ static void attention_block(void *ctx, int task, int thread) {
     const modernbert_io *io = s->io;
     const modernbert_workspace *w = &m->ws;
     const cpu_attn_kernels *ak = m->kern->attn;
-    size_t d = dim(m), ld = 3 * d;
+    size_t d = dim(m);
     int hd = c->head_dim, seq = io->seq, heads = c->num_attention_heads;
     int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     int b = task / (heads * nqb), h = task / nqb % heads, q0 = task % nqb * MODERNBERT_ATT_QBLOCK;
@@ -197,13 +248,14 @@ static void attention_block(void *ctx, int task, int thread) {
     int nk = khi - klo + 1, keys_real = 1;
     for (int k = klo; k <= khi && keys_real; k++)
         keys_real = is_real(io, (size_t)b * seq + k);
-    const float *q = w->qkv + ((size_t)b * seq + (size_t)q0) * ld + (size_t)h * hd;
-    const float *k = w->qkv + ((size_t)b * seq + (size_t)klo) * ld + d + (size_t)h * hd;
+    int n = io->batch * seq;
+    const float *q = qkv_head(m, n, 0, h, b * seq + q0);
+    const float *k = qkv_head(m, n, 1, h, b * seq + klo), *v = qkv_head(m, n, 2, h, b * seq + klo);
     float *sc = w->scores + (size_t)thread * (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
     if (ak->qk)
-        ak->qk(q, ld, k, ld, sc, (size_t)nk, nq, nk, hd);
+        ak->qk(q, (size_t)hd, k, (size_t)hd, sc, (size_t)nk, nq, nk, hd);
     else
-        m->kern->matmul[CPU_W_F32](k, ld, q, ld, sc, (size_t)nk, nq, hd, 0, nk);
+        m->kern->matmul[CPU_W_F32](k, (size_t)hd, q, (size_t)hd, sc, (size_t)nk, nq, hd, 0, nk);
     float scale = 1.0f / sqrtf((float)hd);
     for (int i = 0; i < nq; i++) {
         float *p = sc + (size_t)i * nk;
@@ -223,7 +275,7 @@ static void attention_block(void *ctx, int task, int thread) {
     float *o = w->att + ((size_t)b * seq + (size_t)q0) * d + (size_t)h * hd;
     for (int i = 0; i < nq; i++)
         memset(o + (size_t)i * d, 0, (size_t)hd * sizeof(float));
-    ak->pv[0](sc, (size_t)nk, k + d, ld, o, d, nq, nk, hd);
+    ak->pv[0](sc, (size_t)nk, v, (size_t)hd, o, d, nq, nk, hd);
 }
 
 /* Copies n rows of x to dst, zeroing pad rows. */
@@ -301,6 +353,10 @@ void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, si
  * first. */
 static void product(modernbert_model *m, const cpu_mat *w, const cpu_packed *p, int parts,
                     const float *x, size_t ldx, int n, cpu_packed_epilogue epi, epi_ctx *e) {
+    if (x == NULL) { /* the producer packed the rows into ws.tiles (takes_tiles) */
+        cpu_packed_matmul_tiles(m->pool, p, m->ws.tiles, n, epi, e, m->ws.blocks);
+        return;
+    }
     if (p->panel && n >= PACKED_MIN_ROWS) {
         cpu_packed_matmul(m->pool, p, x, ldx, n, epi, e, m->ws.blocks);
         return;
@@ -313,6 +369,24 @@ static void product(modernbert_model *m, const cpu_mat *w, const cpu_packed *p, 
     cpu_packed_epilogue_rows(m->pool, raw, (size_t)w->rows, n, w->rows, parts, epi, e);
 }
 
+/* Whether the product p over n rows runs on activation tiles that its
+ * producer packs (cpu_packed_tiled). */
+static int takes_tiles(const cpu_packed *p, int n) {
+    return cpu_packed_tiled(p) && n >= PACKED_MIN_ROWS;
+}
+
+/* out = LayerNorm(x) for the product p: returned as the product's input,
+ * NULL when it went into ws.tiles as well (product() then reads those). */
+static const float *norm_for(modernbert_model *m, const float *x, const float *w, int n,
+                             const cpu_packed *p) {
+    if (!takes_tiles(p, n)) {
+        modernbert_layernorm_rows(m, m->ws.xn, x, w, n);
+        return m->ws.xn;
+    }
+    layernorm_to_tiles(m, m->ws.xn, x, w, n, p, m->ws.tiles);
+    return NULL;
+}
+
 static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {
     const modernbert_config *c = &m->cfg;
     const modernbert_layer *L = &m->layers[l];
@@ -321,23 +395,33 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
     step_ctx s = {.m = m, .io = io, .layer = l};
 
     /* attention: x += Wo attn(rope(Wqkv norm(x))) */
-    const float *a = w->x;
-    if (L->attn_norm) {
-        modernbert_layernorm_rows(m, w->xn, w->x, L->attn_norm, n);
-        a = w->xn;
-    }
-    epi_ctx qkv = {m, io, l, rope_fits(m), w->qkv, 3 * d};
+    const float *a = L->attn_norm ? norm_for(m, w->x, L->attn_norm, n, &L->pqkv) : w->x;
+    epi_ctx qkv = {m, io, l, rope_fits(m), NULL, 0, NULL, NULL}; /* into ws.qkv by head */
     product(m, &L->wqkv, &L->pqkv, 1, a, d, n, epi_qkv, &qkv);
     if (!qkv.rope) nc_pool_for(m->pool, n, rope_row, &qkv);
     int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
-    epi_ctx resid = {m, io, l, 0, w->x, d};
+    epi_ctx resid = {m, io, l, 0, w->x, d, NULL, NULL};
     product(m, &L->wo, &L->pwo, 1, w->att, d, n, epi_add, &resid);
 
-    /* MLP: x += Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2) */
-    modernbert_layernorm_rows(m, w->xn, w->x, L->mlp_norm, n);
-    epi_ctx gated = {m, io, l, 0, w->hb, ff};
-    product(m, &L->wi, &L->pwi, 2, w->xn, d, n, epi_gated, &gated);
+    /* MLP: x += Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2);
+     * the gated blocks go into Wo's tiles too where Wo takes them */
+    a = norm_for(m, w->x, L->mlp_norm, n, &L->pwi);
+    int tiles_next = takes_tiles(&L->pwo_mlp, n);
+    epi_ctx gated = {m,
+                     io,
+                     l,
+                     0,
+                     w->hb,
+                     ff,
+                     tiles_next ? &L->pwo_mlp : NULL,
+                     tiles_next ? w->gated_tiles : NULL};
+    product(m, &L->wi, &L->pwi, 2, a, d, n, epi_gated, &gated);
+    if (tiles_next) {
+        cpu_packed_matmul_tiles(m->pool, &L->pwo_mlp, w->gated_tiles, n, epi_add, &resid,
+                                w->blocks);
+        return;
+    }
     product(m, &L->wo_mlp, &L->pwo_mlp, 1, w->hb, ff, n, epi_add, &resid);
 }
 

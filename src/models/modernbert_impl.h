@@ -29,8 +29,11 @@ typedef struct modernbert_workspace {
     size_t rows;                    /* capacity in token rows (batch * seq) */
     int seq_cap;                    /* RoPE tables cover positions < seq_cap */
     float *x, *xn, *qkv, *att, *hb; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, I] */
-    float *raw;                 /* [rows, max(3D, 2I)]: an unpacked product before its epilogue */
-    float *blocks;              /* cpu_packed_matmul's scratch for `rows` rows */
+    float *raw;    /* [rows, max(3D, 2I)]: an unpacked product before its epilogue */
+    float *blocks; /* cpu_packed_matmul's scratch for `rows` rows */
+    /* activation tiles (gemm_bf16w.h) of `rows` rows that producers pack for
+     * the next product: LayerNorm outputs (D wide), the gated MLP (I wide) */
+    float *tiles, *gated_tiles;
     float *rope_cos, *rope_sin; /* [2 (global, local)][seq_cap][head_dim / 2] */
     float *scores;              /* [threads][MODERNBERT_ATT_QBLOCK][seq_cap] */
     cpu_prompt_scratch prompt;  /* fp32 weight panels / AMX tiles, for `rows` rows */

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/gemm_bf16w.h"
 #include "models/modernbert_impl.h"
 
 const modernbert_config *modernbert_model_config(const modernbert_model *m) {
@@ -178,9 +179,14 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
         }
         int widest = c->intermediate_size > c->hidden_size ? c->intermediate_size : c->hidden_size;
         nc_free_aligned(w->blocks);
+        nc_free_aligned(w->tiles);
+        nc_free_aligned(w->gated_tiles);
         w->blocks = nc_alloc_aligned(
             cpu_packed_scratch_floats(nc_pool_threads(m->pool), (int)rows, widest) * sizeof(float));
-        if (!w->blocks) {
+        w->tiles = nc_alloc_aligned(cpu_bf16w_tiles_floats((int)rows, (int)d) * sizeof(float));
+        w->gated_tiles =
+            nc_alloc_aligned(cpu_bf16w_tiles_floats((int)rows, (int)ff) * sizeof(float));
+        if (!w->blocks || !w->tiles || !w->gated_tiles) {
             w->rows = 0;
             return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
         }
@@ -246,8 +252,8 @@ static void weights_unpack(modernbert_model *m) {
 }
 
 static void workspace_free(modernbert_workspace *w) {
-    float *bufs[] = {w->x,   w->xn,     w->qkv,      w->att,      w->hb,
-                     w->raw, w->blocks, w->rope_cos, w->rope_sin, w->scores};
+    float *bufs[] = {w->x,      w->xn,    w->qkv,         w->att,      w->hb,       w->raw,
+                     w->blocks, w->tiles, w->gated_tiles, w->rope_cos, w->rope_sin, w->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
     cpu_prompt_scratch_free(&w->prompt);

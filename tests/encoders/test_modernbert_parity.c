@@ -139,6 +139,11 @@ static void test_modernbert_bare_encoder_matches_hf(void) {
 static void test_modernbert_bf16_weights_matches_hf(void) {
     check_model("mb_bf16", "ref", MODERNBERT_HEAD_NONE);
 }
+/* 48-wide heads: the QKV product's 64-row blocks split heads, so the
+ * epilogue stores part heads and RoPE runs as its own pass. */
+static void test_modernbert_split_heads_matches_hf(void) {
+    check_model("mb_hd48", "ref", MODERNBERT_HEAD_NONE);
+}
 static void test_mmbert_classifier_rope_parameters_matches_hf(void) {
     check_model("mm_cls", "ref", MODERNBERT_HEAD_CLASSIFIER);
 }
@@ -225,6 +230,7 @@ int main(void) {
     RUN(test_modernbert_mlm_legacy_thetas_matches_hf);
     RUN(test_modernbert_bare_encoder_matches_hf);
     RUN(test_modernbert_bf16_weights_matches_hf);
+    RUN(test_modernbert_split_heads_matches_hf);
     RUN(test_mmbert_classifier_rope_parameters_matches_hf);
     RUN(test_modernbert_long_rows_match_hf);
     RUN(test_mmbert_long_rows_match_hf);
