@@ -12,7 +12,8 @@
  * while every 64-token chunk of the packed input passes. */
 #define AMX_ROWS_PER_TASK 64
 
-int cpu_amx_takes(const cpu_kernels *kern, const cpu_act *a) {
+int cpu_amx_takes(const cpu_kernels *kern, cpu_wtype t, const cpu_act *a) {
+    if (cpu_wtype_is_quant(t) && kern->qpanel) return 0;
     return kern->amx && a->n >= AMX_MIN_TOKENS && a->amx_x && a->amx_scratch &&
            a->amx_x_bytes >= cpu_amx_x_bytes(a->n, a->k) &&
            a->amx_scratch_bytes >= cpu_amx_scratch_bytes(a->k);
@@ -53,10 +54,10 @@ static void product_task(void *ctx, int task, int thread) {
 
 int cpu_matmul_amx(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int count,
                    const cpu_product *p) {
-    if (!cpu_amx_takes(kern, a) || count > CPU_MATMUL_MAX_MANY) return 0;
+    if (count > CPU_MATMUL_MAX_MANY) return 0;
     amx_job j = {kern, a, count, p, {0}};
     for (int i = 0; i < count; i++) {
-        if (p[i].w->cols != a->k) return 0;
+        if (!cpu_amx_takes(kern, p[i].w->type, a) || p[i].w->cols != a->k) return 0;
         j.first[i + 1] = j.first[i] + (p[i].w->rows + AMX_ROWS_PER_TASK - 1) / AMX_ROWS_PER_TASK;
     }
     cpu_amx_pack_act(pool, a);

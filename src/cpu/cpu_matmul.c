@@ -134,7 +134,8 @@ static void quantize_once(nc_pool *pool, cpu_act *a) {
 }
 
 int cpu_matmul_reads_int8(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a) {
-    return cpu_wtype_is_quant(w->type) && !cpu_amx_takes(kern, a) && !uses_gemm(kern, w, a, a->n);
+    return cpu_wtype_is_quant(w->type) && !cpu_amx_takes(kern, w->type, a) &&
+           !uses_gemm(kern, w, a, a->n);
 }
 
 void cpu_matmul_act(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, cpu_act *a, float *y,

@@ -273,7 +273,8 @@ static void amx_task(void *ctx, int g, int thread) {
 
 int cpu_packed_matmul_amx(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, int parts,
                           cpu_act *a, float *y, size_t ldy, cpu_packed_epilogue epi, void *ctx) {
-    if (!cpu_amx_takes(kern, a) || w->cols != a->k || parts < 1 || w->rows % parts) return 0;
+    if (!cpu_amx_takes(kern, w->type, a) || w->cols != a->k || parts < 1 || w->rows % parts)
+        return 0;
     cpu_amx_pack_act(pool, a);
     whole_job j = whole_job_of(y, ldy, a->n, w->rows, parts, epi, ctx);
     j.kern = kern;

@@ -409,7 +409,10 @@ static void test_top1_and_kl_against_hf_fp32_logits(void) {
     CHECK(a[2].top1 >= Q4_MIN_TOP1);
     CHECK(a[2].mean_kl <= Q4_MAX_KL);
     CHECK(a[3].top1_ties >= 0.99 && a[3].mean_kl <= 1e-3); /* fp16 KV: ~1e-3 relative in K, V */
-    CHECK(a[4].top1_ties >= 0.99 && a[4].mean_kl <= 0.01);
+    /* int8 prompt activations and fp16 K, V: two roundings, 3 of 256 top-1
+     * flips past HF's near-ties with the int8 GEMM (every table but scalar
+     * and plain AVX2), at a mean KL 100x under the bound */
+    CHECK(a[4].top1_ties >= 0.98 && a[4].top1 >= 0.98 && a[4].mean_kl <= 0.01);
     CHECK(a[5].top1_ties >= 0.99 && a[5].top1 >= 0.98 && a[5].mean_kl <= 0.01); /* as q8 */
     CHECK(a[6].top1_ties >= 0.99 && a[6].top1 >= 0.98 && a[6].mean_kl <= 0.01);
     CHECK(a[7].top1 >= Q4_MIN_TOP1 && a[7].mean_kl <= Q4_MAX_KL); /* as q4 */
