@@ -9,6 +9,7 @@
  * sequences' caches would show it. tools/make_serve_fixtures.py computes
  * the same function independently to make the expected outputs. The folder
  * holds tokenizer.json and fake_script.txt. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +81,10 @@ static int fake_seq_truncate(engine *e, engine_seq *seq, int n_keep) {
 static nc_status fake_step(engine *e, engine_step_item *items, int n_items, nc_error *err) {
     (void)err;
     fake_model *m = e->impl;
-    if (m->step_ms > 0) {
+    if (m->step_ms > 0) { /* the whole step time, even across signals */
         struct timespec ts = {m->step_ms / 1000, (long)(m->step_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+        while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+        }
     }
     for (int i = 0; i < n_items; i++) {
         engine_step_item *it = &items[i];
