@@ -6,19 +6,7 @@
 # the machine picks.
 BIN=${NECTAR_BUILD:-build}/tests/encoders/test_modernbert_parity
 if [ ! -x "$BIN" ]; then echo "SKIP modernbert_kernels: $BIN not built"; exit 0; fi
-out=$(mktemp)
-status=0
-run() { # PREFIX ENV=VALUE
-    env "$2" "$BIN" >"$out" 2>&1 || status=1
-    sed -n -e "s/^PASS /PASS $1_/p" -e "s/^FAIL /FAIL $1_/p" -e "s/^SKIP /SKIP $1_/p" \
-        -e "/^  /p" "$out"
-}
-run scalar NECTAR_NO_SIMD=1
-case $(uname -m) in
-x86_64 | amd64)
-    run avx2 NECTAR_SIMD=avx2
-    grep -q avx512f /proc/cpuinfo 2>/dev/null && run avx512 NECTAR_SIMD=avx512
-    ;;
-esac
-rm -f "$out"
-exit $status
+. tests/common/on_tables.sh
+tables="scalar avx2"
+grep -q avx512f /proc/cpuinfo 2>/dev/null && tables="$tables avx512"
+nc_on_tables "$BIN" $tables

@@ -11,18 +11,5 @@ if [ -n "$NECTAR_SANITIZED" ]; then
     echo "SKIP quant_tables: the tables' accuracy is checked in the plain pass"; exit 0
 fi
 if [ ! -x "$BIN" ]; then echo "SKIP quant_tables: $BIN not built"; exit 0; fi
-out=$(mktemp)
-status=0
-run() { # PREFIX ENV=VALUE
-    env "$2" "$BIN" >"$out" 2>&1 || status=1
-    sed -e "s/^PASS /PASS $1_/" -e "s/^FAIL /FAIL $1_/" -e "s/^SKIP /SKIP $1_/" "$out"
-}
-run scalar NECTAR_NO_SIMD=1
-case $(uname -m) in x86_64|amd64)
-    run avx2 NECTAR_SIMD=avx2
-    run avx2_vnni NECTAR_SIMD=avx2-vnni
-    run avx512 NECTAR_SIMD=avx512
-    ;;
-esac
-rm -f "$out"
-exit $status
+. tests/common/on_tables.sh
+nc_on_tables "$BIN" scalar avx2 avx2-vnni avx512
