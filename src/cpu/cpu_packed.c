@@ -115,7 +115,7 @@ void cpu_packed_free(cpu_packed *p) {
 
 typedef struct {
     const cpu_packed *p;
-    const float *x; /* bf16 panels: the activation tiles (gemm_bf16w.h) */
+    const float *x; /* bf16 panels: the activation tiles (gemm_bf16w.h), ldx unused */
     size_t ldx;
     int n, step, ranges; /* step: tokens per block */
     cpu_packed_epilogue epi;
@@ -186,12 +186,20 @@ void cpu_packed_pack_tile(const cpu_packed *p, const float *x, size_t ldx, int r
                    xt + (size_t)t0 * (size_t)p->cols + (size_t)c0 * CPU_BF16W_TB);
 }
 
-/* Activation tile i of x (gemm_bf16w.h), into j->scratch. */
+typedef struct {
+    const cpu_packed *p;
+    const float *x;
+    size_t ldx;
+    int n;
+    float *tiles;
+} tiles_job;
+
+/* Activation tile i of x (gemm_bf16w.h). */
 static void tile_task(void *ctx, int i, int thread) {
     (void)thread;
-    const matmul_job *j = ctx;
+    const tiles_job *j = ctx;
     int t0 = i * CPU_BF16W_TB, rows = j->n - t0 < CPU_BF16W_TB ? j->n - t0 : CPU_BF16W_TB;
-    cpu_packed_pack_tile(j->p, j->x + (size_t)t0 * j->ldx, j->ldx, rows, 0, j->p->cols, j->scratch,
+    cpu_packed_pack_tile(j->p, j->x + (size_t)t0 * j->ldx, j->ldx, rows, 0, j->p->cols, j->tiles,
                          t0);
 }
 
@@ -209,7 +217,7 @@ void cpu_packed_matmul(nc_pool *pool, const cpu_packed *p, const float *x, size_
     int threads = nc_pool_threads(pool);
     if (p->w16) { /* the tiles after the threads' blocks */
         float *xt = scratch + (size_t)threads * CPU_PACKED_SCRATCH_FLOATS;
-        matmul_job pk = {p, x, ldx, n, 0, 0, NULL, NULL, xt};
+        tiles_job pk = {p, x, ldx, n, xt};
         nc_pool_for(pool, (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, tile_task, &pk);
         cpu_packed_matmul_tiles(pool, p, xt, n, epi, ctx, scratch);
         return;

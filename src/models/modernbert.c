@@ -347,14 +347,16 @@ void modernbert_matmul(modernbert_model *m, const cpu_mat *w, const float *x, si
  * cpu_matmul.c does): a packed panel pays off over enough rows. */
 #define PACKED_MIN_ROWS 8
 
-/* x W^T for n rows, its outputs handed to epi block by block: on the
- * packed weights when there are, else on AMX tiles into ws.raw, each task's
- * block to epi at once; else (short inputs) computed whole into ws.raw
- * first. */
+/* x W^T for n rows, its outputs handed to epi block by block: from the
+ * activation tiles when x's producer packed them too (tiles, see
+ * takes_tiles; else NULL), on the packed weights when there are, else on
+ * AMX tiles into ws.raw, each task's block to epi at once; else (short
+ * inputs) computed whole into ws.raw first. */
 static void product(modernbert_model *m, const cpu_mat *w, const cpu_packed *p, int parts,
-                    const float *x, size_t ldx, int n, cpu_packed_epilogue epi, epi_ctx *e) {
-    if (x == NULL) { /* the producer packed the rows into ws.tiles (takes_tiles) */
-        cpu_packed_matmul_tiles(m->pool, p, m->ws.tiles, n, epi, e, m->ws.blocks);
+                    const float *x, size_t ldx, const float *tiles, int n, cpu_packed_epilogue epi,
+                    epi_ctx *e) {
+    if (tiles) {
+        cpu_packed_matmul_tiles(m->pool, p, tiles, n, epi, e, m->ws.blocks);
         return;
     }
     if (p->panel && n >= PACKED_MIN_ROWS) {
@@ -375,16 +377,16 @@ static int takes_tiles(const cpu_packed *p, int n) {
     return cpu_packed_tiled(p) && n >= PACKED_MIN_ROWS;
 }
 
-/* out = LayerNorm(x) for the product p: returned as the product's input,
- * NULL when it went into ws.tiles as well (product() then reads those). */
+/* ws.xn = LayerNorm(x) for the product p, and into ws.tiles as well where
+ * p takes tiles: returns those tiles, else NULL. */
 static const float *norm_for(modernbert_model *m, const float *x, const float *w, int n,
                              const cpu_packed *p) {
     if (!takes_tiles(p, n)) {
         modernbert_layernorm_rows(m, m->ws.xn, x, w, n);
-        return m->ws.xn;
+        return NULL;
     }
     layernorm_to_tiles(m, m->ws.xn, x, w, n, p, m->ws.tiles);
-    return NULL;
+    return m->ws.tiles;
 }
 
 static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, int n) {
@@ -395,34 +397,23 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
     step_ctx s = {.m = m, .io = io, .layer = l};
 
     /* attention: x += Wo attn(rope(Wqkv norm(x))) */
-    const float *a = L->attn_norm ? norm_for(m, w->x, L->attn_norm, n, &L->pqkv) : w->x;
+    const float *a = L->attn_norm ? w->xn : w->x;
+    const float *tiles = L->attn_norm ? norm_for(m, w->x, L->attn_norm, n, &L->pqkv) : NULL;
     epi_ctx qkv = {m, io, l, rope_fits(m), NULL, 0, NULL, NULL}; /* into ws.qkv by head */
-    product(m, &L->wqkv, &L->pqkv, 1, a, d, n, epi_qkv, &qkv);
+    product(m, &L->wqkv, &L->pqkv, 1, a, d, tiles, n, epi_qkv, &qkv);
     if (!qkv.rope) nc_pool_for(m->pool, n, rope_row, &qkv);
     int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
     epi_ctx resid = {m, io, l, 0, w->x, d, NULL, NULL};
-    product(m, &L->wo, &L->pwo, 1, w->att, d, n, epi_add, &resid);
+    product(m, &L->wo, &L->pwo, 1, w->att, d, NULL, n, epi_add, &resid);
 
     /* MLP: x += Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2);
      * the gated blocks go into Wo's tiles too where Wo takes them */
-    a = norm_for(m, w->x, L->mlp_norm, n, &L->pwi);
-    int tiles_next = takes_tiles(&L->pwo_mlp, n);
-    epi_ctx gated = {m,
-                     io,
-                     l,
-                     0,
-                     w->hb,
-                     ff,
-                     tiles_next ? &L->pwo_mlp : NULL,
-                     tiles_next ? w->gated_tiles : NULL};
-    product(m, &L->wi, &L->pwi, 2, a, d, n, epi_gated, &gated);
-    if (tiles_next) {
-        cpu_packed_matmul_tiles(m->pool, &L->pwo_mlp, w->gated_tiles, n, epi_add, &resid,
-                                w->blocks);
-        return;
-    }
-    product(m, &L->wo_mlp, &L->pwo_mlp, 1, w->hb, ff, n, epi_add, &resid);
+    tiles = norm_for(m, w->x, L->mlp_norm, n, &L->pwi);
+    float *gated_tiles = takes_tiles(&L->pwo_mlp, n) ? w->gated_tiles : NULL;
+    epi_ctx gated = {m, io, l, 0, w->hb, ff, &L->pwo_mlp, gated_tiles};
+    product(m, &L->wi, &L->pwi, 2, w->xn, d, tiles, n, epi_gated, &gated);
+    product(m, &L->wo_mlp, &L->pwo_mlp, 1, w->hb, ff, gated_tiles, n, epi_add, &resid);
 }
 
 nc_status modernbert_forward(modernbert_model *m, const modernbert_io *io, nc_error *err) {
