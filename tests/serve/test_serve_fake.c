@@ -581,9 +581,12 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
     const char *args[] = {"--fake-engine",  "-m",  FAKE_DIR,    "--parallel", "1", "--queue", "1",
                           "--fake-step-ms", "150", "--timeout", "1",          NULL};
     CHECKF(srv_start(&s, args) == 0, "server did not start");
-    /* "Start" is not in the script, so the fake recites all of it: about
-     * 32 steps, 4.8 s, far longer than the 1 s the queued request may wait. */
-    const char *body = "{\"prompt\":\"Start\",\"max_tokens\":40}";
+    /* "Start" is not in the script, so the greedy fake recites all of it:
+     * about 32 steps, 4.8 s, far longer than the 1 s the queued request may
+     * wait. Greedy: at the default temperature the fake's flat logits let
+     * an end-of-text token through now and then (one CI run: the busy
+     * request done at 0.76 s, so the queued one got its slot). */
+    const char *body = "{\"prompt\":\"Start\",\"max_tokens\":40,\"temperature\":0}";
     char cmd[2048];
     struct timespec t0, t1, t2; /* when the busy and the queued requests ended */
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -610,7 +613,7 @@ static void test_full_queue_429_and_queue_timeout_504(void) {
     CHECKF(busy && queued, "the slot never filled (%d) or nothing queued (%d)", busy, queued);
     CHECKF(st1 == 200, "first request: HTTP %d", st1);
     /* the times tell a busy request that ended early from a queued one
-     * that waited past its deadline (this failed once, in CI) */
+     * that waited past its deadline */
     CHECKF(st2 == 504,
            "queued request: HTTP %d, expected 504 (busy one done at %.2f s, queued at %.2f s)", st2,
            s1, s2);
@@ -651,10 +654,12 @@ static void test_slow_client_and_disconnect(void) {
     }
     close(fd);
     int slow_ok = n_got == 0 || strstr(got, " 408 ") != NULL;
-    /* Vanishing client: start a long stream (the whole script, about 3.2 s),
-     * read its first bytes, close. */
+    /* Vanishing client: start a long stream (the whole script, about 3.2 s;
+     * greedy, so no early end-of-text ends it first), read its first bytes,
+     * close. */
     fd = raw_connect(&s);
-    const char *body = "{\"prompt\":\"Start\",\"max_tokens\":200,\"stream\":true}";
+    const char *body =
+        "{\"prompt\":\"Start\",\"max_tokens\":200,\"stream\":true,\"temperature\":0}";
     char req[512];
     snprintf(
         req, sizeof req,
