@@ -63,7 +63,7 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
         return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
     }
     nc_status st;
-    if (!strncmp(kind, "modernbert", 10)) {
+    if (engine_kind_family(kind)->is_encoder) {
         m->kind = NC_MODEL_ENCODER;
         st = tok_load(path, &m->tokenizer.tok, err);
         if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);

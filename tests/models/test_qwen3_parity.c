@@ -1,6 +1,8 @@
 /* Qwen3 CPU forward pass against Hugging Face transformers: the fixtures in
  * tests/fixtures/qwen3/ (written by tools/make_qwen3_fixtures.py) hold HF's
- * fp32 logits at every prompt position and HF's 32-step greedy continuation.
+ * fp32 logits at every prompt position and HF's 32-step greedy continuation;
+ * tests/fixtures/llama/ (tools/make_llama3_fixtures.py) the same for Llama,
+ * which runs on this decoder (no q/k norms; Llama 3's RoPE scaling).
  * Checked: batched prompt logits, token-by-token logits, a split prompt
  * (prefix in the cache, then the rest), cache truncation, greedy ids. The
  * same binary runs with NECTAR_NO_SIMD=1 from test_qwen3_scalar.sh. */
@@ -13,6 +15,7 @@
 #include "models/qwen3.h"
 
 #define FIX "tests/fixtures/qwen3/"
+#define FIXTURES "tests/fixtures/"
 #define MAX_PROMPTS 8
 #define MAX_IDS 64
 /* fp32 fixtures: the issue's bound. The bf16 fixture's reference also
@@ -54,7 +57,7 @@ static int read_ids(const json_t *arr, int32_t *out, int cap) {
 /* Returns 0 and fills f, or -1 with a message in err. */
 static int fixture_load(const char *name, fixture *f, nc_error *err) {
     memset(f, 0, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, FIX "%s", name);
+    snprintf(f->dir, sizeof f->dir, FIXTURES "%s", name);
     char path[512];
     snprintf(path, sizeof path, "%s/reference.json", f->dir);
     json_t *root;
@@ -167,13 +170,23 @@ static void check_fixture(const char *name) {
 }
 
 static void test_tiny_gqa2_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_gqa2");
+    check_fixture("qwen3/tiny_gqa2");
 }
 static void test_tiny_gqa4_tied_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_gqa4_tied");
+    check_fixture("qwen3/tiny_gqa4_tied");
 }
 static void test_tiny_bf16_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_bf16");
+    check_fixture("qwen3/tiny_bf16");
+}
+
+/* Llama: rope_scaling "llama3" (every band of it inside head_dim), untied
+ * head; and a SmolLM2-style config (head_dim from hidden / heads) with a
+ * tied head in bf16. */
+static void test_llama3_scaled_rope_logits_and_greedy_match_hf(void) {
+    check_fixture("llama/tiny_llama3");
+}
+static void test_llama_tied_bf16_logits_and_greedy_match_hf(void) {
+    check_fixture("llama/tiny_smollm_tied_bf16");
 }
 
 /* The longest prompt one token at a time, then split in two batches, then
@@ -181,7 +194,7 @@ static void test_tiny_bf16_logits_and_greedy_match_hf(void) {
 static void test_incremental_split_and_truncate_match_hf(void) {
     fixture f;
     nc_error err;
-    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load("qwen3/tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
     prompt_ref *r = &f.p[0];
     for (int i = 1; i < f.n_prompts; i++)
         if (f.p[i].n_ids > r->n_ids) r = &f.p[i];
@@ -254,7 +267,7 @@ static void test_prompt_longer_than_a_batch_is_chunked_exactly(void) {
 static void test_batch_of_sequences_matches_hf(void) {
     fixture f;
     nc_error err;
-    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load("qwen3/tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
     qwen3_model *m;
     CHECK_OK(qwen3_load(f.dir, &(qwen3_load_options){TEST_THREADS}, &m, &err), &err);
     int V = qwen3_model_config(m)->vocab_size;
@@ -342,6 +355,8 @@ int main(void) {
     RUN(test_tiny_gqa2_logits_and_greedy_match_hf);
     RUN(test_tiny_gqa4_tied_logits_and_greedy_match_hf);
     RUN(test_tiny_bf16_logits_and_greedy_match_hf);
+    RUN(test_llama3_scaled_rope_logits_and_greedy_match_hf);
+    RUN(test_llama_tied_bf16_logits_and_greedy_match_hf);
     RUN(test_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
     RUN(test_batch_of_sequences_matches_hf);
