@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "cpu/cpu_kernels.h"
 #include "io/npy.h"
+#include "models/quant_write.h"
 #include "models/qwen3.h"
 
 #define FIX "tests/fixtures/qwen3/"
@@ -189,6 +190,64 @@ static void test_llama_tied_bf16_logits_and_greedy_match_hf(void) {
     check_fixture("llama/tiny_smollm_tied_bf16");
 }
 
+static double cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++)
+        ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+    return ab / sqrt(aa * bb);
+}
+
+/* Llama through the existing quantization (nectar quantize's writer): q8
+ * and q4 copies of tiny_llama3 load and follow HF's fp32 logits within
+ * the block formats' error. These random weights (std 0.15) make logits
+ * sensitive: Qwen3's tiny_gqa2 shows the same figures (q8 max abs error
+ * 0.23, q4 3.1), so the bounds are on the direction of each logit row
+ * (the cosine to HF's, lowest over every prompt position). */
+#define COS_Q8 0.995 /* measured 0.9984 */
+#define COS_Q4 0.75 /* measured 0.817; a wrong tensor gives about 0 */
+static void test_llama_q8_and_q4_follow_hf(void) {
+    fixture f;
+    nc_error err;
+    if (fixture_load("llama/tiny_llama3", &f, &err) != 0) SKIP("%s", err.msg);
+    static const cpu_wtype types[2] = {CPU_W_Q8, CPU_W_Q4};
+    static const char *const outs[2] = {"build/test_llama_q8", "build/test_llama_q4"};
+    double worst[2] = {0, 0}, cos_min[2] = {1, 1};
+    int agree[2] = {0, 0}, total = 0, ok = 1;
+    for (int t = 0; t < 2 && ok; t++) {
+        quant_write_stats qs;
+        qwen3_model *m = NULL;
+        ok = quant_write_model(f.dir, outs[t], types[t], &qs, &err) == NC_OK &&
+             qwen3_load(outs[t], &(qwen3_load_options){TEST_THREADS}, &m, &err) == NC_OK;
+        int V = ok ? qwen3_model_config(m)->vocab_size : 0;
+        for (int i = 0; ok && i < f.n_prompts; i++) {
+            prompt_ref *r = &f.p[i];
+            qwen3_state *s;
+            float *all = malloc(sizeof(float) * (size_t)r->n_ids * V);
+            ok = qwen3_state_new(m, 64, &s, &err) == NC_OK &&
+                 qwen3_forward(m, s, r->ids, r->n_ids, NULL, all, &err) == NC_OK;
+            for (int j = 0; ok && j < r->n_ids; j++) {
+                const float *a = all + (size_t)j * V, *b = r->logits + (size_t)j * V;
+                double d = max_abs_diff(a, b, (size_t)V);
+                worst[t] = d > worst[t] ? d : worst[t];
+                double c = cosine(a, b, V);
+                cos_min[t] = c < cos_min[t] ? c : cos_min[t];
+                agree[t] += argmax(a, V) == argmax(b, V);
+                total += t == 0;
+            }
+            qwen3_state_free(s);
+            free(all);
+        }
+        qwen3_free(m);
+    }
+    printf("  tiny_llama3 vs HF fp32 (%d positions): q8 max abs logit error %.3g, top-1 %d, "
+           "lowest cosine %.5f; q4 %.3g, %d, %.5f\n",
+           total, worst[0], agree[0], cos_min[0], worst[1], agree[1], cos_min[1]);
+    fixture_free(&f);
+    CHECKF(ok, "%s", err.msg);
+    CHECK(cos_min[0] >= COS_Q8 && agree[0] >= total * 8 / 10);
+    CHECK(cos_min[1] >= COS_Q4);
+}
+
 /* The longest prompt one token at a time, then split in two batches, then
  * truncated back and recomputed: every position's logits still match HF. */
 static void test_incremental_split_and_truncate_match_hf(void) {
@@ -357,6 +416,7 @@ int main(void) {
     RUN(test_tiny_bf16_logits_and_greedy_match_hf);
     RUN(test_llama3_scaled_rope_logits_and_greedy_match_hf);
     RUN(test_llama_tied_bf16_logits_and_greedy_match_hf);
+    RUN(test_llama_q8_and_q4_follow_hf);
     RUN(test_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
     RUN(test_batch_of_sequences_matches_hf);
