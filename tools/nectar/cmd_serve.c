@@ -106,7 +106,7 @@ int cmd_serve(int argc, char **argv) {
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
     o.model_path = model;
     o.n_aliases = n_aliases;
