@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "cli_env.h"
+#include "cli_model.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "serve/serve_http.h"
@@ -155,8 +156,14 @@ int cmd_serve(int argc, char **argv) {
 
     gen_model *m = NULL;
     nc_status st = model ? gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err) : NC_OK;
+    /* a model given as ORG/NAME goes by that name, not its snapshot's */
+    const char *names[16];
+    for (int i = 0; i < n_enc; i++)
+        names[i] = cli_model_name(encoders[i]);
+    if (m && cli_model_name(model))
+        snprintf(m->model_id, sizeof m->model_id, "%s", cli_model_name(model));
     if (st == NC_OK && n_enc)
-        st = serve_encoders_open(encoders, NULL, n_enc, threads, &o.encoders, &err);
+        st = serve_encoders_open(encoders, names, n_enc, threads, &o.encoders, &err);
     if (st != NC_OK) {
         gen_model_close(m);
         return cli_fail(&err);
