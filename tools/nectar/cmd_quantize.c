@@ -6,7 +6,6 @@
  * temporary sibling, loaded once by the cpu engine its model_type picks,
  * and only then renamed into place (an older model folder there is
  * replaced), so a failure never leaves a partial OUT. */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +14,10 @@
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "io/hf_weights.h"
-#include "lower/bundle_io.h"
 #include "models/quant_write.h"
 
 /* The input must be a text generator's folder whose matrices are not
@@ -39,30 +38,6 @@ static nc_status check_input(const char *in, nc_error *err) {
                        "original folder",
                        in, n_quant);
     return NC_OK;
-}
-
-static int is_empty_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    while (d && (e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    if (d) closedir(d);
-    return d && n == 0;
-}
-
-/* OUT may be new, an empty folder or an older model folder (replaced at
- * the end); not the input, nor anything else. */
-static nc_status check_output(const char *in, const char *out, nc_error *err) {
-    char a[PATH_MAX], b[PATH_MAX], cfg[PATH_MAX + 16];
-    if (realpath(in, a) && realpath(out, b) && !strcmp(a, b))
-        return nc_fail(err, NC_ERR_INVALID, "%s: the output folder must differ from the input",
-                       out);
-    snprintf(cfg, sizeof cfg, "%s/config.json", out);
-    if (!nc_file_exists(out) && !nc_is_dir(out)) return NC_OK;
-    if (nc_is_dir(out) && (nc_file_exists(cfg) || is_empty_dir(out))) return NC_OK;
-    return nc_fail(err, NC_ERR_INVALID, "%s: exists and is not a model folder (not replacing it)",
-                   out);
 }
 
 int cmd_quantize(int argc, char **argv) {
@@ -90,10 +65,12 @@ int cmd_quantize(int argc, char **argv) {
     nc_error err = {0};
     quant_write_stats s;
     double t0 = nc_now_s();
-    if (check_output(in, out, &err) != NC_OK || check_input(in, &err) != NC_OK)
-        return cli_fail(&err);
     char tmp[PATH_MAX];
-    if (lower_bundle_make_tmp(out, tmp, sizeof tmp, &err) != NC_OK) return cli_fail(&err);
+    if (cli_outdir_begin(in, out, tmp, sizeof tmp, &err) != NC_OK) return cli_fail(&err);
+    if (check_input(in, &err) != NC_OK) {
+        cli_outdir_abort(tmp);
+        return cli_fail(&err);
+    }
     const char *kind;
     engine *m = NULL;
     engine_options opt = {.n_threads = 1};
@@ -101,9 +78,9 @@ int cmd_quantize(int argc, char **argv) {
     if (st == NC_OK) st = engine_kind_for_decoder("cpu", tmp, &kind, &err);
     if (st == NC_OK) st = engine_open(kind, tmp, &opt, &m, &err);
     engine_close(m);
-    if (st == NC_OK) st = lower_bundle_publish(tmp, out, &err);
+    if (st == NC_OK) st = cli_outdir_commit(tmp, out, &err);
     if (st != NC_OK) {
-        lower_remove_tree(tmp);
+        cli_outdir_abort(tmp);
         return cli_fail(&err);
     }
     printf("%s -> %s: %d matrices as %s, %d tensors copied; %.1f MiB -> %.1f MiB in %.1f s\n", in,
