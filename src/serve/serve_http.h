@@ -25,6 +25,8 @@ typedef struct serve_options {
     const char *const *aliases; /* more names for the model (--alias) */
     int n_aliases;
     const char *chat_template; /* "qwen3" or "qwen3.5"; NULL: the model family's */
+    int parse_special_in_content; /* 1: "<|im_end|>" in a message is the special token (HF);
+                                     0: such a request is refused (serve_special.h) */
 } serve_options;
 
 typedef struct serve_server serve_server;
