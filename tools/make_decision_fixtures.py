@@ -14,7 +14,8 @@ fixture (tests/fixtures/modernbert/) plus marker tokens:
 Each has ref/: texts.txt (one input per line), input_ids.npy and attention_mask.npy (int32
 [B, L], right-padded to L=48 with the pad id), markers.npy (int32 [B, K]), type_ids.npy
 (int32 [B, L]) and the expected marker_logits.npy, marker_probs.npy, calibrated.npy
-([B, K]) and action_probs.npy ([B, A]), computed by the model reloaded from the folder
+([B, K]) and action_probs.npy ([B, A]) (also as decide.txt: per input the marker,
+calibrated and action probabilities, one number a line), computed by the model reloaded from the folder
 in float32 (eager attention).
 
 Run: /work/venv/bin/python tools/make_decision_fixtures.py   (from the repository root)
@@ -89,6 +90,10 @@ def write(name, tok, enc, c, texts, enc_dtype=torch.float32):
     np.save(os.path.join(r, "type_ids.npy"), out["type_ids"].numpy().astype(np.int32))
     for k in ("marker_logits", "marker_probs", "calibrated", "action_probs"):
         np.save(os.path.join(r, k + ".npy"), out[k].numpy().astype(np.float32))
+    with open(os.path.join(r, "decide.txt"), "w") as f:  # for the shell test, in `decide`'s order
+        for b in range(len(rows)):
+            for k in ("marker_probs", "calibrated", "action_probs"):
+                f.write("".join("%.8g\n" % v for v in out[k][b].tolist()))
 
 
 def main():

@@ -28,6 +28,7 @@ static const struct {
     {"fill-mask", cmd_fill_mask, "top-k tokens at each [MASK] of a text (masked-LM encoder)"},
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},
     {"ane", cmd_ane, "Neural Engine: `ane probe` asks the chip what it accepts"},
+    {"decide", cmd_decide, "marker, calibrated and action probabilities of a decision model"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
