@@ -111,8 +111,9 @@ class DecisionHead(nn.Module):
         raw = torch.softmax(z, -1)
         cal = torch.softmax(z / c["temperature"], -1)
         feats = [raw if f == "raw_probs" else x[:, 0] for f in c["action_features"]]
-        act = torch.softmax(self.action(torch.cat(feats, -1)), -1)
-        return {"marker_logits": z, "marker_probs": raw, "calibrated": cal, "action_probs": act}
+        a = self.action(torch.cat(feats, -1))
+        return {"marker_logits": z, "marker_probs": raw, "calibrated": cal, "action_logits": a,
+                "action_probs": torch.softmax(a, -1)}
 
 
 def marker_positions(c, ids, mask):
