@@ -170,24 +170,18 @@ static nc_status parse_config(const json_t *root, qwen35_config *c, const char *
     return read_eos(root, c, path, err);
 }
 
+/* hf_config_load_dir's parts. */
+static nc_status config_part(const json_t *o, void *c, const char *what, nc_error *err) {
+    return parse_config(o, c, what, err);
+}
+
+static nc_status generation_part(const json_t *o, void *c, const char *what, nc_error *err) {
+    return read_eos(o, c, what, err);
+}
+
 nc_status qwen35_config_load(const char *dir, qwen35_config *cfg, nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    char path[4096];
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
-    hf_path_join(path, sizeof path, dir, "config.json");
-    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = parse_config(root, cfg, path, err);
-    json_decref(root);
-    NC_TRY(st);
-    hf_path_join(path, sizeof path, dir, "generation_config.json");
-    if (!nc_file_exists(path)) return NC_OK;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    st = json_is_object(root) ? read_eos(root, cfg, path, err)
-                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    json_decref(root);
-    return st;
+    return hf_config_load_dir(dir, config_part, generation_part, cfg, err);
 }
 
 int qwen35_is_qwen35_dir(const char *dir) {
