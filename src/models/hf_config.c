@@ -30,6 +30,18 @@ nc_status hf_config_check_type(const json_t *o, const char *type, const char *wh
     return NC_OK;
 }
 
+nc_status hf_config_read_heads(const json_t *o, int *heads, int *kv_heads, const char *what,
+                               nc_error *err) {
+    NC_TRY(nc_json_int_in(o, "num_attention_heads", heads, 1, 1, 4096, what, err));
+    *kv_heads = *heads;
+    NC_TRY(nc_json_int_in(o, "num_key_value_heads", kv_heads, 0, 1, 4096, what, err));
+    if (*heads % *kv_heads)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       what, *heads, *kv_heads);
+    return NC_OK;
+}
+
 nc_status hf_config_read_eos(const json_t *o, int64_t vocab, int32_t *ids, int *n, int cap,
                              const char *what, nc_error *err) {
     const json_t *v = json_object_get(o, "eos_token_id");

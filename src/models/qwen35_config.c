@@ -90,15 +90,7 @@ static nc_status parse_text(const json_t *o, qwen35_config *c, const char *what,
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, QWEN35_MAX_LAYERS,
                           what, err));
-    NC_TRY(
-        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
-    c->num_key_value_heads = c->num_attention_heads;
-    NC_TRY(
-        nc_json_int_in(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
-    if (c->num_attention_heads % c->num_key_value_heads)
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                       what, c->num_attention_heads, c->num_key_value_heads);
+    NC_TRY(hf_config_read_heads(o, &c->num_attention_heads, &c->num_key_value_heads, what, err));
     c->head_dim = 256;
     NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
     if ((int64_t)c->head_dim * c->num_attention_heads * 2 > MAX_DIM)
