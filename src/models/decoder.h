@@ -43,12 +43,12 @@ typedef struct decoder_ops {
 /* What a caller reads of a loaded decoder. */
 typedef struct decoder_shape {
     int vocab, ctx_max, layers, hidden;
-    int kv_f16;                  /* KV caches in fp16 */
-    size_t kv_bytes_per_token;   /* one sequence's cache cost per token */
-    const char *dtype;           /* the matrices' ("bf16", "q8", ...) */
+    int kv_f16;                /* KV caches in fp16 */
+    size_t kv_bytes_per_token; /* one sequence's cache cost per token */
+    const char *dtype;         /* the matrices' ("bf16", "q8", ...) */
     size_t weight_bytes_per_token;
     int n_threads;
-    const int32_t *eos_ids;      /* config.json + generation_config.json */
+    const int32_t *eos_ids; /* config.json + generation_config.json */
     int n_eos;
     /* The Qwen3-family shape fields (bench's roofline), and Qwen3.5's own
      * config (its linear layers) or NULL. */
@@ -69,10 +69,8 @@ typedef struct decoder_options {
 
 /* The openers a family row names: load dir into *d (on failure *d holds
  * what needs freeing, decoder_close frees it). */
-nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d,
-                             nc_error *err);
-nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d,
-                              nc_error *err);
+nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
+nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
 
 void decoder_close(decoder *d);
 

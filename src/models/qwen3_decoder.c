@@ -40,9 +40,8 @@ static nc_status forward(void *model, const decoder_item *items, int n, nc_error
         q->cap = n;
     }
     for (int i = 0; i < n; i++)
-        q->items[i] =
-            (qwen3_batch_item){items[i].state, items[i].tokens, items[i].n, items[i].logits_last,
-                               NULL};
+        q->items[i] = (qwen3_batch_item){items[i].state, items[i].tokens, items[i].n,
+                                         items[i].logits_last, NULL};
     return qwen3_forward_batch(q->m, q->items, n, err);
 }
 
@@ -60,8 +59,7 @@ static void model_free(void *model) {
 static const decoder_ops ops = {state_new,      state_free, state_pos,      state_ctx,
                                 state_truncate, forward,    set_layer_hook, model_free};
 
-nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d,
-                             nc_error *err) {
+nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err) {
     q3 *q = calloc(1, sizeof *q);
     if (!q) return nc_fail(err, NC_ERR_NOMEM, "qwen3 decoder: out of memory");
     d->ops = &ops;
