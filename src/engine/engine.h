@@ -46,6 +46,7 @@ typedef struct engine_options {
     /* No kernel table here: the table is one per process, chosen before any
      * engine opens (cpu_select_table, from NECTAR_SIMD in tools/nectar/cli_env.c) */
     engine_ane_device ane_device; /* qwen3-ane */
+    char ane_fake[128];           /* after "fake:": what the fake refuses (engine_ane_device.h) */
     int fake_step_ms;             /* the scripted test engine: sleep per step */
 } engine_options;
 

@@ -12,6 +12,7 @@
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "commands.h"
 #include "data_dir.h"
 #include "io/hf_weights.h"
@@ -114,21 +115,26 @@ int cmd_gen_random(int argc, char **argv) {
     if (!tok_dir && f && f->random_tokenizer && p->vocab >= 32000)
         tok_dir = nectar_data_dir(f->random_tokenizer, data, sizeof data);
     if (tok_dir && !nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
-    if (!dry_run) {
-        if (mkdir(out, 0777) != 0 && errno != EEXIST)
-            return cli_failf("%s: cannot create folder: %s", out, strerror(errno));
-        if (!nc_is_dir(out)) return cli_failf("%s: not a folder", out);
-    }
+    char tmp[4200] = ""; /* written there, renamed to OUT at the end (cli_outdir.h) */
+    if (!dry_run && cli_outdir_begin(NULL, out, tmp, sizeof tmp, &err) != NC_OK)
+        return cli_fail(&err);
     double t0 = nc_now_s();
     model_random_report r;
-    if (model_random_write(p, out, &o, &r, &err) != NC_OK) return cli_fail(&err);
+    if (model_random_write(p, dry_run ? out : tmp, &o, &r, &err) != NC_OK) {
+        cli_outdir_abort(tmp);
+        return cli_fail(&err);
+    }
     if (dry_run) {
         printf("would write %s: %s shape, %s, %d tensors in %d file%s, %zu bytes\n", out, p->name,
                dtype_names[dtype], r.n_tensors, r.n_files, r.n_files == 1 ? "" : "s", r.bytes);
         if (tok_dir) printf("would copy the tokenizer from %s\n", tok_dir);
         return 0;
     }
-    if (tok_dir && (rc = copy_tokenizer(tok_dir, out, p->family))) return rc;
+    if ((tok_dir && (rc = copy_tokenizer(tok_dir, tmp, p->family))) ||
+        (cli_outdir_commit(tmp, out, &err) != NC_OK && (rc = cli_fail(&err)))) {
+        cli_outdir_abort(tmp);
+        return rc;
+    }
     if (tok_dir) warn_tokenizer_size(out, p);
     fprintf(stderr, "wrote %s: %s shape, %s, %d tensors, %.2f GB in %.1f s%s\n", out, p->name,
             dtype_names[dtype], r.n_tensors, (double)r.bytes / 1e9, nc_now_s() - t0,
