@@ -72,3 +72,16 @@ if ! "$BIN" compile -m tests/fixtures/qwen35/tiny_text_untied -o "$TMP/q35" --pr
 else
     fail qwen35_program_split_is_refused_in_one_line "$(cat "$TMP/e")"
 fi
+
+# the compile budget: a bundle of more programs than the ~119 compiles per
+# process public projects report is said to be so when it opens
+"$BIN" compile -m $M -o "$TMP/many" $T --program-split function --buckets 32,64,96,128,160,192 \
+    >"$TMP/out" 2>&1
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/many" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+if grep -q " 121 programs" "$TMP/out" &&
+    grep -q "121 programs compiled or loaded (121 in this process: above the ~119 per process" "$TMP/e" &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass compile_budget_is_reported_when_exceeded
+else
+    fail compile_budget_is_reported_when_exceeded "$(cat "$TMP/out" "$TMP/e" | head -c 600)"
+fi
