@@ -78,7 +78,9 @@ static void test_hostile_heads_are_judged_at_once(void) {
         int status;
     } cases[] = {
         {"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"\r", 0},
         {"\r\n", 0},
+        {"\r\n\r", 400}, /* a second empty line is not skipped */
         {"\r\nGET / HT", 0},
         {"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         {"GET / HTTP/1.1\nHost: a\n\n", 400},
@@ -91,6 +93,9 @@ static void test_hostile_heads_are_judged_at_once(void) {
         {"GET / HTTQ", 400},
         {"GET / HTTP/1.1x", 400},
         {"GET abc", 400},
+        {"POST +", 400},
+        {"POST + H", 400},
+        {"GET ** HTTP", 400},
         {"GET", 0},
         {"GET ", 0},
         {"GET / HTTP/1.", 0},
@@ -113,6 +118,8 @@ static void test_hostile_heads_are_judged_at_once(void) {
         int st = judge(cases[i].head, 0);
         CHECKF(st == cases[i].status, "case %zu: %d, want %d", i, st, cases[i].status);
     }
+    /* a lone CR or CRLF at the client's end of file is final too */
+    CHECK(judge("\r", 1) == 400 && judge("\r\n", 1) == 400);
     serve_head_verdict v;
     const char *h = "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n{}";
     serve_head_check(h, strlen(h), 0, &lim, &v);

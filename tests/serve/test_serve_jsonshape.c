@@ -5,30 +5,8 @@
 #include <string.h>
 
 #include "../test.h"
+#include "../common/json_tally.h"
 #include "serve/serve_jsonshape.h"
-
-typedef struct tally {
-    size_t n_values, string_bytes;
-    int max_depth;
-} tally;
-
-static void walk(const json_t *v, int depth, tally *t) {
-    t->n_values++;
-    if (json_is_string(v)) t->string_bytes += json_string_length(v);
-    if (!json_is_object(v) && !json_is_array(v)) return;
-    if (depth > t->max_depth) t->max_depth = depth;
-    size_t i;
-    const char *key;
-    json_t *x;
-    if (json_is_array(v))
-        json_array_foreach(v, i, x) walk(x, depth + 1, t);
-    else
-        json_object_foreach((json_t *)v, key, x) {
-            t->n_values++; /* the key */
-            t->string_bytes += strlen(key);
-            walk(x, depth + 1, t);
-        }
-}
 
 static void test_shape_matches_the_parsed_tree(void) {
     static const char *const bodies[] = {
@@ -44,8 +22,8 @@ static void test_shape_matches_the_parsed_tree(void) {
         json_error_t je;
         json_t *root = json_loads(bodies[i], JSON_DECODE_ANY, &je);
         CHECKF(root, "body %zu: %s", i, je.text);
-        tally want = {0, 0, 0};
-        walk(root, 1, &want);
+        json_tally want = {0, 0, 0};
+        json_tally_add(root, 1, &want);
         json_decref(root);
         serve_json_shape got;
         serve_json_shape_of(bodies[i], strlen(bodies[i]), &got);
