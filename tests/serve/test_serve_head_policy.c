@@ -112,6 +112,8 @@ static void test_hostile_heads_are_judged_at_once(void) {
         {"GET /v1/models/demo%00x HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         {"GET /%00/v1/models HTTP/1.1\r\nHost: a\r\n\r\n", 400},
         {"GET /a%2500 HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"GET /x%00 HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET /%0 HTTP/1.1\r\nHost: a\r\n\r\n", 200},
         {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\n{\n\"a\":\r1}", 200},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -358,6 +358,38 @@ static void test_ten_8mb_arrays_are_refused_before_parsing(void) {
                fill_objects, "{}]}", 413);
 }
 
+/* The value cap is exact: {"prompt":[1,...]} holds N + 3 values (the
+ * object, its key, the array, N ids); 262144 in all pass the count (and
+ * are then too long for the context: 400), one more is a 413. */
+static void test_value_cap_is_exact(void) {
+    for (size_t n_ids = 262141; n_ids <= 262142; n_ids++) {
+        size_t cap = 2 * n_ids + 512;
+        char *req = malloc(cap);
+        CHECK(req);
+        size_t body_len = strlen("{\"prompt\":[]}") + 2 * n_ids - 1;
+        int h = snprintf(req, cap,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                         "application/json\r\nContent-Length: %zu\r\n\r\n{\"prompt\":[",
+                         body_len);
+        size_t len = (size_t)h;
+        for (size_t i = 0; i < n_ids; i++) {
+            req[len++] = '1';
+            if (i + 1 < n_ids) req[len++] = ',';
+        }
+        memcpy(req + len, "]}", 2);
+        len += 2;
+        char *resp = exchange(&main_srv, req, len, 0, 30000);
+        int st = status_of(resp);
+        int names = resp && strstr(resp, "too_many_values") != NULL;
+        free(resp);
+        free(req);
+        if (n_ids == 262141)
+            CHECKF(st == 400 && !names, "262144 values: HTTP %d", st);
+        else
+            CHECKF(st == 413 && names, "262145 values: HTTP %d", st);
+    }
+}
+
 /* Bodies in flight share one memory budget (256 MiB with the default
  * --max-body): 40 clients announcing 8 MB bodies and sending none are not
  * all given a buffer; those beyond the budget get a JSON 503 at once, and
@@ -720,6 +752,7 @@ int main(void) {
     RUN(test_ten_8mb_bodies_stay_under_400mb);
     RUN(test_ten_8mb_arrays_are_refused_before_parsing);
     RUN(test_bodies_in_flight_share_a_budget);
+    RUN(test_value_cap_is_exact);
     RUN(test_connection_limits_answer_503_json);
     RUN(test_total_connection_limit);
     RUN(test_header_deadline);
