@@ -29,8 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     for (size_t k = 1; k < size; k++) {
         serve_head_check(buf, k, 0, &lim, &part);
-        if (part.status == 200 && (whole.status != 200 || part.head_len != whole.head_len))
-            abort();
+        if (part.status == 200 && (whole.status != 200 || part.head_len != whole.head_len)) abort();
         if (part.status >= 400 && whole.status < 400) abort();
     }
     /* at the client's end of file nothing stays pending */

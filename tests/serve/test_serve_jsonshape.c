@@ -4,8 +4,8 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "../test.h"
 #include "../common/json_tally.h"
+#include "../test.h"
 #include "serve/serve_jsonshape.h"
 
 static void test_shape_matches_the_parsed_tree(void) {
