@@ -136,6 +136,8 @@ static const char *allowed_methods(serve_route route) {
     switch (route) {
     case SERVE_ROUTE_CHAT:
     case SERVE_ROUTE_COMPLETIONS:
+    case SERVE_ROUTE_EMBEDDINGS:
+    case SERVE_ROUTE_RERANK:
         return "POST, OPTIONS";
     default:
         return "GET, HEAD, OPTIONS";
@@ -265,6 +267,10 @@ static serve_route route_of(const char *url) {
         return SERVE_ROUTE_COMPLETIONS;
     if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11) || !strcmp(url, "/models"))
         return SERVE_ROUTE_MODELS;
+    if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings"))
+        return SERVE_ROUTE_EMBEDDINGS;
+    if (!strcmp(url, "/v1/rerank") || !strcmp(url, "/rerank") || !strcmp(url, "/v1/reranking"))
+        return SERVE_ROUTE_RERANK;
     if (!strcmp(url, "/health")) return SERVE_ROUTE_HEALTH;
     if (!strcmp(url, "/metrics")) return SERVE_ROUTE_METRICS;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return SERVE_ROUTE_PAGE;
@@ -705,6 +711,11 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
+    if (!s->m) {
+        serve_request_free(&req);
+        return send_error(c, cc, 404, "this server hosts encoders only: no text generator",
+                          "model", "model_not_found");
+    }
     if (req.model && !serve_model_matches(req.model, s->m->model_id, s->opt.model_path,
                                           s->opt.aliases, s->opt.n_aliases)) {
         char msg[512];
@@ -827,17 +838,20 @@ static char *dump_json(json_t *o) {
 static enum MHD_Result handle_models(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
                                      const char *url) {
     const char *name = !strncmp(url, "/v1/models/", 11) ? url + 11 : NULL;
+    json_t *enc = name && *name ? serve_encoders_model(s->opt.encoders, name, s->started) : NULL;
+    if (enc) return send_body(c, cc, 200, "application/json", dump_json(enc), NULL);
     if (name && *name) {
-        if (!serve_model_matches(name, s->m->model_id, s->opt.model_path, s->opt.aliases,
-                                 s->opt.n_aliases))
+        if (!s->m || !serve_model_matches(name, s->m->model_id, s->opt.model_path, s->opt.aliases,
+                                          s->opt.n_aliases))
             return send_error(c, cc, 404, "no such model", "model", "model_not_found");
         return send_body(c, cc, 200, "application/json", dump_json(model_json(s, name)), NULL);
     }
     /* The model under its id, then each --alias as a model of its own. */
     json_t *data = json_array();
-    json_array_append_new(data, model_json(s, s->m->model_id));
-    for (int i = 0; i < s->opt.n_aliases; i++)
+    if (s->m) json_array_append_new(data, model_json(s, s->m->model_id));
+    for (int i = 0; s->m && i < s->opt.n_aliases; i++)
         json_array_append_new(data, model_json(s, s->opt.aliases[i]));
+    serve_encoders_list(s->opt.encoders, data, s->started);
     return send_body(c, cc, 200, "application/json",
                      dump_json(json_pack("{s:s,s:o}", "object", "list", "data", data)), NULL);
 }
@@ -894,6 +908,15 @@ static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_
         break;
     case SERVE_ROUTE_COMPLETIONS:
         if (is_post) return handle_completion(s, c, cc, SERVE_EP_COMPLETIONS);
+        break;
+    case SERVE_ROUTE_EMBEDDINGS:
+    case SERVE_ROUTE_RERANK:
+        if (is_post) {
+            int status;
+            char *b = serve_encoders_answer(s->opt.encoders, cc->route == SERVE_ROUTE_RERANK,
+                                            cc->body.p ? cc->body.p : "", cc->body.len, &status);
+            return send_body(c, cc, status, "application/json", b, NULL);
+        }
         break;
     default:
         break;
@@ -1039,10 +1062,13 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     if (opt->port < 0 || opt->port > 65535)
         return nc_fail(err, NC_ERR_INVALID, "--port %d: must be between 0 and 65535", opt->port);
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
+    if (!m && serve_encoders_count(opt->encoders) == 0)
+        return nc_fail(err, NC_ERR_INVALID, "serve: no model to host");
     if (opt->api_key && !*opt->api_key)
         return nc_fail(err, NC_ERR_INVALID, "--api-key: the key is empty");
     int family = opt->chat_template ? chat_family_by_name(opt->chat_template)
-                                    : (int)chat_family_of_kind(m->e->kind);
+                 : m                ? (int)chat_family_of_kind(m->e->kind)
+                                    : 0;
     if (family < 0)
         return nc_fail(err, NC_ERR_INVALID, "--chat-template %s: must be qwen3 or qwen3.5",
                        opt->chat_template);
@@ -1052,10 +1078,11 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     s->opt = *opt;
     s->family = (chat_family)family;
     s->started = (long long)time(NULL);
-    s->max_token_bytes = tok_max_token_bytes(s->m->tok);
+    s->max_token_bytes = m ? tok_max_token_bytes(s->m->tok) : 1;
     if (s->max_token_bytes == 0) s->max_token_bytes = 1;
-    nc_status vst = tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err);
-    if (vst == NC_OK) vst = serve_special_new(m->tok, &s->special, err);
+    nc_status vst =
+        m ? tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err) : NC_OK;
+    if (vst == NC_OK && m) vst = serve_special_new(m->tok, &s->special, err);
     if (vst != NC_OK) {
         tm_vocab_free(s->vocab);
         free(s);
@@ -1090,9 +1117,10 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     so.defaults = gen_sampler_defaults_greedy();
     so.defaults.temperature = 1.0f;
     so.defaults.top_p = 1.0f;
-    nc_status st =
-        opt->model_path ? gen_sampling_from_folder(opt->model_path, 0, &so.defaults, err) : NC_OK;
-    if (st == NC_OK) st = serve_sched_new(m, &so, &s->metrics, &s->sched, err);
+    nc_status st = m && opt->model_path
+                       ? gen_sampling_from_folder(opt->model_path, 0, &so.defaults, err)
+                       : NC_OK;
+    if (st == NC_OK && m) st = serve_sched_new(m, &so, &s->metrics, &s->sched, err);
     if (st != NC_OK) {
         serve_server_stop(s);
         return st;
