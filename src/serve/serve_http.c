@@ -677,37 +677,54 @@ static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, c
     return ret;
 }
 
-static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
-                                         serve_endpoint ep) {
-    serve_request req;
-    serve_parse_error perr;
-    nc_error err = {0};
-    /* The tree jansson would build, bounded and paid for before it is. */
+/* The tree jansson would build for the body, bounded and paid for before
+ * it is: 1 with *cost taken from the budget (give it back with parsed()),
+ * or 0 with the refusal queued in *ret. */
+static int admit_parse(serve_server *s, struct MHD_Connection *c, conn_ctx *cc, size_t *cost,
+                       enum MHD_Result *ret) {
     serve_json_shape shape;
     serve_json_shape_of(cc->body.p ? cc->body.p : "", cc->body.len, &shape);
     char why[200];
     if (shape.n_values > SERVE_MAX_JSON_VALUES) {
         snprintf(why, sizeof why, "the request body holds %zu JSON values; at most %d are taken",
                  shape.n_values, SERVE_MAX_JSON_VALUES);
-        return send_error(c, cc, 413, why, NULL, "too_many_values");
+        return *ret = send_error(c, cc, 413, why, NULL, "too_many_values"), 0;
     }
     if (shape.max_depth > SERVE_MAX_JSON_DEPTH) {
         snprintf(why, sizeof why, "the request body nests %d levels deep; at most %d are taken",
                  shape.max_depth, SERVE_MAX_JSON_DEPTH);
-        return send_error(c, cc, 400, why, NULL, "too_deep");
+        return *ret = send_error(c, cc, 400, why, NULL, "too_deep"), 0;
     }
-    size_t cost = serve_json_parse_cost(&shape);
-    if (mem_take(s, cost) != 0)
-        return send_error(c, cc, 503,
-                          "the server is parsing too much request data at once; retry later",
-                          NULL, "server_busy");
-    nc_status st =
-        serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
-    free(cc->body.p); /* parsed: the bytes are not needed while the request runs */
+    *cost = serve_json_parse_cost(&shape);
+    if (mem_take(s, *cost) != 0)
+        return *ret = send_error(c, cc, 503,
+                                 "the server is parsing too much request data at once; retry "
+                                 "later",
+                                 NULL, "server_busy"),
+               0;
+    return 1;
+}
+
+/* After the parse: the body and the budget it held go back. */
+static void parsed(serve_server *s, conn_ctx *cc, size_t cost) {
+    free(cc->body.p);
     memset(&cc->body, 0, sizeof cc->body);
     mem_give(s, cost + cc->reserved);
     trim_after(cost + cc->reserved);
     cc->reserved = 0;
+}
+
+static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
+                                         serve_endpoint ep) {
+    serve_request req;
+    serve_parse_error perr;
+    nc_error err = {0};
+    size_t cost;
+    enum MHD_Result refused;
+    if (!admit_parse(s, c, cc, &cost, &refused)) return refused;
+    nc_status st =
+        serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
+    parsed(s, cc, cost); /* the bytes are not needed while the request runs */
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
@@ -913,8 +930,12 @@ static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_
     case SERVE_ROUTE_RERANK:
         if (is_post) {
             int status;
+            size_t cost;
+            enum MHD_Result refused;
+            if (!admit_parse(s, c, cc, &cost, &refused)) return refused;
             char *b = serve_encoders_answer(s->opt.encoders, cc->route == SERVE_ROUTE_RERANK,
                                             cc->body.p ? cc->body.p : "", cc->body.len, &status);
+            parsed(s, cc, cost);
             return send_body(c, cc, status, "application/json", b, NULL);
         }
         break;
