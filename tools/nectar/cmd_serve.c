@@ -1,6 +1,9 @@
 /* `nectar serve`: the OpenAI-compatible HTTP server (src/serve). Parses the
- * options, opens the engine, starts the server and runs until SIGINT or
- * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
+ * options, opens the engine, starts the server and runs until SIGINT,
+ * SIGTERM or SIGHUP, then shuts down cleanly (every request ended, memory
+ * freed). SIGHUP is a stop, not a reload: the terminal that started the
+ * server closing must not leave requests cut off without their last events,
+ * and there is no configuration to reload that a restart would not read. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,12 +12,38 @@
 
 #include "base/log.h"
 #include "cli_env.h"
+#include "cli_model.h"
 #include "commands.h"
 #include "gen_cli.h"
 #include "serve/serve_http.h"
 
+/* Splits the -m folders into the text generator (at most one) and the
+ * encoders (config.json's model_type says which). */
+static int split_models(const cli_command *cmd, const char **models, int n, int is_fake,
+                        const char **gen, const char **enc, int *n_enc) {
+    *gen = NULL;
+    *n_enc = 0;
+    for (int i = 0; i < n; i++) {
+        const char *kind = NULL;
+        nc_error e = {0};
+        int is_enc = !(is_fake && i == 0) && engine_kind_for("cpu", models[i], &kind, &e) == NC_OK &&
+                     !strncmp(kind, "modernbert", 10);
+        if (is_enc)
+            enc[(*n_enc)++] = models[i];
+        else if (*gen)
+            return cli_usage_error(cmd,
+                                   "-m %s and -m %s are both text generators: a server hosts one "
+                                   "generator and any number of encoders",
+                                   *gen, models[i]);
+        else
+            *gen = models[i];
+    }
+    return CLI_GO;
+}
+
 int cmd_serve(int argc, char **argv) {
-    const char *model = NULL;
+    const char *models[16];
+    int n_models = 0;
     gen_cli_backend be = {0};
     serve_options o = {0};
     o.host = "127.0.0.1";
@@ -25,14 +54,17 @@ int cmd_serve(int argc, char **argv) {
     o.max_body_bytes = 8u << 20;
     o.timeout_s = 600;
     int is_fake = 0, fake_step_ms = 0, threads = 0, verbose = 0;
+    const char *special_mode = "refuse";
     int64_t max_body = (int64_t)o.max_body_bytes;
     const char *aliases[16];
     int n_aliases = 0;
     o.aliases = aliases;
     const cli_opt opts[] = {
-        CLI_OPT("-m", "--model", CLI_STRING, "DIR",
-                "Hugging Face model folder, or an ANE bundle with --backend mil|ane", &model,
-                .required = 1),
+        CLI_OPT("-m", "--model", CLI_STRINGS, "DIR",
+                "Hugging Face model folder, or an ANE bundle with --backend mil|ane;\n"
+                "repeat it to host encoders (/v1/embeddings, /v1/rerank) beside one\n"
+                "text generator, or encoders only (up to 16 in all)",
+                models, .count = &n_models, .cap = 16, .required = 1),
         CLI_OPT(NULL, "--host", CLI_STRING, "ADDR",
                 "numeric address (or localhost) to listen on (default 127.0.0.1)", &o.host),
         CLI_OPT(NULL, "--port", CLI_INT, "N", "port (default 8080; 0 picks a free one)", &o.port,
@@ -69,6 +101,10 @@ int cmd_serve(int argc, char **argv) {
                 "qwen3 or qwen3.5: the chat template and tool-call format\n"
                 "(default: the model family's)",
                 &o.chat_template),
+        CLI_OPT(NULL, "--special-in-content", CLI_STRING, "MODE",
+                "special-token text (<|im_end|>) in a chat message: refuse (default,\n"
+                "400: it would forge turns) or parse (the token itself, as HF)",
+                &special_mode),
         GEN_CLI_BACKEND_OPTS(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
@@ -84,7 +120,8 @@ int cmd_serve(int argc, char **argv) {
         .name = "serve",
         .usage = "-m DIR [options]",
         .about = "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions,\n"
-                 "/v1/models, /health, /metrics and a chat page at /.\n",
+                 "/v1/embeddings, /v1/rerank, /v1/models, /health, /metrics and a chat\n"
+                 "page at /.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
@@ -92,8 +129,17 @@ int cmd_serve(int argc, char **argv) {
     o.max_body_bytes = (size_t)max_body;
     for (int i = 0; i < n_aliases; i++)
         if (!*aliases[i]) return cli_usage_error(&cmd, "--alias: the name is empty");
+    if (strcmp(special_mode, "refuse") != 0 && strcmp(special_mode, "parse") != 0)
+        return cli_usage_error(&cmd, "--special-in-content %s: must be refuse or parse",
+                               special_mode);
+    o.parse_special_in_content = !strcmp(special_mode, "parse");
     if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
+    /* `--api-key "$KEY"` with KEY unset must not open the server: an empty
+     * key would match an empty Bearer and turn the Host/Origin guard off. */
+    if (o.api_key && !*o.api_key)
+        return cli_usage_error(&cmd, "--api-key: the key is empty; give a key, or leave the "
+                                     "option out to serve loopback only without one");
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && env_key && *env_key) o.api_key = env_key;
     if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
@@ -106,46 +152,70 @@ int cmd_serve(int argc, char **argv) {
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
+    const char *model = NULL, *encoders[16];
+    int n_enc = 0;
+    rc = split_models(&cmd, models, n_models, is_fake, &model, encoders, &n_enc);
+    if (rc != CLI_GO) return rc;
     o.model_path = model;
     o.n_aliases = n_aliases;
 
-    /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
-     * scheduler and the HTTP threads inherit the mask) and taken by sigwait
-     * in this one, so shutdown always starts here. */
+    /* SIGINT/SIGTERM/SIGHUP are blocked in every thread (the engine's pool,
+     * the scheduler and the HTTP threads inherit the mask) and taken by
+     * sigwait in this one, so shutdown always starts here. */
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
     gen_model *m = NULL;
-    nc_status st = gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err);
-    if (st != NC_OK) return cli_fail(&err);
-    if (o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
+    nc_status st = model ? gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err) : NC_OK;
+    /* a model given as ORG/NAME goes by that name, not its snapshot's */
+    const char *names[16];
+    for (int i = 0; i < n_enc; i++)
+        names[i] = cli_model_name(encoders[i]);
+    if (m && cli_model_name(model))
+        snprintf(m->model_id, sizeof m->model_id, "%s", cli_model_name(model));
+    if (st == NC_OK && n_enc)
+        st = serve_encoders_open(encoders, names, n_enc, threads, &o.encoders, &err);
+    if (st != NC_OK) {
+        gen_model_close(m);
+        return cli_fail(&err);
+    }
+    if (m && o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
 
     serve_server *srv;
     st = serve_server_start(m, &o, &srv, &err);
     if (st != NC_OK) {
         gen_model_close(m);
+        serve_encoders_free(o.encoders);
         return cli_fail(&err);
     }
     /* One line on stdout with the real port, so scripts using --port 0 can
      * find the server. */
     int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s) on http://%s%s%s:%d  slots %d, ctx %d", m->model_id, m->e->kind,
-           is_v6 ? "[" : "", o.host, is_v6 ? "]" : "", serve_server_port(srv), o.n_parallel, o.ctx);
-    if (m->e->kv_bytes_per_token)
+    printf("nectar serve: %s (%s)", m ? m->model_id : serve_encoders_name(o.encoders, 0),
+           m ? m->e->kind : "encoder");
+    for (int i = m ? 0 : 1; i < n_enc; i++)
+        printf(", %s (encoder)", serve_encoders_name(o.encoders, i));
+    printf(" on http://%s%s%s:%d", is_v6 ? "[" : "", o.host, is_v6 ? "]" : "",
+           serve_server_port(srv));
+    if (m) printf("  slots %d, ctx %d", o.n_parallel, o.ctx);
+    if (m && m->e->kv_bytes_per_token)
         printf(", KV cache %.0f MiB",
                (double)m->e->kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
     printf("\n");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    fprintf(stderr, "nectar serve: shutting down\n");
+    fprintf(stderr, "nectar serve: %s: shutting down\n",
+            sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM");
     serve_server_stop(srv);
     gen_model_close(m);
+    serve_encoders_free(o.encoders);
     return 0;
 }

@@ -23,6 +23,7 @@ int cmd_embed(int argc, char **argv);
 int cmd_fill_mask(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_ane(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 int cmd_decide(int argc, char **argv);
 int cmd_snake(int argc, char **argv);
 
