@@ -57,14 +57,14 @@ extern "C" {
 /* ---- Version ------------------------------------------------------------ */
 
 #define NECTAR_VERSION_MAJOR 0
-#define NECTAR_VERSION_MINOR 1
+#define NECTAR_VERSION_MINOR 2
 #define NECTAR_VERSION_PATCH 0
-#define NECTAR_VERSION "0.1.0"
+#define NECTAR_VERSION "0.2.0"
 /* major * 10000 + minor * 100 + patch: compare with >= */
 #define NECTAR_VERSION_NUMBER                                                                      \
     (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
 
-/* The version of the library actually linked ("0.1.0"), and its number; a
+/* The version of the library actually linked ("0.2.0"), and its number; a
  * program built against this header can compare them with the macros. */
 NC_API const char *nc_version(void);
 NC_API int nc_version_number(void);
@@ -137,14 +137,19 @@ typedef struct nc_chat_message {
     const char *reasoning_content;
 } nc_chat_message;
 
-#define NC_CHAT_ADD_GENERATION_PROMPT 1u /* end with "<|im_start|>assistant\n" */
+#define NC_CHAT_ADD_GENERATION_PROMPT 1u /* end with the assistant's header */
 #define NC_CHAT_NO_THINKING 2u           /* Qwen3's enable_thinking=False */
 
-/* Renders a conversation with the Qwen3 chat template: the same bytes as
- * transformers' apply_chat_template(messages, tokenize=False). *out is
- * NUL-terminated (nc_free it). */
-NC_API nc_status nc_chat_apply_template(const nc_chat_message *msgs, size_t n_msgs, unsigned flags,
-                                        char **out, nc_error *err);
+typedef struct nc_model nc_model;
+
+/* Renders a conversation with the chat template of model's family (Qwen3,
+ * Qwen3.5, Llama 3; NULL: Qwen3's): the same bytes as transformers'
+ * apply_chat_template(messages, tokenize=False) with that family's official
+ * template. *out is NUL-terminated (nc_free it). An encoder has no template
+ * (NC_ERR_UNSUPPORTED). Since 0.2.0 (0.1 took no model and rendered Qwen3's
+ * template for every model). */
+NC_API nc_status nc_chat_apply_template(const nc_model *model, const nc_chat_message *msgs,
+                                        size_t n_msgs, unsigned flags, char **out, nc_error *err);
 
 /* ---- Models ------------------------------------------------------------- */
 

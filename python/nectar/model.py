@@ -196,7 +196,8 @@ class Model(OpenAIMixin):
 
     def apply_chat_template(self, messages, add_generation_prompt=True, enable_thinking=True):
         """messages: [{"role": ..., "content": ..., "reasoning_content": ...}]
-        -> the Qwen3 chat template's text (transformers' apply_chat_template)."""
+        -> the text of this model's family's chat template (Qwen3, Qwen3.5, Llama 3), as
+        transformers' apply_chat_template renders it."""
         enc = lambda s: None if s is None else s.encode("utf-8")  # noqa: E731
         arr = (NcChatMessage * max(len(messages), 1))()
         for i, m in enumerate(messages):
@@ -206,7 +207,7 @@ class Model(OpenAIMixin):
             0 if enable_thinking else _CHAT_NO_THINKING)
         out = ctypes.c_void_p()
         err = NcError()
-        _check(LIB.nc_chat_apply_template(arr, len(messages), flags, ctypes.byref(out),
+        _check(LIB.nc_chat_apply_template(self._h, arr, len(messages), flags, ctypes.byref(out),
                                           ctypes.byref(err)), err)
         return _take_string(out.value, len(ctypes.string_at(out.value)))
 

@@ -419,6 +419,12 @@ static int uf_root(int *parent, int i) {
 nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
                                  const ane_surface_policy *policy, ane_surface_sizes *out,
                                  nc_error *err) {
+    return ane_plan_surface_sizes_bound(plans, n_plans, policy, NULL, NULL, out, err);
+}
+
+nc_status ane_plan_surface_sizes_bound(const ane_plan *const *plans, int n_plans,
+                                       const ane_surface_policy *policy, ane_bound_bytes_fn bound,
+                                       void *user, ane_surface_sizes *out, nc_error *err) {
     memset(out, 0, sizeof *out);
     int cap = 0;
     for (int p = 0; p < n_plans; p++)
@@ -443,6 +449,18 @@ nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
             }
             size_t need = l.bytes > policy->min_bytes ? l.bytes : policy->min_bytes;
             if (need > out->bytes[i]) out->bytes[i] = need;
+        }
+    /* what the device asked for (strides wider than packed) */
+    for (int p = 0; p < n_plans && !st && bound; p++)
+        for (int k = 0; k < plans[p]->n_steps; k++) {
+            const ane_plan_step *sp = &plans[p]->steps[k];
+            if (sp->kind != ANE_STEP_KERNEL) continue;
+            for (int j = 0; j < sp->n_in + sp->n_out; j++) {
+                const ane_plan_io *io = j < sp->n_in ? &sp->in[j] : &sp->out[j - sp->n_in];
+                int i = size_index(out, plans[p]->bufs[io->buf].name);
+                size_t b = bound(user, sp, io->name, j >= sp->n_in);
+                if (i >= 0 && b > out->bytes[i]) out->bytes[i] = b;
+            }
         }
     /* the "same request" groups: union every step's buffers */
     for (int p = 0; p < n_plans && !st && policy->uniform; p++)

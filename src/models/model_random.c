@@ -14,6 +14,7 @@ nc_status model_random_write(const model_preset *p, const char *out, const model
                              model_random_report *r, nc_error *err) {
     switch (p->family) {
     case MODEL_FAMILY_QWEN3:
+    case MODEL_FAMILY_LLAMA: /* the same layout, less the q/k norms */
         return qwen3_random_write(p, out, o, r, err);
     case MODEL_FAMILY_MODERNBERT:
         return modernbert_random_write(p, out, o, r, err);

@@ -1,5 +1,6 @@
 /* Qwen3 forward pass on the CPU, as transformers' modeling_qwen3.py computes
- * it: pre-norm decoder layers with QK-norm before rotate-half RoPE, grouped
+ * it (and modeling_llama.py: the same without the QK-norm, q_norm NULL):
+ * pre-norm decoder layers with QK-norm before rotate-half RoPE, grouped
  * query attention and a SiLU-gated MLP. A batch is a set of rows, each one
  * token of some sequence at some position: every matrix sees all rows at
  * once (a prompt, or one new token of each of several sequences), only

@@ -27,7 +27,7 @@ static nc_status read_eos(const json_t *o, qwen35_config *c, const char *what, n
  * section rotates by the same angle and mRoPE is plain RoPE. */
 static nc_status read_rope(const json_t *o, qwen35_config *c, const char *what, nc_error *err) {
     double theta = 10000.0, partial = 0.25; /* Qwen3_5TextConfig's defaults */
-    NC_TRY(hf_config_read_rope(o, &theta, &partial, what, err));
+    NC_TRY(hf_config_read_rope(o, &theta, &partial, NULL, what, err));
     if (!(partial > 0.0 && partial <= 1.0))
         return nc_fail(err, NC_ERR_RANGE, "%s: partial_rotary_factor %g must be in (0, 1]", what,
                        partial);

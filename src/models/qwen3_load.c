@@ -1,4 +1,5 @@
-/* Loading a Qwen3 folder into a qwen3_model: config, safetensors (single or
+/* Loading a Qwen3 (or Llama) folder into a qwen3_model: config (read by
+ * its family's reader, models/family.h), safetensors (single or
  * sharded), every tensor found by its HF name and checked (dtype F32/F16/
  * BF16, or U8 Q8/Q4 blocks from `nectar quantize`; shape from the config,
  * alignment), matrices left in the mmap, norm
@@ -14,6 +15,7 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "models/family.h"
 #include "models/hf_tensors.h"
 #include "models/qwen3_impl.h"
 
@@ -65,8 +67,12 @@ static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *e
 #define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
     NC_TRY(load_norm(m, NAME("input_layernorm.weight"), d, norm_dst, &L->attn_norm, err));
     NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
-    NC_TRY(load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
-    NC_TRY(load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+    if (c->qk_norm) { /* Qwen3's; Llama has none (q_norm, k_norm stay NULL) */
+        NC_TRY(
+            load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
+        NC_TRY(
+            load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+    }
     NC_TRY(load_mat(m, NAME("self_attn.q_proj.weight"), qd, d, &L->q, err));
     NC_TRY(load_mat(m, NAME("self_attn.k_proj.weight"), kvd, d, &L->k, err));
     NC_TRY(load_mat(m, NAME("self_attn.v_proj.weight"), kvd, d, &L->v, err));
@@ -89,6 +95,7 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     if (!m->layers || !m->norms || !m->inv_freq)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
     cpu_rope_inv_freq(m->inv_freq, c->head_dim, c->rope_theta);
+    rope_scaling_apply(m->inv_freq, c->head_dim / 2, &c->rope_scaling);
     NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, err));
     float *dst = m->norms;
     for (int l = 0; l < nl; l++)
@@ -171,7 +178,7 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
     }
     m->kern = cpu_kernels_get();
     m->kv_f16 = 0; /* fp32 unless the caller asks (qwen3_model_set_kv_f16) */
-    nc_status st = qwen3_config_load(dir, &m->cfg, err);
+    nc_status st = model_family_qwen3_config_load(dir, &m->cfg, err);
     if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);
     if (st == NC_OK) st = nc_pool_new(opt ? opt->n_threads : 0, &m->pool, err);

@@ -28,6 +28,7 @@
 #include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
 #include "serve/serve_sched.h"
+#include "serve/serve_special.h"
 #include "serve/serve_toolcall.h"
 #include "text/chat.h"
 
@@ -57,6 +58,7 @@ struct serve_server {
     size_t max_token_bytes;  /* the vocabulary's longest token */
     tm_vocab *vocab;         /* constrained output's view of the vocabulary */
     chat_family family;      /* the chat template and tool-call format */
+    serve_special *special;  /* special-token texts refused in messages */
 };
 
 /* Drops the connection's reference to its job. */
@@ -135,6 +137,10 @@ static enum MHD_Result send_static(struct MHD_Connection *c, conn_ctx *cc, int s
         MHD_create_response_from_buffer(strlen(bytes), (void *)bytes, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     add_common_headers(r, cc, ctype);
+    if (!strncmp(ctype, "text/html", 9)) { /* the chat page: never inside another site's frame */
+        MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        MHD_add_response_header(r, "Content-Security-Policy", "frame-ancestors 'none'");
+    }
     if (status == 204) {
         const char *asked =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
@@ -162,27 +168,32 @@ static int client_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
-/* 1 when the connection is broken (reset, error). An end of file is not:
- * a client may half-close its sending side after the request and still
- * wait for the answer, and TCP cannot tell that apart from a client that
- * closed entirely until something is written. So a stream notices a closed
- * client at its next write (a reset follows), and a non-streaming request
- * whose client closed runs to its end (bounded by max_tokens and the
- * context), its answer dropped. */
-static int client_is_gone(int fd) {
+/* 1 when the connection is broken (reset, error), or, with eof_is_gone,
+ * when the client closed its side. An end of file is not always an end: a
+ * client may half-close its sending side after the request and still wait
+ * for the answer, and TCP cannot tell that apart from a client that closed
+ * entirely until something is written. So a non-streaming request whose
+ * client closed runs to its end (bounded by max_tokens and the context),
+ * its answer dropped, and a stream notices a closed client at its next
+ * write (a reset follows). A stream still queued takes the end of file as
+ * the end: a client that half-closes and still reads an event stream is
+ * not worth a slot's prefill and the first token for every client that
+ * hung up while waiting. */
+static int client_is_gone(int fd, int eof_is_gone) {
     if (fd < 0) return 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, 0) <= 0) return 0;
     if (p.revents & (POLLERR | POLLNVAL)) return 1;
     char b;
     ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return eof_is_gone;
     return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 /* Waits until the job's version moves past *seen, it is done, or the
  * deadline passes (deadline_s <= 0: none). Returns 0 on progress, 1 when the
  * client went away, 2 on the deadline. */
-static int wait_job(serve_job *j, unsigned *seen, int fd, double deadline_s) {
+static int wait_job(serve_job *j, unsigned *seen, int fd, int eof_is_gone, double deadline_s) {
     for (;;) {
         pthread_mutex_lock(&j->mu);
         if (j->version != *seen || j->state == SERVE_JOB_DONE) {
@@ -201,7 +212,7 @@ static int wait_job(serve_job *j, unsigned *seen, int fd, double deadline_s) {
         int changed = j->version != *seen || j->state == SERVE_JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (changed) continue;
-        if (client_is_gone(fd)) return 1;
+        if (client_is_gone(fd, eof_is_gone)) return 1;
         if (deadline_s > 0 && nc_now_s() > deadline_s) return 2;
     }
 }
@@ -260,10 +271,36 @@ static int ends_with_open_think(const char *text) {
     return n >= 7 && !memcmp(text + n - 7, "<think>", 7);
 }
 
+/* Refuses special-token text in what a chat message puts in the prompt
+ * (see serve_special.h); 0 when there is none. */
+static int check_special(const serve_server *s, const serve_request *r, char *msg, size_t msg_cap,
+                         char *param, size_t param_cap) {
+    for (size_t i = 0; i < r->n_messages; i++) {
+        const serve_message *m = &r->messages[i];
+        const char *field[3] = {m->content, m->reasoning_content, NULL};
+        const char *name[3] = {"content", "reasoning_content", "tool_calls"};
+        for (size_t f = 0; f < 3 + 2 * m->n_tool_calls; f++) {
+            const char *text = f < 3 ? field[f]
+                                     : ((f - 3) % 2 ? m->tool_calls[(f - 3) / 2].arguments
+                                                    : m->tool_calls[(f - 3) / 2].name);
+            size_t n = 0;
+            const char *tok = text ? serve_special_find(s->special, text, strlen(text), &n) : NULL;
+            if (!tok) continue;
+            snprintf(param, param_cap, "messages[%zu].%s", i, name[f < 3 ? f : 2]);
+            snprintf(msg, msg_cap,
+                     "'%s' holds the text of the special token '%.*s', which would end or forge "
+                     "a turn; escape it, or start the server with --special-in-content parse",
+                     param, (int)n, tok);
+            return 400;
+        }
+    }
+    return 0;
+}
+
 /* Renders (chat) and tokenizes the prompt, sizes max_tokens. On failure
  * returns the HTTP status to answer with and fills msg/param/code. */
-static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap, const char **param,
-                       const char **code) {
+static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap, char *param_buf,
+                       size_t param_cap, const char **param, const char **code) {
     serve_request *r = &j->req;
     char *text = NULL;
     nc_error err;
@@ -275,6 +312,12 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     }
     /* Constrained output starts at once: the answer, not a think block. */
     if (j->constraint) r->enable_thinking = 0;
+    if (r->endpoint == SERVE_EP_CHAT && !s->opt.parse_special_in_content &&
+        check_special(s, r, msg, msg_cap, param_buf, param_cap)) {
+        *param = param_buf;
+        *code = "special_token_in_content";
+        return 400;
+    }
     if (r->endpoint == SERVE_EP_CHAT) {
         size_t n_all = 0;
         for (size_t i = 0; i < r->n_messages; i++)
@@ -534,7 +577,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (sc->is_finished) return MHD_CONTENT_READER_END_OF_STREAM;
         sc->out.len = 0;
         sc->out_off = 0;
-        int w = wait_job(sc->job, &sc->seen, sc->fd, nc_now_s() + SERVE_SSE_PING_S);
+        int w = wait_job(sc->job, &sc->seen, sc->fd, 0, nc_now_s() + SERVE_SSE_PING_S);
         if (w == 1) {
             serve_sched_cancel(sc->s->sched, sc->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -623,9 +666,9 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         return send_error(c, cc, 500, "out of memory", NULL, NULL);
     }
     j->t_submit = cc->t_start;
-    char msg[512];
+    char msg[512], param_buf[64];
     const char *param, *code;
-    int status = prepare_job(s, j, msg, sizeof msg, &param, &code);
+    int status = prepare_job(s, j, msg, sizeof msg, param_buf, sizeof param_buf, &param, &code);
     if (status != 200) {
         release_job(s, j);
         return send_error(c, cc, status, msg, param, code ? code : "invalid_value");
@@ -649,7 +692,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         /* The deadline is checked here too: wait_job returns early on every
          * change to the job, and a queued job can change without leaving
          * the queue, which would keep it waiting past --timeout. */
-        int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, deadline);
+        int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, j->req.stream, deadline);
         if (w != 0) {
             serve_sched_cancel(s->sched, j);
             release_job(s, j);
@@ -668,7 +711,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         int done = j->state == SERVE_JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (done) break;
-        if (wait_job(j, &seen, fd, 0) == 1) {
+        if (wait_job(j, &seen, fd, 0, 0) == 1) {
             serve_sched_cancel(s->sched, j);
             release_job(s, j);
             return MHD_NO;
@@ -948,6 +991,8 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
     if (!m && serve_encoders_count(opt->encoders) == 0)
         return nc_fail(err, NC_ERR_INVALID, "serve: no model to host");
+    if (opt->api_key && !*opt->api_key)
+        return nc_fail(err, NC_ERR_INVALID, "--api-key: the key is empty");
     int family = opt->chat_template ? chat_family_by_name(opt->chat_template)
                  : m                ? (int)chat_family_of_kind(m->e->kind)
                                     : 0;
@@ -964,7 +1009,9 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     if (s->max_token_bytes == 0) s->max_token_bytes = 1;
     nc_status vst =
         m ? tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err) : NC_OK;
+    if (vst == NC_OK && m) vst = serve_special_new(m->tok, &s->special, err);
     if (vst != NC_OK) {
+        tm_vocab_free(s->vocab);
         free(s);
         return vst;
     }
@@ -973,6 +1020,7 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     atomic_init(&s->n_started, 0);
     if (serve_metrics_init(&s->metrics, opt->n_parallel) != 0) {
         tm_vocab_free(s->vocab);
+        serve_special_free(s->special);
         free(s);
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
     }
@@ -1050,5 +1098,6 @@ void serve_server_stop(serve_server *s) {
     serve_sched_free(s->sched);
     if (s->has_metrics) serve_metrics_destroy(&s->metrics);
     tm_vocab_free(s->vocab);
+    serve_special_free(s->special);
     free(s);
 }

@@ -27,6 +27,8 @@ typedef struct serve_options {
     int n_aliases;
     const char *chat_template; /* "qwen3" or "qwen3.5"; NULL: the model family's */
     serve_encoders *encoders;  /* hosted beside the generator (serve_encoders.h); NULL: none */
+    int parse_special_in_content; /* 1: "<|im_end|>" in a message is the special token (HF);
+                                     0: such a request is refused (serve_special.h) */
 } serve_options;
 
 typedef struct serve_server serve_server;

@@ -95,6 +95,14 @@ with open(os.path.join(fix, "chat", "cases.jsonl")) as f:
             bad += 1
             print("  %s: %r" % (c["name"], out))
 check("chat_template_matches_hf", n_cases >= 3 and bad == 0, "%d of %d differ" % (bad, n_cases))
+# a Llama model renders its own family's template (0.2.0)
+llama = nectar.Model(os.path.join(fix, "llama", "tiny_llama3"), threads=1)
+with open(os.path.join(fix, "chat", "llama3_cases.jsonl")) as f:
+    rows = [json.loads(line) for line in f]
+bad = [c["name"] for c in rows if llama.apply_chat_template(
+    c["messages"], c["add_generation_prompt"]) != c["expected"]]
+check("llama_chat_template_matches_hf", len(rows) >= 10 and not bad, "%r differ" % bad)
+llama.close()
 reply = m.chat([{"role": "user", "content": "Hello"}], 8, temperature=0)
 want_reply = m.generate(m.apply_chat_template([{"role": "user", "content": "Hello"}]), 8,
                         temperature=0)

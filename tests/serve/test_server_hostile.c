@@ -359,6 +359,15 @@ static void test_every_error_body_is_json(void) {
          "Content-Length"},
         {long_url, 414, NULL},
         {big_head, 431, NULL},
+        {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer a\r\n"
+         "Authorization: Bearer b\r\n\r\n",
+         400, NULL},
+        {"GET /v1/models/demo%00x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, NULL},
+        {"GET /%00/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, NULL},
+        /* Refused on sight: the 5 s this case waits is half the header
+         * deadline, which they used to run into (408). */
+        {"GET /health HTTP/1.1\nHost: 127.0.0.1\n\n", 400, NULL},
+        {"hello there, server", 400, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *resp = exchange(&main_srv, cases[i].req, strlen(cases[i].req), 0, 5000);
@@ -380,6 +389,97 @@ static void test_every_error_body_is_json(void) {
     int healthy = h.status == 200;
     reply_free(&h);
     CHECKF(healthy, "server unhealthy after the malformed requests");
+}
+
+/* RFC 9112 2.2: one empty line before the request line is ignored. */
+static void test_leading_crlf_is_ignored(void) {
+    const char *req = "\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    char *resp = exchange(&main_srv, req, strlen(req), 0, 5000);
+    int st = status_of(resp);
+    int ok = resp && strstr(body_of(resp), "\"ok\"") != NULL;
+    free(resp);
+    CHECKF(st == 200 && ok, "leading CRLF: HTTP %d", st);
+}
+
+/* `--api-key "$KEY"` with KEY unset: refused at start, one line naming the
+ * option (it used to open the server to every website: any Host, any
+ * Origin, an empty Bearer accepted). */
+static void test_empty_api_key_is_refused(void) {
+    make_tmp_dir();
+    char cmd[1024], log_path[320];
+    snprintf(log_path, sizeof log_path, "%s/empty_key.log", tmp_dir);
+    snprintf(cmd, sizeof cmd,
+             "timeout 20 %s serve --fake-engine -m %s --port 0 --api-key '' >%s 2>&1 </dev/null",
+             nectar_bin(), FAKE_DIR, log_path);
+    int rc = system(cmd);
+    char *log = slurp(log_path, NULL);
+    int names = log && strstr(log, "--api-key") && strstr(log, "empty");
+    int served = log && strstr(log, "http://127.0.0.1:");
+    CHECKF(rc != 0 && WEXITSTATUS(rc) != 124 && names && !served, "exit %d, output: %s",
+           WEXITSTATUS(rc), log ? log : "(none)");
+    free(log);
+}
+
+/* A streaming request waiting for a slot whose client closes (FIN) is
+ * dropped from the queue: never prefilled, no token generated for it. One
+ * slot is kept busy by a greedy request reciting the whole script (about
+ * 32 steps of 100 ms); the prompt and generated token counters must hold
+ * that request's usage alone. */
+static void test_closed_queued_stream_is_not_admitted(void) {
+    srv s;
+    const char *args[] = {"--fake-engine",  "-m",  FAKE_DIR,    "--parallel", "1", "--queue", "2",
+                          "--fake-step-ms", "100", NULL};
+    CHECKF(srv_start(&s, args) == 0, "server did not start");
+    const char *busy_body = "{\"prompt\":\"Start\",\"max_tokens\":40,\"temperature\":0}";
+    char cmd[2048];
+    curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", busy_body, strlen(busy_body), NULL,
+             "qbusy");
+    FILE *p1 = popen(cmd, "r");
+    int busy = 0, queued = 0;
+    for (int i = 0; i < 200 && !busy; i++, sleep_ms(25)) {
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        busy = metric_value(m.body, "nectar_slots_busy") >= 1;
+        reply_free(&m);
+    }
+    const char *body = "{\"prompt\":\"It\",\"max_tokens\":4,\"stream\":true}";
+    char req[512];
+    snprintf(req, sizeof req,
+             "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(body), body);
+    int fd = raw_connect(&s);
+    if (fd >= 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) fd = (close(fd), -1);
+    for (int i = 0; i < 200 && !queued; i++, sleep_ms(25)) {
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        queued = metric_value(m.body, "nectar_queue_depth") >= 1;
+        reply_free(&m);
+    }
+    if (fd >= 0) close(fd); /* a normal close: FIN, no reset */
+    reply r1 = {0};
+    if (p1) collect(&r1, p1, "qbusy");
+    json_t *j = parse_json(r1.body);
+    long long want_prompt = jint(j, "usage.prompt_tokens");
+    long long want_gen = jint(j, "usage.completion_tokens");
+    json_decref(j);
+    double prompt = -1, gen = -1, depth = -1;
+    for (int i = 0; i < 100; i++, sleep_ms(25)) { /* until the queue has settled */
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        prompt = metric_value(m.body, "nectar_prompt_tokens_total");
+        gen = metric_value(m.body, "nectar_generated_tokens_total");
+        depth = metric_value(m.body, "nectar_queue_depth");
+        double slots = metric_value(m.body, "nectar_slots_busy");
+        reply_free(&m);
+        if (depth == 0 && slots == 0) break;
+    }
+    int rc = srv_stop(&s);
+    int st = r1.status;
+    reply_free(&r1);
+    CHECKF(busy && queued && fd >= 0, "slot busy %d, stream queued %d", busy, queued);
+    CHECKF(st == 200 && want_prompt > 0, "busy request: HTTP %d", st);
+    CHECKF(prompt == (double)want_prompt && gen == (double)want_gen,
+           "prompt tokens %.0f, generated %.0f; the busy request alone had %lld and %lld", prompt,
+           gen, want_prompt, want_gen);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
 static void test_401_names_the_scheme(void) {
@@ -516,6 +616,9 @@ int main(void) {
     RUN(test_total_connection_limit);
     RUN(test_header_deadline);
     RUN(test_401_names_the_scheme);
+    RUN(test_leading_crlf_is_ignored);
+    RUN(test_empty_api_key_is_refused);
+    RUN(test_closed_queued_stream_is_not_admitted);
     RUN(test_alias_is_listed_and_accepted);
     int rc = srv_stop(&main_srv);
     if (rc != 0) {

@@ -1,5 +1,6 @@
 /* `nectar gen-random --like NAME OUT`: a folder with random weights at a
- * preset's shape (src/models/presets.c: Qwen3 and ModernBERT-family rows),
+ * preset's shape (src/models/presets.c: Qwen3, Qwen3.5, Llama and
+ * ModernBERT-family rows),
  * written by src/models/model_random.h, plus the tokenizer files copied from
  * --tokenizer DIR; --dry-run only says what it would write. */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "commands.h"
 #include "data_dir.h"
 #include "io/hf_weights.h"
+#include "models/family.h"
 #include "models/model_random.h"
 
 /* What each family takes from a tokenizer folder. */
@@ -29,6 +31,10 @@ static const struct {
     [MODEL_FAMILY_QWEN35] = {{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"},
                              3,
                              0},
+    /* a random Llama folder gets Qwen3's tokenizer (docs/llama.md) */
+    [MODEL_FAMILY_LLAMA] = {{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"},
+                            4,
+                            0},
 };
 
 static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) {
@@ -61,8 +67,8 @@ int cmd_gen_random(int argc, char **argv) {
         CLI_OPT(NULL, "--seed", CLI_INT64, "S", "random seed (default 1)", &seed, .min = 0,
                 .max = INT64_MAX),
         CLI_OPT(NULL, "--tokenizer", CLI_STRING, "DIR",
-                "copy the tokenizer files from DIR (Qwen3 default:\n"
-                "the real Qwen3 tokenizer nectar ships, in\n"
+                "copy the tokenizer files from DIR (Qwen3 and Llama\n"
+                "default: the real Qwen3 tokenizer nectar ships, in\n"
                 "PREFIX/share/nectar)",
                 &tok_dir),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o.n_threads,
@@ -87,8 +93,11 @@ int cmd_gen_random(int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;
     char data[4200];
-    if (!tok_dir && p->family == MODEL_FAMILY_QWEN3 && p->vocab == 151936)
-        tok_dir = nectar_data_dir("qwen3-tokenizer", data, sizeof data);
+    /* the family's default tokenizer (models/family.h), for a real model's
+     * vocabulary size (not the toy "tiny" shape's 512) */
+    const model_family_row *f = model_family_of_presets(p->family);
+    if (!tok_dir && f && f->random_tokenizer && p->vocab >= 32000)
+        tok_dir = nectar_data_dir(f->random_tokenizer, data, sizeof data);
     if (tok_dir && !nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
     char tmp[4200] = ""; /* written there, renamed to OUT at the end (cli_outdir.h) */
     if (!dry_run && cli_outdir_begin(NULL, out, tmp, sizeof tmp, &err) != NC_OK)

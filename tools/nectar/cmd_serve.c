@@ -1,6 +1,9 @@
 /* `nectar serve`: the OpenAI-compatible HTTP server (src/serve). Parses the
- * options, opens the engine, starts the server and runs until SIGINT or
- * SIGTERM, then shuts down cleanly (every request ended, memory freed). */
+ * options, opens the engine, starts the server and runs until SIGINT,
+ * SIGTERM or SIGHUP, then shuts down cleanly (every request ended, memory
+ * freed). SIGHUP is a stop, not a reload: the terminal that started the
+ * server closing must not leave requests cut off without their last events,
+ * and there is no configuration to reload that a restart would not read. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +54,7 @@ int cmd_serve(int argc, char **argv) {
     o.max_body_bytes = 8u << 20;
     o.timeout_s = 600;
     int is_fake = 0, fake_step_ms = 0, threads = 0, verbose = 0;
+    const char *special_mode = "refuse";
     int64_t max_body = (int64_t)o.max_body_bytes;
     const char *aliases[16];
     int n_aliases = 0;
@@ -97,6 +101,10 @@ int cmd_serve(int argc, char **argv) {
                 "qwen3 or qwen3.5: the chat template and tool-call format\n"
                 "(default: the model family's)",
                 &o.chat_template),
+        CLI_OPT(NULL, "--special-in-content", CLI_STRING, "MODE",
+                "special-token text (<|im_end|>) in a chat message: refuse (default,\n"
+                "400: it would forge turns) or parse (the token itself, as HF)",
+                &special_mode),
         GEN_CLI_BACKEND_OPTS(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
@@ -121,8 +129,17 @@ int cmd_serve(int argc, char **argv) {
     o.max_body_bytes = (size_t)max_body;
     for (int i = 0; i < n_aliases; i++)
         if (!*aliases[i]) return cli_usage_error(&cmd, "--alias: the name is empty");
+    if (strcmp(special_mode, "refuse") != 0 && strcmp(special_mode, "parse") != 0)
+        return cli_usage_error(&cmd, "--special-in-content %s: must be refuse or parse",
+                               special_mode);
+    o.parse_special_in_content = !strcmp(special_mode, "parse");
     if (verbose) nc_log_set_level(NC_LOG_DEBUG);
     if (!strcmp(o.host, "localhost")) o.host = "127.0.0.1";
+    /* `--api-key "$KEY"` with KEY unset must not open the server: an empty
+     * key would match an empty Bearer and turn the Host/Origin guard off. */
+    if (o.api_key && !*o.api_key)
+        return cli_usage_error(&cmd, "--api-key: the key is empty; give a key, or leave the "
+                                     "option out to serve loopback only without one");
     const char *env_key = getenv("NECTAR_API_KEY"); /* keeps the key out of `ps` */
     if (!o.api_key && env_key && *env_key) o.api_key = env_key;
     if (!o.api_key && strcmp(o.host, "127.0.0.1") != 0 && strcmp(o.host, "::1") != 0)
@@ -135,7 +152,7 @@ int cmd_serve(int argc, char **argv) {
     eo.n_threads = threads;
     eo.fake_step_ms = fake_step_ms;
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
     const char *model = NULL, *encoders[16];
     int n_enc = 0;
@@ -144,13 +161,14 @@ int cmd_serve(int argc, char **argv) {
     o.model_path = model;
     o.n_aliases = n_aliases;
 
-    /* SIGINT/SIGTERM are blocked in every thread (the engine's pool, the
-     * scheduler and the HTTP threads inherit the mask) and taken by sigwait
-     * in this one, so shutdown always starts here. */
+    /* SIGINT/SIGTERM/SIGHUP are blocked in every thread (the engine's pool,
+     * the scheduler and the HTTP threads inherit the mask) and taken by
+     * sigwait in this one, so shutdown always starts here. */
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
@@ -194,7 +212,8 @@ int cmd_serve(int argc, char **argv) {
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    fprintf(stderr, "nectar serve: shutting down\n");
+    fprintf(stderr, "nectar serve: %s: shutting down\n",
+            sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM");
     serve_server_stop(srv);
     gen_model_close(m);
     serve_encoders_free(o.encoders);

@@ -29,6 +29,8 @@ static const struct {
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},
     {"list", cmd_list, "the Hugging Face cache's models nectar can run (-m ORG/NAME)"},
     {"ane", cmd_ane, "Neural Engine: `ane probe` asks the chip what it accepts"},
+    {"decide", cmd_decide, "marker, calibrated and action probabilities of a decision model"},
+    {"snake", cmd_snake, "a decision model plays Snake at a fixed tick rate"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
