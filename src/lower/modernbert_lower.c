@@ -323,6 +323,8 @@ static nc_status build_function(fn_ctx *f, mb_encoder_weights *w, nc_error *err)
     f->mask_local = NULL;
     if (f->mask_global && mb_lower_needs_local_mask(c, f->L))
         f->mask_local = input4(b, "mask_local", f->B, f->L, 1, f->L);
+    if (f->mask_global && f->opt->append) /* its inputs, before any op */
+        f->opt->append(f->opt->append_user, b, f->B, f->L, NULL, f->mask_global);
     int ch = f->opt->wrong_rope_across_heads ? (int)D : c->head_dim;
     for (int t = 0; t < 2 && f->mask_global; t++)
         NC_TRY(rope_tables(f, t, ch, &f->cos[t], &f->sin[t], err));

@@ -28,7 +28,9 @@ typedef struct mb_lower_options {
     /* Layers placed after the final norm in the same function (the decision
      * model's type addition and head layers): append(user, b, B, L, hidden,
      * mask_global) returns the function's output, which must be named
-     * "hidden"; the final norm's output is then named "encoder_out". NULL:
+     * "hidden"; the final norm's output is then named "encoder_out". It is
+     * first called with hidden NULL after the encoder's inputs, to declare
+     * its own (MIL inputs precede every op; the result is ignored). NULL:
      * the encoder alone. */
     mil_var *(*append)(void *user, mil_builder *b, int B, int L, mil_var *hidden,
                        mil_var *mask_global);
