@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ane_host/ane_runner.h"
 #include "decide/decision_impl.h"
 #include "decide/decision_lower.h"
+#include "engine/engine_ane_device.h"
 #include "lower/modernbert_manifest.h"
 #include "lower/modernbert_run.h"
 #include "mil/interp.h"
@@ -21,6 +23,10 @@ typedef struct bundle_region {
     mb_manifest man;
     mil_program *prog;
     mil_interp *fns[LOWER_MAX_FUNCS]; /* by manifest order, prepared on first use */
+    /* on a device instead: the bundle loaded there and one runner */
+    engine_ane_dev dev;
+    ane_bundle *loaded;
+    ane_runner *runner;
     /* the chunk being run: its type ids [n][seq] */
     const int32_t *types;
     int n, seq;
@@ -29,6 +35,9 @@ typedef struct bundle_region {
 
 static void region_free(void *user) {
     bundle_region *r = user;
+    ane_runner_free(r->runner);
+    ane_bundle_free(r->loaded);
+    engine_ane_device_close(&r->dev);
     for (int i = 0; i < LOWER_MAX_FUNCS; i++)
         mil_interp_free(r->fns[i]);
     mil_program_free(r->prog);
@@ -48,6 +57,43 @@ static nc_status function_for(bundle_region *r, int B, int L, mil_interp **out, 
     return nc_fail(err, NC_ERR_FORMAT, "bundle: function %s is missing", name);
 }
 
+/* Function (B, L) in the interpreter: inputs [B, C, 1, L], `hidden` out. */
+static nc_status interpreted(bundle_region *r, int B, int L, const float *x, const float *mg,
+                             const float *ml, const float *types, float *hidden, nc_error *err) {
+    const decision_config *c = &r->m->cfg;
+    int D = c->hidden_size, T = c->type_vocab_size;
+    mil_interp *it = NULL;
+    NC_TRY(function_for(r, B, L, &it, err));
+    int64_t xs[4] = {B, D, 1, L}, ms[4] = {B, L, 1, L}, ts[4] = {B, T, 1, L};
+    NC_TRY(mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, err));
+    NC_TRY(mil_interp_set_input(it, "mask_global", MIL_DT_FP32, 4, ms, mg, err));
+    if (ml) NC_TRY(mil_interp_set_input(it, "mask_local", MIL_DT_FP32, 4, ms, ml, err));
+    NC_TRY(mil_interp_set_input(it, "types", MIL_DT_FP32, 4, ts, types, err));
+    NC_TRY(mil_interp_run(it, err));
+    mil_interp_view v;
+    NC_TRY(mil_interp_get(it, "hidden", &v, err));
+    size_t nx = (size_t)B * D * L;
+    if (v.count != nx || !v.f32)
+        return nc_fail(err, NC_ERR_FORMAT, "bundle: hidden has the wrong shape");
+    memcpy(hidden, v.f32, nx * sizeof *hidden);
+    return NC_OK;
+}
+
+/* The same on the device: inputs into the function's surfaces, one
+ * request, `hidden` read back. */
+static nc_status on_device(bundle_region *r, int B, int L, const float *x, const float *mg,
+                           const float *ml, const float *types, float *hidden, nc_error *err) {
+    const decision_config *c = &r->m->cfg;
+    size_t nx = (size_t)B * c->hidden_size * L, nm = (size_t)B * L * L;
+    NC_TRY(ane_runner_write(r->runner, B, L, "x", x, nx, err));
+    NC_TRY(ane_runner_write(r->runner, B, L, "mask_global", mg, nm, err));
+    if (ml) NC_TRY(ane_runner_write(r->runner, B, L, "mask_local", ml, nm, err));
+    NC_TRY(ane_runner_write(r->runner, B, L, "types", types,
+                            (size_t)B * c->type_vocab_size * L, err));
+    NC_TRY(ane_runner_run(r->runner, B, L, -1, (ane_run_mode)r->dev.dev.preferred_mode, err));
+    return ane_runner_read(r->runner, B, L, "hidden", hidden, nx, err);
+}
+
 /* mb_island_fn: the region's function with the chunk's one-hot types. */
 static nc_status island(void *user, int B, int L, const float *x, const float *mg,
                         const float *ml, float *const *out, nc_error *err) {
@@ -57,8 +103,6 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
     for (int k = 0; k < NL - 1; k++)
         if (out[k])
             return nc_fail(err, NC_ERR_UNSUPPORTED, "decision bundle: no per-layer outputs");
-    mil_interp *it = NULL;
-    NC_TRY(function_for(r, B, L, &it, err));
     float *oh = calloc((size_t)B * T * L, sizeof *oh);
     if (!oh) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     /* [b, type, 0, t]; pad rows and positions past the input take type 0 */
@@ -67,20 +111,11 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
             int ty = b < r->n && t < r->seq ? r->types[(size_t)b * r->seq + t] : 0;
             oh[((size_t)b * T + ty) * L + t] = 1.0f;
         }
-    int64_t xs[4] = {B, D, 1, L}, ms[4] = {B, L, 1, L}, ts[4] = {B, T, 1, L};
-    nc_status st = mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, err);
-    if (!st) st = mil_interp_set_input(it, "mask_global", MIL_DT_FP32, 4, ms, mg, err);
-    if (!st && ml) st = mil_interp_set_input(it, "mask_local", MIL_DT_FP32, 4, ms, ml, err);
-    if (!st) st = mil_interp_set_input(it, "types", MIL_DT_FP32, 4, ts, oh, err);
-    if (!st) st = mil_interp_run(it, err);
+    size_t nx = (size_t)B * D * L;
+    nc_status st = r->runner ? on_device(r, B, L, x, mg, ml, oh, out[NL - 1], err)
+                             : interpreted(r, B, L, x, mg, ml, oh, out[NL - 1], err);
     free(oh);
     NC_TRY(st);
-    mil_interp_view v;
-    NC_TRY(mil_interp_get(it, "hidden", &v, err));
-    size_t nx = (size_t)B * D * L;
-    if (v.count != nx || !v.f32)
-        return nc_fail(err, NC_ERR_FORMAT, "bundle: hidden has the wrong shape");
-    memcpy(out[NL - 1], v.f32, nx * sizeof *out[NL - 1]);
     /* fp16 on the wire: x, masks and types in, hidden out */
     r->cross.calls++;
     r->cross.bytes_in += 2LL * ((long long)nx + (long long)B * L * L * (ml ? 2 : 1) +
@@ -108,8 +143,8 @@ static nc_status region_run(void *user, const decision_io *io, const int32_t *ty
     return NC_OK;
 }
 
-nc_status decision_bundle_open(const char *bundle, int n_threads, decision_model **out,
-                               nc_error *err) {
+nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_options *ane,
+                               decision_model **out, nc_error *err) {
     *out = NULL;
     if (!decision_is_bundle(bundle))
         return nc_fail(err, NC_ERR_FORMAT,
@@ -123,6 +158,9 @@ nc_status decision_bundle_open(const char *bundle, int n_threads, decision_model
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", bundle, r->man.program.path);
     if (!st) st = mil_parse_file(path, &r->prog, err);
+    if (!st && ane) st = engine_ane_device_open(ane, &r->dev, err);
+    if (!st && ane) st = ane_bundle_open(&r->dev.dev, bundle, &r->loaded, err);
+    if (!st && ane) st = ane_runner_new(r->loaded, &r->runner, err);
     if (st) {
         decision_free(r->m);
         r->m = NULL;

@@ -4,7 +4,8 @@
 # `nectar mil check --target ane`; `nectar decide --backend mil` on it gives
 # the PyTorch reference's probabilities within the fp16 gate (0.02; the
 # same argmax per input) and reports the bytes crossing engines on stderr;
-# a bundle without the partition is refused in one line.
+# --backend ane --ane-device fake gives the same within the gate; a bundle
+# without the partition is refused in one line.
 BIN=${NECTAR_BIN:-build/nectar}
 FIX=tests/fixtures/decision
 T=${NECTAR_BUILD:-build}/tmp/test_decide_bundle_cli.$$
@@ -44,6 +45,24 @@ for m in dm_multi dm_compact dm_k3; do
         echo "PASS decide_mil_${m}_reports_crossings"
     else echo "FAIL decide_mil_${m}_reports_crossings: $(cat "$T/err")"; fi
 done
+
+# the fake ANE device (the interpreter behind the device interface, the
+# request path of a real device) within the same gate
+B="$T/dm_k3.ane"
+"$BIN" decide --backend ane --ane-device fake -m "$B" -f $FIX/dm_k3/ref/texts.txt -t 2 2>"$T/err" |
+    probs >"$T/fake.txt"
+if [ -s "$T/fake.txt" ] && [ "$(wc -l <"$T/fake.txt")" -eq "$(wc -l <$FIX/dm_k3/ref/decide.txt)" ] &&
+    paste "$T/fake.txt" $FIX/dm_k3/ref/decide.txt |
+    awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 0.02) bad = 1} END {exit bad}' &&
+    grep -q "^decide: 3 region calls" "$T/err"; then echo "PASS decide_ane_fake_within_fp16_gate"
+else echo "FAIL decide_ane_fake_within_fp16_gate: $(cat "$T/err")"; fi
+# a real device off macOS: one line, exit 1, nothing on stdout
+if [ "$(uname)" != Darwin ]; then
+    "$BIN" decide --backend ane --ane-device real -m "$B" -p x >"$T/out" 2>"$T/err"; rc=$?
+    if [ $rc -eq 1 ] && [ ! -s "$T/out" ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+        grep -q "macOS" "$T/err"; then echo "PASS decide_ane_real_refused_off_macos"
+    else echo "FAIL decide_ane_real_refused_off_macos: rc $rc, $(cat "$T/err")"; fi
+fi
 
 # a plain encoder bundle is not a decision bundle: one line, exit 1, no stdout
 "$BIN" compile -m tests/fixtures/modernbert/mb_base -o "$T/enc.ane" --buckets 64 --batches 1 >/dev/null 2>&1

@@ -103,7 +103,7 @@ static nc_status open_bundle(const char *dir, char *path, size_t cap, decision_m
         path[0] = '\0';
         return st;
     }
-    return decision_bundle_open(path, 2, m, err);
+    return decision_bundle_open(path, 2, NULL, m, err);
 }
 
 static void check_fixture_on(const char *name, int bundle) {
@@ -213,7 +213,7 @@ static void test_bundle_k3_h2_pre(void) { check_fixture_on("dm_k3", 1); }
 static void test_bundle_open_refuses_encoder_bundle(void) {
     nc_error err = {0};
     decision_model *m = NULL;
-    nc_status st = decision_bundle_open(FIX "dm_k3", 1, &m, &err);
+    nc_status st = decision_bundle_open(FIX "dm_k3", 1, NULL, &m, &err);
     CHECKF(st == NC_ERR_FORMAT && m == NULL && strstr(err.msg, "partition.json"), "%s", err.msg);
 }
 
