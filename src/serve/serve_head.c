@@ -102,8 +102,10 @@ static int could_be_request_line(const char *p, const char *end) {
     const char *t = ++p;
     while (p < end && (unsigned char)*p > 0x20 && (unsigned char)*p < 0x7f)
         p++;
-    if (p == end) return p == t || *t == '/' || *t == '*';
-    if (p == t || *p != ' ') return 0;
+    if (p == t) return p == end;
+    if (*t != '/' && !(*t == '*' && p - t == 1)) return 0; /* a path, or * alone */
+    if (p == end) return 1;
+    if (*p != ' ') return 0;
     p++;
     static const char version[] = "HTTP/1.1\r";
     for (size_t i = 0; p < end; p++, i++) {
@@ -139,6 +141,10 @@ void serve_head_check(const char *buf, size_t len, int is_eof, const serve_head_
     memset(v, 0, sizeof *v);
     const char *end = buf + len;
     /* RFC 9112 2.2: one empty line before the request line is ignored. */
+    if (len == 1 && buf[0] == '\r') { /* its LF may still come */
+        if (is_eof) verdict(v, 400, "bad_request", "the request head is incomplete");
+        return;
+    }
     if (len >= 2 && buf[0] == '\r' && buf[1] == '\n') {
         v->skip = 2;
         buf += 2;
@@ -159,7 +165,8 @@ void serve_head_check(const char *buf, size_t len, int is_eof, const serve_head_
             return verdict(v, 414, "uri_too_long", "the request line is longer than the limit");
         if (!could_be_request_line(buf, end))
             return verdict(v, 400, "bad_request", "malformed request line");
-        if (is_eof && len) verdict(v, 400, "bad_request", "the request head is incomplete");
+        if (is_eof && end > buf - v->skip) /* anything at all came */
+            verdict(v, 400, "bad_request", "the request head is incomplete");
         return;
     }
     if ((size_t)(eol - buf) + 2 > lim->max_line_bytes)

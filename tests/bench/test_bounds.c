@@ -173,7 +173,6 @@ static void test_every_preset_matches_its_model_card(void) {
     for (int i = 0; model_preset_at(i); i++) {
         const model_preset *p = model_preset_at(i);
         if (p->family == MODEL_FAMILY_QWEN35) continue; /* test_qwen35_presets_match_hf_counts */
-        if (p->family == MODEL_FAMILY_LLAMA) continue;  /* bounds has no Llama shapes yet */
         if (p->family == MODEL_FAMILY_MODERNBERT) {
             nc_encoder_shape e;
             CHECK_OK(nc_encoder_shape_like(p->name, &e, &err), &err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../test.h"
+#include "../common/demo_vocab.h"
 #include "gen/token_mask.h"
 
 static int matches(const char *schema, const char *text) {
@@ -201,10 +202,6 @@ static void test_enum_size_limit_is_named(void) {
 /* ---- random walks over a real vocabulary --------------------------------- */
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 typedef int (*validator)(const json_t *v);
 
@@ -273,28 +270,15 @@ static char *walk(const tm_vocab *v, const jm_grammar *gr, const tok_tokenizer *
     jm_state s;
     jm_start(gr, &s);
     for (int step = 0; step < 3000 && logits && out; step++) {
-        for (int i = 0; i < n_vocab; i++) {
-            size_t len = 0;
-            const char *p = tok_token_bytes(t, i, &len);
-            logits[i] = (float)uniform();
-            if (p && len && memchr(p, '"', len)) logits[i] += 0.6f;
-            if (p && len && (memchr(p, '}', len) || memchr(p, ']', len))) logits[i] += 0.8f;
-        }
-        logits[eog] += 2.0f;
+        nc_test_walk_logits(t, n_vocab, eog, &rng, logits);
         if (tm_mask(v, gr, &s, logits) == 0) break;
-        int best = -1;
-        for (int i = 0; i < n_vocab; i++)
-            if (isfinite(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
+        int best = nc_test_walk_best(logits, n_vocab);
         if (!tm_accept(v, gr, &s, best)) break;
         if (best == eog) {
             free(logits);
             return out;
         }
-        size_t len = 0;
-        const char *p = tok_token_bytes(t, best, &len);
-        if (n + len >= 65535) break;
-        memcpy(out + n, p, len);
-        n += len;
+        if (nc_test_walk_append(t, best, out, &n, 65536) != 0) break;
     }
     free(logits);
     free(out);
@@ -303,13 +287,11 @@ static char *walk(const tm_vocab *v, const jm_grammar *gr, const tok_tokenizer *
 
 static void test_random_walks_always_validate(void) {
     tok_tokenizer *t;
-    nc_error err;
-    CHECK_OK(tok_load("models/demo/tokenizer.json", &t, &err), &err);
-    int n_vocab = tok_vocab_size(t);
-    int32_t eog = tok_find(t, "<|im_end|>");
-    CHECK(eog >= 0);
     tm_vocab *v;
-    CHECK_OK(tm_vocab_new(t, n_vocab, &eog, 1, &v, &err), &err);
+    int32_t eog;
+    nc_error err;
+    CHECK_OK(nc_test_demo_vocab(&t, &v, &eog, &err), &err);
+    int n_vocab = tok_vocab_size(t);
     static const struct {
         const char *schema; /* NULL: json_object */
         validator check;

@@ -85,6 +85,11 @@ static void test_rejects_bad_header_length(void) {
     buf[0] = 200; /* header of 200 bytes in a 16-byte file */
     CHECK(st_parse(buf, 16, "trunc.st", &t, &nt, &err) == NC_ERR_FORMAT);
     CHECK(one_line_naming(&err, "trunc.st", "exceeds the file size"));
+    memset(buf, 0, 16);
+    buf[0] = 1; /* a one-byte header, "{": named by its length, not as bad JSON */
+    buf[8] = '{';
+    CHECK(st_parse(buf, 16, "one.st", &t, &nt, &err) == NC_ERR_FORMAT);
+    CHECK(one_line_naming(&err, "one.st", "header length 1"));
     memset(buf, 0xff, 8); /* 2^64 - 1 */
     CHECK(st_parse(buf, 16, "huge.st", &t, &nt, &err) == NC_ERR_FORMAT);
     CHECK(one_line_naming(&err, "huge.st", "header length"));

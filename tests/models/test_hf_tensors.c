@@ -12,8 +12,7 @@
 
 #define DIR "build/test_hf_tensors"
 
-static nc_status zero_fill(void *ctx, int index, size_t first, size_t n, void *dst,
-                           nc_error *err) {
+static nc_status zero_fill(void *ctx, int index, size_t first, size_t n, void *dst, nc_error *err) {
     (void)ctx, (void)index, (void)first, (void)err;
     memset(dst, 0, n * 4);
     return NC_OK;
