@@ -105,6 +105,38 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
     if ((stages & 8) && !(stages & 4)) need(b, &v->x, "x", D, 1, S);
 }
 
+/* The conv form of RoPE's rotate-half (the default, docs/lowering.md
+ * "Lowering forms"): x4 [1, n, hd, S] as [1, n*hd, 1, S] through a 1x1
+ * conv of n groups, each group's [hd, hd] weight the rotate-half matrix R
+ * (entries 0, +-1: one term per output, exact in fp16). No matmul, so
+ * qkv holds convs only (ironmill saw a program mixing conv and matmul
+ * refused) and nothing broadcasts over the heads. */
+static mil_var *rope_conv(mil_builder *b, const char *prefix, mil_var *x4, int32_t n, int32_t hd,
+                          int32_t S, const lower_weight *rope, mil_var *cs, mil_var *sn) {
+    char nm[160];
+    size_t blk = (size_t)hd * (size_t)hd;
+    nc_fp16 *wt = malloc((size_t)n * blk * sizeof *wt);
+    if (!wt) return NULL;
+    for (int32_t g = 0; g < n; g++)
+        memcpy(wt + (size_t)g * blk, rope->data, blk * sizeof *wt);
+    int64_t d[4] = {(int64_t)n * hd, hd, 1, 1};
+    snprintf(nm, sizeof nm, "%s_rot_weight", prefix);
+    mil_var *w = mil_build_const_tensor(b, nm, MIL_DT_FP16, 4, d, wt);
+    free(wt);
+    snprintf(nm, sizeof nm, "%s_flat", prefix);
+    mil_var *xf = w ? reshape4(b, nm, x4, 1, n * hd, 1, S) : NULL;
+    snprintf(nm, sizeof nm, "%s_rot_flat", prefix);
+    mil_var *rf = xf ? mil_build_conv(b, nm, xf, w, NULL, n) : NULL;
+    snprintf(nm, sizeof nm, "%s_rot", prefix);
+    mil_var *r4 = rf ? reshape4(b, nm, rf, 1, n, hd, S) : NULL;
+    snprintf(nm, sizeof nm, "%s_cos", prefix);
+    mil_var *qc = r4 ? mil_build_mul(b, nm, x4, cs) : NULL;
+    snprintf(nm, sizeof nm, "%s_sin", prefix);
+    mil_var *qs = qc ? mil_build_mul(b, nm, r4, sn) : NULL;
+    snprintf(nm, sizeof nm, "%s_out", prefix);
+    return qs ? mil_build_add(b, nm, qc, qs) : NULL;
+}
+
 /* rmsnorm + q/k/v projections + per-head q/k RMSNorm + RoPE. */
 static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
                      lower_weight *rope, layer_vals *v) {
@@ -117,7 +149,8 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     mil_var *q = h ? conv(b, "q_proj", h, &w->q) : NULL;
     mil_var *k = q ? conv(b, "k_proj", h, &w->k) : NULL;
     mil_var *vv = k ? conv(b, "v_new", h, &w->v) : NULL;
-    mil_var *rot = vv ? lower_shared_weight(b, "rope_rotate_half", rope) : NULL;
+    int conv_rope = p->forms.rope == LOWER_ROPE_CONV;
+    mil_var *rot = vv && !conv_rope ? lower_shared_weight(b, "rope_rotate_half", rope) : vv;
     mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
     mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
     /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
@@ -125,8 +158,12 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
     mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
     mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
-    mil_var *qr = kn && cs && sn ? lower_rope(b, "q_rope", qn, rot, cs, sn) : NULL;
-    mil_var *kr = qr ? lower_rope(b, "k_rope", kn, rot, cs, sn) : NULL;
+    mil_var *qr = !kn || !cs || !sn ? NULL
+                  : conv_rope       ? rope_conv(b, "q_rope", qn, H, hd, S, rope, cs, sn)
+                                    : lower_rope(b, "q_rope", qn, rot, cs, sn);
+    mil_var *kr = !qr         ? NULL
+                  : conv_rope ? rope_conv(b, "k_rope", kn, KV, hd, S, rope, cs, sn)
+                              : lower_rope(b, "k_rope", kn, rot, cs, sn);
     v->q = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
     v->kn = v->q ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
     v->vn = vv;
@@ -345,6 +382,11 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
 static const char *const SPLIT_NAMES[LOWER_N_SPLITS] = {"layer", "kernel", "function"};
 static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "one"};
 static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather"};
+static const char *const ROPE_NAMES[LOWER_N_ROPE_FORMS] = {"conv", "matmul"};
+
+const char *lower_rope_form_name(lower_rope_form r) {
+    return r >= 0 && r < LOWER_N_ROPE_FORMS ? ROPE_NAMES[r] : "?";
+}
 
 const char *lower_kv_update_name(lower_kv_update k) {
     return k >= 0 && k < LOWER_N_KV_UPDATES ? KV_NAMES[k] : "?";
@@ -374,6 +416,10 @@ int lower_head_split_parse(const char *name) {
 
 int lower_kv_update_parse(const char *name) {
     return find_name(KV_NAMES, LOWER_N_KV_UPDATES, name);
+}
+
+int lower_rope_form_parse(const char *name) {
+    return find_name(ROPE_NAMES, LOWER_N_ROPE_FORMS, name);
 }
 
 int lower_qwen3_kernels(const lower_plan *p) {

@@ -80,10 +80,16 @@ typedef enum lower_kv_update {
     LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
     LOWER_N_KV_UPDATES
 } lower_kv_update;
+typedef enum lower_rope_form {
+    LOWER_ROPE_CONV,   /* rotate-half as a grouped 1x1 conv, one group per head (default) */
+    LOWER_ROPE_MATMUL, /* rotate-half as a matmul broadcast over the heads */
+    LOWER_N_ROPE_FORMS
+} lower_rope_form;
 typedef struct lower_forms {
     lower_program_split program_split;
     lower_head_split head_split;
     lower_kv_update kv_update;
+    lower_rope_form rope;
     int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
@@ -93,6 +99,8 @@ int lower_program_split_parse(const char *name);
 int lower_head_split_parse(const char *name);
 const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
 int lower_kv_update_parse(const char *name);
+const char *lower_rope_form_name(lower_rope_form r); /* "conv", "matmul" */
+int lower_rope_form_parse(const char *name);
 
 typedef struct lower_plan {
     const qwen3_config *cfg;
