@@ -62,6 +62,12 @@ int cmd_compile(int argc, char **argv) {
                 "holds convs only, nothing broadcasts); matmul, by a matrix broadcast over\n"
                 "the heads",
                 &o.forms.rope, .choices = "conv|matmul"),
+        CLI_OPT(NULL, "--attention", CLI_CHOICE, "broadcast|grouped",
+                "GQA attention: broadcast (default), q [KV,G,hd,S] against the cache\n"
+                "[KV,1,hd,ctx]; grouped (Qwen3), q's channels ordered (kv head, dim,\n"
+                "group) so both matmuls have equal batch dims [1, KV] (q_proj rows and\n"
+                "o_proj columns permuted when compiled)",
+                &o.forms.attention, .choices = "broadcast|grouped"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
