@@ -60,10 +60,14 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
         return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
     }
     nc_status st;
-    if (!strncmp(kind, "modernbert", 10)) {
+    if (engine_kind_family(kind)->is_encoder) {
         m->kind = NC_MODEL_ENCODER;
         st = tok_load(path, &m->tokenizer.tok, err);
         if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
+        if (st == NC_OK)
+            st = modernbert_st_load(path, m->enc->encoder->pooling == MODERNBERT_POOL_CLS
+                                              ? MODERNBERT_ST_CLS : MODERNBERT_ST_MEAN,
+                                    &m->st, err);
     } else {
         m->kind = NC_MODEL_DECODER;
         st = gen_model_open(backend, path, &eo, &m->gm, err);
@@ -91,6 +95,7 @@ NC_API void nc_model_free(nc_model *m) {
     else
         tok_free(m->tokenizer.tok);
     engine_close(m->enc);
+    modernbert_st_free(&m->st);
     free(m->dir);
     free(m);
 }

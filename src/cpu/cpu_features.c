@@ -4,13 +4,16 @@
  * says which extensions user code may run (HWCAP bits on Linux, sysctl on
  * macOS); elsewhere only the baseline NEON table is used. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/cpu_wisdom.h"
 #include "cpu/gemm_amx.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/gemv_bf16.h"
 #include "cpu/qkernels.h"
 
 #if defined(__x86_64__)
@@ -106,6 +109,14 @@ static cpu_kernels neon_table, neon_dotprod_table, neon_i8mm_table;
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+static int has_amx_flag(void) {
+#if defined(__x86_64__)
+    return has_amx;
+#else
+    return 0;
+#endif
+}
+
 #if defined(__x86_64__)
 static int has_avx2(void) {
     return features.avx2 && features.fma && features.f16c;
@@ -193,29 +204,118 @@ nc_status cpu_select_table(const char *cap, nc_error *err) {
     return NC_OK;
 }
 
-/* bf16 prompts on vdpbf16ps only on request: on this Sapphire Rapids both
- * variants ran slower than the fp32 GEMM (docs/performance.md). bfmmla on
- * arm64 likewise, until it is measured on a CPU that has it. */
-nc_status cpu_select_bf16(const char *mode, nc_error *err) {
+/* The bf16 contract (cpu_select_bf16) and the kernels that serve it. Until
+ * cpu_tune measures, the accurate contract keeps the tables' fp32 kernels
+ * and the fast one takes the first bf16 dot-product kernels. */
+static int bf16_mode = CPU_BF16_MODE_ACCURATE;
+
+/* "MODE[,decode=KERNEL][,prompt=KERNEL]": the contract, and optionally the
+ * kernels that serve it (forced: cpu_tune then measures only the rest). */
+nc_status cpu_select_bf16(const char *spec, nc_error *err) {
     pthread_once(&once, choose);
-    int want = !mode || !*mode || !strcmp(mode, "off") ? 0
-               : !strcmp(mode, "accurate")             ? 1
-               : !strcmp(mode, "fast")                 ? 2
-                                                       : -1;
+    char buf[128], *mode = buf;
+    snprintf(buf, sizeof buf, "%s", spec ? spec : "");
+    char *rest = strchr(buf, ',');
+    if (rest) *rest++ = 0;
+    int want = !*mode || !strcmp(mode, "accurate") ? CPU_BF16_MODE_ACCURATE
+               : !strcmp(mode, "off")              ? CPU_BF16_MODE_OFF
+               : !strcmp(mode, "fast")             ? CPU_BF16_MODE_FAST
+                                                   : -1;
     if (want < 0)
-        return nc_fail(err, NC_ERR_INVALID, "bf16 prompts '%s': not accurate, fast or off", mode);
-#if defined(__x86_64__)
-    const cpu_gemm_kernels *g = NULL; /* asked for where there is no AVX512-BF16: fp32 */
-    if (want && features.avx512bf16)
-        g = &cpu_gemm_bf16_avx512[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
-    avx512_table.gemm_bf16 = amx_table.gemm_bf16 = g;
-#elif defined(__aarch64__)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "bf16 kernels '%s': not accurate, fast or off (then optionally "
+                       ",decode=KERNEL,prompt=KERNEL)",
+                       spec);
+    bf16_mode = want;
     const cpu_gemm_kernels *g = NULL;
-    if (want && features.bf16)
-        g = &cpu_gemm_bf16_neon[want == 1 ? CPU_BF16_ACCURATE : CPU_BF16_FAST];
-    neon_table.gemm_bf16 = neon_dotprod_table.gemm_bf16 = neon_i8mm_table.gemm_bf16 = g;
+    cpu_matmul_fn decode = NULL;
+#if defined(__x86_64__)
+    if (want == CPU_BF16_MODE_FAST && features.avx512bf16) {
+        g = &cpu_gemm_bf16_avx512[CPU_BF16_FAST];
+        decode = cpu_gemv_bf16_avx512[cpu_gemv_bf16_first(1)].fn;
+    }
+#elif defined(__aarch64__)
+    if (want == CPU_BF16_MODE_FAST && features.bf16) g = &cpu_gemm_bf16_neon[CPU_BF16_FAST];
 #endif
+    cpu_set_bf16_decode(decode);
+    cpu_set_bf16_prompt(g);
+    cpu_tune_unforce();
+    while (rest && *rest) {
+        char *next = strchr(rest, ',');
+        if (next) *next++ = 0;
+        int slot = !strncmp(rest, "decode=", 7)   ? CPU_SLOT_DECODE_BF16
+                   : !strncmp(rest, "prompt=", 7) ? CPU_SLOT_PROMPT_BF16
+                                                  : -1;
+        if (slot < 0)
+            return nc_fail(err, NC_ERR_INVALID, "bf16 kernels '%s': '%s' is not decode=... or "
+                           "prompt=...", spec, rest);
+        if (cpu_tune_force((cpu_slot)slot, rest + 7, err) != NC_OK) return NC_ERR_INVALID;
+        rest = next;
+    }
     return NC_OK;
+}
+
+int cpu_bf16_mode(void) {
+    pthread_once(&once, choose);
+    return bf16_mode;
+}
+
+void cpu_set_bf16_decode(cpu_matmul_fn decode) {
+    pthread_once(&once, choose);
+#if defined(__x86_64__)
+    avx512_table.matmul[CPU_W_BF16] = amx_table.matmul[CPU_W_BF16] =
+        decode ? decode : cpu_kernels_avx512.matmul[CPU_W_BF16];
+#else
+    (void)decode; /* no bf16 decode kernels elsewhere yet */
+#endif
+}
+
+void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt) {
+    pthread_once(&once, choose);
+#if defined(__x86_64__)
+    avx512_table.gemm_bf16 = amx_table.gemm_bf16 = prompt;
+#elif defined(__aarch64__)
+    neon_table.gemm_bf16 = neon_dotprod_table.gemm_bf16 = neon_i8mm_table.gemm_bf16 = prompt;
+#else
+    (void)prompt;
+#endif
+}
+
+void cpu_identity(char *out, size_t cap) {
+    pthread_once(&once, choose);
+    char brand[49] = "";
+    unsigned fms = 0;
+    char vendor[13] = "";
+#if defined(__x86_64__)
+    unsigned int a, b, c, d, r[12];
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &c, 4);
+    }
+    if (__get_cpuid(1, &a, &b, &c, &d)) fms = a;
+    for (unsigned i = 0; i < 3; i++)
+        if (!__get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]))
+            memset(&r[4 * i], 0, 16);
+    memcpy(brand, r, 48);
+#elif defined(__aarch64__)
+    strcpy(vendor, "arm64");
+#endif
+    /* printable, no tabs: the key is one field of a wisdom line */
+    for (char *p = brand; *p; p++)
+        if (*p < ' ' || *p > '~') *p = ' ';
+    char *s = brand;
+    while (*s == ' ')
+        s++;
+    size_t n = strlen(s);
+    while (n && s[n - 1] == ' ')
+        s[--n] = 0;
+    const cpu_features *f = &features;
+    snprintf(out, cap, "%s %s fms=%x %s%s%s%s%s%s%s%s%s%s%s%s", vendor, s, fms, f->avx2 ? "avx2," : "",
+             f->fma ? "fma," : "", f->avx512f ? "avx512f," : "", f->avx512bw ? "bw," : "",
+             f->avx512vl ? "vl," : "", f->avx512vnni ? "vnni," : "",
+             f->avx512bf16 ? "bf16," : "", f->avxvnni ? "avxvnni," : "", has_amx_flag() ? "amx," : "",
+             f->dotprod ? "dotprod," : "", f->i8mm ? "i8mm," : "", f->bf16 ? "armbf16," : "");
 }
 
 int cpu_kernels_available(const cpu_kernels **out, int cap) {

@@ -122,13 +122,24 @@ const cpu_kernels *cpu_kernels_get(void);
  * NC_ERR_INVALID naming the known ones, and changes nothing. */
 nc_status cpu_select_table(const char *cap, nc_error *err);
 
-/* bf16 prompts on vdpbf16ps in the AVX-512 and AMX tables, where the CPU has
- * AVX512-BF16, and on bfmmla in the NEON tables, where it has FEAT_BF16:
- * "accurate" (two bf16 terms per activation, within the parity
- * bounds), "fast" (one term, ~5e-2 off the fp32 logits of the tiny parity
- * model), NULL or "off" (the fp32 GEMM, the default). The command line sets
- * it from NECTAR_BF16. */
+/* The precision contract for bf16 weights (NECTAR_BF16 on the command line):
+ * "accurate" (NULL or "" too, the default): activations in fp32; a kernel
+ * may split them into bf16 terms only where each product stays within
+ * 2^-17 of the exact one (docs/performance.md); "fast": activations rounded
+ * to bf16 as llama.cpp's bf16 path does (2^-9 per product), on vdpbf16ps
+ * (AVX512-BF16) or bfmmla (arm64 FEAT_BF16) where the CPU has them; "off":
+ * the tables' fp32 kernels only. Which kernel serves a contract is chosen
+ * by cpu_tune (cpu_wisdom.h); until then accurate uses the fp32 kernels,
+ * fast the first bf16 dot-product ones. */
+#define CPU_BF16_MODE_OFF 0
+#define CPU_BF16_MODE_ACCURATE 1
+#define CPU_BF16_MODE_FAST 2
 nc_status cpu_select_bf16(const char *mode, nc_error *err);
+int cpu_bf16_mode(void);
+/* For cpu_tune: bf16 decoding (NULL: the table's fp32-widening tile) and
+ * bf16 prompts (NULL: the fp32 GEMM) in the AVX-512/AMX (or NEON) tables. */
+void cpu_set_bf16_decode(cpu_matmul_fn decode);
+void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);

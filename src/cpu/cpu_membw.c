@@ -1,5 +1,10 @@
-/* Read-bandwidth probe (see cpu_membw.h). Each task sums its slice so the
- * reads cannot be optimised away. */
+/* Read-bandwidth probe (see cpu_membw.h). Each task sums its part so the
+ * reads cannot be optimised away. Several patterns, because which one a
+ * CPU streams fastest depends on its prefetchers and on how the threads'
+ * streams interleave: 8-byte words or whole 64-byte lines, with or without
+ * software prefetch, in 4 MiB slices handed out to whichever thread is
+ * free (threads interleave through the buffer) or one contiguous part per
+ * thread. The ceiling is the fastest. */
 #include "cpu/cpu_membw.h"
 
 #include <stdint.h>
@@ -10,10 +15,16 @@
 #include "base/timer.h"
 
 #define SLICE_BYTES ((size_t)1 << 22)
+/* Software prefetch distance of the *-pf patterns. */
+#define PREFETCH_BYTES 1024
+
+typedef uint64_t line64 __attribute__((vector_size(64)));
 
 typedef struct {
     const uint64_t *buf;
     size_t n_words;
+    size_t words_per_task;
+    int lines, prefetch;
     uint64_t sums[256];
     double cpu_s[256]; /* CPU time each thread spent reading */
 } bw_job;
@@ -24,45 +35,99 @@ static double thread_cpu_s(void) {
                                                            : 0.0;
 }
 
-static void read_slice(void *ctx, int task, int thread) {
+static uint64_t sum_words(const uint64_t *p, size_t n) {
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i + 4 <= n; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+    }
+    return a + b + c + d;
+}
+
+/* Whole lines, two independent sums; p 64-byte aligned. */
+static uint64_t sum_lines(const uint64_t *p, size_t n, int prefetch) {
+    const line64 *l = (const line64 *)p;
+    size_t nl = n / 8;
+    line64 a = {0}, b = {0};
+    for (size_t i = 0; i + 2 <= nl; i += 2) {
+        if (prefetch) __builtin_prefetch((const char *)(l + i) + PREFETCH_BYTES);
+        a += l[i];
+        b += l[i + 1];
+    }
+    a += b;
+    uint64_t s = 0;
+    for (int i = 0; i < 8; i++)
+        s += a[i];
+    return s;
+}
+
+static void read_part(void *ctx, int task, int thread) {
     bw_job *j = ctx;
     double c0 = thread_cpu_s();
-    size_t w0 = (size_t)task * (SLICE_BYTES / 8), w1 = w0 + SLICE_BYTES / 8;
+    size_t w0 = (size_t)task * j->words_per_task, w1 = w0 + j->words_per_task;
     if (w1 > j->n_words) w1 = j->n_words;
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = w0; i + 4 <= w1; i += 4) {
-        a += j->buf[i];
-        b += j->buf[i + 1];
-        c += j->buf[i + 2];
-        d += j->buf[i + 3];
-    }
-    j->sums[thread & 255] += a + b + c + d;
+    uint64_t s = w1 > w0 ? j->lines ? sum_lines(j->buf + w0, w1 - w0, j->prefetch)
+                                    : sum_words(j->buf + w0, w1 - w0)
+                         : 0;
+    j->sums[thread & 255] += s;
     j->cpu_s[thread & 255] += thread_cpu_s() - c0;
 }
 
-double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, double *each,
-                          double *per_cpu_s) {
-    size_t n_words = size_bytes / 8;
-    uint64_t *buf = nc_alloc_aligned(n_words * 8);
+static const struct {
+    const char *name;
+    int lines, prefetch, halves;
+} patterns[CPU_MEMBW_PATTERNS] = {
+    {"words, 4 MiB slices", 0, 0, 0},
+    {"lines, 4 MiB slices", 1, 0, 0},
+    {"lines + prefetch, 4 MiB slices", 1, 1, 0},
+    {"lines, a part per thread", 1, 0, 1},
+    {"lines + prefetch, a part per thread", 1, 1, 1},
+};
+
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out) {
+    size_t n_words = size_bytes / 64 * 8; /* whole lines */
+    memset(out, 0, sizeof *out);
+    uint64_t *buf = n_words ? nc_alloc_aligned(n_words * 8) : NULL;
     if (!buf) return 0.0;
     memset(buf, 1, n_words * 8); /* touch every page before timing */
-    bw_job j = {buf, n_words, {0}, {0}};
-    int tasks = (int)((size_bytes + SLICE_BYTES - 1) / SLICE_BYTES);
-    double best = 0.0, best_cpu = 0.0;
     int threads = nc_pool_threads(pool);
-    for (int r = 0; r < reps; r++) {
-        for (int i = 0; i < threads && i < 256; i++)
-            j.cpu_s[i] = 0;
-        double t0 = nc_now_s();
-        nc_pool_for(pool, tasks, read_slice, &j);
-        double dt = nc_now_s() - t0, bw = dt > 0 ? (double)(n_words * 8) / dt : 0.0, c = 0;
-        for (int i = 0; i < threads && i < 256; i++)
-            c += j.cpu_s[i];
-        if (each) each[r] = bw;
-        if (bw > best) best = bw;
-        if (c > 0 && (double)(n_words * 8) / c > best_cpu) best_cpu = (double)(n_words * 8) / c;
-    }
-    if (per_cpu_s) *per_cpu_s = best_cpu;
+    static bw_job j; /* 4 KiB of sums: off the stack */
+    memset(&j, 0, sizeof j);
+    j.buf = buf;
+    j.n_words = n_words;
+    out->n_patterns = CPU_MEMBW_PATTERNS;
+    for (int r = 0; r < reps; r++)
+        for (int p = 0; p < CPU_MEMBW_PATTERNS; p++) {
+            j.lines = patterns[p].lines;
+            j.prefetch = patterns[p].prefetch;
+            /* a part per thread: whole lines, the last part the rest */
+            j.words_per_task = patterns[p].halves ? (n_words / 8 + (size_t)threads - 1) /
+                                                        (size_t)threads * 8
+                                                  : SLICE_BYTES / 8;
+            int tasks = (int)((n_words + j.words_per_task - 1) / j.words_per_task);
+            for (int i = 0; i < threads && i < 256; i++)
+                j.cpu_s[i] = 0;
+            double t0 = nc_now_s();
+            nc_pool_for(pool, tasks, read_part, &j);
+            double dt = nc_now_s() - t0, bw = dt > 0 ? (double)(n_words * 8) / dt : 0.0, c = 0;
+            for (int i = 0; i < threads && i < 256; i++)
+                c += j.cpu_s[i];
+            double per_cpu = c > 0 ? (double)(n_words * 8) / c : 0.0;
+            out->name[p] = patterns[p].name;
+            if (bw > out->best_of[p]) out->best_of[p] = bw;
+            if (r < CPU_MEMBW_MAX_RUNS && bw > out->runs[r]) out->runs[r] = bw;
+            if (bw > out->best) {
+                out->best = bw;
+                out->pattern = patterns[p].name;
+            }
+            if (per_cpu > out->per_cpu_s) {
+                out->per_cpu_s = per_cpu;
+                out->pattern_per_cpu_s = patterns[p].name;
+            }
+        }
+    out->runs_n = reps < CPU_MEMBW_MAX_RUNS ? reps : CPU_MEMBW_MAX_RUNS;
     nc_free_aligned(buf);
-    return best;
+    return out->best;
 }

@@ -1,6 +1,8 @@
-/* A quick memory read-bandwidth probe: the denominator of the decoding
- * roofline (weight bytes read per token / bandwidth = the floor on time per
- * generated token) that `nectar bench` prints beside its measurements. */
+/* A memory read-bandwidth probe meant as a ceiling: the denominator of the
+ * decoding roofline (weight bytes read per token / bandwidth = the floor on
+ * time per generated token) that `nectar bench` prints beside its
+ * measurements. Several access patterns and thread placements are timed
+ * and the fastest is taken, so a real program should not beat it. */
 #ifndef NC_CPU_MEMBW_H
 #define NC_CPU_MEMBW_H
 
@@ -8,14 +10,28 @@
 
 #include "base/pool.h"
 
-/* Best of `reps` timed passes reading a buffer of size_bytes (much larger
- * than the caches: the L3 here is 480 MiB, so 2 GiB) split across the
- * pool's threads; bytes/s, or 0 if the buffer cannot be allocated. each
- * (may be NULL) gets every pass's bytes/s; per_cpu_s (may be NULL) the best
- * bytes per second of CPU time the reading threads got (what one running
- * thread streams, whatever else shares the machine). */
-double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, double *each,
-                          double *per_cpu_s);
+#define CPU_MEMBW_PATTERNS 5
+#define CPU_MEMBW_MAX_RUNS 100
+
+typedef struct cpu_membw {
+    double best;         /* bytes/s: the fastest pass of any pattern */
+    const char *pattern; /* which pattern gave it */
+    /* the best bytes per second of CPU time the reading threads got (what
+     * one running thread streams, whatever else shares the machine), and
+     * the pattern that gave it */
+    double per_cpu_s;
+    const char *pattern_per_cpu_s;
+    int n_patterns;
+    const char *name[CPU_MEMBW_PATTERNS];
+    double best_of[CPU_MEMBW_PATTERNS]; /* each pattern's best bytes/s */
+    int runs_n;
+    double runs[CPU_MEMBW_MAX_RUNS]; /* each round's fastest pattern, bytes/s */
+} cpu_membw;
+
+/* `reps` rounds, each timing every pattern once over a buffer of
+ * size_bytes (much larger than the caches) read by the pool's threads;
+ * returns out->best, or 0 if the buffer cannot be allocated. */
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out);
 
 #define CPU_MEMBW_DEFAULT_BYTES ((size_t)2 << 30)
 

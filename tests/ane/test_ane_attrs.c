@@ -292,6 +292,31 @@ static void test_binding_mismatches_are_errors(void) {
     ane_attrs_free(&a);
 }
 
+/* Each dimension is compared on its own: an output of 48 channels (k_new's
+ * width) must not bind to q's 96-channel surface, nor 192 to it, though
+ * height and width agree (dropping the channel comparison let it through;
+ * on a device that reads or writes half a surface silently). */
+static void test_channel_count_must_match_the_surface(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_qkv_reordered.json", &a, &err), "%s", err.msg);
+    static const int64_t channels[] = {48, 95, 97, 192};
+    for (size_t i = 0; i < sizeof channels / sizeof *channels; i++) {
+        lower_fn_info f = qkv_fn();
+        f.out[0].shape[1] = channels[i];
+        ane_binding b;
+        nc_status st = ane_bind_function(&a, &f, &b, &err);
+        CHECKF(st == NC_ERR_FORMAT && strstr(err.msg, "output 'q'") && strstr(err.msg, "96"),
+               "q with %lld channels: status %d (%s)", (long long)channels[i], (int)st, err.msg);
+    }
+    lower_fn_info f = qkv_fn();
+    f.in[0].shape[1] = 32; /* x of half the model width */
+    ane_binding b;
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_FORMAT &&
+          strstr(err.msg, "input 'x'") != NULL);
+    ane_attrs_free(&a);
+}
+
 /* Runtime encodings (as method_getTypeEncoding returns them on arm64)
  * against the offset-free forms src/ane's selector table holds. */
 static void test_type_encodings_compare_without_offsets(void) {
@@ -321,5 +346,6 @@ int main(void) {
     RUN(test_binding_by_name_ignores_declaration_order);
     RUN(test_binding_mismatches_are_errors);
     RUN(test_status_list_out_of_order_or_nameless_binds_by_shape);
+    RUN(test_channel_count_must_match_the_surface);
     return nc_test_exit_code();
 }

@@ -3,8 +3,13 @@
 # the study's 0.622 ms floor and Qwen3-0.6B counts in --json, clear errors
 # with a non-zero exit on bad input, a comparison of two in-process cpu:DIR
 # candidates (tiny Qwen3 fixtures) whose outputs are all written, the workload
-# hash equal to sha256sum's, and a missing MIL bundle named in the error.
+# hash equal to sha256sum's, and a missing MIL bundle named in the error;
+# bench's kernel choices: measured into the wisdom file NECTAR_WISDOM names,
+# then read back, a corrupted file reported in one line and replaced; the
+# bandwidth probe names the pattern it took.
 BIN=${NECTAR_BIN:-build/nectar}
+# no measuring into the user's cache from the cases that do not test it
+export NECTAR_WISDOM=off
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass() { echo "PASS $1"; }
@@ -115,3 +120,43 @@ for c in "qwen35/tiny_text_untied 2" "qwen35/tiny_vl_tied 2" "qwen3/tiny_gqa2 1"
         fail "bench_pp_flops_equal_the_checkpoint_count_$(basename "$M")" "got $got, the checkpoint gives $want"
     fi
 done
+
+# Kernel choices: the first bench measures and writes the wisdom file, the
+# second reads it; a corrupted file is named with its line and replaced.
+W="$TMP/wisdom/nectar/wisdom"
+M=tests/fixtures/qwen3/tiny_bf16
+if NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 --json >"$TMP/w1.json" 2>"$TMP/err" &&
+    NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 --json >"$TMP/w2.json" 2>>"$TMP/err" &&
+    k1=$(jq -r '.kernel_choices["decode-bf16-accurate"].kernel' "$TMP/w1.json") &&
+    k2=$(jq -r '.kernel_choices["decode-bf16-accurate"].kernel' "$TMP/w2.json") &&
+    why=$(jq -r '.kernel_choices["decode-bf16-accurate"].why' "$TMP/w2.json") && [ "$k1" = "$k2" ] &&
+    { [ "$why" = "from the wisdom file" ] || [ "$why" = "the only candidate" ]; }; then
+    pass bench_kernel_choices_measured_then_read_back
+else
+    fail bench_kernel_choices_measured_then_read_back "$(cat "$TMP/err") $k1 $k2 $why"
+fi
+printf '# nectar kernel wisdom 1\nnot enough fields\n' >"$W"
+if NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 >"$TMP/w3.txt" 2>"$TMP/err" &&
+    grep -q "wisdom $W:2: not 4 tab-separated fields; measuring again" "$TMP/w3.txt" &&
+    head -1 "$W" | grep -q '^# nectar kernel wisdom 1$' && ! grep -q 'not enough' "$W"; then
+    pass bench_corrupted_wisdom_named_and_replaced
+else
+    fail bench_corrupted_wisdom_named_and_replaced "$(cat "$TMP/err" "$TMP/w3.txt" | head -12)"
+fi
+if "$BIN" bench --bandwidth --bw-mib 16 --runs 1 --json >"$TMP/bw.json" 2>"$TMP/err" &&
+    p=$(jq -r '.read_bandwidth_bytes_per_s.pattern' "$TMP/bw.json") &&
+    jq -e --arg p "$p" '.read_bandwidth_bytes_per_s | .best == (.patterns | to_entries | map(.value) | max) and (.patterns[$p] == .best)' "$TMP/bw.json" >/dev/null; then
+    pass bench_bandwidth_is_the_fastest_pattern
+else
+    fail bench_bandwidth_is_the_fastest_pattern "$(cat "$TMP/err" "$TMP/bw.json" | head -8)"
+fi
+# The default -p 512 shrinks to a short model's context (256 here); a
+# number given that does not fit is one error line and a non-zero exit.
+if "$BIN" bench -m tests/fixtures/qwen3/tiny_bf16 -n 2 --runs 1 --bw-mib 16 >"$TMP/ctx.txt" 2>"$TMP/err" &&
+    grep -q '^| pp255 ' "$TMP/ctx.txt" &&
+    ! "$BIN" bench -m tests/fixtures/qwen3/tiny_bf16 -p 600 -n 2 --runs 1 --bw-mib 16 >/dev/null 2>"$TMP/err2" &&
+    [ "$(wc -l <"$TMP/err2")" -eq 1 ] && grep -q 'exceeds the context of 256 tokens' "$TMP/err2"; then
+    pass bench_default_prompt_fits_a_short_context
+else
+    fail bench_default_prompt_fits_a_short_context "$(cat "$TMP/err" "$TMP/err2" "$TMP/ctx.txt" | head -8)"
+fi

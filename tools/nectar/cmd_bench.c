@@ -23,6 +23,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_membw.h"
 #include "cpu/cpu_peak.h"
+#include "cpu/cpu_wisdom.h"
 #include "engine/engine.h"
 #include "gen_cli.h"
 
@@ -69,9 +70,10 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
     nc_error err;
     nc_pool *pool;
     if (nc_pool_new(threads, &pool, &err) != NC_OK) return cli_fail(&err);
-    double each[MAX_RUNS], mean, sd;
-    double bw_cpu = 0;
-    double best = cpu_read_bandwidth(pool, bw_bytes, runs, each, &bw_cpu);
+    double mean, sd;
+    cpu_membw bw;
+    double best = cpu_read_bandwidth(pool, bw_bytes, runs, &bw);
+    double bw_cpu = bw.per_cpu_s, *each = bw.runs;
     if (best <= 0) {
         nc_pool_free(pool);
         return cli_failf("bench: cannot allocate %zu MiB for the bandwidth probe", bw_bytes >> 20);
@@ -92,7 +94,10 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
                n_threads, bw_bytes, best, mean, sd);
         for (int i = 0; i < runs; i++)
             printf("%s%.0f", i ? ", " : "", each[i]);
-        printf("]},\n  \"peak_fma_flops_per_s\": {");
+        printf("], \"pattern\": \"%s\", \"patterns\": {", bw.pattern);
+        for (int i = 0; i < bw.n_patterns; i++)
+            printf("%s\"%s\": %.0f", i ? ", " : "", bw.name[i], bw.best_of[i]);
+        printf("}},\n  \"peak_fma_flops_per_s\": {");
         for (int i = 0; i < nt; i++)
             printf("%s\"%s\": %.0f", i ? ", " : "", tabs[i]->name, peak[i]);
         printf("},\n  \"peak_fma_flops_per_cpu_s\": {");
@@ -105,7 +110,11 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
         printf("%d threads; read bandwidth over %zu MiB: best %.2f GB/s, mean %.2f +/- %.2f GB/s "
                "(%d runs)\n",
                n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
-        printf("per CPU-second of a reading thread: %.2f GB\n", bw_cpu / 1e9);
+        printf("the ceiling is the fastest of %d patterns: %s\n", bw.n_patterns, bw.pattern);
+        for (int i = 0; i < bw.n_patterns; i++)
+            printf("  %-36s best %.2f GB/s\n", bw.name[i], bw.best_of[i] / 1e9);
+        printf("per CPU-second of a reading thread: %.2f GB (%s)\n", bw_cpu / 1e9,
+               bw.pattern_per_cpu_s);
         for (int i = 0; i < nt; i++)
             printf("peak fp32 FMA rate, %-12s %.1f GFLOP/s (%.1f per CPU-second of one core)%s\n",
                    tabs[i]->name, peak[i] / 1e9, core[i] / 1e9,
@@ -116,6 +125,55 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
                    cpu_kernels_get()->amx ? "   (prompts on the amx table)" : "");
     }
     return 0;
+}
+
+/* Kernels chosen by measurement (cpu_wisdom.h): NECTAR_WISDOM names the
+ * wisdom file, "off" measures nothing and keeps the defaults; unset, the
+ * file is $XDG_CACHE_HOME/nectar/wisdom (~/.cache/nectar/wisdom). (Read
+ * here until cli_env.c reads it for every command.) */
+static nc_status tune_kernels(int threads, cpu_tuning *t, char *path, size_t cap, nc_error *err) {
+    const char *v = getenv("NECTAR_WISDOM");
+    const char *use = NULL;
+    if (!v || !*v) {
+        if (cpu_wisdom_default_path(getenv("XDG_CACHE_HOME"), getenv("HOME"), path, cap))
+            use = path;
+    } else if (strcmp(v, "off")) {
+        snprintf(path, cap, "%s", v);
+        use = path;
+    }
+    if (!use) snprintf(path, cap, "off");
+    return cpu_tune(use, use != NULL, threads, t, err);
+}
+
+static void print_tuning(const cpu_tuning *t, const char *path) {
+    printf("kernel choices (wisdom %s; CPU %s):\n", path, t->cpu);
+    for (int s = 0; s < CPU_SLOT_N; s++) {
+        const cpu_slot_report *r = &t->slot[s];
+        printf("  %-22s %-12s %s", r->slot, r->kernel, r->why);
+        if (r->rate > 0) printf(", %.1f %s", r->rate, r->unit);
+        if (r->n_candidates > 1) {
+            printf(" (");
+            for (int i = 0; i < r->n_candidates; i++)
+                printf("%s%s %.1f", i ? ", " : "", r->cand_name[i], r->cand_rate[i]);
+            printf(")");
+        }
+        printf("\n");
+    }
+    if (t->note[0]) printf("  %s\n", t->note);
+}
+
+static void print_tuning_json(const cpu_tuning *t) {
+    printf("  \"kernel_choices\": {");
+    for (int s = 0; s < CPU_SLOT_N; s++) {
+        const cpu_slot_report *r = &t->slot[s];
+        printf("%s\"%s\": {\"kernel\": \"%s\", \"why\": \"%s\", \"rate\": %.3f, "
+               "\"candidates\": {",
+               s ? ", " : "", r->slot, r->kernel, r->why, r->rate);
+        for (int i = 0; i < r->n_candidates; i++)
+            printf("%s\"%s\": %.3f", i ? ", " : "", r->cand_name[i], r->cand_rate[i]);
+        printf("}}");
+    }
+    printf("}\n");
 }
 
 /* Floating-point work of one pp forward of P tokens from an empty cache:
@@ -150,7 +208,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    int kv_index = -1;
+    int kv_index = -1, pp_given = 0, tg_given = 0;
     gen_cli_backend be = {0};
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
@@ -158,9 +216,9 @@ int cmd_bench(int argc, char **argv) {
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads, .min = 1,
                 .max = 1024),
         CLI_OPT("-p", NULL, CLI_INT, "N", "prompt tokens of the pp test, 0 = none (default 512)",
-                &n_pp, .min = 0, .max = 1 << 20),
+                &n_pp, .min = 0, .max = 1 << 20, .seen = &pp_given),
         CLI_OPT("-n", NULL, CLI_INT, "N", "tokens of the tg test, 0 = none (default 128)", &n_tg,
-                .min = 0, .max = 1 << 20),
+                .min = 0, .max = 1 << 20, .seen = &tg_given),
         CLI_OPT(NULL, "--runs", CLI_INT, "N", "repetitions of each test (default 5)", &runs,
                 .min = 1, .max = MAX_RUNS),
         CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
@@ -191,6 +249,9 @@ int cmd_bench(int argc, char **argv) {
     const char *backend = gen_cli_backend_name(&be);
 
     nc_error err = {0};
+    cpu_tuning tuning;
+    char wisdom[1024];
+    if (tune_kernels(threads, &tuning, wisdom, sizeof wisdom, &err) != NC_OK) return cli_fail(&err);
     engine_options eo = {0};
     eo.n_threads = threads;
     if (kv_index >= 0)
@@ -211,6 +272,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (ost != NC_OK) return cli_fail(&err);
     const qwen3_config *c = m->qwen3;
+    /* the defaults shrink to a short model's context; numbers given do not */
+    if (!pp_given && n_pp >= m->ctx_max) n_pp = m->ctx_max - 1;
+    if (!tg_given && n_tg >= m->ctx_max) n_tg = m->ctx_max - 1;
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
     if (ctx > m->ctx_max) {
         engine_close(m);
@@ -271,8 +335,10 @@ int cmd_bench(int argc, char **argv) {
     /* Probe the machine with the model's pool gone from the caches' way. */
     nc_pool *pool = NULL;
     double bw = 0.0, peak = 0.0, core = 0.0, bw_cpu = 0.0, amx = 0.0;
+    cpu_membw probe = {0};
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
-        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, NULL, &bw_cpu);
+        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, &probe);
+        bw_cpu = probe.per_cpu_s;
         peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3, &core);
         if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
@@ -303,15 +369,19 @@ int cmd_bench(int argc, char **argv) {
                "  \"peak_fma_flops_per_cpu_s\": %.0f,\n  \"pp_flops_per_cpu_s\": %.0f,\n"
                "  \"pp_fraction_of_peak_fma_per_cpu_s\": %.4f,\n  \"read_bytes_per_cpu_s\": %.0f,\n"
                "  \"tg_bytes_per_cpu_s\": %.0f,\n  \"tg_fraction_of_roofline_per_cpu_s\": %.4f,\n"
-               "  \"peak_amx_bf16_flops_per_s\": %.0f\n}\n",
+               "  \"peak_amx_bf16_flops_per_s\": %.0f,\n  \"read_bandwidth_pattern\": \"%s\",\n",
                rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
                pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
-               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx);
+               core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx,
+               probe.pattern ? probe.pattern : "");
+        print_tuning_json(&tuning);
+        printf("}\n");
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
                "cache; %s engine\n",
                dir, dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern,
                m->is_kv_f16 ? "fp16" : "fp32", m->kind);
+        print_tuning(&tuning, wisdom);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);
@@ -325,9 +395,10 @@ int cmd_bench(int argc, char **argv) {
                "peak RSS %.1f MiB\n",
                load_s, first_s, (double)rss / (1 << 20));
         if (wbytes) {
-            printf("weights read per token %.3f GB; read bandwidth %.1f GB/s -> tg roofline %.1f "
-                   "tok/s",
-                   (double)wbytes / 1e9, bw / 1e9, roof);
+            printf("weights read per token %.3f GB; read bandwidth %.1f GB/s (the fastest of %d "
+                   "patterns: %s) -> tg roofline %.1f tok/s",
+                   (double)wbytes / 1e9, bw / 1e9, probe.n_patterns,
+                   probe.pattern ? probe.pattern : "?", roof);
             if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
             printf("\n");
         }

@@ -1,0 +1,472 @@
+/* Kernels chosen by measurement and remembered per CPU (cpu_wisdom.h). */
+#include "cpu/cpu_wisdom.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/half.h"
+#include "base/pool.h"
+#include "base/timer.h"
+#include "cpu/gemm_bf16.h"
+#include "cpu/gemv_bf16.h"
+
+#define WISDOM_HEADER "# nectar kernel wisdom 1"
+#define MAX_LINES 256
+/* The decode probe's matrix: 64 MiB of bf16 weights (more than the L3 of
+ * most CPUs, so it streams from memory as a model's weights do), rows of
+ * 1024 columns as Qwen3-0.6B's. */
+#define DECODE_K 1024
+#define DECODE_BYTES ((size_t)64 << 20)
+/* The prompt probe: one pool task's worth (64 rows x 1024 columns) packed
+ * and run against 120 tokens, as the prompt GEMM does, 8 times. */
+#define PROMPT_K 1024
+#define PROMPT_ROWS 64
+#define PROMPT_TOKENS 120
+#define PROMPT_REPS 8
+/* Interleaved rounds per measurement, the median rate deciding; passes
+ * over the decode matrix per round (~10 ms at 25 GB/s, a few scheduler
+ * time slices). */
+#define ROUNDS 7
+#define DECODE_PASSES 4
+
+typedef struct {
+    const char *name;
+    cpu_matmul_fn decode;          /* decode slot */
+    const cpu_gemm_kernels *gemm;  /* prompt slot */
+} candidate;
+
+/* ---- the candidates ---- */
+
+static const char *slot_name(cpu_slot s, int mode) {
+    static const char *names[CPU_SLOT_N][2] = {{"decode-bf16-accurate", "decode-bf16-fast"},
+                                               {"prompt-bf16-accurate", "prompt-bf16-fast"}};
+    return names[s][mode == CPU_BF16_MODE_FAST];
+}
+
+/* Whether the table in use runs bf16 dot products: the AVX-512 and AMX
+ * tables where the CPU has AVX512-BF16, the NEON ones where it has
+ * FEAT_BF16 (prompts only there). */
+static int table_has_bf16_dot(void) {
+    const char *t = cpu_kernels_get()->name;
+#if defined(__x86_64__)
+    return cpu_features_get()->avx512bf16 && (!strcmp(t, "avx512") || !strcmp(t, "amx"));
+#elif defined(__aarch64__)
+    return cpu_features_get()->bf16 && !strncmp(t, "neon", 4);
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
+/* The kernels that keep the contract of `mode` for slot s, the default
+ * first. The fp32 kernels keep every contract. */
+static int candidates_of(cpu_slot s, int mode, candidate *out) {
+    int n = 0, fast = mode == CPU_BF16_MODE_FAST, dot = table_has_bf16_dot();
+    if (s == CPU_SLOT_DECODE_BF16) {
+#if defined(__x86_64__)
+        for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count; i++)
+            if (cpu_gemv_bf16_avx512[i].terms == 1)
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL};
+        out[n++] = (candidate){"fp32-widen", NULL, NULL};
+        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count; i++)
+            if (cpu_gemv_bf16_avx512[i].terms == 3)
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL};
+#else
+        out[n++] = (candidate){"fp32-widen", NULL, NULL};
+#endif
+        return n;
+    }
+    const cpu_gemm_kernels *dp = NULL;
+#if defined(__x86_64__)
+    dp = dot ? cpu_gemm_bf16_avx512 : NULL;
+#elif defined(__aarch64__)
+    dp = dot ? cpu_gemm_bf16_neon : NULL;
+#endif
+    /* Two terms (16-bit activations, 2^-17 per product) are not the
+     * accurate contract's exact products: tiny_bf16 parity 7.65e-5 against
+     * 5.5e-6 (docs/performance.md), so only the fast contract may take them. */
+    if (dp && fast) out[n++] = (candidate){"dp1", NULL, &dp[CPU_BF16_FAST]};
+    out[n++] = (candidate){"fp32-gemm", NULL, NULL};
+    if (dp && fast) out[n++] = (candidate){"dp2", NULL, &dp[CPU_BF16_ACCURATE]};
+    return n;
+}
+
+/* ---- measuring ---- */
+
+static double process_cpu_s(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
+                                                            : 0.0;
+}
+
+typedef struct {
+    cpu_matmul_fn fn;
+    const nc_bf16 *w;
+    const float *x;
+    float *y;
+    int rows, per;
+} decode_job;
+
+static void decode_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const decode_job *j = ctx;
+    int r0 = task * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows;
+    j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Bytes (decode) or flops (prompt) per CPU-second of each candidate, the
+ * median of ROUNDS interleaved rounds: per CPU-second, so another process
+ * taking the cores between rounds does not decide. */
+static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int quick,
+                         double *rate, nc_error *err) {
+    double r[CPU_WISDOM_MAX_CANDIDATES][ROUNDS];
+    const int rounds = quick ? 1 : ROUNDS, passes = quick ? 1 : DECODE_PASSES;
+    const size_t bytes = quick ? DECODE_BYTES / 64 : DECODE_BYTES;
+    if (s == CPU_SLOT_DECODE_BF16) {
+        int rows = (int)(bytes / (DECODE_K * sizeof(nc_bf16)));
+        nc_bf16 *w = nc_alloc_aligned(bytes);
+        float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
+        float *y = nc_alloc_aligned((size_t)rows * sizeof(float));
+        nc_pool *pool = NULL;
+        if (!w || !x || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
+            nc_free_aligned(w);
+            nc_free_aligned(x);
+            nc_free_aligned(y);
+            return w && x && y ? NC_ERR_NOMEM : nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
+        }
+        for (size_t i = 0; i < bytes / sizeof(nc_bf16); i++)
+            w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
+        for (int i = 0; i < DECODE_K; i++)
+            x[i] = (float)(i % 7) * 0.1f - 0.3f;
+        int th = nc_pool_threads(pool), per = (rows + th * 4 - 1) / (th * 4);
+        int tasks = (rows + per - 1) / per;
+        const cpu_kernels *k = cpu_kernels_get();
+        for (int round = 0; round < rounds; round++)
+            for (int i = 0; i < n; i++) {
+                decode_job j = {c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16], w, x, y, rows,
+                                per};
+                /* the table's bf16 entry may be a chosen dp kernel: the
+                 * fp32 candidate is the table's own widening tile */
+#if defined(__x86_64__)
+                if (!c[i].decode && (!strcmp(k->name, "avx512") || !strcmp(k->name, "amx")))
+                    j.fn = cpu_kernels_avx512.matmul[CPU_W_BF16];
+#endif
+                double c0 = process_cpu_s();
+                for (int p = 0; p < passes; p++)
+                    nc_pool_for(pool, tasks, decode_task, &j);
+                double dc = process_cpu_s() - c0;
+                r[i][round] = dc > 0 ? (double)bytes * passes / dc * th : 0;
+            }
+        nc_pool_free(pool);
+        nc_free_aligned(w);
+        nc_free_aligned(x);
+        nc_free_aligned(y);
+    } else {
+        const cpu_kernels *k = cpu_kernels_get();
+        size_t wn = (size_t)PROMPT_ROWS * PROMPT_K;
+        nc_bf16 *w = malloc(wn * sizeof(nc_bf16));
+        float *x = malloc((size_t)PROMPT_TOKENS * PROMPT_K * sizeof(float));
+        float *y = malloc((size_t)PROMPT_TOKENS * PROMPT_ROWS * sizeof(float));
+        float *panel = nc_alloc_aligned(cpu_gemm_panel_floats(&k->gemm, PROMPT_ROWS, PROMPT_K) *
+                                        sizeof(float) * 2);
+        if (!w || !x || !y || !panel) {
+            free(w);
+            free(x);
+            free(y);
+            nc_free_aligned(panel);
+            return nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
+        }
+        for (size_t i = 0; i < wn; i++)
+            w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
+        for (size_t i = 0; i < (size_t)PROMPT_TOKENS * PROMPT_K; i++)
+            x[i] = (float)(int)(i % 7) * 0.1f - 0.3f;
+        double flops = 2.0 * PROMPT_ROWS * PROMPT_K * PROMPT_TOKENS * (quick ? 1 : PROMPT_REPS);
+        for (int round = 0; round < rounds; round++)
+            for (int i = 0; i < n; i++) {
+                const cpu_gemm_kernels *g = c[i].gemm ? c[i].gemm : &k->gemm;
+                double c0 = process_cpu_s();
+                for (int rep = 0; rep < (quick ? 1 : PROMPT_REPS); rep++) {
+                    g->pack(CPU_W_BF16, w, PROMPT_K * sizeof(nc_bf16), PROMPT_K, 0, PROMPT_ROWS,
+                            panel);
+                    g->run(panel, PROMPT_K, PROMPT_ROWS, x, PROMPT_K, y, PROMPT_ROWS,
+                           PROMPT_TOKENS);
+                }
+                double dc = process_cpu_s() - c0;
+                r[i][round] = dc > 0 ? flops / dc : 0;
+            }
+        free(w);
+        free(x);
+        free(y);
+        nc_free_aligned(panel);
+    }
+    for (int i = 0; i < n; i++) {
+        qsort(r[i], (size_t)rounds, sizeof(double), cmp_double);
+        rate[i] = r[i][rounds / 2];
+    }
+    return NC_OK;
+}
+
+/* ---- the wisdom file ---- */
+
+typedef struct {
+    char cpu[192], slot[32], kernel[24];
+    double rate;
+} wisdom_line;
+
+/* Reads path into lines. A missing file is empty; a file that does not
+ * parse is reported in note and treated as empty (measured again). */
+static int load(const char *path, wisdom_line *lines, char *note, size_t note_cap) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno != ENOENT)
+            snprintf(note, note_cap, "wisdom %s: %s; measuring again", path, strerror(errno));
+        return 0;
+    }
+    char buf[512];
+    int n = 0, lineno = 0, ok = 1;
+    while (ok && fgets(buf, sizeof buf, f)) {
+        lineno++;
+        size_t len = strlen(buf);
+        if (len == sizeof buf - 1 && buf[len - 1] != '\n') {
+            snprintf(note, note_cap, "wisdom %s:%d: line too long; measuring again", path, lineno);
+            ok = 0;
+            break;
+        }
+        while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            buf[--len] = 0;
+        if (lineno == 1) {
+            if (strcmp(buf, WISDOM_HEADER)) {
+                snprintf(note, note_cap, "wisdom %s:1: not '%s'; measuring again", path,
+                         WISDOM_HEADER);
+                ok = 0;
+            }
+            continue;
+        }
+        if (!len || buf[0] == '#') continue;
+        char *field[4];
+        int nf = 0, extra = 0;
+        char *p = buf;
+        for (;;) {
+            field[nf++] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) break;
+            if (nf == 4) {
+                extra = 1;
+                break;
+            }
+            *tab = 0;
+            p = tab + 1;
+        }
+        char *end = NULL;
+        double rate = nf == 4 && !extra ? strtod(field[3], &end) : 0;
+        const char *what = nf != 4 || extra ? "not 4 tab-separated fields"
+                           : end == field[3] || *end || !isfinite(rate) || rate < 0
+                               ? "the rate is not a number"
+                           : strlen(field[0]) >= sizeof lines->cpu || !*field[0] ? "bad cpu key"
+                           : strlen(field[1]) >= sizeof lines->slot               ? "bad slot"
+                           : strlen(field[2]) >= sizeof lines->kernel || !*field[2]
+                               ? "bad kernel name"
+                           : n >= MAX_LINES ? "too many lines"
+                                            : NULL;
+        if (what) {
+            snprintf(note, note_cap, "wisdom %s:%d: %s; measuring again", path, lineno, what);
+            ok = 0;
+            break;
+        }
+        wisdom_line *l = &lines[n++];
+        strcpy(l->cpu, field[0]);
+        strcpy(l->slot, field[1]);
+        strcpy(l->kernel, field[2]);
+        l->rate = rate;
+    }
+    if (ok && ferror(f)) {
+        snprintf(note, note_cap, "wisdom %s: read error; measuring again", path);
+        ok = 0;
+    }
+    if (ok && lineno == 0) { /* an empty file: nothing known */
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    return ok ? n : 0;
+}
+
+/* mkdir -p of path's folder. */
+static void make_parents(const char *path) {
+    char dir[1024];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return;
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+}
+
+/* Writes the lines to path through path.tmp and a rename: a reader never
+ * sees half a file. 0 on failure (reported in note). */
+static int save(const char *path, const wisdom_line *lines, int n, char *note, size_t note_cap) {
+    char tmp[1100];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) return 0;
+    make_parents(path);
+    FILE *f = fopen(tmp, "w");
+    int ok = f != NULL;
+    if (ok) {
+        fprintf(f, "%s\n", WISDOM_HEADER);
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s\t%s\t%s\t%.6g\n", lines[i].cpu, lines[i].slot, lines[i].kernel,
+                    lines[i].rate);
+        ok = !ferror(f);
+        ok = fclose(f) == 0 && ok;
+    }
+    if (ok) ok = rename(tmp, path) == 0;
+    if (!ok) {
+        snprintf(note, note_cap, "wisdom %s: cannot write (%s); the choices hold for this run",
+                 path, strerror(errno));
+        unlink(tmp);
+    }
+    return ok;
+}
+
+/* ---- choosing ---- */
+
+static void apply(cpu_slot s, const candidate *c) {
+    if (s == CPU_SLOT_DECODE_BF16)
+        cpu_set_bf16_decode(c->decode);
+    else
+        cpu_set_bf16_prompt(c->gemm);
+}
+
+/* Kernels forced by cpu_tune_force, per slot ("": none). */
+static char forced[CPU_SLOT_N][24];
+
+void cpu_tune_unforce(void) {
+    memset(forced, 0, sizeof forced);
+}
+
+int cpu_tune_candidates(cpu_slot s, const char **names, int cap) {
+    candidate c[CPU_WISDOM_MAX_CANDIDATES];
+    int n = candidates_of(s, cpu_bf16_mode(), c);
+    for (int i = 0; i < n && i < cap; i++)
+        names[i] = c[i].name;
+    return n;
+}
+
+nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err) {
+    candidate c[CPU_WISDOM_MAX_CANDIDATES];
+    int n = candidates_of(s, cpu_bf16_mode(), c);
+    char known[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(c[i].name, name)) {
+            apply(s, &c[i]);
+            snprintf(forced[s], sizeof forced[s], "%s", name);
+            return NC_OK;
+        }
+        size_t used = strlen(known);
+        snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", c[i].name);
+    }
+    return nc_fail(err, NC_ERR_INVALID, "kernel '%s' is not a candidate here (%s)", name, known);
+}
+
+nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *out,
+                   nc_error *err) {
+    memset(out, 0, sizeof *out);
+    cpu_identity(out->cpu, sizeof out->cpu);
+    int mode = cpu_bf16_mode();
+    static wisdom_line lines[MAX_LINES]; /* one caller at a time: at start */
+    int nl = path && mode != CPU_BF16_MODE_OFF ? load(path, lines, out->note, sizeof out->note) : 0;
+    int dirty = 0;
+    for (int s = 0; s < CPU_SLOT_N; s++) {
+        cpu_slot_report *rep = &out->slot[s];
+        candidate c[CPU_WISDOM_MAX_CANDIDATES];
+        int n = candidates_of((cpu_slot)s, mode, c);
+        snprintf(rep->slot, sizeof rep->slot, "%s",
+                 mode == CPU_BF16_MODE_OFF ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
+                                           : slot_name((cpu_slot)s, mode));
+        rep->unit = s == CPU_SLOT_DECODE_BF16 ? "GB/s at a full CPU share" : "GFLOP per CPU-second";
+        int pick = 0;
+        if (mode == CPU_BF16_MODE_OFF) {
+            /* the fp32 kernels, nothing measured */
+            while (pick < n && (c[pick].decode || c[pick].gemm))
+                pick++;
+            rep->why = "NECTAR_BF16=off";
+        } else if (forced[s][0]) {
+            while (pick + 1 < n && strcmp(c[pick].name, forced[s]))
+                pick++;
+            rep->why = "forced (NECTAR_BF16)";
+        } else if (n == 1) {
+            rep->why = "the only candidate";
+        } else {
+            int found = -1;
+            for (int i = 0; i < nl && found < 0; i++)
+                if (!strcmp(lines[i].cpu, out->cpu) && !strcmp(lines[i].slot, rep->slot))
+                    for (int j = 0; j < n; j++)
+                        if (!strcmp(c[j].name, lines[i].kernel)) {
+                            found = j;
+                            rep->rate = lines[i].rate;
+                        }
+            if (found >= 0) {
+                pick = found;
+                rep->why = "from the wisdom file";
+            } else if (measure_now || path) {
+                double rate[CPU_WISDOM_MAX_CANDIDATES];
+                nc_status st = measure((cpu_slot)s, c, n, threads, measure_now == CPU_TUNE_QUICK, rate, err);
+                if (st != NC_OK) return st;
+                for (int i = 0; i < n; i++) {
+                    snprintf(rep->cand_name[i], sizeof rep->cand_name[i], "%s", c[i].name);
+                    rep->cand_rate[i] = rate[i] / 1e9;
+                    if (rate[i] > rate[pick]) pick = i;
+                }
+                rep->n_candidates = n;
+                rep->rate = rate[pick] / 1e9;
+                rep->why = "measured now";
+                /* replace this CPU's line for the slot, or add one */
+                int at = 0;
+                while (at < nl && (strcmp(lines[at].cpu, out->cpu) || strcmp(lines[at].slot, rep->slot)))
+                    at++;
+                if (at < MAX_LINES) {
+                    if (at == nl) nl++;
+                    snprintf(lines[at].cpu, sizeof lines[at].cpu, "%s", out->cpu);
+                    snprintf(lines[at].slot, sizeof lines[at].slot, "%s", rep->slot);
+                    snprintf(lines[at].kernel, sizeof lines[at].kernel, "%s", c[pick].name);
+                    lines[at].rate = rep->rate;
+                    dirty = 1;
+                }
+            } else {
+                rep->why = "not measured (no wisdom)";
+            }
+        }
+        snprintf(rep->kernel, sizeof rep->kernel, "%s", c[pick].name);
+        apply((cpu_slot)s, &c[pick]);
+    }
+    if (dirty && path) {
+        char note[sizeof out->note] = "";
+        if (!save(path, lines, nl, note, sizeof note)) {
+            size_t used = strlen(out->note);
+            snprintf(out->note + used, sizeof out->note - used, "%s%s", used ? "; " : "", note);
+        }
+    }
+    return NC_OK;
+}
+
+int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, size_t cap) {
+    int n = xdg_cache && *xdg_cache ? snprintf(out, cap, "%s/nectar/wisdom", xdg_cache)
+            : home && *home         ? snprintf(out, cap, "%s/.cache/nectar/wisdom", home)
+                                    : -1;
+    return n > 0 && (size_t)n < cap;
+}

@@ -1,0 +1,84 @@
+/* Kernels chosen by measurement, FFTW-wisdom style. For each slot (bf16
+ * decoding, bf16 prompts) under the precision contract NECTAR_BF16 chose
+ * (cpu_select_bf16: "accurate", the default, or "fast"), the candidates
+ * that keep the contract are timed on this machine the first time, and the
+ * fastest is used and remembered in a wisdom file per CPU (brand, family,
+ * model, stepping and the feature bits the kernels depend on). A choice
+ * changes speed only: every candidate of a slot meets the same contract.
+ *
+ * The wisdom file is text, one choice per line, tab-separated:
+ *   # nectar kernel wisdom 1
+ *   <cpu key> <TAB> <slot> <TAB> <kernel> <TAB> <rate>
+ * A file that does not parse is reported in one line (file:line: what),
+ * ignored, measured again and rewritten; a kernel this build does not know
+ * is measured again. The library reads no environment: the command line
+ * passes the path (NECTAR_WISDOM, else $XDG_CACHE_HOME/nectar/wisdom). */
+#ifndef NC_CPU_WISDOM_H
+#define NC_CPU_WISDOM_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+#include "cpu/cpu_kernels.h"
+
+typedef enum { CPU_SLOT_DECODE_BF16, CPU_SLOT_PROMPT_BF16, CPU_SLOT_N } cpu_slot;
+
+#define CPU_WISDOM_MAX_CANDIDATES 12
+
+typedef struct cpu_slot_report {
+    char slot[32];   /* "decode-bf16-accurate", ... */
+    char kernel[24]; /* the one in use */
+    /* its measured rate, 0: not measured. Decoding: bytes per CPU-second of
+     * the process x threads (GB/s had the threads had their cores);
+     * prompts: one thread's GFLOP per CPU-second */
+    double rate;
+    const char *unit;
+    /* "measured now", "from the wisdom file", "the only candidate",
+     * "not measured (no wisdom)", "NECTAR_BF16=off" */
+    const char *why;
+    int n_candidates; /* measured now: every candidate's median rate */
+    char cand_name[CPU_WISDOM_MAX_CANDIDATES][24];
+    double cand_rate[CPU_WISDOM_MAX_CANDIDATES];
+} cpu_slot_report;
+
+typedef struct cpu_tuning {
+    char cpu[192]; /* the key the choices are kept under */
+    cpu_slot_report slot[CPU_SLOT_N];
+    char note[320]; /* a wisdom file that did not parse or could not be written; "" */
+} cpu_tuning;
+
+/* Applies the choices for this CPU and the current bf16 contract to the
+ * kernel tables: from `path` when it has them, else by timing the
+ * candidates on `threads` threads (decoding over a 64 MiB matrix, more
+ * than the L3 of most CPUs; prompts on one thread) and adding them to
+ * `path`. path NULL: nothing read or written; measure != 0 then measures,
+ * 0 keeps the defaults (the table's fp32 kernels in the accurate contract,
+ * the first bf16 dot-product kernels in the fast one). Call it after
+ * cpu_select_table/cpu_select_bf16, before a model runs. Fails only on out
+ * of memory; file problems go to out->note. */
+nc_status cpu_tune(const char *path, int measure, int threads, cpu_tuning *out, nc_error *err);
+/* measure = CPU_TUNE_QUICK: one short round (tests: the choice is noise,
+ * the file handling is what they check). */
+#define CPU_TUNE_QUICK 2
+
+/* The names of slot s's candidates under the current contract (the
+ * default first); returns how many (at most cap are written). */
+int cpu_tune_candidates(cpu_slot s, const char **names, int cap);
+
+/* Uses kernel `name` for slot s, whatever was measured, and cpu_tune then
+ * keeps it (tests, comparing kernels by hand: NECTAR_BF16=accurate,
+ * decode=dp3-r8-pf1); NC_ERR_INVALID naming the candidates if the current
+ * contract has no such kernel. cpu_select_bf16 clears what was forced
+ * (cpu_tune_unforce) before it applies its own. */
+nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err);
+void cpu_tune_unforce(void);
+
+/* The default wisdom path from the environment's values (either may be
+ * NULL or empty): xdg_cache/nectar/wisdom, else home/.cache/nectar/wisdom;
+ * 0 if neither is set or it does not fit. */
+int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, size_t cap);
+
+/* This CPU's key: vendor, brand, family/model/stepping and feature bits. */
+void cpu_identity(char *out, size_t cap);
+
+#endif

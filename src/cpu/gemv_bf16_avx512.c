@@ -1,0 +1,217 @@
+/* Decoding against bf16 weights on vdpbf16ps (gemv_bf16.h). One 64-byte
+ * load brings 32 weights of a row, as stored; one vdpbf16ps per activation
+ * term multiplies them by 32 bf16 activations and adds the pairs into 16
+ * fp32 lanes, reduced once per row at the end. The fp32-widening tile
+ * (kernels_avx512.c) spends two integer ops and two FMAs per 32 weights,
+ * so per byte of weights this issues 1/2 (one term) to 1 (three terms) of
+ * its vector instructions.
+ *
+ * Activations are split into bf16 terms once per call (per K chunk) into a
+ * stack buffer; rows go through in tiles of RB rows (one activation row)
+ * or 4 rows x up to 4 activation rows, each weight vector serving every
+ * token of the tile. Software prefetch PF tiles ahead (0: the hardware's
+ * alone), never past the range's last row: the right distance depends on
+ * the CPU's prefetchers, which is what cpu_wisdom measures. */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "cpu/gemv_bf16.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* bf16 values of split activations on the stack (48 KiB): one activation
+ * row of up to 8192 columns with 3 terms per K chunk. */
+#define XT_VALUES (3 * 8192)
+/* Activation rows per tile when several are decoded together. */
+#define TB_MAX 4
+
+INLINE __m512 widen_lo(__m512i h) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+}
+INLINE __m512 widen_hi(__m512i h) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+}
+
+/* x[0..kc) as TERMS bf16 terms in column order, term j at out + j * ld,
+ * zero past kc up to the next multiple of 32. With 3 terms each remainder
+ * is exact in fp32 and the last one fits bf16: x1 + x2 + x3 == x. */
+INLINE void split_terms(const float *x, int kc, uint16_t *out, size_t ld, const int TERMS) {
+    for (int i = 0; i < kc; i += 32) {
+        int left = kc - i;
+        __mmask16 m0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+        __mmask16 m1 = left >= 32 ? 0xffff : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+        __m512 a = _mm512_maskz_loadu_ps(m0, x + i), b = _mm512_maskz_loadu_ps(m1, x + i + 16);
+        for (int j = 0; j < TERMS; j++) {
+            __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+            _mm512_store_si512((void *)(out + (size_t)j * ld + i), h);
+            if (j + 1 < TERMS) {
+                a = _mm512_sub_ps(a, widen_lo(h));
+                b = _mm512_sub_ps(b, widen_hi(h));
+            }
+        }
+    }
+}
+
+/* acc[a][b] += the 32 columns from i of weight vector wv[a] and token b's
+ * activation terms. */
+INLINE void dot_step(__m512 acc[8][TB_MAX], const __m512bh *wv, const uint16_t *xt, size_t ldt,
+                     int i, const int RB, const int TB, const int TERMS) {
+    _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++)
+        _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) {
+            __m512bh xv = (__m512bh)_mm512_load_si512(
+                (const void *)(xt + (size_t)(b * TERMS + j) * ldt + (size_t)i));
+            _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc[a][b] =
+                _mm512_dpbf16_ps(acc[a][b], wv[a], xv);
+        }
+}
+
+/* y[b*ldy + r + a] (+)= sum_{i<kc} w[(r+a)*ldw + i] * x_b[i] for a < RB,
+ * b < TB, x_b's terms at xt + b * TERMS * ldt + j * ldt. */
+INLINE void tile(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y,
+                 size_t ldy, int kc, int r, int r_end, int accumulate, const int RB, const int TB,
+                 const int TERMS, const int PF) {
+    __m512 acc[8][TB_MAX];
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)
+        _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) acc[a][b] = _mm512_setzero_ps();
+    const uint16_t *wr = w + (size_t)r * ldw;
+    int prefetch = PF > 0 && r + (PF + 1) * RB <= r_end;
+    int i = 0;
+    for (; i + 32 <= kc; i += 32) {
+        __m512bh wv[8];
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
+            if (prefetch) __builtin_prefetch(wr + ((size_t)(a + PF * RB) * ldw + (size_t)i));
+            wv[a] = (__m512bh)_mm512_loadu_si512((const void *)(wr + (size_t)a * ldw + (size_t)i));
+        }
+        dot_step(acc, wv, xt, ldt, i, RB, TB, TERMS);
+    }
+    if (i < kc) { /* the last columns: masked loads never touch past the row */
+        __mmask32 m = (__mmask32)((1ull << (kc - i)) - 1);
+        __m512bh wv[8];
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) wv[a] =
+            (__m512bh)_mm512_maskz_loadu_epi16(m, wr + (size_t)a * ldw + (size_t)i);
+        dot_step(acc, wv, xt, ldt, i, RB, TB, TERMS);
+    }
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++)
+        _Pragma("GCC unroll 4") for (int b = 0; b < TB; b++) {
+            float s = _mm512_reduce_add_ps(acc[a][b]), *yp = y + (size_t)b * ldy + (size_t)(r + a);
+            *yp = accumulate ? *yp + s : s;
+        }
+}
+
+/* One row, one activation row, whole lines in order: with rows read one
+ * after another a task's weights are a single sequential stream (the
+ * pattern hardware prefetchers follow best); 4 accumulators over
+ * consecutive 32-column steps hide the dot product's latency. */
+INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y, int kc,
+                    int r, int accumulate, const int TERMS) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    const uint16_t *wr = w + (size_t)r * ldw;
+    int i = 0;
+    for (; i + 128 <= kc; i += 128)
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+            __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(wr + i + 32 * u));
+            _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[u] = _mm512_dpbf16_ps(
+                acc[u], wv,
+                (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i + 32 * u)));
+        }
+    for (; i < kc; i += 32) { /* the last steps; the last columns masked */
+        __mmask32 m = kc - i >= 32 ? ~0u : (__mmask32)((1ull << (kc - i)) - 1);
+        __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, wr + i);
+        _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[0] = _mm512_dpbf16_ps(
+            acc[0], wv, (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i)));
+    }
+    float s = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    y[r] = accumulate ? y[r] + s : s;
+}
+
+/* Rows r0..r1 of one K chunk for TB activation rows: RB-row tiles (one
+ * activation row; RB 1: row_seq) or 4-row tiles (several), then single
+ * rows. */
+INLINE void rows_of_chunk(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y,
+                          size_t ldy, int kc, int r0, int r1, int accumulate, const int RB,
+                          const int TB, const int TERMS, const int PF) {
+    if (TB == 1 && RB == 1) {
+        for (int r = r0; r < r1; r++)
+            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, TERMS);
+        return;
+    }
+    const int rb = TB == 1 ? RB : 4;
+    int r = r0;
+    for (; r + rb <= r1; r += rb)
+        tile(w, ldw, xt, ldt, y, ldy, kc, r, r1, accumulate, rb, TB, TERMS, PF);
+    for (; r < r1; r++)
+        tile(w, ldw, xt, ldt, y, ldy, kc, r, r1, accumulate, 1, TB, TERMS, 0);
+}
+
+INLINE void gemv(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy, int n,
+                 int k, int r0, int r1, const int RB, const int TERMS, const int PF) {
+    uint16_t xt[XT_VALUES] __attribute__((aligned(64)));
+    const uint16_t *wb = (const uint16_t *)w;
+    for (int t0 = 0; t0 < n; t0 += TB_MAX) {
+        int tb = n - t0 < TB_MAX ? n - t0 : TB_MAX;
+        /* columns per chunk: every token's terms fit xt */
+        int kch = XT_VALUES / (tb * TERMS) / 32 * 32;
+        for (int k0 = 0; k0 < k; k0 += kch) {
+            int kc = k - k0 < kch ? k - k0 : kch;
+            for (int b = 0; b < tb; b++)
+                split_terms(x + (size_t)(t0 + b) * ldx + (size_t)k0, kc,
+                            xt + (size_t)b * TERMS * (size_t)kch, (size_t)kch, TERMS);
+            const uint16_t *wk = wb + k0;
+            float *yt = y + (size_t)t0 * ldy;
+            switch (tb) {
+            case 1:
+                rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 1, TERMS,
+                              PF);
+                break;
+            case 2:
+                rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 2, TERMS,
+                              PF);
+                break;
+            case 3:
+                rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 3, TERMS,
+                              PF);
+                break;
+            default:
+                rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 4, TERMS,
+                              PF);
+                break;
+            }
+        }
+    }
+}
+
+#define DEF_GEMV(NAME, RB, TERMS, PF)                                                              \
+    static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
+                     int n, int k, int r0, int r1) {                                               \
+        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, RB, TERMS, PF);                                 \
+    }
+DEF_GEMV(dp3_r8_p1, 8, 3, 1)
+DEF_GEMV(dp3_r8_p2, 8, 3, 2)
+DEF_GEMV(dp3_r8_p0, 8, 3, 0)
+DEF_GEMV(dp3_r4_p2, 4, 3, 2)
+DEF_GEMV(dp1_r8_p1, 8, 1, 1)
+DEF_GEMV(dp1_r8_p2, 8, 1, 2)
+DEF_GEMV(dp1_r8_p0, 8, 1, 0)
+DEF_GEMV(dp1_r4_p2, 4, 1, 2)
+DEF_GEMV(dp3_r1_p0, 1, 3, 0)
+DEF_GEMV(dp1_r1_p0, 1, 1, 0)
+
+const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
+    {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
+    {"dp3-r4-pf2", 3, dp3_r4_p2}, {"dp1-r8-pf1", 1, dp1_r8_p1}, {"dp1-r8-pf2", 1, dp1_r8_p2},
+    {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
+    {"dp1-r1-pf0", 1, dp1_r1_p0},
+};
+const int cpu_gemv_bf16_avx512_count =
+    (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);
+
+int cpu_gemv_bf16_first(int terms) {
+    int i = 0;
+    while (i + 1 < cpu_gemv_bf16_avx512_count && cpu_gemv_bf16_avx512[i].terms != terms)
+        i++;
+    return i;
+}

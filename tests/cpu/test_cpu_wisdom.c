@@ -1,0 +1,194 @@
+/* The wisdom file of cpu_tune (cpu_wisdom.h): a first run measures and
+ * writes one line per slot under this CPU's key; a second run reads them
+ * back and measures nothing; a kernel name this build does not know is
+ * measured again; other CPUs' lines survive a rewrite; every kind of
+ * corrupted file (bad header, missing fields, a rate that is not a number,
+ * an overlong line, binary bytes, a truncated line) gives one line naming
+ * file:line, is measured again and rewritten as a file that parses; an
+ * unwritable path is reported and the choice still holds. Also the default
+ * path from XDG_CACHE_HOME / HOME, and "off" measuring nothing. Measuring
+ * uses CPU_TUNE_QUICK: the choices are noise here, the file is the test. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_wisdom.h"
+
+static char dir[256], path[300];
+
+static void setup(void) {
+    snprintf(dir, sizeof dir, "/tmp/nectar-test-wisdom-%ld", (long)getpid());
+    snprintf(path, sizeof path, "%s/sub/wisdom", dir); /* parents are created */
+    unlink(path);
+}
+
+static void write_file(const char *text, size_t len) {
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    mkdir(dir, 0755);
+    mkdir(sub, 0755);
+    FILE *f = fopen(path, "wb");
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
+
+static char *read_all(void) {
+    static char buf[8192];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Whether some slot has more than one candidate here (else nothing is
+ * ever measured or written). */
+static int has_choices(void) {
+    const char *names[CPU_WISDOM_MAX_CANDIDATES];
+    return cpu_tune_candidates(CPU_SLOT_DECODE_BF16, names, CPU_WISDOM_MAX_CANDIDATES) > 1 ||
+           cpu_tune_candidates(CPU_SLOT_PROMPT_BF16, names, CPU_WISDOM_MAX_CANDIDATES) > 1;
+}
+
+static void test_measure_then_read_back(void) {
+    setup();
+    if (!has_choices()) SKIP("one candidate per slot on this CPU: nothing to measure");
+    cpu_tuning t;
+    nc_error err;
+    CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &t, &err), &err);
+    CHECKF(!t.note[0], "%s", t.note);
+    int measured = 0;
+    for (int s = 0; s < CPU_SLOT_N; s++)
+        measured += !strcmp(t.slot[s].why, "measured now");
+    CHECK(measured >= 1);
+    char *text = read_all();
+    CHECK(!strncmp(text, "# nectar kernel wisdom 1\n", 25));
+    CHECK(strstr(text, t.cpu) && strstr(text, "decode-bf16-accurate"));
+    cpu_tuning again;
+    CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &again, &err), &err);
+    for (int s = 0; s < CPU_SLOT_N; s++) {
+        if (strcmp(t.slot[s].why, "measured now")) continue;
+        CHECK(!strcmp(again.slot[s].why, "from the wisdom file"));
+        CHECK(!strcmp(again.slot[s].kernel, t.slot[s].kernel));
+    }
+}
+
+/* Another CPU's line is kept; this CPU's line naming an unknown kernel is
+ * measured again and replaced. */
+static void test_unknown_kernel_remeasured_other_cpus_kept(void) {
+    setup();
+    if (!has_choices()) SKIP("one candidate per slot on this CPU");
+    char key[192], text[1024];
+    cpu_identity(key, sizeof key);
+    int n = snprintf(text, sizeof text,
+                     "# nectar kernel wisdom 1\nOther CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"
+                     "%s\tdecode-bf16-accurate\tkernel-from-the-future\t99\n",
+                     key);
+    write_file(text, (size_t)n);
+    cpu_tuning t;
+    nc_error err;
+    CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &t, &err), &err);
+    CHECKF(!t.note[0], "%s", t.note);
+    const char *names[CPU_WISDOM_MAX_CANDIDATES];
+    if (cpu_tune_candidates(CPU_SLOT_DECODE_BF16, names, CPU_WISDOM_MAX_CANDIDATES) > 1)
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].why, "measured now"));
+    char *after = read_all();
+    CHECK(strstr(after, "Other CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"));
+    CHECK(!strstr(after, "kernel-from-the-future"));
+}
+
+static void test_corrupted_files_are_reported_and_replaced(void) {
+    static const struct {
+        const char *text;
+        size_t len; /* 0: strlen */
+        const char *where;
+    } bad[] = {
+        {"# some other format\n", 0, ":1:"},
+        {"# nectar kernel wisdom 1\ncpu\tdecode-bf16-accurate\tfp32-widen\n", 0, ":2:"},
+        {"# nectar kernel wisdom 1\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
+        {"# nectar kernel wisdom 1\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
+        {"# nectar kernel wisdom 1\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
+        {"# nectar kernel wisdom 1\ncpu\tslot\t\t1\n", 0, ":2:"},
+        {"\x7f\x45LF\x02\x01\x01\0\0\0garbage", 16, ":1:"},
+        {"# nectar kernel wisdom 1\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
+    };
+    char longline[2048];
+    memcpy(longline, "# nectar kernel wisdom 1\n", 25);
+    memset(longline + 25, 'x', sizeof longline - 27);
+    longline[sizeof longline - 2] = '\n';
+    longline[sizeof longline - 1] = 0;
+    int cases = 0;
+    for (size_t i = 0; i <= sizeof bad / sizeof *bad; i++, cases++) {
+        setup();
+        const char *text = i < sizeof bad / sizeof *bad ? bad[i].text : longline;
+        size_t len = i < sizeof bad / sizeof *bad && bad[i].len ? bad[i].len : strlen(text);
+        const char *where = i < sizeof bad / sizeof *bad ? bad[i].where : ":2:";
+        write_file(text, len);
+        cpu_tuning t;
+        nc_error err;
+        CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &t, &err), &err);
+        char want[320];
+        snprintf(want, sizeof want, "wisdom %s%s", path, where);
+        CHECKF(strstr(t.note, want) && strstr(t.note, "measuring again") && !strchr(t.note, '\n'),
+               "case %zu: note '%s'", i, t.note);
+        if (has_choices()) { /* rewritten, and the rewrite parses */
+            cpu_tuning again;
+            CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &again, &err), &err);
+            CHECKF(!again.note[0], "case %zu after the rewrite: %s", i, again.note);
+        }
+    }
+    printf("  %d corrupted files\n", cases);
+}
+
+static void test_unwritable_path_keeps_the_choice(void) {
+    if (!has_choices()) SKIP("one candidate per slot on this CPU");
+    cpu_tuning t;
+    nc_error err;
+    /* a path under a regular file: neither readable nor writable */
+    setup();
+    write_file("x", 1);
+    char under[400];
+    snprintf(under, sizeof under, "%s/wisdom", path);
+    CHECK_OK(cpu_tune(under, CPU_TUNE_QUICK, 1, &t, &err), &err);
+    CHECKF(strstr(t.note, "cannot write"), "note '%s'", t.note);
+    CHECK(t.slot[CPU_SLOT_DECODE_BF16].kernel[0]);
+}
+
+static void test_off_and_no_wisdom_measure_nothing(void) {
+    cpu_tuning t;
+    nc_error err;
+    CHECK_OK(cpu_select_bf16("off", &err), &err);
+    CHECK_OK(cpu_tune(NULL, 1, 1, &t, &err), &err);
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].why, "NECTAR_BF16=off"));
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
+    CHECK(!strcmp(t.slot[CPU_SLOT_PROMPT_BF16].kernel, "fp32-gemm"));
+    CHECK_OK(cpu_select_bf16("accurate", &err), &err);
+    CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
+    CHECK(t.slot[CPU_SLOT_DECODE_BF16].rate == 0);
+    CHECK(cpu_select_bf16("half", &err) == NC_ERR_INVALID);
+}
+
+static void test_default_path(void) {
+    char p[64];
+    CHECK(cpu_wisdom_default_path("/x/cache", "/home/u", p, sizeof p));
+    CHECK(!strcmp(p, "/x/cache/nectar/wisdom"));
+    CHECK(cpu_wisdom_default_path("", "/home/u", p, sizeof p));
+    CHECK(!strcmp(p, "/home/u/.cache/nectar/wisdom"));
+    CHECK(!cpu_wisdom_default_path(NULL, NULL, p, sizeof p));
+    CHECK(!cpu_wisdom_default_path("/a-path-longer-than-the-buffer-of-sixty-four-bytes/x", NULL, p,
+                                   sizeof p));
+}
+
+int main(void) {
+    RUN(test_measure_then_read_back);
+    RUN(test_unknown_kernel_remeasured_other_cpus_kept);
+    RUN(test_corrupted_files_are_reported_and_replaced);
+    RUN(test_unwritable_path_keeps_the_choice);
+    RUN(test_off_and_no_wisdom_measure_nothing);
+    RUN(test_default_path);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
+    return nc_test_exit_code();
+}
