@@ -193,3 +193,42 @@ def randomize_head(head, scale=0.3):
                 p.copy_(torch.randn_like(p) / math.sqrt(p.shape[1]))
         for out in (head.scorer[2], head.action[2]):  # spread the probabilities apart
             out.weight.mul_(4)
+
+
+def main():
+    """`decision_ref.py --random OUT --like DIR`: a random decision model at a real encoder shape
+    (default mmBERT-base: N=22, D=768, I=1152, 12 heads; H=2 head layers with a 4D MLP) with
+    DIR's tokenizer, markers, actions and features: the study's shape for timing (e.g.
+    `nectar snake -m OUT` at B=3 L=64), not a player."""
+    import argparse
+    import shutil
+    from transformers import ModernBertConfig
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--random", required=True, metavar="OUT")
+    ap.add_argument("--like", required=True, metavar="DIR")
+    ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--hidden", type=int, default=768)
+    ap.add_argument("--intermediate", type=int, default=1152)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--head-layers", type=int, default=2)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    src = json.load(open(os.path.join(a.like, "config.json")))
+    c = json.load(open(os.path.join(a.like, "decision.json")))
+    d = a.hidden
+    cfg = ModernBertConfig(vocab_size=src["vocab_size"], hidden_size=d, intermediate_size=a.intermediate,
+                           num_hidden_layers=a.layers, num_attention_heads=a.heads, local_attention=128,
+                           max_position_embeddings=8192, pad_token_id=src["pad_token_id"],
+                           cls_token_id=src["cls_token_id"], sep_token_id=src["sep_token_id"],
+                           bos_token_id=src["cls_token_id"], eos_token_id=src["sep_token_id"],
+                           global_attn_every_n_layers=3)
+    c.update({"hidden_size": d, "head_layers": a.head_layers, "head_attention_heads": a.heads,
+              "head_intermediate_size": 4 * d})
+    m = DecisionModel(ModernBertModel(cfg), c)
+    randomize_head(m.head)
+    save(m, a.random, torch.bfloat16)
+    shutil.copy(os.path.join(a.like, "tokenizer.json"), a.random)
+
+
+if __name__ == "__main__":
+    main()

@@ -92,7 +92,7 @@ def make(name, seed, mode, normalize=False, include_prompt=True, max_seq=None, p
     ref = {"texts": TEXTS, "prompt_name": default_prompt, "pooling": mode,
            "normalize": normalize, "embeddings": emb.astype(float).tolist()}
     with open(os.path.join(out, "ref.json"), "w") as f:
-        json.dump(ref, f, indent=1)
+        json.dump(ref, f, indent=1, ensure_ascii=False)
     print(name, emb.shape)
 
 

@@ -6,7 +6,10 @@ base64, usage) against SentenceTransformer(dir).encode's vectors in the
 fixtures' ref.json (tools/make_st_fixtures.py); the request's model picks
 the encoder; /v1/models lists all four; /v1/rerank (llama-server's shape)
 against HF's cross-encoder logits; chat still answers beside the encoders.
-With --encoders-only (a server of st_max alone) chat is a 404.
+With --encoders-only (a server of st_max alone) chat is a 404. With
+--generators TINY_TXT (a server of models/demo, tests/fixtures/qwen3/tiny_gqa2
+and st_max) the request's model picks the generator: demo's greedy text is
+HF's (models/demo/reference.json), tiny_gqa2's is `nectar run`'s (TINY_TXT).
 Prints PASS/FAIL lines for tests/serve/test_serve_embeddings.sh.
 
 Usage: python tools/test_server_embeddings.py URL IDS_JSON [--encoders-only]
@@ -58,8 +61,37 @@ def post(url, body):
         return e.code, json.load(e)
 
 
+def generators(url, tiny_txt):
+    client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    with open(os.path.join(ROOT, "models", "demo", "reference.json")) as f:
+        demo = json.load(f)["prompts"][0]
+    with open(tiny_txt) as f:
+        tiny = f.read()
+    r = client.completions.create(model="demo", prompt=demo["text"], max_tokens=16, temperature=0)
+    report("generators_demo_by_name", r.model == "demo" and r.choices[0].text and
+           demo["greedy_text"].startswith(r.choices[0].text), repr(r.choices[0].text))
+    r = client.completions.create(model="tiny_gqa2", prompt="In", max_tokens=16, temperature=0)
+    report("generators_tiny_by_name", r.model == "tiny_gqa2" and r.choices[0].text == tiny,
+           "%r vs nectar run %r" % (r.choices[0].text, tiny))
+    r = client.completions.create(model="gpt-3.5-turbo-instruct", prompt=demo["text"],
+                                  max_tokens=4, temperature=0)
+    report("generators_openai_name_takes_the_first", r.model == "demo", r.model)
+    names = sorted(m.id for m in client.models.list().data)
+    report("generators_all_listed", names == ["demo", "st_max", "tiny_gqa2"], str(names))
+    try:
+        client.completions.create(model="nope", prompt="x", max_tokens=2)
+        report("generators_unknown_404", False, "no error")
+    except openai.NotFoundError as e:
+        report("generators_unknown_404", "'demo', 'tiny_gqa2'" in str(e), str(e))
+    r = client.embeddings.create(model="st_max", input="hello")
+    report("generators_and_encoder", len(r.data[0].embedding) == 32)
+    sys.exit(1 if failures else 0)
+
+
 def main():
     url, ids_path = sys.argv[1], sys.argv[2]
+    if ids_path == "--generators":
+        generators(url, sys.argv[3])
     only = "--encoders-only" in sys.argv
     with open(ids_path) as f:
         ids = json.load(f)

@@ -23,6 +23,11 @@ class NcChatMessage(ctypes.Structure):
                 ("reasoning_content", ctypes.c_char_p)]
 
 
+class NcEmbedOptions(ctypes.Structure):
+    _fields_ = [("normalize", ctypes.c_int), ("batch_size", ctypes.c_int),
+                ("prompt_name", ctypes.c_char_p), ("prompt", ctypes.c_char_p)]
+
+
 # int (*)(void *user, int32_t token, const char *text, size_t len)
 TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
                                   ctypes.c_size_t)
@@ -67,6 +72,9 @@ _SIGNATURES = {
     "nc_generate_tokens": (_st, [_p, _i32p, _sz, _i, _p, TOKEN_CALLBACK, _p, ctypes.POINTER(_i),
                                  _err]),
     "nc_embed": (_st, [_p, _s, _fp, _sz, _err]),
+    "nc_embed_batch": (_st, [_p, ctypes.POINTER(_s), _sz, ctypes.POINTER(NcEmbedOptions), _fp,
+                             _sz, ctypes.POINTER(_sz), _err]),
+    "nc_sampling_from_model": (_st, [_p, _p, _err]),
     "nc_fill_mask": (_st, [_p, _s, _i, _i32p, _fp, _i, ctypes.POINTER(_i), _err]),
     "nc_classify": (_st, [_p, _s, _fp, _sz, _err]),
     "nc_compile": (_st, [_s, _s, ctypes.POINTER(_s), _err]),

@@ -6,16 +6,20 @@
  * parities). */
 #include "ane_host/ane_runner.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_wait.h"
 #include "lower/modernbert_manifest.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
+#include "mil/print.h"
 
 typedef struct run_buf {
     char name[ANE_NAME_MAX];
@@ -35,7 +39,24 @@ typedef struct run_prog {
     char why[512]; /* the device's refusal */
     mil_program *cpu;
     mil_interp **its;
+    /* The next rung of the ladder (ANE_LADDER) for a refused program of
+     * several functions: each function compiled as a program of its own;
+     * fn_models[f] is its model, NULL where the device refused that too
+     * (then it runs on the CPU). */
+    ane_model **fn_models;
+    ane_attrs *fn_attrs;
 } run_prog;
+
+/* The forms a refused program is tried in, in order (data, not code: a
+ * rung is skipped where it does not apply): the program as compiled, each
+ * of its functions as a program of its own, the CPU. */
+typedef enum ane_rung { ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU } ane_rung;
+static const ane_rung ANE_LADDER[] = {ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU};
+
+/* model_open calls (compiles, or loads of a cached compile) of every
+ * bundle of the process, refused ones included: the budget is per
+ * process (ANE_REPORTED_COMPILE_BUDGET). */
+static atomic_long process_opens;
 
 typedef struct run_plan {
     ane_request **reqs; /* per step; NULL for host steps */
@@ -57,6 +78,7 @@ struct ane_bundle {
                      form i / n_parity % n_forms, parity i % n_parity */
     ane_plan *plans;
     ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
+    int opens;               /* model_open calls for this bundle (device_open) */
 };
 
 struct ane_runner {
@@ -110,9 +132,14 @@ void ane_bundle_free(ane_bundle *b) {
         if (p->opened) b->dev.ops->model_close(p->model);
         ane_attrs_free(&p->attrs);
         free(p->binds);
-        for (int f = 0; p->its && f < b->programs[i].n_fns; f++)
-            mil_interp_free(p->its[f]);
+        for (int f = 0; f < b->programs[i].n_fns; f++) {
+            if (p->its) mil_interp_free(p->its[f]);
+            if (p->fn_models && p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+            if (p->fn_attrs) ane_attrs_free(&p->fn_attrs[f]);
+        }
         free(p->its);
+        free(p->fn_models);
+        free(p->fn_attrs);
         mil_program_free(p->cpu);
     }
     free(b->progs);
@@ -139,12 +166,18 @@ void ane_runner_free(ane_runner *r) {
     free(r);
 }
 
+static nc_status device_open(ane_bundle *b, const char *dir, ane_model **m, nc_error *err) {
+    b->opens++;
+    atomic_fetch_add(&process_opens, 1);
+    return b->dev.ops->model_open(b->dev.impl, dir, m, err);
+}
+
 /* Opens program i (in folder dir) on the device and binds every function
  * it holds. */
 static nc_status open_on_device(ane_bundle *b, const char *dir, int i, nc_error *err) {
     const lower_program_info *pi = &b->programs[i];
     run_prog *p = &b->progs[i];
-    NC_TRY(b->dev.ops->model_open(b->dev.impl, dir, &p->model, err));
+    NC_TRY(device_open(b, dir, &p->model, err));
     p->opened = 1;
     const char *json;
     size_t len;
@@ -204,16 +237,90 @@ static nc_status fall_back(ane_bundle *b, const char *dir, int i, const nc_error
     return NC_OK;
 }
 
-/* Program i on the device, or where the device refuses it (to compile,
- * load, or describe it in a way the host can bind), on the CPU. */
+/* mkdir, an existing folder being fine. */
+static int make_dir(const char *path) {
+    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Function f of the refused program (parsed in p->cpu, folder dir) as a
+ * program of its own in BUNDLE/ladder/<program>_<function>/, its weights
+ * the program's own file (hard-linked, else symlinked: no copy), opened
+ * and bound on the device. */
+static nc_status open_function(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
+                               nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_program_info *pi = &b->programs[i];
+    char sub[4500], path[4600], src[4600];
+    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    snprintf(sub, sizeof sub, "%s/ladder", bundle);
+    int bad = make_dir(sub);
+    snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
+    bad = bad || make_dir(sub);
+    snprintf(path, sizeof path, "%s/weights", sub);
+    bad = bad || make_dir(path);
+    if (bad) return nc_fail(err, NC_ERR_IO, "%s: %s", sub, strerror(errno));
+    snprintf(src, sizeof src, "%s/weights/weight.bin", dir);
+    snprintf(path, sizeof path, "%s/weights/weight.bin", sub);
+    if (access(src, F_OK) == 0 && access(path, F_OK) != 0 && link(src, path) != 0 &&
+        symlink(src, path) != 0)
+        return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
+    mil_program one = *p->cpu; /* a view: the one function */
+    one.n_functions = 1;
+    one.functions = &p->cpu->functions[f];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    NC_TRY(mil_print_file(&one, path, err));
+    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
+    const char *json;
+    size_t len;
+    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
+    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
+    return ane_bind_function(&p->fn_attrs[f], &pi->fns[f], &p->binds[f], err);
+}
+
+/* The function rung: each function of refused program i on the device as
+ * a program of its own; what the device refuses again stays on the CPU. */
+static nc_status split_functions(ane_bundle *b, const char *bundle, const char *dir, int i,
+                                 nc_error *err) {
+    run_prog *p = &b->progs[i];
+    int n = b->programs[i].n_fns;
+    p->fn_models = calloc((size_t)n + 1, sizeof *p->fn_models);
+    p->fn_attrs = calloc((size_t)n + 1, sizeof *p->fn_attrs);
+    if (!p->fn_models || !p->fn_attrs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int f = 0; f < n; f++) {
+        nc_error e = {0};
+        if (open_function(b, bundle, dir, i, f, &e) == NC_OK) continue;
+        if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+        p->fn_models[f] = NULL;
+        ane_attrs_free(&p->fn_attrs[f]);
+        NC_TRY(bind_on_cpu(&b->programs[i].fns[f], &p->binds[f], err));
+    }
+    return NC_OK;
+}
+
+/* Program i down the ladder: on the device as compiled; where the device
+ * refuses it (to compile, load, or describe it in a way the host can
+ * bind), each of its functions as a program of its own; what is still
+ * refused, on the CPU. */
 static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error *err) {
     char dir[4300];
     snprintf(dir, sizeof dir, "%s/%s", bundle, b->programs[i].path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; /* the folder of model.mil */
     nc_error why = {0};
-    if (open_on_device(b, dir, i, &why) == NC_OK) return NC_OK;
-    return fall_back(b, dir, i, &why, err);
+    for (size_t r = 0; r < sizeof ANE_LADDER / sizeof ANE_LADDER[0]; r++) {
+        switch (ANE_LADDER[r]) {
+        case ANE_RUNG_PROGRAM:
+            if (open_on_device(b, dir, i, &why) == NC_OK) return NC_OK;
+            NC_TRY(fall_back(b, dir, i, &why, err)); /* every function on the CPU so far */
+            break;
+        case ANE_RUNG_FUNCTION:
+            if (b->programs[i].n_fns > 1) return split_functions(b, bundle, dir, i, err);
+            break;
+        case ANE_RUNG_CPU:
+            return NC_OK;
+        }
+    }
+    return NC_OK;
 }
 
 /* The manifest and the plans of every shape (and KV parity). */
@@ -327,8 +434,23 @@ static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s
     return NULL;
 }
 
+static int fn_index(const ane_bundle *b, int program, const char *fn) {
+    const lower_program_info *pi = &b->programs[program];
+    for (int f = 0; f < pi->n_fns; f++)
+        if (strcmp(pi->fns[f].name, fn) == 0) return f;
+    return -1;
+}
+
+/* The model that runs function f of program i: the program's, or (the
+ * function rung) the function's own; NULL: the CPU. */
+static ane_model *model_of(const ane_bundle *b, int i, int f) {
+    const run_prog *p = &b->progs[i];
+    if (!p->on_cpu) return p->model;
+    return p->fn_models && f >= 0 ? p->fn_models[f] : NULL;
+}
+
 static int step_on_cpu(const ane_bundle *b, const ane_plan_step *s) {
-    return s->kind == ANE_STEP_KERNEL && b->progs[s->program].on_cpu;
+    return s->kind == ANE_STEP_KERNEL && !model_of(b, s->program, fn_index(b, s->program, s->fn));
 }
 
 /* Surfaces and prebuilt requests of one plan: pass 0, the device's steps
@@ -368,8 +490,10 @@ static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, in
                 idx[k] = bio->symbol;
             }
         }
-        if (pass == 0 && r->ops->request_new(r->b->progs[s->program].model, b->proc_id, s->n_in, in,
-                                             in_idx, s->n_out, out, out_idx, &rp->reqs[i], err))
+        if (pass == 0 &&
+            r->ops->request_new(model_of(r->b, s->program, fn_index(r->b, s->program, s->fn)),
+                                b->proc_id, s->n_in, in, in_idx, s->n_out, out, out_idx,
+                                &rp->reqs[i], err))
             return nc_fail_prefix(err, "request for %s", s->fn);
     }
     if (pass == 0) return NC_OK;
@@ -574,7 +698,8 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
     ane_wait *w = &r->wait;
     ane_wait_init(w);
     nc_status st = NC_OK;
-    int events = mode == ANE_RUN_ASYNC_EVENTS, prev_prog = -1;
+    int events = mode == ANE_RUN_ASYNC_EVENTS;
+    const ane_model *prev_model = NULL;
     int max = dev->max_in_flight > 0 ? dev->max_in_flight : ANE_MAX_IN_FLIGHT;
     if (events && !r->event) {
         if (!ops->event_new)
@@ -594,7 +719,7 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
         if (step_on_cpu(r->b, s)) { /* after the device's requests it reads */
             if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
             if (!st) st = cpu_kernel(r, rp, s, err);
-            prev_prog = -1;
+            prev_model = NULL;
             continue;
         }
         r->issued++;
@@ -606,11 +731,12 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
          * submission order: without events, the previous model's requests
          * finish first; at most max are outstanding (the framework's
          * semaphore per QoS) */
-        if (!events && prev_prog >= 0 && s->program != prev_prog)
+        const ane_model *model = model_of(r->b, s->program, fn_index(r->b, s->program, s->fn));
+        if (!events && prev_model && model != prev_model)
             st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
         if (!st) st = ane_wait_below(w, max, ANE_RUN_TIMEOUT_S, err);
         if (st) break;
-        prev_prog = s->program;
+        prev_model = model;
         ane_wait_add(w, 1);
         nc_status sst = events ? ops->submit_event(rp->reqs[i], r->event, r->ev_value,
                                                    r->ev_value + 1, ane_wait_done, w, err)
@@ -709,17 +835,19 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 
 /* One group of programs (the layers, or the head) into buf at *len. */
 static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
-    int lo = -1, hi = -1, fns = 0, on_ane = 0, first_cpu = -1;
+    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, first_cpu = -1;
     for (int i = 0; i < b->n_programs; i++) {
         const lower_program_info *pi = &b->programs[i];
         if ((pi->layer < 0) != head) continue;
         if (lo < 0) lo = pi->layer;
         hi = pi->layer;
         fns += pi->n_fns;
-        if (!b->progs[i].on_cpu)
-            on_ane += pi->n_fns;
-        else if (first_cpu < 0)
-            first_cpu = i;
+        for (int f = 0; f < pi->n_fns; f++) {
+            int dev = model_of(b, i, f) != NULL;
+            on_ane += dev;
+            own += dev && b->progs[i].on_cpu; /* the function rung */
+        }
+        if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }
     if (!fns) return;
     if (*len) put(buf, cap, len, "; ");
@@ -728,9 +856,11 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
     else
         put(buf, cap, len, "layers %d-%d: ", lo, hi);
     put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
+    if (own) put(buf, cap, len, " (%d as programs of their own)", own);
+    if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
     if (first_cpu >= 0)
-        put(buf, cap, len, ", %d on the CPU (%s refused: %.240s)", fns - on_ane,
-            b->programs[first_cpu].path, b->progs[first_cpu].why);
+        put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,
+            b->progs[first_cpu].why);
 }
 
 void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {
@@ -739,6 +869,12 @@ void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {
     buf[0] = '\0';
     place_group(b, 0, buf, cap, &len);
     place_group(b, 1, buf, cap, &len);
+    long all = atomic_load(&process_opens);
+    put(buf, cap, &len, "; %d programs compiled or loaded (%ld in this process%s)", b->opens, all,
+        all > ANE_REPORTED_COMPILE_BUDGET
+            ? ": above the ~119 per process public projects report before compiles fail; "
+              "--program-split layer and --head-split one need fewer"
+            : "");
 }
 
 static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {

@@ -51,28 +51,36 @@ static const char *slot_name(cpu_slot s, int mode) {
     return names[s][mode == CPU_BF16_MODE_FAST];
 }
 
+/* Whether the table in use runs bf16 dot products: the AVX-512 and AMX
+ * tables where the CPU has AVX512-BF16, the NEON ones where it has
+ * FEAT_BF16 (prompts only there). */
+static int table_has_bf16_dot(void) {
+    const char *t = cpu_kernels_get()->name;
+#if defined(__x86_64__)
+    return cpu_features_get()->avx512bf16 && (!strcmp(t, "avx512") || !strcmp(t, "amx"));
+#elif defined(__aarch64__)
+    return cpu_features_get()->bf16 && !strncmp(t, "neon", 4);
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
 /* The kernels that keep the contract of `mode` for slot s, the default
  * first. The fp32 kernels keep every contract. */
 static int candidates_of(cpu_slot s, int mode, candidate *out) {
-    const cpu_kernels *k = cpu_kernels_get();
-    int n = 0;
-    int fast = mode == CPU_BF16_MODE_FAST;
+    int n = 0, fast = mode == CPU_BF16_MODE_FAST, dot = table_has_bf16_dot();
     if (s == CPU_SLOT_DECODE_BF16) {
 #if defined(__x86_64__)
-        const cpu_features *f = cpu_features_get();
-        int has_dp = f->avx512bf16 && (!strcmp(k->name, "avx512") || !strcmp(k->name, "amx"));
-        if (has_dp && fast) {
-            for (int i = 0; i < cpu_gemv_bf16_avx512_count; i++)
-                if (cpu_gemv_bf16_avx512[i].terms == 1)
-                    out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
-                                           NULL};
-        }
+        for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count; i++)
+            if (cpu_gemv_bf16_avx512[i].terms == 1)
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL};
         out[n++] = (candidate){"fp32-widen", NULL, NULL};
-        if (has_dp)
-            for (int i = 0; i < cpu_gemv_bf16_avx512_count; i++)
-                if (cpu_gemv_bf16_avx512[i].terms == 3)
-                    out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
-                                           NULL};
+        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count; i++)
+            if (cpu_gemv_bf16_avx512[i].terms == 3)
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL};
 #else
         out[n++] = (candidate){"fp32-widen", NULL, NULL};
 #endif
@@ -80,10 +88,9 @@ static int candidates_of(cpu_slot s, int mode, candidate *out) {
     }
     const cpu_gemm_kernels *dp = NULL;
 #if defined(__x86_64__)
-    if (cpu_features_get()->avx512bf16 && (!strcmp(k->name, "avx512") || !strcmp(k->name, "amx")))
-        dp = cpu_gemm_bf16_avx512;
+    dp = dot ? cpu_gemm_bf16_avx512 : NULL;
 #elif defined(__aarch64__)
-    if (cpu_features_get()->bf16) dp = cpu_gemm_bf16_neon;
+    dp = dot ? cpu_gemm_bf16_neon : NULL;
 #endif
     /* Two terms (16-bit activations, 2^-17 per product) are not the
      * accurate contract's exact products: tiny_bf16 parity 7.65e-5 against

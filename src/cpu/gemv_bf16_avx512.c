@@ -100,11 +100,45 @@ INLINE void tile(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, 
         }
 }
 
+/* One row, one activation row, whole lines in order: with rows read one
+ * after another a task's weights are a single sequential stream (the
+ * pattern hardware prefetchers follow best); 4 accumulators over
+ * consecutive 32-column steps hide the dot product's latency. */
+INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y, int kc,
+                    int r, int accumulate, const int TERMS) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    const uint16_t *wr = w + (size_t)r * ldw;
+    int i = 0;
+    for (; i + 128 <= kc; i += 128)
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+            __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(wr + i + 32 * u));
+            _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[u] = _mm512_dpbf16_ps(
+                acc[u], wv,
+                (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i + 32 * u)));
+        }
+    for (; i < kc; i += 32) { /* the last steps; the last columns masked */
+        __mmask32 m = kc - i >= 32 ? ~0u : (__mmask32)((1ull << (kc - i)) - 1);
+        __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, wr + i);
+        _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[0] = _mm512_dpbf16_ps(
+            acc[0], wv, (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i)));
+    }
+    float s = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    y[r] = accumulate ? y[r] + s : s;
+}
+
 /* Rows r0..r1 of one K chunk for TB activation rows: RB-row tiles (one
- * activation row) or 4-row tiles (several), then single rows. */
+ * activation row; RB 1: row_seq) or 4-row tiles (several), then single
+ * rows. */
 INLINE void rows_of_chunk(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y,
                           size_t ldy, int kc, int r0, int r1, int accumulate, const int RB,
                           const int TB, const int TERMS, const int PF) {
+    if (TB == 1 && RB == 1) {
+        for (int r = r0; r < r1; r++)
+            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, TERMS);
+        return;
+    }
     const int rb = TB == 1 ? RB : 4;
     int r = r0;
     for (; r + rb <= r1; r += rb)
@@ -163,11 +197,14 @@ DEF_GEMV(dp1_r8_p1, 8, 1, 1)
 DEF_GEMV(dp1_r8_p2, 8, 1, 2)
 DEF_GEMV(dp1_r8_p0, 8, 1, 0)
 DEF_GEMV(dp1_r4_p2, 4, 1, 2)
+DEF_GEMV(dp3_r1_p0, 1, 3, 0)
+DEF_GEMV(dp1_r1_p0, 1, 1, 0)
 
 const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
     {"dp3-r4-pf2", 3, dp3_r4_p2}, {"dp1-r8-pf1", 1, dp1_r8_p1}, {"dp1-r8-pf2", 1, dp1_r8_p2},
-    {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2},
+    {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
+    {"dp1-r1-pf0", 1, dp1_r1_p0},
 };
 const int cpu_gemv_bf16_avx512_count =
     (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);

@@ -23,14 +23,14 @@ typedef struct engine_row {
 } engine_row;
 
 static const engine_row rows[] = {
-    {"qwen3-cpu", "qwen3", "cpu", engine_open_qwen3_cpu, 1},
+    {"qwen3-cpu", "qwen3", "cpu", engine_open_decoder_cpu, 1},
     {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 1},
     {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 1},
-    {"qwen35-cpu", "qwen35", "cpu", engine_open_qwen35_cpu, 1},
+    {"qwen35-cpu", "qwen35", "cpu", engine_open_decoder_cpu, 1},
     {"qwen35-mil", "qwen35", "mil", engine_open_qwen35_mil, 1},
     {"qwen35-ane", "qwen35", "ane", engine_open_qwen35_ane, 1},
-    /* Llama shares Qwen3's CPU decoder (models/qwen3.h); no lowering yet */
-    {"llama-cpu", "llama", "cpu", engine_open_qwen3_cpu, 1},
+    /* no lowering of Llama yet */
+    {"llama-cpu", "llama", "cpu", engine_open_decoder_cpu, 1},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "models/decoder.h"
 #include "models/presets.h"
 #include "models/qwen3.h"
 #include "text/chat.h"
@@ -32,6 +33,10 @@ typedef struct model_family_row {
     int is_encoder;                       /* encodes (ModernBERT) rather than generates */
     model_family presets;                 /* its rows in presets.c (gen-random, bounds) */
     model_qwen3_reader read_config;       /* Qwen3-layout decoders; NULL: the family's own loader */
+    /* its CPU decoder (models/decoder.h), what the cpu engine runs; NULL
+     * for encoders */
+    nc_status (*open_decoder)(const char *dir, const decoder_options *o, decoder *d,
+                              nc_error *err);
     chat_family chat;                     /* its chat template (decoders) */
     const char *end_tokens[MODEL_FAMILY_END_TOKENS]; /* end a turn beside the config's eos
                                                         (NULL: no more) */

@@ -6,6 +6,8 @@
 #include "models/hf_config.h"
 
 #include "base/json.h"
+#include "base/mmap.h"
+#include "io/hf_weights.h"
 
 static void add_eos(int32_t *ids, int *n, int cap, int64_t id) {
     for (int i = 0; i < *n; i++)
@@ -25,6 +27,18 @@ nc_status hf_config_check_type(const json_t *o, const char *type, const char *wh
     if (strcmp(act, "silu"))
         return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu)", what,
                        act);
+    return NC_OK;
+}
+
+nc_status hf_config_read_heads(const json_t *o, int *heads, int *kv_heads, const char *what,
+                               nc_error *err) {
+    NC_TRY(nc_json_int_in(o, "num_attention_heads", heads, 1, 1, 4096, what, err));
+    *kv_heads = *heads;
+    NC_TRY(nc_json_int_in(o, "num_key_value_heads", kv_heads, 0, 1, 4096, what, err));
+    if (*heads % *kv_heads)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       what, *heads, *kv_heads);
     return NC_OK;
 }
 
@@ -111,4 +125,24 @@ nc_status hf_config_read_rope(const json_t *o, double *theta, double *partial,
         return nc_fail(err, NC_ERR_RANGE, "%s: rope_theta %g must be a finite number > 1", what,
                        *theta);
     return NC_OK;
+}
+
+nc_status hf_config_load_dir(const char *dir, hf_config_part config, hf_config_part generation,
+                             void *cfg, nc_error *err) {
+    char path[4096];
+    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
+    hf_path_join(path, sizeof path, dir, "config.json");
+    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
+    json_t *root;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    nc_status st = config(root, cfg, path, err);
+    json_decref(root);
+    NC_TRY(st);
+    hf_path_join(path, sizeof path, dir, "generation_config.json");
+    if (!nc_file_exists(path)) return NC_OK;
+    NC_TRY(nc_json_load_file(path, &root, err));
+    st = json_is_object(root) ? generation(root, cfg, path, err)
+                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
+    json_decref(root);
+    return st;
 }

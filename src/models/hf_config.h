@@ -16,6 +16,22 @@
  * SiLU-gated decoder families check first. */
 nc_status hf_config_check_type(const json_t *o, const char *type, const char *what, nc_error *err);
 
+/* One part of a family's config reading: o (a parsed file named `what`)
+ * into the family's config `cfg`. */
+typedef nc_status (*hf_config_part)(const json_t *o, void *cfg, const char *what, nc_error *err);
+
+/* A model folder's config: dir's config.json through `config`, then, when
+ * generation_config.json exists, that object through `generation` (its
+ * eos ids). Missing folder, missing config.json, bad JSON and a
+ * generation_config.json that is not an object fail naming the file. */
+nc_status hf_config_load_dir(const char *dir, hf_config_part config, hf_config_part generation,
+                             void *cfg, nc_error *err);
+
+/* num_attention_heads (required, 1..4096) and num_key_value_heads (default:
+ * the same), which must divide it (grouped-query attention). */
+nc_status hf_config_read_heads(const json_t *o, int *heads, int *kv_heads, const char *what,
+                               nc_error *err);
+
 /* eos_token_id of o: an int, a list of ints, or absent/null. Each id must
  * lie in [0, vocab); new ones are appended to ids[*n] (no repeats, at most
  * cap, the rest dropped). */

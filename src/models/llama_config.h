@@ -10,7 +10,6 @@
 
 #include "models/qwen3.h"
 
-nc_status llama_config_from_json(const json_t *o, qwen3_config *c, const char *what,
-                                 nc_error *err);
+nc_status llama_config_from_json(const json_t *o, qwen3_config *c, const char *what, nc_error *err);
 
 #endif

@@ -8,7 +8,6 @@
 #include "models/qwen3_config.h"
 
 #include "base/json.h"
-#include "io/hf_weights.h"
 #include "models/hf_config.h"
 
 #define MAX_DIM (1 << 20)
@@ -53,15 +52,7 @@ nc_status qwen3_config_read_shape(const json_t *o, qwen3_config *c, int allow_ll
     NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
-    NC_TRY(
-        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
-    c->num_key_value_heads = c->num_attention_heads;
-    NC_TRY(
-        nc_json_int_in(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
-    if (c->num_attention_heads % c->num_key_value_heads)
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                       what, c->num_attention_heads, c->num_key_value_heads);
+    NC_TRY(hf_config_read_heads(o, &c->num_attention_heads, &c->num_key_value_heads, what, err));
     c->head_dim = c->hidden_size / c->num_attention_heads;
     NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
     if (c->head_dim % 2)
@@ -138,25 +129,26 @@ json_t *qwen3_config_to_json(const qwen3_config *c) {
     return o;
 }
 
+/* hf_config_load_dir's parts: the family's reader, and the eos ids. */
+typedef struct load_ctx {
+    qwen3_config_reader read;
+    qwen3_config *c;
+} load_ctx;
+
+static nc_status config_part(const json_t *o, void *p, const char *what, nc_error *err) {
+    const load_ctx *l = p;
+    return l->read(o, l->c, what, err);
+}
+
+static nc_status generation_part(const json_t *o, void *p, const char *what, nc_error *err) {
+    return read_eos(o, ((const load_ctx *)p)->c, what, err);
+}
+
 nc_status qwen3_config_load_with(const char *dir, qwen3_config_reader read, qwen3_config *cfg,
                                  nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    char path[4096];
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
-    hf_path_join(path, sizeof path, dir, "config.json");
-    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = read(root, cfg, path, err);
-    json_decref(root);
-    NC_TRY(st);
-    hf_path_join(path, sizeof path, dir, "generation_config.json");
-    if (!nc_file_exists(path)) return NC_OK;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    st = json_is_object(root) ? read_eos(root, cfg, path, err)
-                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    json_decref(root);
-    return st;
+    load_ctx l = {read, cfg};
+    return hf_config_load_dir(dir, config_part, generation_part, &l, err);
 }
 
 nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # A device that says no (--ane-device fake:reject=RULE,...: ane_fake_rules.h)
-# still gives tokens: a program the fake device refuses at compile time runs
-# on the CPU (the MIL interpreter on the same program, ane_runner.h), and
+# still gives tokens: a program the fake device refuses at compile time goes
+# down the ladder (each of its functions as a program of its own, then the
+# CPU: the MIL interpreter on the same program, ane_runner.h), and
 # `nectar run --backend ane` prints the cpu backend's greedy text (64 tokens
 # on models/demo, 32 on a Qwen3.5 fixture) for each rule alone and all of
 # them together, and says where each kernel ran. The fake's other
@@ -34,13 +35,25 @@ check_model() {
             fail "reject_${r}_gives_cpu_text_$L" "$(head -c 600 "$TMP/e")"
         fi
     done
-    # with every rule, every layer program is refused and says why
+    # with every rule, every layer program is refused and says why; the
+    # functions that break no rule alone (mlp) go back on the device
     NECTAR_ANE_DEVICE=fake:reject=all "$BIN" run $T --backend ane -m "$B" -p "In the beginning" \
         --temp 0 -n 4 >/dev/null 2>"$TMP/e"
-    if grep -q "layers 0-[0-9]*: 0/[0-9]* kernels on the ANE, [0-9]* on the CPU (layer_00/model.mil refused: compileModel: ANECCompile() FAILED <- " "$TMP/e"; then
+    if grep -q "layers 0-[0-9]*: [1-9][0-9]*/[0-9]* kernels on the ANE ([0-9]* as programs of their own), [0-9]* on the CPU (layer_00/model.mil refused: compileModel: ANECCompile() FAILED <- " "$TMP/e"; then
         pass "reject_all_reports_placement_$L"
     else
         fail "reject_all_reports_placement_$L" "$(cat "$TMP/e")"
+    fi
+    # a program refused for holding several functions is compiled function
+    # by function: every kernel back on the device
+    "$BIN" run $T --backend ane --ane-device fake:reject=multi-function -m "$B" \
+        -p "In the beginning" --temp 0 -n "$N" >"$TMP/o" 2>"$TMP/e"
+    if cmp -s "$TMP/o" "$TMP/$L.cpu" &&
+        grep -q "layers 0-[0-9]*: \([0-9]*\)/\1 kernels on the ANE (\1 as programs of their own) (layer_00/model.mil refused: " "$TMP/e" &&
+        [ -f "$B/ladder/layer_00_mlp_s32/model.mil" ]; then
+        pass "ladder_compiles_refused_program_by_function_$L"
+    else
+        fail "ladder_compiles_refused_program_by_function_$L" "$(head -c 600 "$TMP/e")"
     fi
     # these must bind on the device: every kernel on the ANE (the fallback
     # would give the same text and hide a binding that gave up)

@@ -216,6 +216,45 @@ static void test_unsupported_modules_and_prompts(void) {
     CHECKF(strstr(e2.msg, "'passage'"), "%s", e2.msg);
 }
 
+/* A broken sentence-transformers file is one line naming the file and the
+ * field: an unknown pooling mode, two modes at once, modules.json that is
+ * not a list, a default prompt that is not among the prompts. */
+static void test_bad_st_files_name_the_file(void) {
+    static const struct {
+        const char *file, *text, *want;
+    } cases[] = {
+        {"1_Pooling/config.json", "{\"pooling_mode\": \"median\"}", "'median'"},
+        {"1_Pooling/config.json",
+         "{\"pooling_mode_cls_token\": true, \"pooling_mode_max_tokens\": true}",
+         "2 pooling modes"},
+        {"modules.json", "{\"0\": 1}", "array of modules"},
+        {"config_sentence_transformers.json",
+         "{\"prompts\": {\"query\": \"q: \"}, \"default_prompt_name\": \"doc\"}",
+         "default_prompt_name 'doc'"},
+        {"sentence_bert_config.json", "{\"max_seq_length\": -3}", "max_seq_length"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char dir[] = "/tmp/nectar_st_bad_XXXXXX", cmd[1024], path[512];
+        CHECK(mkdtemp(dir));
+        snprintf(cmd, sizeof cmd, "cp -r " ST "st_max/. %s/", dir);
+        CHECK(system(cmd) == 0);
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fputs(cases[i].text, f);
+        fclose(f);
+        nc_error err = {0};
+        nc_model *m = NULL;
+        nc_status st = nc_model_open(dir, NULL, NULL, &m, &err);
+        nc_model_free(m);
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+        CHECKF(st != NC_OK && strstr(err.msg, cases[i].file) && strstr(err.msg, cases[i].want) &&
+                   !strchr(err.msg, '\n'),
+               "case %zu: %s", i, err.msg);
+    }
+}
+
 int main(void) {
     RUN(test_cls_legacy_form_truncated);
     RUN(test_mean_default_prompt_excluded);
@@ -225,5 +264,6 @@ int main(void) {
     RUN(test_token_rows_equal_their_text);
     RUN(test_classify_pairs_equal_hf_cross_encoder);
     RUN(test_unsupported_modules_and_prompts);
+    RUN(test_bad_st_files_name_the_file);
     return nc_test_exit_code();
 }

@@ -150,3 +150,13 @@ if "$BIN" bench --bandwidth --bw-mib 16 --runs 1 --json >"$TMP/bw.json" 2>"$TMP/
 else
     fail bench_bandwidth_is_the_fastest_pattern "$(cat "$TMP/err" "$TMP/bw.json" | head -8)"
 fi
+# The default -p 512 shrinks to a short model's context (256 here); a
+# number given that does not fit is one error line and a non-zero exit.
+if "$BIN" bench -m tests/fixtures/qwen3/tiny_bf16 -n 2 --runs 1 --bw-mib 16 >"$TMP/ctx.txt" 2>"$TMP/err" &&
+    grep -q '^| pp255 ' "$TMP/ctx.txt" &&
+    ! "$BIN" bench -m tests/fixtures/qwen3/tiny_bf16 -p 600 -n 2 --runs 1 --bw-mib 16 >/dev/null 2>"$TMP/err2" &&
+    [ "$(wc -l <"$TMP/err2")" -eq 1 ] && grep -q 'exceeds the context of 256 tokens' "$TMP/err2"; then
+    pass bench_default_prompt_fits_a_short_context
+else
+    fail bench_default_prompt_fits_a_short_context "$(cat "$TMP/err" "$TMP/err2" "$TMP/ctx.txt" | head -8)"
+fi

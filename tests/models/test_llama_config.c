@@ -100,8 +100,8 @@ static void test_rejects_what_the_decoder_would_compute_differently(void) {
                      "rope_scaling: missing field 'factor'"));
     CHECK(fails_with("\"high_freq_factor\": 4.0", "\"high_freq_factor\": 1.0", NC_ERR_RANGE,
                      "low_freq_factor < high_freq_factor"));
-    CHECK(fails_with("\"model_type\": \"llama\"", "\"model_type\": \"mistral\"",
-                     NC_ERR_UNSUPPORTED, "model_type 'mistral' is not supported"));
+    CHECK(fails_with("\"model_type\": \"llama\"", "\"model_type\": \"mistral\"", NC_ERR_UNSUPPORTED,
+                     "model_type 'mistral' is not supported"));
 }
 
 int main(void) {

@@ -16,6 +16,7 @@ serve_launch() { # test name, serve arguments...
     shift
     # a second server of the same test keeps the first one's folder
     [ -n "$SERVE_TMP_MADE" ] || { TMP=$(mktemp -d); SERVE_TMP_MADE=1; }
+    rm -f "$TMP/out" # an earlier server's line must not be read as this one's
     "$BIN" serve --port 0 "$@" >"$TMP/out" 2>"$TMP/err" &
     PID=$!
     trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT

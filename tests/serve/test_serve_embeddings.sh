@@ -1,7 +1,7 @@
 #!/bin/sh
-# `nectar serve` ($NECTAR_BIN) hosting encoders: one server with the demo
-# generator, two sentence-transformers encoders and a reranker, then one
-# with an encoder alone, driven by the official `openai` client
+# `nectar serve` ($NECTAR_BIN) hosting several models: one server with the
+# demo generator, two sentence-transformers encoders and a reranker, one with
+# an encoder alone, one with two generators and an encoder, driven by the official `openai` client
 # (tools/test_server_embeddings.py) against sentence-transformers' and HF's
 # numbers in tests/fixtures/st (tools/make_st_fixtures.py). The Python is
 # $NECTAR_PYTHON, else build/venv (scripts/install-deps.sh --test), else
@@ -43,13 +43,10 @@ serve_launch serve_encoders_only -t 1 -m $ST/st_max
 timeout 60 "$PY" tools/test_server_embeddings.py "http://127.0.0.1:$PORT" "$TMP/ids.json" --encoders-only || rc=1
 serve_stop serve_encoders_only_clean_shutdown || rc=1
 
-# two generators in one server: a usage error naming both
-"$BIN" serve -m models/demo -m models/demo --port 0 >"$TMP/out" 2>"$TMP/err"
-src=$?
-if [ $src -eq 2 ] && grep -q "both text generators" "$TMP/err"; then
-    echo "PASS serve_two_generators_usage_error"
-else
-    echo "FAIL serve_two_generators_usage_error: exit $src: $(cat "$TMP/err")"
-    rc=1
-fi
+# two generators and an encoder: the request's model picks the generator
+"$BIN" run -t 1 -m tests/fixtures/qwen3/tiny_gqa2 -p In -n 16 --temp 0 >"$TMP/tiny.txt" 2>/dev/null ||
+    { echo "FAIL serve_generators: nectar run on tiny_gqa2"; exit 1; }
+serve_launch serve_generators -t 1 --ctx 256 -m models/demo -m tests/fixtures/qwen3/tiny_gqa2 -m $ST/st_max
+timeout 120 "$PY" tools/test_server_embeddings.py "http://127.0.0.1:$PORT" --generators "$TMP/tiny.txt" || rc=1
+serve_stop serve_generators_clean_shutdown || rc=1
 exit $rc

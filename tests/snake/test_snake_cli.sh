@@ -37,6 +37,15 @@ else
     echo "SKIP snake_model_plays: $M not present"
 fi
 
+# energy where a power source is found: a replayed constant 2 W stream (timed by its
+# arrival on a loaded machine, so the band is loose)
+PM="powermetrics-cmd:while :; do printf '<plist><dict><key>elapsed_ns</key><integer>50000000</integer><key>combined_power</key><real>2000</real></dict></plist>\\0'; sleep 0.05; done"
+"$BIN" snake --teacher --games 1 --rate 50 --no-board --power "$PM" >"$T/p" 2>"$T/p.err"
+w=$(sed -n 's/.*mean power \([0-9.]*\) W.*/\1/p' "$T/p.err")
+check snake_reports_energy "grep -q '$LINE' $T/p && [ -n \"$w\" ] && awk -v w=$w 'BEGIN {exit !(w > 0.5 && w < 3)}'" "$(cat "$T/p.err")"
+"$BIN" snake --teacher --games 1 --rate 0 --power none >/dev/null 2>"$T/n.err"
+check snake_no_energy_without_a_source "! grep -q energy $T/n.err" "$(cat "$T/n.err")"
+
 "$BIN" snake --games 2 >"$T/u" 2>"$T/u.err"; rc=$?
 check snake_needs_a_player "[ $rc -eq 2 ] && grep -q 'give one of -m DIR or --teacher' $T/u.err" "rc $rc"
 "$BIN" snake -m tests/fixtures/decision/dm_k3 --rate 0 >"$T/k" 2>"$T/k.err"; rc=$?

@@ -208,7 +208,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    int kv_index = -1;
+    int kv_index = -1, pp_given = 0, tg_given = 0;
     gen_cli_backend be = {0};
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
@@ -216,9 +216,9 @@ int cmd_bench(int argc, char **argv) {
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads, .min = 1,
                 .max = 1024),
         CLI_OPT("-p", NULL, CLI_INT, "N", "prompt tokens of the pp test, 0 = none (default 512)",
-                &n_pp, .min = 0, .max = 1 << 20),
+                &n_pp, .min = 0, .max = 1 << 20, .seen = &pp_given),
         CLI_OPT("-n", NULL, CLI_INT, "N", "tokens of the tg test, 0 = none (default 128)", &n_tg,
-                .min = 0, .max = 1 << 20),
+                .min = 0, .max = 1 << 20, .seen = &tg_given),
         CLI_OPT(NULL, "--runs", CLI_INT, "N", "repetitions of each test (default 5)", &runs,
                 .min = 1, .max = MAX_RUNS),
         CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
@@ -272,6 +272,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (ost != NC_OK) return cli_fail(&err);
     const qwen3_config *c = m->qwen3;
+    /* the defaults shrink to a short model's context; numbers given do not */
+    if (!pp_given && n_pp >= m->ctx_max) n_pp = m->ctx_max - 1;
+    if (!tg_given && n_tg >= m->ctx_max) n_tg = m->ctx_max - 1;
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
     if (ctx > m->ctx_max) {
         engine_close(m);

@@ -18,6 +18,7 @@
 #include "io/hf_weights.h"
 #include "models/family.h"
 #include "models/model_random.h"
+#include "text/tokenizer.h"
 
 /* What each family takes from a tokenizer folder. */
 static const struct {
@@ -48,6 +49,21 @@ static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) 
         if (nc_copy_file(src, dst, &err) != NC_OK) return cli_fail(&err);
     }
     return 0;
+}
+
+/* A borrowed tokenizer (Qwen3's in a Llama folder) may have ids past the
+ * shape's vocabulary: say so once, as the engine will refuse them. */
+static void warn_tokenizer_size(const char *out, const model_preset *p) {
+    tok_tokenizer *tok = NULL;
+    nc_error err = {0};
+    if (tok_load(out, &tok, &err) != NC_OK) return;
+    int n = tok_vocab_size(tok);
+    if (n > p->vocab)
+        fprintf(stderr,
+                "note: the tokenizer's ids reach %d, past the %s vocabulary of %d: text that "
+                "tokenizes to them is refused (docs/llama.md)\n",
+                n - 1, p->name, p->vocab);
+    tok_free(tok);
 }
 
 int cmd_gen_random(int argc, char **argv) {
@@ -119,6 +135,7 @@ int cmd_gen_random(int argc, char **argv) {
         cli_outdir_abort(tmp);
         return rc;
     }
+    if (tok_dir) warn_tokenizer_size(out, p);
     fprintf(stderr, "wrote %s: %s shape, %s, %d tensors, %.2f GB in %.1f s%s\n", out, p->name,
             dtype_names[dtype], r.n_tensors, (double)r.bytes / 1e9, nc_now_s() - t0,
             tok_dir ? "" : " (no tokenizer copied)");

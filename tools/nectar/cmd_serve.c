@@ -17,12 +17,11 @@
 #include "gen_cli.h"
 #include "serve/serve_http.h"
 
-/* Splits the -m folders into the text generator (at most one) and the
- * encoders (config.json's model_type says which). */
+/* Splits the -m folders into text generators and encoders (config.json's
+ * model_type says which), each in the order given. */
 static int split_models(const cli_command *cmd, const char **models, int n, int is_fake,
-                        const char **gen, const char **enc, int *n_enc) {
-    *gen = NULL;
-    *n_enc = 0;
+                        const char **gen, int *n_gen, const char **enc, int *n_enc) {
+    *n_gen = *n_enc = 0;
     for (int i = 0; i < n; i++) {
         const char *kind = NULL;
         nc_error e = {0};
@@ -30,15 +29,38 @@ static int split_models(const cli_command *cmd, const char **models, int n, int 
                      !strncmp(kind, "modernbert", 10);
         if (is_enc)
             enc[(*n_enc)++] = models[i];
-        else if (*gen)
-            return cli_usage_error(cmd,
-                                   "-m %s and -m %s are both text generators: a server hosts one "
-                                   "generator and any number of encoders",
-                                   *gen, models[i]);
+        else if (*n_gen == SERVE_MAX_GENERATORS)
+            return cli_usage_error(cmd, "-m %s: at most %d text generators per server", models[i],
+                                   SERVE_MAX_GENERATORS);
         else
-            *gen = models[i];
+            gen[(*n_gen)++] = models[i];
     }
     return CLI_GO;
+}
+
+/* The startup line on stdout, with the real port, so scripts using --port 0
+ * can find the server: every model, then the slots of each generator. */
+static void print_start(const serve_options *o, gen_model *const *gm, int n_gen, int n_enc,
+                        int port) {
+    int is_v6 = strchr(o->host, ':') != NULL;
+    printf("nectar serve: ");
+    for (int i = 0; i < n_gen + n_enc; i++)
+        printf("%s%s (%s)", i ? ", " : "",
+               i < n_gen ? gm[i]->model_id : serve_encoders_name(o->encoders, i - n_gen),
+               i < n_gen ? gm[i]->e->kind : "encoder");
+    printf(" on http://%s%s%s:%d", is_v6 ? "[" : "", o->host, is_v6 ? "]" : "", port);
+    if (n_gen) printf("  slots %d, ctx %d", o->n_parallel, o->ctx);
+    double kv = 0;
+    for (int i = 0; i < n_gen; i++)
+        kv += (double)gm[i]->e->kv_bytes_per_token * o->ctx * o->n_parallel;
+    if (kv > 0) printf(", KV cache %.0f MiB", kv / (1024.0 * 1024.0));
+    printf("\n");
+    fflush(stdout);
+}
+
+static void close_all(gen_model **gm, int n) {
+    for (int i = 0; i < n; i++)
+        gen_model_close(gm[i]);
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -62,8 +84,8 @@ int cmd_serve(int argc, char **argv) {
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRINGS, "DIR",
                 "Hugging Face model folder, or an ANE bundle with --backend mil|ane;\n"
-                "repeat it to host encoders (/v1/embeddings, /v1/rerank) beside one\n"
-                "text generator, or encoders only (up to 16 in all)",
+                "repeat it to host several: text generators (up to 8, each with its\n"
+                "own slots) and encoders (/v1/embeddings, /v1/rerank); 16 in all",
                 models, .count = &n_models, .cap = 16, .required = 1),
         CLI_OPT(NULL, "--host", CLI_STRING, "ADDR",
                 "numeric address (or localhost) to listen on (default 127.0.0.1)", &o.host),
@@ -154,11 +176,11 @@ int cmd_serve(int argc, char **argv) {
     eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
     if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
-    const char *model = NULL, *encoders[16];
-    int n_enc = 0;
-    rc = split_models(&cmd, models, n_models, is_fake, &model, encoders, &n_enc);
+    const char *gens[16], *encoders[16];
+    int n_gen = 0, n_enc = 0;
+    rc = split_models(&cmd, models, n_models, is_fake, gens, &n_gen, encoders, &n_enc);
     if (rc != CLI_GO) return rc;
-    o.model_path = model;
+    o.model_path = n_gen ? gens[0] : NULL;
     o.n_aliases = n_aliases;
 
     /* SIGINT/SIGTERM/SIGHUP are blocked in every thread (the engine's pool,
@@ -172,50 +194,37 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN); /* a vanished client must not kill the server */
 
-    gen_model *m = NULL;
-    nc_status st = model ? gen_model_open(is_fake ? "script" : backend, model, &eo, &m, &err) : NC_OK;
-    /* a model given as ORG/NAME goes by that name, not its snapshot's */
+    gen_model *gm[SERVE_MAX_GENERATORS] = {0};
+    nc_status st = NC_OK;
+    for (int i = 0; st == NC_OK && i < n_gen; i++) {
+        st = gen_model_open(is_fake && i == 0 ? "script" : backend, gens[i], &eo, &gm[i], &err);
+        /* a model given as ORG/NAME goes by that name, not its snapshot's */
+        if (st == NC_OK && cli_model_name(gens[i]))
+            snprintf(gm[i]->model_id, sizeof gm[i]->model_id, "%s", cli_model_name(gens[i]));
+        if (st == NC_OK && o.ctx > gm[i]->e->ctx_max) o.ctx = gm[i]->e->ctx_max;
+    }
     const char *names[16];
     for (int i = 0; i < n_enc; i++)
         names[i] = cli_model_name(encoders[i]);
-    if (m && cli_model_name(model))
-        snprintf(m->model_id, sizeof m->model_id, "%s", cli_model_name(model));
     if (st == NC_OK && n_enc)
         st = serve_encoders_open(encoders, names, n_enc, threads, &o.encoders, &err);
+    o.more_models = gm + 1;
+    o.more_paths = gens + 1;
+    o.n_more_models = n_gen > 1 ? n_gen - 1 : 0;
+    serve_server *srv = NULL;
+    if (st == NC_OK) st = serve_server_start(gm[0], &o, &srv, &err);
     if (st != NC_OK) {
-        gen_model_close(m);
-        return cli_fail(&err);
-    }
-    if (m && o.ctx > m->e->ctx_max) o.ctx = m->e->ctx_max;
-
-    serve_server *srv;
-    st = serve_server_start(m, &o, &srv, &err);
-    if (st != NC_OK) {
-        gen_model_close(m);
+        close_all(gm, n_gen);
         serve_encoders_free(o.encoders);
         return cli_fail(&err);
     }
-    /* One line on stdout with the real port, so scripts using --port 0 can
-     * find the server. */
-    int is_v6 = strchr(o.host, ':') != NULL;
-    printf("nectar serve: %s (%s)", m ? m->model_id : serve_encoders_name(o.encoders, 0),
-           m ? m->e->kind : "encoder");
-    for (int i = m ? 0 : 1; i < n_enc; i++)
-        printf(", %s (encoder)", serve_encoders_name(o.encoders, i));
-    printf(" on http://%s%s%s:%d", is_v6 ? "[" : "", o.host, is_v6 ? "]" : "",
-           serve_server_port(srv));
-    if (m) printf("  slots %d, ctx %d", o.n_parallel, o.ctx);
-    if (m && m->e->kv_bytes_per_token)
-        printf(", KV cache %.0f MiB",
-               (double)m->e->kv_bytes_per_token * o.ctx * o.n_parallel / (1024.0 * 1024.0));
-    printf("\n");
-    fflush(stdout);
+    print_start(&o, gm, n_gen, n_enc, serve_server_port(srv));
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "nectar serve: %s: shutting down\n",
             sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM");
     serve_server_stop(srv);
-    gen_model_close(m);
+    close_all(gm, n_gen);
     serve_encoders_free(o.encoders);
     return 0;
 }

@@ -5,7 +5,8 @@
  * decision (encode + tokenize + forward) takes longer than the period is a
  * deadline miss. --teacher plays the heuristic instead (the score to beat);
  * --dump writes every tick's text with the teacher's move (training data for
- * tools/train_snake.py). Ends with `games N, mean score S, deadline misses M`. */
+ * tools/train_snake.py). Ends with `games N, mean score S, deadline misses M`;
+ * the energy of the run goes to stderr where a power source is found. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "base/timer.h"
+#include "bench/power.h"
 #include "cli_opts.h"
 #include "commands.h"
 #include "decide/decision_batch.h"
@@ -118,7 +120,7 @@ static void draw(const snake_run *r, int move, double lat, long long misses, lon
 }
 
 int cmd_snake(int argc, char **argv) {
-    const char *model = NULL, *dump = NULL;
+    const char *model = NULL, *dump = NULL, *power_spec = "auto";
     double rate = 10, explore = 0;
     int games = 1, teacher = 0, no_board = 0, threads = 0;
     int64_t seed = 1;
@@ -141,6 +143,10 @@ int cmd_snake(int argc, char **argv) {
         CLI_OPT(NULL, "--explore", CLI_DOUBLE, "P",
                 "with probability P play a random move instead (seeded; default 0)", &explore,
                 .lo = 0, .hi = 1),
+        CLI_OPT(NULL, "--power", CLI_STRING, "SPEC",
+                "energy of the run: auto (default: RAPL when readable) | none | rapl |\n"
+                "rapl:ZONE,... | powermetrics | powermetrics-cmd:SHELL (as bench --compare)",
+                &power_spec),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads,
                 .min = 1, .max = 1024),
         CLI_ENDROW};
@@ -162,6 +168,14 @@ int cmd_snake(int argc, char **argv) {
         decision_free(r.m);
         return cli_fail(&err);
     }
+    nc_power_sampler *power = NULL;
+    if (nc_power_open(power_spec, NULL, 0.05, &power, &err) != NC_OK ||
+        nc_power_start(power, &err) != NC_OK) {
+        nc_power_close(power);
+        tok_free(r.tok);
+        decision_free(r.m);
+        return cli_fail(&err);
+    }
     char tmp[4096];
     FILE *df = NULL;
     rc = 0;
@@ -174,7 +188,8 @@ int cmd_snake(int argc, char **argv) {
     for (int l = 0; l < LANES; l++)
         start_game(&r, l, (uint64_t)seed);
     uint64_t explore_rng = (uint64_t)seed ^ 0x5EEDull;
-    double period = rate > 0 ? 1.0 / rate : 0, next = nc_now_s();
+    nc_power_mark(power);
+    double period = rate > 0 ? 1.0 / rate : 0, next = nc_now_s(), t_start = next;
     long long misses = 0, ticks = 0;
     int board = rate > 0 && !no_board;
     while (!rc && r.games_done < games) {
@@ -214,6 +229,10 @@ int cmd_snake(int argc, char **argv) {
             sleep_until(next);
         }
     }
+    double t_end = nc_now_s(), joules = 0;
+    nc_power_mark(power);
+    int has_energy = nc_power_is_active(power) && nc_power_stop(power, t_end, &err) == NC_OK &&
+                     nc_power_energy(power, t_start, t_end, &joules, &err) == NC_OK;
     if (df && (fclose(df) || rc || rename(tmp, dump))) {
         remove(tmp);
         if (!rc) rc = cli_failf("snake: %s: cannot write the file", dump);
@@ -226,11 +245,17 @@ int cmd_snake(int argc, char **argv) {
                 "%.3f ms, agreement with the teacher %.1f%%\n",
                 ticks, r.decisions, p50 * 1e3, p95 * 1e3, mx * 1e3,
                 r.decisions ? 100.0 * (double)r.agree / (double)r.decisions : 0.0);
+        if (has_energy)
+            fprintf(stderr,
+                    "snake: energy %.3f J in %.3f s (mean power %.3f W, %.4f J per decision; %s)\n",
+                    joules, t_end - t_start, joules / (t_end - t_start),
+                    r.decisions ? joules / (double)r.decisions : 0.0, power->domain);
         printf("games %d, mean score %.2f, deadline misses %lld\n", games,
                (double)r.score_sum / games, misses);
         fflush(stdout);
     }
     free(r.lat);
+    nc_power_close(power);
     tok_free(r.tok);
     decision_free(r.m);
     return rc;
