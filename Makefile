@@ -235,7 +235,8 @@ $(SHLIB): $(OBJ)
 # nectar.pc is written at install time: it names the PREFIX given then.
 NC_PC = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: nectar' \
     'Description: transformers in C: Qwen3 and ModernBERT on the CPU, lowered to Apple Neural Engine programs' \
-    'Version: $(NC_VERSION)' 'Requires.private: $(PKGS)' 'Libs: -L$${libdir} -lnectar' \
+    'Version: $(NC_VERSION)' 'Requires.private: $(PKGS)' \
+    'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lnectar' \
     'Libs.private: -lm -lpthread' 'Cflags: -I$${includedir}'
 
 shared: $(SHLIB)
@@ -250,6 +251,7 @@ install: $(NECTAR) $(LIB) $(SHLIB)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SHLIB_LINK)
 	printf '%s\n' $(NC_PC) >$(DESTDIR)$(LIBDIR)/pkgconfig/nectar.pc
 	install -m 644 tests/fixtures/qwen3-tokenizer/* $(DESTDIR)$(DATADIR)/qwen3-tokenizer/
+	@sh scripts/pc-hint.sh '$(DESTDIR)' '$(LIBDIR)/pkgconfig'
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nectar $(DESTDIR)$(INCLUDEDIR)/nectar.h \

@@ -57,14 +57,14 @@ extern "C" {
 /* ---- Version ------------------------------------------------------------ */
 
 #define NECTAR_VERSION_MAJOR 0
-#define NECTAR_VERSION_MINOR 1
+#define NECTAR_VERSION_MINOR 2
 #define NECTAR_VERSION_PATCH 0
-#define NECTAR_VERSION "0.1.0"
+#define NECTAR_VERSION "0.2.0"
 /* major * 10000 + minor * 100 + patch: compare with >= */
 #define NECTAR_VERSION_NUMBER                                                                      \
     (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
 
-/* The version of the library actually linked ("0.1.0"), and its number; a
+/* The version of the library actually linked ("0.2.0"), and its number; a
  * program built against this header can compare them with the macros. */
 NC_API const char *nc_version(void);
 NC_API int nc_version_number(void);
@@ -137,14 +137,19 @@ typedef struct nc_chat_message {
     const char *reasoning_content;
 } nc_chat_message;
 
-#define NC_CHAT_ADD_GENERATION_PROMPT 1u /* end with "<|im_start|>assistant\n" */
+#define NC_CHAT_ADD_GENERATION_PROMPT 1u /* end with the assistant's header */
 #define NC_CHAT_NO_THINKING 2u           /* Qwen3's enable_thinking=False */
 
-/* Renders a conversation with the Qwen3 chat template: the same bytes as
- * transformers' apply_chat_template(messages, tokenize=False). *out is
- * NUL-terminated (nc_free it). */
-NC_API nc_status nc_chat_apply_template(const nc_chat_message *msgs, size_t n_msgs, unsigned flags,
-                                        char **out, nc_error *err);
+typedef struct nc_model nc_model;
+
+/* Renders a conversation with the chat template of model's family (Qwen3,
+ * Qwen3.5, Llama 3; NULL: Qwen3's): the same bytes as transformers'
+ * apply_chat_template(messages, tokenize=False) with that family's official
+ * template. *out is NUL-terminated (nc_free it). An encoder has no template
+ * (NC_ERR_UNSUPPORTED). Since 0.2.0 (0.1 took no model and rendered Qwen3's
+ * template for every model). */
+NC_API nc_status nc_chat_apply_template(const nc_model *model, const nc_chat_message *msgs,
+                                        size_t n_msgs, unsigned flags, char **out, nc_error *err);
 
 /* ---- Models ------------------------------------------------------------- */
 
@@ -298,9 +303,49 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
 /* ---- Encoders ----------------------------------------------------------- */
 
 /* The pooled embedding of text (the model's pooling: CLS or mean over real
- * tokens, before any head) into out[n_out], n_out ==
- * nc_model_embedding_size(m). The text gets the tokenizer's special tokens. */
+ * tokens, before any head; a sentence-transformers folder's pooling and
+ * normalization) into out[n_out], n_out == nc_model_embedding_size(m). The
+ * text gets the tokenizer's special tokens. nc_embed_batch with n = 1. */
 NC_API nc_status nc_embed(nc_model *m, const char *text, float *out, size_t n_out, nc_error *err);
+
+/* What nc_embed_batch and nc_embed_tokens do besides the folder's settings
+ * (zero-initialise it; NULL means all zero). */
+typedef struct nc_embed_options {
+    int normalize;           /* 1: scale every vector to unit L2 norm (a folder whose
+                                sentence-transformers modules end with Normalize always is) */
+    int batch_size;          /* texts per padded forward pass (0: 32) */
+    const char *prompt_name; /* text: the folder's prompt of this name goes before each text
+                                (config_sentence_transformers.json, "query"); NULL: its
+                                default_prompt_name, if any */
+    const char *prompt;      /* text: this goes before each text instead (overrides the name) */
+} nc_embed_options;
+
+/* Embeddings of n texts into out[n * D], D = nc_model_embedding_size(m),
+ * n_out == n * D: one padded forward pass per batch of texts (sorted by
+ * length first), as sentence-transformers' encode. A sentence-transformers
+ * folder's settings apply (modules.json: 1_Pooling's mode (cls, mean, max,
+ * lasttoken, mean_sqrt_len_tokens, weightedmean), 2_Normalize, the sequence
+ * limit (longer texts are truncated), prompts); otherwise the config's
+ * pooling, and a text longer than the model's positions is an error.
+ * *n_tokens (may be NULL) gets the number of tokens run. */
+NC_API nc_status nc_embed_batch(nc_model *m, const char *const *texts, size_t n,
+                                const nc_embed_options *opt, float *out, size_t n_out,
+                                size_t *n_tokens, nc_error *err);
+
+/* The same from token ids without special tokens (as nc_tokenize with
+ * add_special 0): each row gets the tokenizer's special tokens ([CLS] ...
+ * [SEP]) and is truncated as a text would be; prompts do not apply. */
+NC_API nc_status nc_embed_tokens(nc_model *m, const int32_t *const *ids, const size_t *n_ids,
+                                 size_t n, const nc_embed_options *opt, float *out, size_t n_out,
+                                 size_t *n_tokens, nc_error *err);
+
+/* Sequence classifiers over text pairs (cross-encoders, rerankers): the
+ * logits of "[CLS] first [SEP] second [SEP]" for each pair into
+ * logits[n * L], L = nc_model_num_labels(m), in padded batches as above.
+ * *n_tokens (may be NULL) gets the tokens run. */
+NC_API nc_status nc_classify_pairs(nc_model *m, const char *const *first,
+                                   const char *const *second, size_t n, float *logits,
+                                   size_t n_logits, size_t *n_tokens, nc_error *err);
 
 /* Masked-LM models: for each mask token ([MASK] or <mask>) in text, in
  * order, the k most likely tokens and their probabilities:

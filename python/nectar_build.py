@@ -95,7 +95,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     files = []  # (name in the wheel, bytes)
     pkg = os.path.join(HERE, NAME)
     for fn in sorted(os.listdir(pkg)):
-        if fn.endswith(".py"):
+        if fn.endswith(".py") or fn == "py.typed":
             with open(os.path.join(pkg, fn), "rb") as f:
                 files.append(("%s/%s" % (NAME, fn), f.read()))
     with open(lib_path, "rb") as f:

@@ -48,7 +48,9 @@ fi
 dict_for() {
     case $1 in
     fuzz_mil_parse | fuzz_mil_interp) echo tests/fuzz/dict/mil.dict ;;
-    fuzz_serve_request | fuzz_serve_job) echo tests/fuzz/dict/openai.dict ;;
+    fuzz_serve_request | fuzz_serve_job | fuzz_serve_jsonshape) echo tests/fuzz/dict/openai.dict ;;
+    fuzz_serve_head) echo tests/fuzz/dict/http.dict ;;
+    fuzz_json_schema) echo tests/fuzz/dict/json.dict ;;
     fuzz_tokenizer_load) echo tests/fuzz/dict/tokenizer.dict ;;
     fuzz_safetensors) echo tests/fuzz/dict/safetensors.dict ;;
     fuzz_npy) echo tests/fuzz/dict/npy.dict ;;

@@ -256,6 +256,31 @@ def main():
     except openai.BadRequestError as e:
         report("unenforceable_schema_is_a_400", "pattern" in str(e), str(e))
 
+    # Schemas that once gave 200 with output that did not validate, or none.
+    broken = {"ref_cycle_is_a_400": ({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}},
+                                     "$ref cycle"),
+              "enum_of_another_type_is_a_400": ({"type": "integer", "enum": ["a"]}, "enum[0]")}
+    for name, (schema, says) in broken.items():
+        try:
+            client.chat.completions.create(
+                model=model, messages=user, max_tokens=20,
+                response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+            report(name, False, "accepted")
+        except openai.BadRequestError as e:
+            report(name, says in str(e), str(e))
+    outside = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}},
+               "required": ["b"]}
+    for i in range(3):
+        r = client.chat.completions.create(
+            model=model, messages=user, max_tokens=200, temperature=1.0, seed=i,
+            response_format={"type": "json_schema", "json_schema": {"name": "o", "schema": outside}})
+        text, fin = r.choices[0].message.content, r.choices[0].finish_reason
+        try:
+            ok = fin == "stop" and validate(json.loads(text), outside, {})
+        except ValueError:
+            ok = False
+        report(f"required_outside_properties_is_generated_seed{i}", ok, f"{fin}: {text!r}")
+
     # -- tool calls --------------------------------------------------------------
     ask = [{"role": "user", "content": "Weather in Paris for 2 days?"}]
     r = client.chat.completions.create(

@@ -2,7 +2,8 @@
 
     import nectar
     m = nectar.Model("models/demo")            # backend="cpu", threads=..., ctx=...
-    print(m.generate("In the beginning", 32))  # greedy unless temperature > 0
+    print(m.generate("In the beginning", 32))  # sampling as generation_config.json says
+    m.create_chat_completion([{"role": "user", "content": "Hi"}])  # OpenAI-shaped dicts
     for piece in m.stream("Once", 32, temperature=0.7, seed=1):
         print(piece, end="", flush=True)
 

@@ -11,6 +11,7 @@ import os
 import sys
 
 MAJOR = 0  # NECTAR_VERSION_MAJOR this package is written for
+MIN_NUMBER = 200  # and the oldest it runs on: 0.2.0, nc_chat_apply_template takes the model
 
 
 class NcError(ctypes.Structure):
@@ -20,6 +21,11 @@ class NcError(ctypes.Structure):
 class NcChatMessage(ctypes.Structure):
     _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p),
                 ("reasoning_content", ctypes.c_char_p)]
+
+
+class NcEmbedOptions(ctypes.Structure):
+    _fields_ = [("normalize", ctypes.c_int), ("batch_size", ctypes.c_int),
+                ("prompt_name", ctypes.c_char_p), ("prompt", ctypes.c_char_p)]
 
 
 # int (*)(void *user, int32_t token, const char *text, size_t len)
@@ -44,7 +50,7 @@ _SIGNATURES = {
     "nc_tokenize": (_st, [_p, _p, _sz, _i, ctypes.POINTER(_i32p), ctypes.POINTER(_sz), _err]),
     "nc_detokenize": (_st, [_p, _i32p, _sz, _i, ctypes.POINTER(_p), ctypes.POINTER(_sz), _err]),
     "nc_token_id": (ctypes.c_int32, [_p, _s]),
-    "nc_chat_apply_template": (_st, [ctypes.POINTER(NcChatMessage), _sz, ctypes.c_uint,
+    "nc_chat_apply_template": (_st, [_p, ctypes.POINTER(NcChatMessage), _sz, ctypes.c_uint,
                                      ctypes.POINTER(_p), _err]),
     "nc_model_open": (_st, [_s, _s, ctypes.POINTER(_s), ctypes.POINTER(_p), _err]),
     "nc_model_free": (None, [_p]),
@@ -66,6 +72,9 @@ _SIGNATURES = {
     "nc_generate_tokens": (_st, [_p, _i32p, _sz, _i, _p, TOKEN_CALLBACK, _p, ctypes.POINTER(_i),
                                  _err]),
     "nc_embed": (_st, [_p, _s, _fp, _sz, _err]),
+    "nc_embed_batch": (_st, [_p, ctypes.POINTER(_s), _sz, ctypes.POINTER(NcEmbedOptions), _fp,
+                             _sz, ctypes.POINTER(_sz), _err]),
+    "nc_sampling_from_model": (_st, [_p, _p, _err]),
     "nc_fill_mask": (_st, [_p, _s, _i, _i32p, _fp, _i, ctypes.POINTER(_i), _err]),
     "nc_classify": (_st, [_p, _s, _fp, _sz, _err]),
     "nc_compile": (_st, [_s, _s, ctypes.POINTER(_s), _err]),
@@ -102,9 +111,10 @@ def load():
             fn.restype = res
             fn.argtypes = args
         number = lib.nc_version_number()
-        if number // 10000 != MAJOR:
-            raise ImportError("nectar: %s is libnectar %s; this package needs major version %d" %
-                              (path, lib.nc_version().decode(), MAJOR))
+        if number // 10000 != MAJOR or number < MIN_NUMBER:
+            raise ImportError("nectar: %s is libnectar %s; this package needs major version %d, "
+                              "at least %d.%d" % (path, lib.nc_version().decode(), MAJOR,
+                                                  MIN_NUMBER // 10000, MIN_NUMBER // 100 % 100))
         return lib
     raise ImportError("nectar: no libnectar found: " + "; ".join(tried) +
                       " (pip install ./python from a checkout, or set NECTAR_LIBRARY)")

@@ -1,15 +1,20 @@
-"""Model: a decoder (generate, stream, chat) or an encoder (embed, fill_mask,
-classify) opened through the public C API, and NectarError, which carries
-the one-line message of the library's nc_error.
+"""Model: a decoder (generate, stream, chat; create_completion and
+create_chat_completion) or an encoder (embed, encode, create_embedding,
+fill_mask, classify) opened through the public C API, and NectarError, which
+carries the one-line message of the library's nc_error.
 """
+
+from __future__ import annotations
 
 import codecs
 import ctypes
 import os
 import queue
 import threading
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
-from ._lib import LIB, TOKEN_CALLBACK, NcChatMessage, NcError
+from ._lib import LIB, TOKEN_CALLBACK, NcChatMessage, NcEmbedOptions, NcError
+from ._openai import OpenAIMixin
 
 _FINISH = ("eos", "stop", "length", "context", "cancel")  # nc_finish, in order
 _SAMPLING = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "presence_penalty",
@@ -22,7 +27,7 @@ class NectarError(Exception):
     """A failed library call: str(e) is the library's message; e.code the
     nc_status number, e.status its name ("io", "format", "invalid", ...)."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.status = LIB.nc_status_name(code).decode()
@@ -49,7 +54,7 @@ def _take_string(ptr, n):
         LIB.nc_free(ptr)
 
 
-def compile(model_dir, out_dir, **options):
+def compile(model_dir: str, out_dir: str, **options: Any) -> None:
     """nc_compile: lowers a model folder to an ANE bundle at out_dir
     (options as in include/nectar.h: threads, ctx, buckets, lm_head, seqs,
     batches); the bundle opens with Model(out_dir, backend="mil")."""
@@ -59,18 +64,27 @@ def compile(model_dir, out_dir, **options):
 
 
 class _Sampling:
-    """An nc_sampling from keyword arguments (greedy unless temperature > 0)."""
+    """An nc_sampling from keyword arguments over the model folder's
+    generation_config.json defaults (as the command line; greedy where the
+    folder has none)."""
 
-    def __init__(self, params):
+    def __init__(self, params, model=None):
         self.h = None
         unknown = set(params) - set(_SAMPLING) - {"seed", "stop"}
         if unknown:
             raise TypeError("unknown sampling parameter(s): " + ", ".join(sorted(unknown)))
+        stops = params.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else list(stops)
+        if params.get("stop") == "" or any(not isinstance(x, str) or x == "" for x in stops):
+            raise ValueError("stop: an empty string (or a non-string) cannot end generation; "
+                             "give non-empty strings, or None for no stop string")
         self.h = LIB.nc_sampling_new()
         if not self.h:
             raise MemoryError("nc_sampling_new")
         err = NcError()
         try:
+            if model:
+                _check(LIB.nc_sampling_from_model(self.h, model, ctypes.byref(err)), err)
             for name in _SAMPLING:
                 if params.get(name) is not None:
                     _check(LIB.nc_sampling_set(self.h, name.encode(), float(params[name]),
@@ -80,8 +94,7 @@ class _Sampling:
                 if not 0 <= int(seed) < 2**64:
                     raise ValueError("seed %d is not in [0, 2^64)" % seed)
                 LIB.nc_sampling_set_seed(self.h, int(seed))
-            stops = params.get("stop") or []
-            for s in [stops] if isinstance(stops, str) else stops:
+            for s in stops:
                 _check(LIB.nc_sampling_add_stop(self.h, s.encode(), ctypes.byref(err)), err)
         except BaseException:
             self.free()
@@ -95,7 +108,7 @@ class _Sampling:
     __del__ = free  # a stream() never iterated never reaches its own free
 
 
-class Model:
+class Model(OpenAIMixin):
     """A model folder or an ANE bundle (nc_model_open).
 
     backend: "cpu" (a folder), "mil" (a bundle, the fp16 MIL interpreter) or
@@ -107,7 +120,7 @@ class Model:
     serialised by a lock; open one Model per thread to run in parallel.
     """
 
-    def __init__(self, path, backend="cpu", **options):
+    def __init__(self, path: str, backend: Optional[str] = "cpu", **options: Any) -> None:
         self._h = None
         self._seq = None
         self._lock = threading.Lock()
@@ -116,11 +129,13 @@ class Model:
         _check(LIB.nc_model_open(os.fsencode(path), backend.encode() if backend else None,
                                  _options(options), ctypes.byref(h), ctypes.byref(err)), err)
         self._h = h
+        self.path = os.fspath(path)
         self._tok = LIB.nc_model_tokenizer(h)
         self.kind = "decoder" if LIB.nc_model_get_kind(h) == 1 else "encoder"
         self.last_finish = None  # why the last generation ended: eos, stop, length, ...
+        self.last_n_tokens = 0  # tokens the last generation made
 
-    def close(self):
+    def close(self) -> None:
         if self._seq:
             LIB.nc_sequence_free(self._seq)
             self._seq = None
@@ -128,32 +143,32 @@ class Model:
             LIB.nc_model_free(self._h)
             self._h = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return LIB.nc_model_vocab_size(self._h)
 
     @property
-    def embedding_size(self):
+    def embedding_size(self) -> int:
         return LIB.nc_model_embedding_size(self._h)
 
     @property
-    def labels(self):
+    def labels(self) -> List[str]:
         """A classifier's label names, in the order of classify's values."""
         return [LIB.nc_model_label(self._h, i).decode()
                 for i in range(LIB.nc_model_num_labels(self._h))]
 
     # ---- tokenizer and chat template -----------------------------------
 
-    def tokenize(self, text, add_special=False):
+    def tokenize(self, text: str, add_special: bool = False) -> List[int]:
         data = text.encode("utf-8")
         ids = ctypes.POINTER(ctypes.c_int32)()
         n = ctypes.c_size_t()
@@ -165,7 +180,7 @@ class Model:
         finally:
             LIB.nc_free(ids)
 
-    def detokenize(self, ids, skip_special=False):
+    def detokenize(self, ids: Sequence[int], skip_special: bool = False) -> str:
         arr = (ctypes.c_int32 * len(ids))(*ids)
         text = ctypes.c_void_p()
         n = ctypes.c_size_t()
@@ -174,14 +189,15 @@ class Model:
                                  ctypes.byref(n), ctypes.byref(err)), err)
         return _take_string(text.value, n.value)
 
-    def token_id(self, token):
+    def token_id(self, token: str) -> Optional[int]:
         """The id of a token by its text, or None."""
         i = LIB.nc_token_id(self._tok, token.encode())
         return None if i < 0 else i
 
     def apply_chat_template(self, messages, add_generation_prompt=True, enable_thinking=True):
         """messages: [{"role": ..., "content": ..., "reasoning_content": ...}]
-        -> the Qwen3 chat template's text (transformers' apply_chat_template)."""
+        -> the text of this model's family's chat template (Qwen3, Qwen3.5, Llama 3), as
+        transformers' apply_chat_template renders it."""
         enc = lambda s: None if s is None else s.encode("utf-8")  # noqa: E731
         arr = (NcChatMessage * max(len(messages), 1))()
         for i, m in enumerate(messages):
@@ -191,7 +207,7 @@ class Model:
             0 if enable_thinking else _CHAT_NO_THINKING)
         out = ctypes.c_void_p()
         err = NcError()
-        _check(LIB.nc_chat_apply_template(arr, len(messages), flags, ctypes.byref(out),
+        _check(LIB.nc_chat_apply_template(self._h, arr, len(messages), flags, ctypes.byref(out),
                                           ctypes.byref(err)), err)
         return _take_string(out.value, len(ctypes.string_at(out.value)))
 
@@ -207,8 +223,11 @@ class Model:
                 _check(LIB.nc_sequence_new(self._h, 0, ctypes.byref(seq), ctypes.byref(err)), err)
                 self._seq = seq
             failure = []
+            self.last_n_tokens = 0
 
             def cb(user, token, text, n):
+                if token >= 0:  # -1: the end, with held-back text
+                    self.last_n_tokens += 1
                 try:
                     return 1 if n and on_piece(ctypes.string_at(text, n)) else 0
                 except BaseException as e:  # raised again below, not lost in ctypes
@@ -226,25 +245,27 @@ class Model:
             _check(st, err)
             self.last_finish = _FINISH[finish.value]
 
-    def generate(self, prompt, max_tokens=256, **sampling):
+    def generate(self, prompt: str, max_tokens: Optional[int] = 256, **sampling: Any) -> str:
         """The continuation of prompt (raw text, no chat template) as one str.
-        Sampling: temperature (default 0: greedy), top_k, top_p, min_p,
+        Sampling (defaults: the folder's generation_config.json, as the
+        command line; greedy without one): temperature, top_k, top_p, min_p,
         repeat_penalty, presence_penalty, frequency_penalty, seed, stop (a
-        str or a list); truncate=True drops the oldest prompt tokens when the
+        non-empty str or a list of them); truncate=True drops the oldest prompt tokens when the
         prompt does not fit. max_tokens None: until the context is full."""
         pieces = []
-        s = _Sampling(sampling)
+        s = _Sampling(sampling, self._h)
         try:
             self._generate(self.tokenize(prompt), max_tokens, s, pieces.append)
         finally:
             s.free()
         return b"".join(pieces).decode("utf-8", "replace")
 
-    def stream(self, prompt, max_tokens=256, **sampling):
+    def stream(self, prompt: str, max_tokens: Optional[int] = 256,
+               **sampling: Any) -> Iterator[str]:
         """As generate, as an iterator of text pieces while they are made.
         Leaving the loop early cancels the generation."""
         ids = self.tokenize(prompt)
-        s = _Sampling(sampling)  # bad parameters raise here, not at the first next()
+        s = _Sampling(sampling, self._h)  # bad parameters raise here, not at the first next()
         return self._stream(ids, max_tokens, s)
 
     def _stream(self, ids, max_tokens, s):
@@ -287,7 +308,8 @@ class Model:
             cancel.set()
             t.join()
 
-    def chat(self, messages, max_tokens=256, enable_thinking=True, **sampling):
+    def chat(self, messages: List[Dict[str, Any]], max_tokens: Optional[int] = 256,
+             enable_thinking: bool = True, **sampling: Any) -> str:
         """The assistant's reply to messages (the chat template with the
         generation prompt, then generate); thinking included when enabled."""
         prompt = self.apply_chat_template(messages, True, enable_thinking)
@@ -295,9 +317,10 @@ class Model:
 
     # ---- encoders --------------------------------------------------------
 
-    def embed(self, text):
+    def embed(self, text: str) -> Any:
         """The pooled embedding of text: a numpy float32 array where numpy is
-        installed, else a list of floats."""
+        installed, else a list of floats. A sentence-transformers folder's
+        pooling and normalization apply."""
         d = self.embedding_size
         buf = (ctypes.c_float * d)()
         err = NcError()
@@ -308,7 +331,44 @@ class Model:
             return list(buf)
         return numpy.frombuffer(buf, dtype=numpy.float32).copy()
 
-    def fill_mask(self, text, k=5):
+    def encode(self, texts: Union[str, Sequence[str]], batch_size: int = 32,
+               normalize_embeddings: bool = False, prompt_name: Optional[str] = None,
+               prompt: Optional[str] = None, convert_to_numpy: bool = True) -> Any:
+        """As sentence-transformers' SentenceTransformer.encode: the
+        embeddings of texts, a numpy float32 array [len(texts), D] (a list
+        of lists without numpy or with convert_to_numpy=False), or [D] for
+        one str. Each batch of batch_size texts (sorted by length) is one
+        padded forward pass (nc_embed_batch). The folder's sentence-
+        transformers settings apply (pooling, Normalize, max_seq_length, its
+        default prompt); prompt_name picks another of its prompts, prompt
+        gives the text itself."""
+        one = isinstance(texts, str)
+        items = [texts] if one else list(texts)
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        d = self.embedding_size
+        n = len(items)
+        out = (ctypes.c_float * max(n * d, 1))()
+        arr = (ctypes.c_char_p * max(n, 1))(*[t.encode("utf-8") for t in items])
+        opt = NcEmbedOptions(int(bool(normalize_embeddings)), int(batch_size),
+                             None if prompt_name is None else prompt_name.encode(),
+                             None if prompt is None else prompt.encode("utf-8"))
+        n_tok = ctypes.c_size_t()
+        err = NcError()
+        _check(LIB.nc_embed_batch(self._h, arr, n, ctypes.byref(opt), out, n * d,
+                                  ctypes.byref(n_tok), ctypes.byref(err)), err)
+        self.last_n_tokens = n_tok.value
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        if numpy is not None and convert_to_numpy:
+            a = numpy.frombuffer(out, dtype=numpy.float32, count=n * d).reshape(n, d).copy()
+            return a[0] if one else a
+        rows = [list(out[i * d:(i + 1) * d]) for i in range(n)]
+        return rows[0] if one else rows
+
+    def fill_mask(self, text: str, k: int = 5) -> List[List[Dict[str, Any]]]:
         """For each mask token in text, in order: the k most likely tokens as
         [{"token": id, "token_str": text, "score": probability}]."""
         max_masks = max(len(self.tokenize(text, add_special=True)), 1)
@@ -321,7 +381,7 @@ class Model:
         return [[{"token": ids[i * k + j], "token_str": self.detokenize([ids[i * k + j]]),
                   "score": probs[i * k + j]} for j in range(k)] for i in range(n.value)]
 
-    def classify(self, text):
+    def classify(self, text: str) -> Dict[str, float]:
         """{label: probability} of a sequence classifier, in label order."""
         labels = self.labels
         probs = (ctypes.c_float * len(labels))()

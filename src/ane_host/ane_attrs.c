@@ -15,13 +15,18 @@
 #define MAX_SYMBOLS 65536
 #define MAX_PROCS 4096
 
+void ane_attr_proc_free(ane_attr_proc *p) {
+    free(p->in);
+    free(p->out);
+    p->in = p->out = NULL;
+}
+
 void ane_attrs_free(ane_attrs *a) {
     if (!a) return;
-    for (int i = 0; a->procs && i < a->n_procs; i++) {
-        free(a->procs[i].in);
-        free(a->procs[i].out);
-    }
+    for (int i = 0; a->procs && i < a->n_procs; i++)
+        ane_attr_proc_free(&a->procs[i]);
     free(a->procs);
+    json_decref((json_t *)a->status);
     memset(a, 0, sizeof *a);
 }
 
@@ -114,12 +119,18 @@ static nc_status live_int(const json_t *e, const char *key, int64_t *out, int re
     return NC_OK;
 }
 
-/* Shapes and strides from a live list, matched to ios by name. */
+/* Shapes and strides from a live list, matched to ios by name, or by
+ * symbol index; an entry with neither is taken to describe the I/O at its
+ * position in the procedure's symbol index array (the list must then
+ * have one entry per I/O). */
 static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const char *what,
                            const char *key, nc_error *err) {
     if (!json_is_array(live))
         return nc_fail(err, NC_ERR_FORMAT, "%s: NetworkStatusList '%s' is not an array", what, key);
     if (!ios) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' read before the symbols", what, key);
+    if (json_array_size(live) > (size_t)n)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: '%s' describes %zu I/O, the procedure has %d", what,
+                       key, json_array_size(live), n);
     for (size_t i = 0; i < json_array_size(live); i++) {
         const json_t *e = json_array_get(live, i);
         const char *name = NULL;
@@ -131,14 +142,18 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
         NC_TRY(nc_json_str(e, "Name", &name, 0, ctx, err));
         int64_t sym = -1;
         if (!name) NC_TRY(nc_json_int(e, "Symbol", &sym, 0, ctx, err));
-        if (!name && sym < 0)
-            return nc_fail(err, NC_ERR_FORMAT, "%s has neither 'Name' nor 'Symbol'", ctx);
+        int by_position = !name && sym < 0;
+        if (by_position && json_array_size(live) != (size_t)n)
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s has neither 'Name' nor 'Symbol', and the list does not describe "
+                           "every I/O in order",
+                           ctx);
         if (name)
             NC_TRY(copy_name(clean, name, what, key, err));
         else
             snprintf(clean, sizeof clean, "symbol %lld", (long long)sym);
-        ane_attr_io *io = NULL;
-        for (int k = 0; k < n; k++)
+        ane_attr_io *io = by_position ? &ios[i] : NULL;
+        for (int k = 0; !by_position && k < n; k++)
             if (name ? strcmp(ios[k].name, clean) == 0 : ios[k].symbol == sym) io = &ios[k];
         if (!io)
             return nc_fail(err, NC_ERR_FORMAT,
@@ -159,6 +174,18 @@ static nc_status read_live(const json_t *live, ane_attr_io *ios, int n, const ch
         io->has_shape = 1;
     }
     return NC_OK;
+}
+
+static void clear_shapes(ane_attr_proc *p) {
+    for (int k = 0; k < p->n_in + p->n_out; k++) {
+        ane_attr_io *io = k < p->n_in ? &p->in[k] : &p->out[k - p->n_in];
+        char name[ANE_NAME_MAX];
+        int sym = io->symbol;
+        memcpy(name, io->name, sizeof name);
+        memset(io, 0, sizeof *io);
+        memcpy(io->name, name, sizeof name);
+        io->symbol = sym;
+    }
 }
 
 static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, nc_error *err) {
@@ -200,6 +227,8 @@ static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, 
             what);
     a->procs = calloc(n, sizeof *a->procs);
     if (!a->procs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    if (status) a->status = json_incref((json_t *)status);
+    a->n_status = status ? (int)json_array_size(status) : 0;
     a->n_procs = (int)n;
     a->n_in_symbols = (int)json_array_size(in_syms);
     a->n_out_symbols = out_syms ? (int)json_array_size(out_syms) : 0;
@@ -245,13 +274,39 @@ static nc_status parse_root(const json_t *root, const char *what, ane_attrs *a, 
                         err));
         NC_TRY(read_ios(oi, out_syms, live_out, ctx, "ANEFModelOutputSymbolIndexArray", &p->out,
                         &p->n_out, err));
-        if (live_in) NC_TRY(read_live(live_in, p->in, p->n_in, ctx, "LiveInputList", err));
-        if (live_out) NC_TRY(read_live(live_out, p->out, p->n_out, ctx, "LiveOutputList", err));
+        /* the entry at the same position, when it describes this
+         * procedure; else the binder looks through the others */
+        p->status_fit = live ? 1 : 0;
+        nc_error skip = {0};
+        if (live_in && read_live(live_in, p->in, p->n_in, ctx, "LiveInputList", &skip))
+            p->status_fit = 0;
+        if (live_out && read_live(live_out, p->out, p->n_out, ctx, "LiveOutputList", &skip))
+            p->status_fit = 0;
+        if (!p->status_fit) clear_shapes(p);
         for (size_t j = 0; j < i; j++) {
             if (a->procs[j].id == p->id)
                 return nc_fail(err, NC_ERR_FORMAT, "%s: procedure id %d appears twice", what,
                                p->id);
         }
+    }
+    return NC_OK;
+}
+
+/* Every NetworkStatusList entry describes some procedure: else the error
+ * of matching it to the procedure at its position. */
+static nc_status check_status(const ane_attrs *a, const char *what, nc_error *err) {
+    for (int j = 0; j < a->n_status; j++) {
+        int fits = 0;
+        for (int i = 0; i < a->n_procs && !fits; i++) {
+            ane_attr_proc q;
+            nc_error skip = {0};
+            fits = ane_attrs_proc_with_status(a, &a->procs[i], j, &q, &skip) == NC_OK;
+            ane_attr_proc_free(&q);
+        }
+        if (fits) continue;
+        ane_attr_proc q; /* fails, as no procedure fits: its message */
+        ane_attrs_proc_with_status(a, &a->procs[j < a->n_procs ? j : 0], j, &q, err);
+        return nc_fail_prefix(err, "%s", what);
     }
     return NC_OK;
 }
@@ -262,8 +317,36 @@ nc_status ane_attrs_parse(const char *text, size_t len, const char *what, ane_at
     json_t *root = NULL;
     NC_TRY(nc_json_parse(text, len, what, &root, err));
     nc_status st = parse_root(root, what, out, err);
+    if (!st) st = check_status(out, what, err);
     json_decref(root);
     if (st) ane_attrs_free(out);
+    return st;
+}
+
+nc_status ane_attrs_proc_with_status(const ane_attrs *a, const ane_attr_proc *p, int j,
+                                     ane_attr_proc *out, nc_error *err) {
+    memset(out, 0, sizeof *out);
+    if (j < 0 || j >= a->n_status)
+        return nc_fail(err, NC_ERR_RANGE, "NetworkStatusList has no entry %d", j);
+    *out = *p;
+    out->in = calloc((size_t)p->n_in + 1, sizeof *out->in);
+    out->out = calloc((size_t)p->n_out + 1, sizeof *out->out);
+    if (!out->in || !out->out) {
+        ane_attr_proc_free(out);
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    memcpy(out->in, p->in, (size_t)p->n_in * sizeof *p->in);
+    memcpy(out->out, p->out, (size_t)p->n_out * sizeof *p->out);
+    clear_shapes(out);
+    const json_t *live = json_array_get((const json_t *)a->status, (size_t)j);
+    const json_t *li = json_is_object(live) ? json_object_get(live, "LiveInputList") : NULL;
+    const json_t *lo = json_is_object(live) ? json_object_get(live, "LiveOutputList") : NULL;
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "NetworkStatusList[%d]", j);
+    nc_status st = li ? read_live(li, out->in, out->n_in, ctx, "LiveInputList", err) : NC_OK;
+    if (!st && lo) st = read_live(lo, out->out, out->n_out, ctx, "LiveOutputList", err);
+    if (st) ane_attr_proc_free(out);
+    out->status_fit = !st;
     return st;
 }
 

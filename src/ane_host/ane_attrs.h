@@ -13,10 +13,13 @@
  *   ANEFModelDescription.kANEFModelProcedureNameToIDMapKey {function: id}
  *   ANEFModelDescription.ANEFModelProcedures[] {ANEFModelProcedureID,
  *       ANEFModelInputSymbolIndexArray, ANEFModelOutputSymbolIndexArray}
- *   NetworkStatusList[] (optional, same order as ANEFModelProcedures)
- *       {LiveInputList, LiveOutputList}: [{Name (or Symbol), Type, Batches,
- *       Channels, Depth?, Height, Width, RowStride?, PlaneStride?,
- *       BatchStride?}], matched to the procedure's I/O by name (or index) */
+ *   NetworkStatusList[] (optional) {LiveInputList, LiveOutputList}:
+ *       [{Name (or Symbol, or neither: the I/O at that position), Type,
+ *       Batches, Channels, Depth?, Height, Width, RowStride?, PlaneStride?,
+ *       BatchStride?}], matched to the procedure's I/O by name (or index).
+ *       Nothing documents that its order is ANEFModelProcedures' order: the
+ *       entry at the procedure's position is taken when its names fit, and
+ *       the binder (ane_bind.h) tries the others when its shapes do not. */
 #ifndef NC_ANE_HOST_ANE_ATTRS_H
 #define NC_ANE_HOST_ANE_ATTRS_H
 
@@ -42,12 +45,15 @@ typedef struct ane_attr_proc {
     int id;                  /* the request's procedureIndex */
     int n_in, n_out;
     ane_attr_io *in, *out;
+    int status_fit; /* the NetworkStatusList entry at its position described it */
 } ane_attr_proc;
 
 typedef struct ane_attrs {
     int n_procs;
     ane_attr_proc *procs; /* in ANEFModelProcedures order */
     int n_in_symbols, n_out_symbols;
+    int n_status;
+    void *status; /* NetworkStatusList (a jansson array, kept for ane_attrs_proc_with_status) */
 } ane_attrs;
 
 /* Parses len bytes of JSON; `what` names the text in messages. Every
@@ -57,6 +63,12 @@ nc_status ane_attrs_parse(const char *text, size_t len, const char *what, ane_at
                           nc_error *err);
 void ane_attrs_free(ane_attrs *a);
 
+/* Procedure p as NetworkStatusList entry j describes it (shapes and
+ * strides); fails when the entry does not fit p's I/O. Free out with
+ * ane_attr_proc_free. */
+nc_status ane_attrs_proc_with_status(const ane_attrs *a, const ane_attr_proc *p, int j,
+                                     ane_attr_proc *out, nc_error *err);
+void ane_attr_proc_free(ane_attr_proc *p);
 /* The procedure of MIL function `name`, or NULL. */
 const ane_attr_proc *ane_attrs_proc(const ane_attrs *a, const char *name);
 /* An input (is_output 0) or output of p by name, or NULL. */

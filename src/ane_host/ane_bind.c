@@ -60,13 +60,9 @@ static nc_status bind_io(const ane_attr_proc *p, const lower_fn_info *f, const l
     return NC_OK;
 }
 
-nc_status ane_bind_function(const ane_attrs *a, const lower_fn_info *f, ane_binding *out,
-                            nc_error *err) {
+static nc_status bind_proc(const ane_attr_proc *p, const lower_fn_info *f, ane_binding *out,
+                           nc_error *err) {
     memset(out, 0, sizeof *out);
-    const ane_attr_proc *p = ane_attrs_proc(a, f->name);
-    if (!p)
-        return nc_fail(err, NC_ERR_NOT_FOUND, "modelAttributes has no procedure for function %s",
-                       f->name);
     if (p->n_in != f->n_in || p->n_out != f->n_out)
         return nc_fail(err, NC_ERR_FORMAT,
                        "%s: the model has %d inputs and %d outputs, the manifest %d and %d",
@@ -80,6 +76,33 @@ nc_status ane_bind_function(const ane_attrs *a, const lower_fn_info *f, ane_bind
     for (int i = 0; i < f->n_out; i++)
         NC_TRY(bind_io(p, f, &f->out[i], 1, &out->out[i], err));
     return NC_OK;
+}
+
+nc_status ane_bind_function(const ane_attrs *a, const lower_fn_info *f, ane_binding *out,
+                            nc_error *err) {
+    memset(out, 0, sizeof *out);
+    const ane_attr_proc *p = ane_attrs_proc(a, f->name);
+    if (!p)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "modelAttributes has no procedure for function %s",
+                       f->name);
+    nc_status st =
+        p->status_fit || !a->n_status
+            ? bind_proc(p, f, out, err)
+            : nc_fail(err, NC_ERR_FORMAT, "%s: no NetworkStatusList entry describes procedure %d",
+                      f->name, p->id);
+    if (!st || !a->n_status) return st;
+    /* the entry at its position is another procedure's (the list in
+     * another order, or two procedures with the same names and other
+     * shapes): the entry whose names and shapes fit */
+    for (int j = 0; j < a->n_status; j++) {
+        ane_attr_proc q;
+        nc_error skip = {0};
+        if (ane_attrs_proc_with_status(a, p, j, &q, &skip)) continue;
+        nc_status sj = bind_proc(&q, f, out, &skip);
+        ane_attr_proc_free(&q);
+        if (!sj) return NC_OK;
+    }
+    return st;
 }
 
 const ane_bound_io *ane_binding_io(const ane_binding *b, const char *name, int is_output) {

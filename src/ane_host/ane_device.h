@@ -81,6 +81,9 @@ typedef struct ane_device_ops {
 
 /* The reported minimum surface (Orion #4: [768, 16] fp16 = 49,152 bytes). */
 #define ANE_REPORTED_MIN_SURFACE_BYTES 49152
+/* Compiles one process is reported to manage before compiling fails
+ * (maderix, Orion #5: "about 119", for the in-memory path). */
+#define ANE_REPORTED_COMPILE_BUDGET 119
 /* Outstanding evaluations per QoS (the framework's semaphore). */
 #define ANE_MAX_IN_FLIGHT 2
 

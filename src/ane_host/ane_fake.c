@@ -35,6 +35,7 @@ typedef struct fake_job {
  * process-wide: the test that sequences share a loaded bundle reads it
  * through an engine, which keeps its device to itself. */
 static atomic_long models_opened;
+static atomic_long compiles; /* model_open calls, refused ones included */
 
 typedef struct fake_dev {
     pthread_t thread;
@@ -136,7 +137,7 @@ static int by_name_desc(const void *a, const void *b) {
 }
 
 /* NCHW as the runtime reports it: the declared dims right-aligned. */
-static json_t *live_entry(const mil_var *v, const ane_layout *l, int is_output) {
+static json_t *live_entry(const mil_var *v, const ane_layout *l, int is_output, int named) {
     int64_t d[4] = {1, 1, 1, 1};
     const mil_type *t = v->type;
     for (int i = 0; i < t->rank && i < 4; i++)
@@ -146,11 +147,14 @@ static json_t *live_entry(const mil_var *v, const ane_layout *l, int is_output) 
     char name[ANE_NAME_MAX];
     snprintf(name, sizeof name, "%s%s", v->name, is_output ? "@output" : "");
     json_int_t plane = (json_int_t)(d[2] * (int64_t)l->row_bytes);
-    return json_pack("{s:s, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:I, s:I}", "Name", name, "Type",
-                     t->dtype == MIL_DT_FP16 ? "Float16" : "Float32", "Batches", (json_int_t)d[0],
-                     "Channels", (json_int_t)d[1], "Depth", 1, "Height", (json_int_t)d[2], "Width",
-                     (json_int_t)d[3], "RowStride", (json_int_t)l->row_bytes, "PlaneStride", plane,
-                     "BatchStride", plane * (json_int_t)d[1]);
+    json_t *e =
+        json_pack("{s:s, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:I, s:I}", "Name", name, "Type",
+                  t->dtype == MIL_DT_FP16 ? "Float16" : "Float32", "Batches", (json_int_t)d[0],
+                  "Channels", (json_int_t)d[1], "Depth", 1, "Height", (json_int_t)d[2], "Width",
+                  (json_int_t)d[3], "RowStride", (json_int_t)l->row_bytes, "PlaneStride", plane,
+                  "BatchStride", plane * (json_int_t)d[1]);
+    if (e && !named) json_object_del(e, "Name"); /* fake:nameless-status */
+    return e;
 }
 
 /* Symbols, procedure ids, layouts and the modelAttributes JSON. */
@@ -187,6 +191,9 @@ static nc_status describe(ane_model *m, nc_error *err) {
                     decl++;
                 ane_layout *l = side ? &ff->out_l[decl] : &ff->in_l[decl];
                 st = io_layout(sorted[k], fn->name, l, err);
+                if (!st && m->dev->opt.behave.padded_strides)
+                    st = ane_layout_from_strides(fn->name, l->elem, l->rows, l->width,
+                                                 l->row_bytes + ANE_ROW_ALIGN_BYTES, l, err);
                 if (st) break;
                 json_t *syms = side ? out_syms : in_syms;
                 int sym = (int)json_array_size(syms);
@@ -194,7 +201,9 @@ static nc_status describe(ane_model *m, nc_error *err) {
                 snprintf(nm, sizeof nm, "%s%s", sorted[k]->name, side ? "@output" : "");
                 json_array_append_new(syms, json_string(nm));
                 json_array_append_new(side ? oi : ii, json_integer(sym));
-                json_array_append_new(side ? lo : li, live_entry(sorted[k], l, side));
+                json_array_append_new(
+                    side ? lo : li,
+                    live_entry(sorted[k], l, side, !m->dev->opt.behave.nameless_status));
                 (side ? ff->out_sym : ff->in_sym)[decl] = sym;
             }
         }
@@ -206,6 +215,12 @@ static nc_status describe(ane_model *m, nc_error *err) {
         json_array_append_new(status,
                               json_pack("{s:o, s:o}", "LiveInputList", li, "LiveOutputList", lo));
     }
+    if (m->dev->opt.behave.shuffle_status) /* fake:shuffle-status: reversed */
+        for (size_t i = 0, n_st = json_array_size(status); n_st > 1 && i < n_st; i++) {
+            json_t *e = json_incref(json_array_get(status, n_st - 1));
+            json_array_remove(status, n_st - 1);
+            json_array_insert_new(status, i, e);
+        }
     json_t *root = json_pack(
         "{s:{s:o, s:o, s:o, s:o}, s:o}", "ANEFModelDescription", "kANEFModelInputSymbolsArrayKey",
         in_syms, "kANEFModelOutputSymbolsArrayKey", out_syms, "kANEFModelProcedureNameToIDMapKey",
@@ -239,6 +254,8 @@ static nc_status fake_model_open(void *dev, const char *dir, ane_model **out, nc
     char path[4200];
     snprintf(path, sizeof path, "%s/model.mil", dir);
     nc_status st = mil_parse_file(path, &m->prog, err);
+    atomic_fetch_add(&compiles, 1);
+    if (!st) st = ane_fake_check_program(m->prog, m->dev->opt.behave.reject, err);
     if (!st) {
         m->n_fns = m->prog->n_functions;
         m->fns = calloc((size_t)m->n_fns + 1, sizeof *m->fns);
@@ -536,7 +553,7 @@ static const ane_device_ops fake_ops = {
 };
 
 nc_status ane_fake_new(ane_device *out, nc_error *err) {
-    ane_fake_options o = {ANE_SURFACE_POLICY_DEFAULT, ANE_MAX_IN_FLIGHT, 0};
+    ane_fake_options o = {ANE_SURFACE_POLICY_DEFAULT, ANE_MAX_IN_FLIGHT, 0, {0}};
     return ane_fake_new_with(&o, out, err);
 }
 
@@ -592,6 +609,10 @@ void ane_fake_fail_at(ane_device *dev, int n) {
 long ane_fake_evaluations(const ane_device *dev) {
     fake_dev *d = dev->impl;
     return atomic_load(&d->evals);
+}
+
+long ane_fake_compiles(void) {
+    return atomic_load(&compiles);
 }
 
 long ane_fake_models_opened(void) {

@@ -17,12 +17,14 @@
 #define NC_ANE_HOST_ANE_FAKE_H
 
 #include "ane_host/ane_device.h"
+#include "ane_host/ane_fake_rules.h"
 
 typedef struct ane_fake_options {
     ane_surface_policy surfaces; /* enforced: a request breaking it fails as "status 0x1d" */
     int max_in_flight;           /* a submit beyond it fails (0: ANE_MAX_IN_FLIGHT) */
     int submit_delay_us;         /* each submitted request takes at least this long, so
                                     that submissions overlap as on a device (tests) */
+    ane_fake_behaviour behave;   /* what it refuses, how it reports (ane_fake_rules.h) */
 } ane_fake_options;
 
 /* ane_fake_new: the default policy (ANE_SURFACE_POLICY_DEFAULT), 2 in flight. */
@@ -40,5 +42,8 @@ long ane_fake_evaluations(const ane_device *d);
 /* Programs opened so far by every fake device of the process (model_open:
  * on the ANE, a compile and load). */
 long ane_fake_models_opened(void);
+/* model_open calls of every fake device of the process, refused ones
+ * included (the compiles a device would count against its budget). */
+long ane_fake_compiles(void);
 
 #endif

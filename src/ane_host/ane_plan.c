@@ -245,12 +245,6 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
     char x[ANE_NAME_MAX];
     snprintf(x, sizeof x, "x@s%d", p->seq); /* the host writes the embeddings here */
     for (int l = 0; l < L; l++) {
-        int prog = -1;
-        for (int i = 0; i < m->n_programs; i++)
-            if (m->programs[i].layer == l) prog = i;
-        if (prog < 0)
-            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the manifest has no program for layer %d",
-                           l);
         layer_flow f = {0};
         snprintf(f.x, sizeof f.x, "%s", x);
         snprintf(f.x_other, sizeof f.x_other, "%s%s", strncmp(x, "x@", 2) ? "x" : "x2",
@@ -258,44 +252,63 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
         for (int i = 0; i < N_CARRIED; i++)
             snprintf(f.state[i], sizeof f.state[i], "%s.%d.%c", carried[i], l,
                      p->parity ? 'b' : 'a');
-        const lower_program_info *pi = &m->programs[prog];
-        const lower_fn_info *mixer = NULL;
-        NC_TRY(find_mixer(p, pi, &mixer, err));
-        if (mixer) {
-            if (p->n_steps + 5 >= cap_steps)
-                return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
-            NC_TRY(add_mixer(p, cap, prog, l, mixer, &f, err));
+        /* the layer's programs in manifest order: one, or one per kernel
+         * or function (the program split) */
+        int n = 0, n_progs = 0;
+        for (int prog = 0; prog < m->n_programs; prog++) {
+            const lower_program_info *pi = &m->programs[prog];
+            if (pi->layer != l) continue;
+            n_progs++;
+            const lower_fn_info *mixer = NULL;
+            NC_TRY(find_mixer(p, pi, &mixer, err));
+            if (mixer) {
+                if (p->n_steps + 5 >= cap_steps)
+                    return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
+                NC_TRY(add_mixer(p, cap, prog, l, mixer, &f, err));
+            }
+            for (int k = 0; k < pi->n_fns; k++) {
+                if (pi->fns[k].seq != p->seq || is_mixer(&pi->fns[k])) continue;
+                if (p->n_steps + 2 >= cap_steps)
+                    return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
+                NC_TRY(add_kernel(p, cap, prog, l, &pi->fns[k], &f, err));
+                n++;
+            }
         }
-        int n = 0;
-        for (int k = 0; k < pi->n_fns; k++) {
-            if (pi->fns[k].seq != p->seq || is_mixer(&pi->fns[k])) continue;
-            if (p->n_steps + 2 >= cap_steps)
-                return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
-            NC_TRY(add_kernel(p, cap, prog, l, &pi->fns[k], &f, err));
-            n++;
-        }
+        if (!n_progs)
+            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: the manifest has no program for layer %d",
+                           l);
         if (!n)
-            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no function for bucket %d",
-                           pi->path, p->seq);
+            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: layer %d has no function for bucket %d", l,
+                           p->seq);
         snprintf(x, sizeof x, "%s", f.x);
     }
     p->x_final = ane_plan_find_buf(p, x);
     if (!m->lm_head_on_ane) return NC_OK;
-    for (int i = 0; i < m->n_programs; i++)
-        if (m->programs[i].layer < 0) head = i;
+    /* the head: one program, or one per LM-head chunk, all reading head_x */
+    char fn[ANE_NAME_MAX];
+    snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
+    int xb = ane_plan_find_buf(p, x); /* the last layer's output */
+    for (int i = 0; i < m->n_programs; i++) {
+        if (m->programs[i].layer >= 0) continue;
+        const lower_fn_info *f = lower_manifest_fn(&m->programs[i], fn);
+        const lower_io *hx = f ? lower_fn_io(f, "x", 0) : NULL;
+        if (!hx || xb < 0)
+            return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s %s has no input 'x'",
+                           m->programs[i].path, fn);
+        if (p->n_steps + 2 >= cap_steps)
+            return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
+        if (head < 0) {
+            int hb = 0;
+            NC_TRY(use_buf(p, cap, "head_x", hx, fn, &hb, err));
+            add_host(p, ANE_STEP_HEAD_COLUMN, -1, "last-column", xb, hb);
+        }
+        head = i;
+        NC_TRY(add_kernel(p, cap, head, -1, f, NULL, err));
+    }
     if (head < 0)
         return nc_fail(err, NC_ERR_NOT_FOUND,
                        "plan: the LM head is on the ANE but no program holds it");
-    char fn[ANE_NAME_MAX];
-    snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
-    const lower_fn_info *f = lower_manifest_fn(&m->programs[head], fn);
-    const lower_io *hx = f ? lower_fn_io(f, "x", 0) : NULL;
-    int xb = ane_plan_find_buf(p, x); /* the last layer's output */
-    if (!hx || xb < 0) return nc_fail(err, NC_ERR_NOT_FOUND, "plan: %s has no input 'x'", fn);
-    int hb = 0;
-    NC_TRY(use_buf(p, cap, "head_x", hx, fn, &hb, err));
-    add_host(p, ANE_STEP_HEAD_COLUMN, -1, "last-column", xb, hb);
-    return add_kernel(p, cap, head, -1, f, NULL, err);
+    return NC_OK;
 }
 
 int ane_plan_n_forms(const lower_manifest *m) {
@@ -319,8 +332,8 @@ nc_status ane_plan_qwen3(const lower_manifest *m, int seq, ane_plan_form form, i
     out->form = form;
     out->parity = parity & 1;
     int L = m->cfg.num_hidden_layers;
-    int cap_steps = 6 * L + 4;
-    int cap_bufs = 16 + 8 * L + LOWER_MAX_IO;
+    int cap_steps = 6 * L + 4 + m->n_programs;
+    int cap_bufs = 16 + 8 * L + LOWER_MAX_IO + LOWER_MAX_HEAD_CHUNKS;
     out->steps = calloc((size_t)cap_steps, sizeof *out->steps);
     out->bufs = calloc((size_t)cap_bufs, sizeof *out->bufs);
     if (!out->steps || !out->bufs) {
@@ -419,6 +432,12 @@ static int uf_root(int *parent, int i) {
 nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
                                  const ane_surface_policy *policy, ane_surface_sizes *out,
                                  nc_error *err) {
+    return ane_plan_surface_sizes_bound(plans, n_plans, policy, NULL, NULL, out, err);
+}
+
+nc_status ane_plan_surface_sizes_bound(const ane_plan *const *plans, int n_plans,
+                                       const ane_surface_policy *policy, ane_bound_bytes_fn bound,
+                                       void *user, ane_surface_sizes *out, nc_error *err) {
     memset(out, 0, sizeof *out);
     int cap = 0;
     for (int p = 0; p < n_plans; p++)
@@ -443,6 +462,18 @@ nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
             }
             size_t need = l.bytes > policy->min_bytes ? l.bytes : policy->min_bytes;
             if (need > out->bytes[i]) out->bytes[i] = need;
+        }
+    /* what the device asked for (strides wider than packed) */
+    for (int p = 0; p < n_plans && !st && bound; p++)
+        for (int k = 0; k < plans[p]->n_steps; k++) {
+            const ane_plan_step *sp = &plans[p]->steps[k];
+            if (sp->kind != ANE_STEP_KERNEL) continue;
+            for (int j = 0; j < sp->n_in + sp->n_out; j++) {
+                const ane_plan_io *io = j < sp->n_in ? &sp->in[j] : &sp->out[j - sp->n_in];
+                int i = size_index(out, plans[p]->bufs[io->buf].name);
+                size_t b = bound(user, sp, io->name, j >= sp->n_in);
+                if (i >= 0 && b > out->bytes[i]) out->bytes[i] = b;
+            }
         }
     /* the "same request" groups: union every step's buffers */
     for (int p = 0; p < n_plans && !st && policy->uniform; p++)

@@ -125,6 +125,14 @@ typedef struct ane_surface_sizes {
 nc_status ane_plan_surface_sizes(const ane_plan *const *plans, int n_plans,
                                  const ane_surface_policy *policy, ane_surface_sizes *out,
                                  nc_error *err);
+/* The same where the device's bindings may need more than the packed
+ * layout (a RowStride wider than the rule): bound(user, step, io name,
+ * is_output) gives the bytes a kernel step's binding needs (0: none). */
+typedef size_t (*ane_bound_bytes_fn)(void *user, const ane_plan_step *step, const char *io,
+                                     int is_output);
+nc_status ane_plan_surface_sizes_bound(const ane_plan *const *plans, int n_plans,
+                                       const ane_surface_policy *policy, ane_bound_bytes_fn bound,
+                                       void *user, ane_surface_sizes *out, nc_error *err);
 /* The size to allocate for buffer `name` whose layout needs `need` bytes:
  * max(need, its planned size); need alone for a name not planned. */
 size_t ane_surface_size(const ane_surface_sizes *s, const char *name, size_t need);

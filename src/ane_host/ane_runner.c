@@ -6,13 +6,20 @@
  * parities). */
 #include "ane_host/ane_runner.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_wait.h"
 #include "lower/modernbert_manifest.h"
+#include "mil/interp.h"
+#include "mil/parse.h"
+#include "mil/print.h"
 
 typedef struct run_buf {
     char name[ANE_NAME_MAX];
@@ -25,7 +32,31 @@ typedef struct run_prog {
     ane_attrs attrs;
     int opened, has_attrs;
     ane_binding *binds; /* per manifest function */
+    /* The device refused the program: its functions run on the CPU, the
+     * MIL interpreter on the same program (one interpreter per function,
+     * made on first use), reading and writing the same surfaces. */
+    int on_cpu;
+    char why[512]; /* the device's refusal */
+    mil_program *cpu;
+    mil_interp **its;
+    /* The next rung of the ladder (ANE_LADDER) for a refused program of
+     * several functions: each function compiled as a program of its own;
+     * fn_models[f] is its model, NULL where the device refused that too
+     * (then it runs on the CPU). */
+    ane_model **fn_models;
+    ane_attrs *fn_attrs;
 } run_prog;
+
+/* The forms a refused program is tried in, in order (data, not code: a
+ * rung is skipped where it does not apply): the program as compiled, each
+ * of its functions as a program of its own, the CPU. */
+typedef enum ane_rung { ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU } ane_rung;
+static const ane_rung ANE_LADDER[] = {ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU};
+
+/* model_open calls (compiles, or loads of a cached compile) of every
+ * bundle of the process, refused ones included: the budget is per
+ * process (ANE_REPORTED_COMPILE_BUDGET). */
+static atomic_long process_opens;
 
 typedef struct run_plan {
     ane_request **reqs; /* per step; NULL for host steps */
@@ -47,6 +78,7 @@ struct ane_bundle {
                      form i / n_parity % n_forms, parity i % n_parity */
     ane_plan *plans;
     ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
+    int opens;               /* model_open calls for this bundle (device_open) */
 };
 
 struct ane_runner {
@@ -100,6 +132,15 @@ void ane_bundle_free(ane_bundle *b) {
         if (p->opened) b->dev.ops->model_close(p->model);
         ane_attrs_free(&p->attrs);
         free(p->binds);
+        for (int f = 0; f < b->programs[i].n_fns; f++) {
+            if (p->its) mil_interp_free(p->its[f]);
+            if (p->fn_models && p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+            if (p->fn_attrs) ane_attrs_free(&p->fn_attrs[f]);
+        }
+        free(p->its);
+        free(p->fn_models);
+        free(p->fn_attrs);
+        mil_program_free(p->cpu);
     }
     free(b->progs);
     if (b->has_man) lower_manifest_free(&b->man);
@@ -125,16 +166,18 @@ void ane_runner_free(ane_runner *r) {
     free(r);
 }
 
-/* Opens program i on the device and binds every function it holds. */
-static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error *err) {
+static nc_status device_open(ane_bundle *b, const char *dir, ane_model **m, nc_error *err) {
+    b->opens++;
+    atomic_fetch_add(&process_opens, 1);
+    return b->dev.ops->model_open(b->dev.impl, dir, m, err);
+}
+
+/* Opens program i (in folder dir) on the device and binds every function
+ * it holds. */
+static nc_status open_on_device(ane_bundle *b, const char *dir, int i, nc_error *err) {
     const lower_program_info *pi = &b->programs[i];
     run_prog *p = &b->progs[i];
-    char dir[4300];
-    snprintf(dir, sizeof dir, "%s/%s", bundle, pi->path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0'; /* the folder of model.mil */
-    if (b->dev.ops->model_open(b->dev.impl, dir, &p->model, err))
-        return nc_fail_prefix(err, "%s: %s", b->dev.ops->name, dir);
+    NC_TRY(device_open(b, dir, &p->model, err));
     p->opened = 1;
     const char *json;
     size_t len;
@@ -148,6 +191,135 @@ static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error
     for (int f = 0; f < pi->n_fns; f++)
         if (ane_bind_function(&p->attrs, &pi->fns[f], &p->binds[f], err))
             return nc_fail_prefix(err, "%s", pi->path);
+    return NC_OK;
+}
+
+/* The CPU's binding of a manifest function: the packed 64-byte-row
+ * layouts (a surface the device also binds keeps the device's layout). */
+static nc_status bind_on_cpu(const lower_fn_info *f, ane_binding *out, nc_error *err) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->fn, sizeof out->fn, "%s", f->name);
+    out->n_in = f->n_in;
+    out->n_out = f->n_out;
+    for (int side = 0; side < 2; side++)
+        for (int k = 0; k < (side ? f->n_out : f->n_in); k++) {
+            const lower_io *io = side ? &f->out[k] : &f->in[k];
+            ane_bound_io *b = side ? &out->out[k] : &out->in[k];
+            snprintf(b->name, sizeof b->name, "%s", io->name);
+            b->symbol = k;
+            ane_elem elem = strcmp(io->dtype, "fp32") ? ANE_ELEM_FP16 : ANE_ELEM_FP32;
+            NC_TRY(ane_layout_for(io->name, elem, io->rank, io->shape, &b->layout, err));
+        }
+    return NC_OK;
+}
+
+/* Program i refused by the device (the reason in err): its functions on
+ * the CPU. */
+static nc_status fall_back(ane_bundle *b, const char *dir, int i, const nc_error *why,
+                           nc_error *err) {
+    const lower_program_info *pi = &b->programs[i];
+    run_prog *p = &b->progs[i];
+    if (p->opened) b->dev.ops->model_close(p->model);
+    p->opened = 0;
+    ane_attrs_free(&p->attrs);
+    p->has_attrs = 0;
+    free(p->binds);
+    p->on_cpu = 1;
+    snprintf(p->why, sizeof p->why, "%s", why->msg);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/model.mil", dir);
+    NC_TRY(mil_parse_file(path, &p->cpu, err));
+    p->binds = calloc((size_t)pi->n_fns + 1, sizeof *p->binds);
+    p->its = calloc((size_t)pi->n_fns + 1, sizeof *p->its);
+    if (!p->binds || !p->its) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int f = 0; f < pi->n_fns; f++)
+        NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
+    return NC_OK;
+}
+
+/* mkdir, an existing folder being fine. */
+static int make_dir(const char *path) {
+    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Function f of the refused program (parsed in p->cpu, folder dir) as a
+ * program of its own in BUNDLE/ladder/<program>_<function>/, its weights
+ * the program's own file (hard-linked, else symlinked: no copy), opened
+ * and bound on the device. */
+static nc_status open_function(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
+                               nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_program_info *pi = &b->programs[i];
+    char sub[4500], path[4600], src[4600];
+    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    snprintf(sub, sizeof sub, "%s/ladder", bundle);
+    int bad = make_dir(sub);
+    snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
+    bad = bad || make_dir(sub);
+    snprintf(path, sizeof path, "%s/weights", sub);
+    bad = bad || make_dir(path);
+    if (bad) return nc_fail(err, NC_ERR_IO, "%s: %s", sub, strerror(errno));
+    snprintf(src, sizeof src, "%s/weights/weight.bin", dir);
+    snprintf(path, sizeof path, "%s/weights/weight.bin", sub);
+    if (access(src, F_OK) == 0 && access(path, F_OK) != 0 && link(src, path) != 0 &&
+        symlink(src, path) != 0)
+        return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
+    mil_program one = *p->cpu; /* a view: the one function */
+    one.n_functions = 1;
+    one.functions = &p->cpu->functions[f];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    NC_TRY(mil_print_file(&one, path, err));
+    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
+    const char *json;
+    size_t len;
+    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
+    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
+    return ane_bind_function(&p->fn_attrs[f], &pi->fns[f], &p->binds[f], err);
+}
+
+/* The function rung: each function of refused program i on the device as
+ * a program of its own; what the device refuses again stays on the CPU. */
+static nc_status split_functions(ane_bundle *b, const char *bundle, const char *dir, int i,
+                                 nc_error *err) {
+    run_prog *p = &b->progs[i];
+    int n = b->programs[i].n_fns;
+    p->fn_models = calloc((size_t)n + 1, sizeof *p->fn_models);
+    p->fn_attrs = calloc((size_t)n + 1, sizeof *p->fn_attrs);
+    if (!p->fn_models || !p->fn_attrs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int f = 0; f < n; f++) {
+        nc_error e = {0};
+        if (open_function(b, bundle, dir, i, f, &e) == NC_OK) continue;
+        if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+        p->fn_models[f] = NULL;
+        ane_attrs_free(&p->fn_attrs[f]);
+        NC_TRY(bind_on_cpu(&b->programs[i].fns[f], &p->binds[f], err));
+    }
+    return NC_OK;
+}
+
+/* Program i down the ladder: on the device as compiled; where the device
+ * refuses it (to compile, load, or describe it in a way the host can
+ * bind), each of its functions as a program of its own; what is still
+ * refused, on the CPU. */
+static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error *err) {
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/%s", bundle, b->programs[i].path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0'; /* the folder of model.mil */
+    nc_error why = {0};
+    for (size_t r = 0; r < sizeof ANE_LADDER / sizeof ANE_LADDER[0]; r++) {
+        switch (ANE_LADDER[r]) {
+        case ANE_RUNG_PROGRAM:
+            if (open_on_device(b, dir, i, &why) == NC_OK) return NC_OK;
+            NC_TRY(fall_back(b, dir, i, &why, err)); /* every function on the CPU so far */
+            break;
+        case ANE_RUNG_FUNCTION:
+            if (b->programs[i].n_fns > 1) return split_functions(b, bundle, dir, i, err);
+            break;
+        case ANE_RUNG_CPU:
+            return NC_OK;
+        }
+    }
     return NC_OK;
 }
 
@@ -184,6 +356,15 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
     return NC_OK;
 }
 
+static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s);
+
+/* ane_bound_bytes_fn: the bytes the binding of a step's I/O needs. */
+static size_t bound_bytes(void *user, const ane_plan_step *s, const char *io, int is_output) {
+    const ane_binding *bd = binding_of(user, s);
+    const ane_bound_io *bio = bd ? ane_binding_io(bd, io, is_output) : NULL;
+    return bio ? bio->layout.bytes : 0;
+}
+
 nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bundle **out,
                           nc_error *err) {
     ane_bundle *b = calloc(1, sizeof *b);
@@ -197,7 +378,9 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
     if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < b->n_plans; i++)
         all[i] = &b->plans[i];
-    if (!st) st = ane_plan_surface_sizes(all, b->n_plans, &b->dev.surfaces, &b->sizes, err);
+    if (!st)
+        st = ane_plan_surface_sizes_bound(all, b->n_plans, &b->dev.surfaces, bound_bytes, b,
+                                          &b->sizes, err);
     free(all);
     if (st) {
         ane_bundle_free(b);
@@ -208,14 +391,16 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
 }
 
 /* The registry entry for buffer `name` with layout l: found (layouts must
- * agree) or created with a zeroed surface. */
-static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, int *out,
+ * agree; with `adopt`, a CPU step's, only the logical shape: it reads the
+ * surface by whatever strides the device asked for) or created with a
+ * zeroed surface. */
+static nc_status reg_buf(ane_runner *r, const char *name, const ane_layout *l, int adopt, int *out,
                          nc_error *err) {
     for (int i = 0; i < r->n_bufs; i++) {
         if (strcmp(r->bufs[i].name, name) != 0) continue;
         const ane_layout *x = &r->bufs[i].layout;
-        if (x->rows != l->rows || x->width != l->width || x->row_bytes != l->row_bytes ||
-            x->elem != l->elem)
+        if (x->rows != l->rows || x->width != l->width ||
+            (!adopt && x->row_bytes != l->row_bytes) || x->elem != l->elem)
             return nc_fail(err, NC_ERR_FORMAT,
                            "buffer %s: two functions bind it with different layouts", name);
         *out = i;
@@ -249,17 +434,42 @@ static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s
     return NULL;
 }
 
-/* Surfaces and prebuilt requests of one plan. */
-static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, nc_error *err) {
-    rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
-    rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
-    if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < p->n_bufs; i++)
-        rp->reg[i] = -1;
+static int fn_index(const ane_bundle *b, int program, const char *fn) {
+    const lower_program_info *pi = &b->programs[program];
+    for (int f = 0; f < pi->n_fns; f++)
+        if (strcmp(pi->fns[f].name, fn) == 0) return f;
+    return -1;
+}
+
+/* The model that runs function f of program i: the program's, or (the
+ * function rung) the function's own; NULL: the CPU. */
+static ane_model *model_of(const ane_bundle *b, int i, int f) {
+    const run_prog *p = &b->progs[i];
+    if (!p->on_cpu) return p->model;
+    return p->fn_models && f >= 0 ? p->fn_models[f] : NULL;
+}
+
+static int step_on_cpu(const ane_bundle *b, const ane_plan_step *s) {
+    return s->kind == ANE_STEP_KERNEL && !model_of(b, s->program, fn_index(b, s->program, s->fn));
+}
+
+/* Surfaces and prebuilt requests of one plan: pass 0, the device's steps
+ * (their layouts are the device's); pass 1, the CPU's (adopting those
+ * layouts for the surfaces they share), and the check that every buffer
+ * has a surface. */
+static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, int pass,
+                              nc_error *err) {
+    if (pass == 0) {
+        rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
+        rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
+        if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < p->n_bufs; i++)
+            rp->reg[i] = -1;
+    }
     /* layouts come from the bindings of the kernels that use each buffer */
     for (int i = 0; i < p->n_steps; i++) {
         const ane_plan_step *s = &p->steps[i];
-        if (s->kind != ANE_STEP_KERNEL) continue;
+        if (s->kind != ANE_STEP_KERNEL || step_on_cpu(r->b, s) != pass) continue;
         const ane_binding *b = binding_of(r->b, s);
         if (!b) return nc_fail(err, NC_ERR_INTERNAL, "plan step %s has no binding", s->fn);
         ane_surface *in[LOWER_MAX_IO] = {0}, *out[LOWER_MAX_IO] = {0};
@@ -274,16 +484,19 @@ static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, nc
                 if (!bio)
                     return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", s->fn, pio->name);
                 int reg = 0;
-                NC_TRY(reg_buf(r, p->bufs[pio->buf].name, &bio->layout, &reg, err));
+                NC_TRY(reg_buf(r, p->bufs[pio->buf].name, &bio->layout, pass, &reg, err));
                 rp->reg[pio->buf] = reg;
                 surf[k] = r->bufs[reg].s;
                 idx[k] = bio->symbol;
             }
         }
-        if (r->ops->request_new(r->b->progs[s->program].model, b->proc_id, s->n_in, in, in_idx,
-                                s->n_out, out, out_idx, &rp->reqs[i], err))
+        if (pass == 0 &&
+            r->ops->request_new(model_of(r->b, s->program, fn_index(r->b, s->program, s->fn)),
+                                b->proc_id, s->n_in, in, in_idx, s->n_out, out, out_idx,
+                                &rp->reqs[i], err))
             return nc_fail_prefix(err, "request for %s", s->fn);
     }
+    if (pass == 0) return NC_OK;
     for (int i = 0; i < p->n_bufs; i++)
         if (rp->reg[i] < 0)
             return nc_fail(err, NC_ERR_INTERNAL, "buffer %s has no surface", p->bufs[i].name);
@@ -297,8 +510,9 @@ nc_status ane_runner_new(ane_bundle *b, ane_runner **out, nc_error *err) {
     r->ops = b->dev.ops;
     r->plans = calloc((size_t)b->n_plans + 1, sizeof *r->plans);
     nc_status st = r->plans ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < b->n_plans; i++)
-        st = prepare_plan(r, &b->plans[i], &r->plans[i], err);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; !st && i < b->n_plans; i++)
+            st = prepare_plan(r, &b->plans[i], &r->plans[i], pass, err);
     if (st) {
         ane_runner_free(r);
         return st;
@@ -419,6 +633,57 @@ static nc_status host_columns(ane_runner *r, const run_plan *rp, const ane_plan 
     return st;
 }
 
+/* A kernel of a program the device refused: its function on the MIL
+ * interpreter, inputs read from and outputs written to the surfaces the
+ * device's kernels use, by their layouts. */
+static nc_status cpu_kernel(ane_runner *r, const run_plan *rp, const ane_plan_step *s,
+                            nc_error *err) {
+    run_prog *p = &r->b->progs[s->program];
+    const lower_program_info *pi = &r->b->programs[s->program];
+    int f = 0;
+    while (f < pi->n_fns && strcmp(pi->fns[f].name, s->fn))
+        f++;
+    if (f == pi->n_fns) return nc_fail(err, NC_ERR_INTERNAL, "plan step %s has no function", s->fn);
+    const lower_fn_info *fi = &pi->fns[f];
+    if (!p->its[f]) NC_TRY(mil_interp_new(p->cpu, s->fn, MIL_INTERP_FP16, &p->its[f], err));
+    mil_interp *it = p->its[f];
+    size_t max = 1;
+    for (int k = 0; k < s->n_in + s->n_out; k++) {
+        const run_buf *b = &r->bufs[rp->reg[(k < s->n_in ? s->in[k] : s->out[k - s->n_in]).buf]];
+        size_t n = (size_t)(b->layout.rows * b->layout.width);
+        if (n > max) max = n;
+    }
+    float *tmp = malloc(max * sizeof *tmp);
+    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_status st = NC_OK;
+    for (int k = 0; k < s->n_in && !st; k++) {
+        const run_buf *b = &r->bufs[rp->reg[s->in[k].buf]];
+        const lower_io *io = lower_fn_io(fi, s->in[k].name, 0);
+        void *base = io ? r->ops->surface_lock(b->s, 1, err) : NULL;
+        if (!base) {
+            st = io ? nc_fail_prefix(err, "buffer %s", b->name)
+                    : nc_fail(err, NC_ERR_INTERNAL, "%s has no input %s", s->fn, s->in[k].name);
+            break;
+        }
+        ane_unpad_f32(&b->layout, base, tmp);
+        r->ops->surface_unlock(b->s, 1);
+        st = mil_interp_set_input(it, io->name, MIL_DT_FP32, io->rank, io->shape, tmp, err);
+    }
+    if (!st) st = mil_interp_run(it, err);
+    for (int k = 0; k < s->n_out && !st; k++) {
+        const run_buf *b = &r->bufs[rp->reg[s->out[k].buf]];
+        st = mil_interp_copy_out(it, s->out[k].name, MIL_DT_FP32, tmp,
+                                 (size_t)(b->layout.rows * b->layout.width), err);
+        void *base = st ? NULL : r->ops->surface_lock(b->s, 0, err);
+        if (!st && !base) st = nc_fail_prefix(err, "buffer %s", b->name);
+        if (st) break;
+        ane_pad_f32(&b->layout, tmp, base);
+        r->ops->surface_unlock(b->s, 0);
+    }
+    free(tmp);
+    return st ? nc_fail_prefix(err, "%s on the CPU", s->fn) : NC_OK;
+}
+
 /* Issues plan pi (at parity 0) over a chunk of n tokens at position p. */
 static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, ane_run_mode mode,
                             nc_error *err) {
@@ -433,7 +698,8 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
     ane_wait *w = &r->wait;
     ane_wait_init(w);
     nc_status st = NC_OK;
-    int events = mode == ANE_RUN_ASYNC_EVENTS, prev_prog = -1;
+    int events = mode == ANE_RUN_ASYNC_EVENTS;
+    const ane_model *prev_model = NULL;
     int max = dev->max_in_flight > 0 ? dev->max_in_flight : ANE_MAX_IN_FLIGHT;
     if (events && !r->event) {
         if (!ops->event_new)
@@ -450,6 +716,12 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
             continue;
         }
         if (s->layer < 0 && head_col < 0) break;
+        if (step_on_cpu(r->b, s)) { /* after the device's requests it reads */
+            if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
+            if (!st) st = cpu_kernel(r, rp, s, err);
+            prev_model = NULL;
+            continue;
+        }
         r->issued++;
         if (mode == ANE_RUN_SYNC) {
             if (ops->evaluate(rp->reqs[i], err)) st = nc_fail_prefix(err, "%s", s->fn);
@@ -459,11 +731,12 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
          * submission order: without events, the previous model's requests
          * finish first; at most max are outstanding (the framework's
          * semaphore per QoS) */
-        if (!events && prev_prog >= 0 && s->program != prev_prog)
+        const ane_model *model = model_of(r->b, s->program, fn_index(r->b, s->program, s->fn));
+        if (!events && prev_model && model != prev_model)
             st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
         if (!st) st = ane_wait_below(w, max, ANE_RUN_TIMEOUT_S, err);
         if (st) break;
-        prev_prog = s->program;
+        prev_model = model;
         ane_wait_add(w, 1);
         nc_status sst = events ? ops->submit_event(rp->reqs[i], r->event, r->ev_value,
                                                    r->ev_value + 1, ane_wait_done, w, err)
@@ -537,7 +810,71 @@ nc_status ane_runner_model_attrs(const ane_runner *r, int program, const char **
     if (program < 0 || program >= b->n_programs)
         return nc_fail(err, NC_ERR_RANGE, "no program %d (the bundle has %d)", program,
                        b->n_programs);
+    if (b->progs[program].on_cpu)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s runs on the CPU: the device refused it: %s",
+                       b->programs[program].path, b->progs[program].why);
     return r->ops->model_attrs(b->progs[program].model, json, len, err);
+}
+
+int ane_bundle_on_cpu(const ane_bundle *b, int program, const char **why) {
+    if (program < 0 || program >= b->n_programs || !b->progs[program].on_cpu) return 0;
+    if (why) *why = b->progs[program].why;
+    return 1;
+}
+
+/* Appends to buf (cap bytes, *len used). */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) NC_PRINTF(4, 5);
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (k > 0) *len = *len + (size_t)k < cap ? *len + (size_t)k : cap - 1;
+}
+
+/* One group of programs (the layers, or the head) into buf at *len. */
+static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
+    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, first_cpu = -1;
+    for (int i = 0; i < b->n_programs; i++) {
+        const lower_program_info *pi = &b->programs[i];
+        if ((pi->layer < 0) != head) continue;
+        if (lo < 0) lo = pi->layer;
+        hi = pi->layer;
+        fns += pi->n_fns;
+        for (int f = 0; f < pi->n_fns; f++) {
+            int dev = model_of(b, i, f) != NULL;
+            on_ane += dev;
+            own += dev && b->progs[i].on_cpu; /* the function rung */
+        }
+        if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
+    }
+    if (!fns) return;
+    if (*len) put(buf, cap, len, "; ");
+    if (head)
+        put(buf, cap, len, "%s: ", b->is_encoder ? "encoder" : "head");
+    else
+        put(buf, cap, len, "layers %d-%d: ", lo, hi);
+    put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
+    if (own) put(buf, cap, len, " (%d as programs of their own)", own);
+    if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
+    if (first_cpu >= 0)
+        put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,
+            b->progs[first_cpu].why);
+}
+
+void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {
+    size_t len = 0;
+    if (!cap) return;
+    buf[0] = '\0';
+    place_group(b, 0, buf, cap, &len);
+    place_group(b, 1, buf, cap, &len);
+    long all = atomic_load(&process_opens);
+    put(buf, cap, &len, "; %d programs compiled or loaded (%ld in this process%s)", b->opens, all,
+        all > ANE_REPORTED_COMPILE_BUDGET
+            ? ": above the ~119 per process public projects report before compiles fail; "
+              "--program-split layer and --head-split one need fewer"
+            : "");
 }
 
 static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {
@@ -551,7 +888,8 @@ void ane_runner_describe(const ane_runner *r, FILE *f) {
     fprintf(f, "device %s, %d programs, %d surfaces\n", r->ops->name, bu->n_programs, r->n_bufs);
     for (int i = 0; i < bu->n_programs; i++) {
         const lower_program_info *pi = &bu->programs[i];
-        fprintf(f, "%s\n", pi->path);
+        fprintf(f, "%s%s%s\n", pi->path, bu->progs[i].on_cpu ? ": on the CPU, refused: " : "",
+                bu->progs[i].on_cpu ? bu->progs[i].why : "");
         for (int k = 0; k < pi->n_fns; k++) {
             const ane_binding *b = &bu->progs[i].binds[k];
             fprintf(f, "  %s: procedure %d\n", b->fn, b->proc_id);

@@ -40,6 +40,17 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
                           nc_error *err);
 void ane_bundle_free(ane_bundle *b);
 
+/* A program the device refuses (to compile, load, or describe so that the
+ * host can bind it) does not fail the bundle: its functions run on the CPU
+ * -- the MIL interpreter on the same program, in fp16 -- between the
+ * device's requests, on the same surfaces. 1 when program i does (why:
+ * the device's refusal), else 0. */
+int ane_bundle_on_cpu(const ane_bundle *b, int program, const char **why);
+/* Where the kernels run, one line: "layers 0-4: 60/60 kernels on the ANE;
+ * head: 0/1 kernels on the ANE, 1 on the CPU (head/model.mil refused:
+ * ...)". */
+void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap);
+
 /* A runner: one set of surfaces (a Qwen3 sequence's KV cache lives in
  * them) and the requests prebuilt over them, on a loaded bundle that must
  * outlive it. Opens nothing on the device. */

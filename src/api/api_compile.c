@@ -1,9 +1,11 @@
-/* nc_compile: a Qwen3 or ModernBERT-family folder to an ANE bundle, with the
- * options of `nectar compile` as "key=value" strings. */
+/* nc_compile: a folder of a family that has a lowering (models/family.h:
+ * Qwen3, Qwen3.5, ModernBERT) to an ANE bundle, with the options of
+ * `nectar compile` as "key=value" strings. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_options.h"
+#include "models/family.h"
 #include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
 #include "nectar.h"
@@ -46,8 +48,14 @@ static nc_status compile_encoder(const char *model_dir, const char *out_dir,
 NC_API nc_status nc_compile(const char *model_dir, const char *out_dir, const char *const *options,
                             nc_error *err) {
     if (!model_dir || !out_dir) return nc_fail(err, NC_ERR_INVALID, "nc_compile: NULL argument");
-    if (lower_is_modernbert_dir(model_dir))
-        return compile_encoder(model_dir, out_dir, options, err);
+    const model_family_row *f;
+    NC_TRY(model_family_of_dir(model_dir, &f, err));
+    if (!f->compiles)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "nc_compile: %s: %s models have no ANE lowering yet (run them on the cpu "
+                       "backend)",
+                       model_dir, f->title);
+    if (f->is_encoder) return compile_encoder(model_dir, out_dir, options, err);
     static const char *const keys[] = {"threads", "ctx", "buckets", "lm_head", NULL};
     lower_compile_options o;
     memset(&o, 0, sizeof o);

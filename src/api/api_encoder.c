@@ -36,18 +36,8 @@ static nc_status encode(nc_model *m, const char *text, const char *what, int32_t
 }
 
 NC_API nc_status nc_embed(nc_model *m, const char *text, float *out, size_t n_out, nc_error *err) {
-    int32_t *ids;
-    int n;
-    NC_TRY(encode(m, text, "nc_embed", &ids, &n, err));
-    size_t d = (size_t)m->enc->encoder->hidden_size;
-    nc_status st = NC_OK;
-    if (!out || n_out != d)
-        st = nc_fail(err, NC_ERR_INVALID, "nc_embed: the output holds %zu floats, not %zu", n_out,
-                     d);
-    modernbert_io io = {.ids = ids, .batch = 1, .seq = n, .pooled = out, .pooling = -1};
-    if (st == NC_OK) st = forward(m, &io, err);
-    free(ids);
-    return st;
+    if (!text) return nc_fail(err, NC_ERR_INVALID, "nc_embed: NULL argument");
+    return nc_embed_batch(m, &text, 1, NULL, out, n_out, NULL, err);
 }
 
 NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids, float *probs,

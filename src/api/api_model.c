@@ -6,6 +6,7 @@
 
 #include "api/api_model.h"
 #include "api/api_options.h"
+#include "engine/engine_ane_device.h"
 
 #define DEFAULT_CTX 4096
 
@@ -22,11 +23,7 @@ static nc_status engine_opts(const char *const *options, engine_options *o, nc_e
         return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
     o->kv = !kv ? ENGINE_KV_DEFAULT : !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
     const char *dev = api_opt_get(options, "ane_device");
-    if (dev && strcmp(dev, "real") && strcmp(dev, "fake"))
-        return nc_fail(err, NC_ERR_INVALID,
-                       "nc_model_open: option ane_device=%s is not real or fake", dev);
-    o->ane_device = dev && !strcmp(dev, "fake") ? ENGINE_ANE_FAKE : ENGINE_ANE_REAL;
-    return NC_OK;
+    return engine_ane_device_parse(dev ? dev : "real", "nc_model_open: option ane_device", o, err);
 }
 
 /* The backend name (NULL: cpu) checked, and the options as the engine's. */
@@ -63,10 +60,14 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
         return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
     }
     nc_status st;
-    if (!strncmp(kind, "modernbert", 10)) {
+    if (engine_kind_family(kind)->is_encoder) {
         m->kind = NC_MODEL_ENCODER;
         st = tok_load(path, &m->tokenizer.tok, err);
         if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
+        if (st == NC_OK)
+            st = modernbert_st_load(path, m->enc->encoder->pooling == MODERNBERT_POOL_CLS
+                                              ? MODERNBERT_ST_CLS : MODERNBERT_ST_MEAN,
+                                    &m->st, err);
     } else {
         m->kind = NC_MODEL_DECODER;
         st = gen_model_open(backend, path, &eo, &m->gm, err);
@@ -94,6 +95,7 @@ NC_API void nc_model_free(nc_model *m) {
     else
         tok_free(m->tokenizer.tok);
     engine_close(m->enc);
+    modernbert_st_free(&m->st);
     free(m->dir);
     free(m);
 }

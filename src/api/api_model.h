@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "gen/model.h"
+#include "models/modernbert_st.h"
 #include "nectar.h"
 #include "text/tokenizer.h"
 
@@ -21,6 +22,7 @@ struct nc_model {
     gen_model *gm;          /* decoder */
     int ctx;                /* decoder: the context of new sequences (0: the engine's) */
     engine *enc;            /* encoder */
+    modernbert_st st;       /* encoder: its sentence-transformers settings */
 };
 
 #endif

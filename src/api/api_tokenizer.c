@@ -1,4 +1,5 @@
-/* Tokenizer and chat template calls of the public API, over src/text. */
+/* Tokenizer and chat template calls of the public API, over src/text; the
+ * template is the model's family's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,9 +50,14 @@ NC_API int32_t nc_token_id(const nc_tokenizer *t, const char *token) {
     return t && token ? tok_find(t->tok, token) : -1;
 }
 
-NC_API nc_status nc_chat_apply_template(const nc_chat_message *msgs, size_t n_msgs, unsigned flags,
-                                        char **out, nc_error *err) {
+NC_API nc_status nc_chat_apply_template(const nc_model *model, const nc_chat_message *msgs,
+                                        size_t n_msgs, unsigned flags, char **out, nc_error *err) {
     if (!msgs || !out) return nc_fail(err, NC_ERR_INVALID, "nc_chat_apply_template: NULL argument");
+    if (model && model->kind != NC_MODEL_DECODER)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "nc_chat_apply_template: an encoder has no chat template");
+    /* the template of the model's family (models/family.h) */
+    chat_family family = model ? model->gm->e->family->chat : CHAT_QWEN3;
     if (flags & ~(NC_CHAT_ADD_GENERATION_PROMPT | NC_CHAT_NO_THINKING))
         return nc_fail(err, NC_ERR_INVALID, "nc_chat_apply_template: unknown flags 0x%x", flags);
     chat_message *cm = calloc(n_msgs ? n_msgs : 1, sizeof *cm);
@@ -61,7 +67,7 @@ NC_API nc_status nc_chat_apply_template(const nc_chat_message *msgs, size_t n_ms
     chat_options o = CHAT_OPTIONS_DEFAULT;
     o.add_generation_prompt = (flags & NC_CHAT_ADD_GENERATION_PROMPT) != 0;
     o.enable_thinking = !(flags & NC_CHAT_NO_THINKING);
-    nc_status st = chat_render(cm, n_msgs, &o, out, err);
+    nc_status st = chat_render_family(family, cm, n_msgs, &o, NULL, out, err);
     free(cm);
     return st;
 }

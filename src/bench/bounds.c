@@ -227,7 +227,9 @@ static nc_status preset_of(const char *name, model_family family, const char *ar
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
     const model_preset *p;
     NC_TRY(model_preset_get(name, &p, err));
-    if (p->family != MODEL_FAMILY_QWEN35)
+    /* Llama has Qwen3's layout less the q/k norms (2 * head_dim values a
+     * layer, under 0.01% of any preset): counted as Qwen3's shape */
+    if (p->family != MODEL_FAMILY_QWEN35 && p->family != MODEL_FAMILY_LLAMA)
         NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
     nc_qwen3_shape s = {p->hidden,   p->intermediate,
                         p->layers,   p->heads,

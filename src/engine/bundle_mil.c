@@ -106,17 +106,20 @@ nc_status bm_run_named(bm_model *m, int prog, const char *name, bm_env *env, nc_
     return nc_fail(err, NC_ERR_NOT_FOUND, "%s: %s lists no function %s", m->h.dir, pi->path, name);
 }
 
-nc_status bm_run_bucket(bm_model *m, int prog, int S, bm_env *env, nc_error *err) {
-    const lower_program_info *pi = &m->h.man.programs[prog];
+nc_status bm_run_layer(bm_model *m, int l, int S, bm_env *env, nc_error *err) {
+    const lower_manifest *man = &m->h.man;
     int n_run = 0;
-    for (int f = 0; f < pi->n_fns; f++) {
-        if (pi->fns[f].seq != S) continue;
-        NC_TRY(bm_run_fn(m, prog, f, env, err));
-        n_run++;
+    for (int p = 0; p < man->n_programs; p++) {
+        const lower_program_info *pi = &man->programs[p];
+        for (int f = 0; pi->layer == l && f < pi->n_fns; f++) {
+            if (pi->fns[f].seq != S) continue;
+            NC_TRY(bm_run_fn(m, p, f, env, err));
+            n_run++;
+        }
     }
     if (!n_run)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: %s has no function for bucket %d", m->h.dir,
-                       pi->path, S);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: layer %d has no function for bucket %d", m->h.dir,
+                       l, S);
     return NC_OK;
 }
 
@@ -131,7 +134,8 @@ static nc_status head_ane(bm_model *m, int col, int S, float *logits, nc_error *
     bm_env env = {0};
     bm_env_put(&env, "x", hx, D * W, NULL);
     snprintf(name, sizeof name, "head_s%d", LOWER_HEAD_SEQ);
-    NC_TRY(bm_run_named(m, m->head_prog, name, &env, err));
+    for (int p = 0; p < m->h.man.n_programs; p++) /* one, or one per chunk */
+        if (m->h.man.programs[p].layer < 0) NC_TRY(bm_run_named(m, p, name, &env, err));
     int64_t off = 0;
     for (int i = 0; i < m->h.man.n_head_chunks; i++) {
         snprintf(name, sizeof name, "logits_%d", i);
@@ -184,7 +188,7 @@ nc_status bm_open(bm_model *m, const char *dir, int n_threads, nc_error *err) {
         m->its[p] = calloc((size_t)pi->n_fns + 1, sizeof *m->its[p]);
         if (!m->its[p]) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
         if (pi->layer >= 0 && pi->layer < m->L) m->layer_prog[pi->layer] = p;
-        if (pi->layer < 0) m->head_prog = p;
+        if (pi->layer < 0 && m->head_prog < 0) m->head_prog = p;
     }
     for (int l = 0; l < m->L; l++)
         if (m->layer_prog[l] < 0)

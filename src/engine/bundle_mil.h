@@ -32,8 +32,8 @@ typedef struct bm_model {
     qb_host h;
     int L;
     mil_program **progs;    /* per manifest program */
-    int *layer_prog;        /* layer -> program index */
-    int head_prog;          /* -1: head on the CPU */
+    int *layer_prog;        /* layer -> its (last) program's index */
+    int head_prog;          /* the first head program; -1: head on the CPU */
     mil_interp ***its;      /* [program][function], prepared on first use */
     engine_layer_hook hook; /* per-layer states (--dump-layers), or NULL */
     void *hook_user;
@@ -51,8 +51,9 @@ void bm_free(bm_model *m);
 nc_status bm_run_fn(bm_model *m, int prog, int fn, bm_env *env, nc_error *err);
 /* The same for the function named `name` (missing: one line naming it). */
 nc_status bm_run_named(bm_model *m, int prog, const char *name, bm_env *env, nc_error *err);
-/* Every function of program prog for bucket S, in manifest order. */
-nc_status bm_run_bucket(bm_model *m, int prog, int S, bm_env *env, nc_error *err);
+/* Every function for bucket S of every program of layer l (one, or one
+ * per kernel or function under a program split), in manifest order. */
+nc_status bm_run_layer(bm_model *m, int l, int S, bm_env *env, nc_error *err);
 
 /* Logits of column col of the host's x [D][S]: the head program, or the
  * CPU head when the bundle leaves it to the CPU. */

@@ -1,7 +1,8 @@
 /* engine_open and the table of engine kinds: the one place where a backend
- * is chosen. A row names the kind, the model family (config.json's
- * model_type) and the backend it serves; adding a model family or a backend
- * is adding a row and its open function (docs/engine.md). */
+ * is chosen. A row names the kind, the model family (a row of
+ * models/family.h, which matches config.json's model_type) and the backend
+ * it serves; adding a model family or a backend is adding a row and its
+ * open function (docs/engine.md). */
 #include "engine/engine.h"
 
 #include <stdio.h>
@@ -12,26 +13,30 @@
 #include "base/mmap.h"
 #include "engine/engines.h"
 
+/* A kind: a family (models/family.h) on a backend. The family row says
+ * what the kind matches (model_type), whether it encodes, and its chat
+ * template and end tokens; this table only says who opens it. */
 typedef struct engine_row {
-    const char *kind, *model_type, *backend;
+    const char *kind, *family, *backend;
     engine_open_fn open;
-    int is_encoder;
+    int chosen; /* engine_kind_for may pick it for a folder of its family */
 } engine_row;
 
 static const engine_row rows[] = {
-    {"qwen3-cpu", "qwen3", "cpu", engine_open_qwen3_cpu, 0},
-    {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 0},
-    {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 0},
-    /* every qwen3_5* type (text, multimodal, MoE): the loader takes the
-     * first two and refuses the MoE ones in one line */
-    {"qwen35-cpu", "qwen3_5*", "cpu", engine_open_qwen35_cpu, 0},
-    {"qwen35-mil", "qwen3_5*", "mil", engine_open_qwen35_mil, 0},
-    {"qwen35-ane", "qwen3_5*", "ane", engine_open_qwen35_ane, 0},
+    {"qwen3-cpu", "qwen3", "cpu", engine_open_decoder_cpu, 1},
+    {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 1},
+    {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 1},
+    {"qwen35-cpu", "qwen35", "cpu", engine_open_decoder_cpu, 1},
+    {"qwen35-mil", "qwen35", "mil", engine_open_qwen35_mil, 1},
+    {"qwen35-ane", "qwen35", "ane", engine_open_qwen35_ane, 1},
+    /* no lowering of Llama yet */
+    {"llama-cpu", "llama", "cpu", engine_open_decoder_cpu, 1},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},
-    /* tests: a deterministic stand-in model (engine_script.c) */
-    {"script", NULL, "script", engine_open_script, 0},
+    /* tests: a deterministic stand-in model (engine_script.c) with Qwen3's
+     * tokenizer, template and end token */
+    {"script", "qwen3", "script", engine_open_script, 0},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 
@@ -42,16 +47,26 @@ const char *const *engine_kinds(void) {
     return names;
 }
 
-/* A row's model_type: exact, or a prefix when it ends in '*'. */
-static int type_matches(const char *pattern, const char *type) {
-    size_t n = strlen(pattern);
-    if (n && pattern[n - 1] == '*') return !strncmp(pattern, type, n - 1);
-    return !strcmp(pattern, type);
-}
-
 static const engine_row *row_of(const char *kind) {
     for (int i = 0; i < N_ROWS; i++)
         if (!strcmp(rows[i].kind, kind)) return &rows[i];
+    return NULL;
+}
+
+const model_family_row *engine_kind_family(const char *kind) {
+    const engine_row *row = kind ? row_of(kind) : NULL;
+    return row ? model_family_named(row->family) : NULL;
+}
+
+chat_family chat_family_of_kind(const char *kind) {
+    const model_family_row *f = engine_kind_family(kind);
+    return f ? f->chat : CHAT_QWEN3;
+}
+
+const char *engine_family_kind(const model_family_row *f, const char *backend) {
+    for (int i = 0; f && i < N_ROWS; i++)
+        if (rows[i].chosen && !strcmp(rows[i].family, f->name) && !strcmp(rows[i].backend, backend))
+            return rows[i].kind;
     return NULL;
 }
 
@@ -65,7 +80,8 @@ nc_status engine_open(const char *kind, const char *dir, const engine_options *o
     engine *e = calloc(1, sizeof *e);
     if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     e->kind = row->kind;
-    e->is_encoder = row->is_encoder;
+    e->family = model_family_named(row->family);
+    e->is_encoder = e->family->is_encoder;
     nc_status st = row->open(dir, opt ? opt : &none, e, err);
     if (st != NC_OK) {
         engine_close(e);
@@ -98,15 +114,11 @@ static nc_status kind_for(const char *backend, const char *dir, int want, const 
     json_t *doc = NULL;
     NC_TRY(nc_json_load_file(path, &doc, err));
     const char *type = json_string_value(json_object_get(doc, "model_type"));
-    int family = 0; /* a row of this model type exists (of the wanted sort) */
-    for (int i = 0; type && i < N_ROWS && !*kind; i++) {
-        if (!rows[i].model_type || !type_matches(rows[i].model_type, type)) continue;
-        if (want >= 0 && rows[i].is_encoder != want) continue;
-        family = 1;
-        if (!strcmp(rows[i].backend, backend)) *kind = rows[i].kind;
-    }
+    const model_family_row *f = model_family_of_type(type);
+    if (f && want >= 0 && f->is_encoder != want) f = NULL; /* not of the wanted sort */
+    *kind = engine_family_kind(f, backend);
     nc_status st = NC_OK;
-    if (!*kind && !family)
+    if (!f)
         st = nc_fail(err, NC_ERR_INVALID, "%s: model_type '%s' is not supported%s", path,
                      type ? type : "(none)",
                      want == 1   ? " (not an encoder)"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/family.h"
 #include "models/modernbert.h"
 #include "models/qwen3.h"
 #include "models/qwen35.h"
@@ -45,6 +46,7 @@ typedef struct engine_options {
     /* No kernel table here: the table is one per process, chosen before any
      * engine opens (cpu_select_table, from NECTAR_SIMD in tools/nectar/cli_env.c) */
     engine_ane_device ane_device; /* qwen3-ane */
+    char ane_fake[128];           /* after "fake:": what the fake refuses (engine_ane_device.h) */
     int fake_step_ms;             /* the scripted test engine: sleep per step */
 } engine_options;
 
@@ -88,6 +90,7 @@ struct engine {
     const engine_ops *ops;
     void *impl;
     const char *kind; /* "qwen3-cpu", "qwen3-mil", "qwen3-ane", "modernbert-cpu", ... */
+    const model_family_row *family; /* its chat template, end tokens, ... (never NULL) */
     int is_encoder;
     int n_vocab; /* length of a logits row */
     int ctx_max; /* largest context a sequence may have */
@@ -129,6 +132,16 @@ nc_status engine_ane_real_available(nc_error *err);
 
 /* Every kind, NULL-terminated (help text, tests). */
 const char *const *engine_kinds(void);
+
+/* The family of a kind ("llama-cpu": llama; "script" stands in for qwen3);
+ * NULL for no such kind. */
+const model_family_row *engine_kind_family(const char *kind);
+/* The chat template of a kind's family (Qwen3's for NULL or an unknown
+ * kind); e->family->chat where the engine is at hand. */
+chat_family chat_family_of_kind(const char *kind);
+/* The kind serving family f on backend ("cpu", "mil", "ane"); NULL when
+ * none does (or f is NULL). */
+const char *engine_family_kind(const model_family_row *f, const char *backend);
 
 /* Short forms of the ops. */
 static inline nc_status engine_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err) {

@@ -103,7 +103,7 @@ nc_status engine_open_modernbert_ane(const char *dir, const engine_options *opt,
                                      nc_error *err) {
     /* the device first: a real one off macOS is the one-line refusal */
     engine_ane_dev dev = {0};
-    NC_TRY(engine_ane_device_open(opt->ane_device, &dev, err));
+    NC_TRY(engine_ane_device_open(opt, &dev, err));
     nc_status st = engine_open_modernbert_mil(dir, opt, e, err);
     enc_engine *x = e->impl;
     if (x)

@@ -60,7 +60,7 @@ static nc_status full_layer(q35m_model *m, q35m_seq *s, int l, int S, nc_error *
     bm_env_put(&env, "kv_write", h->wr, ctx, NULL);
     bm_env_put(&env, "k_cache", kc, m->kv_n, kc);
     bm_env_put(&env, "v_cache", vc, m->kv_n, vc);
-    return bm_run_bucket(&m->b, m->b.layer_prog[l], S, &env, err);
+    return bm_run_layer(&m->b, l, S, &env, err);
 }
 
 /* A chunk of n > 1 tokens through prefill_sS: its columns in order, the

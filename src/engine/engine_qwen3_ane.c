@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ane_host/ane_runner.h"
+#include "base/log.h"
 #include "engine/engine_ane_device.h"
 #include "engine/engines.h"
 #include "engine/qwen35_bundle_host.h"
@@ -24,8 +25,9 @@ typedef struct ane_engine {
     q35_host q; /* Qwen3.5 */
     int is_q35;
     engine_ane_dev dev;
-    ane_bundle *loaded; /* the programs on the device, shared by every sequence */
-    float *x_out;       /* [D][S_max]: the last layer's x, for the CPU head */
+    ane_bundle *loaded;   /* the programs on the device, shared by every sequence */
+    float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
+    char placement[1024]; /* ane_bundle_placement */
 } ane_engine;
 
 typedef struct ane_seq {
@@ -157,10 +159,13 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     e->impl = a;
     e->ops = is_q35 ? &ane35_ops : &ane_ops;
     a->is_q35 = is_q35;
-    NC_TRY(engine_ane_device_open(opt->ane_device, &a->dev, err));
+    NC_TRY(engine_ane_device_open(opt, &a->dev, err));
     NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
     if (is_q35) NC_TRY(q35_host_open(&a->q, dir, &a->h, err));
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
+    /* where each kernel runs: programs the device refused run on the CPU */
+    ane_bundle_placement(a->loaded, a->placement, sizeof a->placement);
+    nc_log(NC_LOG_INFO, "%s: %s", a->dev.is_fake ? "ane (fake device)" : "ane", a->placement);
     const lower_manifest *man = &a->h.man;
     a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
     if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");

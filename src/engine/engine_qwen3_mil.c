@@ -48,7 +48,7 @@ static nc_status run_layer(mil_model *m, mil_seq *s, int l, int S, nc_error *err
     bm_env_put(&env, "kv_write", h->wr, ctx, NULL);
     bm_env_put(&env, "k_cache", kc, kvd * ctx, kc);
     bm_env_put(&env, "v_cache", vc, kvd * ctx, vc);
-    return bm_run_bucket(&m->b, m->b.layer_prog[l], S, &env, err);
+    return bm_run_layer(&m->b, l, S, &env, err);
 }
 
 static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, float *logits,

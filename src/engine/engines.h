@@ -1,6 +1,7 @@
 /* Inside the engine layer: each kind's open function (one row each in
  * engine.c's table) and what the bundle engines share. An open function
- * fills the engine engine_open allocated (ops, impl and the shape fields);
+ * fills the engine engine_open allocated (ops, impl and the shape fields;
+ * kind and family are set before it runs);
  * on failure it may leave impl set: engine_open then calls ops->close. */
 #ifndef NC_ENGINE_ENGINES_H
 #define NC_ENGINE_ENGINES_H
@@ -12,10 +13,9 @@
 typedef nc_status (*engine_open_fn)(const char *dir, const engine_options *opt, engine *e,
                                     nc_error *err);
 
-nc_status engine_open_qwen3_cpu(const char *dir, const engine_options *opt, engine *e,
-                                nc_error *err);
-nc_status engine_open_qwen35_cpu(const char *dir, const engine_options *opt, engine *e,
-                                 nc_error *err);
+/* Every decoder family on the CPU: the family row's decoder (engine_cpu.c). */
+nc_status engine_open_decoder_cpu(const char *dir, const engine_options *opt, engine *e,
+                                  nc_error *err);
 nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, engine *e,
                                  nc_error *err);
 nc_status engine_open_qwen3_mil(const char *dir, const engine_options *opt, engine *e,

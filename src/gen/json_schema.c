@@ -5,11 +5,13 @@
 #include "gen/json_schema.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define JS_MAX_REFS 256
+#define JS_MAX_ENUM 1024
 
 typedef struct ctx {
     js_graph *g;
@@ -82,6 +84,42 @@ static int add_lit(ctx *c, const json_t *v) {
 
 static nc_status compile(ctx *c, const json_t *s, int *out);
 
+/* v is a value of JSON Schema type name. */
+static int has_type(const json_t *v, const char *name) {
+    if (!strcmp(name, "integer"))
+        return json_is_integer(v) ||
+               (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+    if (!strcmp(name, "number")) return json_is_number(v);
+    if (!strcmp(name, "string")) return json_is_string(v);
+    if (!strcmp(name, "boolean")) return json_is_boolean(v);
+    if (!strcmp(name, "null")) return json_is_null(v);
+    if (!strcmp(name, "object")) return json_is_object(v);
+    if (!strcmp(name, "array")) return json_is_array(v);
+    return 0;
+}
+
+/* An enum or const value must also satisfy the schema's type (a string or
+ * a list of names): output is one of the values, and one of another type
+ * would not validate. i: the enum index ((size_t)-1 for const). */
+static nc_status check_literal_type(ctx *c, const char *keyword, size_t i, const json_t *v,
+                                    const json_t *type) {
+    if (!type) return NC_OK;
+    int ok = json_is_string(type) && has_type(v, json_string_value(type));
+    size_t k;
+    json_t *t;
+    json_array_foreach(type, k, t) ok |= json_is_string(t) && has_type(v, json_string_value(t));
+    if (ok) return NC_OK;
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *types = json_dumps(type, JSON_COMPACT | JSON_ENCODE_ANY);
+    char where[32] = "";
+    if (i != (size_t)-1) snprintf(where, sizeof where, "[%zu]", i);
+    nc_status st = nc_fail(c->err, NC_ERR_INVALID, "%s: '%s%s' value %.60s is not of type %.60s",
+                           c->what, keyword, where, text ? text : "?", types ? types : "?");
+    free(text);
+    free(types);
+    return st;
+}
+
 /* A node of literal values: enum's list, const's one, or a type's. */
 static nc_status literals(ctx *c, const json_t *const *vals, size_t n, int *out) {
     int node = new_node(c, JS_LITERALS);
@@ -91,6 +129,54 @@ static nc_status literals(ctx *c, const json_t *const *vals, size_t n, int *out)
         if (add_lit(c, vals[i]) < 0) return oom(c);
     c->g->nodes[node].n = (int)n;
     *out = node;
+    return NC_OK;
+}
+
+/* A property's key as the matcher wants it: its JSON text without the
+ * opening quote. */
+static int set_key(js_prop *p, const char *key) {
+    json_t *ks = json_string(key);
+    char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
+    json_decref(ks);
+    if (!kt) return -1;
+    p->key = strdup(kt + 1);
+    p->key_len = strlen(kt) - 1;
+    free(kt);
+    return p->key ? 0 : -1;
+}
+
+/* required[k] names a key that properties lacks, for the first time. */
+static int is_extra_required(const json_t *props, const json_t *req, size_t k) {
+    const char *name = json_string_value(json_array_get(req, k));
+    if (json_object_get(props, name)) return 0;
+    for (size_t i = 0; i < k; i++)
+        if (!strcmp(json_string_value(json_array_get(req, i)), name)) return 0;
+    return 1;
+}
+
+/* Checks `required` (an array of names) and counts the names properties
+ * does not describe: output must still hold them, so they are generated
+ * with any value, unless additionalProperties: false forbids them, which
+ * no object could satisfy. */
+static nc_status required_extra(ctx *c, const json_t *props, const json_t *ap, const json_t *req,
+                                int *n_extra) {
+    *n_extra = 0;
+    if (!req) return NC_OK;
+    if (!json_is_array(req))
+        return nc_fail(c->err, NC_ERR_INVALID, "%s: 'required' must be an array of names", c->what);
+    for (size_t k = 0; k < json_array_size(req); k++) {
+        const json_t *r = json_array_get(req, k);
+        if (!json_is_string(r))
+            return nc_fail(c->err, NC_ERR_INVALID, "%s: 'required[%zu]' is not a string", c->what,
+                           k);
+        if (!is_extra_required(props, req, k)) continue;
+        if (json_is_false(ap))
+            return nc_fail(c->err, NC_ERR_INVALID,
+                           "%s: 'required' names '%.100s', which is not in 'properties' while "
+                           "additionalProperties is false: no object can have it",
+                           c->what, json_string_value(r));
+        ++*n_extra;
+    }
     return NC_OK;
 }
 
@@ -141,7 +227,10 @@ static nc_status simple_type(ctx *c, const json_t *s, const char *type, int *out
     } else if (!strcmp(type, "object")) {
         const json_t *props = json_object_get(s, "properties");
         const json_t *ap = json_object_get(s, "additionalProperties");
-        if (!props || json_object_size(props) == 0) {
+        const json_t *req = json_object_get(s, "required");
+        int n_extra;
+        NC_TRY(required_extra(c, props, ap, req, &n_extra));
+        if (json_object_size(props) + (size_t)n_extra == 0) {
             *out = new_node(c, JS_OBJ_ANY);
             if (json_is_false(ap) && *out >= 0)
                 c->g->nodes[*out] = (js_node){JS_OBJECT, 0, 0, -1, 0, -1};
@@ -152,10 +241,9 @@ static nc_status simple_type(ctx *c, const json_t *s, const char *type, int *out
                            "%s: additionalProperties with a schema is not supported", c->what);
         int node = new_node(c, JS_OBJECT);
         if (node < 0) return oom(c);
-        const json_t *req = json_object_get(s, "required");
         /* Properties take consecutive slots: reserve them before compiling
          * their values (which may add properties of their own). */
-        int first = c->g->n_props, n = (int)json_object_size(props);
+        int first = c->g->n_props, n = (int)json_object_size(props) + n_extra;
         if (grow((void **)&c->g->props, &c->g->cap_props, first + n, sizeof *c->g->props))
             return oom(c);
         c->g->n_props += n;
@@ -166,10 +254,6 @@ static nc_status simple_type(ctx *c, const json_t *s, const char *type, int *out
         json_t *v;
         int i = 0;
         json_object_foreach((json_t *)props, key, v) {
-            json_t *ks = json_string(key);
-            char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
-            json_decref(ks);
-            if (!kt) return oom(c);
             int is_req = 0;
             size_t k;
             json_t *r;
@@ -178,14 +262,22 @@ static nc_status simple_type(ctx *c, const json_t *s, const char *type, int *out
             int child;
             nc_status st = compile(c, v, &child);
             js_prop *p = &c->g->props[first + i];
-            p->key = strdup(kt + 1); /* without the opening quote */
-            p->key_len = strlen(kt) - 1;
-            free(kt);
-            if (!p->key) return oom(c);
+            if (set_key(p, key) != 0) return oom(c);
             if (st != NC_OK) return st;
             p->node = child;
             p->is_required = is_req;
             i++;
+        }
+        /* Required keys the properties do not describe: any value. */
+        size_t k;
+        json_t *r;
+        json_array_foreach(req, k, r) {
+            if (!is_extra_required(props, req, k)) continue;
+            int child = new_node(c, JS_ANY);
+            js_prop *p = &c->g->props[first + i++];
+            if (child < 0 || set_key(p, json_string_value(r)) != 0) return oom(c);
+            p->node = child;
+            p->is_required = 1;
         }
         *out = node;
         return NC_OK;
@@ -268,13 +360,21 @@ static nc_status compile(ctx *c, const json_t *s, int *out) {
         if (!json_is_string(ref)) return nc_fail(c->err, NC_ERR_INVALID, "%s: bad $ref", c->what);
         st = resolve_ref(c, json_string_value(ref), out);
     } else if (en) {
-        if (!json_is_array(en) || json_array_size(en) == 0 || json_array_size(en) > 1024)
+        if (!json_is_array(en) || json_array_size(en) == 0)
             return nc_fail(c->err, NC_ERR_INVALID, "%s: enum must be a non-empty array", c->what);
-        const json_t *vals[1024];
-        for (size_t i = 0; i < json_array_size(en); i++)
+        if (json_array_size(en) > JS_MAX_ENUM)
+            return nc_fail(c->err, NC_ERR_INVALID,
+                           "%s: enum has %zu values; at most %d are supported (the matcher scans "
+                           "them at every byte)",
+                           c->what, json_array_size(en), JS_MAX_ENUM);
+        const json_t *vals[JS_MAX_ENUM];
+        for (size_t i = 0; i < json_array_size(en); i++) {
             vals[i] = json_array_get(en, i);
+            NC_TRY(check_literal_type(c, "enum", i, vals[i], type));
+        }
         st = literals(c, vals, json_array_size(en), out);
     } else if (cn) {
+        NC_TRY(check_literal_type(c, "const", (size_t)-1, cn, type));
         st = literals(c, &cn, 1, out);
     } else if (any || (all && json_array_size(all) == 1)) {
         const json_t *list = any ? any : all;
@@ -302,7 +402,7 @@ static nc_status compile(ctx *c, const json_t *s, int *out) {
         st = n == 1 ? ((*out = alts[0]), NC_OK) : union_of(c, alts, (int)n, out);
     } else if (type) {
         return nc_fail(c->err, NC_ERR_INVALID, "%s: type must be a string or a list", c->what);
-    } else if (json_object_get(s, "properties")) {
+    } else if (json_object_get(s, "properties") || json_object_get(s, "required")) {
         st = simple_type(c, s, "object", out);
     } else {
         *out = new_node(c, JS_ANY); /* no constraint that the matcher would need */
@@ -372,6 +472,43 @@ static nc_status check_unions(const js_graph *g, const char *what, nc_error *err
     return NC_OK;
 }
 
+/* A union reachable from itself through unions alone (a $ref to itself,
+ * `a` -> `b` -> `a`, anyOf holding its own $ref) stands for no value: the
+ * matcher would loop without reading a byte. color: 0 unseen, 1 on the
+ * path, 2 done. Returns the node that closes a cycle, or -1. */
+static int union_cycle(const js_graph *g, int node, unsigned char *color) {
+    if (color[node] == 2) return -1;
+    if (color[node] == 1) return node;
+    color[node] = 1;
+    const js_node *nd = &g->nodes[node];
+    for (int k = 0; k < nd->n; k++) {
+        int alt = g->alts[nd->first + k];
+        if (g->nodes[alt].kind != JS_UNION) continue;
+        int at = union_cycle(g, alt, color);
+        if (at >= 0) return at;
+    }
+    color[node] = 2;
+    return -1;
+}
+
+static nc_status check_cycles(const ctx *c) {
+    const js_graph *g = c->g;
+    unsigned char *color = calloc((size_t)g->n_nodes + 1, 1);
+    if (!color) return nc_fail(c->err, NC_ERR_NOMEM, "%s: out of memory", c->what);
+    int at = -1;
+    for (int i = 0; i < g->n_nodes && at < 0; i++)
+        if (g->nodes[i].kind == JS_UNION) at = union_cycle(g, i, color);
+    free(color);
+    if (at < 0) return NC_OK;
+    const char *name = "anyOf";
+    for (int i = 0; i < c->n_refs; i++)
+        if (c->ref_nodes[i] == at) name = c->ref_names[i];
+    return nc_fail(c->err, NC_ERR_INVALID,
+                   "%s: $ref cycle: '%.100s' refers back to itself without a value in between, "
+                   "so no JSON text matches it",
+                   c->what, name);
+}
+
 nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_error *err) {
     memset(g, 0, sizeof *g);
     json_error_t je;
@@ -379,6 +516,7 @@ nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_
     if (!root) return nc_fail(err, NC_ERR_INVALID, "%s: invalid JSON: %s", what, je.text);
     ctx c = {g, root, what, err, {0}, {0}, 0, 0};
     nc_status st = compile(&c, root, &g->root);
+    if (st == NC_OK) st = check_cycles(&c);
     if (st == NC_OK) st = check_unions(g, what, err);
     for (int i = 0; i < c.n_refs; i++)
         free(c.ref_names[i]);

@@ -37,7 +37,9 @@ void gen_model_build_eos(gen_model *m) {
     /* <|endoftext|> only where the config names no eos: HF's generate()
      * runs on through it when the config does not list it */
     if (m->n_eos == 0) add_eos(m, tok_find(m->tok, "<|endoftext|>"));
-    add_eos(m, tok_find(m->tok, "<|im_end|>"));
+    /* the family's end-of-turn tokens (<|im_end|>, <|eot_id|>, ...) */
+    for (int i = 0; i < MODEL_FAMILY_END_TOKENS && m->e->family->end_tokens[i]; i++)
+        add_eos(m, tok_find(m->tok, m->e->family->end_tokens[i]));
 }
 
 nc_status gen_model_open(const char *backend, const char *dir, const engine_options *opt,

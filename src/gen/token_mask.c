@@ -136,6 +136,10 @@ int tm_mask(const tm_vocab *v, const jm_grammar *gr, const jm_state *s, float *l
     return n_allowed;
 }
 
+int tm_vocab_n(const tm_vocab *v) {
+    return v->n_vocab;
+}
+
 int tm_accept(const tm_vocab *v, const jm_grammar *gr, jm_state *s, int32_t id) {
     if (is_eog(v, id)) return jm_can_end(gr, s);
     for (int i = 0; i < v->n_never; i++)

@@ -22,6 +22,9 @@ nc_status tm_vocab_new(const tok_tokenizer *t, int n_vocab, const int32_t *eog, 
                        tm_vocab **out, nc_error *err);
 void tm_vocab_free(tm_vocab *v);
 
+/* The length of a logits row it masks. */
+int tm_vocab_n(const tm_vocab *v);
+
 /* Sets logits[id] = -INFINITY for every token that cannot come next;
  * returns how many can. 0: the output is stuck (nesting past the
  * matcher's depth); then only the end-of-generation ids are left. */

@@ -8,6 +8,11 @@
 
 #include "lower/palettize.h"
 
+void lower_weight_forget(lower_weight *w) {
+    w->val = NULL;
+    w->lut_val = NULL;
+}
+
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w) {
     if (w->pal) return lower_palette_weight(b, name, w);
     if (w->val) return mil_build_const(b, name, w->val);

@@ -28,6 +28,10 @@ typedef struct lower_weight {
 /* Sets w to rank 4 with dims [d0, d1, d2, d3]. */
 void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
 
+/* Forgets the value w was written as (its BLOBFILE in one builder's
+ * weight.bin), so that the next program writes it to its own. */
+void lower_weight_forget(lower_weight *w);
+
 /* A const op named `name` holding w: written on first use, referenced after;
  * a palettized w becomes a constexpr_lut_to_dense op of that name. */
 mil_var *lower_shared_weight(mil_builder *b, const char *name, lower_weight *w);

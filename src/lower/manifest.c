@@ -82,6 +82,14 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(plan, "lm_head", json_string(m->lm_head_on_ane ? "ane" : "cpu"));
     json_object_set_new(plan, "kernels_per_layer", json_integer(m->kernels_per_layer));
     json_object_set_new(plan, "kernels_per_token", json_integer(m->kernels_per_token));
+    json_t *forms = json_object(); /* docs/lowering.md, "Lowering forms" */
+    json_object_set_new(forms, "program_split",
+                        json_string(lower_program_split_name(m->forms.program_split)));
+    json_object_set_new(forms, "head_split",
+                        json_string(lower_head_split_name(m->forms.head_split)));
+    json_object_set_new(forms, "head_rows", json_integer(m->forms.head_rows));
+    json_object_set_new(forms, "kv_update", json_string(lower_kv_update_name(m->forms.kv_update)));
+    json_object_set_new(plan, "forms", forms);
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
                                     "position p with p mod S == c; unused columns are zero"));
@@ -92,8 +100,11 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(kv, "dtype", json_string("fp16"));
     json_object_set_new(kv, "per_layer", json_string("k_cache, v_cache"));
     json_object_set_new(kv, "update",
-                        json_string("kv_<S>: gather(new, j mod S) then select(kv_write > 0.5, "
-                                    "spread, cache)"));
+                        json_string(m->forms.kv_update == LOWER_KV_GATHER
+                                        ? "kv_<S>: gather(new, j mod S) then select(kv_write > "
+                                          "0.5, spread, cache)"
+                                        : "kv_<S>: matmul(new, one-hot P[c][j] = (j mod S == "
+                                          "c)) then select(kv_write > 0.5, spread, cache)"));
     json_object_set_new(kv, "owner", json_string("host"));
     json_object_set_new(root, "kv_cache", kv);
 
@@ -118,6 +129,37 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 }
 
 /* --- reading --------------------------------------------------------------- */
+
+/* plan.forms; absent (bundles from before the forms): the defaults of
+ * then, one program per layer and one head program of <= 65,536 rows. */
+static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path, const char *what,
+                            nc_error *err) {
+    memset(f, 0, sizeof *f);
+    f->head_split = LOWER_HEAD_ONE;
+    f->head_rows = LOWER_MAX_HEAD_ROWS;
+    f->kv_update = LOWER_KV_GATHER;
+    const json_t *o = json_object_get(plan, "forms");
+    if (!o) return NC_OK;
+    char split[16] = "", head[16] = "", kv[16] = "";
+    NC_TRY(lower_json_str_into(o, "program_split", split, sizeof split, what, err));
+    NC_TRY(lower_json_str_into(o, "head_split", head, sizeof head, what, err));
+    NC_TRY(lower_json_str_into(o, "kv_update", kv, sizeof kv, what, err));
+    NC_TRY(lower_json_int_in(o, "head_rows", 1, LOWER_MAX_HEAD_ROWS, &f->head_rows, what, err));
+    int a = lower_program_split_parse(split), b = lower_head_split_parse(head),
+        k = lower_kv_update_parse(kv);
+    if (a < 0 || b < 0 || k < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not a %s", path,
+                       a < 0   ? split
+                       : b < 0 ? head
+                               : kv,
+                       a < 0   ? "program split"
+                       : b < 0 ? "head split"
+                               : "KV update");
+    f->program_split = (lower_program_split)a;
+    f->head_split = (lower_head_split)b;
+    f->kv_update = (lower_kv_update)k;
+    return NC_OK;
+}
 
 /* The plan's and programs' integers: any value in [-1, 2^30], checked after. */
 static nc_status int_field(const json_t *o, const char *key, int *out, const char *what,
@@ -168,6 +210,7 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     if (!st && (m->kernels_per_layer < 1 || m->kernels_per_layer > 4))
         st = nc_fail(err, NC_ERR_FORMAT, "%s: plan.kernels_per_layer %d is not 1..4", path,
                      m->kernels_per_layer);
+    if (!st) st = read_forms(plan, &m->forms, path, what, err);
     char head[8] = "";
     if (!st) st = lower_json_str_into(plan, "lm_head", head, sizeof head, what, err);
     m->lm_head_on_ane = !strcmp(head, "ane");
@@ -228,8 +271,9 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     if (!st && m->lm_head_on_ane) {
         const json_t *rows = lower_json_member(root, "head_chunk_rows", 1, what, err);
         if (!rows) st = err->code;
-        if (!st && (json_array_size(rows) < 1 || json_array_size(rows) > 16))
-            st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows must list 1..16 sizes", path);
+        if (!st && (json_array_size(rows) < 1 || json_array_size(rows) > LOWER_MAX_HEAD_CHUNKS))
+            st = nc_fail(err, NC_ERR_FORMAT, "%s: head_chunk_rows must list 1..%d sizes", path,
+                         LOWER_MAX_HEAD_CHUNKS);
         for (size_t i = 0; !st && i < json_array_size(rows); i++) {
             json_int_t v = json_integer_value(json_array_get(rows, i));
             if (v < 1 || v > LOWER_MAX_HEAD_ROWS)

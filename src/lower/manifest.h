@@ -46,15 +46,16 @@ typedef struct lower_manifest {
     int ctx, n_seqs, seqs[LOWER_MAX_BUCKETS];
     int lm_head_on_ane; /* 0: final norm + LM head on the CPU from the checkpoint */
     int n_head_chunks;
-    int64_t head_rows[16];    /* rows of logits_<i> */
-    char source_dir[4096];    /* the checkpoint folder (absolute) */
-    char embed_tensor[128];   /* "model.embed_tokens.weight" */
+    int64_t head_rows[LOWER_MAX_HEAD_CHUNKS]; /* rows of logits_<i> */
+    char source_dir[4096];                    /* the checkpoint folder (absolute) */
+    char embed_tensor[128];                   /* "model.embed_tokens.weight" */
     char lm_head_tensor[128]; /* for the CPU head: "lm_head.weight" or the embedding */
     char final_norm_tensor[128];
     int n_programs; /* layers + head (if on the ANE) */
     lower_program_info *programs;
     lower_fp16_stats fp16;
     int kernels_per_layer; /* functions per layer and bucket, run in manifest order */
+    lower_forms forms;     /* plan.forms (bundles from before them: the defaults) */
     int kernels_per_token;
     lower_palette_options palettize; /* bits 0: fp16 weights */
 } lower_manifest;

@@ -115,14 +115,33 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
         st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
         if (st == NC_OK && t[i].d1) st = maybe_palettize(c, t[i].w, name, err); /* projections */
     }
-    char sub[32], dir[4200];
-    snprintf(sub, sizeof sub, "layer_%02d", l);
-    snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
-    mil_program *prog = NULL;
-    if (st == NC_OK) st = lower_qwen3_layer_program(&c->plan, &w, rope, dir, &prog, err);
-    if (st == NC_OK) st = emit(c, prog, sub, l, err);
+    /* the programs of the layer under the program split: (kernel, bucket)
+     * index pairs, -1 for all */
+    lower_program_split split = c->plan.forms.program_split;
+    int nk = split == LOWER_SPLIT_LAYER ? 1 : lower_qwen3_kernels(&c->plan);
+    int ns = split == LOWER_SPLIT_FUNCTION ? c->plan.n_seqs : 1;
+    for (int k = 0; k < nk && st == NC_OK; k++)
+        for (int s = 0; s < ns && st == NC_OK; s++) {
+            char sub[64], dir[4200];
+            if (split == LOWER_SPLIT_LAYER)
+                snprintf(sub, sizeof sub, "layer_%02d", l);
+            else if (split == LOWER_SPLIT_KERNEL)
+                snprintf(sub, sizeof sub, "layer_%02d_%s", l, lower_qwen3_kernel_name(&c->plan, k));
+            else
+                snprintf(sub, sizeof sub, "layer_%02d_%s_s%d", l,
+                         lower_qwen3_kernel_name(&c->plan, k), c->plan.seqs[s]);
+            snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
+            mil_program *prog = NULL;
+            st = lower_qwen3_layer_part(&c->plan, split == LOWER_SPLIT_LAYER ? -1 : k,
+                                        split == LOWER_SPLIT_FUNCTION ? s : -1, &w, rope, dir,
+                                        &prog, err);
+            if (st == NC_OK) st = emit(c, prog, sub, l, err);
+            /* each program has its own weight.bin */
+            rope->val = NULL;
+            for (int i = 0; i < n; i++)
+                lower_weight_forget(t[i].w);
+        }
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
-    rope->val = NULL; /* each program has its own weight.bin */
     for (int i = 0; i < n; i++) {
         free((void *)t[i].w->data);
         free(t[i].w->pal);
@@ -132,8 +151,10 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
 
 static nc_status compile_head(compile_ctx *c, nc_error *err) {
     const qwen3_config *q = &c->cfg;
+    const lower_forms *fo = &c->plan.forms;
     int64_t D = q->hidden_size, V = q->vocab_size;
-    lower_weight norm = {0}, chunks[16];
+    int64_t max_rows = fo->head_rows > 0 ? fo->head_rows : LOWER_HEAD_ROWS_DEFAULT;
+    lower_weight norm = {0}, chunks[LOWER_MAX_HEAD_CHUNKS];
     memset(chunks, 0, sizeof chunks);
     lower_weight_shape4(&norm, 1, D, 1, 1);
     if (c->is35) /* Qwen3.5's RMSNorm scales by 1 + w */
@@ -142,9 +163,11 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
-    int n_chunks = (int)((V + LOWER_MAX_HEAD_ROWS - 1) / LOWER_MAX_HEAD_ROWS);
-    if (n_chunks > 16)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED, "vocabulary of %lld rows is too large", (long long)V);
+    int n_chunks = (int)((V + max_rows - 1) / max_rows);
+    if (n_chunks > LOWER_MAX_HEAD_CHUNKS)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--head-rows %lld: a vocabulary of %lld rows needs %d chunks (at most %d)",
+                     (long long)max_rows, (long long)V, n_chunks, LOWER_MAX_HEAD_CHUNKS);
     int64_t per = n_chunks ? (V + n_chunks - 1) / n_chunks : V;
     for (int i = 0; st == NC_OK && i < n_chunks; i++) {
         int64_t lo = i * per, rows = lo + per > V ? V - lo : per;
@@ -160,14 +183,24 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
                                   err);
         if (st == NC_OK) st = maybe_palettize(c, &chunks[i], "LM head", err);
     }
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/head", c->tmp);
-    mil_program *prog = NULL;
-    if (st == NC_OK)
-        st = lower_qwen3_head_program(&c->plan, &norm, chunks, n_chunks, dir, &prog, err);
-    if (st == NC_OK) st = emit(c, prog, "head", -1, err);
+    /* one program, or one per chunk (each with the final norm: a few
+     * hundred elementwise ops against a conv of millions of weights) */
+    int per_chunk = fo->head_split == LOWER_HEAD_PER_CHUNK;
+    for (int i = 0; st == NC_OK && i < (per_chunk ? n_chunks : 1); i++) {
+        char sub[32], dir[4200];
+        if (per_chunk)
+            snprintf(sub, sizeof sub, "head_%02d", i);
+        else
+            snprintf(sub, sizeof sub, "head");
+        snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
+        mil_program *prog = NULL;
+        st = lower_qwen3_head_program(&c->plan, &norm, chunks + (per_chunk ? i : 0),
+                                      per_chunk ? 1 : n_chunks, per_chunk ? i : 0, dir, &prog, err);
+        if (st == NC_OK) st = emit(c, prog, sub, -1, err);
+        lower_weight_forget(&norm);
+    }
     free((void *)norm.data);
-    for (int i = 0; i < n_chunks && i < 16; i++) {
+    for (int i = 0; i < n_chunks && i < LOWER_MAX_HEAD_CHUNKS; i++) {
         free((void *)chunks[i].data);
         free(chunks[i].pal);
     }
@@ -246,8 +279,19 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
                                opt->model_dir,  &c->stats, (lower_q35_prefill_form)opt->q35_prefill,
                                &opt->palettize, &c->pal};
     int L = c->cfg.num_hidden_layers;
+    c->plan.forms = opt->forms;
+    if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "
+                     "layers' mixers and states are planned per program)",
+                     lower_program_split_name(opt->forms.program_split));
+    int per_layer = c->plan.forms.program_split == LOWER_SPLIT_LAYER ? 1
+                    : c->plan.forms.program_split == LOWER_SPLIT_KERNEL
+                        ? lower_qwen3_kernels(&c->plan)
+                        : lower_qwen3_kernels(&c->plan) * c->plan.n_seqs;
     if (!st) {
-        c->man.programs = calloc((size_t)L + 1, sizeof *c->man.programs);
+        c->man.programs =
+            calloc((size_t)(L * per_layer + LOWER_MAX_HEAD_CHUNKS) + 1, sizeof *c->man.programs);
         if (!c->man.programs) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
     char *abs_src = st ? NULL : realpath(opt->model_dir, NULL);
@@ -297,9 +341,14 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         m->fp16 = c->stats;
         m->palettize = opt->palettize;
         m->kernels_per_layer = c->plan.kernels_per_layer;
-        m->kernels_per_token = m->kernels_per_layer * L + (m->lm_head_on_ane ? 1 : 0);
+        m->forms = c->plan.forms;
+        if (!m->forms.head_rows) m->forms.head_rows = LOWER_HEAD_ROWS_DEFAULT;
+        int head_kernels = 0; /* one head program, or one per chunk */
+        for (int p = 0; p < m->n_programs; p++)
+            head_kernels += m->programs[p].layer < 0;
+        m->kernels_per_token = m->kernels_per_layer * L + head_kernels;
         if (c->is35) {
-            m->kernels_per_token = m->lm_head_on_ane ? 1 : 0;
+            m->kernels_per_token = head_kernels;
             for (int l = 0; l < L; l++)
                 m->kernels_per_token +=
                     lower_qwen35_layer_kernels(&c->cfg35, l, m->kernels_per_layer);

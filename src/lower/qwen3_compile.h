@@ -23,6 +23,7 @@ typedef struct lower_compile_options {
     int progress;                    /* 1: progress bar on stderr; -1: when stderr is a tty */
     lower_palette_options palettize; /* bits 0: fp16 projections and LM head */
     int q35_prefill;                 /* Qwen3.5 prefill_sS: a lower_q35_prefill_form */
+    lower_forms forms;               /* the lowering forms (0: each one's default) */
 } lower_compile_options;
 
 typedef struct lower_compile_report {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mil/check.h"
 
@@ -138,8 +139,45 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
  * The indices are uint16: the ANE compiler refuses int32 gather indices
  * ("Unsupported tensor data type: int32", docs/ane-rules.md), and a context
  * is at most 65,535 (lower_qwen3_check_ctx). Sets v->kc/vc to the new cache. */
+/* The onehot form (the default, docs/lowering.md "Lowering forms"): the
+ * spread as a matmul by a constant placement matrix P [S, ctx] with
+ * P[c][j] = 1 where j mod S == c -- one term per output, so exact in fp16
+ * -- on the [1, 1, C, S] view of the new rows: no gather, and the kernel
+ * is anchored by a matmul (an elementwise-only kernel is reported refused
+ * at load). */
+static mil_var *spread_onehot(mil_builder *b, const lower_plan *p, int S, const char *name,
+                              mil_var *x, mil_var *place) {
+    int32_t C = (int32_t)x->type->dims[1];
+    char n1[64], n2[64];
+    snprintf(n1, sizeof n1, "%s_rows", name);
+    snprintf(n2, sizeof n2, "%s_placed", name);
+    mil_var *x4 = reshape4(b, n1, x, 1, 1, C, S);
+    mil_var *y = x4 ? mil_build_matmul(b, n2, x4, place, 0, 0) : NULL;
+    return y ? reshape4(b, name, y, 1, C, 1, p->ctx) : NULL;
+}
+
+static int stage_kv_onehot(mil_builder *b, const lower_plan *p, int S, layer_vals *v) {
+    mil_var *kc = v->kc, *vc = v->vc, *kn = v->kn, *vn = v->vn, *wr = v->wr;
+    size_t n = (size_t)S * (size_t)p->ctx;
+    nc_fp16 *pl = calloc(n, sizeof *pl);
+    if (!pl) return 0;
+    for (int j = 0; j < p->ctx; j++)
+        pl[(size_t)(j % S) * (size_t)p->ctx + (size_t)j] = 0x3C00; /* 1.0 */
+    int64_t d[4] = {1, 1, S, p->ctx};
+    mil_var *place = wr ? mil_build_const_tensor(b, "spread_place", MIL_DT_FP16, 4, d, pl) : NULL;
+    free(pl);
+    mil_var *m = place ? mil_build_binary(b, "greater", "write_mask", wr,
+                                          mil_build_const_scalar(b, "half", MIL_DT_FP16, 0.5))
+                       : NULL;
+    mil_var *ku = m && kn ? spread_onehot(b, p, S, "k_spread", kn, place) : NULL;
+    mil_var *vu = ku && vn ? spread_onehot(b, p, S, "v_spread", vn, place) : NULL;
+    v->kc = vu && kc ? mil_build_select(b, "k_cache_out", m, ku, kc) : NULL;
+    v->vc = v->kc && vc ? mil_build_select(b, "v_cache_out", m, vu, vc) : NULL;
+    return v->vc != NULL;
+}
+
 static int stage_kv(mil_builder *b, const lower_plan *p, int S, layer_vals *v) {
-    (void)S;
+    if (p->forms.kv_update == LOWER_KV_ONEHOT) return stage_kv_onehot(b, p, S, v);
     mil_var *kc = v->kc, *vc = v->vc, *kn = v->kn, *vn = v->vn, *wr = v->wr;
     uint16_t *idx = malloc((size_t)p->ctx * sizeof *idx);
     if (!idx) return 0;
@@ -304,8 +342,60 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
     return NC_OK;
 }
 
+static const char *const SPLIT_NAMES[LOWER_N_SPLITS] = {"layer", "kernel", "function"};
+static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "one"};
+static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather"};
+
+const char *lower_kv_update_name(lower_kv_update k) {
+    return k >= 0 && k < LOWER_N_KV_UPDATES ? KV_NAMES[k] : "?";
+}
+
+const char *lower_program_split_name(lower_program_split s) {
+    return s >= 0 && s < LOWER_N_SPLITS ? SPLIT_NAMES[s] : "?";
+}
+
+const char *lower_head_split_name(lower_head_split s) {
+    return s >= 0 && s < LOWER_N_HEAD_SPLITS ? HEAD_SPLIT_NAMES[s] : "?";
+}
+
+static int find_name(const char *const *names, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(names[i], name)) return i;
+    return -1;
+}
+
+int lower_program_split_parse(const char *name) {
+    return find_name(SPLIT_NAMES, LOWER_N_SPLITS, name);
+}
+
+int lower_head_split_parse(const char *name) {
+    return find_name(HEAD_SPLIT_NAMES, LOWER_N_HEAD_SPLITS, name);
+}
+
+int lower_kv_update_parse(const char *name) {
+    return find_name(KV_NAMES, LOWER_N_KV_UPDATES, name);
+}
+
+int lower_qwen3_kernels(const lower_plan *p) {
+    int nk;
+    variant(p->kernels_per_layer, &nk);
+    return nk;
+}
+
+const char *lower_qwen3_kernel_name(const lower_plan *p, int k) {
+    int nk;
+    const kernel_def *ks = variant(p->kernels_per_layer, &nk);
+    return k >= 0 && k < nk ? ks[k].name : "?";
+}
+
 nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
                                     const char *dir, mil_program **out, nc_error *err) {
+    return lower_qwen3_layer_part(p, -1, -1, w, rope, dir, out, err);
+}
+
+nc_status lower_qwen3_layer_part(const lower_plan *p, int only_k, int only_s,
+                                 lower_layer_weights *w, lower_weight *rope, const char *dir,
+                                 mil_program **out, nc_error *err) {
     mil_builder *b;
     NC_TRY(lower_qwen3_check_ctx(p->ctx, err));
     NC_TRY(mil_builder_new(&b, dir, err));
@@ -313,7 +403,9 @@ nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w,
     const kernel_def *ks = variant(p->kernels_per_layer, &nk);
     for (int s = 0; s < p->n_seqs; s++) {
         int S = p->seqs[s];
+        if (only_s >= 0 && s != only_s) continue;
         for (int k = 0; k < nk; k++) {
+            if (only_k >= 0 && k != only_k) continue;
             char fn[64];
             snprintf(fn, sizeof fn, "%s_s%d", ks[k].name, S);
             if (mil_build_function(b, fn, "ios18") != NC_OK) break;
@@ -324,17 +416,18 @@ nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w,
 }
 
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
-                                   lower_weight *chunks, int n_chunks, const char *dir,
+                                   lower_weight *chunks, int n_chunks, int first, const char *dir,
                                    mil_program **out, nc_error *err) {
     const qwen3_config *c = p->cfg;
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));
     char fn[64];
     snprintf(fn, sizeof fn, "head_s%d", LOWER_HEAD_SEQ);
-    mil_var *outs[16];
-    if (n_chunks > 16) {
+    mil_var *outs[LOWER_MAX_HEAD_CHUNKS];
+    if (n_chunks > LOWER_MAX_HEAD_CHUNKS) {
         mil_builder_free(b);
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "LM head: %d chunks (at most 16)", n_chunks);
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "LM head: %d chunks (at most %d)", n_chunks,
+                       LOWER_MAX_HEAD_CHUNKS);
     }
     if (mil_build_function(b, fn, "ios18") == NC_OK) {
         mil_var *x = input4(b, "x", 1, c->hidden_size, 1, LOWER_HEAD_SEQ);
@@ -344,7 +437,7 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
         int ok = h != NULL;
         for (int i = 0; ok && i < n_chunks; i++) {
             char name[32];
-            snprintf(name, sizeof name, "logits_%d", i);
+            snprintf(name, sizeof name, "logits_%d", first + i);
             outs[i] = conv(b, name, h, &chunks[i]);
             ok = outs[i] != NULL;
         }

@@ -22,7 +22,12 @@
 
 #define LOWER_HEAD_SEQ 32         /* the head runs one token, padded to 32 columns */
 #define LOWER_MAX_HEAD_ROWS 65536 /* ANE dimension limit (docs/ane-rules.md) */
-#define LOWER_MASK_NEG (-1.0e4)   /* finite "minus infinity" of the attention mask */
+/* The default rows per LM-head chunk: the widest conv public runtimes emit
+ * (Anemll splits Qwen's head 16 ways, ironmill caps convs at 16,384
+ * output channels; docs/lowering.md, "Lowering forms"). */
+#define LOWER_HEAD_ROWS_DEFAULT 16384
+#define LOWER_MAX_HEAD_CHUNKS 64
+#define LOWER_MASK_NEG (-1.0e4) /* finite "minus infinity" of the attention mask */
 #define LOWER_MAX_BUCKETS 8
 #define LOWER_MAX_CTX 65535 /* uint16 gather indices: one per context position */
 
@@ -56,6 +61,39 @@ int lower_kernels_per_layer_valid(int kpl);
 /* Fails with one line when ctx does not fit the uint16 gather indices. */
 nc_status lower_qwen3_check_ctx(int ctx, nc_error *err);
 
+/* The lowering forms that are choices (docs/lowering.md, "Lowering
+ * forms"): each a `nectar compile` option, a manifest field (plan.forms)
+ * and a probe-profile key. Zero is the default of each. */
+typedef enum lower_program_split {
+    LOWER_SPLIT_LAYER,    /* one program per layer: every kernel of every bucket (default) */
+    LOWER_SPLIT_KERNEL,   /* a program per kernel of a layer, its buckets as functions */
+    LOWER_SPLIT_FUNCTION, /* a program per function: one kernel of one bucket */
+    LOWER_N_SPLITS
+} lower_program_split;
+typedef enum lower_head_split {
+    LOWER_HEAD_PER_CHUNK, /* a program per LM-head chunk, one output each (default) */
+    LOWER_HEAD_ONE,       /* one program, one output per chunk */
+    LOWER_N_HEAD_SPLITS
+} lower_head_split;
+typedef enum lower_kv_update {
+    LOWER_KV_ONEHOT, /* spread by a constant one-hot placement matmul, then select (default) */
+    LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
+    LOWER_N_KV_UPDATES
+} lower_kv_update;
+typedef struct lower_forms {
+    lower_program_split program_split;
+    lower_head_split head_split;
+    lower_kv_update kv_update;
+    int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
+} lower_forms;
+const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
+const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "one" */
+/* The value of a name (-1: none). */
+int lower_program_split_parse(const char *name);
+int lower_head_split_parse(const char *name);
+const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
+int lower_kv_update_parse(const char *name);
+
 typedef struct lower_plan {
     const qwen3_config *cfg;
     int ctx; /* KV cache length, a multiple of 32 */
@@ -63,6 +101,7 @@ typedef struct lower_plan {
     int seqs[LOWER_MAX_BUCKETS]; /* sequence buckets, ascending, multiples of 32, <= ctx */
     int kernels_per_layer;       /* 4: qkv, kv, attn, mlp (0 = 4); 3: qkv, kvattn, mlp;
                                     2: qkva, mlp; 1: layer (lower_qwen3_layer_program) */
+    lower_forms forms;
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is
@@ -71,6 +110,17 @@ typedef struct lower_plan {
  * with the ANE rules before it is returned. */
 nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w, lower_weight *rope,
                                     const char *dir, mil_program **out, nc_error *err);
+/* The part of it one program holds under the plan's program split: kernel
+ * k (-1: every kernel) of bucket index s (-1: every bucket). Weights are
+ * written to this program's own weight.bin (the caller resets each
+ * weight's val between programs). */
+nc_status lower_qwen3_layer_part(const lower_plan *p, int k, int s, lower_layer_weights *w,
+                                 lower_weight *rope, const char *dir, mil_program **out,
+                                 nc_error *err);
+/* The number of kernels (functions per bucket) of a layer under the plan. */
+int lower_qwen3_kernels(const lower_plan *p);
+/* Kernel k's name ("qkv", "kvattn", ...). */
+const char *lower_qwen3_kernel_name(const lower_plan *p, int k);
 
 /* The mlp_sS kernel of lower_qwen3_layer_program alone, into the function
  * the builder is writing (Qwen3.5's linear-attention layers reuse it). */
@@ -80,10 +130,12 @@ void lower_qwen3_mlp_function(mil_builder *b, const lower_plan *p, int S, lower_
  * the ANE rules (mil_check_strict). The builder is freed either way. */
 nc_status lower_program_finish(mil_builder *b, mil_program **out, nc_error *err);
 
-/* The head program: final RMSNorm then the LM head in n_chunks 1x1 convs
- * (chunks[i]: [rows_i, D, 1, 1]); function head_s32, outputs logits_<i>. */
+/* A head program: final RMSNorm then the LM head in n_chunks 1x1 convs
+ * (chunks[i]: [rows_i, D, 1, 1]); function head_s32, outputs
+ * logits_<first + i> (a head split into one program per chunk numbers its
+ * outputs across the programs). */
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
-                                   lower_weight *chunks, int n_chunks, const char *dir,
+                                   lower_weight *chunks, int n_chunks, int first, const char *dir,
                                    mil_program **out, nc_error *err);
 
 #endif

@@ -530,14 +530,19 @@ static void r_softmax_npot(mil_ane_ctx *c) {
     }
 }
 
+int mil_function_is_elementwise_only(const mil_function *fn) {
+    static const char *const anchors[] = {"conv", "matmul", "linear", "einsum", "conv_transpose"};
+    for (int k = 0; k < fn->n_ops; k++)
+        for (size_t a = 0; a < sizeof anchors / sizeof anchors[0]; a++)
+            if (!strcmp(fn->ops[k]->type, anchors[a])) return 0;
+    return fn->n_ops > 0;
+}
+
 /* A function with no conv/matmul/linear computes elementwise only. */
 static void r_elementwise_only(mil_ane_ctx *c) {
-    static const char *const anchors[] = {"conv", "matmul", "linear", "einsum", "conv_transpose"};
-    for (int k = 0; k < c->fn->n_ops; k++)
-        for (size_t a = 0; a < sizeof anchors / sizeof anchors[0]; a++)
-            if (!strcmp(c->fn->ops[k]->type, anchors[a])) return;
+    if (!mil_function_is_elementwise_only(c->fn)) return;
     int sev = profile_sev(c, "elementwise_only");
-    if (sev >= 0 && c->fn->n_ops > 0)
+    if (sev >= 0)
         mil_ane_report_sev(c, (mil_severity)sev, c->fn->line,
                            "function '%s' is elementwise only (no conv or matmul)", c->fn->name);
 }

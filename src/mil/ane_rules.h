@@ -38,6 +38,9 @@ const mil_ane_rule *mil_ane_rules(int *n);
 void mil_ane_check_function(const mil_program *prog, const mil_function *fn, const char *skip,
                             const mil_ane_profile *profile, mil_diagnostics *diags);
 
+/* 1 when fn has ops and none of them is a conv, matmul, linear or einsum
+ * (reported refused at load or left on the CPU: ane-elementwise-only). */
+int mil_function_is_elementwise_only(const mil_function *fn);
 /* Reports a problem of the current rule at `line`. */
 void mil_ane_report(mil_ane_ctx *c, int line, const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)

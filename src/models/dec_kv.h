@@ -25,8 +25,9 @@ char *dec_kv_layer(const dec_kv *kv, void *cache, int layer);
 void dec_kv_store(const dec_kv *kv, void *k_cache, void *v_cache, int layer, int pos,
                   const float *k, const float *v, const void **k_rows, const void **v_rows);
 
-/* Per head of x [heads, head_dim]: RMSNorm by w, then RoPE (rotate-half) on
- * the first rot_dim dims with the position's cos/sin [rot_dim / 2]. */
+/* Per head of x [heads, head_dim]: RMSNorm by w (none when w is NULL:
+ * Llama), then RoPE (rotate-half) on the first rot_dim dims with the
+ * position's cos/sin [rot_dim / 2]. */
 void dec_norm_rope_heads(const cpu_row_kernels *rows, float *x, int heads, int head_dim,
                          const float *w, float eps, const float *cos, const float *sin,
                          int rot_dim);

@@ -14,6 +14,7 @@ nc_status model_random_write(const model_preset *p, const char *out, const model
                              model_random_report *r, nc_error *err) {
     switch (p->family) {
     case MODEL_FAMILY_QWEN3:
+    case MODEL_FAMILY_LLAMA: /* the same layout, less the q/k norms */
         return qwen3_random_write(p, out, o, r, err);
     case MODEL_FAMILY_MODERNBERT:
         return modernbert_random_write(p, out, o, r, err);
@@ -21,6 +22,19 @@ nc_status model_random_write(const model_preset *p, const char *out, const model
         return qwen35_random_write(p, out, o, r, err);
     }
     return nc_fail(err, NC_ERR_INTERNAL, "%s: no random writer for this family", p->name);
+}
+
+nc_status model_random_write_decoder(const model_preset *s, const char *out,
+                                     const model_random_options *o, model_random_planner plan,
+                                     model_random_config config, model_random_report *r,
+                                     nc_error *err) {
+    static st_random_plan p; /* large (names); one per process */
+    memset(&p, 0, sizeof p);
+    p.kind = ST_RANDOM_SUM4;
+    p.seed = o->seed * 0x9e3779b97f4a7c15ull;
+    plan(&p, s, o->dtype);
+    return model_random_write_plan(&p, out, o->dry_run ? NULL : config(s, o->dtype),
+                                   o->dry_run ? NULL : model_random_generation_json(s), o, r, err);
 }
 
 json_t *model_random_generation_json(const model_preset *p) {

@@ -59,6 +59,17 @@ nc_status model_random_write_plan(st_random_plan *p, const char *out, json_t *cf
                                   const model_random_options *o, model_random_report *r,
                                   nc_error *err);
 
+/* A decoder family's writer: its tensors planned by `plan` (matrices and
+ * norms from one seeded sum-of-4 stream), its config.json by `config`,
+ * generation_config.json from the preset's ids, then as
+ * model_random_write_plan. */
+typedef void (*model_random_planner)(st_random_plan *p, const model_preset *s, st_dtype dt);
+typedef json_t *(*model_random_config)(const model_preset *s, st_dtype dt);
+nc_status model_random_write_decoder(const model_preset *s, const char *out,
+                                     const model_random_options *o, model_random_planner plan,
+                                     model_random_config config, model_random_report *r,
+                                     nc_error *err);
+
 /* A decoder preset's generation_config.json: bos_token_id and the
  * eos_token_id list (eos, then eos_extra when the preset has one). */
 json_t *model_random_generation_json(const model_preset *p);

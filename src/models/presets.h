@@ -15,6 +15,7 @@ typedef enum model_family {
     MODEL_FAMILY_QWEN3,      /* Qwen3ForCausalLM (models/qwen3.h) */
     MODEL_FAMILY_MODERNBERT, /* ModernBertForMaskedLM (models/modernbert.h) */
     MODEL_FAMILY_QWEN35,     /* Qwen3.5's text model (models/qwen35.h) */
+    MODEL_FAMILY_LLAMA,      /* LlamaForCausalLM (qwen3.h's layout, models/llama_config.h) */
 } model_family;
 
 typedef struct model_preset {
@@ -31,6 +32,9 @@ typedef struct model_preset {
      * their head dim (dk = dv); every 4th layer is full attention, whose
      * RoPE covers 1/4 of head_dim */
     int lin_k_heads, lin_v_heads, lin_head_dim;
+    /* Llama 3.x: rope_scaling "llama3"'s factor (low/high frequency factors
+     * 1 and 4 and an original context of 8192 in every 3.x config); 0: none */
+    float rope_llama3_factor;
 } model_preset;
 
 /* The row named `name`, or NULL. */

@@ -1,5 +1,6 @@
 /* Qwen3 forward pass on the CPU, as transformers' modeling_qwen3.py computes
- * it: pre-norm decoder layers with QK-norm before rotate-half RoPE, grouped
+ * it (and modeling_llama.py: the same without the QK-norm, q_norm NULL):
+ * pre-norm decoder layers with QK-norm before rotate-half RoPE, grouped
  * query attention and a SiLU-gated MLP. A batch is a set of rows, each one
  * token of some sequence at some position: every matrix sees all rows at
  * once (a prompt, or one new token of each of several sequences), only
@@ -37,35 +38,37 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     size_t kvd = kv_dim(c);
     const float *cs = w->rope_cos + (size_t)i * hd / 2, *sn = w->rope_sin + (size_t)i * hd / 2;
     float *q = w->q + (size_t)i * c->num_attention_heads * hd;
-    dec_norm_rope_heads(lc->m->kern->rows, q, c->num_attention_heads, hd, L->q_norm,
+    dec_norm_rope_heads(lc->m->b.kern->rows, q, c->num_attention_heads, hd, L->q_norm,
                         c->rms_norm_eps, cs, sn, hd);
     float *k = w->k + (size_t)i * kvd;
-    dec_norm_rope_heads(lc->m->kern->rows, k, c->num_key_value_heads, hd, L->k_norm,
+    dec_norm_rope_heads(lc->m->b.kern->rows, k, c->num_key_value_heads, hd, L->k_norm,
                         c->rms_norm_eps, cs, sn, hd);
+    const dec_rows_ws *R = &lc->m->b.rows;
     qwen3_state *s = w->row_state[i];
-    dec_kv kv = {kvd, s->ctx, lc->m->kv_f16};
-    dec_kv_store(&kv, s->k_cache, s->v_cache, lc->layer, w->row_pos[i], k, w->v + (size_t)i * kvd,
-                 &w->row_k[i], &w->row_v[i]);
+    dec_kv kv = {kvd, s->ctx, lc->m->b.kv_f16};
+    dec_kv_store(&kv, s->k_cache, s->v_cache, lc->layer, R->row_pos[i], k, w->v + (size_t)i * kvd,
+                 &R->row_k[i], &R->row_v[i]);
 }
 
 /* The decoder over the n rows planned in the workspace (row_token,
  * row_state, row_pos); leaves the final hidden states in ws.x. */
 static void decoder_rows(qwen3_model *m, int n) {
     const qwen3_config *c = &m->cfg;
-    const cpu_kernels *K = m->kern;
+    const cpu_kernels *K = m->b.kern;
+    dec_rows_ws *R = &m->b.rows;
     qwen3_workspace *w = &m->ws;
-    nc_pool *pool = m->pool;
+    nc_pool *pool = m->b.pool;
     int d = c->hidden_size, hd = c->head_dim;
     size_t qd = (size_t)c->num_attention_heads * hd, kvd = kv_dim(c);
 
     /* token embeddings, and the RoPE angles of each row's position */
     for (int i = 0; i < n; i++) {
         const unsigned char *row = (const unsigned char *)m->embed.data +
-                                   (size_t)w->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+                                   (size_t)R->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
         K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d); /* any type, Q8/Q4 too */
         cpu_rope_angles(w->rope_cos + (size_t)i * hd / 2, w->rope_sin + (size_t)i * hd / 2,
-                        m->inv_freq, hd, w->row_pos[i]);
-        w->row_n_keys[i] = w->row_pos[i] + 1;
+                        m->inv_freq, hd, R->row_pos[i]);
+        R->row_n_keys[i] = R->row_pos[i] + 1;
     }
 
     for (int l = 0; l < c->num_hidden_layers; l++) {
@@ -75,9 +78,9 @@ static void decoder_rows(qwen3_model *m, int n) {
         /* attention */
         /* norm (and int8 blocks) of every row in one pass and dispatch */
         cpu_act xa =
-            dec_act_rows_q(&m->dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
+            dec_act_rows_q(&m->b.dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
         dec_row_steps(
-            &m->dec,
+            &m->b.dec,
             &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
         /* q, k, v: one input, one dispatch */
         cpu_matmul_many(pool, K, &xa, 3,
@@ -87,10 +90,10 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .out = w->att,
                                  .ldq = qd,
                                  .ldo = qd,
-                                 .k_cache = w->row_k,
-                                 .v_cache = w->row_v,
-                                 .kv_f16 = m->kv_f16,
-                                 .n_keys = w->row_n_keys,
+                                 .k_cache = R->row_k,
+                                 .v_cache = R->row_v,
+                                 .kv_f16 = m->b.kv_f16,
+                                 .n_keys = R->row_n_keys,
                                  .n = n,
                                  .n_heads = c->num_attention_heads,
                                  .n_kv_heads = c->num_key_value_heads,
@@ -99,13 +102,13 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .scores = w->scores,
                                  .scores_stride = (size_t)c->max_position_embeddings};
         cpu_attention(pool, K, &aa);
-        cpu_act att = dec_act_rows(&m->dec, w->att, qd, n, (int)qd);
+        cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
         cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
 
         /* MLP: down(silu(gate(x)) * up(x)), after the residual add of the
          * attention output */
         dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
-        dec_mlp_rows(&m->dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+        dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
     }
 }
@@ -115,7 +118,7 @@ static void decoder_rows(qwen3_model *m, int n) {
 static void lm_head_rows(qwen3_model *m, int n) {
     const dec_head h = {m->final_norm, &m->lm_head, m->cfg.rms_norm_eps, m->cfg.hidden_size,
                         m->cfg.vocab_size};
-    dec_head_rows(&m->dec, &h, m->ws.x, m->ws.logit_dst, n, m->ws.xb, m->ws.logits);
+    dec_head_rows(&m->b.dec, &h, m->ws.x, m->b.rows.logit_dst, n, m->ws.xb, m->ws.logits);
 }
 
 static nc_status check_item(const qwen3_model *m, const qwen3_batch_item *it, int index,
@@ -135,6 +138,7 @@ nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count
                                "qwen3_forward: batch items %d and %d share a state", j, i);
     }
     qwen3_workspace *w = &m->ws;
+    dec_rows_ws *R = &m->b.rows;
     size_t V = (size_t)m->cfg.vocab_size;
     int done[64] = {0}; /* tokens of each item already through */
     int *dn = count <= 64 ? done : calloc((size_t)count, sizeof *dn);
@@ -150,10 +154,10 @@ nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count
             if (take > QWEN3_MAX_BATCH - n) take = QWEN3_MAX_BATCH - n;
             for (int j = 0; j < take; j++, n++) {
                 int t = dn[i] + j;
-                w->row_token[n] = it->tokens[t];
+                R->row_token[n] = it->tokens[t];
                 w->row_state[n] = it->state;
-                w->row_pos[n] = it->state->pos + j;
-                w->logit_dst[n] = it->logits_all   ? it->logits_all + (size_t)t * V
+                R->row_pos[n] = it->state->pos + j;
+                R->logit_dst[n] = it->logits_all   ? it->logits_all + (size_t)t * V
                                   : t == it->n - 1 ? it->logits_last
                                                    : NULL;
             }

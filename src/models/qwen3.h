@@ -1,5 +1,7 @@
 /* Qwen3 on the CPU: load a Hugging Face model folder and run the decoder.
- * A qwen3_model holds the read-only weights (mmapped safetensors), the config,
+ * Llama (3.x, and configs of its architecture such as SmolLM2) runs here
+ * too: the same layers without the per-head q/k norms, with Llama 3's RoPE
+ * scaling (docs/llama.md). A qwen3_model holds the read-only weights (mmapped safetensors), the config,
  * the thread pool and one batch workspace, and is shared by every sequence;
  * a qwen3_state is one sequence: its KV cache (fp32, or fp16 on request;
  * sized to its context,
@@ -10,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/rope_scaling.h"
 
 #define QWEN3_MAX_EOS 8
 
@@ -21,6 +24,11 @@ typedef struct qwen3_config {
     int32_t bos_token_id; /* -1 when the config names none */
     int32_t eos_token_ids[QWEN3_MAX_EOS];
     int n_eos; /* from config.json + generation_config.json */
+    /* What the families sharing this layout (models/family.h) differ in:
+     * Qwen3 normalizes each query and key head before RoPE (q_norm,
+     * k_norm); Llama does not, and Llama 3.x scales its RoPE frequencies. */
+    int qk_norm;
+    rope_scaling rope_scaling; /* factor 0: plain RoPE */
 } qwen3_config;
 
 typedef struct qwen3_model qwen3_model;
@@ -30,12 +38,16 @@ typedef struct qwen3_load_options {
     int n_threads; /* <= 0: all cores */
 } qwen3_load_options;
 
-/* Reads config.json (+ generation_config.json when present) from dir into
- * *cfg; errors name the file and field. Used by qwen3_load. */
+/* Reads a Qwen3 config.json (+ generation_config.json when present) from
+ * dir into *cfg; errors name the file and field. Another model_type (Llama)
+ * is refused: what reads every family of this layout is
+ * model_family_qwen3_config_load (models/family.h). */
 nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err);
 
-/* Opens the folder: config, safetensors (single or sharded), checks every
- * tensor's presence, dtype and shape. opt may be NULL. */
+/* Opens the folder of any family of this layout (Qwen3, Llama: its
+ * config.json's model_type picks the reader, models/family.h): config,
+ * safetensors (single or sharded), checks every tensor's presence, dtype
+ * and shape. opt may be NULL. */
 nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model **out,
                      nc_error *err);
 void qwen3_free(qwen3_model *m);

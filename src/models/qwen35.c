@@ -68,15 +68,15 @@ static void attn_row_prep(void *ctx, int i, int thread) {
                (size_t)hd * sizeof(float));
     }
     /* RoPE on the first rd dims of each head; the rest pass */
-    dec_norm_rope_heads(m->kern->rows, w->q + (size_t)i * qd, c->num_attention_heads, hd, L->q_norm,
-                        c->rms_norm_eps, cs, sn, rd);
+    dec_norm_rope_heads(m->b.kern->rows, w->q + (size_t)i * qd, c->num_attention_heads, hd,
+                        L->q_norm, c->rms_norm_eps, cs, sn, rd);
     float *k = w->k + (size_t)i * kvd;
-    dec_norm_rope_heads(m->kern->rows, k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps,
+    dec_norm_rope_heads(m->b.kern->rows, k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps,
                         cs, sn, rd);
     qwen35_state *s = w->row_state[i];
-    dec_kv kv = {kvd, s->ctx, m->kv_f16};
-    dec_kv_store(&kv, s->k_cache, s->v_cache, L->slot, w->row_pos[i], k, w->v + (size_t)i * kvd,
-                 &w->row_k[i], &w->row_v[i]);
+    dec_kv kv = {kvd, s->ctx, m->b.kv_f16};
+    dec_kv_store(&kv, s->k_cache, s->v_cache, L->slot, m->b.rows.row_pos[i], k,
+                 w->v + (size_t)i * kvd, &m->b.rows.row_k[i], &m->b.rows.row_v[i]);
 }
 
 static void attn_row_gate(void *ctx, int i, int thread) {
@@ -96,18 +96,18 @@ static void full_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, 
     qwen35_workspace *w = &m->ws;
     size_t qd = (size_t)c->num_attention_heads * c->head_dim, kvd = kv_dim(c);
     cpu_matmul_many(
-        m->pool, m->kern, xa, 3,
+        m->b.pool, m->b.kern, xa, 3,
         (cpu_product[]){{&L->q, w->big, 2 * qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
     layer_ctx lc = {m, L, NULL};
-    nc_pool_for(m->pool, n, attn_row_prep, &lc);
+    nc_pool_for(m->b.pool, n, attn_row_prep, &lc);
     cpu_attention_args aa = {.q = w->q,
                              .out = w->att,
                              .ldq = qd,
                              .ldo = qd,
-                             .k_cache = w->row_k,
-                             .v_cache = w->row_v,
-                             .kv_f16 = m->kv_f16,
-                             .n_keys = w->row_n_keys,
+                             .k_cache = m->b.rows.row_k,
+                             .v_cache = m->b.rows.row_v,
+                             .kv_f16 = m->b.kv_f16,
+                             .n_keys = m->b.rows.row_n_keys,
                              .n = n,
                              .n_heads = c->num_attention_heads,
                              .n_kv_heads = c->num_key_value_heads,
@@ -115,10 +115,10 @@ static void full_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, 
                              .scale = 1.0f / sqrtf((float)c->head_dim),
                              .scores = w->scores,
                              .scores_stride = (size_t)c->max_position_embeddings};
-    cpu_attention(m->pool, m->kern, &aa);
-    nc_pool_for(n > 1 ? m->pool : NULL, n, attn_row_gate, &lc);
-    cpu_act att = dec_act_rows(&m->dec, w->att, qd, n, (int)qd);
-    cpu_matmul_act(m->pool, m->kern, &L->o, &att, w->xb, (size_t)c->hidden_size);
+    cpu_attention(m->b.pool, m->b.kern, &aa);
+    nc_pool_for(n > 1 ? m->b.pool : NULL, n, attn_row_gate, &lc);
+    cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
+    cpu_matmul_act(m->b.pool, m->b.kern, &L->o, &att, w->xb, (size_t)c->hidden_size);
 }
 
 /* ---- Gated DeltaNet ------------------------------------------------------ */
@@ -214,18 +214,18 @@ static void linear_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa
     qwen35_workspace *w = &m->ws;
     size_t cd = qwen35_conv_dim(c), nv = (size_t)c->linear_num_value_heads;
     size_t vd = nv * c->linear_value_head_dim;
-    cpu_matmul_many(m->pool, m->kern, xa, 4,
+    cpu_matmul_many(m->b.pool, m->b.kern, xa, 4,
                     (cpu_product[]){{&L->qkv, w->big, cd},
                                     {&L->z, w->z, vd},
                                     {&L->b, w->ba, 2 * nv},
                                     {&L->a, w->ba + nv, 2 * nv}});
     layer_ctx lc = {m, L, segs};
-    nc_pool_for(n_segs > 1 ? m->pool : NULL, n_segs, linear_conv_task, &lc);
-    nc_pool_for(n > 1 ? m->pool : NULL, n, linear_row_prep, &lc);
-    nc_pool_for(m->pool, n_segs * (int)nv, linear_delta_task, &lc);
-    nc_pool_for(n > 1 ? m->pool : NULL, n, linear_row_gate, &lc);
-    cpu_act core = dec_act_rows(&m->dec, w->core, vd, n, (int)vd);
-    cpu_matmul_act(m->pool, m->kern, &L->out, &core, w->xb, (size_t)c->hidden_size);
+    nc_pool_for(n_segs > 1 ? m->b.pool : NULL, n_segs, linear_conv_task, &lc);
+    nc_pool_for(n > 1 ? m->b.pool : NULL, n, linear_row_prep, &lc);
+    nc_pool_for(m->b.pool, n_segs * (int)nv, linear_delta_task, &lc);
+    nc_pool_for(n > 1 ? m->b.pool : NULL, n, linear_row_gate, &lc);
+    cpu_act core = dec_act_rows(&m->b.dec, w->core, vd, n, (int)vd);
+    cpu_matmul_act(m->b.pool, m->b.kern, &L->out, &core, w->xb, (size_t)c->hidden_size);
 }
 
 /* ---- the decoder ----------------------------------------------------------- */
@@ -235,12 +235,13 @@ static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs
     qwen35_workspace *w = &m->ws;
     int d = c->hidden_size, rd = c->rotary_dim;
     for (int i = 0; i < n; i++) {
-        const unsigned char *row = (const unsigned char *)m->embed.data +
-                                   (size_t)w->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        m->kern->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
+        const unsigned char *row =
+            (const unsigned char *)m->embed.data +
+            (size_t)m->b.rows.row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+        m->b.kern->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
         cpu_rope_angles(w->rope_cos + (size_t)i * rd / 2, w->rope_sin + (size_t)i * rd / 2,
-                        m->inv_freq, rd, w->row_pos[i]);
-        w->row_n_keys[i] = w->row_pos[i] + 1;
+                        m->inv_freq, rd, m->b.rows.row_pos[i]);
+        m->b.rows.row_n_keys[i] = m->b.rows.row_pos[i] + 1;
     }
     for (int l = 0; l < c->num_hidden_layers; l++) {
         const qwen35_layer *L = &m->layers[l];
@@ -248,16 +249,16 @@ static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs
         if (!L->is_full) {
             reads[0] = &L->qkv, reads[1] = &L->z, reads[2] = &L->b, reads[3] = &L->a;
         }
-        cpu_act xa = dec_act_rows_q(&m->dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
+        cpu_act xa = dec_act_rows_q(&m->b.dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
         dec_row_steps(
-            &m->dec,
+            &m->b.dec,
             &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
         if (L->is_full)
             full_attention(m, L, &xa, n);
         else
             linear_attention(m, L, &xa, n, segs, n_segs);
         dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
-        dec_mlp_rows(&m->dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+        dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
     }
 }
 
@@ -265,7 +266,7 @@ static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs
 static void lm_head_rows(qwen35_model *m, int n) {
     const dec_head h = {m->final_norm, &m->lm_head, m->cfg.rms_norm_eps, m->cfg.hidden_size,
                         m->cfg.vocab_size};
-    dec_head_rows(&m->dec, &h, m->ws.x, m->ws.logit_dst, n, m->ws.xb, m->ws.logits);
+    dec_head_rows(&m->b.dec, &h, m->ws.x, m->b.rows.logit_dst, n, m->ws.xb, m->ws.logits);
 }
 
 static nc_status check_item(const qwen35_model *m, const qwen35_batch_item *it, int index,
@@ -311,13 +312,13 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
             segs_fixed[n_segs++] = (segment){s, n, take};
             for (int j = 0; j < take; j++, n++) {
                 int t = done[i] + j, out = t - replay[i]; /* index among the new tokens */
-                w->row_token[n] = s->tokens[s->pos + j];
+                m->b.rows.row_token[n] = s->tokens[s->pos + j];
                 w->row_state[n] = s;
-                w->row_pos[n] = s->pos + j;
-                w->logit_dst[n] = out < 0            ? NULL
-                                  : it->logits_all   ? it->logits_all + (size_t)out * V
-                                  : out == it->n - 1 ? it->logits_last
-                                                     : NULL;
+                m->b.rows.row_pos[n] = s->pos + j;
+                m->b.rows.logit_dst[n] = out < 0            ? NULL
+                                         : it->logits_all   ? it->logits_all + (size_t)out * V
+                                         : out == it->n - 1 ? it->logits_last
+                                                            : NULL;
             }
             done[i] += take;
             s->pos += take;

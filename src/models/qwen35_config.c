@@ -27,7 +27,7 @@ static nc_status read_eos(const json_t *o, qwen35_config *c, const char *what, n
  * section rotates by the same angle and mRoPE is plain RoPE. */
 static nc_status read_rope(const json_t *o, qwen35_config *c, const char *what, nc_error *err) {
     double theta = 10000.0, partial = 0.25; /* Qwen3_5TextConfig's defaults */
-    NC_TRY(hf_config_read_rope(o, &theta, &partial, what, err));
+    NC_TRY(hf_config_read_rope(o, &theta, &partial, NULL, what, err));
     if (!(partial > 0.0 && partial <= 1.0))
         return nc_fail(err, NC_ERR_RANGE, "%s: partial_rotary_factor %g must be in (0, 1]", what,
                        partial);
@@ -90,15 +90,7 @@ static nc_status parse_text(const json_t *o, qwen35_config *c, const char *what,
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, QWEN35_MAX_LAYERS,
                           what, err));
-    NC_TRY(
-        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
-    c->num_key_value_heads = c->num_attention_heads;
-    NC_TRY(
-        nc_json_int_in(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
-    if (c->num_attention_heads % c->num_key_value_heads)
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                       what, c->num_attention_heads, c->num_key_value_heads);
+    NC_TRY(hf_config_read_heads(o, &c->num_attention_heads, &c->num_key_value_heads, what, err));
     c->head_dim = 256;
     NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
     if ((int64_t)c->head_dim * c->num_attention_heads * 2 > MAX_DIM)
@@ -170,24 +162,18 @@ static nc_status parse_config(const json_t *root, qwen35_config *c, const char *
     return read_eos(root, c, path, err);
 }
 
+/* hf_config_load_dir's parts. */
+static nc_status config_part(const json_t *o, void *c, const char *what, nc_error *err) {
+    return parse_config(o, c, what, err);
+}
+
+static nc_status generation_part(const json_t *o, void *c, const char *what, nc_error *err) {
+    return read_eos(o, c, what, err);
+}
+
 nc_status qwen35_config_load(const char *dir, qwen35_config *cfg, nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    char path[4096];
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
-    hf_path_join(path, sizeof path, dir, "config.json");
-    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = parse_config(root, cfg, path, err);
-    json_decref(root);
-    NC_TRY(st);
-    hf_path_join(path, sizeof path, dir, "generation_config.json");
-    if (!nc_file_exists(path)) return NC_OK;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    st = json_is_object(root) ? read_eos(root, cfg, path, err)
-                              : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    json_decref(root);
-    return st;
+    return hf_config_load_dir(dir, config_part, generation_part, cfg, err);
 }
 
 int qwen35_is_qwen35_dir(const char *dir) {

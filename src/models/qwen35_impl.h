@@ -10,6 +10,7 @@
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
+#include "models/dec_model.h"
 #include "models/dec_rows.h"
 #include "models/qwen35.h"
 
@@ -45,25 +46,13 @@ typedef struct qwen35_workspace {
     float *logits;        /* [QWEN35_LOGIT_ROWS, vocab] */
     float *delta_scratch; /* per pool thread, cpu_delta_scratch_floats */
     size_t delta_floats;
-    int8_t *xq;
-    float *xs;
-    cpu_prompt_scratch prompt;
-    qwen35_state **row_state;
-    int *row_pos, *row_n_keys;
-    int32_t *row_token;
-    const void **row_k, **row_v;
-    float **logit_dst;
+    qwen35_state **row_state; /* each row's sequence (the rest of the row plan: b.rows) */
 } qwen35_workspace;
 
 struct qwen35_model {
+    dec_model b; /* folder, weights, pool, kernels, KV type, row plan and scratch */
     qwen35_config cfg;
-    char *dir;
-    hf_weights *weights;
-    nc_pool *pool;
-    const cpu_kernels *kern;
     cpu_gemm_acc_fn delta_gemm; /* the delta rule's products, kern's ISA */
-    dec_ctx dec;
-    int kv_f16;
     int n_linear;
     qwen35_layer *layers;
     cpu_mat embed, lm_head;

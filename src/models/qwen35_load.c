@@ -24,13 +24,13 @@ const qwen35_config *qwen35_model_config(const qwen35_model *m) {
     return &m->cfg;
 }
 int qwen35_model_threads(const qwen35_model *m) {
-    return nc_pool_threads(m->pool);
+    return nc_pool_threads(m->b.pool);
 }
 void qwen35_model_set_kv_f16(qwen35_model *m, int on) {
-    m->kv_f16 = on != 0;
+    m->b.kv_f16 = on != 0;
 }
 int qwen35_model_kv_f16(const qwen35_model *m) {
-    return m->kv_f16;
+    return m->b.kv_f16;
 }
 const char *qwen35_model_dtype(const qwen35_model *m) {
     return cpu_wtype_name(m->layers[0].gate.type);
@@ -61,12 +61,12 @@ size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m) {
 
 static nc_status load_mat(const qwen35_model *m, const char *name, int rows, int cols, cpu_mat *out,
                           nc_error *err) {
-    return hft_load_mat(m->weights, m->dir, name, rows, cols, out, err);
+    return hft_load_mat(m->b.weights, m->b.dir, name, rows, cols, out, err);
 }
 
 static nc_status load_vec(const qwen35_model *m, const char *name, int ndim, const int64_t *shape,
                           float **dst, const float **out, nc_error *err) {
-    return hft_load_vec(m->weights, m->dir, name, ndim, shape, dst, out, err);
+    return hft_load_vec(m->b.weights, m->b.dir, name, ndim, shape, dst, out, err);
 }
 
 /* Qwen3_5RMSNorm computes x_hat * (1 + w) in fp32: stored as 1 + w. */
@@ -126,7 +126,7 @@ static nc_status load_linear_attn(qwen35_model *m, qwen35_layer *L, int l, float
     NC_TRY(load_vec(m, NAME("conv1d.weight"), 3, (int64_t[]){cd, 1, K}, dst, &conv, err));
 #undef NAME
     float *tmp = malloc((size_t)cd * K * sizeof(float));
-    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
+    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->b.dir);
     memcpy(tmp, conv, (size_t)cd * K * sizeof(float));
     for (int ch = 0; ch < cd; ch++)
         for (int j = 0; j < K; j++)
@@ -149,11 +149,11 @@ static nc_status load_layer(qwen35_model *m, int l, int *n_full, float **dst, nc
     NC_TRY(load_mat(m, NAME("mlp.gate_proj.weight"), ff, d, &L->gate, err));
     NC_TRY(load_mat(m, NAME("mlp.up_proj.weight"), ff, d, &L->up, err));
     NC_TRY(load_mat(m, NAME("mlp.down_proj.weight"), d, ff, &L->down, err));
-    if (!L->is_full && !hf_weights_find(m->weights, NAME("linear_attn.in_proj_qkv.weight"), NULL))
+    if (!L->is_full && !hf_weights_find(m->b.weights, NAME("linear_attn.in_proj_qkv.weight"), NULL))
         return nc_fail(err, NC_ERR_NOT_FOUND,
                        "%s: layer %d is a linear-attention layer (layer_types) but tensor '%s' is "
                        "missing: not a complete Qwen3.5 checkpoint",
-                       m->dir, l, n);
+                       m->b.dir, l, n);
 #undef NAME
     return L->is_full ? load_full_attn(m, L, l, dst, err) : load_linear_attn(m, L, l, dst, err);
 }
@@ -171,15 +171,15 @@ static nc_status load_weights(qwen35_model *m, nc_error *err) {
     m->small = nc_alloc_aligned(n_small * sizeof(float));
     m->inv_freq = nc_alloc_aligned((size_t)c->rotary_dim / 2 * sizeof(float));
     if (!m->layers || !m->small || !m->inv_freq)
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->b.dir);
     cpu_rope_inv_freq(m->inv_freq, c->rotary_dim, c->rope_theta);
     char n[256];
     snprintf(n, sizeof n, "%sembed_tokens.weight", prefix(m));
-    if (c->is_vl && !hf_weights_find(m->weights, n, NULL))
+    if (c->is_vl && !hf_weights_find(m->b.weights, n, NULL))
         return nc_fail(err, NC_ERR_NOT_FOUND,
                        "%s: no language-model weights ('%s' not found): a vision-only or "
                        "incomplete Qwen3.5 checkpoint",
-                       m->dir, n);
+                       m->b.dir, n);
     NC_TRY(load_mat(m, n, c->vocab_size, c->hidden_size, &m->embed, err));
     float *dst = m->small;
     int n_full = 0;
@@ -188,7 +188,7 @@ static nc_status load_weights(qwen35_model *m, nc_error *err) {
     snprintf(n, sizeof n, "%snorm.weight", prefix(m));
     NC_TRY(load_norm1p(m, n, c->hidden_size, &dst, &m->final_norm, err));
     /* lm_head.weight when stored, else the tied embedding */
-    if (hf_weights_find(m->weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
+    if (hf_weights_find(m->b.weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
         return load_mat(m, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, err);
     m->lm_head = m->embed;
     return NC_OK;
@@ -203,7 +203,7 @@ static nc_status workspace_new(qwen35_model *m, nc_error *err) {
     size_t cd = qwen35_conv_dim(c),
            vd = (size_t)c->linear_num_value_heads * c->linear_value_head_dim;
     size_t big = 2 * qd > cd ? 2 * qd : cd;
-    int threads = nc_pool_threads(m->pool);
+    int threads = nc_pool_threads(m->b.pool);
     float **bufs[] = {&w->x, &w->xb,   &w->big, &w->q,  &w->k,   &w->v,        &w->gate,    &w->att,
                       &w->z, &w->core, &w->ba,  &w->hb, &w->hb2, &w->rope_cos, &w->rope_sin};
     size_t sizes[] = {d,
@@ -235,57 +235,40 @@ static nc_status workspace_new(qwen35_model *m, nc_error *err) {
     size_t ins[] = {ff, qd, vd};
     for (int i = 0; i < 3; i++)
         widest = ins[i] > widest ? ins[i] : widest;
-    w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, (int)widest));
-    w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, (int)widest));
-    NC_TRY(
-        cpu_prompt_scratch_reserve(&w->prompt, m->kern, threads, (int)b, (int)widest, m->dir, err));
     w->row_state = calloc(b, sizeof *w->row_state);
-    w->row_pos = calloc(b, sizeof *w->row_pos);
-    w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
-    w->row_token = calloc(b, sizeof *w->row_token);
-    w->row_k = calloc(b, sizeof *w->row_k);
-    w->row_v = calloc(b, sizeof *w->row_v);
-    w->logit_dst = calloc(b, sizeof *w->logit_dst);
-    if (!ok || !w->scores || !w->logits || !w->delta_scratch || !w->xq || !w->xs || !w->row_state ||
-        !w->row_pos || !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v || !w->logit_dst)
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
-    m->dec = (dec_ctx){m->pool, m->kern, w->xq, w->xs, &w->prompt};
-    return NC_OK;
+    if (!ok || !w->scores || !w->logits || !w->delta_scratch || !w->row_state)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->b.dir);
+    return dec_rows_ws_new(&m->b, (int)b, (int)widest, err);
 }
 
 static void workspace_free(qwen35_workspace *w) {
-    float *bufs[] = {w->x,      w->xb,     w->big,           w->q,        w->k,
-                     w->v,      w->gate,   w->att,           w->z,        w->core,
-                     w->ba,     w->hb,     w->hb2,           w->rope_cos, w->rope_sin,
-                     w->scores, w->logits, w->delta_scratch, w->xs};
+    float *bufs[] = {w->x,    w->xb,       w->big,      w->q,      w->k,      w->v,
+                     w->gate, w->att,      w->z,        w->core,   w->ba,     w->hb,
+                     w->hb2,  w->rope_cos, w->rope_sin, w->scores, w->logits, w->delta_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
-    nc_free_aligned(w->xq);
-    cpu_prompt_scratch_free(&w->prompt);
     free(w->row_state);
-    free(w->row_pos);
-    free(w->row_n_keys);
-    free(w->row_token);
-    free(w->row_k);
-    free(w->row_v);
-    free(w->logit_dst);
+}
+
+/* dec_model_load's steps */
+static nc_status config_step(void *m, nc_error *err) {
+    qwen35_model *q = m;
+    q->delta_gemm = cpu_delta_gemm_for(q->b.kern);
+    return qwen35_config_load(q->b.dir, &q->cfg, err);
+}
+static nc_status weights_step(void *m, nc_error *err) {
+    return load_weights(m, err);
+}
+static nc_status workspace_step(void *m, nc_error *err) {
+    return workspace_new(m, err);
 }
 
 nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_error *err) {
     *out = NULL;
     qwen35_model *m = calloc(1, sizeof *m);
-    if (!m || !(m->dir = strdup(dir))) {
-        free(m);
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
-    }
-    m->kern = cpu_kernels_get();
-    m->delta_gemm = cpu_delta_gemm_for(m->kern);
-    m->kv_f16 = 0; /* fp32 unless the caller asks (qwen35_model_set_kv_f16) */
-    nc_status st = qwen35_config_load(dir, &m->cfg, err);
-    if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
-    if (st == NC_OK) st = load_weights(m, err);
-    if (st == NC_OK) st = nc_pool_new(n_threads, &m->pool, err);
-    if (st == NC_OK) st = workspace_new(m, err);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
+    static const dec_load_steps steps = {config_step, weights_step, workspace_step};
+    nc_status st = dec_model_load(&m->b, m, dir, n_threads, &steps, err);
     if (st != NC_OK) {
         qwen35_free(m);
         return st;
@@ -296,12 +279,10 @@ nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_err
 
 void qwen35_free(qwen35_model *m) {
     if (!m) return;
-    nc_pool_free(m->pool);
     workspace_free(&m->ws);
-    hf_weights_close(m->weights);
     nc_free_aligned(m->small);
     nc_free_aligned(m->inv_freq);
     free(m->layers);
-    free(m->dir);
+    dec_model_free(&m->b);
     free(m);
 }

@@ -85,11 +85,5 @@ static json_t *config_json(const model_preset *s, st_dtype dt) {
 
 nc_status qwen35_random_write(const model_preset *s, const char *out, const model_random_options *o,
                               model_random_report *r, nc_error *err) {
-    static st_random_plan plan; /* large (names); one per process */
-    memset(&plan, 0, sizeof plan);
-    plan.kind = ST_RANDOM_SUM4;
-    plan.seed = o->seed * 0x9e3779b97f4a7c15ull;
-    plan_tensors(&plan, s, o->dtype);
-    return model_random_write_plan(&plan, out, o->dry_run ? NULL : config_json(s, o->dtype),
-                                   o->dry_run ? NULL : model_random_generation_json(s), o, r, err);
+    return model_random_write_decoder(s, out, o, plan_tensors, config_json, r, err);
 }

@@ -21,7 +21,7 @@ static size_t kv_bytes(const qwen35_model *m, int ctx, int *ovf) {
     const qwen35_config *c = &m->cfg;
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     return nc_mul_size(nc_mul_size((size_t)c->n_full * (size_t)ctx, kvd, ovf),
-                       m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), ovf);
+                       m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float), ovf);
 }
 
 nc_status qwen35_state_new(const qwen35_model *m, int ctx, qwen35_state **out, nc_error *err) {
@@ -112,7 +112,7 @@ nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error
                        dst->ctx, src->pos);
     const qwen35_model *m = src->m;
     const qwen35_config *c = &m->cfg;
-    size_t esz = m->kv_f16 ? sizeof(nc_fp16) : sizeof(float);
+    size_t esz = m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float);
     size_t row = (size_t)c->num_key_value_heads * c->head_dim * esz;
     for (int l = 0; l < c->n_full; l++) {
         size_t so = (size_t)l * src->ctx * row, dof = (size_t)l * dst->ctx * row;

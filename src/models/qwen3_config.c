@@ -8,7 +8,6 @@
 #include "models/qwen3_config.h"
 
 #include "base/json.h"
-#include "io/hf_weights.h"
 #include "models/hf_config.h"
 
 #define MAX_DIM (1 << 20)
@@ -19,25 +18,17 @@ static nc_status read_eos(const json_t *o, qwen3_config *c, const char *what, nc
                               err);
 }
 
-static nc_status read_rope(const json_t *o, qwen3_config *c, const char *what, nc_error *err) {
-    double theta = 10000.0; /* Qwen3Config's default */
-    NC_TRY(hf_config_read_rope(o, &theta, NULL, what, err));
+static nc_status read_rope(const json_t *o, qwen3_config *c, int allow_llama3, const char *what,
+                           nc_error *err) {
+    double theta = c->rope_theta;
+    NC_TRY(hf_config_read_rope(o, &theta, NULL, allow_llama3 ? &c->rope_scaling : NULL, what,
+                               err));
     c->rope_theta = (float)theta;
     return NC_OK;
 }
 
 static nc_status check_supported(const json_t *o, const char *what, nc_error *err) {
-    const char *type = NULL;
-    NC_TRY(nc_json_str(o, "model_type", &type, 1, what, err));
-    if (strcmp(type, "qwen3"))
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "%s: model_type '%s' is not supported (this engine runs 'qwen3')", what,
-                       type);
-    const char *act = "silu";
-    NC_TRY(nc_json_str(o, "hidden_act", &act, 0, what, err));
-    if (strcmp(act, "silu"))
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (silu)", what,
-                       act);
+    NC_TRY(hf_config_check_type(o, "qwen3", what, err));
     int flag = 0;
     NC_TRY(nc_json_bool(o, "attention_bias", &flag, 0, what, err));
     if (flag) return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: attention_bias is not supported", what);
@@ -56,23 +47,12 @@ static nc_status check_supported(const json_t *o, const char *what, nc_error *er
     return NC_OK;
 }
 
-nc_status qwen3_config_from_json(const json_t *o, qwen3_config *c, const char *what,
-                                 nc_error *err) {
-    memset(c, 0, sizeof *c);
-    if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
-    NC_TRY(check_supported(o, what, err));
+nc_status qwen3_config_read_shape(const json_t *o, qwen3_config *c, int allow_llama3,
+                                  const char *what, nc_error *err) {
     NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
-    NC_TRY(
-        nc_json_int_in(o, "num_attention_heads", &c->num_attention_heads, 1, 1, 4096, what, err));
-    c->num_key_value_heads = c->num_attention_heads;
-    NC_TRY(
-        nc_json_int_in(o, "num_key_value_heads", &c->num_key_value_heads, 0, 1, 4096, what, err));
-    if (c->num_attention_heads % c->num_key_value_heads)
-        return nc_fail(err, NC_ERR_FORMAT,
-                       "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                       what, c->num_attention_heads, c->num_key_value_heads);
+    NC_TRY(hf_config_read_heads(o, &c->num_attention_heads, &c->num_key_value_heads, what, err));
     c->head_dim = c->hidden_size / c->num_attention_heads;
     NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));
     if (c->head_dim % 2)
@@ -80,23 +60,34 @@ nc_status qwen3_config_from_json(const json_t *o, qwen3_config *c, const char *w
                        c->head_dim);
     if ((int64_t)c->head_dim * c->num_attention_heads > MAX_DIM)
         return nc_fail(err, NC_ERR_RANGE, "%s: num_attention_heads x head_dim is too large", what);
-    c->vocab_size = 151936; /* Qwen3Config's default */
     NC_TRY(nc_json_int_in(o, "vocab_size", &c->vocab_size, 0, 1, MAX_VOCAB, what, err));
-    c->max_position_embeddings = 32768;
     NC_TRY(nc_json_int_in(o, "max_position_embeddings", &c->max_position_embeddings, 0, 1, 1 << 24,
                           what, err));
-    double eps = 1e-6;
+    double eps = c->rms_norm_eps;
     NC_TRY(nc_json_num(o, "rms_norm_eps", &eps, 0, what, err));
     if (!(eps > 0 && eps < 1))
         return nc_fail(err, NC_ERR_RANGE, "%s: rms_norm_eps %g must be in (0, 1)", what, eps);
     c->rms_norm_eps = (float)eps;
-    NC_TRY(read_rope(o, c, what, err));
-    c->tie_word_embeddings = 0; /* Qwen3Config's default */
+    NC_TRY(read_rope(o, c, allow_llama3, what, err));
     NC_TRY(nc_json_bool(o, "tie_word_embeddings", &c->tie_word_embeddings, 0, what, err));
     int64_t bos = -1;
     NC_TRY(nc_json_int(o, "bos_token_id", &bos, 0, what, err));
     c->bos_token_id = (bos >= 0 && bos < c->vocab_size) ? (int32_t)bos : -1;
     return read_eos(o, c, what, err);
+}
+
+nc_status qwen3_config_from_json(const json_t *o, qwen3_config *c, const char *what,
+                                 nc_error *err) {
+    memset(c, 0, sizeof *c);
+    if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
+    NC_TRY(check_supported(o, what, err));
+    /* Qwen3Config's defaults */
+    c->vocab_size = 151936;
+    c->max_position_embeddings = 32768;
+    c->rms_norm_eps = 1e-6f;
+    c->rope_theta = 10000.0f;
+    c->qk_norm = 1;
+    return qwen3_config_read_shape(o, c, 0, what, err);
 }
 
 nc_status qwen3_config_load_file(const char *path, qwen3_config *c, nc_error *err) {
@@ -138,20 +129,28 @@ json_t *qwen3_config_to_json(const qwen3_config *c) {
     return o;
 }
 
-nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err) {
+/* hf_config_load_dir's parts: the family's reader, and the eos ids. */
+typedef struct load_ctx {
+    qwen3_config_reader read;
+    qwen3_config *c;
+} load_ctx;
+
+static nc_status config_part(const json_t *o, void *p, const char *what, nc_error *err) {
+    const load_ctx *l = p;
+    return l->read(o, l->c, what, err);
+}
+
+static nc_status generation_part(const json_t *o, void *p, const char *what, nc_error *err) {
+    return read_eos(o, ((const load_ctx *)p)->c, what, err);
+}
+
+nc_status qwen3_config_load_with(const char *dir, qwen3_config_reader read, qwen3_config *cfg,
+                                 nc_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    char path[4096];
-    if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
-    hf_path_join(path, sizeof path, dir, "config.json");
-    if (!nc_file_exists(path)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: file not found", path);
-    NC_TRY(qwen3_config_load_file(path, cfg, err));
-    hf_path_join(path, sizeof path, dir, "generation_config.json");
-    if (!nc_file_exists(path)) return NC_OK;
-    json_t *root;
-    NC_TRY(nc_json_load_file(path, &root, err));
-    nc_status st = json_is_object(root)
-                       ? read_eos(root, cfg, path, err)
-                       : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    json_decref(root);
-    return st;
+    load_ctx l = {read, cfg};
+    return hf_config_load_dir(dir, config_part, generation_part, &l, err);
+}
+
+nc_status qwen3_config_load(const char *dir, qwen3_config *cfg, nc_error *err) {
+    return qwen3_config_load_with(dir, qwen3_config_from_json, cfg, err);
 }

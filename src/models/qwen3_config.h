@@ -12,6 +12,22 @@
 /* A config.json object into *c (eos from "eos_token_id" only: an int or a
  * list); `what` names the document in errors. */
 nc_status qwen3_config_from_json(const json_t *o, qwen3_config *c, const char *what, nc_error *err);
+
+/* What a family of this layout reads alike (models/family.h): sizes, eps,
+ * RoPE, ties, bos and eos of o into *c, starting from the family's
+ * defaults in *c (vocab_size, max_position_embeddings, rope_theta,
+ * rms_norm_eps; the rest zero); Llama 3's RoPE scaling is read when
+ * allow_llama3, else refused. The family checks model_type and its flags
+ * first. */
+nc_status qwen3_config_read_shape(const json_t *o, qwen3_config *c, int allow_llama3,
+                                  const char *what, nc_error *err);
+
+/* config.json in dir through `read` (a family's reader), then
+ * generation_config.json's eos when present. */
+typedef nc_status (*qwen3_config_reader)(const json_t *o, qwen3_config *c, const char *what,
+                                         nc_error *err);
+nc_status qwen3_config_load_with(const char *dir, qwen3_config_reader read, qwen3_config *cfg,
+                                 nc_error *err);
 /* qwen3_config_from_json on the file at path (config.json itself, not its
  * folder; no generation_config.json). */
 nc_status qwen3_config_load_file(const char *path, qwen3_config *c, nc_error *err);

@@ -10,6 +10,7 @@
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
+#include "models/dec_model.h"
 #include "models/dec_rows.h"
 #include "models/qwen3.h"
 
@@ -27,31 +28,18 @@ typedef struct qwen3_workspace {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
     float *scores; /* [threads, CPU_ATTENTION_BLOCK, heads per KV head, max_position_embeddings] */
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
-    int8_t *xq;    /* int8 activations for quantized matrices (cpu_act), */
-    float *xs;     /* sized for QWEN3_MAX_BATCH rows of the widest input */
-    cpu_prompt_scratch prompt; /* fp32 weight panels / AMX tiles for prompts */
-    qwen3_state **row_state;
-    int *row_pos;    /* position of each row in its sequence */
-    int *row_n_keys; /* row_pos + 1 */
-    int32_t *row_token;
-    const void **row_k, **row_v; /* the row's cache for the current layer */
-    float **logit_dst;           /* where a row's logits go (NULL: none) */
+    qwen3_state **row_state; /* each row's sequence (the rest of the row plan: b.rows) */
 } qwen3_workspace;
 
 struct qwen3_model {
+    dec_model b; /* folder, weights, pool, kernels, KV type, row plan and scratch */
     qwen3_config cfg;
-    char *dir;
-    hf_weights *weights;
-    nc_pool *pool;
-    const cpu_kernels *kern;
-    int kv_f16; /* KV caches in fp16 */
     qwen3_layer *layers;
     cpu_mat embed, lm_head;
     const float *final_norm;
     float *norms;    /* one block holding every fp32 norm vector */
     float *inv_freq; /* RoPE, head_dim / 2 */
     qwen3_workspace ws;
-    dec_ctx dec;                 /* pool, kernels and ws's activation scratch for dec_rows */
     qwen3_layer_hook layer_hook; /* NULL: off */
     void *layer_hook_user;
 };

@@ -1,4 +1,5 @@
-/* Loading a Qwen3 folder into a qwen3_model: config, safetensors (single or
+/* Loading a Qwen3 (or Llama) folder into a qwen3_model: config (read by
+ * its family's reader, models/family.h), safetensors (single or
  * sharded), every tensor found by its HF name and checked (dtype F32/F16/
  * BF16, or U8 Q8/Q4 blocks from `nectar quantize`; shape from the config,
  * alignment), matrices left in the mmap, norm
@@ -14,6 +15,7 @@
 #include "cpu/cpu_attention.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "models/family.h"
 #include "models/hf_tensors.h"
 #include "models/qwen3_impl.h"
 
@@ -21,13 +23,13 @@ const qwen3_config *qwen3_model_config(const qwen3_model *m) {
     return &m->cfg;
 }
 int qwen3_model_threads(const qwen3_model *m) {
-    return nc_pool_threads(m->pool);
+    return nc_pool_threads(m->b.pool);
 }
 void qwen3_model_set_kv_f16(qwen3_model *m, int on) {
-    m->kv_f16 = on != 0;
+    m->b.kv_f16 = on != 0;
 }
 int qwen3_model_kv_f16(const qwen3_model *m) {
-    return m->kv_f16;
+    return m->b.kv_f16;
 }
 
 const char *qwen3_model_dtype(const qwen3_model *m) {
@@ -47,13 +49,13 @@ size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
 
 static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols, cpu_mat *out,
                           nc_error *err) {
-    return hft_load_mat(m->weights, m->dir, name, rows, cols, out, err);
+    return hft_load_mat(m->b.weights, m->b.dir, name, rows, cols, out, err);
 }
 
 /* Norm weights are small: widen them to fp32 once, into *dst. */
 static nc_status load_norm(const qwen3_model *m, const char *name, int n, float **dst,
                            const float **out, nc_error *err) {
-    return hft_load_vec(m->weights, m->dir, name, 1, (const int64_t[]){n}, dst, out, err);
+    return hft_load_vec(m->b.weights, m->b.dir, name, 1, (const int64_t[]){n}, dst, out, err);
 }
 
 static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *err) {
@@ -65,8 +67,12 @@ static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *e
 #define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
     NC_TRY(load_norm(m, NAME("input_layernorm.weight"), d, norm_dst, &L->attn_norm, err));
     NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
-    NC_TRY(load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
-    NC_TRY(load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+    if (c->qk_norm) { /* Qwen3's; Llama has none (q_norm, k_norm stay NULL) */
+        NC_TRY(
+            load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
+        NC_TRY(
+            load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+    }
     NC_TRY(load_mat(m, NAME("self_attn.q_proj.weight"), qd, d, &L->q, err));
     NC_TRY(load_mat(m, NAME("self_attn.k_proj.weight"), kvd, d, &L->k, err));
     NC_TRY(load_mat(m, NAME("self_attn.v_proj.weight"), kvd, d, &L->v, err));
@@ -87,8 +93,9 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     m->norms = nc_alloc_aligned(n_norm * sizeof(float));
     m->inv_freq = nc_alloc_aligned((size_t)c->head_dim / 2 * sizeof(float));
     if (!m->layers || !m->norms || !m->inv_freq)
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->dir);
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->b.dir);
     cpu_rope_inv_freq(m->inv_freq, c->head_dim, c->rope_theta);
+    rope_scaling_apply(m->inv_freq, c->head_dim / 2, &c->rope_scaling);
     NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, err));
     float *dst = m->norms;
     for (int l = 0; l < nl; l++)
@@ -96,7 +103,7 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     NC_TRY(load_norm(m, "model.norm.weight", c->hidden_size, &dst, &m->final_norm, err));
     /* lm_head.weight when stored (Qwen3-0.6B stores it although tied), else
      * the tied embedding. */
-    if (hf_weights_find(m->weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
+    if (hf_weights_find(m->b.weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
         return load_mat(m, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, err);
     m->lm_head = m->embed;
     return NC_OK;
@@ -120,28 +127,15 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->rope_cos = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     w->rope_sin = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     size_t group = (size_t)(c->num_attention_heads / c->num_key_value_heads);
-    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->pool) * CPU_ATTENTION_BLOCK * group *
+    w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->b.pool) * CPU_ATTENTION_BLOCK * group *
                                  (size_t)c->max_position_embeddings * sizeof(float));
     w->logits = nc_alloc_aligned((size_t)QWEN3_LOGIT_ROWS * (size_t)c->vocab_size * sizeof(float));
     int widest = (int)(ff > qd ? ff : qd) > (int)d ? (int)(ff > qd ? ff : qd) : (int)d;
-    w->xq = nc_alloc_aligned(cpu_qact_q_bytes((int)b, widest));
-    w->xs = nc_alloc_aligned(cpu_qact_s_bytes((int)b, widest));
-    NC_TRY(cpu_prompt_scratch_reserve(&w->prompt, m->kern, nc_pool_threads(m->pool), (int)b, widest,
-                                      m->dir, err));
     w->row_state = calloc(b, sizeof *w->row_state);
-    w->row_pos = calloc(b, sizeof *w->row_pos);
-    w->row_n_keys = calloc(b, sizeof *w->row_n_keys);
-    w->row_token = calloc(b, sizeof *w->row_token);
-    w->row_k = calloc(b, sizeof *w->row_k);
-    w->row_v = calloc(b, sizeof *w->row_v);
-    w->logit_dst = calloc(b, sizeof *w->logit_dst);
     if (!w->x || !w->xb || !w->q || !w->k || !w->v || !w->att || !w->hb || !w->hb2 ||
-        !w->rope_cos || !w->rope_sin || !w->scores || !w->logits || !w->row_state || !w->row_pos ||
-        !w->row_n_keys || !w->row_token || !w->row_k || !w->row_v || !w->logit_dst || !w->xq ||
-        !w->xs)
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->dir);
-    m->dec = (dec_ctx){m->pool, m->kern, w->xq, w->xs, &w->prompt};
-    return NC_OK;
+        !w->rope_cos || !w->rope_sin || !w->scores || !w->logits || !w->row_state)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", m->b.dir);
+    return dec_rows_ws_new(&m->b, (int)b, widest, err);
 }
 
 static void workspace_free(qwen3_workspace *w) {
@@ -149,33 +143,28 @@ static void workspace_free(qwen3_workspace *w) {
                      w->hb, w->hb2, w->rope_cos, w->rope_sin, w->scores, w->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
-    nc_free_aligned(w->xq);
-    nc_free_aligned(w->xs);
-    cpu_prompt_scratch_free(&w->prompt);
     free(w->row_state);
-    free(w->row_pos);
-    free(w->row_n_keys);
-    free(w->row_token);
-    free(w->row_k);
-    free(w->row_v);
-    free(w->logit_dst);
+}
+
+/* dec_model_load's steps */
+static nc_status config_step(void *m, nc_error *err) {
+    qwen3_model *q = m;
+    return model_family_qwen3_config_load(q->b.dir, &q->cfg, err);
+}
+static nc_status weights_step(void *m, nc_error *err) {
+    return load_weights(m, err);
+}
+static nc_status workspace_step(void *m, nc_error *err) {
+    return workspace_new(m, err);
 }
 
 nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model **out,
                      nc_error *err) {
     *out = NULL;
     qwen3_model *m = calloc(1, sizeof *m);
-    if (!m || !(m->dir = strdup(dir))) {
-        free(m);
-        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
-    }
-    m->kern = cpu_kernels_get();
-    m->kv_f16 = 0; /* fp32 unless the caller asks (qwen3_model_set_kv_f16) */
-    nc_status st = qwen3_config_load(dir, &m->cfg, err);
-    if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
-    if (st == NC_OK) st = load_weights(m, err);
-    if (st == NC_OK) st = nc_pool_new(opt ? opt->n_threads : 0, &m->pool, err);
-    if (st == NC_OK) st = workspace_new(m, err);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
+    static const dec_load_steps steps = {config_step, weights_step, workspace_step};
+    nc_status st = dec_model_load(&m->b, m, dir, opt ? opt->n_threads : 0, &steps, err);
     if (st != NC_OK) {
         qwen3_free(m);
         return st;
@@ -186,13 +175,11 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
 
 void qwen3_free(qwen3_model *m) {
     if (!m) return;
-    nc_pool_free(m->pool);
     workspace_free(&m->ws);
-    hf_weights_close(m->weights);
     nc_free_aligned(m->norms);
     nc_free_aligned(m->inv_freq);
     free(m->layers);
-    free(m->dir);
+    dec_model_free(&m->b);
     free(m);
 }
 
@@ -211,7 +198,7 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     int ovf = 0;
     size_t cache_bytes =
         nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
-                    m->kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
+                    m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096

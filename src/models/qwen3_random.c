@@ -1,7 +1,9 @@
-/* Random Qwen3 folders (model_random.h): matrices N(0, 0.02) (Irwin-Hall
- * approximation), norms 1 + N(0, 0.02); config.json through the one Qwen3
- * config writer (qwen3_config.h) plus the fields transformers expects;
- * weights in one file up to 4 GB, else in shards with an index, as HF does. */
+/* Random folders of the Qwen3 layout (model_random.h): Qwen3, and Llama
+ * (no q/k norms; model_type "llama" and Llama 3's rope_scaling where the
+ * preset has it). Matrices N(0, 0.02) (Irwin-Hall approximation), norms
+ * 1 + N(0, 0.02); config.json through the one Qwen3 config writer
+ * (qwen3_config.h) plus the fields transformers expects; weights in one
+ * file up to 4 GB, else in shards with an index, as HF does. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,8 +31,10 @@ static void plan_tensors(st_random_plan *p, const model_preset *s, st_dtype dt) 
         T("self_attn.k_proj.weight", kvd, d);
         T("self_attn.v_proj.weight", kvd, d);
         T("self_attn.o_proj.weight", d, qd);
-        T("self_attn.q_norm.weight", s->head_dim, 0);
-        T("self_attn.k_norm.weight", s->head_dim, 0);
+        if (s->family == MODEL_FAMILY_QWEN3) {
+            T("self_attn.q_norm.weight", s->head_dim, 0);
+            T("self_attn.k_norm.weight", s->head_dim, 0);
+        }
         T("post_attention_layernorm.weight", d, 0);
         T("mlp.gate_proj.weight", s->intermediate, d);
         T("mlp.up_proj.weight", s->intermediate, d);
@@ -52,11 +56,27 @@ static void preset_config(const model_preset *s, qwen3_config *c) {
     c->num_key_value_heads = s->kv_heads;
     c->head_dim = s->head_dim;
     c->max_position_embeddings = s->max_pos;
-    c->rms_norm_eps = 1e-6f;
+    c->rms_norm_eps = s->family == MODEL_FAMILY_LLAMA ? 1e-5f : 1e-6f;
     c->rope_theta = (float)s->rope_theta;
     c->tie_word_embeddings = s->tied;
     c->bos_token_id = s->bos;
     c->eos_token_ids[c->n_eos++] = s->eos;
+}
+
+/* Llama's own fields: its type, and Llama 3's RoPE scaling. */
+static void llama_fields(const model_preset *s, json_t *o) {
+    json_object_set_new(o, "model_type", json_string("llama"));
+    json_object_set_new(o, "architectures", json_pack("[s]", "LlamaForCausalLM"));
+    json_object_set_new(o, "mlp_bias", json_false());
+    json_object_set_new(o, "pretraining_tp", json_integer(1));
+    json_object_set_new(o, "rope_scaling",
+                        s->rope_llama3_factor > 0
+                            ? json_pack("{s:f, s:f, s:f, s:i, s:s}", "factor",
+                                        (double)s->rope_llama3_factor, "low_freq_factor", 1.0,
+                                        "high_freq_factor", 4.0,
+                                        "original_max_position_embeddings", 8192, "rope_type",
+                                        "llama3")
+                            : json_null());
 }
 
 static json_t *config_json(const model_preset *s, st_dtype dt) {
@@ -65,26 +85,26 @@ static json_t *config_json(const model_preset *s, st_dtype dt) {
     json_t *o = qwen3_config_to_json(&c);
     if (!o) return NULL;
     json_object_set_new(o, "architectures", json_pack("[s]", "Qwen3ForCausalLM"));
+    json_object_set_new(o, "rope_scaling", json_null());
     json_object_set_new(o, "attention_bias", json_false());
     json_object_set_new(o, "attention_dropout", json_real(0.0));
     json_object_set_new(o, "hidden_act", json_string("silu"));
     json_object_set_new(o, "initializer_range", json_real(0.02));
     json_object_set_new(o, "max_window_layers", json_integer(s->layers));
-    json_object_set_new(o, "rope_scaling", json_null());
     json_object_set_new(o, "sliding_window", json_null());
     json_object_set_new(o, "torch_dtype", json_string(model_random_torch_dtype(dt)));
     json_object_set_new(o, "use_cache", json_true());
     json_object_set_new(o, "use_sliding_window", json_false());
+    if (s->family == MODEL_FAMILY_LLAMA) {
+        json_object_del(o, "max_window_layers");
+        json_object_del(o, "sliding_window");
+        json_object_del(o, "use_sliding_window");
+        llama_fields(s, o);
+    }
     return o;
 }
 
 nc_status qwen3_random_write(const model_preset *s, const char *out, const model_random_options *o,
                              model_random_report *r, nc_error *err) {
-    static st_random_plan plan; /* large (names); one per process */
-    memset(&plan, 0, sizeof plan);
-    plan.kind = ST_RANDOM_SUM4;
-    plan.seed = o->seed * 0x9e3779b97f4a7c15ull;
-    plan_tensors(&plan, s, o->dtype);
-    return model_random_write_plan(&plan, out, o->dry_run ? NULL : config_json(s, o->dtype),
-                                   o->dry_run ? NULL : model_random_generation_json(s), o, r, err);
+    return model_random_write_decoder(s, out, o, plan_tensors, config_json, r, err);
 }

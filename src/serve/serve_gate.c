@@ -256,6 +256,13 @@ static void read_head(serve_gate *g, int i, short revents) {
         pend_answer(g, i, v.status, v.code, v.msg);
         return;
     }
+    /* The ignored empty line is read away, so the HTTP library, which
+     * would refuse it, sees the request line first. */
+    char skipped[2];
+    if (v.skip && recv(p->fd, skipped, v.skip, 0) != (ssize_t)v.skip) {
+        pend_answer(g, i, 400, "bad_request", "the request head could not be read");
+        return;
+    }
     int fd = p->fd;
     addr_key k = p->k;
     struct sockaddr_storage sa = p->sa;

@@ -18,7 +18,9 @@ typedef struct serve_head_verdict {
     int status;       /* 0: incomplete, wait for more; 200: acceptable; else the error status */
     char msg[160];    /* the error's message */
     const char *code; /* the error's code */
-    size_t head_len;  /* bytes of the head when status == 200 */
+    size_t head_len;  /* bytes of the head when status == 200, skip included */
+    size_t skip;      /* bytes before the request line (one ignored CRLF), which
+                         the caller consumes before the HTTP library reads */
 } serve_head_verdict;
 
 /* Judges buf[0..len), the bytes received so far. is_eof: the client closed

@@ -20,14 +20,19 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "base/log.h"
 #include "base/timer.h"
 #include "serve/serve_constraint.h"
 #include "serve/serve_gate.h"
+#include "serve/serve_jsonshape.h"
 #include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
 #include "serve/serve_sched.h"
+#include "serve/serve_special.h"
 #include "serve/serve_toolcall.h"
 #include "text/chat.h"
 
@@ -40,11 +45,37 @@
 #define SERVE_MAX_LINE_BYTES 8192
 #define SERVE_MAX_HEAD_BYTES 16384
 #define SERVE_MHD_POOL_BYTES (64 * 1024)
+/* Request bodies are refused beyond these before jansson builds anything
+ * (serve_jsonshape.h): 262144 values is 64 times a 4096-token prompt given
+ * as ids, and about 12 MB of tree. */
+#define SERVE_MAX_JSON_VALUES 262144
+#define SERVE_MAX_JSON_DEPTH 128
+/* Memory for bodies in flight and their parse, all requests together: at
+ * least this, and always room for three of the largest bodies. */
+#define SERVE_PARSE_BUDGET_BYTES ((size_t)256 << 20)
+/* After a request that held this much, freed memory goes back to the
+ * system (glibc keeps it in its arenas otherwise: RSS stayed at 407 MB
+ * after ten 8 MB bodies). */
+#define SERVE_TRIM_AFTER_BYTES ((size_t)1 << 20)
+
+/* One text generator the server hosts (-m): its model, its scheduler (slots
+ * and KV cache), and what requests to it are checked and shaped with. */
+typedef struct serve_gen {
+    gen_model *m;
+    const char *path;           /* its -m: also accepted as its name */
+    const char *const *aliases; /* --alias: the first generator's other names */
+    int n_aliases;
+    serve_sched *sched;
+    size_t max_token_bytes; /* the vocabulary's longest token */
+    tm_vocab *vocab;        /* constrained output's view of the vocabulary */
+    chat_family family;     /* the chat template and tool-call format */
+    serve_special *special; /* special-token texts refused in messages */
+} serve_gen;
 
 struct serve_server {
-    gen_model *m;
+    serve_gen gens[SERVE_MAX_GENERATORS];
+    int n_gens; /* 0: encoders only */
     serve_options opt;
-    serve_sched *sched;
     serve_metrics metrics;
     int has_metrics;
     struct MHD_Daemon *d;
@@ -54,10 +85,32 @@ struct serve_server {
     long long started;
     atomic_ulong id_counter; /* ids when no random bytes can be read */
     atomic_int n_inflight;   /* completion requests holding a job */
-    size_t max_token_bytes;  /* the vocabulary's longest token */
-    tm_vocab *vocab;         /* constrained output's view of the vocabulary */
-    chat_family family;      /* the chat template and tool-call format */
+    atomic_size_t mem_used;  /* bodies in flight and parses under way, estimated */
+    size_t mem_budget;       /* beyond it new bodies and parses get 503 */
 };
+
+/* Takes n bytes of the parse budget; 0, or -1 when it would be exceeded
+ * while others hold some (a single request always fits: see the budget). */
+static int mem_take(serve_server *s, size_t n) {
+    size_t used = atomic_load(&s->mem_used);
+    do {
+        if (used && used + n > s->mem_budget) return -1;
+    } while (!atomic_compare_exchange_weak(&s->mem_used, &used, used + n));
+    return 0;
+}
+
+static void mem_give(serve_server *s, size_t n) {
+    atomic_fetch_sub(&s->mem_used, n);
+}
+
+/* Hands freed memory back to the system after a large request. */
+static void trim_after(size_t n) {
+#ifdef __GLIBC__
+    if (n >= SERVE_TRIM_AFTER_BYTES) malloc_trim(0);
+#else
+    (void)n;
+#endif
+}
 
 /* Drops the connection's reference to its job. */
 static void release_job(serve_server *s, serve_job *j) {
@@ -69,6 +122,8 @@ typedef struct conn_ctx {
     char what[80]; /* "METHOD /path" for the request log */
     serve_text body;
     int is_rejected; /* 1: answered before the body; 2: body too large, answer at its end */
+    size_t reserved;   /* bytes of the parse budget held for the body */
+    size_t body_bytes; /* Content-Length: a large request trims memory at its end */
     double t_start;
     serve_route route;
     int status;
@@ -91,6 +146,8 @@ static const char *allowed_methods(serve_route route) {
     switch (route) {
     case SERVE_ROUTE_CHAT:
     case SERVE_ROUTE_COMPLETIONS:
+    case SERVE_ROUTE_EMBEDDINGS:
+    case SERVE_ROUTE_RERANK:
         return "POST, OPTIONS";
     default:
         return "GET, HEAD, OPTIONS";
@@ -133,6 +190,10 @@ static enum MHD_Result send_static(struct MHD_Connection *c, conn_ctx *cc, int s
         MHD_create_response_from_buffer(strlen(bytes), (void *)bytes, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
     add_common_headers(r, cc, ctype);
+    if (!strncmp(ctype, "text/html", 9)) { /* the chat page: never inside another site's frame */
+        MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        MHD_add_response_header(r, "Content-Security-Policy", "frame-ancestors 'none'");
+    }
     if (status == 204) {
         const char *asked =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
@@ -160,27 +221,32 @@ static int client_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
-/* 1 when the connection is broken (reset, error). An end of file is not:
- * a client may half-close its sending side after the request and still
- * wait for the answer, and TCP cannot tell that apart from a client that
- * closed entirely until something is written. So a stream notices a closed
- * client at its next write (a reset follows), and a non-streaming request
- * whose client closed runs to its end (bounded by max_tokens and the
- * context), its answer dropped. */
-static int client_is_gone(int fd) {
+/* 1 when the connection is broken (reset, error), or, with eof_is_gone,
+ * when the client closed its side. An end of file is not always an end: a
+ * client may half-close its sending side after the request and still wait
+ * for the answer, and TCP cannot tell that apart from a client that closed
+ * entirely until something is written. So a non-streaming request whose
+ * client closed runs to its end (bounded by max_tokens and the context),
+ * its answer dropped, and a stream notices a closed client at its next
+ * write (a reset follows). A stream still queued takes the end of file as
+ * the end: a client that half-closes and still reads an event stream is
+ * not worth a slot's prefill and the first token for every client that
+ * hung up while waiting. */
+static int client_is_gone(int fd, int eof_is_gone) {
     if (fd < 0) return 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, 0) <= 0) return 0;
     if (p.revents & (POLLERR | POLLNVAL)) return 1;
     char b;
     ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return eof_is_gone;
     return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 /* Waits until the job's version moves past *seen, it is done, or the
  * deadline passes (deadline_s <= 0: none). Returns 0 on progress, 1 when the
  * client went away, 2 on the deadline. */
-static int wait_job(serve_job *j, unsigned *seen, int fd, double deadline_s) {
+static int wait_job(serve_job *j, unsigned *seen, int fd, int eof_is_gone, double deadline_s) {
     for (;;) {
         pthread_mutex_lock(&j->mu);
         if (j->version != *seen || j->state == SERVE_JOB_DONE) {
@@ -199,7 +265,7 @@ static int wait_job(serve_job *j, unsigned *seen, int fd, double deadline_s) {
         int changed = j->version != *seen || j->state == SERVE_JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (changed) continue;
-        if (client_is_gone(fd)) return 1;
+        if (client_is_gone(fd, eof_is_gone)) return 1;
         if (deadline_s > 0 && nc_now_s() > deadline_s) return 2;
     }
 }
@@ -211,6 +277,10 @@ static serve_route route_of(const char *url) {
         return SERVE_ROUTE_COMPLETIONS;
     if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11) || !strcmp(url, "/models"))
         return SERVE_ROUTE_MODELS;
+    if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings"))
+        return SERVE_ROUTE_EMBEDDINGS;
+    if (!strcmp(url, "/v1/rerank") || !strcmp(url, "/rerank") || !strcmp(url, "/v1/reranking"))
+        return SERVE_ROUTE_RERANK;
     if (!strcmp(url, "/health")) return SERVE_ROUTE_HEALTH;
     if (!strcmp(url, "/metrics")) return SERVE_ROUTE_METRICS;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return SERVE_ROUTE_PAGE;
@@ -254,21 +324,53 @@ static int ends_with_open_think(const char *text) {
     return n >= 7 && !memcmp(text + n - 7, "<think>", 7);
 }
 
+/* Refuses special-token text in what a chat message puts in the prompt
+ * (see serve_special.h); 0 when there is none. */
+static int check_special(const serve_gen *g, const serve_request *r, char *msg, size_t msg_cap,
+                         char *param, size_t param_cap) {
+    for (size_t i = 0; i < r->n_messages; i++) {
+        const serve_message *m = &r->messages[i];
+        const char *field[3] = {m->content, m->reasoning_content, NULL};
+        const char *name[3] = {"content", "reasoning_content", "tool_calls"};
+        for (size_t f = 0; f < 3 + 2 * m->n_tool_calls; f++) {
+            const char *text = f < 3 ? field[f]
+                                     : ((f - 3) % 2 ? m->tool_calls[(f - 3) / 2].arguments
+                                                    : m->tool_calls[(f - 3) / 2].name);
+            size_t n = 0;
+            const char *tok = text ? serve_special_find(g->special, text, strlen(text), &n) : NULL;
+            if (!tok) continue;
+            snprintf(param, param_cap, "messages[%zu].%s", i, name[f < 3 ? f : 2]);
+            snprintf(msg, msg_cap,
+                     "'%s' holds the text of the special token '%.*s', which would end or forge "
+                     "a turn; escape it, or start the server with --special-in-content parse",
+                     param, (int)n, tok);
+            return 400;
+        }
+    }
+    return 0;
+}
+
 /* Renders (chat) and tokenizes the prompt, sizes max_tokens. On failure
  * returns the HTTP status to answer with and fills msg/param/code. */
-static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap, const char **param,
-                       const char **code) {
+static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, size_t msg_cap,
+                       char *param_buf, size_t param_cap, const char **param, const char **code) {
     serve_request *r = &j->req;
     char *text = NULL;
     nc_error err;
     *param = NULL;
     *code = NULL;
-    if (serve_constraint_new(r, s->family, s->vocab, &j->constraint, param, &err) != NC_OK) {
+    if (serve_constraint_new(r, g->family, g->vocab, &j->constraint, param, &err) != NC_OK) {
         snprintf(msg, msg_cap, "%s", err.msg);
         return 400;
     }
     /* Constrained output starts at once: the answer, not a think block. */
     if (j->constraint) r->enable_thinking = 0;
+    if (r->endpoint == SERVE_EP_CHAT && !s->opt.parse_special_in_content &&
+        check_special(g, r, msg, msg_cap, param_buf, param_cap)) {
+        *param = param_buf;
+        *code = "special_token_in_content";
+        return 400;
+    }
     if (r->endpoint == SERVE_EP_CHAT) {
         size_t n_all = 0;
         for (size_t i = 0; i < r->n_messages; i++)
@@ -298,7 +400,7 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         chat_options co = {1, r->enable_thinking, r->preserve_thinking};
         chat_tools tools = {(const char *const *)r->tools,
                             r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
-        nc_status st = chat_render_family(s->family, m, r->n_messages, &co, &tools, &text, &err);
+        nc_status st = chat_render_family(g->family, m, r->n_messages, &co, &tools, &text, &err);
         free(m);
         free(calls);
         free(n_calls);
@@ -317,11 +419,11 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
     size_t n = 0;
     nc_status st = NC_OK;
     const char *what = r->endpoint == SERVE_EP_CHAT ? "messages" : "prompt";
-    int ctx = serve_sched_ctx(s->sched);
+    int ctx = serve_sched_ctx(g->sched);
     /* No token is longer than the vocabulary's longest entry, so text above
      * ctx times that length cannot fit: refused before tokenizing, which
      * costs several times the text in memory and time. */
-    size_t max_text = (size_t)ctx * s->max_token_bytes;
+    size_t max_text = (size_t)ctx * g->max_token_bytes;
     if (text && strlen(text) > max_text) {
         size_t len = strlen(text);
         free(text);
@@ -329,18 +431,18 @@ static int prepare_job(serve_server *s, serve_job *j, char *msg, size_t msg_cap,
         *code = "context_length_exceeded";
         snprintf(msg, msg_cap,
                  "the prompt has %zu bytes; the context holds %d tokens of at most %zu bytes each",
-                 len, ctx, s->max_token_bytes);
+                 len, ctx, g->max_token_bytes);
         return 400;
     }
     if (text) {
-        st = tok_encode(s->m->tok, text, strlen(text), &j->prompt, &n, &err);
+        st = tok_encode(g->m->tok, text, strlen(text), &j->prompt, &n, &err);
         free(text);
     } else { /* token ids given: they must name rows of the model */
         for (size_t i = 0; i < r->n_prompt_ids; i++)
-            if (r->prompt_ids[i] >= s->m->e->n_vocab) {
+            if (r->prompt_ids[i] >= g->m->e->n_vocab) {
                 *param = what;
                 snprintf(msg, msg_cap, "'prompt[%zu]': token id %d is outside the vocabulary (%d)",
-                         i, (int)r->prompt_ids[i], s->m->e->n_vocab);
+                         i, (int)r->prompt_ids[i], g->m->e->n_vocab);
                 return 400;
             }
         j->prompt = r->prompt_ids;
@@ -387,6 +489,7 @@ static void job_usage(serve_job *j, serve_usage *u) {
 
 typedef struct stream_ctx {
     serve_server *s;
+    serve_gen *g; /* the generator running the job */
     serve_job *job;
     int fd;
     serve_resp_id rid;
@@ -406,8 +509,8 @@ static int uses_tools(const serve_request *r) {
 }
 
 /* A scanner for the server's call format, typing by the request's tools. */
-static serve_tool_scan tool_scan_for(const serve_server *s, const serve_request *r) {
-    return (serve_tool_scan){0, 0, s->family, (const char *const *)r->tools, r->n_tools};
+static serve_tool_scan tool_scan_for(const serve_gen *g, const serve_request *r) {
+    return (serve_tool_scan){0, 0, g->family, (const char *const *)r->tools, r->n_tools};
 }
 
 /* finish_reason as OpenAI reports it: "tool_calls" when the model stopped
@@ -528,9 +631,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (sc->is_finished) return MHD_CONTENT_READER_END_OF_STREAM;
         sc->out.len = 0;
         sc->out_off = 0;
-        int w = wait_job(sc->job, &sc->seen, sc->fd, nc_now_s() + SERVE_SSE_PING_S);
+        int w = wait_job(sc->job, &sc->seen, sc->fd, 0, nc_now_s() + SERVE_SSE_PING_S);
         if (w == 1) {
-            serve_sched_cancel(sc->s->sched, sc->job);
+            serve_sched_cancel(sc->g->sched, sc->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         if (w == 2) { /* a long prefill: an SSE comment keeps proxies and clients patient */
@@ -553,23 +656,25 @@ static void stream_free(void *cls) {
     pthread_mutex_lock(&sc->job->mu);
     int done = sc->job->state == SERVE_JOB_DONE;
     pthread_mutex_unlock(&sc->job->mu);
-    if (!done) serve_sched_cancel(sc->s->sched, sc->job);
+    if (!done) serve_sched_cancel(sc->g->sched, sc->job);
     release_job(sc->s, sc->job);
     free(sc->out.p);
     free(sc);
 }
 
-static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
-                                    serve_job *j, const serve_resp_id *rid, unsigned seen) {
+static enum MHD_Result start_stream(serve_server *s, serve_gen *g, struct MHD_Connection *c,
+                                    conn_ctx *cc, serve_job *j, const serve_resp_id *rid,
+                                    unsigned seen) {
     stream_ctx *sc = calloc(1, sizeof *sc);
     if (!sc) return send_error(c, cc, 500, "out of memory", NULL, NULL);
     sc->s = s;
+    sc->g = g;
     sc->job = j; /* takes the connection's reference */
     sc->fd = client_fd(c);
     sc->rid = *rid;
     sc->seen = seen;
     sc->uses_tools = uses_tools(&j->req);
-    sc->scan = tool_scan_for(s, &j->req);
+    sc->scan = tool_scan_for(g, &j->req);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, sc, stream_free);
     if (!r) {
@@ -585,23 +690,84 @@ static enum MHD_Result start_stream(serve_server *s, struct MHD_Connection *c, c
     return ret;
 }
 
+/* The tree jansson would build for the body, bounded and paid for before
+ * it is: 1 with *cost taken from the budget (give it back with parsed()),
+ * or 0 with the refusal queued in *ret. */
+static int admit_parse(serve_server *s, struct MHD_Connection *c, conn_ctx *cc, size_t *cost,
+                       enum MHD_Result *ret) {
+    serve_json_shape shape;
+    serve_json_shape_of(cc->body.p ? cc->body.p : "", cc->body.len, &shape);
+    char why[200];
+    if (shape.n_values > SERVE_MAX_JSON_VALUES) {
+        snprintf(why, sizeof why, "the request body holds %zu JSON values; at most %d are taken",
+                 shape.n_values, SERVE_MAX_JSON_VALUES);
+        return *ret = send_error(c, cc, 413, why, NULL, "too_many_values"), 0;
+    }
+    if (shape.max_depth > SERVE_MAX_JSON_DEPTH) {
+        snprintf(why, sizeof why, "the request body nests %d levels deep; at most %d are taken",
+                 shape.max_depth, SERVE_MAX_JSON_DEPTH);
+        return *ret = send_error(c, cc, 400, why, NULL, "too_deep"), 0;
+    }
+    *cost = serve_json_parse_cost(&shape);
+    if (mem_take(s, *cost) != 0)
+        return *ret = send_error(c, cc, 503,
+                                 "the server is parsing too much request data at once; retry "
+                                 "later",
+                                 NULL, "server_busy"),
+               0;
+    return 1;
+}
+
+/* After the parse: the body and the budget it held go back. */
+static void parsed(serve_server *s, conn_ctx *cc, size_t cost) {
+    free(cc->body.p);
+    memset(&cc->body, 0, sizeof cc->body);
+    mem_give(s, cost + cc->reserved);
+    trim_after(cost + cc->reserved);
+    cc->reserved = 0;
+}
+
+/* The generator a request's model names: by id, -m path or alias, then
+ * any OpenAI name (or none) means the first; NULL when none fits. */
+static serve_gen *gen_named(serve_server *s, const char *asked) {
+    if (!s->n_gens) return NULL;
+    if (!asked) return &s->gens[0];
+    for (int k = 0; k < s->n_gens; k++) {
+        serve_gen *g = &s->gens[k];
+        if (serve_model_matches(asked, g->m->model_id, g->path, g->aliases, g->n_aliases) &&
+            !serve_model_matches(asked, "", NULL, NULL, 0))
+            return g;
+    }
+    return serve_model_matches(asked, "", NULL, NULL, 0) ? &s->gens[0] : NULL;
+}
+
 static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
                                          serve_endpoint ep) {
     serve_request req;
     serve_parse_error perr;
     nc_error err = {0};
+    size_t cost;
+    enum MHD_Result refused;
+    if (!admit_parse(s, c, cc, &cost, &refused)) return refused;
     nc_status st =
         serve_request_parse(cc->body.p ? cc->body.p : "", cc->body.len, ep, &req, &perr, &err);
-    free(cc->body.p); /* parsed: the bytes are not needed while the request runs */
-    memset(&cc->body, 0, sizeof cc->body);
+    parsed(s, cc, cost); /* the bytes are not needed while the request runs */
     if (st != NC_OK)
         return send_error(c, cc, 400, err.msg, perr.param,
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
-    if (req.model && !serve_model_matches(req.model, s->m->model_id, s->opt.model_path,
-                                          s->opt.aliases, s->opt.n_aliases)) {
+    if (!s->n_gens) {
+        serve_request_free(&req);
+        return send_error(c, cc, 404, "this server hosts encoders only: no text generator",
+                          "model", "model_not_found");
+    }
+    serve_gen *g = gen_named(s, req.model);
+    if (!g) {
         char msg[512];
-        snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has '%.200s'",
-                 req.model, s->m->model_id);
+        int n = snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has ",
+                         req.model);
+        for (int i = 0; i < s->n_gens && n > 0 && (size_t)n < sizeof msg; i++)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, "%s'%.100s'", i ? ", " : "",
+                          s->gens[i].m->model_id);
         serve_request_free(&req);
         return send_error(c, cc, 404, msg, "model", "model_not_found");
     }
@@ -612,14 +778,15 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         return send_error(c, cc, 500, "out of memory", NULL, NULL);
     }
     j->t_submit = cc->t_start;
-    char msg[512];
+    char msg[512], param_buf[64];
     const char *param, *code;
-    int status = prepare_job(s, j, msg, sizeof msg, &param, &code);
+    int status =
+        prepare_job(s, g, j, msg, sizeof msg, param_buf, sizeof param_buf, &param, &code);
     if (status != 200) {
         release_job(s, j);
         return send_error(c, cc, status, msg, param, code ? code : "invalid_value");
     }
-    if (serve_sched_submit(s->sched, j, &err) != NC_OK) {
+    if (serve_sched_submit(g->sched, j, &err) != NC_OK) {
         release_job(s, j);
         return send_error(
             c, cc, 429,
@@ -638,9 +805,9 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         /* The deadline is checked here too: wait_job returns early on every
          * change to the job, and a queued job can change without leaving
          * the queue, which would keep it waiting past --timeout. */
-        int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, deadline);
+        int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, j->req.stream, deadline);
         if (w != 0) {
-            serve_sched_cancel(s->sched, j);
+            serve_sched_cancel(g->sched, j);
             release_job(s, j);
             if (w == 1) return MHD_NO; /* nobody to answer */
             return send_error(c, cc, 504, "timed out waiting for a free slot", NULL, "timeout");
@@ -649,16 +816,16 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     serve_resp_id rid;
     make_id(s, ep, rid.id, sizeof rid.id);
     rid.created = (long long)time(NULL);
-    rid.model = s->m->model_id;
+    rid.model = g->m->model_id;
     rid.endpoint = ep;
-    if (j->req.stream) return start_stream(s, c, cc, j, &rid, 0);
+    if (j->req.stream) return start_stream(s, g, c, cc, j, &rid, 0);
     for (;;) {
         pthread_mutex_lock(&j->mu);
         int done = j->state == SERVE_JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (done) break;
-        if (wait_job(j, &seen, fd, 0) == 1) {
-            serve_sched_cancel(s->sched, j);
+        if (wait_job(j, &seen, fd, 0, 0) == 1) {
+            serve_sched_cancel(g->sched, j);
             release_job(s, j);
             return MHD_NO;
         }
@@ -679,7 +846,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         serve_usage u;
         job_usage(j, &u);
         serve_text text = {0};
-        serve_tool_scan scan = tool_scan_for(s, &j->req);
+        serve_tool_scan scan = tool_scan_for(g, &j->req);
         if (uses_tools(&j->req)) { /* the text around the calls, and the calls */
             serve_tool_news news;
             d.tool_calls = json_array();
@@ -704,10 +871,10 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
 
 /* ---- other routes ----------------------------------------------------------- */
 
-static json_t *model_json(serve_server *s, const char *name) {
+static json_t *model_json(serve_server *s, serve_gen *g, const char *name) {
     return json_pack("{s:s,s:s,s:I,s:s,s:{s:i,s:i,s:s}}", "id", name, "object", "model", "created",
                      (json_int_t)s->started, "owned_by", "nectar", "meta", "n_vocab",
-                     s->m->e->n_vocab, "n_ctx", serve_sched_ctx(s->sched), "engine", s->m->e->kind);
+                     g->m->e->n_vocab, "n_ctx", serve_sched_ctx(g->sched), "engine", g->m->e->kind);
 }
 
 static char *dump_json(json_t *o) {
@@ -719,17 +886,22 @@ static char *dump_json(json_t *o) {
 static enum MHD_Result handle_models(serve_server *s, struct MHD_Connection *c, conn_ctx *cc,
                                      const char *url) {
     const char *name = !strncmp(url, "/v1/models/", 11) ? url + 11 : NULL;
+    json_t *enc = name && *name ? serve_encoders_model(s->opt.encoders, name, s->started) : NULL;
+    if (enc) return send_body(c, cc, 200, "application/json", dump_json(enc), NULL);
     if (name && *name) {
-        if (!serve_model_matches(name, s->m->model_id, s->opt.model_path, s->opt.aliases,
-                                 s->opt.n_aliases))
-            return send_error(c, cc, 404, "no such model", "model", "model_not_found");
-        return send_body(c, cc, 200, "application/json", dump_json(model_json(s, name)), NULL);
+        serve_gen *g = gen_named(s, name);
+        if (!g) return send_error(c, cc, 404, "no such model", "model", "model_not_found");
+        return send_body(c, cc, 200, "application/json", dump_json(model_json(s, g, name)), NULL);
     }
-    /* The model under its id, then each --alias as a model of its own. */
+    /* Each generator under its id, each --alias as a model of its own. */
     json_t *data = json_array();
-    json_array_append_new(data, model_json(s, s->m->model_id));
-    for (int i = 0; i < s->opt.n_aliases; i++)
-        json_array_append_new(data, model_json(s, s->opt.aliases[i]));
+    for (int k = 0; k < s->n_gens; k++) {
+        serve_gen *g = &s->gens[k];
+        json_array_append_new(data, model_json(s, g, g->m->model_id));
+        for (int i = 0; i < g->n_aliases; i++)
+            json_array_append_new(data, model_json(s, g, g->aliases[i]));
+    }
+    serve_encoders_list(s->opt.encoders, data, s->started);
     return send_body(c, cc, 200, "application/json",
                      dump_json(json_pack("{s:s,s:o}", "object", "list", "data", data)), NULL);
 }
@@ -787,6 +959,19 @@ static enum MHD_Result dispatch(serve_server *s, struct MHD_Connection *c, conn_
     case SERVE_ROUTE_COMPLETIONS:
         if (is_post) return handle_completion(s, c, cc, SERVE_EP_COMPLETIONS);
         break;
+    case SERVE_ROUTE_EMBEDDINGS:
+    case SERVE_ROUTE_RERANK:
+        if (is_post) {
+            int status;
+            size_t cost;
+            enum MHD_Result refused;
+            if (!admit_parse(s, c, cc, &cost, &refused)) return refused;
+            char *b = serve_encoders_answer(s->opt.encoders, cc->route == SERVE_ROUTE_RERANK,
+                                            cc->body.p ? cc->body.p : "", cc->body.len, &status);
+            parsed(s, cc, cost);
+            return send_body(c, cc, status, "application/json", b, NULL);
+        }
+        break;
     default:
         break;
     }
@@ -816,6 +1001,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
             return send_error(c, cc, 413, "request body is larger than the limit (--max-body)",
                               NULL, "body_too_large");
         }
+        if (n > 0 && mem_take(s, (size_t)n) != 0) {
+            cc->is_rejected = 1;
+            return send_error(c, cc, 503, "too much request data in flight; retry later", NULL,
+                              "server_busy");
+        }
+        cc->reserved = cc->body_bytes = (size_t)n;
         if (n > 0) {
             cc->body.p = malloc((size_t)n + 1);
             if (!cc->body.p) {
@@ -871,6 +1062,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     nc_log(NC_LOG_DEBUG, "http: %s -> %d in %.1f ms%s", cc->what, status, 1000.0 * dt,
            toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     free(cc->body.p);
+    mem_give(s, cc->reserved);
+    trim_after(cc->body_bytes); /* the request's copies of the body are gone too */
     free(cc);
     *con_cls = NULL;
 }
@@ -923,44 +1116,68 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
     if (opt->port < 0 || opt->port > 65535)
         return nc_fail(err, NC_ERR_INVALID, "--port %d: must be between 0 and 65535", opt->port);
     if (opt->timeout_s <= 0) return nc_fail(err, NC_ERR_INVALID, "--timeout must be positive");
-    int family = opt->chat_template ? chat_family_by_name(opt->chat_template)
-                                    : (int)chat_family_of_kind(m->e->kind);
-    if (family < 0)
+    if (!m && serve_encoders_count(opt->encoders) == 0)
+        return nc_fail(err, NC_ERR_INVALID, "serve: no model to host");
+    if (opt->n_more_models < 0 || opt->n_more_models >= SERVE_MAX_GENERATORS ||
+        (!m && opt->n_more_models))
+        return nc_fail(err, NC_ERR_INVALID, "serve: 1 to %d text generators, the first as m",
+                       SERVE_MAX_GENERATORS);
+    if (opt->api_key && !*opt->api_key)
+        return nc_fail(err, NC_ERR_INVALID, "--api-key: the key is empty");
+    if (opt->chat_template && chat_family_by_name(opt->chat_template) < 0)
         return nc_fail(err, NC_ERR_INVALID, "--chat-template %s: must be qwen3 or qwen3.5",
                        opt->chat_template);
     serve_server *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "serve: out of memory");
-    s->m = m;
     s->opt = *opt;
-    s->family = (chat_family)family;
     s->started = (long long)time(NULL);
-    s->max_token_bytes = tok_max_token_bytes(s->m->tok);
-    if (s->max_token_bytes == 0) s->max_token_bytes = 1;
-    nc_status vst = tm_vocab_new(m->tok, m->e->n_vocab, m->eos, m->n_eos, &s->vocab, err);
-    if (vst != NC_OK) {
-        free(s);
-        return vst;
-    }
     atomic_init(&s->id_counter, 1);
     atomic_init(&s->n_inflight, 0);
     atomic_init(&s->n_started, 0);
-    if (serve_metrics_init(&s->metrics, opt->n_parallel) != 0) {
-        tm_vocab_free(s->vocab);
+#ifdef __GLIBC__
+    /* Bodies and their strings (megabytes each) get their own mappings,
+     * returned to the system when freed. Left to itself glibc raises this
+     * threshold after the first large free, and then serves them from
+     * per-thread arenas whose free tops malloc_trim does not release: ten
+     * 8 MB bodies left about 130 MB resident. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+    atomic_init(&s->mem_used, 0);
+    s->mem_budget = SERVE_PARSE_BUDGET_BYTES;
+    if (s->mem_budget < 3 * opt->max_body_bytes) s->mem_budget = 3 * opt->max_body_bytes;
+    int n_gens = m ? 1 + opt->n_more_models : 0;
+    if (serve_metrics_init(&s->metrics, opt->n_parallel * n_gens) != 0) {
         free(s);
         return nc_fail(err, NC_ERR_INTERNAL, "serve: cannot create the metrics lock");
     }
     s->has_metrics = 1;
-    serve_sched_options so = {0};
-    so.n_slots = opt->n_parallel;
-    so.ctx = opt->ctx;
-    so.queue_max = opt->queue_max;
-    /* OpenAI's defaults where the model folder says nothing */
-    so.defaults = gen_sampler_defaults_greedy();
-    so.defaults.temperature = 1.0f;
-    so.defaults.top_p = 1.0f;
-    nc_status st =
-        opt->model_path ? gen_sampling_from_folder(opt->model_path, 0, &so.defaults, err) : NC_OK;
-    if (st == NC_OK) st = serve_sched_new(m, &so, &s->metrics, &s->sched, err);
+    nc_status st = NC_OK;
+    for (int k = 0; st == NC_OK && k < n_gens; k++) {
+        serve_gen *g = &s->gens[s->n_gens++];
+        g->m = k ? opt->more_models[k - 1] : m;
+        g->path = k ? opt->more_paths[k - 1] : opt->model_path;
+        if (!k) {
+            g->aliases = opt->aliases;
+            g->n_aliases = opt->n_aliases;
+        }
+        g->family = opt->chat_template ? (chat_family)chat_family_by_name(opt->chat_template)
+                                       : chat_family_of_kind(g->m->e->kind);
+        g->max_token_bytes = tok_max_token_bytes(g->m->tok);
+        if (g->max_token_bytes == 0) g->max_token_bytes = 1;
+        st = tm_vocab_new(g->m->tok, g->m->e->n_vocab, g->m->eos, g->m->n_eos, &g->vocab, err);
+        if (st == NC_OK) st = serve_special_new(g->m->tok, &g->special, err);
+        serve_sched_options so = {0};
+        so.n_slots = opt->n_parallel;
+        so.ctx = opt->ctx;
+        so.queue_max = opt->queue_max;
+        /* OpenAI's defaults where the model folder says nothing */
+        so.defaults = gen_sampler_defaults_greedy();
+        so.defaults.temperature = 1.0f;
+        so.defaults.top_p = 1.0f;
+        if (st == NC_OK && g->path)
+            st = gen_sampling_from_folder(g->path, 0, &so.defaults, err);
+        if (st == NC_OK) st = serve_sched_new(g->m, &so, &s->metrics, &g->sched, err);
+    }
     if (st != NC_OK) {
         serve_server_stop(s);
         return st;
@@ -1010,7 +1227,8 @@ void serve_server_stop(serve_server *s) {
      * answer (an error, or the stream's last events); then the daemon can
      * join them; the scheduler is freed only when no thread can reach it. */
     serve_gate_stop(s->gate); /* no new connections */
-    serve_sched_stop(s->sched);
+    for (int k = 0; k < s->n_gens; k++)
+        serve_sched_stop(s->gens[k].sched);
     /* A moment for the connections to send their last words (the error
      * event and [DONE], or a 503) before the daemon closes their sockets. */
     for (int i = 0; i < 100 && atomic_load(&s->n_inflight) > 0; i++) {
@@ -1019,8 +1237,11 @@ void serve_server_stop(serve_server *s) {
     }
     if (s->d) MHD_stop_daemon(s->d);
     serve_gate_free(s->gate);
-    serve_sched_free(s->sched);
+    for (int k = 0; k < s->n_gens; k++) {
+        serve_sched_free(s->gens[k].sched);
+        tm_vocab_free(s->gens[k].vocab);
+        serve_special_free(s->gens[k].special);
+    }
     if (s->has_metrics) serve_metrics_destroy(&s->metrics);
-    tm_vocab_free(s->vocab);
     free(s);
 }

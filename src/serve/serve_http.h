@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "gen/model.h"
+#include "serve/serve_encoders.h"
 
 typedef struct serve_options {
     const char *host;       /* numeric IPv4 or IPv6 address */
@@ -25,12 +26,23 @@ typedef struct serve_options {
     const char *const *aliases; /* more names for the model (--alias) */
     int n_aliases;
     const char *chat_template; /* "qwen3" or "qwen3.5"; NULL: the model family's */
+    serve_encoders *encoders;  /* hosted beside the generator (serve_encoders.h); NULL: none */
+    int parse_special_in_content; /* 1: "<|im_end|>" in a message is the special token (HF);
+                                     0: such a request is refused (serve_special.h) */
+    /* More text generators after the first (m), each with its own slots
+     * (n_parallel) and context; a request's model picks one. */
+    gen_model *const *more_models;
+    const char *const *more_paths; /* their -m */
+    int n_more_models;
 } serve_options;
+
+#define SERVE_MAX_GENERATORS 8
 
 typedef struct serve_server serve_server;
 
-/* Starts the scheduler and the listener; the model must outlive the server.
- * Sampling defaults come from opt->model_path's generation_config.json. */
+/* Starts the schedulers and the listener; the models must outlive the
+ * server. m may be NULL when opt->encoders hosts at least one encoder.
+ * Sampling defaults come from each generator's generation_config.json. */
 nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_server **out,
                              nc_error *err);
 int serve_server_port(const serve_server *s);

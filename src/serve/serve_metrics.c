@@ -14,7 +14,7 @@ static const double bucket_s[SERVE_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.
                                                     0.5,   1,    2.5,   5,    10,  30};
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
     "chat_completions", "completions", "models", "health",
-    "metrics",          "page",        "other",  "connection"};
+    "metrics",          "page",        "other",  "connection", "embeddings", "rerank"};
 /* 499: the client went away before its answer (nginx's code). The last
  * entry also counts any status not listed. */
 static const int status_codes[SERVE_STATUS_KINDS] = {200, 204, 400, 401, 403, 404, 405,

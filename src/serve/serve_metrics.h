@@ -24,6 +24,8 @@ typedef enum {
     SERVE_ROUTE_PAGE,
     SERVE_ROUTE_OTHER,
     SERVE_ROUTE_CONNECTION, /* answered by the gate before any route (limits, bad heads) */
+    SERVE_ROUTE_EMBEDDINGS,
+    SERVE_ROUTE_RERANK,
     SERVE_ROUTE_COUNT
 } serve_route;
 

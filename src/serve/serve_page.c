@@ -2,8 +2,12 @@
  * step, no external scripts) that keeps a conversation, streams replies
  * from /v1/chat/completions over fetch + SSE, shows the model's reasoning
  * in a collapsed <details>, and reports tokens/s for each reply. A query
- * string ?q=TEXT[&think=0][&temp=T] sends TEXT on load (used by the
- * headless-browser test; body[data-state=done] marks the reply's end). */
+ * string ?q=TEXT[&think=0][&temp=T] puts TEXT in the input box; only the
+ * user's Enter or Send sends it, so a link or another site cannot spend
+ * the server's compute through the page (it is also served with
+ * X-Frame-Options DENY and CSP frame-ancestors 'none', so it cannot be
+ * framed and clicked through). body[data-state=done] marks a reply's end
+ * for the headless-browser test. */
 #include "serve/serve_http.h"
 
 /* clang-format off: one page line per source line reads best */
@@ -95,7 +99,7 @@ const char serve_page_html[] =
     "const qs=new URLSearchParams(location.search);\n"
     "if(qs.get('think')==='0')document.getElementById('think').checked=false;\n"
     "if(qs.get('temp'))document.getElementById('temp').value=qs.get('temp');\n"
-    "if(qs.get('q'))send(qs.get('q'));\n"
+    "if(qs.get('q')){input.value=qs.get('q');input.focus()}\n"
     "document.getElementById('reset').onclick=e=>{e.preventDefault();history=[];log.innerHTML=''};"
     "\n"
     "</script></body></html>\n";

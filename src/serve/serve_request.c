@@ -25,6 +25,7 @@ static nc_status bad(pctx *c, const char *param, const char *fmt, const char *de
     snprintf(c->perr->param, sizeof c->perr->param, "%s", param);
     char msg[256];
     snprintf(msg, sizeof msg, fmt, detail ? detail : "");
+    if (!*param) return nc_fail(c->err, NC_ERR_INVALID, "%s", msg); /* about the whole body */
     return nc_fail(c->err, NC_ERR_INVALID, "'%s' %s", param, msg);
 }
 

@@ -10,46 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/chat_impl.h"
 #include "text/chat_tojson.h"
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void put_n(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void put(sbuf *b, const char *s) {
-    put_n(b, s, strlen(s));
-}
-
-/* A view of part of a string (the Python str methods the template uses). */
-typedef struct view {
-    const char *s;
-    size_t n;
-} view;
-
-static view view_of(const char *s) {
-    return (view){s ? s : "", s ? strlen(s) : 0};
-}
 
 static int starts_with(view v, const char *p) {
     size_t n = strlen(p);
@@ -172,23 +134,6 @@ static void render_tools(sbuf *b, const chat_message *msgs, const chat_tools *t)
 }
 
 /* ---- Qwen3.5 ------------------------------------------------------------ */
-
-/* Jinja's trim (Python's str.strip(): ASCII whitespace and the separators
- * 0x1c-0x1f). */
-static int is_py_space(char c) {
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
-}
-static view trim(view v) {
-    while (v.n && is_py_space(v.s[0]))
-        v.s++, v.n--;
-    while (v.n && is_py_space(v.s[v.n - 1]))
-        v.n--;
-    return v;
-}
-
-static void put_view(sbuf *b, view v) {
-    put_n(b, v.s, v.n);
-}
 
 /* ns.last_query_index over trimmed contents, or n when there is none. */
 static size_t last_query_trimmed(const chat_message *msgs, size_t n) {
@@ -375,8 +320,8 @@ static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const
     return NC_OK;
 }
 
-static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt, int is_qwen35,
-                        const chat_tools *tools, char **out, nc_error *err) {
+static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt,
+                        chat_family f, const chat_tools *tools, char **out, nc_error *err) {
     *out = NULL;
     chat_options o = opt ? *opt : CHAT_OPTIONS_DEFAULT;
     if (n == 0) return nc_fail(err, NC_ERR_INVALID, "chat template: no messages");
@@ -384,8 +329,9 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
         if (!msgs[i].role)
             return nc_fail(err, NC_ERR_INVALID, "chat template: message %zu has no role", i);
     sbuf b = {0};
-    nc_status st = is_qwen35 ? render_qwen35(&b, msgs, n, &o, tools, err)
-                             : render_qwen3(&b, msgs, n, &o, tools);
+    nc_status st = f == CHAT_QWEN35   ? render_qwen35(&b, msgs, n, &o, tools, err)
+                   : f == CHAT_LLAMA3 ? chat_render_llama3(&b, msgs, n, &o, tools, err)
+                                      : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
     if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
     if (st != NC_OK) {
@@ -398,31 +344,28 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
 
 nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *opt, char **out,
                       nc_error *err) {
-    return render(msgs, n, opt, 0, NULL, out, err);
+    return render(msgs, n, opt, CHAT_QWEN3, NULL, out, err);
 }
 
 nc_status chat_render_tools(const chat_message *msgs, size_t n, const chat_options *opt,
                             const chat_tools *tools, char **out, nc_error *err) {
-    return render(msgs, n, opt, 0, tools, out, err);
+    return render(msgs, n, opt, CHAT_QWEN3, tools, out, err);
 }
 
 nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_options *opt,
                              const chat_tools *tools, char **out, nc_error *err) {
-    return render(msgs, n, opt, 1, tools, out, err);
-}
-
-chat_family chat_family_of_kind(const char *kind) {
-    return kind && !strncmp(kind, "qwen35", 6) ? CHAT_QWEN35 : CHAT_QWEN3;
+    return render(msgs, n, opt, CHAT_QWEN35, tools, out, err);
 }
 
 int chat_family_by_name(const char *name) {
     if (!strcmp(name, "qwen3")) return CHAT_QWEN3;
     if (!strcmp(name, "qwen3.5")) return CHAT_QWEN35;
+    if (!strcmp(name, "llama3")) return CHAT_LLAMA3;
     return -1;
 }
 
 nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
                              const chat_options *opt, const chat_tools *tools, char **out,
                              nc_error *err) {
-    return render(msgs, n, opt, f == CHAT_QWEN35, tools, out, err);
+    return render(msgs, n, opt, f, tools, out, err);
 }

@@ -1,8 +1,9 @@
-/* The Qwen3 and Qwen3.5 chat templates, rendered natively in C (no Jinja
- * engine): the same bytes as transformers' apply_chat_template(...,
+/* The Qwen3, Qwen3.5 and Llama 3 chat templates, rendered natively in C
+ * (no Jinja engine): the same bytes as transformers' apply_chat_template(...,
  * tokenize=False) with the official templates, for system/user/assistant/
  * tool messages, tool definitions and assistant tool calls (Qwen3 writes a
- * call as JSON, Qwen3.5 as <function=...><parameter=...> XML). */
+ * call as JSON, Qwen3.5 as <function=...><parameter=...> XML; Llama 3's is
+ * rendered without tools, chat_llama3.c). */
 #ifndef NC_TEXT_CHAT_H
 #define NC_TEXT_CHAT_H
 
@@ -63,18 +64,20 @@ nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_opti
 
 /* The template (and tool-call format) of a model family. */
 typedef enum chat_family {
-    CHAT_QWEN3, /* Qwen3: JSON calls in <tool_call> */
-    CHAT_QWEN35 /* Qwen3.5 (and Qwen3.6, the same model type): XML calls */
+    CHAT_QWEN3,  /* Qwen3: JSON calls in <tool_call> */
+    CHAT_QWEN35, /* Qwen3.5 (and Qwen3.6, the same model type): XML calls */
+    CHAT_LLAMA3  /* Llama 3.1/3.2's template without tools (chat_llama3.c) */
 } chat_family;
 
-/* The family of an engine kind ("qwen35-cpu", "qwen35-mil", ...: Qwen3.5;
- * anything else Qwen3's, whose template the other kinds use). */
-chat_family chat_family_of_kind(const char *kind);
+/* The template a model uses is its family's (models/family.h: an engine's
+ * e->family->chat). */
 
-/* The family a template name names ("qwen3", "qwen3.5"); -1 if unknown. */
+/* The family a template name names ("qwen3", "qwen3.5", "llama3"); -1 if
+ * unknown. */
 int chat_family_by_name(const char *name);
 
-/* chat_render_tools or chat_render_qwen35, by family. */
+/* chat_render_tools, chat_render_qwen35 or Llama 3's template, by family
+ * (Llama 3's refuses tools). */
 nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
                              const chat_options *opt, const chat_tools *tools, char **out,
                              nc_error *err);

@@ -133,8 +133,9 @@ static void test_malformed_attributes_name_the_key(void) {
                  "\"Width\": 32}"),
          "Channels"},
         {LIVE_IN("{\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, \"Height\": 1, "
-                 "\"Width\": 32}"),
-         "neither 'Name' nor 'Symbol'"},
+                 "\"Width\": 32}, {\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 1, "
+                 "\"Height\": 1, \"Width\": 32}"),
+         "describes 2 I/O, the procedure has 1"},
         {"{\"ANEFModelDescription\": ", "1:"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -145,6 +146,69 @@ static void test_malformed_attributes_name_the_key(void) {
         CHECKF(strstr(err.msg, bad[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg,
                bad[i].needle);
         CHECK(a.procs == NULL);
+    }
+}
+
+/* Two procedures with the same I/O names and other widths (buckets), the
+ * NetworkStatusList in the opposite order and with strides wider than
+ * packed: each binds to the entry whose shapes fit, with its strides; the
+ * same entries without names bind by position. Widths and strides below
+ * are written by hand. */
+#define TWO_BUCKETS_DESC                                                                           \
+    "\"ANEFModelDescription\": {\"kANEFModelInputSymbolsArrayKey\": [\"x\", \"x\"], "              \
+    "\"kANEFModelOutputSymbolsArrayKey\": [\"y@output\", \"y@output\"], "                          \
+    "\"kANEFModelProcedureNameToIDMapKey\": {\"f32\": 0, \"f64\": 1}, \"ANEFModelProcedures\": "   \
+    "[{\"ANEFModelProcedureID\": 0, \"ANEFModelInputSymbolIndexArray\": [0], "                     \
+    "\"ANEFModelOutputSymbolIndexArray\": [0]}, {\"ANEFModelProcedureID\": 1, "                    \
+    "\"ANEFModelInputSymbolIndexArray\": [1], \"ANEFModelOutputSymbolIndexArray\": [1]}]}"
+#define LIVE(name, w, stride)                                                                      \
+    "{" name                                                                                       \
+    "\"Type\": \"Float16\", \"Batches\": 1, \"Channels\": 4, \"Height\": 1, \"Width\": " #w        \
+    ", \"RowStride\": " #stride "}"
+#define STATUS_OF(in, out, w, stride)                                                              \
+    "{\"LiveInputList\": [" LIVE(in, w, stride) "], \"LiveOutputList\": [" LIVE(out, w, stride) "]}"
+#define STATUS(w, stride) STATUS_OF("\"Name\": \"x\", ", "\"Name\": \"y@output\", ", w, stride)
+#define NAMELESS(w, stride) STATUS_OF("", "", w, stride)
+
+static lower_fn_info bucket_fn(int w) {
+    lower_fn_info f = {0};
+    snprintf(f.name, sizeof f.name, "f%d", w);
+    f.n_in = f.n_out = 1;
+    f.in[0].rank = f.out[0].rank = 4;
+    snprintf(f.in[0].name, sizeof f.in[0].name, "x");
+    snprintf(f.out[0].name, sizeof f.out[0].name, "y");
+    for (int k = 0; k < 2; k++) {
+        lower_io *io = k ? &f.out[0] : &f.in[0];
+        snprintf(io->dtype, sizeof io->dtype, "fp16");
+        io->shape[0] = 1, io->shape[1] = 4, io->shape[2] = 1, io->shape[3] = w;
+    }
+    return f;
+}
+
+static void test_status_list_out_of_order_or_nameless_binds_by_shape(void) {
+    static const char *const docs[] = {
+        "{" TWO_BUCKETS_DESC ", \"NetworkStatusList\": [" STATUS(64, 192) ", " STATUS(32, 128) "]}",
+        "{" TWO_BUCKETS_DESC
+        ", \"NetworkStatusList\": [" NAMELESS(32, 128) ", " NAMELESS(64, 192) "]}",
+        /* nameless and out of order: the shapes still tell them apart */
+        "{" TWO_BUCKETS_DESC
+        ", \"NetworkStatusList\": [" NAMELESS(64, 192) ", " NAMELESS(32, 128) "]}",
+    };
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+        nc_error err = {0};
+        ane_attrs a;
+        CHECK_OK(ane_attrs_parse(docs[d], strlen(docs[d]), "attrs", &a, &err), &err);
+        for (int w = 32; w <= 64; w += 32) {
+            lower_fn_info f = bucket_fn(w);
+            ane_binding b;
+            CHECKF(ane_bind_function(&a, &f, &b, &err) == NC_OK, "doc %zu f%d: %s", d, w, err.msg);
+            size_t stride = w == 32 ? 128 : 192;
+            CHECKF(b.proc_id == (w == 32 ? 0 : 1) && b.in[0].layout.row_bytes == stride &&
+                       b.out[0].layout.row_bytes == stride && b.in[0].layout.bytes == 4 * stride,
+                   "doc %zu f%d: proc %d, rows of %zu bytes", d, w, b.proc_id,
+                   b.in[0].layout.row_bytes);
+        }
+        ane_attrs_free(&a);
     }
 }
 
@@ -228,6 +292,31 @@ static void test_binding_mismatches_are_errors(void) {
     ane_attrs_free(&a);
 }
 
+/* Each dimension is compared on its own: an output of 48 channels (k_new's
+ * width) must not bind to q's 96-channel surface, nor 192 to it, though
+ * height and width agree (dropping the channel comparison let it through;
+ * on a device that reads or writes half a surface silently). */
+static void test_channel_count_must_match_the_surface(void) {
+    nc_error err = {0};
+    ane_attrs a;
+    CHECKF(load("attrs_qkv_reordered.json", &a, &err), "%s", err.msg);
+    static const int64_t channels[] = {48, 95, 97, 192};
+    for (size_t i = 0; i < sizeof channels / sizeof *channels; i++) {
+        lower_fn_info f = qkv_fn();
+        f.out[0].shape[1] = channels[i];
+        ane_binding b;
+        nc_status st = ane_bind_function(&a, &f, &b, &err);
+        CHECKF(st == NC_ERR_FORMAT && strstr(err.msg, "output 'q'") && strstr(err.msg, "96"),
+               "q with %lld channels: status %d (%s)", (long long)channels[i], (int)st, err.msg);
+    }
+    lower_fn_info f = qkv_fn();
+    f.in[0].shape[1] = 32; /* x of half the model width */
+    ane_binding b;
+    CHECK(ane_bind_function(&a, &f, &b, &err) == NC_ERR_FORMAT &&
+          strstr(err.msg, "input 'x'") != NULL);
+    ane_attrs_free(&a);
+}
+
 /* Runtime encodings (as method_getTypeEncoding returns them on arm64)
  * against the offset-free forms src/ane's selector table holds. */
 static void test_type_encodings_compare_without_offsets(void) {
@@ -256,5 +345,7 @@ int main(void) {
     RUN(test_malformed_attributes_name_the_key);
     RUN(test_binding_by_name_ignores_declaration_order);
     RUN(test_binding_mismatches_are_errors);
+    RUN(test_status_list_out_of_order_or_nameless_binds_by_shape);
+    RUN(test_channel_count_must_match_the_surface);
     return nc_test_exit_code();
 }

@@ -261,10 +261,10 @@ static void runs_like_hf(const ane_device *dev) {
  * flight, overlapping submissions) */
 static void test_each_surface_policy_runs_like_hf(void) {
     CHECK(compile_bundle());
-    static const ane_fake_options opts[4] = {{{0, 0}, 2, 0},
-                                             {{1, 0}, 2, 0},
-                                             {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, 1, 200},
-                                             {{1, ANE_REPORTED_MIN_SURFACE_BYTES}, 2, 200}};
+    static const ane_fake_options opts[4] = {{{0, 0}, 2, 0, {0}},
+                                             {{1, 0}, 2, 0, {0}},
+                                             {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, 1, 200, {0}},
+                                             {{1, ANE_REPORTED_MIN_SURFACE_BYTES}, 2, 200, {0}}};
     for (int i = 0; i < 4; i++) {
         nc_error err = {0};
         ane_device dev;

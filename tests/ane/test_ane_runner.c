@@ -443,10 +443,10 @@ static void test_each_surface_policy_runs_like_hf(void) {
     /* the last two make submissions overlap (500 us each), so a runner
      * that did not wait between models, or kept more than max outstanding,
      * would be refused */
-    static const ane_fake_options opts[4] = {{{0, 0}, 2, 0},
-                                             {{1, 0}, 2, 0},
-                                             {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, 1, 500},
-                                             {{1, 4 << 20}, 2, 500}};
+    static const ane_fake_options opts[4] = {{{0, 0}, 2, 0, {0}},
+                                             {{1, 0}, 2, 0, {0}},
+                                             {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, 1, 500, {0}},
+                                             {{1, 4 << 20}, 2, 500, {0}}};
     for (int i = 0; i < 4; i++) {
         nc_error err = {0};
         ane_device dev;
@@ -468,7 +468,7 @@ static void test_fake_enforces_the_surface_policy(void) {
                   {{0, ANE_REPORTED_MIN_SURFACE_BYTES}, {0, 0}, "below the 49152-byte minimum"}};
     for (int i = 0; i < 2; i++) {
         nc_error err = {0};
-        ane_fake_options o = {cases[i].device, 2, 0};
+        ane_fake_options o = {cases[i].device, 2, 0, {0}};
         ane_device dev;
         CHECK_OK(ane_fake_new_with(&o, &dev, &err), &err);
         dev.surfaces = cases[i].host; /* the host told the wrong policy */
@@ -551,7 +551,7 @@ static void test_surface_sizes_follow_the_policy(void) {
 static void test_fake_refuses_unordered_or_excess_submissions(void) {
     CHECK(compile_bundle());
     nc_error err = {0};
-    ane_fake_options o = {{0, 0}, 2, 0};
+    ane_fake_options o = {{0, 0}, 2, 0, {0}};
     ane_device dev;
     CHECK_OK(ane_fake_new_with(&o, &dev, &err), &err);
     ane_model *ma = NULL, *mb = NULL;

@@ -2,7 +2,9 @@
 # `make install` into temporary prefixes, then the examples built and run
 # against the installed copy only, as a user of the library would:
 # `pkg-config --cflags --libs nectar` and nothing from the source tree.
-# Checks: DESTDIR staging, the soname, that the shared library exports
+# Checks: the PKG_CONFIG_PATH hint for a prefix pkg-config does not search,
+# the rpath in the .pc's libs (no LD_LIBRARY_PATH needed), --static listing
+# every dependency's libraries, DESTDIR staging, the soname, that the shared library exports
 # only nc_* symbols, the embeddings example against HF's numbers
 # (tests/fixtures/modernbert, tools/make_modernbert_fixtures.py), the
 # generation example against HF's greedy ids (tests/fixtures/qwen3), the
@@ -16,10 +18,14 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory BUILD=build "$@"; }
 
-if ! mk install PREFIX="$P" >"$T/log" 2>&1; then
+if ! (unset PKG_CONFIG_PATH; mk install PREFIX="$P") >"$T/log" 2>&1; then
     fail install "$(tail -5 "$T/log")"
     exit 1
 fi
+# a prefix pkg-config does not search: the install says how to add it
+if grep -q "export PKG_CONFIG_PATH=$P/lib/pkgconfig" "$T/log"; then
+    pass install_says_how_pkg_config_finds_it
+else fail install_says_how_pkg_config_finds_it "$(cat "$T/log")"; fi
 case $(uname -s) in
 Darwin) so=$P/lib/libnectar.0.dylib LIBVAR=DYLD_LIBRARY_PATH ;;
 *) so=$P/lib/libnectar.so.0 LIBVAR=LD_LIBRARY_PATH ;;
@@ -68,6 +74,20 @@ for ex in embed generate; do
     fi
 done
 [ $built = 1 ] && pass examples_build_with_pkg_config_only
+# the libs carry an rpath, so the example runs without LD_LIBRARY_PATH
+if env -u LD_LIBRARY_PATH -u DYLD_LIBRARY_PATH ./embed "$ROOT/tests/fixtures/modernbert/mb_base" Hello \
+    >/dev/null 2>"$T/err"; then
+    pass example_runs_without_library_path
+else fail example_runs_without_library_path "$(cat "$T/err")"; fi
+# --static lists every library the dependencies' own .pc files need
+want_static=$(pkg-config --static --libs libpcre2-8 libutf8proc jansson libmicrohttpd)
+got_static=" $(pkg-config --static --libs nectar) "
+missing_static=""
+for l in $want_static; do
+    case "$got_static" in *" $l "*) ;; *) missing_static="$missing_static $l" ;; esac
+done
+[ -z "$missing_static" ] && pass pkg_config_static_lists_every_library ||
+    fail pkg_config_static_lists_every_library "missing:$missing_static"
 run() { env "$LIBVAR=$P/lib" "$@"; }
 
 # embed: CLS pooling of "Hello", normalised, against HF (rows 129..192)

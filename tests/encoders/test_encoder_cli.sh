@@ -83,11 +83,23 @@ expect() {
     fi
 }
 expect embed_missing_folder "$T/nope: no such" embed -m "$T/nope" -p hi -o "$T/out.json"
+# sentence-transformers folders: the pooling of 1_Pooling and the Normalize
+# module apply, as SentenceTransformer(dir).encode (tests/fixtures/st; the
+# texts are within the limit and these folders have no default prompt)
+for st in st_max st_last st_wmean; do
+    ref=tests/fixtures/st/$st/ref.json
+    sed -n '/"texts"/,/\]/p' "$ref" | sed -n 's/^ *"\(.*\)",\{0,1\}$/\1/p' >"$T/st_texts.txt"
+    "$BIN" embed -m tests/fixtures/st/$st -f "$T/st_texts.txt" --batch 2 -o "$T/st.json" 2>"$T/err"
+    tr ',[]' '\n\n\n' <"$T/st.json" | sed -n '/embeddings/,$p' | grep -E '^ *-?[0-9]' |
+        tr -d ' ' >"$T/st.txt"
+    sed -n '/"embeddings"/,$p' "$ref" | grep -E '^ *-?[0-9]' | tr -d ' ,' >"$T/st_want.txt"
+    close embed_equals_sentence_transformers_$st "$T/st.txt" "$T/st_want.txt"
+done
 expect fill_mask_needs_mlm "not a ModernBertForMaskedLM" fill-mask -m $FIX/mb_base -p "a [MASK]"
 expect fill_mask_needs_mask "input 1 has no mask token" fill-mask -m $FIX/mb_mlm -p "no mask"
 expect classify_needs_classifier "not a ModernBertForSequenceClassification" \
     classify -m $FIX/mb_mlm -p hi
-expect embed_bad_pooling "--pooling: 'max' is not one of cls|mean" embed -m $FIX/mb_base -p hi --pooling max
+expect embed_bad_pooling "--pooling: 'sum' is not one of cls|mean|max|lasttoken|mean_sqrt_len_tokens|weightedmean" embed -m $FIX/mb_base -p hi --pooling sum
 expect embed_npy_needs_out "needs -o" embed -m $FIX/mb_base -p hi --format npy
 printf 'fine line\n\377\376 bad utf8\n' >"$T/bad.txt"
 expect embed_invalid_utf8_line "input 2" embed -m $FIX/mb_base -f "$T/bad.txt" -o "$T/out.json"

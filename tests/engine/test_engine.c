@@ -1,10 +1,11 @@
-/* The engine seam over every Qwen3 backend: qwen3-cpu on a tiny HF
- * fixture, and qwen3-mil and qwen3-ane (fake device) on a bundle compiled
- * from it here, each driven token by token through engine_step, give HF
- * transformers' greedy ids (reference.json, independent of nectar). Also:
- * several sequences in one step equal each run alone, prefix truncation,
- * engine_kind_for's table, and that a real device on Linux is refused in
- * one line. */
+/* The engine seam over every model family and every Qwen3 backend: for
+ * each row of the family table (models/family.h) a fixture of that family
+ * is given the cpu kind engine_kind_for picks, and a decoder driven token
+ * by token through engine_step gives HF transformers' greedy ids
+ * (reference.json, independent of nectar); qwen3-mil and qwen3-ane (fake
+ * device) do the same on a bundle compiled here. Also: several sequences
+ * in one step equal each run alone, prefix truncation, engine_kind_for's
+ * table, and that a real device on Linux is refused in one line. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,26 +26,27 @@ static int compile_bundle(void) {
 }
 
 typedef struct prompt_ref {
-    int n_ids, ids[32], greedy[N_GREEDY];
+    int n_ids, ids[64], greedy[N_GREEDY];
 } prompt_ref;
 
-static int load_prompt(int which, prompt_ref *p) {
-    return nc_test_load_prompt(FIXTURE, which, (int)(sizeof p->ids / sizeof p->ids[0]), N_GREEDY,
+static int load_prompt(const char *fixture, int which, prompt_ref *p) {
+    return nc_test_load_prompt(fixture, which, (int)(sizeof p->ids / sizeof p->ids[0]), N_GREEDY,
                                p->ids, &p->n_ids, p->greedy);
 }
 
-/* Two prompts in one engine, one step per token for both: greedy ids of
- * each equal HF's. The first also runs alone on a third sequence after a
- * truncation, and must give the same. */
-static void greedy_matches_hf(const char *kind, const char *dir) {
+/* Two prompts of `fixture` in one engine opened on dir, one step per
+ * token for both: greedy ids of each equal HF's. The first is then
+ * truncated by one token and redone, and must give the same. */
+static void greedy_matches_hf_on(const char *kind, const char *dir, const char *fixture) {
     prompt_ref p[2];
-    CHECK(load_prompt(0, &p[0]) && load_prompt(1, &p[1]));
+    CHECK(load_prompt(fixture, 0, &p[0]) && load_prompt(fixture, 1, &p[1]));
     nc_error err = {0};
     engine_options opt = {0};
     opt.n_threads = 1;
     opt.ane_device = ENGINE_ANE_FAKE;
     engine *e = NULL;
     CHECK_OK(engine_open(kind, dir, &opt, &e, &err), &err);
+    CHECK(e->family == engine_kind_family(kind));
     int V = e->n_vocab;
     float *logits = malloc(2 * (size_t)V * sizeof(float));
     engine_seq *s[2] = {NULL, NULL};
@@ -94,8 +96,55 @@ static void greedy_matches_hf(const char *kind, const char *dir) {
     CHECK(ok);
 }
 
-static void test_qwen3_cpu_engine_greedy_matches_hf(void) {
-    greedy_matches_hf("qwen3-cpu", FIXTURE);
+static void greedy_matches_hf(const char *kind, const char *dir) {
+    greedy_matches_hf_on(kind, dir, FIXTURE);
+}
+
+/* A fixture of each family (HF folders with reference.json for decoders). */
+static const struct {
+    const char *family, *dir;
+} family_fixtures[] = {
+    {"qwen3", FIXTURE},
+    {"qwen35", "tests/fixtures/qwen35/tiny_text_untied"},
+    {"llama", "tests/fixtures/llama/tiny_llama3"},
+    {"modernbert", "tests/fixtures/modernbert/mb_base"},
+};
+
+static const char *fixture_of(const model_family_row *f) {
+    for (size_t i = 0; i < sizeof family_fixtures / sizeof family_fixtures[0]; i++)
+        if (!strcmp(family_fixtures[i].family, f->name)) return family_fixtures[i].dir;
+    return NULL;
+}
+
+/* Every family of the table on the cpu backend: its folder gets the cpu
+ * kind of its family, the engine says which family it is (its template and
+ * end tokens), and a decoder's greedy ids equal HF's. A family added to the
+ * table without a fixture here fails. */
+static void test_every_family_on_the_cpu_engine(void) {
+    int n = 0;
+    for (const model_family_row *f; (f = model_family_at(n)); n++) {
+        const char *dir = fixture_of(f), *kind = NULL;
+        CHECKF(dir, "family %s has no fixture in test_engine.c", f->name);
+        nc_error err = {0};
+        CHECK_OK(engine_kind_for("cpu", dir, &kind, &err), &err);
+        CHECKF(kind == engine_family_kind(f, "cpu") && engine_kind_family(kind) == f, "%s: kind %s",
+               f->name, kind);
+        CHECK(chat_family_of_kind(kind) == f->chat);
+        if (f->is_encoder) {
+            engine *e = NULL;
+            CHECK_OK(engine_open(kind, dir, NULL, &e, &err), &err);
+            CHECK(e->is_encoder && e->family == f && e->encoder);
+            engine_close(e);
+        } else {
+            greedy_matches_hf_on(kind, dir, dir);
+        }
+        printf("  %s: %s\n", f->name, kind);
+    }
+    CHECK(n >= 4);
+    CHECK(!model_family_of_kind("script") &&
+          engine_kind_family("script") == model_family_named("qwen3"));
+    CHECK(chat_family_of_kind("no-such-kind") == CHAT_QWEN3 &&
+          chat_family_of_kind(NULL) == CHAT_QWEN3);
 }
 
 static void test_qwen3_mil_engine_greedy_matches_hf(void) {
@@ -194,7 +243,7 @@ static void test_real_ane_device_off_macos_is_one_line(void) {
 }
 
 int main(void) {
-    RUN(test_qwen3_cpu_engine_greedy_matches_hf);
+    RUN(test_every_family_on_the_cpu_engine);
     RUN(test_qwen3_mil_engine_greedy_matches_hf);
     RUN(test_qwen3_ane_fake_engine_greedy_matches_hf);
     RUN(test_qwen3_ane_sequences_share_the_loaded_bundle);

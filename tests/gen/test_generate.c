@@ -115,7 +115,8 @@ static int make_setup_text(setup *u, int ctx, const char *text, nc_error *err) {
     if (tok_load(TOKENIZER, &u->tok, err) != NC_OK) return 0;
     if (tok_encode(u->tok, text, strlen(text), &u->ids, &u->n_ids, err) != NC_OK) return 0;
     u->f = (fake){u->ids, (int)u->n_ids, 0, ctx, 4096, 0, 0, -1};
-    u->e = (engine){.ops = &fake_ops, .impl = &u->f, .kind = "fake", .n_vocab = 4096};
+    u->e = (engine){.ops = &fake_ops, .impl = &u->f, .kind = "fake", .n_vocab = 4096,
+                    .family = model_family_named("qwen3")};
     u->e.ctx_max = ctx;
     u->m = (gen_model){.e = &u->e, .tok = u->tok};
     gen_model_build_eos(&u->m);

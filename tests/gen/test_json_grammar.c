@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../test.h"
+#include "../common/demo_vocab.h"
 #include "gen/token_mask.h"
 
 static int matches(const char *schema, const char *text) {
@@ -108,13 +109,99 @@ static void test_unenforceable_schemas_are_refused(void) {
     }
 }
 
+/* Schemas the compiler used to take and then generate invalid output for
+ * (a required key outside properties: {}; an enum of the wrong type: "a";
+ * a $ref cycle: nothing at all), and the length bounds at their edges. */
+static void test_schema_edges_generate_valid_output(void) {
+    static const struct {
+        const char *schema, *text;
+        int want;
+    } cases[] = {
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"b\"]}",
+         "{}", 0},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"b\"]}",
+         "{\"a\":\"x\"}", 0},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"b\"]}",
+         "{\"b\":[1]}", 1},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"b\"]}",
+         "{\"a\":\"x\",\"b\":null}", 1},
+        {"{\"type\":\"object\",\"required\":[\"a\",\"a\"]}", "{}", 0},
+        {"{\"type\":\"object\",\"required\":[\"a\",\"a\"]}", "{\"a\":1}", 1},
+        {"{\"required\":[\"a\"]}", "{}", 0},
+        {"{\"required\":[\"a\"]}", "{\"a\":true}", 1},
+        {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":2}", "\"ab\"", 1},
+        {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":2}", "\"a\"", 0},
+        {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":2}", "\"abc\"", 0},
+        {"{\"type\":\"string\",\"maxLength\":0}", "\"\"", 1},
+        {"{\"type\":\"string\",\"maxLength\":0}", "\"a\"", 0},
+        {"{\"type\":[\"integer\",\"null\"],\"enum\":[1,null]}", "null", 1},
+        {"{\"type\":\"integer\",\"enum\":[1,2.0]}", "2.0", 1},
+        {"{\"type\":\"string\",\"const\":\"k\"}", "\"k\"", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int got = matches(cases[i].schema, cases[i].text);
+        CHECKF(got == cases[i].want, "case %zu: '%s' -> %d, want %d", i, cases[i].text, got,
+               cases[i].want);
+    }
+    static const struct {
+        const char *schema, *names; /* the message must name this */
+    } bad[] = {
+        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"],"
+         "\"additionalProperties\":false}",
+         "'required' names 'b'"},
+        {"{\"type\":\"object\",\"required\":\"a\"}", "'required'"},
+        {"{\"type\":\"object\",\"required\":[1]}", "'required[0]'"},
+        {"{\"type\":\"integer\",\"enum\":[\"a\"]}", "'enum[0]' value \"a\""},
+        {"{\"type\":\"integer\",\"enum\":[1,1.5]}", "'enum[1]'"},
+        {"{\"type\":[\"string\",\"null\"],\"enum\":[\"a\",0]}", "'enum[1]'"},
+        {"{\"type\":\"string\",\"const\":3}", "'const' value 3"},
+        {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}}}", "$ref cycle"},
+        {"{\"$ref\":\"#\"}", "$ref cycle"},
+        {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":"
+         "\"#/$defs/a\"}}}",
+         "$ref cycle"},
+        {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":"
+         "\"null\"}]}}}",
+         "$ref cycle"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        js_graph g;
+        nc_error err = {0};
+        nc_status st = js_compile(bad[i].schema, "schema", &g, &err);
+        if (st == NC_OK) js_free(&g);
+        CHECKF(st == NC_ERR_INVALID && strstr(err.msg, bad[i].names),
+               "schema %zu: status %d, message '%s' (want it to name %s)", i, (int)st, err.msg,
+               bad[i].names);
+    }
+}
+
+/* enum: 1024 values are taken, 1025 refused with a message saying so
+ * (it used to read "enum must be a non-empty array"). */
+static void test_enum_size_limit_is_named(void) {
+    for (int n = 1024; n <= 1025; n++) {
+        char *schema = malloc((size_t)n * 8 + 32);
+        CHECK(schema);
+        size_t len = (size_t)sprintf(schema, "{\"enum\":[");
+        for (int i = 0; i < n; i++)
+            len += (size_t)sprintf(schema + len, "%s%d", i ? "," : "", i);
+        strcpy(schema + len, "]}");
+        js_graph g;
+        nc_error err = {0};
+        nc_status st = js_compile(schema, "schema", &g, &err);
+        free(schema);
+        if (st == NC_OK) js_free(&g);
+        if (n == 1024)
+            CHECKF(st == NC_OK, "1024 values: %s", err.msg);
+        else
+            CHECKF(st == NC_ERR_INVALID && strstr(err.msg, "1025 values") &&
+                       strstr(err.msg, "at most 1024"),
+                   "1025 values: '%s'", err.msg);
+    }
+}
+
 /* ---- random walks over a real vocabulary --------------------------------- */
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 typedef int (*validator)(const json_t *v);
 
@@ -183,28 +270,15 @@ static char *walk(const tm_vocab *v, const jm_grammar *gr, const tok_tokenizer *
     jm_state s;
     jm_start(gr, &s);
     for (int step = 0; step < 3000 && logits && out; step++) {
-        for (int i = 0; i < n_vocab; i++) {
-            size_t len = 0;
-            const char *p = tok_token_bytes(t, i, &len);
-            logits[i] = (float)uniform();
-            if (p && len && memchr(p, '"', len)) logits[i] += 0.6f;
-            if (p && len && (memchr(p, '}', len) || memchr(p, ']', len))) logits[i] += 0.8f;
-        }
-        logits[eog] += 2.0f;
+        nc_test_walk_logits(t, n_vocab, eog, &rng, logits);
         if (tm_mask(v, gr, &s, logits) == 0) break;
-        int best = -1;
-        for (int i = 0; i < n_vocab; i++)
-            if (isfinite(logits[i]) && (best < 0 || logits[i] > logits[best])) best = i;
+        int best = nc_test_walk_best(logits, n_vocab);
         if (!tm_accept(v, gr, &s, best)) break;
         if (best == eog) {
             free(logits);
             return out;
         }
-        size_t len = 0;
-        const char *p = tok_token_bytes(t, best, &len);
-        if (n + len >= 65535) break;
-        memcpy(out + n, p, len);
-        n += len;
+        if (nc_test_walk_append(t, best, out, &n, 65536) != 0) break;
     }
     free(logits);
     free(out);
@@ -213,13 +287,11 @@ static char *walk(const tm_vocab *v, const jm_grammar *gr, const tok_tokenizer *
 
 static void test_random_walks_always_validate(void) {
     tok_tokenizer *t;
-    nc_error err;
-    CHECK_OK(tok_load("models/demo/tokenizer.json", &t, &err), &err);
-    int n_vocab = tok_vocab_size(t);
-    int32_t eog = tok_find(t, "<|im_end|>");
-    CHECK(eog >= 0);
     tm_vocab *v;
-    CHECK_OK(tm_vocab_new(t, n_vocab, &eog, 1, &v, &err), &err);
+    int32_t eog;
+    nc_error err;
+    CHECK_OK(nc_test_demo_vocab(&t, &v, &eog, &err), &err);
+    int n_vocab = tok_vocab_size(t);
     static const struct {
         const char *schema; /* NULL: json_object */
         validator check;
@@ -293,6 +365,8 @@ static void test_prefix_then_anything(void) {
 int main(void) {
     RUN(test_matcher_accepts_exactly_the_schema);
     RUN(test_unenforceable_schemas_are_refused);
+    RUN(test_schema_edges_generate_valid_output);
+    RUN(test_enum_size_limit_is_named);
     RUN(test_random_walks_always_validate);
     RUN(test_prefix_then_anything);
     return nc_test_exit_code();

@@ -76,6 +76,21 @@ static void test_first_completed_of_several_stops_wins(void) {
     CHECK(run_stream(stops, 3, pieces, 2, expect, 1));
 }
 
+/* Two stop strings completing on the same byte: the cut is where the one
+ * that starts first begins, whatever their order in the request and
+ * however the text is split ("abc" and "bc" both end at the "c"). */
+static void test_same_end_tie_goes_to_the_earlier_start(void) {
+    const char *orders[2][2] = {{"bc", "abc"}, {"abc", "bc"}};
+    for (int o = 0; o < 2; o++) {
+        const char *one[] = {"xabcy"};
+        const char *expect_one[] = {"x", ""};
+        CHECKF(run_stream(orders[o], 2, one, 1, expect_one, 0), "order %d, one piece", o);
+        const char *bytes[] = {"x", "a", "b", "c", "y"};
+        const char *expect_bytes[] = {"x", "", "", "", "", ""};
+        CHECKF(run_stream(orders[o], 2, bytes, 5, expect_bytes, 3), "order %d, byte by byte", o);
+    }
+}
+
 static void test_no_stops_passes_through_and_utf8_stop(void) {
     const char *pieces[] = {"α", "β"};
     const char *expect[] = {"α", "β", ""};
@@ -154,6 +169,7 @@ int main(void) {
     RUN(test_partial_match_released_when_it_fails);
     RUN(test_overlapping_prefix_aab_in_aaab);
     RUN(test_first_completed_of_several_stops_wins);
+    RUN(test_same_end_tie_goes_to_the_earlier_start);
     RUN(test_no_stops_passes_through_and_utf8_stop);
     RUN(test_empty_stop_string_rejected);
     RUN(test_random_streams_match_plain_definition);

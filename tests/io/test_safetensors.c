@@ -85,12 +85,37 @@ static void test_rejects_bad_header_length(void) {
     buf[0] = 200; /* header of 200 bytes in a 16-byte file */
     CHECK(st_parse(buf, 16, "trunc.st", &t, &nt, &err) == NC_ERR_FORMAT);
     CHECK(one_line_naming(&err, "trunc.st", "exceeds the file size"));
+    memset(buf, 0, 16);
+    buf[0] = 1; /* a one-byte header, "{": named by its length, not as bad JSON */
+    buf[8] = '{';
+    CHECK(st_parse(buf, 16, "one.st", &t, &nt, &err) == NC_ERR_FORMAT);
+    CHECK(one_line_naming(&err, "one.st", "header length 1"));
     memset(buf, 0xff, 8); /* 2^64 - 1 */
     CHECK(st_parse(buf, 16, "huge.st", &t, &nt, &err) == NC_ERR_FORMAT);
     CHECK(one_line_naming(&err, "huge.st", "header length"));
     memset(buf, 0, 8);
     buf[3] = 0x10; /* 256 MiB > the 100 MB limit */
     CHECK(st_parse(buf, 16, "big.st", &t, &nt, &err) == NC_ERR_FORMAT);
+}
+
+/* A header that runs 1 to 8 bytes past the end of the file is refused
+ * (the bound once compared with the file size, not the size after the
+ * 8-byte length, and the JSON parser read past the buffer; the bytes
+ * beyond `size` are valid here, so only the bound can refuse it). */
+static void test_rejects_header_running_past_the_end(void) {
+    unsigned char buf[64];
+    size_t n = make_image(buf, "{}              ", 0); /* a 16-byte header */
+    st_tensor *t;
+    int nt;
+    nc_error err;
+    CHECK_OK(st_parse(buf, n, "exact.st", &t, &nt, &err), &err);
+    st_tensors_free(t, nt);
+    for (size_t k = 1; k <= 8; k++) {
+        nc_status st = st_parse(buf, n - k, "short.st", &t, &nt, &err);
+        if (st == NC_OK) st_tensors_free(t, nt);
+        CHECKF(st == NC_ERR_FORMAT && one_line_naming(&err, "short.st", "exceeds the file size"),
+               "header %zu bytes past the end: status %d (%s)", k, (int)st, err.msg);
+    }
 }
 
 static void test_rejects_invalid_json(void) {
@@ -213,6 +238,7 @@ int main(void) {
     RUN(test_reads_file_written_by_python_safetensors);
     RUN(test_valid_header_with_metadata_and_all_dtypes);
     RUN(test_rejects_bad_header_length);
+    RUN(test_rejects_header_running_past_the_end);
     RUN(test_rejects_invalid_json);
     RUN(test_rejects_unknown_dtype_naming_tensor);
     RUN(test_rejects_span_mismatch_and_bad_offsets);

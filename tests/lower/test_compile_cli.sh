@@ -17,7 +17,7 @@ M=tests/fixtures/qwen3/tiny_gqa2
 if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --buckets 32,64 $T >"$TMP/out" 2>"$TMP/err" &&
     grep -q "13 kernels per token" "$TMP/out" && [ -f "$TMP/b/manifest.json" ] &&
     [ -f "$TMP/b/layer_00/model.mil" ] && [ -f "$TMP/b/layer_02/weights/weight.bin" ] &&
-    [ -f "$TMP/b/head/model.mil" ] && [ -f "$TMP/b/tokenizer.json" ]; then
+    [ -f "$TMP/b/head_00/model.mil" ] && [ -f "$TMP/b/tokenizer.json" ]; then
     pass compile_writes_bundle
 else
     fail compile_writes_bundle "$(cat "$TMP/out" "$TMP/err")"
@@ -31,10 +31,12 @@ fi
 
 # no emitted program gathers with int32 indices (the ANE compiler refuses
 # them: docs/ane-rules.md); read off the MIL text by tests/lower/gather_indices.awk,
-# for the Qwen3 bundle (which gathers: the KV spread) and an encoder bundle
+# for a Qwen3 bundle of the gather KV update (the default, onehot, has no
+# gather) and an encoder bundle
 AWK=tests/lower/gather_indices.awk
 "$BIN" compile -m tests/fixtures/modernbert/mb_mlm -o "$TMP/enc" --buckets 32 --batches 1 >/dev/null 2>&1
-awk -f $AWK "$TMP"/b/*/model.mil >"$TMP/gq" 2>&1
+"$BIN" compile -m $M -o "$TMP/bg" --ctx 128 --buckets 32,64 --kv-update gather $T >/dev/null 2>&1
+awk -f $AWK "$TMP"/bg/*/model.mil >"$TMP/gq" 2>&1
 awk -f $AWK "$TMP"/enc/*/model.mil >"$TMP/ge"
 if [ -s "$TMP/gq" ] && ! grep -qv " uint16$" "$TMP/gq" && ! grep -q " int32$" "$TMP/ge" &&
     [ -f "$TMP/enc/encoder/model.mil" ]; then
@@ -148,14 +150,15 @@ else
 fi
 
 # every kernels-per-layer variant (4 qkv,kv,attn,mlp; 3 kv merged into attn;
-# 2 qkva,mlp; 1 layer): passes `mil check --target ane`, gathers with no
-# int32 index, has k * layers + 1 kernels per token, and gives the cpu
+# 2 qkva,mlp; 1 layer) in the gather KV form: passes `mil check --target ane`,
+# gathers with no int32 index, has k * layers + 1 kernels per token, and gives the cpu
 # backend's 64 greedy tokens ($TMP/cpu above) through the interpreter and
 # through the fake ANE device
 L=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_hidden_layers'])" $M/config.json)
 for k in 3 2 1; do
     B="$TMP/k$k"
-    if "$BIN" compile -m $M -o "$B" --ctx 128 --buckets 32,64 $T --kernels-per-layer $k >"$TMP/out" 2>"$TMP/err" &&
+    if "$BIN" compile -m $M -o "$B" --ctx 128 --buckets 32,64 $T --kernels-per-layer $k \
+        --kv-update gather >"$TMP/out" 2>"$TMP/err" &&
         grep -q "$((k * L + 1)) kernels per token" "$TMP/out" &&
         "$BIN" mil check --target ane -q "$B" >"$TMP/chk" 2>&1 &&
         awk -f $AWK "$B"/*/model.mil >"$TMP/gk" && [ -s "$TMP/gk" ] && ! grep -qv " uint16$" "$TMP/gk"; then

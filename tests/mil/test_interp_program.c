@@ -166,6 +166,40 @@ static void test_prepared_function_reruns_with_new_inputs(void) {
     mil_program_free(prog);
 }
 
+static const char *ROUND =
+    "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
+    "    func main<ios18>(tensor<fp16, [12]> x) {\n"
+    "        tensor<fp16, [12]> y = round(x = x)[name = string(\"y\")];\n"
+    "    } -> (y);\n}\n";
+
+/* round takes halves to the even neighbour, as numpy does (roundf's away
+ * from zero survived the op fixtures, whose inputs hold no exact halves).
+ * Expected values: numpy.round of the same fp16 inputs, in both modes. */
+static void test_round_takes_halves_to_even_like_numpy(void) {
+    static const float x[12] = {-3.5f, -2.5f,         -1.5f,  -0.5f,  0.5f,  1.5f,
+                                2.5f,  3.5f,          0.49951171875f, -1.25f, 2.75f, 1023.5f};
+    static const float want[12] = {-4, -2, -2, -0.0f, 0, 2, 2, 4, 0, -1, 3, 1024};
+    for (int fp16 = 0; fp16 <= 1; fp16++) {
+        nc_error err;
+        mil_program *prog;
+        mil_interp *it;
+        CHECK_OK(mil_parse(ROUND, strlen(ROUND), "round.mil", &prog, &err), &err);
+        CHECK_OK(mil_interp_new(prog, NULL, fp16 ? MIL_INTERP_FP16 : MIL_INTERP_FP32, &it, &err),
+                 &err);
+        int64_t sh[1] = {12};
+        CHECK_OK(mil_interp_set_input(it, "x", MIL_DT_FP32, 1, sh, x, &err), &err);
+        CHECK_OK(mil_interp_run(it, &err), &err);
+        float y[12];
+        CHECK_OK(mil_interp_copy_out(it, "y", MIL_DT_FP32, y, 12, &err), &err);
+        for (int i = 0; i < 12; i++)
+            CHECKF(y[i] == want[i] && signbit(y[i]) == signbit(want[i]),
+                   "%s mode: round(%g) = %g, numpy %g", fp16 ? "fp16" : "fp32", (double)x[i],
+                   (double)y[i], (double)want[i]);
+        mil_interp_free(it);
+        mil_program_free(prog);
+    }
+}
+
 static const char *ACCUM =
     "program(1.3)\n[buildInfo = dict<string, string>({})]\n{\n"
     "    func main<ios18>(state<tensor<fp16, [1, 4]>> acc, tensor<fp16, [1, 4]> x) {\n"
@@ -346,6 +380,7 @@ int main(void) {
     RUN(test_rmsnorm_fp16_overflow_shows_and_rescaling_fixes_it);
     RUN(test_prepared_function_reruns_with_new_inputs);
     RUN(test_state_persists_across_runs);
+    RUN(test_round_takes_halves_to_even_like_numpy);
     RUN(test_thread_pool_gives_identical_results);
     RUN(test_trace_reports_each_op);
     RUN(test_bad_inputs_are_reported);

@@ -55,6 +55,34 @@ static void test_errors_give_line_column_expected_and_found(void) {
                  "t.mil:4:102: expected path or offset in BLOBFILE");
 }
 
+/* Integer literals at both ends of each dtype's range: the last value in
+ * is taken, the first one out refused (int8(128) once slipped through and
+ * wrapped to -128). */
+static void test_integer_dtype_bounds_are_exact(void) {
+    static const struct {
+        const char *lit;
+        int ok;
+    } cases[] = {
+        {"int8(127)", 1},     {"int8(128)", 0},     {"int8(-128)", 1},   {"int8(-129)", 0},
+        {"uint8(255)", 1},    {"uint8(256)", 0},    {"int16(32767)", 1}, {"int16(32768)", 0},
+        {"int16(-32768)", 1}, {"int16(-32769)", 0}, {"int4(7)", 1},      {"int4(8)", 0},
+        {"int4(-8)", 1},      {"int4(-9)", 0},      {"uint4(15)", 1},    {"uint4(16)", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char src[256], dt[16];
+        snprintf(dt, sizeof dt, "%.*s", (int)strcspn(cases[i].lit, "("), cases[i].lit);
+        snprintf(src, sizeof src, HEAD "            %s c = const()[val = %s];\n        } -> (x);\n}\n",
+                 dt, cases[i].lit);
+        mil_program *p = NULL;
+        nc_error err = {0};
+        nc_status st = mil_parse(src, strlen(src), "t.mil", &p, &err);
+        mil_program_free(p);
+        CHECKF((st == NC_OK) == cases[i].ok &&
+                   (cases[i].ok || strstr(err.msg, "integer out of range for its dtype")),
+               "%s: status %d (%s)", cases[i].lit, (int)st, err.msg);
+    }
+}
+
 static void test_byte_order_mark_and_crlf_are_accepted(void) {
     const char *src = "\xEF\xBB\xBFprogram(1.3)\r\n{\r\n    func main<ios18>(fp16 x) {\r\n        "
                       "} -> (x);\r\n}\r\n";
@@ -147,6 +175,7 @@ static void test_blobfile_resolves_against_model_folder(void) {
 
 int main(void) {
     RUN(test_errors_give_line_column_expected_and_found);
+    RUN(test_integer_dtype_bounds_are_exact);
     RUN(test_byte_order_mark_and_crlf_are_accepted);
     RUN(test_deep_nesting_is_an_error_not_a_crash);
     RUN(test_blobfile_resolves_against_model_folder);

@@ -38,8 +38,8 @@ expect missing_weights "$T/no_weights" "no model.safetensors or model.safetensor
 mkcase bad_json; printf '{"model_type": "qwen3",\n  "hidden_size": 64,,\n}\n' >"$T/bad_json/config.json"
 expect bad_json "$T/bad_json" "bad_json/config.json:2:"
 
-mkcase llama; sed 's/"qwen3"/"llama"/' "$FIX/config.json" >"$T/llama/config.json"
-expect unknown_architecture "$T/llama" "model_type 'llama' is not supported"
+mkcase mistral; sed 's/"qwen3"/"mistral"/' "$FIX/config.json" >"$T/mistral/config.json"
+expect unknown_architecture "$T/mistral" "model_type 'mistral' is not supported"
 
 mkcase truncated; head -c 100000 "$FIX/model.safetensors" >"$T/truncated/model.safetensors"
 expect truncated_safetensors "$T/truncated" "truncated/model.safetensors: tensor '"

@@ -64,9 +64,9 @@ static void test_bad_json_names_file_line_col(void) {
 
 static void test_unknown_architecture_and_bad_fields(void) {
     NEED_FIXTURE();
-    const char *d = make_case("llama", "\"qwen3\"", "\"llama\"");
+    const char *d = make_case("mistral", "\"qwen3\"", "\"mistral\"");
     CHECK(d && write_weights(d, NULL, NULL, NULL) == 0);
-    CHECK(load_fails_with(d, NC_ERR_UNSUPPORTED, "model_type 'llama' is not supported"));
+    CHECK(load_fails_with(d, NC_ERR_UNSUPPORTED, "model_type 'mistral' is not supported"));
     d = make_case("no_hidden", "\"hidden_size\"", "\"hidden_sizes\"");
     CHECK(load_fails_with(d, NC_ERR_NOT_FOUND, "missing field 'hidden_size'"));
     d = make_case("str_layers", "\"num_hidden_layers\": 3", "\"num_hidden_layers\": \"3\"");

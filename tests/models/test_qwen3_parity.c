@@ -1,6 +1,8 @@
 /* Qwen3 CPU forward pass against Hugging Face transformers: the fixtures in
  * tests/fixtures/qwen3/ (written by tools/make_qwen3_fixtures.py) hold HF's
- * fp32 logits at every prompt position and HF's 32-step greedy continuation.
+ * fp32 logits at every prompt position and HF's 32-step greedy continuation;
+ * tests/fixtures/llama/ (tools/make_llama3_fixtures.py) the same for Llama,
+ * which runs on this decoder (no q/k norms; Llama 3's RoPE scaling).
  * Checked: batched prompt logits, token-by-token logits, a split prompt
  * (prefix in the cache, then the rest), cache truncation, greedy ids. The
  * same binary runs with NECTAR_NO_SIMD=1 from test_qwen3_scalar.sh. */
@@ -10,9 +12,11 @@
 #include "base/json.h"
 #include "cpu/cpu_kernels.h"
 #include "io/npy.h"
+#include "models/quant_write.h"
 #include "models/qwen3.h"
 
 #define FIX "tests/fixtures/qwen3/"
+#define FIXTURES "tests/fixtures/"
 #define MAX_PROMPTS 8
 #define MAX_IDS 64
 /* fp32 fixtures: the issue's bound. The bf16 fixture's reference also
@@ -54,7 +58,7 @@ static int read_ids(const json_t *arr, int32_t *out, int cap) {
 /* Returns 0 and fills f, or -1 with a message in err. */
 static int fixture_load(const char *name, fixture *f, nc_error *err) {
     memset(f, 0, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, FIX "%s", name);
+    snprintf(f->dir, sizeof f->dir, FIXTURES "%s", name);
     char path[512];
     snprintf(path, sizeof path, "%s/reference.json", f->dir);
     json_t *root;
@@ -167,13 +171,81 @@ static void check_fixture(const char *name) {
 }
 
 static void test_tiny_gqa2_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_gqa2");
+    check_fixture("qwen3/tiny_gqa2");
 }
 static void test_tiny_gqa4_tied_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_gqa4_tied");
+    check_fixture("qwen3/tiny_gqa4_tied");
 }
 static void test_tiny_bf16_logits_and_greedy_match_hf(void) {
-    check_fixture("tiny_bf16");
+    check_fixture("qwen3/tiny_bf16");
+}
+
+/* Llama: rope_scaling "llama3" (every band of it inside head_dim), untied
+ * head; and a SmolLM2-style config (head_dim from hidden / heads) with a
+ * tied head in bf16. */
+static void test_llama3_scaled_rope_logits_and_greedy_match_hf(void) {
+    check_fixture("llama/tiny_llama3");
+}
+static void test_llama_tied_bf16_logits_and_greedy_match_hf(void) {
+    check_fixture("llama/tiny_smollm_tied_bf16");
+}
+
+static double cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++)
+        ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+    return ab / sqrt(aa * bb);
+}
+
+/* Llama through the existing quantization (nectar quantize's writer): q8
+ * and q4 copies of tiny_llama3 load and follow HF's fp32 logits within
+ * the block formats' error. These random weights (std 0.15) make logits
+ * sensitive: Qwen3's tiny_gqa2 shows the same figures (q8 max abs error
+ * 0.23, q4 3.1), so the bounds are on the direction of each logit row
+ * (the cosine to HF's, lowest over every prompt position). */
+#define COS_Q8 0.995 /* measured 0.9984 */
+#define COS_Q4 0.75 /* measured 0.817; a wrong tensor gives about 0 */
+static void test_llama_q8_and_q4_follow_hf(void) {
+    fixture f;
+    nc_error err;
+    if (fixture_load("llama/tiny_llama3", &f, &err) != 0) SKIP("%s", err.msg);
+    static const cpu_wtype types[2] = {CPU_W_Q8, CPU_W_Q4};
+    static const char *const outs[2] = {"build/test_llama_q8", "build/test_llama_q4"};
+    double worst[2] = {0, 0}, cos_min[2] = {1, 1};
+    int agree[2] = {0, 0}, total = 0, ok = 1;
+    for (int t = 0; t < 2 && ok; t++) {
+        quant_write_stats qs;
+        qwen3_model *m = NULL;
+        ok = quant_write_model(f.dir, outs[t], types[t], &qs, &err) == NC_OK &&
+             qwen3_load(outs[t], &(qwen3_load_options){TEST_THREADS}, &m, &err) == NC_OK;
+        int V = ok ? qwen3_model_config(m)->vocab_size : 0;
+        for (int i = 0; ok && i < f.n_prompts; i++) {
+            prompt_ref *r = &f.p[i];
+            qwen3_state *s;
+            float *all = malloc(sizeof(float) * (size_t)r->n_ids * V);
+            ok = qwen3_state_new(m, 64, &s, &err) == NC_OK &&
+                 qwen3_forward(m, s, r->ids, r->n_ids, NULL, all, &err) == NC_OK;
+            for (int j = 0; ok && j < r->n_ids; j++) {
+                const float *a = all + (size_t)j * V, *b = r->logits + (size_t)j * V;
+                double d = max_abs_diff(a, b, (size_t)V);
+                worst[t] = d > worst[t] ? d : worst[t];
+                double c = cosine(a, b, V);
+                cos_min[t] = c < cos_min[t] ? c : cos_min[t];
+                agree[t] += argmax(a, V) == argmax(b, V);
+                total += t == 0;
+            }
+            qwen3_state_free(s);
+            free(all);
+        }
+        qwen3_free(m);
+    }
+    printf("  tiny_llama3 vs HF fp32 (%d positions): q8 max abs logit error %.3g, top-1 %d, "
+           "lowest cosine %.5f; q4 %.3g, %d, %.5f\n",
+           total, worst[0], agree[0], cos_min[0], worst[1], agree[1], cos_min[1]);
+    fixture_free(&f);
+    CHECKF(ok, "%s", err.msg);
+    CHECK(cos_min[0] >= COS_Q8 && agree[0] >= total * 8 / 10);
+    CHECK(cos_min[1] >= COS_Q4);
 }
 
 /* The longest prompt one token at a time, then split in two batches, then
@@ -181,7 +253,7 @@ static void test_tiny_bf16_logits_and_greedy_match_hf(void) {
 static void test_incremental_split_and_truncate_match_hf(void) {
     fixture f;
     nc_error err;
-    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load("qwen3/tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
     prompt_ref *r = &f.p[0];
     for (int i = 1; i < f.n_prompts; i++)
         if (f.p[i].n_ids > r->n_ids) r = &f.p[i];
@@ -254,7 +326,7 @@ static void test_prompt_longer_than_a_batch_is_chunked_exactly(void) {
 static void test_batch_of_sequences_matches_hf(void) {
     fixture f;
     nc_error err;
-    if (fixture_load("tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load("qwen3/tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
     qwen3_model *m;
     CHECK_OK(qwen3_load(f.dir, &(qwen3_load_options){TEST_THREADS}, &m, &err), &err);
     int V = qwen3_model_config(m)->vocab_size;
@@ -342,6 +414,9 @@ int main(void) {
     RUN(test_tiny_gqa2_logits_and_greedy_match_hf);
     RUN(test_tiny_gqa4_tied_logits_and_greedy_match_hf);
     RUN(test_tiny_bf16_logits_and_greedy_match_hf);
+    RUN(test_llama3_scaled_rope_logits_and_greedy_match_hf);
+    RUN(test_llama_tied_bf16_logits_and_greedy_match_hf);
+    RUN(test_llama_q8_and_q4_follow_hf);
     RUN(test_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
     RUN(test_batch_of_sequences_matches_hf);

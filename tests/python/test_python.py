@@ -1,9 +1,14 @@
 """The nectar Python package (python/), as installed by test_python.sh, against
 independent references: `nectar run --temp 0` and `nectar embed` (the C
 command line), HF transformers' tokenizer ids and chat template renderings,
-fill-mask and classifier probabilities (tests/fixtures, written by tools/).
+fill-mask and classifier probabilities (tests/fixtures, written by tools/);
+encode against SentenceTransformer(dir).encode on the sentence-transformers
+folders of tests/fixtures/st (tools/make_st_fixtures.py); the OpenAI-shaped
+calls (create_completion, create_chat_completion, create_embedding) against
+the same references; sampling defaults equal to `nectar run --seed` without
+--temp (both from generation_config.json).
 
-usage: test_python.py DEMO_DIR RUN_OUT PROMPT N ENCODER_DIR EMBED_JSON FIXTURES
+usage: test_python.py DEMO_DIR RUN_OUT PROMPT N ENCODER_DIR EMBED_JSON FIXTURES SAMPLED_OUT
 """
 
 import json
@@ -12,7 +17,7 @@ import sys
 
 import nectar
 
-demo, run_out, prompt, n, enc_dir, embed_json, fix = sys.argv[1:8]
+demo, run_out, prompt, n, enc_dir, embed_json, fix, sampled_out = sys.argv[1:9]
 n = int(n)
 failed = 0
 
@@ -90,6 +95,14 @@ with open(os.path.join(fix, "chat", "cases.jsonl")) as f:
             bad += 1
             print("  %s: %r" % (c["name"], out))
 check("chat_template_matches_hf", n_cases >= 3 and bad == 0, "%d of %d differ" % (bad, n_cases))
+# a Llama model renders its own family's template (0.2.0)
+llama = nectar.Model(os.path.join(fix, "llama", "tiny_llama3"), threads=1)
+with open(os.path.join(fix, "chat", "llama3_cases.jsonl")) as f:
+    rows = [json.loads(line) for line in f]
+bad = [c["name"] for c in rows if llama.apply_chat_template(
+    c["messages"], c["add_generation_prompt"]) != c["expected"]]
+check("llama_chat_template_matches_hf", len(rows) >= 10 and not bad, "%r differ" % bad)
+llama.close()
 reply = m.chat([{"role": "user", "content": "Hello"}], 8, temperature=0)
 want_reply = m.generate(m.apply_chat_template([{"role": "user", "content": "Hello"}]), 8,
                         temperature=0)
@@ -133,6 +146,83 @@ try:
     check("encoder_generate_raises", False, "no exception")
 except nectar.NectarError as x:
     check("encoder_generate_raises", "encoder" in str(x), str(x))
+
+# sentence-transformers folders: encode equals SentenceTransformer.encode
+for name in ("st_cls", "st_mean", "st_max", "st_last", "st_wmean"):
+    d = os.path.join(fix, "st", name)
+    with open(os.path.join(d, "ref.json")) as f:
+        st_ref = json.load(f)
+    st = nectar.Model(d, threads=1)
+    rows = st.encode(st_ref["texts"], batch_size=2)
+    ok = len(rows) == len(st_ref["texts"]) and all(
+        close([float(x) for x in r], w, 1e-4) for r, w in zip(rows, st_ref["embeddings"]))
+    check("encode_equals_sentence_transformers_" + name, ok, name)
+    st.close()
+st = nectar.Model(os.path.join(fix, "st", "st_wmean"), threads=1)
+one = [float(x) for x in st.encode(st_ref["texts"][0], normalize_embeddings=True)]
+norm = sum(x * x for x in one) ** 0.5
+want = st_ref["embeddings"][0]
+wn = sum(x * x for x in want) ** 0.5
+check("encode_one_text_normalized", abs(norm - 1) < 1e-5 and close(one, [x / wn for x in want], 1e-4),
+      "norm %g" % norm)
+emb = st.create_embedding(st_ref["texts"][:2])
+check("create_embedding_is_openai_shaped",
+      emb["object"] == "list" and [x["index"] for x in emb["data"]] == [0, 1] and
+      emb["data"][0]["object"] == "embedding" and emb["model"] == "st_wmean" and
+      close(emb["data"][1]["embedding"], st_ref["embeddings"][1], 1e-4) and
+      emb["usage"]["prompt_tokens"] > 2, repr(emb)[:300])
+st.close()
+
+# OpenAI-shaped generation: the same text as generate / nectar run
+with open(run_out, "rb") as f:
+    want_run = f.read().decode()
+c = m.create_completion(prompt, n, temperature=0)
+check("create_completion_equals_nectar_run",
+      c["object"] == "text_completion" and c["choices"][0]["text"] == want_run and
+      c["choices"][0]["finish_reason"] == "length" and c["usage"]["completion_tokens"] == n and
+      c["usage"]["prompt_tokens"] == len(m.tokenize(prompt)) and c["id"].startswith("cmpl-"),
+      repr(c)[:300])
+chunks = list(m.create_completion(prompt, n, temperature=0, stream=True))
+check("create_completion_stream_joins_to_the_text",
+      "".join(x["choices"][0]["text"] for x in chunks) == want_run and
+      chunks[-1]["choices"][0]["finish_reason"] == "length", repr(chunks[-2:]))
+msgs = [{"role": "user", "content": "Hello"}]
+cc = m.create_chat_completion(msgs, max_tokens=8, temperature=0, enable_thinking=False)
+want_chat = m.chat(msgs, 8, enable_thinking=False, temperature=0)
+msg = cc["choices"][0]["message"]
+check("create_chat_completion_equals_chat",
+      cc["object"] == "chat.completion" and msg["role"] == "assistant" and
+      (msg.get("reasoning_content") is None and msg["content"] == want_chat) and
+      cc["usage"]["completion_tokens"] == 8, repr(cc)[:300])
+chunks = list(m.create_chat_completion(msgs, max_tokens=8, temperature=0, enable_thinking=False,
+                                       stream=True))
+check("create_chat_completion_stream",
+      chunks[0]["choices"][0]["delta"] == {"role": "assistant"} and
+      "".join(x["choices"][0]["delta"].get("content", "") for x in chunks) == want_chat and
+      chunks[-1]["choices"][0]["finish_reason"] == "length" and
+      all(x["object"] == "chat.completion.chunk" for x in chunks), repr(chunks[:2]))
+
+# sampling defaults: the folder's generation_config.json, as `nectar run`
+with open(sampled_out, "rb") as f:
+    want_sampled = f.read().decode()
+got = m.generate(prompt, n, seed=7)
+check("sampling_defaults_from_generation_config", got == want_sampled,
+      "%r vs nectar run --seed 7: %r" % (got, want_sampled))
+
+for bad_stop in ("", [""], ["ok", ""]):
+    try:
+        m.generate(prompt, 4, stop=bad_stop)
+        check("empty_stop_rejected", False, "stop=%r accepted" % (bad_stop,))
+        break
+    except ValueError as x:
+        if bad_stop == ["ok", ""]:
+            check("empty_stop_rejected", "empty" in str(x), str(x))
+try:
+    m.create_chat_completion(msgs, tools=[{"type": "function", "function": {"name": "f"}}])
+    check("tools_say_not_supported", False, "no exception")
+except NotImplementedError as x:
+    check("tools_say_not_supported", "tools" in str(x), str(x))
+check("package_is_typed", os.path.exists(os.path.join(pkg, "py.typed")))
 m.close()
 e.close()
 sys.exit(1 if failed else 0)

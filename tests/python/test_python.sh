@@ -32,10 +32,13 @@ PROMPT="In the beginning"
 N=32
 "$BIN" run -t 1 -m models/demo -p "$PROMPT" --temp 0 -n $N >"$T/run.txt" 2>"$T/err" ||
     { echo "FAIL python_references: nectar run: $(tail -1 "$T/err")"; exit 1; }
+# sampling as generation_config.json says (no --temp), seeded
+"$BIN" run -t 1 -m models/demo -p "$PROMPT" --seed 7 -n $N >"$T/sampled.txt" 2>"$T/err" ||
+    { echo "FAIL python_references: nectar run --seed: $(tail -1 "$T/err")"; exit 1; }
 ENC=tests/fixtures/modernbert/mb_base
 "$BIN" embed -t 1 -m $ENC -p Hello -o "$T/embed.json" 2>"$T/err" ||
     { echo "FAIL python_references: nectar embed: $(tail -1 "$T/err")"; exit 1; }
 # from outside the tree, so that `import nectar` cannot find python/nectar
 cd "$T" || exit 1
 env -u NECTAR_LIBRARY "$T/venv/bin/python" "$ROOT/tests/python/test_python.py" "$ROOT/models/demo" \
-    "$T/run.txt" "$PROMPT" $N "$ROOT/$ENC" "$T/embed.json" "$ROOT/tests/fixtures"
+    "$T/run.txt" "$PROMPT" $N "$ROOT/$ENC" "$T/embed.json" "$ROOT/tests/fixtures" "$T/sampled.txt"

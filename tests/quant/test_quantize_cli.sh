@@ -50,6 +50,35 @@ expect quantize_bad_type "--type: 'q3' is not one of q8|q4" -m "$FIX" --type q3 
 expect quantize_missing_folder "$T/nope" -m "$T/nope" --type q8 -o "$T/bad2"
 expect quantize_same_folder "must differ from the input" -m "$T/q8" --type q8 -o "$T/q8"
 expect quantize_missing_args "required" -m "$FIX"
+# Refused inputs, checked before anything is written: an encoder folder
+# (the message names the input's config), an already quantized folder, an
+# output path that holds something else.
+expect quantize_encoder_names_the_input "tests/fixtures/st/st_max/config.json: model_type 'modernbert'" \
+    -m tests/fixtures/st/st_max --type q8 -o "$T/enc"
+expect quantize_of_quantized_refused "$T/q8: already quantized" -m "$T/q8" --type q4 -o "$T/qq"
+mkdir -p "$T/other" && echo keep >"$T/other/notes.txt"
+expect quantize_will_not_replace_other_things "$T/other: exists and is not a model folder" \
+    -m "$FIX" --type q8 -o "$T/other"
+if [ ! -e "$T/enc" ] && [ ! -e "$T/qq" ] && [ "$(ls "$T/other")" = notes.txt ] &&
+    [ -z "$(ls -d "$T"/*.tmp.* 2>/dev/null)" ]; then
+    echo "PASS quantize_refusals_write_nothing"
+else
+    echo "FAIL quantize_refusals_write_nothing:"; ls -R "$T" | head -20
+fi
+# A failure after the weights are written (the config does not match them,
+# which only the load of the result finds) leaves no temporary sibling, and
+# an older model folder at OUT stays as it was.
+mkdir -p "$T/short" && cp "$FIX/model.safetensors" "$FIX/tokenizer.json" "$T/short/"
+sed 's/"intermediate_size": 96/"intermediate_size": 80/' "$FIX/config.json" >"$T/short/config.json"
+cp "$T/q4/model.safetensors" "$T/q4.keep"
+"$BIN" quantize -m "$T/short" --type q8 -o "$T/q4" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && [ -z "$(ls -d "$T"/*.tmp.* 2>/dev/null)" ] &&
+    cmp -s "$T/q4/model.safetensors" "$T/q4.keep"; then
+    echo "PASS quantize_failure_leaves_the_older_folder_whole"
+else
+    echo "FAIL quantize_failure_leaves_the_older_folder_whole: exit $rc"; cat "$T/err"; ls "$T"
+fi
 if [ ! -e "$T/bad/model.safetensors" ] && [ ! -e "$T/bad2/model.safetensors" ]; then
     echo "PASS quantize_errors_leave_no_model_file"
 else

@@ -103,11 +103,11 @@ static inline int srv_start(srv *s, const char *const *args) {
     return 0;
 }
 
-/* Stops with SIGTERM; returns the exit status (0: clean shutdown, which
+/* Stops with signal sig; returns the exit status (0: clean shutdown, which
  * under ASan also means no leak), or -1 when it had to be killed. */
-static inline int srv_stop(srv *s) {
+static inline int srv_stop_with(srv *s, int sig) {
     if (s->pid <= 0) return -1;
-    kill(s->pid, SIGTERM);
+    kill(s->pid, sig);
     for (int i = 0; i < 200; i++) {
         int status;
         pid_t r = waitpid(s->pid, &status, WNOHANG);
@@ -121,6 +121,10 @@ static inline int srv_stop(srv *s) {
     waitpid(s->pid, NULL, 0);
     s->pid = 0;
     return -1;
+}
+
+static inline int srv_stop(srv *s) {
+    return srv_stop_with(s, SIGTERM);
 }
 
 static inline char *slurp(const char *path, size_t *len) {
@@ -233,6 +237,14 @@ static inline const char *jstr(json_t *o, const char *path) {
 static inline long long jint(json_t *o, const char *path) {
     json_t *v = jget(o, path);
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+/* A sample's value in Prometheus text (name with its labels), -1 if absent. */
+static inline double metric_value(const char *text, const char *name) {
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *at = text ? strstr(text, key) : NULL;
+    return at ? atof(at + strlen(key)) : -1;
 }
 
 /* A raw TCP connection to the server (for slow and vanishing clients). */

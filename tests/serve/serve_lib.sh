@@ -7,15 +7,23 @@ BIN=${NECTAR_BIN:-build/nectar}
 serve_start() { # test name, extra serve arguments...
     name=$1
     shift
-    TMP=$(mktemp -d)
-    "$BIN" serve --fake-engine -m "${SERVE_FIXTURE:-tests/fixtures/serve/fake}" --port 0 "$@" \
-        >"$TMP/out" 2>"$TMP/err" &
+    serve_launch "$name" --fake-engine -m "${SERVE_FIXTURE:-tests/fixtures/serve/fake}" "$@"
+}
+
+# The same with any serve arguments (real models: serve_launch NAME -m DIR ...).
+serve_launch() { # test name, serve arguments...
+    name=$1
+    shift
+    # a second server of the same test keeps the first one's folder
+    [ -n "$SERVE_TMP_MADE" ] || { TMP=$(mktemp -d); SERVE_TMP_MADE=1; }
+    rm -f "$TMP/out" # an earlier server's line must not be read as this one's
+    "$BIN" serve --port 0 "$@" >"$TMP/out" 2>"$TMP/err" &
     PID=$!
     trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$TMP"' EXIT
     PORT=""
     i=0
     while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-        PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)  slots.*|\1|p' "$TMP/out" 2>/dev/null)
+        PORT=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$TMP/out" 2>/dev/null)
         [ -z "$PORT" ] && sleep 0.1
         i=$((i + 1))
     done

@@ -68,6 +68,77 @@ static void test_heads_get_the_rfc_status(void) {
     CHECK(v.status == 200 && v.head_len == strlen(h) - 6);
 }
 
+/* Heads that can no longer become valid are refused as soon as they are
+ * seen (they used to wait out the header deadline); one empty line before
+ * the request line is skipped (RFC 9112 2.2); a second Authorization and a
+ * percent-encoded NUL in the target are refused. */
+static void test_hostile_heads_are_judged_at_once(void) {
+    serve_head_verdict v0;
+    static const struct {
+        const char *head;
+        int status;
+    } cases[] = {
+        {"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"\r", 0},
+        {"\r\n", 0},
+        {"\r\n\r", 400}, /* a second empty line is not skipped */
+        {"\r\nGET / HT", 0},
+        {"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET / HTTP/1.1\nHost: a\n\n", 400},
+        {"GET / HTTP/1.1\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\n", 400},
+        {"GET / HTTP/1.1\rHost: a", 400},
+        {"hello there, server", 400},
+        {"GET\t/", 400},
+        {"GET /x y", 400},
+        {"GET / HTTQ", 400},
+        {"GET / HTTP/1.1x", 400},
+        {"GET abc", 400},
+        {"POST +", 400},
+        {"POST + H", 400},
+        {"GET ** HTTP", 400},
+        {"GET", 0},
+        {"ABCDEFGHIJKLMNOPQRST", 0},  /* a method of 20 characters may still come */
+        {"ABCDEFGHIJKLMNOPQRSTU", 400}, /* 21 cannot */
+        {"ABCDEFGHIJKLMNOPQRST / HTTP/1.0\r\n\r\n", 200},
+        {"ABCDEFGHIJKLMNOPQRSTU / HTTP/1.0\r\n\r\n", 400},
+        {"GET ", 0},
+        {"GET / HTTP/1.", 0},
+        {"GET / HTTP/1.1\r", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX-Y", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX-Y: 1\r", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r", 0},
+        {"GET / HTTP/1.1\r\nHost: a\r\njunk line", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX: a\001", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n"
+         "authorization: Bearer j\r\n\r\n",
+         400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\n", 200},
+        {"GET /v1/models/demo%00x HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET /%00/v1/models HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET /a%2500 HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"GET /x%00 HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+        {"GET /%0 HTTP/1.1\r\nHost: a\r\n\r\n", 200},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\n{\n\"a\":\r1}", 200},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int st = judge(cases[i].head, 0);
+        CHECKF(st == cases[i].status, "case %zu: %d, want %d", i, st, cases[i].status);
+    }
+    /* an LF-only head is named as such, not as whatever breaks first */
+    serve_head_check("GET / HTTP/1.1\nHost: a\n\n", 24, 0, &lim, &v0);
+    CHECKF(v0.status == 400 && strstr(v0.msg, "CRLF"), "LF-only head: %d '%s'", v0.status, v0.msg);
+    /* a lone CR or CRLF at the client's end of file is final too */
+    CHECK(judge("\r", 1) == 400 && judge("\r\n", 1) == 400);
+    serve_head_verdict v;
+    const char *h = "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n{}";
+    serve_head_check(h, strlen(h), 0, &lim, &v);
+    CHECK(v.status == 200 && v.skip == 2 && v.head_len == strlen(h) - 2);
+    h = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    serve_head_check(h, strlen(h), 0, &lim, &v);
+    CHECK(v.status == 200 && v.skip == 0);
+}
+
 static void test_keyless_server_answers_only_loopback_names(void) {
     CHECK(serve_host_is_allowed("127.0.0.1", 0, "localhost:8080"));
     CHECK(serve_host_is_allowed("127.0.0.1", 0, "127.0.0.1"));
@@ -123,6 +194,7 @@ static void test_ids_are_unique_and_long(void) {
 
 int main(void) {
     RUN(test_heads_get_the_rfc_status);
+    RUN(test_hostile_heads_are_judged_at_once);
     RUN(test_keyless_server_answers_only_loopback_names);
     RUN(test_cors_reflects_header_names_only);
     RUN(test_model_names);

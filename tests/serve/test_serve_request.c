@@ -176,7 +176,49 @@ static void test_seed_spans_uint64(void) {
     CHECK(same);
 }
 
+/* A body that is not an object is named as such, without a field in
+ * quotes (it once read "'' request body must be ..."). */
+static void test_non_object_body_message(void) {
+    static const char *const bodies[] = {"[1,2]", "[]", "[{\"messages\":[]}]"};
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        serve_request r;
+        serve_parse_error pe;
+        nc_error err = {0};
+        nc_status st = parse(bodies[i], SERVE_EP_CHAT, &r, &pe, &err);
+        CHECKF(st == NC_ERR_INVALID && !strcmp(err.msg, "request body must be a JSON object") &&
+                   !pe.param[0],
+               "body %s: '%s'", bodies[i], err.msg);
+    }
+}
+
+/* The bounds OpenAI documents, both sides of each: 4 stop strings are
+ * allowed and 5 refused; a stop of 256 bytes is allowed and 257 refused. */
+static void test_stop_limits_are_inclusive(void) {
+    char body[1024];
+    serve_request r;
+    serve_parse_error pe;
+    nc_error err;
+    CHECK_OK(parse("{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\"]}", SERVE_EP_COMPLETIONS,
+                   &r, &pe, &err),
+             &err);
+    CHECK(r.n_stop == 4 && !strcmp(r.stop[3], "d"));
+    serve_request_free(&r);
+    CHECK(parse("{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}",
+                SERVE_EP_COMPLETIONS, &r, &pe, &err) == NC_ERR_INVALID &&
+          !strcmp(pe.param, "stop"));
+    for (int len = 256; len <= 257; len++) {
+        int n = snprintf(body, sizeof body, "{\"prompt\":\"x\",\"stop\":\"");
+        memset(body + n, 'z', (size_t)len);
+        snprintf(body + n + len, sizeof body - (size_t)(n + len), "\"}");
+        nc_status st = parse(body, SERVE_EP_COMPLETIONS, &r, &pe, &err);
+        if (st == NC_OK) serve_request_free(&r);
+        CHECKF((st == NC_OK) == (len == 256), "a stop of %d bytes: status %d", len, (int)st);
+    }
+}
+
 int main(void) {
+    RUN(test_non_object_body_message);
+    RUN(test_stop_limits_are_inclusive);
     RUN(test_defaults_follow_openai);
     RUN(test_seed_spans_uint64);
     RUN(test_every_field_is_read);

@@ -234,17 +234,31 @@ static void test_header_deadline(void) {
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
-/* Peak resident memory of a process from /proc (Linux), in MiB; -1 elsewhere. */
-static double peak_rss_mib(pid_t pid) {
+/* A field of /proc/PID/status (Linux) in MiB: VmHWM (peak) or VmRSS; -1
+ * elsewhere. */
+static double status_mib(pid_t pid, const char *key) {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     double kib = -1;
+    size_t n = strlen(key);
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6)) kib = atof(line + 6);
+        if (!strncmp(line, key, n) && line[n] == ':') kib = atof(line + n + 1);
     fclose(f);
     return kib < 0 ? -1 : kib / 1024.0;
+}
+
+/* Starts a new peak (VmHWM := VmRSS), so each shape below is measured on
+ * its own. */
+static void reset_peak(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/clear_refs", (int)pid);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
 }
 
 typedef struct big_arg {
@@ -264,24 +278,29 @@ static void *send_big(void *p) {
     return NULL;
 }
 
-static void test_ten_8mb_bodies_stay_under_400mb(void) {
-    if (peak_rss_mib(getpid()) < 0) SKIP("no /proc/PID/status here");
+/* Ten chat requests of about 8 MB at once, each body `pre` + n_fill bytes
+ * of fill(i) + `post`: each must get `status` with a JSON error, the
+ * server's peak RSS must stay under 400 MB, and its RSS must come back
+ * down afterwards (glibc keeps freed memory unless trimmed). */
+static void ten_bodies(const char *shape, const char *pre, char (*fill)(size_t), const char *post,
+                       int status) {
+    if (status_mib(getpid(), "VmHWM") < 0) SKIP("no /proc/PID/status here");
     enum { N = 10 };
-    size_t n_text = 8000000;
-    size_t cap = n_text + 512;
+    size_t n_fill = 8000000;
+    size_t cap = n_fill + 512;
     char *req = malloc(cap);
     CHECK(req);
-    const char *pre = "{\"messages\":[{\"role\":\"user\",\"content\":\"";
-    size_t body_len = strlen(pre) + n_text + 4;
+    size_t body_len = strlen(pre) + n_fill + strlen(post);
     int h = snprintf(req, cap,
                      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                      "application/json\r\nContent-Length: %zu\r\n\r\n%s",
                      body_len, pre);
-    for (size_t i = 0; i < n_text; i++)
-        req[h + i] = "abcd efgh "[i % 10];
-    memcpy(req + h + n_text, "\"}]}", 4);
-    size_t len = (size_t)h + n_text + 4;
-    double before = peak_rss_mib(main_srv.pid);
+    for (size_t i = 0; i < n_fill; i++)
+        req[h + i] = fill(i);
+    memcpy(req + h + n_fill, post, strlen(post));
+    size_t len = (size_t)h + n_fill + strlen(post);
+    reset_peak(main_srv.pid);
+    double before = status_mib(main_srv.pid, "VmHWM");
     pthread_t th[N];
     big_arg a[N];
     double t0 = now_s();
@@ -292,17 +311,136 @@ static void test_ten_8mb_bodies_stay_under_400mb(void) {
     for (int i = 0; i < N; i++)
         pthread_join(th[i], NULL);
     double dt = now_s() - t0;
-    double peak = peak_rss_mib(main_srv.pid);
+    double peak = status_mib(main_srv.pid, "VmHWM");
+    /* the connection threads end (and trim) after their answers: wait for
+     * them, 5 s at most */
+    double after = status_mib(main_srv.pid, "VmRSS");
+    for (int i = 0; i < 50 && after >= before + 64; i++, sleep_ms(100))
+        after = status_mib(main_srv.pid, "VmRSS");
     free(req);
     int n_ok = 0;
     for (int i = 0; i < N; i++)
-        n_ok += a[i].status == 400 && a[i].is_json;
-    printf("  ten 8 MB chat bodies: peak RSS %.0f MiB (%.0f before), answered in %.2f s\n", peak,
-           before, dt);
-    CHECKF(n_ok == N, "%d of %d got a JSON 400 (first: HTTP %d)", n_ok, N, a[0].status);
+        n_ok += a[i].status == status && a[i].is_json;
+    printf("  ten 8 MB bodies (%s): peak RSS %.0f MiB (%.0f before), %.0f MiB after, answered in "
+           "%.2f s\n",
+           shape, peak, before, after, dt);
+    CHECKF(n_ok == N, "%d of %d got a JSON %d (first: HTTP %d)", n_ok, N, status, a[0].status);
     /* ASan's quarantine and redzones are not the server's memory. */
     if (getenv("NECTAR_SANITIZED")) SKIP("memory bound not checked under sanitizers");
     CHECKF(peak < 400, "peak RSS %.0f MiB", peak);
+    CHECKF(after < before + 64, "RSS %.0f MiB after, %.0f before", after, before);
+}
+
+static char fill_text(size_t i) {
+    return "abcd efgh "[i % 10];
+}
+
+static char fill_ones(size_t i) {
+    return i % 2 ? ',' : '1';
+}
+
+static char fill_objects(size_t i) {
+    return "{},"[i % 3];
+}
+
+static void test_ten_8mb_bodies_stay_under_400mb(void) {
+    ten_bodies("long strings", "{\"messages\":[{\"role\":\"user\",\"content\":\"", fill_text,
+               "\"}]}", 400);
+}
+
+/* 4 M values in an unknown field once cost 160 MB each in jansson (ten:
+ * 1.61 GB peak, 407 MB kept after); they are now counted before parsing
+ * and refused (413). */
+static void test_ten_8mb_arrays_are_refused_before_parsing(void) {
+    ten_bodies("[1,1,...]", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"x\":[",
+               fill_ones, "1]}", 413);
+    ten_bodies("[{},{},...]", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"x\":[",
+               fill_objects, "{}]}", 413);
+}
+
+/* The value cap is exact: {"prompt":[1,...]} holds N + 3 values (the
+ * object, its key, the array, N ids); 262144 in all pass the count (and
+ * are then too long for the context: 400), one more is a 413. */
+static void test_value_cap_is_exact(void) {
+    for (size_t n_ids = 262141; n_ids <= 262142; n_ids++) {
+        size_t cap = 2 * n_ids + 512;
+        char *req = malloc(cap);
+        CHECK(req);
+        size_t body_len = strlen("{\"prompt\":[]}") + 2 * n_ids - 1;
+        int h = snprintf(req, cap,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                         "application/json\r\nContent-Length: %zu\r\n\r\n{\"prompt\":[",
+                         body_len);
+        size_t len = (size_t)h;
+        for (size_t i = 0; i < n_ids; i++) {
+            req[len++] = '1';
+            if (i + 1 < n_ids) req[len++] = ',';
+        }
+        memcpy(req + len, "]}", 2);
+        len += 2;
+        char *resp = exchange(&main_srv, req, len, 0, 30000);
+        int st = status_of(resp);
+        int names = resp && strstr(resp, "too_many_values") != NULL;
+        free(resp);
+        free(req);
+        if (n_ids == 262141)
+            CHECKF(st == 400 && !names, "262144 values: HTTP %d", st);
+        else
+            CHECKF(st == 413 && names, "262145 values: HTTP %d", st);
+    }
+}
+
+/* Bodies in flight share one memory budget (256 MiB with the default
+ * --max-body): 40 clients announcing 8 MB bodies and sending none are not
+ * all given a buffer; those beyond the budget get a JSON 503 at once, and
+ * after they leave a normal request is served. */
+static void test_bodies_in_flight_share_a_budget(void) {
+    enum { N = 40 };
+    int fds[N];
+    const char *head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                       "application/json\r\nContent-Length: 8000000\r\n\r\n{";
+    for (int i = 0; i < N; i++) {
+        fds[i] = raw_connect(&main_srv);
+        if (fds[i] >= 0 && send(fds[i], head, strlen(head), MSG_NOSIGNAL) < 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    int n_busy = 0, n_other = 0;
+    char first_other[200] = "";
+    double end = now_s() + 10;
+    int answered[N] = {0};
+    while (now_s() < end && n_busy + n_other < N) {
+        int progress = 0;
+        for (int i = 0; i < N; i++) {
+            if (fds[i] < 0 || answered[i]) continue;
+            struct pollfd p = {fds[i], POLLIN, 0};
+            if (poll(&p, 1, 0) <= 0) continue;
+            char buf[2048];
+            ssize_t r = recv(fds[i], buf, sizeof buf - 1, 0);
+            buf[r > 0 ? r : 0] = '\0';
+            answered[i] = progress = 1;
+            if (status_of(buf) == 503 && strstr(buf, "server_busy") && is_error_json(body_of(buf)))
+                n_busy++;
+            else if (!n_other++)
+                snprintf(first_other, sizeof first_other, "%.150s", buf);
+        }
+        /* the admitted ones wait for their bodies: stop once the rest
+         * have had time to be answered */
+        if (!progress && n_busy > 0 && n_busy + 33 >= N) break;
+        if (!progress) sleep_ms(50);
+    }
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    sleep_ms(300);
+    const char *req = completion_request("127.0.0.1");
+    char *resp = exchange(&main_srv, req, strlen(req), 0, 20000);
+    int st = status_of(resp);
+    free(resp);
+    printf("  40 announced 8 MB bodies: %d answered 503 server_busy\n", n_busy);
+    CHECKF(n_busy >= N - 33 && n_busy < N, "%d got 503 (want 7: 33 bodies fit 256 MiB)", n_busy);
+    CHECKF(n_other == 0, "other answers: %s", first_other);
+    CHECKF(st == 200, "after they left: HTTP %d", st);
 }
 
 /* A client that half-closes its sending side after the request still gets
@@ -359,6 +497,15 @@ static void test_every_error_body_is_json(void) {
          "Content-Length"},
         {long_url, 414, NULL},
         {big_head, 431, NULL},
+        {"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer a\r\n"
+         "Authorization: Bearer b\r\n\r\n",
+         400, NULL},
+        {"GET /v1/models/demo%00x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, NULL},
+        {"GET /%00/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, NULL},
+        /* Refused on sight: the 5 s this case waits is half the header
+         * deadline, which they used to run into (408). */
+        {"GET /health HTTP/1.1\nHost: 127.0.0.1\n\n", 400, NULL},
+        {"hello there, server", 400, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *resp = exchange(&main_srv, cases[i].req, strlen(cases[i].req), 0, 5000);
@@ -380,6 +527,97 @@ static void test_every_error_body_is_json(void) {
     int healthy = h.status == 200;
     reply_free(&h);
     CHECKF(healthy, "server unhealthy after the malformed requests");
+}
+
+/* RFC 9112 2.2: one empty line before the request line is ignored. */
+static void test_leading_crlf_is_ignored(void) {
+    const char *req = "\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    char *resp = exchange(&main_srv, req, strlen(req), 0, 5000);
+    int st = status_of(resp);
+    int ok = resp && strstr(body_of(resp), "\"ok\"") != NULL;
+    free(resp);
+    CHECKF(st == 200 && ok, "leading CRLF: HTTP %d", st);
+}
+
+/* `--api-key "$KEY"` with KEY unset: refused at start, one line naming the
+ * option (it used to open the server to every website: any Host, any
+ * Origin, an empty Bearer accepted). */
+static void test_empty_api_key_is_refused(void) {
+    make_tmp_dir();
+    char cmd[1024], log_path[320];
+    snprintf(log_path, sizeof log_path, "%s/empty_key.log", tmp_dir);
+    snprintf(cmd, sizeof cmd,
+             "timeout 20 %s serve --fake-engine -m %s --port 0 --api-key '' >%s 2>&1 </dev/null",
+             nectar_bin(), FAKE_DIR, log_path);
+    int rc = system(cmd);
+    char *log = slurp(log_path, NULL);
+    int names = log && strstr(log, "--api-key") && strstr(log, "empty");
+    int served = log && strstr(log, "http://127.0.0.1:");
+    CHECKF(rc != 0 && WEXITSTATUS(rc) != 124 && names && !served, "exit %d, output: %s",
+           WEXITSTATUS(rc), log ? log : "(none)");
+    free(log);
+}
+
+/* A streaming request waiting for a slot whose client closes (FIN) is
+ * dropped from the queue: never prefilled, no token generated for it. One
+ * slot is kept busy by a greedy request reciting the whole script (about
+ * 32 steps of 100 ms); the prompt and generated token counters must hold
+ * that request's usage alone. */
+static void test_closed_queued_stream_is_not_admitted(void) {
+    srv s;
+    const char *args[] = {"--fake-engine",  "-m",  FAKE_DIR,    "--parallel", "1", "--queue", "2",
+                          "--fake-step-ms", "100", NULL};
+    CHECKF(srv_start(&s, args) == 0, "server did not start");
+    const char *busy_body = "{\"prompt\":\"Start\",\"max_tokens\":40,\"temperature\":0}";
+    char cmd[2048];
+    curl_cmd(cmd, sizeof cmd, &s, "POST", "/v1/completions", busy_body, strlen(busy_body), NULL,
+             "qbusy");
+    FILE *p1 = popen(cmd, "r");
+    int busy = 0, queued = 0;
+    for (int i = 0; i < 200 && !busy; i++, sleep_ms(25)) {
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        busy = metric_value(m.body, "nectar_slots_busy") >= 1;
+        reply_free(&m);
+    }
+    const char *body = "{\"prompt\":\"It\",\"max_tokens\":4,\"stream\":true}";
+    char req[512];
+    snprintf(req, sizeof req,
+             "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(body), body);
+    int fd = raw_connect(&s);
+    if (fd >= 0 && send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) fd = (close(fd), -1);
+    for (int i = 0; i < 200 && !queued; i++, sleep_ms(25)) {
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        queued = metric_value(m.body, "nectar_queue_depth") >= 1;
+        reply_free(&m);
+    }
+    if (fd >= 0) close(fd); /* a normal close: FIN, no reset */
+    reply r1 = {0};
+    if (p1) collect(&r1, p1, "qbusy");
+    json_t *j = parse_json(r1.body);
+    long long want_prompt = jint(j, "usage.prompt_tokens");
+    long long want_gen = jint(j, "usage.completion_tokens");
+    json_decref(j);
+    double prompt = -1, gen = -1, depth = -1;
+    for (int i = 0; i < 100; i++, sleep_ms(25)) { /* until the queue has settled */
+        reply m = http(&s, "GET", "/metrics", NULL, NULL);
+        prompt = metric_value(m.body, "nectar_prompt_tokens_total");
+        gen = metric_value(m.body, "nectar_generated_tokens_total");
+        depth = metric_value(m.body, "nectar_queue_depth");
+        double slots = metric_value(m.body, "nectar_slots_busy");
+        reply_free(&m);
+        if (depth == 0 && slots == 0) break;
+    }
+    int rc = srv_stop(&s);
+    int st = r1.status;
+    reply_free(&r1);
+    CHECKF(busy && queued && fd >= 0, "slot busy %d, stream queued %d", busy, queued);
+    CHECKF(st == 200 && want_prompt > 0, "busy request: HTTP %d", st);
+    CHECKF(prompt == (double)want_prompt && gen == (double)want_gen,
+           "prompt tokens %.0f, generated %.0f; the busy request alone had %lld and %lld", prompt,
+           gen, want_prompt, want_gen);
+    CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
 }
 
 static void test_401_names_the_scheme(void) {
@@ -512,10 +750,16 @@ int main(void) {
     RUN(test_cors_preflight_reflects_requested_headers);
     RUN(test_ids_are_random_and_seeds_span_uint64);
     RUN(test_ten_8mb_bodies_stay_under_400mb);
+    RUN(test_ten_8mb_arrays_are_refused_before_parsing);
+    RUN(test_bodies_in_flight_share_a_budget);
+    RUN(test_value_cap_is_exact);
     RUN(test_connection_limits_answer_503_json);
     RUN(test_total_connection_limit);
     RUN(test_header_deadline);
     RUN(test_401_names_the_scheme);
+    RUN(test_leading_crlf_is_ignored);
+    RUN(test_empty_api_key_is_refused);
+    RUN(test_closed_queued_stream_is_not_admitted);
     RUN(test_alias_is_listed_and_accepted);
     int rc = srv_stop(&main_srv);
     if (rc != 0) {

@@ -1,8 +1,9 @@
-/* The C rendering of the Qwen3 and Qwen3.5 chat templates is byte-identical
- * to transformers' apply_chat_template(..., tokenize=False) with the
- * official templates, over the committed cases in
- * tests/fixtures/chat/cases.jsonl (tools/make_tokenizer_fixtures.py) and
- * qwen35_cases.jsonl (tools/make_qwen35_fixtures.py). */
+/* The C rendering of the Qwen3, Qwen3.5 and Llama 3 chat templates is
+ * byte-identical to transformers' apply_chat_template(..., tokenize=False)
+ * with the official templates, over the committed cases in
+ * tests/fixtures/chat/cases.jsonl (tools/make_tokenizer_fixtures.py),
+ * qwen35_cases.jsonl (tools/make_qwen35_fixtures.py) and llama3_cases.jsonl
+ * (tools/make_llama3_fixtures.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,13 @@ static void test_chat_template_matches_transformers_byte_for_byte(void) {
     check_cases("tests/fixtures/chat/cases.jsonl", CHAT_QWEN3);
 }
 
+/* Llama 3.1's template without tools (system turn with the date lines,
+ * trimmed contents, tool results as JSON strings), rows by
+ * tools/make_llama3_fixtures.py. */
+static void test_llama3_chat_template_matches_transformers_byte_for_byte(void) {
+    check_cases("tests/fixtures/chat/llama3_cases.jsonl", CHAT_LLAMA3);
+}
+
 /* Qwen3.5's template (tests/fixtures/qwen35/chat_template.jinja), rows by
  * tools/make_qwen35_fixtures.py. */
 static void test_qwen35_chat_template_matches_transformers_byte_for_byte(void) {
@@ -98,6 +106,7 @@ static void test_chat_defaults_and_errors(void) {
 int main(void) {
     RUN(test_chat_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_chat_template_matches_transformers_byte_for_byte);
+    RUN(test_llama3_chat_template_matches_transformers_byte_for_byte);
     RUN(test_chat_defaults_and_errors);
     return nc_test_exit_code();
 }

@@ -115,14 +115,11 @@ static void test_qwen35_non_object_arguments_refused(void) {
     CHECK(out == NULL && strstr(err.msg, "'f'") && strstr(err.msg, "message 1"));
 }
 
-/* The family of an engine kind and of a --chat-template name. */
+/* The family of a --chat-template name (an engine kind's is its family
+ * row's: tests/engine/test_engine.c). */
 static void test_family_by_kind_and_name(void) {
-    CHECK(chat_family_of_kind("qwen35-cpu") == CHAT_QWEN35);
-    CHECK(chat_family_of_kind("qwen35-mil") == CHAT_QWEN35);
-    CHECK(chat_family_of_kind("qwen3-cpu") == CHAT_QWEN3);
-    CHECK(chat_family_of_kind("script") == CHAT_QWEN3);
-    CHECK(chat_family_of_kind(NULL) == CHAT_QWEN3);
     CHECK(chat_family_by_name("qwen3") == CHAT_QWEN3);
+    CHECK(chat_family_by_name("llama3") == CHAT_LLAMA3);
     CHECK(chat_family_by_name("qwen3.5") == CHAT_QWEN35);
     CHECK(chat_family_by_name("qwen35") == -1 && chat_family_by_name("") == -1);
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_model.h"
+
 static int verror(const char *cmd, const char *fmt, va_list ap) {
     fprintf(stderr, "nectar %s: ", cmd);
     vfprintf(stderr, fmt, ap);
@@ -123,6 +125,7 @@ static int parse_choice(const char *cmd, const cli_opt *o, const char *name, con
 static int set_value(const char *cmd, const cli_opt *o, const char *name, const char *v) {
     long long x;
     double d;
+    if (o->l && !strcmp(o->l, "--model") && !(v = cli_model_path(cmd, v))) return -1;
     switch (o->kind) {
     case CLI_INT:
         if (cli_parse_int_value(cmd, name, v, o->min, o->max, &x)) return -1;

@@ -32,7 +32,9 @@ static void usage(FILE *f) {
                "  interpreter and the time. --json writes the results; unless --no-save they\n"
                "  are also saved as the probe profile (<per-user cache>/nectar-ane/profile.json)\n"
                "  that `nectar mil check --ane-profile` and the ANE device read.\n"
-               "  --small: speed probes at interpreter sizes (the default on the fake device).\n");
+               "  --small: speed probes at interpreter sizes (the default on the fake device).\n"
+               "The fake device of run/chat/serve/bench (--backend ane):\n");
+    ane_fake_behaviour_help(f);
 }
 
 /* The machine, in words: the chip and the OS. A platform seam: sysctl on
@@ -146,7 +148,7 @@ static int probe(int argc, char **argv) {
     if (fake) {
         /* permissive: the probe asks the questions; the fake answers only
          * what the interpreter can (every case the checker accepts runs) */
-        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0};
+        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0, {0}};
         if (ane_fake_new_with(&o, &dev, &err)) return cli_fail(&err);
     } else {
 #if defined(__APPLE__)

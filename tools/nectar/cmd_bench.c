@@ -258,7 +258,7 @@ int cmd_bench(int argc, char **argv) {
         eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
     else if (cli_env_get()->kv_f16) /* NECTAR_KV */
         eo.kv = ENGINE_KV_F16;
-    if (gen_cli_backend_device(&be, &eo.ane_device, &err) != NC_OK)
+    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
     const char *kind = NULL;
     engine *m = NULL;

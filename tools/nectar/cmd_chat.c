@@ -100,9 +100,8 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
     char *rendered = NULL;
     chat_options copt = {1, enable_thinking, 0};
     /* the template of the model's family */
-    int is_qwen35 = chat_family_of_kind(l->model->e->kind) == CHAT_QWEN35;
-    NC_TRY(chat_render_family(is_qwen35 ? CHAT_QWEN35 : CHAT_QWEN3, h->msgs, h->n, &copt, NULL,
-                              &rendered, err));
+    NC_TRY(chat_render_family(l->model->e->family->chat, h->msgs, h->n, &copt, NULL, &rendered,
+                              err));
     int32_t *ids = NULL;
     size_t n_ids = 0;
     nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
@@ -119,8 +118,9 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
     /* Qwen3.5's generation prompt with thinking on ends in "<think>\n": the
      * reply starts inside the reasoning */
-    gen_request req = {
-        o->sampling, max_new, o->stops, o->n_stops, 0, 1, is_qwen35 && enable_thinking};
+    gen_request req = {o->sampling, max_new, o->stops,
+                       o->n_stops,  0,       1,
+                       l->model->e->family->prompt_opens_think && enable_thinking};
     gen_callbacks cb = {NULL, on_text, r};
     st = gen_generate(l->seq, ids, (int)n_ids, &req, &cb, res, err);
     free(ids);

@@ -36,6 +36,27 @@ int cmd_compile(int argc, char **argv) {
                 "kernels per layer and bucket: 4 qkv,kv,attn,mlp (default); 3 qkv,kvattn,mlp\n"
                 "(kv merged into attn); 2 qkva,mlp; 1 layer",
                 &o.kernels_per_layer, .min = 1, .max = 4),
+        CLI_OPT(NULL, "--program-split", CLI_CHOICE, "layer|kernel|function",
+                "programs per layer (docs/lowering.md, \"Lowering forms\"; compiles for\n"
+                "Qwen3-0.6B's 28 layers, 3 buckets): layer, every kernel of every bucket in\n"
+                "one (default; 28); kernel, one per kernel, buckets as its functions (112);\n"
+                "function, one per kernel and bucket (336: above the ~119 compiles per\n"
+                "process public projects report). A device that refuses a program runs it\n"
+                "on the CPU, so a finer split confines a refusal to fewer kernels",
+                &o.forms.program_split, .choices = "layer|kernel|function"),
+        CLI_OPT(NULL, "--head-rows", CLI_INT, "N",
+                "rows per LM-head chunk (default 16384: Anemll and ironmill keep convs at or\n"
+                "below it; Qwen3's 151,936 rows: 10 chunks)",
+                &o.forms.head_rows, .min = 32, .max = LOWER_MAX_HEAD_ROWS),
+        CLI_OPT(NULL, "--head-split", CLI_CHOICE, "per-chunk|one",
+                "per-chunk: a program per LM-head chunk, one output each (default; 10\n"
+                "compiles for Qwen3); one: one program with an output per chunk (1)",
+                &o.forms.head_split, .choices = "per-chunk|one"),
+        CLI_OPT(NULL, "--kv-update", CLI_CHOICE, "onehot|gather",
+                "how kv_S spreads the new rows over the cache: onehot, a matmul by a\n"
+                "constant placement matrix (default: no gather, not elementwise-only);\n"
+                "gather, uint16 constant indices (the seed write-up's form)",
+                &o.forms.kv_update, .choices = "onehot|gather"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
@@ -53,9 +74,12 @@ int cmd_compile(int argc, char **argv) {
         .name = "compile",
         .usage = "-m DIR -o BUNDLE [options]",
         .about =
-            "Lowers a Qwen3 model folder to an ANE bundle: one MIL program per layer\n"
-            "(4, 3, 2 or 1 kernels per sequence bucket) and one for the LM head, fp16 weights in\n"
-            "weights/weight.bin, manifest.json. Written atomically. An encoder folder\n"
+            "Lowers a Qwen3 model folder to an ANE bundle: MIL programs for the layers\n"
+            "(4, 3, 2 or 1 kernels per sequence bucket; one program per layer, kernel or\n"
+            "function) and for the LM head (one per chunk, or one), fp16 weights in\n"
+            "weights/weight.bin, manifest.json. Written atomically. The disputed constructs\n"
+            "are choices (--program-split, --head-rows, --head-split, --kv-update; the\n"
+            "compile counts are for Qwen3-0.6B; docs/lowering.md). An encoder folder\n"
             "(model_type modernbert) has its own options: nectar compile -m ENCODER_DIR --help.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);

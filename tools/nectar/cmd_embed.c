@@ -1,8 +1,9 @@
 /* `nectar embed`: pooled sentence vectors from a ModernBERT-family encoder
- * (CLS token or mean over real tokens of the final hidden states, optionally
- * L2-normalised), for one text or a file of lines run in padded batches;
- * written as JSON or as a float32 .npy [inputs, hidden]. */
-#include <math.h>
+ * (the final hidden states pooled as a sentence-transformers folder's
+ * 1_Pooling says, else the config's classifier_pooling, or --pooling;
+ * L2-normalised by --normalize or the folder's Normalize module), for one
+ * text or a file of lines run in padded batches; written as JSON or as a
+ * float32 .npy [inputs, hidden]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "commands.h"
 #include "enc_cli.h"
 #include "io/npy.h"
+#include "models/modernbert_st.h"
 
 static int write_json(const char *out, const float *v, size_t n, int d, const char *pooling,
                       int normalized) {
@@ -58,8 +60,11 @@ int cmd_embed(int argc, char **argv) {
     const char *out = NULL, *bench = NULL;
     int normalize = 0, runs = 20, is_npy = 0, pooling_index = -1;
     const cli_opt own[] = {
-        CLI_OPT(NULL, "--pooling", CLI_CHOICE, "cls|mean",
-                "default: the config's classifier_pooling", &pooling_index, .choices = "cls|mean"),
+        CLI_OPT(NULL, "--pooling", CLI_CHOICE, "MODE",
+                "cls, mean, max, lasttoken, mean_sqrt_len_tokens or weightedmean\n"
+                "(default: the folder's 1_Pooling, else the config's classifier_pooling)",
+                &pooling_index,
+                .choices = "cls|mean|max|lasttoken|mean_sqrt_len_tokens|weightedmean"),
         CLI_OPT(NULL, "--normalize", CLI_FLAG, NULL, "scale each vector to unit L2 norm",
                 &normalize),
         CLI_OPT(NULL, "--format", CLI_CHOICE, "json|npy", "default json; npy needs -o", &is_npy,
@@ -78,9 +83,9 @@ int cmd_embed(int argc, char **argv) {
     const cli_command cmd = {
         .name = "embed",
         .usage = "-m DIR (-p TEXT | -f FILE) [options]",
-        .about = "Pooled sentence vectors (CLS or mean of the final hidden states) from a\n"
-                 "ModernBERT-family encoder, one per input, as JSON or a float32 .npy\n"
-                 "[inputs, hidden]. Throughput goes to stderr.\n",
+        .about = "Pooled sentence vectors (of the final hidden states, as sentence-transformers\n"
+                 "pools them) from a ModernBERT-family encoder, one per input, as JSON or a\n"
+                 "float32 .npy [inputs, hidden]. Throughput goes to stderr.\n",
         .opts = {shared, own}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
@@ -88,40 +93,46 @@ int cmd_embed(int argc, char **argv) {
     rc = enc_cli_finish(&cmd, &o);
     if (rc != CLI_GO) return rc;
     if (is_npy && !out) return cli_usage_error(&cmd, "--format npy needs -o FILE");
-    int pooling = pooling_index < 0    ? -1
-                  : pooling_index == 0 ? MODERNBERT_POOL_CLS
-                                       : MODERNBERT_POOL_MEAN;
-
     enc_cli c;
     rc = enc_cli_open(&c, "embed", &o);
     const modernbert_config *cfg = c.cfg;
     int d = cfg ? cfg->hidden_size : 0;
+    modernbert_st st = {0};
+    nc_error err = {0};
+    if (!rc && modernbert_st_load(o.model,
+                                  cfg->pooling == MODERNBERT_POOL_CLS ? MODERNBERT_ST_CLS
+                                                                      : MODERNBERT_ST_MEAN,
+                                  &st, &err) != NC_OK)
+        rc = cli_fail(&err);
+    if (!rc && (st.default_prompt_name || st.max_seq_length))
+        fprintf(stderr,
+                "embed: note: %s's default prompt and sequence limit are not applied here "
+                "(they are by nc_embed_batch, Python's encode and serve's /v1/embeddings)\n",
+                o.model);
+    int pooling = pooling_index >= 0 ? pooling_index : st.pooling; /* the choices' order */
+    normalize = normalize || st.normalize;
     float *vecs = rc ? NULL : malloc(c.n_texts * (size_t)d * sizeof *vecs);
     if (!rc && !vecs) rc = cli_failf("embed: out of memory");
     for (size_t i0 = 0; !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
         size_t i1 = i0 + (size_t)c.batch < c.n_texts ? i0 + (size_t)c.batch : c.n_texts;
         rc = enc_cli_make_batch(&c, i0, i1);
-        modernbert_io io = {
-            .batch = (int)(i1 - i0), .pooled = vecs + i0 * (size_t)d, .pooling = pooling};
+        int b = (int)(i1 - i0);
+        float *last = rc ? NULL : malloc((size_t)b * (size_t)c.seq * (size_t)d * sizeof *last);
+        if (!rc && !last) rc = cli_failf("embed: out of memory");
+        modernbert_io io = {.batch = b, .last = last, .pooling = -1};
         if (!rc) rc = enc_cli_forward(&c, &io);
+        if (!rc)
+            modernbert_st_pool(pooling, normalize, last, c.mask, NULL, b, c.seq, d,
+                               vecs + i0 * (size_t)d);
+        free(last);
     }
-    if (!rc && normalize)
-        for (size_t i = 0; i < c.n_texts; i++) {
-            float *v = vecs + i * (size_t)d;
-            double s = 0;
-            for (int j = 0; j < d; j++)
-                s += (double)v[j] * v[j];
-            float inv = s > 0 ? (float)(1.0 / sqrt(s)) : 0.0f;
-            for (int j = 0; j < d; j++)
-                v[j] *= inv;
-        }
     if (!rc) {
         enc_cli_report(&c);
-        if (pooling < 0) pooling = (int)cfg->pooling;
         rc = is_npy ? write_npy(out, vecs, c.n_texts, d)
-                    : write_json(out, vecs, c.n_texts, d,
-                                 pooling == MODERNBERT_POOL_CLS ? "cls" : "mean", normalize);
+                    : write_json(out, vecs, c.n_texts, d, modernbert_st_pooling_name(pooling),
+                                 normalize);
     }
+    modernbert_st_free(&st);
     free(vecs);
     enc_cli_close(&c);
     return rc;

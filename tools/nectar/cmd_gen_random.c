@@ -1,5 +1,6 @@
 /* `nectar gen-random --like NAME OUT`: a folder with random weights at a
- * preset's shape (src/models/presets.c: Qwen3 and ModernBERT-family rows),
+ * preset's shape (src/models/presets.c: Qwen3, Qwen3.5, Llama and
+ * ModernBERT-family rows),
  * written by src/models/model_random.h, plus the tokenizer files copied from
  * --tokenizer DIR; --dry-run only says what it would write. */
 #include <errno.h>
@@ -11,10 +12,13 @@
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "commands.h"
 #include "data_dir.h"
 #include "io/hf_weights.h"
+#include "models/family.h"
 #include "models/model_random.h"
+#include "text/tokenizer.h"
 
 /* What each family takes from a tokenizer folder. */
 static const struct {
@@ -28,6 +32,10 @@ static const struct {
     [MODEL_FAMILY_QWEN35] = {{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"},
                              3,
                              0},
+    /* a random Llama folder gets Qwen3's tokenizer (docs/llama.md) */
+    [MODEL_FAMILY_LLAMA] = {{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"},
+                            4,
+                            0},
 };
 
 static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) {
@@ -41,6 +49,21 @@ static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) 
         if (nc_copy_file(src, dst, &err) != NC_OK) return cli_fail(&err);
     }
     return 0;
+}
+
+/* A borrowed tokenizer (Qwen3's in a Llama folder) may have ids past the
+ * shape's vocabulary: say so once, as the engine will refuse them. */
+static void warn_tokenizer_size(const char *out, const model_preset *p) {
+    tok_tokenizer *tok = NULL;
+    nc_error err = {0};
+    if (tok_load(out, &tok, &err) != NC_OK) return;
+    int n = tok_vocab_size(tok);
+    if (n > p->vocab)
+        fprintf(stderr,
+                "note: the tokenizer's ids reach %d, past the %s vocabulary of %d: text that "
+                "tokenizes to them is refused (docs/llama.md)\n",
+                n - 1, p->name, p->vocab);
+    tok_free(tok);
 }
 
 int cmd_gen_random(int argc, char **argv) {
@@ -60,8 +83,8 @@ int cmd_gen_random(int argc, char **argv) {
         CLI_OPT(NULL, "--seed", CLI_INT64, "S", "random seed (default 1)", &seed, .min = 0,
                 .max = INT64_MAX),
         CLI_OPT(NULL, "--tokenizer", CLI_STRING, "DIR",
-                "copy the tokenizer files from DIR (Qwen3 default:\n"
-                "the real Qwen3 tokenizer nectar ships, in\n"
+                "copy the tokenizer files from DIR (Qwen3 and Llama\n"
+                "default: the real Qwen3 tokenizer nectar ships, in\n"
                 "PREFIX/share/nectar)",
                 &tok_dir),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o.n_threads,
@@ -86,24 +109,33 @@ int cmd_gen_random(int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;
     char data[4200];
-    if (!tok_dir && p->family == MODEL_FAMILY_QWEN3 && p->vocab == 151936)
-        tok_dir = nectar_data_dir("qwen3-tokenizer", data, sizeof data);
+    /* the family's default tokenizer (models/family.h), for a real model's
+     * vocabulary size (not the toy "tiny" shape's 512) */
+    const model_family_row *f = model_family_of_presets(p->family);
+    if (!tok_dir && f && f->random_tokenizer && p->vocab >= 32000)
+        tok_dir = nectar_data_dir(f->random_tokenizer, data, sizeof data);
     if (tok_dir && !nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
-    if (!dry_run) {
-        if (mkdir(out, 0777) != 0 && errno != EEXIST)
-            return cli_failf("%s: cannot create folder: %s", out, strerror(errno));
-        if (!nc_is_dir(out)) return cli_failf("%s: not a folder", out);
-    }
+    char tmp[4200] = ""; /* written there, renamed to OUT at the end (cli_outdir.h) */
+    if (!dry_run && cli_outdir_begin(NULL, out, tmp, sizeof tmp, &err) != NC_OK)
+        return cli_fail(&err);
     double t0 = nc_now_s();
     model_random_report r;
-    if (model_random_write(p, out, &o, &r, &err) != NC_OK) return cli_fail(&err);
+    if (model_random_write(p, dry_run ? out : tmp, &o, &r, &err) != NC_OK) {
+        cli_outdir_abort(tmp);
+        return cli_fail(&err);
+    }
     if (dry_run) {
         printf("would write %s: %s shape, %s, %d tensors in %d file%s, %zu bytes\n", out, p->name,
                dtype_names[dtype], r.n_tensors, r.n_files, r.n_files == 1 ? "" : "s", r.bytes);
         if (tok_dir) printf("would copy the tokenizer from %s\n", tok_dir);
         return 0;
     }
-    if (tok_dir && (rc = copy_tokenizer(tok_dir, out, p->family))) return rc;
+    if ((tok_dir && (rc = copy_tokenizer(tok_dir, tmp, p->family))) ||
+        (cli_outdir_commit(tmp, out, &err) != NC_OK && (rc = cli_fail(&err)))) {
+        cli_outdir_abort(tmp);
+        return rc;
+    }
+    if (tok_dir) warn_tokenizer_size(out, p);
     fprintf(stderr, "wrote %s: %s shape, %s, %d tensors, %.2f GB in %.1f s%s\n", out, p->name,
             dtype_names[dtype], r.n_tensors, (double)r.bytes / 1e9, nc_now_s() - t0,
             tok_dir ? "" : " (no tokenizer copied)");

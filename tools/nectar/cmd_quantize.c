@@ -1,17 +1,44 @@
 /* `nectar quantize -m DIR --type q8|q4 -o OUT`: a block-quantized copy of a
  * Qwen3 or Qwen3.5 folder (src/models/quant_write.c) that run, chat, bench
  * and serve load like the original; the format is in docs/performance.md.
- * The result is loaded once, by the cpu engine its model_type picks, before
- * reporting success, so a folder that would not load is an error here
- * rather than later. */
+ * The input is checked first (a text generator, not quantized already), so
+ * a refused folder leaves nothing behind; the output is written into a
+ * temporary sibling, loaded once by the cpu engine its model_type picks,
+ * and only then renamed into place (an older model folder there is
+ * replaced), so a failure never leaves a partial OUT. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/mmap.h"
 #include "base/timer.h"
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "io/hf_weights.h"
 #include "models/quant_write.h"
+
+/* The input must be a text generator's folder whose matrices are not
+ * nectar's q8/q4 blocks already (2-D U8 tensors). */
+static nc_status check_input(const char *in, nc_error *err) {
+    const char *kind;
+    NC_TRY(engine_kind_for_decoder("cpu", in, &kind, err));
+    hf_weights *w;
+    NC_TRY(hf_weights_open(in, &w, err));
+    int n_quant = 0;
+    for (int s = 0; s < w->n_shards; s++)
+        for (int i = 0; i < w->shards[s]->n_tensors; i++)
+            n_quant += w->shards[s]->tensors[i].dtype == ST_U8 && w->shards[s]->tensors[i].ndim == 2;
+    hf_weights_close(w);
+    if (n_quant)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s: already quantized (%d matrices are q8/q4 blocks); quantize the "
+                       "original folder",
+                       in, n_quant);
+    return NC_OK;
+}
 
 int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
@@ -35,17 +62,27 @@ int cmd_quantize(int argc, char **argv) {
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
-    nc_error err;
+    nc_error err = {0};
     quant_write_stats s;
     double t0 = nc_now_s();
-    if (quant_write_model(in, out, types[type], &s, &err) != NC_OK) return cli_fail(&err);
-    const char *kind;
-    engine *m;
-    engine_options opt = {.n_threads = 1};
-    if (engine_kind_for_decoder("cpu", out, &kind, &err) != NC_OK ||
-        engine_open(kind, out, &opt, &m, &err) != NC_OK)
+    char tmp[PATH_MAX];
+    if (cli_outdir_begin(in, out, tmp, sizeof tmp, &err) != NC_OK) return cli_fail(&err);
+    if (check_input(in, &err) != NC_OK) {
+        cli_outdir_abort(tmp);
         return cli_fail(&err);
+    }
+    const char *kind;
+    engine *m = NULL;
+    engine_options opt = {.n_threads = 1};
+    nc_status st = quant_write_model(in, tmp, types[type], &s, &err);
+    if (st == NC_OK) st = engine_kind_for_decoder("cpu", tmp, &kind, &err);
+    if (st == NC_OK) st = engine_open(kind, tmp, &opt, &m, &err);
     engine_close(m);
+    if (st == NC_OK) st = cli_outdir_commit(tmp, out, &err);
+    if (st != NC_OK) {
+        cli_outdir_abort(tmp);
+        return cli_fail(&err);
+    }
     printf("%s -> %s: %d matrices as %s, %d tensors copied; %.1f MiB -> %.1f MiB in %.1f s\n", in,
            out, s.n_quantized, names[type], s.n_copied, (double)s.bytes_in / (1 << 20),
            (double)s.bytes_out / (1 << 20), nc_now_s() - t0);

@@ -23,6 +23,9 @@ int cmd_embed(int argc, char **argv);
 int cmd_fill_mask(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_ane(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_decide(int argc, char **argv);
+int cmd_snake(int argc, char **argv);
 
 /* Prints "nectar: error: <msg>" to stderr and returns the exit code 1. */
 int cli_fail(const nc_error *err);

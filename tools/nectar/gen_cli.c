@@ -11,6 +11,7 @@
 
 #include "base/timer.h"
 #include "cli_env.h"
+#include "engine/engine_ane_device.h"
 #include "commands.h"
 #include "gen/layer_dump.h"
 
@@ -100,21 +101,27 @@ const char *gen_cli_backend_name(const gen_cli_backend *b) {
 }
 
 nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err) {
-    static const char *const devices[] = {"fake", "real"};
-    const char *v = b->is_set_device ? devices[b->device_index] : cli_env_get()->ane_device;
-    *out = v && *v && !strcmp(v, "fake") ? "fake" : "real";
-    if (v && *v && strcmp(v, "fake") && strcmp(v, "real"))
-        return nc_fail(err, NC_ERR_INVALID,
-                       "NECTAR_ANE_DEVICE: '%s' is not an ANE device (fake or real)", v);
-    return NC_OK;
+    const char *v = b->is_set_device ? b->device : cli_env_get()->ane_device;
+    if (v && !strcmp(v, "help")) exit((engine_ane_device_help(stdout), 0));
+    engine_options eo;
+    *out = v && *v ? v : "real";
+    return engine_ane_device_parse(*out, b->is_set_device ? "--ane-device" : "NECTAR_ANE_DEVICE",
+                                   &eo, err);
+}
+
+nc_status gen_cli_backend_engine(const gen_cli_backend *b, engine_options *eo, nc_error *err) {
+    const char *name;
+    NC_TRY(gen_cli_device_name(b, &name, err));
+    NC_TRY(engine_ane_device_parse(name, "--ane-device", eo, err));
+    return eo->ane_device == ENGINE_ANE_REAL && b->backend_index == 2 ? engine_ane_real_available(err)
+                                                                     : NC_OK;
 }
 
 nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
-    const char *name;
-    NC_TRY(gen_cli_device_name(b, &name, err));
-    *out = !strcmp(name, "fake") ? ENGINE_ANE_FAKE : ENGINE_ANE_REAL;
-    return *out == ENGINE_ANE_REAL && b->backend_index == 2 ? engine_ane_real_available(err)
-                                                            : NC_OK;
+    engine_options eo;
+    NC_TRY(gen_cli_backend_engine(b, &eo, err));
+    *out = eo.ane_device;
+    return NC_OK;
 }
 
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
@@ -122,7 +129,7 @@ nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_e
     eo->n_threads = o->n_threads;
     eo->ctx = o->is_set_ctx ? o->ctx : 0;
     eo->kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    return gen_cli_backend_device(&o->be, &eo->ane_device, err);
+    return gen_cli_backend_engine(&o->be, eo, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {

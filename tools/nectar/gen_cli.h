@@ -17,7 +17,8 @@
 /* --backend cpu|mil|ane and --ane-device fake|real, shared by run, chat,
  * serve and bench: GEN_CLI_BACKEND_OPTS(&b) are their two table rows. */
 typedef struct gen_cli_backend {
-    int backend_index, device_index, is_set_device;
+    int backend_index, is_set_device;
+    const char *device; /* --ane-device as given */
 } gen_cli_backend;
 
 #define GEN_CLI_BACKEND_OPTS(b)                                                                    \
@@ -25,16 +26,17 @@ typedef struct gen_cli_backend {
             "cpu (default); mil or ane: -m names an ANE bundle (nectar compile), run by\n"         \
             "the MIL interpreter in fp16 (mil) or on the Neural Engine (ane)",                     \
             &(b)->backend_index, .choices = "cpu|mil|ane"),                                        \
-        CLI_OPT(NULL, "--ane-device", CLI_CHOICE, "fake|real",                                     \
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "fake|real",                                     \
                 "with --backend ane: real (the default; macOS), or fake: the whole ANE\n"          \
                 "request path against a device backed by the MIL interpreter (any OS);\n"          \
+                "fake:reject=RULE,.. refuses constructs (`--ane-device help`);\n"                  \
                 "default from $NECTAR_ANE_DEVICE",                                                 \
-                &(b)->device_index, .choices = "fake|real", .seen = &(b)->is_set_device)
+                &(b)->device, .seen = &(b)->is_set_device)
 
 /* The backend's name ("cpu", "mil", "ane"). */
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
-/* The device's name ("fake" or "real"): --ane-device, or when not given
+/* The device's name ("real", "fake" or "fake:SETTINGS"): --ane-device, or when not given
  * $NECTAR_ANE_DEVICE (as cli_env read it), else real; a bad
  * $NECTAR_ANE_DEVICE is an error naming it. */
 nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err);
@@ -42,6 +44,8 @@ nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_err
 /* The device as the engine's option. With backend ane, a real device this
  * build cannot reach is refused here: callers report it as a usage error. */
 nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err);
+/* The same into eo (ane_device and the fake device's settings). */
+nc_status gen_cli_backend_engine(const gen_cli_backend *b, engine_options *eo, nc_error *err);
 
 typedef struct gen_cli_opts {
     const char *model_dir;
@@ -100,7 +104,7 @@ int gen_cli_ctx(const gen_cli_loaded *l);
 /* The model, sequence and sampling of the command line through the public
  * API (nectar.h), as `nectar run` uses them. */
 typedef struct gen_cli_api {
-    char opt_text[4][64];
+    char opt_text[4][160];
     const char *opts[5]; /* nc_model_open's "key=value" options, NULL-ended */
     nc_model *model;
     nc_sequence *seq;

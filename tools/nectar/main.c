@@ -27,7 +27,10 @@ static const struct {
     {"embed", cmd_embed, "pooled sentence vectors from a ModernBERT-family encoder"},
     {"fill-mask", cmd_fill_mask, "top-k tokens at each [MASK] of a text (masked-LM encoder)"},
     {"classify", cmd_classify, "labels with probabilities (sequence-classification encoder)"},
+    {"list", cmd_list, "the Hugging Face cache's models nectar can run (-m ORG/NAME)"},
     {"ane", cmd_ane, "Neural Engine: `ane probe` asks the chip what it accepts"},
+    {"decide", cmd_decide, "marker, calibrated and action probabilities of a decision model"},
+    {"snake", cmd_snake, "a decision model plays Snake at a fixed tick rate"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

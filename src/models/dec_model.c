@@ -1,0 +1,56 @@
+/* The steps every CPU decoder's load and free take (dec_model.h). */
+#include "models/dec_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "cpu/cpu_quant.h"
+
+nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threads,
+                         const dec_load_steps *steps, nc_error *err) {
+    if (!(b->dir = strdup(dir))) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
+    b->kern = cpu_kernels_get();
+    b->kv_f16 = 0; /* fp32 unless the caller asks */
+    NC_TRY(steps->config(model, err));
+    NC_TRY(hf_weights_open(dir, &b->weights, err));
+    NC_TRY(steps->weights(model, err));
+    NC_TRY(nc_pool_new(n_threads, &b->pool, err));
+    return steps->workspace(model, err);
+}
+
+nc_status dec_rows_ws_new(dec_model *b, int rows, int widest, nc_error *err) {
+    dec_rows_ws *r = &b->rows;
+    size_t n = (size_t)rows;
+    r->xq = nc_alloc_aligned(cpu_qact_q_bytes(rows, widest));
+    r->xs = nc_alloc_aligned(cpu_qact_s_bytes(rows, widest));
+    NC_TRY(cpu_prompt_scratch_reserve(&r->prompt, b->kern, nc_pool_threads(b->pool), rows, widest,
+                                      b->dir, err));
+    r->row_pos = calloc(n, sizeof *r->row_pos);
+    r->row_n_keys = calloc(n, sizeof *r->row_n_keys);
+    r->row_token = calloc(n, sizeof *r->row_token);
+    r->row_k = calloc(n, sizeof *r->row_k);
+    r->row_v = calloc(n, sizeof *r->row_v);
+    r->logit_dst = calloc(n, sizeof *r->logit_dst);
+    if (!r->xq || !r->xs || !r->row_pos || !r->row_n_keys || !r->row_token || !r->row_k ||
+        !r->row_v || !r->logit_dst)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", b->dir);
+    b->dec = (dec_ctx){b->pool, b->kern, r->xq, r->xs, &r->prompt};
+    return NC_OK;
+}
+
+void dec_model_free(dec_model *b) {
+    dec_rows_ws *r = &b->rows;
+    nc_pool_free(b->pool);
+    nc_free_aligned(r->xq);
+    nc_free_aligned(r->xs);
+    cpu_prompt_scratch_free(&r->prompt);
+    free(r->row_pos);
+    free(r->row_n_keys);
+    free(r->row_token);
+    free(r->row_k);
+    free(r->row_v);
+    free(r->logit_dst);
+    hf_weights_close(b->weights);
+    free(b->dir);
+}

@@ -1,0 +1,77 @@
+/* One CPU decoder of any family, as the engine drives it: each family's own
+ * API (qwen3.h for Qwen3 and Llama, qwen35.h) behind one set of operations
+ * (a sequence state, a forward over a batch of sequences, truncation, a
+ * layer hook) and one shape, so one CPU engine adapter
+ * (src/engine/engine_cpu.c) serves every decoder family. A family row
+ * (models/family.h) names its opener. */
+#ifndef NC_MODELS_DECODER_H
+#define NC_MODELS_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "models/qwen3.h"
+#include "models/qwen35.h"
+
+/* One sequence's share of a forward: append tokens[0..n) to state and write
+ * the logits after the last one to logits_last (vocab floats). */
+typedef struct decoder_item {
+    void *state;
+    const int32_t *tokens;
+    int n;
+    float *logits_last;
+} decoder_item;
+
+typedef struct decoder_ops {
+    /* ctx <= 0 or above the model's: the model's */
+    nc_status (*state_new)(void *model, int ctx, void **out, nc_error *err);
+    void (*state_free)(void *state);
+    int (*state_pos)(const void *state); /* tokens in its cache */
+    int (*state_ctx)(const void *state);
+    /* Drops cache entries >= n_keep; returns the position kept (n_keep, or
+     * less where a recurrent state cannot go back that far). */
+    int (*state_truncate)(void *state, int n_keep);
+    /* Distinct states; checked up front: on error no state changes. Calls
+     * on one model must not overlap. */
+    nc_status (*forward)(void *model, const decoder_item *items, int n, nc_error *err);
+    /* NULL where the family cannot report per-layer states. */
+    void (*set_layer_hook)(void *model, qwen3_layer_hook hook, void *user);
+    void (*free)(void *model);
+} decoder_ops;
+
+/* What a caller reads of a loaded decoder. */
+typedef struct decoder_shape {
+    int vocab, ctx_max, layers, hidden;
+    int kv_f16;                /* KV caches in fp16 */
+    size_t kv_bytes_per_token; /* one sequence's cache cost per token */
+    const char *dtype;         /* the matrices' ("bf16", "q8", ...) */
+    size_t weight_bytes_per_token;
+    int n_threads;
+    const int32_t *eos_ids; /* config.json + generation_config.json */
+    int n_eos;
+    /* The Qwen3-family shape fields (bench's roofline), and Qwen3.5's own
+     * config (its linear layers) or NULL. */
+    const qwen3_config *qwen3;
+    const qwen35_config *qwen35;
+} decoder_shape;
+
+typedef struct decoder {
+    const decoder_ops *ops;
+    void *model;
+    decoder_shape shape;
+} decoder;
+
+typedef struct decoder_options {
+    int n_threads; /* <= 0: all cores */
+    int kv_f16;    /* -1: the family's default; 0: fp32; 1: fp16 */
+} decoder_options;
+
+/* The openers a family row names: load dir into *d (on failure *d holds
+ * what needs freeing, decoder_close frees it). */
+nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
+nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
+
+void decoder_close(decoder *d);
+
+#endif

@@ -1,0 +1,34 @@
+/* Llama config.json (llama_config.h). LlamaConfig's defaults where a field
+ * is absent (transformers' configuration_llama.py). */
+#include <string.h>
+
+#include "models/llama_config.h"
+
+#include "base/json.h"
+#include "models/hf_config.h"
+#include "models/qwen3_config.h"
+
+static nc_status check_supported(const json_t *o, const char *what, nc_error *err) {
+    NC_TRY(hf_config_check_type(o, "llama", what, err));
+    static const char *const biases[] = {"attention_bias", "mlp_bias"};
+    for (int i = 0; i < 2; i++) {
+        int flag = 0;
+        NC_TRY(nc_json_bool(o, biases[i], &flag, 0, what, err));
+        if (flag)
+            return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: %s is not supported", what, biases[i]);
+    }
+    return NC_OK;
+}
+
+nc_status llama_config_from_json(const json_t *o, qwen3_config *c, const char *what,
+                                 nc_error *err) {
+    memset(c, 0, sizeof *c);
+    if (!json_is_object(o)) return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", what);
+    NC_TRY(check_supported(o, what, err));
+    c->vocab_size = 32000;
+    c->max_position_embeddings = 2048;
+    c->rms_norm_eps = 1e-6f;
+    c->rope_theta = 10000.0f;
+    c->qk_norm = 0;
+    return qwen3_config_read_shape(o, c, 1, what, err);
+}

@@ -1,0 +1,85 @@
+/* Qwen3.5's hybrid decoder behind models/decoder.h: the operations wrap
+ * qwen35.h (truncation keeps what the recurrent state allows: docs/qwen35.md);
+ * a forward copies the items into qwen35_batch_items kept with the model. */
+#include <stdlib.h>
+
+#include "models/decoder.h"
+
+typedef struct q35 {
+    qwen35_model *m;
+    qwen35_batch_item *items; /* reused every forward */
+    int cap;
+    qwen3_config shape; /* the Qwen3-family shape fields (bench) */
+} q35;
+
+static nc_status state_new(void *model, int ctx, void **out, nc_error *err) {
+    qwen35_state *s;
+    NC_TRY(qwen35_state_new(((q35 *)model)->m, ctx, &s, err));
+    *out = s;
+    return NC_OK;
+}
+static void state_free(void *s) {
+    qwen35_state_free(s);
+}
+static int state_pos(const void *s) {
+    return qwen35_state_pos(s);
+}
+static int state_ctx(const void *s) {
+    return qwen35_state_ctx(s);
+}
+static int state_truncate(void *s, int n_keep) {
+    return qwen35_state_truncate(s, n_keep);
+}
+
+static nc_status forward(void *model, const decoder_item *items, int n, nc_error *err) {
+    q35 *q = model;
+    if (n > q->cap) {
+        qwen35_batch_item *p = realloc(q->items, (size_t)n * sizeof *p);
+        if (!p) return nc_fail(err, NC_ERR_NOMEM, "qwen35 decoder: out of memory for a step");
+        q->items = p;
+        q->cap = n;
+    }
+    for (int i = 0; i < n; i++)
+        q->items[i] = (qwen35_batch_item){items[i].state, items[i].tokens, items[i].n,
+                                          items[i].logits_last, NULL};
+    return qwen35_forward_batch(q->m, q->items, n, err);
+}
+
+static void model_free(void *model) {
+    q35 *q = model;
+    qwen35_free(q->m);
+    free(q->items);
+    free(q);
+}
+
+static const decoder_ops ops = {state_new,      state_free, state_pos, state_ctx,
+                                state_truncate, forward,    NULL,      model_free};
+
+nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d,
+                              nc_error *err) {
+    q35 *q = calloc(1, sizeof *q);
+    if (!q) return nc_fail(err, NC_ERR_NOMEM, "qwen35 decoder: out of memory");
+    d->ops = &ops;
+    d->model = q;
+    NC_TRY(qwen35_load(dir, o->n_threads, &q->m, err));
+    if (o->kv_f16 >= 0) qwen35_model_set_kv_f16(q->m, o->kv_f16);
+    const qwen35_config *c = qwen35_model_config(q->m);
+    qwen35_config_shape(c, &q->shape);
+    decoder_shape *s = &d->shape;
+    s->vocab = c->vocab_size;
+    s->ctx_max = c->max_position_embeddings;
+    s->layers = c->num_hidden_layers;
+    s->hidden = c->hidden_size;
+    s->kv_f16 = qwen35_model_kv_f16(q->m);
+    /* only the full-attention layers keep K and V per token */
+    s->kv_bytes_per_token = 2 * (s->kv_f16 ? 2 : sizeof(float)) * (size_t)c->n_full *
+                            (size_t)c->num_key_value_heads * (size_t)c->head_dim;
+    s->dtype = qwen35_model_dtype(q->m);
+    s->weight_bytes_per_token = qwen35_model_weight_bytes_per_token(q->m);
+    s->n_threads = qwen35_model_threads(q->m);
+    s->eos_ids = c->eos_token_ids;
+    s->n_eos = c->n_eos;
+    s->qwen3 = &q->shape;
+    s->qwen35 = c;
+    return NC_OK;
+}

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The lowering forms (docs/lowering.md, "Lowering forms"): every program
+# split, head split and KV update on models/demo gives the cpu backend's 64
+# greedy tokens (fp32 from the checkpoint, an independent engine) through
+# the interpreter (--backend mil) and the fake device, writes the programs
+# the form says, and records the forms in the manifest; the default bundle
+# passes `mil check --target ane` with no error and no warning; a finer
+# split confines a refusal to the kernels that hold the refused construct.
+BIN=${NECTAR_BIN:-build/nectar}
+T="-t 1"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+M=models/demo
+P="In the beginning"
+"$BIN" run $T -m $M -p "$P" --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null
+
+"$BIN" compile -m $M -o "$TMP/def" $T >"$TMP/out" 2>&1
+if "$BIN" mil check --target ane "$TMP/def" >"$TMP/chk" 2>&1 &&
+    grep -q "0 errors, 0 warnings" "$TMP/chk" && [ -f "$TMP/def/head_00/model.mil" ] &&
+    grep -q '"program_split": "layer"' "$TMP/def/manifest.json" &&
+    grep -q '"kv_update": "onehot"' "$TMP/def/manifest.json" &&
+    grep -q '"head_rows": 16384' "$TMP/def/manifest.json" && ! grep -q "gather(" "$TMP"/def/*/model.mil; then
+    pass default_bundle_is_clean_by_the_ane_rules
+else
+    fail default_bundle_is_clean_by_the_ane_rules "$(tail -2 "$TMP/chk")"
+fi
+
+# split, head split, kv update, head rows, programs expected (demo: 5 layers,
+# 3 buckets, 4 kernels; vocabulary 4096 -> 4 chunks of 1024)
+while read -r split hs kv rows n; do
+    B="$TMP/$split-$hs-$kv"
+    L="${split}_${hs}_${kv}"
+    if ! "$BIN" compile -m $M -o "$B" $T --program-split "$split" --head-split "$hs" \
+        --kv-update "$kv" --head-rows "$rows" >"$TMP/out" 2>&1 || ! grep -q " $n programs" "$TMP/out"; then
+        fail "compile_forms_$L" "$(cat "$TMP/out")"
+        continue
+    fi
+    for be in mil "ane --ane-device fake"; do
+        if "$BIN" run $T --backend $be -m "$B" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e" &&
+            cmp -s "$TMP/o" "$TMP/cpu"; then
+            pass "forms_${L}_$(echo $be | cut -d' ' -f1)_equals_cpu"
+        else
+            fail "forms_${L}_$(echo $be | cut -d' ' -f1)_equals_cpu" "$(tail -2 "$TMP/e")"
+        fi
+    done
+done <<EOF2
+layer one gather 65536 6
+layer per-chunk onehot 1024 9
+kernel per-chunk onehot 1024 24
+kernel one gather 1024 21
+function per-chunk onehot 1024 64
+function one gather 65536 61
+EOF2
+
+# the kernel split keeps what the device takes: qkv (three outputs) and kv
+# (two) are refused, attn and mlp stay on the device
+"$BIN" run $T --backend ane --ane-device fake:reject=multi-output -m "$TMP/kernel-per-chunk-onehot" \
+    -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+if cmp -s "$TMP/o" "$TMP/cpu" && grep -q "layers 0-4: 30/60 kernels on the ANE, 30 on the CPU" "$TMP/e"; then
+    pass kernel_split_confines_a_refusal
+else
+    fail kernel_split_confines_a_refusal "$(head -1 "$TMP/e")"
+fi
+
+# a split Qwen3.5 cannot take is one line, and no bundle
+if ! "$BIN" compile -m tests/fixtures/qwen35/tiny_text_untied -o "$TMP/q35" --program-split kernel \
+    >"$TMP/o" 2>"$TMP/e" && [ ! -e "$TMP/q35" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] &&
+    grep -q "program-split kernel" "$TMP/e"; then
+    pass qwen35_program_split_is_refused_in_one_line
+else
+    fail qwen35_program_split_is_refused_in_one_line "$(cat "$TMP/e")"
+fi
+
+# the compile budget: a bundle of more programs than the ~119 compiles per
+# process public projects report is said to be so when it opens
+"$BIN" compile -m $M -o "$TMP/many" $T --program-split function --buckets 32,64,96,128,160,192 \
+    >"$TMP/out" 2>&1
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/many" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+if grep -q " 121 programs" "$TMP/out" &&
+    grep -q "121 programs compiled or loaded (121 in this process: above the ~119 per process" "$TMP/e" &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass compile_budget_is_reported_when_exceeded
+else
+    fail compile_budget_is_reported_when_exceeded "$(cat "$TMP/out" "$TMP/e" | head -c 600)"
+fi

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Write tests/fixtures/llama/: tiny random Llama checkpoints in HF layout with
+Hugging Face reference outputs (per-position logits and greedy continuations)
+for nectar's CPU parity tests (tests/models/test_qwen3_parity.c runs them: a
+Llama is Qwen3's decoder without the q/k norms), and
+tests/fixtures/chat/llama3_cases.jsonl: conversations rendered by
+transformers' apply_chat_template with the Llama 3.1 chat template (without
+its tool parts, which nectar does not render) for tests/text/test_chat.c.
+
+The two checkpoints cover what Llama adds: `tiny_llama3` has rope_scaling of
+type "llama3" (written the hub's way, top-level rope_theta + rope_scaling,
+with an original context of 64 so that every band of the scaling, kept,
+blended and divided, falls inside head_dim 24) and an untied LM head;
+`tiny_smollm_tied_bf16` is a SmolLM2-style config (no rope_scaling, no
+head_dim: hidden / heads) with tied embeddings, stored in bf16, written in
+transformers 5's rope_parameters style. Random init, fixed seeds, the demo
+tokenizer (models/demo), as tools/make_qwen3_fixtures.py does.
+
+Run: python3 tools/make_llama3_fixtures.py [--verify]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_qwen3_fixtures as q3  # noqa: E402  (shared prompts, greedy loop, init, tokenizer)
+
+ROOT = q3.ROOT
+OUT = os.path.join(ROOT, "tests", "fixtures", "llama")
+CHAT_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "llama3_cases.jsonl")
+
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+
+FIXTURES = [
+    # name, storage dtype, config style, seed, config fields
+    ("tiny_llama3", "float32", "rope_scaling", 11, dict(
+        hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=24, intermediate_size=96, tie_word_embeddings=False, rope_theta=10000.0,
+        rms_norm_eps=1e-5, max_position_embeddings=256, rope=LLAMA3_ROPE)),
+    ("tiny_smollm_tied_bf16", "bfloat16", "rope_parameters", 12, dict(
+        hidden_size=48, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+        intermediate_size=80, tie_word_embeddings=True, rope_theta=100000.0,
+        rms_norm_eps=1e-5, max_position_embeddings=128, rope=None)),
+]
+
+
+def make_config(vocab, bos, eos, fields):
+    from transformers import LlamaConfig
+
+    f = dict(fields)
+    theta, rope = f.pop("rope_theta"), f.pop("rope")
+    params = dict(rope or {"rope_type": "default"}, rope_theta=theta)
+    return LlamaConfig(vocab_size=vocab, hidden_act="silu", attention_bias=False, mlp_bias=False,
+                       attention_dropout=0.0, initializer_range=0.15, use_cache=True,
+                       rope_parameters=params, bos_token_id=bos, eos_token_id=eos,
+                       pad_token_id=bos, **f)
+
+
+def set_config_style(path, style):
+    """The hub's Llama 3.x configs carry a top-level rope_theta and a
+    rope_scaling object; transformers 5 writes rope_parameters."""
+    with open(path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    params = cfg.pop("rope_parameters")
+    if style == "rope_scaling":
+        cfg["rope_theta"] = params.pop("rope_theta")
+        cfg["rope_scaling"] = params if params.get("rope_type", "default") != "default" else None
+    else:
+        cfg["rope_parameters"] = params
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def load_reference_model(d, dtype):
+    from transformers import LlamaForCausalLM
+
+    m = LlamaForCausalLM.from_pretrained(d, dtype=getattr(torch, dtype), attn_implementation="eager")
+    return m.float().eval()
+
+
+def make_fixture(name, dtype, style, seed, fields, tk):
+    from transformers import GenerationConfig, LlamaForCausalLM
+
+    bos = tk.convert_tokens_to_ids("<|endoftext|>")
+    eos = tk.convert_tokens_to_ids("<|im_end|>")
+    prompt_ids = [tk.encode(p, add_special_tokens=False) for p in q3.PROMPTS]
+    assert [len(p) for p in prompt_ids] == q3.PROMPT_LENGTHS
+    d = os.path.join(OUT, name)
+    for attempt in range(20):
+        s = seed * 1000 + attempt
+        model = LlamaForCausalLM(make_config(len(tk), bos, eos, fields))
+        q3.randomize(model, s)
+        model = model.to(getattr(torch, dtype))
+        model.generation_config = GenerationConfig(bos_token_id=bos, eos_token_id=[eos, bos],
+                                                   pad_token_id=bos, do_sample=False)
+        shutil.rmtree(d, ignore_errors=True)
+        model.save_pretrained(d, safe_serialization=True)
+        set_config_style(os.path.join(d, "config.json"), style)
+        q3.copy_tokenizer(d)
+        ref = load_reference_model(d, dtype)
+        want_type = (fields["rope"] or {}).get("rope_type", "default")
+        assert ref.config.rope_parameters["rope_type"] == want_type, ref.config.rope_parameters
+        prompts, margin = [], float("inf")
+        for i, ids in enumerate(prompt_ids):
+            with torch.no_grad():
+                logits = ref(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+            greedy, m = q3.hf_greedy(ref, ids, q3.N_GREEDY)
+            margin = min(margin, m)
+            np.save(os.path.join(d, "logits_%d.npy" % i), np.ascontiguousarray(logits, dtype="<f4"))
+            prompts.append({"text": q3.PROMPTS[i], "ids": ids, "logits_file": "logits_%d.npy" % i,
+                            "greedy_ids": greedy, "min_greedy_margin": round(m, 6)})
+        if margin >= q3.MIN_MARGIN:
+            break
+        q3.log("%s: seed %d has a greedy step with top-2 gap %.2g; next seed" % (name, s, margin))
+    else:
+        raise SystemExit("%s: no seed gave greedy margins >= %g" % (name, q3.MIN_MARGIN))
+    reference = {
+        "dtype": dtype,
+        "reference_compute": "float32",
+        "comment": "HF transformers %s, LlamaForCausalLM (eager attention) from the saved weights "
+                   "loaded then .float(); logits_<i>.npy is float32 [T, vocab] for every prompt "
+                   "position; greedy_ids are %d argmax steps through HF's KV cache, not stopped by "
+                   "eos." % (__import__("transformers").__version__, q3.N_GREEDY),
+        "seed": s,
+        "config_style": style,
+        "prompts": prompts,
+    }
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8") as f:
+        json.dump(reference, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    q3.log("%s: seed %d, min greedy margin %.4f" % (name, s, margin))
+
+
+# The Llama 3.1 chat template (meta-llama/Llama-3.1-8B-Instruct's
+# tokenizer_config.json; Llama 3.2's differs only in taking today's date from
+# strftime_now when the renderer has it) without its tool branches: nectar
+# renders Llama 3 without tools.
+LLAMA31_TEMPLATE = """{{- bos_token }}
+{%- if not date_string is defined %}
+    {%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+
+{#- This block extracts the system message, so we can slot it into the right place. #}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+
+{#- System message #}
+{{- "<|start_header_id|>system<|end_header_id|>\\n\\n" }}
+{{- "Cutting Knowledge Date: December 2023\\n" }}
+{{- "Today Date: " + date_string + "\\n\\n" }}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- elif message.role == "tool" or message.role == "ipython" %}
+        {{- "<|start_header_id|>ipython<|end_header_id|>\\n\\n" }}
+        {%- if message.content is mapping or message.content is iterable %}
+            {{- message.content | tojson }}
+        {%- else %}
+            {{- message.content }}
+        {%- endif %}
+        {{- "<|eot_id|>" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}
+{%- endif %}
+"""
+
+SYS = {"role": "system", "content": "You are a concise assistant."}
+U1 = {"role": "user", "content": "What is the capital of France?"}
+A1 = {"role": "assistant", "content": "Paris."}
+U2 = {"role": "user", "content": "And of Italy?"}
+CHAT_CASES = [
+    ("user_only", [U1], False),
+    ("user_gen", [U1], True),
+    ("system_user_gen", [SYS, U1], True),
+    ("system_only", [SYS], False),
+    ("system_only_gen", [SYS], True),
+    ("multi_turn", [SYS, U1, A1, U2], True),
+    ("multi_turn_no_system", [U1, A1, U2], True),
+    ("multi_turn_ends_assistant", [U1, A1], False),
+    ("trimmed_contents", [{"role": "system", "content": "  \n spaced system \t"},
+                          {"role": "user", "content": "\n\n  hello  \n"},
+                          {"role": "assistant", "content": "   hi \n"}], True),
+    ("empty_contents", [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}], True),
+    ("unicode", [{"role": "user", "content": "Grüß dich, 世界! 👋 «quote»"}], True),
+    ("second_system_is_a_turn", [SYS, U1, {"role": "system", "content": "Be brief."}, U2], True),
+    ("tool_result", [U1, {"role": "assistant", "content": "Let me check."},
+                     {"role": "tool", "content": "{\"city\": \"Paris\"}"}], True),
+    ("tool_result_quotes", [U1, {"role": "tool", "content": "line1\nline2 \"q\" ü"}], False),
+    ("ipython_role", [U1, {"role": "ipython", "content": "42"}], True),
+    ("special_tokens_in_content", [{"role": "user", "content": "<|eot_id|> not special here"}], True),
+    ("long_history", [SYS] + [U1, A1] * 4 + [U2], True),
+]
+
+
+def chat_rows():
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(q3.TOKENIZER_DIR, "tokenizer.json"),
+                                  bos_token="<|begin_of_text|>")
+    tok.chat_template = LLAMA31_TEMPLATE
+    rows = []
+    for name, msgs, gen in CHAT_CASES:
+        rows.append({"name": name, "messages": msgs, "add_generation_prompt": gen,
+                     "enable_thinking": True,
+                     "expected": tok.apply_chat_template(msgs, tokenize=False,
+                                                         add_generation_prompt=gen)})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--verify", action="store_true", help="only re-check the existing fixtures")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    from transformers import AutoTokenizer
+
+    if not args.verify:
+        tk = AutoTokenizer.from_pretrained(q3.TOKENIZER_DIR)
+        os.makedirs(OUT, exist_ok=True)
+        for name, dtype, style, seed, fields in FIXTURES:
+            make_fixture(name, dtype, style, seed, fields, tk)
+        with open(CHAT_OUT, "w", encoding="utf-8") as f:
+            for row in chat_rows():
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    q3.load_reference_model = load_reference_model  # q3's reload check, on Llama
+    for name, *_ in FIXTURES:
+        q3.verify_fixture(OUT, name)
+    rows = chat_rows()
+    with open(CHAT_OUT, encoding="utf-8") as f:
+        if [json.loads(x) for x in f] != rows:
+            raise SystemExit("%s: differs from a fresh rendering" % CHAT_OUT)
+    q3.log("%s: %d conversations reproduce" % (CHAT_OUT, len(rows)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
