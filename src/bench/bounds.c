@@ -71,7 +71,7 @@ nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s) {
      * each, shared by all heads of a layer), then the final norm; a linear
      * layer's gated norm (v head dim), A_log and dt_bias (v heads) and
      * depthwise conv1d (conv channels x kernel) instead of q/k norms */
-    p.norms = n * 2.0 * h + nf * 2.0 * (double)s->head_dim +
+    p.norms = n * 2.0 * h + (s->no_qk_norm ? 0.0 : nf * 2.0 * (double)s->head_dim) +
               nl * ((double)s->lin_v_dim + 2.0 * (double)s->lin_v_heads +
                     lin_conv(s) * (double)s->lin_conv_kernel) +
               h;
@@ -180,7 +180,8 @@ nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
                         0,
                         0,
                         0,
-                        0};
+                        0,
+                        !c->qk_norm};
     return s;
 }
 
@@ -194,6 +195,7 @@ nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c) {
     s.lin_k_dim = c->linear_key_head_dim;
     s.lin_v_dim = c->linear_value_head_dim;
     s.lin_conv_kernel = c->linear_conv_kernel_dim;
+    s.no_qk_norm = 0; /* its full-attention layers have q/k norms */
     return s;
 }
 
@@ -227,8 +229,7 @@ static nc_status preset_of(const char *name, model_family family, const char *ar
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
     const model_preset *p;
     NC_TRY(model_preset_get(name, &p, err));
-    /* Llama has Qwen3's layout less the q/k norms (2 * head_dim values a
-     * layer, under 0.01% of any preset): counted as Qwen3's shape */
+    /* Llama has Qwen3's layout less the q/k norms */
     if (p->family != MODEL_FAMILY_QWEN35 && p->family != MODEL_FAMILY_LLAMA)
         NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
     nc_qwen3_shape s = {p->hidden,   p->intermediate,
@@ -237,7 +238,8 @@ nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *e
                         p->vocab,    p->tied,
                         0,           0,
                         0,           0,
-                        0,           0};
+                        0,           0,
+                        p->family == MODEL_FAMILY_LLAMA};
     if (p->family == MODEL_FAMILY_QWEN35) { /* every 4th layer full attention, conv kernel 4 */
         s.n_linear = p->layers - p->layers / 4;
         s.lin_k_heads = p->lin_k_heads;

@@ -196,6 +196,10 @@ nc_status decision_tail(const decision_model *m, const float *x, const decision_
     float *act = malloc((size_t)A * sizeof *act);
     nc_status st = sel && hid && feat && act ? NC_OK
                                              : nc_fail(err, NC_ERR_NOMEM, "decision: out of memory");
+    for (int i = 0; st == NC_OK && i < io->batch * K; i++)
+        if (io->markers[i] < 0 || io->markers[i] >= io->seq)
+            st = nc_fail(err, NC_ERR_INVALID, "row %d: marker %d at position %d is outside [0, %d)",
+                         i / K + 1, i % K + 1, io->markers[i], io->seq);
     for (int b = 0; st == NC_OK && b < io->batch; b++) {
         const float *row = x + (size_t)b * (size_t)io->seq * (size_t)d;
         for (int k = 0; k < K; k++)

@@ -161,10 +161,32 @@ static void test_tokenizer_ids(void) {
     }
 }
 
+/* The CPU tail alone refuses a marker outside the sequence (no read past x). */
+static void test_tail_checks_markers(void) {
+    nc_error err = {0};
+    decision_model *m = NULL;
+    CHECK_OK(decision_load(FIX "dm_compact", 1, &m, &err), &err);
+    int d = decision_model_config(m)->hidden_size;
+    float *x = calloc((size_t)8 * d, sizeof *x), act[4];
+    int32_t markers[4] = {1, 2, 3, 8};
+    decision_io io = {.markers = markers, .batch = 1, .seq = 8, .action_probs = act};
+    nc_status bad = x ? decision_tail(m, x, &io, &err) : NC_ERR_NOMEM;
+    markers[3] = 7;
+    nc_error err2 = {0};
+    nc_status good = x ? decision_tail(m, x, &io, &err2) : NC_ERR_NOMEM;
+    free(x);
+    decision_free(m);
+    CHECKF(bad == NC_ERR_INVALID && strstr(err.msg, "marker 4 at position 8 is outside [0, 8)"),
+           "%s", err.msg);
+    CHECKF(good == NC_OK, "%s", err2.msg);
+    CHECK_NEAR(act[0] + act[1] + act[2] + act[3], 1.0, 1e-6);
+}
+
 int main(void) {
     RUN(test_multi_h2_post);
     RUN(test_compact_h1_pre);
     RUN(test_k3_h2_pre);
     RUN(test_tokenizer_ids);
+    RUN(test_tail_checks_markers);
     return nc_test_exit_code();
 }
