@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api_options.h"
+#include "decide/decision_lower.h"
 #include "models/family.h"
 #include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
@@ -42,7 +43,9 @@ static nc_status compile_encoder(const char *model_dir, const char *out_dir,
     NC_TRY(
         int_list(options, "batches", 1, 1024, MB_LOWER_MAX_SHAPES, o.batches, &o.n_batches, err));
     mb_compile_report r;
-    return lower_modernbert_compile(&o, &r, err);
+    /* a decision folder (encoder + decision.json): the region grows the head */
+    return decision_is_dir(model_dir) ? decision_compile(&o, &r, err)
+                                      : lower_modernbert_compile(&o, &r, err);
 }
 
 NC_API nc_status nc_compile(const char *model_dir, const char *out_dir, const char *const *options,

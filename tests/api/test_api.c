@@ -317,6 +317,20 @@ static void test_compiled_encoder_bundle_runs_on_mil(void) {
     CHECK(strstr(err.msg, "seqs=31") && access("/tmp/nc_api_never", F_OK) != 0);
 }
 
+/* nc_compile of a decision folder (encoder + decision.json) writes the
+ * partitioned bundle: partition.json beside the encoder program. */
+static void test_compiled_decision_bundle_names_its_partition(void) {
+    char dir[32], bundle[64], part[96];
+    nc_error err;
+    const char *opts[] = {"seqs=64", "batches=1", NULL};
+    nc_status st = compile_tmp("tests/fixtures/decision/dm_k3", opts, dir, bundle, &err);
+    snprintf(part, sizeof part, "%s/partition.json", bundle);
+    int has = st == NC_OK && access(part, F_OK) == 0;
+    CHECK(remove_dir(dir) == 0);
+    CHECK_OK(st, &err);
+    CHECK(has);
+}
+
 #define E2E "tests/fixtures/gen/e2e/"
 #define TINY "tests/fixtures/qwen3/tiny_gqa2"
 
@@ -648,6 +662,7 @@ int main(void) {
     RUN(test_classify_equals_hf);
     RUN(test_open_errors_name_the_fault);
     RUN(test_compiled_encoder_bundle_runs_on_mil);
+    RUN(test_compiled_decision_bundle_names_its_partition);
     RUN(test_generate_streams_hf_greedy_text);
     RUN(test_generate_tokens_equal_hf_greedy_ids);
     RUN(test_generate_cancel_and_stop);
