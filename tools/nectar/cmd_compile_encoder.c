@@ -57,7 +57,7 @@ int cmd_compile_encoder(int argc, char **argv) {
     nc_error err = {0};
     mb_compile_report r;
     if (lower_modernbert_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
-    printf("compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
+    fprintf(stderr, "compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
            "%d CPU<->ANE buffer copies per call; fp16 weights: %zu values, %zu saturated to "
            "+/-65504, %zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_functions, r.bundle_bytes / 1e6,
