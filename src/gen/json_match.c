@@ -373,6 +373,11 @@ static int step_number(jm_state *s, unsigned char b) {
     /* c counts the digits of the current part (integer or exponent). */
     if (next == N_INT && f->phase == N_INT && f->c >= JM_MAX_INT_DIGITS) next = -1;
     if (next == N_EXP && f->phase == N_EXP && f->c >= JM_MAX_EXP_DIGITS) next = -1;
+    /* A byte that leaves the number unfinished ('-', '.', 'e', a sign)
+     * needs room for one more after it: taking it as the last byte the
+     * bound allows would leave a number nothing can finish (a dead end the
+     * fuzzer found: 0.000...0E at the 32nd byte). */
+    if (next >= 0 && !number_is_final((uint8_t)next) && f->b + 1 >= JM_MAX_NUMBER_BYTES) next = -1;
     if (next >= 0 && room) {
         f->c = next == f->phase ? f->c + 1 : (next == N_INT || next == N_EXP);
         f->phase = (uint8_t)next;

@@ -175,6 +175,38 @@ static void test_schema_edges_generate_valid_output(void) {
     }
 }
 
+/* A number at the 32-byte bound: a byte that leaves it unfinished ('E',
+ * '.', a sign) is taken only while one more byte fits, so the number can
+ * always be finished (fuzz_json_schema found 0.000...0E as a dead end:
+ * the 'E' was the 32nd byte). */
+static void test_number_at_its_bound_can_always_end(void) {
+    js_graph g;
+    nc_error err;
+    CHECK_OK(js_compile("{\"type\":\"number\"}", "schema", &g, &err), &err);
+    jm_grammar gr = {&g, "", "", 0, 0};
+    for (int zeros = 27; zeros <= 29; zeros++) {
+        jm_state s;
+        jm_start(&gr, &s);
+        int ok = jm_feed(&gr, &s, '0') && jm_feed(&gr, &s, '.');
+        for (int i = 0; i < zeros && ok; i++)
+            ok = jm_feed(&gr, &s, '0');
+        jm_state e;
+        jm_copy(&e, &s);
+        int took_e = ok && jm_feed(&gr, &e, 'E');
+        /* 2 + zeros bytes so far; 'E' would be byte 3 + zeros */
+        if (3 + zeros < 32) {
+            jm_state d;
+            jm_copy(&d, &e);
+            CHECKF(took_e && jm_feed(&gr, &d, '1') && jm_can_end(&gr, &d),
+                   "%d zeros: E1 not taken", zeros);
+        } else {
+            CHECKF(ok && !took_e && jm_can_end(&gr, &s), "%d zeros: 'E' taken as the last byte",
+                   zeros);
+        }
+    }
+    js_free(&g);
+}
+
 /* enum: 1024 values are taken, 1025 refused with a message saying so
  * (it used to read "enum must be a non-empty array"). */
 static void test_enum_size_limit_is_named(void) {
@@ -367,6 +399,7 @@ int main(void) {
     RUN(test_unenforceable_schemas_are_refused);
     RUN(test_schema_edges_generate_valid_output);
     RUN(test_enum_size_limit_is_named);
+    RUN(test_number_at_its_bound_can_always_end);
     RUN(test_random_walks_always_validate);
     RUN(test_prefix_then_anything);
     return nc_test_exit_code();

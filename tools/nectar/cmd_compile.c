@@ -58,6 +58,17 @@ int cmd_compile(int argc, char **argv) {
                 "constant placement matrix (default: no gather, not elementwise-only);\n"
                 "gather, uint16 constant indices (the seed write-up's form)",
                 &o.forms.kv_update, .choices = "onehot|gather"),
+        CLI_OPT(NULL, "--rope", CLI_CHOICE, "conv|matmul",
+                "RoPE's rotate-half: conv, a 1x1 conv of one group per head (default: qkv\n"
+                "holds convs only, nothing broadcasts); matmul, by a matrix broadcast over\n"
+                "the heads",
+                &o.forms.rope, .choices = "conv|matmul"),
+        CLI_OPT(NULL, "--attention", CLI_CHOICE, "broadcast|grouped",
+                "GQA attention: broadcast (default), q [KV,G,hd,S] against the cache\n"
+                "[KV,1,hd,ctx]; grouped (Qwen3), q's channels ordered (kv head, dim,\n"
+                "group) so both matmuls have equal batch dims [1, KV] (q_proj rows and\n"
+                "o_proj columns permuted when compiled)",
+                &o.forms.attention, .choices = "broadcast|grouped"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
