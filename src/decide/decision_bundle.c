@@ -179,3 +179,17 @@ decision_crossings decision_bundle_crossings(const decision_model *m) {
     decision_crossings none = {0, 0, 0};
     return m->region_free == region_free ? ((bundle_region *)m->region_user)->cross : none;
 }
+
+nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,
+                                int n_threads, decision_model **out, nc_error *err) {
+    *out = NULL;
+    if (!strcmp(backend, "cpu")) return decision_load(model, n_threads, out, err);
+    if (!strcmp(backend, "mil")) return decision_bundle_open(model, n_threads, NULL, out, err);
+    if (strcmp(backend, "ane"))
+        return nc_fail(err, NC_ERR_INVALID, "--backend %s: cpu, mil or ane", backend);
+    engine_options eo;
+    memset(&eo, 0, sizeof eo);
+    eo.n_threads = n_threads;
+    NC_TRY(engine_ane_device_parse(ane_device, "--ane-device", &eo, err));
+    return decision_bundle_open(model, n_threads, &eo, out, err);
+}

@@ -18,6 +18,13 @@
 nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_options *ane,
                                decision_model **out, nc_error *err);
 
+/* The model for a command's --backend: "cpu" (decision_load of a folder),
+ * "mil" or "ane" (decision_bundle_open of a bundle; ane on the device that
+ * ane_device names, as --ane-device: "real", "fake[:SETTINGS]"). A bad
+ * name fails in one line naming the option. */
+nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,
+                                int n_threads, decision_model **out, nc_error *err);
+
 /* What crossed between the CPU and the region so far: calls of the region
  * and bytes at fp16 (x, masks, one-hot types in; hidden out), counted at
  * the compiled (padded) shapes. */

@@ -74,4 +74,13 @@ else echo "FAIL decide_mil_refuses_encoder_bundle: rc $rc, $(cat "$T/err")"; fi
 if [ $rc -ne 0 ] && [ ! -s "$T/out" ] && grep -q "backend" "$T/err"; then
     echo "PASS decide_unknown_backend_fails"
 else echo "FAIL decide_unknown_backend_fails: rc $rc"; fi
+# a decision folder whose decision.json is broken: one line naming it, no bundle
+mkdir -p "$T/broken"
+cp $FIX/dm_k3/* "$T/broken/" 2>/dev/null
+sed 's/"num_actions": 6/"num_actions": 0/' $FIX/dm_k3/decision.json >"$T/broken/decision.json"
+"$BIN" compile -m "$T/broken" -o "$T/broken.ane" >"$T/out" 2>"$T/err"; rc=$?
+if [ $rc -eq 1 ] && [ ! -e "$T/broken.ane" ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "decision.json" "$T/err" && grep -q "num_actions" "$T/err"; then
+    echo "PASS decision_compile_bad_config_leaves_nothing"
+else echo "FAIL decision_compile_bad_config_leaves_nothing: rc $rc, $(cat "$T/err")"; fi
 rm -rf "$T"

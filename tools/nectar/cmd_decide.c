@@ -13,7 +13,6 @@
 #include "commands.h"
 #include "decide/decision_batch.h"
 #include "decide/decision_bundle.h"
-#include "engine/engine_ane_device.h"
 
 static void print_floats(FILE *out, const char *key, const float *v, int n) {
     fprintf(out, ", \"%s\": [", key);
@@ -194,19 +193,11 @@ int cmd_decide(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((prompt != NULL) + (file != NULL) + (json != NULL) != 1)
         return cli_usage_error(&cmd, "give one of -p TEXT, -f FILE or --json FILE");
-    int ane = !strcmp(backend, "ane"), mil = ane || !strcmp(backend, "mil");
-    if (!mil && strcmp(backend, "cpu"))
-        return cli_usage_error(&cmd, "--backend: cpu, mil or ane");
+    int mil = strcmp(backend, "cpu") != 0;
     nc_error err = {0};
-    engine_options eo;
-    memset(&eo, 0, sizeof eo);
-    eo.n_threads = threads;
-    if (ane && engine_ane_device_parse(device, "--ane-device", &eo, &err) != NC_OK)
-        return cli_fail(&err);
     decision_model *m = NULL;
     tok_tokenizer *tok = NULL;
-    nc_status st = mil ? decision_bundle_open(model, threads, ane ? &eo : NULL, &m, &err)
-                       : decision_load(model, threads, &m, &err);
+    nc_status st = decision_open_backend(model, backend, device, threads, &m, &err);
     if (st != NC_OK || tok_load(model, &tok, &err) != NC_OK) {
         decision_free(m);
         return cli_fail(&err);
