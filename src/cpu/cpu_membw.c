@@ -103,9 +103,9 @@ double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw 
             j.lines = patterns[p].lines;
             j.prefetch = patterns[p].prefetch;
             /* a part per thread: whole lines, the last part the rest */
-            j.words_per_task = patterns[p].halves ? (n_words / 8 + (size_t)threads - 1) /
-                                                        (size_t)threads * 8
-                                                  : SLICE_BYTES / 8;
+            j.words_per_task = patterns[p].halves
+                                   ? (n_words / 8 + (size_t)threads - 1) / (size_t)threads * 8
+                                   : SLICE_BYTES / 8;
             int tasks = (int)((n_words + j.words_per_task - 1) / j.words_per_task);
             for (int i = 0; i < threads && i < 256; i++)
                 j.cpu_s[i] = 0;

@@ -39,8 +39,8 @@
 
 typedef struct {
     const char *name;
-    cpu_matmul_fn decode;          /* decode slot */
-    const cpu_gemm_kernels *gemm;  /* prompt slot */
+    cpu_matmul_fn decode;         /* decode slot */
+    const cpu_gemm_kernels *gemm; /* prompt slot */
 } candidate;
 
 /* ---- the candidates ---- */
@@ -74,13 +74,13 @@ static int candidates_of(cpu_slot s, int mode, candidate *out) {
 #if defined(__x86_64__)
         for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count; i++)
             if (cpu_gemv_bf16_avx512[i].terms == 1)
-                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
-                                       NULL};
+                out[n++] =
+                    (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn, NULL};
         out[n++] = (candidate){"fp32-widen", NULL, NULL};
         for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count; i++)
             if (cpu_gemv_bf16_avx512[i].terms == 3)
-                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
-                                       NULL};
+                out[n++] =
+                    (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn, NULL};
 #else
         out[n++] = (candidate){"fp32-widen", NULL, NULL};
 #endif
@@ -147,7 +147,8 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
             nc_free_aligned(w);
             nc_free_aligned(x);
             nc_free_aligned(y);
-            return w && x && y ? NC_ERR_NOMEM : nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
+            return w && x && y ? NC_ERR_NOMEM
+                               : nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
         }
         for (size_t i = 0; i < bytes / sizeof(nc_bf16); i++)
             w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
@@ -158,8 +159,8 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         const cpu_kernels *k = cpu_kernels_get();
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
-                decode_job j = {c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16], w, x, y, rows,
-                                per};
+                decode_job j = {
+                    c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16], w, x, y, rows, per};
                 /* the table's bf16 entry may be a chosen dp kernel: the
                  * fp32 candidate is the table's own widening tile */
 #if defined(__x86_64__)
@@ -274,15 +275,14 @@ static int load(const char *path, wisdom_line *lines, char *note, size_t note_ca
         }
         char *end = NULL;
         double rate = nf == 4 && !extra ? strtod(field[3], &end) : 0;
-        const char *what = nf != 4 || extra ? "not 4 tab-separated fields"
-                           : end == field[3] || *end || !isfinite(rate) || rate < 0
-                               ? "the rate is not a number"
-                           : strlen(field[0]) >= sizeof lines->cpu || !*field[0] ? "bad cpu key"
-                           : strlen(field[1]) >= sizeof lines->slot               ? "bad slot"
-                           : strlen(field[2]) >= sizeof lines->kernel || !*field[2]
-                               ? "bad kernel name"
-                           : n >= MAX_LINES ? "too many lines"
-                                            : NULL;
+        const char *what =
+            nf != 4 || extra                                         ? "not 4 tab-separated fields"
+            : end == field[3] || *end || !isfinite(rate) || rate < 0 ? "the rate is not a number"
+            : strlen(field[0]) >= sizeof lines->cpu || !*field[0]    ? "bad cpu key"
+            : strlen(field[1]) >= sizeof lines->slot                 ? "bad slot"
+            : strlen(field[2]) >= sizeof lines->kernel || !*field[2] ? "bad kernel name"
+            : n >= MAX_LINES                                         ? "too many lines"
+                                                                     : NULL;
         if (what) {
             snprintf(note, note_cap, "wisdom %s:%d: %s; measuring again", path, lineno, what);
             ok = 0;
@@ -383,8 +383,7 @@ nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err) {
     return nc_fail(err, NC_ERR_INVALID, "kernel '%s' is not a candidate here (%s)", name, known);
 }
 
-nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *out,
-                   nc_error *err) {
+nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *out, nc_error *err) {
     memset(out, 0, sizeof *out);
     cpu_identity(out->cpu, sizeof out->cpu);
     int mode = cpu_bf16_mode();
@@ -396,8 +395,9 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
         candidate c[CPU_WISDOM_MAX_CANDIDATES];
         int n = candidates_of((cpu_slot)s, mode, c);
         snprintf(rep->slot, sizeof rep->slot, "%s",
-                 mode == CPU_BF16_MODE_OFF ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
-                                           : slot_name((cpu_slot)s, mode));
+                 mode == CPU_BF16_MODE_OFF
+                     ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
+                     : slot_name((cpu_slot)s, mode));
         rep->unit = s == CPU_SLOT_DECODE_BF16 ? "GB/s at a full CPU share" : "GFLOP per CPU-second";
         int pick = 0;
         if (mode == CPU_BF16_MODE_OFF) {
@@ -425,7 +425,8 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
                 rep->why = "from the wisdom file";
             } else if (measure_now || path) {
                 double rate[CPU_WISDOM_MAX_CANDIDATES];
-                nc_status st = measure((cpu_slot)s, c, n, threads, measure_now == CPU_TUNE_QUICK, rate, err);
+                nc_status st =
+                    measure((cpu_slot)s, c, n, threads, measure_now == CPU_TUNE_QUICK, rate, err);
                 if (st != NC_OK) return st;
                 for (int i = 0; i < n; i++) {
                     snprintf(rep->cand_name[i], sizeof rep->cand_name[i], "%s", c[i].name);
@@ -437,7 +438,8 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
                 rep->why = "measured now";
                 /* replace this CPU's line for the slot, or add one */
                 int at = 0;
-                while (at < nl && (strcmp(lines[at].cpu, out->cpu) || strcmp(lines[at].slot, rep->slot)))
+                while (at < nl &&
+                       (strcmp(lines[at].cpu, out->cpu) || strcmp(lines[at].slot, rep->slot)))
                     at++;
                 if (at < MAX_LINES) {
                     if (at == nl) nl++;

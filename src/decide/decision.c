@@ -163,14 +163,18 @@ nc_status decision_forward(decision_model *m, const decision_io *io, nc_error *e
         return nc_fail(err, NC_ERR_INVALID, "decision: empty batch (%d x %d)", io->batch, io->seq);
     NC_TRY(decision_reserve(m, io->batch, io->seq, err));
     NC_TRY(resolve_inputs(m, io, err));
-    modernbert_io eio = {.ids = io->ids, .mask = io->mask, .batch = io->batch, .seq = io->seq,
-                         .last = m->h, .pooling = -1};
-    NC_TRY(modernbert_forward(m->enc, &eio, err));
-    size_t n = (size_t)io->batch * (size_t)io->seq, d = (size_t)c->hidden_size;
-    for (size_t r = 0; r < n; r++)
-        add_rows(m->h + r * d, m->type_emb + (size_t)m->types[r] * d, d);
-    for (int i = 0; i < c->head_layers; i++)
-        head_layer(m, &m->layers[i], m->h, io->mask, io->batch, io->seq);
+    if (m->region) {
+        NC_TRY(m->region(m->region_user, io, m->types, m->h, err));
+    } else {
+        modernbert_io eio = {.ids = io->ids, .mask = io->mask, .batch = io->batch,
+                             .seq = io->seq, .last = m->h, .pooling = -1};
+        NC_TRY(modernbert_forward(m->enc, &eio, err));
+        size_t n = (size_t)io->batch * (size_t)io->seq, d = (size_t)c->hidden_size;
+        for (size_t r = 0; r < n; r++)
+            add_rows(m->h + r * d, m->type_emb + (size_t)m->types[r] * d, d);
+        for (int i = 0; i < c->head_layers; i++)
+            head_layer(m, &m->layers[i], m->h, io->mask, io->batch, io->seq);
+    }
     decision_io tail = *io;
     tail.markers = m->markers;
     return decision_tail(m, m->h, &tail, err);

@@ -36,6 +36,13 @@ struct decision_model {
     float *h, *xn, *qkv, *att, *mid; /* [rows, D] x3 ([rows, 3D] qkv), [rows, I] */
     float *scores;                   /* [rows, heads]: one row of keys per (row, head) task */
     int32_t *markers, *types;
+    /* The NE region run elsewhere (decision_bundle.c): fills x [batch][seq][D]
+     * (after the head layers) from the inputs and the resolved type ids.
+     * NULL: the CPU pass of decision.c. */
+    nc_status (*region)(void *user, const decision_io *io, const int32_t *types, float *x,
+                        nc_error *err);
+    void *region_user;
+    void (*region_free)(void *user);
 };
 
 /* Grows the workspace to batch * seq rows. */

@@ -133,6 +133,7 @@ nc_status decision_reserve(decision_model *m, int batch, int seq, nc_error *err)
 
 void decision_free(decision_model *m) {
     if (!m) return;
+    if (m->region_free) m->region_free(m->region_user);
     float *bufs[] = {m->h, m->xn, m->qkv, m->att, m->mid, m->scores, m->vecs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);

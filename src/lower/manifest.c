@@ -89,6 +89,9 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
                         json_string(lower_head_split_name(m->forms.head_split)));
     json_object_set_new(forms, "head_rows", json_integer(m->forms.head_rows));
     json_object_set_new(forms, "kv_update", json_string(lower_kv_update_name(m->forms.kv_update)));
+    json_object_set_new(forms, "rope", json_string(lower_rope_form_name(m->forms.rope)));
+    json_object_set_new(forms, "attention",
+                        json_string(lower_attention_form_name(m->forms.attention)));
     json_object_set_new(plan, "forms", forms);
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -138,6 +141,8 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     f->head_split = LOWER_HEAD_ONE;
     f->head_rows = LOWER_MAX_HEAD_ROWS;
     f->kv_update = LOWER_KV_GATHER;
+    f->rope = LOWER_ROPE_MATMUL;
+    f->attention = LOWER_ATTN_BROADCAST;
     const json_t *o = json_object_get(plan, "forms");
     if (!o) return NC_OK;
     char split[16] = "", head[16] = "", kv[16] = "";
@@ -158,6 +163,22 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     f->program_split = (lower_program_split)a;
     f->head_split = (lower_head_split)b;
     f->kv_update = (lower_kv_update)k;
+    /* "rope" came after the others: absent, the matmul form of then */
+    char rope[16] = "matmul";
+    if (json_object_get(o, "rope"))
+        NC_TRY(lower_json_str_into(o, "rope", rope, sizeof rope, what, err));
+    int r = lower_rope_form_parse(rope);
+    if (r < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not a RoPE form", path, rope);
+    f->rope = (lower_rope_form)r;
+    char attn[16] = "broadcast";
+    if (json_object_get(o, "attention"))
+        NC_TRY(lower_json_str_into(o, "attention", attn, sizeof attn, what, err));
+    int a2 = lower_attention_form_parse(attn);
+    if (a2 < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not an attention form", path,
+                       attn);
+    f->attention = (lower_attention_form)a2;
     return NC_OK;
 }
 

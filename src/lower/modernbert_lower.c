@@ -68,12 +68,6 @@ static mil_var *conv(fn_ctx *f, const char *name, mil_var *x, lower_weight *w) {
     return wv ? mil_build_conv(f->b, name, x, wv, NULL, 1) : NULL;
 }
 
-static mil_var *reshape4(fn_ctx *f, const char *name, mil_var *x, int32_t d0, int32_t d1,
-                         int32_t d2, int32_t d3) {
-    int32_t s[4] = {d0, d1, d2, d3};
-    return x ? mil_build_reshape(f->b, name, x, 4, s) : NULL;
-}
-
 mil_var *mb_lower_layer_norm(mil_builder *b, const char *p, mil_var *x, int64_t D, double eps,
                              mil_var *wv, const char *out_name) {
     int32_t ax[1] = {1};
@@ -113,20 +107,26 @@ static mil_var *layer_norm(fn_ctx *f, const char *p, mil_var *x, lower_weight *w
     return mb_lower_layer_norm(f->b, p, x, f->c->hidden_size, f->c->norm_eps, wv, out_name);
 }
 
-/* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), written out because the `gelu`
- * op is flagged (ane-gelu); the tanh form would change the function. */
-static mil_var *gelu_exact(fn_ctx *f, const char *p, mil_var *x) {
-    mil_builder *b = f->b;
-    char n[160];
+mil_var *mb_lower_gelu_erf(mil_builder *b, const char *p, mil_var *x) {
+    char n[160], sn[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
-    if (f->opt->gelu_op) return x ? mil_build_gelu(b, NM("gelu"), x, "EXACT") : NULL;
-    mil_var *s =
-        x ? mil_build_mul(b, NM("scaled"), x, fp16_scalar(f, p, "inv_sqrt2", M_SQRT1_2)) : NULL;
+#define SC(s, v)                                                                                   \
+    (snprintf(sn, sizeof sn, "%s_%s", p, s), mil_build_const_scalar(b, sn, MIL_DT_FP16, v))
+    mil_var *s = x ? mil_build_mul(b, NM("scaled"), x, SC("inv_sqrt2", M_SQRT1_2)) : NULL;
     mil_var *e = s ? mil_build_unary(b, "erf", NM("erf"), s) : NULL;
-    mil_var *h = e ? mil_build_mul(b, NM("half_erf"), e, fp16_scalar(f, p, "half", 0.5)) : NULL;
-    mil_var *g = h ? mil_build_add(b, NM("cdf"), h, fp16_scalar(f, p, "half2", 0.5)) : NULL;
+    mil_var *h = e ? mil_build_mul(b, NM("half_erf"), e, SC("half", 0.5)) : NULL;
+    mil_var *g = h ? mil_build_add(b, NM("cdf"), h, SC("half2", 0.5)) : NULL;
     return g ? mil_build_mul(b, NM("gelu"), x, g) : NULL;
+#undef SC
 #undef NM
+}
+
+/* Exact GELU; the tanh form would change the function. */
+static mil_var *gelu_exact(fn_ctx *f, const char *p, mil_var *x) {
+    char n[160];
+    snprintf(n, sizeof n, "%s_gelu", p);
+    if (f->opt->gelu_op) return x ? mil_build_gelu(f->b, n, x, "EXACT") : NULL;
+    return mb_lower_gelu_erf(f->b, p, x);
 }
 
 static mil_var *activation(fn_ctx *f, const char *p, mil_var *x) {
@@ -193,30 +193,37 @@ static nc_status rope_tables(fn_ctx *f, int which, int channels, mil_var **cos_o
     return NC_OK;
 }
 
-/* One head: q, k, v [B, hd, 1, L] (q already scaled) -> out [B, hd, 1, L].
- * K is transposed to [B, L, 1, hd]; scores are [b, key, 0, query] and the
- * softmax runs over the KEY axis 1, where the host's mask puts -1e4. */
-static mil_var *head_attention(fn_ctx *f, const char *p, mil_var *q, mil_var *k, mil_var *v,
-                               mil_var *mask) {
-    mil_builder *b = f->b;
-    int32_t B = f->B, L = f->L, hd = f->c->head_dim;
+mil_var *mb_lower_head_attention(mil_builder *b, const char *p, int B, int L, int hd,
+                                 mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
+                                 int softmax_axis) {
     char n[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
+#define R4(name, x, d0, d1, d2, d3)                                                                \
+    ((x) ? mil_build_reshape(b, name, x, 4, (const int32_t[]){d0, d1, d2, d3}) : NULL)
+    /* K transposed to [B, L, 1, hd]; scores [b, key, 0, query] */
     int32_t perm[4] = {0, 3, 2, 1};
-    mil_var *kt = k ? mil_build_transpose(b, NM("kt"), k, 4, perm) : NULL; /* [B, L, 1, hd] */
-    mil_var *k2 = reshape4(f, NM("kt_mat"), kt, B, 1, L, hd);
-    mil_var *q2 = k2 ? reshape4(f, NM("q_mat"), q, B, 1, hd, L) : NULL;
+    mil_var *kt = k ? mil_build_transpose(b, NM("kt"), k, 4, perm) : NULL;
+    mil_var *k2 = R4(NM("kt_mat"), kt, B, 1, L, hd);
+    mil_var *q2 = k2 ? R4(NM("q_mat"), q, B, 1, hd, L) : NULL;
     mil_var *s2 = q2 ? mil_build_matmul(b, NM("scores_mat"), k2, q2, 0, 0) : NULL; /* [B,1,Lk,Lq] */
-    mil_var *sc = reshape4(f, NM("scores"), s2, B, L, 1, L);                       /* [b,k,0,q] */
+    mil_var *sc = R4(NM("scores"), s2, B, L, 1, L);
     mil_var *sm = sc ? mil_build_add(b, NM("scores_masked"), sc, mask) : NULL;
     /* softmax subtracts the max over the axis before exp (MIL definition) */
-    int axis = f->opt->wrong_softmax_axis ? 3 : 1;
-    mil_var *pr = sm ? mil_build_softmax(b, NM("probs"), sm, axis) : NULL;
-    mil_var *p2 = reshape4(f, NM("probs_mat"), pr, B, 1, L, L);
-    mil_var *v2 = p2 ? reshape4(f, NM("v_mat"), v, B, 1, hd, L) : NULL;
+    mil_var *pr = sm ? mil_build_softmax(b, NM("probs"), sm, softmax_axis) : NULL;
+    mil_var *p2 = R4(NM("probs_mat"), pr, B, 1, L, L);
+    mil_var *v2 = p2 ? R4(NM("v_mat"), v, B, 1, hd, L) : NULL;
     mil_var *o2 = v2 ? mil_build_matmul(b, NM("out_mat"), v2, p2, 0, 0) : NULL; /* [B,1,hd,Lq] */
-    return reshape4(f, NM("out"), o2, B, hd, 1, L);
+    return R4(NM("out"), o2, B, hd, 1, L);
+#undef R4
 #undef NM
+}
+
+/* One head of layer attention: the softmax over the KEY axis 1, where the
+ * host's mask puts -1e4. */
+static mil_var *head_attention(fn_ctx *f, const char *p, mil_var *q, mil_var *k, mil_var *v,
+                               mil_var *mask) {
+    return mb_lower_head_attention(f->b, p, f->B, f->L, f->c->head_dim, q, k, v, mask,
+                                   f->opt->wrong_softmax_axis ? 3 : 1);
 }
 
 /* Attention block of layer l on normalised input a [B, D, 1, L]. */
@@ -316,6 +323,8 @@ static nc_status build_function(fn_ctx *f, mb_encoder_weights *w, nc_error *err)
     f->mask_local = NULL;
     if (f->mask_global && mb_lower_needs_local_mask(c, f->L))
         f->mask_local = input4(b, "mask_local", f->B, f->L, 1, f->L);
+    if (f->mask_global && f->opt->append) /* its inputs, before any op */
+        f->opt->append(f->opt->append_user, b, f->B, f->L, NULL, f->mask_global);
     int ch = f->opt->wrong_rope_across_heads ? (int)D : c->head_dim;
     for (int t = 0; t < 2 && f->mask_global; t++)
         NC_TRY(rope_tables(f, t, ch, &f->cos[t], &f->sin[t], err));
@@ -336,7 +345,10 @@ static nc_status build_function(fn_ctx *f, mb_encoder_weights *w, nc_error *err)
         h = mo ? mil_build_add(b, n, h1, mo) : NULL;
     }
     /* the output keeps a stable name for the host to bind */
-    mil_var *out = h ? layer_norm(f, "final_norm", h, &w->final_norm, "hidden") : NULL;
+    const char *name = f->opt->append ? "encoder_out" : "hidden";
+    mil_var *out = h ? layer_norm(f, "final_norm", h, &w->final_norm, name) : NULL;
+    if (out && f->opt->append)
+        out = f->opt->append(f->opt->append_user, b, f->B, f->L, out, f->mask_global);
     if (out) mil_build_done(b, &out, 1);
     return NC_OK;
 }

@@ -25,6 +25,16 @@ typedef struct mb_lower_options {
     int no_concat;          /* 1: no `concat` (ane-concat): Wo applied per head, summed */
     int wrong_softmax_axis; /* test only: softmax over the query axis (3) */
     int wrong_rope_across_heads; /* test only: rotate-half over all D channels at once */
+    /* Layers placed after the final norm in the same function (the decision
+     * model's type addition and head layers): append(user, b, B, L, hidden,
+     * mask_global) returns the function's output, which must be named
+     * "hidden"; the final norm's output is then named "encoder_out". It is
+     * first called with hidden NULL after the encoder's inputs, to declare
+     * its own (MIL inputs precede every op; the result is ignored). NULL:
+     * the encoder alone. */
+    mil_var *(*append)(void *user, mil_builder *b, int B, int L, mil_var *hidden,
+                       mil_var *mask_global);
+    void *append_user;
 } mb_lower_options;
 
 /* fp16 weights of one encoder layer, [cout, cin, 1, 1] for the convs and
@@ -65,6 +75,18 @@ int mb_lower_needs_local_mask(const modernbert_config *c, int seq);
  * prefix_out). */
 mil_var *mb_lower_layer_norm(mil_builder *b, const char *prefix, mil_var *x, int64_t D, double eps,
                              mil_var *w, const char *out_name);
+
+/* One head's attention: q (already scaled), k, v [B, hd, 1, L] and an
+ * additive mask [B, L, 1, L] laid out [b, key, 0, query] -> [B, hd, 1, L],
+ * the softmax over the key axis (axis 3 only for the wrong_softmax_axis
+ * test). Ops are named prefix_*. */
+mil_var *mb_lower_head_attention(mil_builder *b, const char *prefix, int B, int L, int hd,
+                                 mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
+                                 int softmax_axis);
+
+/* Exact GELU written out with erf, 0.5 x (1 + erf(x / sqrt 2)) (the `gelu`
+ * op is flagged ane-gelu). Ops are named prefix_*. */
+mil_var *mb_lower_gelu_erf(mil_builder *b, const char *prefix, mil_var *x);
 
 /* Builds the encoder program into dir (dir/weights/weight.bin) with one
  * function per (batches[i], seqs[j]); checked with the ANE rules (zero

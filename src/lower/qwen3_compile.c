@@ -113,6 +113,10 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
         char name[256];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, t[i].name);
         st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
+        /* the grouped attention form: q's channels in (kv head, dim, group) order */
+        if (st == NC_OK && c->plan.forms.attention == LOWER_ATTN_GROUPED &&
+            (t[i].w == &w.q || t[i].w == &w.o))
+            st = lower_qwen3_group_order(q, t[i].w, t[i].w == &w.q, err);
         if (st == NC_OK && t[i].d1) st = maybe_palettize(c, t[i].w, name, err); /* projections */
     }
     /* the programs of the layer under the program split: (kernel, bucket)
@@ -280,6 +284,16 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
                                &opt->palettize, &c->pal};
     int L = c->cfg.num_hidden_layers;
     c->plan.forms = opt->forms;
+    /* Qwen3.5's full-attention layers load q_proj with the output gate's
+     * rows (qwen35_compile.c): the grouped order is not written there */
+    if (!st && c->is35 && c->plan.forms.attention == LOWER_ATTN_GROUPED)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--attention grouped: a Qwen3.5 bundle has the broadcast form only");
+    if (!st && c->plan.forms.attention == LOWER_ATTN_GROUPED &&
+        c->plan.forms.rope != LOWER_ROPE_CONV)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--attention grouped takes --rope conv (the matmul form broadcasts over the "
+                     "per-head view)");
     if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "

@@ -105,6 +105,81 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
     if ((stages & 8) && !(stages & 4)) need(b, &v->x, "x", D, 1, S);
 }
 
+/* The conv form of RoPE's rotate-half (the default, docs/lowering.md
+ * "Lowering forms"): x4 [1, n, hd, S] as [1, n*hd, 1, S] through a 1x1
+ * conv of n groups, each group's [hd, hd] weight the rotate-half matrix R
+ * (entries 0, +-1: one term per output, exact in fp16). No matmul, so
+ * qkv holds convs only (ironmill saw a program mixing conv and matmul
+ * refused) and nothing broadcasts over the heads. */
+static mil_var *rope_conv(mil_builder *b, const char *prefix, mil_var *x4, int32_t n, int32_t hd,
+                          int32_t G, int32_t S, const lower_weight *rope, mil_var *cs,
+                          mil_var *sn) {
+    char nm[160];
+    size_t blk = (size_t)hd * (size_t)hd;
+    nc_fp16 *wt = malloc((size_t)n * blk * sizeof *wt);
+    if (!wt) return NULL;
+    for (int32_t g = 0; g < n; g++)
+        memcpy(wt + (size_t)g * blk, rope->data, blk * sizeof *wt);
+    int64_t d[4] = {(int64_t)n * hd, hd, 1, 1};
+    snprintf(nm, sizeof nm, "%s_rot_weight", prefix);
+    mil_var *w = mil_build_const_tensor(b, nm, MIL_DT_FP16, 4, d, wt);
+    free(wt);
+    /* G == 0: the per-head view [1, n, hd, S]; else the grouped form's
+     * [n, hd, G, S] (the group's heads side by side) */
+    snprintf(nm, sizeof nm, "%s_flat", prefix);
+    mil_var *xf = w ? reshape4(b, nm, x4, 1, n * hd, G ? G : 1, S) : NULL;
+    snprintf(nm, sizeof nm, "%s_rot_flat", prefix);
+    mil_var *rf = xf ? mil_build_conv(b, nm, xf, w, NULL, n) : NULL;
+    snprintf(nm, sizeof nm, "%s_rot", prefix);
+    mil_var *r4 = !rf ? NULL
+                  : G ? reshape4(b, nm, rf, n, hd, G, S)
+                      : reshape4(b, nm, rf, 1, n, hd, S);
+    snprintf(nm, sizeof nm, "%s_cos", prefix);
+    mil_var *qc = r4 ? mil_build_mul(b, nm, x4, cs) : NULL;
+    snprintf(nm, sizeof nm, "%s_sin", prefix);
+    mil_var *qs = qc ? mil_build_mul(b, nm, r4, sn) : NULL;
+    snprintf(nm, sizeof nm, "%s_out", prefix);
+    return qs ? mil_build_add(b, nm, qc, qs) : NULL;
+}
+
+/* The grouped attention form's q (or k, G = 1): channels in (kv head,
+ * dim, group) order (q_proj's rows permuted at compile time), viewed as
+ * [n, hd, G, S]: the per-head RMSNorm over axis 1, RoPE by the conv form;
+ * back as [1, n*hd*G, 1, S]. */
+static mil_var *grouped_norm_rope(mil_builder *b, const char *prefix, mil_var *x, int32_t n,
+                                  int32_t hd, int32_t G, int32_t S, const lower_weight *norm,
+                                  double eps, const lower_weight *rope, mil_var *cs, mil_var *sn) {
+    char nm[160];
+    lower_weight nw1 = *norm; /* [1, 1, hd, 1] as [1, hd, 1, 1] */
+    lower_weight_shape4(&nw1, 1, hd, 1, 1);
+    lower_weight_forget(&nw1);
+    snprintf(nm, sizeof nm, "%s_norm_weight", prefix);
+    mil_var *w = lower_shared_weight(b, nm, &nw1);
+    snprintf(nm, sizeof nm, "%s_by_dim", prefix);
+    mil_var *x4 = w ? reshape4(b, nm, x, n, hd, G, S) : NULL;
+    snprintf(nm, sizeof nm, "%s_norm", prefix);
+    mil_var *xn = x4 ? lower_rmsnorm(b, nm, x4, 1, hd, eps, w) : NULL;
+    snprintf(nm, sizeof nm, "%s_rope", prefix);
+    mil_var *r = xn ? rope_conv(b, nm, xn, n, hd, G, S, rope, cs, sn) : NULL;
+    return r ? reshape4(b, prefix, r, 1, n * hd * G, 1, S) : NULL;
+}
+
+/* The grouped form of stage_qkv's heads (see grouped_norm_rope). */
+static int qk_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                      lower_weight *rope, mil_var *q, mil_var *k, layer_vals *v) {
+    const qwen3_config *c = p->cfg;
+    int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
+    mil_var *cs = reshape4(b, "rope_cos_grouped", v->cs, 1, hd, 1, S);
+    mil_var *sn = cs ? reshape4(b, "rope_sin_grouped", v->sn, 1, hd, 1, S) : NULL;
+    v->q = sn ? grouped_norm_rope(b, "q", q, KV, hd, H / KV, S, &w->q_norm, c->rms_norm_eps, rope,
+                                  cs, sn)
+              : NULL;
+    v->kn = v->q ? grouped_norm_rope(b, "k_new", k, KV, hd, 1, S, &w->k_norm, c->rms_norm_eps, rope,
+                                     cs, sn)
+                 : NULL;
+    return v->kn != NULL;
+}
+
 /* rmsnorm + q/k/v projections + per-head q/k RMSNorm + RoPE. */
 static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
                      lower_weight *rope, layer_vals *v) {
@@ -117,7 +192,12 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     mil_var *q = h ? conv(b, "q_proj", h, &w->q) : NULL;
     mil_var *k = q ? conv(b, "k_proj", h, &w->k) : NULL;
     mil_var *vv = k ? conv(b, "v_new", h, &w->v) : NULL;
-    mil_var *rot = vv ? lower_shared_weight(b, "rope_rotate_half", rope) : NULL;
+    if (vv && cs && sn && p->forms.attention == LOWER_ATTN_GROUPED) {
+        v->vn = vv;
+        return qk_grouped(b, p, S, w, rope, q, k, v);
+    }
+    int conv_rope = p->forms.rope == LOWER_ROPE_CONV;
+    mil_var *rot = vv && !conv_rope ? lower_shared_weight(b, "rope_rotate_half", rope) : vv;
     mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
     mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
     /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
@@ -125,8 +205,12 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
     mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
     mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
-    mil_var *qr = kn && cs && sn ? lower_rope(b, "q_rope", qn, rot, cs, sn) : NULL;
-    mil_var *kr = qr ? lower_rope(b, "k_rope", kn, rot, cs, sn) : NULL;
+    mil_var *qr = !kn || !cs || !sn ? NULL
+                  : conv_rope       ? rope_conv(b, "q_rope", qn, H, hd, 0, S, rope, cs, sn)
+                                    : lower_rope(b, "q_rope", qn, rot, cs, sn);
+    mil_var *kr = !qr         ? NULL
+                  : conv_rope ? rope_conv(b, "k_rope", kn, KV, hd, 0, S, rope, cs, sn)
+                              : lower_rope(b, "k_rope", kn, rot, cs, sn);
     v->q = kr ? reshape4(b, "q", qr, 1, H * hd, 1, S) : NULL;
     v->kn = v->q ? reshape4(b, "k_new", kr, 1, KV * hd, 1, S) : NULL;
     v->vn = vv;
@@ -201,12 +285,44 @@ static int stage_kv(mil_builder *b, const lower_plan *p, int S, layer_vals *v) {
 /* Grouped-query attention written out, then o_proj and the residual. Query
  * heads sharing a KV head form one batch entry [KV, G, ...] so the cache is
  * read once per group and never copied. */
+/* The grouped form: q [1, KV, hd, G*S] (channels in (kv head, dim, group)
+ * order) against the cache [1, KV, hd, ctx]: both matmuls have equal batch
+ * dims [1, KV]; the output [1, KV, hd, G*S] is in the same order, which
+ * o_proj's columns were permuted to at compile time. */
+static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
+                        layer_vals *v, const char *out_name) {
+    const qwen3_config *c = p->cfg;
+    int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
+    int32_t G = H / KV, ctx = p->ctx;
+    mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
+    mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, G * S) : NULL;
+    mil_var *qs =
+        q4 ? mil_build_mul(b, "q_scaled", q4,
+                           mil_build_const_scalar(b, "scale", MIL_DT_FP16, 1.0 / sqrt((double)hd)))
+           : NULL;
+    mil_var *k4 = qs ? reshape4(b, "k_groups", kc, 1, KV, hd, ctx) : NULL;
+    mil_var *v4 = k4 ? reshape4(b, "v_groups", vc, 1, KV, hd, ctx) : NULL;
+    /* scores [1, KV, G*S, ctx] = q^T k; the mask per (group, column) */
+    mil_var *sc = v4 ? mil_build_matmul(b, "scores", qs, k4, 1, 0) : NULL;
+    mil_var *s4 = sc ? reshape4(b, "scores_heads", sc, KV, G, S, ctx) : NULL;
+    mil_var *sm = s4 ? mil_build_add(b, "scores_masked", s4, mask) : NULL;
+    mil_var *pr = sm ? mil_build_softmax(b, "probs", sm, -1) : NULL;
+    mil_var *p4 = pr ? reshape4(b, "probs_groups", pr, 1, KV, G * S, ctx) : NULL;
+    /* out [1, KV, hd, G*S] = v p^T */
+    mil_var *at = p4 ? mil_build_matmul(b, "attn", v4, p4, 0, 1) : NULL;
+    mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
+    mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
+    v->x_attn = o ? mil_build_add(b, out_name, x, o) : NULL;
+    return v->x_attn != NULL;
+}
+
 static int stage_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_weights *w,
                       layer_vals *v, const char *out_name) {
     const qwen3_config *c = p->cfg;
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
     int32_t G = H / KV, ctx = p->ctx;
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
+    if (p->forms.attention == LOWER_ATTN_GROUPED) return attn_grouped(b, p, S, w, v, out_name);
     mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
     mil_var *qs =
         q4 ? mil_build_mul(b, "q_scaled", q4,
@@ -345,6 +461,42 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
 static const char *const SPLIT_NAMES[LOWER_N_SPLITS] = {"layer", "kernel", "function"};
 static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "one"};
 static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather"};
+static const char *const ROPE_NAMES[LOWER_N_ROPE_FORMS] = {"conv", "matmul"};
+static const char *const ATTN_NAMES[LOWER_N_ATTN_FORMS] = {"broadcast", "grouped"};
+static int find_name(const char *const *names, int n, const char *name);
+
+const char *lower_attention_form_name(lower_attention_form a) {
+    return a >= 0 && a < LOWER_N_ATTN_FORMS ? ATTN_NAMES[a] : "?";
+}
+
+int lower_attention_form_parse(const char *name) {
+    return find_name(ATTN_NAMES, LOWER_N_ATTN_FORMS, name);
+}
+
+nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err) {
+    int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim, G = H / KV;
+    int64_t n = H * hd, other = rows ? w->dims[1] : w->dims[0];
+    nc_fp16 *tmp = malloc((size_t)(n * other) * sizeof *tmp);
+    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_fp16 *d = (nc_fp16 *)w->data;
+    for (int64_t kv = 0; kv < KV; kv++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t i = 0; i < hd; i++) {
+                int64_t from = (kv * G + g) * hd + i, to = (kv * hd + i) * G + g;
+                if (rows)
+                    memcpy(tmp + to * other, d + from * other, (size_t)other * sizeof *tmp);
+                else
+                    for (int64_t o = 0; o < other; o++)
+                        tmp[o * n + to] = d[o * n + from];
+            }
+    memcpy(d, tmp, (size_t)(n * other) * sizeof *tmp);
+    free(tmp);
+    return NC_OK;
+}
+
+const char *lower_rope_form_name(lower_rope_form r) {
+    return r >= 0 && r < LOWER_N_ROPE_FORMS ? ROPE_NAMES[r] : "?";
+}
 
 const char *lower_kv_update_name(lower_kv_update k) {
     return k >= 0 && k < LOWER_N_KV_UPDATES ? KV_NAMES[k] : "?";
@@ -374,6 +526,10 @@ int lower_head_split_parse(const char *name) {
 
 int lower_kv_update_parse(const char *name) {
     return find_name(KV_NAMES, LOWER_N_KV_UPDATES, name);
+}
+
+int lower_rope_form_parse(const char *name) {
+    return find_name(ROPE_NAMES, LOWER_N_ROPE_FORMS, name);
 }
 
 int lower_qwen3_kernels(const lower_plan *p) {

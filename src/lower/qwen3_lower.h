@@ -80,10 +80,22 @@ typedef enum lower_kv_update {
     LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
     LOWER_N_KV_UPDATES
 } lower_kv_update;
+typedef enum lower_rope_form {
+    LOWER_ROPE_CONV,   /* rotate-half as a grouped 1x1 conv, one group per head (default) */
+    LOWER_ROPE_MATMUL, /* rotate-half as a matmul broadcast over the heads */
+    LOWER_N_ROPE_FORMS
+} lower_rope_form;
+typedef enum lower_attention_form {
+    LOWER_ATTN_BROADCAST, /* q [KV, G, hd, S] against the cache [KV, 1, hd, ctx] (default) */
+    LOWER_ATTN_GROUPED,   /* q in (kv head, dim, group) order: matmuls with equal batch dims */
+    LOWER_N_ATTN_FORMS
+} lower_attention_form;
 typedef struct lower_forms {
     lower_program_split program_split;
     lower_head_split head_split;
     lower_kv_update kv_update;
+    lower_rope_form rope;
+    lower_attention_form attention;
     int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
@@ -93,6 +105,15 @@ int lower_program_split_parse(const char *name);
 int lower_head_split_parse(const char *name);
 const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
 int lower_kv_update_parse(const char *name);
+const char *lower_rope_form_name(lower_rope_form r); /* "conv", "matmul" */
+int lower_rope_form_parse(const char *name);
+const char *lower_attention_form_name(lower_attention_form a); /* "broadcast", "grouped" */
+int lower_attention_form_parse(const char *name);
+/* The grouped attention form's order of q's channels, (kv head, dim,
+ * group) instead of (kv head, group, dim): permutes q_proj's rows (rows =
+ * 1) or o_proj's columns (rows = 0) of w [H*hd, D] / [D, H*hd] in place
+ * (fp16 data, before palettization). */
+nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err);
 
 typedef struct lower_plan {
     const qwen3_config *cfg;

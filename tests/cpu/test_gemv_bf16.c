@@ -93,7 +93,7 @@ static int check_case(cpu_matmul_fn fn, const char *name, int terms, int k, int 
 static void test_every_variant_matches_double_sums(void) {
 #if defined(__x86_64__)
     if (!cpu_features_get()->avx512bf16) SKIP("no AVX512-BF16 on this CPU");
-    static const int ks[] = {1,    2,    3,    31,   32,   33,   63,   64,   100,  1023,
+    static const int ks[] = {1,    2,    3,    31,   32,   33,   63,   64,   100, 1023,
                              1024, 1025, 2047, 2048, 2049, 8191, 8192, 8193, 9000};
     int cases = 0;
     for (int v = 0; v < cpu_gemv_bf16_avx512_count; v++) {

@@ -8,11 +8,21 @@
  * marker positions and type ids the engine derives, marker logits, raw and
  * calibrated marker probabilities and action probabilities within 1e-4; the
  * C tokenizer's ids for the fixture texts equal HF's; one row alone equals
- * its row in the batch (within 1e-5). */
+ * its row in the batch (within 1e-5).
+ *
+ * The same fixtures through a compiled bundle (decision_compile at B = 1, 3
+ * and L = 64, 96; the NE region in the interpreter's fp16 mode): the fp16
+ * gate of docs/decision.md, every argmax (marker and action) equal to the
+ * reference's and raw, calibrated and action probabilities within 0.02;
+ * and the bytes crossing engines as the shapes say. */
 #include <math.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "decide/decision.h"
+#include "decide/decision_bundle.h"
+#include "decide/decision_lower.h"
+#include "lower/bundle_io.h"
 #include "io/npy.h"
 #include "text/tokenizer.h"
 
@@ -53,7 +63,50 @@ static double max_err(const float *a, const float *b, size_t n) {
     return e;
 }
 
-static void check_fixture(const char *name) {
+#define FP16_GATE 0.02
+
+static int argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+/* Rows whose argmax over n values differs between a and b. */
+static int argmax_misses(const float *a, const float *b, int rows, int n) {
+    int miss = 0;
+    for (int r = 0; r < rows; r++)
+        miss += argmax(a + (size_t)r * n, n) != argmax(b + (size_t)r * n, n);
+    return miss;
+}
+
+/* Fixture `name` compiled into a fresh bundle at path (cap bytes) and
+ * opened; bundle[0] is empty when nothing was written. */
+static nc_status open_bundle(const char *dir, char *path, size_t cap, decision_model **m,
+                             nc_error *err) {
+    static int counter;
+    snprintf(path, cap, "/tmp/nectar_test_decision_%ld_%d.ane", (long)getpid(), counter++);
+    mb_compile_options o;
+    memset(&o, 0, sizeof o);
+    o.model_dir = dir;
+    o.out_dir = path;
+    o.n_threads = 1;
+    o.n_seqs = 2;
+    o.seqs[0] = 64;
+    o.seqs[1] = 96;
+    o.n_batches = 2;
+    o.batches[0] = 1;
+    o.batches[1] = 3;
+    mb_compile_report rep;
+    nc_status st = decision_compile(&o, &rep, err);
+    if (st) {
+        path[0] = '\0';
+        return st;
+    }
+    return decision_bundle_open(path, 2, NULL, m, err);
+}
+
+static void check_fixture_on(const char *name, int bundle) {
     nc_error err = {0};
     ref r;
     if (ref_load(name, &r, &err) != NC_OK) {
@@ -63,8 +116,11 @@ static void check_fixture(const char *name) {
     char dir[256];
     snprintf(dir, sizeof dir, FIX "%s", name);
     decision_model *m = NULL;
-    if (decision_load(dir, 2, &m, &err) != NC_OK) {
+    char bpath[256] = "";
+    if ((bundle ? open_bundle(dir, bpath, sizeof bpath, &m, &err)
+                : decision_load(dir, 2, &m, &err)) != NC_OK) {
         ref_free(&r);
+        if (bpath[0]) lower_remove_tree(bpath);
         CHECKF(0, "%s", err.msg);
     }
     const decision_config *c = decision_model_config(m);
@@ -93,9 +149,19 @@ static void check_fixture(const char *name) {
         ep = max_err(p, r.probs.data, (size_t)B * K);
         ec = max_err(cal, r.cal.data, (size_t)B * K);
         ea = max_err(act, r.act.data, (size_t)B * A);
-        printf("  %s: max err logits %.2e, marker probs %.2e, calibrated %.2e, actions %.2e\n",
-               name, ez, ep, ec, ea);
+        printf("  %s%s: max err logits %.2e, marker probs %.2e, calibrated %.2e, actions %.2e\n",
+               name, bundle ? " (bundle, fp16 region)" : "", ez, ep, ec, ea);
     }
+    int misses = st == NC_OK ? argmax_misses(p, r.probs.data, B, K) +
+                                   argmax_misses(cal, r.cal.data, B, K) +
+                                   argmax_misses(act, r.act.data, B, A)
+                             : 0;
+    /* a call of function (3, 64): x, the masks (the local one where the
+     * window bites) and the one-hot types in, hidden out, at fp16 */
+    int D = c->hidden_size, T = c->type_vocab_size;
+    int masks = 1 + mb_lower_needs_local_mask(modernbert_model_config(decision_model_encoder(m)), 64);
+    long long want_in = 2LL * (3 * D * 64 + masks * 3 * 64 * 64 + 3 * T * 64),
+              want_out = 2LL * 3 * D * 64;
     /* the last row alone (its own shorter length) equals its row in the batch */
     double e1 = 0;
     if (st == NC_OK) {
@@ -107,6 +173,9 @@ static void check_fixture(const char *name) {
         st = A <= 64 ? decision_forward(m, &one, &err) : NC_ERR_INVALID;
         if (st == NC_OK) e1 = max_err(a1, act + (size_t)b * A, (size_t)A);
     }
+    /* then one of function (1, 64): a third of each */
+    decision_crossings x = decision_bundle_crossings(m);
+    if (bpath[0]) lower_remove_tree(bpath);
     free(z);
     free(p);
     free(cal);
@@ -115,13 +184,38 @@ static void check_fixture(const char *name) {
     ref_free(&r);
     CHECKF(ok, "%s: derived markers or type ids differ from the reference (%s)", name, err.msg);
     CHECKF(st == NC_OK, "%s: %s", name, err.msg);
-    CHECK(ez <= TOL && ep <= TOL && ec <= TOL && ea <= TOL);
-    CHECKF(e1 <= 1e-5, "%s: one row alone differs by %g", name, e1);
+    if (!bundle) {
+        CHECK(ez <= TOL && ep <= TOL && ec <= TOL && ea <= TOL);
+        CHECKF(e1 <= 1e-5, "%s: one row alone differs by %g", name, e1);
+        return;
+    }
+    CHECKF(misses == 0, "%s: %d argmaxes differ from the reference", name, misses);
+    CHECKF(ep <= FP16_GATE && ec <= FP16_GATE && ea <= FP16_GATE,
+           "%s: probabilities drift past %g", name, FP16_GATE);
+    /* the one-row call runs function (1, 64) in fp16 as well: same gate */
+    CHECKF(e1 <= FP16_GATE, "%s: one row alone differs by %g", name, e1);
+    CHECKF(L <= 64 && x.calls == 2 && x.bytes_in == want_in + want_in / 3 &&
+               x.bytes_out == want_out + want_out / 3,
+           "%s: %ld calls, %lld bytes in, %lld out; want 2, %lld, %lld", name, x.calls,
+           x.bytes_in, x.bytes_out, want_in + want_in / 3, want_out + want_out / 3);
 }
+
+static void check_fixture(const char *name) { check_fixture_on(name, 0); }
 
 static void test_multi_h2_post(void) { check_fixture("dm_multi"); }
 static void test_compact_h1_pre(void) { check_fixture("dm_compact"); }
 static void test_k3_h2_pre(void) { check_fixture("dm_k3"); }
+static void test_bundle_multi_h2_post(void) { check_fixture_on("dm_multi", 1); }
+static void test_bundle_compact_h1_pre(void) { check_fixture_on("dm_compact", 1); }
+static void test_bundle_k3_h2_pre(void) { check_fixture_on("dm_k3", 1); }
+
+/* A bundle without partition.json (an encoder's) is refused by name. */
+static void test_bundle_open_refuses_encoder_bundle(void) {
+    nc_error err = {0};
+    decision_model *m = NULL;
+    nc_status st = decision_bundle_open(FIX "dm_k3", 1, NULL, &m, &err);
+    CHECKF(st == NC_ERR_FORMAT && m == NULL && strstr(err.msg, "partition.json"), "%s", err.msg);
+}
 
 /* The C tokenizer gives HF's ids for the fixture texts (markers included). */
 static void test_tokenizer_ids(void) {
@@ -186,6 +280,10 @@ int main(void) {
     RUN(test_multi_h2_post);
     RUN(test_compact_h1_pre);
     RUN(test_k3_h2_pre);
+    RUN(test_bundle_multi_h2_post);
+    RUN(test_bundle_compact_h1_pre);
+    RUN(test_bundle_k3_h2_pre);
+    RUN(test_bundle_open_refuses_encoder_bundle);
     RUN(test_tokenizer_ids);
     RUN(test_tail_checks_markers);
     return nc_test_exit_code();

@@ -115,8 +115,12 @@ static int make_setup_text(setup *u, int ctx, const char *text, nc_error *err) {
     if (tok_load(TOKENIZER, &u->tok, err) != NC_OK) return 0;
     if (tok_encode(u->tok, text, strlen(text), &u->ids, &u->n_ids, err) != NC_OK) return 0;
     u->f = (fake){u->ids, (int)u->n_ids, 0, ctx, 4096, 0, 0, -1};
-    u->e = (engine){.ops = &fake_ops, .impl = &u->f, .kind = "fake", .n_vocab = 4096,
-                    .family = model_family_named("qwen3")};
+    /* a Qwen3 stand-in: its family's end token <|im_end|> joins the eos set */
+    u->e = (engine){.ops = &fake_ops,
+                    .impl = &u->f,
+                    .kind = "fake",
+                    .family = model_family_named("qwen3"),
+                    .n_vocab = 4096};
     u->e.ctx_max = ctx;
     u->m = (gen_model){.e = &u->e, .tok = u->tok};
     gen_model_build_eos(&u->m);
@@ -355,11 +359,31 @@ static void test_stop_string_over_split_utf8_characters(void) {
     CHECKF(!strcmp(out.text, expect), "got '%s' expected '%s'", out.text, expect);
 }
 
+/* The eos set is the engine's config ids plus its family's end-of-turn
+ * tokens (models/family.h), not a fixed <|im_end|>: on the same tokenizer a
+ * Qwen3 engine gets <|im_end|>, a Llama one does not (its <|eot_id|> and
+ * <|end_of_text|> are not in this vocabulary); both keep the config's. */
+static void test_eos_set_follows_the_family(void) {
+    tok_tokenizer *tok = NULL;
+    nc_error err;
+    CHECK_OK(tok_load(TOKENIZER, &tok, &err), &err);
+    int32_t im_end = tok_find(tok, "<|im_end|>");
+    engine q = {.family = model_family_named("qwen3"), .eos_ids = {7}, .n_eos = 1};
+    engine l = {.family = model_family_named("llama"), .eos_ids = {7}, .n_eos = 1};
+    gen_model mq = {.e = &q, .tok = tok}, ml = {.e = &l, .tok = tok};
+    gen_model_build_eos(&mq);
+    gen_model_build_eos(&ml);
+    tok_free(tok);
+    CHECK(im_end >= 0 && gen_model_is_eos(&mq, im_end) && gen_model_is_eos(&mq, 7));
+    CHECK(!gen_model_is_eos(&ml, im_end) && gen_model_is_eos(&ml, 7) && ml.n_eos == 1);
+}
+
 int main(void) {
     RUN(test_greedy_continuation_is_the_script);
     RUN(test_eos_and_stop_string_end_generation);
     RUN(test_context_overflow_is_an_error_before_any_output);
     RUN(test_prefix_reuse_and_cancel);
     RUN(test_stop_string_over_split_utf8_characters);
+    RUN(test_eos_set_follows_the_family);
     return nc_test_exit_code();
 }

@@ -21,19 +21,22 @@ if "$BIN" mil check --target ane "$TMP/def" >"$TMP/chk" 2>&1 &&
     grep -q "0 errors, 0 warnings" "$TMP/chk" && [ -f "$TMP/def/head_00/model.mil" ] &&
     grep -q '"program_split": "layer"' "$TMP/def/manifest.json" &&
     grep -q '"kv_update": "onehot"' "$TMP/def/manifest.json" &&
-    grep -q '"head_rows": 16384' "$TMP/def/manifest.json" && ! grep -q "gather(" "$TMP"/def/*/model.mil; then
+    grep -q '"head_rows": 16384' "$TMP/def/manifest.json" && ! grep -q "gather(" "$TMP"/def/*/model.mil &&
+    grep -q '"rope": "conv"' "$TMP/def/manifest.json" && ! grep -q "rope_rotate_half" "$TMP"/def/*/model.mil &&
+    grep -q '"attention": "broadcast"' "$TMP/def/manifest.json"; then
     pass default_bundle_is_clean_by_the_ane_rules
 else
     fail default_bundle_is_clean_by_the_ane_rules "$(tail -2 "$TMP/chk")"
 fi
 
-# split, head split, kv update, head rows, programs expected (demo: 5 layers,
-# 3 buckets, 4 kernels; vocabulary 4096 -> 4 chunks of 1024)
-while read -r split hs kv rows n; do
+# split, head split, kv update, rope, attention, head rows, programs expected
+# (demo: 5 layers, 3 buckets, 4 kernels; vocabulary 4096 -> 4 chunks of 1024)
+while read -r split hs kv rope attn rows n; do
     B="$TMP/$split-$hs-$kv"
-    L="${split}_${hs}_${kv}"
+    L="${split}_${hs}_${kv}_${rope}_${attn}"
     if ! "$BIN" compile -m $M -o "$B" $T --program-split "$split" --head-split "$hs" \
-        --kv-update "$kv" --head-rows "$rows" >"$TMP/out" 2>&1 || ! grep -q " $n programs" "$TMP/out"; then
+        --kv-update "$kv" --rope "$rope" --attention "$attn" --head-rows "$rows" >"$TMP/out" 2>&1 ||
+        ! grep -q " $n programs" "$TMP/out"; then
         fail "compile_forms_$L" "$(cat "$TMP/out")"
         continue
     fi
@@ -46,12 +49,12 @@ while read -r split hs kv rows n; do
         fi
     done
 done <<EOF2
-layer one gather 65536 6
-layer per-chunk onehot 1024 9
-kernel per-chunk onehot 1024 24
-kernel one gather 1024 21
-function per-chunk onehot 1024 64
-function one gather 65536 61
+layer one gather matmul broadcast 65536 6
+layer per-chunk onehot conv grouped 1024 9
+kernel per-chunk onehot matmul broadcast 1024 24
+kernel one gather conv grouped 1024 21
+function per-chunk onehot conv broadcast 1024 64
+function one gather matmul broadcast 65536 61
 EOF2
 
 # the kernel split keeps what the device takes: qkv (three outputs) and kv
@@ -62,6 +65,18 @@ if cmp -s "$TMP/o" "$TMP/cpu" && grep -q "layers 0-4: 30/60 kernels on the ANE, 
     pass kernel_split_confines_a_refusal
 else
     fail kernel_split_confines_a_refusal "$(head -1 "$TMP/e")"
+fi
+
+# with --attention grouped, every kernel stays on a device that refuses
+# broadcast matmuls (GQA and RoPE have equal batch dims), gathers, wide
+# convs and elementwise-only kernels
+"$BIN" compile -m $M -o "$TMP/grp" $T --attention grouped >/dev/null 2>&1
+"$BIN" run $T --backend ane --ane-device fake:reject=broadcast-matmul,gather,wide-conv,elementwise-only \
+    -m "$TMP/grp" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+if cmp -s "$TMP/o" "$TMP/cpu" && grep -q "layers 0-4: 60/60 kernels on the ANE; head: 1/1 kernels on the ANE" "$TMP/e"; then
+    pass grouped_bundle_has_no_broadcast_matmul_gather_or_wide_conv
+else
+    fail grouped_bundle_has_no_broadcast_matmul_gather_or_wide_conv "$(head -1 "$TMP/e")"
 fi
 
 # a split Qwen3.5 cannot take is one line, and no bundle

@@ -3,7 +3,8 @@
 # the same result, the --dump data checked against the teacher's rule
 # applied to each line's text in awk (an open move first, then a closer
 # one, then the lowest move: docs/decision.md), the shipped model playing
-# seeded games at a fixed rate, and bad uses failing with one line.
+# seeded games at a fixed rate (also with its NE region compiled, on the
+# mil backend), and bad uses failing with one line.
 BIN=${NECTAR_BIN:-build/nectar}
 T=${NECTAR_BUILD:-build}/tmp/test_snake_cli.$$
 if [ ! -x "$BIN" ]; then echo "SKIP snake_cli: $BIN not built"; exit 0; fi
@@ -33,6 +34,12 @@ if [ -f $M/decision.json ]; then
     check snake_model_plays "grep -q '$LINE' $T/m && grep -q '^games 3,' $T/m" "$(cat "$T/m" "$T/m.err")"
     "$BIN" snake -m $M --games 1 --rate 200 --no-board -t 2 >"$T/r" 2>/dev/null
     check snake_model_at_a_fixed_rate "grep -q '$LINE' $T/r" "$(cat "$T/r")"
+    # the same games with the NE region compiled (B = 3, L = 64) and run in
+    # the fp16 interpreter: the same final line here, the crossings reported
+    "$BIN" compile -m $M -o "$T/snake.ane" --buckets 64 --batches 3 >/dev/null 2>&1
+    "$BIN" snake --backend mil -m "$T/snake.ane" --games 1 --rate 0 -t 2 >"$T/b1" 2>"$T/b1.err"
+    "$BIN" snake -m $M --games 1 --rate 0 -t 2 >"$T/c1" 2>/dev/null
+    check snake_mil_backend_plays_the_same "grep -q '$LINE' $T/b1 && cmp -s $T/b1 $T/c1 && grep -q '^snake: [0-9]* region calls; CPU->NE [0-9]* bytes' $T/b1.err" "$(cat "$T/b1" "$T/c1" "$T/b1.err")"
 else
     echo "SKIP snake_model_plays: $M not present"
 fi

@@ -8,6 +8,7 @@
 #include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
+#include "decide/decision_lower.h"
 #include "lower/modernbert_compile.h"
 
 const char *cmd_encoder_model_arg(int argc, char **argv) {
@@ -56,8 +57,16 @@ int cmd_compile_encoder(int argc, char **argv) {
     if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
     mb_compile_report r;
-    if (lower_modernbert_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
-    printf("compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
+    /* a decision folder (encoder + decision.json): the region grows the head */
+    int decision = decision_is_dir(o.model_dir);
+    if ((decision ? decision_compile(&o, &r, &err) : lower_modernbert_compile(&o, &r, &err)) !=
+        NC_OK)
+        return cli_fail(&err);
+    if (decision)
+        fprintf(stderr, "decision region: encoder layers + type addition + head layers on the NE; "
+               "tokenizer, embeddings and the tail on the CPU (%s/partition.json)\n",
+               o.out_dir);
+    fprintf(stderr, "compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
            "%d CPU<->ANE buffer copies per call; fp16 weights: %zu values, %zu saturated to "
            "+/-65504, %zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_functions, r.bundle_bytes / 1e6,

@@ -12,6 +12,7 @@
 #include "cli_opts.h"
 #include "commands.h"
 #include "decide/decision_batch.h"
+#include "decide/decision_bundle.h"
 
 static void print_floats(FILE *out, const char *key, const float *v, int n) {
     fprintf(out, ", \"%s\": [", key);
@@ -154,12 +155,23 @@ static int decide_lines(FILE *out, decision_model *m, const tok_tokenizer *tok, 
 }
 
 int cmd_decide(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *json = NULL;
+    const char *model = NULL, *prompt = NULL, *file = NULL, *json = NULL, *backend = "cpu";
+    const char *device = "real";
     int threads = 0;
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
-                "decision-model folder: encoder + decision.json + decision.safetensors", &model,
-                .required = 1),
+                "decision-model folder: encoder + decision.json + decision.safetensors\n"
+                "(--backend mil: a bundle from nectar compile -m DIR)",
+                &model, .required = 1),
+        CLI_OPT(NULL, "--backend", CLI_STRING, "NAME",
+                "cpu (default); mil: the NE region of the bundle in the MIL\n"
+                "interpreter's fp16 mode, the two ends on the CPU; ane: the region on\n"
+                "the device --ane-device names",
+                &backend),
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "NAME",
+                "real (default; macOS only) or fake[:SETTINGS] (the interpreter\n"
+                "behind the device interface)",
+                &device),
         CLI_OPT("-p", "--prompt", CLI_STRING, "TEXT", "one input", &prompt),
         CLI_OPT("-f", "--file", CLI_STRING, "FILE", "one input per line (empty lines skipped)",
                 &file),
@@ -181,10 +193,12 @@ int cmd_decide(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((prompt != NULL) + (file != NULL) + (json != NULL) != 1)
         return cli_usage_error(&cmd, "give one of -p TEXT, -f FILE or --json FILE");
+    int mil = strcmp(backend, "cpu") != 0;
     nc_error err = {0};
     decision_model *m = NULL;
     tok_tokenizer *tok = NULL;
-    if (decision_load(model, threads, &m, &err) != NC_OK || tok_load(model, &tok, &err) != NC_OK) {
+    nc_status st = decision_open_backend(model, backend, device, threads, &m, &err);
+    if (st != NC_OK || tok_load(model, &tok, &err) != NC_OK) {
         decision_free(m);
         return cli_fail(&err);
     }
@@ -201,6 +215,12 @@ int cmd_decide(int argc, char **argv) {
     if (out) fclose(out);
     if (!rc && (fwrite(text, 1, len, stdout) != len || fflush(stdout)))
         rc = cli_failf("decide: writing stdout failed");
+    decision_crossings x = decision_bundle_crossings(m);
+    if (!rc && mil) /* the copies between the engines, at fp16 and the compiled shapes */
+        fprintf(stderr,
+                "decide: %ld region calls; CPU->NE %lld bytes (x, masks, types), "
+                "NE->CPU %lld bytes (hidden)\n",
+                x.calls, x.bytes_in, x.bytes_out);
     free(text);
     tok_free(tok);
     decision_free(m);

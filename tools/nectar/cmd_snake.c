@@ -18,6 +18,7 @@
 #include "cli_opts.h"
 #include "commands.h"
 #include "decide/decision_batch.h"
+#include "decide/decision_bundle.h"
 #include "snake/snake.h"
 
 #define LANES 3 /* B */
@@ -120,7 +121,7 @@ static void draw(const snake_run *r, int move, double lat, long long misses, lon
 }
 
 int cmd_snake(int argc, char **argv) {
-    const char *model = NULL, *dump = NULL, *power_spec = "auto";
+    const char *model = NULL, *dump = NULL, *power_spec = "auto", *backend = "cpu", *device = "real";
     double rate = 10, explore = 0;
     int games = 1, teacher = 0, no_board = 0, threads = 0;
     int64_t seed = 1;
@@ -147,6 +148,12 @@ int cmd_snake(int argc, char **argv) {
                 "energy of the run: auto (default: RAPL when readable) | none | rapl |\n"
                 "rapl:ZONE,... | powermetrics | powermetrics-cmd:SHELL (as bench --compare)",
                 &power_spec),
+        CLI_OPT(NULL, "--backend", CLI_STRING, "NAME",
+                "cpu (default); mil or ane: -m is a bundle from nectar compile,\n"
+                "its NE region in the MIL interpreter or on the --ane-device",
+                &backend),
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "NAME", "real (default) or fake[:SETTINGS]",
+                &device),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads,
                 .min = 1, .max = 1024),
         CLI_ENDROW};
@@ -163,7 +170,7 @@ int cmd_snake(int argc, char **argv) {
     if (!model == !teacher) return cli_usage_error(&cmd, "give one of -m DIR or --teacher");
     snake_run r = {.n_games = games};
     nc_error err = {0};
-    if (model && (decision_load(model, threads, &r.m, &err) != NC_OK ||
+    if (model && (decision_open_backend(model, backend, device, threads, &r.m, &err) != NC_OK ||
                   tok_load(model, &r.tok, &err) != NC_OK)) {
         decision_free(r.m);
         return cli_fail(&err);
@@ -245,6 +252,12 @@ int cmd_snake(int argc, char **argv) {
                 "%.3f ms, agreement with the teacher %.1f%%\n",
                 ticks, r.decisions, p50 * 1e3, p95 * 1e3, mx * 1e3,
                 r.decisions ? 100.0 * (double)r.agree / (double)r.decisions : 0.0);
+        decision_crossings x = r.m ? decision_bundle_crossings(r.m) : (decision_crossings){0};
+        if (x.calls) /* the copies between the engines, at fp16 and the compiled shapes */
+            fprintf(stderr,
+                    "snake: %ld region calls; CPU->NE %lld bytes (x, masks, types), NE->CPU "
+                    "%lld bytes (hidden)\n",
+                    x.calls, x.bytes_in, x.bytes_out);
         if (has_energy)
             fprintf(stderr,
                     "snake: energy %.3f J in %.3f s (mean power %.3f W, %.4f J per decision; %s)\n",
