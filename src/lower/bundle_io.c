@@ -147,6 +147,15 @@ nc_status lower_json_write(json_t *root, const char *path, nc_error *err) {
 nc_status lower_manifest_text(const char *dir, char *path, size_t path_cap, char **text,
                               size_t *len, nc_error *err) {
     snprintf(path, path_cap, "%s/manifest.json", dir);
+    /* a model folder given where a bundle belongs: say what to do, not
+     * which file is missing */
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    if (access(path, F_OK) != 0 && access(cfg, F_OK) == 0)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s: not a bundle (a model folder): run nectar compile -m %s -o BUNDLE, "
+                       "or use --backend cpu",
+                       dir, dir);
     return nc_read_file(path, text, len, err);
 }
 

@@ -2,12 +2,15 @@
  * step, no external scripts) that keeps a conversation, streams replies
  * from /v1/chat/completions over fetch + SSE, shows the model's reasoning
  * in a collapsed <details>, and reports tokens/s for each reply. A query
- * string ?q=TEXT[&think=0][&temp=T] puts TEXT in the input box; only the
+ * string ?q=TEXT[&think=0][&temp=T][&max=N] puts TEXT in the input box; only the
  * user's Enter or Send sends it, so a link or another site cannot spend
  * the server's compute through the page (it is also served with
  * X-Frame-Options DENY and CSP frame-ancestors 'none', so it cannot be
- * framed and clicked through). body[data-state=done] marks a reply's end
- * for the headless-browser test. */
+ * framed and clicked through). Stop aborts the stream (the reply stays as far
+ * as it got; the server cancels a vanished client's generation); max tokens,
+ * when set, is the request's max_tokens. body[data-state] is "streaming"
+ * from a reply's first text and "done" at its end, for the headless-browser
+ * test. */
 #include "serve/serve_http.h"
 
 /* clang-format off: one page line per source line reads best */
@@ -32,15 +35,21 @@ const char serve_page_html[] =
     "<div id=\"log\"></div>\n"
     "<form id=\"f\"><textarea id=\"input\" placeholder=\"Say something (Enter sends, Shift+Enter "
     "adds a line)\"></textarea>\n"
-    "<button id=\"send\" type=\"submit\">Send</button></form>\n"
+    "<button id=\"send\" type=\"submit\">Send</button>\n"
+    "<button id=\"stop\" type=\"button\" disabled>Stop</button></form>\n"
     "<div id=\"opts\"><label><input type=\"checkbox\" id=\"think\" checked> thinking</label>\n"
     " &middot; <label>temperature <input id=\"temp\" type=\"number\" step=\"0.1\" min=\"0\" "
     "max=\"2\" value=\"0.7\" style=\"width:4em\"></label>\n"
+    " &middot; <label>max tokens <input id=\"maxtok\" type=\"number\" min=\"1\" step=\"1\" "
+    "placeholder=\"auto\" style=\"width:5em\"></label>\n"
     " &middot; <label>API key <input id=\"key\" type=\"password\" style=\"width:10em\"></label>\n"
     " &middot; <a href=\"#\" id=\"reset\">new chat</a></div>\n"
     "<script>\n"
     "const log=document.getElementById('log'),input=document.getElementById('input');\n"
-    "let history=[],busy=false;\n"
+    "let history=[],busy=false,ctl=null;\n"
+    "const stopBtn=document.getElementById('stop');stopBtn.onclick=()=>{if(ctl)ctl.abort()};\n"
+    "function limits(){const m=parseInt(document.getElementById('maxtok').value,10);return "
+    "m>0?{max_tokens:m}:{}}\n"
     "fetch('/v1/"
     "models').then(r=>r.json()).then(j=>{document.getElementById('model').textContent=j.data[0].id}"
     ").catch(()=>{});\n"
@@ -59,11 +68,12 @@ const char serve_page_html[] =
     " sum.textContent='thinking';det.appendChild(sum);det.appendChild(think);det.style.display='"
     "none';\n"
     " stats.className='stats';box.appendChild(det);box.appendChild(body);box.appendChild(stats);\n"
-    " let content='',reasoning='',n=0,t0=performance.now(),tFirst=0;\n"
+    " let content='',reasoning='',n=0,t0=performance.now(),tFirst=0,fin='';\n"
+    " ctl=new AbortController();stopBtn.disabled=false;document.body.dataset.state='waiting';\n"
     " try{\n"
     "  const r=await "
     "fetch('/v1/chat/"
-    "completions',{method:'POST',headers:headers(),body:JSON.stringify({messages:history,stream:"
+    "completions',{method:'POST',headers:headers(),signal:ctl.signal,body:JSON.stringify({...limits(),messages:history,stream:"
     "true,\n"
     "   "
     "temperature:parseFloat(document.getElementById('temp').value)||0,stream_options:{include_"
@@ -78,7 +88,8 @@ const char serve_page_html[] =
     "    if(!ev.startsWith('data: '))continue;const data=ev.slice(6);if(data==='[DONE]')continue;\n"
     "    const j=JSON.parse(data);if(j.error)throw new Error(j.error.message);\n"
     "    if(j.usage){n=j.usage.completion_tokens}\n"
-    "    const c=j.choices&&j.choices[0];if(!c||!c.delta)continue;\n"
+    "    const c=j.choices&&j.choices[0];if(!c||!c.delta)continue;if(c.finish_reason)fin=c.finish_reason;\n"
+    "    if(c.delta.content||c.delta.reasoning_content)document.body.dataset.state='streaming';\n"
     "    "
     "if(c.delta.reasoning_content){if(!tFirst)tFirst=performance.now();reasoning+=c.delta."
     "reasoning_content;think.textContent=reasoning;det.style.display=''}\n"
@@ -87,10 +98,13 @@ const char serve_page_html[] =
     "textContent=content}\n"
     "   }}\n"
     "  const secs=(performance.now()-(tFirst||t0))/1000;\n"
-    "  stats.textContent=n+' tokens, '+(secs>0?(n/secs).toFixed(1):'-')+' tokens/s';\n"
+    "  stats.textContent=n+' tokens, '+(secs>0?(n/secs).toFixed(1):'-')+' tokens/s'+(fin==='length'?', "
+    "max tokens reached':'');\n"
     "  history.push({role:'assistant',content:content});\n"
-    " }catch(e){stats.textContent='error: '+e.message;history.pop()}\n"
-    " busy=false;document.body.dataset.state='done';\n"
+    " }catch(e){if(e.name==='AbortError'){stats.textContent='stopped';history.push({role:'assistant',"
+    "content:content})}\n"
+    "  else{stats.textContent='error: '+e.message;history.pop()}}\n"
+    " busy=false;ctl=null;stopBtn.disabled=true;document.body.dataset.state='done';\n"
     "}\n"
     "document.getElementById('f').onsubmit=e=>{e.preventDefault();const "
     "t=input.value.trim();if(!t||busy)return;input.value='';send(t)};\n"
@@ -99,6 +113,7 @@ const char serve_page_html[] =
     "const qs=new URLSearchParams(location.search);\n"
     "if(qs.get('think')==='0')document.getElementById('think').checked=false;\n"
     "if(qs.get('temp'))document.getElementById('temp').value=qs.get('temp');\n"
+    "if(qs.get('max'))document.getElementById('maxtok').value=qs.get('max');\n"
     "if(qs.get('q')){input.value=qs.get('q');input.focus()}\n"
     "document.getElementById('reset').onclick=e=>{e.preventDefault();history=[];log.innerHTML=''};"
     "\n"

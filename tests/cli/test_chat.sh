@@ -78,9 +78,38 @@ if [ $? -eq 2 ] && grep -q "^nectar chat: --model DIR is required" "$TMP/err"; t
     pass chat_rejects_missing_model
 else fail chat_rejects_missing_model "stderr '$(cat "$TMP/err")'"; fi
 
-# a conversation that outgrows the context: an error for that turn, then
-# /reset makes the chat usable again
-printf '%s\n%s\n/reset\n%s\n' "$first_q" "$first_q" "$first_q" | chat $M --ctx 50 >"$TMP/out" 2>"$TMP/err"
+# context shift (the default): the second question outgrows a context of 50,
+# so the first exchange is dropped and the reply is HF's answer to the
+# question alone; with a system prompt, the answer to system + question
+printf '%s\n%s\n' "$first_q" "$first_q" | chat $M --ctx 50 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(sed -n 1p "$TMP/out")" = "$first_a" ] && [ "$(sed -n 2p "$TMP/out")" = "$first_a" ] &&
+    grep -q "^nectar: context shift: dropped the 2 oldest messages; the conversation is [0-9]* tokens of 50$" "$TMP/err"; then
+    pass chat_context_shift_drops_oldest_turn_matches_hf
+else fail chat_context_shift_drops_oldest_turn_matches_hf "rc $rc stderr '$(cat "$TMP/err")' stdout '$(cat "$TMP/out")'"; fi
+SYS="You are terse."
+printf '%s\n' "$first_q" | chat $M --system "$SYS" >"$TMP/sys1" 2>/dev/null
+printf '%s\n%s\n' "$first_q" "$first_q" | chat $M --system "$SYS" --ctx 60 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$TMP/sys1" ] && [ "$(sed -n 2p "$TMP/out")" = "$(cat "$TMP/sys1")" ] &&
+    [ "$(cat "$TMP/sys1")" != "$first_a" ] &&
+    grep -q "^nectar: context shift: dropped the 2 oldest messages (the system prompt kept)" "$TMP/err"; then
+    pass chat_context_shift_keeps_system_prompt
+else fail chat_context_shift_keeps_system_prompt "rc $rc stderr '$(cat "$TMP/err")' stdout '$(cat "$TMP/out")' alone '$(cat "$TMP/sys1")'"; fi
+# the issue's reproduction: the demo's first reply fills its context of 512;
+# the chat goes on, with --truncate and without
+for f in --truncate ""; do
+    printf 'Hello\nAnd then?\n' | "$BIN" chat -t 2 -m models/demo $f >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && [ "$(grep -c "stop:" "$TMP/err")" -eq 2 ] && ! grep -q "error" "$TMP/err" &&
+        grep -q "context shift" "$TMP/err"; then
+        pass "chat_demo_keeps_going_past_the_context${f:+_truncate}"
+    else fail "chat_demo_keeps_going_past_the_context${f:+_truncate}" "rc $rc stderr '$(cat "$TMP/err")'"; fi
+done
+
+# --no-context-shift: a conversation that outgrows the context is an error
+# for that turn, then /reset makes the chat usable again
+printf '%s\n%s\n/reset\n%s\n' "$first_q" "$first_q" "$first_q" | chat $M --ctx 50 --no-context-shift >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "^nectar: error: .*context of 50 tokens" "$TMP/err" &&
     [ "$(tail -1 "$TMP/out")" = "$first_a" ]; then

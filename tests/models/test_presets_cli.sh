@@ -2,7 +2,7 @@
 # Every preset name (src/models/presets.c, listed by `gen-random --help`)
 # works in every command that takes --like ($NECTAR_BIN): `bounds --like`
 # reports it, and `gen-random --like --dry-run` plans it without writing. For
-# Qwen3, Llama (less the q/k norms it lacks) and Qwen3.5 rows the planned
+# Qwen3, Llama (bounds counts no q/k norms for it) and Qwen3.5 rows the planned
 # bf16 bytes are 2 x the parameters bounds counts (two separate pieces of
 # code: the writer's tensor list and bounds' formulas);
 # the smallest preset is written for real and loaded by `nectar bench`.
@@ -35,15 +35,6 @@ for name in $names; do
     bytes=$(sed -n 's/.*, \([0-9]*\) bytes$/\1/p' "$TMP/g.txt")
     if grep -q '"arch": "qwen3"' "$TMP/b.json"; then
         total=$(sed -n 's/^ *"total": \([0-9]*\),*$/\1/p' "$TMP/b.json" | head -1)
-        case "$name" in
-        # bounds counts Llama as Qwen3's shape; the writer has no q/k norms
-        # (head_dim values each, per layer)
-        llama* | smollm*)
-            hd=$(sed -n 's/^ *"head_dim": \([0-9]*\),*$/\1/p' "$TMP/b.json" | head -1)
-            nl=$(sed -n 's/^ *"num_hidden_layers": \([0-9]*\),*$/\1/p' "$TMP/b.json" | head -1)
-            total=$((total - 2 * hd * nl))
-            ;;
-        esac
         if [ -n "$bytes" ] && [ -n "$total" ] && [ "$bytes" -eq $((2 * total)) ]; then
             pass "gen_random_like_${name}_bytes_match_bounds"
         else

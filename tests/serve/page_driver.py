@@ -2,10 +2,12 @@
 DevTools protocol on --remote-debugging-pipe (fd 3: commands in, fd 4:
 replies out, NUL-separated JSON; no websocket library needed).
 
-    page_driver.py CHROME URL OUT [--click-send]
+    page_driver.py CHROME URL OUT [--click-send [--click-stop]]
 
 Opens URL, waits for the page to load, optionally clicks the Send button
-(a real mouse event at the button's place, as a user clicks), then waits for
+(a real mouse event at the button's place, as a user clicks) and, with
+--click-stop, the Stop button once the reply has started streaming
+(body[data-state=streaming]), then waits for
 body[data-state=done] (at most 30 s; 3 s without a click, since nothing
 should happen then) and writes the page's DOM to OUT. Exit 0 when the DOM
 was written."""
@@ -86,20 +88,30 @@ def wait_for(p, session, expr, seconds):
     return False
 
 
+def click(p, session, button_id):
+    """A mouse click on the element button_id, at its place on the screen."""
+    box = evaluate(p, session, "(()=>{const r=document.getElementById('%s')"
+                   ".getBoundingClientRect();return [r.x+r.width/2,r.y+r.height/2]})()" % button_id)
+    for kind in ("mousePressed", "mouseReleased"):
+        p.call("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1],
+                                            "button": "left", "clickCount": 1}, session)
+
+
 def main():
     chrome, url, out = sys.argv[1:4]
     press = "--click-send" in sys.argv[4:]
+    stop = "--click-stop" in sys.argv[4:]
     p = Pipe(chrome)
     try:
         target = p.call("Target.createTarget", {"url": url})["targetId"]
         session = p.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         wait_for(p, session, "location.href!=='about:blank'&&document.readyState==='complete'", 20)
-        if press:  # a mouse click on Send, at the button's place on the screen
-            box = evaluate(p, session, "(()=>{const r=document.getElementById('send')"
-                           ".getBoundingClientRect();return [r.x+r.width/2,r.y+r.height/2]})()")
-            for kind in ("mousePressed", "mouseReleased"):
-                p.call("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1],
-                                                    "button": "left", "clickCount": 1}, session)
+        if press:
+            click(p, session, "send")
+        if press and stop:
+            if not wait_for(p, session, "document.body.dataset.state==='streaming'", 30):
+                raise RuntimeError("the reply never started streaming")
+            click(p, session, "stop")
         wait_for(p, session, "document.body.dataset.state==='done'", 30 if press else 3)
         dom = evaluate(p, session, "document.documentElement.outerHTML")
         with open(out, "w", encoding="utf-8") as f:

@@ -6,7 +6,11 @@
 # the server's compute). After a real mouse click on Send it streams the reply
 # from the fake engine, and the page's DOM must then hold the reply, the
 # reasoning inside a collapsed <details>, and a tokens/s line. The page is
-# served with X-Frame-Options DENY and CSP frame-ancestors 'none'. Expected
+# served with X-Frame-Options DENY and CSP frame-ancestors 'none'. Stop
+# (clicked once the reply streams; the fake engine takes 150 ms a step) ends
+# the reply part way, marked "stopped", with Stop disabled again; a max
+# tokens of 3 (?max=3) gives a reply of 3 tokens that says the limit was
+# reached. Expected
 # texts from tests/fixtures/serve/expected.json (case chat_thinking, made by
 # tools/make_serve_fixtures.py). SKIP without chromium, jq or python3.
 # Loopback only; the server is always stopped.
@@ -18,7 +22,7 @@ EXP=tests/fixtures/serve/expected.json
 want_content=$(jq -r '.cases[] | select(.name=="chat_thinking") | .expect.content' "$EXP")
 want_reasoning=$(jq -r '.cases[] | select(.name=="chat_thinking") | .expect.reasoning_content' "$EXP")
 . tests/serve/serve_lib.sh
-serve_start chat_page_in_browser --parallel 1 --ctx 256
+serve_start chat_page_in_browser --parallel 1 --ctx 256 --fake-step-ms 150
 URL="http://127.0.0.1:$PORT/?q=Hi%20there&temp=0"
 rc=0
 chat_requests() {
@@ -62,6 +66,29 @@ elif ! grep -q 'tokens/s</div>' "$TMP/dom"; then
     rc=1
 else
     echo "PASS chat_page_in_browser"
+fi
+
+# Stop: the reply is cut short (fewer words than the whole reply) and marked
+timeout 90 python3 tests/serve/page_driver.py "$CHROME" "$URL" "$TMP/dom_stop" --click-send --click-stop \
+    2>"$TMP/driver_stop.err"
+if grep -q 'data-state="done"' "$TMP/dom_stop" && grep -q '<div class="stats">stopped</div>' "$TMP/dom_stop" &&
+    ! grep -qF "$(esc "$want_content")" "$TMP/dom_stop" &&
+    grep -q '<button id="stop" type="button" disabled="">Stop</button>' "$TMP/dom_stop"; then
+    echo "PASS chat_page_stop_button"
+else
+    echo "FAIL chat_page_stop_button: $(grep -o '<div id="log".*' "$TMP/dom_stop" | head -c 600) $(tail -3 "$TMP/driver_stop.err")"
+    rc=1
+fi
+
+# max tokens: the request's max_tokens, so the reply is 3 tokens long
+timeout 90 python3 tests/serve/page_driver.py "$CHROME" "$URL&max=3" "$TMP/dom_max" --click-send \
+    2>"$TMP/driver_max.err"
+if grep -q 'data-state="done"' "$TMP/dom_max" &&
+    grep -q '<div class="stats">3 tokens, [0-9.-]* tokens/s, max tokens reached</div>' "$TMP/dom_max"; then
+    echo "PASS chat_page_max_tokens"
+else
+    echo "FAIL chat_page_max_tokens: $(grep -o '<div id="log".*' "$TMP/dom_max" | head -c 600) $(tail -3 "$TMP/driver_max.err")"
+    rc=1
 fi
 serve_stop page_server_clean_shutdown || rc=1
 exit $rc

@@ -185,6 +185,7 @@ void cli_help(const cli_command *c, FILE *f) {
     fprintf(f, "\noptions:\n");
     for (int g = 0; g < CLI_MAX_GROUPS && c->opts[g]; g++)
         for (const cli_opt *o = c->opts[g]; o->kind != CLI_END; o++) {
+            if (o->hidden) continue;
             char head[128];
             snprintf(head, sizeof head, "  %s%s%s%s%s", o->s ? o->s : "    ",
                      o->s && o->l ? ", " : "", o->l ? o->l : "", o->meta ? " " : "",

@@ -44,6 +44,7 @@ typedef struct cli_opt {
     int *count, cap;     /* CLI_INT_LIST, CLI_STRINGS */
     int *seen;           /* optional: set to 1 when the option is given */
     int required;        /* a usage error when not given */
+    int hidden;          /* accepted but left out of --help (test-only options) */
 } cli_opt;
 
 /* A row: CLI_OPT("-t", "--threads", CLI_INT, "N", "threads", &n, .min = 1,

@@ -48,6 +48,15 @@ static void store_truncate(chat_msg_store *s, size_t n) {
         free(s->owned[--s->n]);
 }
 
+/* Removes the messages [i, i + k), keeping the order of the rest. */
+static void store_remove(chat_msg_store *s, size_t i, size_t k) {
+    for (size_t j = i; j < i + k; j++)
+        free(s->owned[j]);
+    memmove(s->msgs + i, s->msgs + i + k, (s->n - i - k) * sizeof *s->msgs);
+    memmove(s->owned + i, s->owned + i + k, (s->n - i - k) * sizeof *s->owned);
+    s->n -= k;
+}
+
 /* The reply as it streams: its answer kept for the history (the template
  * drops earlier turns' thinking anyway), printed with the thinking dimmed
  * or hidden. */
@@ -94,21 +103,51 @@ static int on_text(void *user, gen_text_kind kind, const char *text, size_t len)
     return 0;
 }
 
-/* One turn: render, encode, generate. Returns NC_OK with the reply in r. */
-static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, const chat_msg_store *h,
-                           int enable_thinking, reply *r, gen_result *res, nc_error *err) {
+/* The conversation h rendered with the template of the model's family and
+ * encoded. */
+static nc_status chat_encode(gen_cli_loaded *l, const chat_msg_store *h, int enable_thinking,
+                             int32_t **ids, size_t *n_ids, nc_error *err) {
     char *rendered = NULL;
     chat_options copt = {1, enable_thinking, 0};
-    /* the template of the model's family */
     NC_TRY(chat_render_family(l->model->e->family->chat, h->msgs, h->n, &copt, NULL, &rendered,
                               err));
+    nc_status st = tok_encode(l->tok, rendered, strlen(rendered), ids, n_ids, err);
+    free(rendered);
+    return st;
+}
+
+/* One turn: render, encode, generate. Returns NC_OK with the reply in r.
+ * Context shift (as llama.cpp's): while the conversation leaves a reply less
+ * than min(-n, ctx/2) tokens, the oldest exchange after the first n_keep
+ * messages (the system prompt) is dropped, said on stderr; the turn being
+ * asked always stays. */
+static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, chat_msg_store *h,
+                           size_t n_keep, int context_shift, int enable_thinking, reply *r,
+                           gen_result *res, nc_error *err) {
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    nc_status st = tok_encode(l->tok, rendered, strlen(rendered), &ids, &n_ids, err);
-    free(rendered);
-    if (st != NC_OK) return st;
+    NC_TRY(chat_encode(l, h, enable_thinking, &ids, &n_ids, err));
+    int ctx = gen_cli_ctx(l);
+    int want = o->max_new_tokens < 0 || o->max_new_tokens > ctx / 2 ? ctx / 2 : o->max_new_tokens;
+    size_t n_dropped = 0;
+    while (context_shift && ctx - (int)n_ids < want && h->n > n_keep + 1) {
+        /* a user message and the reply after it go together */
+        size_t k = h->n > n_keep + 2 && !strcmp(h->msgs[n_keep + 1].role, "assistant") ? 2 : 1;
+        store_remove(h, n_keep, k);
+        n_dropped += k;
+        free(ids);
+        ids = NULL;
+        NC_TRY(chat_encode(l, h, enable_thinking, &ids, &n_ids, err));
+    }
+    if (n_dropped)
+        fprintf(stderr,
+                "nectar: context shift: dropped the %zu oldest message%s%s; the conversation is "
+                "%zu tokens of %d\n",
+                n_dropped, n_dropped == 1 ? "" : "s", n_keep ? " (the system prompt kept)" : "",
+                n_ids, ctx);
+    nc_status st;
     /* a reply may use whatever room the conversation leaves, up to -n */
-    int room = gen_cli_ctx(l) - (int)n_ids;
+    int room = ctx - (int)n_ids;
     if (room <= 0) {
         free(ids);
         return nc_fail(err, NC_ERR_RANGE,
@@ -132,13 +171,16 @@ int cmd_chat(int argc, char **argv) {
     gen_cli_opts o;
     gen_cli_defaults(&o, 1024);
     const char *system = NULL;
-    int think = 0, no_think = 0, hide_think = 0;
+    int think = 0, no_think = 0, hide_think = 0, no_context_shift = 0;
     const cli_opt own[] = {
         CLI_OPT(NULL, "--system", CLI_STRING, "TEXT", "system prompt", &system),
         CLI_OPT(NULL, "--think", CLI_FLAG, NULL, "let the model think first (default)", &think),
         CLI_OPT(NULL, "--no-think", CLI_FLAG, NULL,
                 "answer directly (the template's empty think block)", &no_think),
         CLI_OPT(NULL, "--hide-think", CLI_FLAG, NULL, "do not print the thinking", &hide_think),
+        CLI_OPT(NULL, "--no-context-shift", CLI_FLAG, NULL,
+                "refuse a turn that does not fit instead of dropping the oldest turns",
+                &no_context_shift),
         CLI_ENDROW};
     cli_opt shared[GEN_CLI_N_ROWS];
     gen_cli_table(&o, shared);
@@ -150,7 +192,8 @@ int cmd_chat(int argc, char **argv) {
                  "reply (less when the context has less room); sampling from the model's\n"
                  "generation_config.json where it has a value, else as Qwen3 recommends: with\n"
                  "thinking temp 0.6, top-p 0.95, top-k 20; without, temp 0.7, top-p 0.8,\n"
-                 "top-k 20.\n",
+                 "top-k 20. When the conversation outgrows the context, the oldest turns are\n"
+                 "dropped (the system prompt kept) and a line on stderr says so.\n",
         .opts = {own, shared}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc == CLI_GO) rc = gen_cli_finish(&cmd, &o);
@@ -209,7 +252,8 @@ int cmd_chat(int argc, char **argv) {
         sigemptyset(&sa.sa_mask);
         interrupted = 0;
         sigaction(SIGINT, &sa, &old_sa);
-        nc_status st = chat_turn(&l, &o, &h, enable_thinking, &r, &res, &err);
+        nc_status st =
+            chat_turn(&l, &o, &h, n_base, !no_context_shift, enable_thinking, &r, &res, &err);
         sigaction(SIGINT, &old_sa, NULL);
         if (r.is_dim) fputs(UNDIM, stdout);
         r.is_dim = 0;

@@ -50,11 +50,14 @@ int cmd_classify(int argc, char **argv) {
     int json = 0;
     const cli_opt own[] = {CLI_OPT(NULL, "--format", CLI_CHOICE, "text|json",
                                    "json: one object per input", &json, .choices = "text|json"),
+                           /* --json: the one spelling of every command; --format json stays */
+                           CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "JSON output (= --format json)",
+                                   &json),
                            CLI_ENDROW};
     cli_opt shared[ENC_CLI_N_ROWS];
     enc_cli_table(&o, shared);
     const cli_command cmd = {.name = "classify",
-                             .usage = "-m DIR (-p TEXT | -f FILE) [--format text|json]",
+                             .usage = "-m DIR (-p TEXT | -f FILE) [--json]",
                              .about =
                                  "Labels with probabilities for each input, most likely first (a\n"
                                  "ModernBertForSequenceClassification folder).\n",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cli_quantized.h"
 #include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
@@ -29,7 +30,7 @@ int cmd_compile(int argc, char **argv) {
         CLI_OPT(NULL, "--buckets", CLI_INT_LIST, "A,B,..",
                 "prompt sequence buckets, multiples of 32 (default 32,64,128)", o.seqs, .min = 32,
                 .max = 1 << 20, .count = &o.n_seqs, .cap = LOWER_MAX_BUCKETS),
-        CLI_OPT(NULL, "--ctx", CLI_INT, "N",
+        CLI_OPT("-c", "--ctx", CLI_INT, "N",
                 "KV cache length, a multiple of 32 (default min(max pos, 512))", &o.ctx, .min = 32,
                 .max = 1 << 20),
         CLI_OPT(NULL, "--kernels-per-layer", CLI_INT, "4|3|2|1",
@@ -97,9 +98,17 @@ int cmd_compile(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
+    /* q8/q4 blocks have no fp16 form the bundle could take; other failures
+     * to read the weights are the compiler's to report */
+    int n_quant = 0;
+    if (cli_count_quantized(o.model_dir, &n_quant, &err) == NC_OK && n_quant)
+        return cli_failf("%s: quantized folders cannot be compiled (%d matrices are q8/q4 "
+                         "blocks); compile the original folder",
+                         o.model_dir, n_quant);
+    err = (nc_error){0};
     lower_compile_report r;
     if (lower_qwen3_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
-    printf("compiled %s -> %s in %.2f s: %d programs, %d functions, %.1f MB, ctx %d, "
+    fprintf(stderr, "compiled %s -> %s in %.2f s: %d programs, %d functions, %.1f MB, ctx %d, "
            "%d kernels per token; fp16 weights: %zu values, %zu saturated to +/-65504, "
            "%zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_programs, r.n_functions, r.bundle_bytes / 1e6,

@@ -63,10 +63,10 @@ int cmd_compile_encoder(int argc, char **argv) {
         NC_OK)
         return cli_fail(&err);
     if (decision)
-        printf("decision region: encoder layers + type addition + head layers on the NE; "
+        fprintf(stderr, "decision region: encoder layers + type addition + head layers on the NE; "
                "tokenizer, embeddings and the tail on the CPU (%s/partition.json)\n",
                o.out_dir);
-    printf("compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
+    fprintf(stderr, "compiled %s -> %s in %.2f s: 1 encoder program, %d functions, %.1f MB, "
            "%d CPU<->ANE buffer copies per call; fp16 weights: %zu values, %zu saturated to "
            "+/-65504, %zu non-finite\n",
            o.model_dir, o.out_dir, r.seconds, r.n_functions, r.bundle_bytes / 1e6,

@@ -35,12 +35,12 @@ int cmd_palettize_options(const cli_command *c, const cmd_palettize_args *a,
 void cmd_palettize_print(const lower_palette_options *o, const lower_palette_stats *s) {
     if (!o->bits) return;
     double rel = s->sum_sq > 0 ? sqrt(s->sum_sq_err / s->sum_sq) : 0;
-    printf("palettized %zu tensors (%zu weights) to %d bits, groups of %lld rows: %.1f MB of "
+    fprintf(stderr, "palettized %zu tensors (%zu weights) to %d bits, groups of %lld rows: %.1f MB of "
            "fp16 stored in %.1f MB (%.1f%%), relative RMS error %.2e\n",
            s->n_tensors, s->n_weights, o->bits, (long long)o->group_size, s->dense_bytes / 1e6,
            s->stored_bytes / 1e6, s->dense_bytes ? 100.0 * s->stored_bytes / s->dense_bytes : 0.0,
            rel);
     char line[256];
     lower_palette_describe(o, line, sizeof line);
-    printf("palettize settings (in manifest.json): %s\n", line);
+    fprintf(stderr, "palettize settings (in manifest.json): %s\n", line);
 }

@@ -45,12 +45,15 @@ int cmd_fill_mask(int argc, char **argv) {
                            CLI_OPT(NULL, "--format", CLI_CHOICE, "text|json",
                                    "json: one object per input and mask", &json,
                                    .choices = "text|json"),
+                           /* --json: the one spelling of every command; --format json stays */
+                           CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "JSON output (= --format json)",
+                                   &json),
                            CLI_ENDROW};
     cli_opt shared[ENC_CLI_N_ROWS];
     enc_cli_table(&o, shared);
     const cli_command cmd = {
         .name = "fill-mask",
-        .usage = "-m DIR (-p TEXT | -f FILE) [--top-k K] [--format text|json]",
+        .usage = "-m DIR (-p TEXT | -f FILE) [--top-k K] [--json]",
         .about = "Top-k tokens and probabilities at every [MASK] (or <mask>) of each input\n"
                  "(a ModernBertForMaskedLM folder), e.g. -p \"Paris is the [MASK] of France.\"\n",
         .opts = {shared, own}};

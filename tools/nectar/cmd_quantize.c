@@ -15,6 +15,7 @@
 #include "base/timer.h"
 #include "cli_opts.h"
 #include "cli_outdir.h"
+#include "cli_quantized.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "io/hf_weights.h"
@@ -25,13 +26,8 @@
 static nc_status check_input(const char *in, nc_error *err) {
     const char *kind;
     NC_TRY(engine_kind_for_decoder("cpu", in, &kind, err));
-    hf_weights *w;
-    NC_TRY(hf_weights_open(in, &w, err));
-    int n_quant = 0;
-    for (int s = 0; s < w->n_shards; s++)
-        for (int i = 0; i < w->shards[s]->n_tensors; i++)
-            n_quant += w->shards[s]->tensors[i].dtype == ST_U8 && w->shards[s]->tensors[i].ndim == 2;
-    hf_weights_close(w);
+    int n_quant;
+    NC_TRY(cli_count_quantized(in, &n_quant, err));
     if (n_quant)
         return nc_fail(err, NC_ERR_INVALID,
                        "%s: already quantized (%d matrices are q8/q4 blocks); quantize the "
@@ -83,7 +79,7 @@ int cmd_quantize(int argc, char **argv) {
         cli_outdir_abort(tmp);
         return cli_fail(&err);
     }
-    printf("%s -> %s: %d matrices as %s, %d tensors copied; %.1f MiB -> %.1f MiB in %.1f s\n", in,
+    fprintf(stderr, "%s -> %s: %d matrices as %s, %d tensors copied; %.1f MiB -> %.1f MiB in %.1f s\n", in,
            out, s.n_quantized, names[type], s.n_copied, (double)s.bytes_in / (1 << 20),
            (double)s.bytes_out / (1 << 20), nc_now_s() - t0);
     return 0;

@@ -134,9 +134,9 @@ int cmd_serve(int argc, char **argv) {
         CLI_OPT(NULL, "--fake-engine", CLI_FLAG, NULL,
                 "tests: -m names a tokenizer + fake_script.txt folder, recited by a\n"
                 "deterministic stand-in model (src/engine/engine_script.c)",
-                &is_fake),
+                &is_fake, .hidden = 1),
         CLI_OPT(NULL, "--fake-step-ms", CLI_INT, "MS", "tests: the fake engine's time per step",
-                &fake_step_ms, .min = 0, .max = 10000),
+                &fake_step_ms, .min = 0, .max = 10000, .hidden = 1),
         CLI_ENDROW};
     const cli_command cmd = {
         .name = "serve",

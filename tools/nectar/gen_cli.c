@@ -230,6 +230,11 @@ nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err)
     if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
     double t0 = nc_now_s();
     nc_status st = nc_model_open(o->model_dir, o->backend, a->opts, &a->model, err);
+    if (st == NC_OK && nc_model_get_kind(a->model) != NC_MODEL_DECODER)
+        st = nc_fail(err, NC_ERR_INVALID,
+                     "%s is an encoder: generation needs a decoder (for encoders: nectar embed, "
+                     "fill-mask or classify)",
+                     o->model_dir);
     if (st == NC_OK && o->dump_dir) {
         st = gen_layer_dump_new(o->dump_dir, nc_model_num_layers(a->model),
                                 nc_model_embedding_size(a->model), &a->dump, err);

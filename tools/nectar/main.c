@@ -61,6 +61,17 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    /* `nectar help CMD` is `nectar CMD --help` */
+    if (argc >= 3 && !strcmp(argv[1], "help"))
+        for (int i = 0; i < N_COMMANDS; i++)
+            if (!strcmp(argv[2], commands[i].name)) {
+                char *sub[] = {argv[2], "--help", NULL};
+                return commands[i].fn(2, sub);
+            }
+    if (argc >= 3 && !strcmp(argv[1], "help")) {
+        fprintf(stderr, "nectar: unknown command '%s'\n", argv[2]);
+        return 2;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
