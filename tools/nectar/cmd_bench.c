@@ -277,8 +277,9 @@ int cmd_bench(int argc, char **argv) {
     if (!tg_given && n_tg >= m->ctx_max) n_tg = m->ctx_max - 1;
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
     if (ctx > m->ctx_max) {
+        int ctx_max = m->ctx_max;
         engine_close(m);
-        return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, m->ctx_max);
+        return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, ctx_max);
     }
     engine_seq *s = NULL;
     float *logits = malloc((size_t)c->vocab_size * sizeof(float));
