@@ -18,7 +18,7 @@ Each has ref/: texts.txt (one input per line), input_ids.npy and attention_mask.
 calibrated and action probabilities, one number a line), computed by the model reloaded from the folder
 in float32 (eager attention).
 
-Run: /work/venv/bin/python tools/make_decision_fixtures.py   (from the repository root)
+Run: build/venv/bin/python tools/make_decision_fixtures.py   (from the repository root)
 """
 import os
 import shutil

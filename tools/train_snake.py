@@ -16,7 +16,7 @@ of the heuristic teacher of src/snake/snake.c.
    command, the data, the accuracy and the time.
 
 Run (from the repository root, after `make`):
-  /work/venv/bin/python tools/train_snake.py [--out models/snake] [--games 250] [--epochs 4]
+  build/venv/bin/python tools/train_snake.py [--out models/snake] [--games 250] [--epochs 4]
 """
 import argparse
 import json
