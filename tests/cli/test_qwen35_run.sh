@@ -57,8 +57,8 @@ if printf '%s\n' "$msg" | "$BIN" chat $T -m "$M" --temp 0 -n 6 --hide-think >"$T
 else fail qwen35_chat_renders_the_qwen35_template "$(cat "$TMP/err")"; fi
 
 # the ANE backend runs compiled bundles (tests/cli/test_backends.sh): a
-# checkpoint folder is one line naming the missing manifest, as for Qwen3
+# checkpoint folder is one line saying it is not a bundle, as for Qwen3
 if ! "$BIN" run $T -m "$M" -p hi --backend ane --ane-device fake -n 1 >/dev/null 2>"$TMP/err" &&
-    [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "manifest.json" "$TMP/err"; then
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "not a bundle" "$TMP/err"; then
     pass qwen35_run_ane_backend_on_a_folder_is_one_line
 else fail qwen35_run_ane_backend_on_a_folder_is_one_line "$(cat "$TMP/err")"; fi

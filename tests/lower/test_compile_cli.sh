@@ -15,7 +15,7 @@ fail() { echo "FAIL $1: $2"; }
 M=tests/fixtures/qwen3/tiny_gqa2
 
 if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --buckets 32,64 $T >"$TMP/out" 2>"$TMP/err" &&
-    grep -q "13 kernels per token" "$TMP/out" && [ -f "$TMP/b/manifest.json" ] &&
+    grep -q "13 kernels per token" "$TMP/err" && [ -f "$TMP/b/manifest.json" ] &&
     [ -f "$TMP/b/layer_00/model.mil" ] && [ -f "$TMP/b/layer_02/weights/weight.bin" ] &&
     [ -f "$TMP/b/head_00/model.mil" ] && [ -f "$TMP/b/tokenizer.json" ]; then
     pass compile_writes_bundle
@@ -126,7 +126,7 @@ if [ ! -e "$TMP/x1" ] && [ ! -e "$TMP/x7" ] && [ ! -e "$TMP/x4" ] && [ ! -e "$TM
 else
     fail compile_failure_leaves_nothing "$(ls "$TMP")"
 fi
-check_err run_mil_not_a_bundle "manifest.json" "$BIN" run --backend mil -m $M -p hi -n 1
+check_err run_mil_not_a_bundle "not a bundle (a model folder): run nectar compile" "$BIN" run --backend mil -m $M -p hi -n 1
 check_err run_bad_backend "is not one of cpu|mil|ane" "$BIN" run --backend gpu -m $M -p hi -n 1
 # the bundle's context is fixed at compile time (--ctx 128 above): another
 # --ctx is refused in one line, the same one is accepted
@@ -159,7 +159,7 @@ for k in 3 2 1; do
     B="$TMP/k$k"
     if "$BIN" compile -m $M -o "$B" --ctx 128 --buckets 32,64 $T --kernels-per-layer $k \
         --kv-update gather >"$TMP/out" 2>"$TMP/err" &&
-        grep -q "$((k * L + 1)) kernels per token" "$TMP/out" &&
+        grep -q "$((k * L + 1)) kernels per token" "$TMP/err" &&
         "$BIN" mil check --target ane -q "$B" >"$TMP/chk" 2>&1 &&
         awk -f $AWK "$B"/*/model.mil >"$TMP/gk" && [ -s "$TMP/gk" ] && ! grep -qv " uint16$" "$TMP/gk"; then
         pass "compile_kernels_per_layer_${k}_passes_ane_rules"

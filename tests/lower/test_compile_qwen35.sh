@@ -25,7 +25,7 @@ for name in tiny_text_untied tiny_vl_tied; do
     # 3 layers (2 linear + 1 full): step + mlp, step + mlp, 4 kernels, head;
     # the 128 bucket runs 8 sub-chunks of the chunked prefill in sequence
     if "$BIN" compile -m "$M" -o "$B" --ctx 256 --buckets 32,64,128 $T >"$TMP/out" 2>"$TMP/err" &&
-        grep -q "4 programs" "$TMP/out" && grep -q "9 kernels per token" "$TMP/out" &&
+        grep -q "4 programs" "$TMP/err" && grep -q "9 kernels per token" "$TMP/err" &&
         [ -f "$B/manifest.json" ] && [ -f "$B/head_00/model.mil" ] &&
         grep -q "func step_s32" "$B/layer_00/model.mil" &&
         grep -q "func mlp_s64" "$B/layer_00/model.mil" &&
