@@ -26,18 +26,9 @@ import sys
 from typing import List, Literal
 
 import openai
+from serve_test_report import failures, report
 import pydantic
 
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print(f"PASS {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: {why}")
 
 
 def validate(v, s, defs):
@@ -212,8 +203,8 @@ def main35(base):
     except openai.BadRequestError as e:
         report("qwen35_non_object_arguments_are_a_400", "JSON object" in str(e), str(e))
 
-    print(f"{failures} failures")
-    return 1 if failures else 0
+    print(f"{failures()} failures")
+    return 1 if failures() else 0
 
 
 def main():
@@ -327,8 +318,8 @@ def main():
                                        tools=[WEATHER], tool_choice="none")
     report("tool_choice_none_calls_nothing", not r.choices[0].message.tool_calls, repr(r))
 
-    print(f"{failures} failures")
-    return 1 if failures else 0
+    print(f"{failures()} failures")
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

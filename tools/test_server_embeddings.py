@@ -22,19 +22,10 @@ import urllib.error
 import urllib.request
 
 import openai
+from serve_test_report import failures, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ST = os.path.join(ROOT, "tests", "fixtures", "st")
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print(f"PASS {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: {why}")
 
 
 def ref(name):
@@ -85,7 +76,7 @@ def generators(url, tiny_txt):
         report("generators_unknown_404", "'demo', 'tiny_gqa2'" in str(e), str(e))
     r = client.embeddings.create(model="st_max", input="hello")
     report("generators_and_encoder", len(r.data[0].embedding) == 32)
-    sys.exit(1 if failures else 0)
+    sys.exit(1 if failures() else 0)
 
 
 def main():
@@ -139,7 +130,7 @@ def main():
             report("chat_on_encoders_only_404", "encoders only" in str(e), str(e))
         status, body = post(url + "/v1/rerank", {"query": "q", "documents": ["d"]})
         report("rerank_without_reranker_404", status == 404, str(body))
-        sys.exit(1 if failures else 0)
+        sys.exit(1 if failures() else 0)
 
     # the model field picks the encoder: st_mean has its own weights, pooling and default prompt
     r = client.embeddings.create(model="st_mean", input=rmean["texts"])
@@ -185,7 +176,7 @@ def main():
     c = client.chat.completions.create(model="demo", max_tokens=4, temperature=0,
                                        messages=[{"role": "user", "content": "In the beginning"}])
     report("chat_beside_encoders", c.model == "demo" and c.usage.completion_tokens > 0, str(c))
-    sys.exit(1 if failures else 0)
+    sys.exit(1 if failures() else 0)
 
 
 if __name__ == "__main__":

@@ -11,20 +11,11 @@ import os
 import sys
 
 import openai
+from serve_test_report import failures, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPECTED = os.path.join(ROOT, "tests", "fixtures", "serve", "expected.json")
 
-failures = 0
-
-
-def report(name, ok, why=""):
-    global failures
-    if ok:
-        print(f"PASS {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: {why}")
 
 
 def case(cases, name):
@@ -128,7 +119,7 @@ def main():
         report("openai_unknown_model_raises", False, "no error for an unknown model")
     except openai.NotFoundError as err:
         report("openai_unknown_model_raises", err.status_code == 404, str(err))
-    return 1 if failures else 0
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":
