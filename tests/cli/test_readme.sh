@@ -11,9 +11,7 @@
 #     then SIGTERM (exit 0); `chat` with an empty stdin (Ctrl-D);
 #   - SKIP: the lines in the table below (network, a downloaded model, or
 #     the build and test run this test is part of), each with its reason;
-#   - KNOWN: lines that fail today, each with the issue that tracks it: they
-#     still run, a failure is reported as SKIP naming it, and a pass is a
-#     PASS (so the fix shows here by itself).
+#   - every other line that fails is a FAIL.
 BIN=${NECTAR_BIN:-build/nectar}
 README=${README:-README.md}
 T=$(mktemp -d "${TMPDIR:-/tmp}/nc_readme.XXXXXX")
@@ -28,8 +26,6 @@ hf download Qwen/Qwen3-0.6B --local-dir ~/models/Qwen3-0.6B|network
 hf download Qwen/Qwen3-0.6B|network
 build/nectar chat -m ~/models/Qwen3-0.6B|needs the downloaded model
 build/nectar chat -m Qwen/Qwen3-0.6B|needs the downloaded model'
-
-KNOWN='$B bench -m models/demo|issue 27: bench'"'"'s default pp512 + tg128 exceeds the demo'"'"'s 512-token context and bench has no --ctx'
 
 # The sh blocks' lines: "LINENO<TAB>command" without comments or blanks.
 awk '/^```sh$/ { inb = 1; next } /^```/ { inb = 0; next }
@@ -74,9 +70,7 @@ while IFS="$(printf '\t')" read -r n line; do
     # stdin empty: chat reads Ctrl-D and ends
     (cd "$ROOT" && mk_env sh -c "$vars$cmd" </dev/null >"$T/out" 2>"$T/err")
     src=$?
-    known=$(printf '%s\n' "$KNOWN" | awk -F'|' -v l="$line" '$1 == l { print $2 }')
     if [ $src -eq 0 ]; then echo "PASS readme_L$n: $line"
-    elif [ -n "$known" ]; then echo "SKIP readme_L$n: $line: known to fail ($known): $(tail -1 "$T/err")"
     else echo "FAIL readme_L$n: $line: exit $src: $(tail -3 "$T/err")"; rc=1; fi
 done <"$T/lines"
 exit $rc
