@@ -2,8 +2,10 @@
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is the schema
  * {"name": the tool, "arguments": its parameters} between the template's
- * tags (Qwen3.5: the literal start of the call, no graph); parameters the
- * matcher cannot enforce fall back to any object (the call still parses),
+ * tags (Qwen3.5: the literal start of the call, no graph); parameters with
+ * keywords the matcher cannot enforce are enforced without those keywords
+ * (js_compile_relaxed), and any object as the last resort (the call still
+ * parses),
  * while a response_format schema it cannot enforce is refused. With
  * several tools to choose from (Qwen3, "required"), each tool is a
  * candidate of its own, "<tool_call>\n{"name": "NAME", "arguments": " as a
@@ -110,6 +112,7 @@ static nc_status tool_candidate(const serve_request *r, size_t i, candidate *k, 
     char *schema = params ? json_dumps(params, JSON_COMPACT) : NULL;
     json_decref(params);
     nc_status st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_INVALID;
+    if (st != NC_OK && schema) st = js_compile_relaxed(schema, "tools", &k->g, err);
     free(schema);
     if (st != NC_OK) st = js_any_object(&k->g, err);
     if (st != NC_OK) return st;
@@ -177,6 +180,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     } else if (forced) {
         char *schema = call_schema(r, 1);
         st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_NOMEM;
+        if (st == NC_ERR_INVALID) st = js_compile_relaxed(schema, "tools", &k->g, err);
         free(schema);
         if (st != NC_OK) { /* parameters it cannot enforce: any object as arguments */
             schema = call_schema(r, 0);
