@@ -612,6 +612,79 @@ nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph
     return compile_text(schema_json, what, 1, g, err);
 }
 
+/* A property's key as an XML name: plain characters only. */
+static int plain_key(const js_prop *p) {
+    if (p->key_len < 2) return 0;
+    for (size_t i = 0; i + 1 < p->key_len; i++)
+        if (strchr("\\<>\"", p->key[i]) || (unsigned char)p->key[i] < 0x20) return 0;
+    return 1;
+}
+
+/* The schema type a property names as a string ("" when none). */
+static const char *prop_type(const json_t *props, const js_prop *p) {
+    char name[256];
+    size_t n = p->key_len - 1 < sizeof name - 1 ? p->key_len - 1 : sizeof name - 1;
+    memcpy(name, p->key, n);
+    name[n] = '\0';
+    const json_t *t = json_object_get(json_object_get(props, name), "type");
+    return json_is_string(t) ? json_string_value(t) : "";
+}
+
+/* Appends node's string literals, decoded (raw text), as a new node. */
+static int unquoted_copy(js_graph *g, int node) {
+    js_node nd = g->nodes[node];
+    if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes) ||
+        grow((void **)&g->lits, &g->cap_lits, g->n_lits + nd.n, sizeof *g->lits))
+        return -1;
+    int first = g->n_lits;
+    for (int i = 0; i < nd.n; i++) {
+        json_error_t je;
+        json_t *v = json_loadb(g->lits[nd.first + i].text, g->lits[nd.first + i].len,
+                               JSON_DECODE_ANY, &je);
+        const char *raw = json_string_value(v);
+        size_t len = json_string_length(v);
+        char *t = raw && !strstr(raw, "</parameter>") && len ? malloc(len + 1) : NULL;
+        if (t) memcpy(t, raw, len + 1);
+        json_decref(v);
+        if (!t) return -1;
+        g->lits[g->n_lits++] = (js_lit){t, len};
+    }
+    g->nodes[g->n_nodes] = (js_node){JS_LITERALS, first, nd.n, -1, 0, -1};
+    return g->n_nodes++;
+}
+
+int js_xml_call_form(js_graph *g, const char *schema_json) {
+    if (g->nodes[g->root].kind != JS_OBJECT) return 0;
+    json_error_t je;
+    json_t *schema = json_loads(schema_json, 0, &je);
+    const json_t *props = json_object_get(schema, "properties");
+    js_node root = g->nodes[g->root];
+    int ok = 1;
+    for (int k = 0; k < root.n && ok; k++) {
+        js_prop *p = &g->props[root.first + k];
+        const js_node *nd = &g->nodes[p->node];
+        const char *type = prop_type(props, p);
+        int json_typed = *type && strcmp(type, "string") != 0;
+        ok = plain_key(p);
+        if (!ok || nd->kind == JS_STRING) continue;
+        if (nd->kind == JS_LITERALS && nd->n > 0 && g->lits[nd->first].text[0] == '"') {
+            for (int i = 0; i < nd->n && ok; i++)
+                ok = g->lits[nd->first + i].text[0] == '"';
+            int copy = ok ? unquoted_copy(g, p->node) : -1;
+            if (copy >= 0) p->node = copy;
+            ok = copy >= 0;
+            continue;
+        }
+        /* any other value is JSON text, which the scanner reads as JSON
+           only when the property's type says so */
+        ok = json_typed && (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER ||
+                            nd->kind == JS_NUMBER || nd->kind == JS_OBJECT ||
+                            nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+    }
+    json_decref(schema);
+    return ok;
+}
+
 nc_status js_any_object(js_graph *g, nc_error *err) {
     memset(g, 0, sizeof *g);
     g->nodes = malloc(sizeof *g->nodes);

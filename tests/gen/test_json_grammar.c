@@ -15,14 +15,18 @@
 #include "../common/demo_vocab.h"
 #include "gen/token_mask.h"
 
-static int graph_matches(const js_graph *g, const char *text) {
-    jm_grammar gr = {g, "", "", 0, 0};
+static int grammar_matches(const jm_grammar *gr, const char *text) {
     jm_state s;
-    jm_start(&gr, &s);
+    jm_start(gr, &s);
     int ok = 1;
     for (const char *p = text; *p && ok; p++)
-        ok = jm_feed(&gr, &s, (unsigned char)*p);
-    return ok && jm_can_end(&gr, &s);
+        ok = jm_feed(gr, &s, (unsigned char)*p);
+    return ok && jm_can_end(gr, &s);
+}
+
+static int graph_matches(const js_graph *g, const char *text) {
+    jm_grammar gr = {g, "", "", 0, 0, 0};
+    return grammar_matches(&gr, text);
 }
 
 static int matches(const char *schema, const char *text) {
@@ -194,7 +198,7 @@ static void test_number_at_its_bound_can_always_end(void) {
     js_graph g;
     nc_error err;
     CHECK_OK(js_compile("{\"type\":\"number\"}", "schema", &g, &err), &err);
-    jm_grammar gr = {&g, "", "", 0, 0};
+    jm_grammar gr = {&g, "", "", 0, 0, 0};
     for (int zeros = 27; zeros <= 29; zeros++) {
         jm_state s;
         jm_start(&gr, &s);
@@ -296,6 +300,61 @@ static void test_relaxed_schema_keeps_required_and_types(void) {
         CHECKF(ok == cases[i].want, "'%s' -> %d, want %d", cases[i].text, ok, cases[i].want);
     }
     js_free(&g);
+}
+
+/* Qwen3.5's XML call form of a tool's parameters (xml_root): each property
+ * as <parameter=KEY>, raw strings with their length bounds, string enums
+ * unquoted, other values as JSON, required ones in schema order, then
+ * </function>; "</parameter>" can never sit inside a value. */
+static void test_xml_call_form_accepts_exactly_the_schema(void) {
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\","
+                         "\"maxLength\":5},\"m\":{\"enum\":[\"a\",\"ab\"]},\"n\":{\"type\":"
+                         "\"integer\"}},\"required\":[\"q\",\"m\"]}";
+#define P(k, v) "<parameter=" k ">\n" v "\n</parameter>\n"
+    static const struct {
+        const char *text;
+        int want;
+    } cases[] = {
+        {P("q", "hi") P("m", "ab") "</function>", 1},
+        {P("q", "hi") P("m", "a") P("n", "-12") "</function>", 1},
+        {P("q", "a\nb<c") P("m", "a") "</function>", 1},
+        {P("q", "") P("m", "a") "</function>", 1},
+        {P("q", "h\xc3\xa9llo") P("m", "a") "</function>", 1},
+        {P("q", "hi") "</function>", 0},
+        {P("m", "a") P("q", "hi") "</function>", 0},
+        {P("q", "hello!") P("m", "a") "</function>", 0},
+        {P("q", "a</parameter>") P("m", "a") "</function>", 0},
+        {P("q", "hi") P("m", "abc") "</function>", 0},
+        {P("q", "hi") P("m", "\"a\"") "</function>", 0},
+        {P("q", "hi") P("m", "a") P("n", "1.5") "</function>", 0},
+        {P("\"q\"", "hi") P("m", "a") "</function>", 0},
+        {"{\"q\":\"hi\",\"m\":\"a\"}", 0},
+    };
+#undef P
+    js_graph g;
+    nc_error err = {0};
+    CHECK_OK(js_compile(schema, "tools", &g, &err), &err);
+    CHECK(js_xml_call_form(&g, schema) == 1);
+    jm_grammar gr = {&g, "", "", 0, 0, 1};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int ok = grammar_matches(&gr, cases[i].text);
+        CHECKF(ok == cases[i].want, "case %zu: '%s' -> %d, want %d", i, cases[i].text, ok,
+               cases[i].want);
+    }
+    js_free(&g);
+    /* forms it cannot hold exactly: an enum of numbers with no type (read
+       back as a string), a union, a key that is no plain name */
+    static const char *const no_xml[] = {
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,2]}}}",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}}}",
+        "{\"type\":\"object\",\"properties\":{\"a>b\":{\"type\":\"string\"}}}",
+        "{\"type\":\"array\"}",
+    };
+    for (size_t i = 0; i < sizeof no_xml / sizeof *no_xml; i++) {
+        CHECK_OK(js_compile(no_xml[i], "tools", &g, &err), &err);
+        CHECKF(js_xml_call_form(&g, no_xml[i]) == 0, "%s taken for the XML form", no_xml[i]);
+        js_free(&g);
+    }
 }
 
 /* ---- random walks over a real vocabulary --------------------------------- */
@@ -410,7 +469,7 @@ static void test_random_walks_always_validate(void) {
         else
             CHECK_OK(js_any_object(&g, &err), &err);
         jm_grammar gr = {&g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix),
-                         strlen(cases[c].suffix)};
+                         strlen(cases[c].suffix), 0};
         for (int w = 0; w < 8 && ok; w++) {
             char *out = walk(v, &gr, t, n_vocab, eog);
             if (!out) {
@@ -441,7 +500,7 @@ static void test_random_walks_always_validate(void) {
 
 /* Fed text through a graph-less grammar: 1 when it is accepted and may end. */
 static int free_matches(const char *prefix, const char *text) {
-    jm_grammar gr = {NULL, prefix, "", strlen(prefix), 0};
+    jm_grammar gr = {NULL, prefix, "", strlen(prefix), 0, 0};
     jm_state s;
     jm_start(&gr, &s);
     int ok = 1;
@@ -468,6 +527,7 @@ int main(void) {
     RUN(test_enum_size_limit_is_named);
     RUN(test_integer_ranges_are_enforced);
     RUN(test_relaxed_schema_keeps_required_and_types);
+    RUN(test_xml_call_form_accepts_exactly_the_schema);
     RUN(test_number_at_its_bound_can_always_end);
     RUN(test_random_walks_always_validate);
     RUN(test_prefix_then_anything);
