@@ -1,4 +1,4 @@
-/* Constrained output for one request (see serve_constraint.h): the schema
+/* Constrained output for one request (see out_constraint.h): the schema
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is the schema
  * {"name": the tool, "arguments": its parameters} between the template's
@@ -11,7 +11,7 @@
  * candidate allows it, and a candidate that refuses one drops out, so once
  * the name is written only that tool's parameters are left (the matcher
  * alone cannot branch on a value it has read). */
-#include "serve/serve_constraint.h"
+#include "gen/out_constraint.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -38,7 +38,7 @@ typedef struct candidate {
     int is_live;
 } candidate;
 
-struct serve_constraint {
+struct gen_out_constraint {
     candidate *cand;
     int n_cand;
     float *row; /* a logits row per candidate while several live */
@@ -58,11 +58,11 @@ static json_t *tool_parameters(const char *tool_json) {
 }
 
 /* The schema of a call forced to one tool as JSON text (malloc'ed). */
-static char *call_schema(const serve_request *r, int with_parameters) {
+static char *call_schema(const gen_output_spec *r, int with_parameters) {
     json_t *names = json_array(), *args = NULL;
     for (size_t i = 0; i < r->n_tools; i++) {
-        int is_it = r->tool_choice == SERVE_TOOLS_REQUIRED ||
-                    !strcmp(r->tool_names[i], r->tool_choice_name);
+        int is_it =
+            r->tool_choice == GEN_TOOLS_REQUIRED || !strcmp(r->tool_names[i], r->tool_choice_name);
         if (!is_it) continue;
         json_array_append_new(names, json_string(r->tool_names[i]));
         if (with_parameters && !args) args = tool_parameters(r->tools[i]);
@@ -78,10 +78,10 @@ static char *call_schema(const serve_request *r, int with_parameters) {
 
 /* The forced start of a Qwen3.5 call: the tool's name when only one can be
  * called (malloc'ed). */
-static char *call_start35(const serve_request *r) {
-    const char *only = r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_choice_name
-                       : r->n_tools == 1                   ? r->tool_names[0]
-                                                           : NULL;
+static char *call_start35(const gen_output_spec *r) {
+    const char *only = r->tool_choice == GEN_TOOLS_NAMED ? r->tool_choice_name
+                       : r->n_tools == 1                 ? r->tool_names[0]
+                                                         : NULL;
     size_t n = strlen(TOOL_PREFIX "<function=>\n") + (only ? strlen(only) : 0) + 1;
     char *p = malloc(n);
     if (p && only) snprintf(p, n, TOOL_PREFIX "<function=%s>\n", only);
@@ -97,7 +97,7 @@ static void candidate_free(candidate *k) {
 /* Tool i as a candidate of its own: its call's head (name included) as
  * literal bytes, its parameters as the graph (any object when the matcher
  * cannot enforce them), the call's end as the suffix. */
-static nc_status tool_candidate(const serve_request *r, size_t i, candidate *k, nc_error *err) {
+static nc_status tool_candidate(const gen_output_spec *r, size_t i, candidate *k, nc_error *err) {
     json_t *name = json_string(r->tool_names[i]);
     char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
     json_decref(name);
@@ -120,7 +120,7 @@ static nc_status tool_candidate(const serve_request *r, size_t i, candidate *k, 
 }
 
 /* "required" with several tools (Qwen3): one candidate per tool. */
-static nc_status tool_candidates(const serve_request *r, const tm_vocab *v, serve_constraint *c,
+static nc_status tool_candidates(const gen_output_spec *r, const tm_vocab *v, gen_out_constraint *c,
                                  nc_error *err) {
     c->cand = calloc(r->n_tools, sizeof *c->cand);
     c->row = malloc(2 * (size_t)tm_vocab_n(v) * sizeof *c->row);
@@ -132,26 +132,26 @@ static nc_status tool_candidates(const serve_request *r, const tm_vocab *v, serv
     return NC_OK;
 }
 
-nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_vocab *v,
-                               serve_constraint **out, const char **param, nc_error *err) {
+nc_status gen_out_constraint_new(const gen_output_spec *r, chat_family f, const tm_vocab *v,
+                                 gen_out_constraint **out, const char **param, nc_error *err) {
     *out = NULL;
     *param = NULL;
     int forced = r->n_tools > 0 &&
-                 (r->tool_choice == SERVE_TOOLS_REQUIRED || r->tool_choice == SERVE_TOOLS_NAMED);
-    if (!forced && r->format == SERVE_FORMAT_TEXT) return NC_OK;
-    if (forced && r->format != SERVE_FORMAT_TEXT) {
+                 (r->tool_choice == GEN_TOOLS_REQUIRED || r->tool_choice == GEN_TOOLS_NAMED);
+    if (!forced && r->format == GEN_FORMAT_TEXT) return NC_OK;
+    if (forced && r->format != GEN_FORMAT_TEXT) {
         *param = "response_format";
         return nc_fail(err, NC_ERR_INVALID,
                        "'response_format' cannot be combined with a forced tool call");
     }
-    serve_constraint *c = calloc(1, sizeof *c);
+    gen_out_constraint *c = calloc(1, sizeof *c);
     if (!c) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     c->v = v;
-    if (forced && f != CHAT_QWEN35 && r->tool_choice == SERVE_TOOLS_REQUIRED && r->n_tools > 1) {
+    if (forced && f != CHAT_QWEN35 && r->tool_choice == GEN_TOOLS_REQUIRED && r->n_tools > 1) {
         nc_status st = tool_candidates(r, v, c, err);
         if (st != NC_OK) {
             *param = "tools";
-            serve_constraint_free(c);
+            gen_out_constraint_free(c);
             return st;
         }
         *param = NULL;
@@ -186,7 +186,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
         k->gr.prefix = TOOL_PREFIX;
         k->gr.suffix = TOOL_SUFFIX;
         *param = "tools";
-    } else if (r->format == SERVE_FORMAT_JSON_OBJECT) {
+    } else if (r->format == GEN_FORMAT_JSON_OBJECT) {
         st = js_any_object(&k->g, err);
     } else {
         st = js_compile(r->schema, "response_format.json_schema.schema", &k->g, err);
@@ -194,7 +194,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     }
     if (st != NC_OK) {
         if (st == NC_ERR_NOMEM) nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
-        serve_constraint_free(c);
+        gen_out_constraint_free(c);
         return st;
     }
     k->gr.prefix_len = strlen(k->gr.prefix);
@@ -205,7 +205,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     return NC_OK;
 }
 
-void serve_constraint_free(serve_constraint *c) {
+void gen_out_constraint_free(gen_out_constraint *c) {
     if (!c) return;
     for (int i = 0; i < c->n_cand; i++)
         candidate_free(&c->cand[i]);
@@ -216,7 +216,7 @@ void serve_constraint_free(serve_constraint *c) {
 
 /* Several live candidates: a token stays when one of them allows it.
  * row holds the logits as they came, then one candidate's masked copy. */
-static void mask_union(serve_constraint *c, float *logits) {
+static void mask_union(gen_out_constraint *c, float *logits) {
     int n = tm_vocab_n(c->v);
     float *orig = c->row, *one = c->row + n;
     memcpy(orig, logits, (size_t)n * sizeof *logits);
@@ -233,7 +233,7 @@ static void mask_union(serve_constraint *c, float *logits) {
 }
 
 static void mask(void *user, float *logits) {
-    serve_constraint *c = user;
+    gen_out_constraint *c = user;
     int n_live = 0, last = -1;
     for (int i = 0; i < c->n_cand; i++)
         if (c->cand[i].is_live) n_live++, last = i;
@@ -251,7 +251,7 @@ static void mask(void *user, float *logits) {
 }
 
 static void accept(void *user, int32_t token) {
-    serve_constraint *c = user;
+    gen_out_constraint *c = user;
     int n_live = 0;
     for (int i = 0; i < c->n_cand; i++) {
         candidate *k = &c->cand[i];
@@ -269,11 +269,18 @@ static void accept(void *user, int32_t token) {
             c->cand[i].is_live = 1;
 }
 
-gen_constraint serve_constraint_hooks(serve_constraint *c) {
+void gen_out_constraint_restart(gen_out_constraint *c) {
+    for (int i = 0; i < c->n_cand; i++) {
+        jm_start(&c->cand[i].gr, &c->cand[i].st);
+        c->cand[i].is_live = 1;
+    }
+}
+
+gen_constraint gen_out_constraint_hooks(gen_out_constraint *c) {
     return (gen_constraint){mask, accept, c};
 }
 
-void serve_constraint_cost(const serve_constraint *c, double *mask_s, long *n_masks) {
+void gen_out_constraint_cost(const gen_out_constraint *c, double *mask_s, long *n_masks) {
     *mask_s = c->mask_s;
     *n_masks = c->n_masks;
 }
