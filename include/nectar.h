@@ -57,14 +57,14 @@ extern "C" {
 /* ---- Version ------------------------------------------------------------ */
 
 #define NECTAR_VERSION_MAJOR 0
-#define NECTAR_VERSION_MINOR 2
+#define NECTAR_VERSION_MINOR 3
 #define NECTAR_VERSION_PATCH 0
-#define NECTAR_VERSION "0.2.0"
+#define NECTAR_VERSION "0.3.0"
 /* major * 10000 + minor * 100 + patch: compare with >= */
 #define NECTAR_VERSION_NUMBER                                                                      \
     (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
 
-/* The version of the library actually linked ("0.2.0"), and its number; a
+/* The version of the library actually linked ("0.3.0"), and its number; a
  * program built against this header can compare them with the macros. */
 NC_API const char *nc_version(void);
 NC_API int nc_version_number(void);
