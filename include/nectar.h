@@ -172,7 +172,13 @@ typedef enum nc_model_kind {
  * folder: the context of new sequences, default 4096; a bundle's is fixed
  * when compiled), "kv=f16|f32" (decoder KV cache precision, default f32),
  * "ane_device=real|fake". The model type comes from config.json
- * (qwen3: a decoder; modernbert: an encoder). */
+ * (qwen3: a decoder; modernbert: an encoder).
+ * A path that does not exist and reads "ORG/NAME" or "ORG/NAME@REV" is a
+ * Hugging Face model id, opened from the hub cache as transformers finds it
+ * offline (models--ORG--NAME/snapshots/<refs/main>): the cache folder is
+ * option "hf_cache=DIR", else the one huggingface_hub computes from
+ * HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME. Nothing is downloaded: a
+ * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command. */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
