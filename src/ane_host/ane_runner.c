@@ -16,7 +16,7 @@
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_wait.h"
-#include "lower/modernbert_manifest.h"
+#include "bundle/modernbert_manifest.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 #include "mil/print.h"
