@@ -42,7 +42,7 @@ esac
 for bad in NECTAR_SIMD=sse4 NECTAR_KV=f8 NECTAR_LOG=loud NECTAR_BF16=half; do
     env "$bad" "$BIN" bench -m $M -p 8 -n 2 --runs 1 >"$TMP/out" 2>"$TMP/err"
     rc=$?
-    if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: ${bad%%=*}='${bad#*=}' is not" "$TMP/err"; then
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: ${bad%%=*}: '${bad#*=}' is not" "$TMP/err"; then
         pass "env_bad_${bad%%=*}_one_line_exit_2"
     else fail "env_bad_${bad%%=*}_one_line_exit_2" "exit $rc: $(cat "$TMP/err")"; fi
 done
