@@ -19,13 +19,15 @@
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "cmd_ane.h"
 #include "commands.h"
 #if defined(__APPLE__)
 #include "ane/ane_apple.h"
 #endif
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
+    fprintf(f, "usage: nectar ane doctor [-o FILE] ...   (the first run in one command: --help)\n"
+               "       nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
                "                        [--work DIR] [--repeats N] [--small|--full]\n"
                "  Runs a ladder of small programs on the Neural Engine (real, macOS) or the\n"
                "  fake device (the MIL interpreter) and reports, per case, whether it compiled,\n"
@@ -40,7 +42,7 @@ static void usage(FILE *f) {
 
 /* The machine, in words: the chip and the OS. A platform seam: sysctl on
  * macOS, /proc/cpuinfo and uname elsewhere. */
-static void machine(char *chip, size_t cc, char *os, size_t oc) {
+void ane_machine(char *chip, size_t cc, char *os, size_t oc) {
     snprintf(chip, cc, "unknown");
     struct utsname u;
     if (uname(&u) == 0)
@@ -68,9 +70,9 @@ static void machine(char *chip, size_t cc, char *os, size_t oc) {
 #endif
 }
 
-static json_t *to_json(const ane_probe_result *r, int n, const char *device) {
+json_t *ane_probe_json(const ane_probe_result *r, int n, const char *device) {
     char chip[256], os[256], when[32];
-    machine(chip, sizeof chip, os, sizeof os);
+    ane_machine(chip, sizeof chip, os, sizeof os);
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -90,7 +92,7 @@ static json_t *to_json(const ane_probe_result *r, int n, const char *device) {
                      "cases", cases);
 }
 
-static int write_json(json_t *root, const char *path) {
+int ane_write_json(json_t *root, const char *path) {
     char *text = json_dumps(root, JSON_INDENT(1));
     nc_error err = {0};
     nc_status st = text ? nc_write_file_atomic(path, text, strlen(text), &err)
@@ -101,7 +103,7 @@ static int write_json(json_t *root, const char *path) {
 
 /* The compile ladder's record and order in the profile being replaced
  * (ane_ladder.h) stay: a new probe answers other questions. */
-static void keep_ladder(json_t *doc, const char *prof) {
+void ane_keep_ladder(json_t *doc, const char *prof) {
     json_t *old = NULL;
     nc_error err = {0};
     if (!nc_file_exists(prof) || nc_json_load_file(prof, &old, &err)) return;
@@ -111,6 +113,37 @@ static void keep_ladder(json_t *doc, const char *prof) {
         if (v) json_object_set(doc, keys[i], v);
     }
     json_decref(old);
+}
+
+nc_status ane_run_probe(const char *device, const char *work, int small, int repeats,
+                        ane_probe_result **res, int *n, nc_error *err) {
+    ane_device dev;
+    int fake = !strcmp(device, "fake");
+    if (fake) {
+        /* permissive: the probe asks the questions; the fake answers only
+         * what the interpreter can (every case the checker accepts runs) */
+        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0, {0}};
+        NC_TRY(ane_fake_new_with(&o, &dev, err));
+    } else {
+#if defined(__APPLE__)
+        ane_surface_policy none = {0, 0};
+        ane_apple_options o = {0};
+        o.surfaces = &none; /* each case allocates as its question says */
+        NC_TRY(ane_apple_open(&o, &dev, err));
+#else
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "--device real: the Neural Engine bridge is built only on macOS; "
+                       "use --device fake");
+#endif
+    }
+    ane_probe_options po = {work, fake, small >= 0 ? small : fake, repeats};
+    nc_status st = ane_probe_run(&dev, &po, res, n, err);
+    if (fake) ane_fake_free(&dev);
+#if defined(__APPLE__)
+    else
+        ane_apple_close(&dev);
+#endif
+    return st;
 }
 
 static int probe(int argc, char **argv) {
@@ -158,44 +191,19 @@ static int probe(int argc, char **argv) {
         snprintf(tmpwork, sizeof tmpwork, "%s/probe", root);
         work = tmpwork;
     }
-    ane_device dev;
-    int fake = !strcmp(device, "fake");
-    if (fake) {
-        /* permissive: the probe asks the questions; the fake answers only
-         * what the interpreter can (every case the checker accepts runs) */
-        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0, {0}};
-        if (ane_fake_new_with(&o, &dev, &err)) return cli_fail(&err);
-    } else {
-#if defined(__APPLE__)
-        ane_surface_policy none = {0, 0};
-        ane_apple_options o = {0};
-        o.surfaces = &none; /* each case allocates as its question says */
-        if (ane_apple_open(&o, &dev, &err)) return cli_fail(&err);
-#else
-        return cli_failf("--device real: the Neural Engine bridge is built only on macOS; "
-                         "use --device fake");
-#endif
-    }
-    ane_probe_options po = {work, fake, small >= 0 ? small : fake, repeats};
     ane_probe_result *res = NULL;
     int n = 0;
-    nc_status st = ane_probe_run(&dev, &po, &res, &n, &err);
-    if (fake) ane_fake_free(&dev);
-#if defined(__APPLE__)
-    else
-        ane_apple_close(&dev);
-#endif
-    if (st) return cli_fail(&err);
+    if (ane_run_probe(device, work, small, repeats, &res, &n, &err)) return cli_fail(&err);
     ane_probe_print(res, n, stdout);
-    json_t *doc = to_json(res, n, device);
+    json_t *doc = ane_probe_json(res, n, device);
     free(res);
     int rc = doc ? 0 : cli_failf("out of memory");
-    if (!rc && json_path) rc = write_json(doc, json_path);
+    if (!rc && json_path) rc = ane_write_json(doc, json_path);
     char prof[1200];
     snprintf(prof, sizeof prof, "%s/profile.json", root);
     if (!rc && save) {
-        keep_ladder(doc, prof);
-        rc = ane_make_dirs(root, &err) ? cli_fail(&err) : write_json(doc, prof);
+        ane_keep_ladder(doc, prof);
+        rc = ane_make_dirs(root, &err) ? cli_fail(&err) : ane_write_json(doc, prof);
         if (!rc) printf("probe profile saved to %s\n", prof);
     }
     json_decref(doc);
@@ -208,6 +216,7 @@ int cmd_ane(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "probe")) return probe(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "doctor")) return cmd_ane_doctor(argc - 1, argv + 1);
     usage(stderr);
     return 2;
 }
