@@ -224,7 +224,7 @@ static void test_bundle_context_is_fixed(void) {
     CHECK(strstr(err.msg, "compiled for a context of 64") != NULL);
     opt.ctx = 64;
     CHECK_OK(engine_open("qwen3-mil", bundle, &opt, &e, &err), &err);
-    CHECK(e->ctx_max == 64 && e->n_layers == 3 && e->qwen3 && e->n_eos >= 1);
+    CHECK(e->ctx_max == 64 && e->n_layers == 3 && e->dims.layers == 3 && e->n_eos >= 1);
     engine_close(e);
 }
 
