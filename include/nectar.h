@@ -201,6 +201,13 @@ NC_API int nc_model_num_layers(const nc_model *m);
  * out of range; 0 labels for other models). */
 NC_API int nc_model_num_labels(const nc_model *m);
 NC_API const char *nc_model_label(const nc_model *m, int i);
+/* Where the model's kernels run, one line: on the ane backend, per group of
+ * layers, how many kernels the device took (and in which form of the
+ * compile ladder), which ran on the CPU and the device's refusal, and the
+ * bundle's lowering forms ("ane (fake device): layers 0-4: 60/60 kernels on
+ * the ANE; head: 1/1 ..."); on cpu and mil, where every kernel runs. Owned
+ * by the model; NULL for a NULL model. */
+NC_API const char *nc_model_placement(const nc_model *m);
 
 /* Decoders: called after each layer with the hidden state of the rows (tokens)
  * it just processed, prompt and generated alike, in order: rows[n_rows *

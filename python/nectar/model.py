@@ -162,6 +162,13 @@ class Model(OpenAIMixin):
         return LIB.nc_model_embedding_size(self._h)
 
     @property
+    def placement(self) -> str:
+        """Where the kernels run, one line: on the ane backend, per layer
+        group, the kernels the device took, those on the CPU and why, and
+        the bundle's lowering forms (nc_model_placement)."""
+        return LIB.nc_model_placement(self._h).decode()
+
+    @property
     def labels(self) -> List[str]:
         """A classifier's label names, in the order of classify's values."""
         return [LIB.nc_model_label(self._h, i).decode()

@@ -157,6 +157,11 @@ NC_API int nc_model_num_labels(const nc_model *m) {
     return e->encoder->head == MODERNBERT_HEAD_CLASSIFIER ? e->encoder->num_labels : 0;
 }
 
+NC_API const char *nc_model_placement(const nc_model *m) {
+    const engine *e = eng(m);
+    return e ? engine_placement(e) : NULL;
+}
+
 NC_API const char *nc_model_label(const nc_model *m, int i) {
     if (i < 0 || i >= nc_model_num_labels(m)) return NULL;
     return m->enc->encoder->id2label[i];

@@ -136,6 +136,12 @@ void engine_close(engine *e) {
     free(e);
 }
 
+const char *engine_placement(const engine *e) {
+    if (e->placement) return e->placement;
+    if (strstr(e->kind, "-mil")) return "every kernel in the MIL interpreter (fp16, on the CPU)";
+    return "every kernel on the CPU";
+}
+
 /* want: -1 any kind, 0 decoders only, 1 encoders only */
 static nc_status kind_for(const char *backend, const char *dir, int want, const char **kind,
                           nc_error *err) {

@@ -106,12 +106,18 @@ struct engine {
      * bounds); all 0 where the engine does not know them (the test engine) */
     decoder_dims dims;
     const modernbert_config *encoder; /* encoders: their config */
+    /* Where the kernels run, one line (the ANE engines: per layer group,
+     * the ladder's rungs and refusals, the bundle's lowering forms); NULL
+     * where every kernel runs in one place (engine_placement says which). */
+    const char *placement;
 };
 
 /* Opens model folder (or bundle) dir as engine `kind`. opt may be NULL. */
 nc_status engine_open(const char *kind, const char *dir, const engine_options *opt, engine **out,
                       nc_error *err);
 void engine_close(engine *e);
+/* e->placement, or for the cpu and mil engines where their kernels run. */
+const char *engine_placement(const engine *e);
 
 /* The engine kind for a backend ("cpu", "mil", "ane") and a folder: its
  * config.json's model_type picks the family (a bundle keeps a copy of its

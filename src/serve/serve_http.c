@@ -1164,6 +1164,7 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
         }
         g->family = opt->chat_template ? (chat_family)chat_family_by_name(opt->chat_template)
                                        : chat_family_of_kind(g->m->e->kind);
+        serve_metrics_placement(&s->metrics, g->m->model_id, engine_placement(g->m->e));
         g->max_token_bytes = tok_max_token_bytes(g->m->tok);
         if (g->max_token_bytes == 0) g->max_token_bytes = 1;
         st = tm_vocab_new(g->m->tok, g->m->e->n_vocab, g->m->eos, g->m->n_eos, &g->vocab, err);

@@ -621,6 +621,7 @@ static void test_layer_callback_and_backends(void) {
     int hidden = (int)json_integer_value(json_object_get(cfg, "hidden_size"));
     json_decref(cfg);
     CHECK(nc_model_num_layers(m) == layers && layers <= 8);
+    CHECK(!strcmp(nc_model_placement(m), "every kernel on the CPU") && !nc_model_placement(NULL));
     static layer_count c;
     memset(&c, 0, sizeof c);
     CHECK_OK(nc_model_set_layer_callback(m, count_layer, &c, &err), &err);
