@@ -274,6 +274,12 @@ try:
               "hf download nectar-test/not-there" in str(x) and x.status == "not-found", str(x))
 finally:
     shutil.rmtree(hub)
+try:
+    e.generate("hi", 2)
+    check("encoder_generate_says_what_the_model_is", False, "generated")
+except nectar.NectarError as x:
+    check("encoder_generate_says_what_the_model_is",
+          "is an encoder" in str(x) and "nc_" not in str(x), str(x))
 check("package_is_typed", os.path.exists(os.path.join(pkg, "py.typed")))
 m.close()
 e.close()
