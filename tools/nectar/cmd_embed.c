@@ -68,8 +68,8 @@ static int embed_as_st(const enc_cli_opts *o, const enc_cli *c, int normalize, f
     nc_embed_options eo = {normalize, c->batch, NULL, NULL};
     nc_status st = nc_model_open(o->model, "cpu", opts, &m, &err);
     if (st == NC_OK)
-        st = nc_embed_batch(m, (const char *const *)c->texts, c->n_texts, &eo, vecs,
-                            c->n_texts * d, NULL, &err);
+        st = nc_embed_batch(m, (const char *const *)c->texts, c->n_texts, &eo, vecs, c->n_texts * d,
+                            NULL, &err);
     nc_model_free(m);
     return st == NC_OK ? 0 : cli_fail(&err);
 }
