@@ -16,19 +16,10 @@ import os
 import sys
 
 import nectar
+from checks import check, exit_code
 
 demo, run_out, prompt, n, enc_dir, embed_json, fix, sampled_out = sys.argv[1:9]
 n = int(n)
-failed = 0
-
-
-def check(name, ok, why=""):
-    global failed
-    if ok:
-        print("PASS " + name)
-    else:
-        failed += 1
-        print("FAIL %s: %s" % (name, why))
 
 
 def close(a, b, tol):
@@ -283,4 +274,4 @@ except nectar.NectarError as x:
 check("package_is_typed", os.path.exists(os.path.join(pkg, "py.typed")))
 m.close()
 e.close()
-sys.exit(1 if failed else 0)
+sys.exit(exit_code())
