@@ -101,7 +101,10 @@ NC_API void nc_sampling_set_seed(nc_sampling *s, uint64_t seed) {
 NC_API nc_status nc_sampling_from_model(nc_sampling *s, const nc_model *m, nc_error *err) {
     if (!s || !m) return nc_fail(err, NC_ERR_INVALID, "nc_sampling_from_model: NULL argument");
     if (m->kind != NC_MODEL_DECODER)
-        return nc_fail(err, NC_ERR_INVALID, "nc_sampling_from_model: the model is an encoder");
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s is an encoder: it has no sampling defaults (generation needs a "
+                       "decoder)",
+                       m->dir);
     return gen_sampling_from_folder(m->dir, 0, &s->params, err);
 }
 

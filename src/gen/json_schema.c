@@ -698,7 +698,7 @@ int js_xml_call_form(js_graph *g, const char *schema_json) {
 nc_status js_any_object(js_graph *g, nc_error *err) {
     memset(g, 0, sizeof *g);
     g->nodes = malloc(sizeof *g->nodes);
-    if (!g->nodes) return nc_fail(err, NC_ERR_NOMEM, "json_object: out of memory");
+    if (!g->nodes) return nc_fail(err, NC_ERR_NOMEM, "JSON schema: out of memory");
     g->nodes[0] = (js_node){JS_OBJ_ANY, 0, 0, -1, 0, -1};
     g->n_nodes = g->cap_nodes = 1;
     g->root = 0;

@@ -272,7 +272,7 @@ static void lm_head_rows(qwen35_model *m, int n) {
 static nc_status check_item(const qwen35_model *m, const qwen35_batch_item *it, int index,
                             nc_error *err) {
     if (!it->state || it->state->m != m || it->n < 0 || (it->n > 0 && !it->tokens))
-        return nc_fail(err, NC_ERR_INVALID, "qwen35_forward: batch item %d is malformed", index);
+        return nc_fail(err, NC_ERR_INVALID, "Qwen3.5 forward pass: batch item %d is malformed", index);
     return dec_check_tokens(it->tokens, it->n, it->state->pos, it->state->ctx, m->cfg.vocab_size,
                             err);
 }
@@ -284,11 +284,11 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
         for (int j = 0; j < i; j++)
             if (items[j].state == items[i].state)
                 return nc_fail(err, NC_ERR_INVALID,
-                               "qwen35_forward: batch items %d and %d share a state", j, i);
+                               "Qwen3.5 forward pass: batch items %d and %d share a state", j, i);
     }
     int fixed[64], *replay = count <= 32 ? fixed : malloc(2 * (size_t)count * sizeof *replay);
     segment segs_fixed[QWEN35_MAX_BATCH];
-    if (!replay) return nc_fail(err, NC_ERR_NOMEM, "qwen35_forward: out of memory");
+    if (!replay) return nc_fail(err, NC_ERR_NOMEM, "Qwen3.5 forward pass: out of memory");
     int *done = replay + count; /* rows of each item already through */
     /* Each item's rows: the tokens a truncation left to replay (no logits),
      * then its new tokens; all of them are in state->tokens from lin_pos. */

@@ -107,7 +107,7 @@ void qwen35_state_snapshot(qwen35_state *s) {
 nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error *err) {
     if (dst->m != src->m || dst->ctx < src->pos)
         return nc_fail(err, NC_ERR_INVALID,
-                       "qwen35_state_copy: the states belong to different models or the "
+                       "Qwen3.5 state copy: the states belong to different models or the "
                        "destination's context (%d) is shorter than the source's %d tokens",
                        dst->ctx, src->pos);
     const qwen35_model *m = src->m;

@@ -445,6 +445,7 @@ static nc_status parse_logprobs(pctx *c, const json_t *root, serve_request *r) {
 
 static nc_status parse_stream(pctx *c, const json_t *root, serve_request *r) {
     NC_TRY(get_bool(c, root, "stream", &r->stream));
+    NC_TRY(get_bool(c, root, "context_shift", &r->context_shift));
     json_t *so = field(root, "stream_options");
     if (so) {
         if (!json_is_object(so)) return bad(c, "stream_options", "must be an object%s", NULL);
@@ -496,6 +497,7 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     req->repeat_penalty = 1.0;
     req->max_tokens = -1;
     req->enable_thinking = 1;
+    req->context_shift = -1;
     pctx c = {perr, err};
     json_error_t je;
     size_t quoted_len = 0;
@@ -515,17 +517,28 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     return st;
 }
 
-void serve_request_free(serve_request *req) {
-    for (size_t i = 0; i < req->n_messages; i++) {
-        free(req->messages[i].role);
-        free(req->messages[i].content);
-        free(req->messages[i].reasoning_content);
-        for (size_t k = 0; k < req->messages[i].n_tool_calls; k++) {
-            free(req->messages[i].tool_calls[k].name);
-            free(req->messages[i].tool_calls[k].arguments);
-        }
-        free(req->messages[i].tool_calls);
+static void free_message(serve_message *m) {
+    free(m->role);
+    free(m->content);
+    free(m->reasoning_content);
+    for (size_t k = 0; k < m->n_tool_calls; k++) {
+        free(m->tool_calls[k].name);
+        free(m->tool_calls[k].arguments);
     }
+    free(m->tool_calls);
+}
+
+void serve_request_drop_messages(serve_request *req, size_t first, size_t n) {
+    for (size_t i = first; i < first + n; i++)
+        free_message(&req->messages[i]);
+    memmove(req->messages + first, req->messages + first + n,
+            (req->n_messages - first - n) * sizeof *req->messages);
+    req->n_messages -= n;
+}
+
+void serve_request_free(serve_request *req) {
+    for (size_t i = 0; i < req->n_messages; i++)
+        free_message(&req->messages[i]);
     gen_output_spec_free(&req->out);
     free(req->messages);
     free(req->prompt);

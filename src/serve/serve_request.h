@@ -65,6 +65,7 @@ typedef struct serve_request {
     int include_usage;     /* stream_options.include_usage */
     int enable_thinking;   /* chat_template_kwargs.enable_thinking, default 1 */
     int preserve_thinking; /* chat_template_kwargs.preserve_thinking (Qwen3.5), default 0 */
+    int context_shift;     /* chat: drop the oldest turns to fit; -1: the server's default */
 
     /* tools, tool_choice (chat) and response_format */
     gen_output_spec out;
@@ -83,5 +84,8 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
                               serve_request *req, serve_parse_error *perr, nc_error *err);
 
 void serve_request_free(serve_request *req);
+
+/* Removes messages[first..first+n) (a context shift's oldest turn). */
+void serve_request_drop_messages(serve_request *req, size_t first, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
 #include "bench/compare.h"
 #include "bench/report.h"
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "commands.h"
 
 typedef struct cli {
@@ -150,6 +151,7 @@ int cmd_bench_compare(int argc, char **argv) {
     nc_compare_result r;
     memset(&r, 0, sizeof r);
     int exit_code = 1;
+    char tmp[4200] = "";
     for (int k = 0; k < 2; k++) {
         if (nc_candidate_open(c.spec[k], c.timeout_s, &cand[k], &err) != NC_OK) goto fail;
         if (c.model[k] && nc_candidate_set_model(cand[k], c.model[k], &err) != NC_OK) goto fail;
@@ -164,7 +166,13 @@ int cmd_bench_compare(int argc, char **argv) {
     if (nc_compare_run(cand[0], cand[1], &w, power, &c.o, &r, &err) != NC_OK) goto fail;
     nc_report_input in = {&r, &c.o, {cand[0], cand[1]}, &w};
     char note[256];
-    if (nc_report_write(&in, c.out_dir, !c.no_plot, note, sizeof note, &err) != NC_OK) goto fail;
+    /* the report folder appears whole or not at all (cli_outdir.h) */
+    if (cli_outdir_begin_kind(NULL, c.out_dir, "summary.json", "report", tmp, sizeof tmp, &err) !=
+            NC_OK ||
+        nc_report_write(&in, tmp, !c.no_plot, note, sizeof note, &err) != NC_OK ||
+        cli_outdir_commit(tmp, c.out_dir, &err) != NC_OK)
+        goto fail;
+    tmp[0] = '\0';
     if (c.is_json) {
         json_t *j;
         if (nc_report_summary_json(&in, &j, &err) != NC_OK) goto fail;
@@ -184,6 +192,7 @@ int cmd_bench_compare(int argc, char **argv) {
     exit_code = 0;
 fail:
     if (exit_code) cli_fail(&err);
+    cli_outdir_abort(tmp);
     nc_compare_result_free(&r);
     nc_power_close(power);
     nc_candidate_close(cand[0]);

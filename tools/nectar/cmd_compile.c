@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "cli_quantized.h"
 #include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
@@ -107,6 +108,7 @@ int cmd_compile(int argc, char **argv) {
                          o.model_dir, n_quant);
     err = (nc_error){0};
     lower_compile_report r;
+    cli_outdir_sweep(o.out_dir); /* what a killed compile left */
     if (lower_qwen3_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
     fprintf(stderr, "compiled %s -> %s in %.2f s: %d programs, %d functions, %.1f MB, ctx %d, "
            "%d kernels per token; fp16 weights: %zu values, %zu saturated to +/-65504, "

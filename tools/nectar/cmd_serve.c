@@ -126,6 +126,11 @@ int cmd_serve(int argc, char **argv) {
                 "special-token text (<|im_end|>) in a chat message: refuse (default,\n"
                 "400: it would forge turns) or parse (the token itself, as HF)",
                 &special_mode),
+        CLI_OPT(NULL, "--context-shift", CLI_FLAG, NULL,
+                "a chat that outgrows the context drops its oldest turns (the system\n"
+                "prompt kept; header X-Context-Shift) instead of a 400; a request's\n"
+                "\"context_shift\": true/false decides for itself",
+                &o.context_shift),
         GEN_CLI_BACKEND_OPTS(&be),
         GEN_CLI_KV_OPT(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
