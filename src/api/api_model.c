@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
 #include "engine/engine_options.h"
@@ -12,14 +13,16 @@
 #define DEFAULT_CTX 4096
 
 /* The key=value options as the engine's: every key a row of the engine
- * option table (engine_options.h), parsed by its one parser. */
+ * option table (engine_options.h), parsed by its one parser; and hf_cache,
+ * where a hub model id is looked up (api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
     const char *keys[16];
     int n = 0;
-    for (const engine_option_row *r; (r = engine_option_at(n)) && n < 15; n++)
+    for (const engine_option_row *r; (r = engine_option_at(n)) && n < 14; n++)
         keys[n] = r->key;
-    keys[n] = NULL;
+    keys[n] = "hf_cache";
+    keys[n + 1] = NULL;
     NC_TRY(api_opt_check(options, keys, "nc_model_open", err));
     for (int i = 0; i < n; i++) {
         const char *v = api_opt_get(options, keys[i]);
@@ -53,7 +56,9 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     *out = NULL;
     engine_options eo;
     NC_TRY(backend_opts(&backend, options, &eo, err));
-    return api_model_open(path, backend, &eo, out, err);
+    char located[4096]; /* a hub model id's snapshot folder */
+    NC_TRY(api_hub_locate(path, options, located, sizeof located, err));
+    return api_model_open(located, backend, &eo, out, err);
 }
 
 nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
