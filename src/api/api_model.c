@@ -13,8 +13,8 @@
 #define DEFAULT_CTX 4096
 
 /* The key=value options as the engine's: every key a row of the engine
- * option table (engine_options.h), parsed by its one parser; and hf_cache,
- * where a hub model id is looked up (api_hub.h). */
+ * option table (engine_options.h), parsed by its one parser, beside
+ * hf_cache (where a hub model id is looked up: api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
     const char *keys[16];

@@ -13,7 +13,7 @@
 #include "../test.h"
 #include "ane_host/ane_fake.h"
 #include "engine/engine.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define N_GREEDY 16
