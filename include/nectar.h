@@ -227,8 +227,9 @@ typedef struct nc_sampling nc_sampling;
 NC_API nc_sampling *nc_sampling_new(void);
 NC_API void nc_sampling_free(nc_sampling *s);
 
-/* Sets one parameter by name: "temperature" (>= 0; 0 is greedy), "top_k"
- * (0: off), "top_p" and "min_p" (in [0, 1]), "repeat_penalty" (> 0; divides
+/* Sets one parameter by name: "temperature" (in [0, 100]; 0 is greedy),
+ * "top_k" (a whole number, 0: off), "top_p" and "min_p" (in [0, 1]),
+ * "repeat_penalty" (in (0, 100]; divides
  * positive and multiplies negative logits of tokens seen), "presence_penalty"
  * and "frequency_penalty" (in [-100, 100]; OpenAI's: minus once, minus count
  * times, per token seen), "seed" (an integer up to 2^53), and one that is not

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "models/family.h"
 #include "models/presets.h"
 #include "models/qwen35.h"
 #include "models/qwen3_config.h"
@@ -185,15 +186,18 @@ nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c) {
 }
 
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
-    /* a Qwen3.5 config.json: its folder through the Qwen3.5 reader */
+    /* a folder's config.json: its family's reader (family.h, read_dims) */
     const char *slash = strrchr(config_path, '/');
     char dir[4096];
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - config_path) : 1,
              slash ? config_path : ".");
-    if (slash && !strcmp(slash + 1, "config.json") && qwen35_is_qwen35_dir(dir)) {
-        qwen35_config c;
-        NC_TRY(qwen35_config_load(dir, &c, err));
-        *out = nc_qwen35_shape_of(&c);
+    const model_family_row *f = NULL;
+    nc_error ferr = {0};
+    if (slash && !strcmp(slash + 1, "config.json") &&
+        model_family_of_dir(dir, &f, &ferr) == NC_OK && f->read_dims) {
+        decoder_dims d;
+        NC_TRY(f->read_dims(dir, &d, err));
+        *out = nc_decoder_shape_of(&d);
         return nc_qwen3_validate(out, config_path, err);
     }
     qwen3_config c;

@@ -93,11 +93,6 @@ const model_family_row *engine_kind_family(const char *kind) {
     return row ? model_family_named(row->family) : NULL;
 }
 
-chat_family chat_family_of_kind(const char *kind) {
-    const model_family_row *f = engine_kind_family(kind);
-    return f ? f->chat : CHAT_QWEN3;
-}
-
 const char *engine_family_kind(const model_family_row *f, const char *backend) {
     for (int i = 0; f && i < N_ROWS; i++)
         if (rows[i].chosen && !strcmp(rows[i].family, f->name) && !strcmp(rows[i].backend, backend))

@@ -141,9 +141,6 @@ const char *const *engine_kinds(void);
 /* The family of a kind ("llama-cpu": llama; "script" stands in for qwen3);
  * NULL for no such kind. */
 const model_family_row *engine_kind_family(const char *kind);
-/* The chat template of a kind's family (Qwen3's for NULL or an unknown
- * kind); e->family->chat where the engine is at hand. */
-chat_family chat_family_of_kind(const char *kind);
 /* The kind serving family f on backend ("cpu", "mil", "ane"); NULL when
  * none does (or f is NULL). */
 const char *engine_family_kind(const model_family_row *f, const char *backend);

@@ -164,7 +164,7 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     memset(&s->constraint, 0, sizeof s->constraint);
     if (req->constraint) s->constraint = *req->constraint;
     s->split_reasoning = req->split_reasoning;
-    gen_think_init(&s->think, s->m->tok, req->starts_in_reasoning);
+    gen_think_init(&s->think, s->m->tok, s->m->e->family, req->starts_in_reasoning);
     tok_stream_init(&s->detok, s->m->tok);
     s->n_prompt = n - n_drop;
     memcpy(s->prompt, prompt + n_drop, (size_t)s->n_prompt * sizeof *prompt);

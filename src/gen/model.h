@@ -37,7 +37,8 @@ int gen_model_is_eos(const gen_model *m, int32_t id);
 void gen_model_build_eos(gen_model *m);
 
 /* Which sampling parameters a caller set itself (the rest come from the
- * folder, then from the caller's base). */
+ * folder, then from the caller's base): a parameter's bit is 1 << its row in
+ * the sampling parameter table (gen/sampling_params.h, gen_param.set). */
 enum {
     GEN_SET_TEMPERATURE = 1,
     GEN_SET_TOP_K = 2,

@@ -54,6 +54,10 @@ typedef struct decoder_dims {
 /* The dims of a Qwen3-layout config (Qwen3, Llama) and of Qwen3.5's. */
 decoder_dims qwen3_dims(const qwen3_config *c);
 decoder_dims qwen35_dims(const qwen35_config *c);
+/* The same from a folder's config.json (+ generation_config.json): a
+ * Qwen3-layout one through its family's reader, and a Qwen3.5 one. */
+nc_status qwen3_dims_load(const char *dir, decoder_dims *d, nc_error *err);
+nc_status qwen35_dims_load(const char *dir, decoder_dims *d, nc_error *err);
 /* K and V of every attention (not linear) layer for one token, fp16 or fp32. */
 size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16);
 

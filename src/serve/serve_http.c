@@ -323,11 +323,13 @@ static void make_id(serve_server *s, serve_endpoint ep, char *out, size_t cap) {
 
 /* ---- preparing a job ------------------------------------------------------ */
 
-static int ends_with_open_think(const char *text) {
-    size_t n = strlen(text);
+/* The prompt ends inside the family's reasoning block (its template opened
+ * it): the reply starts as reasoning. */
+static int ends_with_open_think(const model_family_row *f, const char *text) {
+    size_t n = strlen(text), k = f->think_open ? strlen(f->think_open) : 0;
     while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
         n--;
-    return n >= 7 && !memcmp(text + n - 7, "<think>", 7);
+    return k && n >= k && !memcmp(text + n - k, f->think_open, k);
 }
 
 /* Refuses special-token text in what a chat message puts in the prompt
@@ -434,7 +436,7 @@ static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, s
             return st == NC_ERR_NOMEM ? 500 : 400;
         }
         j->split_reasoning = 1;
-        j->starts_in_reasoning = ends_with_open_think(text);
+        j->starts_in_reasoning = ends_with_open_think(g->m->e->family, text);
     } else if (r->prompt) {
         text = strdup(r->prompt);
         if (!text) return snprintf(msg, msg_cap, "out of memory"), 500;
@@ -1207,7 +1209,7 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
             g->n_aliases = opt->n_aliases;
         }
         g->family = opt->chat_template ? (chat_family)chat_family_by_name(opt->chat_template)
-                                       : chat_family_of_kind(g->m->e->kind);
+                                       : g->m->e->family->chat;
         serve_metrics_placement(&s->metrics, g->m->model_id, engine_placement(g->m->e));
         g->max_token_bytes = tok_max_token_bytes(g->m->tok);
         if (g->max_token_bytes == 0) g->max_token_bytes = 1;

@@ -371,26 +371,26 @@ static nc_status reject_unsupported(pctx *c, const json_t *root) {
     return NC_OK;
 }
 
+double serve_request_param(const serve_request *r, const char *name) {
+    for (int i = 0; gen_param_at(i); i++)
+        if (!strcmp(gen_param_at(i)->name, name)) return r->sampling[i];
+    return NAN;
+}
+
 static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
-    static const struct {
-        const char *key;
-        unsigned bit;
-    } given[] = {{"temperature", GEN_SET_TEMPERATURE},
-                 {"top_p", GEN_SET_TOP_P},
-                 {"min_p", GEN_SET_MIN_P},
-                 {"repeat_penalty", GEN_SET_REPEAT_PENALTY},
-                 {"top_k", GEN_SET_TOP_K}};
-    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (field(root, given[i].key)) r->sampling_set |= given[i].bit;
-    NC_TRY(get_num(c, root, "temperature", 0.0, 2.0, &r->temperature));
-    NC_TRY(get_num(c, root, "top_p", 0.0, 1.0, &r->top_p));
-    NC_TRY(get_num(c, root, "min_p", 0.0, 1.0, &r->min_p));
-    NC_TRY(get_num(c, root, "presence_penalty", -2.0, 2.0, &r->presence_penalty));
-    NC_TRY(get_num(c, root, "frequency_penalty", -2.0, 2.0, &r->frequency_penalty));
-    NC_TRY(get_num(c, root, "repeat_penalty", 0.01, 10.0, &r->repeat_penalty));
-    int64_t v = r->top_k;
-    NC_TRY(get_int(c, root, "top_k", 0, 1e9, &v));
-    r->top_k = (int)v;
+    /* the sampling parameter table, each in the server's (OpenAI's) range */
+    for (int i = 0; gen_param_at(i); i++) {
+        const gen_param *p = gen_param_at(i);
+        if (!field(root, p->name)) continue;
+        r->sampling_set |= p->set;
+        if (p->is_int) {
+            int64_t v = 0;
+            NC_TRY(get_int(c, root, p->name, p->serve_lo, p->serve_hi, &v));
+            r->sampling[i] = (double)v;
+        } else {
+            NC_TRY(get_num(c, root, p->name, p->serve_lo, p->serve_hi, &r->sampling[i]));
+        }
+    }
     /* A seed is any 64-bit integer, signed or not (negative seeds wrap as
      * in numpy); one above INT64_MAX arrives as a big-integer marker. */
     json_t *sv = field(root, "seed");
@@ -492,9 +492,8 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     memset(req, 0, sizeof *req);
     perr->param[0] = '\0';
     req->endpoint = endpoint;
-    req->temperature = 1.0;
-    req->top_p = 1.0;
-    req->repeat_penalty = 1.0;
+    for (int i = 0; gen_param_at(i); i++) /* each parameter off until sent */
+        req->sampling[i] = gen_param_at(i)->off;
     req->max_tokens = -1;
     req->enable_thinking = 1;
     req->context_shift = -1;

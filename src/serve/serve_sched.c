@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "gen/logprobs.h"
+#include "gen/sampling_params.h"
 #include "text/utf8.h"
 
 /* Prompt tokens one slot feeds per step, so a long prompt does not stall
@@ -184,13 +185,9 @@ static int on_token(void *user, int32_t tok, const float *logits) {
 /* The model folder's defaults, overridden by what the request sent. */
 static gen_sampler_params request_sampling(serve_sched *s, const serve_request *r) {
     gen_sampler_params p = s->defaults;
-    if (r->sampling_set & GEN_SET_TEMPERATURE) p.temperature = (float)r->temperature;
-    if (r->sampling_set & GEN_SET_TOP_K) p.top_k = r->top_k;
-    if (r->sampling_set & GEN_SET_TOP_P) p.top_p = (float)r->top_p;
-    if (r->sampling_set & GEN_SET_MIN_P) p.min_p = (float)r->min_p;
-    if (r->sampling_set & GEN_SET_REPEAT_PENALTY) p.repeat_penalty = (float)r->repeat_penalty;
-    p.presence_penalty = (float)r->presence_penalty;
-    p.frequency_penalty = (float)r->frequency_penalty;
+    for (int i = 0; gen_param_at(i); i++)
+        if (r->sampling_set & gen_param_at(i)->set)
+            gen_param_put(&p, gen_param_at(i), r->sampling[i]);
     p.seed = r->has_seed
                  ? r->seed
                  : (uint64_t)(nc_now_s() * 1e9) ^ (++s->seed_counter * 0x9e3779b97f4a7c15ull);

@@ -13,11 +13,15 @@
 #include "commands.h"
 #include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
+#include "models/family.h"
 
 int cmd_compile(int argc, char **argv) {
     /* encoder folders have their own lowering (cmd_compile_encoder.c) */
     const char *model = cmd_encoder_model_arg(argc, argv);
-    if (model && lower_is_modernbert_dir(model)) return cmd_compile_encoder(argc, argv);
+    const model_family_row *f = NULL;
+    nc_error ferr = {0};
+    if (model && model_family_of_dir(model, &f, &ferr) == NC_OK && f->is_encoder)
+        return cmd_compile_encoder(argc, argv);
     lower_compile_options o;
     memset(&o, 0, sizeof o);
     o.progress = -1;

@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/engine_options.h"
 #include "gen/generate.h"
+#include "gen/sampling_params.h"
 #include "nectar.h"
 #include "text/tokenizer.h"
 
@@ -65,7 +66,7 @@ typedef struct gen_cli_opts {
     int64_t seed; /* --seed as parsed (sampling.seed once finished) */
     gen_sampler_params sampling;
     unsigned set; /* GEN_SET_*: given on the command line (folder defaults must not override) */
-    int seen_temp, seen_top_k, seen_top_p, seen_min_p, seen_repeat;
+    int seen[GEN_N_PARAMS]; /* each sampling parameter's flag was given */
     int is_set_ctx; /* --ctx given: with a bundle it must equal the bundle's */
     gen_cli_backend be;
     const char *stops[GEN_CLI_MAX_STOPS];
