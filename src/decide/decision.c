@@ -139,8 +139,12 @@ static nc_status resolve_inputs(decision_model *m, const decision_io *io, nc_err
                     return nc_fail(err, NC_ERR_INVALID,
                                    "row %d: marker %d at position %d is not a real token", b + 1,
                                    k + 1, mk[k]);
-        } else if (decision_find_markers(c, ids, mask, seq, mk, err) != NC_OK) {
-            return nc_fail_prefix(err, "row %d", b + 1);
+        } else {
+            nc_status st = decision_find_markers(c, ids, mask, seq, mk, err);
+            if (st != NC_OK) {
+                nc_fail_prefix(err, "row %d", b + 1); /* err may be NULL: keep st */
+                return st;
+            }
         }
         int32_t *ty = m->types + (size_t)b * (size_t)seq;
         if (!io->types) {

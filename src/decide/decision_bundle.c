@@ -181,15 +181,19 @@ decision_crossings decision_bundle_crossings(const decision_model *m) {
 }
 
 nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,
-                                int n_threads, decision_model **out, nc_error *err) {
+                                const char *who, int n_threads, decision_model **out,
+                                nc_error *err) {
     *out = NULL;
+    char what[128];
     if (!strcmp(backend, "cpu")) return decision_load(model, n_threads, out, err);
     if (!strcmp(backend, "mil")) return decision_bundle_open(model, n_threads, NULL, out, err);
     if (strcmp(backend, "ane"))
-        return nc_fail(err, NC_ERR_INVALID, "--backend %s: cpu, mil or ane", backend);
+        return nc_fail(err, NC_ERR_INVALID, "%s%s%s %s: cpu, mil or ane", who ? who : "",
+                       who ? ": backend" : "", who ? "" : "--backend", backend);
     engine_options eo;
     memset(&eo, 0, sizeof eo);
     eo.n_threads = n_threads;
-    NC_TRY(engine_ane_device_parse(ane_device, "--ane-device", &eo, err));
+    snprintf(what, sizeof what, "%s%s", who ? who : "--ane-device", who ? ": option ane_device" : "");
+    NC_TRY(engine_ane_device_parse(ane_device, what, &eo, err));
     return decision_bundle_open(model, n_threads, &eo, out, err);
 }

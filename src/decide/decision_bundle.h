@@ -21,9 +21,11 @@ nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_o
 /* The model for a command's --backend: "cpu" (decision_load of a folder),
  * "mil" or "ane" (decision_bundle_open of a bundle; ane on the device that
  * ane_device names, as --ane-device: "real", "fake[:SETTINGS]"). A bad
- * name fails in one line naming the option. */
+ * name fails in one line naming the option: --backend / --ane-device, or
+ * "WHO: backend" / "WHO: option ane_device" when who is set (the C API). */
 nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,
-                                int n_threads, decision_model **out, nc_error *err);
+                                const char *who, int n_threads, decision_model **out,
+                                nc_error *err);
 
 /* What crossed between the CPU and the region so far: calls of the region
  * and bytes at fp16 (x, masks, one-hot types in; hidden out), counted at

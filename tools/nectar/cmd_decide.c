@@ -197,7 +197,7 @@ int cmd_decide(int argc, char **argv) {
     nc_error err = {0};
     decision_model *m = NULL;
     tok_tokenizer *tok = NULL;
-    nc_status st = decision_open_backend(model, backend, device, threads, &m, &err);
+    nc_status st = decision_open_backend(model, backend, device, NULL, threads, &m, &err);
     if (st != NC_OK || tok_load(model, &tok, &err) != NC_OK) {
         decision_free(m);
         return cli_fail(&err);

@@ -170,7 +170,7 @@ int cmd_snake(int argc, char **argv) {
     if (!model == !teacher) return cli_usage_error(&cmd, "give one of -m DIR or --teacher");
     snake_run r = {.n_games = games};
     nc_error err = {0};
-    if (model && (decision_open_backend(model, backend, device, threads, &r.m, &err) != NC_OK ||
+    if (model && (decision_open_backend(model, backend, device, NULL, threads, &r.m, &err) != NC_OK ||
                   tok_load(model, &r.tok, &err) != NC_OK)) {
         decision_free(r.m);
         return cli_fail(&err);
