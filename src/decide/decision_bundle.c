@@ -9,19 +9,18 @@
 #include <string.h>
 
 #include "ane_host/ane_runner.h"
+#include "base/timer.h"
 #include "decide/decision_impl.h"
 #include "decide/decision_lower.h"
 #include "engine/engine_ane_device.h"
 #include "lower/modernbert_manifest.h"
 #include "lower/modernbert_run.h"
 #include "mil/interp.h"
-#include "mil/parse.h"
 
 typedef struct bundle_region {
     decision_model *m;
     mb_run *run;
     mb_manifest man;
-    mil_program *prog;
     mil_interp *fns[LOWER_MAX_FUNCS]; /* by manifest order, prepared on first use */
     /* on a device instead: the bundle loaded there and one runner */
     engine_ane_dev dev;
@@ -40,7 +39,6 @@ static void region_free(void *user) {
     engine_ane_device_close(&r->dev);
     for (int i = 0; i < LOWER_MAX_FUNCS; i++)
         mil_interp_free(r->fns[i]);
-    mil_program_free(r->prog);
     mb_run_free(r->run);
     free(r);
 }
@@ -50,7 +48,8 @@ static nc_status function_for(bundle_region *r, int B, int L, mil_interp **out, 
     mb_lower_fn_name(name, sizeof name, B, L);
     for (int i = 0; i < r->man.program.n_fns; i++) {
         if (strcmp(r->man.program.fns[i].name, name)) continue;
-        if (!r->fns[i]) NC_TRY(mil_interp_new(r->prog, name, MIL_INTERP_FP16, &r->fns[i], err));
+        if (!r->fns[i])
+            NC_TRY(mil_interp_new(mb_run_program(r->run), name, MIL_INTERP_FP16, &r->fns[i], err));
         *out = r->fns[i];
         return NC_OK;
     }
@@ -65,17 +64,21 @@ static nc_status interpreted(bundle_region *r, int B, int L, const float *x, con
     mil_interp *it = NULL;
     NC_TRY(function_for(r, B, L, &it, err));
     int64_t xs[4] = {B, D, 1, L}, ms[4] = {B, L, 1, L}, ts[4] = {B, T, 1, L};
+    double t0 = nc_now_s();
     NC_TRY(mil_interp_set_input(it, "x", MIL_DT_FP32, 4, xs, x, err));
     NC_TRY(mil_interp_set_input(it, "mask_global", MIL_DT_FP32, 4, ms, mg, err));
     if (ml) NC_TRY(mil_interp_set_input(it, "mask_local", MIL_DT_FP32, 4, ms, ml, err));
     NC_TRY(mil_interp_set_input(it, "types", MIL_DT_FP32, 4, ts, types, err));
+    double t1 = nc_now_s();
     NC_TRY(mil_interp_run(it, err));
+    double t2 = nc_now_s();
     mil_interp_view v;
     NC_TRY(mil_interp_get(it, "hidden", &v, err));
     size_t nx = (size_t)B * D * L;
     if (v.count != nx || !v.f32)
         return nc_fail(err, NC_ERR_FORMAT, "bundle: hidden has the wrong shape");
     memcpy(hidden, v.f32, nx * sizeof *hidden);
+    r->cross.copy_s += (t1 - t0) + (nc_now_s() - t2);
     return NC_OK;
 }
 
@@ -85,13 +88,18 @@ static nc_status on_device(bundle_region *r, int B, int L, const float *x, const
                            const float *ml, const float *types, float *hidden, nc_error *err) {
     const decision_config *c = &r->m->cfg;
     size_t nx = (size_t)B * c->hidden_size * L, nm = (size_t)B * L * L;
+    double t0 = nc_now_s();
     NC_TRY(ane_runner_write(r->runner, B, L, "x", x, nx, err));
     NC_TRY(ane_runner_write(r->runner, B, L, "mask_global", mg, nm, err));
     if (ml) NC_TRY(ane_runner_write(r->runner, B, L, "mask_local", ml, nm, err));
     NC_TRY(ane_runner_write(r->runner, B, L, "types", types,
                             (size_t)B * c->type_vocab_size * L, err));
+    double t1 = nc_now_s();
     NC_TRY(ane_runner_run(r->runner, B, L, -1, (ane_run_mode)r->dev.dev.preferred_mode, err));
-    return ane_runner_read(r->runner, B, L, "hidden", hidden, nx, err);
+    double t2 = nc_now_s();
+    NC_TRY(ane_runner_read(r->runner, B, L, "hidden", hidden, nx, err));
+    r->cross.copy_s += (t1 - t0) + (nc_now_s() - t2);
+    return NC_OK;
 }
 
 /* mb_island_fn: the region's function with the chunk's one-hot types. */
@@ -117,10 +125,15 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
     free(oh);
     NC_TRY(st);
     /* fp16 on the wire: x, masks and types in, hidden out */
-    r->cross.calls++;
-    r->cross.bytes_in += 2LL * ((long long)nx + (long long)B * L * L * (ml ? 2 : 1) +
-                                (long long)B * T * L);
-    r->cross.bytes_out += 2LL * (long long)nx;
+    decision_crossings *x_ = &r->cross;
+    x_->calls++;
+    x_->last_batch = B;
+    x_->last_seq = L;
+    x_->x_bytes += 2LL * (long long)nx;
+    x_->mask_bytes += 2LL * B * L * L * (ml ? 2 : 1);
+    x_->type_bytes += 2LL * B * T * L;
+    x_->bytes_in = x_->x_bytes + x_->mask_bytes + x_->type_bytes;
+    x_->bytes_out += 2LL * (long long)nx;
     return NC_OK;
 }
 
@@ -152,12 +165,11 @@ nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_o
                        DECISION_PARTITION_FILE);
     bundle_region *r = calloc(1, sizeof *r);
     if (!r) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    /* the runner loads the encoder and parses the program once; the head
+     * borrows its encoder */
     nc_status st = mb_manifest_read(bundle, &r->man, err);
-    if (!st) st = decision_load(r->man.source_dir, n_threads, &r->m, err);
     if (!st) st = mb_run_open(bundle, n_threads, &r->run, err);
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", bundle, r->man.program.path);
-    if (!st) st = mil_parse_file(path, &r->prog, err);
+    if (!st) st = decision_load_with(r->man.source_dir, mb_run_host(r->run), n_threads, &r->m, err);
     if (!st && ane) st = engine_ane_device_open(ane, &r->dev, err);
     if (!st && ane) st = ane_bundle_open(&r->dev.dev, bundle, &r->loaded, err);
     if (!st && ane) st = ane_runner_new(r->loaded, &r->runner, err);
@@ -176,8 +188,39 @@ nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_o
 }
 
 decision_crossings decision_bundle_crossings(const decision_model *m) {
-    decision_crossings none = {0, 0, 0};
+    decision_crossings none;
+    memset(&none, 0, sizeof none);
     return m->region_free == region_free ? ((bundle_region *)m->region_user)->cross : none;
+}
+
+void decision_partition_text(const decision_model *m, char *buf, size_t cap) {
+    const decision_config *c = &m->cfg;
+    if (m->region_free != region_free) {
+        snprintf(buf, cap, "CPU: the whole model (no partition: --backend cpu)");
+        return;
+    }
+    const bundle_region *r = m->region_user;
+    snprintf(buf, cap,
+             "CPU: tokenizer, token embeddings, embedding LayerNorm; "
+             "NE (%s): %d encoder layers + final norm + type addition + %d head layers; "
+             "CPU: marker selection, scorer, raw and calibrated probabilities, action head",
+             !r->runner ? "MIL interpreter, fp16" : r->dev.is_fake ? "fake ANE" : "ANE", r->man.num_hidden_layers,
+             c->head_layers);
+}
+
+void decision_crossings_print(FILE *f, const char *who, const decision_model *m) {
+    decision_crossings x = decision_bundle_crossings(m);
+    char part[512];
+    decision_partition_text(m, part, sizeof part);
+    fprintf(f, "%s: partition: %s\n", who, part);
+    if (!x.calls) return;
+    fprintf(f,
+            "%s: %ld region calls (last at B=%d L=%d: %lld B of fp16 embeddings each); "
+            "CPU->NE %lld B (embeddings %lld, masks %lld, types %lld), NE->CPU %lld B "
+            "(hidden); copies %.3f ms, inside the end-to-end time\n",
+            who, x.calls, x.last_batch, x.last_seq,
+            2LL * x.last_batch * x.last_seq * m->cfg.hidden_size, x.bytes_in, x.x_bytes,
+            x.mask_bytes, x.type_bytes, x.bytes_out, x.copy_s * 1e3);
 }
 
 nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,

@@ -39,7 +39,7 @@ if [ -f $M/decision.json ]; then
     "$BIN" compile -m $M -o "$T/snake.ane" --buckets 64 --batches 3 >/dev/null 2>&1
     "$BIN" snake --backend mil -m "$T/snake.ane" --games 1 --rate 0 -t 2 >"$T/b1" 2>"$T/b1.err"
     "$BIN" snake -m $M --games 1 --rate 0 -t 2 >"$T/c1" 2>/dev/null
-    check snake_mil_backend_plays_the_same "grep -q '$LINE' $T/b1 && cmp -s $T/b1 $T/c1 && grep -q '^snake: [0-9]* region calls; CPU->NE [0-9]* bytes' $T/b1.err" "$(cat "$T/b1" "$T/c1" "$T/b1.err")"
+    check snake_mil_backend_plays_the_same "grep -q '$LINE' $T/b1 && cmp -s $T/b1 $T/c1 && grep -q '^snake: [0-9]* region calls (last at B=3 L=64: [0-9]* B of fp16 embeddings each); CPU->NE [0-9]* B' $T/b1.err && grep -q '^snake: partition: CPU: tokenizer' $T/b1.err" "$(cat "$T/b1" "$T/c1" "$T/b1.err")"
 else
     echo "SKIP snake_model_plays: $M not present"
 fi

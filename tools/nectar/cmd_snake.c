@@ -252,12 +252,7 @@ int cmd_snake(int argc, char **argv) {
                 "%.3f ms, agreement with the teacher %.1f%%\n",
                 ticks, r.decisions, p50 * 1e3, p95 * 1e3, mx * 1e3,
                 r.decisions ? 100.0 * (double)r.agree / (double)r.decisions : 0.0);
-        decision_crossings x = r.m ? decision_bundle_crossings(r.m) : (decision_crossings){0};
-        if (x.calls) /* the copies between the engines, at fp16 and the compiled shapes */
-            fprintf(stderr,
-                    "snake: %ld region calls; CPU->NE %lld bytes (x, masks, types), NE->CPU "
-                    "%lld bytes (hidden)\n",
-                    x.calls, x.bytes_in, x.bytes_out);
+        if (r.m) decision_crossings_print(stderr, "snake", r.m);
         if (has_energy)
             fprintf(stderr,
                     "snake: energy %.3f J in %.3f s (mean power %.3f W, %.4f J per decision; %s)\n",
