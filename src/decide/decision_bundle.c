@@ -29,6 +29,10 @@ typedef struct bundle_region {
     /* the chunk being run: its type ids [n][seq] */
     const int32_t *types;
     int n, seq;
+    /* per-layer outputs asked for: encoder_out, then each head layer's,
+     * [B, D, 1, L] each, read off the interpreter */
+    float **extra;
+    int last_b, last_l; /* the compiled shape of the last call */
     decision_crossings cross;
 } bundle_region;
 
@@ -56,9 +60,34 @@ static nc_status function_for(bundle_region *r, int B, int L, mil_interp **out, 
     return nc_fail(err, NC_ERR_FORMAT, "bundle: function %s is missing", name);
 }
 
+/* The per-layer values the parity gate asks for (out[k], k < N - 1: the
+ * encoder layers; r->extra: encoder_out and the head layers), read off the
+ * interpreter by their names in the program. */
+static nc_status read_layers(bundle_region *r, mil_interp *it, size_t nx, float *const *out,
+                             nc_error *err) {
+    int NL = r->man.num_hidden_layers, H = r->m->cfg.head_layers;
+    for (int k = 0; k < NL - 1 + (r->extra ? 1 + H : 0); k++) {
+        float *dst = k < NL - 1 ? out[k] : r->extra[k - (NL - 1)];
+        if (!dst) continue;
+        char var[32];
+        int j = k - NL; /* the head layer, when >= 0 */
+        if (k < NL - 1) mb_lower_layer_var(var, sizeof var, k);
+        else if (j < 0) snprintf(var, sizeof var, "encoder_out");
+        else snprintf(var, sizeof var, j == H - 1 ? "hidden" : "hd%02d_out", j);
+        mil_interp_view v;
+        NC_TRY(mil_interp_get(it, var, &v, err));
+        if (v.count != nx || !v.f32)
+            return nc_fail(err, NC_ERR_FORMAT, "bundle: %s has the wrong shape", var);
+        memcpy(dst, v.f32, nx * sizeof *dst);
+    }
+    return NC_OK;
+}
+
 /* Function (B, L) in the interpreter: inputs [B, C, 1, L], `hidden` out. */
 static nc_status interpreted(bundle_region *r, int B, int L, const float *x, const float *mg,
-                             const float *ml, const float *types, float *hidden, nc_error *err) {
+                             const float *ml, const float *types, float *const *out,
+                             nc_error *err) {
+    float *hidden = out[r->man.num_hidden_layers - 1];
     const decision_config *c = &r->m->cfg;
     int D = c->hidden_size, T = c->type_vocab_size;
     mil_interp *it = NULL;
@@ -79,7 +108,7 @@ static nc_status interpreted(bundle_region *r, int B, int L, const float *x, con
         return nc_fail(err, NC_ERR_FORMAT, "bundle: hidden has the wrong shape");
     memcpy(hidden, v.f32, nx * sizeof *hidden);
     r->cross.copy_s += (t1 - t0) + (nc_now_s() - t2);
-    return NC_OK;
+    return read_layers(r, it, nx, out, err);
 }
 
 /* The same on the device: inputs into the function's surfaces, one
@@ -108,9 +137,12 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
     bundle_region *r = user;
     const decision_config *c = &r->m->cfg;
     int D = c->hidden_size, T = c->type_vocab_size, NL = r->man.num_hidden_layers;
-    for (int k = 0; k < NL - 1; k++)
+    r->last_b = B;
+    r->last_l = L;
+    for (int k = 0; k < NL - 1 && r->runner; k++)
         if (out[k])
-            return nc_fail(err, NC_ERR_UNSUPPORTED, "decision bundle: no per-layer outputs");
+            return nc_fail(err, NC_ERR_UNSUPPORTED,
+                           "decision bundle: per-layer outputs need --backend mil");
     float *oh = calloc((size_t)B * T * L, sizeof *oh);
     if (!oh) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     /* [b, type, 0, t]; pad rows and positions past the input take type 0 */
@@ -121,7 +153,7 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
         }
     size_t nx = (size_t)B * D * L;
     nc_status st = r->runner ? on_device(r, B, L, x, mg, ml, oh, out[NL - 1], err)
-                             : interpreted(r, B, L, x, mg, ml, oh, out[NL - 1], err);
+                             : interpreted(r, B, L, x, mg, ml, oh, out, err);
     free(oh);
     NC_TRY(st);
     /* fp16 on the wire: x, masks and types in, hidden out */
@@ -137,23 +169,67 @@ static nc_status island(void *user, int B, int L, const float *x, const float *m
     return NC_OK;
 }
 
+/* Chunk rows [r0, r0 + n) of the per-layer values into io->layers
+ * ([N + H][batch][seq][D]): the encoder layers but the last from the
+ * runner's hidden states ([N + 1][n][S][D]), the rest from r->extra
+ * ([B, D, 1, L] each); pad positions zero. */
+static void scatter_layers(bundle_region *r, const decision_io *io, const float *hid, int r0,
+                           int n, int B, int L) {
+    int NL = r->man.num_hidden_layers, H = r->m->cfg.head_layers, S = io->seq;
+    size_t D = (size_t)r->man.hidden_size, per = (size_t)io->batch * S * D;
+    (void)B;
+    for (int k = 0; k < NL + H; k++)
+        for (int b = 0; b < n; b++)
+            for (int t = 0; t < S; t++) {
+                const int32_t *mask = io->mask ? io->mask + (size_t)(r0 + b) * S : NULL;
+                float *dst = io->layers + k * per + ((size_t)(r0 + b) * S + t) * D;
+                for (size_t ch = 0; ch < D; ch++) {
+                    float v = k < NL - 1 ? hid[(size_t)(k + 1) * n * S * D +
+                                               ((size_t)b * S + t) * D + ch]
+                                         : r->extra[k - (NL - 1)][((size_t)b * D + ch) * L + t];
+                    dst[ch] = !mask || mask[t] ? v : 0.0f;
+                }
+            }
+}
+
 /* decision_model.region: chunks of at most the largest compiled batch,
  * each through the encoder bundle runner with the island above. */
 static nc_status region_run(void *user, const decision_io *io, const int32_t *types, float *x,
                             nc_error *err) {
     bundle_region *r = user;
     int max_b = r->man.batches[r->man.n_batches - 1], S = io->seq, D = r->man.hidden_size;
-    for (int r0 = 0; r0 < io->batch; r0 += max_b) {
+    int NL = r->man.num_hidden_layers, H = r->m->cfg.head_layers;
+    int max_l = r->man.seqs[r->man.n_seqs - 1];
+    size_t big = (size_t)max_b * D * max_l;
+    float *hid = NULL;
+    nc_status st = NC_OK;
+    if (io->layers) { /* room for the largest chunk */
+        hid = malloc((size_t)(NL + 1) * max_b * S * D * sizeof *hid);
+        r->extra = calloc((size_t)(1 + H), sizeof *r->extra);
+        for (int k = 0; r->extra && k <= H; k++)
+            r->extra[k] = malloc(big * sizeof **r->extra);
+        for (int k = 0; r->extra && k <= H; k++)
+            if (!r->extra[k]) st = NC_ERR_NOMEM;
+        if (!hid || !r->extra || st) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    for (int r0 = 0; st == NC_OK && r0 < io->batch; r0 += max_b) {
         int n = io->batch - r0 < max_b ? io->batch - r0 : max_b;
         size_t off = (size_t)r0 * S;
         r->types = types + off;
         r->n = n;
         r->seq = S;
         modernbert_io eio = {.ids = io->ids + off, .mask = io->mask ? io->mask + off : NULL,
-                             .batch = n, .seq = S, .last = x + off * D, .pooling = -1};
-        NC_TRY(mb_run_forward(r->run, &eio, err));
+                             .batch = n, .seq = S, .last = x + off * D, .hidden = hid,
+                             .pooling = -1};
+        st = mb_run_forward(r->run, &eio, err);
+        if (st == NC_OK && io->layers) scatter_layers(r, io, hid, r0, n, r->last_b, r->last_l);
     }
-    return NC_OK;
+    for (int k = 0; r->extra && k <= H; k++)
+        free(r->extra[k]);
+    free(r->extra);
+    r->extra = NULL;
+    free(hid);
+    return st;
 }
 
 nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_options *ane,

@@ -14,6 +14,7 @@
 #include "base/json.h"
 #include "decide/decision_impl.h"
 #include "lower/bundle_io.h"
+#include "lower/palettize.h"
 #include "lower/weights_fp16.h"
 
 enum { W_AN_W, W_AN_B, W_QKV_W, W_QKV_B, W_OUT_W, W_OUT_B, W_MN_W, W_MN_B, W_IN_W, W_IN_B,
@@ -146,7 +147,9 @@ static mil_var *head_layer(mil_builder *b, const region *r, int i, int B, int L,
     mil_var *mo = g ? linear(b, NM("mlp_out"), g, &w[W_MO_W], &w[W_MO_B]) : NULL;
     if (pre) return mo ? mil_build_add(b, out_name ? out_name : NM("out"), h, mo) : NULL;
     mil_var *h2 = mo ? mil_build_add(b, NM("mlp_res"), h, mo) : NULL;
-    return layer_norm(b, r, NM("mlp_norm"), h2, &w[W_MN_W], &w[W_MN_B], out_name);
+    char on[64];
+    snprintf(on, sizeof on, "%s_out", p); /* as pre-norm: the parity gate reads it */
+    return layer_norm(b, r, NM("mlp_norm"), h2, &w[W_MN_W], &w[W_MN_B], out_name ? out_name : on);
 #undef NM
 }
 
@@ -208,7 +211,8 @@ static nc_status split_out_heads(region *r, nc_error *err) {
 }
 
 /* Every head tensor of decision.safetensors in fp16, shaped for the MIL. */
-static nc_status load_region(decision_model *m, const char *dir, region *r, nc_error *err) {
+static nc_status load_region(decision_model *m, const char *dir, const lower_palette_options *pal,
+                             lower_palette_stats *pal_stats, region *r, nc_error *err) {
     const decision_config *c = &m->cfg;
     int64_t D = c->hidden_size, I = c->head_intermediate, T = c->type_vocab_size;
     char path[4200];
@@ -243,6 +247,10 @@ static nc_status load_region(decision_model *m, const char *dir, region *r, nc_e
                                           &r->stats, w, err));
             if (cols[k]) lower_weight_shape4(w, rows[k], cols[k], 1, 1);
             else vec_shape(w, rows[k], k == W_AN_W || k == W_AN_B || k == W_MN_W || k == W_MN_B);
+            /* --palettize: the head's projections as the encoder's (norms,
+             * biases, the type table and the CPU tail stay fp16/fp32) */
+            if (pal->bits && cols[k])
+                NC_TRY(lower_palettize(m->pool, w, pal, name, pal_stats, err));
         }
     return r->no_concat ? split_out_heads(r, err) : NC_OK;
 }
@@ -252,8 +260,10 @@ static void free_region(region *r) {
     free(r->wo_blocks);
     free(r->bo);
     free((void *)r->type_t.data);
-    for (int i = 0; r->layers && i < r->c->head_layers * W_PER_LAYER; i++)
+    for (int i = 0; r->layers && i < r->c->head_layers * W_PER_LAYER; i++) {
         free((void *)r->layers[i].data);
+        free(r->layers[i].pal);
+    }
     free(r->layers);
 }
 
@@ -326,7 +336,9 @@ nc_status decision_compile(mb_compile_options *o, mb_compile_report *rep, nc_err
     decision_model *m = NULL;
     NC_TRY(decision_load(o->model_dir, o->n_threads, &m, err));
     region r = {.c = &m->cfg, .no_concat = o->lower.no_concat};
-    nc_status st = load_region(m, o->model_dir, &r, err);
+    lower_palette_stats head_pal;
+    memset(&head_pal, 0, sizeof head_pal);
+    nc_status st = load_region(m, o->model_dir, &o->palettize, &head_pal, &r, err);
     o->lower.append = append_region;
     o->lower.append_user = &r;
     if (!st) st = lower_modernbert_compile(o, rep, err);
@@ -339,6 +351,13 @@ nc_status decision_compile(mb_compile_options *o, mb_compile_report *rep, nc_err
         rep->fp16.n_saturated += r.stats.n_saturated;
         rep->fp16.n_nonfinite += r.stats.n_nonfinite;
         rep->crossings_per_call += 1; /* the one-hot type input */
+        /* the compile report counts the encoder's palettized tensors; add the head's */
+        rep->palettize.n_weights += head_pal.n_weights;
+        rep->palettize.n_tensors += head_pal.n_tensors;
+        rep->palettize.dense_bytes += head_pal.dense_bytes;
+        rep->palettize.stored_bytes += head_pal.stored_bytes;
+        rep->palettize.sum_sq_err += head_pal.sum_sq_err;
+        rep->palettize.sum_sq += head_pal.sum_sq;
     }
     o->lower.append = NULL;
     o->lower.append_user = NULL;

@@ -78,6 +78,19 @@ if [ -s "$T/nc.txt" ] && ! grep -q "ane-concat" "$T/check.out" && grep -q "hd01_
     awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 0.02) bad = 1} END {exit bad}'; then
     echo "PASS decide_no_concat_head_within_fp16_gate"
 else echo "FAIL decide_no_concat_head_within_fp16_gate: $(grep -c ane-concat "$T/check.out") concat warnings"; fi
+# nectar parity on the whole decision (the study's gate): the fp16 bundle
+# passes with every input certified and a drift line per encoder and head
+# layer; 4-bit palettized weights fail it on this fixture (exit 1)
+"$BIN" parity -m $FIX/dm_k3 --candidate "$T/dm_k3.ane" --inputs $FIX/dm_k3/ref/texts.txt -t 2 >"$T/par" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^gate: PASS$" "$T/par" && grep -q "argmax agreement: markers 3/3, actions 3/3  \[pass\]" "$T/par" &&
+    grep -q "3/3 inputs certified" "$T/par" && [ "$(grep -c '^    \(encoder\|head\) layer [0-9]*: ' "$T/par")" -eq 4 ]; then
+    echo "PASS parity_decision_fp16_passes_the_gate"
+else echo "FAIL parity_decision_fp16_passes_the_gate: rc $rc $(cat "$T/par")"; fi
+"$BIN" compile -m $FIX/dm_k3 -o "$T/p4.ane" --buckets 64 --batches 1,3 --palettize 4 >/dev/null 2>&1
+"$BIN" parity -m $FIX/dm_k3 --candidate "$T/p4.ane" --inputs $FIX/dm_k3/ref/texts.txt -t 2 >"$T/par4" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "^gate: FAIL$" "$T/par4" && grep -q "not certified" "$T/par4"; then
+    echo "PASS parity_decision_4bit_fails_the_gate"
+else echo "FAIL parity_decision_4bit_fails_the_gate: rc $rc $(cat "$T/par4")"; fi
 # a real device off macOS: one line, exit 1, nothing on stdout
 if [ "$(uname)" != Darwin ]; then
     "$BIN" decide --backend ane --ane-device real -m "$B" -p x >"$T/out" 2>"$T/err"; rc=$?
