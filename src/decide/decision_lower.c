@@ -13,7 +13,7 @@
 
 #include "base/json.h"
 #include "decide/decision_impl.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 #include "lower/palettize.h"
 #include "lower/weights_fp16.h"
 
