@@ -451,6 +451,43 @@ NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids
 NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t n_probs,
                              nc_error *err);
 
+/* ---- Decision models (docs/decision.md) --------------------------------- */
+
+/* An encoder plus a decision head: type embeddings, H head layers, a marker
+ * scorer, raw and calibrated marker probabilities, an action head. */
+typedef struct nc_decision_model nc_decision_model;
+
+/* path: a decision folder (backend "cpu" or NULL) or a bundle compiled from
+ * one (nectar compile; backend "mil": its NE region in the MIL interpreter's
+ * fp16 mode, "ane": on the device option ane_device names). Options:
+ * "threads=N", "ane_device=real|fake[:SETTINGS]". */
+NC_API nc_status nc_decision_open(const char *path, const char *backend,
+                                  const char *const *options, nc_decision_model **out,
+                                  nc_error *err);
+NC_API void nc_decision_free(nc_decision_model *d);
+/* K (markers) and A (actions); the label of action i, or NULL when the
+ * model names none. */
+NC_API int nc_decision_num_markers(const nc_decision_model *d);
+NC_API int nc_decision_num_actions(const nc_decision_model *d);
+NC_API const char *nc_decision_action_label(const nc_decision_model *d, int i);
+
+/* n texts (each tokenized with the special tokens, each holding the K
+ * markers), run as one padded batch: marker_probs[n * K] (softmax of the
+ * marker logits), calibrated[n * K] (softmax of logits / T) and
+ * action_probs[n * A]; any output may be NULL. NC_ERR_INVALID names the
+ * text and marker when a marker is missing. */
+NC_API nc_status nc_decide(nc_decision_model *d, const char *const *texts, size_t n,
+                           float *marker_probs, float *calibrated, float *action_probs,
+                           nc_error *err);
+
+/* The same from token ids as given (special tokens included): row i is
+ * ids[i][0 .. n_ids[i]); markers NULL (found by the marker token ids) or
+ * [n * K] positions. */
+NC_API nc_status nc_decide_tokens(nc_decision_model *d, const int32_t *const *ids,
+                                  const size_t *n_ids, const int32_t *markers, size_t n,
+                                  float *marker_probs, float *calibrated, float *action_probs,
+                                  nc_error *err);
+
 /* ---- Compiling for the Neural Engine ------------------------------------ */
 
 /* Lowers the model folder at model_dir (Qwen3 or ModernBERT family) to an

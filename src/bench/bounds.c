@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/json.h"
 #include "models/family.h"
@@ -28,8 +29,10 @@ const nc_weight_format *nc_weight_format_find(const char *name) {
 double nc_encoder_params(const nc_encoder_shape *s) {
     double n = (double)s->n_layers, d = (double)s->d_model, i = (double)s->d_ff;
     double h = (double)s->n_head_layers;
-    /* per layer: Wqkv 3D^2 + Wo D^2 = 4D^2; Wi D x 2I + Wo I x D = 3DI */
-    return n * (4.0 * d * d + 3.0 * d * i) + 12.0 * h * d * d;
+    double ih = s->d_head_ff > 0 ? (double)s->d_head_ff : 4.0 * d;
+    /* per layer: Wqkv 3D^2 + Wo D^2 = 4D^2; Wi D x 2I + Wo I x D = 3DI;
+     * per head layer: 4D^2 + an ungated D -> I_h -> D MLP (I_h = 4D: 12D^2) */
+    return n * (4.0 * d * d + 3.0 * d * i) + h * (4.0 * d * d + 2.0 * d * ih);
 }
 
 double nc_encoder_flops(const nc_encoder_shape *s, int64_t batch, int64_t seq_len) {
@@ -243,7 +246,7 @@ nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *e
 nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err) {
     const model_preset *p;
     NC_TRY(preset_of(name, MODEL_FAMILY_MODERNBERT, "modernbert", &p, err));
-    nc_encoder_shape s = {p->layers, p->hidden, p->intermediate, 0};
+    nc_encoder_shape s = {p->layers, p->hidden, p->intermediate, 0, 0};
     *out = s;
     return NC_OK;
 }
@@ -257,6 +260,20 @@ nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, 
     if (st == NC_OK) st = nc_json_int(cfg, "num_hidden_layers", &s.n_layers, 1, config_path, err);
     json_decref(cfg);
     NC_TRY(st);
+    /* a decision-model folder: its head layers from decision.json */
+    char dpath[4200];
+    const char *slash = strrchr(config_path, '/');
+    snprintf(dpath, sizeof dpath, "%.*sdecision.json", slash ? (int)(slash - config_path + 1) : 0,
+             config_path);
+    json_t *dec = NULL;
+    if (access(dpath, F_OK) == 0) {
+        NC_TRY(nc_json_load_file(dpath, &dec, err));
+        st = nc_json_int(dec, "head_layers", &s.n_head_layers, 1, dpath, err);
+        if (st == NC_OK)
+            st = nc_json_int(dec, "head_intermediate_size", &s.d_head_ff, 1, dpath, err);
+        json_decref(dec);
+        NC_TRY(st);
+    }
     if (nc_encoder_validate(&s, err) != NC_OK) return nc_fail_prefix(err, "%s", config_path);
     *out = s;
     return NC_OK;
