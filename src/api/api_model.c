@@ -10,7 +10,9 @@
 
 #define DEFAULT_CTX 4096
 
-static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", NULL};
+static const char *const OPEN_KEYS[] = {"threads",   "ctx",         "kv",          "ane_device",
+                                        "draft",     "draft_max",   "draft_min",   "draft_p_min",
+                                        "draft_backend", NULL};
 
 /* The key=value options as the engine's options. */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
@@ -45,6 +47,42 @@ NC_API nc_status nc_backend_available(const char *backend, const char *const *op
     return NC_OK;
 }
 
+/* "draft=DIR" (and draft_max, draft_min, draft_p_min, draft_backend):
+ * speculative decoding with DIR as the draft, on the target's engine
+ * options (a bundle draft keeps its own context). */
+static nc_status attach_draft(gen_model *gm, const char *const *options, const engine_options *eo,
+                              nc_error *err) {
+    const char *dir = api_opt_get(options, "draft");
+    const char *backend = api_opt_get(options, "draft_backend");
+    const char *p_min = api_opt_get(options, "draft_p_min");
+    gen_spec_options so = {GEN_SPEC_DRAFT_MAX, 0, 0.0f};
+    NC_TRY(api_opt_int(options, "draft_max", 1, GEN_SPEC_DRAFT_CAP, &so.draft_max,
+                       "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "draft_min", 0, GEN_SPEC_DRAFT_CAP, &so.draft_min,
+                       "nc_model_open", err));
+    if (p_min) {
+        char *end;
+        so.p_min = strtof(p_min, &end);
+        if (end == p_min || *end || !(so.p_min >= 0.0f && so.p_min <= 1.0f))
+            return nc_fail(err, NC_ERR_INVALID,
+                           "nc_model_open: option draft_p_min=%s is not a number in [0, 1]", p_min);
+    }
+    if (!dir) {
+        if (backend || p_min || api_opt_get(options, "draft_max") ||
+            api_opt_get(options, "draft_min"))
+            return nc_fail(err, NC_ERR_INVALID,
+                           "nc_model_open: the draft_* options need draft=DIR");
+        return NC_OK;
+    }
+    if (!backend) backend = "cpu";
+    if (strcmp(backend, "cpu") && strcmp(backend, "mil") && strcmp(backend, "ane"))
+        return nc_fail(err, NC_ERR_INVALID,
+                       "nc_model_open: option draft_backend=%s is not cpu, mil or ane", backend);
+    engine_options deo = *eo;
+    if (strcmp(backend, "cpu")) deo.ctx = 0; /* a bundle's is fixed */
+    return gen_spec_attach(gm, backend, dir, &deo, &so, err);
+}
+
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err) {
     if (!path || !out) return nc_fail(err, NC_ERR_INVALID, "nc_model_open: NULL argument");
@@ -62,6 +100,11 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     nc_status st;
     if (engine_kind_family(kind)->is_encoder) {
         m->kind = NC_MODEL_ENCODER;
+        if (api_opt_get(options, "draft")) {
+            nc_model_free(m);
+            return nc_fail(err, NC_ERR_INVALID, "nc_model_open: %s is an encoder: a draft is for "
+                                                "text generation", path);
+        }
         st = tok_load(path, &m->tokenizer.tok, err);
         if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
         if (st == NC_OK)
@@ -71,6 +114,7 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     } else {
         m->kind = NC_MODEL_DECODER;
         st = gen_model_open(backend, path, &eo, &m->gm, err);
+        if (st == NC_OK) st = attach_draft(m->gm, options, &eo, err);
         if (st == NC_OK) {
             m->tokenizer.tok = m->gm->tok;
             /* a bundle's context is fixed; a folder's sequences get ctx

@@ -37,6 +37,7 @@ typedef struct serve_metrics {
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t decode_steps, step_sequences; /* sum of batch sizes */
     uint64_t cancelled;
+    uint64_t drafted, draft_accepted; /* speculative decoding (--draft) */
     serve_hist request_s, ttft_s;
     int queue_depth, slots_busy, slots_total;
 } serve_metrics;
@@ -50,6 +51,7 @@ void serve_metrics_ttft(serve_metrics *m, double seconds);
 void serve_metrics_step(serve_metrics *m, int n_sequences);
 void serve_metrics_gauges(serve_metrics *m, int queue_depth, int slots_busy);
 void serve_metrics_cancelled(serve_metrics *m);
+void serve_metrics_draft(serve_metrics *m, int drafted, int accepted);
 
 /* The exposition text (malloc'ed), or NULL when out of memory. */
 char *serve_metrics_render(serve_metrics *m);

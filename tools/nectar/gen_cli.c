@@ -24,6 +24,23 @@ void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     o->sampling.top_p = 0.8f;
     o->sampling.top_k = 20;
     o->sampling.seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    gen_cli_draft_defaults(&o->draft);
+}
+
+void gen_cli_draft_defaults(gen_cli_draft *d) {
+    memset(d, 0, sizeof *d);
+    d->max = GEN_SPEC_DRAFT_MAX;
+}
+
+static const char *const BACKENDS[] = {"cpu", "mil", "ane"};
+
+nc_status gen_cli_draft_attach(const gen_cli_draft *d, gen_model *m, const engine_options *eo,
+                               nc_error *err) {
+    if (!d->dir) return NC_OK;
+    engine_options deo = *eo;
+    if (d->backend_index) deo.ctx = 0; /* a bundle's context is fixed */
+    gen_spec_options so = {d->max, d->min, d->p_min};
+    return gen_spec_attach(m, BACKENDS[d->backend_index], d->dir, &deo, &so, err);
 }
 
 void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
@@ -71,6 +88,7 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
                 "drop the oldest prompt tokens when the prompt does not fit (default: an error)",
                 &o->truncate),
         GEN_CLI_BACKEND_OPTS(&o->be),
+        GEN_CLI_DRAFT_OPTS(&o->draft),
         CLI_OPT(NULL, "--dump-layers", CLI_STRING, "DIR",
                 "write the hidden state after each layer for every token as DIR/layer_NN.npy\n"
                 "(float32 [tokens, hidden])",
@@ -96,8 +114,7 @@ nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
 }
 
 const char *gen_cli_backend_name(const gen_cli_backend *b) {
-    static const char *const names[] = {"cpu", "mil", "ane"};
-    return names[b->backend_index];
+    return BACKENDS[b->backend_index];
 }
 
 nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err) {
@@ -140,6 +157,7 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
     double t0 = nc_now_s();
     nc_status st =
         gen_model_open(o->backend ? o->backend : "cpu", o->model_dir, &eo, &l->model, err);
+    if (st == NC_OK) st = gen_cli_draft_attach(&o->draft, l->model, &eo, err);
     if (st == NC_OK) l->tok = l->model->tok;
     if (st == NC_OK && o->dump_dir) {
         const engine *e = l->model->e;
@@ -192,7 +210,21 @@ nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *e
     if (cli_env_get()->kv_f16) add_opt(a, &n, "kv", "f16"); /* NECTAR_KV */
     const char *device;
     NC_TRY(gen_cli_device_name(&o->be, &device, err));
-    if (o->be.backend_index == 2) add_opt(a, &n, "ane_device", device);
+    if (o->be.backend_index == 2 || o->draft.backend_index == 2)
+        add_opt(a, &n, "ane_device", device);
+    if (o->draft.dir) {
+        if (strlen(o->draft.dir) + 8 > sizeof a->opt_text[0])
+            return nc_fail(err, NC_ERR_INVALID, "--draft: the path is longer than %zu bytes",
+                           sizeof a->opt_text[0] - 8);
+        add_opt(a, &n, "draft", o->draft.dir);
+        add_opt(a, &n, "draft_backend", BACKENDS[o->draft.backend_index]);
+        snprintf(v, sizeof v, "%d", o->draft.max);
+        add_opt(a, &n, "draft_max", v);
+        snprintf(v, sizeof v, "%d", o->draft.min);
+        add_opt(a, &n, "draft_min", v);
+        snprintf(v, sizeof v, "%g", (double)o->draft.p_min);
+        add_opt(a, &n, "draft_p_min", v);
+    }
     return nc_backend_available(o->backend, a->opts, err);
 }
 
@@ -265,9 +297,10 @@ void gen_cli_api_unload(gen_cli_api *a) {
 }
 
 gen_cli_timings gen_cli_timings_of_result(const gen_result *r) {
-    return (gen_cli_timings){
-        r->n_prompt, r->n_prompt_cached,        r->n_truncated, r->n_generated, r->prompt_s,
-        r->gen_s,    gen_finish_name(r->finish)};
+    return (gen_cli_timings){r->n_prompt,   r->n_prompt_cached,        r->n_truncated,
+                             r->n_generated, r->prompt_s,              r->gen_s,
+                             gen_finish_name(r->finish), r->n_drafted, r->n_accepted,
+                             r->n_draft_steps};
 }
 
 gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
@@ -277,7 +310,10 @@ gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
                              (int)nc_sequence_stat(s, NC_STAT_GENERATED),
                              nc_sequence_stat(s, NC_STAT_PROMPT_SECONDS),
                              nc_sequence_stat(s, NC_STAT_GENERATE_SECONDS),
-                             nc_finish_name(f)};
+                             nc_finish_name(f),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_ACCEPTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_STEPS)};
 }
 
 void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
@@ -288,4 +324,8 @@ void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
     fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s",
             t->prompt_s > 0 ? n_run / t->prompt_s : 0.0, t->n_generated,
             t->gen_s > 0 ? t->n_generated / t->gen_s : 0.0, t->finish);
+    if (t->n_draft_steps)
+        fprintf(f, " | draft %d proposed, %d accepted (%.0f%%), %.2f tokens/step", t->n_drafted,
+                t->n_accepted, t->n_drafted ? 100.0 * t->n_accepted / t->n_drafted : 0.0,
+                (double)(t->n_accepted + t->n_draft_steps) / t->n_draft_steps);
 }
