@@ -5,8 +5,8 @@
 # tools/make_qwen35_fixtures.py), the draft being a q8 copy of the target or
 # another model of the same tokenizer that the target rejects nearly always
 # (its recurrent state rolled back each step); on models/demo with a q4
-# copy as the draft, the same command without --draft (run, chat, serve,
-# the Python package). Bad drafts are one line and a non-zero exit.
+# copy as the draft (or a bundle of it on the fake ANE device), the same
+# command without --draft (run, chat, serve, the Python package). Bad drafts are one line and a non-zero exit.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -51,6 +51,16 @@ if [ $ok = 1 ] && grep -q "generated 120 tokens" "$TMP/err" &&
     grep -q "draft [0-9]* proposed, [0-9]* accepted" "$TMP/err"; then
     pass speculative_run_demo_same_bytes
 else fail speculative_run_demo_same_bytes "--draft-max $k: '$(cat "$TMP/spec")' vs '$(cat "$TMP/plain")' ($(tail -1 "$TMP/err"))"; fi
+
+# the draft on the fake ANE device (a bundle of the demo model, fp16), the
+# target on the CPU
+export NECTAR_ANE_DEVICE=
+if "$BIN" compile -m $DEMO -o "$TMP/bundle" --ctx 256 >/dev/null 2>"$TMP/err" &&
+    "$BIN" run $T -m $DEMO -p "$P" --temp 0 -n 120 --draft "$TMP/bundle" --draft-backend ane \
+        --ane-device fake --draft-max 4 >"$TMP/spec" 2>"$TMP/err" &&
+    cmp -s "$TMP/plain" "$TMP/spec" && grep -q "draft [1-9][0-9]* proposed" "$TMP/err"; then
+    pass speculative_run_draft_on_fake_ane_same_bytes
+else fail speculative_run_draft_on_fake_ane_same_bytes "'$(cat "$TMP/spec")' ($(tail -1 "$TMP/err"))"; fi
 
 # chat: two turns (the second reuses the first's cache, the draft's too)
 printf 'Who made the heaven?\nAnd the earth?\n' >"$TMP/turns"
