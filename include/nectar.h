@@ -176,7 +176,7 @@ typedef enum nc_model_kind {
  * (decoder on "cpu"): "draft=DIR" a smaller model of the same tokenizer
  * proposes tokens that the model checks in one step (greedy output
  * unchanged; sampled output distributed as the model's own),
- * "draft_max=N" (default 16), "draft_min=N", "draft_p_min=P",
+ * "draft_max=N" (default 6), "draft_min=N", "draft_p_min=P",
  * "draft_backend=cpu|mil|ane" (a bundle draft; ane_device applies). */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);

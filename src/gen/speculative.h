@@ -32,7 +32,7 @@ typedef struct gen_spec_options {
     float p_min;   /* stop proposing when the draft's top probability is below (--draft-p-min) */
 } gen_spec_options;
 
-#define GEN_SPEC_DRAFT_MAX 16 /* default --draft-max (llama.cpp's) */
+#define GEN_SPEC_DRAFT_MAX 6 /* default --draft-max (llama.cpp: 16; docs/speculative.md) */
 #define GEN_SPEC_DRAFT_CAP 64 /* the largest --draft-max */
 
 /* Checks o (one line naming the field). */

@@ -46,7 +46,7 @@ typedef struct gen_cli_draft {
             "speculative decoding: DIR, a smaller model with the same tokenizer, proposes\n"       \
             "tokens the model checks in one step (greedy output unchanged)",                       \
             &(d)->dir),                                                                            \
-        CLI_OPT(NULL, "--draft-max", CLI_INT, "N", "tokens the draft proposes per step (default 16)", \
+        CLI_OPT(NULL, "--draft-max", CLI_INT, "N", "tokens the draft proposes per step (default 6)", \
                 &(d)->max, .min = 1, .max = GEN_SPEC_DRAFT_CAP),                                   \
         CLI_OPT(NULL, "--draft-min", CLI_INT, "N",                                                 \
                 "fewer proposed than N: a plain step instead (default 0)", &(d)->min, .min = 0,    \
