@@ -1,40 +1,47 @@
 /* Opening a model for the public API: a folder or a bundle, a decoder or an
  * encoder, on one of the engine seam's backends (src/engine); and what a
  * caller may ask of it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
-#include "engine/engine_ane_device.h"
+#include "engine/engine_options.h"
 
 #define DEFAULT_CTX 4096
 
-static const char *const OPEN_KEYS[] = {"threads",   "ctx",         "kv",          "ane_device",
-                                        "draft",     "draft_max",   "draft_min",   "draft_p_min",
-                                        "draft_backend", NULL};
+/* Speculative decoding's options (draft_options), beside the engine's. */
+static const char *const DRAFT_KEYS[] = {"draft",       "draft_max",     "draft_min",
+                                         "draft_p_min", "draft_backend", NULL};
 
-/* The key=value options as the engine's options. */
+/* The key=value options as the engine's: every key a row of the engine
+ * option table (engine_options.h), parsed by its one parser, beside
+ * hf_cache (where a hub model id is looked up: api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
-    NC_TRY(api_opt_check(options, OPEN_KEYS, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "threads", 0, 4096, &o->n_threads, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "ctx", 1, 1 << 24, &o->ctx, "nc_model_open", err));
-    const char *kv = api_opt_get(options, "kv");
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
-    o->kv = !kv ? ENGINE_KV_DEFAULT : !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
-    const char *dev = api_opt_get(options, "ane_device");
-    return engine_ane_device_parse(dev ? dev : "real", "nc_model_open: option ane_device", o, err);
+    const char *keys[24];
+    int n = 0;
+    for (const engine_option_row *r; (r = engine_option_at(n)) && n < 14; n++)
+        keys[n] = r->key;
+    keys[n] = "hf_cache";
+    memcpy(keys + n + 1, DRAFT_KEYS, sizeof DRAFT_KEYS); /* NULL-ended */
+    NC_TRY(api_opt_check(options, keys, "nc_model_open", err));
+    for (int i = 0; i < n; i++) {
+        const char *v = api_opt_get(options, keys[i]);
+        char what[64];
+        snprintf(what, sizeof what, "nc_model_open: option %s", keys[i]);
+        if (v) NC_TRY(engine_option_set(o, keys[i], v, what, err));
+    }
+    return NC_OK;
 }
 
 /* The backend name (NULL: cpu) checked, and the options as the engine's. */
 static nc_status backend_opts(const char **backend, const char *const *options, engine_options *eo,
                               nc_error *err) {
     if (!*backend) *backend = "cpu";
-    if (strcmp(*backend, "cpu") && strcmp(*backend, "mil") && strcmp(*backend, "ane"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
-                       *backend);
+    NC_TRY(engine_backend_check(*backend, "nc_model_open: backend", err));
     return engine_opts(options, eo, err);
 }
 
@@ -48,10 +55,9 @@ NC_API nc_status nc_backend_available(const char *backend, const char *const *op
 }
 
 /* "draft=DIR" (and draft_max, draft_min, draft_p_min, draft_backend):
- * speculative decoding with DIR as the draft, on the target's engine
- * options (a bundle draft keeps its own context). */
-static nc_status attach_draft(gen_model *gm, const char *const *options, const engine_options *eo,
-                              nc_error *err) {
+ * speculative decoding with DIR as m's draft. */
+static nc_status draft_options(nc_model *m, const char *const *options, const engine_options *eo,
+                               nc_error *err) {
     const char *dir = api_opt_get(options, "draft");
     const char *backend = api_opt_get(options, "draft_backend");
     const char *p_min = api_opt_get(options, "draft_p_min");
@@ -75,12 +81,18 @@ static nc_status attach_draft(gen_model *gm, const char *const *options, const e
         return NC_OK;
     }
     if (!backend) backend = "cpu";
-    if (strcmp(backend, "cpu") && strcmp(backend, "mil") && strcmp(backend, "ane"))
+    NC_TRY(engine_backend_check(backend, "nc_model_open: option draft_backend", err));
+    return api_model_set_draft(m, dir, backend, eo, &so, err);
+}
+
+nc_status api_model_set_draft(nc_model *m, const char *dir, const char *backend,
+                              const engine_options *eo, const gen_spec_options *so,
+                              nc_error *err) {
+    if (m->kind != NC_MODEL_DECODER)
         return nc_fail(err, NC_ERR_INVALID,
-                       "nc_model_open: option draft_backend=%s is not cpu, mil or ane", backend);
-    engine_options deo = *eo;
-    if (strcmp(backend, "cpu")) deo.ctx = 0; /* a bundle's is fixed */
-    return gen_spec_attach(gm, backend, dir, &deo, &so, err);
+                       "%s is an encoder: a draft (speculative decoding) is for text generation",
+                       m->dir);
+    return gen_spec_attach(m->gm, backend ? backend : "cpu", dir, eo, so, err);
 }
 
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
@@ -89,6 +101,22 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     *out = NULL;
     engine_options eo;
     NC_TRY(backend_opts(&backend, options, &eo, err));
+    char located[4096]; /* a hub model id's snapshot folder */
+    NC_TRY(api_hub_locate(path, options, located, sizeof located, err));
+    NC_TRY(api_model_open(located, backend, &eo, out, err));
+    nc_status st = draft_options(*out, options, &eo, err);
+    if (st != NC_OK) {
+        nc_model_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
+                         nc_model **out, nc_error *err) {
+    *out = NULL;
+    engine_options eo = *opt;
+    if (!backend) backend = "cpu";
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
 
@@ -100,11 +128,6 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     nc_status st;
     if (engine_kind_family(kind)->is_encoder) {
         m->kind = NC_MODEL_ENCODER;
-        if (api_opt_get(options, "draft")) {
-            nc_model_free(m);
-            return nc_fail(err, NC_ERR_INVALID, "nc_model_open: %s is an encoder: a draft is for "
-                                                "text generation", path);
-        }
         st = tok_load(path, &m->tokenizer.tok, err);
         if (st == NC_OK) st = engine_open(kind, path, &eo, &m->enc, err);
         if (st == NC_OK)
@@ -114,7 +137,6 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     } else {
         m->kind = NC_MODEL_DECODER;
         st = gen_model_open(backend, path, &eo, &m->gm, err);
-        if (st == NC_OK) st = attach_draft(m->gm, options, &eo, err);
         if (st == NC_OK) {
             m->tokenizer.tok = m->gm->tok;
             /* a bundle's context is fixed; a folder's sequences get ctx

@@ -76,8 +76,10 @@ nc_status gen_spec_attach(gen_model *target, const char *backend, const char *di
                        "--draft: the target (%s) cannot verify a draft in one step; speculative "
                        "decoding needs a target on the cpu backend",
                        target->e->kind);
+    engine_options deo = *eo;
+    if (strcmp(backend, "cpu")) deo.ctx = 0; /* a bundle's context is fixed */
     gen_model *d;
-    NC_TRY(gen_model_open(backend, dir, eo, &d, err));
+    NC_TRY(gen_model_open(backend, dir, &deo, &d, err));
     nc_status st = gen_spec_check_pair(target, d, err);
     if (st != NC_OK) {
         gen_model_close(d);

@@ -38,7 +38,8 @@ typedef struct gen_spec_options {
 /* Checks o (one line naming the field). */
 nc_status gen_spec_check_options(const gen_spec_options *o, nc_error *err);
 
-/* Opens dir on backend as target's draft (its engine options eo), checks
+/* Opens dir on backend as target's draft (the target's engine options eo;
+ * a bundle keeps the context it was compiled for), checks
  * that both share the tokenizer and the logits' length, and attaches it:
  * sequences made from now on speculate. gen_model_close closes it. */
 nc_status gen_spec_attach(struct gen_model *target, const char *backend, const char *dir,
