@@ -8,7 +8,9 @@
  * tokenizer that rejects nearly every proposal, so the recurrent state is
  * rolled back at almost every step), each against HF's greedy ids from the
  * folder's reference.json and against the same pipeline without a draft;
- * and with the draft on the fake ANE device (a bundle of the same model). */
+ * and with the draft on the fake ANE device (a bundle of the same model).
+ * Qwen3.5's checkpoint itself: where the snapshot lands, how far a
+ * truncation replays, and the logits after it against a fresh state's. */
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include "gen/rng.h"
 #include "gen/speculative.h"
 #include "models/quant_write.h"
+#include "models/qwen35_impl.h"
 
 #define DEMO "models/demo"
 #define Q35_A "tests/fixtures/qwen35/tiny_text_untied"
@@ -287,6 +290,49 @@ static void test_greedy_qwen35_disagreeing_draft(void) {
     greedy_equal(Q35_B, Q35_A, NULL, 6, 32, 512, 1);
 }
 
+/* The checkpoint under the rollback (models/qwen35_state.c): a verification
+ * forward keeps the snapshot at the checkpoint instead of its own end, so
+ * truncating into the verified tokens replays only those; a checkpoint
+ * while a replay is pending is taken by the next forward after its replay
+ * rows. The logits after it equal a fresh state's over the same tokens. */
+static void test_qwen35_checkpoint_keeps_rollbacks_short(void) {
+    nc_error err = {0};
+    qwen35_model *m = NULL;
+    qwen35_state *s = NULL, *f = NULL;
+    CHECK_OK(qwen35_load(Q35_A, 1, &m, &err), &err);
+    int V = qwen35_model_config(m)->vocab_size;
+    float *rows = malloc((size_t)8 * V * sizeof *rows), *ref = malloc((size_t)V * sizeof *ref);
+    int ok = rows && ref && qwen35_state_new(m, 64, &s, &err) == NC_OK &&
+             qwen35_state_new(m, 64, &f, &err) == NC_OK;
+    const int32_t t[12] = {39, 68, 340, 78, 12, 200, 7, 150, 99, 3, 250, 61};
+    ok = ok && qwen35_forward(m, s, t, 5, NULL, NULL, &err) == NC_OK; /* pos 5 */
+    qwen35_state_checkpoint(s);
+    ok = ok && qwen35_forward(m, s, t + 5, 4, NULL, rows, &err) == NC_OK; /* pos 9 */
+    int snap_after_verify = s->snap_pos;
+    int kept = ok ? qwen35_state_truncate(s, 7) : -1; /* 2 of 4 verified tokens kept */
+    int lin_after_truncate = s->lin_pos;
+    qwen35_state_checkpoint(s); /* a replay of 5..7 pending */
+    ok = ok && qwen35_forward(m, s, t + 7, 3, NULL, rows, &err) == NC_OK; /* pos 10 */
+    int snap_after_second = s->snap_pos;
+    ok = ok && qwen35_forward(m, f, t, 10, ref, NULL, &err) == NC_OK;
+    double diff = 0;
+    for (int v = 0; ok && v < V; v++)
+        diff = fmax(diff, fabs((double)rows[2 * (size_t)V + v] - ref[v]));
+    qwen35_state_free(s);
+    qwen35_state_free(f);
+    qwen35_free(m);
+    free(rows);
+    free(ref);
+    CHECKF(ok, "%s", err.msg);
+    CHECKF(snap_after_verify == 5, "snapshot at %d after the verification, not the checkpoint's 5",
+           snap_after_verify);
+    CHECKF(kept == 7 && lin_after_truncate == 5, "truncate kept %d, replay from %d (want 7, 5)",
+           kept, lin_after_truncate);
+    CHECKF(snap_after_second == 7, "pending-replay checkpoint snapshot at %d, want 7",
+           snap_after_second);
+    CHECKF(diff < 1e-4, "last logits differ from a fresh state's by %g", diff);
+}
+
 static char bundle[512], bundle_root[256];
 
 /* The draft on the fake ANE device (a bundle of the target, fp16), the
@@ -343,6 +389,7 @@ int main(void) {
     RUN(test_greedy_demo_q4_draft_max_1_and_16);
     RUN(test_greedy_qwen35_q8_draft);
     RUN(test_greedy_qwen35_disagreeing_draft);
+    RUN(test_qwen35_checkpoint_keeps_rollbacks_short);
     RUN(test_greedy_draft_on_fake_ane);
     RUN(test_sampled_generation_is_seeded);
     if (tmp_root[0]) {
