@@ -149,3 +149,9 @@ rc=$?
 if [ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "nowhere" "$TMP/err"; then
     pass speculative_missing_draft_is_one_line
 else fail speculative_missing_draft_is_one_line "exit $rc: $(cat "$TMP/err")"; fi
+# a target on a bundle engine cannot verify in one step: one line, exit 1
+"$BIN" run $T --backend mil -m "$TMP/bundle" -p x --draft $DEMO >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "needs a target on the cpu backend" "$TMP/err"; then
+    pass speculative_bundle_target_is_one_line
+else fail speculative_bundle_target_is_one_line "exit $rc: $(cat "$TMP/err")"; fi
