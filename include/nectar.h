@@ -178,7 +178,13 @@ typedef enum nc_model_kind {
  * offline (models--ORG--NAME/snapshots/<refs/main>): the cache folder is
  * option "hf_cache=DIR", else the one huggingface_hub computes from
  * HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME. Nothing is downloaded: a
- * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command. */
+ * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command.
+ * Speculative decoding
+ * (decoder on "cpu"): "draft=DIR" a smaller model of the same tokenizer
+ * proposes tokens that the model checks in one step (greedy output
+ * unchanged; sampled output distributed as the model's own),
+ * "draft_max=N" (default 6), "draft_min=N", "draft_p_min=P",
+ * "draft_backend=cpu|mil|ane" (a bundle draft; ane_device applies). */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
@@ -295,7 +301,10 @@ typedef enum nc_stat {
     NC_STAT_PROMPT_DROPPED,  /* prompt tokens dropped by "truncate" */
     NC_STAT_GENERATED,       /* tokens sampled, an end-of-sequence one included */
     NC_STAT_PROMPT_SECONDS,  /* from the call to the first sampled token */
-    NC_STAT_GENERATE_SECONDS /* from the first sampled token to the end */
+    NC_STAT_GENERATE_SECONDS, /* from the first sampled token to the end */
+    NC_STAT_DRAFTED,          /* speculative decoding: tokens the draft proposed */
+    NC_STAT_DRAFT_ACCEPTED,   /* of those, the ones kept */
+    NC_STAT_DRAFT_STEPS       /* verification steps of the model */
 } nc_stat;
 NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what);
 

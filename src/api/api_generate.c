@@ -178,6 +178,12 @@ NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what) {
         return r->prompt_s;
     case NC_STAT_GENERATE_SECONDS:
         return r->gen_s;
+    case NC_STAT_DRAFTED:
+        return r->n_drafted;
+    case NC_STAT_DRAFT_ACCEPTED:
+        return r->n_accepted;
+    case NC_STAT_DRAFT_STEPS:
+        return r->n_draft_steps;
     }
     return 0;
 }

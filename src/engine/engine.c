@@ -185,7 +185,7 @@ nc_status engine_kind_for_encoder(const char *backend, const char *dir, const ch
 
 nc_status engine_forward(engine *e, engine_seq *s, const int32_t *tokens, int n, float *logits,
                          nc_error *err) {
-    engine_step_item it = {s, tokens, n, logits, NC_OK, {0}};
+    engine_step_item it = {s, tokens, n, logits, NC_OK, {0}, 0};
     NC_TRY(e->ops->step(e, &it, 1, err));
     if (it.status != NC_OK && err) *err = it.err;
     return it.status;

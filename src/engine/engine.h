@@ -50,9 +50,11 @@ typedef struct engine_options {
 } engine_options;
 
 /* One sequence's share of a step: append tokens[0..n) to seq and write the
- * logits after the last one to logits[n_vocab]. Per-item status, so one
- * failing sequence (context full) does not fail the others; a failed item
- * leaves its sequence as it was. */
+ * logits after the last one to logits[n_vocab], or with logits_all (only on
+ * an engine with has_logits_all) the logits after each token to
+ * logits[n * n_vocab]: speculative decoding's verification. Per-item
+ * status, so one failing sequence (context full) does not fail the others;
+ * a failed item leaves its sequence as it was. */
 typedef struct engine_step_item {
     engine_seq *seq;
     const int32_t *tokens;
@@ -60,6 +62,7 @@ typedef struct engine_step_item {
     float *logits;
     nc_status status;
     nc_error err;
+    int logits_all;
 } engine_step_item;
 
 /* Called after each decoder layer with the hidden states of the rows just
@@ -83,6 +86,9 @@ typedef struct engine_ops {
     /* Encoders: one forward over a padded batch (modernbert_io's contract). */
     nc_status (*encode)(engine *e, const modernbert_io *io, nc_error *err);
     void (*close)(engine *e); /* frees impl */
+    /* NULL where truncation is exact; else a hint that a truncation back to
+     * the current position may follow soon (decoder_ops.state_checkpoint) */
+    void (*seq_checkpoint)(engine *e, engine_seq *s);
 } engine_ops;
 
 struct engine {
@@ -92,6 +98,7 @@ struct engine {
     const model_family_row *family; /* its chat template, end tokens, ... (never NULL) */
     int is_encoder;
     int n_vocab; /* length of a logits row */
+    int has_logits_all; /* step items may ask for every position's logits */
     int ctx_max; /* largest context a sequence may have */
     int n_layers, hidden;
     int32_t eos_ids[ENGINE_MAX_EOS]; /* from the model's config.json + generation_config.json */
@@ -160,6 +167,10 @@ static inline int engine_seq_truncate(engine *e, engine_seq *s, int n_keep) {
 }
 static inline nc_status engine_step(engine *e, engine_step_item *items, int n, nc_error *err) {
     return e->ops->step(e, items, n, err);
+}
+
+static inline void engine_seq_checkpoint(engine *e, engine_seq *s) {
+    if (e->ops->seq_checkpoint) e->ops->seq_checkpoint(e, s);
 }
 
 /* One sequence, one forward: a step of one item (its error becomes err). */

@@ -64,6 +64,7 @@ nc_status gen_model_open(const char *backend, const char *dir, const engine_opti
 
 void gen_model_close(gen_model *m) {
     if (!m) return;
+    gen_model_close(m->draft);
     engine_close(m->e);
     tok_free(m->tok);
     free(m);

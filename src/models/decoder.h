@@ -15,12 +15,15 @@
 #include "models/qwen35.h"
 
 /* One sequence's share of a forward: append tokens[0..n) to state and write
- * the logits after the last one to logits_last (vocab floats). */
+ * the logits after the last one to logits_last (vocab floats), or, with
+ * logits_all set, the logits after each token (n rows: speculative
+ * decoding's verification). */
 typedef struct decoder_item {
     void *state;
     const int32_t *tokens;
     int n;
     float *logits_last;
+    float *logits_all; /* NULL, or n * vocab floats */
 } decoder_item;
 
 typedef struct decoder_ops {
@@ -38,6 +41,10 @@ typedef struct decoder_ops {
     /* NULL where the family cannot report per-layer states. */
     void (*set_layer_hook)(void *model, qwen3_layer_hook hook, void *user);
     void (*free)(void *model);
+    /* NULL where truncation is exact (a KV cache alone); else keeps the
+     * recurrent state at the current position, so that a truncation back
+     * to it soon (a rejected draft) need not replay from further back. */
+    void (*state_checkpoint)(void *state);
 } decoder_ops;
 
 /* A decoder's sizes in config.json's terms, whatever its family: what the

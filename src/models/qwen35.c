@@ -308,6 +308,8 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
             qwen35_state *s = it->state;
             int total = replay[i] + it->n, take = total - done[i];
             if (take > QWEN35_MAX_BATCH - n) take = QWEN35_MAX_BATCH - n;
+            /* a pass ends at a checkpoint, to snapshot the states there */
+            if (s->snap_at > s->pos && s->pos + take > s->snap_at) take = s->snap_at - s->pos;
             if (take <= 0) continue;
             segs_fixed[n_segs++] = (segment){s, n, take};
             for (int j = 0; j < take; j++, n++) {
@@ -326,11 +328,21 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
         if (n == 0) break;
         decoder_rows(m, n, segs_fixed, n_segs);
         lm_head_rows(m, n);
+        for (int g = 0; g < n_segs; g++) {
+            qwen35_state *s = segs_fixed[g].s;
+            if (s->snap_at == s->pos && s->snap_pos != s->pos) {
+                s->lin_pos = s->pos;
+                qwen35_state_snapshot(s);
+            }
+        }
     }
     for (int i = 0; i < count; i++) {
         qwen35_batch_item *it = &items[i];
         it->state->lin_pos = it->state->pos;
-        if (replay[i] + it->n > 1) qwen35_state_snapshot(it->state);
+        if (it->n > 0 && it->state->snap_at >= 0)
+            it->state->snap_at = -1; /* the checkpoint's snapshot stays */
+        else if (replay[i] + it->n > 1)
+            qwen35_state_snapshot(it->state);
         if (it->logits_all && it->logits_last && it->n > 0)
             memcpy(it->logits_last, it->logits_all + (size_t)(it->n - 1) * V, V * sizeof(float));
     }

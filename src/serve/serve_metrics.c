@@ -70,6 +70,13 @@ void serve_metrics_tokens(serve_metrics *m, int prompt, int cached, int generate
     pthread_mutex_unlock(&m->mu);
 }
 
+void serve_metrics_draft(serve_metrics *m, int drafted, int accepted) {
+    pthread_mutex_lock(&m->mu);
+    m->drafted += (uint64_t)drafted;
+    m->draft_accepted += (uint64_t)accepted;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void serve_metrics_ttft(serve_metrics *m, double seconds) {
     pthread_mutex_lock(&m->mu);
     hist_add(&m->ttft_s, seconds);
@@ -164,6 +171,10 @@ char *serve_metrics_render(serve_metrics *m) {
     put_counter(&t, &oom, "nectar_step_sequences_total",
                 "Sequences summed over steps (divide by steps for the mean batch).", "counter",
                 c.step_sequences);
+    put_counter(&t, &oom, "nectar_draft_tokens_total",
+                "Tokens the draft proposed (speculative decoding, --draft).", "counter", c.drafted);
+    put_counter(&t, &oom, "nectar_draft_tokens_accepted_total",
+                "Of those, the ones the model kept.", "counter", c.draft_accepted);
     put_counter(&t, &oom, "nectar_requests_cancelled_total",
                 "Generations stopped early (client gone or timed out).", "counter", c.cancelled);
     put_hist(&t, &oom, "nectar_request_duration_seconds",

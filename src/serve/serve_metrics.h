@@ -38,6 +38,7 @@ typedef struct serve_metrics {
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t decode_steps, step_sequences; /* sum of batch sizes */
     uint64_t cancelled;
+    uint64_t drafted, draft_accepted; /* speculative decoding (--draft) */
     serve_hist request_s, ttft_s;
     int queue_depth, slots_busy, slots_total;
     /* Where each served model's kernels run (engine_placement), set once at start. */
@@ -58,6 +59,8 @@ void serve_metrics_cancelled(serve_metrics *m);
 /* Model `model`'s placement line, exposed as nectar_model_placement{model,
  * placement} 1 (beyond SERVE_METRICS_MAX_MODELS: left out). */
 void serve_metrics_placement(serve_metrics *m, const char *model, const char *placement);
+
+void serve_metrics_draft(serve_metrics *m, int drafted, int accepted);
 
 /* The exposition text (malloc'ed), or NULL when out of memory. */
 char *serve_metrics_render(serve_metrics *m);

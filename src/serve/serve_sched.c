@@ -113,8 +113,15 @@ static void finish_job(serve_sched *s, serve_slot *sl, const char *reason, nc_st
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The draft's proposals of a request the pipeline ran (--draft). */
+static void count_drafts(serve_sched *s, serve_slot *sl) {
+    const gen_result *r = gen_seq_result(sl->gs);
+    if (r->n_drafted) serve_metrics_draft(s->metrics, r->n_drafted, r->n_accepted);
+}
+
 /* The pipeline has finished the slot's request. */
 static void finish_from_pipeline(serve_sched *s, serve_slot *sl) {
+    count_drafts(s, sl);
     gen_finish f = gen_seq_finish(sl->gs);
     if (f == GEN_FINISH_ERROR) {
         const nc_error *e = gen_seq_error(sl->gs);
@@ -282,6 +289,7 @@ static void run_step(serve_sched *s) {
         if (!sl->job) continue;
         if (job_is_cancelled(sl->job)) {
             gen_seq_cancel(sl->gs);
+            count_drafts(s, sl);
             finish_job(s, sl, "cancelled", NC_OK, NULL);
             continue;
         }

@@ -387,6 +387,34 @@ static void test_generate_streams_hf_greedy_text(void) {
     greedy_text_case(TINY, "cpu", NULL);
 }
 
+/* Speculative decoding ("draft=DIR"): another checkpoint of the same
+ * tokenizer proposes, the text is still HF's greedy text for the target;
+ * the draft's figures come back as sequence stats; draft options without a
+ * draft, or a bad draft backend, are refused in one line. */
+static void test_generate_with_a_draft_is_hf_greedy_text(void) {
+    const char *opts[] = {"threads=1", "draft=tests/fixtures/qwen3/tiny_bf16", "draft_max=3", NULL};
+    greedy_text_case(TINY, "cpu", opts);
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, NULL, opts, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    CHECK_OK(nc_generate(seq, "In the beginning", 16, NULL, NULL, NULL, NULL, &err), &err);
+    double drafted = nc_sequence_stat(seq, NC_STAT_DRAFTED);
+    double kept = nc_sequence_stat(seq, NC_STAT_DRAFT_ACCEPTED);
+    double steps = nc_sequence_stat(seq, NC_STAT_DRAFT_STEPS);
+    CHECKF(drafted > 0 && kept <= drafted && steps > 0 && steps <= 16, "%g %g %g", drafted, kept,
+           steps);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+    const char *no_draft[] = {"draft_max=3", NULL};
+    CHECK(nc_model_open(TINY, NULL, no_draft, &m, &err) == NC_ERR_INVALID);
+    CHECKF(strstr(err.msg, "need draft=DIR") != NULL, "%s", err.msg);
+    const char *bad_backend[] = {"draft=" TINY, "draft_backend=gpu", NULL};
+    CHECK(nc_model_open(TINY, NULL, bad_backend, &m, &err) == NC_ERR_INVALID);
+    CHECKF(strstr(err.msg, "draft_backend") && strstr(err.msg, "gpu"), "%s", err.msg);
+}
+
 /* Token ids of HF's greedy steps (reference.json, up to an end-of-sequence
  * id) from the prompt's ids, on a second checkpoint. */
 static void test_generate_tokens_equal_hf_greedy_ids(void) {
@@ -667,6 +695,7 @@ int main(void) {
     RUN(test_compiled_encoder_bundle_runs_on_mil);
     RUN(test_compiled_decision_bundle_names_its_partition);
     RUN(test_generate_streams_hf_greedy_text);
+    RUN(test_generate_with_a_draft_is_hf_greedy_text);
     RUN(test_generate_tokens_equal_hf_greedy_ids);
     RUN(test_generate_cancel_and_stop);
     RUN(test_compiled_decoder_bundle_generates_hf_text);

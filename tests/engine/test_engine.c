@@ -58,7 +58,7 @@ static void greedy_matches_hf_on(const char *kind, const char *dir, const char *
     engine_step_item items[2];
     for (int i = 0; ok && i < 2; i++)
         items[i] = (engine_step_item){
-            s[i], (const int32_t *)p[i].ids, p[i].n_ids, logits + (size_t)i * V, NC_OK, {0}};
+            s[i], (const int32_t *)p[i].ids, p[i].n_ids, logits + (size_t)i * V, NC_OK, {0}, 0};
     for (int t = 0; ok && t < N_GREEDY; t++) {
         ok = engine_step(e, items, 2, &err) == NC_OK;
         for (int i = 0; ok && i < 2; i++) {

@@ -26,6 +26,19 @@ void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     o->sampling.top_p = 0.8f;
     o->sampling.top_k = 20;
     o->sampling.seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    gen_cli_draft_defaults(&o->draft);
+}
+
+void gen_cli_draft_defaults(gen_cli_draft *d) {
+    memset(d, 0, sizeof *d);
+    d->max = GEN_SPEC_DRAFT_MAX;
+}
+
+nc_status gen_cli_draft_attach(const gen_cli_draft *d, gen_model *m, const engine_options *eo,
+                               nc_error *err) {
+    if (!d->dir) return NC_OK;
+    gen_spec_options so = {d->max, d->min, d->p_min};
+    return gen_spec_attach(m, engine_backend_at(d->backend_index), d->dir, eo, &so, err);
 }
 
 void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
@@ -56,6 +69,7 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
                 &o->truncate),
         GEN_CLI_BACKEND_OPTS(&o->be),
         GEN_CLI_KV_OPT(&o->be),
+        GEN_CLI_DRAFT_OPTS(&o->draft),
         CLI_OPT(NULL, "--dump-layers", CLI_STRING, "DIR",
                 "write the hidden state after each layer for every token as DIR/layer_NN.npy\n"
                 "(float32 [tokens, hidden])",
@@ -131,6 +145,7 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
     double t0 = nc_now_s();
     nc_status st =
         gen_model_open(o->backend ? o->backend : "cpu", o->model_dir, &eo, &l->model, err);
+    if (st == NC_OK) st = gen_cli_draft_attach(&o->draft, l->model, &eo, err);
     if (st == NC_OK) l->tok = l->model->tok;
     if (st == NC_OK && o->dump_dir) {
         const engine *e = l->model->e;
@@ -194,6 +209,11 @@ nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err)
     if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
     double t0 = nc_now_s();
     nc_status st = api_model_open(o->model_dir, o->backend, &a->eo, &a->model, err);
+    if (st == NC_OK && o->draft.dir)
+        st = api_model_set_draft(a->model, o->draft.dir, engine_backend_at(o->draft.backend_index),
+                                 &a->eo,
+                                 &(gen_spec_options){o->draft.max, o->draft.min, o->draft.p_min},
+                                 err);
     if (st == NC_OK && nc_model_get_kind(a->model) != NC_MODEL_DECODER)
         st = nc_fail(err, NC_ERR_INVALID,
                      "%s is an encoder: generation needs a decoder (for encoders: nectar embed, "
@@ -229,9 +249,10 @@ void gen_cli_api_unload(gen_cli_api *a) {
 }
 
 gen_cli_timings gen_cli_timings_of_result(const gen_result *r) {
-    return (gen_cli_timings){
-        r->n_prompt, r->n_prompt_cached,        r->n_truncated, r->n_generated, r->prompt_s,
-        r->gen_s,    gen_finish_name(r->finish)};
+    return (gen_cli_timings){r->n_prompt,   r->n_prompt_cached,        r->n_truncated,
+                             r->n_generated, r->prompt_s,              r->gen_s,
+                             gen_finish_name(r->finish), r->n_drafted, r->n_accepted,
+                             r->n_draft_steps};
 }
 
 gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
@@ -241,7 +262,10 @@ gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
                              (int)nc_sequence_stat(s, NC_STAT_GENERATED),
                              nc_sequence_stat(s, NC_STAT_PROMPT_SECONDS),
                              nc_sequence_stat(s, NC_STAT_GENERATE_SECONDS),
-                             nc_finish_name(f)};
+                             nc_finish_name(f),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_ACCEPTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_STEPS)};
 }
 
 void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
@@ -252,4 +276,8 @@ void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
     fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s",
             t->prompt_s > 0 ? n_run / t->prompt_s : 0.0, t->n_generated,
             t->gen_s > 0 ? t->n_generated / t->gen_s : 0.0, t->finish);
+    if (t->n_draft_steps)
+        fprintf(f, " | draft %d proposed, %d accepted (%.0f%%), %.2f tokens/step", t->n_drafted,
+                t->n_accepted, t->n_drafted ? 100.0 * t->n_accepted / t->n_drafted : 0.0,
+                (double)(t->n_accepted + t->n_draft_steps) / t->n_draft_steps);
 }
