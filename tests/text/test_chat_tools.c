@@ -120,6 +120,7 @@ static void test_qwen35_non_object_arguments_refused(void) {
 static void test_family_by_kind_and_name(void) {
     CHECK(chat_family_by_name("qwen3") == CHAT_QWEN3);
     CHECK(chat_family_by_name("llama3") == CHAT_LLAMA3);
+    CHECK(chat_family_by_name("gemma3") == CHAT_GEMMA3);
     CHECK(chat_family_by_name("qwen3.5") == CHAT_QWEN35);
     CHECK(chat_family_by_name("qwen35") == -1 && chat_family_by_name("") == -1);
 }
