@@ -1,16 +1,19 @@
 /* Constrained output for one request (see serve_constraint.h): the schema
  * graph, the matcher's state, and the mask/accept hooks the generation
- * pipeline calls on the scheduler thread. A forced tool call is the schema
- * {"name": the tool, "arguments": its parameters} between the template's
- * tags (Qwen3.5: the literal start of the call, no graph); parameters the
- * matcher cannot enforce fall back to any object (the call still parses),
- * while a response_format schema it cannot enforce is refused. With
- * several tools to choose from (Qwen3, "required"), each tool is a
- * candidate of its own, "<tool_call>\n{"name": "NAME", "arguments": " as a
- * literal start, then its parameters: a token is allowed when some live
+ * pipeline calls on the scheduler thread. A forced tool call is one
+ * candidate per tool that may be called: the call's start up to and with
+ * the tool's name as literal bytes, then its parameters, then the call's
+ * end. Qwen3: "<tool_call>\n{"name": "NAME", "arguments": " PARAMETERS
+ * "}\n</tool_call>", PARAMETERS as JSON. Qwen3.5: "<tool_call>\n<function=
+ * NAME>\n", the parameters in the XML form (json_match.h: xml_root), then
+ * "\n</tool_call>"; a tool whose parameters that form cannot hold exactly
+ * gets its literal start only. A token is allowed when some live
  * candidate allows it, and a candidate that refuses one drops out, so once
  * the name is written only that tool's parameters are left (the matcher
- * alone cannot branch on a value it has read). */
+ * alone cannot branch on a value it has read). Parameters with keywords
+ * the matcher cannot enforce are enforced without those keywords
+ * (js_compile_relaxed), and any object as the last resort (the call still
+ * parses); a response_format schema it cannot enforce is refused. */
 #include "serve/serve_constraint.h"
 
 #include <jansson.h>
@@ -21,8 +24,8 @@
 
 #include "base/timer.h"
 
-#define TOOL_PREFIX "<tool_call>\n"
-#define TOOL_SUFFIX "\n</tool_call>"
+#define CALL35_HEAD "<tool_call>\n<function="
+#define CALL35_TAIL "\n</tool_call>"
 
 #define CALL_HEAD "<tool_call>\n{\"name\": "
 #define CALL_ARGS ", \"arguments\": "
@@ -57,77 +60,69 @@ static json_t *tool_parameters(const char *tool_json) {
     return p;
 }
 
-/* The schema of a call forced to one tool as JSON text (malloc'ed). */
-static char *call_schema(const serve_request *r, int with_parameters) {
-    json_t *names = json_array(), *args = NULL;
-    for (size_t i = 0; i < r->n_tools; i++) {
-        int is_it = r->tool_choice == SERVE_TOOLS_REQUIRED ||
-                    !strcmp(r->tool_names[i], r->tool_choice_name);
-        if (!is_it) continue;
-        json_array_append_new(names, json_string(r->tool_names[i]));
-        if (with_parameters && !args) args = tool_parameters(r->tools[i]);
-    }
-    if (!args) args = json_pack("{s:s}", "type", "object");
-    json_t *schema =
-        json_pack("{s:s,s:{s:{s:o},s:o},s:[s,s]}", "type", "object", "properties", "name", "enum",
-                  names, "arguments", args, "required", "name", "arguments");
-    char *text = schema ? json_dumps(schema, JSON_COMPACT) : NULL;
-    json_decref(schema);
-    return text;
-}
-
-/* The forced start of a Qwen3.5 call: the tool's name when only one can be
- * called (malloc'ed). */
-static char *call_start35(const serve_request *r) {
-    const char *only = r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_choice_name
-                       : r->n_tools == 1                   ? r->tool_names[0]
-                                                           : NULL;
-    size_t n = strlen(TOOL_PREFIX "<function=>\n") + (only ? strlen(only) : 0) + 1;
-    char *p = malloc(n);
-    if (p && only) snprintf(p, n, TOOL_PREFIX "<function=%s>\n", only);
-    if (p && !only) snprintf(p, n, "%s", TOOL_PREFIX "<function=");
-    return p;
-}
-
 static void candidate_free(candidate *k) {
     js_free(&k->g);
     free(k->prefix);
 }
 
-/* Tool i as a candidate of its own: its call's head (name included) as
- * literal bytes, its parameters as the graph (any object when the matcher
- * cannot enforce them), the call's end as the suffix. */
-static nc_status tool_candidate(const serve_request *r, size_t i, candidate *k, nc_error *err) {
-    json_t *name = json_string(r->tool_names[i]);
-    char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-    json_decref(name);
+/* The literal start of a call to tool i, up to the parameters. */
+static char *call_head(const serve_request *r, size_t i, chat_family f) {
+    const char *name = r->tool_names[i];
+    if (f == CHAT_QWEN35) {
+        size_t n = strlen(CALL35_HEAD ">\n") + strlen(name) + 1;
+        char *p = malloc(n);
+        if (p) snprintf(p, n, "%s%s>\n", CALL35_HEAD, name);
+        return p;
+    }
+    json_t *js = json_string(name);
+    char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+    json_decref(js);
     size_t n = strlen(CALL_HEAD CALL_ARGS) + (quoted ? strlen(quoted) : 0) + 1;
-    k->prefix = quoted ? malloc(n) : NULL;
-    if (k->prefix) snprintf(k->prefix, n, "%s%s%s", CALL_HEAD, quoted, CALL_ARGS);
+    char *p = quoted ? malloc(n) : NULL;
+    if (p) snprintf(p, n, "%s%s%s", CALL_HEAD, quoted, CALL_ARGS);
     free(quoted);
+    return p;
+}
+
+/* Tool i as a candidate of its own: its call's head (name included) as
+ * literal bytes, its parameters as the graph, the call's end as the
+ * suffix. */
+static nc_status tool_candidate(const serve_request *r, size_t i, chat_family f, candidate *k,
+                                nc_error *err) {
+    k->prefix = call_head(r, i, f);
     if (!k->prefix) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     json_t *params = tool_parameters(r->tools[i]);
     char *schema = params ? json_dumps(params, JSON_COMPACT) : NULL;
     json_decref(params);
     nc_status st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_INVALID;
+    if (st != NC_OK && schema) st = js_compile_relaxed(schema, "tools", &k->g, err);
+    int xml = f == CHAT_QWEN35 && st == NC_OK && js_xml_call_form(&k->g, schema);
     free(schema);
-    if (st != NC_OK) st = js_any_object(&k->g, err);
-    if (st != NC_OK) return st;
-    k->gr = (jm_grammar){&k->g, k->prefix, CALL_TAIL, strlen(k->prefix), strlen(CALL_TAIL)};
+    const char *tail = f == CHAT_QWEN35 ? CALL35_TAIL : CALL_TAIL;
+    if (f == CHAT_QWEN35 && !xml) { /* the literal start, then the model's own text */
+        if (st == NC_OK) js_free(&k->g);
+        memset(&k->g, 0, sizeof k->g);
+        k->gr = (jm_grammar){NULL, k->prefix, "", strlen(k->prefix), 0, 0};
+    } else {
+        if (st != NC_OK) st = js_any_object(&k->g, err);
+        if (st != NC_OK) return st;
+        k->gr = (jm_grammar){&k->g, k->prefix, tail, strlen(k->prefix), strlen(tail), xml};
+    }
     jm_start(&k->gr, &k->st);
     k->is_live = 1;
     return NC_OK;
 }
 
-/* "required" with several tools (Qwen3): one candidate per tool. */
-static nc_status tool_candidates(const serve_request *r, const tm_vocab *v, serve_constraint *c,
-                                 nc_error *err) {
+/* A forced call: one candidate per tool it may name. */
+static nc_status tool_candidates(const serve_request *r, chat_family f, const tm_vocab *v,
+                                 serve_constraint *c, nc_error *err) {
     c->cand = calloc(r->n_tools, sizeof *c->cand);
     c->row = malloc(2 * (size_t)tm_vocab_n(v) * sizeof *c->row);
     if (!c->cand || !c->row) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     for (size_t i = 0; i < r->n_tools; i++) {
-        c->n_cand++;
-        NC_TRY(tool_candidate(r, i, &c->cand[i], err));
+        if (r->tool_choice == SERVE_TOOLS_NAMED && strcmp(r->tool_names[i], r->tool_choice_name))
+            continue;
+        NC_TRY(tool_candidate(r, i, f, &c->cand[c->n_cand++], err));
     }
     return NC_OK;
 }
@@ -147,14 +142,13 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     serve_constraint *c = calloc(1, sizeof *c);
     if (!c) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     c->v = v;
-    if (forced && f != CHAT_QWEN35 && r->tool_choice == SERVE_TOOLS_REQUIRED && r->n_tools > 1) {
-        nc_status st = tool_candidates(r, v, c, err);
+    if (forced) {
+        nc_status st = tool_candidates(r, f, v, c, err);
         if (st != NC_OK) {
             *param = "tools";
             serve_constraint_free(c);
             return st;
         }
-        *param = NULL;
         *out = c;
         return NC_OK;
     }
@@ -166,27 +160,9 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     c->n_cand = 1;
     candidate *k = c->cand;
     k->is_live = 1;
-    k->gr.g = &k->g;
-    k->gr.prefix = k->gr.suffix = "";
+    k->gr = (jm_grammar){&k->g, "", "", 0, 0, 0};
     nc_status st;
-    if (forced && f == CHAT_QWEN35) {
-        k->prefix = call_start35(r);
-        st = k->prefix ? NC_OK : NC_ERR_NOMEM;
-        k->gr.g = NULL;
-        k->gr.prefix = k->prefix ? k->prefix : "";
-    } else if (forced) {
-        char *schema = call_schema(r, 1);
-        st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_NOMEM;
-        free(schema);
-        if (st != NC_OK) { /* parameters it cannot enforce: any object as arguments */
-            schema = call_schema(r, 0);
-            st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_NOMEM;
-            free(schema);
-        }
-        k->gr.prefix = TOOL_PREFIX;
-        k->gr.suffix = TOOL_SUFFIX;
-        *param = "tools";
-    } else if (r->format == SERVE_FORMAT_JSON_OBJECT) {
+    if (r->format == SERVE_FORMAT_JSON_OBJECT) {
         st = js_any_object(&k->g, err);
     } else {
         st = js_compile(r->schema, "response_format.json_schema.schema", &k->g, err);
@@ -197,8 +173,6 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
         serve_constraint_free(c);
         return st;
     }
-    k->gr.prefix_len = strlen(k->gr.prefix);
-    k->gr.suffix_len = strlen(k->gr.suffix);
     jm_start(&k->gr, &k->st);
     *param = NULL;
     *out = c;

@@ -1,12 +1,13 @@
 /* A forced call among several tools (tool_choice "required", Qwen3's JSON
- * calls; src/serve/serve_constraint.c): random walks over a real
+ * calls and Qwen3.5's XML ones; src/serve/serve_constraint.c): random
+ * walks over a real
  * vocabulary (models/demo/tokenizer.json) under the request's mask, each
  * choosing the best allowed token of random logits, must end in one call
  * that the server's own tool-call scanner finds, naming one of the tools,
  * with arguments valid against that tool's parameters (checked by a
  * validator written here). The hostile tester saw `search({})` and calls
  * cut off: the arguments were held only to "an object" once more than one
- * tool could be called. */
+ * tool could be called (Qwen3.5: only the call's first bytes were). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +31,14 @@ static const char *body =
     "\"object\",\"properties\":{\"tz\":{\"enum\":[\"UTC\",\"CET\"]}},\"required\":[\"tz\"]}}}"
     "]}";
 
+/* Characters (code points) of a UTF-8 string. */
+static size_t n_chars(const char *s) {
+    size_t n = 0;
+    for (; s && *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 /* The arguments a call to `name` may have. */
 static int args_valid(const char *name, const json_t *a) {
     if (!json_is_object(a)) return 0;
@@ -38,11 +47,12 @@ static int args_valid(const char *name, const json_t *a) {
     if (!strcmp(name, "search")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "query")) return 0;
         const char *q = json_string_value(json_object_get(a, "query"));
-        return q != NULL;
+        return q != NULL && n_chars(q) <= 12;
     }
     if (!strcmp(name, "search_web")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "q") && strcmp(k, "n")) return 0;
-        return json_is_string(json_object_get(a, "q")) && json_is_integer(json_object_get(a, "n"));
+        const char *q = json_string_value(json_object_get(a, "q"));
+        return q && n_chars(q) <= 12 && json_is_integer(json_object_get(a, "n"));
     }
     if (!strcmp(name, "get_time")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "tz")) return 0;
@@ -54,7 +64,7 @@ static int args_valid(const char *name, const json_t *a) {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static void test_required_call_among_tools_validates(void) {
+static void required_call_among_tools_validates(chat_family family) {
     tok_tokenizer *t;
     tm_vocab *v;
     int32_t eog;
@@ -72,7 +82,7 @@ static void test_required_call_among_tools_validates(void) {
     for (int w = 0; w < WALKS; w++) {
         serve_constraint *c;
         const char *param;
-        CHECK_OK(serve_constraint_new(&r, CHAT_QWEN3, v, &c, &param, &err), &err);
+        CHECK_OK(serve_constraint_new(&r, family, v, &c, &param, &err), &err);
         gen_constraint h = serve_constraint_hooks(c);
         size_t n = 0;
         int ended = 0;
@@ -86,7 +96,7 @@ static void test_required_call_among_tools_validates(void) {
             if (!ended && nc_test_walk_append(t, best, out, &n, 65536) != 0) break;
         }
         serve_constraint_free(c);
-        serve_tool_scan scan = {0, 0, CHAT_QWEN3, NULL, 0};
+        serve_tool_scan scan = {0, 0, family, (const char *const *)r.tools, r.n_tools};
         serve_tool_news news;
         json_t *calls = json_array();
         while (serve_tool_scan_next(&scan, out, n, 1, &news)) {
@@ -120,7 +130,16 @@ static void test_required_call_among_tools_validates(void) {
     tok_free(t);
 }
 
+static void test_required_call_among_tools_validates_json(void) {
+    required_call_among_tools_validates(CHAT_QWEN3);
+}
+
+static void test_required_call_among_tools_validates_xml(void) {
+    required_call_among_tools_validates(CHAT_QWEN35);
+}
+
 int main(void) {
-    RUN(test_required_call_among_tools_validates);
+    RUN(test_required_call_among_tools_validates_json);
+    RUN(test_required_call_among_tools_validates_xml);
     return nc_test_exit_code();
 }
