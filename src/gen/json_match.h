@@ -42,7 +42,7 @@ typedef struct jm_grammar {
      * property "<parameter=KEY>\nVALUE\n</parameter>\n", then
      * "</function>"; a string value is raw text (it cannot hold
      * "</parameter>"), an enum of strings unquoted (the graph's literals
-     * must be stored so: serve_constraint.c), any other value JSON. Keys
+     * must be stored so: gen/out_constraint.c), any other value JSON. Keys
      * must be plain names (no escapes, '<' or '>'). */
     int xml_root;
 } jm_grammar;

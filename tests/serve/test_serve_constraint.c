@@ -1,5 +1,5 @@
 /* A forced call among several tools (tool_choice "required", Qwen3's JSON
- * calls and Qwen3.5's XML ones; src/serve/serve_constraint.c): random
+ * calls and Qwen3.5's XML ones; src/gen/out_constraint.c): random
  * walks over a real
  * vocabulary (models/demo/tokenizer.json) under the request's mask, each
  * choosing the best allowed token of random logits, must end in one call
@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../test.h"
 #include "../common/demo_vocab.h"
-#include "serve/serve_constraint.h"
-#include "serve/serve_toolcall.h"
+#include "../test.h"
+#include "gen/out_constraint.h"
+#include "gen/tool_scan.h"
+#include "serve/serve_request.h"
 
 static const char *body =
     "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"tool_choice\":\"required\","
@@ -80,10 +81,10 @@ static void required_call_among_tools_validates(chat_family family) {
     const char *names[3] = {"search", "search_web", "get_time"};
     enum { WALKS = 24 };
     for (int w = 0; w < WALKS; w++) {
-        serve_constraint *c;
+        gen_out_constraint *c;
         const char *param;
-        CHECK_OK(serve_constraint_new(&r, family, v, &c, &param, &err), &err);
-        gen_constraint h = serve_constraint_hooks(c);
+        CHECK_OK(gen_out_constraint_new(&r.out, family, v, &c, &param, &err), &err);
+        gen_constraint h = gen_out_constraint_hooks(c);
         size_t n = 0;
         int ended = 0;
         for (int step = 0; step < 600 && !ended; step++) {
@@ -95,11 +96,11 @@ static void required_call_among_tools_validates(chat_family family) {
             ended = best == eog;
             if (!ended && nc_test_walk_append(t, best, out, &n, 65536) != 0) break;
         }
-        serve_constraint_free(c);
-        serve_tool_scan scan = {0, 0, family, (const char *const *)r.tools, r.n_tools};
-        serve_tool_news news;
+        gen_out_constraint_free(c);
+        gen_tool_scan scan = {0, 0, family, (const char *const *)r.out.tools, r.out.n_tools};
+        gen_tool_news news;
         json_t *calls = json_array();
-        while (serve_tool_scan_next(&scan, out, n, 1, &news)) {
+        while (gen_tool_scan_next(&scan, out, n, 1, &news)) {
             json_array_extend(calls, news.calls);
             json_decref(news.calls);
         }

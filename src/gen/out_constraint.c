@@ -1,4 +1,4 @@
-/* Constrained output for one request (see serve_constraint.h): the schema
+/* Constrained output for one request (see out_constraint.h): the schema
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is one
  * candidate per tool that may be called: the call's start up to and with
@@ -14,7 +14,7 @@
  * the matcher cannot enforce are enforced without those keywords
  * (js_compile_relaxed), and any object as the last resort (the call still
  * parses); a response_format schema it cannot enforce is refused. */
-#include "serve/serve_constraint.h"
+#include "gen/out_constraint.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -41,7 +41,7 @@ typedef struct candidate {
     int is_live;
 } candidate;
 
-struct serve_constraint {
+struct gen_out_constraint {
     candidate *cand;
     int n_cand;
     float *row; /* a logits row per candidate while several live */
@@ -66,7 +66,7 @@ static void candidate_free(candidate *k) {
 }
 
 /* The literal start of a call to tool i, up to the parameters. */
-static char *call_head(const serve_request *r, size_t i, chat_family f) {
+static char *call_head(const gen_output_spec *r, size_t i, chat_family f) {
     const char *name = r->tool_names[i];
     if (f == CHAT_QWEN35) {
         size_t n = strlen(CALL35_HEAD ">\n") + strlen(name) + 1;
@@ -87,7 +87,7 @@ static char *call_head(const serve_request *r, size_t i, chat_family f) {
 /* Tool i as a candidate of its own: its call's head (name included) as
  * literal bytes, its parameters as the graph, the call's end as the
  * suffix. */
-static nc_status tool_candidate(const serve_request *r, size_t i, chat_family f, candidate *k,
+static nc_status tool_candidate(const gen_output_spec *r, size_t i, chat_family f, candidate *k,
                                 nc_error *err) {
     k->prefix = call_head(r, i, f);
     if (!k->prefix) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
@@ -114,39 +114,39 @@ static nc_status tool_candidate(const serve_request *r, size_t i, chat_family f,
 }
 
 /* A forced call: one candidate per tool it may name. */
-static nc_status tool_candidates(const serve_request *r, chat_family f, const tm_vocab *v,
-                                 serve_constraint *c, nc_error *err) {
+static nc_status tool_candidates(const gen_output_spec *r, chat_family f, const tm_vocab *v,
+                                 gen_out_constraint *c, nc_error *err) {
     c->cand = calloc(r->n_tools, sizeof *c->cand);
     c->row = malloc(2 * (size_t)tm_vocab_n(v) * sizeof *c->row);
     if (!c->cand || !c->row) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     for (size_t i = 0; i < r->n_tools; i++) {
-        if (r->tool_choice == SERVE_TOOLS_NAMED && strcmp(r->tool_names[i], r->tool_choice_name))
+        if (r->tool_choice == GEN_TOOLS_NAMED && strcmp(r->tool_names[i], r->tool_choice_name))
             continue;
         NC_TRY(tool_candidate(r, i, f, &c->cand[c->n_cand++], err));
     }
     return NC_OK;
 }
 
-nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_vocab *v,
-                               serve_constraint **out, const char **param, nc_error *err) {
+nc_status gen_out_constraint_new(const gen_output_spec *r, chat_family f, const tm_vocab *v,
+                               gen_out_constraint **out, const char **param, nc_error *err) {
     *out = NULL;
     *param = NULL;
     int forced = r->n_tools > 0 &&
-                 (r->tool_choice == SERVE_TOOLS_REQUIRED || r->tool_choice == SERVE_TOOLS_NAMED);
-    if (!forced && r->format == SERVE_FORMAT_TEXT) return NC_OK;
-    if (forced && r->format != SERVE_FORMAT_TEXT) {
+                 (r->tool_choice == GEN_TOOLS_REQUIRED || r->tool_choice == GEN_TOOLS_NAMED);
+    if (!forced && r->format == GEN_FORMAT_TEXT) return NC_OK;
+    if (forced && r->format != GEN_FORMAT_TEXT) {
         *param = "response_format";
         return nc_fail(err, NC_ERR_INVALID,
                        "'response_format' cannot be combined with a forced tool call");
     }
-    serve_constraint *c = calloc(1, sizeof *c);
+    gen_out_constraint *c = calloc(1, sizeof *c);
     if (!c) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     c->v = v;
     if (forced) {
         nc_status st = tool_candidates(r, f, v, c, err);
         if (st != NC_OK) {
             *param = "tools";
-            serve_constraint_free(c);
+            gen_out_constraint_free(c);
             return st;
         }
         *out = c;
@@ -162,7 +162,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     k->is_live = 1;
     k->gr = (jm_grammar){&k->g, "", "", 0, 0, 0};
     nc_status st;
-    if (r->format == SERVE_FORMAT_JSON_OBJECT) {
+    if (r->format == GEN_FORMAT_JSON_OBJECT) {
         st = js_any_object(&k->g, err);
     } else {
         st = js_compile(r->schema, "response_format.json_schema.schema", &k->g, err);
@@ -170,7 +170,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     }
     if (st != NC_OK) {
         if (st == NC_ERR_NOMEM) nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
-        serve_constraint_free(c);
+        gen_out_constraint_free(c);
         return st;
     }
     jm_start(&k->gr, &k->st);
@@ -179,7 +179,7 @@ nc_status serve_constraint_new(const serve_request *r, chat_family f, const tm_v
     return NC_OK;
 }
 
-void serve_constraint_free(serve_constraint *c) {
+void gen_out_constraint_free(gen_out_constraint *c) {
     if (!c) return;
     for (int i = 0; i < c->n_cand; i++)
         candidate_free(&c->cand[i]);
@@ -190,7 +190,7 @@ void serve_constraint_free(serve_constraint *c) {
 
 /* Several live candidates: a token stays when one of them allows it.
  * row holds the logits as they came, then one candidate's masked copy. */
-static void mask_union(serve_constraint *c, float *logits) {
+static void mask_union(gen_out_constraint *c, float *logits) {
     int n = tm_vocab_n(c->v);
     float *orig = c->row, *one = c->row + n;
     memcpy(orig, logits, (size_t)n * sizeof *logits);
@@ -207,7 +207,7 @@ static void mask_union(serve_constraint *c, float *logits) {
 }
 
 static void mask(void *user, float *logits) {
-    serve_constraint *c = user;
+    gen_out_constraint *c = user;
     int n_live = 0, last = -1;
     for (int i = 0; i < c->n_cand; i++)
         if (c->cand[i].is_live) n_live++, last = i;
@@ -225,7 +225,7 @@ static void mask(void *user, float *logits) {
 }
 
 static void accept(void *user, int32_t token) {
-    serve_constraint *c = user;
+    gen_out_constraint *c = user;
     int n_live = 0;
     for (int i = 0; i < c->n_cand; i++) {
         candidate *k = &c->cand[i];
@@ -243,11 +243,18 @@ static void accept(void *user, int32_t token) {
             c->cand[i].is_live = 1;
 }
 
-gen_constraint serve_constraint_hooks(serve_constraint *c) {
+void gen_out_constraint_restart(gen_out_constraint *c) {
+    for (int i = 0; i < c->n_cand; i++) {
+        jm_start(&c->cand[i].gr, &c->cand[i].st);
+        c->cand[i].is_live = 1;
+    }
+}
+
+gen_constraint gen_out_constraint_hooks(gen_out_constraint *c) {
     return (gen_constraint){mask, accept, c};
 }
 
-void serve_constraint_cost(const serve_constraint *c, double *mask_s, long *n_masks) {
+void gen_out_constraint_cost(const gen_out_constraint *c, double *mask_s, long *n_masks) {
     *mask_s = c->mask_s;
     *n_masks = c->n_masks;
 }
