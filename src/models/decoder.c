@@ -12,7 +12,8 @@ decoder_dims qwen3_dims(const qwen3_config *c) {
                           .head_dim = c->head_dim,
                           .vocab = c->vocab_size,
                           .tied = c->tie_word_embeddings,
-                          .no_qk_norm = !c->qk_norm};
+                          .no_qk_norm = !c->qk_norm,
+                          .sandwich_norms = c->sandwich_norm};
 }
 
 decoder_dims qwen35_dims(const qwen35_config *c) {

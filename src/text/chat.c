@@ -320,6 +320,14 @@ static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const
     return NC_OK;
 }
 
+int chat_tools_used(const chat_tools *tools, size_t n) {
+    if (!tools) return 0;
+    if (tools->n_defs > 0) return 1;
+    for (size_t i = 0; tools->calls && i < n; i++)
+        if (tools->n_calls[i] > 0) return 1;
+    return 0;
+}
+
 static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt,
                         chat_family f, const chat_tools *tools, char **out, nc_error *err) {
     *out = NULL;
@@ -331,6 +339,7 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
     sbuf b = {0};
     nc_status st = f == CHAT_QWEN35   ? render_qwen35(&b, msgs, n, &o, tools, err)
                    : f == CHAT_LLAMA3 ? chat_render_llama3(&b, msgs, n, &o, tools, err)
+                   : f == CHAT_GEMMA3 ? chat_render_gemma3(&b, msgs, n, &o, tools, err)
                                       : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
     if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
@@ -361,6 +370,7 @@ int chat_family_by_name(const char *name) {
     if (!strcmp(name, "qwen3")) return CHAT_QWEN3;
     if (!strcmp(name, "qwen3.5")) return CHAT_QWEN35;
     if (!strcmp(name, "llama3")) return CHAT_LLAMA3;
+    if (!strcmp(name, "gemma3")) return CHAT_GEMMA3;
     return -1;
 }
 

@@ -1,4 +1,4 @@
-/* Inside the chat templates: what the renderers (chat.c, chat_llama3.c)
+/* Inside the chat templates: what the renderers (chat.c, chat_llama3.c, chat_gemma3.c)
  * write with (a growing output buffer that remembers running out of
  * memory, checked once at the end; views of parts of strings for the
  * Python str methods the templates use) and the renderers chat.c
@@ -31,8 +31,15 @@ void put_view(sbuf *b, view v);
  * 0x1c-0x1f). */
 view trim(view v);
 
+/* The conversation of n messages defines tools or holds calls (a server
+ * passes a calls array with every count 0 when none has any). */
+int chat_tools_used(const chat_tools *tools, size_t n);
+
 /* Llama 3's template (chat_llama3.c); msgs[0..n) have roles, n > 0. */
 nc_status chat_render_llama3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
+                             const chat_tools *tools, nc_error *err);
+/* Gemma 3's template (chat_gemma3.c); the same contract. */
+nc_status chat_render_gemma3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
                              const chat_tools *tools, nc_error *err);
 
 #endif

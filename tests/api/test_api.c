@@ -138,7 +138,8 @@ static int check_template_cases(const nc_model *model, const char *path) {
 
 /* Each family's template, from the model (NULL: Qwen3's): the Qwen3 cases
  * (tests/fixtures/chat/cases.jsonl, the real Qwen3 template), Qwen3.5's on
- * a Qwen3.5 model and Llama 3's on a Llama one; an encoder has none. */
+ * a Qwen3.5 model, Llama 3's on a Llama one and Gemma 3's on a Gemma one; an
+ * encoder has none. */
 static void test_chat_template_equals_transformers(void) {
     nc_error err;
     nc_model *q35 = NULL, *llama = NULL, *enc = NULL;
@@ -148,6 +149,11 @@ static void test_chat_template_equals_transformers(void) {
     CHECK(check_template_cases(q35, "tests/fixtures/chat/qwen35_cases.jsonl") >= 10);
     CHECK_OK(nc_model_open("tests/fixtures/llama/tiny_llama3", "cpu", NULL, &llama, &err), &err);
     CHECK(check_template_cases(llama, "tests/fixtures/chat/llama3_cases.jsonl") >= 10);
+    nc_model *gemma = NULL;
+    CHECK_OK(nc_model_open("tests/fixtures/gemma3/tiny_gemma3_text", "cpu", NULL, &gemma, &err),
+             &err);
+    CHECK(check_template_cases(gemma, "tests/fixtures/chat/gemma3_cases.jsonl") >= 10);
+    nc_model_free(gemma);
     CHECK_OK(nc_model_open(MB "mb_base", "cpu", NULL, &enc, &err), &err);
     nc_chat_message hi = {"user", "Hi", NULL};
     char *out = NULL;
