@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lower/palettize.h"
 
@@ -87,4 +88,45 @@ void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, in
     w->dims[1] = d1;
     w->dims[2] = d2;
     w->dims[3] = d3;
+}
+
+static const char *const EXP_NAMES[LOWER_N_EXP_FORMS] = {"sigmoid", "op"};
+static const char *const PAD_NAMES[LOWER_N_PADS] = {"32", "none"};
+
+static int name_index(const char *const *names, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(names[i], name)) return i;
+    return -1;
+}
+
+const char *lower_exp_form_name(lower_exp_form f) {
+    return f >= 0 && f < LOWER_N_EXP_FORMS ? EXP_NAMES[f] : "?";
+}
+
+int lower_exp_form_parse(const char *name) {
+    return name_index(EXP_NAMES, LOWER_N_EXP_FORMS, name);
+}
+
+const char *lower_matmul_pad_name(lower_matmul_pad p) {
+    return p >= 0 && p < LOWER_N_PADS ? PAD_NAMES[p] : "?";
+}
+
+int lower_matmul_pad_parse(const char *name) {
+    return name_index(PAD_NAMES, LOWER_N_PADS, name);
+}
+
+int lower_matmul_padded(int n, lower_matmul_pad p) {
+    return p == LOWER_PAD_32 ? (n + 31) / 32 * 32 : n;
+}
+
+mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_exp_form f) {
+    if (!x) return NULL;
+    if (f == LOWER_EXP_OP) return mil_build_unary(b, "exp", prefix, x);
+    char n[160];
+#define NM(s) (snprintf(n, sizeof n, "%s_%s", prefix, s), n)
+    mil_var *s = mil_build_unary(b, "sigmoid", NM("sigmoid"), x); /* in (0, 1/2] */
+    mil_var *c = s ? mil_build_binary(b, "sub", NM("complement"), scalar(b, prefix, "one", 1.0), s)
+                   : NULL; /* in [1/2, 1) */
+    return c ? mil_build_binary(b, "real_div", prefix, s, c) : NULL;
+#undef NM
 }

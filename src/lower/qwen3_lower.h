@@ -96,6 +96,8 @@ typedef struct lower_forms {
     lower_kv_update kv_update;
     lower_rope_form rope;
     lower_attention_form attention;
+    lower_exp_form exp;         /* Qwen3.5's linear layers (lower_ops.h) */
+    lower_matmul_pad matmul_pad; /* Qwen3.5's linear key heads (lower_ops.h) */
     int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */

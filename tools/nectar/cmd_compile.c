@@ -69,6 +69,16 @@ int cmd_compile(int argc, char **argv) {
                 "group) so both matmuls have equal batch dims [1, KV] (q_proj rows and\n"
                 "o_proj columns permuted when compiled)",
                 &o.forms.attention, .choices = "broadcast|grouped"),
+        CLI_OPT(NULL, "--exp", CLI_CHOICE, "sigmoid|op",
+                "Qwen3.5's linear layers exponentiate only x <= 0: sigmoid, as\n"
+                "sigmoid(x) / (1 - sigmoid(x)) (default: sources disagree on the exp op);\n"
+                "op, the exp op (0 compiles either way)",
+                &o.forms.exp, .choices = "sigmoid|op"),
+        CLI_OPT(NULL, "--matmul-pad", CLI_CHOICE, "32|none",
+                "Qwen3.5's linear key heads padded with zero channels to a multiple of 32,\n"
+                "so every matmul contracts over a multiple of 32 (default; a no-op for\n"
+                "dk = 128); none, as they are",
+                &o.forms.matmul_pad, .choices = "32|none"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
