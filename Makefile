@@ -243,7 +243,8 @@ shared: $(SHLIB)
 
 install: $(NECTAR) $(LIB) $(SHLIB)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
-	    $(DESTDIR)$(DATADIR)/qwen3-tokenizer
+	    $(DESTDIR)$(DATADIR)/qwen3-tokenizer $(DESTDIR)$(DATADIR)/small-tokenizer \
+	    $(DESTDIR)$(DATADIR)/encoder-tokenizer
 	install -m 755 $(NECTAR) $(DESTDIR)$(BINDIR)/nectar
 	install -m 644 include/nectar.h $(DESTDIR)$(INCLUDEDIR)/nectar.h
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libnectar.a
@@ -251,6 +252,8 @@ install: $(NECTAR) $(LIB) $(SHLIB)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SHLIB_LINK)
 	printf '%s\n' $(NC_PC) >$(DESTDIR)$(LIBDIR)/pkgconfig/nectar.pc
 	install -m 644 tests/fixtures/qwen3-tokenizer/* $(DESTDIR)$(DATADIR)/qwen3-tokenizer/
+	install -m 644 tests/fixtures/small-tokenizer/* $(DESTDIR)$(DATADIR)/small-tokenizer/
+	install -m 644 tests/fixtures/encoder-tokenizer/* $(DESTDIR)$(DATADIR)/encoder-tokenizer/
 	@sh scripts/pc-hint.sh '$(DESTDIR)' '$(LIBDIR)/pkgconfig'
 
 uninstall:
