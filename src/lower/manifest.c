@@ -1,6 +1,7 @@
 /* manifest.json writer and reader (manifest.h). */
 #include "lower/manifest.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,7 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(forms, "exp", json_string(lower_exp_form_name(m->forms.exp)));
     json_object_set_new(forms, "matmul_pad",
                         json_string(lower_matmul_pad_name(m->forms.matmul_pad)));
+    json_object_set_new(forms, "max_program_bytes", json_integer(m->forms.max_program_bytes));
     json_object_set_new(plan, "forms", forms);
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -195,6 +197,9 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
                        e < 0 ? "an exp form" : "a matmul padding");
     f->exp = (lower_exp_form)e;
     f->matmul_pad = (lower_matmul_pad)pd;
+    if (json_object_get(o, "max_program_bytes"))
+        NC_TRY(lower_json_int_in(o, "max_program_bytes", 0, INT32_MAX, &f->max_program_bytes, what,
+                                 err));
     return NC_OK;
 }
 

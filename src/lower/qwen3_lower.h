@@ -99,6 +99,10 @@ typedef struct lower_forms {
     lower_exp_form exp;         /* Qwen3.5's linear layers (lower_ops.h) */
     lower_matmul_pad matmul_pad; /* Qwen3.5's linear key heads (lower_ops.h) */
     int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
+    /* A cap on one program's weight bytes (weights/weight.bin; 0: none): a
+     * layer whose programs exceed it under program_split is split finer
+     * (layer -> kernel -> function) until they fit. */
+    int max_program_bytes;
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
 const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "one" */

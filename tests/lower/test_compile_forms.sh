@@ -100,3 +100,24 @@ if grep -q " 121 programs" "$TMP/out" &&
 else
     fail compile_budget_is_reported_when_exceeded "$(cat "$TMP/out" "$TMP/e" | head -c 600)"
 fi
+
+# --max-program-bytes: a demo layer holds 1.83 MB of weights, its largest
+# kernel (mlp) 1.06 MB; a cap of 1.1 MB splits every layer into its four
+# kernels (5 x 4 + the head), recorded in the manifest, and the text stays
+# the cpu's; a cap below the mlp kernel is one line and no bundle
+"$BIN" compile -m $M -o "$TMP/cap" $T --max-program-bytes 1100000 >"$TMP/out" 2>&1
+if grep -q " 21 programs" "$TMP/out" && [ -d "$TMP/cap/layer_04_mlp" ] &&
+    grep -q '"max_program_bytes": 1100000' "$TMP/cap/manifest.json" &&
+    "$BIN" run $T --backend ane --ane-device fake -m "$TMP/cap" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass max_program_bytes_splits_layers_into_kernels
+else
+    fail max_program_bytes_splits_layers_into_kernels "$(cat "$TMP/out")"
+fi
+if ! "$BIN" compile -m $M -o "$TMP/cap2" $T --max-program-bytes 1000000 >"$TMP/o" 2>"$TMP/e" &&
+    [ ! -e "$TMP/cap2" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] &&
+    grep -q "max-program-bytes 1000000: .* 1057600 bytes" "$TMP/e"; then
+    pass max_program_bytes_below_one_kernel_is_one_line
+else
+    fail max_program_bytes_below_one_kernel_is_one_line "$(cat "$TMP/e")"
+fi
