@@ -111,6 +111,9 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
                         json_string(m->forms.kv_update == LOWER_KV_GATHER
                                         ? "kv_<S>: gather(new, j mod S) then select(kv_write > "
                                           "0.5, spread, cache)"
+                                    : m->forms.kv_update == LOWER_KV_HOST
+                                        ? "host: after qkv_<S>, cache[:, j] = k_new[:, j mod S] "
+                                          "where kv_write[j] is 1 (no kernel updates the cache)"
                                         : "kv_<S>: matmul(new, one-hot P[c][j] = (j mod S == "
                                           "c)) then select(kv_write > 0.5, spread, cache)"));
     json_object_set_new(kv, "owner", json_string("host"));

@@ -348,6 +348,11 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--attention grouped takes --rope conv (the matmul form broadcasts over the "
                      "per-head view)");
+    if (!st && c->plan.forms.kv_update == LOWER_KV_HOST && c->plan.kernels_per_layer < 3)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--kv-update host takes --kernels-per-layer 4 or 3 (the host writes the "
+                     "cache between qkv and attn, which %d kernels fuse)",
+                     c->plan.kernels_per_layer);
     if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "
@@ -409,7 +414,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) {
         m->fp16 = c->stats;
         m->palettize = opt->palettize;
-        m->kernels_per_layer = c->plan.kernels_per_layer;
+        m->kernels_per_layer = lower_qwen3_kernels(&c->plan); /* 3 with --kv-update host */
         m->forms = c->plan.forms;
         if (!m->forms.head_rows) m->forms.head_rows = LOWER_HEAD_ROWS_DEFAULT;
         int head_kernels = 0; /* one head program, or one per chunk */

@@ -78,6 +78,8 @@ typedef enum lower_head_split {
 typedef enum lower_kv_update {
     LOWER_KV_ONEHOT, /* spread by a constant one-hot placement matmul, then select (default) */
     LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
+    LOWER_KV_HOST,   /* no update op: the host writes k_new/v_new into its cache between
+                        qkv and attn (kernels qkv, attn, mlp; kernels per layer 4 or 3) */
     LOWER_N_KV_UPDATES
 } lower_kv_update;
 typedef enum lower_rope_form {
@@ -109,7 +111,7 @@ const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "on
 /* The value of a name (-1: none). */
 int lower_program_split_parse(const char *name);
 int lower_head_split_parse(const char *name);
-const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
+const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather", "host" */
 int lower_kv_update_parse(const char *name);
 const char *lower_rope_form_name(lower_rope_form r); /* "conv", "matmul" */
 int lower_rope_form_parse(const char *name);

@@ -5,7 +5,9 @@
 # the interpreter (--backend mil) and the fake device, writes the programs
 # the form says, and records the forms in the manifest; the default bundle
 # passes `mil check --target ane` with no error and no warning; a finer
-# split confines a refusal to the kernels that hold the refused construct.
+# split confines a refusal to the kernels that hold the refused construct;
+# --max-program-bytes splits layers; --kv-update host leaves the cache
+# update to the host.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -120,4 +122,38 @@ if ! "$BIN" compile -m $M -o "$TMP/cap2" $T --max-program-bytes 1000000 >"$TMP/o
     pass max_program_bytes_below_one_kernel_is_one_line
 else
     fail max_program_bytes_below_one_kernel_is_one_line "$(cat "$TMP/e")"
+fi
+
+# --kv-update host: no kernel updates the cache (qkv, attn, mlp per bucket:
+# 5 x 3 x 3 + the head = 46 functions); the interpreter engine writes k_new
+# and v_new into the cache between qkv and attn and gives the cpu's text,
+# on models/demo and a Qwen3.5 fixture; the ane runtime, which runs a
+# chunk's kernels back to back, refuses the bundle in one line; 2 or 1
+# kernels per layer (qkv and attn fused) are refused at compile time
+"$BIN" compile -m $M -o "$TMP/host" $T --kv-update host >"$TMP/out" 2>&1
+if grep -q " 46 functions" "$TMP/out" && ! grep -q "func kv_s" "$TMP"/host/*/model.mil &&
+    grep -q '"kv_update": "host"' "$TMP/host/manifest.json" &&
+    "$BIN" mil check --target ane --quiet "$TMP/host" | grep -q "0 errors, 0 warnings" &&
+    "$BIN" run $T --backend mil -m "$TMP/host" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass kv_update_host_mil_equals_cpu
+else
+    fail kv_update_host_mil_equals_cpu "$(cat "$TMP/out")"
+fi
+Q=tests/fixtures/qwen35/tiny_vl_tied
+"$BIN" compile -m $Q -o "$TMP/host35" $T --kv-update host >/dev/null 2>&1
+"$BIN" run $T -m $Q -p "Hello there" --temp 0 -n 64 >"$TMP/c35" 2>/dev/null
+if "$BIN" run $T --backend mil -m "$TMP/host35" -p "Hello there" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    [ -s "$TMP/c35" ] && cmp -s "$TMP/o" "$TMP/c35"; then
+    pass kv_update_host_qwen35_mil_equals_cpu
+else
+    fail kv_update_host_qwen35_mil_equals_cpu "differs"
+fi
+if ! "$BIN" run $T --backend ane --ane-device fake -m "$TMP/host" -p "$P" -n 2 >"$TMP/o" 2>"$TMP/e" &&
+    [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "kv-update host" "$TMP/e" &&
+    ! "$BIN" compile -m $M -o "$TMP/host2" $T --kv-update host --kernels-per-layer 2 \
+        >/dev/null 2>"$TMP/e2" && [ ! -e "$TMP/host2" ] && [ "$(wc -l <"$TMP/e2")" -eq 1 ]; then
+    pass kv_update_host_refusals_are_one_line
+else
+    fail kv_update_host_refusals_are_one_line "$(cat "$TMP/e" "$TMP/e2")"
 fi

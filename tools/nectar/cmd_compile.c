@@ -55,11 +55,13 @@ int cmd_compile(int argc, char **argv) {
                 "per-chunk: a program per LM-head chunk, one output each (default; 10\n"
                 "compiles for Qwen3); one: one program with an output per chunk (1)",
                 &o.forms.head_split, .choices = "per-chunk|one"),
-        CLI_OPT(NULL, "--kv-update", CLI_CHOICE, "onehot|gather",
+        CLI_OPT(NULL, "--kv-update", CLI_CHOICE, "onehot|gather|host",
                 "how kv_S spreads the new rows over the cache: onehot, a matmul by a\n"
                 "constant placement matrix (default: no gather, not elementwise-only);\n"
-                "gather, uint16 constant indices (the seed write-up's form); 0 compiles",
-                &o.forms.kv_update, .choices = "onehot|gather"),
+                "gather, uint16 constant indices (the seed write-up's form); 0 compiles;\n"
+                "host, no update kernel: the host writes k_new/v_new into the cache between\n"
+                "qkv and attn (3 kernels per layer: 84 compiles with --program-split kernel)",
+                &o.forms.kv_update, .choices = "onehot|gather|host"),
         CLI_OPT(NULL, "--rope", CLI_CHOICE, "conv|matmul",
                 "RoPE's rotate-half: conv, a 1x1 conv of one group per head (default: qkv\n"
                 "holds convs only, nothing broadcasts); matmul, by a matrix broadcast over\n"
