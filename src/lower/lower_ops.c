@@ -125,8 +125,9 @@ mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_
     char n[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", prefix, s), n)
     mil_var *s = mil_build_unary(b, "sigmoid", NM("sigmoid"), x); /* in (0, 1/2] */
-    mil_var *c = s ? mil_build_binary(b, "sub", NM("complement"), scalar(b, prefix, "one", 1.0), s)
-                   : NULL; /* in [1/2, 1) */
+    mil_var *nx = s ? mil_build_mul(b, NM("neg"), x, scalar(b, prefix, "minus_one", -1.0)) : NULL;
+    /* sigmoid(-x) = 1 - sigmoid(x), in [1/2, 1), rounded once */
+    mil_var *c = nx ? mil_build_unary(b, "sigmoid", NM("complement"), nx) : NULL;
     return c ? mil_build_binary(b, "real_div", prefix, s, c) : NULL;
 #undef NM
 }
