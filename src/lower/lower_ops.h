@@ -58,8 +58,8 @@ nc_fp16 *lower_rope_matrix_partial(int head_dim, int rotary_dim);
 /* How exp is written (nectar compile --exp; docs/lowering.md, "Lowering
  * forms"): the exp op, on which sources disagree (ane-exp), or, for the
  * non-positive arguments the lowerings only ever exponentiate, as
- * sigmoid(x) / (1 - sigmoid(x)) (= e^x exactly; 1 - sigmoid(x) >= 1/2 for
- * x <= 0, so nothing cancels or overflows). */
+ * sigmoid(x) / sigmoid(-x) (= e^x exactly; sigmoid(-x) = 1 - sigmoid(x) is
+ * in [1/2, 1) for x <= 0 and rounded once: nothing cancels or overflows). */
 typedef enum lower_exp_form {
     LOWER_EXP_SIGMOID, /* the default */
     LOWER_EXP_OP,

@@ -75,7 +75,7 @@ int cmd_compile(int argc, char **argv) {
                 &o.forms.attention, .choices = "broadcast|grouped"),
         CLI_OPT(NULL, "--exp", CLI_CHOICE, "sigmoid|op",
                 "Qwen3.5's linear layers exponentiate only x <= 0: sigmoid, as\n"
-                "sigmoid(x) / (1 - sigmoid(x)) (default: sources disagree on the exp op);\n"
+                "sigmoid(x) / sigmoid(-x) (default: sources disagree on the exp op);\n"
                 "op, the exp op (0 compiles either way)",
                 &o.forms.exp, .choices = "sigmoid|op"),
         CLI_OPT(NULL, "--matmul-pad", CLI_CHOICE, "32|none",
