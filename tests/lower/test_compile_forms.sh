@@ -123,6 +123,17 @@ if ! "$BIN" compile -m $M -o "$TMP/cap2" $T --max-program-bytes 1000000 >"$TMP/o
 else
     fail max_program_bytes_below_one_kernel_is_one_line "$(cat "$TMP/e")"
 fi
+# a Qwen3.5 layer is one program: a cap below it is one line, no bundle;
+# a cap above it changes nothing
+if ! "$BIN" compile -m tests/fixtures/qwen35/tiny_eos_mid -o "$TMP/cap35" $T --max-program-bytes 1000 \
+    >/dev/null 2>"$TMP/e" && [ ! -e "$TMP/cap35" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] &&
+    grep -q "Qwen3.5 layer is not split" "$TMP/e" &&
+    "$BIN" compile -m tests/fixtures/qwen35/tiny_eos_mid -o "$TMP/cap35" $T --max-program-bytes 100000000 \
+        >"$TMP/out" 2>&1 && grep -q " 4 programs" "$TMP/out"; then
+    pass max_program_bytes_on_qwen35
+else
+    fail max_program_bytes_on_qwen35 "$(cat "$TMP/e" "$TMP/out")"
+fi
 
 # --kv-update host: no kernel updates the cache (qkv, attn, mlp per bucket:
 # 5 x 3 x 3 + the head = 46 functions); the interpreter engine writes k_new
