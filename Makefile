@@ -233,11 +233,15 @@ $(SHLIB): $(OBJ)
 	@ln -sf $(SHLIB_NAME) $(BUILD)/$(SHLIB_LINK)
 
 # nectar.pc is written at install time: it names the PREFIX given then.
+# libmicrohttpd's TLS stack (gnutls, libidn2) needs libunistring in a static
+# link, and not every distribution's .pc files say so (libunistring-dev:
+# scripts/install-deps.sh).
+PC_LIBS_PRIVATE := $(if $(shell pkg-config --static --libs libmicrohttpd 2>/dev/null | grep -e -lgnutls -e -lidn2),-lunistring)
 NC_PC = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: nectar' \
     'Description: transformers in C: Qwen3 and ModernBERT on the CPU, lowered to Apple Neural Engine programs' \
     'Version: $(NC_VERSION)' 'Requires.private: $(PKGS)' \
     'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lnectar' \
-    'Libs.private: -lm -lpthread' 'Cflags: -I$${includedir}'
+    'Libs.private: -lm -lpthread $(PC_LIBS_PRIVATE)' 'Cflags: -I$${includedir}'
 
 shared: $(SHLIB)
 

@@ -4,13 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
 #include "engine/engine_ane_device.h"
 
 #define DEFAULT_CTX 4096
 
-static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", NULL};
+static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", "hf_cache", NULL};
 
 /* The key=value options as the engine's options. */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
@@ -51,6 +52,9 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     *out = NULL;
     engine_options eo;
     NC_TRY(backend_opts(&backend, options, &eo, err));
+    char located[4096]; /* a hub model id's snapshot folder */
+    NC_TRY(api_hub_locate(path, options, located, sizeof located, err));
+    path = located;
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
 

@@ -10,12 +10,12 @@
  * else it stays a string, as it does for unknown parameters). Anything
  * else between the tags is passed on as text, tags included, so no output
  * is ever lost. */
-#include "serve/serve_toolcall.h"
+#include "gen/tool_scan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/serve_policy.h"
+#include "base/random_id.h"
 #include "text/chat_tojson.h"
 
 #define OPEN_TAG "<tool_call>"
@@ -39,7 +39,7 @@ static size_t partial_tag(const char *s, size_t n, const char *tag) {
 /* OpenAI's call object for a name and an arguments text (NULL: none). */
 static json_t *make_call(const char *name, const char *arguments) {
     char id[48];
-    if (!arguments || serve_make_id("call", id, sizeof id) != 0) return NULL;
+    if (!arguments || nc_random_id("call", id, sizeof id) != 0) return NULL;
     return json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function", "function", "name",
                      name, "arguments", arguments);
 }
@@ -140,7 +140,7 @@ static json_t *typed_value(const char *type, const char *v, size_t n) {
 
 /* The parameters schema of the tool called name, or NULL (borrowed from
  * *defs, which the caller frees). */
-static const json_t *tool_params(const serve_tool_scan *st, const char *name, json_t **def) {
+static const json_t *tool_params(const gen_tool_scan *st, const char *name, json_t **def) {
     *def = NULL;
     for (size_t i = 0; i < st->n_tools; i++) {
         json_error_t je;
@@ -156,7 +156,7 @@ static const json_t *tool_params(const serve_tool_scan *st, const char *name, js
     return NULL;
 }
 
-static json_t *parse_call_xml(const serve_tool_scan *st, const char *body, size_t n) {
+static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t n) {
     cursor c = {body, body + n};
     char name[257], key[257];
     skip_space(&c);
@@ -193,12 +193,12 @@ static json_t *parse_call_xml(const serve_tool_scan *st, const char *body, size_
 }
 
 /* The call in body[0..n), or NULL when it is not one. */
-static json_t *parse_call(const serve_tool_scan *st, const char *body, size_t n) {
+static json_t *parse_call(const gen_tool_scan *st, const char *body, size_t n) {
     return st->family == CHAT_QWEN35 ? parse_call_xml(st, body, n) : parse_call_json(body, n);
 }
 
-int serve_tool_scan_next(serve_tool_scan *st, const char *out, size_t len, int is_final,
-                         serve_tool_news *news) {
+int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_final,
+                       gen_tool_news *news) {
     memset(news, 0, sizeof *news);
     news->calls = json_array();
     const char *p = out + st->pos;

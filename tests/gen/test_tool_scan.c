@@ -1,4 +1,4 @@
-/* The tool-call scanner (src/serve/serve_toolcall.c): fed the whole output
+/* The tool-call scanner (src/gen/tool_scan.c): fed the whole output
  * at once or one byte at a time, it yields the same text and calls; text
  * that could start a tag is held back until it cannot; malformed or
  * unfinished calls come back as text, so nothing is lost. For both formats:
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../test.h"
-#include "serve/serve_toolcall.h"
+#include "gen/tool_scan.h"
 
 typedef struct result {
     char text[1024];
@@ -16,9 +16,9 @@ typedef struct result {
     int held_back; /* some prefix was not passed on before the end */
 } result;
 
-static void collect(serve_tool_scan *st, const char *out, size_t len, int is_final, result *r) {
-    serve_tool_news news;
-    while (serve_tool_scan_next(st, out, len, is_final, &news)) {
+static void collect(gen_tool_scan *st, const char *out, size_t len, int is_final, result *r) {
+    gen_tool_news news;
+    while (gen_tool_scan_next(st, out, len, is_final, &news)) {
         strncat(r->text, news.text ? news.text : "", news.text_len);
         json_t *c;
         size_t i;
@@ -37,15 +37,15 @@ static void collect(serve_tool_scan *st, const char *out, size_t len, int is_fin
     json_decref(news.calls);
 }
 
-static void scan_whole(const serve_tool_scan *proto, const char *out, result *r) {
+static void scan_whole(const gen_tool_scan *proto, const char *out, result *r) {
     memset(r, 0, sizeof *r);
-    serve_tool_scan st = *proto;
+    gen_tool_scan st = *proto;
     collect(&st, out, strlen(out), 1, r);
 }
 
-static void scan_bytewise(const serve_tool_scan *proto, const char *out, result *r) {
+static void scan_bytewise(const gen_tool_scan *proto, const char *out, result *r) {
     memset(r, 0, sizeof *r);
-    serve_tool_scan st = *proto;
+    gen_tool_scan st = *proto;
     size_t n = strlen(out);
     for (size_t i = 1; i <= n; i++) {
         collect(&st, out, i, 0, r);
@@ -59,7 +59,7 @@ typedef struct scan_case {
     int n_calls;
 } scan_case;
 
-static void check_cases(const serve_tool_scan *proto, const scan_case *cases, size_t n) {
+static void check_cases(const gen_tool_scan *proto, const scan_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
         result w, b;
         scan_whole(proto, cases[i].out, &w);
@@ -93,7 +93,7 @@ static void test_calls_and_text_come_apart(void) {
         {"ends with <tool_", "ends with <tool_", "", 0},
         {"a < b <tool_call>{\"name\":\"x\"}</tool_call>", "a < b ", "x({});", 1},
     };
-    serve_tool_scan qwen3 = {0};
+    gen_tool_scan qwen3 = {0};
     check_cases(&qwen3, cases, sizeof cases / sizeof *cases);
 }
 
@@ -159,19 +159,19 @@ static void test_qwen35_calls_typed_by_schema(void) {
         {"cut <tool_call>\n<function=search>\n<parameter=q>\nx",
          "cut <tool_call>\n<function=search>\n<parameter=q>\nx", "", 0},
     };
-    serve_tool_scan qwen35 = {0, 0, CHAT_QWEN35, TOOLS35, 2};
+    gen_tool_scan qwen35 = {0, 0, CHAT_QWEN35, TOOLS35, 2};
     check_cases(&qwen35, cases, sizeof cases / sizeof *cases);
 }
 
 /* Streaming never shows a tag: before the end, "<tool_" is held back. */
 static void test_partial_tag_is_held_back(void) {
-    serve_tool_scan st = {0};
-    serve_tool_news news;
+    gen_tool_scan st = {0};
+    gen_tool_news news;
     const char *out = "Hi <tool_";
-    CHECK(serve_tool_scan_next(&st, out, strlen(out), 0, &news));
+    CHECK(gen_tool_scan_next(&st, out, strlen(out), 0, &news));
     CHECK(news.text_len == 3 && !strncmp(news.text, "Hi ", 3));
     json_decref(news.calls);
-    CHECK(!serve_tool_scan_next(&st, out, strlen(out), 0, &news));
+    CHECK(!gen_tool_scan_next(&st, out, strlen(out), 0, &news));
     json_decref(news.calls);
     CHECK(st.pos == 3);
 }

@@ -6,37 +6,37 @@
  * calls themselves, holding back text that could still be the start of a
  * call, so a stream sends each call once, complete, as OpenAI's tool_calls
  * deltas, and never shows the tags. */
-#ifndef NC_SERVE_TOOLCALL_H
-#define NC_SERVE_TOOLCALL_H
+#ifndef NC_GEN_TOOL_SCAN_H
+#define NC_GEN_TOOL_SCAN_H
 
 #include <jansson.h>
 #include <stddef.h>
 
 #include "text/chat.h"
 
-typedef struct serve_tool_scan {
+typedef struct gen_tool_scan {
     size_t pos;               /* bytes of the output consumed */
     int n_calls;              /* calls found so far */
     chat_family family;       /* the call format (zeroed: Qwen3's) */
     const char *const *tools; /* Qwen3.5: the request's tool definitions (JSON text), */
     size_t n_tools;           /* whose parameter types type the values */
-} serve_tool_scan;
+} gen_tool_scan;
 
 /* What one look at the output gives: text[0..text_len) to pass on (a view
  * into the output), then calls, an array of {"id", "type": "function",
  * "function": {"name", "arguments": JSON text}} (new reference, possibly
  * empty; NULL only when out of memory). */
-typedef struct serve_tool_news {
+typedef struct gen_tool_news {
     const char *text;
     size_t text_len;
     json_t *calls;
-} serve_tool_news;
+} gen_tool_news;
 
 /* Scans out[0..len) past st->pos. is_final: the output is complete, so
  * nothing is held back (an unfinished or malformed call is passed on as
  * text). The text may stop before a call; call again until it reports
  * nothing new. Returns 1 when it reported something. */
-int serve_tool_scan_next(serve_tool_scan *st, const char *out, size_t len, int is_final,
-                         serve_tool_news *news);
+int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_final,
+                       gen_tool_news *news);
 
 #endif
