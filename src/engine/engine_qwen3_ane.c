@@ -179,7 +179,7 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     NC_TRY(engine_bundle_fill(e, dir, man, opt, err));
     if (is_q35) {
         e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&a->q);
-        e->qwen35 = &a->q.cfg;
+        e->dims = qwen35_dims(&a->q.cfg);
         e->kind = a->dev.is_fake ? "qwen35-ane (fake device)" : "qwen35-ane";
     } else {
         e->kind = a->dev.is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";

@@ -7,7 +7,7 @@
 #define NC_ENGINE_ENGINES_H
 
 #include "engine/engine.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 #include "models/qwen3.h"
 
 typedef nc_status (*engine_open_fn)(const char *dir, const engine_options *opt, engine *e,

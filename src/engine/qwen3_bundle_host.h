@@ -13,7 +13,7 @@
 #include "base/pool.h"
 #include "engine/engine.h"
 #include "io/hf_weights.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 typedef struct qb_host {
     lower_manifest man;

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "lower/palettize.h"
 
@@ -88,31 +87,6 @@ void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, in
     w->dims[1] = d1;
     w->dims[2] = d2;
     w->dims[3] = d3;
-}
-
-static const char *const EXP_NAMES[LOWER_N_EXP_FORMS] = {"sigmoid", "op"};
-static const char *const PAD_NAMES[LOWER_N_PADS] = {"32", "none"};
-
-static int name_index(const char *const *names, int n, const char *name) {
-    for (int i = 0; name && i < n; i++)
-        if (!strcmp(names[i], name)) return i;
-    return -1;
-}
-
-const char *lower_exp_form_name(lower_exp_form f) {
-    return f >= 0 && f < LOWER_N_EXP_FORMS ? EXP_NAMES[f] : "?";
-}
-
-int lower_exp_form_parse(const char *name) {
-    return name_index(EXP_NAMES, LOWER_N_EXP_FORMS, name);
-}
-
-const char *lower_matmul_pad_name(lower_matmul_pad p) {
-    return p >= 0 && p < LOWER_N_PADS ? PAD_NAMES[p] : "?";
-}
-
-int lower_matmul_pad_parse(const char *name) {
-    return name_index(PAD_NAMES, LOWER_N_PADS, name);
 }
 
 int lower_matmul_padded(int n, lower_matmul_pad p) {

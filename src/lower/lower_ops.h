@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/half.h"
+#include "bundle/bundle_forms.h"
 #include "mil/builder.h"
 
 struct lower_palette;
@@ -55,31 +56,11 @@ nc_fp16 *lower_rope_matrix(int head_dim);
  * host's cos/sin tables hold 1/0 there so those dims pass unchanged. */
 nc_fp16 *lower_rope_matrix_partial(int head_dim, int rotary_dim);
 
-/* How exp is written (nectar compile --exp; docs/lowering.md, "Lowering
- * forms"): the exp op, on which sources disagree (ane-exp), or, for the
- * non-positive arguments the lowerings only ever exponentiate, as
- * sigmoid(x) / sigmoid(-x) (= e^x exactly; sigmoid(-x) = 1 - sigmoid(x) is
- * in [1/2, 1) for x <= 0 and rounded once: nothing cancels or overflows). */
-typedef enum lower_exp_form {
-    LOWER_EXP_SIGMOID, /* the default */
-    LOWER_EXP_OP,
-    LOWER_N_EXP_FORMS
-} lower_exp_form;
-const char *lower_exp_form_name(lower_exp_form f); /* "sigmoid", "op" */
-int lower_exp_form_parse(const char *name);        /* -1: none */
-/* e^x for x <= 0 in the given form; ops named prefix (the result) and prefix_*. */
+/* e^x for x <= 0 in the given form (lower_exp_form, bundle/bundle_forms.h:
+ * sigmoid(x) / sigmoid(-x) = e^x exactly; sigmoid(-x) = 1 - sigmoid(x) is in
+ * [1/2, 1) for x <= 0 and rounded once: nothing cancels or overflows); ops named prefix (the result) and prefix_*. */
 mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_exp_form f);
 
-/* Contracted axes the lowering controls (Qwen3.5's linear key heads, the
- * encoders' q/k heads) padded with zeros to a multiple of 32 (the
- * ane-matmul-inner rule; nectar compile --matmul-pad), or left as they are. */
-typedef enum lower_matmul_pad {
-    LOWER_PAD_32, /* the default */
-    LOWER_PAD_NONE,
-    LOWER_N_PADS
-} lower_matmul_pad;
-const char *lower_matmul_pad_name(lower_matmul_pad p); /* "32", "none" */
-int lower_matmul_pad_parse(const char *name);          /* -1: none */
 /* n rounded up to a multiple of 32 under LOWER_PAD_32, else n. */
 int lower_matmul_padded(int n, lower_matmul_pad p);
 

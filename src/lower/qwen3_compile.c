@@ -15,7 +15,7 @@
 #include "base/mmap.h"
 #include "base/timer.h"
 #include "io/hf_weights.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
 

@@ -28,7 +28,7 @@
 #include "base/mmap.h"
 #include "io/hf_weights.h"
 #include "io/npy.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen3_compile.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"

@@ -14,10 +14,10 @@
 #include "ane_host/ane_fake.h"
 #include "engine/engine_parity.h"
 #include "io/npy.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 #include "lower/modernbert_compile.h"
-#include "lower/modernbert_manifest.h"
-#include "lower/modernbert_run.h"
+#include "bundle/modernbert_manifest.h"
+#include "engine/modernbert_bundle_host.h"
 #include "mil/check.h"
 #include "mil/parse.h"
 

@@ -14,7 +14,7 @@
 #include "../test.h"
 #include "ane_host/ane_fake.h"
 #include "engine/engine.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 #include "lower/qwen35_lower.h"
 
 #define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"

@@ -14,7 +14,7 @@
 #include "base/json.h"
 #include "engine/engine.h"
 #include "io/npy.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen3_compile.h"
 #include "mil/check.h"
 #include "mil/parse.h"

@@ -1,15 +1,16 @@
-/* The host side of encoder bundles (modernbert_run.h). The host lays
+/* The host side of encoder bundles (modernbert_bundle_host.h). The host lays
  * embedding rows out as [B, D, 1, L] columns, builds the additive masks
  * [b, key, 0, query], has the island run the (B, L) function (the fp16
  * interpreter here, or a runner set from above) and reads `hidden` back. */
-#include "lower/modernbert_run.h"
+#include "engine/modernbert_bundle_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/pool.h"
-#include "lower/modernbert_manifest.h"
+#include "bundle/modernbert_manifest.h"
+#include "lower/modernbert_lower.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 

@@ -1,6 +1,6 @@
 /* Bundle folder and manifest.json pieces shared by both compiles (bundle_io.h). */
 #define _XOPEN_SOURCE 700
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 
 #include <dirent.h>
 #include <errno.h>

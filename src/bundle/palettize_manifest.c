@@ -2,14 +2,14 @@
  * follow coremltools' OpPalettizerConfig (nbits, granularity
  * per_tensor / per_grouped_channel, group_size) so a reader who knows
  * Apple's tools knows the fields. */
-#include "lower/palettize_manifest.h"
+#include "bundle/palettize_manifest.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 
 static const char *granularity(int64_t group_size) {
     return group_size == 0 ? "per_tensor" : group_size == 1 ? "per_channel" : "per_grouped_channel";

@@ -4,13 +4,13 @@
  * bundle is replaced only once the new one is whole), the copied checkpoint
  * files, and the pieces of manifest.json both writers and readers use (the
  * format header, I/O lists, checked field readers). */
-#ifndef NC_LOWER_BUNDLE_IO_H
-#define NC_LOWER_BUNDLE_IO_H
+#ifndef NC_BUNDLE_BUNDLE_IO_H
+#define NC_BUNDLE_BUNDLE_IO_H
 
 #include <stddef.h>
 
 #include "base/json.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 /* --- the bundle folder ----------------------------------------------------- */
 

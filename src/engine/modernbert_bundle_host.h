@@ -6,8 +6,8 @@
  * (the mil backend, the numerics the ANE is asked for) unless another
  * runner is set (the ANE engine sets the ane_host runner). Same I/O
  * contract as modernbert_forward. */
-#ifndef NC_LOWER_MODERNBERT_RUN_H
-#define NC_LOWER_MODERNBERT_RUN_H
+#ifndef NC_ENGINE_MODERNBERT_BUNDLE_HOST_H
+#define NC_ENGINE_MODERNBERT_BUNDLE_HOST_H
 
 #include "models/modernbert.h"
 

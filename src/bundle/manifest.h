@@ -4,15 +4,14 @@
  * the original checkpoint (the embedding table, by tensor name and file).
  * The mil engine binds every buffer by the names listed here. The format is
  * described in docs/lowering.md. */
-#ifndef NC_LOWER_MANIFEST_H
-#define NC_LOWER_MANIFEST_H
+#ifndef NC_BUNDLE_MANIFEST_H
+#define NC_BUNDLE_MANIFEST_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lower/palettize.h"
-#include "lower/qwen3_lower.h"
-#include "lower/weights_fp16.h"
+#include "bundle/bundle_forms.h"
+#include "models/qwen3.h"
 #include "mil/ir.h"
 
 #define LOWER_MANIFEST_FORMAT "nectar-ane-bundle"

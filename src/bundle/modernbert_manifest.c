@@ -1,13 +1,14 @@
 /* Encoder bundle manifest writer and reader (modernbert_manifest.h). */
-#include "lower/modernbert_manifest.h"
+#include "bundle/modernbert_manifest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/mmap.h"
-#include "lower/bundle_io.h"
-#include "lower/palettize_manifest.h"
+#include "bundle/bundle_io.h"
+#include "bundle/palettize_manifest.h"
+#include "models/modernbert.h"
 
 static json_t *ints_json(const int *v, int n) {
     json_t *a = json_array();

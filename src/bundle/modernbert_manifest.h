@@ -4,13 +4,13 @@
  * still needs its embedding table, embedding norm and head), the shape plan
  * (buckets x batches), the crossings per call, and the encoder program with
  * each function's inputs and outputs. */
-#ifndef NC_LOWER_MODERNBERT_MANIFEST_H
-#define NC_LOWER_MODERNBERT_MANIFEST_H
+#ifndef NC_BUNDLE_MODERNBERT_MANIFEST_H
+#define NC_BUNDLE_MODERNBERT_MANIFEST_H
 
 #include <stddef.h>
 
-#include "lower/manifest.h"
-#include "lower/modernbert_lower.h"
+#include "bundle/manifest.h"
+#include "bundle/bundle_forms.h"
 
 typedef struct mb_manifest {
     int hidden_size, num_hidden_layers, num_attention_heads, head_dim, vocab_size;

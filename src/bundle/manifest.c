@@ -1,5 +1,5 @@
 /* manifest.json writer and reader (manifest.h). */
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "base/mmap.h"
-#include "lower/bundle_io.h"
-#include "lower/palettize_manifest.h"
+#include "bundle/bundle_io.h"
+#include "bundle/palettize_manifest.h"
 #include "models/qwen3_config.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {

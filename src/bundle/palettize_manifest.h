@@ -3,13 +3,13 @@
  * found the tables (k-means++ seed, the most Lloyd steps), written by the
  * compile and read back and checked wherever a manifest is read, so a
  * bundle says how its weights were compressed (docs/palettization.md). */
-#ifndef NC_LOWER_PALETTIZE_MANIFEST_H
-#define NC_LOWER_PALETTIZE_MANIFEST_H
+#ifndef NC_BUNDLE_PALETTIZE_MANIFEST_H
+#define NC_BUNDLE_PALETTIZE_MANIFEST_H
 
 #include <stddef.h>
 
 #include "base/json.h"
-#include "lower/palettize.h"
+#include "bundle/bundle_forms.h"
 
 /* The "palettize" object for o; NULL when o->bits is 0 (fp16 weights: the
  * member is left out). */
