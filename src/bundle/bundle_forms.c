@@ -18,7 +18,25 @@ static int find_name(const char *const *names, int n, const char *name) {
 
 static const char *const SPLIT_NAMES[LOWER_N_SPLITS] = {"layer", "kernel", "function"};
 static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "one"};
-static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather"};
+static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather", "host"};
+static const char *const EXP_NAMES[LOWER_N_EXP_FORMS] = {"sigmoid", "op"};
+static const char *const PAD_NAMES[LOWER_N_PADS] = {"32", "none"};
+
+const char *lower_exp_form_name(lower_exp_form f) {
+    return f >= 0 && f < LOWER_N_EXP_FORMS ? EXP_NAMES[f] : "?";
+}
+
+int lower_exp_form_parse(const char *name) {
+    return find_name(EXP_NAMES, LOWER_N_EXP_FORMS, name);
+}
+
+const char *lower_matmul_pad_name(lower_matmul_pad p) {
+    return p >= 0 && p < LOWER_N_PADS ? PAD_NAMES[p] : "?";
+}
+
+int lower_matmul_pad_parse(const char *name) {
+    return find_name(PAD_NAMES, LOWER_N_PADS, name);
+}
 static const char *const ROPE_NAMES[LOWER_N_ROPE_FORMS] = {"conv", "matmul"};
 static const char *const ATTN_NAMES[LOWER_N_ATTN_FORMS] = {"broadcast", "grouped"};
 

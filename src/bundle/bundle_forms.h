@@ -52,6 +52,8 @@ typedef enum lower_head_split {
 typedef enum lower_kv_update {
     LOWER_KV_ONEHOT, /* spread by a constant one-hot placement matmul, then select (default) */
     LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
+    LOWER_KV_HOST,   /* no update op: the host writes k_new/v_new into its cache between
+                        qkv and attn (kernels qkv, attn, mlp; kernels per layer 4 or 3) */
     LOWER_N_KV_UPDATES
 } lower_kv_update;
 typedef enum lower_rope_form {
@@ -64,20 +66,46 @@ typedef enum lower_attention_form {
     LOWER_ATTN_GROUPED,   /* q in (kv head, dim, group) order: matmuls with equal batch dims */
     LOWER_N_ATTN_FORMS
 } lower_attention_form;
+/* How exp is written (nectar compile --exp): the exp op, on which sources
+ * disagree (ane-exp), or, for the non-positive arguments the lowerings only
+ * ever exponentiate, as sigmoid(x) / sigmoid(-x) (lower_exp_nonpos). */
+typedef enum lower_exp_form {
+    LOWER_EXP_SIGMOID, /* the default */
+    LOWER_EXP_OP,
+    LOWER_N_EXP_FORMS
+} lower_exp_form;
+const char *lower_exp_form_name(lower_exp_form f); /* "sigmoid", "op" */
+int lower_exp_form_parse(const char *name);        /* -1: none */
+/* Contracted axes the lowering controls (Qwen3.5's linear key heads, the
+ * encoders' q/k heads) padded with zeros to a multiple of 32 (the
+ * ane-matmul-inner rule; nectar compile --matmul-pad), or left as they are. */
+typedef enum lower_matmul_pad {
+    LOWER_PAD_32, /* the default */
+    LOWER_PAD_NONE,
+    LOWER_N_PADS
+} lower_matmul_pad;
+const char *lower_matmul_pad_name(lower_matmul_pad p); /* "32", "none" */
+int lower_matmul_pad_parse(const char *name);          /* -1: none */
 typedef struct lower_forms {
     lower_program_split program_split;
     lower_head_split head_split;
     lower_kv_update kv_update;
     lower_rope_form rope;
     lower_attention_form attention;
+    lower_exp_form exp;          /* Qwen3.5's linear layers */
+    lower_matmul_pad matmul_pad; /* Qwen3.5's linear key heads */
     int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
+    /* A cap on one program's weight bytes (weights/weight.bin; 0: none): a
+     * layer whose programs exceed it under program_split is split finer
+     * (layer -> kernel -> function) until they fit. */
+    int max_program_bytes;
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
 const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "one" */
 /* The value of a name (-1: none). */
 int lower_program_split_parse(const char *name);
 int lower_head_split_parse(const char *name);
-const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
+const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather", "host" */
 int lower_kv_update_parse(const char *name);
 const char *lower_rope_form_name(lower_rope_form r); /* "conv", "matmul" */
 int lower_rope_form_parse(const char *name);

@@ -1,6 +1,7 @@
 /* manifest.json writer and reader (manifest.h). */
 #include "bundle/manifest.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,10 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(forms, "rope", json_string(lower_rope_form_name(m->forms.rope)));
     json_object_set_new(forms, "attention",
                         json_string(lower_attention_form_name(m->forms.attention)));
+    json_object_set_new(forms, "exp", json_string(lower_exp_form_name(m->forms.exp)));
+    json_object_set_new(forms, "matmul_pad",
+                        json_string(lower_matmul_pad_name(m->forms.matmul_pad)));
+    json_object_set_new(forms, "max_program_bytes", json_integer(m->forms.max_program_bytes));
     json_object_set_new(plan, "forms", forms);
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -106,6 +111,9 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
                         json_string(m->forms.kv_update == LOWER_KV_GATHER
                                         ? "kv_<S>: gather(new, j mod S) then select(kv_write > "
                                           "0.5, spread, cache)"
+                                    : m->forms.kv_update == LOWER_KV_HOST
+                                        ? "host: after qkv_<S>, cache[:, j] = k_new[:, j mod S] "
+                                          "where kv_write[j] is 1 (no kernel updates the cache)"
                                         : "kv_<S>: matmul(new, one-hot P[c][j] = (j mod S == "
                                           "c)) then select(kv_write > 0.5, spread, cache)"));
     json_object_set_new(kv, "owner", json_string("host"));
@@ -143,6 +151,8 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     f->kv_update = LOWER_KV_GATHER;
     f->rope = LOWER_ROPE_MATMUL;
     f->attention = LOWER_ATTN_BROADCAST;
+    f->exp = LOWER_EXP_OP;
+    f->matmul_pad = LOWER_PAD_NONE;
     const json_t *o = json_object_get(plan, "forms");
     if (!o) return NC_OK;
     char split[16] = "", head[16] = "", kv[16] = "";
@@ -179,6 +189,20 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
         return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not an attention form", path,
                        attn);
     f->attention = (lower_attention_form)a2;
+    /* "exp" and "matmul_pad" came later still: absent, the exp op, no padding */
+    char ex[16] = "op", pad[16] = "none";
+    if (json_object_get(o, "exp")) NC_TRY(lower_json_str_into(o, "exp", ex, sizeof ex, what, err));
+    if (json_object_get(o, "matmul_pad"))
+        NC_TRY(lower_json_str_into(o, "matmul_pad", pad, sizeof pad, what, err));
+    int e = lower_exp_form_parse(ex), pd = lower_matmul_pad_parse(pad);
+    if (e < 0 || pd < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not %s", path, e < 0 ? ex : pad,
+                       e < 0 ? "an exp form" : "a matmul padding");
+    f->exp = (lower_exp_form)e;
+    f->matmul_pad = (lower_matmul_pad)pd;
+    if (json_object_get(o, "max_program_bytes"))
+        NC_TRY(lower_json_int_in(o, "max_program_bytes", 0, INT32_MAX, &f->max_program_bytes, what,
+                                 err));
     return NC_OK;
 }
 

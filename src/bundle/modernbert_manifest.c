@@ -51,6 +51,10 @@ nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *er
                         json_string("tokenizer, embedding rows, embedding LayerNorm; "
                                     "tail: pooling, MLM or classifier head"));
     json_object_set_new(plan, "crossings_per_call", json_integer(m->crossings_per_call));
+    json_t *forms = json_object(); /* docs/encoders-ane.md, "Forms" */
+    json_object_set_new(forms, "heads_out", json_string(m->concat ? "concat" : "sum"));
+    json_object_set_new(forms, "matmul_pad", json_string(lower_matmul_pad_name(m->matmul_pad)));
+    json_object_set_new(plan, "forms", forms);
     json_object_set_new(root, "plan", plan);
 
     json_object_set_new(root, "weights_fp16", lower_json_fp16_stats(&m->fp16, NULL));

@@ -21,6 +21,8 @@ typedef struct mb_manifest {
     lower_fp16_stats fp16;
     lower_program_info program;      /* the encoder program (functions, I/O) */
     lower_palette_options palettize; /* bits 0: fp16 weights */
+    int concat;                      /* plan.forms.heads_out: 1 "concat", 0 "sum" */
+    lower_matmul_pad matmul_pad;     /* plan.forms.matmul_pad */
 } mb_manifest;
 
 nc_status mb_manifest_write(const mb_manifest *m, const char *path, nc_error *err);

@@ -335,7 +335,7 @@ static nc_status write_partition(const mb_compile_options *o, const decision_mod
 nc_status decision_compile(mb_compile_options *o, mb_compile_report *rep, nc_error *err) {
     decision_model *m = NULL;
     NC_TRY(decision_load(o->model_dir, o->n_threads, &m, err));
-    region r = {.c = &m->cfg, .no_concat = o->lower.no_concat};
+    region r = {.c = &m->cfg, .no_concat = !o->lower.concat};
     lower_palette_stats head_pal;
     memset(&head_pal, 0, sizeof head_pal);
     nc_status st = load_region(m, o->model_dir, &o->palettize, &head_pal, &r, err);

@@ -57,6 +57,20 @@ static nc_status interp_of(bm_model *m, int prog, int fn, mil_interp **out, nc_e
     return NC_OK;
 }
 
+/* --kv-update host: after the function that made k_new and v_new, the
+ * host writes them into the caches the next function reads. */
+static void host_kv_update(bm_model *m, const lower_fn_info *f, bm_env *env) {
+    static const char *const pairs[2][2] = {{"k_new", "k_cache"}, {"v_new", "v_cache"}};
+    for (int i = 0; i < 2; i++) {
+        if (!lower_fn_io(f, pairs[i][0], 1)) return;
+        bm_named *fresh = env_get(env, pairs[i][0]), *cache = env_get(env, pairs[i][1]);
+        if (!fresh || !cache || !cache->owned_dst || !f->seq) continue;
+        size_t C = fresh->count / (size_t)f->seq;
+        qb_host_kv_write(&m->h, cache->owned_dst, fresh->data, C, f->seq);
+        cache->data = cache->owned_dst;
+    }
+}
+
 nc_status bm_run_fn(bm_model *m, int prog, int fn, bm_env *env, nc_error *err) {
     const lower_fn_info *f = &m->h.man.programs[prog].fns[fn];
     mil_interp *it;
@@ -96,6 +110,7 @@ nc_status bm_run_fn(bm_model *m, int prog, int fn, bm_env *env, nc_error *err) {
             bm_env_put(env, io->name, view.f32, view.count, NULL);
         }
     }
+    if (m->h.man.forms.kv_update == LOWER_KV_HOST) host_kv_update(m, f, env);
     return NC_OK;
 }
 

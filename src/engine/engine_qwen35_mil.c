@@ -205,6 +205,25 @@ static const engine_ops q35m_ops = {
     .close = q35m_close,
 };
 
+/* The state sizes the programs declare (step_s32's conv_state and
+ * delta_state), which --matmul-pad widens; unchanged without a linear layer. */
+static void state_sizes(const lower_manifest *man, size_t *conv_n, size_t *delta_n) {
+    for (int p = 0; p < man->n_programs; p++) {
+        const lower_fn_info *f = lower_manifest_fn(&man->programs[p], "step_s32");
+        const lower_io *cs = f ? lower_fn_io(f, "conv_state", 0) : NULL;
+        const lower_io *ds = f ? lower_fn_io(f, "delta_state", 0) : NULL;
+        if (!cs || !ds) continue;
+        size_t nc = 1, nd = 1;
+        for (int i = 0; i < cs->rank; i++)
+            nc *= (size_t)cs->shape[i];
+        for (int i = 0; i < ds->rank; i++)
+            nd *= (size_t)ds->shape[i];
+        *conv_n = nc;
+        *delta_n = nd;
+        return;
+    }
+}
+
 nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, engine *e,
                                  nc_error *err) {
     q35m_model *m = calloc(1, sizeof *m);
@@ -219,6 +238,7 @@ nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, eng
     m->kv_n = (size_t)c->num_key_value_heads * c->head_dim * m->b.h.man.ctx;
     m->conv_n = (size_t)lower_qwen35_conv_channels(c) * LOWER_STEP_SEQ;
     m->delta_n = (size_t)c->linear_num_value_heads * c->linear_key_head_dim * lower_qwen35_dvp(c);
+    state_sizes(&m->b.h.man, &m->conv_n, &m->delta_n); /* key heads may be padded */
     m->tok_x = malloc((size_t)c->hidden_size * LOWER_STEP_SEQ * sizeof *m->tok_x);
     m->ord_x = malloc((size_t)c->hidden_size * m->b.h.S_max * sizeof *m->ord_x);
     if (!m->tok_x || !m->ord_x) return nc_fail(err, NC_ERR_NOMEM, "out of memory");

@@ -162,6 +162,13 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     NC_TRY(engine_ane_device_open(opt, &a->dev, err));
     NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
     if (is_q35) NC_TRY(q35_host_open(&a->q, dir, &a->h, err));
+    /* the runner runs a chunk's kernels back to back: no host step between them */
+    if (a->h.man.forms.kv_update == LOWER_KV_HOST)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: compiled with --kv-update host, whose cache writes between qkv and "
+                       "attn the ane runtime does not make yet; run it with --backend mil, or "
+                       "compile with --kv-update onehot",
+                       dir);
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     /* where each kernel runs: programs the device refused run on the CPU */
     const lower_manifest *man = &a->h.man;

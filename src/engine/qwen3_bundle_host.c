@@ -203,3 +203,12 @@ nc_status qb_host_step(qb_host *h, engine_step_item *items, int n_items, qb_chun
     }
     return NC_OK;
 }
+
+void qb_host_kv_write(const qb_host *h, float *cache, const float *fresh, size_t C, int S) {
+    size_t ctx = (size_t)h->man.ctx;
+    for (size_t j = 0; j < ctx; j++) {
+        if (h->wr[j] < 0.5f) continue;
+        for (size_t c = 0; c < C; c++)
+            cache[c * ctx + j] = fresh[c * (size_t)S + j % (size_t)S];
+    }
+}

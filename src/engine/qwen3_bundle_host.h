@@ -41,6 +41,12 @@ int qb_host_bucket(const qb_host *h, int n);
 /* Fills the chunk inputs for toks[0..n) at positions p.. in S columns. */
 void qb_host_chunk_inputs(qb_host *h, const int32_t *toks, int n, int p, int S);
 
+/* --kv-update host (docs/lowering.md, "Lowering forms"): the cache update
+ * no kernel makes. cache [C][ctx] takes column j mod S of fresh [C][S]
+ * at every slot j where the chunk's kv_write is 1 (the kv kernel's
+ * select(kv_write, spread, cache), on the CPU). */
+void qb_host_kv_write(const qb_host *h, float *cache, const float *fresh, size_t C, int S);
+
 /* Final norm + LM head (fp32, on the CPU) of column col of x [D][S]. */
 void qb_host_head_cpu(qb_host *h, const float *x, int col, int S, float *logits);
 

@@ -88,3 +88,20 @@ void lower_weight_shape4(lower_weight *w, int64_t d0, int64_t d1, int64_t d2, in
     w->dims[2] = d2;
     w->dims[3] = d3;
 }
+
+int lower_matmul_padded(int n, lower_matmul_pad p) {
+    return p == LOWER_PAD_32 ? (n + 31) / 32 * 32 : n;
+}
+
+mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_exp_form f) {
+    if (!x) return NULL;
+    if (f == LOWER_EXP_OP) return mil_build_unary(b, "exp", prefix, x);
+    char n[160];
+#define NM(s) (snprintf(n, sizeof n, "%s_%s", prefix, s), n)
+    mil_var *s = mil_build_unary(b, "sigmoid", NM("sigmoid"), x); /* in (0, 1/2] */
+    mil_var *nx = s ? mil_build_mul(b, NM("neg"), x, scalar(b, prefix, "minus_one", -1.0)) : NULL;
+    /* sigmoid(-x) = 1 - sigmoid(x), in [1/2, 1), rounded once */
+    mil_var *c = nx ? mil_build_unary(b, "sigmoid", NM("complement"), nx) : NULL;
+    return c ? mil_build_binary(b, "real_div", prefix, s, c) : NULL;
+#undef NM
+}

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/half.h"
+#include "bundle/bundle_forms.h"
 #include "mil/builder.h"
 
 struct lower_palette;
@@ -54,6 +55,14 @@ nc_fp16 *lower_rope_matrix(int head_dim);
  * as partial rotary (Qwen3.5); rows from rotary_dim on are zero, and the
  * host's cos/sin tables hold 1/0 there so those dims pass unchanged. */
 nc_fp16 *lower_rope_matrix_partial(int head_dim, int rotary_dim);
+
+/* e^x for x <= 0 in the given form (lower_exp_form, bundle/bundle_forms.h:
+ * sigmoid(x) / sigmoid(-x) = e^x exactly; sigmoid(-x) = 1 - sigmoid(x) is in
+ * [1/2, 1) for x <= 0 and rounded once: nothing cancels or overflows); ops named prefix (the result) and prefix_*. */
+mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_exp_form f);
+
+/* n rounded up to a multiple of 32 under LOWER_PAD_32, else n. */
+int lower_matmul_padded(int n, lower_matmul_pad p);
 
 /* q4 [.., hd, S] rotated: q4 * cos + (R q4) * sin, with cos/sin [1, 1, hd, S]. */
 mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot, mil_var *cos,

@@ -37,6 +37,21 @@ static nc_status load(mb_compile *c, const char *name, int64_t d0, int64_t d1, l
                                   err);
 }
 
+/* Wqkv [3D, D] -> [2 H hq + D, D]: each q and k head's hd rows at the
+ * start of an hq-row block (zero rows after), the v rows as they are. */
+static nc_status pad_qk_heads(const modernbert_config *q, int hq, lower_weight *w, nc_error *err) {
+    int64_t D = q->hidden_size, hd = q->head_dim, H = q->num_attention_heads;
+    nc_fp16 *d = calloc((size_t)((2 * H * hq + D) * D), sizeof *d);
+    if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int64_t r = 0; r < 3 * D; r++) {
+        int64_t to = r < 2 * D ? r / hd * hq + r % hd : 2 * H * hq + (r - 2 * D);
+        memcpy(d + to * D, w->data + r * D, (size_t)D * sizeof *d);
+    }
+    free((void *)w->data);
+    w->data = d;
+    return NC_OK;
+}
+
 static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *err) {
     const modernbert_config *q = &c->cfg;
     int64_t D = q->hidden_size, I = q->intermediate_size;
@@ -56,11 +71,15 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
             char name[128];
             snprintf(name, sizeof name, "layers.%d.%s", l, t[i].name);
             NC_TRY(load(c, name, t[i].d0, t[i].d1, t[i].w, err));
-            if (c->opt->palettize.bits && t[i].d1) /* the projections */
-                NC_TRY(lower_palettize(c->pool, t[i].w, &c->opt->palettize, name, &c->pal, err));
+            int padded = t[i].w == &lw->wqkv && w->hd_qk != q->head_dim;
+            if (padded) NC_TRY(pad_qk_heads(q, w->hd_qk, t[i].w, err));
+            lower_palette_options po = c->opt->palettize;
+            po.zero_entry = padded; /* padded rows expand to exactly 0 */
+            if (po.bits && t[i].d1) /* the projections */
+                NC_TRY(lower_palettize(c->pool, t[i].w, &po, name, &c->pal, err));
         }
     }
-    for (int l = 0; c->opt->lower.no_concat && l < q->num_hidden_layers; l++) {
+    for (int l = 0; !c->opt->lower.concat && l < q->num_hidden_layers; l++) {
         /* per-head column blocks of the attention output projection */
         mb_layer_weights *lw = &w->layers[l];
         int H = q->num_attention_heads, hd = q->head_dim;
@@ -76,7 +95,7 @@ static nc_status load_weights(mb_compile *c, mb_encoder_weights *w, nc_error *er
         }
     }
     NC_TRY(load(c, "final_norm.weight", D, 0, &w->final_norm, err));
-    w->rot_head.data = lower_rope_matrix(q->head_dim);
+    w->rot_head.data = lower_rope_matrix_partial(w->hd_qk, q->head_dim);
     if (!w->rot_head.data) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     if (c->opt->lower.wrong_rope_across_heads) {
         w->rot_all.data = lower_rope_matrix(q->hidden_size);
@@ -106,7 +125,8 @@ static void free_weights(mb_encoder_weights *w, int n_layers) {
 static nc_status plan(mb_compile *c, nc_error *err) {
     const mb_compile_options *o = c->opt;
     int max_pos = c->cfg.max_position_embeddings;
-    static const int def_seqs[] = {64, 96, 128}, def_batches[] = {1, 3};
+    /* powers of two: a softmax over 96 keys is flagged (ane-softmax-npot) */
+    static const int def_seqs[] = {32, 64, 128}, def_batches[] = {1, 3};
     int n = o->n_seqs ? o->n_seqs : 3;
     for (int i = 0; i < n; i++) {
         int s = o->n_seqs ? o->seqs[i] : def_seqs[i];
@@ -155,6 +175,10 @@ static nc_status build(mb_compile *c, const char *tmp, mb_manifest *man, nc_erro
     memset(&w, 0, sizeof w);
     w.layers = calloc((size_t)q->num_hidden_layers, sizeof *w.layers);
     if (!w.layers) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    /* the test-only wrong RoPE rotates all D channels before the heads split */
+    w.hd_qk = o->lower.wrong_rope_across_heads
+                  ? q->head_dim
+                  : lower_matmul_padded(q->head_dim, o->lower.matmul_pad);
     mb_lower_shapes(q, &w);
     nc_status st = load_weights(c, &w, err);
     mb_lower_shapes(q, &w); /* again: the per-head Wo blocks exist now */
@@ -211,6 +235,8 @@ nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_rep
         man->head_dim = q->head_dim;
         man->vocab_size = q->vocab_size;
         snprintf(man->source_dir, sizeof man->source_dir, "%s", abs_src);
+        man->concat = opt->lower.concat;
+        man->matmul_pad = opt->lower.matmul_pad;
         man->n_seqs = c->n_seqs;
         memcpy(man->seqs, c->seqs, sizeof man->seqs);
         man->n_batches = c->n_batches;

@@ -13,10 +13,11 @@
 
 void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
     int64_t D = c->hidden_size, I = c->intermediate_size, hd = c->head_dim;
+    int64_t hq = w->hd_qk ? w->hd_qk : hd, H = c->num_attention_heads;
     for (int l = 0; l < c->num_hidden_layers; l++) {
         mb_layer_weights *lw = &w->layers[l];
         lower_weight_shape4(&lw->attn_norm, 1, D, 1, 1);
-        lower_weight_shape4(&lw->wqkv, 3 * D, D, 1, 1);
+        lower_weight_shape4(&lw->wqkv, 2 * H * hq + D, D, 1, 1);
         lower_weight_shape4(&lw->wo, D, D, 1, 1);
         lower_weight_shape4(&lw->mlp_norm, 1, D, 1, 1);
         lower_weight_shape4(&lw->wi, 2 * I, D, 1, 1);
@@ -25,7 +26,7 @@ void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
             lower_weight_shape4(&lw->wo_heads[h], D, hd, 1, 1);
     }
     lower_weight_shape4(&w->final_norm, 1, D, 1, 1);
-    lower_weight_shape4(&w->rot_head, hd, hd, 1, 1);
+    lower_weight_shape4(&w->rot_head, hq, hq, 1, 1);
     lower_weight_shape4(&w->rot_all, D, D, 1, 1);
 }
 
@@ -47,6 +48,7 @@ typedef struct fn_ctx {
     const modernbert_config *c;
     const mb_lower_options *opt;
     int B, L;
+    int hq;                   /* q/k head width (mb_encoder_weights.hd_qk) */
     mil_var *cos[2], *sin[2]; /* [0] global theta, [1] local theta */
     mil_var *mask_global, *mask_local;
 } fn_ctx;
@@ -192,6 +194,12 @@ static nc_status rope_tables(fn_ctx *f, int which, int channels, mil_var **cos_o
 mil_var *mb_lower_head_attention(mil_builder *b, const char *p, int B, int L, int hd,
                                  mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
                                  int softmax_axis) {
+    return mb_lower_head_attention_qk(b, p, B, L, hd, hd, q, k, v, mask, softmax_axis);
+}
+
+mil_var *mb_lower_head_attention_qk(mil_builder *b, const char *p, int B, int L, int hq, int hd,
+                                    mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
+                                    int softmax_axis) {
     char n[160];
 #define NM(s) (snprintf(n, sizeof n, "%s_%s", p, s), n)
 #define R4(name, x, d0, d1, d2, d3)                                                                \
@@ -199,8 +207,8 @@ mil_var *mb_lower_head_attention(mil_builder *b, const char *p, int B, int L, in
     /* K transposed to [B, L, 1, hd]; scores [b, key, 0, query] */
     int32_t perm[4] = {0, 3, 2, 1};
     mil_var *kt = k ? mil_build_transpose(b, NM("kt"), k, 4, perm) : NULL;
-    mil_var *k2 = R4(NM("kt_mat"), kt, B, 1, L, hd);
-    mil_var *q2 = k2 ? R4(NM("q_mat"), q, B, 1, hd, L) : NULL;
+    mil_var *k2 = R4(NM("kt_mat"), kt, B, 1, L, hq);
+    mil_var *q2 = k2 ? R4(NM("q_mat"), q, B, 1, hq, L) : NULL;
     mil_var *s2 = q2 ? mil_build_matmul(b, NM("scores_mat"), k2, q2, 0, 0) : NULL; /* [B,1,Lk,Lq] */
     mil_var *sc = R4(NM("scores"), s2, B, L, 1, L);
     mil_var *sm = sc ? mil_build_add(b, NM("scores_masked"), sc, mask) : NULL;
@@ -218,7 +226,7 @@ mil_var *mb_lower_head_attention(mil_builder *b, const char *p, int B, int L, in
  * host's mask puts -1e4. */
 static mil_var *head_attention(fn_ctx *f, const char *p, mil_var *q, mil_var *k, mil_var *v,
                                mil_var *mask) {
-    return mb_lower_head_attention(f->b, p, f->B, f->L, f->c->head_dim, q, k, v, mask,
+    return mb_lower_head_attention_qk(f->b, p, f->B, f->L, f->hq, f->c->head_dim, q, k, v, mask,
                                    f->opt->wrong_softmax_axis ? 3 : 1);
 }
 
@@ -234,7 +242,8 @@ static mil_var *attention(fn_ctx *f, int l, mil_var *a, mb_layer_weights *w,
     /* fused QKV stays one conv; rows are Q | K | V, each head-major */
     mil_var *qkv = conv(f, NM("wqkv"), a, &w->wqkv);
     mil_var *qkvs[3];
-    if (!qkv || mil_build_split(b, NM("qkv"), qkv, 1, 3, NULL, qkvs, 3) != 3) return NULL;
+    int32_t sizes[3] = {H * f->hq, H * f->hq, (int32_t)c->hidden_size};
+    if (!qkv || mil_build_split(b, NM("qkv"), qkv, 1, 3, sizes, qkvs, 3) != 3) return NULL;
     mil_var *q = mil_build_mul(b, NM("q_scaled"), qkvs[0],
                                fp16_scalar(f, p, "scale", 1.0 / sqrt((double)c->head_dim)));
     mil_var *k = qkvs[1];
@@ -269,7 +278,7 @@ static mil_var *attention(fn_ctx *f, int l, mil_var *a, mb_layer_weights *w,
         ok = oh[h] != NULL;
     }
     mil_var *out = NULL;
-    if (ok && f->opt->no_concat) {
+    if (ok && !f->opt->concat) {
         /* Wo x concat(heads) = sum over heads of Wo[:, head's columns] x head */
         for (int h = 0; ok && h < H; h++) {
             char hp[48];
@@ -321,7 +330,7 @@ static nc_status build_function(fn_ctx *f, mb_encoder_weights *w, nc_error *err)
         f->mask_local = input4(b, "mask_local", f->B, f->L, 1, f->L);
     if (f->mask_global && f->opt->append) /* its inputs, before any op */
         f->opt->append(f->opt->append_user, b, f->B, f->L, NULL, f->mask_global);
-    int ch = f->opt->wrong_rope_across_heads ? (int)D : c->head_dim;
+    int ch = f->opt->wrong_rope_across_heads ? (int)D : f->hq;
     for (int t = 0; t < 2 && f->mask_global; t++)
         NC_TRY(rope_tables(f, t, ch, &f->cos[t], &f->sin[t], err));
     mil_var *h = f->sin[1] ? x : NULL;
@@ -366,7 +375,8 @@ nc_status mb_lower_encoder_program(const modernbert_config *c, mb_encoder_weight
         for (int j = 0; j < n_seqs && !st; j++) {
             char fn[64];
             mb_lower_fn_name(fn, sizeof fn, batches[i], seqs[j]);
-            fn_ctx f = {b, c, opt ? opt : &defaults, batches[i], seqs[j], {0}, {0}, NULL, NULL};
+            fn_ctx f = {b,    c,    opt ? opt : &defaults, batches[i], seqs[j],
+                        w->hd_qk ? w->hd_qk : c->head_dim, {0}, {0}, NULL, NULL};
             if (mil_build_function(b, fn, "ios18") != NC_OK) break;
             st = build_function(&f, w, err);
         }

@@ -22,7 +22,10 @@
  * are never set by `nectar compile`. */
 typedef struct mb_lower_options {
     int gelu_op;            /* 1: MIL `gelu` EXACT (flagged by the checker); 0: erf written out */
-    int no_concat;          /* 1: no `concat` (ane-concat): Wo applied per head, summed */
+    /* The forms (nectar compile --heads-out, --matmul-pad; docs/encoders-ane.md):
+     * zero is the default of each. */
+    int concat; /* 1: heads concatenated, then Wo (ane-concat); 0: Wo applied per head, summed */
+    lower_matmul_pad matmul_pad; /* q/k heads padded with zero channels (w->hd_qk) */
     int wrong_softmax_axis; /* test only: softmax over the query axis (3) */
     int wrong_rope_across_heads; /* test only: rotate-half over all D channels at once */
     /* Layers placed after the final norm in the same function (the decision
@@ -42,14 +45,19 @@ typedef struct mb_lower_options {
  * nn.Identity). */
 typedef struct mb_layer_weights {
     lower_weight attn_norm, wqkv, wo, mlp_norm, wi, wo_mlp;
-    lower_weight *wo_heads; /* no_concat only: Wo's input columns of each head, [D, hd, 1, 1] */
+    lower_weight *wo_heads; /* concat 0: Wo's input columns of each head, [D, hd, 1, 1] */
 } mb_layer_weights;
 
 typedef struct mb_encoder_weights {
     mb_layer_weights *layers; /* num_hidden_layers */
     lower_weight final_norm;
-    lower_weight rot_head; /* rotate-half per head [hd, hd, 1, 1] (lower_rope_matrix) */
+    lower_weight rot_head; /* rotate-half per head [hq, hq, 1, 1] (of its first hd dims) */
     lower_weight rot_all;  /* wrong_rope_across_heads only: [D, D, 1, 1] */
+    /* hq, the width of a q or k head: head_dim, or head_dim padded with
+     * zero channels to a multiple of 32 (--matmul-pad 32), so the scores
+     * matmul contracts over a multiple of 32 (0: head_dim). wqkv's rows are
+     * then H q heads of hq, H k heads of hq, the H v heads of head_dim. */
+    int hd_qk;
 } mb_encoder_weights;
 
 /* Fills ranks and dims of every weight from the config (data left alone;
@@ -80,6 +88,10 @@ mil_var *mb_lower_layer_norm(mil_builder *b, const char *prefix, mil_var *x, int
 mil_var *mb_lower_head_attention(mil_builder *b, const char *prefix, int B, int L, int hd,
                                  mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
                                  int softmax_axis);
+/* The same with q, k [B, hq, 1, L] of another width than v's hd (padded). */
+mil_var *mb_lower_head_attention_qk(mil_builder *b, const char *prefix, int B, int L, int hq,
+                                    int hd, mil_var *q, mil_var *k, mil_var *v, mil_var *mask,
+                                    int softmax_axis);
 
 /* Exact GELU written out with erf, 0.5 x (1 + erf(x / sqrt 2)) (the `gelu`
  * op is flagged ane-gelu). Ops are named prefix_*. */

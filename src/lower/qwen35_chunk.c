@@ -26,6 +26,7 @@
 typedef struct ck {
     mil_builder *b;
     int32_t nk, nv, G, dk, dvp, S, C, N, F; /* N = S / C sub-chunks, F = dvp + dk */
+    lower_exp_form exp;                     /* how exp is written (lower_ops.h) */
 } ck;
 
 typedef float (*fill_fn)(int r, int c, const ck *k, int arg);
@@ -112,7 +113,7 @@ static mil_var *exp_neg(const ck *k, const char *name, mil_var *x) {
     mil_var *z = x ? mil_build_const_scalar(k->b, n, MIL_DT_FP16, 0.0) : NULL;
     snprintf(n, sizeof n, "%s_clamped", name);
     mil_var *m = z ? mil_build_binary(k->b, "minimum", n, x, z) : NULL;
-    return m ? mil_build_unary(k->b, "exp", name, m) : NULL;
+    return lower_exp_nonpos(k->b, name, m, k->exp);
 }
 
 /* q or k [1, nk, dk, S] -> [nv, N, C, dk]: a key head serves its G value
@@ -204,12 +205,13 @@ void lower_qwen35_prefill_chunked_function(mil_builder *b, const qwen35_config *
             c->linear_num_key_heads,
             c->linear_num_value_heads,
             c->linear_num_value_heads / c->linear_num_key_heads,
-            c->linear_key_head_dim,
+            lower_qwen35_dkp(c, w),
             lower_qwen35_dvp(c),
             S,
             C,
             S / C,
-            0};
+            0,
+            w->exp};
     k.F = k.dvp + k.dk;
     /* tokens as rows, per value head and sub-chunk */
     mil_var *Q = token_rows(&k, "q_rows", io.q), *K = token_rows(&k, "k_rows", io.k);

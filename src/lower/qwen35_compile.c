@@ -70,20 +70,32 @@ nc_status lower_qwen35_norm1p(const lower_q35_src *s, const char *name, int64_t 
     return to_weight(s, v, (size_t)n, out, err);
 }
 
-/* Row r of a [rows, cols] fp16 matrix to row map(r) of a new [rows_out,
- * cols] one (zeros elsewhere); by_cols: the same for columns. The map keeps
- * the first `fixed` indices and spreads the rest from groups of dv to
- * groups of dvp (value heads padded to dvp). */
-static nc_status pad_heads(lower_weight *w, int64_t rows, int64_t cols, int by_cols, int64_t fixed,
-                           int64_t dv, int64_t dvp, nc_error *err) {
-    int64_t n_in = by_cols ? cols : rows, n_out = fixed + (n_in - fixed) / dv * dvp;
+/* Channel i of the checkpoint's layout -> its padded channel: the first
+ * `keys` channels (q and k heads) spread from groups of dk to groups of
+ * dkp, the rest (value heads) from groups of dv to groups of dvp. */
+typedef struct head_pad {
+    int64_t keys, dk, dkp, dv, dvp;
+} head_pad;
+
+static int64_t padded_channel(const head_pad *h, int64_t i) {
+    return i < h->keys ? i / h->dk * h->dkp + i % h->dk
+                       : h->keys / h->dk * h->dkp + (i - h->keys) / h->dv * h->dvp +
+                             (i - h->keys) % h->dv;
+}
+
+/* Row r of a [rows, cols] fp16 matrix to row padded_channel(r) of a new
+ * [rows_out, cols] one (zeros elsewhere); by_cols: the same for columns. */
+static nc_status pad_heads(lower_weight *w, int64_t rows, int64_t cols, int by_cols,
+                           const head_pad *h, nc_error *err) {
+    int64_t n_in = by_cols ? cols : rows;
+    int64_t n_out = h->keys / h->dk * h->dkp + (n_in - h->keys) / h->dv * h->dvp;
     int64_t ro = by_cols ? rows : n_out, co = by_cols ? n_out : cols;
     nc_fp16 *d = calloc((size_t)(ro * co), sizeof *d);
     if (!d) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             int64_t i = by_cols ? c : r;
-            int64_t m = i < fixed ? i : fixed + (i - fixed) / dv * dvp + (i - fixed) % dv;
+            int64_t m = padded_channel(h, i);
             int64_t rr = by_cols ? r : m, cc = by_cols ? m : c;
             d[rr * co + cc] = w->data[r * cols + c];
         }
@@ -171,13 +183,11 @@ static nc_status full_layer(const lower_q35_src *s, const lower_plan *p, const c
 /* conv1d.weight [C0, 1, K] -> conv_prev [C, 32] (column k: weight k, k < K-1)
  * and conv_last [C] (weight K-1), value channels padded. */
 static nc_status load_conv(const lower_q35_src *s, const char *name, lower_linear_weights *w,
-                           nc_error *err) {
+                           const head_pad *h, nc_error *err) {
     const qwen35_config *c = s->cfg;
-    int64_t K = c->linear_conv_kernel_dim,
-            fixed = 2 * (int64_t)c->linear_num_key_heads * c->linear_key_head_dim;
+    int64_t K = c->linear_conv_kernel_dim, fixed = h->keys;
     int64_t C0 = fixed + (int64_t)c->linear_num_value_heads * c->linear_value_head_dim;
-    int64_t C = lower_qwen35_conv_channels(c), dv = c->linear_value_head_dim;
-    int64_t dvp = lower_qwen35_dvp(c), W = LOWER_STEP_SEQ;
+    int64_t C = lower_qwen35_conv_channels_padded(c, w->dkp), W = LOWER_STEP_SEQ;
     const st_tensor *t = hf_weights_find(s->w, name, NULL);
     if (!t) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: tensor %s is missing", s->model_dir, name);
     if (t->ndim != 3 || t->shape[0] != C0 || t->shape[1] != 1 || t->shape[2] != K)
@@ -191,7 +201,7 @@ static nc_status load_conv(const lower_q35_src *s, const char *name, lower_linea
         return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     }
     for (int64_t ch = 0; ch < C0; ch++) {
-        int64_t m = ch < fixed ? ch : fixed + (ch - fixed) / dv * dvp + (ch - fixed) % dv;
+        int64_t m = padded_channel(h, ch);
         for (int64_t k = 0; k < K; k++) {
             float v = lower_tensor_f32_at(t, (size_t)(ch * K + k));
             if (k < K - 1)
@@ -218,6 +228,10 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
     lower_layer_weights mlp;
     memset(&w, 0, sizeof w);
     memset(&mlp, 0, sizeof mlp);
+    w.dkp = lower_matmul_padded(c->linear_key_head_dim, p->forms.matmul_pad);
+    w.exp = p->forms.exp;
+    head_pad kp = {fixed, c->linear_key_head_dim, w.dkp, dv, dvp}; /* in_proj_qkv, conv */
+    head_pad vp = {0, 1, 1, dv, dvp};                             /* in_proj_z, out_proj */
     lower_qwen35_linear_shapes(c, &w);
     lower_qwen3_layer_shapes(p->cfg, &mlp);
     float *v = NULL;
@@ -225,16 +239,17 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
 #define NAME(x) (snprintf(n, sizeof n, "%slinear_attn.%s", pre, x), n)
     nc_status st = lower_qwen35_conv_constants(c, &w, err);
     if (!st) st = load(s, NAME("in_proj_qkv.weight"), fixed + nv * dv, D, &w.qkv, err);
-    if (!st) st = pad_heads(&w.qkv, fixed + nv * dv, D, 0, fixed, dv, dvp, err);
+    if (!st) st = pad_heads(&w.qkv, fixed + nv * dv, D, 0, &kp, err);
     if (!st) st = load(s, NAME("in_proj_z.weight"), nv * dv, D, &w.z, err);
-    if (!st) st = pad_heads(&w.z, nv * dv, D, 0, 0, dv, dvp, err);
+    if (!st) st = pad_heads(&w.z, nv * dv, D, 0, &vp, err);
     if (!st) st = load(s, NAME("in_proj_b.weight"), nv, D, &w.b, err);
     if (!st) st = load(s, NAME("in_proj_a.weight"), nv, D, &w.a, err);
     if (!st) st = load(s, NAME("out_proj.weight"), D, nv * dv, &w.out, err);
-    if (!st) st = pad_heads(&w.out, D, nv * dv, 1, 0, dv, dvp, err);
+    if (!st) st = pad_heads(&w.out, D, nv * dv, 1, &vp, err);
     /* in_proj_b and in_proj_a ([nv, D], a few KB) stay fp16: they set the
      * delta rule's write strength and decay, which compound over tokens */
-    if (!st) st = palettize(s, &w.qkv, NAME("in_proj_qkv.weight"), dvp != dv, err);
+    if (!st)
+        st = palettize(s, &w.qkv, NAME("in_proj_qkv.weight"), dvp != dv || w.dkp != kp.dk, err);
     if (!st) st = palettize(s, &w.z, NAME("in_proj_z.weight"), dvp != dv, err);
     if (!st) st = palettize(s, &w.out, NAME("out_proj.weight"), dvp != dv, err);
     if (!st) st = load(s, NAME("dt_bias"), nv, 0, &w.dt_bias, err);
@@ -251,7 +266,7 @@ static nc_status linear_layer(const lower_q35_src *s, const lower_plan *p, const
         free(v);
         st = g ? to_weight(s, g, (size_t)dvp, &w.gnorm, err) : nc_fail(err, NC_ERR_NOMEM, "oom");
     }
-    if (!st) st = load_conv(s, NAME("conv1d.weight"), &w, err);
+    if (!st) st = load_conv(s, NAME("conv1d.weight"), &w, &kp, err);
 #undef NAME
     snprintf(n, sizeof n, "%sinput_layernorm.weight", pre);
     if (!st) st = lower_qwen35_norm1p(s, n, D, &w.attn_norm, err);

@@ -20,13 +20,21 @@ int lower_qwen35_dvp(const qwen35_config *c) {
 }
 
 int64_t lower_qwen35_conv_channels(const qwen35_config *c) {
-    return 2 * (int64_t)c->linear_num_key_heads * c->linear_key_head_dim +
+    return lower_qwen35_conv_channels_padded(c, 0);
+}
+
+int64_t lower_qwen35_conv_channels_padded(const qwen35_config *c, int dkp) {
+    return 2 * (int64_t)c->linear_num_key_heads * (dkp ? dkp : c->linear_key_head_dim) +
            (int64_t)c->linear_num_value_heads * lower_qwen35_dvp(c);
+}
+
+int lower_qwen35_dkp(const qwen35_config *c, const lower_linear_weights *w) {
+    return w->dkp ? w->dkp : c->linear_key_head_dim;
 }
 
 void lower_qwen35_linear_shapes(const qwen35_config *c, lower_linear_weights *w) {
     int64_t D = c->hidden_size, nv = c->linear_num_value_heads, dvp = lower_qwen35_dvp(c);
-    int64_t C = lower_qwen35_conv_channels(c);
+    int64_t C = lower_qwen35_conv_channels_padded(c, w->dkp);
     lower_weight_shape4(&w->attn_norm, 1, D, 1, 1);
     lower_weight_shape4(&w->qkv, C, D, 1, 1);
     lower_weight_shape4(&w->z, nv * dvp, D, 1, 1);
@@ -104,11 +112,11 @@ static mil_var *reduce_sum(mil_builder *b, const char *name, mil_var *x, int axi
  * number only, so nothing overflows fp16 (the textbook log(1 + exp(t))
  * does from t > 11); for t > 20 (torch's threshold) the log term is below
  * fp16's resolution of t anyway. */
-static mil_var *softplus_safe(mil_builder *b, mil_var *t) {
+static mil_var *softplus_safe(mil_builder *b, mil_var *t, lower_exp_form f) {
     mil_var *pos = t ? mil_build_unary(b, "relu", "sp_pos", t) : NULL;
     mil_var *ab = pos ? mil_build_unary(b, "abs", "sp_abs", t) : NULL;
     mil_var *ng = ab ? mil_build_mul(b, "sp_neg", ab, fp16(b, "sp_minus_one", -1.0)) : NULL;
-    mil_var *ex = ng ? mil_build_unary(b, "exp", "sp_exp", ng) : NULL; /* in (0, 1] */
+    mil_var *ex = lower_exp_nonpos(b, "sp_exp", ng, f); /* in (0, 1] */
     mil_var *on = ex ? mil_build_add(b, "sp_one_plus", ex, fp16(b, "sp_one", 1.0)) : NULL;
     mil_var *lg = on ? mil_build_unary(b, "log", "sp_log", on) : NULL;
     return lg ? mil_build_add(b, "softplus", pos, lg) : NULL;
@@ -116,19 +124,21 @@ static mil_var *softplus_safe(mil_builder *b, mil_var *t) {
 
 /* What the step and the prefill share, over T token columns (1 or S). */
 typedef struct lin_dims {
-    int32_t D, nk, nv, dk, dv, dvp, G, C, T;
+    int32_t D, nk, nv, dk, dv, dvp, G, C, T, dk_real;
 } lin_dims;
 
-static lin_dims dims_of(const qwen35_config *c, int32_t T) {
+/* dk is the padded key head width (w->dkp); dk_real scales q. */
+static lin_dims dims_of(const qwen35_config *c, const lower_linear_weights *w, int32_t T) {
     lin_dims d = {c->hidden_size,
                   c->linear_num_key_heads,
                   c->linear_num_value_heads,
-                  c->linear_key_head_dim,
+                  lower_qwen35_dkp(c, w),
                   c->linear_value_head_dim,
                   lower_qwen35_dvp(c),
                   0,
-                  (int32_t)lower_qwen35_conv_channels(c),
-                  T};
+                  (int32_t)lower_qwen35_conv_channels_padded(c, w->dkp),
+                  T,
+                  c->linear_key_head_dim};
     d.G = d.nv / d.nk;
     return d;
 }
@@ -155,7 +165,7 @@ static int heads(mil_builder *b, const lin_dims *d, mil_var *ca, mil_var **qn, m
     *v = k ? channels(b, "v_lin", ca, 2 * d->nk * d->dk, d->nv * d->dvp, d->T) : NULL;
     mil_var *q4 = *v ? reshape4(b, "q_heads", q, 1, d->nk, d->dk, d->T) : NULL;
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, d->nk, d->dk, d->T) : NULL;
-    mil_var *qs = k4 ? fp16(b, "q_scale", 1.0 / sqrt((double)d->dk)) : NULL;
+    mil_var *qs = k4 ? fp16(b, "q_scale", 1.0 / sqrt((double)d->dk_real)) : NULL;
     *qn = qs ? lower_rmsnorm(b, "q_l2", q4, 2, 1, L2_EPS, qs) : NULL;
     *kn = *qn ? lower_rmsnorm(b, "k_l2", k4, 2, 1, L2_EPS, NULL) : NULL;
     return *kn != NULL;
@@ -171,7 +181,7 @@ static int gates(mil_builder *b, lower_linear_weights *w, mil_var *bb, mil_var *
     mil_var *dtb = be ? lower_shared_weight(b, "dt_bias", &w->dt_bias) : NULL;
     mil_var *na = dtb ? lower_shared_weight(b, "neg_exp_a_log", &w->neg_a) : NULL;
     mil_var *ad = na ? mil_build_add(b, "a_biased", aa, dtb) : NULL;
-    mil_var *sp = softplus_safe(b, ad);
+    mil_var *sp = softplus_safe(b, ad, w->exp);
     mil_var *g = sp ? mil_build_mul(b, "g", sp, na) : NULL;
     if (g && valid) {
         be = mil_build_mul(b, "beta_valid", be, valid);
@@ -179,7 +189,7 @@ static int gates(mil_builder *b, lower_linear_weights *w, mil_var *bb, mil_var *
     }
     *beta = be;
     *logd = g;
-    *decay = g ? mil_build_unary(b, "exp", "decay_flat", g) : NULL;
+    *decay = lower_exp_nonpos(b, "decay_flat", g, w->exp); /* g <= 0 */
     return *decay != NULL;
 }
 
@@ -220,7 +230,7 @@ static mil_var *back(mil_builder *b, const qwen35_config *c, const lin_dims *d,
 }
 
 void lower_qwen35_step_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w) {
-    lin_dims d = dims_of(c, 1);
+    lin_dims d = dims_of(c, w, 1);
     int32_t W = LOWER_STEP_SEQ;
     mil_var *x = input4(b, "x", 1, d.D, 1, W);
     mil_var *cs = input4(b, "conv_state", 1, d.C, 1, W);
@@ -320,7 +330,7 @@ static mil_var *chunk_conv(mil_builder *b, const qwen35_config *c, const lin_dim
 
 int lower_qwen35_prefill_front(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
                                int S, lower_q35_prefill *io) {
-    lin_dims d = dims_of(c, S);
+    lin_dims d = dims_of(c, w, S);
     int32_t W = LOWER_STEP_SEQ;
     memset(io, 0, sizeof *io);
     io->x = input4(b, "x", 1, d.D, 1, S);
@@ -346,7 +356,7 @@ int lower_qwen35_prefill_front(mil_builder *b, const qwen35_config *c, lower_lin
 
 void lower_qwen35_prefill_finish(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
                                  const lower_q35_prefill *io, int S, mil_var *o, mil_var *state) {
-    lin_dims d = dims_of(c, S);
+    lin_dims d = dims_of(c, w, S);
     mil_var *st_out = state ? reshape4(b, "delta_state_out", state, 1, d.nv, d.dk, d.dvp) : NULL;
     mil_var *xo = st_out && o ? back(b, c, &d, w, o, io->z, io->x) : NULL;
     if (!xo) return;
@@ -356,7 +366,7 @@ void lower_qwen35_prefill_finish(mil_builder *b, const qwen35_config *c, lower_l
 
 void lower_qwen35_prefill_function(mil_builder *b, const qwen35_config *c, lower_linear_weights *w,
                                    int S) {
-    lin_dims d = dims_of(c, S);
+    lin_dims d = dims_of(c, w, S);
     lower_q35_prefill io;
     if (!lower_qwen35_prefill_front(b, c, w, S, &io)) return;
     mil_var *qn = io.q, *kn = io.k, *beta = io.beta, *decay = io.decay, *o = NULL;

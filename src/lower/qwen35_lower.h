@@ -38,12 +38,23 @@ typedef struct lower_linear_weights {
     lower_weight out;       /* [D, nv dvp, 1, 1] */
     lower_weight shift;     /* [1, 1, 32, 32]: conv window shift (constant) */
     lower_weight place;     /* [1, 1, 1, 32]: one-hot at column K-2 (constant) */
+    /* The forms (set before lower_qwen35_linear_shapes; zero: unpadded key
+     * heads and the sigmoid form of exp): dkp, the key head width, dk or
+     * dk padded with zero channels to a multiple of 32 (--matmul-pad), so
+     * every matmul of the delta rule contracts over a multiple of 32; the
+     * padded channels of q, k and the state stay exactly zero. */
+    int dkp;
+    lower_exp_form exp;
 } lower_linear_weights;
 
 /* The padded value head width: dv rounded up to a multiple of 32. */
 int lower_qwen35_dvp(const qwen35_config *c);
 /* The conv channels with padded value heads (C above). */
 int64_t lower_qwen35_conv_channels(const qwen35_config *c);
+/* The same with key heads dkp wide (w->dkp; 0: dk). */
+int64_t lower_qwen35_conv_channels_padded(const qwen35_config *c, int dkp);
+/* The key head width of w (w->dkp, or dk when 0). */
+int lower_qwen35_dkp(const qwen35_config *c, const lower_linear_weights *w);
 
 /* Sets every weight's rank and dims (data left as is). */
 void lower_qwen35_linear_shapes(const qwen35_config *c, lower_linear_weights *w);

@@ -79,8 +79,70 @@ static nc_status compile_layer35(compile_ctx *c, int l, lower_weight *rope, nc_e
     mil_program *prog = NULL;
     nc_status st = lower_qwen35_layer_program(&c->src35, &c->plan, l, rope, dir, &prog, err);
     if (st == NC_OK) st = emit(c, prog, sub, l, err);
+    char wdir[4300];
+    snprintf(wdir, sizeof wdir, "%s/weights", dir);
+    size_t cap = (size_t)c->plan.forms.max_program_bytes, bytes = lower_tree_bytes(wdir);
+    if (st == NC_OK && cap && bytes > cap) /* a Qwen3.5 layer is one program */
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--max-program-bytes %zu: the layer's program holds %zu bytes of weights "
+                     "and a Qwen3.5 layer is not split",
+                     cap, bytes);
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
     rope->val = NULL;
+    return st;
+}
+
+/* Removes the programs emitted from index `first` on (their folders and
+ * manifest entries). */
+static void drop_programs(compile_ctx *c, int first) {
+    while (c->man.n_programs > first) {
+        char dir[4200];
+        lower_program_info *pi = &c->man.programs[--c->man.n_programs];
+        snprintf(dir, sizeof dir, "%s/%s", c->tmp, pi->path);
+        char *slash = strrchr(dir, '/'); /* the program's folder, not model.mil */
+        if (slash) *slash = 0;
+        lower_remove_tree(dir);
+        memset(pi, 0, sizeof *pi);
+    }
+}
+
+/* The programs of layer l under `split` ((kernel, bucket) index pairs, -1
+ * for all); *biggest: the largest weights/weight.bin among them. */
+static nc_status emit_layer(compile_ctx *c, int l, lower_program_split split,
+                            lower_layer_weights *w, lower_weight *rope, size_t *biggest,
+                            nc_error *err) {
+    nc_status st = NC_OK;
+    *biggest = 0;
+    int nk = split == LOWER_SPLIT_LAYER ? 1 : lower_qwen3_kernels(&c->plan);
+    int ns = split == LOWER_SPLIT_FUNCTION ? c->plan.n_seqs : 1;
+    for (int k = 0; k < nk && st == NC_OK; k++)
+        for (int s = 0; s < ns && st == NC_OK; s++) {
+            char sub[64], dir[4200];
+            if (split == LOWER_SPLIT_LAYER)
+                snprintf(sub, sizeof sub, "layer_%02d", l);
+            else if (split == LOWER_SPLIT_KERNEL)
+                snprintf(sub, sizeof sub, "layer_%02d_%s", l, lower_qwen3_kernel_name(&c->plan, k));
+            else
+                snprintf(sub, sizeof sub, "layer_%02d_%s_s%d", l,
+                         lower_qwen3_kernel_name(&c->plan, k), c->plan.seqs[s]);
+            snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
+            mil_program *prog = NULL;
+            st = lower_qwen3_layer_part(&c->plan, split == LOWER_SPLIT_LAYER ? -1 : k,
+                                        split == LOWER_SPLIT_FUNCTION ? s : -1, w, rope, dir,
+                                        &prog, err);
+            if (st == NC_OK) st = emit(c, prog, sub, l, err);
+            char wdir[4300];
+            snprintf(wdir, sizeof wdir, "%s/weights", dir);
+            size_t bytes = st == NC_OK ? lower_tree_bytes(wdir) : 0;
+            if (bytes > *biggest) *biggest = bytes;
+            /* each program has its own weight.bin */
+            rope->val = NULL;
+            lower_weight *all[] = {&w->q,    &w->k,         &w->v,        &w->o,
+                                   &w->gate, &w->up,        &w->down,     &w->attn_norm,
+                                   &w->mlp_norm, &w->q_norm, &w->k_norm, &w->out_gate};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                lower_weight_forget(all[i]);
+        }
     return st;
 }
 
@@ -119,32 +181,23 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
             st = lower_qwen3_group_order(q, t[i].w, t[i].w == &w.q, err);
         if (st == NC_OK && t[i].d1) st = maybe_palettize(c, t[i].w, name, err); /* projections */
     }
-    /* the programs of the layer under the program split: (kernel, bucket)
-     * index pairs, -1 for all */
+    /* the program split, finer while a program is over --max-program-bytes */
+    size_t cap = (size_t)c->plan.forms.max_program_bytes, biggest = 0;
     lower_program_split split = c->plan.forms.program_split;
-    int nk = split == LOWER_SPLIT_LAYER ? 1 : lower_qwen3_kernels(&c->plan);
-    int ns = split == LOWER_SPLIT_FUNCTION ? c->plan.n_seqs : 1;
-    for (int k = 0; k < nk && st == NC_OK; k++)
-        for (int s = 0; s < ns && st == NC_OK; s++) {
-            char sub[64], dir[4200];
-            if (split == LOWER_SPLIT_LAYER)
-                snprintf(sub, sizeof sub, "layer_%02d", l);
-            else if (split == LOWER_SPLIT_KERNEL)
-                snprintf(sub, sizeof sub, "layer_%02d_%s", l, lower_qwen3_kernel_name(&c->plan, k));
-            else
-                snprintf(sub, sizeof sub, "layer_%02d_%s_s%d", l,
-                         lower_qwen3_kernel_name(&c->plan, k), c->plan.seqs[s]);
-            snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
-            mil_program *prog = NULL;
-            st = lower_qwen3_layer_part(&c->plan, split == LOWER_SPLIT_LAYER ? -1 : k,
-                                        split == LOWER_SPLIT_FUNCTION ? s : -1, &w, rope, dir,
-                                        &prog, err);
-            if (st == NC_OK) st = emit(c, prog, sub, l, err);
-            /* each program has its own weight.bin */
-            rope->val = NULL;
-            for (int i = 0; i < n; i++)
-                lower_weight_forget(t[i].w);
+    for (;;) {
+        int first = c->man.n_programs;
+        if (st == NC_OK) st = emit_layer(c, l, split, &w, rope, &biggest, err);
+        if (st != NC_OK || !cap || biggest <= cap) break;
+        if (split == LOWER_SPLIT_FUNCTION) {
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--max-program-bytes %zu: a program of one kernel and bucket holds %zu "
+                         "bytes of weights",
+                         cap, biggest);
+            break;
         }
+        drop_programs(c, first);
+        split = (lower_program_split)(split + 1);
+    }
     if (st != NC_OK) nc_fail_prefix(err, "layer %d", l);
     for (int i = 0; i < n; i++) {
         free((void *)t[i].w->data);
@@ -152,6 +205,7 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     }
     return st;
 }
+
 
 static nc_status compile_head(compile_ctx *c, nc_error *err) {
     const qwen3_config *q = &c->cfg;
@@ -294,12 +348,18 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--attention grouped takes --rope conv (the matmul form broadcasts over the "
                      "per-head view)");
+    if (!st && c->plan.forms.kv_update == LOWER_KV_HOST && c->plan.kernels_per_layer < 3)
+        st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "--kv-update host takes --kernels-per-layer 4 or 3 (the host writes the "
+                     "cache between qkv and attn, which %d kernels fuse)",
+                     c->plan.kernels_per_layer);
     if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "
                      "layers' mixers and states are planned per program)",
                      lower_program_split_name(opt->forms.program_split));
-    int per_layer = c->plan.forms.program_split == LOWER_SPLIT_LAYER ? 1
+    int per_layer = c->plan.forms.max_program_bytes ? lower_qwen3_kernels(&c->plan) * c->plan.n_seqs
+                    : c->plan.forms.program_split == LOWER_SPLIT_LAYER ? 1
                     : c->plan.forms.program_split == LOWER_SPLIT_KERNEL
                         ? lower_qwen3_kernels(&c->plan)
                         : lower_qwen3_kernels(&c->plan) * c->plan.n_seqs;
@@ -354,7 +414,7 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) {
         m->fp16 = c->stats;
         m->palettize = opt->palettize;
-        m->kernels_per_layer = c->plan.kernels_per_layer;
+        m->kernels_per_layer = lower_qwen3_kernels(&c->plan); /* 3 with --kv-update host */
         m->forms = c->plan.forms;
         if (!m->forms.head_rows) m->forms.head_rows = LOWER_HEAD_ROWS_DEFAULT;
         int head_kernels = 0; /* one head program, or one per chunk */

@@ -371,9 +371,15 @@ static const kernel_def variant4[] = {{"qkv", 1}, {"kv", 2}, {"attn", 4}, {"mlp"
 static const kernel_def variant3[] = {{"qkv", 1}, {"kvattn", 2 | 4}, {"mlp", 8}};
 static const kernel_def variant2[] = {{"qkva", 1 | 2 | 4}, {"mlp", 8}};
 static const kernel_def variant1[] = {{"layer", 1 | 2 | 4 | 8}};
+/* --kv-update host: the cache update is the host's, between qkv and attn */
+static const kernel_def variant_host[] = {{"qkv", 1}, {"attn", 4}, {"mlp", 8}};
 
-static const kernel_def *variant(int kpl, int *n) {
-    switch (kpl) {
+static const kernel_def *variant(const lower_plan *p, int *n) {
+    if (p->forms.kv_update == LOWER_KV_HOST) {
+        *n = 3;
+        return variant_host;
+    }
+    switch (p->kernels_per_layer) {
     case 1:
         *n = 1;
         return variant1;
@@ -475,13 +481,13 @@ nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int ro
 
 int lower_qwen3_kernels(const lower_plan *p) {
     int nk;
-    variant(p->kernels_per_layer, &nk);
+    variant(p, &nk);
     return nk;
 }
 
 const char *lower_qwen3_kernel_name(const lower_plan *p, int k) {
     int nk;
-    const kernel_def *ks = variant(p->kernels_per_layer, &nk);
+    const kernel_def *ks = variant(p, &nk);
     return k >= 0 && k < nk ? ks[k].name : "?";
 }
 
@@ -497,7 +503,7 @@ nc_status lower_qwen3_layer_part(const lower_plan *p, int only_k, int only_s,
     NC_TRY(lower_qwen3_check_ctx(p->ctx, err));
     NC_TRY(mil_builder_new(&b, dir, err));
     int nk;
-    const kernel_def *ks = variant(p->kernels_per_layer, &nk);
+    const kernel_def *ks = variant(p, &nk);
     for (int s = 0; s < p->n_seqs; s++) {
         int S = p->seqs[s];
         if (only_s >= 0 && s != only_s) continue;

@@ -5,7 +5,9 @@
 # the interpreter (--backend mil) and the fake device, writes the programs
 # the form says, and records the forms in the manifest; the default bundle
 # passes `mil check --target ane` with no error and no warning; a finer
-# split confines a refusal to the kernels that hold the refused construct.
+# split confines a refusal to the kernels that hold the refused construct;
+# --max-program-bytes splits layers; --kv-update host leaves the cache
+# update to the host.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -99,4 +101,70 @@ if grep -q " 121 programs" "$TMP/out" &&
     pass compile_budget_is_reported_when_exceeded
 else
     fail compile_budget_is_reported_when_exceeded "$(cat "$TMP/out" "$TMP/e" | head -c 600)"
+fi
+
+# --max-program-bytes: a demo layer holds 1.83 MB of weights, its largest
+# kernel (mlp) 1.06 MB; a cap of 1.1 MB splits every layer into its four
+# kernels (5 x 4 + the head), recorded in the manifest, and the text stays
+# the cpu's; a cap below the mlp kernel is one line and no bundle
+"$BIN" compile -m $M -o "$TMP/cap" $T --max-program-bytes 1100000 >"$TMP/out" 2>&1
+if grep -q " 21 programs" "$TMP/out" && [ -d "$TMP/cap/layer_04_mlp" ] &&
+    grep -q '"max_program_bytes": 1100000' "$TMP/cap/manifest.json" &&
+    "$BIN" run $T --backend ane --ane-device fake -m "$TMP/cap" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass max_program_bytes_splits_layers_into_kernels
+else
+    fail max_program_bytes_splits_layers_into_kernels "$(cat "$TMP/out")"
+fi
+if ! "$BIN" compile -m $M -o "$TMP/cap2" $T --max-program-bytes 1000000 >"$TMP/o" 2>"$TMP/e" &&
+    [ ! -e "$TMP/cap2" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] &&
+    grep -q "max-program-bytes 1000000: .* 1057600 bytes" "$TMP/e"; then
+    pass max_program_bytes_below_one_kernel_is_one_line
+else
+    fail max_program_bytes_below_one_kernel_is_one_line "$(cat "$TMP/e")"
+fi
+# a Qwen3.5 layer is one program: a cap below it is one line, no bundle;
+# a cap above it changes nothing
+if ! "$BIN" compile -m tests/fixtures/qwen35/tiny_eos_mid -o "$TMP/cap35" $T --max-program-bytes 1000 \
+    >/dev/null 2>"$TMP/e" && [ ! -e "$TMP/cap35" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] &&
+    grep -q "Qwen3.5 layer is not split" "$TMP/e" &&
+    "$BIN" compile -m tests/fixtures/qwen35/tiny_eos_mid -o "$TMP/cap35" $T --max-program-bytes 100000000 \
+        >"$TMP/out" 2>&1 && grep -q " 4 programs" "$TMP/out"; then
+    pass max_program_bytes_on_qwen35
+else
+    fail max_program_bytes_on_qwen35 "$(cat "$TMP/e" "$TMP/out")"
+fi
+
+# --kv-update host: no kernel updates the cache (qkv, attn, mlp per bucket:
+# 5 x 3 x 3 + the head = 46 functions); the interpreter engine writes k_new
+# and v_new into the cache between qkv and attn and gives the cpu's text,
+# on models/demo and a Qwen3.5 fixture; the ane runtime, which runs a
+# chunk's kernels back to back, refuses the bundle in one line; 2 or 1
+# kernels per layer (qkv and attn fused) are refused at compile time
+"$BIN" compile -m $M -o "$TMP/host" $T --kv-update host >"$TMP/out" 2>&1
+if grep -q " 46 functions" "$TMP/out" && ! grep -q "func kv_s" "$TMP"/host/*/model.mil &&
+    grep -q '"kv_update": "host"' "$TMP/host/manifest.json" &&
+    "$BIN" mil check --target ane --quiet "$TMP/host" | grep -q "0 errors, 0 warnings" &&
+    "$BIN" run $T --backend mil -m "$TMP/host" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    cmp -s "$TMP/o" "$TMP/cpu"; then
+    pass kv_update_host_mil_equals_cpu
+else
+    fail kv_update_host_mil_equals_cpu "$(cat "$TMP/out")"
+fi
+Q=tests/fixtures/qwen35/tiny_vl_tied
+"$BIN" compile -m $Q -o "$TMP/host35" $T --kv-update host >/dev/null 2>&1
+"$BIN" run $T -m $Q -p "Hello there" --temp 0 -n 64 >"$TMP/c35" 2>/dev/null
+if "$BIN" run $T --backend mil -m "$TMP/host35" -p "Hello there" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
+    [ -s "$TMP/c35" ] && cmp -s "$TMP/o" "$TMP/c35"; then
+    pass kv_update_host_qwen35_mil_equals_cpu
+else
+    fail kv_update_host_qwen35_mil_equals_cpu "differs"
+fi
+if ! "$BIN" run $T --backend ane --ane-device fake -m "$TMP/host" -p "$P" -n 2 >"$TMP/o" 2>"$TMP/e" &&
+    [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "kv-update host" "$TMP/e" &&
+    ! "$BIN" compile -m $M -o "$TMP/host2" $T --kv-update host --kernels-per-layer 2 \
+        >/dev/null 2>"$TMP/e2" && [ ! -e "$TMP/host2" ] && [ "$(wc -l <"$TMP/e2")" -eq 1 ]; then
+    pass kv_update_host_refusals_are_one_line
+else
+    fail kv_update_host_refusals_are_one_line "$(cat "$TMP/e" "$TMP/e2")"
 fi

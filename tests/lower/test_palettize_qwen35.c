@@ -57,17 +57,23 @@ static int compile(const char *model, int bits, char *out, size_t cap, nc_error 
     return lower_qwen3_compile(&o, &rep, err) == NC_OK;
 }
 
-/* Whether row/column index i of a value-channel axis is padding: the first
- * `fixed` are real, then groups of dvp of which the first dv are real. */
-static int padded(int64_t i, int64_t fixed, int64_t dv, int64_t dvp) {
-    return i >= fixed && (i - fixed) % dvp >= dv;
+/* The head widths of an axis: `keys` key heads of dkp channels (dk real;
+ * --matmul-pad 32, the default, pads them), then value heads of dvp (dv real). */
+typedef struct axis {
+    int64_t keys, dk, dkp, dv, dvp;
+} axis;
+
+/* Whether row/column index i of the axis is padding. */
+static int padded(int64_t i, const axis *a) {
+    int64_t fixed = a->keys * a->dkp;
+    return i < fixed ? i % a->dkp >= a->dk : (i - fixed) % a->dvp >= a->dv;
 }
 
 /* In linear layer `l` of the bundle: weight `name` [rows, cols] expanded by
  * the interpreter; padded rows (by_cols 0) or columns are exactly 0, and
  * some real weight is not; *n_pad counts the padded weights seen. */
-static void check_padding(const char *bundle, int l, const char *name, int by_cols, int64_t fixed,
-                          int64_t dv, int64_t dvp, int bits, int64_t *n_seen) {
+static void check_padding(const char *bundle, int l, const char *name, int by_cols, const axis *a,
+                          int bits, int64_t *n_seen) {
     char path[256];
     snprintf(path, sizeof path, "%s/layer_%02d/model.mil", bundle, l);
     nc_error err = {0};
@@ -83,7 +89,7 @@ static void check_padding(const char *bundle, int l, const char *name, int by_co
         for (int64_t r = 0; v.f32 && r < v.shape[0]; r++)
             for (int64_t c = 0; c < v.shape[1]; c++) {
                 float x = v.f32[r * v.shape[1] + c];
-                if (padded(by_cols ? c : r, fixed, dv, dvp)) {
+                if (padded(by_cols ? c : r, a)) {
                     n_pad++;
                     bad += x != 0.0f;
                 } else {
@@ -106,8 +112,11 @@ static void test_padded_value_channels_expand_to_exact_zero(void) {
         qwen35_config c;
         CHECK_OK(qwen35_config_load(fixtures[f], &c, &err), &err);
         int64_t dv = c.linear_value_head_dim, dvp = lower_qwen35_dvp(&c);
-        int64_t fixed = 2 * (int64_t)c.linear_num_key_heads * c.linear_key_head_dim;
+        int64_t dk = c.linear_key_head_dim, dkp = (dk + 31) / 32 * 32;
+        axis qkv = {2 * (int64_t)c.linear_num_key_heads, dk, dkp, dv, dvp};
+        axis val = {0, 1, 1, dv, dvp};
         CHECK(dvp > dv); /* both fixtures pad: 12 and 16 wide heads to 32 */
+        CHECK(dkp > dk); /* and their 16 and 8 wide key heads */
         int l = 0;
         while (l < c.num_hidden_layers && c.is_full[l])
             l++;
@@ -115,10 +124,11 @@ static void test_padded_value_channels_expand_to_exact_zero(void) {
             char b[128];
             CHECK_OK(compile(fixtures[f], widths[w], b, sizeof b, &err) ? NC_OK : err.code, &err);
             int64_t n = 0;
-            check_padding(b, l, "in_proj_qkv_weight", 0, fixed, dv, dvp, widths[w], &n);
-            check_padding(b, l, "in_proj_z_weight", 0, 0, dv, dvp, widths[w], &n);
-            check_padding(b, l, "out_proj_weight", 1, 0, dv, dvp, widths[w], &n);
-            CHECK(n == 3 * (dvp - dv) * c.linear_num_value_heads * c.hidden_size);
+            check_padding(b, l, "in_proj_qkv_weight", 0, &qkv, widths[w], &n);
+            check_padding(b, l, "in_proj_z_weight", 0, &val, widths[w], &n);
+            check_padding(b, l, "out_proj_weight", 1, &val, widths[w], &n);
+            CHECK(n == (3 * (dvp - dv) * c.linear_num_value_heads + qkv.keys * (dkp - dk)) *
+                           c.hidden_size);
             lower_remove_tree(b);
         }
     }

@@ -119,6 +119,10 @@ static const form forms[] = {
 };
 enum { F_STEP, F_UNROLLED, F_CHUNK16, F_CHUNK32, F_CUMSUM, F_DOUBLING, F_CHUNK16_S64, N_FORMS };
 
+/* How the programs write exp (nectar compile --exp): the default sigmoid
+ * form unless a test sets the exp op. */
+static lower_exp_form exp_form = LOWER_EXP_SIGMOID;
+
 /* The program's padded weights from the model, then every form. */
 static mil_program *build(const model *m, lower_linear_weights *w) {
     qwen35_config c;
@@ -131,6 +135,7 @@ static mil_program *build(const model *m, lower_linear_weights *w) {
     c.linear_conv_kernel_dim = K;
     c.rms_norm_eps = (float)EPS;
     memset(w, 0, sizeof *w);
+    w->exp = exp_form;
     lower_qwen35_linear_shapes(&c, w);
     nc_error err = {0};
     if (lower_qwen35_conv_constants(&c, w, &err) != NC_OK) return NULL;
@@ -524,6 +529,16 @@ static void test_qwen35_chunked_prefill_fp16_matches_f64_reference(void) {
     check_scenarios(F_CHUNK32);
 }
 
+/* The exp op form (--exp op) of the step and the chunked prefill: within
+ * the same bounds as the default sigmoid form above. */
+static void test_qwen35_exp_op_form_matches_f64_reference(void) {
+    exp_form = LOWER_EXP_OP;
+    printf("# --exp op\n");
+    check_scenarios(F_STEP);
+    check_scenarios(F_CHUNK32);
+    exp_form = LOWER_EXP_SIGMOID;
+}
+
 /* Negative controls: the textbook pieces break where the chunked form's
  * choices hold -- decays as differences of a 32-token cumulative sum when
  * g spreads from 0 to -40 per token (the sum reaches hundreds, where fp16's
@@ -550,6 +565,7 @@ int main(void) {
     RUN(test_qwen35_prefill_fp16_matches_f64_reference);
     RUN(test_qwen35_chunked_prefill_fp16_matches_f64_reference);
     RUN(test_qwen35_chunked_textbook_forms_fail);
+    RUN(test_qwen35_exp_op_form_matches_f64_reference);
     RUN(test_textbook_forms_overflow_in_fp16);
     return nc_test_exit_code();
 }

@@ -2,6 +2,7 @@
  * programs + weight.bin per program + manifest.json); see docs/lowering.md.
  * Prints one summary line: time, size, programs, kernels per token, and
  * the fp16 conversion's saturation count. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,8 @@ int cmd_compile(int argc, char **argv) {
                 .max = 1 << 20),
         CLI_OPT(NULL, "--kernels-per-layer", CLI_INT, "4|3|2|1",
                 "kernels per layer and bucket: 4 qkv,kv,attn,mlp (default); 3 qkv,kvattn,mlp\n"
-                "(kv merged into attn); 2 qkva,mlp; 1 layer",
+                "(kv merged into attn); 2 qkva,mlp; 1 layer (compiles for Qwen3-0.6B: 28\n"
+                "with --program-split layer; 112/84/56/28 with kernel)",
                 &o.kernels_per_layer, .min = 1, .max = 4),
         CLI_OPT(NULL, "--program-split", CLI_CHOICE, "layer|kernel|function",
                 "programs per layer (docs/lowering.md, \"Lowering forms\"; compiles for\n"
@@ -58,22 +60,40 @@ int cmd_compile(int argc, char **argv) {
                 "per-chunk: a program per LM-head chunk, one output each (default; 10\n"
                 "compiles for Qwen3); one: one program with an output per chunk (1)",
                 &o.forms.head_split, .choices = "per-chunk|one"),
-        CLI_OPT(NULL, "--kv-update", CLI_CHOICE, "onehot|gather",
+        CLI_OPT(NULL, "--kv-update", CLI_CHOICE, "onehot|gather|host",
                 "how kv_S spreads the new rows over the cache: onehot, a matmul by a\n"
                 "constant placement matrix (default: no gather, not elementwise-only);\n"
-                "gather, uint16 constant indices (the seed write-up's form)",
-                &o.forms.kv_update, .choices = "onehot|gather"),
+                "gather, uint16 constant indices (the seed write-up's form); 0 compiles;\n"
+                "host, no update kernel: the host writes k_new/v_new into the cache between\n"
+                "qkv and attn (3 kernels per layer: 84 compiles with --program-split kernel)",
+                &o.forms.kv_update, .choices = "onehot|gather|host"),
         CLI_OPT(NULL, "--rope", CLI_CHOICE, "conv|matmul",
                 "RoPE's rotate-half: conv, a 1x1 conv of one group per head (default: qkv\n"
                 "holds convs only, nothing broadcasts); matmul, by a matrix broadcast over\n"
-                "the heads",
+                "the heads; 0 compiles",
                 &o.forms.rope, .choices = "conv|matmul"),
         CLI_OPT(NULL, "--attention", CLI_CHOICE, "broadcast|grouped",
                 "GQA attention: broadcast (default), q [KV,G,hd,S] against the cache\n"
                 "[KV,1,hd,ctx]; grouped (Qwen3), q's channels ordered (kv head, dim,\n"
                 "group) so both matmuls have equal batch dims [1, KV] (q_proj rows and\n"
-                "o_proj columns permuted when compiled)",
+                "o_proj columns permuted when compiled); 0 compiles",
                 &o.forms.attention, .choices = "broadcast|grouped"),
+        CLI_OPT(NULL, "--exp", CLI_CHOICE, "sigmoid|op",
+                "Qwen3.5's linear layers exponentiate only x <= 0: sigmoid, as\n"
+                "sigmoid(x) / sigmoid(-x) (default: sources disagree on the exp op);\n"
+                "op, the exp op (0 compiles either way)",
+                &o.forms.exp, .choices = "sigmoid|op"),
+        CLI_OPT(NULL, "--matmul-pad", CLI_CHOICE, "32|none",
+                "Qwen3.5's linear key heads padded with zero channels to a multiple of 32,\n"
+                "so every matmul contracts over a multiple of 32 (default; a no-op for\n"
+                "dk = 128); none, as they are; 0 compiles",
+                &o.forms.matmul_pad, .choices = "32|none"),
+        CLI_OPT(NULL, "--max-program-bytes", CLI_INT, "N",
+                "a cap on one program's weight bytes: a layer whose programs exceed it is\n"
+                "split finer (layer, then kernel, then function); default none. For\n"
+                "Qwen3-0.6B (~34 MB per layer, its mlp kernel 18.9 MB) 20000000 gives 112\n"
+                "layer compiles (+ 10 head: 122, above the ~119 per process)",
+                &o.forms.max_program_bytes, .min = 1, .max = INT32_MAX),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
@@ -95,8 +115,9 @@ int cmd_compile(int argc, char **argv) {
             "(4, 3, 2 or 1 kernels per sequence bucket; one program per layer, kernel or\n"
             "function) and for the LM head (one per chunk, or one), fp16 weights in\n"
             "weights/weight.bin, manifest.json. Written atomically. The disputed constructs\n"
-            "are choices (--program-split, --head-rows, --head-split, --kv-update; the\n"
-            "compile counts are for Qwen3-0.6B; docs/lowering.md). An encoder folder\n"
+            "are choices, each with its compile count for Qwen3-0.6B (28 layers, 3\n"
+            "buckets); the defaults cost 28 + 10 = 38 compiles, under the ~119 per process\n"
+            "public projects report (docs/lowering.md, \"Lowering forms\"). An encoder folder\n"
             "(model_type modernbert) has its own options: nectar compile -m ENCODER_DIR --help.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);

@@ -21,7 +21,7 @@ const char *cmd_encoder_model_arg(int argc, char **argv) {
 int cmd_compile_encoder(int argc, char **argv) {
     mb_compile_options o;
     memset(&o, 0, sizeof o);
-    int progress = 0;
+    int progress = 0, no_concat = 0;
     cmd_palettize_args pa;
     cmd_palettize_args_init(&pa);
     const cli_opt opts[] = {
@@ -30,14 +30,22 @@ int cmd_compile_encoder(int argc, char **argv) {
         CLI_OPT("-o", "--out", CLI_STRING, "BUNDLE",
                 "bundle folder to write (an older bundle is replaced)", &o.out_dir, .required = 1),
         CLI_OPT(NULL, "--buckets", CLI_INT_LIST, "A,B,..",
-                "sequence lengths, multiples of 32 (default 64,96,128)", o.seqs, .min = 32,
+                "sequence lengths, multiples of 32 (default 32,64,128: powers of two, as\n"
+                "ane-softmax-npot asks; 64,96,128 before)", o.seqs, .min = 32,
                 .max = 1 << 16, .count = &o.n_seqs, .cap = MB_LOWER_MAX_SHAPES),
         CLI_OPT(NULL, "--batches", CLI_INT_LIST, "A,B,..", "batch sizes (default 1,3)", o.batches,
                 .min = 1, .max = 64, .count = &o.n_batches, .cap = MB_LOWER_MAX_SHAPES),
-        CLI_OPT(NULL, "--no-concat", CLI_FLAG, NULL,
-                "no concat op (flagged ane-concat): attention's output\n"
-                "projection applied per head and summed",
-                &o.lower.no_concat),
+        CLI_OPT(NULL, "--heads-out", CLI_CHOICE, "sum|concat",
+                "attention's output projection: sum, applied per head and summed (default:\n"
+                "no concat op, which ane-concat flags); concat, the heads concatenated",
+                &o.lower.concat, .choices = "sum|concat"),
+        CLI_OPT(NULL, "--no-concat", CLI_FLAG, NULL, "the default now (--heads-out sum)",
+                &no_concat),
+        CLI_OPT(NULL, "--matmul-pad", CLI_CHOICE, "32|none",
+                "q/k heads padded with zero channels to a multiple of 32, so the scores\n"
+                "matmul contracts over a multiple of 32 (default; a no-op for head_dim 64);\n"
+                "none, as they are",
+                &o.lower.matmul_pad, .choices = "32|none"),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "conversion threads (default: all cores)",
                 &o.n_threads, .min = 1, .max = 1024),
         CLI_OPT(NULL, "--progress", CLI_FLAG, NULL,
@@ -55,6 +63,8 @@ int cmd_compile_encoder(int argc, char **argv) {
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
+    if (no_concat && o.lower.concat)
+        return cli_failf("--no-concat and --heads-out concat contradict each other");
     if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
     mb_compile_report r;
