@@ -28,6 +28,7 @@ typedef struct ane_engine {
     ane_bundle *loaded;   /* the programs on the device, shared by every sequence */
     float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
     char placement[1024]; /* ane_bundle_placement */
+    char kind[64];        /* e->kind: the row's, with the device */
 } ane_engine;
 
 typedef struct ane_seq {
@@ -173,10 +174,10 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     if (is_q35) {
         e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&a->q);
         e->qwen35 = &a->q.cfg;
-        e->kind = a->dev.is_fake ? "qwen35-ane (fake device)" : "qwen35-ane";
-    } else {
-        e->kind = a->dev.is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";
     }
+    /* the row's kind (qwen3-ane, llama-ane, qwen35-ane), and which device */
+    snprintf(a->kind, sizeof a->kind, "%s%s", e->kind, a->dev.is_fake ? " (fake device)" : "");
+    e->kind = a->kind;
     return NC_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include "base/half.h"
 #include "lower/weights_fp16.h"
+#include "models/rope_scaling.h"
 
 static nc_status find_tensor(qb_host *h, const char *name, int64_t d0, int64_t d1,
                              const st_tensor **out, nc_error *err) {
@@ -74,6 +75,8 @@ nc_status qb_host_open(qb_host *h, const char *dir, int n_threads, nc_error *err
         for (size_t i = 0; !st && i < hd / 2; i++)
             h->inv_freq[i] =
                 (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / (double)hd));
+        /* Llama 3's scaled frequencies (none for Qwen3), as the CPU decoder scales them */
+        if (!st) rope_scaling_apply(h->inv_freq, (int)(hd / 2), &c->rope_scaling);
     }
     if (st) qb_host_free(h);
     return st;

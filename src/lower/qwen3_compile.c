@@ -18,6 +18,7 @@
 #include "lower/bundle_io.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
+#include "models/family.h"
 
 typedef struct compile_ctx {
     const lower_compile_options *opt;
@@ -107,7 +108,8 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
              {&w.mlp_norm, "post_attention_layernorm.weight", D, 0},
              {&w.q_norm, "self_attn.q_norm.weight", hd, 0},
              {&w.k_norm, "self_attn.k_norm.weight", hd, 0}};
-    int n = (int)(sizeof t / sizeof t[0]);
+    /* the q/k norms come last: a family without them (Llama) reads the rest */
+    int n = (int)(sizeof t / sizeof t[0]) - (q->qk_norm ? 0 : 2);
     nc_status st = NC_OK;
     for (int i = 0; i < n && st == NC_OK; i++) {
         char name[256];
@@ -264,12 +266,13 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st && c->is35) {
         st = qwen35_config_load(opt->model_dir, &c->cfg35, err);
         if (!st) qwen35_config_shape(&c->cfg35, &c->cfg);
+        c->cfg.qk_norm = 1; /* its full-attention layers norm q and k (a Qwen3 manifest model) */
         if (!st && opt->lm_head_on_cpu)
             st = nc_fail(err, NC_ERR_UNSUPPORTED,
                          "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
                          "CPU head applies Qwen3's norm)");
-    } else if (!st) {
-        st = qwen3_config_load(opt->model_dir, &c->cfg, err);
+    } else if (!st) { /* Qwen3 or Llama: the family's reader (models/family.h) */
+        st = model_family_qwen3_config_load(opt->model_dir, &c->cfg, err);
     }
     if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
         st = nc_fail(err, NC_ERR_UNSUPPORTED,

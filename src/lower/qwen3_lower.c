@@ -154,11 +154,12 @@ static mil_var *grouped_norm_rope(mil_builder *b, const char *prefix, mil_var *x
     lower_weight_shape4(&nw1, 1, hd, 1, 1);
     lower_weight_forget(&nw1);
     snprintf(nm, sizeof nm, "%s_norm_weight", prefix);
-    mil_var *w = lower_shared_weight(b, nm, &nw1);
+    /* no norm weight (Llama): the heads go to RoPE as they are */
+    mil_var *w = norm->data ? lower_shared_weight(b, nm, &nw1) : x;
     snprintf(nm, sizeof nm, "%s_by_dim", prefix);
     mil_var *x4 = w ? reshape4(b, nm, x, n, hd, G, S) : NULL;
     snprintf(nm, sizeof nm, "%s_norm", prefix);
-    mil_var *xn = x4 ? lower_rmsnorm(b, nm, x4, 1, hd, eps, w) : NULL;
+    mil_var *xn = !x4 ? NULL : norm->data ? lower_rmsnorm(b, nm, x4, 1, hd, eps, w) : x4;
     snprintf(nm, sizeof nm, "%s_rope", prefix);
     mil_var *r = xn ? rope_conv(b, nm, xn, n, hd, G, S, rope, cs, sn) : NULL;
     return r ? reshape4(b, prefix, r, 1, n * hd * G, 1, S) : NULL;
@@ -198,13 +199,19 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     }
     int conv_rope = p->forms.rope == LOWER_ROPE_CONV;
     mil_var *rot = vv && !conv_rope ? lower_shared_weight(b, "rope_rotate_half", rope) : vv;
-    mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
-    mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
+    /* Llama has no per-head q/k norms (q_norm.data NULL): RoPE takes the heads as they are */
+    int qkn = w->q_norm.data != NULL;
+    mil_var *qw = rot && qkn ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : rot;
+    mil_var *kw = qw && qkn ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : qw;
     /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
     mil_var *q4 = kw ? reshape4(b, "q_heads", q, 1, H, hd, S) : NULL;
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
-    mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
-    mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
+    mil_var *qn = !k4   ? NULL
+                  : qkn ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw)
+                        : q4;
+    mil_var *kn = !qn   ? NULL
+                  : qkn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw)
+                        : k4;
     mil_var *qr = !kn || !cs || !sn ? NULL
                   : conv_rope       ? rope_conv(b, "q_rope", qn, H, hd, 0, S, rope, cs, sn)
                                     : lower_rope(b, "q_rope", qn, rot, cs, sn);

@@ -42,7 +42,7 @@ static const model_family_row rows[] = {
      .compiles = 1},
     /* Llama 3.x and its architecture's other configs (SmolLM2). No real
      * Llama tokenizer ships with nectar: a random Llama folder gets Qwen3's
-     * (docs/llama.md). Not lowered yet: cpu only. */
+     * (docs/llama.md). */
     {.name = "llama",
      .title = "Llama",
      .model_types = llama_types,
@@ -51,6 +51,7 @@ static const model_family_row rows[] = {
      .open_decoder = qwen3_decoder_open, /* Qwen3's decoder, as the config says */
      .chat = CHAT_LLAMA3,
      .end_tokens = {"<|eot_id|>", "<|end_of_text|>"},
+     .compiles = 1, /* Qwen3's lowering without the q/k norms (docs/lowering.md) */
      .random_tokenizer = "qwen3-tokenizer"},
     {.name = "modernbert",
      .title = "ModernBERT",
