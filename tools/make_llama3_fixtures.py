@@ -86,6 +86,53 @@ def load_reference_model(d, dtype):
     return m.float().eval()
 
 
+def reference_prompts(ref, d, texts, prompt_ids):
+    """HF's logits at every position of each prompt (logits_<i>.npy in d)
+    and its greedy continuation: the reference.json rows, and the smallest
+    greedy top-2 gap."""
+    prompts, margin = [], float("inf")
+    for i, ids in enumerate(prompt_ids):
+        with torch.no_grad():
+            logits = ref(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+        greedy, m = q3.hf_greedy(ref, ids, q3.N_GREEDY)
+        margin = min(margin, m)
+        np.save(os.path.join(d, "logits_%d.npy" % i), np.ascontiguousarray(logits, dtype="<f4"))
+        prompts.append({"text": texts[i], "ids": ids, "logits_file": "logits_%d.npy" % i,
+                        "greedy_ids": greedy, "min_greedy_margin": round(m, 6)})
+    return prompts, margin
+
+
+def seek_seed(name, seed, attempt):
+    """attempt(s) writes the fixture with seed s and returns (prompts, margin)
+    (reference_prompts'); the first of 20 seeds whose greedy steps all keep a
+    top-2 gap >= q3.MIN_MARGIN stays. Returns (seed, prompts, margin)."""
+    for i in range(20):
+        s = seed * 1000 + i
+        prompts, margin = attempt(s)
+        if margin >= q3.MIN_MARGIN:
+            return s, prompts, margin
+        q3.log("%s: seed %d has a greedy step with top-2 gap %.2g; next seed" % (name, s, margin))
+    raise SystemExit("%s: no seed gave greedy margins >= %g" % (name, q3.MIN_MARGIN))
+
+
+def write_reference(d, dtype, model_class, seed, prompts, extra):
+    """d/reference.json: how the references were made, the seed, the
+    family's extra fields, the prompts' rows."""
+    reference = dict({
+        "dtype": dtype,
+        "reference_compute": "float32",
+        "comment": "HF transformers %s, %s (eager attention) from the saved weights "
+                   "loaded then .float(); logits_<i>.npy is float32 [T, vocab] for every prompt "
+                   "position; greedy_ids are %d argmax steps through HF's KV cache, not stopped by "
+                   "eos." % (__import__("transformers").__version__, model_class, q3.N_GREEDY),
+        "seed": seed,
+    }, **extra)
+    reference["prompts"] = prompts
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8") as f:
+        json.dump(reference, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 def make_fixture(name, dtype, style, seed, fields, tk):
     from transformers import GenerationConfig, LlamaForCausalLM
 
@@ -94,8 +141,8 @@ def make_fixture(name, dtype, style, seed, fields, tk):
     prompt_ids = [tk.encode(p, add_special_tokens=False) for p in q3.PROMPTS]
     assert [len(p) for p in prompt_ids] == q3.PROMPT_LENGTHS
     d = os.path.join(OUT, name)
-    for attempt in range(20):
-        s = seed * 1000 + attempt
+
+    def attempt(s):
         model = LlamaForCausalLM(make_config(len(tk), bos, eos, fields))
         q3.randomize(model, s)
         model = model.to(getattr(torch, dtype))
@@ -108,34 +155,10 @@ def make_fixture(name, dtype, style, seed, fields, tk):
         ref = load_reference_model(d, dtype)
         want_type = (fields["rope"] or {}).get("rope_type", "default")
         assert ref.config.rope_parameters["rope_type"] == want_type, ref.config.rope_parameters
-        prompts, margin = [], float("inf")
-        for i, ids in enumerate(prompt_ids):
-            with torch.no_grad():
-                logits = ref(input_ids=torch.tensor([ids])).logits[0].float().numpy()
-            greedy, m = q3.hf_greedy(ref, ids, q3.N_GREEDY)
-            margin = min(margin, m)
-            np.save(os.path.join(d, "logits_%d.npy" % i), np.ascontiguousarray(logits, dtype="<f4"))
-            prompts.append({"text": q3.PROMPTS[i], "ids": ids, "logits_file": "logits_%d.npy" % i,
-                            "greedy_ids": greedy, "min_greedy_margin": round(m, 6)})
-        if margin >= q3.MIN_MARGIN:
-            break
-        q3.log("%s: seed %d has a greedy step with top-2 gap %.2g; next seed" % (name, s, margin))
-    else:
-        raise SystemExit("%s: no seed gave greedy margins >= %g" % (name, q3.MIN_MARGIN))
-    reference = {
-        "dtype": dtype,
-        "reference_compute": "float32",
-        "comment": "HF transformers %s, LlamaForCausalLM (eager attention) from the saved weights "
-                   "loaded then .float(); logits_<i>.npy is float32 [T, vocab] for every prompt "
-                   "position; greedy_ids are %d argmax steps through HF's KV cache, not stopped by "
-                   "eos." % (__import__("transformers").__version__, q3.N_GREEDY),
-        "seed": s,
-        "config_style": style,
-        "prompts": prompts,
-    }
-    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8") as f:
-        json.dump(reference, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+        return reference_prompts(ref, d, q3.PROMPTS, prompt_ids)
+
+    s, prompts, margin = seek_seed(name, seed, attempt)
+    write_reference(d, dtype, "LlamaForCausalLM", s, prompts, {"config_style": style})
     q3.log("%s: seed %d, min greedy margin %.4f" % (name, s, margin))
 
 
@@ -209,23 +232,33 @@ CHAT_CASES = [
 ]
 
 
-def chat_rows():
+def render_cases(template, bos, cases):
+    """The demo tokenizer with this chat template and bos token, and each
+    case (name, messages, add_generation_prompt) as a fixture row holding
+    apply_chat_template's text."""
     from transformers import PreTrainedTokenizerFast
 
     tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(q3.TOKENIZER_DIR, "tokenizer.json"),
-                                  bos_token="<|begin_of_text|>")
-    tok.chat_template = LLAMA31_TEMPLATE
+                                  bos_token=bos)
+    tok.chat_template = template
     rows = []
-    for name, msgs, gen in CHAT_CASES:
+    for name, msgs, gen in cases:
         rows.append({"name": name, "messages": msgs, "add_generation_prompt": gen,
                      "enable_thinking": True,
                      "expected": tok.apply_chat_template(msgs, tokenize=False,
                                                          add_generation_prompt=gen)})
-    return rows
+    return tok, rows
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def chat_rows():
+    return render_cases(LLAMA31_TEMPLATE, "<|begin_of_text|>", CHAT_CASES)[1]
+
+
+def run(doc, out, fixtures, make, reference_loader, chat_out, rows_of):
+    """A family's fixture script: make every fixture (make(*row, tokenizer))
+    and the chat cases (rows_of()) unless --verify, then re-check them all
+    (q3's reload check through reference_loader)."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verify", action="store_true", help="only re-check the existing fixtures")
     args = ap.parse_args()
@@ -234,20 +267,24 @@ def main():
 
     if not args.verify:
         tk = AutoTokenizer.from_pretrained(q3.TOKENIZER_DIR)
-        os.makedirs(OUT, exist_ok=True)
-        for name, dtype, style, seed, fields in FIXTURES:
-            make_fixture(name, dtype, style, seed, fields, tk)
-        with open(CHAT_OUT, "w", encoding="utf-8") as f:
-            for row in chat_rows():
+        os.makedirs(out, exist_ok=True)
+        for row in fixtures:
+            make(*row, tk)
+        with open(chat_out, "w", encoding="utf-8") as f:
+            for row in rows_of():
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    q3.load_reference_model = load_reference_model  # q3's reload check, on Llama
-    for name, *_ in FIXTURES:
-        q3.verify_fixture(OUT, name)
-    rows = chat_rows()
-    with open(CHAT_OUT, encoding="utf-8") as f:
+    q3.load_reference_model = reference_loader  # q3's reload check, on this family
+    for name, *_ in fixtures:
+        q3.verify_fixture(out, name)
+    rows = rows_of()
+    with open(chat_out, encoding="utf-8") as f:
         if [json.loads(x) for x in f] != rows:
-            raise SystemExit("%s: differs from a fresh rendering" % CHAT_OUT)
-    q3.log("%s: %d conversations reproduce" % (CHAT_OUT, len(rows)))
+            raise SystemExit("%s: differs from a fresh rendering" % chat_out)
+    q3.log("%s: %d conversations reproduce" % (chat_out, len(rows)))
+
+
+def main():
+    run(__doc__, OUT, FIXTURES, make_fixture, load_reference_model, CHAT_OUT, chat_rows)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ nc_qwen3_params nc_qwen3_count(const nc_qwen3_shape *s) {
      * each, shared by all heads of a layer), then the final norm; a linear
      * layer's gated norm (v head dim), A_log and dt_bias (v heads) and
      * depthwise conv1d (conv channels x kernel) instead of q/k norms */
-    p.norms = n * 2.0 * h + (s->no_qk_norm ? 0.0 : nf * 2.0 * (double)s->head_dim) +
+    p.norms = n * (s->sandwich_norms ? 4.0 : 2.0) * h +
+              (s->no_qk_norm ? 0.0 : nf * 2.0 * (double)s->head_dim) +
               nl * ((double)s->lin_v_dim + 2.0 * (double)s->lin_v_heads +
                     lin_conv(s) * (double)s->lin_conv_kernel) +
               h;
@@ -181,7 +182,8 @@ nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
                         0,
                         0,
                         0,
-                        !c->qk_norm};
+                        !c->qk_norm,
+                        c->sandwich_norm};
     return s;
 }
 
@@ -229,17 +231,26 @@ static nc_status preset_of(const char *name, model_family family, const char *ar
 nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *err) {
     const model_preset *p;
     NC_TRY(model_preset_get(name, &p, err));
-    /* Llama has Qwen3's layout less the q/k norms */
-    if (p->family != MODEL_FAMILY_QWEN35 && p->family != MODEL_FAMILY_LLAMA)
+    /* Llama has Qwen3's layout less the q/k norms, Gemma 3 two norms more */
+    if (p->family != MODEL_FAMILY_QWEN35 && p->family != MODEL_FAMILY_LLAMA &&
+        p->family != MODEL_FAMILY_GEMMA3)
         NC_TRY(preset_of(name, MODEL_FAMILY_QWEN3, "qwen3", &p, err));
-    nc_qwen3_shape s = {p->hidden,   p->intermediate,
-                        p->layers,   p->heads,
-                        p->kv_heads, p->head_dim,
-                        p->vocab,    p->tied,
-                        0,           0,
-                        0,           0,
-                        0,           0,
-                        p->family == MODEL_FAMILY_LLAMA};
+    nc_qwen3_shape s = {p->hidden,
+                        p->intermediate,
+                        p->layers,
+                        p->heads,
+                        p->kv_heads,
+                        p->head_dim,
+                        p->vocab,
+                        p->tied,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        p->family == MODEL_FAMILY_LLAMA,
+                        p->family == MODEL_FAMILY_GEMMA3};
     if (p->family == MODEL_FAMILY_QWEN35) { /* every 4th layer full attention, conv kernel 4 */
         s.n_linear = p->layers - p->layers / 4;
         s.lin_k_heads = p->lin_k_heads;

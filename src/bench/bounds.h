@@ -33,6 +33,7 @@ typedef struct nc_qwen3_shape {
      * the others are gated attention (q_proj also makes the output gate). */
     int64_t n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;
     int no_qk_norm; /* Llama: attention layers without q_norm / k_norm */
+    int sandwich_norms; /* Gemma 3: two more norms a layer (after attention and MLP) */
 } nc_qwen3_shape;
 
 /* Parameter counts of a Qwen3 model, split the ways claims need them. */

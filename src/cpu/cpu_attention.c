@@ -49,10 +49,14 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     const cpu_attention_args *a = j->a;
     const cpu_kernels *kern = j->kern;
     int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, group = a->n_heads / a->n_kv_heads;
-    int n_max = a->n_keys[i0 + nb - 1]; /* the last row sees the most keys */
-    size_t esz = a->kv_f16 ? 2 : 4;     /* cache element bytes */
-    const char *kc = (const char *)a->k_cache[i0] + (size_t)kvh * hd * esz;
-    const char *vc = (const char *)a->v_cache[i0] + (size_t)kvh * hd * esz;
+    /* keys [lo, lo + n_max) of the cache: a sliding window starts past 0,
+     * the block's first row earliest; the last row sees the most keys */
+    int lo = a->first_key ? a->first_key[i0] : 0;
+    int n_max = a->n_keys[i0 + nb - 1] - lo;
+    size_t esz = a->kv_f16 ? 2 : 4; /* cache element bytes */
+    size_t at = ((size_t)lo * kv_dim + (size_t)kvh * hd) * esz;
+    const char *kc = (const char *)a->k_cache[i0] + at;
+    const char *vc = (const char *)a->v_cache[i0] + at;
     size_t ss = a->scores_stride;
     const float *q = a->q + (size_t)i0 * a->ldq + (size_t)kvh * group * hd;
     float *out = a->out + (size_t)i0 * a->ldo + (size_t)kvh * group * hd;
@@ -84,11 +88,16 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
                                         s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
     }
     /* softmax over each row's own keys; the zeros past them (the keys after
-     * its position, causal) let every row of the block run over n_max keys */
-    for (int b = 0; b < nb; b++)
-        for (int g = 0; g < group; g++)
-            kern->attn->softmax(s + (size_t)(b * group + g) * ss, a->n_keys[i0 + b], n_max,
-                                a->scale);
+     * its position, causal) and before them (before its window) let every
+     * row of the block run over n_max keys */
+    for (int b = 0; b < nb; b++) {
+        int skip = a->first_key ? a->first_key[i0 + b] - lo : 0;
+        for (int g = 0; g < group; g++) {
+            float *sr = s + (size_t)(b * group + g) * ss;
+            memset(sr, 0, (size_t)skip * sizeof(float));
+            kern->attn->softmax(sr + skip, a->n_keys[i0 + b] - lo - skip, n_max - skip, a->scale);
+        }
+    }
     /* P.V, accumulated into the zeroed output */
     for (int b = 0; b < nb; b++)
         memset(out + (size_t)b * a->ldo, 0, (size_t)group * hd * sizeof(float));

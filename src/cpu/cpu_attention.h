@@ -22,6 +22,10 @@ typedef struct cpu_attention_args {
     const void *const *v_cache; /* same layout */
     int kv_f16;                 /* the caches hold fp16 (else fp32) */
     const int *n_keys;          /* per row */
+    /* per row, the first cache row it sees (a sliding window: Gemma 3's
+     * local layers); NULL: 0. Rows of one sequence come in position
+     * order, so a run's first row has the smallest. */
+    const int *first_key;
     int n, n_heads, n_kv_heads, head_dim;
     float scale;
     float *scores;        /* per pool thread, row of a block and head of a group:

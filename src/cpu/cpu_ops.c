@@ -30,6 +30,14 @@ void cpu_silu_mul(float *g, const float *u, int n) {
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void cpu_gelu_tanh_mul(float *g, const float *u, int n) {
+    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+    for (int i = 0; i < n; i++) {
+        float x = g[i], cube = x * x * x, inner = beta * (x + kappa * cube);
+        g[i] = 0.5f * x * (1.0f + tanhf(inner)) * u[i];
+    }
+}
+
 void cpu_softmax(float *x, int n) {
     float mx = x[0];
     for (int i = 1; i < n; i++)

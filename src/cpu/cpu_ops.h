@@ -1,5 +1,5 @@
 /* The small fp32 steps between the matrix products: RMSNorm, rotary
- * position embedding (rotate-half pairing), the SiLU gate, softmax. They
+ * position embedding (rotate-half pairing), the SiLU and GELU gates, softmax. They
  * follow transformers' float32 formulas operation by operation, because the
  * parity tests compare logits to 1e-4. */
 #ifndef NC_CPU_OPS_H
@@ -18,6 +18,10 @@ void cpu_rope_angles(float *cos_out, float *sin_out, const float *inv_freq, int 
 
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_silu_mul(float *g, const float *u, int n);
+/* g[i] = gelu_tanh(g[i]) * u[i]: GELU's tanh approximation as torch's
+ * gelu(approximate="tanh") computes it in fp32 (Gemma's
+ * gelu_pytorch_tanh). */
+void cpu_gelu_tanh_mul(float *g, const float *u, int n);
 
 /* In place, max-subtracted. */
 void cpu_softmax(float *x, int n);

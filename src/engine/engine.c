@@ -33,6 +33,7 @@ static const engine_row rows[] = {
     {"llama-cpu", "llama", "cpu", engine_open_decoder_cpu, 1},
     {"llama-mil", "llama", "mil", engine_open_qwen3_mil, 1},
     {"llama-ane", "llama", "ane", engine_open_qwen3_ane, 1},
+    {"gemma3-cpu", "gemma3", "cpu", engine_open_decoder_cpu, 1},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},

@@ -1,6 +1,7 @@
 /* Decoder steps shared by the CPU models (see dec_rows.h). */
 #include "models/dec_rows.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -35,6 +36,8 @@ static void row_step_task(void *ctx, int i, int thread) {
                 x[j] += y[j];
         }
         cpu_rmsnorm(out, x, r->norm, r->width, r->eps);
+    } else if (r->gelu_tanh) {
+        cpu_gelu_tanh_mul(out, r->mul + (size_t)i * wd, r->width);
     } else {
         cpu_silu_mul(out, r->mul + (size_t)i * wd, r->width);
     }
@@ -51,19 +54,39 @@ void dec_row_steps(const dec_ctx *d, dec_row_step *r, int n) {
     if (r->act->q) r->act->is_quantized = 1;
 }
 
+typedef struct norm_rows {
+    float *x;
+    const float *w;
+    int width;
+    float eps;
+} norm_rows;
+
+static void norm_row_task(void *ctx, int i, int thread) {
+    (void)thread;
+    const norm_rows *r = ctx;
+    float *x = r->x + (size_t)i * r->width;
+    cpu_rmsnorm(x, x, r->w, r->width, r->eps);
+}
+
+void dec_norm_rows(const dec_ctx *d, float *x, int n, int width, const float *w, float eps) {
+    norm_rows r = {x, w, width, eps};
+    nc_pool_for(n > 1 ? d->pool : NULL, n, norm_row_task, &r);
+}
+
 void dec_mlp_rows(const dec_ctx *d, const dec_mlp *mlp, float *x, const float *add, float *xb,
                   float *hb, float *hb2, int n) {
     int dm = mlp->down->rows, ff = mlp->gate->rows;
     /* the residual add of the attention output, the norm and the int8
      * blocks in one pass */
     cpu_act xm = dec_act_rows_q(d, xb, n, dm, (const cpu_mat *[]){mlp->gate, mlp->up}, 2);
-    dec_row_steps(d, &(dec_row_step){x, add, mlp->norm, xb, NULL, dm, mlp->eps, &xm}, n);
+    dec_row_steps(d, &(dec_row_step){x, add, mlp->norm, xb, NULL, dm, mlp->eps, &xm, 0}, n);
     /* gate, up: one input, one dispatch */
     cpu_matmul_many(d->pool, d->kern, &xm, 2,
                     (cpu_product[]){{mlp->gate, hb, (size_t)ff}, {mlp->up, hb2, (size_t)ff}});
     cpu_act h = dec_act_rows_q(d, hb, n, ff, (const cpu_mat *[]){mlp->down}, 1);
-    dec_row_steps(d, &(dec_row_step){NULL, NULL, NULL, hb, hb2, ff, 0.0f, &h}, n);
+    dec_row_steps(d, &(dec_row_step){NULL, NULL, NULL, hb, hb2, ff, 0.0f, &h, mlp->gelu_tanh}, n);
     cpu_matmul_act(d->pool, d->kern, mlp->down, &h, xb, (size_t)dm);
+    if (mlp->post_norm) dec_norm_rows(d, xb, n, dm, mlp->post_norm, mlp->eps);
     size_t count = (size_t)n * dm;
     for (size_t i = 0; i < count; i++)
         x[i] += xb[i];
@@ -81,6 +104,10 @@ void dec_head_rows(const dec_ctx *d, const dec_head *h, const float *x, float *c
         if (k == DEC_LOGIT_ROWS || (i == n && k > 0)) {
             cpu_act xl = dec_act_rows(d, xb, w, k, h->width);
             cpu_matmul_act(d->pool, d->kern, h->lm_head, &xl, logits, V);
+            if (h->softcap > 0) { /* HF: logits / cap, tanh, * cap */
+                for (size_t j = 0; j < (size_t)k * V; j++)
+                    logits[j] = tanhf(logits[j] / h->softcap) * h->softcap;
+            }
             for (int j = 0; j < k; j++)
                 memcpy(dst[rows[j]], logits + (size_t)j * V, V * sizeof(float));
             k = 0;

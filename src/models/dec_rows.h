@@ -30,8 +30,9 @@ cpu_act dec_act_rows_q(const dec_ctx *d, const float *x, int n, int k, const cpu
                        int count);
 
 /* One pass over each row: optionally x += add (the residual), then
- * out = rmsnorm(x) (norm set) or out = silu(out) * mul (mul set), then out's
- * int8 blocks when act->q is set. */
+ * out = rmsnorm(x) (norm set) or out = act(out) * mul (mul set; act SiLU,
+ * or GELU-tanh when gelu_tanh), then out's int8 blocks when act->q is
+ * set. */
 typedef struct dec_row_step {
     float *x;          /* residual rows (norm) */
     const float *add;  /* NULL: no residual add; may be out (read first) */
@@ -41,34 +42,44 @@ typedef struct dec_row_step {
     int width;
     float eps;
     cpu_act *act;
+    int gelu_tanh; /* the gate's activation is GELU-tanh (Gemma), not SiLU */
 } dec_row_step;
 
 void dec_row_steps(const dec_ctx *d, dec_row_step *r, int n);
 
 /* The MLP sub-block over n rows of width d: x += add (the attention
- * output), then x += down(silu(gate(rmsnorm(x))) * up(rmsnorm(x))).
- * xb [n, d], hb and hb2 [n, ff] are scratch; add may be xb. */
+ * output), then x += down(silu(gate(rmsnorm(x))) * up(rmsnorm(x))), with
+ * GELU-tanh for SiLU and the block's output RMSNormed by post_norm before
+ * its add where set (Gemma 3). xb [n, d], hb and hb2 [n, ff] are scratch;
+ * add may be xb. */
 typedef struct dec_mlp {
     const float *norm;
     const cpu_mat *gate, *up, *down;
     float eps;
+    int gelu_tanh;
+    const float *post_norm; /* NULL: none */
 } dec_mlp;
 
 void dec_mlp_rows(const dec_ctx *d, const dec_mlp *mlp, float *x, const float *add, float *xb,
                   float *hb, float *hb2, int n);
 
+/* x [n, width] = rmsnorm(x) by w, row by row in place. */
+void dec_norm_rows(const dec_ctx *d, float *x, int n, int width, const float *w, float eps);
+
 /* Rows through the LM head per matrix product. */
 #define DEC_LOGIT_ROWS 16
 
 /* The final norm and LM head over the n rows x [n, width] whose dst[i] is
- * set: dst[i][vocab] = lm_head(rmsnorm(x_i)), up to DEC_LOGIT_ROWS rows per
- * product. xb [DEC_LOGIT_ROWS, width] and logits [DEC_LOGIT_ROWS, vocab]
- * are scratch. */
+ * set: dst[i][vocab] = lm_head(rmsnorm(x_i)), then softcap * tanh(logit /
+ * softcap) where softcap > 0 (Gemma's final_logit_softcapping), up to
+ * DEC_LOGIT_ROWS rows per product. xb [DEC_LOGIT_ROWS, width] and logits
+ * [DEC_LOGIT_ROWS, vocab] are scratch. */
 typedef struct dec_head {
     const float *norm;
     const cpu_mat *lm_head;
     float eps;
     int width, vocab;
+    float softcap; /* 0: none */
 } dec_head;
 
 void dec_head_rows(const dec_ctx *d, const dec_head *h, const float *x, float *const *dst, int n,

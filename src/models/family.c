@@ -6,6 +6,7 @@
 
 #include "base/json.h"
 #include "base/mmap.h"
+#include "models/gemma3_config.h"
 #include "models/llama_config.h"
 #include "models/qwen3_config.h"
 
@@ -15,6 +16,8 @@ static const char *const qwen3_types[] = {"qwen3", NULL};
 static const char *const qwen35_types[] = {"qwen3_5*", NULL};
 static const char *const llama_types[] = {"llama", NULL};
 static const char *const modernbert_types[] = {"modernbert", NULL};
+/* the text model, and the hub's multimodal checkpoints (its text_config) */
+static const char *const gemma3_types[] = {"gemma3_text", "gemma3", NULL};
 
 static const model_family_row rows[] = {
     {.name = "qwen3",
@@ -52,6 +55,18 @@ static const model_family_row rows[] = {
      .chat = CHAT_LLAMA3,
      .end_tokens = {"<|eot_id|>", "<|end_of_text|>"},
      .compiles = 1, /* Qwen3's lowering without the q/k norms (docs/lowering.md) */
+     .random_tokenizer = "qwen3-tokenizer"},
+    /* Gemma 3's text model (270M, 1B; the multimodal checkpoints' language
+     * model). No Gemma tokenizer ships with nectar (its licence): a random
+     * Gemma folder gets Qwen3's (docs/gemma3.md). Not lowered yet: cpu only. */
+    {.name = "gemma3",
+     .title = "Gemma 3",
+     .model_types = gemma3_types,
+     .presets = MODEL_FAMILY_GEMMA3,
+     .read_config = gemma3_config_from_json,
+     .open_decoder = qwen3_decoder_open, /* Qwen3's decoder, as the config says */
+     .chat = CHAT_GEMMA3,
+     .end_tokens = {"<end_of_turn>", "<eos>"},
      .random_tokenizer = "qwen3-tokenizer"},
     {.name = "modernbert",
      .title = "ModernBERT",

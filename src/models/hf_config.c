@@ -79,21 +79,33 @@ static nc_status read_llama3(const json_t *o, rope_scaling *s, const char *what,
                        "%s: llama3 scaling needs factor >= 1 and 0 < low_freq_factor < "
                        "high_freq_factor (%g, %g, %g)",
                        what, factor, lo, hi);
-    *s = (rope_scaling){(float)factor, (float)lo, (float)hi, orig};
+    *s = (rope_scaling){(float)factor, (float)lo, (float)hi, orig, 0};
     return NC_OK;
 }
 
-/* A rope_type of object `o` (key "rope_type", or "type" in older configs):
- * "default" passes, "llama3" is read where allowed, others are refused
- * ("<label> 'yarn' is not supported"). */
-static nc_status read_type(const json_t *o, rope_scaling *scaling, const char *what,
-                           const char *label, nc_error *err) {
+nc_status hf_config_read_rope_type(const json_t *o, rope_scaling *scaling, unsigned allow,
+                                   const char *what, const char *label, nc_error *err) {
     const char *type = "default";
     NC_TRY(nc_json_str(o, "type", &type, 0, what, err));
     NC_TRY(nc_json_str(o, "rope_type", &type, 0, what, err));
     if (!strcmp(type, "default")) return NC_OK;
-    if (scaling && !strcmp(type, "llama3")) return read_llama3(o, scaling, what, err);
+    if ((allow & HF_ROPE_LLAMA3) && !strcmp(type, "llama3"))
+        return read_llama3(o, scaling, what, err);
+    if ((allow & HF_ROPE_LINEAR) && !strcmp(type, "linear")) {
+        double factor = 0;
+        NC_TRY(nc_json_num(o, "factor", &factor, 1, what, err));
+        if (!(factor >= 1 && factor < 1e6))
+            return nc_fail(err, NC_ERR_RANGE, "%s: linear scaling needs factor >= 1 (%g)", what,
+                           factor);
+        *scaling = (rope_scaling){.factor = (float)factor, .linear = 1};
+        return NC_OK;
+    }
     return nc_fail(err, NC_ERR_UNSUPPORTED, "%s '%s' is not supported", label, type);
+}
+
+static nc_status read_type(const json_t *o, rope_scaling *scaling, const char *what,
+                           const char *label, nc_error *err) {
+    return hf_config_read_rope_type(o, scaling, scaling ? HF_ROPE_LLAMA3 : 0, what, label, err);
 }
 
 nc_status hf_config_read_rope(const json_t *o, double *theta, double *partial,

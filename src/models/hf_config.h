@@ -48,4 +48,13 @@ nc_status hf_config_read_eos(const json_t *o, int64_t vocab, int32_t *ids, int *
 nc_status hf_config_read_rope(const json_t *o, double *theta, double *partial,
                               rope_scaling *scaling, const char *what, nc_error *err);
 
+/* The rope_type of one RoPE object o (key "rope_type", or "type" in older
+ * configs): "default" passes (*scaling untouched), the types in `allow`
+ * are read into *scaling, others are refused ("<label> 'yarn' is not
+ * supported"). */
+#define HF_ROPE_LLAMA3 1u
+#define HF_ROPE_LINEAR 2u
+nc_status hf_config_read_rope_type(const json_t *o, rope_scaling *scaling, unsigned allow,
+                                   const char *what, const char *label, nc_error *err);
+
 #endif

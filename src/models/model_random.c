@@ -15,6 +15,7 @@ nc_status model_random_write(const model_preset *p, const char *out, const model
     switch (p->family) {
     case MODEL_FAMILY_QWEN3:
     case MODEL_FAMILY_LLAMA: /* the same layout, less the q/k norms */
+    case MODEL_FAMILY_GEMMA3: /* the same, with four norms a layer */
         return qwen3_random_write(p, out, o, r, err);
     case MODEL_FAMILY_MODERNBERT:
         return modernbert_random_write(p, out, o, r, err);

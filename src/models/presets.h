@@ -16,6 +16,7 @@ typedef enum model_family {
     MODEL_FAMILY_MODERNBERT, /* ModernBertForMaskedLM (models/modernbert.h) */
     MODEL_FAMILY_QWEN35,     /* Qwen3.5's text model (models/qwen35.h) */
     MODEL_FAMILY_LLAMA,      /* LlamaForCausalLM (qwen3.h's layout, models/llama_config.h) */
+    MODEL_FAMILY_GEMMA3,     /* Gemma3ForCausalLM (qwen3.h's layout, models/gemma3_config.h) */
 } model_family;
 
 typedef struct model_preset {
@@ -35,6 +36,9 @@ typedef struct model_preset {
     /* Llama 3.x: rope_scaling "llama3"'s factor (low/high frequency factors
      * 1 and 4 and an original context of 8192 in every 3.x config); 0: none */
     float rope_llama3_factor;
+    /* Gemma 3: its sliding layers' window (every 6th layer is global; the
+     * sliding layers' RoPE base is rope_theta_local); 0 elsewhere */
+    int sliding_window;
 } model_preset;
 
 /* The row named `name`, or NULL. */

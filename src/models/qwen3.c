@@ -1,12 +1,15 @@
 /* Qwen3 forward pass on the CPU, as transformers' modeling_qwen3.py computes
- * it (and modeling_llama.py: the same without the QK-norm, q_norm NULL):
- * pre-norm decoder layers with QK-norm before rotate-half RoPE, grouped
- * query attention and a SiLU-gated MLP. A batch is a set of rows, each one
- * token of some sequence at some position: every matrix sees all rows at
- * once (a prompt, or one new token of each of several sequences), only
- * attention and the KV cache are per sequence. Weights stay in the mmap in
- * their stored dtype (float, or Q8/Q4 blocks read with int8 activations);
- * the KV cache is fp32, [layer][position][kv_dim]. */
+ * it (and modeling_llama.py: the same without the QK-norm, q_norm NULL;
+ * modeling_gemma3.py: a scaled embedding, norms after the attention and the
+ * MLP too, a GELU-tanh gate, its attention scale, sliding-window layers
+ * with their own RoPE base, a final logit softcap): pre-norm decoder
+ * layers with QK-norm before rotate-half RoPE, grouped query attention and
+ * a SiLU-gated MLP. A sliding layer's window is a mask (each row's first
+ * key): its cache keeps every position, as a global layer's does. A batch is a set of rows, each
+ * one token of some sequence at some position: every matrix sees all rows at once (a prompt, or one
+ * new token of each of several sequences), only attention and the KV cache are per sequence.
+ * Weights stay in the mmap in their stored dtype (float, or Q8/Q4 blocks read with int8
+ * activations); the KV cache is fp32, [layer][position][kv_dim]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +39,9 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     const qwen3_layer *L = &lc->m->layers[lc->layer];
     int hd = c->head_dim;
     size_t kvd = kv_dim(c);
-    const float *cs = w->rope_cos + (size_t)i * hd / 2, *sn = w->rope_sin + (size_t)i * hd / 2;
+    int local = qwen3_layer_sliding(c, lc->layer);
+    const float *cs = (local ? w->rope_cos_local : w->rope_cos) + (size_t)i * hd / 2;
+    const float *sn = (local ? w->rope_sin_local : w->rope_sin) + (size_t)i * hd / 2;
     float *q = w->q + (size_t)i * c->num_attention_heads * hd;
     dec_norm_rope_heads(lc->m->b.kern->rows, q, c->num_attention_heads, hd, L->q_norm,
                         c->rms_norm_eps, cs, sn, hd);
@@ -65,10 +70,20 @@ static void decoder_rows(qwen3_model *m, int n) {
     for (int i = 0; i < n; i++) {
         const unsigned char *row = (const unsigned char *)m->embed.data +
                                    (size_t)R->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        K->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d); /* any type, Q8/Q4 too */
+        float *x = w->x + (size_t)i * d;
+        K->row_to_f32[m->embed.type](row, x, d); /* any type, Q8/Q4 too */
+        if (m->embed_scale)
+            for (int j = 0; j < d; j++)
+                x[j] *= m->embed_scale;
         cpu_rope_angles(w->rope_cos + (size_t)i * hd / 2, w->rope_sin + (size_t)i * hd / 2,
                         m->inv_freq, hd, R->row_pos[i]);
         R->row_n_keys[i] = R->row_pos[i] + 1;
+        if (!w->first_key) continue;
+        cpu_rope_angles(w->rope_cos_local + (size_t)i * hd / 2,
+                        w->rope_sin_local + (size_t)i * hd / 2, m->inv_freq_local, hd,
+                        R->row_pos[i]);
+        w->first_key[i] =
+            R->row_pos[i] < c->sliding_window ? 0 : R->row_pos[i] - c->sliding_window + 1;
     }
 
     for (int l = 0; l < c->num_hidden_layers; l++) {
@@ -81,7 +96,7 @@ static void decoder_rows(qwen3_model *m, int n) {
             dec_act_rows_q(&m->b.dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
         dec_row_steps(
             &m->b.dec,
-            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
+            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0}, n);
         /* q, k, v: one input, one dispatch */
         cpu_matmul_many(pool, K, &xa, 3,
                         (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
@@ -94,20 +109,25 @@ static void decoder_rows(qwen3_model *m, int n) {
                                  .v_cache = R->row_v,
                                  .kv_f16 = m->b.kv_f16,
                                  .n_keys = R->row_n_keys,
+                                 .first_key = qwen3_layer_sliding(c, l) ? w->first_key : NULL,
                                  .n = n,
                                  .n_heads = c->num_attention_heads,
                                  .n_kv_heads = c->num_key_value_heads,
                                  .head_dim = hd,
-                                 .scale = 1.0f / sqrtf((float)hd),
+                                 .scale = m->attn_scale,
                                  .scores = w->scores,
                                  .scores_stride = (size_t)c->max_position_embeddings};
         cpu_attention(pool, K, &aa);
         cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
         cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
+        if (L->post_attn_norm)
+            dec_norm_rows(&m->b.dec, w->xb, n, d, L->post_attn_norm, c->rms_norm_eps);
 
         /* MLP: down(silu(gate(x)) * up(x)), after the residual add of the
          * attention output */
-        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
+        dec_mlp mlp = {L->mlp_norm,     &L->gate,        &L->up,
+                       &L->down,        c->rms_norm_eps, c->act == QWEN3_ACT_GELU_TANH,
+                       L->post_mlp_norm};
         dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
         if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
     }
@@ -116,8 +136,8 @@ static void decoder_rows(qwen3_model *m, int n) {
 /* Final norm and LM head for the rows that want logits (logit_dst set),
  * QWEN3_LOGIT_ROWS at a time through the workspace. */
 static void lm_head_rows(qwen3_model *m, int n) {
-    const dec_head h = {m->final_norm, &m->lm_head, m->cfg.rms_norm_eps, m->cfg.hidden_size,
-                        m->cfg.vocab_size};
+    const dec_head h = {m->final_norm,      &m->lm_head,       m->cfg.rms_norm_eps,
+                        m->cfg.hidden_size, m->cfg.vocab_size, m->cfg.final_softcap};
     dec_head_rows(&m->b.dec, &h, m->ws.x, m->b.rows.logit_dst, n, m->ws.xb, m->ws.logits);
 }
 

@@ -15,6 +15,11 @@
 #include "models/rope_scaling.h"
 
 #define QWEN3_MAX_EOS 8
+#define QWEN3_MAX_LAYERS 4096 /* what the config readers accept */
+
+/* The MLP's gate activation: SiLU (Qwen3, Llama) or GELU with the tanh
+ * approximation (Gemma 3's gelu_pytorch_tanh). */
+typedef enum qwen3_act { QWEN3_ACT_SILU, QWEN3_ACT_GELU_TANH } qwen3_act;
 
 typedef struct qwen3_config {
     int vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
@@ -28,8 +33,30 @@ typedef struct qwen3_config {
      * Qwen3 normalizes each query and key head before RoPE (q_norm,
      * k_norm); Llama does not, and Llama 3.x scales its RoPE frequencies. */
     int qk_norm;
-    rope_scaling rope_scaling; /* factor 0: plain RoPE */
+    rope_scaling rope_scaling; /* factor 0: plain RoPE (Gemma 3: the global layers') */
+    /* Gemma 3 (models/gemma3_config.h, docs/gemma3.md); all zero for Qwen3
+     * and Llama, which keeps their behaviour. */
+    qwen3_act act;               /* the MLP gate's activation */
+    int norm_plus_one;           /* RMSNorm weights are stored as w and scale by 1 + w */
+    int sandwich_norm;           /* four norms a layer: the attention output and the MLP output
+                                    are RMSNormed before their residual adds
+                                    (post_attention_layernorm, post_feedforward_layernorm), the MLP
+                                    input by pre_feedforward_layernorm */
+    float embed_scale;           /* embedding rows times this (0: 1): sqrt(hidden_size), which the
+                                    loader rounds to the embedding's stored dtype as HF does */
+    float query_pre_attn_scalar; /* attention scores scale by 1 / sqrt(this) (0: head_dim) */
+    float final_softcap;         /* logits = cap * tanh(logits / cap) (0: none) */
+    int sliding_window;          /* a sliding layer's query sees this many keys, its own included */
+    float rope_local_theta;      /* the sliding layers' RoPE base (never scaled) */
+    unsigned char sliding[QWEN3_MAX_LAYERS / 8]; /* bit l: layer l is a sliding-window layer */
+    int multimodal; /* the hub's multimodal checkpoint: the text weights sit under
+                       its language model's prefix; the vision weights are not read */
 } qwen3_config;
+
+/* Layer l attends within sliding_window keys (Gemma 3's local layers). */
+static inline int qwen3_layer_sliding(const qwen3_config *c, int l) {
+    return (c->sliding[l >> 3] >> (l & 7)) & 1;
+}
 
 typedef struct qwen3_model qwen3_model;
 typedef struct qwen3_state qwen3_state;

@@ -252,20 +252,20 @@ static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs
         cpu_act xa = dec_act_rows_q(&m->b.dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
         dec_row_steps(
             &m->b.dec,
-            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa}, n);
+            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0}, n);
         if (L->is_full)
             full_attention(m, L, &xa, n);
         else
             linear_attention(m, L, &xa, n, segs, n_segs);
-        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps};
+        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps, 0, NULL};
         dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
     }
 }
 
 /* Final norm and LM head for the rows that want logits. */
 static void lm_head_rows(qwen35_model *m, int n) {
-    const dec_head h = {m->final_norm, &m->lm_head, m->cfg.rms_norm_eps, m->cfg.hidden_size,
-                        m->cfg.vocab_size};
+    const dec_head h = {m->final_norm,      &m->lm_head,       m->cfg.rms_norm_eps,
+                        m->cfg.hidden_size, m->cfg.vocab_size, 0};
     dec_head_rows(&m->b.dec, &h, m->ws.x, m->b.rows.logit_dst, n, m->ws.xb, m->ws.logits);
 }
 

@@ -51,7 +51,8 @@ nc_status qwen3_config_read_shape(const json_t *o, qwen3_config *c, int allow_ll
                                   const char *what, nc_error *err) {
     NC_TRY(nc_json_int_in(o, "hidden_size", &c->hidden_size, 1, 1, MAX_DIM, what, err));
     NC_TRY(nc_json_int_in(o, "intermediate_size", &c->intermediate_size, 1, 1, MAX_DIM, what, err));
-    NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, 4096, what, err));
+    NC_TRY(nc_json_int_in(o, "num_hidden_layers", &c->num_hidden_layers, 1, 1, QWEN3_MAX_LAYERS,
+                          what, err));
     NC_TRY(hf_config_read_heads(o, &c->num_attention_heads, &c->num_key_value_heads, what, err));
     c->head_dim = c->hidden_size / c->num_attention_heads;
     NC_TRY(nc_json_int_in(o, "head_dim", &c->head_dim, 0, 2, 65536, what, err));

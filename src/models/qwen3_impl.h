@@ -18,7 +18,8 @@
 #define QWEN3_LOGIT_ROWS DEC_LOGIT_ROWS
 
 typedef struct qwen3_layer {
-    const float *attn_norm, *q_norm, *k_norm, *mlp_norm; /* fp32 copies */
+    const float *attn_norm, *q_norm, *k_norm, *mlp_norm; /* fp32 copies (1 + w: Gemma) */
+    const float *post_attn_norm, *post_mlp_norm;         /* Gemma's sandwich norms, or NULL */
     cpu_mat q, k, v, o, gate, up, down;                  /* in the mmap */
 } qwen3_layer;
 
@@ -26,6 +27,10 @@ typedef struct qwen3_layer {
  * sequence: [rows, width] activations plus where each row belongs. */
 typedef struct qwen3_workspace {
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *rope_cos, *rope_sin;
+    /* Gemma's sliding layers: their RoPE angles (own base) and each row's
+     * first key (its window's start); NULL without sliding layers */
+    float *rope_cos_local, *rope_sin_local;
+    int *first_key;
     float *scores; /* [threads, CPU_ATTENTION_BLOCK, heads per KV head, max_position_embeddings] */
     float *logits; /* [QWEN3_LOGIT_ROWS, vocab] */
     qwen3_state **row_state; /* each row's sequence (the rest of the row plan: b.rows) */
@@ -38,7 +43,12 @@ struct qwen3_model {
     cpu_mat embed, lm_head;
     const float *final_norm;
     float *norms;    /* one block holding every fp32 norm vector */
-    float *inv_freq; /* RoPE, head_dim / 2 */
+    float *inv_freq; /* RoPE, head_dim / 2 (Gemma: the global layers') */
+    float *inv_freq_local; /* Gemma's sliding layers', or NULL */
+    float embed_scale;     /* cfg.embed_scale rounded to the embedding's dtype (0: none) */
+    float attn_scale;
+    char prefix[32]; /* of the decoder's tensor names: "model." (the multimodal
+                        layout's language model: "language_model.model.") */
     qwen3_workspace ws;
     qwen3_layer_hook layer_hook; /* NULL: off */
     void *layer_hook_user;

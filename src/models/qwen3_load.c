@@ -52,10 +52,17 @@ static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int 
     return hft_load_mat(m->b.weights, m->b.dir, name, rows, cols, out, err);
 }
 
-/* Norm weights are small: widen them to fp32 once, into *dst. */
+/* Norm weights are small: widen them to fp32 once, into *dst; Gemma's
+ * are stored as w and scale by 1 + w, added here once (in fp32, as HF's
+ * 1.0 + weight.float()). */
 static nc_status load_norm(const qwen3_model *m, const char *name, int n, float **dst,
                            const float **out, nc_error *err) {
-    return hft_load_vec(m->b.weights, m->b.dir, name, 1, (const int64_t[]){n}, dst, out, err);
+    float *first = *dst;
+    NC_TRY(hft_load_vec(m->b.weights, m->b.dir, name, 1, (const int64_t[]){n}, dst, out, err));
+    if (m->cfg.norm_plus_one)
+        for (int i = 0; i < n; i++)
+            first[i] = 1.0f + first[i];
+    return NC_OK;
 }
 
 static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *err) {
@@ -64,9 +71,19 @@ static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *e
     int d = c->hidden_size, qd = c->num_attention_heads * c->head_dim,
         kvd = c->num_key_value_heads * c->head_dim, ff = c->intermediate_size;
     char n[160];
-#define NAME(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), n)
+#define NAME(suffix) (snprintf(n, sizeof n, "%slayers.%d.%s", m->prefix, l, suffix), n)
     NC_TRY(load_norm(m, NAME("input_layernorm.weight"), d, norm_dst, &L->attn_norm, err));
-    NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
+    if (c->sandwich_norm) { /* Gemma: post_attention_layernorm follows the attention */
+        NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst,
+                         &L->post_attn_norm, err));
+        NC_TRY(
+            load_norm(m, NAME("pre_feedforward_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
+        NC_TRY(load_norm(m, NAME("post_feedforward_layernorm.weight"), d, norm_dst,
+                         &L->post_mlp_norm, err));
+    } else {
+        NC_TRY(
+            load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
+    }
     if (c->qk_norm) { /* Qwen3's; Llama has none (q_norm, k_norm stay NULL) */
         NC_TRY(
             load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
@@ -84,27 +101,67 @@ static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *e
     return NC_OK;
 }
 
+/* Where the decoder's tensors are: "model." ; in the hub's multimodal
+ * Gemma 3 checkpoints "language_model.model." (what transformers writes
+ * and the hub holds) or "model.language_model." (the module names). */
+static void find_prefix(qwen3_model *m) {
+    static const char *const multimodal[] = {"language_model.model.", "model.language_model."};
+    snprintf(m->prefix, sizeof m->prefix, "model.");
+    for (int i = 0; m->cfg.multimodal && i < 2; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%sembed_tokens.weight", multimodal[i]);
+        if (hf_weights_find(m->b.weights, name, NULL)) {
+            snprintf(m->prefix, sizeof m->prefix, "%s", multimodal[i]);
+            return;
+        }
+    }
+}
+
+/* HF multiplies the embedding by sqrt(hidden) cast to the weights' dtype:
+ * bf16 (or fp16) checkpoints round it there. Q8/Q4 copies were made from
+ * Gemma's bf16 release, so they round as bf16. */
+static float embed_scale_of(float scale, cpu_wtype t) {
+    if (!scale || t == CPU_W_F32) return scale;
+    if (t == CPU_W_F16) return nc_fp16_to_f32(nc_f32_to_fp16(scale));
+    return nc_bf16_to_f32(nc_f32_to_bf16(scale));
+}
+
 static nc_status load_weights(qwen3_model *m, nc_error *err) {
     const qwen3_config *c = &m->cfg;
     int nl = c->num_hidden_layers;
     m->layers = calloc((size_t)nl, sizeof *m->layers);
-    size_t n_norm = (size_t)nl * (2 * (size_t)c->hidden_size + 2 * (size_t)c->head_dim) +
-                    (size_t)c->hidden_size;
+    size_t per_layer =
+        (c->sandwich_norm ? 4 : 2) * (size_t)c->hidden_size + 2 * (size_t)c->head_dim;
+    size_t n_norm = (size_t)nl * per_layer + (size_t)c->hidden_size;
+    size_t half = (size_t)c->head_dim / 2;
     m->norms = nc_alloc_aligned(n_norm * sizeof(float));
-    m->inv_freq = nc_alloc_aligned((size_t)c->head_dim / 2 * sizeof(float));
-    if (!m->layers || !m->norms || !m->inv_freq)
+    m->inv_freq = nc_alloc_aligned(half * sizeof(float));
+    m->inv_freq_local = c->sliding_window ? nc_alloc_aligned(half * sizeof(float)) : NULL;
+    if (!m->layers || !m->norms || !m->inv_freq || (c->sliding_window && !m->inv_freq_local))
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", m->b.dir);
     cpu_rope_inv_freq(m->inv_freq, c->head_dim, c->rope_theta);
     rope_scaling_apply(m->inv_freq, c->head_dim / 2, &c->rope_scaling);
-    NC_TRY(load_mat(m, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, err));
+    if (m->inv_freq_local) cpu_rope_inv_freq(m->inv_freq_local, c->head_dim, c->rope_local_theta);
+    m->attn_scale =
+        1.0f / sqrtf(c->query_pre_attn_scalar > 0 ? c->query_pre_attn_scalar : (float)c->head_dim);
+    find_prefix(m);
+    char name[96];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", m->prefix);
+    NC_TRY(load_mat(m, name, c->vocab_size, c->hidden_size, &m->embed, err));
+    m->embed_scale = embed_scale_of(c->embed_scale, m->embed.type);
     float *dst = m->norms;
     for (int l = 0; l < nl; l++)
         NC_TRY(load_layer(m, l, &dst, err));
-    NC_TRY(load_norm(m, "model.norm.weight", c->hidden_size, &dst, &m->final_norm, err));
+    snprintf(name, sizeof name, "%snorm.weight", m->prefix);
+    NC_TRY(load_norm(m, name, c->hidden_size, &dst, &m->final_norm, err));
     /* lm_head.weight when stored (Qwen3-0.6B stores it although tied), else
      * the tied embedding. */
-    if (hf_weights_find(m->b.weights, "lm_head.weight", NULL) || !c->tie_word_embeddings)
-        return load_mat(m, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, err);
+    const char *head =
+        c->multimodal && hf_weights_find(m->b.weights, "language_model.lm_head.weight", NULL)
+            ? "language_model.lm_head.weight"
+            : "lm_head.weight";
+    if (hf_weights_find(m->b.weights, head, NULL) || !c->tie_word_embeddings)
+        return load_mat(m, head, c->vocab_size, c->hidden_size, &m->lm_head, err);
     m->lm_head = m->embed;
     return NC_OK;
 }
@@ -126,6 +183,14 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
     w->hb2 = nc_alloc_aligned(b * ff * sizeof(float));
     w->rope_cos = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
     w->rope_sin = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
+    if (c->sliding_window) {
+        w->rope_cos_local = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
+        w->rope_sin_local = nc_alloc_aligned(b * (size_t)c->head_dim / 2 * sizeof(float));
+        w->first_key = calloc(b, sizeof *w->first_key);
+        if (!w->rope_cos_local || !w->rope_sin_local || !w->first_key)
+            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace",
+                           m->b.dir);
+    }
     size_t group = (size_t)(c->num_attention_heads / c->num_key_value_heads);
     w->scores = nc_alloc_aligned((size_t)nc_pool_threads(m->b.pool) * CPU_ATTENTION_BLOCK * group *
                                  (size_t)c->max_position_embeddings * sizeof(float));
@@ -139,11 +204,24 @@ static nc_status workspace_new(qwen3_model *m, nc_error *err) {
 }
 
 static void workspace_free(qwen3_workspace *w) {
-    float *bufs[] = {w->x,  w->xb,  w->q,        w->k,        w->v,      w->att,
-                     w->hb, w->hb2, w->rope_cos, w->rope_sin, w->scores, w->logits};
+    float *bufs[] = {w->x,
+                     w->xb,
+                     w->q,
+                     w->k,
+                     w->v,
+                     w->att,
+                     w->hb,
+                     w->hb2,
+                     w->rope_cos,
+                     w->rope_sin,
+                     w->scores,
+                     w->logits,
+                     w->rope_cos_local,
+                     w->rope_sin_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
     free(w->row_state);
+    free(w->first_key);
 }
 
 /* dec_model_load's steps */
@@ -178,6 +256,7 @@ void qwen3_free(qwen3_model *m) {
     workspace_free(&m->ws);
     nc_free_aligned(m->norms);
     nc_free_aligned(m->inv_freq);
+    nc_free_aligned(m->inv_freq_local);
     free(m->layers);
     dec_model_free(&m->b);
     free(m);

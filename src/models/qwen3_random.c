@@ -1,7 +1,9 @@
-/* Random folders of the Qwen3 layout (model_random.h): Qwen3, and Llama
- * (no q/k norms; model_type "llama" and Llama 3's rope_scaling where the
- * preset has it). Matrices N(0, 0.02) (Irwin-Hall approximation), norms
- * 1 + N(0, 0.02); config.json through the one Qwen3 config writer
+/* Random folders of the Qwen3 layout (model_random.h): Qwen3, Llama (no
+ * q/k norms; model_type "llama" and Llama 3's rope_scaling where the
+ * preset has it) and Gemma 3 (model_type "gemma3_text", four norms a layer,
+ * its sliding window and two RoPE bases). Matrices N(0, 0.02) (Irwin-Hall
+ * approximation), norms 1 + N(0, 0.02) (Gemma's, stored as w, then scale
+ * by about 2); config.json through the one Qwen3 config writer
  * (qwen3_config.h) plus the fields transformers expects; weights in one
  * file up to 4 GB, else in shards with an index, as HF does. */
 #include <stdio.h>
@@ -36,6 +38,12 @@ static void plan_tensors(st_random_plan *p, const model_preset *s, st_dtype dt) 
             T("self_attn.k_norm.weight", s->head_dim, 0);
         }
         T("post_attention_layernorm.weight", d, 0);
+        if (s->family == MODEL_FAMILY_GEMMA3) {
+            T("self_attn.q_norm.weight", s->head_dim, 0);
+            T("self_attn.k_norm.weight", s->head_dim, 0);
+            T("pre_feedforward_layernorm.weight", d, 0);
+            T("post_feedforward_layernorm.weight", d, 0);
+        }
         T("mlp.gate_proj.weight", s->intermediate, d);
         T("mlp.up_proj.weight", s->intermediate, d);
         T("mlp.down_proj.weight", d, s->intermediate);
@@ -79,6 +87,28 @@ static void llama_fields(const model_preset *s, json_t *o) {
                             : json_null());
 }
 
+/* Gemma 3's fields, as google/gemma-3-1b-it's config.json spells them
+ * (transformers 5's layer_types beside the hub's pattern). */
+static void gemma3_fields(const model_preset *s, json_t *o) {
+    json_object_set_new(o, "model_type", json_string("gemma3_text"));
+    json_object_set_new(o, "architectures", json_pack("[s]", "Gemma3ForCausalLM"));
+    json_object_del(o, "hidden_act");
+    json_object_set_new(o, "hidden_activation", json_string("gelu_pytorch_tanh"));
+    json_object_set_new(o, "query_pre_attn_scalar", json_integer(s->head_dim));
+    json_object_set_new(o, "rope_local_base_freq", json_real(s->rope_theta_local));
+    json_object_set_new(o, "sliding_window", json_integer(s->sliding_window));
+    json_object_set_new(o, "sliding_window_pattern", json_integer(6));
+    json_t *types = json_array();
+    for (int l = 0; l < s->layers; l++)
+        json_array_append_new(types,
+                              json_string((l + 1) % 6 ? "sliding_attention" : "full_attention"));
+    json_object_set_new(o, "layer_types", types);
+    json_object_set_new(o, "final_logit_softcapping", json_null());
+    json_object_set_new(o, "attn_logit_softcapping", json_null());
+    json_object_set_new(o, "pad_token_id", json_integer(s->pad));
+    json_object_set_new(o, "use_bidirectional_attention", json_false());
+}
+
 static json_t *config_json(const model_preset *s, st_dtype dt) {
     qwen3_config c;
     preset_config(s, &c);
@@ -95,12 +125,13 @@ static json_t *config_json(const model_preset *s, st_dtype dt) {
     json_object_set_new(o, "torch_dtype", json_string(model_random_torch_dtype(dt)));
     json_object_set_new(o, "use_cache", json_true());
     json_object_set_new(o, "use_sliding_window", json_false());
-    if (s->family == MODEL_FAMILY_LLAMA) {
+    if (s->family != MODEL_FAMILY_QWEN3) {
         json_object_del(o, "max_window_layers");
         json_object_del(o, "sliding_window");
         json_object_del(o, "use_sliding_window");
-        llama_fields(s, o);
     }
+    if (s->family == MODEL_FAMILY_LLAMA) llama_fields(s, o);
+    if (s->family == MODEL_FAMILY_GEMMA3) gemma3_fields(s, o);
     return o;
 }
 

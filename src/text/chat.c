@@ -331,6 +331,7 @@ static nc_status render(const chat_message *msgs, size_t n, const chat_options *
     sbuf b = {0};
     nc_status st = f == CHAT_QWEN35   ? render_qwen35(&b, msgs, n, &o, tools, err)
                    : f == CHAT_LLAMA3 ? chat_render_llama3(&b, msgs, n, &o, tools, err)
+                   : f == CHAT_GEMMA3 ? chat_render_gemma3(&b, msgs, n, &o, tools, err)
                                       : render_qwen3(&b, msgs, n, &o, tools);
     put(&b, ""); /* so an empty result is still an allocated "" */
     if (st == NC_OK && b.oom) st = nc_fail(err, NC_ERR_NOMEM, "chat template: out of memory");
@@ -361,6 +362,7 @@ int chat_family_by_name(const char *name) {
     if (!strcmp(name, "qwen3")) return CHAT_QWEN3;
     if (!strcmp(name, "qwen3.5")) return CHAT_QWEN35;
     if (!strcmp(name, "llama3")) return CHAT_LLAMA3;
+    if (!strcmp(name, "gemma3")) return CHAT_GEMMA3;
     return -1;
 }
 

@@ -1,9 +1,10 @@
-/* The Qwen3, Qwen3.5 and Llama 3 chat templates, rendered natively in C
+/* The Qwen3, Qwen3.5, Llama 3 and Gemma 3 chat templates, rendered natively in C
  * (no Jinja engine): the same bytes as transformers' apply_chat_template(...,
  * tokenize=False) with the official templates, for system/user/assistant/
  * tool messages, tool definitions and assistant tool calls (Qwen3 writes a
  * call as JSON, Qwen3.5 as <function=...><parameter=...> XML; Llama 3's is
- * rendered without tools, chat_llama3.c). */
+ * rendered without tools, chat_llama3.c; Gemma 3's has none,
+ * chat_gemma3.c). */
 #ifndef NC_TEXT_CHAT_H
 #define NC_TEXT_CHAT_H
 
@@ -66,18 +67,19 @@ nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_opti
 typedef enum chat_family {
     CHAT_QWEN3,  /* Qwen3: JSON calls in <tool_call> */
     CHAT_QWEN35, /* Qwen3.5 (and Qwen3.6, the same model type): XML calls */
-    CHAT_LLAMA3  /* Llama 3.1/3.2's template without tools (chat_llama3.c) */
+    CHAT_LLAMA3, /* Llama 3.1/3.2's template without tools (chat_llama3.c) */
+    CHAT_GEMMA3  /* Gemma 3's template, which has no tools (chat_gemma3.c) */
 } chat_family;
 
 /* The template a model uses is its family's (models/family.h: an engine's
  * e->family->chat). */
 
-/* The family a template name names ("qwen3", "qwen3.5", "llama3"); -1 if
+/* The family a template name names ("qwen3", "qwen3.5", "llama3", "gemma3"); -1 if
  * unknown. */
 int chat_family_by_name(const char *name);
 
-/* chat_render_tools, chat_render_qwen35 or Llama 3's template, by family
- * (Llama 3's refuses tools). */
+/* chat_render_tools, chat_render_qwen35, Llama 3's or Gemma 3's template,
+ * by family (Llama 3's and Gemma 3's refuse tools). */
 nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
                              const chat_options *opt, const chat_tools *tools, char **out,
                              nc_error *err);

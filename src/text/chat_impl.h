@@ -1,4 +1,4 @@
-/* Inside the chat templates: what the renderers (chat.c, chat_llama3.c)
+/* Inside the chat templates: what the renderers (chat.c, chat_llama3.c, chat_gemma3.c)
  * write with (a growing output buffer that remembers running out of
  * memory, checked once at the end; views of parts of strings for the
  * Python str methods the templates use) and the renderers chat.c
@@ -33,6 +33,9 @@ view trim(view v);
 
 /* Llama 3's template (chat_llama3.c); msgs[0..n) have roles, n > 0. */
 nc_status chat_render_llama3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
+                             const chat_tools *tools, nc_error *err);
+/* Gemma 3's template (chat_gemma3.c); the same contract. */
+nc_status chat_render_gemma3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
                              const chat_tools *tools, nc_error *err);
 
 #endif

@@ -107,6 +107,7 @@ static const struct {
     {"qwen3", FIXTURE},
     {"qwen35", "tests/fixtures/qwen35/tiny_text_untied"},
     {"llama", "tests/fixtures/llama/tiny_llama3"},
+    {"gemma3", "tests/fixtures/gemma3/tiny_gemma3_text"},
     {"modernbert", "tests/fixtures/modernbert/mb_base"},
 };
 

@@ -190,6 +190,24 @@ static void test_llama_tied_bf16_logits_and_greedy_match_hf(void) {
     check_fixture("llama/tiny_smollm_tied_bf16");
 }
 
+/* Gemma 3: sliding layers (windows 4, 5, 3, shorter than the 24-token
+ * prompt and the greedy run) mixed with global ones, two RoPE bases
+ * (linear scaling on the global one in the first), q/k norms, 1 + w
+ * norms, four norms a layer, GELU-tanh, the scaled embedding (rounded to
+ * bf16 in the bf16 one), query_pre_attn_scalar, the final softcap (the
+ * first); the text layout in the hub's 4.x and transformers 5's spellings,
+ * and the multimodal layout (text_config, the language model's weights
+ * beside a vision tower). */
+static void test_gemma3_text_logits_and_greedy_match_hf(void) {
+    check_fixture("gemma3/tiny_gemma3_text");
+}
+static void test_gemma3_text_bf16_logits_and_greedy_match_hf(void) {
+    check_fixture("gemma3/tiny_gemma3_text_bf16");
+}
+static void test_gemma3_multimodal_layout_logits_and_greedy_match_hf(void) {
+    check_fixture("gemma3/tiny_gemma3_mm");
+}
+
 static double cosine(const float *a, const float *b, int n) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < n; i++)
@@ -205,12 +223,13 @@ static double cosine(const float *a, const float *b, int n) {
  * (the cosine to HF's, lowest over every prompt position). */
 #define COS_Q8 0.995 /* measured 0.9984 */
 #define COS_Q4 0.75 /* measured 0.817; a wrong tensor gives about 0 */
-static void test_llama_q8_and_q4_follow_hf(void) {
+static void quantized_follow_hf(const char *name, const char *out_q8, const char *out_q4,
+                                double cos_q8, double cos_q4) {
     fixture f;
     nc_error err;
-    if (fixture_load("llama/tiny_llama3", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load(name, &f, &err) != 0) SKIP("%s", err.msg);
     static const cpu_wtype types[2] = {CPU_W_Q8, CPU_W_Q4};
-    static const char *const outs[2] = {"build/test_llama_q8", "build/test_llama_q4"};
+    const char *const outs[2] = {out_q8, out_q4};
     double worst[2] = {0, 0}, cos_min[2] = {1, 1};
     int agree[2] = {0, 0}, total = 0, ok = 1;
     for (int t = 0; t < 2 && ok; t++) {
@@ -239,21 +258,37 @@ static void test_llama_q8_and_q4_follow_hf(void) {
         }
         qwen3_free(m);
     }
-    printf("  tiny_llama3 vs HF fp32 (%d positions): q8 max abs logit error %.3g, top-1 %d, "
+    printf("  %s vs HF fp32 (%d positions): q8 max abs logit error %.3g, top-1 %d, "
            "lowest cosine %.5f; q4 %.3g, %d, %.5f\n",
-           total, worst[0], agree[0], cos_min[0], worst[1], agree[1], cos_min[1]);
+           name, total, worst[0], agree[0], cos_min[0], worst[1], agree[1], cos_min[1]);
     fixture_free(&f);
     CHECKF(ok, "%s", err.msg);
-    CHECK(cos_min[0] >= COS_Q8 && agree[0] >= total * 8 / 10);
-    CHECK(cos_min[1] >= COS_Q4);
+    CHECK(cos_min[0] >= cos_q8 && agree[0] >= total * 8 / 10);
+    CHECK(cos_min[1] >= cos_q4);
+}
+
+static void test_llama_q8_and_q4_follow_hf(void) {
+    quantized_follow_hf("llama/tiny_llama3", "build/test_llama_q8", "build/test_llama_q4", COS_Q8,
+                        COS_Q4);
+}
+
+/* The same for Gemma 3 (its untied text fixture, hidden 32: one int8
+ * block per activation row, and the final softcap): the quantizer's copy
+ * keeps the norms (stored as w) and the embedding scale is taken as
+ * bf16's. */
+#define COS_Q8_GEMMA3 0.99 /* measured 0.99296, top-1 30 of 32 */
+#define COS_Q4_GEMMA3 0.75 /* measured 0.78156 */
+static void test_gemma3_q8_and_q4_follow_hf(void) {
+    quantized_follow_hf("gemma3/tiny_gemma3_text", "build/test_gemma3_q8", "build/test_gemma3_q4",
+                        COS_Q8_GEMMA3, COS_Q4_GEMMA3);
 }
 
 /* The longest prompt one token at a time, then split in two batches, then
  * truncated back and recomputed: every position's logits still match HF. */
-static void test_incremental_split_and_truncate_match_hf(void) {
+static void incremental_split_and_truncate_match_hf(const char *name) {
     fixture f;
     nc_error err;
-    if (fixture_load("qwen3/tiny_gqa2", &f, &err) != 0) SKIP("%s", err.msg);
+    if (fixture_load(name, &f, &err) != 0) SKIP("%s", err.msg);
     prompt_ref *r = &f.p[0];
     for (int i = 1; i < f.n_prompts; i++)
         if (f.p[i].n_ids > r->n_ids) r = &f.p[i];
@@ -286,6 +321,17 @@ static void test_incremental_split_and_truncate_match_hf(void) {
     fixture_free(&f);
     CHECK(pos_after == T && pos_trunc == k + 1);
     CHECK(worst_step <= TOL_F32 && worst_split <= TOL_F32 && worst_trunc <= TOL_F32);
+}
+
+static void test_incremental_split_and_truncate_match_hf(void) {
+    incremental_split_and_truncate_match_hf("qwen3/tiny_gqa2");
+}
+
+/* Gemma 3's sliding windows across calls: one token at a time (each step's
+ * window reaching back into the cache), a split inside the 24-token
+ * prompt, a truncation past the window. */
+static void test_gemma3_incremental_split_and_truncate_match_hf(void) {
+    incremental_split_and_truncate_match_hf("gemma3/tiny_gemma3_text");
 }
 
 /* Prompts longer than one internal batch go in chunks (here of 16 rows);
@@ -417,7 +463,12 @@ int main(void) {
     RUN(test_llama3_scaled_rope_logits_and_greedy_match_hf);
     RUN(test_llama_tied_bf16_logits_and_greedy_match_hf);
     RUN(test_llama_q8_and_q4_follow_hf);
+    RUN(test_gemma3_text_logits_and_greedy_match_hf);
+    RUN(test_gemma3_text_bf16_logits_and_greedy_match_hf);
+    RUN(test_gemma3_multimodal_layout_logits_and_greedy_match_hf);
+    RUN(test_gemma3_q8_and_q4_follow_hf);
     RUN(test_incremental_split_and_truncate_match_hf);
+    RUN(test_gemma3_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
     RUN(test_batch_of_sequences_matches_hf);
     RUN(test_context_overflow_and_bad_token_are_clear_errors);

@@ -36,6 +36,9 @@ static const struct {
     [MODEL_FAMILY_LLAMA] = {{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"},
                             4,
                             0},
+    /* and a random Gemma 3 folder too (docs/gemma3.md) */
+    [MODEL_FAMILY_GEMMA3] =
+        {{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"}, 4, 0},
 };
 
 static int copy_tokenizer(const char *tok_dir, const char *out, model_family f) {
