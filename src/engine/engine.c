@@ -34,6 +34,10 @@ static const engine_row rows[] = {
     {"llama-mil", "llama", "mil", engine_open_qwen3_mil, 1},
     {"llama-ane", "llama", "ane", engine_open_qwen3_ane, 1},
     {"gemma3-cpu", "gemma3", "cpu", engine_open_decoder_cpu, 1},
+    /* Gemma 3's bundles: Qwen3's kernels with its norms, GELU, softcap and
+     * sliding layers' windows (docs/lowering.md, "Other families") */
+    {"gemma3-mil", "gemma3", "mil", engine_open_qwen3_mil, 1},
+    {"gemma3-ane", "gemma3", "ane", engine_open_qwen3_ane, 1},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},

@@ -9,7 +9,6 @@
 #include "lower/bundle_io.h"
 #include "lower/palettize_manifest.h"
 #include "models/family.h"
-#include "models/llama_config.h"
 #include "models/qwen3_config.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
@@ -51,10 +50,11 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     const qwen3_config *c = &m->cfg;
     json_t *root = json_object();
     lower_json_set_header(root);
-    /* a config without q/k norms is Llama's: its type and RoPE scaling
-     * travel with it, and its family's reader takes it back */
+    /* Llama's and Gemma's configs as their own config.json objects (type,
+     * RoPE scaling, ...), which their families' readers take back */
+    const model_family_row *fam = m->family;
     json_object_set_new(root, "model",
-                        c->qk_norm ? qwen3_config_to_json(c) : llama_config_to_json(c));
+                        fam && fam->write_config ? fam->write_config(c) : qwen3_config_to_json(c));
     json_t *tok = json_object();
     json_object_set_new(tok, "file", json_string("tokenizer.json"));
     json_object_set_new(tok, "config", json_string("tokenizer_config.json"));

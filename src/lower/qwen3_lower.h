@@ -50,6 +50,10 @@ typedef struct lower_layer_weights {
      * output gate, [H * hd, D, 1, 1]; data NULL for Qwen3. When set, qkv
      * also outputs `gate` and attn multiplies by sigmoid(gate) before o_proj. */
     lower_weight out_gate;
+    /* Gemma 3's sandwich norms, [1, D, 1, 1]: the attention output and the
+     * MLP output are RMSNormed before their residual adds; data NULL for
+     * the others */
+    lower_weight post_attn_norm, post_mlp_norm;
 } lower_layer_weights;
 
 /* Fills every weight's rank and dims from the config (data left as is). */
@@ -123,7 +127,19 @@ typedef struct lower_plan {
     int kernels_per_layer;       /* 4: qkv, kv, attn, mlp (0 = 4); 3: qkv, kvattn, mlp;
                                     2: qkva, mlp; 1: layer (lower_qwen3_layer_program) */
     lower_forms forms;
+    /* a sliding-window layer (Gemma 3): its host inputs are rope_cos_local,
+     * rope_sin_local, attn_mask_local and kv_write_local, and ctx is its
+     * window's length (lower_qwen3_window) */
+    int local;
 } lower_plan;
+
+/* The KV length of a sliding-window layer: slot p mod W holds position p,
+ * so W is a multiple of every bucket (the column rule places the token of
+ * position p in column p mod S of each), and a chunk of up to s_max tokens
+ * never overwrites a key its own earliest token still sees: W >=
+ * sliding_window + s_max - 1, rounded up to a multiple of s_max; ctx when
+ * that is not shorter (docs/lowering.md, "Other families"). */
+int lower_qwen3_window(const qwen3_config *c, int ctx, int s_max);
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is
  * written; the caller prints dir/model.mil). rope is the shared rotate-half
