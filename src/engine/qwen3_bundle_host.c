@@ -255,7 +255,7 @@ int qb_seq_pos(const engine *e, const engine_seq *s) {
 void qb_seq_init(qb_seq *s, const qb_host *h) {
     s->pos = 0;
     s->windowed = h->W > 0;
-    s->keep_span = h->W - h->man.cfg.sliding_window;
+    s->keep_span = h->W - h->man.cfg.sliding_window + 1;
 }
 
 int qb_seq_truncate(engine *e, engine_seq *s, int n_keep) {

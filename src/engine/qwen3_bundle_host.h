@@ -65,8 +65,9 @@ nc_status qb_host_check(const qb_host *h, const int32_t *tokens, int n, int pos,
 typedef struct qb_seq {
     int pos;
     /* with sliding-window layers (windowed, qb_seq_init): how far back a
-     * truncation keeps the cache (W - sliding_window: the keys the next
-     * token needs were not overwritten); a deeper one drops it all */
+     * truncation keeps the cache (W - sliding_window + 1: no key a later
+     * token sees was overwritten by a dropped one); a deeper one drops it
+     * all */
     int windowed, keep_span;
 } qb_seq;
 

@@ -419,6 +419,54 @@ static void test_mil_backend_matches_hf_and_cpu(void) {
     }
 }
 
+/* Gemma 3's sliding layers keep a 64-slot window (one 32-wide bucket): a
+ * truncation by up to W - sliding_window + 1 tokens keeps the cache and
+ * recomputing the dropped tokens gives the cpu backend's logits; a deeper
+ * one keeps nothing (the engine says so), and the recomputed prefix gives
+ * them too. */
+static void test_sliding_window_truncation(void) {
+    int i = 0;
+    while (i < N_FIX && !strstr(fixtures[i].dir, "tiny_gemma3_text"))
+        i++;
+    CHECK(i < N_FIX && compile_fixture(i));
+    if (i == N_FIX || !bundles[i][0]) return;
+    nc_error err = {0};
+    engine *ec = NULL, *em = NULL;
+    engine_seq *cs = NULL, *ms = NULL;
+    engine_options eo = {.n_threads = 2};
+    CHECK_OK(engine_open("gemma3-cpu", fixtures[i].dir, &eo, &ec, &err), &err);
+    CHECK_OK(engine_open("gemma3-mil", bundles[i], &eo, &em, &err), &err);
+    if (ec) CHECK_OK(engine_seq_new(ec, fixtures[i].ctx, &cs, &err), &err);
+    if (em) CHECK_OK(engine_seq_new(em, 0, &ms, &err), &err);
+    if (cs && ms) {
+        int V = ec->n_vocab, n = 100;
+        int32_t toks[100];
+        for (int k = 0; k < n; k++)
+            toks[k] = (int32_t)((k * 37 + 11) % V);
+        float *lc = malloc((size_t)V * sizeof *lc), *lm = malloc((size_t)V * sizeof *lm);
+        /* sliding_window 4: 64 - 4 + 1 = 61 tokens back keep the cache, 62 do not */
+        const int back[] = {61, 62};
+        for (int b = 0; b < 2; b++) {
+            CHECK_OK(engine_forward(em, ms, toks, n, lm, &err), &err);
+            int kept = engine_seq_truncate(em, ms, n - back[b]);
+            CHECKF(kept == (b ? 0 : n - back[b]), "truncate by %d: kept %d", back[b], kept);
+            engine_seq_truncate(ec, cs, 0);
+            CHECK_OK(engine_forward(ec, cs, toks, n, lc, &err), &err);
+            CHECK_OK(engine_forward(em, ms, toks + kept, n - kept, lm, &err), &err);
+            double ref, e = max_abs_err(lm, lc, V, &ref);
+            CHECKF(e <= LOGIT_MAX_REL * ref && argmax(lm, V) == argmax(lc, V),
+                   "truncate by %d then recompute: logits differ by %.4f", back[b], e);
+            engine_seq_truncate(em, ms, 0);
+        }
+        free(lc);
+        free(lm);
+    }
+    if (ec) engine_seq_free(ec, cs);
+    if (em) engine_seq_free(em, ms);
+    engine_close(ec);
+    engine_close(em);
+}
+
 /* A failed compile leaves no bundle; the manifest names the checkpoint
  * tensors still needed. */
 static void test_compile_errors_leave_nothing(void) {
@@ -458,6 +506,7 @@ int main(void) {
     RUN(test_ctx_limit_of_uint16_indices);
     RUN(test_programs_pass_ane_rules_and_round_trip);
     RUN(test_mil_backend_matches_hf_and_cpu);
+    RUN(test_sliding_window_truncation);
     RUN(test_compile_errors_leave_nothing);
     if (tmp_root[0]) lower_remove_tree(tmp_root);
     return nc_test_exit_code();
