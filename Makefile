@@ -233,17 +233,22 @@ $(SHLIB): $(OBJ)
 	@ln -sf $(SHLIB_NAME) $(BUILD)/$(SHLIB_LINK)
 
 # nectar.pc is written at install time: it names the PREFIX given then.
+# libmicrohttpd's TLS stack (gnutls, libidn2) needs libunistring in a static
+# link, and not every distribution's .pc files say so (libunistring-dev:
+# scripts/install-deps.sh).
+PC_LIBS_PRIVATE := $(if $(shell pkg-config --static --libs libmicrohttpd 2>/dev/null | grep -e -lgnutls -e -lidn2),-lunistring)
 NC_PC = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: nectar' \
     'Description: transformers in C: Qwen3 and ModernBERT on the CPU, lowered to Apple Neural Engine programs' \
     'Version: $(NC_VERSION)' 'Requires.private: $(PKGS)' \
     'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lnectar' \
-    'Libs.private: -lm -lpthread' 'Cflags: -I$${includedir}'
+    'Libs.private: -lm -lpthread $(PC_LIBS_PRIVATE)' 'Cflags: -I$${includedir}'
 
 shared: $(SHLIB)
 
 install: $(NECTAR) $(LIB) $(SHLIB)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
-	    $(DESTDIR)$(DATADIR)/qwen3-tokenizer
+	    $(DESTDIR)$(DATADIR)/qwen3-tokenizer $(DESTDIR)$(DATADIR)/small-tokenizer \
+	    $(DESTDIR)$(DATADIR)/encoder-tokenizer
 	install -m 755 $(NECTAR) $(DESTDIR)$(BINDIR)/nectar
 	install -m 644 include/nectar.h $(DESTDIR)$(INCLUDEDIR)/nectar.h
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libnectar.a
@@ -251,6 +256,8 @@ install: $(NECTAR) $(LIB) $(SHLIB)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SHLIB_LINK)
 	printf '%s\n' $(NC_PC) >$(DESTDIR)$(LIBDIR)/pkgconfig/nectar.pc
 	install -m 644 tests/fixtures/qwen3-tokenizer/* $(DESTDIR)$(DATADIR)/qwen3-tokenizer/
+	install -m 644 tests/fixtures/small-tokenizer/* $(DESTDIR)$(DATADIR)/small-tokenizer/
+	install -m 644 tests/fixtures/encoder-tokenizer/* $(DESTDIR)$(DATADIR)/encoder-tokenizer/
 	@sh scripts/pc-hint.sh '$(DESTDIR)' '$(LIBDIR)/pkgconfig'
 
 uninstall:

@@ -57,14 +57,14 @@ extern "C" {
 /* ---- Version ------------------------------------------------------------ */
 
 #define NECTAR_VERSION_MAJOR 0
-#define NECTAR_VERSION_MINOR 2
+#define NECTAR_VERSION_MINOR 3
 #define NECTAR_VERSION_PATCH 0
-#define NECTAR_VERSION "0.2.0"
+#define NECTAR_VERSION "0.3.0"
 /* major * 10000 + minor * 100 + patch: compare with >= */
 #define NECTAR_VERSION_NUMBER                                                                      \
     (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
 
-/* The version of the library actually linked ("0.2.0"), and its number; a
+/* The version of the library actually linked ("0.3.0"), and its number; a
  * program built against this header can compare them with the macros. */
 NC_API const char *nc_version(void);
 NC_API int nc_version_number(void);
@@ -172,7 +172,13 @@ typedef enum nc_model_kind {
  * folder: the context of new sequences, default 4096; a bundle's is fixed
  * when compiled), "kv=f16|f32" (decoder KV cache precision, default f32),
  * "ane_device=real|fake". The model type comes from config.json
- * (qwen3: a decoder; modernbert: an encoder). */
+ * (qwen3: a decoder; modernbert: an encoder).
+ * A path that does not exist and reads "ORG/NAME" or "ORG/NAME@REV" is a
+ * Hugging Face model id, opened from the hub cache as transformers finds it
+ * offline (models--ORG--NAME/snapshots/<refs/main>): the cache folder is
+ * option "hf_cache=DIR", else the one huggingface_hub computes from
+ * HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME. Nothing is downloaded: a
+ * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command. */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
@@ -299,6 +305,83 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
                                     int max_tokens, const nc_sampling *sampling,
                                     nc_token_callback cb, void *user, nc_finish *finish,
                                     nc_error *err);
+
+/* ---- Tools, structured output and logprobs (decoders) ------------------- */
+
+/* The parts of an OpenAI chat request beyond its messages and sampling, as
+ * `nectar serve` reads and runs them (the same code): tools, tool_choice
+ * and response_format. One request serves one generation at a time. */
+typedef struct nc_chat_request nc_chat_request;
+
+/* request_json: a JSON object with optional "tools", "tool_choice" and
+ * "response_format" in OpenAI's shape (other fields are ignored), checked
+ * as the server checks them: a bad field is NC_ERR_INVALID naming it
+ * ("'tools[0].function.name' must be ..."), and so is a schema the
+ * sampler cannot enforce. A forced tool call (tool_choice "required" or a
+ * function) and response_format json_object / json_schema constrain the
+ * tokens sampled (nc_sequence_constrain). */
+NC_API nc_status nc_chat_request_new(const nc_model *m, const char *request_json,
+                                     nc_chat_request **out, nc_error *err);
+NC_API void nc_chat_request_free(nc_chat_request *r);
+
+/* 1 when its output is constrained (then render with thinking off, as the
+ * server does: nc_chat_request_render does); 1 when tool calls are parsed
+ * from its output (tools given and tool_choice not "none"). */
+NC_API int nc_chat_request_is_constrained(const nc_chat_request *r);
+NC_API int nc_chat_request_uses_tools(const nc_chat_request *r);
+
+/* nc_chat_apply_template with the request's tools in the system prompt
+ * and, per message, the calls an assistant made: tool_calls (may be NULL)
+ * holds for each message NULL or the JSON text of its OpenAI "tool_calls"
+ * array ([{"function": {"name", "arguments"}}], arguments a JSON string or
+ * an object). */
+NC_API nc_status nc_chat_request_render(const nc_chat_request *r, const nc_chat_message *msgs,
+                                        size_t n_msgs, const char *const *tool_calls,
+                                        unsigned flags, char **out, nc_error *err);
+
+/* Tool calls in generated content (after any think block): text[0..len)
+ * is all the content so far; what is new since the last call comes back:
+ * *content the text to show (NUL-terminated; the call tags never appear)
+ * and *calls a JSON array of OpenAI tool_calls entries {"id", "type":
+ * "function", "function": {"name", "arguments": JSON text}} ("[]" when
+ * none); nc_free both. Text that may start a call is held back until
+ * is_final (the output is complete). nc_chat_request_restart starts over. */
+NC_API nc_status nc_chat_request_scan(nc_chat_request *r, const char *text, size_t len,
+                                      int is_final, char **content, char **calls, nc_error *err);
+
+/* Back to the start (the scan and the constraint), for another generation. */
+NC_API void nc_chat_request_restart(nc_chat_request *r);
+
+/* The nc_generate calls on s that follow sample under r's constraint
+ * (restarted at each call; none when r asks for nothing constrained); r
+ * must outlive them. NULL removes it. */
+NC_API nc_status nc_sequence_constrain(nc_sequence *s, nc_chat_request *r, nc_error *err);
+
+/* Log-probabilities of generated tokens, as OpenAI's "logprobs": after
+ * nc_sequence_set_logprobs(s, k) with k in 0..20 (-1: off, the default),
+ * the nc_generate calls on s record, for each token they generate (an
+ * end-of-sequence one excluded), log p of the chosen token and the k most
+ * likely ones, from the logits row it was drawn from (the model's, before
+ * temperature and the other filters; a constrained row's refused tokens
+ * have none). */
+typedef struct nc_logprob {
+    int32_t token;
+    float logprob;
+} nc_logprob;
+NC_API nc_status nc_sequence_set_logprobs(nc_sequence *s, int k, nc_error *err);
+
+/* Token i (0-based) of the current or last nc_generate on s: the chosen
+ * one into *chosen, up to max_top alternatives (most likely first) into
+ * top. Returns the number of alternatives written, or -1 when there is no
+ * token i or logprobs are off. May be called from the token callback, for
+ * the token it delivers and those before. */
+NC_API int nc_sequence_logprob(const nc_sequence *s, size_t i, nc_logprob *chosen, nc_logprob *top,
+                               int max_top);
+
+/* A token's bytes as the vocabulary holds them (not NUL-terminated; a
+ * piece of a UTF-8 character for byte-level tokens): OpenAI's logprobs
+ * "bytes". NULL for an unknown id. */
+NC_API const char *nc_token_bytes(const nc_tokenizer *t, int32_t id, size_t *len);
 
 /* ---- Encoders ----------------------------------------------------------- */
 

@@ -77,6 +77,10 @@ need pcre2 "pkg-config --exists libpcre2-8" libpcre2-dev pcre2
 need utf8proc "pkg-config --exists libutf8proc" libutf8proc-dev utf8proc
 need jansson "pkg-config --exists jansson" libjansson-dev jansson
 need libmicrohttpd "pkg-config --exists libmicrohttpd" libmicrohttpd-dev libmicrohttpd
+# a static link (pkg-config --static --libs nectar) of libmicrohttpd's TLS
+# stack needs libunistring, whose -dev package nothing else pulls in
+need libunistring "printf 'int main(void){return 0;}' | cc -x c - -lunistring -o /dev/null" \
+    libunistring-dev libunistring
 if [ $TEST = 1 ]; then
     need clang "command -v clang" clang -
     need jq "command -v jq" jq jq

@@ -47,6 +47,12 @@ extern int nc_test_n_pass, nc_test_n_fail, nc_test_n_skip;
         }                                                                                          \
     } while (0)
 
+/* The larger of a running worst error and a new one, where a NaN error is
+ * the worst of all: fmax() would drop it and let a NaN output pass. */
+static inline double nc_worse(double worst, double err) {
+    return isnan(err) || isnan(worst) ? INFINITY : (err > worst ? err : worst);
+}
+
 #define CHECK_NEAR(a, b, tol)                                                                      \
     do {                                                                                           \
         double a_ = (a), b_ = (b);                                                                 \

@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
         js_graph g;
         if ((mode == 0 ? js_compile(schema, "schema", &g, &err) : js_any_object(&g, &err)) != NC_OK)
             return 1;
-        jm_grammar gr = {&g, "", "", 0, 0};
+        jm_grammar gr = {&g, "", "", 0, 0, 0};
         double mask_wall = 0, mask_cpu = 0;
         long steps = 0;
         for (int walk = 0; walk < 4; walk++) {

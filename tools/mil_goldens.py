@@ -318,6 +318,35 @@ def unary_cases():
              lambda x: np.exp(x))
 
 
+def unary_rest_cases():
+    """The unary ops the first set left without a golden. Fixed inputs (no
+    rng draw), so adding them changes no other case."""
+    wide = f16(list(np.linspace(-12, 12, 25)) + [np.inf, -np.inf, np.nan, -0.0, F16_SUB, 1e-3,
+                                                 -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5])
+    refs = {
+        "exp2": np.exp2, "sin": np.sin, "cos": np.cos, "sign": np.sign, "ceil": np.ceil,
+        "floor": np.floor, "round": np.round,   # numpy rounds halves to even
+        "relu6": lambda v: np.where(np.isnan(v), v, np.minimum(np.maximum(v, 0), 6)),
+        "softplus": lambda v: np.log1p(np.exp(v)),
+    }
+    for op, fn in refs.items():
+        add_case(op, op, {"x": In(wide)}, lambda x, fn=fn: fn(x))
+    pos = f16([0, F16_SUB, 1e-6, 2e-5, 0.25, 1, 2, 3, 1000, F16_MAX, np.inf, -1, np.nan])
+    add_case("log_eps", "log", {"x": In(pos), "epsilon": scal(1e-3, "fp16")},
+             lambda x, epsilon: np.log(x + epsilon))
+    add_case("log_default_eps", "log", {"x": In(f16([1e-4, 0.25, 1, 4, 100, 60000]))},
+             lambda x: np.log(x + 1e-45))
+    add_case("inverse_eps", "inverse", {"x": In(f16([-4, -0.5, 0.25, 1, 3, 1000])),
+                                        "epsilon": scal(0.5, "fp16")},
+             lambda x, epsilon: 1 / (x + epsilon))
+    add_case("inverse_default_eps", "inverse", {"x": In(f16([-4, -0.5, 0.25, 1, 3, 1000]))},
+             lambda x: 1 / (x + 1e-4))
+    add_case("leaky_relu", "leaky_relu", {"x": In(wide), "alpha": scal(0.2, "fp16")},
+             lambda x, alpha: np.where(x >= 0, x, alpha * x))
+    add_case("leaky_relu_default_alpha", "leaky_relu", {"x": In(wide)},
+             lambda x: np.where(x >= 0, x, 0.01 * x))
+
+
 # reductions, softmax, layer_norm ---------------------------------------------
 
 def reduce_cases():
@@ -973,6 +1002,7 @@ def main():
     quantize_cases()
     stateful_cases()
     palettized_cases()
+    unary_rest_cases()
     n = write_all()
     attention_golden()
     rmsnorm_programs()

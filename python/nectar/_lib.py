@@ -11,7 +11,7 @@ import os
 import sys
 
 MAJOR = 0  # NECTAR_VERSION_MAJOR this package is written for
-MIN_NUMBER = 200  # and the oldest it runs on: 0.2.0, nc_chat_apply_template takes the model
+MIN_NUMBER = 300  # and the oldest it runs on: 0.3.0, nc_chat_request and logprobs
 
 
 class NcError(ctypes.Structure):
@@ -26,6 +26,10 @@ class NcChatMessage(ctypes.Structure):
 class NcEmbedOptions(ctypes.Structure):
     _fields_ = [("normalize", ctypes.c_int), ("batch_size", ctypes.c_int),
                 ("prompt_name", ctypes.c_char_p), ("prompt", ctypes.c_char_p)]
+
+
+class NcLogprob(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("logprob", ctypes.c_float)]
 
 
 # int (*)(void *user, int32_t token, const char *text, size_t len)
@@ -78,6 +82,22 @@ _SIGNATURES = {
     "nc_fill_mask": (_st, [_p, _s, _i, _i32p, _fp, _i, ctypes.POINTER(_i), _err]),
     "nc_classify": (_st, [_p, _s, _fp, _sz, _err]),
     "nc_compile": (_st, [_s, _s, ctypes.POINTER(_s), _err]),
+    # tools, structured output and logprobs (0.3.0)
+    "nc_chat_request_new": (_st, [_p, _s, ctypes.POINTER(_p), _err]),
+    "nc_chat_request_free": (None, [_p]),
+    "nc_chat_request_is_constrained": (_i, [_p]),
+    "nc_chat_request_uses_tools": (_i, [_p]),
+    "nc_chat_request_render": (_st, [_p, ctypes.POINTER(NcChatMessage), _sz, ctypes.POINTER(_s),
+                                     ctypes.c_uint, ctypes.POINTER(_p), _err]),
+    "nc_chat_request_scan": (_st, [_p, _p, _sz, _i, ctypes.POINTER(_p), ctypes.POINTER(_p),
+                                   _err]),
+    "nc_chat_request_restart": (None, [_p]),
+    "nc_sequence_constrain": (_st, [_p, _p, _err]),
+    "nc_sequence_set_logprobs": (_st, [_p, _i, _err]),
+    "nc_sequence_logprob": (_i, [_p, _sz, ctypes.POINTER(NcLogprob), ctypes.POINTER(NcLogprob),
+                                 _i]),
+    "nc_token_bytes": (_p, [_p, ctypes.c_int32, ctypes.POINTER(_sz)]),
+    "nc_sequence_stat": (ctypes.c_double, [_p, _i]),
 }
 
 

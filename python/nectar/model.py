@@ -13,6 +13,7 @@ import queue
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
+from ._chat import logprob_entry
 from ._lib import LIB, TOKEN_CALLBACK, NcChatMessage, NcEmbedOptions, NcError
 from ._openai import OpenAIMixin
 
@@ -213,22 +214,40 @@ class Model(OpenAIMixin):
 
     # ---- generation (decoders) -----------------------------------------
 
-    def _generate(self, ids, max_tokens, sampling, on_piece):
+    def _sequence(self):
+        """The model's sequence, made at first use (call with the lock held)."""
+        if self._seq is None:
+            seq = ctypes.c_void_p()
+            err = NcError()
+            _check(LIB.nc_sequence_new(self._h, 0, ctypes.byref(seq), ctypes.byref(err)), err)
+            self._seq = seq
+        return self._seq
+
+    def context_size(self) -> int:
+        """Tokens the model's sequence holds: prompt and output together."""
+        with self._lock:
+            return LIB.nc_sequence_context(self._sequence())
+
+    def _generate(self, ids, max_tokens, sampling, on_piece, request=None, top_logprobs=None,
+                  on_logprob=None):
         """nc_generate_tokens on the model's sequence; on_piece(bytes) gets
-        each piece of final text and returns True to cancel."""
+        each piece of final text and returns True to cancel. request: a
+        _chat.ChatRequest whose constraint applies; top_logprobs (0..20):
+        on_logprob(entry) gets each token's OpenAI logprobs entry before
+        its text."""
         err = NcError()
         with self._lock:
-            if self._seq is None:
-                seq = ctypes.c_void_p()
-                _check(LIB.nc_sequence_new(self._h, 0, ctypes.byref(seq), ctypes.byref(err)), err)
-                self._seq = seq
+            self._sequence()
             failure = []
             self.last_n_tokens = 0
 
             def cb(user, token, text, n):
-                if token >= 0:  # -1: the end, with held-back text
-                    self.last_n_tokens += 1
                 try:
+                    if token >= 0:  # -1: the end, with held-back text
+                        self.last_n_tokens += 1
+                        if on_logprob is not None:
+                            on_logprob(logprob_entry(self._tok, self._seq,
+                                                     self.last_n_tokens - 1, top_logprobs))
                     return 1 if n and on_piece(ctypes.string_at(text, n)) else 0
                 except BaseException as e:  # raised again below, not lost in ctypes
                     failure.append(e)
@@ -237,9 +256,18 @@ class Model(OpenAIMixin):
             c_cb = TOKEN_CALLBACK(cb)
             arr = (ctypes.c_int32 * len(ids))(*ids)
             finish = ctypes.c_int()
-            st = LIB.nc_generate_tokens(self._seq, arr, len(ids),
-                                        -1 if max_tokens is None else int(max_tokens), sampling.h,
-                                        c_cb, None, ctypes.byref(finish), ctypes.byref(err))
+            _check(LIB.nc_sequence_constrain(self._seq, request.h if request else None,
+                                             ctypes.byref(err)), err)
+            _check(LIB.nc_sequence_set_logprobs(
+                self._seq, -1 if top_logprobs is None else int(top_logprobs),
+                ctypes.byref(err)), err)
+            try:
+                st = LIB.nc_generate_tokens(self._seq, arr, len(ids),
+                                            -1 if max_tokens is None else int(max_tokens),
+                                            sampling.h, c_cb, None, ctypes.byref(finish),
+                                            ctypes.byref(err))
+            finally:
+                LIB.nc_sequence_constrain(self._seq, None, None)
             if failure:
                 raise failure[0]
             _check(st, err)
@@ -269,19 +297,39 @@ class Model(OpenAIMixin):
         return self._stream(ids, max_tokens, s)
 
     def _stream(self, ids, max_tokens, s):
-        # the C call blocks until the end, so it runs in a thread (ctypes
-        # releases the GIL) and hands pieces over through a queue
+        dec = codecs.getincrementaldecoder("utf-8")("replace")
+        events = self._events(ids, max_tokens, s)
+        try:
+            for _, b in events:
+                text = dec.decode(b)
+                if text:
+                    yield text
+        finally:
+            events.close()  # leaving early cancels the generation now
+        tail = dec.decode(b"", final=True)
+        if tail:
+            yield tail
+
+    def _events(self, ids, max_tokens, s, request=None, top_logprobs=None):
+        """_generate as an iterator of ("text", bytes) and ("logprob",
+        entry) while they are made; s is freed at the end. The C call
+        blocks until the end, so it runs in a thread (ctypes releases the
+        GIL) and hands its news over through a queue."""
         q = queue.Queue()
         cancel = threading.Event()
         end = object()
 
         def on_piece(b):
-            q.put(b)
+            q.put(("text", b))
             return cancel.is_set()
+
+        def on_logprob(e):
+            q.put(("logprob", e))
 
         def work():
             try:
-                self._generate(ids, max_tokens, s, on_piece)
+                self._generate(ids, max_tokens, s, on_piece, request, top_logprobs,
+                               None if top_logprobs is None else on_logprob)
                 q.put(end)
             except BaseException as e:
                 q.put(e)
@@ -290,7 +338,6 @@ class Model(OpenAIMixin):
 
         t = threading.Thread(target=work, name="nectar-generate", daemon=True)
         t.start()
-        dec = codecs.getincrementaldecoder("utf-8")("replace")
         try:
             while True:
                 item = q.get()
@@ -298,12 +345,7 @@ class Model(OpenAIMixin):
                     break
                 if isinstance(item, BaseException):
                     raise item
-                text = dec.decode(item)
-                if text:
-                    yield text
-            tail = dec.decode(b"", final=True)
-            if tail:
-                yield tail
+                yield item
         finally:
             cancel.set()
             t.join()

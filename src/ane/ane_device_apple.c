@@ -632,6 +632,7 @@ nc_status ane_apple_open(const ane_apple_options *opt, ane_device *out, nc_error
         return err ? err->code : NC_ERR_IO;
     }
     nc_status st = ane_objc_guard("interface lookup", open_in_pool_dev, d, err);
+    memset(out, 0, sizeof *out); /* no ladder profile until the caller names one */
     out->ops = &apple_ops;
     out->impl = d;
     out->surfaces = pol;

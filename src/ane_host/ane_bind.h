@@ -1,5 +1,5 @@
 /* Binding by name: a bundle function's I/O as the manifest lists them
- * (lower/manifest.h) matched to the procedure and symbols the loaded model
+ * (bundle/manifest.h) matched to the procedure and symbols the loaded model
  * reports in modelAttributes (ane_attrs.h), with the surface layout of
  * each. Nothing is taken from declaration order: a name the model does not
  * report, a symbol the manifest does not list, or a shape or dtype that
@@ -9,7 +9,7 @@
 
 #include "ane_host/ane_attrs.h"
 #include "ane_host/ane_layout.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 typedef struct ane_bound_io {
     char name[ANE_NAME_MAX];

@@ -102,6 +102,10 @@ typedef struct ane_device {
     ane_surface_policy surfaces; /* what the host allocates (ane_plan_surface_sizes) */
     int max_in_flight;           /* submissions outstanding at once (0: ANE_MAX_IN_FLIGHT) */
     int preferred_mode;          /* the ane_run_mode a probe profile found fastest (0: sync) */
+    /* The compile ladder's memory (ane_ladder.h): the profile file its
+     * outcomes go to ("": none) and this device's key in it. */
+    char ladder_profile[1024];
+    char ladder_device[160];
 } ane_device;
 
 #endif

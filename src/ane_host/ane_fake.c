@@ -572,6 +572,7 @@ nc_status ane_fake_new_with(const ane_fake_options *o, ane_device *out, nc_error
         free(d);
         return nc_fail(err, NC_ERR_IO, "fake device: could not start its thread");
     }
+    memset(out, 0, sizeof *out); /* no ladder profile until the caller names one */
     out->ops = &fake_ops;
     out->impl = d;
     out->surfaces = d->opt.surfaces;

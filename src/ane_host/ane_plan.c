@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ane_host/ane_layout.h"
-#include "lower/modernbert_lower.h"
+#include "bundle/bundle_forms.h"
 
 /* The buffers carried from one token to the next, per layer: NAME is read
  * from "NAME.L.a" and NAME_out written to "NAME.L.b" at parity 0, the

@@ -38,7 +38,7 @@
 
 #include "ane_host/ane_attrs.h"
 #include "ane_host/ane_device.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 typedef enum ane_step_kind {
     ANE_STEP_KERNEL,      /* one request: a function of a program */

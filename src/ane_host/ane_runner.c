@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include "ane_host/ane_bind.h"
+#include "ane_host/ane_ladder.h"
 #include "ane_host/ane_wait.h"
-#include "lower/modernbert_manifest.h"
+#include "base/log.h"
+#include "bundle/modernbert_manifest.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 #include "mil/print.h"
@@ -47,12 +49,6 @@ typedef struct run_prog {
     ane_attrs *fn_attrs;
 } run_prog;
 
-/* The forms a refused program is tried in, in order (data, not code: a
- * rung is skipped where it does not apply): the program as compiled, each
- * of its functions as a program of its own, the CPU. */
-typedef enum ane_rung { ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU } ane_rung;
-static const ane_rung ANE_LADDER[] = {ANE_RUNG_PROGRAM, ANE_RUNG_FUNCTION, ANE_RUNG_CPU};
-
 /* model_open calls (compiles, or loads of a cached compile) of every
  * bundle of the process, refused ones included: the budget is per
  * process (ANE_REPORTED_COMPILE_BUDGET). */
@@ -79,6 +75,10 @@ struct ane_bundle {
     ane_plan *plans;
     ane_surface_sizes sizes; /* allocation sizes under the device's surface policy */
     int opens;               /* model_open calls for this bundle (device_open) */
+    /* the forms a refused program is tried in, in order (data: ane_ladder.h),
+     * and what each program met on the way, for the profile */
+    ane_ladder ladder;
+    ane_ladder_outcome *outcomes;
 };
 
 struct ane_runner {
@@ -143,6 +143,8 @@ void ane_bundle_free(ane_bundle *b) {
         mil_program_free(p->cpu);
     }
     free(b->progs);
+    free(b->outcomes);
+    ane_ladder_close(&b->ladder);
     if (b->has_man) lower_manifest_free(&b->man);
     free(b);
 }
@@ -278,48 +280,92 @@ static nc_status open_function(ane_bundle *b, const char *bundle, const char *di
 }
 
 /* The function rung: each function of refused program i on the device as
- * a program of its own; what the device refuses again stays on the CPU. */
+ * a program of its own; what the device refuses again (or refused on an
+ * earlier run, o->fns_refused) stays on the CPU. */
 static nc_status split_functions(ane_bundle *b, const char *bundle, const char *dir, int i,
-                                 nc_error *err) {
+                                 ane_ladder_outcome *o, nc_error *err) {
     run_prog *p = &b->progs[i];
-    int n = b->programs[i].n_fns;
+    const lower_program_info *pi = &b->programs[i];
+    int n = pi->n_fns;
     p->fn_models = calloc((size_t)n + 1, sizeof *p->fn_models);
     p->fn_attrs = calloc((size_t)n + 1, sizeof *p->fn_attrs);
     if (!p->fn_models || !p->fn_attrs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char known[sizeof o->fns_refused];
+    snprintf(known, sizeof known, "%s", o->fns_refused);
+    o->fns_refused[0] = '\0';
+    o->n_fns = n;
+    o->n_fns_refused = 0;
+    size_t used = 0;
     for (int f = 0; f < n; f++) {
         nc_error e = {0};
-        if (open_function(b, bundle, dir, i, f, &e) == NC_OK) continue;
+        if (ane_ladder_listed(known, pi->fns[f].name))
+            snprintf(e.msg, sizeof e.msg, "refused on an earlier run (the profile)");
+        else if (open_function(b, bundle, dir, i, f, &e) == NC_OK)
+            continue;
         if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
         p->fn_models[f] = NULL;
         ane_attrs_free(&p->fn_attrs[f]);
-        NC_TRY(bind_on_cpu(&b->programs[i].fns[f], &p->binds[f], err));
+        NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
+        if (!o->n_fns_refused++)
+            snprintf(o->error[ANE_RUNG_FUNCTION], sizeof o->error[0], "%s", e.msg);
+        int k = snprintf(o->fns_refused + used, sizeof o->fns_refused - used, "%s%s",
+                         used ? "," : "", pi->fns[f].name);
+        if (k > 0 && used + (size_t)k < sizeof o->fns_refused) used += (size_t)k;
     }
+    o->ok[ANE_RUNG_FUNCTION] = o->n_fns_refused == 0;
     return NC_OK;
 }
 
-/* Program i down the ladder: on the device as compiled; where the device
- * refuses it (to compile, load, or describe it in a way the host can
- * bind), each of its functions as a program of its own; what is still
+/* Program i down the ladder (b->ladder.order), from where the profile says
+ * it ended last time on this device: on the device as compiled; where the
+ * device refuses it (to compile, load, or describe it in a way the host
+ * can bind), each of its functions as a program of its own; what is still
  * refused, on the CPU. */
 static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error *err) {
     char dir[4300];
     snprintf(dir, sizeof dir, "%s/%s", bundle, b->programs[i].path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; /* the folder of model.mil */
+    ane_ladder_outcome *o = &b->outcomes[i];
+    snprintf(o->path, sizeof o->path, "%s", b->programs[i].path);
+    NC_TRY(ane_ladder_program_key(dir, o->key, err));
+    int start = ane_ladder_start(&b->ladder, o);
     nc_error why = {0};
-    for (size_t r = 0; r < sizeof ANE_LADDER / sizeof ANE_LADDER[0]; r++) {
-        switch (ANE_LADDER[r]) {
+    for (int r = 0; r < start; r++)
+        if (o->error[b->ladder.order[r]][0])
+            snprintf(why.msg, sizeof why.msg, "%s (as recorded in the profile)",
+                     o->error[b->ladder.order[r]]);
+    run_prog *p = &b->progs[i];
+    for (int r = start; r < b->ladder.n_order; r++) {
+        ane_rung rung = b->ladder.order[r];
+        o->start = rung;
+        switch (rung) {
         case ANE_RUNG_PROGRAM:
-            if (open_on_device(b, dir, i, &why) == NC_OK) return NC_OK;
+            o->tried[rung] = 1;
+            if (open_on_device(b, dir, i, &why) == NC_OK) {
+                o->ok[rung] = 1;
+                return NC_OK;
+            }
+            snprintf(o->error[rung], sizeof o->error[rung], "%s", why.msg);
             NC_TRY(fall_back(b, dir, i, &why, err)); /* every function on the CPU so far */
             break;
         case ANE_RUNG_FUNCTION:
-            if (b->programs[i].n_fns > 1) return split_functions(b, bundle, dir, i, err);
+            if (b->programs[i].n_fns < 2) break; /* the same as the program rung */
+            if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
+            o->tried[rung] = 1;
+            NC_TRY(split_functions(b, bundle, dir, i, o, err));
+            if (o->n_fns_refused < o->n_fns) return NC_OK; /* some on the device: stay here */
             break;
         case ANE_RUNG_CPU:
-            return NC_OK;
+        case ANE_N_RUNGS:
+            break;
         }
+        if (rung == ANE_RUNG_CPU) break;
     }
+    /* the CPU: the last rung, whether the order names it or not */
+    o->start = ANE_RUNG_CPU;
+    o->tried[ANE_RUNG_CPU] = o->ok[ANE_RUNG_CPU] = 1;
+    if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
     return NC_OK;
 }
 
@@ -343,8 +389,9 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
         b->n_plans = 2 * b->n_forms * b->man.n_seqs;
     }
     b->progs = calloc((size_t)b->n_programs + 1, sizeof *b->progs);
+    b->outcomes = calloc((size_t)b->n_programs + 1, sizeof *b->outcomes);
     b->plans = calloc((size_t)b->n_plans + 1, sizeof *b->plans);
-    if (!b->progs || !b->plans) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    if (!b->progs || !b->outcomes || !b->plans) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < b->n_plans; i++) {
         if (b->is_encoder)
             NC_TRY(ane_plan_encoder(&b->enc.program, b->enc.batches[i % b->enc.n_batches],
@@ -370,9 +417,16 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
     ane_bundle *b = calloc(1, sizeof *b);
     if (!b) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     b->dev = *dev;
-    nc_status st = read_plans(b, bundle_dir, err);
+    nc_status st = ane_ladder_open(&b->ladder, dev->ladder_profile, dev->ladder_device, err);
+    if (!st) st = read_plans(b, bundle_dir, err);
     for (int i = 0; !st && i < b->n_programs; i++)
         st = open_program(b, bundle_dir, i, err);
+    if (!st) {
+        /* a profile that cannot be written costs the next run its head start, not this run */
+        nc_error e = {0};
+        if (ane_ladder_record(&b->ladder, b->outcomes, b->n_programs, &e))
+            nc_log(NC_LOG_WARN, "ane: the ladder's outcomes were not recorded: %s", e.msg);
+    }
     /* every plan first: the surface sizes depend on all of them */
     const ane_plan **all = st ? NULL : calloc((size_t)b->n_plans + 1, sizeof *all);
     if (!st && !all) st = nc_fail(err, NC_ERR_NOMEM, "out of memory");

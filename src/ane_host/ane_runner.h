@@ -17,7 +17,7 @@
 
 #include "ane_host/ane_device.h"
 #include "ane_host/ane_plan.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 typedef struct ane_bundle ane_bundle;
 typedef struct ane_runner ane_runner;
@@ -34,7 +34,7 @@ typedef enum ane_run_mode {
 /* A bundle loaded on a device, shared by every runner on it (as the ANE
  * compiles and loads a model once): its programs opened and bound by name,
  * the plans of every shape and KV parity, the surface sizes. A Qwen3 bundle
- * (lower/manifest.h) or an encoder bundle (lower/modernbert_manifest.h),
+ * (bundle/manifest.h) or an encoder bundle (bundle/modernbert_manifest.h),
  * told apart by its manifest. dev must outlive it. */
 nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bundle **out,
                           nc_error *err);

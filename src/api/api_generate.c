@@ -6,14 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_chat_request.h"
 #include "api/api_model.h"
 #include "api/api_sampling.h"
 #include "gen/generate.h"
+#include "gen/logprobs.h"
+
+/* One generated token's logprobs (nc_sequence_logprob). */
+typedef struct lp_entry {
+    nc_logprob chosen;
+    int n_top;
+    nc_logprob top[GEN_MAX_TOP_LOGPROBS];
+} lp_entry;
 
 struct nc_sequence {
     nc_model *m;
     gen_seq *gs;
-    gen_result last; /* the last nc_generate's figures (nc_sequence_stat) */
+    gen_result last;          /* the last nc_generate's figures (nc_sequence_stat) */
+    nc_chat_request *request; /* its constraint applies (nc_sequence_constrain) */
+    int top_logprobs;         /* -1: no logprobs recorded */
+    lp_entry *lps;            /* the current or last nc_generate's tokens */
+    size_t n_lps, cap_lps;
 };
 
 NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err) {
@@ -25,6 +38,7 @@ NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_err
     nc_sequence *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "nc_sequence_new: out of memory");
     s->m = m;
+    s->top_logprobs = -1;
     nc_status st = gen_seq_new(m->gm, ctx > 0 ? ctx : m->ctx, &s->gs, err);
     if (st != NC_OK) {
         free(s);
@@ -37,6 +51,7 @@ NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_err
 NC_API void nc_sequence_free(nc_sequence *s) {
     if (!s) return;
     gen_seq_free(s->gs);
+    free(s->lps);
     free(s);
 }
 
@@ -48,8 +63,55 @@ NC_API int nc_sequence_context(const nc_sequence *s) {
     return s ? gen_seq_ctx(s->gs) : 0;
 }
 
+NC_API nc_status nc_sequence_constrain(nc_sequence *s, nc_chat_request *r, nc_error *err) {
+    if (!s) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_constrain: NULL argument");
+    s->request = r;
+    return NC_OK;
+}
+
+NC_API nc_status nc_sequence_set_logprobs(nc_sequence *s, int k, nc_error *err) {
+    if (!s) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_set_logprobs: NULL argument");
+    if (k < -1 || k > GEN_MAX_TOP_LOGPROBS)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "nc_sequence_set_logprobs: %d alternatives is outside -1..%d", k,
+                       GEN_MAX_TOP_LOGPROBS);
+    s->top_logprobs = k;
+    return NC_OK;
+}
+
+NC_API int nc_sequence_logprob(const nc_sequence *s, size_t i, nc_logprob *chosen, nc_logprob *top,
+                               int max_top) {
+    if (!s || s->top_logprobs < 0 || i >= s->n_lps) return -1;
+    const lp_entry *e = &s->lps[i];
+    if (chosen) *chosen = e->chosen;
+    int n = e->n_top < max_top ? e->n_top : max_top;
+    for (int k = 0; k < n && top; k++)
+        top[k] = e->top[k];
+    return top ? n : 0;
+}
+
+/* Records a sampled token's logprobs; 0, or -1 when out of memory. */
+static int record_logprob(nc_sequence *s, int32_t token, const float *logits) {
+    if (s->n_lps == s->cap_lps) {
+        size_t cap = s->cap_lps ? 2 * s->cap_lps : 64;
+        lp_entry *more = realloc(s->lps, cap * sizeof *more);
+        if (!more) return -1;
+        s->lps = more;
+        s->cap_lps = cap;
+    }
+    lp_entry *e = &s->lps[s->n_lps++];
+    int32_t ids[GEN_MAX_TOP_LOGPROBS];
+    double lp, top_lp[GEN_MAX_TOP_LOGPROBS];
+    e->n_top = gen_logprobs(logits, s->m->gm->e->n_vocab, token, s->top_logprobs, &lp, ids, top_lp);
+    e->chosen = (nc_logprob){token, (float)lp};
+    for (int k = 0; k < e->n_top; k++)
+        e->top[k] = (nc_logprob){ids[k], (float)top_lp[k]};
+    return 0;
+}
+
 /* One request's delivery state: the token waiting for its text. */
 typedef struct relay {
+    nc_sequence *seq;
     nc_token_callback cb;
     void *user;
     int32_t pending; /* -1: none */
@@ -70,8 +132,11 @@ static int deliver(relay *r) {
 }
 
 static int on_token(void *user, int32_t token, const float *logits) {
-    (void)logits;
     relay *r = user;
+    /* recorded before the previous token goes out: a callback may read
+     * entries up to its own token */
+    if (r->seq->top_logprobs >= 0 && record_logprob(r->seq, token, logits) != 0)
+        return r->nomem = 1;
     if (deliver(r)) return 1; /* this token is dropped with the rest */
     r->pending = token;
     return 0;
@@ -146,8 +211,10 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
         req.n_stops = sampling->n_stops;
         req.truncate = sampling->truncate;
     }
+    req.constraint = api_chat_request_constraint(s->request);
     memset(&s->last, 0, sizeof s->last);
-    relay r = {cb, user, -1, NULL, 0, 0, 0, 0};
+    s->n_lps = 0;
+    relay r = {s, cb, user, -1, NULL, 0, 0, 0, 0};
     gen_callbacks gcb = {on_token, on_text, &r};
     gen_result res;
     nc_status st = gen_generate(s->gs, prompt, (int)n_prompt, &req, &gcb, &res, err);

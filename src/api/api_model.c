@@ -1,38 +1,43 @@
 /* Opening a model for the public API: a folder or a bundle, a decoder or an
  * encoder, on one of the engine seam's backends (src/engine); and what a
  * caller may ask of it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
-#include "engine/engine_ane_device.h"
+#include "engine/engine_options.h"
 
 #define DEFAULT_CTX 4096
 
-static const char *const OPEN_KEYS[] = {"threads", "ctx", "kv", "ane_device", NULL};
-
-/* The key=value options as the engine's options. */
+/* The key=value options as the engine's: every key a row of the engine
+ * option table (engine_options.h), parsed by its one parser, beside
+ * hf_cache (where a hub model id is looked up: api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
-    NC_TRY(api_opt_check(options, OPEN_KEYS, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "threads", 0, 4096, &o->n_threads, "nc_model_open", err));
-    NC_TRY(api_opt_int(options, "ctx", 1, 1 << 24, &o->ctx, "nc_model_open", err));
-    const char *kv = api_opt_get(options, "kv");
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: option kv=%s is not f16 or f32", kv);
-    o->kv = !kv ? ENGINE_KV_DEFAULT : !strcmp(kv, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
-    const char *dev = api_opt_get(options, "ane_device");
-    return engine_ane_device_parse(dev ? dev : "real", "nc_model_open: option ane_device", o, err);
+    const char *keys[16];
+    int n = 0;
+    for (const engine_option_row *r; (r = engine_option_at(n)) && n < 14; n++)
+        keys[n] = r->key;
+    keys[n] = "hf_cache";
+    keys[n + 1] = NULL;
+    NC_TRY(api_opt_check(options, keys, "nc_model_open", err));
+    for (int i = 0; i < n; i++) {
+        const char *v = api_opt_get(options, keys[i]);
+        char what[64];
+        snprintf(what, sizeof what, "nc_model_open: option %s", keys[i]);
+        if (v) NC_TRY(engine_option_set(o, keys[i], v, what, err));
+    }
+    return NC_OK;
 }
 
 /* The backend name (NULL: cpu) checked, and the options as the engine's. */
 static nc_status backend_opts(const char **backend, const char *const *options, engine_options *eo,
                               nc_error *err) {
     if (!*backend) *backend = "cpu";
-    if (strcmp(*backend, "cpu") && strcmp(*backend, "mil") && strcmp(*backend, "ane"))
-        return nc_fail(err, NC_ERR_INVALID, "nc_model_open: backend '%s' is not cpu, mil or ane",
-                       *backend);
+    NC_TRY(engine_backend_check(*backend, "nc_model_open: backend", err));
     return engine_opts(options, eo, err);
 }
 
@@ -51,6 +56,16 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     *out = NULL;
     engine_options eo;
     NC_TRY(backend_opts(&backend, options, &eo, err));
+    char located[4096]; /* a hub model id's snapshot folder */
+    NC_TRY(api_hub_locate(path, options, located, sizeof located, err));
+    return api_model_open(located, backend, &eo, out, err);
+}
+
+nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
+                         nc_model **out, nc_error *err) {
+    *out = NULL;
+    engine_options eo = *opt;
+    if (!backend) backend = "cpu";
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
 

@@ -25,4 +25,10 @@ struct nc_model {
     modernbert_st st;       /* encoder: its sentence-transformers settings */
 };
 
+/* nc_model_open with its options already as the engine's (the command
+ * line's, built by the same option table as nc_model_open's key=value
+ * ones); backend NULL: cpu. */
+nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
+                         nc_model **out, nc_error *err);
+
 #endif

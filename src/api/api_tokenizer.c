@@ -50,6 +50,13 @@ NC_API int32_t nc_token_id(const nc_tokenizer *t, const char *token) {
     return t && token ? tok_find(t->tok, token) : -1;
 }
 
+NC_API const char *nc_token_bytes(const nc_tokenizer *t, int32_t id, size_t *len) {
+    size_t n = 0;
+    const char *b = t ? tok_token_bytes(t->tok, id, &n) : NULL;
+    if (len) *len = b ? n : 0;
+    return b;
+}
+
 NC_API nc_status nc_chat_apply_template(const nc_model *model, const nc_chat_message *msgs,
                                         size_t n_msgs, unsigned flags, char **out, nc_error *err) {
     if (!msgs || !out) return nc_fail(err, NC_ERR_INVALID, "nc_chat_apply_template: NULL argument");

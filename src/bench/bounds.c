@@ -167,38 +167,22 @@ nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err) {
     return NC_OK;
 }
 
-nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
-    nc_qwen3_shape s = {c->hidden_size,
-                        c->intermediate_size,
-                        c->num_hidden_layers,
-                        c->num_attention_heads,
-                        c->num_key_value_heads,
-                        c->head_dim,
-                        c->vocab_size,
-                        c->tie_word_embeddings,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                        !c->qk_norm,
-                        c->sandwich_norm};
+nc_qwen3_shape nc_decoder_shape_of(const decoder_dims *d) {
+    nc_qwen3_shape s = {d->hidden,    d->intermediate,    d->layers,      d->heads,
+                        d->kv_heads,  d->head_dim,        d->vocab,       d->tied,
+                        d->n_linear,  d->lin_k_heads,     d->lin_v_heads, d->lin_k_dim,
+                        d->lin_v_dim, d->lin_conv_kernel, d->no_qk_norm,  d->sandwich_norm};
     return s;
 }
 
+nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c) {
+    decoder_dims d = qwen3_dims(c);
+    return nc_decoder_shape_of(&d);
+}
+
 nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c) {
-    qwen3_config q;
-    qwen35_config_shape(c, &q);
-    nc_qwen3_shape s = nc_qwen3_shape_of(&q);
-    s.n_linear = c->num_hidden_layers - c->n_full;
-    s.lin_k_heads = c->linear_num_key_heads;
-    s.lin_v_heads = c->linear_num_value_heads;
-    s.lin_k_dim = c->linear_key_head_dim;
-    s.lin_v_dim = c->linear_value_head_dim;
-    s.lin_conv_kernel = c->linear_conv_kernel_dim;
-    s.no_qk_norm = 0; /* its full-attention layers have q/k norms */
-    return s;
+    decoder_dims d = qwen35_dims(c);
+    return nc_decoder_shape_of(&d);
 }
 
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {

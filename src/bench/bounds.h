@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/decoder.h"
 #include "models/qwen3.h"
 #include "models/qwen35.h"
 
@@ -80,6 +81,8 @@ double nc_qwen3_state_bytes(const nc_qwen3_shape *s);
 nc_status nc_qwen3_validate(const nc_qwen3_shape *s, const char *what, nc_error *err);
 nc_status nc_encoder_validate(const nc_encoder_shape *s, nc_error *err);
 
+/* The sizes of any decoder as the engine reports them (engine->dims). */
+nc_qwen3_shape nc_decoder_shape_of(const decoder_dims *d);
 /* The sizes of a parsed Qwen3 config (models/qwen3_config.h, the one reader). */
 nc_qwen3_shape nc_qwen3_shape_of(const qwen3_config *c);
 /* The sizes of a parsed Qwen3.5 config, linear-attention layers included. */

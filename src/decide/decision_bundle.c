@@ -1,5 +1,5 @@
 /* The decision region run from a bundle (decision_bundle.h). The encoder
- * bundle runner (modernbert_run.h) lays the embeddings out as [B, D, 1, L]
+ * bundle runner (modernbert_bundle_host.h) lays the embeddings out as [B, D, 1, L]
  * columns and builds the masks; the island set here adds the one-hot type
  * input and runs the region's function in the interpreter. */
 #include "decide/decision_bundle.h"
@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "ane_host/ane_runner.h"
+#include "bundle/modernbert_manifest.h"
 #include "decide/decision_impl.h"
 #include "decide/decision_lower.h"
 #include "engine/engine_ane_device.h"
-#include "lower/modernbert_manifest.h"
-#include "lower/modernbert_run.h"
+#include "engine/modernbert_bundle_host.h"
 #include "mil/interp.h"
 #include "mil/parse.h"
 

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/log.h"
 #include "base/mmap.h"
+#include "engine/engine_options.h"
 #include "engine/engines.h"
 
 /* A kind: a family (models/family.h) on a backend. The family row says
@@ -54,6 +56,42 @@ const char *const *engine_kinds(void) {
     return names;
 }
 
+/* The i-th distinct backend of the rows engine_kind_for may pick. */
+const char *engine_backend_at(int i) {
+    for (int r = 0; r < N_ROWS; r++) {
+        int seen = !rows[r].chosen;
+        for (int k = 0; k < r && !seen; k++)
+            seen = rows[k].chosen && !strcmp(rows[k].backend, rows[r].backend);
+        if (!seen && i-- == 0) return rows[r].backend;
+    }
+    return NULL;
+}
+
+/* "cpu|mil|ane" (sep "|", last "|"), "cpu, mil or ane" (", ", " or ") */
+static const char *backend_list(char *buf, size_t cap, const char *sep, const char *last) {
+    buf[0] = '\0';
+    for (int i = 0; engine_backend_at(i); i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s",
+                 !i                         ? ""
+                 : engine_backend_at(i + 1) ? sep
+                                            : last,
+                 engine_backend_at(i));
+    return buf;
+}
+
+const char *engine_backend_choices(void) {
+    static char buf[64];
+    return buf[0] ? buf : backend_list(buf, sizeof buf, "|", "|");
+}
+
+nc_status engine_backend_check(const char *name, const char *what, nc_error *err) {
+    for (int i = 0; engine_backend_at(i); i++)
+        if (!strcmp(engine_backend_at(i), name)) return NC_OK;
+    char list[64];
+    return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not a backend (%s)", what, name,
+                   backend_list(list, sizeof list, ", ", " or "));
+}
+
 static const engine_row *row_of(const char *kind) {
     for (int i = 0; i < N_ROWS; i++)
         if (!strcmp(rows[i].kind, kind)) return &rows[i];
@@ -94,6 +132,10 @@ nc_status engine_open(const char *kind, const char *dir, const engine_options *o
         engine_close(e);
         return st;
     }
+    /* what the options became (NECTAR_LOG=debug; tests read it) */
+    if (!e->is_encoder)
+        nc_log(NC_LOG_DEBUG, "engine %s: %s, %s KV cache, context %d", kind, dir,
+               e->is_kv_f16 ? "fp16" : "fp32", e->ctx_max);
     *out = e;
     return NC_OK;
 }
@@ -108,12 +150,10 @@ void engine_close(engine *e) {
 static nc_status kind_for(const char *backend, const char *dir, int want, const char **kind,
                           nc_error *err) {
     *kind = NULL;
-    int known = 0;
+    int known = 0; /* a backend of any row: "script" has rows, none chosen for a folder */
     for (int i = 0; i < N_ROWS; i++)
         known |= !strcmp(rows[i].backend, backend);
-    if (!known)
-        return nc_fail(err, NC_ERR_INVALID, "--backend: '%s' is not a backend (cpu, mil or ane)",
-                       backend);
+    if (!known) return engine_backend_check(backend, "--backend", err);
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (!nc_is_dir(dir)) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no such model folder", dir);
@@ -192,7 +232,7 @@ nc_status engine_bundle_fill(engine *e, const char *dir, const lower_manifest *m
                        "(leave --ctx out, or recompile with nectar compile --ctx %d)",
                        opt->ctx, dir, man->ctx, opt->ctx);
     const qwen3_config *c = &man->cfg;
-    e->qwen3 = c;
+    e->dims = qwen3_dims(c);
     e->n_vocab = c->vocab_size;
     e->ctx_max = man->ctx;
     e->n_layers = c->num_hidden_layers;
@@ -200,9 +240,7 @@ nc_status engine_bundle_fill(engine *e, const char *dir, const lower_manifest *m
     e->weight_dtype = "fp16";
     e->is_kv_f16 = 1;
     e->n_threads = opt->n_threads;
-    /* K and V per layer, fp16 values */
-    e->kv_bytes_per_token =
-        2 * 2 * (size_t)c->num_hidden_layers * (size_t)c->num_key_value_heads * c->head_dim;
+    e->kv_bytes_per_token = decoder_kv_bytes_per_token(&e->dims, 1);
     engine_set_eos(e, c->eos_token_ids, c->n_eos);
     return NC_OK;
 }

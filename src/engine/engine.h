@@ -14,10 +14,9 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "models/decoder.h"
 #include "models/family.h"
 #include "models/modernbert.h"
-#include "models/qwen3.h"
-#include "models/qwen35.h"
 
 #define ENGINE_MAX_EOS 8
 
@@ -103,10 +102,10 @@ struct engine {
     size_t weight_bytes_per_token;
     int n_threads;
     int is_kv_f16;
-    /* The model's shape: the decoder config (Qwen3 family) or the encoder's. */
-    const qwen3_config *qwen3;
-    const qwen35_config *qwen35; /* Qwen3.5 engines: its own config (linear layers); else NULL */
-    const modernbert_config *encoder;
+    /* A decoder's sizes in config.json's terms, whatever its family (bench,
+     * bounds); all 0 where the engine does not know them (the test engine) */
+    decoder_dims dims;
+    const modernbert_config *encoder; /* encoders: their config */
 };
 
 /* Opens model folder (or bundle) dir as engine `kind`. opt may be NULL. */

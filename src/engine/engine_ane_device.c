@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ane_host/ane_fake.h"
+#include "ane_host/ane_ladder.h"
 #if defined(__APPLE__)
 #include "ane/ane_apple.h"
 #endif
@@ -55,12 +56,17 @@ nc_status engine_ane_device_open(const engine_options *o, engine_ane_dev *d, nc_
         NC_TRY(ane_fake_behaviour_parse(o->ane_fake, &fo.behave, err));
         NC_TRY(ane_fake_new_with(&fo, &d->dev, err));
         d->is_fake = d->is_open = 1;
-        return NC_OK;
+        /* a fake told other things to refuse is another device in the profile */
+        snprintf(d->dev.ladder_device, sizeof d->dev.ladder_device, "fake%s%s",
+                 o->ane_fake[0] ? ":" : "", o->ane_fake);
+        return ane_ladder_profile_path(1, d->dev.ladder_profile, sizeof d->dev.ladder_profile, err);
     }
     NC_TRY(engine_ane_real_available(err));
 #if defined(__APPLE__)
     NC_TRY(ane_apple_open(NULL, &d->dev, err));
     d->is_open = 1;
+    snprintf(d->dev.ladder_device, sizeof d->dev.ladder_device, "real");
+    NC_TRY(ane_ladder_profile_path(0, d->dev.ladder_profile, sizeof d->dev.ladder_profile, err));
 #endif
     return NC_OK;
 }

@@ -115,13 +115,12 @@ nc_status engine_open_decoder_cpu(const char *dir, const engine_options *opt, en
     NC_TRY(e->family->open_decoder(dir, &o, &q->d, err));
     if (!q->d.ops->set_layer_hook) q->ops.set_layer_hook = NULL;
     const decoder_shape *s = &q->d.shape;
-    e->qwen3 = s->qwen3;
-    e->qwen35 = s->qwen35;
-    e->n_vocab = s->vocab;
+    e->dims = s->dims;
+    e->n_vocab = s->dims.vocab;
     e->ctx_max = s->ctx_max;
     if (opt->ctx > 0 && opt->ctx < e->ctx_max) e->ctx_max = opt->ctx;
-    e->n_layers = s->layers;
-    e->hidden = s->hidden;
+    e->n_layers = s->dims.layers;
+    e->hidden = s->dims.hidden;
     e->is_kv_f16 = s->kv_f16;
     e->kv_bytes_per_token = s->kv_bytes_per_token;
     e->weight_dtype = s->dtype;

@@ -9,7 +9,7 @@
 #include "ane_host/ane_runner.h"
 #include "engine/engine_ane_device.h"
 #include "engine/engines.h"
-#include "lower/modernbert_run.h"
+#include "engine/modernbert_bundle_host.h"
 
 typedef struct enc_engine {
     modernbert_model *m; /* cpu: owned; mil, ane: the host's */

@@ -224,7 +224,7 @@ nc_status engine_open_qwen35_mil(const char *dir, const engine_options *opt, eng
     if (!m->tok_x || !m->ord_x) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     NC_TRY(engine_bundle_fill(e, dir, &m->b.h.man, opt, err));
     e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&m->q);
-    e->qwen35 = &m->q.cfg;
+    e->dims = qwen35_dims(&m->q.cfg);
     e->n_threads = nc_pool_threads(m->b.h.pool);
     return NC_OK;
 }

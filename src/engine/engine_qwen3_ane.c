@@ -180,7 +180,7 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     NC_TRY(engine_bundle_fill(e, dir, man, opt, err));
     if (is_q35) {
         e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&a->q);
-        e->qwen35 = &a->q.cfg;
+        e->dims = qwen35_dims(&a->q.cfg);
     }
     /* the row's kind (qwen3-ane, llama-ane, qwen35-ane), and which device */
     snprintf(a->kind, sizeof a->kind, "%s%s", e->kind, a->dev.is_fake ? " (fake device)" : "");

@@ -59,7 +59,7 @@ static nc_status open_gemma(qb_host *h, nc_error *err) {
         any |= qwen3_layer_sliding(c, l);
     if (!any) return NC_OK;
     size_t hd = (size_t)c->head_dim, S = (size_t)h->S_max;
-    h->W = lower_qwen3_window(c, h->man.ctx, h->S_max);
+    h->W = lower_qwen3_window(c->sliding_window, h->man.ctx, h->S_max);
     h->cs_l = malloc(hd * S * sizeof(float));
     h->sn_l = malloc(hd * S * sizeof(float));
     h->mask_l = malloc(S * (size_t)h->W * sizeof(float));

@@ -162,6 +162,7 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     s->cb = cb ? *cb : (gen_callbacks){0};
     s->limit = req->max_new_tokens;
     memset(&s->constraint, 0, sizeof s->constraint);
+    if (req->constraint) s->constraint = *req->constraint;
     s->split_reasoning = req->split_reasoning;
     gen_think_init(&s->think, s->m->tok, req->starts_in_reasoning);
     tok_stream_init(&s->detok, s->m->tok);

@@ -28,6 +28,7 @@ typedef struct gen_request {
     int truncate;            /* 1: a prompt too long for the context loses its oldest tokens */
     int split_reasoning;     /* route <think>...</think> to GEN_TEXT_REASONING (think.h) */
     int starts_in_reasoning; /* the prompt already opened <think> */
+    const struct gen_constraint *constraint; /* NULL, or constrained output from the start */
 } gen_request;
 
 typedef enum gen_finish {
@@ -96,7 +97,8 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it);
 void gen_seq_cancel(gen_seq *s);
 
 /* Constrained output for the request just started (the server's
- * response_format and forced tool calls; gen_seq_start clears it): mask
+ * response_format and forced tool calls; gen_seq_start sets
+ * req->constraint, or clears it): mask
  * sets entries of each logits row to -INFINITY before sampling; accept
  * learns each sampled token, end of sequence included. */
 typedef struct gen_constraint {

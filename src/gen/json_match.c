@@ -8,8 +8,17 @@
 
 #include <string.h>
 
-enum { FK_VALUE, FK_OBJ, FK_OBJANY, FK_KEY, FK_ARR, FK_STR, FK_NUM, FK_LIT };
+enum { FK_VALUE, FK_OBJ, FK_OBJANY, FK_KEY, FK_ARR, FK_STR, FK_NUM, FK_LIT, FK_RAW };
 enum { O_OPEN, O_FIRST, O_COLON, O_SP, O_VAL, O_AFTER, O_COMMA, O_KEYQ };
+/* the root object in XML call form (xml_root): after '<', inside
+ * "<parameter=", the newline after the key's '>', inside "\n</parameter>"
+ * after a JSON value, the newline after it, inside "</function>" */
+enum { X_LT = O_KEYQ + 1, X_PARAM, X_NL, X_VEND, X_NL2, X_CLOSE };
+
+#define XML_PARAM "<parameter="
+#define XML_VEND "\n</parameter>"
+#define XML_TAG "</parameter>"
+#define XML_CLOSE "</function>"
 enum { A_OPEN, A_FIRST, A_AFTER, A_SP, A_VAL };
 enum { S_CHAR, S_ESC, S_HEX, S_CONT };
 enum { N_START, N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
@@ -142,8 +151,74 @@ static int first_required(const jm_grammar *gr, const js_node *nd, int a) {
     return -1;
 }
 
+/* The key frame of a property, its window starting after the last one
+ * written. */
+static int push_key(jm_state *s, const jm_frame *obj) {
+    if (!push(s, FK_KEY, 0, obj->node)) return 0;
+    s->f[s->n - 1].a = obj->a;
+    s->f[s->n - 1].b = obj->a;
+    return 1;
+}
+
+/* Literal bytes lit[d..]: the frame's d counts those matched. */
+static int step_tag(jm_frame *f, const char *lit, unsigned char b, int next_phase) {
+    if ((unsigned char)lit[f->d] != b) return R_REJECT;
+    if (lit[++f->d] == '\0') f->phase = (uint8_t)next_phase, f->d = 0;
+    return R_ACCEPT;
+}
+
+/* The root object in Qwen3.5's XML call form (jm_grammar.xml_root). */
+static int step_xml_object(const jm_grammar *gr, jm_state *s, unsigned char b) {
+    jm_frame *f = &s->f[s->n - 1];
+    const js_node *nd = &gr->g->nodes[f->node];
+    switch (f->phase) {
+    case O_OPEN:
+    case O_FIRST:
+    case O_AFTER:
+        if (b != '<') return R_REJECT;
+        f->phase = X_LT;
+        return R_ACCEPT;
+    case X_LT:
+        f->d = 1;
+        if (b == 'p' && f->a < nd->n) {
+            f->phase = X_PARAM;
+            return step_tag(f, XML_PARAM, b, O_COLON);
+        }
+        if (b == '/' && first_required(gr, nd, f->a) < 0) {
+            f->phase = X_CLOSE;
+            return step_tag(f, XML_CLOSE, b, X_CLOSE);
+        }
+        return R_REJECT;
+    case X_PARAM:
+        return step_tag(f, XML_PARAM, b, O_COLON);
+    case O_COLON: /* "<parameter=" is complete: the key, ending in '>' */
+        f->phase = X_NL;
+        return push_key(s, f) ? R_REFEED : R_REJECT;
+    case X_NL: {
+        if (b != '\n') return R_REJECT;
+        int node = gr->g->props[nd->first + f->c].node;
+        int raw = gr->g->nodes[node].kind == JS_STRING;
+        f->phase = raw ? X_NL2 : X_VEND;
+        f->d = 0;
+        return push(s, raw ? FK_RAW : FK_VALUE, 0, node) ? R_ACCEPT : R_REJECT;
+    }
+    case X_VEND:
+        return step_tag(f, XML_VEND, b, X_NL2);
+    case X_NL2:
+        if (b != '\n') return R_REJECT;
+        f->phase = O_AFTER;
+        return R_ACCEPT;
+    case X_CLOSE:
+        if (step_tag(f, XML_CLOSE, b, X_CLOSE) != R_ACCEPT) return R_REJECT;
+        if (f->d == 0) s->n--; /* "</function>" complete: the object is */
+        return R_ACCEPT;
+    }
+    return R_REJECT;
+}
+
 static int step_object(const jm_grammar *gr, jm_state *s, unsigned char b) {
     jm_frame *f = &s->f[s->n - 1];
+    if (gr->xml_root && s->n == 1 && f->kind == FK_OBJ) return step_xml_object(gr, s, b);
     int is_any = f->kind == FK_OBJANY;
     const js_node *nd = is_any ? NULL : &gr->g->nodes[f->node];
     int can_close = is_any || first_required(gr, nd, f->a) < 0;
@@ -208,11 +283,13 @@ static int step_key(const jm_grammar *gr, jm_state *s, unsigned char b) {
     int last = first_required(gr, nd, f->a);
     if (last < 0) last = nd->n - 1;
     const js_prop *cur = &gr->g->props[nd->first + f->b];
+    int xml = gr->xml_root && s->n == 2; /* <parameter=KEY>: '>' ends it, not '"' */
     for (int k = f->b; k <= last; k++) {
         const js_prop *p = &gr->g->props[nd->first + k];
-        if (p->key_len <= f->c || (unsigned char)p->key[f->c] != b ||
-            memcmp(p->key, cur->key, f->c) != 0)
-            continue;
+        if (p->key_len <= f->c || memcmp(p->key, cur->key, f->c) != 0) continue;
+        unsigned char want =
+            xml && (size_t)f->c + 1 == p->key_len ? '>' : (unsigned char)p->key[f->c];
+        if (want != b) continue;
         f->b = (uint16_t)k;
         f->c++;
         if (f->c == p->key_len) { /* the closing quote: keys are prefix-free */
@@ -265,6 +342,29 @@ static int step_array(const jm_grammar *gr, jm_state *s, unsigned char b) {
     return push(s, FK_VALUE, 0, child) ? R_REFEED : R_REJECT;
 }
 
+/* Begins a UTF-8 character at lead byte b: the continuation bytes left
+ * (c) and the allowed range of the next (b: lo in the low byte, hi in the
+ * high one); 0 for a byte no valid character starts with. */
+static int utf8_lead(jm_frame *f, unsigned char b) {
+    if (b >= 0xC2 && b <= 0xDF)
+        f->c = 1, f->b = 0xBF80;
+    else if (b == 0xE0)
+        f->c = 2, f->b = 0xBFA0;
+    else if (b == 0xED)
+        f->c = 2, f->b = 0x9F80;
+    else if (b >= 0xE1 && b <= 0xEF)
+        f->c = 2, f->b = 0xBF80;
+    else if (b == 0xF0)
+        f->c = 3, f->b = 0xBF90;
+    else if (b >= 0xF1 && b <= 0xF3)
+        f->c = 3, f->b = 0xBF80;
+    else if (b == 0xF4)
+        f->c = 3, f->b = 0x8F80;
+    else
+        return 0;
+    return 1;
+}
+
 /* b = the allowed range of the next UTF-8 continuation byte (lo in the
  * low byte, hi in the high one), c = continuation bytes left, d = the
  * characters so far (minLength/maxLength of a schema string). */
@@ -288,22 +388,7 @@ static int step_string(const jm_grammar *gr, jm_state *s, unsigned char b) {
         }
         if (b < 0x20) return R_REJECT;
         if (b < 0x80) return R_ACCEPT;
-        if (b >= 0xC2 && b <= 0xDF)
-            f->c = 1, f->b = 0xBF80;
-        else if (b == 0xE0)
-            f->c = 2, f->b = 0xBFA0;
-        else if (b == 0xED)
-            f->c = 2, f->b = 0x9F80;
-        else if (b >= 0xE1 && b <= 0xEF)
-            f->c = 2, f->b = 0xBF80;
-        else if (b == 0xF0)
-            f->c = 3, f->b = 0xBF90;
-        else if (b >= 0xF1 && b <= 0xF3)
-            f->c = 3, f->b = 0xBF80;
-        else if (b == 0xF4)
-            f->c = 3, f->b = 0x8F80;
-        else
-            return R_REJECT;
+        if (!utf8_lead(f, b)) return R_REJECT;
         f->phase = S_CONT;
         return R_ACCEPT;
     case S_CONT:
@@ -330,6 +415,42 @@ static int step_string(const jm_grammar *gr, jm_state *s, unsigned char b) {
         return R_ACCEPT;
     }
     return R_REJECT;
+}
+
+/* A raw string value of the XML call form, up to and with the
+ * "\n</parameter>" that ends it: valid UTF-8, no control bytes but tab,
+ * newline and carriage return, and never "</parameter>" inside (the
+ * scanner would end the value there). phase = bytes of "</parameter>"
+ * matched, a = bytes of "\n</parameter>" matched, d = characters so far,
+ * those of a partly matched end included (minLength/maxLength count the
+ * rest). */
+static int step_raw(const jm_grammar *gr, jm_state *s, unsigned char b) {
+    jm_frame *f = &s->f[s->n - 1];
+    const js_node *nd = &gr->g->nodes[f->node];
+    if (f->c) { /* inside a UTF-8 character */
+        if (b < (f->b & 0xff) || b > (f->b >> 8)) return R_REJECT;
+        f->b = 0xBF80;
+        f->c--;
+        f->phase = 0;
+        f->a = 0;
+        return R_ACCEPT;
+    }
+    if (b < 0x20 && b != '\t' && b != '\n' && b != '\r') return R_REJECT;
+    if (b >= 0x80 && !utf8_lead(f, b)) return R_REJECT;
+    f->d++;
+    const int end_len = (int)sizeof XML_VEND - 1, tag_len = (int)sizeof XML_TAG - 1;
+    int a = (unsigned char)XML_VEND[f->a] == b ? f->a + 1 : b == '\n';
+    int t = (unsigned char)XML_TAG[f->phase] == b ? f->phase + 1 : b == '<';
+    if (a == end_len) { /* the end: the value is the characters before it */
+        if (f->d - end_len < nd->min_items) return R_REJECT;
+        s->n--;
+        return R_ACCEPT;
+    }
+    if (t == tag_len) return R_REJECT;
+    if (nd->max_items >= 0 && f->d - a > nd->max_items) return R_REJECT;
+    f->a = (uint16_t)a;
+    f->phase = (uint8_t)t;
+    return R_ACCEPT;
 }
 
 static int number_is_final(uint8_t phase) {
@@ -471,6 +592,9 @@ int jm_feed(const jm_grammar *gr, jm_state *s, unsigned char b) {
             break;
         case FK_NUM:
             r = step_number(s, b);
+            break;
+        case FK_RAW:
+            r = step_raw(gr, s, b);
             break;
         default:
             r = step_literal(gr, s, b);

@@ -1,5 +1,6 @@
 /* A byte-at-a-time matcher for "prefix, one JSON value of a schema graph
- * (json_schema.h), suffix", or "prefix, then anything" when there is no
+ * (json_schema.h), suffix" (the root object may instead take Qwen3.5's XML
+ * call form: xml_root), or "prefix, then anything" when there is no
  * graph (a forced start, as of a Qwen3.5 tool call, whose XML body is not
  * JSON): the automaton behind constrained sampling.
  * Its state is a small stack of frames, copied by value, so the vocabulary
@@ -37,6 +38,13 @@ typedef struct jm_grammar {
     const js_graph *g;           /* borrowed; NULL: anything after the prefix */
     const char *prefix, *suffix; /* literal bytes around the value ("" for none) */
     size_t prefix_len, suffix_len;
+    /* The root object in Qwen3.5's XML call form instead of JSON: each
+     * property "<parameter=KEY>\nVALUE\n</parameter>\n", then
+     * "</function>"; a string value is raw text (it cannot hold
+     * "</parameter>"), an enum of strings unquoted (the graph's literals
+     * must be stored so: gen/out_constraint.c), any other value JSON. Keys
+     * must be plain names (no escapes, '<' or '>'). */
+    int xml_root;
 } jm_grammar;
 
 void jm_start(const jm_grammar *gr, jm_state *s);

@@ -22,6 +22,7 @@ typedef struct ctx {
     int ref_nodes[JS_MAX_REFS];
     int n_refs;
     int depth;
+    int relaxed; /* js_compile_relaxed: unenforceable keywords are skipped */
 } ctx;
 
 /* Keywords that would constrain values beyond what the matcher enforces. */
@@ -336,6 +337,74 @@ static nc_status resolve_ref(ctx *c, const char *ref, int *out) {
     return NC_OK;
 }
 
+static int is_bound_keyword(const char *k) {
+    return !strcmp(k, "minimum") || !strcmp(k, "maximum") || !strcmp(k, "exclusiveMinimum") ||
+           !strcmp(k, "exclusiveMaximum");
+}
+
+static int has_bounds(const json_t *s) {
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        if (is_bound_keyword(refused[i]) && json_object_get(s, refused[i])) return 1;
+    return 0;
+}
+
+/* One bound of an integer schema: the tightest of keyword `incl` and the
+ * exclusive one (draft 6+: a number), rounded inward; *set = 0 when
+ * neither is given. */
+static nc_status integer_bound(ctx *c, const json_t *s, int upper, long long *v, int *set) {
+    const char *names[2] = {upper ? "maximum" : "minimum",
+                            upper ? "exclusiveMaximum" : "exclusiveMinimum"};
+    *set = 0;
+    for (int k = 0; k < 2; k++) {
+        const json_t *b = json_object_get(s, names[k]);
+        if (!b) continue;
+        if (!json_is_number(b) || fabs(json_number_value(b)) > 1e15)
+            return nc_fail(c->err, NC_ERR_INVALID, "%s: '%s' must be a number within 1e15", c->what,
+                           names[k]);
+        double x = json_number_value(b);
+        double r = upper ? floor(x) : ceil(x);
+        if (k == 1 && r == x) r += upper ? -1 : 1; /* exclusive of an integer */
+        long long ll = (long long)r;
+        if (!*set || (upper ? ll < *v : ll > *v)) *v = ll;
+        *set = 1;
+    }
+    return NC_OK;
+}
+
+/* An integer with minimum/maximum: the matcher enforces a closed range as
+ * the set of its values' texts (a literal set, as enum), so a range of at
+ * most JS_MAX_ENUM integers; a wider or open one is refused by name. */
+static nc_status integer_range(ctx *c, const json_t *s, int *out) {
+    long long lo = 0, hi = 0;
+    int has_lo, has_hi;
+    NC_TRY(integer_bound(c, s, 0, &lo, &has_lo));
+    NC_TRY(integer_bound(c, s, 1, &hi, &has_hi));
+    if (!has_lo || !has_hi || hi - lo >= JS_MAX_ENUM) {
+        const char *k = !has_hi ? (json_object_get(s, "minimum") ? "minimum" : "exclusiveMinimum")
+                                : (json_object_get(s, "maximum") ? "maximum" : "exclusiveMaximum");
+        return nc_fail(c->err, NC_ERR_INVALID,
+                       "%s: keyword '%s' is supported on an integer only as a closed range of at "
+                       "most %d values (minimum and maximum both given)",
+                       c->what, k, JS_MAX_ENUM);
+    }
+    if (hi < lo)
+        return nc_fail(c->err, NC_ERR_INVALID,
+                       "%s: no integer lies between minimum %lld and maximum %lld", c->what, lo,
+                       hi);
+    int node = new_node(c, JS_LITERALS);
+    if (node < 0) return oom(c);
+    c->g->nodes[node].first = c->g->n_lits;
+    for (long long v = lo; v <= hi; v++) {
+        json_t *jv = json_integer(v);
+        int at = jv ? add_lit(c, jv) : -1;
+        json_decref(jv);
+        if (at < 0) return oom(c);
+    }
+    c->g->nodes[node].n = (int)(hi - lo + 1);
+    *out = node;
+    return NC_OK;
+}
+
 static nc_status compile(ctx *c, const json_t *s, int *out) {
     if (++c->depth > 64) return nc_fail(c->err, NC_ERR_INVALID, "%s: nested too deeply", c->what);
     nc_status st = NC_OK;
@@ -347,10 +416,19 @@ static nc_status compile(ctx *c, const json_t *s, int *out) {
     }
     if (!json_is_object(s))
         return nc_fail(c->err, NC_ERR_INVALID, "%s: a schema must be an object", c->what);
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        if (json_object_get(s, refused[i]))
+    const json_t *type0 = json_object_get(s, "type");
+    int int_range = json_is_string(type0) && !strcmp(json_string_value(type0), "integer") &&
+                    !json_object_get(s, "enum") && !json_object_get(s, "const");
+    for (size_t i = 0; i < sizeof refused / sizeof *refused && !c->relaxed; i++)
+        if (json_object_get(s, refused[i]) && !(int_range && is_bound_keyword(refused[i])))
             return nc_fail(c->err, NC_ERR_INVALID, "%s: keyword '%s' is not supported", c->what,
                            refused[i]);
+    if (int_range && has_bounds(s)) {
+        st = integer_range(c, s, out);
+        if (st != NC_OK && c->relaxed) st = simple_type(c, s, "integer", out);
+        c->depth--;
+        return st;
+    }
     const json_t *ref = json_object_get(s, "$ref"), *en = json_object_get(s, "enum");
     const json_t *cn = json_object_get(s, "const"), *type = json_object_get(s, "type");
     const json_t *any = json_object_get(s, "anyOf");
@@ -509,12 +587,13 @@ static nc_status check_cycles(const ctx *c) {
                    c->what, name);
 }
 
-nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_error *err) {
+static nc_status compile_text(const char *schema_json, const char *what, int relaxed, js_graph *g,
+                              nc_error *err) {
     memset(g, 0, sizeof *g);
     json_error_t je;
     json_t *root = json_loads(schema_json, 0, &je);
     if (!root) return nc_fail(err, NC_ERR_INVALID, "%s: invalid JSON: %s", what, je.text);
-    ctx c = {g, root, what, err, {0}, {0}, 0, 0};
+    ctx c = {g, root, what, err, {0}, {0}, 0, 0, relaxed};
     nc_status st = compile(&c, root, &g->root);
     if (st == NC_OK) st = check_cycles(&c);
     if (st == NC_OK) st = check_unions(g, what, err);
@@ -523,6 +602,88 @@ nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_
     json_decref(root);
     if (st != NC_OK) js_free(g);
     return st;
+}
+
+nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_error *err) {
+    return compile_text(schema_json, what, 0, g, err);
+}
+
+nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph *g,
+                             nc_error *err) {
+    return compile_text(schema_json, what, 1, g, err);
+}
+
+/* A property's key as an XML name: plain characters only. */
+static int plain_key(const js_prop *p) {
+    if (p->key_len < 2) return 0;
+    for (size_t i = 0; i + 1 < p->key_len; i++)
+        if (strchr("\\<>\"", p->key[i]) || (unsigned char)p->key[i] < 0x20) return 0;
+    return 1;
+}
+
+/* The schema type a property names as a string ("" when none). */
+static const char *prop_type(const json_t *props, const js_prop *p) {
+    char name[256];
+    size_t n = p->key_len - 1 < sizeof name - 1 ? p->key_len - 1 : sizeof name - 1;
+    memcpy(name, p->key, n);
+    name[n] = '\0';
+    const json_t *t = json_object_get(json_object_get(props, name), "type");
+    return json_is_string(t) ? json_string_value(t) : "";
+}
+
+/* Appends node's string literals, decoded (raw text), as a new node. */
+static int unquoted_copy(js_graph *g, int node) {
+    js_node nd = g->nodes[node];
+    if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes) ||
+        grow((void **)&g->lits, &g->cap_lits, g->n_lits + nd.n, sizeof *g->lits))
+        return -1;
+    int first = g->n_lits;
+    for (int i = 0; i < nd.n; i++) {
+        json_error_t je;
+        json_t *v =
+            json_loadb(g->lits[nd.first + i].text, g->lits[nd.first + i].len, JSON_DECODE_ANY, &je);
+        const char *raw = json_string_value(v);
+        size_t len = json_string_length(v);
+        char *t = raw && !strstr(raw, "</parameter>") && len ? malloc(len + 1) : NULL;
+        if (t) memcpy(t, raw, len + 1);
+        json_decref(v);
+        if (!t) return -1;
+        g->lits[g->n_lits++] = (js_lit){t, len};
+    }
+    g->nodes[g->n_nodes] = (js_node){JS_LITERALS, first, nd.n, -1, 0, -1};
+    return g->n_nodes++;
+}
+
+int js_xml_call_form(js_graph *g, const char *schema_json) {
+    if (g->nodes[g->root].kind != JS_OBJECT) return 0;
+    json_error_t je;
+    json_t *schema = json_loads(schema_json, 0, &je);
+    const json_t *props = json_object_get(schema, "properties");
+    js_node root = g->nodes[g->root];
+    int ok = 1;
+    for (int k = 0; k < root.n && ok; k++) {
+        js_prop *p = &g->props[root.first + k];
+        const js_node *nd = &g->nodes[p->node];
+        const char *type = prop_type(props, p);
+        int json_typed = *type && strcmp(type, "string") != 0;
+        ok = plain_key(p);
+        if (!ok || nd->kind == JS_STRING) continue;
+        if (nd->kind == JS_LITERALS && nd->n > 0 && g->lits[nd->first].text[0] == '"') {
+            for (int i = 0; i < nd->n && ok; i++)
+                ok = g->lits[nd->first + i].text[0] == '"';
+            int copy = ok ? unquoted_copy(g, p->node) : -1;
+            if (copy >= 0) p->node = copy;
+            ok = copy >= 0;
+            continue;
+        }
+        /* any other value is JSON text, which the scanner reads as JSON
+           only when the property's type says so */
+        ok = json_typed &&
+             (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER || nd->kind == JS_NUMBER ||
+              nd->kind == JS_OBJECT || nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+    }
+    json_decref(schema);
+    return ok;
 }
 
 nc_status js_any_object(js_graph *g, nc_error *err) {

@@ -2,9 +2,11 @@
  * walks (json_match.h): objects with their properties in schema order,
  * arrays, strings, numbers, integers, booleans, null, enum/const literal
  * sets, anyOf/oneOf whose alternatives start with different characters,
- * and $ref into $defs/definitions (recursion allowed). Keywords that
- * constrain values in ways the matcher does not enforce (pattern, format,
- * minimum, minLength, ...) are refused by name, so output that passes the
+ * and $ref into $defs/definitions (recursion allowed), integers bounded by
+ * minimum/maximum (a closed range of at most 1024 values, matched as
+ * the set of their texts). Keywords that constrain values in ways the
+ * matcher does not enforce (pattern, format, multipleOf, an open or wide
+ * range, ...) are refused by name, so output that passes the
  * matcher always validates. After llama.cpp's json-schema-to-grammar, which
  * fixes property order the same way. */
 #ifndef NC_GEN_JSON_SCHEMA_H
@@ -61,6 +63,21 @@ typedef struct js_graph {
 /* Compiles schema_json (a JSON Schema object as text). what names the
  * schema in errors ("response_format.json_schema.schema"). */
 nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_error *err);
+
+/* The same with the keywords js_compile refuses for being unenforceable
+ * (pattern, format, an open integer range, ...) skipped: output keeps the
+ * schema's structure, types, enums and required properties, and may break
+ * only what was skipped. For a tool's parameters, where refusing the
+ * request is not an option the client chose; never for response_format. */
+nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph *g, nc_error *err);
+
+/* Readies g, compiled from schema_json (a tool's parameters), for Qwen3.5's
+ * XML call form (jm_grammar.xml_root): stores the root's string enums
+ * unquoted, as that form writes them. Returns 0 when the form cannot hold
+ * the schema exactly (a root that is not an object with properties, a key
+ * that is no plain name, a value the call scanner would not read back as
+ * the schema's type); g is then only fit for js_free. */
+int js_xml_call_form(js_graph *g, const char *schema_json);
 
 /* A graph whose root is any JSON object (response_format json_object). */
 nc_status js_any_object(js_graph *g, nc_error *err);

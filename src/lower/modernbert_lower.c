@@ -29,10 +29,6 @@ void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w) {
     lower_weight_shape4(&w->rot_all, D, D, 1, 1);
 }
 
-void mb_lower_fn_name(char *buf, size_t cap, int batch, int seq) {
-    snprintf(buf, cap, "encoder_b%d_s%d", batch, seq);
-}
-
 void mb_lower_layer_var(char *buf, size_t cap, int layer) {
     snprintf(buf, cap, "l%02d_out", layer);
 }

@@ -11,11 +11,11 @@
 #ifndef NC_LOWER_MODERNBERT_LOWER_H
 #define NC_LOWER_MODERNBERT_LOWER_H
 
+#include "bundle/bundle_forms.h"
 #include "lower/lower_ops.h"
 #include "models/modernbert.h"
 
 #define MB_LOWER_MASK_NEG (-1.0e4) /* finite "minus infinity": HF's finfo.min overflows fp16 */
-#define MB_LOWER_MAX_SHAPES 8      /* buckets and batches, each */
 
 /* Switches of the lowering. The two `wrong_*` ones build a deliberately
  * NON-equivalent graph so tests can prove the parity gate catches it; they
@@ -55,9 +55,6 @@ typedef struct mb_encoder_weights {
 /* Fills ranks and dims of every weight from the config (data left alone;
  * wo_heads, when allocated, included). */
 void mb_lower_shapes(const modernbert_config *c, mb_encoder_weights *w);
-
-/* The function name for a shape: "encoder_b3_s64". */
-void mb_lower_fn_name(char *buf, size_t cap, int batch, int seq);
 
 /* Name of the variable holding layer l's output (before the final norm) in
  * every function: the interpreter reads it for per-layer parity. */

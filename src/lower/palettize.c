@@ -16,23 +16,6 @@
 #define MAX_LLOYD_STEPS LOWER_PALETTE_MAX_STEPS
 #define BLOCK 64 /* k-means++ sampling: sums of D^2 weight per block */
 
-mil_dtype lower_palette_index_dtype(int bits) {
-    switch (bits) {
-    case 1:
-        return MIL_DT_UINT1;
-    case 2:
-        return MIL_DT_UINT2;
-    case 4:
-        return MIL_DT_UINT4;
-    case 6:
-        return MIL_DT_UINT6;
-    case 8:
-        return MIL_DT_UINT8;
-    default:
-        return MIL_DT_INVALID;
-    }
-}
-
 int64_t lower_palette_group_rows(int64_t rows, int64_t group_size) {
     if (group_size <= 0 || group_size >= rows) return rows;
     int64_t g = group_size;

@@ -12,21 +12,9 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "base/pool.h"
+#include "bundle/bundle_forms.h"
 #include "lower/lower_ops.h"
 #include "mil/builder.h"
-
-typedef struct lower_palette_options {
-    int bits;           /* 0: weights stay fp16; else 1, 2, 4, 6 or 8 */
-    int64_t group_size; /* output channels per table; 0: one table per tensor */
-    uint64_t seed;      /* k-means++ seeding (deterministic per group) */
-    /* 1: every group that holds an exact 0.0 gets 0.0 as a fixed table
-     * entry (a pinned k-means centre), so zero padding expands to exactly
-     * 0 (Qwen3.5's padded value heads) */
-    int zero_entry;
-} lower_palette_options;
-
-/* The most Lloyd steps per group (recorded in bundle manifests). */
-#define LOWER_PALETTE_MAX_STEPS 1000
 
 /* Indices and tables of one palettized weight (one allocation; free()). */
 typedef struct lower_palette {
@@ -43,9 +31,6 @@ typedef struct lower_palette_stats {
     uint64_t stored_bytes;     /* packed indices + tables */
     double sum_sq_err, sum_sq; /* sum (w - lut[idx])^2 and sum w^2, for a relative RMS */
 } lower_palette_stats;
-
-/* The MIL index dtype for `bits` (uint1 ... uint8), MIL_DT_INVALID if none. */
-mil_dtype lower_palette_index_dtype(int bits);
 
 /* Output channels per table for a weight of `rows` output channels: the
  * requested size when it divides rows, else the largest divisor of rows

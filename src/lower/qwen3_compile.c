@@ -14,8 +14,8 @@
 
 #include "base/mmap.h"
 #include "base/timer.h"
+#include "bundle/bundle_io.h"
 #include "io/hf_weights.h"
-#include "lower/bundle_io.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
 #include "models/family.h"
@@ -150,7 +150,8 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
             /* a sliding-window layer (Gemma 3): its window for a cache, its own host inputs */
             lower_plan lp = c->plan;
             lp.local = qwen3_layer_sliding(q, l);
-            if (lp.local) lp.ctx = lower_qwen3_window(q, lp.ctx, lp.seqs[lp.n_seqs - 1]);
+            if (lp.local)
+                lp.ctx = lower_qwen3_window(q->sliding_window, lp.ctx, lp.seqs[lp.n_seqs - 1]);
             st = lower_qwen3_layer_part(&lp, split == LOWER_SPLIT_LAYER ? -1 : k,
                                         split == LOWER_SPLIT_FUNCTION ? s : -1, &w, rope, dir,
                                         &prog, err);

@@ -11,12 +11,6 @@
 
 #include "mil/check.h"
 
-static const char *const kernel_names[LOWER_N_KERNELS] = {"qkv", "kv", "attn", "mlp"};
-
-const char *lower_kernel_name(lower_kernel k) {
-    return k >= 0 && k < LOWER_N_KERNELS ? kernel_names[k] : "?";
-}
-
 void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     int64_t D = c->hidden_size, hd = c->head_dim, I = c->intermediate_size;
     int64_t qd = (int64_t)c->num_attention_heads * hd, kvd = (int64_t)c->num_key_value_heads * hd;
@@ -34,11 +28,6 @@ void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     lower_weight_shape4(&w->out_gate, qd, D, 1, 1);
     lower_weight_shape4(&w->post_attn_norm, 1, D, 1, 1);
     lower_weight_shape4(&w->post_mlp_norm, 1, D, 1, 1);
-}
-
-int lower_qwen3_window(const qwen3_config *c, int ctx, int s_max) {
-    int64_t w = ((int64_t)c->sliding_window + s_max - 1 + s_max - 1) / s_max * s_max;
-    return w < ctx ? (int)w : ctx;
 }
 
 /* A host input's name: a sliding-window layer's are NAME_local. */
@@ -497,21 +486,6 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
     return NC_OK;
 }
 
-static const char *const SPLIT_NAMES[LOWER_N_SPLITS] = {"layer", "kernel", "function"};
-static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "one"};
-static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather"};
-static const char *const ROPE_NAMES[LOWER_N_ROPE_FORMS] = {"conv", "matmul"};
-static const char *const ATTN_NAMES[LOWER_N_ATTN_FORMS] = {"broadcast", "grouped"};
-static int find_name(const char *const *names, int n, const char *name);
-
-const char *lower_attention_form_name(lower_attention_form a) {
-    return a >= 0 && a < LOWER_N_ATTN_FORMS ? ATTN_NAMES[a] : "?";
-}
-
-int lower_attention_form_parse(const char *name) {
-    return find_name(ATTN_NAMES, LOWER_N_ATTN_FORMS, name);
-}
-
 nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err) {
     int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim, G = H / KV;
     int64_t n = H * hd, other = rows ? w->dims[1] : w->dims[0];
@@ -531,44 +505,6 @@ nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int ro
     memcpy(d, tmp, (size_t)(n * other) * sizeof *tmp);
     free(tmp);
     return NC_OK;
-}
-
-const char *lower_rope_form_name(lower_rope_form r) {
-    return r >= 0 && r < LOWER_N_ROPE_FORMS ? ROPE_NAMES[r] : "?";
-}
-
-const char *lower_kv_update_name(lower_kv_update k) {
-    return k >= 0 && k < LOWER_N_KV_UPDATES ? KV_NAMES[k] : "?";
-}
-
-const char *lower_program_split_name(lower_program_split s) {
-    return s >= 0 && s < LOWER_N_SPLITS ? SPLIT_NAMES[s] : "?";
-}
-
-const char *lower_head_split_name(lower_head_split s) {
-    return s >= 0 && s < LOWER_N_HEAD_SPLITS ? HEAD_SPLIT_NAMES[s] : "?";
-}
-
-static int find_name(const char *const *names, int n, const char *name) {
-    for (int i = 0; name && i < n; i++)
-        if (!strcmp(names[i], name)) return i;
-    return -1;
-}
-
-int lower_program_split_parse(const char *name) {
-    return find_name(SPLIT_NAMES, LOWER_N_SPLITS, name);
-}
-
-int lower_head_split_parse(const char *name) {
-    return find_name(HEAD_SPLIT_NAMES, LOWER_N_HEAD_SPLITS, name);
-}
-
-int lower_kv_update_parse(const char *name) {
-    return find_name(KV_NAMES, LOWER_N_KV_UPDATES, name);
-}
-
-int lower_rope_form_parse(const char *name) {
-    return find_name(ROPE_NAMES, LOWER_N_ROPE_FORMS, name);
 }
 
 int lower_qwen3_kernels(const lower_plan *p) {

@@ -17,29 +17,11 @@
 #ifndef NC_LOWER_QWEN3_LOWER_H
 #define NC_LOWER_QWEN3_LOWER_H
 
+#include "bundle/bundle_forms.h"
 #include "lower/lower_ops.h"
 #include "models/qwen3.h"
 
-#define LOWER_HEAD_SEQ 32         /* the head runs one token, padded to 32 columns */
-#define LOWER_MAX_HEAD_ROWS 65536 /* ANE dimension limit (docs/ane-rules.md) */
-/* The default rows per LM-head chunk: the widest conv public runtimes emit
- * (Anemll splits Qwen's head 16 ways, ironmill caps convs at 16,384
- * output channels; docs/lowering.md, "Lowering forms"). */
-#define LOWER_HEAD_ROWS_DEFAULT 16384
-#define LOWER_MAX_HEAD_CHUNKS 64
-#define LOWER_MASK_NEG (-1.0e4) /* finite "minus infinity" of the attention mask */
-#define LOWER_MAX_BUCKETS 8
 #define LOWER_MAX_CTX 65535 /* uint16 gather indices: one per context position */
-
-/* The four kernels of a layer, in execution order. */
-typedef enum lower_kernel {
-    LOWER_K_QKV,
-    LOWER_K_KV,
-    LOWER_K_ATTN,
-    LOWER_K_MLP,
-    LOWER_N_KERNELS
-} lower_kernel;
-const char *lower_kernel_name(lower_kernel k); /* "qkv", "kv", "attn", "mlp" */
 
 /* The fp16 weights of one layer (shapes set by lower_qwen3_layer_shapes). */
 typedef struct lower_layer_weights {
@@ -65,54 +47,6 @@ int lower_kernels_per_layer_valid(int kpl);
 /* Fails with one line when ctx does not fit the uint16 gather indices. */
 nc_status lower_qwen3_check_ctx(int ctx, nc_error *err);
 
-/* The lowering forms that are choices (docs/lowering.md, "Lowering
- * forms"): each a `nectar compile` option, a manifest field (plan.forms)
- * and a probe-profile key. Zero is the default of each. */
-typedef enum lower_program_split {
-    LOWER_SPLIT_LAYER,    /* one program per layer: every kernel of every bucket (default) */
-    LOWER_SPLIT_KERNEL,   /* a program per kernel of a layer, its buckets as functions */
-    LOWER_SPLIT_FUNCTION, /* a program per function: one kernel of one bucket */
-    LOWER_N_SPLITS
-} lower_program_split;
-typedef enum lower_head_split {
-    LOWER_HEAD_PER_CHUNK, /* a program per LM-head chunk, one output each (default) */
-    LOWER_HEAD_ONE,       /* one program, one output per chunk */
-    LOWER_N_HEAD_SPLITS
-} lower_head_split;
-typedef enum lower_kv_update {
-    LOWER_KV_ONEHOT, /* spread by a constant one-hot placement matmul, then select (default) */
-    LOWER_KV_GATHER, /* spread by a gather of uint16 constant indices, then select */
-    LOWER_N_KV_UPDATES
-} lower_kv_update;
-typedef enum lower_rope_form {
-    LOWER_ROPE_CONV,   /* rotate-half as a grouped 1x1 conv, one group per head (default) */
-    LOWER_ROPE_MATMUL, /* rotate-half as a matmul broadcast over the heads */
-    LOWER_N_ROPE_FORMS
-} lower_rope_form;
-typedef enum lower_attention_form {
-    LOWER_ATTN_BROADCAST, /* q [KV, G, hd, S] against the cache [KV, 1, hd, ctx] (default) */
-    LOWER_ATTN_GROUPED,   /* q in (kv head, dim, group) order: matmuls with equal batch dims */
-    LOWER_N_ATTN_FORMS
-} lower_attention_form;
-typedef struct lower_forms {
-    lower_program_split program_split;
-    lower_head_split head_split;
-    lower_kv_update kv_update;
-    lower_rope_form rope;
-    lower_attention_form attention;
-    int head_rows; /* rows per LM-head chunk (0: LOWER_HEAD_ROWS_DEFAULT) */
-} lower_forms;
-const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
-const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "one" */
-/* The value of a name (-1: none). */
-int lower_program_split_parse(const char *name);
-int lower_head_split_parse(const char *name);
-const char *lower_kv_update_name(lower_kv_update k); /* "onehot", "gather" */
-int lower_kv_update_parse(const char *name);
-const char *lower_rope_form_name(lower_rope_form r); /* "conv", "matmul" */
-int lower_rope_form_parse(const char *name);
-const char *lower_attention_form_name(lower_attention_form a); /* "broadcast", "grouped" */
-int lower_attention_form_parse(const char *name);
 /* The grouped attention form's order of q's channels, (kv head, dim,
  * group) instead of (kv head, group, dim): permutes q_proj's rows (rows =
  * 1) or o_proj's columns (rows = 0) of w [H*hd, D] / [D, H*hd] in place
@@ -132,14 +66,6 @@ typedef struct lower_plan {
      * window's length (lower_qwen3_window) */
     int local;
 } lower_plan;
-
-/* The KV length of a sliding-window layer: slot p mod W holds position p,
- * so W is a multiple of every bucket (the column rule places the token of
- * position p in column p mod S of each), and a chunk of up to s_max tokens
- * never overwrites a key its own earliest token still sees: W >=
- * sliding_window + s_max - 1, rounded up to a multiple of s_max; ctx when
- * that is not shorter (docs/lowering.md, "Other families"). */
-int lower_qwen3_window(const qwen3_config *c, int ctx, int s_max);
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is
  * written; the caller prints dir/model.mil). rope is the shared rotate-half

@@ -10,15 +10,10 @@
 
 #include "base/half.h"
 #include "base/pool.h"
+#include "bundle/bundle_forms.h"
 #include "io/hf_weights.h"
 #include "io/safetensors.h"
 #include "lower/lower_ops.h"
-
-typedef struct lower_fp16_stats {
-    size_t n_values;     /* converted */
-    size_t n_saturated;  /* finite values beyond +/-65504, now +/-65504 */
-    size_t n_nonfinite;  /* inf/NaN in the source */
-} lower_fp16_stats;
 
 /* Element i of a BF16/F16/F32 tensor as fp32 (exact). */
 float lower_tensor_f32_at(const st_tensor *t, size_t i);

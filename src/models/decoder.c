@@ -1,6 +1,38 @@
 /* What every decoder behind models/decoder.h shares. */
 #include "models/decoder.h"
 
+decoder_dims qwen3_dims(const qwen3_config *c) {
+    return (decoder_dims){.layers = c->num_hidden_layers,
+                          .hidden = c->hidden_size,
+                          .intermediate = c->intermediate_size,
+                          .heads = c->num_attention_heads,
+                          .kv_heads = c->num_key_value_heads,
+                          .head_dim = c->head_dim,
+                          .vocab = c->vocab_size,
+                          .tied = c->tie_word_embeddings,
+                          .no_qk_norm = !c->qk_norm,
+                          .sandwich_norm = c->sandwich_norm};
+}
+
+decoder_dims qwen35_dims(const qwen35_config *c) {
+    qwen3_config q; /* the sizes both share */
+    qwen35_config_shape(c, &q);
+    decoder_dims d = qwen3_dims(&q);
+    d.no_qk_norm = 0; /* its full-attention layers have q/k norms */
+    d.n_linear = c->num_hidden_layers - c->n_full;
+    d.lin_k_heads = c->linear_num_key_heads;
+    d.lin_v_heads = c->linear_num_value_heads;
+    d.lin_k_dim = c->linear_key_head_dim;
+    d.lin_v_dim = c->linear_value_head_dim;
+    d.lin_conv_kernel = c->linear_conv_kernel_dim;
+    return d;
+}
+
+size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16) {
+    return 2 * (kv_f16 ? 2 : sizeof(float)) * (size_t)(d->layers - d->n_linear) *
+           (size_t)d->kv_heads * (size_t)d->head_dim;
+}
+
 void decoder_close(decoder *d) {
     if (d->model) d->ops->free(d->model);
     d->model = NULL;

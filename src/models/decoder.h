@@ -40,9 +40,28 @@ typedef struct decoder_ops {
     void (*free)(void *model);
 } decoder_ops;
 
+/* A decoder's sizes in config.json's terms, whatever its family: what the
+ * engine reports and bench's roofline and bounds read. */
+typedef struct decoder_dims {
+    int layers, hidden, intermediate, heads, kv_heads, head_dim, vocab;
+    int tied;          /* tie_word_embeddings: the head shares the embedding table */
+    int no_qk_norm;    /* attention without q/k norms (Llama) */
+    int sandwich_norm; /* two more norms a layer, after attention and MLP (Gemma 3) */
+    /* A hybrid's linear-attention layers (Qwen3.5's Gated DeltaNet: their
+     * heads, head widths and conv window); 0 where every layer attends. */
+    int n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;
+} decoder_dims;
+
+/* The dims of a Qwen3-layout config (Qwen3, Llama) and of Qwen3.5's. */
+decoder_dims qwen3_dims(const qwen3_config *c);
+decoder_dims qwen35_dims(const qwen35_config *c);
+/* K and V of every attention (not linear) layer for one token, fp16 or fp32. */
+size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16);
+
 /* What a caller reads of a loaded decoder. */
 typedef struct decoder_shape {
-    int vocab, ctx_max, layers, hidden;
+    decoder_dims dims;
+    int ctx_max;
     int kv_f16;                /* KV caches in fp16 */
     size_t kv_bytes_per_token; /* one sequence's cache cost per token */
     const char *dtype;         /* the matrices' ("bf16", "q8", ...) */
@@ -50,10 +69,6 @@ typedef struct decoder_shape {
     int n_threads;
     const int32_t *eos_ids; /* config.json + generation_config.json */
     int n_eos;
-    /* The Qwen3-family shape fields (bench's roofline), and Qwen3.5's own
-     * config (its linear layers) or NULL. */
-    const qwen3_config *qwen3;
-    const qwen35_config *qwen35;
 } decoder_shape;
 
 typedef struct decoder {

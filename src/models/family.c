@@ -43,7 +43,10 @@ static const model_family_row rows[] = {
      .think_open = "<think>",
      .think_close = "</think>",
      .prompt_opens_think = 1,
-     .compiles = 1},
+     .compiles = 1,
+     /* Qwen3.5's own tokenizer does not ship with nectar; Qwen3's ids all
+        fit its larger vocabulary and it has the same chat tokens */
+     .random_tokenizer = "qwen3-tokenizer"},
     /* Llama 3.x and its architecture's other configs (SmolLM2). No real
      * Llama tokenizer ships with nectar: a random Llama folder gets Qwen3's
      * (docs/llama.md). */
@@ -77,7 +80,9 @@ static const model_family_row rows[] = {
      .model_types = modernbert_types,
      .is_encoder = 1,
      .presets = MODEL_FAMILY_MODERNBERT,
-     .compiles = 1},
+     .compiles = 1,
+     /* a small byte-level BPE of our own with [CLS]/[SEP]/[MASK] */
+     .random_tokenizer = "encoder-tokenizer"},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 

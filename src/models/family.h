@@ -48,7 +48,9 @@ typedef struct model_family_row {
                                reasoning block ("<think>\n": Qwen3.5) */
     int compiles;                         /* `nectar compile` has a lowering for it */
     const char *random_tokenizer;         /* what gen-random copies into a random folder by
-                                             default (share/nectar/<this>), NULL: none */
+                                             default (share/nectar/<this>); a decoder shape
+                                             whose vocabulary is too small for it gets
+                                             share/nectar/small-tokenizer */
 } model_family_row;
 
 /* The i-th row (0, 1, ...), NULL past the last. */

@@ -9,7 +9,6 @@ typedef struct q35 {
     qwen35_model *m;
     qwen35_batch_item *items; /* reused every forward */
     int cap;
-    qwen3_config shape; /* the Qwen3-family shape fields (bench) */
 } q35;
 
 static nc_status state_new(void *model, int ctx, void **out, nc_error *err) {
@@ -64,22 +63,16 @@ nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder
     NC_TRY(qwen35_load(dir, o->n_threads, &q->m, err));
     if (o->kv_f16 >= 0) qwen35_model_set_kv_f16(q->m, o->kv_f16);
     const qwen35_config *c = qwen35_model_config(q->m);
-    qwen35_config_shape(c, &q->shape);
     decoder_shape *s = &d->shape;
-    s->vocab = c->vocab_size;
+    s->dims = qwen35_dims(c);
     s->ctx_max = c->max_position_embeddings;
-    s->layers = c->num_hidden_layers;
-    s->hidden = c->hidden_size;
     s->kv_f16 = qwen35_model_kv_f16(q->m);
     /* only the full-attention layers keep K and V per token */
-    s->kv_bytes_per_token = 2 * (s->kv_f16 ? 2 : sizeof(float)) * (size_t)c->n_full *
-                            (size_t)c->num_key_value_heads * (size_t)c->head_dim;
+    s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
     s->dtype = qwen35_model_dtype(q->m);
     s->weight_bytes_per_token = qwen35_model_weight_bytes_per_token(q->m);
     s->n_threads = qwen35_model_threads(q->m);
     s->eos_ids = c->eos_token_ids;
     s->n_eos = c->n_eos;
-    s->qwen3 = &q->shape;
-    s->qwen35 = c;
     return NC_OK;
 }

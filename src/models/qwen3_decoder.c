@@ -68,18 +68,14 @@ nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder 
     if (o->kv_f16 >= 0) qwen3_model_set_kv_f16(q->m, o->kv_f16);
     const qwen3_config *c = qwen3_model_config(q->m);
     decoder_shape *s = &d->shape;
-    s->vocab = c->vocab_size;
+    s->dims = qwen3_dims(c);
     s->ctx_max = c->max_position_embeddings;
-    s->layers = c->num_hidden_layers;
-    s->hidden = c->hidden_size;
     s->kv_f16 = qwen3_model_kv_f16(q->m);
-    s->kv_bytes_per_token = 2 * (s->kv_f16 ? 2 : sizeof(float)) * (size_t)c->num_hidden_layers *
-                            (size_t)c->num_key_value_heads * (size_t)c->head_dim;
+    s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
     s->dtype = qwen3_model_dtype(q->m);
     s->weight_bytes_per_token = qwen3_model_weight_bytes_per_token(q->m);
     s->n_threads = qwen3_model_threads(q->m);
     s->eos_ids = c->eos_token_ids;
     s->n_eos = c->n_eos;
-    s->qwen3 = c;
     return NC_OK;
 }

@@ -26,14 +26,14 @@
 
 #include "base/log.h"
 #include "base/timer.h"
-#include "serve/serve_constraint.h"
+#include "gen/out_constraint.h"
+#include "gen/tool_scan.h"
 #include "serve/serve_gate.h"
 #include "serve/serve_jsonshape.h"
 #include "serve/serve_policy.h"
 #include "serve/serve_respond.h"
 #include "serve/serve_sched.h"
 #include "serve/serve_special.h"
-#include "serve/serve_toolcall.h"
 #include "text/chat.h"
 
 /* How often a waiting connection checks whether its client is still there. */
@@ -359,7 +359,8 @@ static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, s
     nc_error err;
     *param = NULL;
     *code = NULL;
-    if (serve_constraint_new(r, g->family, g->vocab, &j->constraint, param, &err) != NC_OK) {
+    if (gen_out_constraint_new(&r->out, g->family, g->vocab, &j->constraint, param, &err) !=
+        NC_OK) {
         snprintf(msg, msg_cap, "%s", err.msg);
         return 400;
     }
@@ -398,8 +399,9 @@ static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, s
                 *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
         }
         chat_options co = {1, r->enable_thinking, r->preserve_thinking};
-        chat_tools tools = {(const char *const *)r->tools,
-                            r->tool_choice == SERVE_TOOLS_NONE ? 0 : r->n_tools, calls, n_calls};
+        chat_tools tools = {(const char *const *)r->out.tools,
+                            r->out.tool_choice == GEN_TOOLS_NONE ? 0 : r->out.n_tools, calls,
+                            n_calls};
         nc_status st = chat_render_family(g->family, m, r->n_messages, &co, &tools, &text, &err);
         free(m);
         free(calls);
@@ -499,18 +501,18 @@ typedef struct stream_ctx {
     unsigned seen;
     int sent_first, is_finished;
     int uses_tools; /* content goes through the tool-call scanner */
-    serve_tool_scan scan;
+    gen_tool_scan scan;
 } stream_ctx;
 
 /* Tool calls are parsed from the output when the request gave tools and
  * did not switch them off. */
 static int uses_tools(const serve_request *r) {
-    return r->n_tools > 0 && r->tool_choice != SERVE_TOOLS_NONE;
+    return gen_output_spec_uses_tools(&r->out);
 }
 
 /* A scanner for the server's call format, typing by the request's tools. */
-static serve_tool_scan tool_scan_for(const serve_gen *g, const serve_request *r) {
-    return (serve_tool_scan){0, 0, g->family, (const char *const *)r->tools, r->n_tools};
+static gen_tool_scan tool_scan_for(const serve_gen *g, const serve_request *r) {
+    return (gen_tool_scan){0, 0, g->family, (const char *const *)r->out.tools, r->out.n_tools};
 }
 
 /* finish_reason as OpenAI reports it: "tool_calls" when the model stopped
@@ -531,10 +533,10 @@ static void append_chunk(stream_ctx *sc, const serve_delta *d) {
  * one with the arguments. */
 static void stream_tool_news(stream_ctx *sc, int is_final) {
     serve_job *j = sc->job;
-    serve_tool_news news;
+    gen_tool_news news;
     int index = sc->scan.n_calls;
-    while (serve_tool_scan_next(&sc->scan, j->content.p ? j->content.p : "", j->content.len,
-                                is_final, &news)) {
+    while (gen_tool_scan_next(&sc->scan, j->content.p ? j->content.p : "", j->content.len, is_final,
+                              &news)) {
         if (news.text_len) {
             serve_delta d = {0};
             d.content = news.text;
@@ -846,12 +848,12 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         serve_usage u;
         job_usage(j, &u);
         serve_text text = {0};
-        serve_tool_scan scan = tool_scan_for(g, &j->req);
+        gen_tool_scan scan = tool_scan_for(g, &j->req);
         if (uses_tools(&j->req)) { /* the text around the calls, and the calls */
-            serve_tool_news news;
+            gen_tool_news news;
             d.tool_calls = json_array();
-            while (serve_tool_scan_next(&scan, j->content.p ? j->content.p : "", j->content.len, 1,
-                                        &news)) {
+            while (gen_tool_scan_next(&scan, j->content.p ? j->content.p : "", j->content.len, 1,
+                                      &news)) {
                 serve_text_append(&text, news.text ? news.text : "", news.text_len);
                 json_array_extend(d.tool_calls, news.calls);
                 json_decref(news.calls);

@@ -54,7 +54,7 @@ void serve_job_release(serve_job *j) {
     pthread_mutex_unlock(&j->mu);
     if (!last) return;
     serve_request_free(&j->req);
-    serve_constraint_free(j->constraint);
+    gen_out_constraint_free(j->constraint);
     free(j->prompt);
     free(j->reasoning.p);
     free(j->content.p);

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "serve/serve_constraint.h"
+#include "gen/out_constraint.h"
 #include "serve/serve_request.h"
 
 typedef struct serve_text {
@@ -35,7 +35,7 @@ typedef struct serve_job {
     int max_tokens;               /* resolved: never past the slot's context */
     int split_reasoning;          /* chat: route <think>...</think> to reasoning */
     int starts_in_reasoning;      /* the prompt already opened <think> */
-    serve_constraint *constraint; /* owned: constrained output, or NULL */
+    gen_out_constraint *constraint; /* owned: constrained output, or NULL */
 
     /* Progress, under mu. */
     serve_job_state state;

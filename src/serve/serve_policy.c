@@ -4,11 +4,11 @@
 #include "serve/serve_policy.h"
 
 #include <ctype.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
+
+#include "base/random_id.h"
 
 /* The host part of "host[:port]" or "[v6][:port]" into out (lower case,
  * IPv6 without brackets); 0 when it does not parse. */
@@ -86,14 +86,5 @@ int serve_model_matches(const char *asked, const char *model_id, const char *mod
 }
 
 int serve_make_id(const char *prefix, char *out, size_t cap) {
-    unsigned char b[16];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t r = read(fd, b, sizeof b);
-    close(fd);
-    if (r != (ssize_t)sizeof b) return -1;
-    int n = snprintf(out, cap, "%s-", prefix);
-    for (size_t i = 0; i < sizeof b && n > 0 && (size_t)n + 2 < cap; i++)
-        n += snprintf(out + n, cap - (size_t)n, "%02x", b[i]);
-    return 0;
+    return nc_random_id(prefix, out, cap);
 }

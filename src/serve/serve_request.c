@@ -1,6 +1,6 @@
 /* Parsing and validation of /v1/chat/completions and /v1/completions bodies.
  * Unknown fields are ignored (clients send many, e.g. "user"); fields we
- * know but cannot honour (n > 1, tools, logit_bias, echo) are rejected so a
+ * know but cannot honour (n > 1, logit_bias, echo) are rejected so a
  * client never silently gets something other than what it asked for. */
 #include "serve/serve_request.h"
 
@@ -222,19 +222,6 @@ static nc_status tojson(pctx *c, const json_t *v, char **out) {
     return chat_tojson(v, out, &e) == NC_OK ? NC_OK : oom(c);
 }
 
-/* OpenAI's rule for function names: 1-64 of [a-zA-Z0-9_-]. */
-static int is_function_name(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 64) return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 /* tool_calls of an assistant message: [{id, type, function: {name,
  * arguments}}]; arguments a JSON string (OpenAI) or an object. */
 static nc_status parse_tool_calls(pctx *c, const json_t *tc, size_t mi, serve_message *out) {
@@ -365,96 +352,10 @@ static nc_status parse_stop(pctx *c, const json_t *root, serve_request *r) {
     return NC_OK;
 }
 
-/* tools: [{"type": "function", "function": {"name", "description",
- * "parameters"}}], kept as the template's tojson text of each whole entry
- * (what HF's apply_chat_template renders); tool_choice: "none", "auto",
- * "required" or {"type": "function", "function": {"name"}}. */
-static nc_status parse_tools(pctx *c, const json_t *root, serve_request *r) {
-    json_t *tools = field(root, "tools"), *choice = field(root, "tool_choice");
-    if (tools && r->endpoint != SERVE_EP_CHAT)
-        return bad(c, "tools", "is only for /v1/chat/completions%s", NULL);
-    if (tools && !json_is_array(tools)) return bad(c, "tools", "must be an array%s", NULL);
-    size_t n = json_array_size(tools);
-    if (n > SERVE_MAX_TOOLS) return bad(c, "tools", "has more than 128 entries%s", NULL);
-    if (n) {
-        r->tools = calloc(n, sizeof *r->tools);
-        r->tool_names = calloc(n, sizeof *r->tool_names);
-        if (!r->tools || !r->tool_names) return oom(c);
-    }
-    char param[64];
-    for (size_t i = 0; i < n; i++) {
-        json_t *t = json_array_get(tools, i);
-        json_t *type = json_is_object(t) ? field(t, "type") : NULL;
-        json_t *f = json_is_object(t) ? field(t, "function") : NULL;
-        json_t *name = json_is_object(f) ? field(f, "name") : NULL;
-        json_t *params = json_is_object(f) ? field(f, "parameters") : NULL;
-        snprintf(param, sizeof param, "tools[%zu]", i);
-        if (!type || !json_is_string(type) || strcmp(json_string_value(type), "function") != 0)
-            return bad(c, param, "must have \"type\": \"function\"%s", NULL);
-        snprintf(param, sizeof param, "tools[%zu].function.name", i);
-        if (!name || !json_is_string(name) || !is_function_name(json_string_value(name)))
-            return bad(c, param, "must be 1-64 letters, digits, '_' or '-'%s", NULL);
-        snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
-        if (params && !json_is_object(params)) return bad(c, param, "must be an object%s", NULL);
-        r->n_tools = i + 1;
-        r->tool_names[i] = strdup(json_string_value(name));
-        if (!r->tool_names[i]) return oom(c);
-        NC_TRY(tojson(c, t, &r->tools[i]));
-    }
-    r->tool_choice = SERVE_TOOLS_AUTO;
-    if (!choice) return NC_OK;
-    if (json_is_string(choice)) {
-        const char *v = json_string_value(choice);
-        if (!strcmp(v, "none"))
-            r->tool_choice = SERVE_TOOLS_NONE;
-        else if (!strcmp(v, "required"))
-            r->tool_choice = SERVE_TOOLS_REQUIRED;
-        else if (strcmp(v, "auto") != 0)
-            return bad(c, "tool_choice", "must be none, auto, required or a function%s", NULL);
-    } else {
-        json_t *f = json_is_object(choice) ? field(choice, "function") : NULL;
-        json_t *name = json_is_object(f) ? field(f, "name") : NULL;
-        if (!name || !json_is_string(name))
-            return bad(c, "tool_choice",
-                       "must be none, auto, required or {\"type\": \"function\", "
-                       "\"function\": {\"name\": ...}}%s",
-                       NULL);
-        size_t k = 0;
-        while (k < r->n_tools && strcmp(r->tool_names[k], json_string_value(name)) != 0)
-            k++;
-        if (k == r->n_tools)
-            return bad(c, "tool_choice.function.name", "'%s' is not one of the tools",
-                       json_string_value(name));
-        r->tool_choice = SERVE_TOOLS_NAMED;
-        r->tool_choice_name = strdup(json_string_value(name));
-        if (!r->tool_choice_name) return oom(c);
-    }
-    if (r->tool_choice == SERVE_TOOLS_REQUIRED && r->n_tools == 0)
-        return bad(c, "tool_choice", "is 'required' but there are no tools%s", NULL);
-    return NC_OK;
-}
-
-/* response_format: {"type": "text"}, {"type": "json_object"} or
- * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}. */
-static nc_status parse_format(pctx *c, const json_t *root, serve_request *r) {
-    json_t *rf = field(root, "response_format");
-    if (!rf) return NC_OK;
-    json_t *t = json_is_object(rf) ? field(rf, "type") : NULL;
-    const char *type = t && json_is_string(t) ? json_string_value(t) : "";
-    if (!strcmp(type, "text")) return NC_OK;
-    if (!strcmp(type, "json_object")) {
-        r->format = SERVE_FORMAT_JSON_OBJECT;
-        return NC_OK;
-    }
-    if (strcmp(type, "json_schema") != 0)
-        return bad(c, "response_format.type", "must be text, json_object or json_schema%s", NULL);
-    json_t *js = field(rf, "json_schema");
-    json_t *schema = json_is_object(js) ? field(js, "schema") : NULL;
-    if (!schema || !json_is_object(schema))
-        return bad(c, "response_format.json_schema.schema", "must be an object%s", NULL);
-    r->format = SERVE_FORMAT_JSON_SCHEMA;
-    r->schema = json_dumps(schema, JSON_COMPACT);
-    return r->schema ? NC_OK : oom(c);
+/* tools, tool_choice and response_format, as the API reads them. */
+static nc_status parse_output(pctx *c, const json_t *root, serve_request *r) {
+    return gen_output_spec_parse(root, r->endpoint == SERVE_EP_CHAT, &r->out, c->perr->param,
+                                 sizeof c->perr->param, c->err);
 }
 
 /* Fields the server recognises but does not implement: present and
@@ -577,8 +478,7 @@ static nc_status parse_root(pctx *c, const json_t *root, serve_request *r) {
     else
         NC_TRY(parse_prompt(c, root, r));
     NC_TRY(reject_unsupported(c, root));
-    NC_TRY(parse_tools(c, root, r));
-    NC_TRY(parse_format(c, root, r));
+    NC_TRY(parse_output(c, root, r));
     NC_TRY(parse_sampling(c, root, r));
     NC_TRY(parse_stop(c, root, r));
     NC_TRY(parse_logprobs(c, root, r));
@@ -626,14 +526,7 @@ void serve_request_free(serve_request *req) {
         }
         free(req->messages[i].tool_calls);
     }
-    for (size_t i = 0; i < req->n_tools; i++) {
-        free(req->tools[i]);
-        free(req->tool_names[i]);
-    }
-    free(req->tools);
-    free(req->tool_names);
-    free(req->tool_choice_name);
-    free(req->schema);
+    gen_output_spec_free(&req->out);
     free(req->messages);
     free(req->prompt);
     free(req->prompt_ids);

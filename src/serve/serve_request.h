@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "gen/output_spec.h"
 
 typedef enum { SERVE_EP_CHAT, SERVE_EP_COMPLETIONS } serve_endpoint;
 
@@ -31,20 +32,7 @@ typedef struct serve_message {
     size_t n_tool_calls;
 } serve_message;
 
-#define SERVE_MAX_TOOLS 128
-
-typedef enum {
-    SERVE_TOOLS_AUTO,     /* the model may call a tool or answer */
-    SERVE_TOOLS_NONE,     /* no tools in the prompt, no calls parsed */
-    SERVE_TOOLS_REQUIRED, /* the answer is one or more calls */
-    SERVE_TOOLS_NAMED     /* the answer is a call of tool_choice_name */
-} serve_tool_choice;
-
-typedef enum {
-    SERVE_FORMAT_TEXT,
-    SERVE_FORMAT_JSON_OBJECT, /* any JSON object */
-    SERVE_FORMAT_JSON_SCHEMA  /* a JSON value valid against response_schema */
-} serve_format;
+#define SERVE_MAX_TOOLS GEN_MAX_TOOLS
 
 typedef struct serve_request {
     serve_endpoint endpoint;
@@ -78,16 +66,8 @@ typedef struct serve_request {
     int enable_thinking;   /* chat_template_kwargs.enable_thinking, default 1 */
     int preserve_thinking; /* chat_template_kwargs.preserve_thinking (Qwen3.5), default 0 */
 
-    /* Tools (chat): definitions as the template's tojson text, their names. */
-    char **tools;
-    char **tool_names;
-    size_t n_tools;
-    serve_tool_choice tool_choice;
-    char *tool_choice_name; /* SERVE_TOOLS_NAMED */
-
-    /* response_format */
-    serve_format format;
-    char *schema; /* json_schema.schema as JSON text (SERVE_FORMAT_JSON_SCHEMA) */
+    /* tools, tool_choice (chat) and response_format */
+    gen_output_spec out;
 } serve_request;
 
 /* What a parse failure is about: `param` is the OpenAI error's "param" field

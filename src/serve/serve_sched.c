@@ -8,13 +8,13 @@
  * under s->mu. */
 #include "serve/serve_sched.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "gen/logprobs.h"
 #include "text/utf8.h"
 
 /* Prompt tokens one slot feeds per step, so a long prompt does not stall
@@ -140,32 +140,16 @@ static json_t *token_json(serve_sched *s, int32_t id, double logprob) {
                      bytes);
 }
 
-/* The model's log-probabilities (softmax of the raw logits, before any
- * sampling filter) of the chosen token and the top alternatives. */
+/* The chosen token's and the top alternatives' entries (gen/logprobs.h). */
 static void add_logprobs(serve_sched *s, serve_slot *sl, int32_t chosen, const float *l) {
-    int nv = s->m->e->n_vocab, k = sl->job->req.top_logprobs;
-    double mx = l[0];
-    for (int v = 1; v < nv; v++)
-        mx = l[v] > mx ? l[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < nv; v++)
-        sum += exp((double)l[v] - mx);
-    double lse = mx + log(sum > 0 ? sum : 1.0); /* sum >= 1: the max term is exp(0) */
-    int top[SERVE_MAX_TOP_LOGPROBS];
-    int n_top = 0;
-    for (int v = 0; v < nv && k > 0; v++) {
-        if (n_top == k && l[v] <= l[top[n_top - 1]]) continue;
-        int at = n_top < k ? n_top++ : k - 1;
-        while (at > 0 && l[top[at - 1]] < l[v]) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = v;
-    }
-    json_t *entry = token_json(s, chosen, (double)l[chosen] - lse);
+    int32_t top[GEN_MAX_TOP_LOGPROBS];
+    double top_lp[GEN_MAX_TOP_LOGPROBS], lp;
+    int n_top =
+        gen_logprobs(l, s->m->e->n_vocab, chosen, sl->job->req.top_logprobs, &lp, top, top_lp);
+    json_t *entry = token_json(s, chosen, lp);
     json_t *alts = json_array();
     for (int i = 0; i < n_top; i++)
-        json_array_append_new(alts, token_json(s, top[i], (double)l[top[i]] - lse));
+        json_array_append_new(alts, token_json(s, top[i], top_lp[i]));
     json_object_set_new(entry, "top_logprobs", alts);
     serve_job *j = sl->job;
     pthread_mutex_lock(&j->mu);
@@ -228,7 +212,7 @@ static void start_job(serve_sched *s, serve_slot *sl, serve_job *j) {
     nc_error err = {0};
     nc_status st = gen_seq_start(sl->gs, j->prompt, j->n_prompt, &req, &cb, &err);
     if (st == NC_OK && j->constraint) { /* response_format, forced tool calls */
-        gen_constraint c = serve_constraint_hooks(j->constraint);
+        gen_constraint c = gen_out_constraint_hooks(j->constraint);
         gen_seq_constrain(sl->gs, &c);
     }
     pthread_mutex_lock(&j->mu);

@@ -4,7 +4,8 @@
 # `pkg-config --cflags --libs nectar` and nothing from the source tree.
 # Checks: the PKG_CONFIG_PATH hint for a prefix pkg-config does not search,
 # the rpath in the .pc's libs (no LD_LIBRARY_PATH needed), --static listing
-# every dependency's libraries, DESTDIR staging, the soname, that the shared library exports
+# every dependency's libraries (libunistring too: a static libnectar links
+# with that list alone), DESTDIR staging, the soname, that the shared library exports
 # only nc_* symbols, the embeddings example against HF's numbers
 # (tests/fixtures/modernbert, tools/make_modernbert_fixtures.py), the
 # generation example against HF's greedy ids (tests/fixtures/qwen3), the
@@ -88,6 +89,22 @@ for l in $want_static; do
 done
 [ -z "$missing_static" ] && pass pkg_config_static_lists_every_library ||
     fail pkg_config_static_lists_every_library "missing:$missing_static"
+# a static libnectar (GNU ld: -l:libnectar.a) links with --static's list
+# alone and needs no libnectar.so; libmicrohttpd's TLS stack needs
+# libunistring there, which the .pc names itself (Libs.private)
+if [ "$(uname -s)" = Linux ]; then
+    static_libs=$(pkg-config --static --libs nectar | sed 's/-lnectar /-l:libnectar.a /')
+    if pkg-config --static --libs libmicrohttpd | grep -q -e -lgnutls -e -lidn2 &&
+        ! pkg-config --libs --static nectar | grep -q -e '-lunistring'; then
+        fail pkg_config_static_names_libunistring "$(pkg-config --static --libs nectar)"
+    # shellcheck disable=SC2086
+    elif cc -std=c11 -o gen_static generate.c $(pkg-config --cflags nectar) $static_libs \
+        2>"$T/cc.err" && ! (ldd ./gen_static | grep -q libnectar) &&
+        env -u LD_LIBRARY_PATH ./gen_static --ids "$ROOT/tests/fixtures/qwen3/tiny_gqa2" Hello 2 \
+            >/dev/null 2>"$T/err"; then
+        pass example_links_statically_with_pkg_config_static
+    else fail example_links_statically_with_pkg_config_static "$(head -3 "$T/cc.err" "$T/err")"; fi
+fi
 run() { env "$LIBVAR=$P/lib" "$@"; }
 
 # embed: CLS pooling of "Hello", normalised, against HF (rows 129..192)

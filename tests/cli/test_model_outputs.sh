@@ -26,12 +26,13 @@ rc=$?
 if [ $rc -ne 0 ] && [ "$(cat "$T/file")" = x ] && no_tmp; then pass gen_random_refuses_a_file
 else fail gen_random_refuses_a_file "exit $rc: $(cat "$T/err")"; fi
 
-# an older model folder (with a tokenizer) replaced by one without: the old
-# tokenizer must be gone, the weights new
+# an older model folder (another tokenizer, a stray file) replaced whole:
+# the stray file gone, the tokenizer and weights new
 if "$BIN" gen-random --like tiny "$T/m" --tokenizer tests/fixtures/qwen3/tiny_bf16 >/dev/null 2>&1 &&
-    cp "$T/m/model.safetensors" "$T/old.safetensors" &&
+    cp "$T/m/model.safetensors" "$T/old.safetensors" && echo x >"$T/m/stray.txt" &&
     "$BIN" gen-random --like tiny "$T/m" --seed 2 >/dev/null 2>"$T/err" &&
-    [ ! -e "$T/m/tokenizer.json" ] && [ -f "$T/m/config.json" ] &&
+    [ ! -e "$T/m/stray.txt" ] && [ -f "$T/m/config.json" ] &&
+    cmp -s "$T/m/tokenizer.json" tests/fixtures/small-tokenizer/tokenizer.json &&
     ! cmp -s "$T/m/model.safetensors" "$T/old.safetensors" && no_tmp; then
     pass gen_random_replaces_an_older_model_whole
 else fail gen_random_replaces_an_older_model_whole "$(cat "$T/err"; ls "$T" "$T/m")"; fi

@@ -157,7 +157,7 @@ static void test_qk_long_keys_and_wide_heads_all_tables(void) {
                             double ref = 0;
                             for (int d = 0; d < dim; d++)
                                 ref += (double)q[r * LDQ + d] * k[t * LDK + d];
-                            worst = fmax(worst, fabs(s[r * LDS + t] - ref));
+                            worst = nc_worse(worst, fabs(s[r * LDS + t] - ref));
                         }
                     CHECKF(worst <= 1e-5 * sqrt((double)dim) && !past,
                            "%s qk rows=%d keys=%d dim=%d: off by %g%s", tabs[ti]->name, rows, keys,
@@ -271,7 +271,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
                 double ref = 0;
                 for (int t = 0; t < n_keys[i]; t++)
                     ref += p[t] / sum * c->vf[(size_t)t * kv_dim + kv_off + e];
-                worst = fmax(worst, fabs(out[(size_t)i * ldo + (size_t)h * hd + e] - ref));
+                worst = nc_worse(worst, fabs(out[(size_t)i * ldo + (size_t)h * hd + e] - ref));
             }
         }
         for (size_t e = (size_t)qd; e < ldo; e++) /* the row padding stays untouched */

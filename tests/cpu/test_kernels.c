@@ -259,7 +259,7 @@ static void test_matmul_act_prompts_use_the_gemms(void) {
                     }
                     /* |x| < 1: an int8 activation is off by at most 1/254 */
                     double bound = int8 ? mag / 254.0 + 1e-4 : 1e-5 * k;
-                    worst = fmax(worst, fabs(y[b * rows + r] - ref) / bound);
+                    worst = nc_worse(worst, fabs(y[b * rows + r] - ref) / bound);
                 }
             if (worst > 1)
                 printf("  %s %s: worst error %g of the bound\n", tabs[ti]->name,

@@ -44,7 +44,7 @@ static double layernorm_case(const cpu_kernels *k, int n, float offset, int inpl
     k->rows->layernorm(o, inplace ? x : keep, w, n, 1e-5f);
     double worst = 0;
     for (int i = 0; i < n; i++)
-        worst = fmax(worst, fabs(o[i] - ref[i]) / fmax(1.0, fabs(ref[i])));
+        worst = nc_worse(worst, fabs(o[i] - ref[i]) / fmax(1.0, fabs(ref[i])));
     return o[n] == 12345.0f ? worst : INFINITY; /* wrote past the end */
 }
 
@@ -56,13 +56,13 @@ static void test_layernorm_all_lengths_and_offsets_all_tables(void) {
         double worst = 0;
         for (int n = 1; n <= 80; n++)
             for (int inplace = 0; inplace < 2; inplace++)
-                worst = fmax(worst, layernorm_case(tabs[ti], n, 0.0f, inplace));
+                worst = nc_worse(worst, layernorm_case(tabs[ti], n, 0.0f, inplace));
         for (size_t j = 0; j < sizeof widths / sizeof *widths; j++)
             for (int inplace = 0; inplace < 2; inplace++) {
-                worst = fmax(worst, layernorm_case(tabs[ti], widths[j], 0.0f, inplace));
+                worst = nc_worse(worst, layernorm_case(tabs[ti], widths[j], 0.0f, inplace));
                 /* a common offset 30x the spread: a variance from E[x^2] - mean^2
                  * would lose ~10 bits here */
-                worst = fmax(worst, layernorm_case(tabs[ti], widths[j], 100.0f, inplace));
+                worst = nc_worse(worst, layernorm_case(tabs[ti], widths[j], 100.0f, inplace));
             }
         printf("  %s: layernorm max error %.3g\n", tabs[ti]->name, worst);
         CHECKF(worst <= 1e-5, "%s: layernorm off by %g", tabs[ti]->name, worst);
@@ -102,8 +102,8 @@ static void test_add_and_rope_exact_all_tables(void) {
             double worst = 0;
             for (int i = 0; i < h; i++) {
                 double a = keep[i], b = keep[i + h];
-                worst = fmax(worst, fabs(v[i] - (a * c[i] - b * sn[i])));
-                worst = fmax(worst, fabs(v[i + h] - (b * c[i] + a * sn[i])));
+                worst = nc_worse(worst, fabs(v[i] - (a * c[i] - b * sn[i])));
+                worst = nc_worse(worst, fabs(v[i + h] - (b * c[i] + a * sn[i])));
             }
             CHECKF(worst <= 4.0 * 4 * 1.2e-7 && v[hd] == 12345.0f, "%s: rope hd=%d off by %g",
                    k->name, hd, worst);

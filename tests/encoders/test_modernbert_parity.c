@@ -114,7 +114,7 @@ static void check_model_packed(const char *name, const char *sub, int head, size
         eg = max_err_real(logits, r.logits.data, r.mask.data, 1, n, (size_t)c->vocab_size);
     if (!st && head == MODERNBERT_HEAD_CLASSIFIER)
         for (size_t i = 0; i < nlog; i++)
-            eg = fmax(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
+            eg = nc_worse(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
     printf("  %s/%s (rows of %d): max |err| hidden (all layers) %.3g, last %.3g, logits %.3g\n",
            name, sub, r.seq, eh, el, eg);
     free(hidden);
@@ -196,8 +196,8 @@ static void test_modernbert_single_row_and_selected_mlm_rows(void) {
     double e = 0;
     for (int i = 0; i < 2 && !st; i++)
         for (size_t v = 0; v < V; v++)
-            e = fmax(e, fabs(lg[i * V + v] -
-                             ((float *)r.logits.data)[((size_t)b * r.seq + rows[i]) * V + v]));
+            e = nc_worse(e, fabs(lg[i * V + v] -
+                                 ((float *)r.logits.data)[((size_t)b * r.seq + rows[i]) * V + v]));
     printf("  single row of %d tokens vs padded batch (HF): max |err| %.3g\n", len, e);
     free(lg);
     ref_free(&r);

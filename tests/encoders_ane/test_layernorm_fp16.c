@@ -81,7 +81,7 @@ static int run(double k, double *err_lowered, double *err_textbook, nc_error *er
         for (int c = 0; c < D; c++) {
             double ref = (xs[c] - mu) / sqrt(var + 1e-5) * nc_fp16_to_f32(nc_f32_to_fp16(wv[c]));
             double e1 = fabs(ref - y1.f32[c * S + t]), e2 = fabs(ref - y2.f32[c * S + t]);
-            *err_lowered = fmax(*err_lowered, e1);
+            *err_lowered = nc_worse(*err_lowered, e1);
             *err_textbook = isfinite(y2.f32[c * S + t]) ? fmax(*err_textbook, e2) : INFINITY;
         }
     }

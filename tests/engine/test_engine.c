@@ -12,8 +12,8 @@
 #include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
+#include "bundle/manifest.h"
 #include "engine/engine.h"
-#include "lower/manifest.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define N_GREEDY 16
@@ -225,7 +225,7 @@ static void test_bundle_context_is_fixed(void) {
     CHECK(strstr(err.msg, "compiled for a context of 64") != NULL);
     opt.ctx = 64;
     CHECK_OK(engine_open("qwen3-mil", bundle, &opt, &e, &err), &err);
-    CHECK(e->ctx_max == 64 && e->n_layers == 3 && e->qwen3 && e->n_eos >= 1);
+    CHECK(e->ctx_max == 64 && e->n_layers == 3 && e->dims.layers == 3 && e->n_eos >= 1);
     engine_close(e);
 }
 

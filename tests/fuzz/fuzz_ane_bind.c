@@ -10,7 +10,7 @@
 
 #include "ane_host/ane_attrs.h"
 #include "ane_host/ane_bind.h"
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *sep = memchr(data, 0, size);

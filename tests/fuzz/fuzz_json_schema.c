@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(schema);
         return 0;
     }
-    jm_grammar gr = {&g, "", "", 0, 0};
+    jm_grammar gr = {&g, "", "", 0, 0, 0};
     jm_state s, t;
     jm_start(&gr, &s);
     char out[MAX_OUT + 1];

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lower/manifest.h"
+#include "bundle/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lower_manifest m;

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lower/modernbert_manifest.h"
+#include "bundle/modernbert_manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mb_manifest m;

@@ -1,4 +1,4 @@
-/* Fuzz target: the tool-call scanner (src/serve/serve_toolcall.c) on
+/* Fuzz target: the tool-call scanner (src/gen/tool_scan.c) on
  * arbitrary model output. Input: one byte (bit 0: Qwen3.5's XML format,
  * else Qwen3's JSON), then the output. Scanned whole and then fed one byte
  * at a time as a stream is, it must give the same text and the same calls;
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/serve_toolcall.h"
+#include "gen/tool_scan.h"
 
 static const char *const TOOLS[] = {
     "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
@@ -26,10 +26,10 @@ typedef struct scan_out {
     json_t *calls; /* [name, arguments] pairs */
 } scan_out;
 
-static void take(serve_tool_scan *st, const char *out, size_t len, int is_final, scan_out *r) {
+static void take(gen_tool_scan *st, const char *out, size_t len, int is_final, scan_out *r) {
     int want_object = st->family == CHAT_QWEN35;
-    serve_tool_news news;
-    while (serve_tool_scan_next(st, out, len, is_final, &news)) {
+    gen_tool_news news;
+    while (gen_tool_scan_next(st, out, len, is_final, &news)) {
         if (news.text_len) {
             char *p = realloc(r->text, r->len + news.text_len + 1);
             if (!p) abort();
@@ -55,11 +55,11 @@ static void take(serve_tool_scan *st, const char *out, size_t len, int is_final,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    serve_tool_scan proto = {0, 0, data[0] & 1 ? CHAT_QWEN35 : CHAT_QWEN3, TOOLS, 1};
+    gen_tool_scan proto = {0, 0, data[0] & 1 ? CHAT_QWEN35 : CHAT_QWEN3, TOOLS, 1};
     const char *out = (const char *)data + 1;
     size_t n = size - 1;
     scan_out whole = {NULL, 0, json_array()}, bytewise = {NULL, 0, json_array()};
-    serve_tool_scan st = proto;
+    gen_tool_scan st = proto;
     take(&st, out, n, 1, &whole);
     st = proto;
     for (size_t i = 1; i <= n; i++)

@@ -1,6 +1,7 @@
 /* Constrained output (src/gen/json_schema.c, json_match.c, token_mask.c):
  * the matcher accepts and refuses exact byte strings per schema; schemas
- * with keywords it cannot enforce are refused by name; and random walks
+ * with keywords it cannot enforce are refused by name, integer ranges
+ * matched exactly; and random walks
  * over a real vocabulary (models/demo/tokenizer.json), choosing among the
  * tokens the mask leaves, always end in text that jansson parses and that
  * satisfies the schema, checked by hand-written validators here. Without a
@@ -14,17 +15,25 @@
 #include "../common/demo_vocab.h"
 #include "gen/token_mask.h"
 
+static int grammar_matches(const jm_grammar *gr, const char *text) {
+    jm_state s;
+    jm_start(gr, &s);
+    int ok = 1;
+    for (const char *p = text; *p && ok; p++)
+        ok = jm_feed(gr, &s, (unsigned char)*p);
+    return ok && jm_can_end(gr, &s);
+}
+
+static int graph_matches(const js_graph *g, const char *text) {
+    jm_grammar gr = {g, "", "", 0, 0, 0};
+    return grammar_matches(&gr, text);
+}
+
 static int matches(const char *schema, const char *text) {
     js_graph g;
     nc_error err;
     if (js_compile(schema, "schema", &g, &err) != NC_OK) return -1;
-    jm_grammar gr = {&g, "", "", 0, 0};
-    jm_state s;
-    jm_start(&gr, &s);
-    int ok = 1;
-    for (const char *p = text; *p && ok; p++)
-        ok = jm_feed(&gr, &s, (unsigned char)*p);
-    ok = ok && jm_can_end(&gr, &s);
+    int ok = graph_matches(&g, text);
     js_free(&g);
     return ok;
 }
@@ -163,6 +172,13 @@ static void test_schema_edges_generate_valid_output(void) {
         {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":"
          "\"null\"}]}}}",
          "$ref cycle"},
+        {"{\"type\":\"integer\",\"minimum\":0}", "'minimum'"},
+        {"{\"type\":\"integer\",\"maximum\":9}", "'maximum'"},
+        {"{\"type\":\"integer\",\"minimum\":0,\"maximum\":1024}", "at most 1024"},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer"},
+        {"{\"type\":\"integer\",\"minimum\":\"1\",\"maximum\":4}", "must be a number"},
+        {"{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", "'minimum'"},
+        {"{\"type\":\"integer\",\"minimum\":0,\"maximum\":9,\"multipleOf\":2}", "'multipleOf'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         js_graph g;
@@ -183,7 +199,7 @@ static void test_number_at_its_bound_can_always_end(void) {
     js_graph g;
     nc_error err;
     CHECK_OK(js_compile("{\"type\":\"number\"}", "schema", &g, &err), &err);
-    jm_grammar gr = {&g, "", "", 0, 0};
+    jm_grammar gr = {&g, "", "", 0, 0, 0};
     for (int zeros = 27; zeros <= 29; zeros++) {
         jm_state s;
         jm_start(&gr, &s);
@@ -228,6 +244,117 @@ static void test_enum_size_limit_is_named(void) {
             CHECKF(st == NC_ERR_INVALID && strstr(err.msg, "1025 values") &&
                        strstr(err.msg, "at most 1024"),
                    "1025 values: '%s'", err.msg);
+    }
+}
+
+/* An integer between minimum and maximum (inclusive or exclusive, bounds
+ * rounded inward) is matched exactly: every value in range, nothing else;
+ * open, empty and over-wide ranges are refused naming the keyword. */
+static void test_integer_ranges_are_enforced(void) {
+    static const char *r1_99 = "{\"type\":\"integer\",\"minimum\":1,\"maximum\":99}";
+    static const char *ex = "{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":3}";
+    static const char *neg = "{\"type\":\"integer\",\"minimum\":-2.5,\"maximum\":2.5}";
+    static const struct {
+        const char *const *schema, *text;
+        int want;
+    } cases[] = {
+        {&r1_99, "1", 1},   {&r1_99, "9", 1},   {&r1_99, "10", 1}, {&r1_99, "99", 1},
+        {&r1_99, "0", 0},   {&r1_99, "100", 0}, {&r1_99, "-1", 0}, {&r1_99, "01", 0},
+        {&r1_99, "1.0", 0}, {&ex, "1", 1},      {&ex, "2", 1},     {&ex, "0", 0},
+        {&ex, "3", 0},      {&neg, "-2", 1},    {&neg, "0", 1},    {&neg, "2", 1},
+        {&neg, "-3", 0},    {&neg, "3", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int got = matches(*cases[i].schema, cases[i].text);
+        CHECKF(got == cases[i].want, "case %zu: '%s' -> %d, want %d", i, cases[i].text, got,
+               cases[i].want);
+    }
+    CHECK(matches("{\"type\":\"integer\",\"minimum\":0,\"maximum\":1023}", "1023") == 1);
+}
+
+/* A tool's parameters with keywords the matcher cannot enforce are still
+ * held to their structure: required keys, types and enums (finding 3 of
+ * the hostile review: such a tool used to get any object, so `{}`). */
+static void test_relaxed_schema_keeps_required_and_types(void) {
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\","
+                         "\"pattern\":\"^a\"},\"n\":{\"type\":\"integer\",\"minimum\":0},"
+                         "\"m\":{\"enum\":[\"x\",\"y\"]}},\"required\":[\"q\",\"m\"],"
+                         "\"additionalProperties\":false}";
+    static const struct {
+        const char *text;
+        int want;
+    } cases[] = {
+        {"{}", 0},
+        {"{\"q\":\"b\"}", 0},
+        {"{\"q\":\"b\",\"m\":\"z\"}", 0},
+        {"{\"q\":1,\"m\":\"x\"}", 0},
+        {"{\"q\":\"b\",\"m\":\"x\"}", 1},
+        {"{\"q\":\"a\",\"n\":-5,\"m\":\"y\"}", 1},
+        {"{\"q\":\"a\",\"n\":1.5,\"m\":\"y\"}", 0},
+    };
+    js_graph g;
+    nc_error err = {0};
+    CHECK(js_compile(schema, "tools", &g, &err) == NC_ERR_INVALID && strstr(err.msg, "'pattern'"));
+    CHECK_OK(js_compile_relaxed(schema, "tools", &g, &err), &err);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int ok = graph_matches(&g, cases[i].text);
+        CHECKF(ok == cases[i].want, "'%s' -> %d, want %d", cases[i].text, ok, cases[i].want);
+    }
+    js_free(&g);
+}
+
+/* Qwen3.5's XML call form of a tool's parameters (xml_root): each property
+ * as <parameter=KEY>, raw strings with their length bounds, string enums
+ * unquoted, other values as JSON, required ones in schema order, then
+ * </function>; "</parameter>" can never sit inside a value. */
+static void test_xml_call_form_accepts_exactly_the_schema(void) {
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\","
+                         "\"maxLength\":5},\"m\":{\"enum\":[\"a\",\"ab\"]},\"n\":{\"type\":"
+                         "\"integer\"}},\"required\":[\"q\",\"m\"]}";
+#define P(k, v) "<parameter=" k ">\n" v "\n</parameter>\n"
+    static const struct {
+        const char *text;
+        int want;
+    } cases[] = {
+        {P("q", "hi") P("m", "ab") "</function>", 1},
+        {P("q", "hi") P("m", "a") P("n", "-12") "</function>", 1},
+        {P("q", "a\nb<c") P("m", "a") "</function>", 1},
+        {P("q", "") P("m", "a") "</function>", 1},
+        {P("q", "h\xc3\xa9llo") P("m", "a") "</function>", 1},
+        {P("q", "hi") "</function>", 0},
+        {P("m", "a") P("q", "hi") "</function>", 0},
+        {P("q", "hello!") P("m", "a") "</function>", 0},
+        {P("q", "a</parameter>") P("m", "a") "</function>", 0},
+        {P("q", "hi") P("m", "abc") "</function>", 0},
+        {P("q", "hi") P("m", "\"a\"") "</function>", 0},
+        {P("q", "hi") P("m", "a") P("n", "1.5") "</function>", 0},
+        {P("\"q\"", "hi") P("m", "a") "</function>", 0},
+        {"{\"q\":\"hi\",\"m\":\"a\"}", 0},
+    };
+#undef P
+    js_graph g;
+    nc_error err = {0};
+    CHECK_OK(js_compile(schema, "tools", &g, &err), &err);
+    CHECK(js_xml_call_form(&g, schema) == 1);
+    jm_grammar gr = {&g, "", "", 0, 0, 1};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int ok = grammar_matches(&gr, cases[i].text);
+        CHECKF(ok == cases[i].want, "case %zu: '%s' -> %d, want %d", i, cases[i].text, ok,
+               cases[i].want);
+    }
+    js_free(&g);
+    /* forms it cannot hold exactly: an enum of numbers with no type (read
+       back as a string), a union, a key that is no plain name */
+    static const char *const no_xml[] = {
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,2]}}}",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}}}",
+        "{\"type\":\"object\",\"properties\":{\"a>b\":{\"type\":\"string\"}}}",
+        "{\"type\":\"array\"}",
+    };
+    for (size_t i = 0; i < sizeof no_xml / sizeof *no_xml; i++) {
+        CHECK_OK(js_compile(no_xml[i], "tools", &g, &err), &err);
+        CHECKF(js_xml_call_form(&g, no_xml[i]) == 0, "%s taken for the XML form", no_xml[i]);
+        js_free(&g);
     }
 }
 
@@ -342,8 +469,9 @@ static void test_random_walks_always_validate(void) {
             CHECK_OK(js_compile(schemas[c], "schema", &g, &err), &err);
         else
             CHECK_OK(js_any_object(&g, &err), &err);
-        jm_grammar gr = {&g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix),
-                         strlen(cases[c].suffix)};
+        jm_grammar gr = {
+            &g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix), strlen(cases[c].suffix),
+            0};
         for (int w = 0; w < 8 && ok; w++) {
             char *out = walk(v, &gr, t, n_vocab, eog);
             if (!out) {
@@ -374,7 +502,7 @@ static void test_random_walks_always_validate(void) {
 
 /* Fed text through a graph-less grammar: 1 when it is accepted and may end. */
 static int free_matches(const char *prefix, const char *text) {
-    jm_grammar gr = {NULL, prefix, "", strlen(prefix), 0};
+    jm_grammar gr = {NULL, prefix, "", strlen(prefix), 0, 0};
     jm_state s;
     jm_start(&gr, &s);
     int ok = 1;
@@ -399,6 +527,9 @@ int main(void) {
     RUN(test_unenforceable_schemas_are_refused);
     RUN(test_schema_edges_generate_valid_output);
     RUN(test_enum_size_limit_is_named);
+    RUN(test_integer_ranges_are_enforced);
+    RUN(test_relaxed_schema_keeps_required_and_types);
+    RUN(test_xml_call_form_accepts_exactly_the_schema);
     RUN(test_number_at_its_bound_can_always_end);
     RUN(test_random_walks_always_validate);
     RUN(test_prefix_then_anything);

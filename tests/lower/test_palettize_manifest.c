@@ -10,10 +10,10 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
+#include "bundle/modernbert_manifest.h"
+#include "bundle/palettize_manifest.h"
 #include "lower/modernbert_compile.h"
-#include "lower/modernbert_manifest.h"
-#include "lower/palettize_manifest.h"
 #include "lower/qwen3_compile.h"
 
 static char tmp_root[64];

@@ -6,6 +6,9 @@
 # bf16 bytes are 2 x the parameters bounds counts (two separate pieces of
 # code: the writer's tensor list and bounds' formulas);
 # the smallest preset is written for real and loaded by `nectar bench`.
+# Every preset's random folder gets a tokenizer (the family's, or the small
+# one for a toy vocabulary), and the tiny decoder and an encoder shape,
+# written for real, run on text.
 BIN=${NECTAR_BIN:-build/nectar}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -33,6 +36,9 @@ for name in $names; do
         continue
     fi
     bytes=$(sed -n 's/.*, \([0-9]*\) bytes$/\1/p' "$TMP/g.txt")
+    if grep -q "^would copy the tokenizer from .*-tokenizer$" "$TMP/g.txt"; then
+        pass "gen_random_like_${name}_gets_a_tokenizer"
+    else fail "gen_random_like_${name}_gets_a_tokenizer" "$(tail -1 "$TMP/g.txt")"; fi
     if grep -q '"arch": "qwen3"' "$TMP/b.json"; then
         total=$(sed -n 's/^ *"total": \([0-9]*\),*$/\1/p' "$TMP/b.json" | head -1)
         if [ -n "$bytes" ] && [ -n "$total" ] && [ "$bytes" -eq $((2 * total)) ]; then
@@ -61,3 +67,13 @@ if "$BIN" gen-random --like tiny "$TMP/tiny" --seed 2 2>"$TMP/err" &&
     "$BIN" bench -m "$TMP/tiny" -p 8 -n 4 --runs 1 -t 1 >"$TMP/out" 2>&1; then
     pass gen_random_tiny_loads
 else fail gen_random_tiny_loads "$(cat "$TMP/err" "$TMP/out" | tail -3)"; fi
+
+# a random folder runs on text: the toy decoder (small tokenizer) and an
+# encoder shape (encoder tokenizer), where before gen-random copied none
+if "$BIN" run -m "$TMP/tiny" -p "hello there" -n 3 --temp 0 >"$TMP/out" 2>"$TMP/err"; then
+    pass gen_random_tiny_runs_on_text
+else fail gen_random_tiny_runs_on_text "$(tail -2 "$TMP/err")"; fi
+if "$BIN" gen-random --like modernbert-base "$TMP/mb" 2>"$TMP/err" &&
+    "$BIN" embed -m "$TMP/mb" -p "hello there" >"$TMP/out" 2>>"$TMP/err" && grep -q '[0-9]' "$TMP/out"; then
+    pass gen_random_encoder_embeds_text
+else fail gen_random_encoder_embeds_text "$(tail -2 "$TMP/err")"; fi

@@ -348,12 +348,12 @@ static void test_delta_rule_kernels_match_double_reference(void) {
         double er = 0, ec = 0, es = 0;
         for (int t = 0; t < T; t++)
             for (int j = 0; j < DV; j++) {
-                er = fmax(er, fabs(out_r[t][j] - ref[t][j]));
-                ec = fmax(ec, fabs(out_c[t][j] - ref[t][j]));
+                er = nc_worse(er, fabs(out_r[t][j] - ref[t][j]));
+                ec = nc_worse(ec, fabs(out_c[t][j] - ref[t][j]));
             }
         for (int a = 0; a < DK; a++)
             for (int j = 0; j < DV; j++)
-                es = fmax(es, fabs(Sc[a * DV + j] - S[a][j]) + fabs(Sr[a * DV + j] - S[a][j]));
+                es = nc_worse(es, fabs(Sc[a * DV + j] - S[a][j]) + fabs(Sr[a * DV + j] - S[a][j]));
         printf("  %s: vs double: recurrent %.3g, chunked %.3g, final states %.3g\n",
                tables[ti]->name, er, ec, es);
         ok &= er <= 1e-5 && ec <= 1e-5 && es <= 1e-5;

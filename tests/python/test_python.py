@@ -197,7 +197,7 @@ check("create_chat_completion_equals_chat",
 chunks = list(m.create_chat_completion(msgs, max_tokens=8, temperature=0, enable_thinking=False,
                                        stream=True))
 check("create_chat_completion_stream",
-      chunks[0]["choices"][0]["delta"] == {"role": "assistant"} and
+      chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""} and
       "".join(x["choices"][0]["delta"].get("content", "") for x in chunks) == want_chat and
       chunks[-1]["choices"][0]["finish_reason"] == "length" and
       all(x["object"] == "chat.completion.chunk" for x in chunks), repr(chunks[:2]))
@@ -217,11 +217,63 @@ for bad_stop in ("", [""], ["ok", ""]):
     except ValueError as x:
         if bad_stop == ["ok", ""]:
             check("empty_stop_rejected", "empty" in str(x), str(x))
+# tools with tool_choice "none": shown to nobody, parsed from nothing, the
+# plain reply (test_python_serve.py compares tools with the server)
+none = m.create_chat_completion(msgs, max_tokens=8, temperature=0, enable_thinking=False,
+                                tools=[{"type": "function", "function": {"name": "f"}}],
+                                tool_choice="none")
+check("tool_choice_none_is_the_plain_reply",
+      none["choices"][0]["message"]["content"] == want_chat and
+      "tool_calls" not in none["choices"][0]["message"], repr(none)[:300])
+# Model("ORG/NAME"): the Hugging Face cache as huggingface_hub laid it out
+# (tests/fixtures/hf_cache/layout.json, tools/make_hf_cache_fixture.py),
+# rebuilt here; the C API's nc_model_open resolves the name
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+root = os.path.dirname(os.path.dirname(fix))
+with open(os.path.join(fix, "hf_cache", "layout.json")) as f:
+    layout = json.load(f)
+hub = tempfile.mkdtemp()
 try:
-    m.create_chat_completion(msgs, tools=[{"type": "function", "function": {"name": "f"}}])
-    check("tools_say_not_supported", False, "no exception")
-except NotImplementedError as x:
-    check("tools_say_not_supported", "tools" in str(x), str(x))
+    for d in layout["dirs"]:
+        os.makedirs(os.path.join(hub, d))
+    for f in layout["files"]:
+        if f["source"]:
+            shutil.copy(os.path.join(root, f["source"]), os.path.join(hub, f["path"]))
+        else:
+            with open(os.path.join(hub, f["path"]), "w") as out:
+                out.write(layout["gpt2_config"])
+    for link in layout["links"]:
+        os.symlink(link["target"], os.path.join(hub, link["path"]))
+    for rel, commit in layout["refs"].items():
+        with open(os.path.join(hub, rel), "w") as out:
+            out.write(commit)
+    os.environ["HF_HUB_CACHE"] = hub  # read by nc_model_open, as huggingface_hub reads it
+    snap = os.path.join(hub, layout["resolved"]["nectar-test/st-max"])
+    by_name = nectar.Model("nectar-test/st-max", threads=1)
+    by_dir = nectar.Model(snap, threads=1)
+    check("model_by_hub_name_is_the_snapshot", by_name.kind == "encoder" and
+          close(list(by_name.embed("Hello")), list(by_dir.embed("Hello")), 0),
+          "%s" % by_name.kind)
+    by_name.close()
+    by_dir.close()
+    del os.environ["HF_HUB_CACHE"]
+    q = nectar.Model("nectar-test/tiny-qwen3", threads=1, hf_cache=hub)
+    want_q = nectar.Model(os.path.join(hub, layout["resolved"]["nectar-test/tiny-qwen3"]),
+                          threads=1)
+    check("model_by_hub_name_hf_cache_option",
+          q.kind == "decoder" and q.generate("Hi", 4, temperature=0) ==
+          want_q.generate("Hi", 4, temperature=0), q.kind)
+    q.close()
+    want_q.close()
+    try:
+        nectar.Model("nectar-test/not-there", hf_cache=hub)
+        check("model_not_cached_names_hf_download", False, "opened")
+    except nectar.NectarError as x:
+        check("model_not_cached_names_hf_download",
+              "hf download nectar-test/not-there" in str(x) and x.status == "not-found", str(x))
+finally:
+    shutil.rmtree(hub)
 check("package_is_typed", os.path.exists(os.path.join(pkg, "py.typed")))
 m.close()
 e.close()

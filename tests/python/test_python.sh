@@ -3,7 +3,9 @@
 # the build folder, offline (--no-index: the package and its build need
 # nothing from PyPI), then tests/python/test_python.py against the C command
 # line's own output (`nectar run --temp 0` on the demo model, `nectar embed`
-# on the encoder fixture) and HF references. The package gets the regular
+# on the encoder fixture) and HF references; then test_python_serve.py
+# against `nectar serve` on the same model (tools, response_format,
+# logprobs: the same requests must give the same answers). The package gets the regular
 # library build (build/) even in the sanitizer run: an ASan library cannot
 # be loaded into an uninstrumented python.
 BIN=${NECTAR_BIN:-build/nectar}
@@ -38,7 +40,28 @@ N=32
 ENC=tests/fixtures/modernbert/mb_base
 "$BIN" embed -t 1 -m $ENC -p Hello -o "$T/embed.json" 2>"$T/err" ||
     { echo "FAIL python_references: nectar embed: $(tail -1 "$T/err")"; exit 1; }
+# `nectar serve` on the same model, for test_python_serve.py: one slot and
+# one thread, as the Model there (the same arithmetic, the same tokens)
+"$BIN" serve --port 0 -m models/demo -t 1 -np 1 >"$T/serve.out" 2>"$T/serve.err" &
+SERVE_PID=$!
+trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
+PORT=""
+i=0
+while [ $i -lt 100 ] && [ -z "$PORT" ]; do
+    PORT=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$T/serve.out")
+    [ -z "$PORT" ] && sleep 0.1
+    i=$((i + 1))
+done
 # from outside the tree, so that `import nectar` cannot find python/nectar
 cd "$T" || exit 1
+rc=0
 env -u NECTAR_LIBRARY "$T/venv/bin/python" "$ROOT/tests/python/test_python.py" "$ROOT/models/demo" \
-    "$T/run.txt" "$PROMPT" $N "$ROOT/$ENC" "$T/embed.json" "$ROOT/tests/fixtures" "$T/sampled.txt"
+    "$T/run.txt" "$PROMPT" $N "$ROOT/$ENC" "$T/embed.json" "$ROOT/tests/fixtures" "$T/sampled.txt" ||
+    rc=1
+if [ -z "$PORT" ]; then
+    echo "FAIL python_against_server: nectar serve did not start: $(tail -1 "$T/serve.err")"
+    exit 1
+fi
+env -u NECTAR_LIBRARY "$T/venv/bin/python" "$ROOT/tests/python/test_python_serve.py" \
+    "$ROOT/models/demo" "http://127.0.0.1:$PORT" || rc=1
+exit $rc

@@ -1,21 +1,23 @@
 /* A forced call among several tools (tool_choice "required", Qwen3's JSON
- * calls; src/serve/serve_constraint.c): random walks over a real
+ * calls and Qwen3.5's XML ones; src/gen/out_constraint.c): random
+ * walks over a real
  * vocabulary (models/demo/tokenizer.json) under the request's mask, each
  * choosing the best allowed token of random logits, must end in one call
  * that the server's own tool-call scanner finds, naming one of the tools,
  * with arguments valid against that tool's parameters (checked by a
  * validator written here). The hostile tester saw `search({})` and calls
  * cut off: the arguments were held only to "an object" once more than one
- * tool could be called. */
+ * tool could be called (Qwen3.5: only the call's first bytes were). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../test.h"
 #include "../common/demo_vocab.h"
-#include "serve/serve_constraint.h"
-#include "serve/serve_toolcall.h"
+#include "../test.h"
+#include "gen/out_constraint.h"
+#include "gen/tool_scan.h"
+#include "serve/serve_request.h"
 
 static const char *body =
     "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"tool_choice\":\"required\","
@@ -30,6 +32,14 @@ static const char *body =
     "\"object\",\"properties\":{\"tz\":{\"enum\":[\"UTC\",\"CET\"]}},\"required\":[\"tz\"]}}}"
     "]}";
 
+/* Characters (code points) of a UTF-8 string. */
+static size_t n_chars(const char *s) {
+    size_t n = 0;
+    for (; s && *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 /* The arguments a call to `name` may have. */
 static int args_valid(const char *name, const json_t *a) {
     if (!json_is_object(a)) return 0;
@@ -38,11 +48,12 @@ static int args_valid(const char *name, const json_t *a) {
     if (!strcmp(name, "search")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "query")) return 0;
         const char *q = json_string_value(json_object_get(a, "query"));
-        return q != NULL;
+        return q != NULL && n_chars(q) <= 12;
     }
     if (!strcmp(name, "search_web")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "q") && strcmp(k, "n")) return 0;
-        return json_is_string(json_object_get(a, "q")) && json_is_integer(json_object_get(a, "n"));
+        const char *q = json_string_value(json_object_get(a, "q"));
+        return q && n_chars(q) <= 12 && json_is_integer(json_object_get(a, "n"));
     }
     if (!strcmp(name, "get_time")) {
         json_object_foreach((json_t *)a, k, x) if (strcmp(k, "tz")) return 0;
@@ -54,7 +65,7 @@ static int args_valid(const char *name, const json_t *a) {
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static void test_required_call_among_tools_validates(void) {
+static void required_call_among_tools_validates(chat_family family) {
     tok_tokenizer *t;
     tm_vocab *v;
     int32_t eog;
@@ -70,10 +81,10 @@ static void test_required_call_among_tools_validates(void) {
     const char *names[3] = {"search", "search_web", "get_time"};
     enum { WALKS = 24 };
     for (int w = 0; w < WALKS; w++) {
-        serve_constraint *c;
+        gen_out_constraint *c;
         const char *param;
-        CHECK_OK(serve_constraint_new(&r, CHAT_QWEN3, v, &c, &param, &err), &err);
-        gen_constraint h = serve_constraint_hooks(c);
+        CHECK_OK(gen_out_constraint_new(&r.out, family, v, &c, &param, &err), &err);
+        gen_constraint h = gen_out_constraint_hooks(c);
         size_t n = 0;
         int ended = 0;
         for (int step = 0; step < 600 && !ended; step++) {
@@ -85,11 +96,11 @@ static void test_required_call_among_tools_validates(void) {
             ended = best == eog;
             if (!ended && nc_test_walk_append(t, best, out, &n, 65536) != 0) break;
         }
-        serve_constraint_free(c);
-        serve_tool_scan scan = {0, 0, CHAT_QWEN3, NULL, 0};
-        serve_tool_news news;
+        gen_out_constraint_free(c);
+        gen_tool_scan scan = {0, 0, family, (const char *const *)r.out.tools, r.out.n_tools};
+        gen_tool_news news;
         json_t *calls = json_array();
-        while (serve_tool_scan_next(&scan, out, n, 1, &news)) {
+        while (gen_tool_scan_next(&scan, out, n, 1, &news)) {
             json_array_extend(calls, news.calls);
             json_decref(news.calls);
         }
@@ -120,7 +131,16 @@ static void test_required_call_among_tools_validates(void) {
     tok_free(t);
 }
 
+static void test_required_call_among_tools_validates_json(void) {
+    required_call_among_tools_validates(CHAT_QWEN3);
+}
+
+static void test_required_call_among_tools_validates_xml(void) {
+    required_call_among_tools_validates(CHAT_QWEN35);
+}
+
 int main(void) {
-    RUN(test_required_call_among_tools_validates);
+    RUN(test_required_call_among_tools_validates_json);
+    RUN(test_required_call_among_tools_validates_xml);
     return nc_test_exit_code();
 }

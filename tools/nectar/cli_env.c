@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "cpu/cpu_kernels.h"
+#include "engine/engine_options.h"
 
 static cli_env env;
 
@@ -22,7 +23,7 @@ static const char *value(const char *name) {
 }
 
 static int bad(const char *name, const char *v, const char *want) {
-    fprintf(stderr, "nectar: %s='%s' is not %s\n", name, v, want);
+    fprintf(stderr, "nectar: %s: '%s' is not %s\n", name, v, want);
     return 2;
 }
 
@@ -47,13 +48,24 @@ int cli_env_init(void) {
         if (i == 5) return bad("NECTAR_LOG", log, "debug, info, warn, error or quiet");
         nc_log_set_level((nc_log_level)i);
     }
-    const char *kv = value("NECTAR_KV");
-    if (kv && strcmp(kv, "f16") && strcmp(kv, "f32")) return bad("NECTAR_KV", kv, "f16 or f32");
-    env.kv_f16 = kv && !strcmp(kv, "f16");
-    env.ane_device = value("NECTAR_ANE_DEVICE");
+    /* the engine options' variables, named in their table and checked by
+     * its parser (`help` lists the ANE device's settings when used) */
+    for (int i = 0; engine_option_at(i) && i < CLI_ENV_MAX_ENGINE; i++) {
+        const engine_option_row *r = engine_option_at(i);
+        const char *v = r->env ? value(r->env) : NULL;
+        engine_options scratch = {0};
+        if (v && strcmp(v, "help") &&
+            engine_option_set(&scratch, r->key, v, r->env, &err) != NC_OK) {
+            fprintf(stderr, "nectar: %s\n", err.msg);
+            return 2;
+        }
+        env.engine[i] = v;
+    }
     return 0;
 }
 
-const cli_env *cli_env_get(void) {
-    return &env;
+const char *cli_env_engine(const char *key) {
+    for (int i = 0; engine_option_at(i) && i < CLI_ENV_MAX_ENGINE; i++)
+        if (!strcmp(engine_option_at(i)->key, key)) return env.engine[i];
+    return NULL;
 }

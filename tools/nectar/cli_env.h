@@ -5,20 +5,24 @@
 #ifndef NECTAR_CLI_ENV_H
 #define NECTAR_CLI_ENV_H
 
+#define CLI_ENV_MAX_ENGINE 16
+
 typedef struct cli_env {
-    int kv_f16;             /* NECTAR_KV=f16 (or f32): KV caches in fp16 */
-    const char *ane_device; /* NECTAR_ANE_DEVICE as set (NULL: unset or empty); the
-                               commands with --ane-device check it (gen_cli_backend_device) */
+    /* the variable of each engine option row (engine/engine_options.h:
+     * NECTAR_KV, NECTAR_ANE_DEVICE) as set, checked by the row's parser;
+     * NULL: unset or empty. The flag, where given, wins (gen_cli_engine). */
+    const char *engine[CLI_ENV_MAX_ENGINE];
 } cli_env;
 
 /* Reads every variable and applies the process-wide ones: the kernel table
  * (NECTAR_NO_SIMD=1: scalar; NECTAR_SIMD=NAME: at most NAME; NECTAR_NO_AMX=1:
  * at most avx512; NECTAR_BF16=accurate|fast|off: bf16 prompts) and the log level
- * (NECTAR_LOG=debug|info|warn|error|quiet). 0, or 2 after one line naming the variable whose value
- * is wrong. */
+ * (NECTAR_LOG=debug|info|warn|error|quiet); and the engine options' variables
+ * (NECTAR_KV, NECTAR_ANE_DEVICE), checked. 0, or 2 after one line naming the
+ * variable whose value is wrong. */
 int cli_env_init(void);
 
-/* What cli_env_init read. */
-const cli_env *cli_env_get(void);
+/* The variable of engine option `key` ("kv": NECTAR_KV) as read, or NULL. */
+const char *cli_env_engine(const char *key);
 
 #endif

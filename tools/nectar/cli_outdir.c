@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/mmap.h"
-#include "lower/bundle_io.h"
+#include "bundle/bundle_io.h"
 
 static int is_empty_dir(const char *dir) {
     DIR *d = opendir(dir);

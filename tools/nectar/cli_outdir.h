@@ -1,6 +1,6 @@
 /* A model folder a command writes (quantize, gen-random) appears whole or
  * not at all: it is written into a temporary sibling "OUT.tmp.<pid>" and
- * renamed into place at the end (lower/bundle_io.h's publish, as compile's
+ * renamed into place at the end (bundle/bundle_io.h's publish, as compile's
  * bundles). OUT may be new, an empty folder, or an older model folder
  * (with config.json), which is replaced only once the new one is whole;
  * anything else there is refused, so no other folder is ever replaced. */

@@ -17,6 +17,7 @@
 #include "ane_host/ane_fake.h"
 #include "ane_host/ane_probe.h"
 #include "ane_host/ane_stage.h"
+#include "base/json.h"
 #include "base/mmap.h"
 #include "commands.h"
 #if defined(__APPLE__)
@@ -96,6 +97,20 @@ static int write_json(json_t *root, const char *path) {
                         : nc_fail(&err, NC_ERR_NOMEM, "out of memory");
     free(text);
     return st ? cli_fail(&err) : 0;
+}
+
+/* The compile ladder's record and order in the profile being replaced
+ * (ane_ladder.h) stay: a new probe answers other questions. */
+static void keep_ladder(json_t *doc, const char *prof) {
+    json_t *old = NULL;
+    nc_error err = {0};
+    if (!nc_file_exists(prof) || nc_json_load_file(prof, &old, &err)) return;
+    const char *keys[] = {"ladder", "ladder_order"};
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(old, keys[i]);
+        if (v) json_object_set(doc, keys[i], v);
+    }
+    json_decref(old);
 }
 
 static int probe(int argc, char **argv) {
@@ -179,6 +194,7 @@ static int probe(int argc, char **argv) {
     char prof[1200];
     snprintf(prof, sizeof prof, "%s/profile.json", root);
     if (!rc && save) {
+        keep_ladder(doc, prof);
         rc = ane_make_dirs(root, &err) ? cli_fail(&err) : write_json(doc, prof);
         if (!rc) printf("probe profile saved to %s\n", prof);
     }

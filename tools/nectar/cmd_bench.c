@@ -17,7 +17,6 @@
 
 #include "base/timer.h"
 #include "bench/bounds.h"
-#include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
@@ -208,7 +207,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    int kv_index = -1, pp_given = 0, tg_given = 0;
+    int pp_given = 0, tg_given = 0;
     gen_cli_backend be = {0};
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
@@ -223,9 +222,8 @@ int cmd_bench(int argc, char **argv) {
                 .min = 1, .max = MAX_RUNS),
         CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
                 .min = 1, .max = 1 << 20),
-        CLI_OPT(NULL, "--kv", CLI_CHOICE, "f32|f16", "the KV cache's element type (cpu engine)",
-                &kv_index, .choices = "f32|f16"),
         GEN_CLI_BACKEND_OPTS(&be),
+        GEN_CLI_KV_OPT(&be),
         CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "one JSON object on stdout", &as_json),
         CLI_OPT(NULL, "--bandwidth", CLI_FLAG, NULL,
                 "measure only the machine: read bandwidth, peak FMA per kernel table, AMX",
@@ -252,26 +250,21 @@ int cmd_bench(int argc, char **argv) {
     cpu_tuning tuning;
     char wisdom[1024];
     if (tune_kernels(threads, &tuning, wisdom, sizeof wisdom, &err) != NC_OK) return cli_fail(&err);
-    engine_options eo = {0};
-    eo.n_threads = threads;
-    if (kv_index >= 0)
-        eo.kv = kv_index == 1 ? ENGINE_KV_F16 : ENGINE_KV_F32;
-    else if (cli_env_get()->kv_f16) /* NECTAR_KV */
-        eo.kv = ENGINE_KV_F16;
-    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
+    engine_options eo;
+    if (gen_cli_engine(&be, threads, 0, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
     const char *kind = NULL;
     engine *m = NULL;
     double t0 = nc_now_s();
     nc_status ost = engine_kind_for_decoder(backend, dir, &kind, &err);
     if (ost == NC_OK) ost = engine_open(kind, dir, &eo, &m, &err);
-    if (ost == NC_OK && !m->qwen3) {
-        ost = nc_fail(&err, NC_ERR_UNSUPPORTED, "bench: %s (%s) is not a Qwen3-family decoder", dir,
+    if (ost == NC_OK && !m->dims.layers) {
+        ost = nc_fail(&err, NC_ERR_UNSUPPORTED, "bench: %s (%s) does not report its shape", dir,
                       m->kind);
         engine_close(m);
     }
     if (ost != NC_OK) return cli_fail(&err);
-    const qwen3_config *c = m->qwen3;
+    const decoder_dims *c = &m->dims;
     /* the defaults shrink to a short model's context; numbers given do not */
     if (!pp_given && n_pp >= m->ctx_max) n_pp = m->ctx_max - 1;
     if (!tg_given && n_tg >= m->ctx_max) n_tg = m->ctx_max - 1;
@@ -282,7 +275,7 @@ int cmd_bench(int argc, char **argv) {
         return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, ctx_max);
     }
     engine_seq *s = NULL;
-    float *logits = malloc((size_t)c->vocab_size * sizeof(float));
+    float *logits = malloc((size_t)c->vocab * sizeof(float));
     int32_t *tokens = malloc((size_t)ctx * sizeof(int32_t));
     if (!logits || !tokens || engine_seq_new(m, ctx, &s, &err) != NC_OK) {
         if (!logits || !tokens) nc_fail(&err, NC_ERR_NOMEM, "bench: out of memory");
@@ -295,7 +288,7 @@ int cmd_bench(int argc, char **argv) {
     uint32_t rng = 12345;
     for (int i = 0; i < ctx; i++) {
         rng = rng * 1664525u + 1013904223u;
-        tokens[i] = (int32_t)((rng >> 8) % (uint32_t)c->vocab_size);
+        tokens[i] = (int32_t)((rng >> 8) % (uint32_t)c->vocab);
     }
     double tw = nc_now_s(); /* warm-up: the first forward pages the mmapped weights in */
     nc_status st = engine_forward(m, s, tokens, 1, logits, &err);
@@ -345,7 +338,7 @@ int cmd_bench(int argc, char **argv) {
     }
     nc_pool_free(pool);
     double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
-    nc_qwen3_shape shape = m->qwen35 ? nc_qwen35_shape_of(m->qwen35) : nc_qwen3_shape_of(c);
+    nc_qwen3_shape shape = nc_decoder_shape_of(c);
     double pp_work = n_pp > 0 ? pp_flops(&shape, n_pp) : 0.0;
     double pp_gflops = n_pp > 0 ? pp_work / ((double)n_pp / pp.mean) / 1e9 : 0.0;
     /* per CPU-second: what the engine did while it had a core (shared machines) */
@@ -380,7 +373,7 @@ int cmd_bench(int argc, char **argv) {
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
                "cache; %s engine\n",
-               dir, dtype, c->num_hidden_layers, c->hidden_size, c->vocab_size, n_threads, kern,
+               dir, dtype, c->layers, c->hidden, c->vocab, n_threads, kern,
                m->is_kv_f16 ? "fp16" : "fp32", m->kind);
         print_tuning(&tuning, wisdom);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"

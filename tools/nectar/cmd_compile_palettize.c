@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "lower/palettize_manifest.h"
+#include "bundle/palettize_manifest.h"
 
 #define DEFAULT_GROUP_ROWS 16  /* Apple: "a group size of 8 or 16 gives good accuracy" */
 #define SEED 0x6e6563746172ull /* fixed: the same checkpoint gives the same bundle */

@@ -112,11 +112,16 @@ int cmd_gen_random(int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;
     char data[4200];
-    /* the family's default tokenizer (models/family.h), for a real model's
-     * vocabulary size (not the toy "tiny" shape's 512) */
+    /* the family's default tokenizer (models/family.h) for a real model's
+     * vocabulary size; a toy decoder shape ("tiny", 512 ids) gets a small
+     * byte-level one with the same chat tokens, so every random folder runs */
     const model_family_row *f = model_family_of_presets(p->family);
-    if (!tok_dir && f && f->random_tokenizer && p->vocab >= 32000)
-        tok_dir = nectar_data_dir(f->random_tokenizer, data, sizeof data);
+    if (!tok_dir && f && f->random_tokenizer) {
+        const char *name =
+            f->is_encoder || p->vocab >= 32000 ? f->random_tokenizer : "small-tokenizer";
+        tok_dir = nectar_data_dir(name, data, sizeof data);
+        if (!tok_dir) return cli_failf("share/nectar/%s: tokenizer folder not found", name);
+    }
     if (tok_dir && !nc_is_dir(tok_dir)) return cli_failf("%s: tokenizer folder not found", tok_dir);
     char tmp[4200] = ""; /* written there, renamed to OUT at the end (cli_outdir.h) */
     if (!dry_run && cli_outdir_begin(NULL, out, tmp, sizeof tmp, &err) != NC_OK)

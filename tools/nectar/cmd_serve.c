@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "cli_env.h"
 #include "cli_model.h"
 #include "commands.h"
 #include "gen_cli.h"
@@ -128,6 +127,7 @@ int cmd_serve(int argc, char **argv) {
                 "400: it would forge turns) or parse (the token itself, as HF)",
                 &special_mode),
         GEN_CLI_BACKEND_OPTS(&be),
+        GEN_CLI_KV_OPT(&be),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
         CLI_OPT("-v", "--verbose", CLI_FLAG, NULL, "log each request", &verbose),
@@ -170,12 +170,10 @@ int cmd_serve(int argc, char **argv) {
                 "reach it can use the model\n",
                 o.host);
     nc_error err = {0};
-    engine_options eo = {0};
-    eo.n_threads = threads;
-    eo.fake_step_ms = fake_step_ms;
-    eo.kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    if (gen_cli_backend_engine(&be, &eo, &err) != NC_OK)
+    engine_options eo;
+    if (gen_cli_engine(&be, threads, 0, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
+    eo.fake_step_ms = fake_step_ms;
     const char *gens[16], *encoders[16];
     int n_gen = 0, n_enc = 0;
     rc = split_models(&cmd, models, n_models, is_fake, gens, &n_gen, encoders, &n_enc);

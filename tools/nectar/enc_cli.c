@@ -32,7 +32,7 @@ int enc_cli_finish(const cli_command *c, enc_cli_opts *o) {
     o->backend = gen_cli_backend_name(&o->be);
     if (!o->prompt == !o->file) return cli_usage_error(c, "give one of -p TEXT or -f FILE");
     nc_error err = {0};
-    if (gen_cli_backend_device(&o->be, &o->ane_device, &err) != NC_OK)
+    if (gen_cli_engine(&o->be, o->threads, 0, &o->eo, &err) != NC_OK)
         return cli_usage_error(c, "%s", err.msg);
     return CLI_GO;
 }
@@ -87,11 +87,8 @@ int enc_cli_open(enc_cli *c, const char *cmd, const enc_cli_opts *o) {
     if (tok_load(o->model, &c->tok, &err) != NC_OK) return cli_fail(&err);
     /* mil, ane: -m is an encoder bundle (nectar compile) */
     const char *kind = NULL;
-    engine_options eo = {0};
-    eo.n_threads = o->threads;
-    eo.ane_device = o->ane_device;
     if (engine_kind_for_encoder(o->backend ? o->backend : "cpu", o->model, &kind, &err) != NC_OK ||
-        engine_open(kind, o->model, &eo, &c->e, &err) != NC_OK)
+        engine_open(kind, o->model, &o->eo, &c->e, &err) != NC_OK)
         return cli_fail(&err);
     c->cfg = c->e->encoder;
     c->batch = o->batch > 0 ? o->batch : DEFAULT_BATCH;

@@ -32,7 +32,7 @@ typedef struct enc_cli_opts {
     const char *model, *prompt, *file;
     const char *backend; /* "cpu" (default), "mil" or "ane": -m names an encoder bundle */
     gen_cli_backend be;  /* --backend, --ane-device as run, chat, serve and bench */
-    engine_ane_device ane_device;
+    engine_options eo;   /* after enc_cli_finish: gen_cli_engine's */
     int threads, batch;
 } enc_cli_opts;
 

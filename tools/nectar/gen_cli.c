@@ -9,10 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api_model.h"
 #include "base/timer.h"
 #include "cli_env.h"
-#include "engine/engine_ane_device.h"
 #include "commands.h"
+#include "engine/engine_ane_device.h"
 #include "gen/layer_dump.h"
 
 void gen_cli_defaults(gen_cli_opts *o, int max_new) {
@@ -71,6 +72,7 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
                 "drop the oldest prompt tokens when the prompt does not fit (default: an error)",
                 &o->truncate),
         GEN_CLI_BACKEND_OPTS(&o->be),
+        GEN_CLI_KV_OPT(&o->be),
         CLI_OPT(NULL, "--dump-layers", CLI_STRING, "DIR",
                 "write the hidden state after each layer for every token as DIR/layer_NN.npy\n"
                 "(float32 [tokens, hidden])",
@@ -96,40 +98,32 @@ nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err) {
 }
 
 const char *gen_cli_backend_name(const gen_cli_backend *b) {
-    static const char *const names[] = {"cpu", "mil", "ane"};
-    return names[b->backend_index];
+    return engine_backend_at(b->backend_index);
 }
 
-nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err) {
-    const char *v = b->is_set_device ? b->device : cli_env_get()->ane_device;
-    if (v && !strcmp(v, "help")) exit((engine_ane_device_help(stdout), 0));
-    engine_options eo;
-    *out = v && *v ? v : "real";
-    return engine_ane_device_parse(*out, b->is_set_device ? "--ane-device" : "NECTAR_ANE_DEVICE",
-                                   &eo, err);
-}
-
-nc_status gen_cli_backend_engine(const gen_cli_backend *b, engine_options *eo, nc_error *err) {
-    const char *name;
-    NC_TRY(gen_cli_device_name(b, &name, err));
-    NC_TRY(engine_ane_device_parse(name, "--ane-device", eo, err));
-    return eo->ane_device == ENGINE_ANE_REAL && b->backend_index == 2 ? engine_ane_real_available(err)
-                                                                     : NC_OK;
-}
-
-nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err) {
-    engine_options eo;
-    NC_TRY(gen_cli_backend_engine(b, &eo, err));
-    *out = eo.ane_device;
+nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engine_options *eo,
+                         nc_error *err) {
+    memset(eo, 0, sizeof *eo);
+    eo->n_threads = n_threads;
+    eo->ctx = ctx;
+    const struct {
+        const char *key, *given;
+    } flags[] = {{"kv", b->kv}, {"ane_device", b->is_set_device ? b->device : NULL}};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        const engine_option_row *r = engine_option_named(flags[i].key);
+        const char *v = flags[i].given ? flags[i].given : cli_env_engine(r->key);
+        if (!v) continue;
+        if (!strcmp(r->key, "ane_device") && !strcmp(v, "help"))
+            exit((engine_ane_device_help(stdout), 0));
+        NC_TRY(engine_option_set(eo, r->key, v, flags[i].given ? r->flag : r->env, err));
+    }
+    if (!strcmp(gen_cli_backend_name(b), "ane") && eo->ane_device == ENGINE_ANE_REAL)
+        return engine_ane_real_available(err);
     return NC_OK;
 }
 
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
-    memset(eo, 0, sizeof *eo);
-    eo->n_threads = o->n_threads;
-    eo->ctx = o->is_set_ctx ? o->ctx : 0;
-    eo->kv = cli_env_get()->kv_f16 ? ENGINE_KV_F16 : ENGINE_KV_DEFAULT; /* NECTAR_KV */
-    return gen_cli_backend_engine(&o->be, eo, err);
+    return gen_cli_engine(&o->be, o->n_threads, o->is_set_ctx ? o->ctx : 0, eo, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {
@@ -174,26 +168,9 @@ int gen_cli_ctx(const gen_cli_loaded *l) {
     return gen_seq_ctx(l->seq);
 }
 
-/* Adds "key=value" to a's option list. */
-static void add_opt(gen_cli_api *a, int *n, const char *key, const char *value) {
-    snprintf(a->opt_text[*n], sizeof a->opt_text[*n], "%s=%s", key, value);
-    a->opts[*n] = a->opt_text[*n];
-    a->opts[++*n] = NULL;
-}
-
 nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *err) {
     memset(a, 0, sizeof *a);
-    int n = 0;
-    char v[16];
-    snprintf(v, sizeof v, "%d", o->n_threads);
-    if (o->n_threads) add_opt(a, &n, "threads", v);
-    snprintf(v, sizeof v, "%d", o->ctx);
-    if (o->is_set_ctx) add_opt(a, &n, "ctx", v);
-    if (cli_env_get()->kv_f16) add_opt(a, &n, "kv", "f16"); /* NECTAR_KV */
-    const char *device;
-    NC_TRY(gen_cli_device_name(&o->be, &device, err));
-    if (o->be.backend_index == 2) add_opt(a, &n, "ane_device", device);
-    return nc_backend_available(o->backend, a->opts, err);
+    return gen_cli_engine_options(o, &a->eo, err);
 }
 
 /* The sampling of the command line: its defaults (gen_cli_defaults, or
@@ -229,7 +206,7 @@ static nc_status api_sampling(const gen_cli_opts *o, const nc_model *m, nc_sampl
 nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err) {
     if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
     double t0 = nc_now_s();
-    nc_status st = nc_model_open(o->model_dir, o->backend, a->opts, &a->model, err);
+    nc_status st = api_model_open(o->model_dir, o->backend, &a->eo, &a->model, err);
     if (st == NC_OK && nc_model_get_kind(a->model) != NC_MODEL_DECODER)
         st = nc_fail(err, NC_ERR_INVALID,
                      "%s is an encoder: generation needs a decoder (for encoders: nectar embed, "

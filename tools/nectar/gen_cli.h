@@ -8,44 +8,53 @@
 
 #include "cli_opts.h"
 #include "engine/engine.h"
+#include "engine/engine_options.h"
 #include "gen/generate.h"
 #include "nectar.h"
 #include "text/tokenizer.h"
 
 #define GEN_CLI_MAX_STOPS 16
 
-/* --backend cpu|mil|ane and --ane-device fake|real, shared by run, chat,
- * serve and bench: GEN_CLI_BACKEND_OPTS(&b) are their two table rows. */
+/* The engine options every command that opens a model shares: --backend
+ * (the engine table's backends), --ane-device and --kv, whose rows
+ * (engine/engine_options.h) also name their environment variables.
+ * GEN_CLI_BACKEND_OPTS(&b) are the --backend and --ane-device rows,
+ * GEN_CLI_KV_OPT(&b) the --kv row (decoders). */
 typedef struct gen_cli_backend {
     int backend_index, is_set_device;
     const char *device; /* --ane-device as given */
+    const char *kv;     /* --kv as given, or NULL */
 } gen_cli_backend;
 
 #define GEN_CLI_BACKEND_OPTS(b)                                                                    \
-    CLI_OPT(NULL, "--backend", CLI_CHOICE, "cpu|mil|ane",                                          \
+    CLI_OPT(NULL, "--backend", CLI_CHOICE, engine_backend_choices(),                               \
             "cpu (default); mil or ane: -m names an ANE bundle (nectar compile), run by\n"         \
             "the MIL interpreter in fp16 (mil) or on the Neural Engine (ane)",                     \
-            &(b)->backend_index, .choices = "cpu|mil|ane"),                                        \
+            &(b)->backend_index, .choices = engine_backend_choices()),                             \
         CLI_OPT(NULL, "--ane-device", CLI_STRING, "fake|real",                                     \
                 "with --backend ane: real (the default; macOS), or fake: the whole ANE\n"          \
                 "request path against a device backed by the MIL interpreter (any OS);\n"          \
                 "fake:reject=RULE,.. refuses constructs (`--ane-device help`);\n"                  \
                 "default from $NECTAR_ANE_DEVICE",                                                 \
                 &(b)->device, .seen = &(b)->is_set_device)
+#define GEN_CLI_KV_OPT(b)                                                                          \
+    CLI_OPT(NULL, "--kv", CLI_STRING, "f32|f16",                                                   \
+            "the KV cache's element type on the cpu engine (default: f32, or\n"                    \
+            "$NECTAR_KV)",                                                                         \
+            &(b)->kv)
 
 /* The backend's name ("cpu", "mil", "ane"). */
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
-/* The device's name ("real", "fake" or "fake:SETTINGS"): --ane-device, or when not given
- * $NECTAR_ANE_DEVICE (as cli_env read it), else real; a bad
- * $NECTAR_ANE_DEVICE is an error naming it. */
-nc_status gen_cli_device_name(const gen_cli_backend *b, const char **out, nc_error *err);
-
-/* The device as the engine's option. With backend ane, a real device this
- * build cannot reach is refused here: callers report it as a usage error. */
-nc_status gen_cli_backend_device(const gen_cli_backend *b, engine_ane_device *out, nc_error *err);
-/* The same into eo (ane_device and the fake device's settings). */
-nc_status gen_cli_backend_engine(const gen_cli_backend *b, engine_options *eo, nc_error *err);
+/* The one builder of engine options on the command line: threads and the
+ * context as the command parsed them (0: the engine's), then each engine
+ * option with a flag here (--kv, --ane-device) or, when the flag is not
+ * given, its environment variable, through the option table's parser (a bad
+ * value is one line naming the flag or the variable). `--ane-device help`
+ * prints the settings and exits. With backend ane, a real device this build
+ * cannot reach is refused: callers report a failure as a usage error. */
+nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engine_options *eo,
+                         nc_error *err);
 
 typedef struct gen_cli_opts {
     const char *model_dir;
@@ -91,7 +100,7 @@ int gen_cli_finish(const cli_command *c, gen_cli_opts *o);
  * every parameter the command line did not set. */
 nc_status gen_cli_apply_generation_config(gen_cli_opts *o, nc_error *err);
 
-/* The engine options of the command line (threads, --ctx, ANE device). */
+/* The engine options of run and chat's command line (gen_cli_engine). */
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err);
 
 /* Opens the model through the engine seam (o->backend) and one sequence of
@@ -104,8 +113,7 @@ int gen_cli_ctx(const gen_cli_loaded *l);
 /* The model, sequence and sampling of the command line through the public
  * API (nectar.h), as `nectar run` uses them. */
 typedef struct gen_cli_api {
-    char opt_text[4][160];
-    const char *opts[5]; /* nc_model_open's "key=value" options, NULL-ended */
+    engine_options eo; /* the command line's (gen_cli_engine) */
     nc_model *model;
     nc_sequence *seq;
     nc_sampling *sampling;
@@ -113,9 +121,8 @@ typedef struct gen_cli_api {
     double load_s;
 } gen_cli_api;
 
-/* The options of nc_model_open (threads, --ctx, NECTAR_KV, the ANE device),
- * checked against what this build can run (nc_backend_available): a
- * failure is a usage error. */
+/* The engine options of the command line (gen_cli_engine_options) for
+ * gen_cli_api_load: a failure is a usage error. */
 nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *err);
 
 /* After gen_cli_api_options: opens the model and one sequence, hooks

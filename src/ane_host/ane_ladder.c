@@ -1,0 +1,198 @@
+/* The ladder's order and its record in the probe profile (ane_ladder.h).
+ * The profile's "ladder" member:
+ *   {"<device>": {"<program key>": {"paths": [...], "start": "function",
+ *     "outcomes": {"program": {"ok": false, "error": "..."},
+ *                  "function": {"ok": true, "functions": 12, "refused": 0,
+ *                               "refused_functions": "", "error": ""}}}}} */
+#include "ane_host/ane_ladder.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ane_host/ane_stage.h"
+#include "base/json.h"
+#include "base/mmap.h"
+
+const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "cpu"};
+
+const char *ane_rung_name(ane_rung r) {
+    return r >= 0 && r < ANE_N_RUNGS ? ANE_LADDER_ORDER[r] : "?";
+}
+
+int ane_rung_parse(const char *name) {
+    for (int i = 0; name && i < ANE_N_RUNGS; i++)
+        if (!strcmp(ANE_LADDER_ORDER[i], name)) return i;
+    return -1;
+}
+
+nc_status ane_ladder_profile_path(int is_fake, char *buf, size_t cap, nc_error *err) {
+    const char *env = getenv("NECTAR_ANE_PROFILE");
+    buf[0] = '\0';
+    if (env && !strcmp(env, "off")) return NC_OK;
+    if (env && *env) {
+        if (strlen(env) >= cap) return nc_fail(err, NC_ERR_RANGE, "NECTAR_ANE_PROFILE is too long");
+        snprintf(buf, cap, "%s", env);
+        return NC_OK;
+    }
+    if (is_fake) return NC_OK;
+    char root[1024];
+    NC_TRY(ane_stage_default_root(root, sizeof root, err));
+    if (strlen(root) + sizeof "/profile.json" > cap)
+        return nc_fail(err, NC_ERR_RANGE, "the probe profile's path is too long");
+    snprintf(buf, cap, "%s/profile.json", root);
+    return NC_OK;
+}
+
+/* The order: the profile's "ladder_order" (rung names) or the default. */
+static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
+    const json_t *o = doc ? json_object_get(doc, "ladder_order") : NULL;
+    l->n_order = 0;
+    if (!o) {
+        for (int i = 0; i < ANE_N_RUNGS; i++)
+            l->order[l->n_order++] = (ane_rung)i;
+        return NC_OK;
+    }
+    size_t i;
+    const json_t *v;
+    if (!json_is_array(o) || json_array_size(o) == 0 || json_array_size(o) > ANE_N_RUNGS)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s, %s, %s",
+                       l->profile, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2]);
+    json_array_foreach(o, i, v) {
+        int r = ane_rung_parse(json_string_value(v));
+        if (r < 0)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order[%zu]: not a rung (%s, %s, %s)",
+                           l->profile, i, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1],
+                           ANE_LADDER_ORDER[2]);
+        l->order[l->n_order++] = (ane_rung)r;
+    }
+    return NC_OK;
+}
+
+nc_status ane_ladder_open(ane_ladder *l, const char *profile, const char *device, nc_error *err) {
+    memset(l, 0, sizeof *l);
+    snprintf(l->profile, sizeof l->profile, "%s", profile ? profile : "");
+    snprintf(l->device, sizeof l->device, "%s", device ? device : "");
+    json_t *doc = NULL;
+    if (l->profile[0] && nc_file_exists(l->profile)) {
+        NC_TRY(nc_json_load_file(l->profile, &doc, err));
+        if (!json_is_object(doc)) {
+            json_decref(doc);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", l->profile);
+        }
+    }
+    nc_status st = read_order(l, doc, err);
+    if (st) {
+        json_decref(doc);
+        return st;
+    }
+    l->recorded = doc;
+    return NC_OK;
+}
+
+void ane_ladder_close(ane_ladder *l) {
+    json_decref(l->recorded);
+    l->recorded = NULL;
+}
+
+nc_status ane_ladder_program_key(const char *dir, char key[24], nc_error *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/model.mil", dir);
+    char *text;
+    size_t n;
+    NC_TRY(nc_read_file(path, &text, &n, err));
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+    free(text);
+    snprintf(key, 24, "%016llx", (unsigned long long)h);
+    return NC_OK;
+}
+
+static const json_t *entry(const ane_ladder *l, const char *key) {
+    const json_t *lad = l->recorded ? json_object_get(l->recorded, "ladder") : NULL;
+    const json_t *dev = lad ? json_object_get(lad, l->device) : NULL;
+    return dev ? json_object_get(dev, key) : NULL;
+}
+
+int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o) {
+    const json_t *e = entry(l, o->key);
+    int r = e ? ane_rung_parse(json_string_value(json_object_get(e, "start"))) : -1;
+    int start = -1;
+    for (int i = 0; r >= 0 && i < l->n_order; i++)
+        if (l->order[i] == (ane_rung)r) start = i;
+    if (start <= 0) return 0;
+    const json_t *out = json_object_get(e, "outcomes");
+    for (int i = 0; i < start; i++) {
+        ane_rung k = l->order[i];
+        const json_t *x = json_object_get(out, ane_rung_name(k));
+        const char *t = json_string_value(json_object_get(x, "error"));
+        o->tried[k] = 1;
+        o->ok[k] = 0;
+        snprintf(o->error[k], sizeof o->error[k], "%s", t ? t : "refused (recorded)");
+    }
+    const json_t *f = json_object_get(out, ane_rung_name(ANE_RUNG_FUNCTION));
+    const char *names = json_string_value(json_object_get(f, "refused_functions"));
+    snprintf(o->fns_refused, sizeof o->fns_refused, "%s", names ? names : "");
+    return start;
+}
+
+int ane_ladder_listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static json_t *child(json_t *parent, const char *key) {
+    json_t *c = json_object_get(parent, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        json_object_set_new(parent, key, c);
+    }
+    return c;
+}
+
+nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err) {
+    if (!l->profile[0] || n <= 0) return NC_OK;
+    if (!l->recorded) l->recorded = json_object();
+    json_t *dev = child(child(l->recorded, "ladder"), l->device);
+    for (int i = 0; i < n; i++) {
+        int same = -1; /* an earlier program of the same text: one entry, its paths listed */
+        for (int k = 0; k < i && same < 0; k++)
+            if (!strcmp(o[k].key, o[i].key)) same = k;
+        if (same >= 0) {
+            json_array_append_new(json_object_get(json_object_get(dev, o[i].key), "paths"),
+                                  json_string(o[i].path));
+            continue;
+        }
+        json_t *outs = json_object();
+        for (int r = 0; r < ANE_N_RUNGS; r++) {
+            if (!o[i].tried[r]) continue;
+            json_t *x = json_pack("{s:b, s:s}", "ok", o[i].ok[r], "error", o[i].error[r]);
+            if (r == ANE_RUNG_FUNCTION) {
+                json_object_set_new(x, "functions", json_integer(o[i].n_fns));
+                json_object_set_new(x, "refused", json_integer(o[i].n_fns_refused));
+                json_object_set_new(x, "refused_functions", json_string(o[i].fns_refused));
+            }
+            json_object_set_new(outs, ane_rung_name((ane_rung)r), x);
+        }
+        json_object_set_new(dev, o[i].key,
+                            json_pack("{s:[s], s:s, s:o}", "paths", o[i].path, "start",
+                                      ane_rung_name(o[i].start), "outcomes", outs));
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", l->profile);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        NC_TRY(ane_make_dirs(dir, err));
+    }
+    json_incref(l->recorded); /* nc_json_save takes a reference */
+    return nc_json_save(l->recorded, l->profile, 1, err);
+}

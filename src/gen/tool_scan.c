@@ -1,0 +1,240 @@
+/* The tool-call scanner (see serve_toolcall.h). The tags and what is held
+ * back are the same for both formats; only a call's body is read by
+ * family. Qwen3: a JSON object with a string "name"; "arguments" (an
+ * object, or a string holding a JSON object) becomes OpenAI's arguments
+ * string.
+ * Qwen3.5: <function=NAME> with <parameter=KEY> elements, each value
+ * stripped of the one newline the template puts on either side and typed
+ * by the tool's schema (a string stays a string; a number, boolean, null,
+ * object or array is read as JSON when the schema says so and it parses;
+ * else it stays a string, as it does for unknown parameters). Anything
+ * else between the tags is passed on as text, tags included, so no output
+ * is ever lost. */
+#include "gen/tool_scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/random_id.h"
+#include "text/chat_tojson.h"
+
+#define OPEN_TAG "<tool_call>"
+#define CLOSE_TAG "</tool_call>"
+
+static const char *find(const char *s, size_t n, const char *tag) {
+    size_t k = strlen(tag);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(s + i, tag, k)) return s + i;
+    return NULL;
+}
+
+/* Length of the longest suffix of s[0..n) that is a proper prefix of tag. */
+static size_t partial_tag(const char *s, size_t n, const char *tag) {
+    size_t k = strlen(tag);
+    for (size_t m = k - 1; m > 0; m--)
+        if (m <= n && !memcmp(s + n - m, tag, m)) return m;
+    return 0;
+}
+
+/* OpenAI's call object for a name and an arguments text (NULL: none). */
+static json_t *make_call(const char *name, const char *arguments) {
+    char id[48];
+    if (!arguments || nc_random_id("call", id, sizeof id) != 0) return NULL;
+    return json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function", "function", "name",
+                     name, "arguments", arguments);
+}
+
+/* Whether a JSON string's text is itself a JSON object: clients parse
+ * OpenAI's arguments string as one, so any other text is no call. */
+static int holds_object(const json_t *s) {
+    json_error_t je;
+    json_t *v =
+        json_loadb(json_string_value(s), json_string_length(s), JSON_REJECT_DUPLICATES, &je);
+    int ok = json_is_object(v);
+    json_decref(v);
+    return ok;
+}
+
+/* Qwen3: the JSON body. */
+static json_t *parse_call_json(const char *body, size_t n) {
+    json_error_t je;
+    json_t *o = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
+    char *text = NULL;
+    if (json_is_string(name) && (!args || json_is_object(args)))
+        text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+    else if (json_is_string(name) && json_is_string(args) && holds_object(args))
+        text = strdup(json_string_value(args));
+    json_t *call = text ? make_call(json_string_value(name), text) : NULL;
+    free(text);
+    json_decref(o);
+    return call;
+}
+
+/* ---- Qwen3.5's XML body ---------------------------------------------------- */
+
+typedef struct cursor {
+    const char *p, *end;
+} cursor;
+
+static void skip_space(cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\t' || *c->p == '\r'))
+        c->p++;
+}
+
+static int take(cursor *c, const char *lit) {
+    size_t k = strlen(lit);
+    if ((size_t)(c->end - c->p) < k || memcmp(c->p, lit, k) != 0) return 0;
+    c->p += k;
+    return 1;
+}
+
+/* "<tag=NAME>": NAME (1..256 bytes, no '<', '>' or newline) into out. */
+static int take_named(cursor *c, const char *tag, char *out, size_t cap) {
+    if (!take(c, tag)) return 0;
+    const char *s = c->p;
+    while (c->p < c->end && *c->p != '>' && *c->p != '<' && *c->p != '\n')
+        c->p++;
+    size_t n = (size_t)(c->p - s);
+    if (n == 0 || n >= cap || !take(c, ">")) return 0;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The "type" the tool's schema gives parameter key ("" when none). */
+static const char *param_type(const json_t *params, const char *key) {
+    const json_t *t =
+        json_object_get(json_object_get(json_object_get(params, "properties"), key), "type");
+    return json_is_string(t) ? json_string_value(t) : "";
+}
+
+/* A value as its schema type reads it, or as a string. The template writes
+ * booleans and null as tojson does, or (Qwen3.5's first template) as
+ * Python's str: True, False, None. */
+static json_t *typed_value(const char *type, const char *v, size_t n) {
+    if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
+        static const struct {
+            const char *text;
+            int kind;
+        } words[] = {{"true", 1},  {"True", 1}, {"false", 0},
+                     {"False", 0}, {"null", 2}, {"None", 2}};
+        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+            if (strlen(words[i].text) == n && !memcmp(words[i].text, v, n))
+                return words[i].kind == 2 ? json_null() : json_boolean(words[i].kind);
+    }
+    int as_json = !strcmp(type, "integer") || !strcmp(type, "number") || !strcmp(type, "object") ||
+                  !strcmp(type, "array");
+    if (as_json) {
+        json_error_t je;
+        json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        int fits = !strcmp(type, "object")    ? json_is_object(j)
+                   : !strcmp(type, "array")   ? json_is_array(j)
+                   : !strcmp(type, "integer") ? json_is_integer(j)
+                                              : json_is_number(j);
+        if (fits) return j;
+        json_decref(j);
+    }
+    return json_stringn(v, n);
+}
+
+/* The parameters schema of the tool called name, or NULL (borrowed from
+ * *defs, which the caller frees). */
+static const json_t *tool_params(const gen_tool_scan *st, const char *name, json_t **def) {
+    *def = NULL;
+    for (size_t i = 0; i < st->n_tools; i++) {
+        json_error_t je;
+        json_t *t = json_loads(st->tools[i], 0, &je);
+        json_t *f = json_object_get(t, "function");
+        const char *tn = json_string_value(json_object_get(f, "name"));
+        if (tn && !strcmp(tn, name)) {
+            *def = t;
+            return json_object_get(f, "parameters");
+        }
+        json_decref(t);
+    }
+    return NULL;
+}
+
+static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t n) {
+    cursor c = {body, body + n};
+    char name[257], key[257];
+    skip_space(&c);
+    if (!take_named(&c, "<function=", name, sizeof name)) return NULL;
+    json_t *def, *args = json_object();
+    const json_t *params = tool_params(st, name, &def);
+    int ok = 0;
+    for (;;) {
+        skip_space(&c);
+        if (take(&c, "</function>")) {
+            skip_space(&c);
+            ok = c.p == c.end;
+            break;
+        }
+        if (!take_named(&c, "<parameter=", key, sizeof key)) break;
+        const char *v = c.p, *close = NULL;
+        for (const char *q = v; q + 12 <= c.end && !close; q++)
+            if (!memcmp(q, "</parameter>", 12)) close = q;
+        if (!close || json_object_get(args, key)) break; /* unclosed, or a key twice */
+        c.p = close + 12;
+        size_t len = (size_t)(close - v);
+        if (len && v[0] == '\n') v++, len--;
+        if (len && v[len - 1] == '\n') len--;
+        if (json_object_set_new(args, key, typed_value(param_type(params, key), v, len))) break;
+    }
+    char *text = NULL;
+    nc_error err;
+    json_t *call = NULL;
+    if (ok && chat_tojson(args, &text, &err) == NC_OK) call = make_call(name, text);
+    free(text);
+    json_decref(args);
+    json_decref(def);
+    return call;
+}
+
+/* The call in body[0..n), or NULL when it is not one. */
+static json_t *parse_call(const gen_tool_scan *st, const char *body, size_t n) {
+    return st->family == CHAT_QWEN35 ? parse_call_xml(st, body, n) : parse_call_json(body, n);
+}
+
+int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_final,
+                       gen_tool_news *news) {
+    memset(news, 0, sizeof *news);
+    news->calls = json_array();
+    const char *p = out + st->pos;
+    size_t n = len - st->pos;
+    const char *open = find(p, n, OPEN_TAG);
+    if (!open) { /* text, less what may be the start of a tag */
+        size_t keep = is_final ? 0 : partial_tag(p, n, OPEN_TAG);
+        news->text = p;
+        news->text_len = n - keep;
+        st->pos += news->text_len;
+        return news->text_len > 0;
+    }
+    if (open > p) { /* the text before the call first */
+        news->text = p;
+        news->text_len = (size_t)(open - p);
+        st->pos += news->text_len;
+        return 1;
+    }
+    const char *body = p + strlen(OPEN_TAG);
+    const char *close = find(body, n - strlen(OPEN_TAG), CLOSE_TAG);
+    if (!close) {
+        if (!is_final) return 0; /* wait for the end of the call */
+        news->text = p;          /* unfinished: the model stopped inside it */
+        news->text_len = n;
+        st->pos = len;
+        return 1;
+    }
+    size_t whole = (size_t)(close + strlen(CLOSE_TAG) - p);
+    json_t *call = parse_call(st, body, (size_t)(close - body));
+    if (call) {
+        json_array_append_new(news->calls, call);
+        st->n_calls++;
+    } else {
+        news->text = p;
+        news->text_len = whole;
+    }
+    st->pos += whole;
+    return 1;
+}
