@@ -81,6 +81,12 @@ print(' '.join([str(i['shape'][3]) for f in p['functions'] for i in f['inputs']
 [ "$shapes" = "64 64 128 64" ]
 report gemma3_sliding_layers_have_window_caches $? "k_cache lengths: $shapes"
 
+# a device that refuses every construct: each Gemma kernel falls back to the
+# CPU (the interpreter on the same programs) and the text is the cpu's
+"$BIN" run -t 1 -m tests/fixtures/gemma3/tiny_gemma3_text -p In --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null
+same_as_cpu run_gemma3_text_ane_reject_all_equals_cpu "$TMP/b_gemma3_text" In --backend ane \
+    --ane-device fake:reject=all
+
 # the grouped attention form and one kernel per layer on the Llama layout
 # (no q/k norm before the grouped RoPE)
 B="$TMP/b_grouped"
