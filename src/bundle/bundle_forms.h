@@ -20,10 +20,9 @@
  * output channels; docs/lowering.md, "Lowering forms"). */
 #define LOWER_HEAD_ROWS_DEFAULT 16384
 #define LOWER_MAX_HEAD_CHUNKS 64
-#define LOWER_MASK_NEG                                                                             \
-    (-1.0e4) /* finite "minus infinity" of the attention mask (the host writes it) */
+#define LOWER_MASK_NEG (-1.0e4) /* finite "minus infinity" of the attention mask (the host writes it) */
 #define LOWER_MAX_BUCKETS 8
-#define MB_LOWER_MAX_SHAPES 8 /* buckets and batches, each */
+#define MB_LOWER_MAX_SHAPES 8      /* buckets and batches, each */
 
 /* The KV length of a sliding-window layer (Gemma 3) of window
  * sliding_window: slot p mod W holds position p, so W is a multiple of
@@ -33,6 +32,7 @@
  * rounded up to a multiple of s_max; ctx when that is not shorter
  * (docs/lowering.md, "Other families"). */
 int lower_qwen3_window(int sliding_window, int ctx, int s_max);
+
 
 /* The four kernels of a layer, in execution order. */
 typedef enum lower_kernel {
@@ -109,11 +109,13 @@ typedef struct lower_palette_options {
 /* The MIL index dtype for `bits` (uint1 ... uint8), MIL_DT_INVALID if none. */
 mil_dtype lower_palette_index_dtype(int bits);
 
+
 typedef struct lower_fp16_stats {
-    size_t n_values;    /* converted */
-    size_t n_saturated; /* finite values beyond +/-65504, now +/-65504 */
-    size_t n_nonfinite; /* inf/NaN in the source */
+    size_t n_values;     /* converted */
+    size_t n_saturated;  /* finite values beyond +/-65504, now +/-65504 */
+    size_t n_nonfinite;  /* inf/NaN in the source */
 } lower_fp16_stats;
+
 
 /* The encoder's function name for a shape: "encoder_b3_s64". */
 void mb_lower_fn_name(char *buf, size_t cap, int batch, int seq);

@@ -212,7 +212,7 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     nc_status st = lower_json_check_header(root, what, err);
     const json_t *model = st ? NULL : lower_json_member(root, "model", 0, what, err);
     if (!st && !model) st = err->code;
-    /* the reader of the model's family (Qwen3, Llama: models/family.h) */
+    /* the reader of the model's family (Qwen3, Llama, Gemma 3: models/family.h) */
     const model_family_row *fam =
         model_family_of_type(json_string_value(json_object_get(model, "model_type")));
     model_qwen3_reader read = fam && fam->read_config ? fam->read_config : qwen3_config_from_json;

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "bundle/bundle_forms.h"
-#include "mil/ir.h"
 #include "models/qwen3.h"
+#include "mil/ir.h"
 
 #define LOWER_MANIFEST_FORMAT "nectar-ane-bundle"
 #define LOWER_MANIFEST_VERSION 1

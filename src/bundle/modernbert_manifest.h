@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "bundle/bundle_forms.h"
 #include "bundle/manifest.h"
+#include "bundle/bundle_forms.h"
 
 typedef struct mb_manifest {
     int hidden_size, num_hidden_layers, num_attention_heads, head_dim, vocab_size;

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "ane_host/ane_runner.h"
-#include "bundle/modernbert_manifest.h"
 #include "decide/decision_impl.h"
 #include "decide/decision_lower.h"
 #include "engine/engine_ane_device.h"
+#include "bundle/modernbert_manifest.h"
 #include "engine/modernbert_bundle_host.h"
 #include "mil/interp.h"
 #include "mil/parse.h"

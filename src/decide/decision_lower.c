@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bundle/bundle_io.h"
 #include "decide/decision_impl.h"
+#include "bundle/bundle_io.h"
 #include "lower/weights_fp16.h"
 
 enum { W_AN_W, W_AN_B, W_QKV_W, W_QKV_B, W_OUT_W, W_OUT_B, W_MN_W, W_MN_B, W_IN_W, W_IN_B,

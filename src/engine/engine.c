@@ -72,10 +72,7 @@ static const char *backend_list(char *buf, size_t cap, const char *sep, const ch
     buf[0] = '\0';
     for (int i = 0; engine_backend_at(i); i++)
         snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s",
-                 !i                         ? ""
-                 : engine_backend_at(i + 1) ? sep
-                                            : last,
-                 engine_backend_at(i));
+                 !i ? "" : engine_backend_at(i + 1) ? sep : last, engine_backend_at(i));
     return buf;
 }
 

@@ -59,7 +59,8 @@ nc_status engine_ane_device_open(const engine_options *o, engine_ane_dev *d, nc_
         /* a fake told other things to refuse is another device in the profile */
         snprintf(d->dev.ladder_device, sizeof d->dev.ladder_device, "fake%s%s",
                  o->ane_fake[0] ? ":" : "", o->ane_fake);
-        return ane_ladder_profile_path(1, d->dev.ladder_profile, sizeof d->dev.ladder_profile, err);
+        return ane_ladder_profile_path(1, d->dev.ladder_profile, sizeof d->dev.ladder_profile,
+                                       err);
     }
     NC_TRY(engine_ane_real_available(err));
 #if defined(__APPLE__)

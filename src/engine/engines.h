@@ -6,8 +6,8 @@
 #ifndef NC_ENGINE_ENGINES_H
 #define NC_ENGINE_ENGINES_H
 
-#include "bundle/manifest.h"
 #include "engine/engine.h"
+#include "bundle/manifest.h"
 #include "models/qwen3.h"
 
 typedef nc_status (*engine_open_fn)(const char *dir, const engine_options *opt, engine *e,

@@ -11,9 +11,9 @@
 #define NC_ENGINE_QWEN3_BUNDLE_HOST_H
 
 #include "base/pool.h"
-#include "bundle/manifest.h"
 #include "engine/engine.h"
 #include "io/hf_weights.h"
+#include "bundle/manifest.h"
 
 typedef struct qb_host {
     lower_manifest man;

@@ -287,8 +287,7 @@ static int step_key(const jm_grammar *gr, jm_state *s, unsigned char b) {
     for (int k = f->b; k <= last; k++) {
         const js_prop *p = &gr->g->props[nd->first + k];
         if (p->key_len <= f->c || memcmp(p->key, cur->key, f->c) != 0) continue;
-        unsigned char want =
-            xml && (size_t)f->c + 1 == p->key_len ? '>' : (unsigned char)p->key[f->c];
+        unsigned char want = xml && (size_t)f->c + 1 == p->key_len ? '>' : (unsigned char)p->key[f->c];
         if (want != b) continue;
         f->b = (uint16_t)k;
         f->c++;

@@ -359,8 +359,8 @@ static nc_status integer_bound(ctx *c, const json_t *s, int upper, long long *v,
         const json_t *b = json_object_get(s, names[k]);
         if (!b) continue;
         if (!json_is_number(b) || fabs(json_number_value(b)) > 1e15)
-            return nc_fail(c->err, NC_ERR_INVALID, "%s: '%s' must be a number within 1e15", c->what,
-                           names[k]);
+            return nc_fail(c->err, NC_ERR_INVALID, "%s: '%s' must be a number within 1e15",
+                           c->what, names[k]);
         double x = json_number_value(b);
         double r = upper ? floor(x) : ceil(x);
         if (k == 1 && r == x) r += upper ? -1 : 1; /* exclusive of an integer */
@@ -389,8 +389,7 @@ static nc_status integer_range(ctx *c, const json_t *s, int *out) {
     }
     if (hi < lo)
         return nc_fail(c->err, NC_ERR_INVALID,
-                       "%s: no integer lies between minimum %lld and maximum %lld", c->what, lo,
-                       hi);
+                       "%s: no integer lies between minimum %lld and maximum %lld", c->what, lo, hi);
     int node = new_node(c, JS_LITERALS);
     if (node < 0) return oom(c);
     c->g->nodes[node].first = c->g->n_lits;
@@ -587,8 +586,8 @@ static nc_status check_cycles(const ctx *c) {
                    c->what, name);
 }
 
-static nc_status compile_text(const char *schema_json, const char *what, int relaxed, js_graph *g,
-                              nc_error *err) {
+static nc_status compile_text(const char *schema_json, const char *what, int relaxed,
+                              js_graph *g, nc_error *err) {
     memset(g, 0, sizeof *g);
     json_error_t je;
     json_t *root = json_loads(schema_json, 0, &je);
@@ -640,8 +639,8 @@ static int unquoted_copy(js_graph *g, int node) {
     int first = g->n_lits;
     for (int i = 0; i < nd.n; i++) {
         json_error_t je;
-        json_t *v =
-            json_loadb(g->lits[nd.first + i].text, g->lits[nd.first + i].len, JSON_DECODE_ANY, &je);
+        json_t *v = json_loadb(g->lits[nd.first + i].text, g->lits[nd.first + i].len,
+                               JSON_DECODE_ANY, &je);
         const char *raw = json_string_value(v);
         size_t len = json_string_length(v);
         char *t = raw && !strstr(raw, "</parameter>") && len ? malloc(len + 1) : NULL;
@@ -678,9 +677,9 @@ int js_xml_call_form(js_graph *g, const char *schema_json) {
         }
         /* any other value is JSON text, which the scanner reads as JSON
            only when the property's type says so */
-        ok = json_typed &&
-             (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER || nd->kind == JS_NUMBER ||
-              nd->kind == JS_OBJECT || nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+        ok = json_typed && (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER ||
+                            nd->kind == JS_NUMBER || nd->kind == JS_OBJECT ||
+                            nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
     }
     json_decref(schema);
     return ok;

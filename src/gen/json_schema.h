@@ -69,7 +69,8 @@ nc_status js_compile(const char *schema_json, const char *what, js_graph *g, nc_
  * schema's structure, types, enums and required properties, and may break
  * only what was skipped. For a tool's parameters, where refusing the
  * request is not an option the client chose; never for response_format. */
-nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph *g, nc_error *err);
+nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph *g,
+                             nc_error *err);
 
 /* Readies g, compiled from schema_json (a tool's parameters), for Qwen3.5's
  * XML call form (jm_grammar.xml_root): stores the root's string enums

@@ -128,7 +128,7 @@ static nc_status tool_candidates(const gen_output_spec *r, chat_family f, const 
 }
 
 nc_status gen_out_constraint_new(const gen_output_spec *r, chat_family f, const tm_vocab *v,
-                                 gen_out_constraint **out, const char **param, nc_error *err) {
+                               gen_out_constraint **out, const char **param, nc_error *err) {
     *out = NULL;
     *param = NULL;
     int forced = r->n_tools > 0 &&

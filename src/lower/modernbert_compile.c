@@ -12,9 +12,9 @@
 
 #include "base/mmap.h"
 #include "base/timer.h"
+#include "io/hf_weights.h"
 #include "bundle/bundle_io.h"
 #include "bundle/modernbert_manifest.h"
-#include "io/hf_weights.h"
 #include "mil/print.h"
 
 int lower_is_modernbert_dir(const char *dir) {

@@ -16,6 +16,7 @@
 #include "lower/lower_ops.h"
 #include "mil/builder.h"
 
+
 /* Indices and tables of one palettized weight (one allocation; free()). */
 typedef struct lower_palette {
     int bits;

@@ -14,8 +14,8 @@
 
 #include "base/mmap.h"
 #include "base/timer.h"
-#include "bundle/bundle_io.h"
 #include "io/hf_weights.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
 #include "models/family.h"

@@ -23,6 +23,7 @@
 
 #define LOWER_MAX_CTX 65535 /* uint16 gather indices: one per context position */
 
+
 /* The fp16 weights of one layer (shapes set by lower_qwen3_layer_shapes). */
 typedef struct lower_layer_weights {
     lower_weight q, k, v, o, gate, up, down; /* [cout, cin, 1, 1] */

@@ -10,10 +10,11 @@
 
 #include "base/half.h"
 #include "base/pool.h"
-#include "bundle/bundle_forms.h"
 #include "io/hf_weights.h"
 #include "io/safetensors.h"
+#include "bundle/bundle_forms.h"
 #include "lower/lower_ops.h"
+
 
 /* Element i of a BF16/F16/F32 tensor as fp32 (exact). */
 float lower_tensor_f32_at(const st_tensor *t, size_t i);

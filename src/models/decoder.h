@@ -44,9 +44,10 @@ typedef struct decoder_ops {
  * engine reports and bench's roofline and bounds read. */
 typedef struct decoder_dims {
     int layers, hidden, intermediate, heads, kv_heads, head_dim, vocab;
-    int tied;          /* tie_word_embeddings: the head shares the embedding table */
-    int no_qk_norm;    /* attention without q/k norms (Llama) */
-    int sandwich_norm; /* two more norms a layer, after attention and MLP (Gemma 3) */
+    int tied;       /* tie_word_embeddings: the head shares the embedding table */
+    int no_qk_norm; /* attention without q/k norms (Llama) */
+    /* two more norms a layer, after attention and MLP (Gemma 3) */
+    int sandwich_norm;
     /* A hybrid's linear-attention layers (Qwen3.5's Gated DeltaNet: their
      * heads, head widths and conv window); 0 where every layer attends. */
     int n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;

@@ -26,9 +26,9 @@
 #include "base/half.h"
 #include "base/json.h"
 #include "base/mmap.h"
-#include "bundle/bundle_io.h"
 #include "io/hf_weights.h"
 #include "io/npy.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen3_compile.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"

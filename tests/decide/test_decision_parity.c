@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "../test.h"
-#include "bundle/bundle_io.h"
 #include "decide/decision.h"
 #include "decide/decision_bundle.h"
 #include "decide/decision_lower.h"
+#include "bundle/bundle_io.h"
 #include "io/npy.h"
 #include "text/tokenizer.h"
 

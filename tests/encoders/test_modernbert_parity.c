@@ -197,7 +197,7 @@ static void test_modernbert_single_row_and_selected_mlm_rows(void) {
     for (int i = 0; i < 2 && !st; i++)
         for (size_t v = 0; v < V; v++)
             e = nc_worse(e, fabs(lg[i * V + v] -
-                                 ((float *)r.logits.data)[((size_t)b * r.seq + rows[i]) * V + v]));
+                             ((float *)r.logits.data)[((size_t)b * r.seq + rows[i]) * V + v]));
     printf("  single row of %d tokens vs padded batch (HF): max |err| %.3g\n", len, e);
     free(lg);
     ref_free(&r);

@@ -12,12 +12,12 @@
 
 #include "../test.h"
 #include "ane_host/ane_fake.h"
-#include "bundle/bundle_io.h"
-#include "bundle/modernbert_manifest.h"
 #include "engine/engine_parity.h"
-#include "engine/modernbert_bundle_host.h"
 #include "io/npy.h"
+#include "bundle/bundle_io.h"
 #include "lower/modernbert_compile.h"
+#include "bundle/modernbert_manifest.h"
+#include "engine/modernbert_bundle_host.h"
 #include "mil/check.h"
 #include "mil/parse.h"
 

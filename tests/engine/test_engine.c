@@ -12,8 +12,8 @@
 #include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
-#include "bundle/manifest.h"
 #include "engine/engine.h"
+#include "bundle/manifest.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
 #define N_GREEDY 16

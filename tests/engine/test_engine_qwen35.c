@@ -13,8 +13,8 @@
 #include "../common/bundle_ref.h"
 #include "../test.h"
 #include "ane_host/ane_fake.h"
-#include "bundle/manifest.h"
 #include "engine/engine.h"
+#include "bundle/manifest.h"
 #include "lower/qwen35_lower.h"
 
 #define FIXTURE "tests/fixtures/qwen35/tiny_vl_tied"

@@ -171,8 +171,7 @@ static void test_schema_edges_generate_valid_output(void) {
          "$ref cycle"},
         {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":"
          "\"null\"}]}}}",
-         "$ref cycle"},
-        {"{\"type\":\"integer\",\"minimum\":0}", "'minimum'"},
+         "$ref cycle"},        {"{\"type\":\"integer\",\"minimum\":0}", "'minimum'"},
         {"{\"type\":\"integer\",\"maximum\":9}", "'maximum'"},
         {"{\"type\":\"integer\",\"minimum\":0,\"maximum\":1024}", "at most 1024"},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer"},
@@ -258,11 +257,11 @@ static void test_integer_ranges_are_enforced(void) {
         const char *const *schema, *text;
         int want;
     } cases[] = {
-        {&r1_99, "1", 1},   {&r1_99, "9", 1},   {&r1_99, "10", 1}, {&r1_99, "99", 1},
-        {&r1_99, "0", 0},   {&r1_99, "100", 0}, {&r1_99, "-1", 0}, {&r1_99, "01", 0},
-        {&r1_99, "1.0", 0}, {&ex, "1", 1},      {&ex, "2", 1},     {&ex, "0", 0},
-        {&ex, "3", 0},      {&neg, "-2", 1},    {&neg, "0", 1},    {&neg, "2", 1},
-        {&neg, "-3", 0},    {&neg, "3", 0},
+        {&r1_99, "1", 1},  {&r1_99, "9", 1},   {&r1_99, "10", 1},  {&r1_99, "99", 1},
+        {&r1_99, "0", 0},  {&r1_99, "100", 0}, {&r1_99, "-1", 0},  {&r1_99, "01", 0},
+        {&r1_99, "1.0", 0}, {&ex, "1", 1},     {&ex, "2", 1},      {&ex, "0", 0},
+        {&ex, "3", 0},     {&neg, "-2", 1},    {&neg, "0", 1},     {&neg, "2", 1},
+        {&neg, "-3", 0},   {&neg, "3", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int got = matches(*cases[i].schema, cases[i].text);
@@ -469,9 +468,8 @@ static void test_random_walks_always_validate(void) {
             CHECK_OK(js_compile(schemas[c], "schema", &g, &err), &err);
         else
             CHECK_OK(js_any_object(&g, &err), &err);
-        jm_grammar gr = {
-            &g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix), strlen(cases[c].suffix),
-            0};
+        jm_grammar gr = {&g, cases[c].prefix, cases[c].suffix, strlen(cases[c].prefix),
+                         strlen(cases[c].suffix), 0};
         for (int w = 0; w < 8 && ok; w++) {
             char *out = walk(v, &gr, t, n_vocab, eog);
             if (!out) {

@@ -14,9 +14,9 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "bundle/bundle_io.h"
 #include "engine/engine.h"
 #include "io/npy.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen3_compile.h"
 #include "mil/check.h"
 #include "mil/parse.h"

@@ -11,9 +11,9 @@
 #include "../test.h"
 #include "base/json.h"
 #include "bundle/bundle_io.h"
+#include "lower/modernbert_compile.h"
 #include "bundle/modernbert_manifest.h"
 #include "bundle/palettize_manifest.h"
-#include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
 
 static char tmp_root[64];

@@ -17,8 +17,8 @@
 
 #include "../test.h"
 #include "base/json.h"
-#include "bundle/bundle_io.h"
 #include "engine/engine.h"
+#include "bundle/bundle_io.h"
 #include "lower/qwen35_lower.h"
 #include "lower/qwen3_compile.h"
 #include "mil/interp.h"

@@ -157,14 +157,9 @@ static nc_status chat_turn(gen_cli_loaded *l, const gen_cli_opts *o, chat_msg_st
     int max_new = o->max_new_tokens < 0 || o->max_new_tokens > room ? room : o->max_new_tokens;
     /* Qwen3.5's generation prompt with thinking on ends in "<think>\n": the
      * reply starts inside the reasoning */
-    gen_request req = {o->sampling,
-                       max_new,
-                       o->stops,
-                       o->n_stops,
-                       0,
-                       1,
-                       l->model->e->family->prompt_opens_think && enable_thinking,
-                       NULL};
+    gen_request req = {o->sampling, max_new, o->stops,
+                       o->n_stops,  0,       1,
+                       l->model->e->family->prompt_opens_think && enable_thinking, NULL};
     gen_callbacks cb = {NULL, on_text, r};
     st = gen_generate(l->seq, ids, (int)n_ids, &req, &cb, res, err);
     free(ids);

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "base/mmap.h"
-#include "bundle/palettize_manifest.h"
 #include "cli_opts.h"
 #include "commands.h"
+#include "bundle/palettize_manifest.h"
 #include "mil/bundle.h"
 #include "mil/check.h"
 #include "mil/mil_blob.h"
