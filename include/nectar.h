@@ -178,7 +178,13 @@ typedef enum nc_model_kind {
  * offline (models--ORG--NAME/snapshots/<refs/main>): the cache folder is
  * option "hf_cache=DIR", else the one huggingface_hub computes from
  * HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME. Nothing is downloaded: a
- * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command. */
+ * model not cached is NC_ERR_NOT_FOUND naming the `hf download` command.
+ * Speculative decoding
+ * (decoder on "cpu"): "draft=DIR" a smaller model of the same tokenizer
+ * proposes tokens that the model checks in one step (greedy output
+ * unchanged; sampled output distributed as the model's own),
+ * "draft_max=N" (default 6), "draft_min=N", "draft_p_min=P",
+ * "draft_backend=cpu|mil|ane" (a bundle draft; ane_device applies). */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
@@ -201,6 +207,13 @@ NC_API int nc_model_num_layers(const nc_model *m);
  * out of range; 0 labels for other models). */
 NC_API int nc_model_num_labels(const nc_model *m);
 NC_API const char *nc_model_label(const nc_model *m, int i);
+/* Where the model's kernels run, one line: on the ane backend, per group of
+ * layers, how many kernels the device took (and in which form of the
+ * compile ladder), which ran on the CPU and the device's refusal, and the
+ * bundle's lowering forms ("ane (fake device): layers 0-4: 60/60 kernels on
+ * the ANE; head: 1/1 ..."); on cpu and mil, where every kernel runs. Owned
+ * by the model; NULL for a NULL model. */
+NC_API const char *nc_model_placement(const nc_model *m);
 
 /* Decoders: called after each layer with the hidden state of the rows (tokens)
  * it just processed, prompt and generated alike, in order: rows[n_rows *
@@ -220,8 +233,9 @@ typedef struct nc_sampling nc_sampling;
 NC_API nc_sampling *nc_sampling_new(void);
 NC_API void nc_sampling_free(nc_sampling *s);
 
-/* Sets one parameter by name: "temperature" (>= 0; 0 is greedy), "top_k"
- * (0: off), "top_p" and "min_p" (in [0, 1]), "repeat_penalty" (> 0; divides
+/* Sets one parameter by name: "temperature" (in [0, 100]; 0 is greedy),
+ * "top_k" (a whole number, 0: off), "top_p" and "min_p" (in [0, 1]),
+ * "repeat_penalty" (in (0, 100]; divides
  * positive and multiplies negative logits of tokens seen), "presence_penalty"
  * and "frequency_penalty" (in [-100, 100]; OpenAI's: minus once, minus count
  * times, per token seen), "seed" (an integer up to 2^53), and one that is not
@@ -287,7 +301,10 @@ typedef enum nc_stat {
     NC_STAT_PROMPT_DROPPED,  /* prompt tokens dropped by "truncate" */
     NC_STAT_GENERATED,       /* tokens sampled, an end-of-sequence one included */
     NC_STAT_PROMPT_SECONDS,  /* from the call to the first sampled token */
-    NC_STAT_GENERATE_SECONDS /* from the first sampled token to the end */
+    NC_STAT_GENERATE_SECONDS, /* from the first sampled token to the end */
+    NC_STAT_DRAFTED,          /* speculative decoding: tokens the draft proposed */
+    NC_STAT_DRAFT_ACCEPTED,   /* of those, the ones kept */
+    NC_STAT_DRAFT_STEPS       /* verification steps of the model */
 } nc_stat;
 NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what);
 
@@ -442,6 +459,43 @@ NC_API nc_status nc_fill_mask(nc_model *m, const char *text, int k, int32_t *ids
  * logits) into probs[n_probs], n_probs == nc_model_num_labels(m). */
 NC_API nc_status nc_classify(nc_model *m, const char *text, float *probs, size_t n_probs,
                              nc_error *err);
+
+/* ---- Decision models (docs/decision.md) --------------------------------- */
+
+/* An encoder plus a decision head: type embeddings, H head layers, a marker
+ * scorer, raw and calibrated marker probabilities, an action head. */
+typedef struct nc_decision_model nc_decision_model;
+
+/* path: a decision folder (backend "cpu" or NULL) or a bundle compiled from
+ * one (nectar compile; backend "mil": its NE region in the MIL interpreter's
+ * fp16 mode, "ane": on the device option ane_device names). Options:
+ * "threads=N", "ane_device=real|fake[:SETTINGS]". */
+NC_API nc_status nc_decision_open(const char *path, const char *backend,
+                                  const char *const *options, nc_decision_model **out,
+                                  nc_error *err);
+NC_API void nc_decision_free(nc_decision_model *d);
+/* K (markers) and A (actions); the label of action i, or NULL when the
+ * model names none. */
+NC_API int nc_decision_num_markers(const nc_decision_model *d);
+NC_API int nc_decision_num_actions(const nc_decision_model *d);
+NC_API const char *nc_decision_action_label(const nc_decision_model *d, int i);
+
+/* n texts (each tokenized with the special tokens, each holding the K
+ * markers), run as one padded batch: marker_probs[n * K] (softmax of the
+ * marker logits), calibrated[n * K] (softmax of logits / T) and
+ * action_probs[n * A]; any output may be NULL. NC_ERR_INVALID names the
+ * text and marker when a marker is missing. */
+NC_API nc_status nc_decide(nc_decision_model *d, const char *const *texts, size_t n,
+                           float *marker_probs, float *calibrated, float *action_probs,
+                           nc_error *err);
+
+/* The same from token ids as given (special tokens included): row i is
+ * ids[i][0 .. n_ids[i]); markers NULL (found by the marker token ids) or
+ * [n * K] positions. */
+NC_API nc_status nc_decide_tokens(nc_decision_model *d, const int32_t *const *ids,
+                                  const size_t *n_ids, const int32_t *markers, size_t n,
+                                  float *marker_probs, float *calibrated, float *action_probs,
+                                  nc_error *err);
 
 /* ---- Compiling for the Neural Engine ------------------------------------ */
 

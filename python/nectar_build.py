@@ -3,9 +3,12 @@
 A wheel is the package's Python files plus the shared library, built by the
 repository's Makefile (`make shared`) in the checkout this folder belongs to
 (or $NECTAR_SOURCE_DIR), with its objects in the checkout's build/ folder (or
-$NECTAR_BUILD_DIR). Written with the standard library only, so that
-`pip install ./python` needs nothing from PyPI. There is no source
-distribution: the package is built from a checkout.
+$NECTAR_BUILD_DIR). A source distribution (build_sdist: `python -m build
+--sdist python`, or this module's hook) carries what that build needs, the
+Makefile, include/ and src/, in csrc/: `pip install nectar-X.tar.gz` builds
+libnectar from them (a C compiler, make, pkg-config and the -dev packages of
+scripts/install-deps.sh; nothing from PyPI). Written with the standard
+library only, so that neither needs anything from PyPI.
 """
 
 import base64
@@ -22,8 +25,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NAME = "nectar"
 
 
+# what an sdist carries of the repository: enough for `make shared`
+SDIST_C = ("Makefile", "include", "src")
+
+
 def _root():
-    root = os.environ.get("NECTAR_SOURCE_DIR") or os.path.dirname(HERE)
+    bundled = os.path.join(HERE, "csrc")  # an unpacked sdist
+    if os.path.isfile(os.path.join(bundled, "include", "nectar.h")):
+        bundled_root = bundled
+    else:
+        bundled_root = os.path.dirname(HERE)
+    root = os.environ.get("NECTAR_SOURCE_DIR") or bundled_root
     if not os.path.isfile(os.path.join(root, "include", "nectar.h")):
         raise RuntimeError(
             "nectar: %s is not a nectar checkout (no include/nectar.h): the package builds "
@@ -118,6 +130,56 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     return wheel_name
 
 
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def _sdist_files():
+    """(name in the archive, path here) of everything the sdist holds."""
+    out = [(n, os.path.join(HERE, n)) for n in ("pyproject.toml", "nectar_build.py")]
+    pkg = os.path.join(HERE, NAME)
+    out += [("%s/%s" % (NAME, fn), os.path.join(pkg, fn)) for fn in sorted(os.listdir(pkg))
+            if fn.endswith(".py") or fn == "py.typed"]
+    root = _root()
+    for top in SDIST_C:
+        path = os.path.join(root, top)
+        if os.path.isfile(path):
+            out.append(("csrc/" + top, path))
+            continue
+        for d, dirs, files in os.walk(path):
+            dirs.sort()
+            for fn in sorted(files):
+                full = os.path.join(d, fn)
+                out.append(("csrc/" + os.path.relpath(full, root).replace(os.sep, "/"), full))
+    return out
+
+
 def build_sdist(sdist_directory, config_settings=None):
-    raise RuntimeError("nectar: no source distribution; install from a checkout: "
-                       "pip install ./python")
+    """nectar-VERSION.tar.gz (PEP 625 name, PKG-INFO first): the package,
+    this backend and the C sources; written beside its final name, then
+    renamed, so a failure leaves no partial archive."""
+    import io
+    import tarfile
+    version = _version()
+    base = "%s-%s" % (NAME, version)
+    name = base + ".tar.gz"
+    tmp = os.path.join(sdist_directory, name + ".part")
+
+    def add(tar, arcname, data, mode=0o644):
+        info = tarfile.TarInfo("%s/%s" % (base, arcname))
+        info.size = len(data)
+        info.mode = mode
+        info.mtime = 0
+        tar.addfile(info, io.BytesIO(data))
+
+    try:
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            add(tar, "PKG-INFO", _metadata(version).encode())
+            for arcname, path in _sdist_files():
+                with open(path, "rb") as f:
+                    add(tar, arcname, f.read())
+        os.replace(tmp, os.path.join(sdist_directory, name))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return name

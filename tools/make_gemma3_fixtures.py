@@ -275,9 +275,9 @@ def chat_rows():
     for name, msgs in CHAT_REFUSED:
         try:
             tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        except Exception:  # the template's raise_exception (a jinja2 TemplateError)
+        except Exception as e:  # the template's raise_exception (a jinja2 TemplateError)
             rows.append({"name": name, "messages": msgs, "add_generation_prompt": True,
-                         "enable_thinking": True, "expected": None})
+                         "enable_thinking": True, "error": str(e)})
             continue
         raise SystemExit("chat case %s: the template did not refuse it" % name)
     return rows

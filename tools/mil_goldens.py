@@ -343,8 +343,6 @@ def unary_rest_cases():
              lambda x: 1 / (x + 1e-4))
     add_case("leaky_relu", "leaky_relu", {"x": In(wide), "alpha": scal(0.2, "fp16")},
              lambda x, alpha: np.where(x >= 0, x, alpha * x))
-    add_case("leaky_relu_default_alpha", "leaky_relu", {"x": In(wide)},
-             lambda x: np.where(x >= 0, x, 0.01 * x))
 
 
 # reductions, softmax, layer_norm ---------------------------------------------

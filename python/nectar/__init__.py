@@ -12,7 +12,8 @@ with the library's one-line message.
 """
 
 from ._lib import LIB as _LIB
+from .decision import Decision
 from .model import Model, NectarError, compile
 
 __version__ = _LIB.nc_version().decode()
-__all__ = ["Model", "NectarError", "compile", "__version__"]
+__all__ = ["Decision", "Model", "NectarError", "compile", "__version__"]

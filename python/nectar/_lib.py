@@ -64,6 +64,7 @@ _SIGNATURES = {
     "nc_model_embedding_size": (_i, [_p]),
     "nc_model_num_labels": (_i, [_p]),
     "nc_model_label": (_s, [_p, _i]),
+    "nc_model_placement": (_s, [_p]),
     "nc_sampling_new": (_p, []),
     "nc_sampling_free": (None, [_p]),
     "nc_sampling_set": (_st, [_p, _s, ctypes.c_double, _err]),

@@ -114,7 +114,10 @@ class Model(OpenAIMixin):
 
     backend: "cpu" (a folder), "mil" (a bundle, the fp16 MIL interpreter) or
     "ane" (a bundle on the Neural Engine; ane_device="fake" elsewhere).
-    options: threads=N, ctx=N, kv="f16"|"f32", ane_device="real"|"fake".
+    options: threads=N, ctx=N, kv="f16"|"f32", ane_device="real"|"fake";
+    speculative decoding: draft=DIR (a smaller model of the same tokenizer
+    proposes tokens this one checks in one step; greedy output unchanged),
+    draft_max=N, draft_min=N, draft_p_min=P, draft_backend="cpu"|"mil"|"ane".
 
     A decoder keeps one sequence (KV cache): consecutive calls reuse the
     prompt prefix they share, as a chat's turns do. Calls on one Model are
@@ -160,6 +163,13 @@ class Model(OpenAIMixin):
     @property
     def embedding_size(self) -> int:
         return LIB.nc_model_embedding_size(self._h)
+
+    @property
+    def placement(self) -> str:
+        """Where the kernels run, one line: on the ane backend, per layer
+        group, the kernels the device took, those on the CPU and why, and
+        the bundle's lowering forms (nc_model_placement)."""
+        return LIB.nc_model_placement(self._h).decode()
 
     @property
     def labels(self) -> List[str]:

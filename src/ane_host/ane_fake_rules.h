@@ -1,6 +1,6 @@
 /* What the fake device can be told to refuse, and how else it can behave
  * like a device the host has not met: the constructs public sources
- * disagree on (docs/ane-first-run.md, "A device that says no"), each a
+ * disagree on (docs/ane-bridge.md, "A device that says no"), each a
  * rule the fake checks at model_open -- where the ANE compiles -- and
  * refuses with the framework's error shape ("ANECCompile() FAILED <-
  * ..."), so that every path after a refusal (the per-program CPU

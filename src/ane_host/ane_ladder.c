@@ -6,14 +6,17 @@
  *                               "refused_functions": "", "error": ""}}}}} */
 #include "ane_host/ane_ladder.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "mil/print.h"
 
 const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "cpu"};
 
@@ -195,4 +198,27 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
     }
     json_incref(l->recorded); /* nc_json_save takes a reference */
     return nc_json_save(l->recorded, l->profile, 1, err);
+}
+
+nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
+                                const char *dst, nc_error *err) {
+    char path[4600], from[4600];
+    snprintf(path, sizeof path, "%s/weights", dst);
+    NC_TRY(ane_make_dirs(path, err));
+    snprintf(from, sizeof from, "%s/weights/weight.bin", src);
+    snprintf(path, sizeof path, "%s/weights/weight.bin", dst);
+    if (access(from, F_OK) == 0 && access(path, F_OK) != 0 && link(from, path) != 0 &&
+        symlink(from, path) != 0)
+        return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
+    mil_function **sub = calloc((size_t)n + 1, sizeof *sub);
+    if (!sub) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        sub[i] = prog->functions[fns[i]];
+    mil_program view = *prog; /* a view: the chosen functions */
+    view.n_functions = view.cap_functions = n;
+    view.functions = sub;
+    snprintf(path, sizeof path, "%s/model.mil", dst);
+    nc_status st = mil_print_file(&view, path, err);
+    free(sub);
+    return st;
 }

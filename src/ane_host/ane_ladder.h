@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "mil/ir.h"
 
 /* A rung: a form a refused program can take. */
 typedef enum ane_rung {
@@ -79,5 +80,12 @@ int ane_ladder_listed(const char *list, const char *name);
 /* Writes the outcomes of one bundle open into the profile (atomically: the
  * other members, the probe's, are kept). A no-op without a profile. */
 nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err);
+
+/* Functions fns[0..n) of prog (parsed from program folder src) as a
+ * program of their own in folder dst (created): dst/model.mil, and
+ * dst/weights/weight.bin the program's own file, hard-linked (else
+ * symlinked: no copy). The function rung and `nectar ane probe --bundle`. */
+nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
+                                const char *dst, nc_error *err);
 
 #endif

@@ -239,38 +239,18 @@ static nc_status fall_back(ane_bundle *b, const char *dir, int i, const nc_error
     return NC_OK;
 }
 
-/* mkdir, an existing folder being fine. */
-static int make_dir(const char *path) {
-    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* Function f of the refused program (parsed in p->cpu, folder dir) as a
- * program of its own in BUNDLE/ladder/<program>_<function>/, its weights
- * the program's own file (hard-linked, else symlinked: no copy), opened
- * and bound on the device. */
+ * program of its own in BUNDLE/ladder/<program>_<function>/, opened and
+ * bound on the device. */
 static nc_status open_function(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
                                nc_error *err) {
     run_prog *p = &b->progs[i];
     const lower_program_info *pi = &b->programs[i];
-    char sub[4500], path[4600], src[4600];
+    char sub[4500], path[4600];
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-    snprintf(sub, sizeof sub, "%s/ladder", bundle);
-    int bad = make_dir(sub);
     snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
-    bad = bad || make_dir(sub);
-    snprintf(path, sizeof path, "%s/weights", sub);
-    bad = bad || make_dir(path);
-    if (bad) return nc_fail(err, NC_ERR_IO, "%s: %s", sub, strerror(errno));
-    snprintf(src, sizeof src, "%s/weights/weight.bin", dir);
-    snprintf(path, sizeof path, "%s/weights/weight.bin", sub);
-    if (access(src, F_OK) == 0 && access(path, F_OK) != 0 && link(src, path) != 0 &&
-        symlink(src, path) != 0)
-        return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
-    mil_program one = *p->cpu; /* a view: the one function */
-    one.n_functions = 1;
-    one.functions = &p->cpu->functions[f];
+    NC_TRY(ane_ladder_write_view(p->cpu, &f, 1, dir, sub, err));
     snprintf(path, sizeof path, "%s/model.mil", sub);
-    NC_TRY(mil_print_file(&one, path, err));
     NC_TRY(device_open(b, sub, &p->fn_models[f], err));
     const char *json;
     size_t len;

@@ -33,7 +33,10 @@ NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_err
     if (!m || !out) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: NULL argument");
     *out = NULL;
     if (m->kind != NC_MODEL_DECODER)
-        return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: the model is an encoder");
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s is an encoder: generation needs a decoder (an encoder embeds, fills "
+                       "masks or classifies)",
+                       m->dir);
     if (ctx < 0) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_new: ctx %d < 0", ctx);
     nc_sequence *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "nc_sequence_new: out of memory");
@@ -175,6 +178,12 @@ NC_API double nc_sequence_stat(const nc_sequence *s, nc_stat what) {
         return r->prompt_s;
     case NC_STAT_GENERATE_SECONDS:
         return r->gen_s;
+    case NC_STAT_DRAFTED:
+        return r->n_drafted;
+    case NC_STAT_DRAFT_ACCEPTED:
+        return r->n_accepted;
+    case NC_STAT_DRAFT_STEPS:
+        return r->n_draft_steps;
     }
     return 0;
 }

@@ -12,17 +12,21 @@
 
 #define DEFAULT_CTX 4096
 
+/* Speculative decoding's options (draft_options), beside the engine's. */
+static const char *const DRAFT_KEYS[] = {"draft",       "draft_max",     "draft_min",
+                                         "draft_p_min", "draft_backend", NULL};
+
 /* The key=value options as the engine's: every key a row of the engine
  * option table (engine_options.h), parsed by its one parser, beside
  * hf_cache (where a hub model id is looked up: api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
-    const char *keys[16];
+    const char *keys[24];
     int n = 0;
     for (const engine_option_row *r; (r = engine_option_at(n)) && n < 14; n++)
         keys[n] = r->key;
     keys[n] = "hf_cache";
-    keys[n + 1] = NULL;
+    memcpy(keys + n + 1, DRAFT_KEYS, sizeof DRAFT_KEYS); /* NULL-ended */
     NC_TRY(api_opt_check(options, keys, "nc_model_open", err));
     for (int i = 0; i < n; i++) {
         const char *v = api_opt_get(options, keys[i]);
@@ -50,6 +54,47 @@ NC_API nc_status nc_backend_available(const char *backend, const char *const *op
     return NC_OK;
 }
 
+/* "draft=DIR" (and draft_max, draft_min, draft_p_min, draft_backend):
+ * speculative decoding with DIR as m's draft. */
+static nc_status draft_options(nc_model *m, const char *const *options, const engine_options *eo,
+                               nc_error *err) {
+    const char *dir = api_opt_get(options, "draft");
+    const char *backend = api_opt_get(options, "draft_backend");
+    const char *p_min = api_opt_get(options, "draft_p_min");
+    gen_spec_options so = {GEN_SPEC_DRAFT_MAX, 0, 0.0f};
+    NC_TRY(api_opt_int(options, "draft_max", 1, GEN_SPEC_DRAFT_CAP, &so.draft_max,
+                       "nc_model_open", err));
+    NC_TRY(api_opt_int(options, "draft_min", 0, GEN_SPEC_DRAFT_CAP, &so.draft_min,
+                       "nc_model_open", err));
+    if (p_min) {
+        char *end;
+        so.p_min = strtof(p_min, &end);
+        if (end == p_min || *end || !(so.p_min >= 0.0f && so.p_min <= 1.0f))
+            return nc_fail(err, NC_ERR_INVALID,
+                           "nc_model_open: option draft_p_min=%s is not a number in [0, 1]", p_min);
+    }
+    if (!dir) {
+        if (backend || p_min || api_opt_get(options, "draft_max") ||
+            api_opt_get(options, "draft_min"))
+            return nc_fail(err, NC_ERR_INVALID,
+                           "nc_model_open: the draft_* options need draft=DIR");
+        return NC_OK;
+    }
+    if (!backend) backend = "cpu";
+    NC_TRY(engine_backend_check(backend, "nc_model_open: option draft_backend", err));
+    return api_model_set_draft(m, dir, backend, eo, &so, err);
+}
+
+nc_status api_model_set_draft(nc_model *m, const char *dir, const char *backend,
+                              const engine_options *eo, const gen_spec_options *so,
+                              nc_error *err) {
+    if (m->kind != NC_MODEL_DECODER)
+        return nc_fail(err, NC_ERR_INVALID,
+                       "%s is an encoder: a draft (speculative decoding) is for text generation",
+                       m->dir);
+    return gen_spec_attach(m->gm, backend ? backend : "cpu", dir, eo, so, err);
+}
+
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err) {
     if (!path || !out) return nc_fail(err, NC_ERR_INVALID, "nc_model_open: NULL argument");
@@ -58,7 +103,13 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     NC_TRY(backend_opts(&backend, options, &eo, err));
     char located[4096]; /* a hub model id's snapshot folder */
     NC_TRY(api_hub_locate(path, options, located, sizeof located, err));
-    return api_model_open(located, backend, &eo, out, err);
+    NC_TRY(api_model_open(located, backend, &eo, out, err));
+    nc_status st = draft_options(*out, options, &eo, err);
+    if (st != NC_OK) {
+        nc_model_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
@@ -155,6 +206,11 @@ NC_API int nc_model_num_labels(const nc_model *m) {
     const engine *e = eng(m);
     if (!e || !e->encoder) return 0;
     return e->encoder->head == MODERNBERT_HEAD_CLASSIFIER ? e->encoder->num_labels : 0;
+}
+
+NC_API const char *nc_model_placement(const nc_model *m) {
+    const engine *e = eng(m);
+    return e ? engine_placement(e) : NULL;
 }
 
 NC_API const char *nc_model_label(const nc_model *m, int i) {

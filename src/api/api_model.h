@@ -31,4 +31,10 @@ struct nc_model {
 nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
                          nc_model **out, nc_error *err);
 
+/* Speculative decoding: dir opened on backend (NULL: cpu) as decoder m's
+ * draft (gen_spec_attach; eo: m's engine options). */
+nc_status api_model_set_draft(nc_model *m, const char *dir, const char *backend,
+                              const engine_options *eo, const gen_spec_options *so,
+                              nc_error *err);
+
 #endif

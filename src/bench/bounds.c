@@ -5,8 +5,10 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/json.h"
+#include "models/family.h"
 #include "models/presets.h"
 #include "models/qwen35.h"
 #include "models/qwen3_config.h"
@@ -27,8 +29,10 @@ const nc_weight_format *nc_weight_format_find(const char *name) {
 double nc_encoder_params(const nc_encoder_shape *s) {
     double n = (double)s->n_layers, d = (double)s->d_model, i = (double)s->d_ff;
     double h = (double)s->n_head_layers;
-    /* per layer: Wqkv 3D^2 + Wo D^2 = 4D^2; Wi D x 2I + Wo I x D = 3DI */
-    return n * (4.0 * d * d + 3.0 * d * i) + 12.0 * h * d * d;
+    double ih = s->d_head_ff > 0 ? (double)s->d_head_ff : 4.0 * d;
+    /* per layer: Wqkv 3D^2 + Wo D^2 = 4D^2; Wi D x 2I + Wo I x D = 3DI;
+     * per head layer: 4D^2 + an ungated D -> I_h -> D MLP (I_h = 4D: 12D^2) */
+    return n * (4.0 * d * d + 3.0 * d * i) + h * (4.0 * d * d + 2.0 * d * ih);
 }
 
 double nc_encoder_flops(const nc_encoder_shape *s, int64_t batch, int64_t seq_len) {
@@ -171,7 +175,7 @@ nc_qwen3_shape nc_decoder_shape_of(const decoder_dims *d) {
     nc_qwen3_shape s = {d->hidden,    d->intermediate,    d->layers,      d->heads,
                         d->kv_heads,  d->head_dim,        d->vocab,       d->tied,
                         d->n_linear,  d->lin_k_heads,     d->lin_v_heads, d->lin_k_dim,
-                        d->lin_v_dim, d->lin_conv_kernel, d->no_qk_norm,  d->sandwich_norm};
+                        d->lin_v_dim, d->lin_conv_kernel, d->no_qk_norm,  d->sandwich_norms};
     return s;
 }
 
@@ -186,15 +190,18 @@ nc_qwen3_shape nc_qwen35_shape_of(const qwen35_config *c) {
 }
 
 nc_status nc_qwen3_shape_load(const char *config_path, nc_qwen3_shape *out, nc_error *err) {
-    /* a Qwen3.5 config.json: its folder through the Qwen3.5 reader */
+    /* a folder's config.json: its family's reader (family.h, read_dims) */
     const char *slash = strrchr(config_path, '/');
     char dir[4096];
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - config_path) : 1,
              slash ? config_path : ".");
-    if (slash && !strcmp(slash + 1, "config.json") && qwen35_is_qwen35_dir(dir)) {
-        qwen35_config c;
-        NC_TRY(qwen35_config_load(dir, &c, err));
-        *out = nc_qwen35_shape_of(&c);
+    const model_family_row *f = NULL;
+    nc_error ferr = {0};
+    if (slash && !strcmp(slash + 1, "config.json") &&
+        model_family_of_dir(dir, &f, &ferr) == NC_OK && f->read_dims) {
+        decoder_dims d;
+        NC_TRY(f->read_dims(dir, &d, err));
+        *out = nc_decoder_shape_of(&d);
         return nc_qwen3_validate(out, config_path, err);
     }
     qwen3_config c;
@@ -249,7 +256,7 @@ nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *e
 nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err) {
     const model_preset *p;
     NC_TRY(preset_of(name, MODEL_FAMILY_MODERNBERT, "modernbert", &p, err));
-    nc_encoder_shape s = {p->layers, p->hidden, p->intermediate, 0};
+    nc_encoder_shape s = {p->layers, p->hidden, p->intermediate, 0, 0};
     *out = s;
     return NC_OK;
 }
@@ -263,6 +270,20 @@ nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, 
     if (st == NC_OK) st = nc_json_int(cfg, "num_hidden_layers", &s.n_layers, 1, config_path, err);
     json_decref(cfg);
     NC_TRY(st);
+    /* a decision-model folder: its head layers from decision.json */
+    char dpath[4200];
+    const char *slash = strrchr(config_path, '/');
+    snprintf(dpath, sizeof dpath, "%.*sdecision.json", slash ? (int)(slash - config_path + 1) : 0,
+             config_path);
+    json_t *dec = NULL;
+    if (access(dpath, F_OK) == 0) {
+        NC_TRY(nc_json_load_file(dpath, &dec, err));
+        st = nc_json_int(dec, "head_layers", &s.n_head_layers, 1, dpath, err);
+        if (st == NC_OK)
+            st = nc_json_int(dec, "head_intermediate_size", &s.d_head_ff, 1, dpath, err);
+        json_decref(dec);
+        NC_TRY(st);
+    }
     if (nc_encoder_validate(&s, err) != NC_OK) return nc_fail_prefix(err, "%s", config_path);
     *out = s;
     return NC_OK;

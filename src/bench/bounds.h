@@ -21,6 +21,7 @@ typedef struct nc_encoder_shape {
     int64_t d_model;       /* D */
     int64_t d_ff;          /* I, the gated MLP's intermediate width */
     int64_t n_head_layers; /* H, extra 12D^2 transformer layers on top */
+    int64_t d_head_ff;     /* the head layers' MLP width I_h; 0: 4D (the study's 12D^2) */
 } nc_encoder_shape;
 
 /* The Qwen3 decoder fields that decide sizes (HF config.json names). */
@@ -59,7 +60,8 @@ extern const nc_weight_format nc_weight_formats[];
 extern const int nc_n_weight_formats;
 const nc_weight_format *nc_weight_format_find(const char *name);
 
-/* A = N(4D^2 + 3DI) + 12HD^2. */
+/* A = N(4D^2 + 3DI) + 12HD^2; with a head MLP of width I_h other than
+ * 4D the head term is H(4D^2 + 2D I_h). */
 double nc_encoder_params(const nc_encoder_shape *s);
 /* F_dense(B,L) = 2BLA + 4B(N+H)L^2 D (multiply and add counted separately). */
 double nc_encoder_flops(const nc_encoder_shape *s, int64_t batch, int64_t seq_len);
@@ -95,7 +97,9 @@ nc_status nc_qwen3_shape_like(const char *name, nc_qwen3_shape *out, nc_error *e
 /* A ModernBERT-family preset's shape (H = 0): modernbert-base, -large,
  * mmbert-base. */
 nc_status nc_encoder_shape_like(const char *name, nc_encoder_shape *out, nc_error *err);
-/* Reads hidden_size, intermediate_size, num_hidden_layers of a ModernBERT config. */
+/* Reads hidden_size, intermediate_size, num_hidden_layers of a ModernBERT
+ * config; a decision.json beside it (a decision-model folder,
+ * docs/decision.md) adds H = head_layers and I_h = head_intermediate_size. */
 nc_status nc_encoder_shape_load(const char *config_path, nc_encoder_shape *out, nc_error *err);
 
 /* t >= max(flops / compute, bytes / bandwidth); a rate <= 0 means "not given"

@@ -97,6 +97,8 @@ nc_status nc_bounds_report(const nc_bounds_query *q, json_t **out, nc_error *err
         json_object_set_new(shape, "D", json_integer(s->d_model));
         json_object_set_new(shape, "I", json_integer(s->d_ff));
         json_object_set_new(shape, "H", json_integer(s->n_head_layers));
+        json_object_set_new(shape, "I_h",
+                            json_integer(s->d_head_ff > 0 ? s->d_head_ff : 4 * s->d_model));
         a = nc_encoder_params(s);
         json_object_set_new(params, "A", count(a));
         flops = nc_encoder_flops(s, q->batch, q->seq_len);
@@ -206,9 +208,12 @@ void nc_bounds_print_table(FILE *f, const json_t *r) {
         fprintf(f, "  norms                 %15.0f\n", num(params, "norms"));
         fprintf(f, "  A (matmul per token)  %15.0f  (layers + head)\n", num(params, "A"));
     } else {
-        fprintf(f, "encoder: N=%lld D=%lld I=%lld H=%lld\n", (long long)num(shape, "N"),
+        int is_4d = num(shape, "I_h") == 4 * num(shape, "D");
+        fprintf(f, "encoder: N=%lld D=%lld I=%lld H=%lld", (long long)num(shape, "N"),
                 (long long)num(shape, "D"), (long long)num(shape, "I"), (long long)num(shape, "H"));
-        fprintf(f, "  A = N(4D^2 + 3DI) + 12HD^2 = %.0f  (%sparams)\n", num(params, "A"),
+        if (!is_4d) fprintf(f, " I_h=%lld", (long long)num(shape, "I_h"));
+        fprintf(f, "\n  A = N(4D^2 + 3DI) + %s = %.0f  (%sparams)\n",
+                is_4d ? "12HD^2" : "H(4D^2 + 2D I_h)", num(params, "A"),
                 si(num(params, "A"), b1, sizeof b1));
     }
     fprintf(f, "  F_dense(B=%lld, L=%lld) = %sFLOP\n", (long long)num(r, "batch"),

@@ -14,7 +14,7 @@ nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **o
     const char *colon = spec ? strchr(spec, ':') : NULL;
     if (!colon || colon == spec)
         return nc_fail(err, NC_ERR_INVALID,
-                       "candidate '%s': expected KIND:ARG (cmd:, pipe:, spin:, cpu:, mil:)",
+                       "candidate '%s': expected KIND:ARG (cmd:, pipe:, spin:, cpu:, mil:, decide:)",
                        spec ? spec : "");
     if (strlen(spec) >= sizeof((nc_candidate *)0)->spec)
         return nc_fail(err, NC_ERR_RANGE, "candidate spec longer than %zu bytes",
@@ -36,10 +36,12 @@ nc_status nc_candidate_open(const char *spec, double timeout_s, nc_candidate **o
         st = nc_candidate_spin_init(c, arg, err);
     else if (!strcmp(c->kind, "cpu") || !strcmp(c->kind, "mil"))
         st = nc_candidate_nectar_init(c, c->kind, arg, err);
+    else if (!strcmp(c->kind, "decide"))
+        st = nc_candidate_decide_init(c, arg, err);
     else
-        st =
-            nc_fail(err, NC_ERR_INVALID,
-                    "candidate '%s': unknown kind '%s' (cmd, pipe, spin, cpu, mil)", spec, c->kind);
+        st = nc_fail(err, NC_ERR_INVALID,
+                     "candidate '%s': unknown kind '%s' (cmd, pipe, spin, cpu, mil, decide)", spec,
+                     c->kind);
     if (st != NC_OK) {
         if (c->ops && c->ops->unload) c->ops->unload(c);
         free(c);

@@ -14,11 +14,17 @@
  *   cpu:DIR      nectar's Qwen3 cpu engine: tokenize the item, prefill it
  *                from an empty cache and pick the argmax next token.
  *   mil:BUNDLE   one MIL program (.mil file or bundle folder) on the MIL
- *                interpreter (fp16); inputs bound to a fixed pattern. */
+ *                interpreter (fp16); inputs bound to a fixed pattern.
+ *   decide:BACKEND:PATH  a decision model (docs/decision.md): cpu:DIR,
+ *                mil:BUNDLE, ane:BUNDLE (the real device) or
+ *                ane-fake:BUNDLE; a decision = the item's lines as one
+ *                padded batch (the study's L = 64 or 96: the smaller
+ *                that holds every row) and each row's most likely action. */
 #ifndef NC_BENCH_CANDIDATE_H
 #define NC_BENCH_CANDIDATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 
@@ -31,7 +37,7 @@ typedef struct nc_bench_item {
 typedef struct nc_bench_workload {
     nc_bench_item *items;
     size_t n_items;
-    char kind[16]; /* "prompts", "input" or "none" */
+    char kind[16]; /* "prompts", "input", "snake" or "none" */
     char path[1024];
     char sha256[65]; /* of the file's bytes (of "" for none) */
     char *storage;
@@ -42,6 +48,10 @@ typedef struct nc_bench_workload {
 nc_status nc_workload_load(const char *kind, const char *path, nc_bench_workload *out,
                            nc_error *err);
 void nc_workload_free(nc_bench_workload *w);
+/* --snake N: the teacher plays N games (seeds seed .. seed + N - 1) three
+ * lanes at a time; one item per tick holding the lanes' texts, one a line
+ * (src/bench/workload_snake.c). */
+nc_status nc_workload_snake(int games, uint64_t seed, nc_bench_workload *out, nc_error *err);
 
 typedef struct nc_candidate nc_candidate;
 
@@ -56,7 +66,7 @@ typedef struct nc_candidate_ops {
 
 struct nc_candidate {
     const nc_candidate_ops *ops;
-    char kind[16];         /* "cmd", "pipe", "spin", "cpu", "mil" */
+    char kind[16];         /* "cmd", "pipe", "spin", "cpu", "mil", "decide" */
     char spec[2048];       /* as given */
     char model_path[1024]; /* hashed into model_sha256 when set */
     char model_sha256[65]; /* "" when there is no model to hash */
@@ -76,6 +86,7 @@ nc_status nc_candidate_cmd_init(nc_candidate *c, const char *shell, int is_persi
 nc_status nc_candidate_spin_init(nc_candidate *c, const char *arg, nc_error *err);
 nc_status nc_candidate_nectar_init(nc_candidate *c, const char *kind, const char *arg,
                                    nc_error *err);
+nc_status nc_candidate_decide_init(nc_candidate *c, const char *arg, nc_error *err);
 
 /* The builtin work unit of spin:N (exposed so tests can burn the same). */
 unsigned long long nc_spin(unsigned long long rounds);

@@ -148,7 +148,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
             nc_free_aligned(x);
             nc_free_aligned(y);
             return w && x && y ? NC_ERR_NOMEM
-                               : nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
+                               : nc_fail(err, NC_ERR_NOMEM, "kernel tuning: out of memory");
         }
         for (size_t i = 0; i < bytes / sizeof(nc_bf16); i++)
             w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
@@ -190,7 +190,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
             free(x);
             free(y);
             nc_free_aligned(panel);
-            return nc_fail(err, NC_ERR_NOMEM, "cpu_tune: out of memory");
+            return nc_fail(err, NC_ERR_NOMEM, "kernel tuning: out of memory");
         }
         for (size_t i = 0; i < wn; i++)
             w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);

@@ -139,8 +139,12 @@ static nc_status resolve_inputs(decision_model *m, const decision_io *io, nc_err
                     return nc_fail(err, NC_ERR_INVALID,
                                    "row %d: marker %d at position %d is not a real token", b + 1,
                                    k + 1, mk[k]);
-        } else if (decision_find_markers(c, ids, mask, seq, mk, err) != NC_OK) {
-            return nc_fail_prefix(err, "row %d", b + 1);
+        } else {
+            nc_status st = decision_find_markers(c, ids, mask, seq, mk, err);
+            if (st != NC_OK) {
+                nc_fail_prefix(err, "row %d", b + 1); /* err may be NULL: keep st */
+                return st;
+            }
         }
         int32_t *ty = m->types + (size_t)b * (size_t)seq;
         if (!io->types) {
@@ -166,14 +170,28 @@ nc_status decision_forward(decision_model *m, const decision_io *io, nc_error *e
     if (m->region) {
         NC_TRY(m->region(m->region_user, io, m->types, m->h, err));
     } else {
-        modernbert_io eio = {.ids = io->ids, .mask = io->mask, .batch = io->batch,
-                             .seq = io->seq, .last = m->h, .pooling = -1};
-        NC_TRY(modernbert_forward(m->enc, &eio, err));
         size_t n = (size_t)io->batch * (size_t)io->seq, d = (size_t)c->hidden_size;
+        int NL = modernbert_model_config(m->enc)->num_hidden_layers;
+        /* per-layer outputs: the encoder's hidden states [NL + 1][n][D], the
+         * embeddings first */
+        float *hid = io->layers ? malloc((size_t)(NL + 1) * n * d * sizeof *hid) : NULL;
+        if (io->layers && !hid) return nc_fail(err, NC_ERR_NOMEM, "decision: out of memory");
+        modernbert_io eio = {.ids = io->ids, .mask = io->mask, .batch = io->batch,
+                             .seq = io->seq, .last = m->h, .hidden = hid, .pooling = -1};
+        nc_status st = modernbert_forward(m->enc, &eio, err);
+        if (hid && st == NC_OK) memcpy(io->layers, hid + n * d, (size_t)NL * n * d * sizeof *hid);
+        free(hid);
+        NC_TRY(st);
         for (size_t r = 0; r < n; r++)
             add_rows(m->h + r * d, m->type_emb + (size_t)m->types[r] * d, d);
-        for (int i = 0; i < c->head_layers; i++)
+        for (int i = 0; i < c->head_layers; i++) {
             head_layer(m, &m->layers[i], m->h, io->mask, io->batch, io->seq);
+            if (!io->layers) continue;
+            float *dst = io->layers + (size_t)(NL + i) * n * d;
+            for (size_t r = 0; r < n; r++) /* pad positions as zeros, as the encoder's */
+                for (size_t k = 0; k < d; k++)
+                    dst[r * d + k] = !io->mask || io->mask[r] ? m->h[r * d + k] : 0.0f;
+        }
     }
     decision_io tail = *io;
     tail.markers = m->markers;

@@ -67,6 +67,10 @@ typedef struct decision_io {
     const int32_t *ids, *mask, *markers, *types;
     int batch, seq;
     float *marker_logits, *marker_probs, *calibrated, *action_probs;
+    /* [N + H][batch][seq][D] or NULL: each encoder layer's output (the
+     * last after the final norm), then each head layer's (the parity
+     * gate's per-layer drift; pad positions left as zeros) */
+    float *layers;
 } decision_io;
 
 nc_status decision_forward(decision_model *m, const decision_io *io, nc_error *err);

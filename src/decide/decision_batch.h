@@ -19,6 +19,11 @@ typedef struct decision_batch {
 nc_status decision_batch_texts(const tok_tokenizer *tok, const modernbert_config *enc,
                                const char *const *texts, int n, int fixed_seq, decision_batch *out,
                                nc_error *err);
+/* The same from token rows as given (rows[i][0 .. lens[i]), special tokens
+ * included). */
+nc_status decision_batch_rows(const modernbert_config *enc, const int32_t *const *rows,
+                              const size_t *lens, int n, int fixed_seq, decision_batch *out,
+                              nc_error *err);
 void decision_batch_free(decision_batch *b);
 
 #endif

@@ -7,6 +7,8 @@
 #ifndef NC_DECIDE_DECISION_BUNDLE_H
 #define NC_DECIDE_DECISION_BUNDLE_H
 
+#include <stdio.h>
+
 #include "decide/decision.h"
 #include "engine/engine.h"
 
@@ -21,9 +23,11 @@ nc_status decision_bundle_open(const char *bundle, int n_threads, const engine_o
 /* The model for a command's --backend: "cpu" (decision_load of a folder),
  * "mil" or "ane" (decision_bundle_open of a bundle; ane on the device that
  * ane_device names, as --ane-device: "real", "fake[:SETTINGS]"). A bad
- * name fails in one line naming the option. */
+ * name fails in one line naming the option: --backend / --ane-device, or
+ * "WHO: backend" / "WHO: option ane_device" when who is set (the C API). */
 nc_status decision_open_backend(const char *model, const char *backend, const char *ane_device,
-                                int n_threads, decision_model **out, nc_error *err);
+                                const char *who, int n_threads, decision_model **out,
+                                nc_error *err);
 
 /* What crossed between the CPU and the region so far: calls of the region
  * and bytes at fp16 (x, masks, one-hot types in; hidden out), counted at
@@ -31,9 +35,19 @@ nc_status decision_open_backend(const char *model, const char *backend, const ch
 typedef struct decision_crossings {
     long calls;
     long long bytes_in, bytes_out;
+    long long x_bytes, mask_bytes, type_bytes; /* bytes_in by input */
+    int last_batch, last_seq;                  /* the compiled shape of the last call */
+    double copy_s; /* time binding the inputs and reading `hidden` back */
 } decision_crossings;
 
 /* Zero for a model without a bundle. */
 decision_crossings decision_bundle_crossings(const decision_model *m);
+
+/* Which parts run where, in one line: "CPU: tokenizer, ...; NE (fake ANE):
+ * 2 encoder layers + ...; CPU: marker selection, ...". */
+void decision_partition_text(const decision_model *m, char *buf, size_t cap);
+/* "WHO: partition: ..." and, after region calls, the bytes that crossed
+ * and the time of the copies (commands print it to stderr). */
+void decision_crossings_print(FILE *f, const char *who, const decision_model *m);
 
 #endif

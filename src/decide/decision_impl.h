@@ -23,6 +23,7 @@ typedef struct decision_layer {
 struct decision_model {
     decision_config cfg;
     modernbert_model *enc;
+    int borrows_enc; /* enc belongs to the region's runner (decision_bundle.c) */
     hf_weights head_file; /* decision.safetensors as a one-shard set */
     st_file *shard;
     nc_pool *pool;
@@ -44,6 +45,11 @@ struct decision_model {
     void *region_user;
     void (*region_free)(void *user);
 };
+
+/* decision_load with the encoder already loaded: enc (NULL: loaded from
+ * dir) is borrowed and must outlive the model. */
+nc_status decision_load_with(const char *dir, modernbert_model *enc, int n_threads,
+                             decision_model **out, nc_error *err);
 
 /* Grows the workspace to batch * seq rows. */
 nc_status decision_reserve(decision_model *m, int batch, int seq, nc_error *err);

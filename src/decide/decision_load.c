@@ -79,7 +79,7 @@ static nc_status load_head(decision_model *m, const char *path, nc_error *err) {
 
 static nc_status load(decision_model *m, const char *dir, int n_threads, nc_error *err) {
     char path[4096];
-    NC_TRY(modernbert_load(dir, n_threads, &m->enc, err));
+    if (!m->enc) NC_TRY(modernbert_load(dir, n_threads, &m->enc, err));
     char *json = NULL;
     size_t len = 0;
     hf_path_join(path, sizeof path, dir, "decision.json");
@@ -97,10 +97,13 @@ static nc_status load(decision_model *m, const char *dir, int n_threads, nc_erro
     return nc_pool_new(n_threads, &m->pool, err);
 }
 
-nc_status decision_load(const char *dir, int n_threads, decision_model **out, nc_error *err) {
+nc_status decision_load_with(const char *dir, modernbert_model *enc, int n_threads,
+                             decision_model **out, nc_error *err) {
     *out = NULL;
     decision_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
+    m->enc = enc;
+    m->borrows_enc = enc != NULL;
     nc_status st = load(m, dir, n_threads, err);
     if (st != NC_OK) {
         decision_free(m);
@@ -108,6 +111,10 @@ nc_status decision_load(const char *dir, int n_threads, decision_model **out, nc
     }
     *out = m;
     return NC_OK;
+}
+
+nc_status decision_load(const char *dir, int n_threads, decision_model **out, nc_error *err) {
+    return decision_load_with(dir, NULL, n_threads, out, err);
 }
 
 nc_status decision_reserve(decision_model *m, int batch, int seq, nc_error *err) {
@@ -143,7 +150,7 @@ void decision_free(decision_model *m) {
     nc_pool_free(m->pool);
     st_close(m->shard);
     decision_config_free(&m->cfg);
-    modernbert_free(m->enc);
+    if (!m->borrows_enc) modernbert_free(m->enc);
     free(m);
 }
 

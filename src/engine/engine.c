@@ -100,11 +100,6 @@ const model_family_row *engine_kind_family(const char *kind) {
     return row ? model_family_named(row->family) : NULL;
 }
 
-chat_family chat_family_of_kind(const char *kind) {
-    const model_family_row *f = engine_kind_family(kind);
-    return f ? f->chat : CHAT_QWEN3;
-}
-
 const char *engine_family_kind(const model_family_row *f, const char *backend) {
     for (int i = 0; f && i < N_ROWS; i++)
         if (rows[i].chosen && !strcmp(rows[i].family, f->name) && !strcmp(rows[i].backend, backend))
@@ -141,6 +136,12 @@ void engine_close(engine *e) {
     if (!e) return;
     if (e->ops && e->ops->close) e->ops->close(e);
     free(e);
+}
+
+const char *engine_placement(const engine *e) {
+    if (e->placement) return e->placement;
+    if (strstr(e->kind, "-mil")) return "every kernel in the MIL interpreter (fp16, on the CPU)";
+    return "every kernel on the CPU";
 }
 
 /* want: -1 any kind, 0 decoders only, 1 encoders only */
@@ -191,7 +192,7 @@ nc_status engine_kind_for_encoder(const char *backend, const char *dir, const ch
 
 nc_status engine_forward(engine *e, engine_seq *s, const int32_t *tokens, int n, float *logits,
                          nc_error *err) {
-    engine_step_item it = {s, tokens, n, logits, NC_OK, {0}};
+    engine_step_item it = {s, tokens, n, logits, NC_OK, {0}, 0};
     NC_TRY(e->ops->step(e, &it, 1, err));
     if (it.status != NC_OK && err) *err = it.err;
     return it.status;

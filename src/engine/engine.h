@@ -50,9 +50,11 @@ typedef struct engine_options {
 } engine_options;
 
 /* One sequence's share of a step: append tokens[0..n) to seq and write the
- * logits after the last one to logits[n_vocab]. Per-item status, so one
- * failing sequence (context full) does not fail the others; a failed item
- * leaves its sequence as it was. */
+ * logits after the last one to logits[n_vocab], or with logits_all (only on
+ * an engine with has_logits_all) the logits after each token to
+ * logits[n * n_vocab]: speculative decoding's verification. Per-item
+ * status, so one failing sequence (context full) does not fail the others;
+ * a failed item leaves its sequence as it was. */
 typedef struct engine_step_item {
     engine_seq *seq;
     const int32_t *tokens;
@@ -60,6 +62,7 @@ typedef struct engine_step_item {
     float *logits;
     nc_status status;
     nc_error err;
+    int logits_all;
 } engine_step_item;
 
 /* Called after each decoder layer with the hidden states of the rows just
@@ -83,6 +86,9 @@ typedef struct engine_ops {
     /* Encoders: one forward over a padded batch (modernbert_io's contract). */
     nc_status (*encode)(engine *e, const modernbert_io *io, nc_error *err);
     void (*close)(engine *e); /* frees impl */
+    /* NULL where truncation is exact; else a hint that a truncation back to
+     * the current position may follow soon (decoder_ops.state_checkpoint) */
+    void (*seq_checkpoint)(engine *e, engine_seq *s);
 } engine_ops;
 
 struct engine {
@@ -92,6 +98,7 @@ struct engine {
     const model_family_row *family; /* its chat template, end tokens, ... (never NULL) */
     int is_encoder;
     int n_vocab; /* length of a logits row */
+    int has_logits_all; /* step items may ask for every position's logits */
     int ctx_max; /* largest context a sequence may have */
     int n_layers, hidden;
     int32_t eos_ids[ENGINE_MAX_EOS]; /* from the model's config.json + generation_config.json */
@@ -106,12 +113,18 @@ struct engine {
      * bounds); all 0 where the engine does not know them (the test engine) */
     decoder_dims dims;
     const modernbert_config *encoder; /* encoders: their config */
+    /* Where the kernels run, one line (the ANE engines: per layer group,
+     * the ladder's rungs and refusals, the bundle's lowering forms); NULL
+     * where every kernel runs in one place (engine_placement says which). */
+    const char *placement;
 };
 
 /* Opens model folder (or bundle) dir as engine `kind`. opt may be NULL. */
 nc_status engine_open(const char *kind, const char *dir, const engine_options *opt, engine **out,
                       nc_error *err);
 void engine_close(engine *e);
+/* e->placement, or for the cpu and mil engines where their kernels run. */
+const char *engine_placement(const engine *e);
 
 /* The engine kind for a backend ("cpu", "mil", "ane") and a folder: its
  * config.json's model_type picks the family (a bundle keeps a copy of its
@@ -135,9 +148,6 @@ const char *const *engine_kinds(void);
 /* The family of a kind ("llama-cpu": llama; "script" stands in for qwen3);
  * NULL for no such kind. */
 const model_family_row *engine_kind_family(const char *kind);
-/* The chat template of a kind's family (Qwen3's for NULL or an unknown
- * kind); e->family->chat where the engine is at hand. */
-chat_family chat_family_of_kind(const char *kind);
 /* The kind serving family f on backend ("cpu", "mil", "ane"); NULL when
  * none does (or f is NULL). */
 const char *engine_family_kind(const model_family_row *f, const char *backend);
@@ -157,6 +167,10 @@ static inline int engine_seq_truncate(engine *e, engine_seq *s, int n_keep) {
 }
 static inline nc_status engine_step(engine *e, engine_step_item *items, int n, nc_error *err) {
     return e->ops->step(e, items, n, err);
+}
+
+static inline void engine_seq_checkpoint(engine *e, engine_seq *s) {
+    if (e->ops->seq_checkpoint) e->ops->seq_checkpoint(e, s);
 }
 
 /* One sequence, one forward: a step of one item (its error becomes err). */

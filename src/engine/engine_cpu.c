@@ -59,7 +59,9 @@ static nc_status cpu_step(engine *e, engine_step_item *items, int n_items, nc_er
                                  pos, it->n, ctx);
             continue;
         }
-        q->items[n++] = (decoder_item){it->seq, it->tokens, it->n, it->logits};
+        q->items[n++] = it->logits_all
+                            ? (decoder_item){it->seq, it->tokens, it->n, NULL, it->logits}
+                            : (decoder_item){it->seq, it->tokens, it->n, it->logits, NULL};
     }
     if (n == 0) return NC_OK;
     nc_error berr = {0};
@@ -80,6 +82,10 @@ static void cpu_set_hook(engine *e, engine_layer_hook hook, void *user) {
     q->d.ops->set_layer_hook(q->d.model, hook, user);
 }
 
+static void cpu_checkpoint(engine *e, engine_seq *s) {
+    ((cpu_engine *)e->impl)->d.ops->state_checkpoint(s);
+}
+
 static void cpu_close(engine *e) {
     cpu_engine *q = e->impl;
     if (!q) return;
@@ -97,6 +103,7 @@ static const engine_ops cpu_ops = {
     .step = cpu_step,
     .set_layer_hook = cpu_set_hook,
     .close = cpu_close,
+    .seq_checkpoint = cpu_checkpoint,
 };
 
 nc_status engine_open_decoder_cpu(const char *dir, const engine_options *opt, engine *e,
@@ -114,6 +121,8 @@ nc_status engine_open_decoder_cpu(const char *dir, const engine_options *opt, en
                                                                       : 0};
     NC_TRY(e->family->open_decoder(dir, &o, &q->d, err));
     if (!q->d.ops->set_layer_hook) q->ops.set_layer_hook = NULL;
+    if (!q->d.ops->state_checkpoint) q->ops.seq_checkpoint = NULL;
+    e->has_logits_all = 1;
     const decoder_shape *s = &q->d.shape;
     e->dims = s->dims;
     e->n_vocab = s->dims.vocab;

@@ -1,5 +1,5 @@
 /* The encoder engines: modernbert-cpu (src/models/modernbert), and over an
- * encoder bundle through the host side of src/lower/modernbert_run (the
+ * encoder bundle through the host side of src/engine/modernbert_bundle_host (the
  * checkpoint's CPU engine around the island) modernbert-mil (the island
  * run by the MIL interpreter) and modernbert-ane (the island run by the
  * ane_host runner on a device, fake or real, as qwen3-ane). All answer
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ane_host/ane_runner.h"
+#include "base/log.h"
 #include "engine/engine_ane_device.h"
 #include "engine/engines.h"
 #include "engine/modernbert_bundle_host.h"
@@ -18,6 +19,7 @@ typedef struct enc_engine {
     engine_ane_dev dev;
     ane_bundle *loaded;
     ane_runner *r;
+    char placement[1024]; /* engine.placement */
 } enc_engine;
 
 static nc_status cpu_encode(engine *e, const modernbert_io *io, nc_error *err) {
@@ -112,6 +114,12 @@ nc_status engine_open_modernbert_ane(const char *dir, const engine_options *opt,
         engine_ane_device_close(&dev);
     NC_TRY(st);
     NC_TRY(ane_bundle_open(&x->dev.dev, dir, &x->loaded, err));
+    char where[900];
+    ane_bundle_placement(x->loaded, where, sizeof where);
+    snprintf(x->placement, sizeof x->placement, "%s: %s",
+             x->dev.is_fake ? "ane (fake device)" : "ane", where);
+    e->placement = x->placement;
+    nc_log(NC_LOG_INFO, "%s", x->placement);
     NC_TRY(ane_runner_new(x->loaded, &x->r, err));
     mb_run_set_island(x->run, ane_island, x);
     if (x->dev.is_fake) e->kind = "modernbert-ane (fake device)";

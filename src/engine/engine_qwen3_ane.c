@@ -27,7 +27,7 @@ typedef struct ane_engine {
     engine_ane_dev dev;
     ane_bundle *loaded;   /* the programs on the device, shared by every sequence */
     float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
-    char placement[1024]; /* ane_bundle_placement */
+    char placement[1280]; /* ane_bundle_placement and the forms: engine.placement */
     char kind[64];        /* e->kind: the row's, with the device */
 } ane_engine;
 
@@ -172,9 +172,19 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     if (is_q35) NC_TRY(q35_host_open(&a->q, dir, &a->h, err));
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     /* where each kernel runs: programs the device refused run on the CPU */
-    ane_bundle_placement(a->loaded, a->placement, sizeof a->placement);
-    nc_log(NC_LOG_INFO, "%s: %s", a->dev.is_fake ? "ane (fake device)" : "ane", a->placement);
     const lower_manifest *man = &a->h.man;
+    char where[900];
+    ane_bundle_placement(a->loaded, where, sizeof where);
+    const lower_forms *f = &man->forms;
+    snprintf(a->placement, sizeof a->placement,
+             "%s: %s; forms: %d kernels per layer, program split %s, kv update %s, rope %s, "
+             "attention %s, head %s",
+             a->dev.is_fake ? "ane (fake device)" : "ane", where, man->kernels_per_layer,
+             lower_program_split_name(f->program_split), lower_kv_update_name(f->kv_update),
+             lower_rope_form_name(f->rope), lower_attention_form_name(f->attention),
+             man->lm_head_on_ane ? lower_head_split_name(f->head_split) : "on the CPU");
+    e->placement = a->placement;
+    nc_log(NC_LOG_INFO, "%s", a->placement);
     a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
     if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     NC_TRY(engine_bundle_fill(e, dir, man, opt, err));

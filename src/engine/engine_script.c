@@ -173,10 +173,12 @@ nc_status engine_open_script(const char *dir, const engine_options *opt, engine 
     NC_TRY(tok_load(dir, &tok, err));
     e->n_vocab = tok_vocab_size(tok);
     e->ctx_max = opt->ctx > 0 ? opt->ctx : 4096;
-    int32_t end = tok_find(tok, "<|im_end|>");
-    nc_status st = end >= 0
-                       ? NC_OK
-                       : nc_fail(err, NC_ERR_FORMAT, "%s: tokenizer has no <|im_end|> token", dir);
+    /* its family's end of turn (the engine table gives it Qwen3's) */
+    const char *end_text = e->family->end_tokens[0];
+    int32_t end = end_text ? tok_find(tok, end_text) : -1;
+    nc_status st = end >= 0 ? NC_OK
+                            : nc_fail(err, NC_ERR_FORMAT, "%s: tokenizer has no %s token", dir,
+                                      end_text ? end_text : "end-of-turn");
     engine_set_eos(e, &end, 1);
     if (st == NC_OK) st = fake_build(e, m, tok, dir, err);
     tok_free(tok);

@@ -71,6 +71,10 @@ modernbert_model *mb_run_host(mb_run *m) {
     return m->host;
 }
 
+const mil_program *mb_run_program(const mb_run *m) {
+    return m->prog;
+}
+
 long mb_run_crossings(const mb_run *m) {
     return m->crossings;
 }

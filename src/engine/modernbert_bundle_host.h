@@ -20,6 +20,9 @@ void mb_run_free(mb_run *m);
 const modernbert_config *mb_run_config(const mb_run *m);
 /* The host engine (embedding, tail), owned by m. */
 modernbert_model *mb_run_host(mb_run *m);
+/* The bundle's parsed program, owned by m (for islands that run it). */
+struct mil_program;
+const struct mil_program *mb_run_program(const mb_run *m);
 
 /* As modernbert_forward (modernbert.h), the encoder layers and final norm
  * run by the interpreter: rows go in chunks of the largest compiled batch,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/timer.h"
+#include "gen/speculative.h"
 #include "gen/stop.h"
 #include "text/detok.h"
 
@@ -23,6 +24,7 @@ struct gen_seq {
     int32_t next; /* sampled, not yet fed */
     float *logits;
     gen_sampler *sampler;
+    gen_spec *spec; /* the draft's side, when the model has one */
     tok_stream detok;
     gen_stop stop;
     int has_stop, is_stop_matched;
@@ -62,6 +64,7 @@ void gen_seq_free(gen_seq *s) {
     if (!s) return;
     if (s->es) engine_seq_free(s->e, s->es);
     gen_sampler_free(s->sampler);
+    gen_spec_free(s->spec);
     if (s->has_stop) gen_stop_free(&s->stop);
     gen_think_free(&s->think);
     free(s->cache);
@@ -91,6 +94,7 @@ nc_status gen_seq_new(const gen_model *m, int ctx, gen_seq **out, nc_error *err)
         st = nc_fail(err, NC_ERR_NOMEM, "generation: out of memory");
     if (st == NC_OK) st = gen_sampler_new(m->e->n_vocab, &greedy, &s->sampler, err);
     if (st == NC_OK) st = engine_seq_new(s->e, s->ctx, &s->es, err);
+    if (st == NC_OK && m->draft) st = gen_spec_new(m, s->ctx, &s->spec, err);
     if (st != NC_OK) {
         gen_seq_free(s);
         return st;
@@ -105,6 +109,7 @@ int gen_seq_ctx(const gen_seq *s) {
 
 void gen_seq_reset(gen_seq *s) {
     s->n_cache = engine_seq_truncate(s->e, s->es, 0);
+    if (s->spec) gen_spec_reset(s->spec);
 }
 
 static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
@@ -150,6 +155,7 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     int n_drop;
     NC_TRY(fit_prompt(s, n, req, &n_drop, err));
     NC_TRY(gen_sampler_reset(s->sampler, &req->sampling, err));
+    if (s->spec) gen_spec_start(s->spec, &req->sampling);
     gen_stop stop;
     NC_TRY(gen_stop_init(&stop, req->stops, req->n_stops, err));
     if (s->has_stop) gen_stop_free(&s->stop);
@@ -164,7 +170,7 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     memset(&s->constraint, 0, sizeof s->constraint);
     if (req->constraint) s->constraint = *req->constraint;
     s->split_reasoning = req->split_reasoning;
-    gen_think_init(&s->think, s->m->tok, req->starts_in_reasoning);
+    gen_think_init(&s->think, s->m->tok, s->m->e->family, req->starts_in_reasoning);
     tok_stream_init(&s->detok, s->m->tok);
     s->n_prompt = n - n_drop;
     memcpy(s->prompt, prompt + n_drop, (size_t)s->n_prompt * sizeof *prompt);
@@ -185,6 +191,28 @@ nc_status gen_seq_start(gen_seq *s, const int32_t *prompt, int n, const gen_requ
     return NC_OK;
 }
 
+/* Speculative decoding: the draft's proposals after the next token make the
+ * item a verification (every position's logits). Not under a constraint,
+ * whose state cannot step back over a rejected token. Returns 0 for a
+ * plain step. */
+static int propose(gen_seq *s, engine_step_item *it) {
+    if (!s->spec || s->constraint.mask) return 0;
+    int max_k = s->ctx - s->n_cache - 1; /* the target's room */
+    if (s->limit >= 0 && s->limit - s->res.n_generated - 1 < max_k)
+        max_k = s->limit - s->res.n_generated - 1; /* the last token is the target's own */
+    s->cache[s->n_cache] = s->next; /* the history the draft follows (not yet fed) */
+    int k = gen_spec_propose(s->spec, s->cache, s->n_cache + 1, max_k);
+    if (k == 0) return 0;
+    engine_seq_checkpoint(s->e, s->es); /* a recurrent target comes back here on a rejection */
+    it->tokens = gen_spec_tokens(s->spec);
+    it->n = 1 + k;
+    it->logits = gen_spec_logits(s->spec);
+    it->logits_all = 1;
+    s->res.n_drafted += k;
+    s->res.n_draft_steps++;
+    return 1;
+}
+
 int gen_seq_next_item(gen_seq *s, int max_prompt_chunk, engine_step_item *it) {
     if (s->res.finish != GEN_FINISH_NONE) return 0;
     memset(it, 0, sizeof *it);
@@ -194,7 +222,7 @@ int gen_seq_next_item(gen_seq *s, int max_prompt_chunk, engine_step_item *it) {
         it->tokens = s->prompt + s->n_fed;
         it->n = s->n_prompt - s->n_fed;
         if (max_prompt_chunk > 0 && it->n > max_prompt_chunk) it->n = max_prompt_chunk;
-    } else {
+    } else if (!propose(s, it)) {
         it->tokens = &s->next;
         it->n = 1;
     }
@@ -248,6 +276,9 @@ static int finish_flush(gen_seq *s, gen_finish f) {
     return end(s, f);
 }
 
+static int take_token(gen_seq *s, int32_t id, const float *logits);
+static int after_verify(gen_seq *s, const engine_step_item *it);
+
 int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
     if (s->res.finish != GEN_FINISH_NONE) return 1;
     if (it->status != NC_OK) {
@@ -263,12 +294,20 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
         s->res.prompt_s = s->t1 - s->t0;
     }
     if (s->limit >= 0 && s->res.n_generated >= s->limit) return finish_flush(s, GEN_FINISH_LENGTH);
+    if (it->logits_all) return after_verify(s, it);
     if (s->constraint.mask) s->constraint.mask(s->constraint.user, s->logits);
     int32_t id = gen_sampler_sample(s->sampler, s->logits);
     if (s->constraint.accept) s->constraint.accept(s->constraint.user, id);
+    return take_token(s, id, s->logits);
+}
+
+/* A sampled token through the rest of the pipeline: end of sequence,
+ * callbacks, detokenizer, reasoning split, stop strings, limits. Returns 1
+ * when the request has finished. */
+static int take_token(gen_seq *s, int32_t id, const float *logits) {
     s->res.n_generated++;
     if (gen_model_is_eos(s->m, id)) return finish_flush(s, GEN_FINISH_EOS);
-    if (s->cb.on_token && s->cb.on_token(s->cb.user, id, s->logits))
+    if (s->cb.on_token && s->cb.on_token(s->cb.user, id, logits))
         return end(s, GEN_FINISH_CANCEL);
     gen_sampler_accept(s->sampler, id);
     int r;
@@ -290,6 +329,39 @@ int gen_seq_after_step(gen_seq *s, const engine_step_item *it) {
     if (s->n_cache >= s->ctx) return finish_flush(s, GEN_FINISH_CONTEXT);
     s->next = id;
     return 0;
+}
+
+/* A verification of k = n - 1 proposals: position i's row chooses output
+ * token i (the proposal kept, or the target's own choice, which ends the
+ * step); the target's cache then keeps what was chosen, fed up to the
+ * last token (which, as in a plain step, is fed by the next one). */
+static int after_verify(gen_seq *s, const engine_step_item *it) {
+    int k = it->n - 1, base = s->n_cache - it->n, n_kept = 0, is_done = 0;
+    size_t V = (size_t)s->e->n_vocab;
+    for (int i = 0; i <= k && !is_done; i++) {
+        const float *row = it->logits + (size_t)i * V;
+        int accepted = 0;
+        int32_t id = i < k ? gen_spec_choose(s->spec, s->sampler, row, i, &accepted)
+                           : gen_sampler_sample(s->sampler, row);
+        s->n_cache = base + 1 + i; /* what a plain step would have fed by now */
+        is_done = take_token(s, id, row);
+        if (!accepted) break;
+        n_kept++;
+    }
+    s->res.n_accepted += n_kept;
+    int keep = base + 1 + n_kept;
+    s->n_cache = engine_seq_truncate(s->e, s->es, keep);
+    if (s->n_cache < keep) { /* the engine cannot go back that far: recompute */
+        nc_error err = {0};
+        if (engine_forward(s->e, s->es, s->cache + s->n_cache, keep - s->n_cache, it->logits,
+                           &err) != NC_OK) {
+            s->err = err;
+            s->n_cache = engine_seq_pos(s->e, s->es);
+            return is_done ? 1 : end(s, GEN_FINISH_ERROR);
+        }
+        s->n_cache = keep;
+    }
+    return is_done;
 }
 
 void gen_seq_constrain(gen_seq *s, const gen_constraint *c) {

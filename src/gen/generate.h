@@ -51,6 +51,9 @@ typedef struct gen_result {
     int n_generated;     /* tokens sampled, the final eos included */
     double prompt_s;     /* from the start to the first sampled token */
     double gen_s;        /* from the first sampled token to the end */
+    /* speculative decoding: tokens the draft proposed, of those the ones
+     * kept, and the verification steps */
+    int n_drafted, n_accepted, n_draft_steps;
 } gen_result;
 
 /* What a sequence reports as it runs; either callback may be NULL and

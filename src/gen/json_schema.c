@@ -643,7 +643,7 @@ static int unquoted_copy(js_graph *g, int node) {
                                JSON_DECODE_ANY, &je);
         const char *raw = json_string_value(v);
         size_t len = json_string_length(v);
-        char *t = raw && !strstr(raw, "</parameter>") && len ? malloc(len + 1) : NULL;
+        char *t = raw ? malloc(len + 1) : NULL;
         if (t) memcpy(t, raw, len + 1);
         json_decref(v);
         if (!t) return -1;
@@ -653,6 +653,28 @@ static int unquoted_copy(js_graph *g, int node) {
     return g->n_nodes++;
 }
 
+/* A root property in the XML form: 1 raw or JSON as it is, 2 an enum of
+ * strings to store unquoted, 0 not held exactly. */
+static int xml_value_form(const js_graph *g, const json_t *props, const js_prop *p) {
+    const js_node *nd = &g->nodes[p->node];
+    if (!plain_key(p)) return 0;
+    if (nd->kind == JS_STRING) return 1;
+    if (nd->kind == JS_LITERALS && nd->n > 0 && g->lits[nd->first].text[0] == '"') {
+        for (int i = 0; i < nd->n; i++)
+            if (g->lits[nd->first + i].text[0] != '"' || g->lits[nd->first + i].len < 3 ||
+                strstr(g->lits[nd->first + i].text, "</parameter>"))
+                return 0;
+        return 2;
+    }
+    /* any other value is JSON text, which the scanner reads as JSON only
+       when the property's type says so */
+    const char *type = prop_type(props, p);
+    int json_typed = *type && strcmp(type, "string") != 0;
+    return json_typed && (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER ||
+                          nd->kind == JS_NUMBER || nd->kind == JS_OBJECT ||
+                          nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+}
+
 int js_xml_call_form(js_graph *g, const char *schema_json) {
     if (g->nodes[g->root].kind != JS_OBJECT) return 0;
     json_error_t je;
@@ -660,26 +682,14 @@ int js_xml_call_form(js_graph *g, const char *schema_json) {
     const json_t *props = json_object_get(schema, "properties");
     js_node root = g->nodes[g->root];
     int ok = 1;
+    for (int k = 0; k < root.n && ok; k++) /* checked whole before anything changes */
+        ok = xml_value_form(g, props, &g->props[root.first + k]) != 0;
     for (int k = 0; k < root.n && ok; k++) {
         js_prop *p = &g->props[root.first + k];
-        const js_node *nd = &g->nodes[p->node];
-        const char *type = prop_type(props, p);
-        int json_typed = *type && strcmp(type, "string") != 0;
-        ok = plain_key(p);
-        if (!ok || nd->kind == JS_STRING) continue;
-        if (nd->kind == JS_LITERALS && nd->n > 0 && g->lits[nd->first].text[0] == '"') {
-            for (int i = 0; i < nd->n && ok; i++)
-                ok = g->lits[nd->first + i].text[0] == '"';
-            int copy = ok ? unquoted_copy(g, p->node) : -1;
-            if (copy >= 0) p->node = copy;
-            ok = copy >= 0;
-            continue;
-        }
-        /* any other value is JSON text, which the scanner reads as JSON
-           only when the property's type says so */
-        ok = json_typed && (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER ||
-                            nd->kind == JS_NUMBER || nd->kind == JS_OBJECT ||
-                            nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+        if (xml_value_form(g, props, p) != 2) continue;
+        int copy = unquoted_copy(g, p->node);
+        if (copy < 0) ok = -1; /* out of memory: the graph is half changed */
+        else p->node = copy;
     }
     json_decref(schema);
     return ok;
@@ -688,7 +698,7 @@ int js_xml_call_form(js_graph *g, const char *schema_json) {
 nc_status js_any_object(js_graph *g, nc_error *err) {
     memset(g, 0, sizeof *g);
     g->nodes = malloc(sizeof *g->nodes);
-    if (!g->nodes) return nc_fail(err, NC_ERR_NOMEM, "json_object: out of memory");
+    if (!g->nodes) return nc_fail(err, NC_ERR_NOMEM, "JSON schema: out of memory");
     g->nodes[0] = (js_node){JS_OBJ_ANY, 0, 0, -1, 0, -1};
     g->n_nodes = g->cap_nodes = 1;
     g->root = 0;

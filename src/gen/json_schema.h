@@ -74,10 +74,11 @@ nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph
 
 /* Readies g, compiled from schema_json (a tool's parameters), for Qwen3.5's
  * XML call form (jm_grammar.xml_root): stores the root's string enums
- * unquoted, as that form writes them. Returns 0 when the form cannot hold
- * the schema exactly (a root that is not an object with properties, a key
- * that is no plain name, a value the call scanner would not read back as
- * the schema's type); g is then only fit for js_free. */
+ * unquoted, as that form writes them. Returns 1 then; 0 when the form
+ * cannot hold the schema exactly (a root that is not an object with
+ * properties, a key that is no plain name, an empty string in an enum, a
+ * value the call scanner would not read back as the schema's type), and g
+ * is unchanged; -1 out of memory (g only fit for js_free). */
 int js_xml_call_form(js_graph *g, const char *schema_json);
 
 /* A graph whose root is any JSON object (response_format json_object). */

@@ -1,13 +1,14 @@
 /* gen_model: engine + tokenizer + EOS set + folder sampling defaults. */
 #include "gen/model.h"
 
-#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "base/mmap.h"
+#include "gen/sampling_params.h"
 
 int gen_model_is_eos(const gen_model *m, int32_t id) {
     for (int i = 0; i < m->n_eos; i++)
@@ -63,6 +64,7 @@ nc_status gen_model_open(const char *backend, const char *dir, const engine_opti
 
 void gen_model_close(gen_model *m) {
     if (!m) return;
+    gen_model_close(m->draft);
     engine_close(m->e);
     tok_free(m->tok);
     free(m);
@@ -75,27 +77,28 @@ nc_status gen_sampling_from_folder(const char *dir, unsigned set, gen_sampler_pa
     if (!nc_file_exists(path)) return NC_OK;
     json_t *doc = NULL;
     NC_TRY(nc_json_load_file(path, &doc, err));
-    const char *what = path;
     int do_sample = 1;
-    double temp = out->temperature, top_p = out->top_p, min_p = out->min_p;
-    double rep = out->repeat_penalty;
-    int64_t top_k = out->top_k;
+    gen_sampler_params p = *out;
     nc_status st =
         json_is_object(doc) ? NC_OK : nc_fail(err, NC_ERR_FORMAT, "%s: not a JSON object", path);
-    if (st == NC_OK) st = nc_json_bool(doc, "do_sample", &do_sample, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "temperature", &temp, 0, what, err);
-    if (st == NC_OK) st = nc_json_int(doc, "top_k", &top_k, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "top_p", &top_p, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "min_p", &min_p, 0, what, err);
-    if (st == NC_OK) st = nc_json_num(doc, "repetition_penalty", &rep, 0, what, err);
+    if (st == NC_OK) st = nc_json_bool(doc, "do_sample", &do_sample, 0, path, err);
+    /* each parameter the table maps to a key of the file, unless the caller
+     * set it */
+    for (int i = 0; st == NC_OK && gen_param_at(i); i++) {
+        const gen_param *r = gen_param_at(i);
+        double v = NAN;
+        if (!r->hf_key || (set & r->set)) continue;
+        st = nc_json_num(doc, r->hf_key, &v, 0, path, err);
+        if (st != NC_OK || isnan(v)) continue;
+        if (r->is_int && v < 0) v = r->off; /* HF: a negative top_k is off */
+        char what[4200];
+        snprintf(what, sizeof what, "%s: field '%s'", path, r->hf_key);
+        st = gen_param_check(r, v, what, err);
+        if (st == NC_OK) gen_param_put(&p, r, v);
+    }
     json_decref(doc);
     if (st != NC_OK) return st;
-    gen_sampler_params p = *out;
-    if (!(set & GEN_SET_TEMPERATURE)) p.temperature = do_sample ? (float)temp : 0.0f;
-    if (!(set & GEN_SET_TOP_K)) p.top_k = top_k < 0 || top_k > INT_MAX ? 0 : (int)top_k;
-    if (!(set & GEN_SET_TOP_P)) p.top_p = (float)top_p;
-    if (!(set & GEN_SET_MIN_P)) p.min_p = (float)min_p;
-    if (!(set & GEN_SET_REPEAT_PENALTY)) p.repeat_penalty = (float)rep;
+    if (!(set & GEN_SET_TEMPERATURE) && !do_sample) p.temperature = 0.0f; /* greedy */
     if (gen_sampler_check_params(&p, err) != NC_OK) return nc_fail_prefix(err, "%s", path);
     *out = p;
     return NC_OK;

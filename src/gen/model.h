@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "gen/sampler.h"
+#include "gen/speculative.h"
 #include "text/tokenizer.h"
 
 #define GEN_MAX_EOS 16
@@ -22,6 +23,9 @@ typedef struct gen_model {
     int32_t eos[GEN_MAX_EOS];
     int n_eos;
     char model_id[256]; /* the folder's name: what /v1/models reports */
+    /* Speculative decoding (gen_spec_attach): the draft model, or NULL */
+    struct gen_model *draft;
+    gen_spec_options spec;
 } gen_model;
 
 /* Opens dir on backend ("cpu", "mil", "ane"; "script": the test engine).
@@ -37,7 +41,8 @@ int gen_model_is_eos(const gen_model *m, int32_t id);
 void gen_model_build_eos(gen_model *m);
 
 /* Which sampling parameters a caller set itself (the rest come from the
- * folder, then from the caller's base). */
+ * folder, then from the caller's base): a parameter's bit is 1 << its row in
+ * the sampling parameter table (gen/sampling_params.h, gen_param.set). */
 enum {
     GEN_SET_TEMPERATURE = 1,
     GEN_SET_TOP_K = 2,

@@ -96,8 +96,10 @@ static nc_status tool_candidate(const gen_output_spec *r, size_t i, chat_family 
     json_decref(params);
     nc_status st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_INVALID;
     if (st != NC_OK && schema) st = js_compile_relaxed(schema, "tools", &k->g, err);
-    int xml = f == CHAT_QWEN35 && st == NC_OK && js_xml_call_form(&k->g, schema);
+    int form = f == CHAT_QWEN35 && st == NC_OK ? js_xml_call_form(&k->g, schema) : 0;
+    int xml = form == 1;
     free(schema);
+    if (form < 0) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     const char *tail = f == CHAT_QWEN35 ? CALL35_TAIL : CALL_TAIL;
     if (f == CHAT_QWEN35 && !xml) { /* the literal start, then the model's own text */
         if (st == NC_OK) js_free(&k->g);

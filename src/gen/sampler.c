@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gen/rng.h"
+#include "gen/sampling_params.h"
 
 struct gen_sampler {
     int n_vocab;
@@ -27,9 +28,8 @@ struct gen_sampler {
 
 gen_sampler_params gen_sampler_defaults_greedy(void) {
     gen_sampler_params p = {0};
-    p.temperature = 0.0f;
-    p.top_p = 1.0f;
-    p.repeat_penalty = 1.0f;
+    for (int i = 0; gen_param_at(i); i++) /* every parameter off */
+        gen_param_put(&p, gen_param_at(i), gen_param_at(i)->off);
     return p;
 }
 

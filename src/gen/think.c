@@ -6,9 +6,10 @@
 
 enum { THINK_START, THINK_REASONING, THINK_AFTER, THINK_CONTENT };
 
-void gen_think_init(gen_think *t, const tok_tokenizer *tok, int starts_thinking) {
-    t->open_id = tok_find(tok, "<think>");
-    t->close_id = tok_find(tok, "</think>");
+void gen_think_init(gen_think *t, const tok_tokenizer *tok, const model_family_row *f,
+                    int starts_thinking) {
+    t->open_id = f && f->think_open ? tok_find(tok, f->think_open) : -1;
+    t->close_id = f && f->think_close ? tok_find(tok, f->think_close) : -1;
     t->state = starts_thinking && t->open_id >= 0 ? THINK_REASONING : THINK_START;
     t->has_reasoning = 0;
     t->n_held = 0;

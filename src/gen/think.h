@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "models/family.h"
 #include "text/tokenizer.h"
 
 typedef enum gen_text_kind {
@@ -31,10 +32,13 @@ typedef struct gen_think {
     size_t n_held, cap_held;
 } gen_think;
 
-/* starts_thinking: the prompt already ends with <think> (templates that open
- * the block themselves), so the reply starts as reasoning. Keeps the held
- * buffer of an earlier use. */
-void gen_think_init(gen_think *t, const tok_tokenizer *tok, int starts_thinking);
+/* The tags are the model family's (family.h: think_open, think_close; a
+ * family without them, or f NULL, never splits). starts_thinking: the
+ * prompt already ends with the opening tag (templates that open the block
+ * themselves), so the reply starts as reasoning. Keeps the held buffer of
+ * an earlier use. */
+void gen_think_init(gen_think *t, const tok_tokenizer *tok, const model_family_row *f,
+                    int starts_thinking);
 void gen_think_free(gen_think *t);
 
 /* 1 when token is a tag that switches the split (its text is not shown):

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/family.h"
+
 typedef struct tm_entry {
     const unsigned char *p;
     uint32_t len;
@@ -40,6 +42,27 @@ static int is_eog(const tm_vocab *v, int32_t id) {
     return 0;
 }
 
+#define MAX_TAGS 16
+
+/* The reasoning tags of every family (family.h) in t's vocabulary: tokens
+ * the pipeline routes by id (think.h), so never inside constrained output,
+ * even where their text would fit. */
+static int think_tags(const tok_tokenizer *t, int32_t *ids) {
+    int n = 0;
+    for (int i = 0; model_family_at(i) && n + 2 <= MAX_TAGS; i++) {
+        const model_family_row *f = model_family_at(i);
+        if (f->think_open) ids[n++] = tok_find(t, f->think_open);
+        if (f->think_close) ids[n++] = tok_find(t, f->think_close);
+    }
+    return n;
+}
+
+static int is_in(const int32_t *ids, int n, int32_t id) {
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
+    return 0;
+}
+
 nc_status tm_vocab_new(const tok_tokenizer *t, int n_vocab, const int32_t *eog, int n_eog,
                        tm_vocab **out, nc_error *err) {
     *out = NULL;
@@ -56,14 +79,13 @@ nc_status tm_vocab_new(const tok_tokenizer *t, int n_vocab, const int32_t *eog, 
         return nc_fail(err, NC_ERR_NOMEM, "token mask: out of memory");
     }
     int32_t n_tok = tok_vocab_size(t);
-    /* The reasoning tags are tokens the pipeline routes by id (think.h):
-     * never inside constrained output, even where their text would fit. */
-    int32_t think_open = tok_find(t, "<think>"), think_close = tok_find(t, "</think>");
+    int32_t tags[MAX_TAGS];
+    int n_tags = think_tags(t, tags);
     for (int32_t id = 0; id < n_vocab; id++) {
         size_t len = 0;
         const char *p = id < n_tok ? tok_token_bytes(t, id, &len) : NULL;
         if (is_eog(v, id)) continue;
-        if (!p || len == 0 || tok_is_special(t, id) || id == think_open || id == think_close) {
+        if (!p || len == 0 || tok_is_special(t, id) || is_in(tags, n_tags, id)) {
             v->never[v->n_never++] = id;
             continue;
         }

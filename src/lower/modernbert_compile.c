@@ -17,12 +17,6 @@
 #include "bundle/modernbert_manifest.h"
 #include "mil/print.h"
 
-int lower_is_modernbert_dir(const char *dir) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return mb_json_names_modernbert(path, NULL);
-}
-
 typedef struct mb_compile {
     const mb_compile_options *opt;
     modernbert_config cfg;

@@ -32,8 +32,4 @@ typedef struct mb_compile_report {
 nc_status lower_modernbert_compile(const mb_compile_options *opt, mb_compile_report *rep,
                                    nc_error *err);
 
-/* 1 when dir/config.json says model_type "modernbert" (for the compile
- * command's dispatch). */
-int lower_is_modernbert_dir(const char *dir);
-
 #endif

@@ -1,6 +1,8 @@
 /* What every decoder behind models/decoder.h shares. */
 #include "models/decoder.h"
 
+#include "models/family.h"
+
 decoder_dims qwen3_dims(const qwen3_config *c) {
     return (decoder_dims){.layers = c->num_hidden_layers,
                           .hidden = c->hidden_size,
@@ -11,7 +13,7 @@ decoder_dims qwen3_dims(const qwen3_config *c) {
                           .vocab = c->vocab_size,
                           .tied = c->tie_word_embeddings,
                           .no_qk_norm = !c->qk_norm,
-                          .sandwich_norm = c->sandwich_norm};
+                          .sandwich_norms = c->sandwich_norm};
 }
 
 decoder_dims qwen35_dims(const qwen35_config *c) {
@@ -26,6 +28,20 @@ decoder_dims qwen35_dims(const qwen35_config *c) {
     d.lin_v_dim = c->linear_value_head_dim;
     d.lin_conv_kernel = c->linear_conv_kernel_dim;
     return d;
+}
+
+nc_status qwen3_dims_load(const char *dir, decoder_dims *d, nc_error *err) {
+    qwen3_config c;
+    NC_TRY(model_family_qwen3_config_load(dir, &c, err));
+    *d = qwen3_dims(&c);
+    return NC_OK;
+}
+
+nc_status qwen35_dims_load(const char *dir, decoder_dims *d, nc_error *err) {
+    qwen35_config c;
+    NC_TRY(qwen35_config_load(dir, &c, err));
+    *d = qwen35_dims(&c);
+    return NC_OK;
 }
 
 size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16) {

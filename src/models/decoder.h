@@ -15,12 +15,15 @@
 #include "models/qwen35.h"
 
 /* One sequence's share of a forward: append tokens[0..n) to state and write
- * the logits after the last one to logits_last (vocab floats). */
+ * the logits after the last one to logits_last (vocab floats), or, with
+ * logits_all set, the logits after each token (n rows: speculative
+ * decoding's verification). */
 typedef struct decoder_item {
     void *state;
     const int32_t *tokens;
     int n;
     float *logits_last;
+    float *logits_all; /* NULL, or n * vocab floats */
 } decoder_item;
 
 typedef struct decoder_ops {
@@ -38,6 +41,10 @@ typedef struct decoder_ops {
     /* NULL where the family cannot report per-layer states. */
     void (*set_layer_hook)(void *model, qwen3_layer_hook hook, void *user);
     void (*free)(void *model);
+    /* NULL where truncation is exact (a KV cache alone); else keeps the
+     * recurrent state at the current position, so that a truncation back
+     * to it soon (a rejected draft) need not replay from further back. */
+    void (*state_checkpoint)(void *state);
 } decoder_ops;
 
 /* A decoder's sizes in config.json's terms, whatever its family: what the
@@ -46,8 +53,7 @@ typedef struct decoder_dims {
     int layers, hidden, intermediate, heads, kv_heads, head_dim, vocab;
     int tied;       /* tie_word_embeddings: the head shares the embedding table */
     int no_qk_norm; /* attention without q/k norms (Llama) */
-    /* two more norms a layer, after attention and MLP (Gemma 3) */
-    int sandwich_norm;
+    int sandwich_norms; /* two more norms a layer, after attention and MLP (Gemma 3) */
     /* A hybrid's linear-attention layers (Qwen3.5's Gated DeltaNet: their
      * heads, head widths and conv window); 0 where every layer attends. */
     int n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;
@@ -56,6 +62,10 @@ typedef struct decoder_dims {
 /* The dims of a Qwen3-layout config (Qwen3, Llama) and of Qwen3.5's. */
 decoder_dims qwen3_dims(const qwen3_config *c);
 decoder_dims qwen35_dims(const qwen35_config *c);
+/* The same from a folder's config.json (+ generation_config.json): a
+ * Qwen3-layout one through its family's reader, and a Qwen3.5 one. */
+nc_status qwen3_dims_load(const char *dir, decoder_dims *d, nc_error *err);
+nc_status qwen35_dims_load(const char *dir, decoder_dims *d, nc_error *err);
 /* K and V of every attention (not linear) layer for one token, fp16 or fp32. */
 size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16);
 

@@ -40,6 +40,9 @@ typedef struct model_family_row {
      * for encoders */
     nc_status (*open_decoder)(const char *dir, const decoder_options *o, decoder *d,
                               nc_error *err);
+    /* its decoder's sizes from a folder's config.json, weights unread
+     * (`nectar bounds --config`); NULL for encoders */
+    nc_status (*read_dims)(const char *dir, decoder_dims *d, nc_error *err);
     chat_family chat;                     /* its chat template (decoders) */
     const char *end_tokens[MODEL_FAMILY_END_TOKENS]; /* end a turn beside the config's eos
                                                         (NULL: no more) */

@@ -310,7 +310,7 @@ nc_status modernbert_embed(modernbert_model *m, const int32_t *ids, int n, float
 static nc_status check_io(const modernbert_model *m, const modernbert_io *io, nc_error *err) {
     const modernbert_config *c = &m->cfg;
     if (!io->ids || io->batch < 1 || io->seq < 1)
-        return nc_fail(err, NC_ERR_INVALID, "modernbert_forward: empty or malformed batch");
+        return nc_fail(err, NC_ERR_INVALID, "ModernBERT forward pass: empty or malformed batch");
     if (io->seq > c->max_position_embeddings)
         return nc_fail(err, NC_ERR_RANGE,
                        "sequence of %d tokens is longer than max_position_embeddings (%d)", io->seq,
@@ -320,7 +320,7 @@ static nc_status check_io(const modernbert_model *m, const modernbert_io *io, nc
         for (int t = 0; t < io->seq; t++)
             real += is_real(io, (size_t)b * io->seq + t);
         if (!real)
-            return nc_fail(err, NC_ERR_INVALID, "modernbert_forward: row %d has no real token", b);
+            return nc_fail(err, NC_ERR_INVALID, "ModernBERT forward pass: row %d has no real token", b);
     }
     if ((io->mlm_logits && c->head != MODERNBERT_HEAD_MLM) ||
         (io->cls_logits && c->head != MODERNBERT_HEAD_CLASSIFIER))
@@ -330,7 +330,7 @@ static nc_status check_io(const modernbert_model *m, const modernbert_io *io, nc
         for (int i = 0; i < io->n_mlm_rows; i++)
             if (io->mlm_rows[i] < 0 || io->mlm_rows[i] >= io->batch * io->seq)
                 return nc_fail(err, NC_ERR_INVALID,
-                               "modernbert_forward: mlm_rows[%d] = %d is "
+                               "ModernBERT forward pass: mlm_rows[%d] = %d is "
                                "outside the batch",
                                i, io->mlm_rows[i]);
     return NC_OK;

@@ -144,7 +144,7 @@ static void lm_head_rows(qwen3_model *m, int n) {
 static nc_status check_item(const qwen3_model *m, const qwen3_batch_item *it, int index,
                             nc_error *err) {
     if (!it->state || it->state->m != m || it->n < 0 || (it->n > 0 && !it->tokens))
-        return nc_fail(err, NC_ERR_INVALID, "qwen3_forward: batch item %d is malformed", index);
+        return nc_fail(err, NC_ERR_INVALID, "Qwen3 forward pass: batch item %d is malformed", index);
     return dec_check_tokens(it->tokens, it->n, it->state->pos, it->state->ctx, m->cfg.vocab_size,
                             err);
 }
@@ -155,14 +155,14 @@ nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count
         for (int j = 0; j < i; j++)
             if (items[j].state == items[i].state)
                 return nc_fail(err, NC_ERR_INVALID,
-                               "qwen3_forward: batch items %d and %d share a state", j, i);
+                               "Qwen3 forward pass: batch items %d and %d share a state", j, i);
     }
     qwen3_workspace *w = &m->ws;
     dec_rows_ws *R = &m->b.rows;
     size_t V = (size_t)m->cfg.vocab_size;
     int done[64] = {0}; /* tokens of each item already through */
     int *dn = count <= 64 ? done : calloc((size_t)count, sizeof *dn);
-    if (!dn) return nc_fail(err, NC_ERR_NOMEM, "qwen3_forward: out of memory");
+    if (!dn) return nc_fail(err, NC_ERR_NOMEM, "Qwen3 forward pass: out of memory");
     for (;;) {
         /* Plan one batch: rows of each item in turn, up to QWEN3_MAX_BATCH
          * rows and each state's own limit; positions follow the state. */

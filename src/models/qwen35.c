@@ -272,7 +272,7 @@ static void lm_head_rows(qwen35_model *m, int n) {
 static nc_status check_item(const qwen35_model *m, const qwen35_batch_item *it, int index,
                             nc_error *err) {
     if (!it->state || it->state->m != m || it->n < 0 || (it->n > 0 && !it->tokens))
-        return nc_fail(err, NC_ERR_INVALID, "qwen35_forward: batch item %d is malformed", index);
+        return nc_fail(err, NC_ERR_INVALID, "Qwen3.5 forward pass: batch item %d is malformed", index);
     return dec_check_tokens(it->tokens, it->n, it->state->pos, it->state->ctx, m->cfg.vocab_size,
                             err);
 }
@@ -284,11 +284,11 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
         for (int j = 0; j < i; j++)
             if (items[j].state == items[i].state)
                 return nc_fail(err, NC_ERR_INVALID,
-                               "qwen35_forward: batch items %d and %d share a state", j, i);
+                               "Qwen3.5 forward pass: batch items %d and %d share a state", j, i);
     }
     int fixed[64], *replay = count <= 32 ? fixed : malloc(2 * (size_t)count * sizeof *replay);
     segment segs_fixed[QWEN35_MAX_BATCH];
-    if (!replay) return nc_fail(err, NC_ERR_NOMEM, "qwen35_forward: out of memory");
+    if (!replay) return nc_fail(err, NC_ERR_NOMEM, "Qwen3.5 forward pass: out of memory");
     int *done = replay + count; /* rows of each item already through */
     /* Each item's rows: the tokens a truncation left to replay (no logits),
      * then its new tokens; all of them are in state->tokens from lin_pos. */
@@ -308,6 +308,8 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
             qwen35_state *s = it->state;
             int total = replay[i] + it->n, take = total - done[i];
             if (take > QWEN35_MAX_BATCH - n) take = QWEN35_MAX_BATCH - n;
+            /* a pass ends at a checkpoint, to snapshot the states there */
+            if (s->snap_at > s->pos && s->pos + take > s->snap_at) take = s->snap_at - s->pos;
             if (take <= 0) continue;
             segs_fixed[n_segs++] = (segment){s, n, take};
             for (int j = 0; j < take; j++, n++) {
@@ -326,11 +328,21 @@ nc_status qwen35_forward_batch(qwen35_model *m, qwen35_batch_item *items, int co
         if (n == 0) break;
         decoder_rows(m, n, segs_fixed, n_segs);
         lm_head_rows(m, n);
+        for (int g = 0; g < n_segs; g++) {
+            qwen35_state *s = segs_fixed[g].s;
+            if (s->snap_at == s->pos && s->snap_pos != s->pos) {
+                s->lin_pos = s->pos;
+                qwen35_state_snapshot(s);
+            }
+        }
     }
     for (int i = 0; i < count; i++) {
         qwen35_batch_item *it = &items[i];
         it->state->lin_pos = it->state->pos;
-        if (replay[i] + it->n > 1) qwen35_state_snapshot(it->state);
+        if (it->n > 0 && it->state->snap_at >= 0)
+            it->state->snap_at = -1; /* the checkpoint's snapshot stays */
+        else if (replay[i] + it->n > 1)
+            qwen35_state_snapshot(it->state);
         if (it->logits_all && it->logits_last && it->n > 0)
             memcpy(it->logits_last, it->logits_all + (size_t)(it->n - 1) * V, V * sizeof(float));
     }

@@ -77,6 +77,12 @@ int qwen35_state_ctx(const qwen35_state *s);
  * n_keep == pos, and the caller re-prefills (docs/qwen35.md). Returns the
  * position actually kept. */
 int qwen35_state_truncate(qwen35_state *s, int n_keep);
+/* The caller may truncate back to the current position soon (speculative
+ * decoding's verification): the linear states at this position become the
+ * snapshot, taken now or, while a replay is pending, by the next forward
+ * once its replay rows are through; that forward keeps it instead of
+ * snapshotting at its end. */
+void qwen35_state_checkpoint(qwen35_state *s);
 /* Copies src's whole sequence state into dst (same model and context):
  * what a server keeps to reuse a prefix. */
 nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error *err);

@@ -40,7 +40,7 @@ static nc_status forward(void *model, const decoder_item *items, int n, nc_error
     }
     for (int i = 0; i < n; i++)
         q->items[i] = (qwen35_batch_item){items[i].state, items[i].tokens, items[i].n,
-                                          items[i].logits_last, NULL};
+                                          items[i].logits_last, items[i].logits_all};
     return qwen35_forward_batch(q->m, q->items, n, err);
 }
 
@@ -51,8 +51,18 @@ static void model_free(void *model) {
     free(q);
 }
 
-static const decoder_ops ops = {state_new,      state_free, state_pos, state_ctx,
-                                state_truncate, forward,    NULL,      model_free};
+static void state_checkpoint(void *s) {
+    qwen35_state_checkpoint(s);
+}
+
+static const decoder_ops ops = {.state_new = state_new,
+                                .state_free = state_free,
+                                .state_pos = state_pos,
+                                .state_ctx = state_ctx,
+                                .state_truncate = state_truncate,
+                                .forward = forward,
+                                .free = model_free,
+                                .state_checkpoint = state_checkpoint};
 
 nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d,
                               nc_error *err) {

@@ -76,6 +76,9 @@ struct qwen35_state {
      * last multi-token forward), -1: none */
     float *snap_conv, *snap_rec;
     int snap_pos;
+    /* qwen35_state_checkpoint: the next forward snapshots at this position
+     * (after its replay rows) instead of at its end; -1: none */
+    int snap_at;
 };
 
 /* Keeps the linear states at lin_pos as the snapshot. */

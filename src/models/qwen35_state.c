@@ -33,6 +33,7 @@ nc_status qwen35_state_new(const qwen35_model *m, int ctx, qwen35_state **out, n
     s->m = m;
     s->ctx = ctx;
     s->snap_pos = -1;
+    s->snap_at = -1;
     int ovf = 0;
     size_t kvb = kv_bytes(m, ctx, &ovf);
     /* calloc: large zeroed blocks become resident only as they are written */
@@ -82,6 +83,7 @@ int qwen35_state_truncate(qwen35_state *s, int n_keep) {
     if (n_keep >= s->pos) return s->pos;
     s->pos = n_keep;
     if (s->snap_pos > n_keep) s->snap_pos = -1; /* of a history being dropped */
+    if (s->snap_at > n_keep) s->snap_at = -1;
     if (s->lin_pos <= n_keep) return n_keep;    /* a replay is already pending below it */
     const qwen35_model *m = s->m;
     if (s->snap_pos >= 0 && s->snap_pos <= n_keep) {
@@ -104,10 +106,19 @@ void qwen35_state_snapshot(qwen35_state *s) {
     s->snap_pos = s->lin_pos;
 }
 
+void qwen35_state_checkpoint(qwen35_state *s) {
+    if (s->lin_pos == s->pos) {
+        qwen35_state_snapshot(s);
+        s->snap_at = s->pos; /* reached: the next forward only keeps it */
+    } else {
+        s->snap_at = s->pos;
+    }
+}
+
 nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error *err) {
     if (dst->m != src->m || dst->ctx < src->pos)
         return nc_fail(err, NC_ERR_INVALID,
-                       "qwen35_state_copy: the states belong to different models or the "
+                       "Qwen3.5 state copy: the states belong to different models or the "
                        "destination's context (%d) is shorter than the source's %d tokens",
                        dst->ctx, src->pos);
     const qwen35_model *m = src->m;
@@ -127,5 +138,6 @@ nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error
     dst->pos = src->pos;
     dst->lin_pos = src->lin_pos;
     dst->snap_pos = src->snap_pos;
+    dst->snap_at = src->snap_at;
     return NC_OK;
 }

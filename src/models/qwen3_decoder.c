@@ -41,7 +41,7 @@ static nc_status forward(void *model, const decoder_item *items, int n, nc_error
     }
     for (int i = 0; i < n; i++)
         q->items[i] = (qwen3_batch_item){items[i].state, items[i].tokens, items[i].n,
-                                         items[i].logits_last, NULL};
+                                         items[i].logits_last, items[i].logits_all};
     return qwen3_forward_batch(q->m, q->items, n, err);
 }
 
@@ -56,8 +56,8 @@ static void model_free(void *model) {
     free(q);
 }
 
-static const decoder_ops ops = {state_new,      state_free, state_pos,      state_ctx,
-                                state_truncate, forward,    set_layer_hook, model_free};
+static const decoder_ops ops = {state_new, state_free,     state_pos,  state_ctx, state_truncate,
+                                forward,   set_layer_hook, model_free, NULL};
 
 nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err) {
     q3 *q = calloc(1, sizeof *q);

@@ -121,13 +121,14 @@ static void release_job(serve_server *s, serve_job *j) {
 typedef struct conn_ctx {
     char what[80]; /* "METHOD /path" for the request log */
     serve_text body;
-    int is_rejected; /* 1: answered before the body; 2: body too large, answer at its end */
+    int is_rejected;   /* 1: answered before the body; 2: body too large, answer at its end */
     size_t reserved;   /* bytes of the parse budget held for the body */
     size_t body_bytes; /* Content-Length: a large request trims memory at its end */
     double t_start;
     serve_route route;
     int status;
     char origin[256]; /* Access-Control-Allow-Origin to send, "" for none */
+    int n_shifted;    /* chat: messages a context shift dropped (X-Context-Shift) */
 } conn_ctx;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -138,6 +139,11 @@ static void add_common_headers(struct MHD_Response *r, const conn_ctx *cc, const
     if (cc->origin[0]) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", cc->origin);
         MHD_add_response_header(r, "Vary", "Origin");
+    }
+    if (cc->n_shifted) {
+        char n[48];
+        snprintf(n, sizeof n, "dropped %d oldest messages", cc->n_shifted);
+        MHD_add_response_header(r, "X-Context-Shift", n);
     }
 }
 
@@ -317,11 +323,13 @@ static void make_id(serve_server *s, serve_endpoint ep, char *out, size_t cap) {
 
 /* ---- preparing a job ------------------------------------------------------ */
 
-static int ends_with_open_think(const char *text) {
-    size_t n = strlen(text);
+/* The prompt ends inside the family's reasoning block (its template opened
+ * it): the reply starts as reasoning. */
+static int ends_with_open_think(const model_family_row *f, const char *text) {
+    size_t n = strlen(text), k = f->think_open ? strlen(f->think_open) : 0;
     while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
         n--;
-    return n >= 7 && !memcmp(text + n - 7, "<think>", 7);
+    return k && n >= k && !memcmp(text + n - k, f->think_open, k);
 }
 
 /* Refuses special-token text in what a chat message puts in the prompt
@@ -350,6 +358,54 @@ static int check_special(const serve_gen *g, const serve_request *r, char *msg, 
     return 0;
 }
 
+/* The request's conversation through the template of its model's family,
+ * with its tools and the calls of earlier assistant turns. */
+static nc_status render_chat(const serve_gen *g, const serve_request *r, char **text,
+                             nc_error *err) {
+    size_t n_all = 0;
+    for (size_t i = 0; i < r->n_messages; i++)
+        n_all += r->messages[i].n_tool_calls;
+    chat_message *m = calloc(r->n_messages, sizeof *m);
+    const chat_tool_call **calls = calloc(r->n_messages, sizeof *calls);
+    size_t *n_calls = calloc(r->n_messages, sizeof *n_calls);
+    chat_tool_call *all = calloc(n_all + 1, sizeof *all);
+    nc_status st =
+        m && calls && n_calls && all ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    chat_tool_call *next = all;
+    for (size_t i = 0; st == NC_OK && i < r->n_messages; i++) {
+        const serve_message *sm = &r->messages[i];
+        m[i].role = sm->role;
+        m[i].content = sm->content;
+        m[i].reasoning_content = sm->reasoning_content;
+        calls[i] = next;
+        n_calls[i] = sm->n_tool_calls;
+        for (size_t k = 0; k < sm->n_tool_calls; k++)
+            *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
+    }
+    chat_options co = {1, r->enable_thinking, r->preserve_thinking};
+    chat_tools tools = {(const char *const *)r->out.tools,
+                        r->out.tool_choice == GEN_TOOLS_NONE ? 0 : r->out.n_tools, calls, n_calls};
+    if (st == NC_OK) st = chat_render_family(g->family, m, r->n_messages, &co, &tools, text, err);
+    free(m);
+    free(calls);
+    free(n_calls);
+    free(all);
+    return st;
+}
+
+/* Context shift: drops the oldest exchange after the system prompt (a user
+ * message and the messages that answer it, up to the next user message);
+ * the last message always stays. Returns how many went (0: none can). */
+static size_t drop_oldest_turn(serve_request *r) {
+    size_t keep = r->n_messages && !strcmp(r->messages[0].role, "system") ? 1 : 0;
+    if (r->n_messages < keep + 2) return 0;
+    size_t k = 1;
+    while (keep + k < r->n_messages - 1 && strcmp(r->messages[keep + k].role, "user"))
+        k++;
+    serve_request_drop_messages(r, keep, k);
+    return k;
+}
+
 /* Renders (chat) and tokenizes the prompt, sizes max_tokens. On failure
  * returns the HTTP status to answer with and fills msg/param/code. */
 static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, size_t msg_cap,
@@ -373,47 +429,14 @@ static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, s
         return 400;
     }
     if (r->endpoint == SERVE_EP_CHAT) {
-        size_t n_all = 0;
-        for (size_t i = 0; i < r->n_messages; i++)
-            n_all += r->messages[i].n_tool_calls;
-        chat_message *m = calloc(r->n_messages, sizeof *m);
-        const chat_tool_call **calls = calloc(r->n_messages, sizeof *calls);
-        size_t *n_calls = calloc(r->n_messages, sizeof *n_calls);
-        chat_tool_call *all = calloc(n_all + 1, sizeof *all);
-        if (!m || !calls || !n_calls || !all) {
-            free(m);
-            free(calls);
-            free(n_calls);
-            free(all);
-            return snprintf(msg, msg_cap, "out of memory"), 500;
-        }
-        chat_tool_call *next = all;
-        for (size_t i = 0; i < r->n_messages; i++) {
-            const serve_message *sm = &r->messages[i];
-            m[i].role = sm->role;
-            m[i].content = sm->content;
-            m[i].reasoning_content = sm->reasoning_content;
-            calls[i] = next;
-            n_calls[i] = sm->n_tool_calls;
-            for (size_t k = 0; k < sm->n_tool_calls; k++)
-                *next++ = (chat_tool_call){sm->tool_calls[k].name, sm->tool_calls[k].arguments};
-        }
-        chat_options co = {1, r->enable_thinking, r->preserve_thinking};
-        chat_tools tools = {(const char *const *)r->out.tools,
-                            r->out.tool_choice == GEN_TOOLS_NONE ? 0 : r->out.n_tools, calls,
-                            n_calls};
-        nc_status st = chat_render_family(g->family, m, r->n_messages, &co, &tools, &text, &err);
-        free(m);
-        free(calls);
-        free(n_calls);
-        free(all);
+        nc_status st = render_chat(g, r, &text, &err);
         if (st != NC_OK) {
             *param = "messages";
             snprintf(msg, msg_cap, "%s", err.msg);
-            return 400;
+            return st == NC_ERR_NOMEM ? 500 : 400;
         }
         j->split_reasoning = 1;
-        j->starts_in_reasoning = ends_with_open_think(text);
+        j->starts_in_reasoning = ends_with_open_think(g->m->e->family, text);
     } else if (r->prompt) {
         text = strdup(r->prompt);
         if (!text) return snprintf(msg, msg_cap, "out of memory"), 500;
@@ -461,6 +484,29 @@ static int prepare_job(serve_server *s, serve_gen *g, serve_job *j, char *msg, s
         *param = what;
         snprintf(msg, msg_cap, "'%s' is empty: there is nothing to continue", what);
         return 400;
+    }
+    /* Context shift (as llama.cpp's, and `nectar chat`'s): while the
+     * conversation leaves a reply less than min(max_tokens, ctx/2) tokens,
+     * its oldest turn after the system prompt goes (X-Context-Shift says
+     * how many messages) */
+    int shift = r->context_shift >= 0 ? r->context_shift : s->opt.context_shift;
+    int want = r->max_tokens < 0 || r->max_tokens > ctx / 2 ? ctx / 2 : r->max_tokens;
+    while (shift && r->endpoint == SERVE_EP_CHAT && ctx - (int)n < want) {
+        size_t k = drop_oldest_turn(r);
+        if (!k) break;
+        j->n_shifted += (int)k;
+        free(j->prompt);
+        j->prompt = NULL;
+        st = render_chat(g, r, &text, &err);
+        if (st == NC_OK) {
+            st = tok_encode(g->m->tok, text, strlen(text), &j->prompt, &n, &err);
+            free(text);
+        }
+        if (st != NC_OK) {
+            *param = what;
+            snprintf(msg, msg_cap, "%s", err.msg);
+            return st == NC_ERR_NOMEM ? 500 : 400;
+        }
     }
     if (n >= (size_t)ctx) {
         *param = what;
@@ -759,14 +805,14 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
                           st == NC_ERR_FORMAT ? "invalid_json" : "invalid_value");
     if (!s->n_gens) {
         serve_request_free(&req);
-        return send_error(c, cc, 404, "this server hosts encoders only: no text generator",
-                          "model", "model_not_found");
+        return send_error(c, cc, 404, "this server hosts encoders only: no text generator", "model",
+                          "model_not_found");
     }
     serve_gen *g = gen_named(s, req.model);
     if (!g) {
         char msg[512];
-        int n = snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has ",
-                         req.model);
+        int n =
+            snprintf(msg, sizeof msg, "model '%.200s' does not exist; this server has ", req.model);
         for (int i = 0; i < s->n_gens && n > 0 && (size_t)n < sizeof msg; i++)
             n += snprintf(msg + n, sizeof msg - (size_t)n, "%s'%.100s'", i ? ", " : "",
                           s->gens[i].m->model_id);
@@ -782,12 +828,12 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     j->t_submit = cc->t_start;
     char msg[512], param_buf[64];
     const char *param, *code;
-    int status =
-        prepare_job(s, g, j, msg, sizeof msg, param_buf, sizeof param_buf, &param, &code);
+    int status = prepare_job(s, g, j, msg, sizeof msg, param_buf, sizeof param_buf, &param, &code);
     if (status != 200) {
         release_job(s, j);
         return send_error(c, cc, status, msg, param, code ? code : "invalid_value");
     }
+    cc->n_shifted = j->n_shifted;
     if (serve_sched_submit(g->sched, j, &err) != NC_OK) {
         release_job(s, j);
         return send_error(
@@ -1163,7 +1209,8 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
             g->n_aliases = opt->n_aliases;
         }
         g->family = opt->chat_template ? (chat_family)chat_family_by_name(opt->chat_template)
-                                       : chat_family_of_kind(g->m->e->kind);
+                                       : g->m->e->family->chat;
+        serve_metrics_placement(&s->metrics, g->m->model_id, engine_placement(g->m->e));
         g->max_token_bytes = tok_max_token_bytes(g->m->tok);
         if (g->max_token_bytes == 0) g->max_token_bytes = 1;
         st = tm_vocab_new(g->m->tok, g->m->e->n_vocab, g->m->eos, g->m->n_eos, &g->vocab, err);
@@ -1176,8 +1223,7 @@ nc_status serve_server_start(gen_model *m, const serve_options *opt, serve_serve
         so.defaults = gen_sampler_defaults_greedy();
         so.defaults.temperature = 1.0f;
         so.defaults.top_p = 1.0f;
-        if (st == NC_OK && g->path)
-            st = gen_sampling_from_folder(g->path, 0, &so.defaults, err);
+        if (st == NC_OK && g->path) st = gen_sampling_from_folder(g->path, 0, &so.defaults, err);
         if (st == NC_OK) st = serve_sched_new(g->m, &so, &s->metrics, &g->sched, err);
     }
     if (st != NC_OK) {

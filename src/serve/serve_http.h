@@ -29,6 +29,8 @@ typedef struct serve_options {
     serve_encoders *encoders;  /* hosted beside the generator (serve_encoders.h); NULL: none */
     int parse_special_in_content; /* 1: "<|im_end|>" in a message is the special token (HF);
                                      0: such a request is refused (serve_special.h) */
+    int context_shift; /* 1: a chat that does not fit drops its oldest turns (the request's
+                          "context_shift" decides when it has one) */
     /* More text generators after the first (m), each with its own slots
      * (n_parallel) and context; a request's model picks one. */
     gen_model *const *more_models;

@@ -36,6 +36,7 @@ typedef struct serve_job {
     int split_reasoning;          /* chat: route <think>...</think> to reasoning */
     int starts_in_reasoning;      /* the prompt already opened <think> */
     gen_out_constraint *constraint; /* owned: constrained output, or NULL */
+    int n_shifted;                  /* chat: oldest messages dropped to fit (context shift) */
 
     /* Progress, under mu. */
     serve_job_state state;

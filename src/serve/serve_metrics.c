@@ -31,6 +31,16 @@ void serve_metrics_destroy(serve_metrics *m) {
     pthread_mutex_destroy(&m->mu);
 }
 
+void serve_metrics_placement(serve_metrics *m, const char *model, const char *placement) {
+    pthread_mutex_lock(&m->mu);
+    if (m->n_placements < SERVE_METRICS_MAX_MODELS) {
+        int i = m->n_placements++;
+        snprintf(m->placement_model[i], sizeof m->placement_model[i], "%s", model);
+        snprintf(m->placement[i], sizeof m->placement[i], "%s", placement);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
 static void hist_add(serve_hist *h, double v) {
     int b = 0;
     while (b < SERVE_HIST_BUCKETS && v > bucket_s[b])
@@ -57,6 +67,13 @@ void serve_metrics_tokens(serve_metrics *m, int prompt, int cached, int generate
     m->prompt_tokens += (uint64_t)prompt;
     m->cached_tokens += (uint64_t)cached;
     m->generated_tokens += (uint64_t)generated;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void serve_metrics_draft(serve_metrics *m, int drafted, int accepted) {
+    pthread_mutex_lock(&m->mu);
+    m->drafted += (uint64_t)drafted;
+    m->draft_accepted += (uint64_t)accepted;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -87,7 +104,7 @@ void serve_metrics_cancelled(serve_metrics *m) {
 }
 
 static void put(serve_text *t, int *oom, const char *fmt, ...) {
-    char line[512];
+    char line[4096]; /* the placement label is long */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line, fmt, ap);
@@ -108,6 +125,16 @@ static void put_hist(serve_text *t, int *oom, const char *name, const char *help
     cum += h->counts[SERVE_HIST_BUCKETS];
     put(t, oom, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
     put(t, oom, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->n);
+}
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void label_escape(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n') out[n++] = '\\';
+        out[n++] = *s == '\n' ? 'n' : *s;
+    }
+    out[n] = '\0';
 }
 
 static void put_counter(serve_text *t, int *oom, const char *name, const char *help,
@@ -144,6 +171,10 @@ char *serve_metrics_render(serve_metrics *m) {
     put_counter(&t, &oom, "nectar_step_sequences_total",
                 "Sequences summed over steps (divide by steps for the mean batch).", "counter",
                 c.step_sequences);
+    put_counter(&t, &oom, "nectar_draft_tokens_total",
+                "Tokens the draft proposed (speculative decoding, --draft).", "counter", c.drafted);
+    put_counter(&t, &oom, "nectar_draft_tokens_accepted_total",
+                "Of those, the ones the model kept.", "counter", c.draft_accepted);
     put_counter(&t, &oom, "nectar_requests_cancelled_total",
                 "Generations stopped early (client gone or timed out).", "counter", c.cancelled);
     put_hist(&t, &oom, "nectar_request_duration_seconds",
@@ -156,6 +187,16 @@ char *serve_metrics_render(serve_metrics *m) {
                 (unsigned long long)c.slots_busy);
     put_counter(&t, &oom, "nectar_slots_total", "Slots (--parallel).", "gauge",
                 (unsigned long long)c.slots_total);
+    if (c.n_placements)
+        put(&t, &oom,
+            "# HELP nectar_model_placement Where each model's kernels run (the line run "
+            "prints), as a label.\n# TYPE nectar_model_placement gauge\n");
+    for (int i = 0; i < c.n_placements; i++) {
+        char model[600], where[3000];
+        label_escape(c.placement_model[i], model, sizeof model);
+        label_escape(c.placement[i], where, sizeof where);
+        put(&t, &oom, "nectar_model_placement{model=\"%s\",placement=\"%s\"} 1\n", model, where);
+    }
     if (oom) {
         free(t.p);
         return NULL;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define SERVE_HIST_BUCKETS 12
+#define SERVE_METRICS_MAX_MODELS 8
 
 typedef struct serve_hist {
     uint64_t counts[SERVE_HIST_BUCKETS + 1]; /* last: +Inf */
@@ -37,8 +38,13 @@ typedef struct serve_metrics {
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t decode_steps, step_sequences; /* sum of batch sizes */
     uint64_t cancelled;
+    uint64_t drafted, draft_accepted; /* speculative decoding (--draft) */
     serve_hist request_s, ttft_s;
     int queue_depth, slots_busy, slots_total;
+    /* Where each served model's kernels run (engine_placement), set once at start. */
+    int n_placements;
+    char placement_model[SERVE_METRICS_MAX_MODELS][256];
+    char placement[SERVE_METRICS_MAX_MODELS][1280];
 } serve_metrics;
 
 int serve_metrics_init(serve_metrics *m, int slots_total);
@@ -50,6 +56,11 @@ void serve_metrics_ttft(serve_metrics *m, double seconds);
 void serve_metrics_step(serve_metrics *m, int n_sequences);
 void serve_metrics_gauges(serve_metrics *m, int queue_depth, int slots_busy);
 void serve_metrics_cancelled(serve_metrics *m);
+/* Model `model`'s placement line, exposed as nectar_model_placement{model,
+ * placement} 1 (beyond SERVE_METRICS_MAX_MODELS: left out). */
+void serve_metrics_placement(serve_metrics *m, const char *model, const char *placement);
+
+void serve_metrics_draft(serve_metrics *m, int drafted, int accepted);
 
 /* The exposition text (malloc'ed), or NULL when out of memory. */
 char *serve_metrics_render(serve_metrics *m);

@@ -371,26 +371,26 @@ static nc_status reject_unsupported(pctx *c, const json_t *root) {
     return NC_OK;
 }
 
+double serve_request_param(const serve_request *r, const char *name) {
+    for (int i = 0; gen_param_at(i); i++)
+        if (!strcmp(gen_param_at(i)->name, name)) return r->sampling[i];
+    return NAN;
+}
+
 static nc_status parse_sampling(pctx *c, const json_t *root, serve_request *r) {
-    static const struct {
-        const char *key;
-        unsigned bit;
-    } given[] = {{"temperature", GEN_SET_TEMPERATURE},
-                 {"top_p", GEN_SET_TOP_P},
-                 {"min_p", GEN_SET_MIN_P},
-                 {"repeat_penalty", GEN_SET_REPEAT_PENALTY},
-                 {"top_k", GEN_SET_TOP_K}};
-    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (field(root, given[i].key)) r->sampling_set |= given[i].bit;
-    NC_TRY(get_num(c, root, "temperature", 0.0, 2.0, &r->temperature));
-    NC_TRY(get_num(c, root, "top_p", 0.0, 1.0, &r->top_p));
-    NC_TRY(get_num(c, root, "min_p", 0.0, 1.0, &r->min_p));
-    NC_TRY(get_num(c, root, "presence_penalty", -2.0, 2.0, &r->presence_penalty));
-    NC_TRY(get_num(c, root, "frequency_penalty", -2.0, 2.0, &r->frequency_penalty));
-    NC_TRY(get_num(c, root, "repeat_penalty", 0.01, 10.0, &r->repeat_penalty));
-    int64_t v = r->top_k;
-    NC_TRY(get_int(c, root, "top_k", 0, 1e9, &v));
-    r->top_k = (int)v;
+    /* the sampling parameter table, each in the server's (OpenAI's) range */
+    for (int i = 0; gen_param_at(i); i++) {
+        const gen_param *p = gen_param_at(i);
+        if (!field(root, p->name)) continue;
+        r->sampling_set |= p->set;
+        if (p->is_int) {
+            int64_t v = 0;
+            NC_TRY(get_int(c, root, p->name, p->serve_lo, p->serve_hi, &v));
+            r->sampling[i] = (double)v;
+        } else {
+            NC_TRY(get_num(c, root, p->name, p->serve_lo, p->serve_hi, &r->sampling[i]));
+        }
+    }
     /* A seed is any 64-bit integer, signed or not (negative seeds wrap as
      * in numpy); one above INT64_MAX arrives as a big-integer marker. */
     json_t *sv = field(root, "seed");
@@ -445,6 +445,7 @@ static nc_status parse_logprobs(pctx *c, const json_t *root, serve_request *r) {
 
 static nc_status parse_stream(pctx *c, const json_t *root, serve_request *r) {
     NC_TRY(get_bool(c, root, "stream", &r->stream));
+    NC_TRY(get_bool(c, root, "context_shift", &r->context_shift));
     json_t *so = field(root, "stream_options");
     if (so) {
         if (!json_is_object(so)) return bad(c, "stream_options", "must be an object%s", NULL);
@@ -491,11 +492,11 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     memset(req, 0, sizeof *req);
     perr->param[0] = '\0';
     req->endpoint = endpoint;
-    req->temperature = 1.0;
-    req->top_p = 1.0;
-    req->repeat_penalty = 1.0;
+    for (int i = 0; gen_param_at(i); i++) /* each parameter off until sent */
+        req->sampling[i] = gen_param_at(i)->off;
     req->max_tokens = -1;
     req->enable_thinking = 1;
+    req->context_shift = -1;
     pctx c = {perr, err};
     json_error_t je;
     size_t quoted_len = 0;
@@ -515,17 +516,28 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
     return st;
 }
 
-void serve_request_free(serve_request *req) {
-    for (size_t i = 0; i < req->n_messages; i++) {
-        free(req->messages[i].role);
-        free(req->messages[i].content);
-        free(req->messages[i].reasoning_content);
-        for (size_t k = 0; k < req->messages[i].n_tool_calls; k++) {
-            free(req->messages[i].tool_calls[k].name);
-            free(req->messages[i].tool_calls[k].arguments);
-        }
-        free(req->messages[i].tool_calls);
+static void free_message(serve_message *m) {
+    free(m->role);
+    free(m->content);
+    free(m->reasoning_content);
+    for (size_t k = 0; k < m->n_tool_calls; k++) {
+        free(m->tool_calls[k].name);
+        free(m->tool_calls[k].arguments);
     }
+    free(m->tool_calls);
+}
+
+void serve_request_drop_messages(serve_request *req, size_t first, size_t n) {
+    for (size_t i = first; i < first + n; i++)
+        free_message(&req->messages[i]);
+    memmove(req->messages + first, req->messages + first + n,
+            (req->n_messages - first - n) * sizeof *req->messages);
+    req->n_messages -= n;
+}
+
+void serve_request_free(serve_request *req) {
+    for (size_t i = 0; i < req->n_messages; i++)
+        free_message(&req->messages[i]);
     gen_output_spec_free(&req->out);
     free(req->messages);
     free(req->prompt);

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "gen/output_spec.h"
+#include "gen/sampling_params.h"
 
 typedef enum { SERVE_EP_CHAT, SERVE_EP_COMPLETIONS } serve_endpoint;
 
@@ -44,12 +45,12 @@ typedef struct serve_request {
     int32_t *prompt_ids; /* completions: "prompt": [ids] (range checked later) */
     size_t n_prompt_ids;
 
-    /* Sampling (gen_sampler semantics). Fields the client did not send come
-     * from the model folder's generation_config.json, then OpenAI's
-     * defaults (temperature 1, top_p 1). */
-    double temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
-    int top_k;
-    unsigned sampling_set; /* GEN_SET_* (gen/model.h): fields the client sent */
+    /* Sampling (gen_sampler semantics): each parameter of the table
+     * (gen/sampling_params.h) by its row, in the server's (OpenAI's)
+     * range. Fields the client did not send come from the model folder's
+     * generation_config.json (serve_sched). */
+    double sampling[GEN_N_PARAMS];
+    unsigned sampling_set; /* gen_param.set bits (GEN_SET_*): fields the client sent */
     int has_seed;
     uint64_t seed;
 
@@ -65,6 +66,7 @@ typedef struct serve_request {
     int include_usage;     /* stream_options.include_usage */
     int enable_thinking;   /* chat_template_kwargs.enable_thinking, default 1 */
     int preserve_thinking; /* chat_template_kwargs.preserve_thinking (Qwen3.5), default 0 */
+    int context_shift;     /* chat: drop the oldest turns to fit; -1: the server's default */
 
     /* tools, tool_choice (chat) and response_format */
     gen_output_spec out;
@@ -83,5 +85,11 @@ nc_status serve_request_parse(const char *body, size_t len, serve_endpoint endpo
                               serve_request *req, serve_parse_error *perr, nc_error *err);
 
 void serve_request_free(serve_request *req);
+
+/* Removes messages[first..first+n) (a context shift's oldest turn). */
+void serve_request_drop_messages(serve_request *req, size_t first, size_t n);
+
+/* The value of sampling parameter `name` in r (NAN: no such parameter). */
+double serve_request_param(const serve_request *r, const char *name);
 
 #endif

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "gen/logprobs.h"
+#include "gen/sampling_params.h"
 #include "text/utf8.h"
 
 /* Prompt tokens one slot feeds per step, so a long prompt does not stall
@@ -112,8 +113,15 @@ static void finish_job(serve_sched *s, serve_slot *sl, const char *reason, nc_st
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The draft's proposals of a request the pipeline ran (--draft). */
+static void count_drafts(serve_sched *s, serve_slot *sl) {
+    const gen_result *r = gen_seq_result(sl->gs);
+    if (r->n_drafted) serve_metrics_draft(s->metrics, r->n_drafted, r->n_accepted);
+}
+
 /* The pipeline has finished the slot's request. */
 static void finish_from_pipeline(serve_sched *s, serve_slot *sl) {
+    count_drafts(s, sl);
     gen_finish f = gen_seq_finish(sl->gs);
     if (f == GEN_FINISH_ERROR) {
         const nc_error *e = gen_seq_error(sl->gs);
@@ -184,13 +192,9 @@ static int on_token(void *user, int32_t tok, const float *logits) {
 /* The model folder's defaults, overridden by what the request sent. */
 static gen_sampler_params request_sampling(serve_sched *s, const serve_request *r) {
     gen_sampler_params p = s->defaults;
-    if (r->sampling_set & GEN_SET_TEMPERATURE) p.temperature = (float)r->temperature;
-    if (r->sampling_set & GEN_SET_TOP_K) p.top_k = r->top_k;
-    if (r->sampling_set & GEN_SET_TOP_P) p.top_p = (float)r->top_p;
-    if (r->sampling_set & GEN_SET_MIN_P) p.min_p = (float)r->min_p;
-    if (r->sampling_set & GEN_SET_REPEAT_PENALTY) p.repeat_penalty = (float)r->repeat_penalty;
-    p.presence_penalty = (float)r->presence_penalty;
-    p.frequency_penalty = (float)r->frequency_penalty;
+    for (int i = 0; gen_param_at(i); i++)
+        if (r->sampling_set & gen_param_at(i)->set)
+            gen_param_put(&p, gen_param_at(i), r->sampling[i]);
     p.seed = r->has_seed
                  ? r->seed
                  : (uint64_t)(nc_now_s() * 1e9) ^ (++s->seed_counter * 0x9e3779b97f4a7c15ull);
@@ -285,6 +289,7 @@ static void run_step(serve_sched *s) {
         if (!sl->job) continue;
         if (job_is_cancelled(sl->job)) {
             gen_seq_cancel(sl->gs);
+            count_drafts(s, sl);
             finish_job(s, sl, "cancelled", NC_OK, NULL);
             continue;
         }

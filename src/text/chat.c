@@ -320,6 +320,14 @@ static nc_status render_qwen3(sbuf *b, const chat_message *msgs, size_t n, const
     return NC_OK;
 }
 
+int chat_tools_used(const chat_tools *tools, size_t n) {
+    if (!tools) return 0;
+    if (tools->n_defs > 0) return 1;
+    for (size_t i = 0; tools->calls && i < n; i++)
+        if (tools->n_calls[i] > 0) return 1;
+    return 0;
+}
+
 static nc_status render(const chat_message *msgs, size_t n, const chat_options *opt,
                         chat_family f, const chat_tools *tools, char **out, nc_error *err) {
     *out = NULL;

@@ -13,7 +13,7 @@
 
 nc_status chat_render_gemma3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
                              const chat_tools *tools, nc_error *err) {
-    if (tools && (tools->n_defs > 0 || tools->calls))
+    if (chat_tools_used(tools, n))
         return nc_fail(err, NC_ERR_UNSUPPORTED, "chat template: Gemma 3's template has no tools");
     size_t first = 0;
     view prefix = {"", 0};

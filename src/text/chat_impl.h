@@ -31,6 +31,10 @@ void put_view(sbuf *b, view v);
  * 0x1c-0x1f). */
 view trim(view v);
 
+/* The conversation of n messages defines tools or holds calls (a server
+ * passes a calls array with every count 0 when none has any). */
+int chat_tools_used(const chat_tools *tools, size_t n);
+
 /* Llama 3's template (chat_llama3.c); msgs[0..n) have roles, n > 0. */
 nc_status chat_render_llama3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
                              const chat_tools *tools, nc_error *err);

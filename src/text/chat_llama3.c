@@ -35,7 +35,7 @@ static nc_status put_tool(sbuf *b, const chat_message *m, nc_error *err) {
 
 nc_status chat_render_llama3(sbuf *b, const chat_message *msgs, size_t n, const chat_options *o,
                              const chat_tools *tools, nc_error *err) {
-    if (tools && (tools->n_defs > 0 || tools->calls))
+    if (chat_tools_used(tools, n))
         return nc_fail(err, NC_ERR_UNSUPPORTED,
                        "chat template: the Llama 3 template is rendered without tools");
     size_t first = 0;

@@ -138,7 +138,8 @@ static int check_template_cases(const nc_model *model, const char *path) {
 
 /* Each family's template, from the model (NULL: Qwen3's): the Qwen3 cases
  * (tests/fixtures/chat/cases.jsonl, the real Qwen3 template), Qwen3.5's on
- * a Qwen3.5 model and Llama 3's on a Llama one; an encoder has none. */
+ * a Qwen3.5 model, Llama 3's on a Llama one and Gemma 3's on a Gemma one; an
+ * encoder has none. */
 static void test_chat_template_equals_transformers(void) {
     nc_error err;
     nc_model *q35 = NULL, *llama = NULL, *enc = NULL;
@@ -148,6 +149,11 @@ static void test_chat_template_equals_transformers(void) {
     CHECK(check_template_cases(q35, "tests/fixtures/chat/qwen35_cases.jsonl") >= 10);
     CHECK_OK(nc_model_open("tests/fixtures/llama/tiny_llama3", "cpu", NULL, &llama, &err), &err);
     CHECK(check_template_cases(llama, "tests/fixtures/chat/llama3_cases.jsonl") >= 10);
+    nc_model *gemma = NULL;
+    CHECK_OK(nc_model_open("tests/fixtures/gemma3/tiny_gemma3_text", "cpu", NULL, &gemma, &err),
+             &err);
+    CHECK(check_template_cases(gemma, "tests/fixtures/chat/gemma3_cases.jsonl") >= 10);
+    nc_model_free(gemma);
     CHECK_OK(nc_model_open(MB "mb_base", "cpu", NULL, &enc, &err), &err);
     nc_chat_message hi = {"user", "Hi", NULL};
     char *out = NULL;
@@ -387,6 +393,34 @@ static void test_generate_streams_hf_greedy_text(void) {
     greedy_text_case(TINY, "cpu", NULL);
 }
 
+/* Speculative decoding ("draft=DIR"): another checkpoint of the same
+ * tokenizer proposes, the text is still HF's greedy text for the target;
+ * the draft's figures come back as sequence stats; draft options without a
+ * draft, or a bad draft backend, are refused in one line. */
+static void test_generate_with_a_draft_is_hf_greedy_text(void) {
+    const char *opts[] = {"threads=1", "draft=tests/fixtures/qwen3/tiny_bf16", "draft_max=3", NULL};
+    greedy_text_case(TINY, "cpu", opts);
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    CHECK_OK(nc_model_open(TINY, NULL, opts, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 0, &seq, &err), &err);
+    CHECK_OK(nc_generate(seq, "In the beginning", 16, NULL, NULL, NULL, NULL, &err), &err);
+    double drafted = nc_sequence_stat(seq, NC_STAT_DRAFTED);
+    double kept = nc_sequence_stat(seq, NC_STAT_DRAFT_ACCEPTED);
+    double steps = nc_sequence_stat(seq, NC_STAT_DRAFT_STEPS);
+    CHECKF(drafted > 0 && kept <= drafted && steps > 0 && steps <= 16, "%g %g %g", drafted, kept,
+           steps);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+    const char *no_draft[] = {"draft_max=3", NULL};
+    CHECK(nc_model_open(TINY, NULL, no_draft, &m, &err) == NC_ERR_INVALID);
+    CHECKF(strstr(err.msg, "need draft=DIR") != NULL, "%s", err.msg);
+    const char *bad_backend[] = {"draft=" TINY, "draft_backend=gpu", NULL};
+    CHECK(nc_model_open(TINY, NULL, bad_backend, &m, &err) == NC_ERR_INVALID);
+    CHECKF(strstr(err.msg, "draft_backend") && strstr(err.msg, "gpu"), "%s", err.msg);
+}
+
 /* Token ids of HF's greedy steps (reference.json, up to an end-of-sequence
  * id) from the prompt's ids, on a second checkpoint. */
 static void test_generate_tokens_equal_hf_greedy_ids(void) {
@@ -621,6 +655,7 @@ static void test_layer_callback_and_backends(void) {
     int hidden = (int)json_integer_value(json_object_get(cfg, "hidden_size"));
     json_decref(cfg);
     CHECK(nc_model_num_layers(m) == layers && layers <= 8);
+    CHECK(!strcmp(nc_model_placement(m), "every kernel on the CPU") && !nc_model_placement(NULL));
     static layer_count c;
     memset(&c, 0, sizeof c);
     CHECK_OK(nc_model_set_layer_callback(m, count_layer, &c, &err), &err);
@@ -666,6 +701,7 @@ int main(void) {
     RUN(test_compiled_encoder_bundle_runs_on_mil);
     RUN(test_compiled_decision_bundle_names_its_partition);
     RUN(test_generate_streams_hf_greedy_text);
+    RUN(test_generate_with_a_draft_is_hf_greedy_text);
     RUN(test_generate_tokens_equal_hf_greedy_ids);
     RUN(test_generate_cancel_and_stop);
     RUN(test_compiled_decoder_bundle_generates_hf_text);

@@ -15,8 +15,8 @@
 #include "models/presets.h"
 #include "models/qwen3_config.h"
 
-static const nc_encoder_shape mm_base = {22, 768, 1152, 2};
-static const nc_encoder_shape en_large = {28, 1024, 2624, 2};
+static const nc_encoder_shape mm_base = {22, 768, 1152, 2, 0};
+static const nc_encoder_shape en_large = {28, 1024, 2624, 2, 0};
 
 static void test_encoder_fp16_floor_at_400_gbps_matches_study(void) {
     const nc_weight_format *fp16 = nc_weight_format_find("fp16");
@@ -211,7 +211,7 @@ static void test_bad_configs_are_rejected_with_the_field(void) {
     CHECKF(strstr(err.msg, "no-such-file.json") != NULL, "%s", err.msg);
     CHECK(nc_qwen3_shape_like("qwen9-1b", &s, &err) == NC_ERR_NOT_FOUND);
     CHECK(nc_qwen3_shape_like("mmbert-base", &s, &err) == NC_ERR_INVALID);
-    nc_encoder_shape e = {0, 768, 1152, 2};
+    nc_encoder_shape e = {0, 768, 1152, 2, 0};
     CHECK(nc_encoder_validate(&e, &err) == NC_ERR_INVALID);
 }
 

@@ -202,6 +202,7 @@ typedef struct {
     int head_dim, group, n_rows, first_pos; /* first_pos: keys already cached */
     int n_seqs;                             /* rows go round-robin over this many sequences */
     int is_f16;
+    int window; /* keys a row sees, its own included (a sliding window); 0: all */
 } attn_case;
 
 /* Runs one case on table `kern` (through `pool`, may be NULL); returns the
@@ -217,7 +218,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
         cache_fill(&caches[c], (size_t)positions * kv_dim, tc->is_f16);
     float *q = malloc(sizeof(float) * n * ldq), *out = malloc(sizeof(float) * n * ldo);
     const void **kp = malloc(sizeof(void *) * n), **vp = malloc(sizeof(void *) * n);
-    int *n_keys = malloc(sizeof(int) * n), next_pos[3] = {0};
+    int *n_keys = malloc(sizeof(int) * n), *first = malloc(sizeof(int) * n), next_pos[3] = {0};
     for (int c = 0; c < tc->n_seqs; c++)
         next_pos[c] = tc->first_pos + c; /* sequences at different lengths */
     for (int i = 0; i < n; i++) {
@@ -225,6 +226,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
         kp[i] = caches[c].k;
         vp[i] = caches[c].v;
         n_keys[i] = ++next_pos[c];
+        first[i] = tc->window && n_keys[i] > tc->window ? n_keys[i] - tc->window : 0;
     }
     for (size_t i = 0; i < (size_t)n * ldq; i++)
         q[i] = frand();
@@ -242,6 +244,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
                             .v_cache = vp,
                             .kv_f16 = tc->is_f16,
                             .n_keys = n_keys,
+                            .first_key = tc->window ? first : NULL,
                             .n = n,
                             .n_heads = n_heads,
                             .n_kv_heads = n_kv,
@@ -258,18 +261,18 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             size_t kv_off = (size_t)(h / tc->group) * hd;
             double mx = -INFINITY, sum = 0;
-            for (int t = 0; t < n_keys[i]; t++) {
+            for (int t = first[i]; t < n_keys[i]; t++) {
                 double d = 0;
                 for (int e = 0; e < hd; e++)
                     d += (double)qh[e] * c->kf[(size_t)t * kv_dim + kv_off + e];
                 p[t] = d * scale;
                 mx = fmax(mx, p[t]);
             }
-            for (int t = 0; t < n_keys[i]; t++)
+            for (int t = first[i]; t < n_keys[i]; t++)
                 sum += p[t] = exp(p[t] - mx);
             for (int e = 0; e < hd; e++) {
                 double ref = 0;
-                for (int t = 0; t < n_keys[i]; t++)
+                for (int t = first[i]; t < n_keys[i]; t++)
                     ref += p[t] / sum * c->vf[(size_t)t * kv_dim + kv_off + e];
                 worst = nc_worse(worst, fabs(out[(size_t)i * ldo + (size_t)h * hd + e] - ref));
             }
@@ -284,6 +287,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
     free(kp);
     free(vp);
     free(n_keys);
+    free(first);
     for (int c = 0; c < tc->n_seqs; c++)
         cache_free(&caches[c]);
     return worst;
@@ -292,8 +296,9 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
 static int check_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
     double err = run_case(kern, pool, tc);
     if (err >= 0 && err <= 2e-6) return 1;
-    printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d %s: %s %g\n", kern->name, tc->head_dim,
-           tc->group, tc->n_rows, tc->first_pos, tc->n_seqs, tc->is_f16 ? "fp16" : "fp32",
+    printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d window=%d %s: %s %g\n", kern->name,
+           tc->head_dim, tc->group, tc->n_rows, tc->first_pos, tc->n_seqs, tc->window,
+           tc->is_f16 ? "fp16" : "fp32",
            err < 0 ? "wrote outside the heads" : "max abs error", err);
     return 0;
 }
@@ -310,12 +315,39 @@ static void test_attention_all_tables_match_double_reference(void) {
                 for (size_t gi = 0; gi < 3; gi++)
                     for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
                         for (size_t fi = 0; fi < 3; fi++) {
-                            attn_case tc = {hds[hi], groups[gi], rows[ri], first[fi], 1, is_f16};
+                            attn_case tc = {hds[hi], groups[gi], rows[ri], first[fi], 1, is_f16, 0};
                             CHECK(check_case(tabs[ti], NULL, &tc));
                             cases++;
                         }
     print_tables(tabs, nt);
     printf("  %d cases\n", cases);
+}
+
+/* Sliding windows (Gemma 3's local layers): each row sees only its last
+ * `window` keys. A prompt whose block starts inside the cache and whose
+ * rows' windows begin at different keys, one decoding row far past the
+ * window, windows longer than the prefix (nothing masked), windows of 1,
+ * rows of several sequences, packed chunks and a pool. */
+static void test_sliding_window_rows_see_only_their_window(void) {
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
+    nc_pool *pool = NULL;
+    nc_error err;
+    CHECK_OK(nc_pool_new(3, &pool, &err), &err);
+    for (int ti = 0; ti < nt; ti++)
+        for (int is_f16 = 0; is_f16 < 2; is_f16++) {
+            const attn_case tcs[] = {
+                {64, 2, 17, 5, 1, is_f16, 4},    {24, 1, 1, 300, 1, is_f16, 7},
+                {128, 4, 40, 0, 1, is_f16, 512}, {64, 2, 16, 20, 1, is_f16, 1},
+                {24, 2, 9, 11, 3, is_f16, 3},    {64, 2, 33, 250, 1, is_f16, 100},
+            };
+            for (size_t i = 0; i < sizeof tcs / sizeof tcs[0]; i++, cases++) {
+                CHECK(check_case(tabs[ti], NULL, &tcs[i]));
+                CHECK(check_case(tabs[ti], pool, &tcs[i]));
+            }
+        }
+    nc_pool_free(pool);
+    printf("  %d window cases\n", cases);
 }
 
 /* A batch mixing sequences (rows of 2 or 3 streams interleaved: every block
@@ -330,10 +362,12 @@ static void test_attention_mixed_sequences_long_context_wide_head_threads(void) 
     CHECK_OK(nc_pool_new(3, &pool, &err), &err);
     for (int ti = 0; ti < nt; ti++)
         for (int is_f16 = 0; is_f16 < 2; is_f16++) {
-            attn_case mixed = {128, 2, 9, 11, 3, is_f16}, threaded = {64, 4, 40, 13, 1, is_f16};
-            attn_case pair = {24, 1, 6, 0, 2, is_f16};
+            attn_case mixed = {128, 2, 9, 11, 3, is_f16, 0},
+                      threaded = {64, 4, 40, 13, 1, is_f16, 0};
+            attn_case pair = {24, 1, 6, 0, 2, is_f16, 0};
             /* many packed key chunks; a head too wide to pack (read in place) */
-            attn_case long_ctx = {64, 2, 17, 300, 1, is_f16}, wide = {1024, 2, 5, 3, 1, is_f16};
+            attn_case long_ctx = {64, 2, 17, 300, 1, is_f16, 0},
+                      wide = {1024, 2, 5, 3, 1, is_f16, 0};
             CHECK(check_case(tabs[ti], NULL, &long_ctx));
             CHECK(check_case(tabs[ti], NULL, &wide));
             CHECK(check_case(tabs[ti], NULL, &mixed));
@@ -349,6 +383,7 @@ int main(void) {
     RUN(test_pv_qk_kernels_all_tables_match_double_reference);
     RUN(test_qk_long_keys_and_wide_heads_all_tables);
     RUN(test_attention_all_tables_match_double_reference);
+    RUN(test_sliding_window_rows_see_only_their_window);
     RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
     return nc_test_exit_code();
 }

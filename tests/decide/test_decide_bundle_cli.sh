@@ -38,12 +38,24 @@ for m in dm_multi dm_compact dm_k3; do
     if [ -s "$T/mil_actions" ] && cmp -s "$T/cpu_actions" "$T/mil_actions"; then
         echo "PASS decide_mil_${m}_same_actions"
     else echo "FAIL decide_mil_${m}_same_actions"; fi
-    # three inputs, one call each of function (1, 64): hidden out = 3 x D x 64 x 2 bytes
+    # three inputs, one call each of function (1, 64): fp16 embeddings in
+    # 1 x 64 x D x 2 bytes a call, hidden out 3 x D x 64 x 2 bytes in all
     D=$(sed -n 's/.*"hidden_size": *\([0-9]*\).*/\1/p' $FIX/$m/config.json | head -1)
+    N=$(sed -n 's/.*"num_hidden_layers": *\([0-9]*\).*/\1/p' $FIX/$m/config.json | head -1)
+    H=$(sed -n 's/.*"head_layers": *\([0-9]*\).*/\1/p' $FIX/$m/decision.json | head -1)
     want=$((3 * D * 64 * 2))
-    if grep -q "^decide: 3 region calls; CPU->NE [0-9]* bytes (x, masks, types), NE->CPU $want bytes (hidden)$" "$T/err"; then
+    if grep -q "^decide: 3 region calls (last at B=1 L=64: $((64 * D * 2)) B of fp16 embeddings each); CPU->NE [0-9]* B (embeddings $((3 * 64 * D * 2)), masks [0-9]*, types [0-9]*), NE->CPU $want B (hidden); copies [0-9.]* ms, inside the end-to-end time$" "$T/err"; then
         echo "PASS decide_mil_${m}_reports_crossings"
     else echo "FAIL decide_mil_${m}_reports_crossings: $(cat "$T/err")"; fi
+    # which parts ran where: stderr, partition.json and the manifest say it
+    part="CPU: tokenizer, token embeddings, embedding LayerNorm; NE (MIL interpreter, fp16): $N encoder layers + final norm + type addition + $H head layers; CPU: marker selection, scorer, raw and calibrated probabilities, action head"
+    if grep -qF "decide: partition: $part" "$T/err" &&
+        grep -q '"partition": {' "$B/manifest.json" &&
+        grep -q "\"encoder_layers\": $N," "$B/manifest.json" &&
+        tr -d ' \n' <"$B/manifest.json" | grep -q "{\"batch\":1,\"seq\":96,\"embeddings_bytes\":$((96 * D * 2)),\"mask_bytes\":$((96 * 96 * 2)),\"types_bytes\":[0-9]*,\"hidden_bytes\":$((96 * D * 2))}" &&
+        tr -d ' \n' <"$B/partition.json" | grep -q "{\"batch\":3,\"seq\":64,\"embeddings_bytes\":$((3 * 64 * D * 2)),"; then
+        echo "PASS decide_mil_${m}_shows_the_partition"
+    else echo "FAIL decide_mil_${m}_shows_the_partition: $(head -1 "$T/err")"; fi
 done
 
 # the fake ANE device (the interpreter behind the device interface, the
@@ -54,8 +66,31 @@ B="$T/dm_k3.ane"
 if [ -s "$T/fake.txt" ] && [ "$(wc -l <"$T/fake.txt")" -eq "$(wc -l <$FIX/dm_k3/ref/decide.txt)" ] &&
     paste "$T/fake.txt" $FIX/dm_k3/ref/decide.txt |
     awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 0.02) bad = 1} END {exit bad}' &&
-    grep -q "^decide: 3 region calls" "$T/err"; then echo "PASS decide_ane_fake_within_fp16_gate"
+    grep -q "^decide: 3 region calls" "$T/err" && grep -q "^decide: partition: .*; NE (fake ANE): " "$T/err"; then echo "PASS decide_ane_fake_within_fp16_gate"
 else echo "FAIL decide_ane_fake_within_fp16_gate: $(cat "$T/err")"; fi
+# --no-concat: the head layers' out projection per head, summed, as the
+# encoder's: no concat left for mil check to flag, the same gate
+"$BIN" compile -m $FIX/dm_k3 -o "$T/nc.ane" --buckets 64 --batches 1,3 --no-concat >/dev/null 2>&1
+"$BIN" mil check "$T/nc.ane/encoder/model.mil" --target ane >"$T/check.out" 2>&1
+"$BIN" decide --backend mil -m "$T/nc.ane" -f $FIX/dm_k3/ref/texts.txt -t 2 2>/dev/null | probs >"$T/nc.txt"
+if [ -s "$T/nc.txt" ] && ! grep -q "ane-concat" "$T/check.out" && grep -q "hd01_attn_h2_wo" "$T/nc.ane/encoder/model.mil" &&
+    paste "$T/nc.txt" $FIX/dm_k3/ref/decide.txt |
+    awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 0.02) bad = 1} END {exit bad}'; then
+    echo "PASS decide_no_concat_head_within_fp16_gate"
+else echo "FAIL decide_no_concat_head_within_fp16_gate: $(grep -c ane-concat "$T/check.out") concat warnings"; fi
+# nectar parity on the whole decision (the study's gate): the fp16 bundle
+# passes with every input certified and a drift line per encoder and head
+# layer; 4-bit palettized weights fail it on this fixture (exit 1)
+"$BIN" parity -m $FIX/dm_k3 --candidate "$T/dm_k3.ane" --inputs $FIX/dm_k3/ref/texts.txt -t 2 >"$T/par" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^gate: PASS$" "$T/par" && grep -q "argmax agreement: markers 3/3, actions 3/3  \[pass\]" "$T/par" &&
+    grep -q "3/3 inputs certified" "$T/par" && [ "$(grep -c '^    \(encoder\|head\) layer [0-9]*: ' "$T/par")" -eq 4 ]; then
+    echo "PASS parity_decision_fp16_passes_the_gate"
+else echo "FAIL parity_decision_fp16_passes_the_gate: rc $rc $(cat "$T/par")"; fi
+"$BIN" compile -m $FIX/dm_k3 -o "$T/p4.ane" --buckets 64 --batches 1,3 --palettize 4 >/dev/null 2>&1
+"$BIN" parity -m $FIX/dm_k3 --candidate "$T/p4.ane" --inputs $FIX/dm_k3/ref/texts.txt -t 2 >"$T/par4" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "^gate: FAIL$" "$T/par4" && grep -q "not certified" "$T/par4"; then
+    echo "PASS parity_decision_4bit_fails_the_gate"
+else echo "FAIL parity_decision_4bit_fails_the_gate: rc $rc $(cat "$T/par4")"; fi
 # a real device off macOS: one line, exit 1, nothing on stdout
 if [ "$(uname)" != Darwin ]; then
     "$BIN" decide --backend ane --ane-device real -m "$B" -p x >"$T/out" 2>"$T/err"; rc=$?

@@ -40,6 +40,13 @@ if "$BIN" decide -m $FIX/dm_multi -p "Which city? <m1> Paris <m2> Berlin <m3> Ro
     2>/dev/null | grep -q '"action": "ask"}$'; then echo "PASS decide_names_the_action"
 else echo "FAIL decide_names_the_action"; fi
 
+# bounds of a decision folder: its head layers from decision.json; A by the
+# study's formula with dm_k3's N=2 D=24 I=32 H=2 I_h=48 (config.json, decision.json):
+# 2(4*24^2 + 3*24*32) + 2(4*24^2 + 2*24*48) = 18432
+if "$BIN" bounds -m $FIX/dm_k3 --json 2>&1 | tr -d ' \n' | grep -q '"H":2,"I_h":48},"params":{"A":18432}'; then
+    echo "PASS bounds_reads_the_decision_head"
+else echo "FAIL bounds_reads_the_decision_head: $("$BIN" bounds -m $FIX/dm_k3 2>&1 | head -3)"; fi
+
 # bad inputs: exit 1, one line naming it, no partial stdout
 bad() { # NAME WANT-IN-MESSAGE ARGS...
     name=$1; want=$2; shift 2

@@ -66,7 +66,7 @@ static int run_engine(const char *kind, const char *dir, const prompt_ref p[2], 
     int32_t next[2];
     for (int i = 0; ok && i < 2; i++)
         items[i] =
-            (engine_step_item){s[i], (const int32_t *)p[i].ids, p[i].n_ids, NULL, NC_OK, {0}};
+            (engine_step_item){s[i], (const int32_t *)p[i].ids, p[i].n_ids, NULL, NC_OK, {0}, 0};
     for (int t = 0; ok && t < N_GREEDY; t++) {
         for (int i = 0; i < 2; i++)
             items[i].logits = out + ((size_t)t * 2 + (size_t)i) * V;

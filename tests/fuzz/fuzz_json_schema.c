@@ -7,7 +7,11 @@
  * copied by value to try each), and a choice with the high bit set ends
  * the output where it may end. Whatever was generated must parse as JSON
  * (jansson); and a state that can neither continue nor end is a dead end,
- * which only nesting past the matcher's depth may cause. */
+ * which only nesting past the matcher's depth may cause. When the first
+ * choice byte is odd and the schema fits Qwen3.5's XML call form
+ * (js_xml_call_form), the root is walked in that form instead, and the
+ * call it makes must come back from the tool-call scanner as one call
+ * whose arguments are a JSON object. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +19,46 @@
 #include <string.h>
 
 #include "gen/json_match.h"
+#include "gen/tool_scan.h"
 
 #define MAX_OUT 2048
+
+/* The parameters out[0..n) in XML form, as the call a Qwen3.5 model would
+ * write: the scanner must find exactly one call with an object as its
+ * arguments. */
+static void check_xml_call(const char *schema, const char *out, size_t n) {
+    static const char head[] = "<tool_call>\n<function=f>\n", tail[] = "\n</tool_call>";
+    json_t *params = json_loads(schema, 0, NULL);
+    json_t *tool = json_pack("{s:s,s:{s:s,s:O}}", "type", "function", "function", "name", "f",
+                             "parameters", params);
+    char *tool_text = tool ? json_dumps(tool, JSON_COMPACT) : NULL;
+    char *text = malloc(sizeof head + n + sizeof tail);
+    if (!tool_text || !text) abort();
+    memcpy(text, head, sizeof head - 1);
+    memcpy(text + sizeof head - 1, out, n);
+    memcpy(text + sizeof head - 1 + n, tail, sizeof tail);
+    size_t len = sizeof head - 1 + n + sizeof tail - 1;
+    const char *tools[1] = {tool_text};
+    gen_tool_scan scan = {0, 0, CHAT_QWEN35, tools, 1};
+    gen_tool_news news;
+    int n_calls = 0;
+    while (gen_tool_scan_next(&scan, text, len, 1, &news)) {
+        for (size_t i = 0; i < json_array_size(news.calls); i++) {
+            json_t *f = json_object_get(json_array_get(news.calls, i), "function");
+            json_t *args = json_loads(json_string_value(json_object_get(f, "arguments")), 0, NULL);
+            if (!json_is_object(args)) abort();
+            json_decref(args);
+            n_calls++;
+        }
+        json_decref(news.calls);
+    }
+    json_decref(news.calls);
+    if (n_calls != 1) abort(); /* the call the grammar allowed was not read back */
+    free(text);
+    free(tool_text);
+    json_decref(tool);
+    json_decref(params);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *nul = memchr(data, 0, size);
@@ -33,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(schema);
         return 0;
     }
-    jm_grammar gr = {&g, "", "", 0, 0, 0};
+    int xml = n_choice > 0 && (choice[0] & 1) && js_xml_call_form(&g, schema) == 1;
+    jm_grammar gr = {&g, "", "", 0, 0, xml};
     jm_state s, t;
     jm_start(&gr, &s);
     char out[MAX_OUT + 1];
@@ -65,7 +108,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (i >= n_choice + 4 * MAX_OUT) break; /* a value that will not end on its own */
     }
-    if (ended) {
+    if (ended && xml) {
+        check_xml_call(schema, out, n);
+    } else if (ended) {
         json_error_t je;
         json_t *v = json_loadb(out, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
         if (!v) abort();

@@ -7,6 +7,7 @@
  * everything as content. */
 #include "../test.h"
 #include "gen/think.h"
+#include "models/family.h"
 
 typedef struct piece {
     int32_t token; /* -2: the <think> id, -3: the </think> id */
@@ -38,10 +39,11 @@ static void split(gen_think *t, const piece *ps, int n, out *o) {
 
 static void test_reply_with_thinking_splits_at_tags(void) {
     tok_tokenizer *tok = NULL;
+    const model_family_row *qwen3 = model_family_named("qwen3"); /* the demo's */
     nc_error err;
     CHECK_OK(tok_load("models/demo/tokenizer.json", &tok, &err), &err);
     gen_think t = {0};
-    gen_think_init(&t, tok, 0);
+    gen_think_init(&t, tok, qwen3, 0);
     int ok_ids = t.open_id == tok_find(tok, "<think>") && t.open_id >= 0 && t.close_id >= 0;
     const piece reply[] = {{-2, "<think>"}, {10, "\n"},    {11, "Let me"}, {12, " think."},
                            {13, "\n"},      {18, "More."}, {13, " \n"},    {-3, "</think>"},
@@ -51,13 +53,13 @@ static void test_reply_with_thinking_splits_at_tags(void) {
     split(&t, reply, (int)(sizeof reply / sizeof reply[0]), &a);
     /* starts_thinking: no opening tag in the reply */
     gen_think t2 = {0};
-    gen_think_init(&t2, tok, 1);
+    gen_think_init(&t2, tok, qwen3, 1);
     const piece opened[] = {{11, "hmm"}, {-3, "</think>"}, {16, "ok"}};
     out b;
     split(&t2, opened, 3, &b);
     /* <think> after the answer has begun is just text */
     gen_think t3 = {0};
-    gen_think_init(&t3, tok, 0);
+    gen_think_init(&t3, tok, qwen3, 0);
     const piece late[] = {{16, "ok "}, {-2, "<think>"}, {17, "x"}};
     out c;
     split(&t3, late, 3, &c);
@@ -74,6 +76,7 @@ static void test_reply_with_thinking_splits_at_tags(void) {
 
 static void test_vocabulary_without_tags_is_all_content(void) {
     tok_tokenizer *tok = NULL;
+    const model_family_row *qwen3 = model_family_named("qwen3"); /* the demo's */
     nc_error err;
     const char *json =
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []},"
@@ -82,7 +85,7 @@ static void test_vocabulary_without_tags_is_all_content(void) {
     nc_status st = tok_load_from_memory(json, strlen(json), "inline", &tok, &err);
     if (st != NC_OK) SKIP("the tokenizer rejects the minimal inline vocabulary: %s", err.msg);
     gen_think t = {0};
-    gen_think_init(&t, tok, 1);
+    gen_think_init(&t, tok, qwen3, 1);
     const piece ps[] = {{0, "<think>"}, {1, "b"}};
     out o;
     split(&t, ps, 2, &o);

@@ -55,6 +55,19 @@ mkcase dtype
 sed 's/"F32"/"I32"/' "$FIX/model.safetensors" >"$T/dtype/model.safetensors" 2>/dev/null
 expect wrong_dtype "$T/dtype" "has dtype I32; expected F32, F16 or BF16"
 
+# Gemma 3 (the multimodal layout): a missing norm of the language model is
+# named, and so is an activation the decoder does not compute
+G=tests/fixtures/gemma3/tiny_gemma3_mm
+mkdir -p "$T/gemma_norm" "$T/gemma_act"
+cp "$G/config.json" "$T/gemma_norm/"
+sed 's/layers\.1\.pre_feedforward_layernorm/layers.1.pre_feedforward_layernorX/' \
+    "$G/model.safetensors" >"$T/gemma_norm/model.safetensors" 2>/dev/null
+expect gemma3_missing_norm "$T/gemma_norm" \
+    "language_model.model.layers.1.pre_feedforward_layernorm.weight"
+cp "$G/model.safetensors" "$T/gemma_act/"
+sed 's/"gelu_pytorch_tanh"/"gelu"/' "$G/config.json" >"$T/gemma_act/config.json"
+expect gemma3_activation "$T/gemma_act" "hidden_activation 'gelu' is not supported"
+
 # gen-random at a toy shape, then bench it
 if "$BIN" gen-random --like tiny "$T/gen" --seed 3 2>"$T/err" && \
    "$BIN" bench -t 2 -m "$T/gen" -p 8 -n 4 --runs 2 --json >"$T/out" 2>>"$T/err" && \

@@ -3,19 +3,13 @@
  * SmolLM2-style one (no rope_scaling, no head_dim) read into the Qwen3
  * layout's config without q/k norms; what this decoder would compute
  * differently is refused naming the field. */
-#include <sys/stat.h>
-
 #include "../test.h"
-#include "base/mmap.h"
-#include "models/family.h"
+#include "config_edits.h"
 
 #define DIR_ "build/test_llama_config"
 
 static nc_status load_cfg(const char *config, qwen3_config *c, nc_error *err) {
-    mkdir("build", 0777);
-    mkdir(DIR_, 0777);
-    NC_TRY(nc_write_file_atomic(DIR_ "/config.json", config, strlen(config), err));
-    return model_family_qwen3_config_load(DIR_, c, err);
+    return config_edits_load(DIR_, config, c, err);
 }
 
 /* meta-llama/Llama-3.2-1B's config.json fields (transformers 4.45). */
@@ -74,17 +68,7 @@ static void test_smollm2_style_config(void) {
 /* One edit of the 1B config that must fail with code and a message
  * naming the field. */
 static int fails_with(const char *from, const char *to, nc_status code, const char *want) {
-    char buf[4096];
-    const char *at = strstr(llama32_1b, from);
-    if (!at) return 0;
-    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - llama32_1b), llama32_1b, to,
-             at + strlen(from));
-    qwen3_config c;
-    nc_error err = {0};
-    nc_status st = load_cfg(buf, &c, &err);
-    if (st == code && strstr(err.msg, want)) return 1;
-    printf("  %s -> %s: status %d, '%s'\n", from, to, st, err.msg);
-    return 0;
+    return config_edits_fail(DIR_, llama32_1b, from, to, code, want);
 }
 
 static void test_rejects_what_the_decoder_would_compute_differently(void) {

@@ -16,19 +16,10 @@ import os
 import sys
 
 import nectar
+from checks import check, exit_code
 
 demo, run_out, prompt, n, enc_dir, embed_json, fix, sampled_out = sys.argv[1:9]
 n = int(n)
-failed = 0
-
-
-def check(name, ok, why=""):
-    global failed
-    if ok:
-        print("PASS " + name)
-    else:
-        failed += 1
-        print("FAIL %s: %s" % (name, why))
 
 
 def close(a, b, tol):
@@ -274,7 +265,13 @@ try:
               "hf download nectar-test/not-there" in str(x) and x.status == "not-found", str(x))
 finally:
     shutil.rmtree(hub)
+try:
+    e.generate("hi", 2)
+    check("encoder_generate_says_what_the_model_is", False, "generated")
+except nectar.NectarError as x:
+    check("encoder_generate_says_what_the_model_is",
+          "is an encoder" in str(x) and "nc_" not in str(x), str(x))
 check("package_is_typed", os.path.exists(os.path.join(pkg, "py.typed")))
 m.close()
 e.close()
-sys.exit(1 if failed else 0)
+sys.exit(exit_code())

@@ -42,26 +42,15 @@ ENC=tests/fixtures/modernbert/mb_base
     { echo "FAIL python_references: nectar embed: $(tail -1 "$T/err")"; exit 1; }
 # `nectar serve` on the same model, for test_python_serve.py: one slot and
 # one thread, as the Model there (the same arithmetic, the same tokens)
-"$BIN" serve --port 0 -m models/demo -t 1 -np 1 >"$T/serve.out" 2>"$T/serve.err" &
-SERVE_PID=$!
-trap 'kill $SERVE_PID 2>/dev/null; wait $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
-PORT=""
-i=0
-while [ $i -lt 100 ] && [ -z "$PORT" ]; do
-    PORT=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$T/serve.out")
-    [ -z "$PORT" ] && sleep 0.1
-    i=$((i + 1))
-done
+. tests/serve/serve_lib.sh
+serve_launch python_against_server -m models/demo -t 1 -np 1
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T" "$TMP"' EXIT
 # from outside the tree, so that `import nectar` cannot find python/nectar
 cd "$T" || exit 1
 rc=0
 env -u NECTAR_LIBRARY "$T/venv/bin/python" "$ROOT/tests/python/test_python.py" "$ROOT/models/demo" \
     "$T/run.txt" "$PROMPT" $N "$ROOT/$ENC" "$T/embed.json" "$ROOT/tests/fixtures" "$T/sampled.txt" ||
     rc=1
-if [ -z "$PORT" ]; then
-    echo "FAIL python_against_server: nectar serve did not start: $(tail -1 "$T/serve.err")"
-    exit 1
-fi
 env -u NECTAR_LIBRARY "$T/venv/bin/python" "$ROOT/tests/python/test_python_serve.py" \
     "$ROOT/models/demo" "http://127.0.0.1:$PORT" || rc=1
 exit $rc

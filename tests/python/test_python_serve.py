@@ -17,18 +17,9 @@ import sys
 import urllib.request
 
 import nectar
+from checks import check, exit_code
 
 demo, base = sys.argv[1:3]
-failed = 0
-
-
-def check(name, ok, why=""):
-    global failed
-    if ok:
-        print("PASS " + name)
-    else:
-        failed += 1
-        print("FAIL %s: %s" % (name, why))
 
 
 def post(path, body):
@@ -232,4 +223,4 @@ except nectar.NectarError as e:
     check("python_bad_tool_says_the_servers_message", str(e) == post_err,
           "%r vs %r" % (str(e), post_err))
 m.close()
-sys.exit(1 if failed else 0)
+sys.exit(exit_code())

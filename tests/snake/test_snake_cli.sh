@@ -39,7 +39,16 @@ if [ -f $M/decision.json ]; then
     "$BIN" compile -m $M -o "$T/snake.ane" --buckets 64 --batches 3 >/dev/null 2>&1
     "$BIN" snake --backend mil -m "$T/snake.ane" --games 1 --rate 0 -t 2 >"$T/b1" 2>"$T/b1.err"
     "$BIN" snake -m $M --games 1 --rate 0 -t 2 >"$T/c1" 2>/dev/null
-    check snake_mil_backend_plays_the_same "grep -q '$LINE' $T/b1 && cmp -s $T/b1 $T/c1 && grep -q '^snake: [0-9]* region calls; CPU->NE [0-9]* bytes' $T/b1.err" "$(cat "$T/b1" "$T/c1" "$T/b1.err")"
+    check snake_mil_backend_plays_the_same "grep -q '$LINE' $T/b1 && cmp -s $T/b1 $T/c1 && grep -q '^snake: [0-9]* region calls (last at B=3 L=64: [0-9]* B of fp16 embeddings each); CPU->NE [0-9]* B' $T/b1.err && grep -q '^snake: partition: CPU: tokenizer' $T/b1.err" "$(cat "$T/b1" "$T/c1" "$T/b1.err")"
+    # equal offered load on the Snake workload: cpu vs mil vs fake ANE, the
+    # study's table (its arithmetic: tests/bench/test_study_table.c)
+    "$BIN" bench --compare --snake 1 --rate 50 --deadline-ms 20 --blocks 5 --per-block 2 \
+        --warmup 0 --power none --no-plot --out "$T/bc" --a decide:cpu:$M \
+        --b decide:mil:"$T/snake.ane" --c decide:ane-fake:"$T/snake.ane" >"$T/bc.md" 2>"$T/bc.err"
+    check snake_bench_compare_study_table "grep -q '^## The study.s table (equal offered load: 50 requests/s, deadline 20 ms)' $T/bc.md &&
+        grep -q '^| completed decisions | 10 | 10 | 10 |$' $T/bc.md && grep -q '^| deadline misses | [0-9]* | [0-9]* | [0-9]* |$' $T/bc.md &&
+        grep -q '^| mean power P (W) | n/a | n/a | n/a |$' $T/bc.md && grep -q '^| S = t_A / t_X | (baseline) | [0-9.e+-]* \[' $T/bc.md &&
+        grep -q 'workload: snake teacher.s games, seeds 1..1' $T/bc.md && [ -s $T/bc/study.md ] && [ -s $T/bc/c/report.md ]" "$(cat "$T/bc.err" "$T/bc.md" | tail -20)"
 else
     echo "SKIP snake_model_plays: $M not present"
 fi

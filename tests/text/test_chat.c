@@ -1,9 +1,10 @@
-/* The C rendering of the Qwen3, Qwen3.5 and Llama 3 chat templates is
+/* The C rendering of the Qwen3, Qwen3.5, Llama 3 and Gemma 3 chat templates is
  * byte-identical to transformers' apply_chat_template(..., tokenize=False)
  * with the official templates, over the committed cases in
  * tests/fixtures/chat/cases.jsonl (tools/make_tokenizer_fixtures.py),
- * qwen35_cases.jsonl (tools/make_qwen35_fixtures.py) and llama3_cases.jsonl
- * (tools/make_llama3_fixtures.py). */
+ * qwen35_cases.jsonl (tools/make_qwen35_fixtures.py), llama3_cases.jsonl
+ * (tools/make_llama3_fixtures.py) and gemma3_cases.jsonl
+ * (tools/make_gemma3_fixtures.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,13 @@ static void test_llama3_chat_template_matches_transformers_byte_for_byte(void) {
     check_cases("tests/fixtures/chat/llama3_cases.jsonl", CHAT_LLAMA3);
 }
 
+/* Gemma 3's template (<bos>, the system message folded into the first
+ * turn, "model" turns, trimmed contents; non-alternating conversations
+ * refused as the template raises), rows by tools/make_gemma3_fixtures.py. */
+static void test_gemma3_chat_template_matches_transformers_byte_for_byte(void) {
+    check_cases("tests/fixtures/chat/gemma3_cases.jsonl", CHAT_GEMMA3);
+}
+
 /* Qwen3.5's template (tests/fixtures/qwen35/chat_template.jinja), rows by
  * tools/make_qwen35_fixtures.py. */
 static void test_qwen35_chat_template_matches_transformers_byte_for_byte(void) {
@@ -107,6 +115,7 @@ int main(void) {
     RUN(test_chat_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_chat_template_matches_transformers_byte_for_byte);
     RUN(test_llama3_chat_template_matches_transformers_byte_for_byte);
+    RUN(test_gemma3_chat_template_matches_transformers_byte_for_byte);
     RUN(test_chat_defaults_and_errors);
     return nc_test_exit_code();
 }

@@ -115,11 +115,36 @@ static void test_qwen35_non_object_arguments_refused(void) {
     CHECK(out == NULL && strstr(err.msg, "'f'") && strstr(err.msg, "message 1"));
 }
 
+/* The templates without tools (Llama 3's, Gemma 3's) render a conversation
+ * whose calls array holds no call (what the server passes for every
+ * chat), and refuse one with a call or tool definitions. */
+static void test_templates_without_tools_take_an_empty_calls_array(void) {
+    chat_message m[2] = {{"user", "Hi", NULL}, {"assistant", "Hello", NULL}};
+    const chat_tool_call call = {"f", "{}"};
+    const chat_tool_call *calls[2] = {NULL, &call};
+    size_t none[2] = {0, 0}, one[2] = {0, 1};
+    const char *def = "{\"name\": \"f\"}";
+    static const chat_family fams[2] = {CHAT_LLAMA3, CHAT_GEMMA3};
+    for (int f = 0; f < 2; f++) {
+        char *out = NULL;
+        nc_error err;
+        chat_tools empty = {NULL, 0, calls, none}, with_call = {NULL, 0, calls, one};
+        chat_tools with_def = {&def, 1, NULL, NULL};
+        CHECK_OK(chat_render_family(fams[f], m, 2, NULL, &empty, &out, &err), &err);
+        CHECK(out && strstr(out, "Hello"));
+        free(out);
+        CHECK(chat_render_family(fams[f], m, 2, NULL, &with_call, &out, &err) ==
+              NC_ERR_UNSUPPORTED);
+        CHECK(chat_render_family(fams[f], m, 2, NULL, &with_def, &out, &err) == NC_ERR_UNSUPPORTED);
+    }
+}
+
 /* The family of a --chat-template name (an engine kind's is its family
  * row's: tests/engine/test_engine.c). */
 static void test_family_by_kind_and_name(void) {
     CHECK(chat_family_by_name("qwen3") == CHAT_QWEN3);
     CHECK(chat_family_by_name("llama3") == CHAT_LLAMA3);
+    CHECK(chat_family_by_name("gemma3") == CHAT_GEMMA3);
     CHECK(chat_family_by_name("qwen3.5") == CHAT_QWEN35);
     CHECK(chat_family_by_name("qwen35") == -1 && chat_family_by_name("") == -1);
 }
@@ -128,6 +153,7 @@ int main(void) {
     RUN(test_tool_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_tool_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_non_object_arguments_refused);
+    RUN(test_templates_without_tools_take_an_empty_calls_array);
     RUN(test_family_by_kind_and_name);
     return nc_test_exit_code();
 }

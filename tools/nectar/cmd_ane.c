@@ -14,19 +14,23 @@
 #include <sys/sysctl.h>
 #endif
 
+#include "ane_host/ane_bundle_probe.h"
 #include "ane_host/ane_fake.h"
 #include "ane_host/ane_probe.h"
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "cmd_ane.h"
 #include "commands.h"
 #if defined(__APPLE__)
 #include "ane/ane_apple.h"
 #endif
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
+    fprintf(f, "usage: nectar ane doctor [-o FILE] ...   (the first run in one command: --help)\n"
+               "       nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
                "                        [--work DIR] [--repeats N] [--small|--full]\n"
+               "       nectar ane probe --bundle DIR [--device real|fake[:SETTING...]] [--json FILE]\n"
                "  Runs a ladder of small programs on the Neural Engine (real, macOS) or the\n"
                "  fake device (the MIL interpreter) and reports, per case, whether it compiled,\n"
                "  loaded and evaluated, the framework's error text, the error against the\n"
@@ -34,13 +38,16 @@ static void usage(FILE *f) {
                "  are also saved as the probe profile (<per-user cache>/nectar-ane/profile.json)\n"
                "  that `nectar mil check --ane-profile` and the ANE device read.\n"
                "  --small: speed probes at interpreter sizes (the default on the fake device).\n"
+               "  --bundle DIR: compiles the bundle's own programs whole, per sequence bucket\n"
+               "  and per function, and recommends a form for each disputed construct (the\n"
+               "  program split; for a kernel refused even alone, the options of its construct).\n"
                "The fake device of run/chat/serve/bench (--backend ane):\n");
     ane_fake_behaviour_help(f);
 }
 
 /* The machine, in words: the chip and the OS. A platform seam: sysctl on
  * macOS, /proc/cpuinfo and uname elsewhere. */
-static void machine(char *chip, size_t cc, char *os, size_t oc) {
+void ane_machine(char *chip, size_t cc, char *os, size_t oc) {
     snprintf(chip, cc, "unknown");
     struct utsname u;
     if (uname(&u) == 0)
@@ -68,9 +75,9 @@ static void machine(char *chip, size_t cc, char *os, size_t oc) {
 #endif
 }
 
-static json_t *to_json(const ane_probe_result *r, int n, const char *device) {
+json_t *ane_probe_json(const ane_probe_result *r, int n, const char *device) {
     char chip[256], os[256], when[32];
-    machine(chip, sizeof chip, os, sizeof os);
+    ane_machine(chip, sizeof chip, os, sizeof os);
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -90,7 +97,7 @@ static json_t *to_json(const ane_probe_result *r, int n, const char *device) {
                      "cases", cases);
 }
 
-static int write_json(json_t *root, const char *path) {
+int ane_write_json(json_t *root, const char *path) {
     char *text = json_dumps(root, JSON_INDENT(1));
     nc_error err = {0};
     nc_status st = text ? nc_write_file_atomic(path, text, strlen(text), &err)
@@ -101,7 +108,7 @@ static int write_json(json_t *root, const char *path) {
 
 /* The compile ladder's record and order in the profile being replaced
  * (ane_ladder.h) stay: a new probe answers other questions. */
-static void keep_ladder(json_t *doc, const char *prof) {
+void ane_keep_ladder(json_t *doc, const char *prof) {
     json_t *old = NULL;
     nc_error err = {0};
     if (!nc_file_exists(prof) || nc_json_load_file(prof, &old, &err)) return;
@@ -113,13 +120,107 @@ static void keep_ladder(json_t *doc, const char *prof) {
     json_decref(old);
 }
 
+/* The probe's device: "real" (macOS), or the fake one -- permissive (the
+ * probe asks the questions; the fake answers what the interpreter can),
+ * told what to refuse after "fake:". */
+static nc_status open_device(const char *device, ane_device *dev, nc_error *err) {
+    if (!strncmp(device, "fake", 4) && (!device[4] || device[4] == ':')) {
+        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0, {0}};
+        NC_TRY(ane_fake_behaviour_parse(device[4] ? device + 5 : "", &o.behave, err));
+        return ane_fake_new_with(&o, dev, err);
+    }
+    if (strcmp(device, "real"))
+        return nc_fail(err, NC_ERR_INVALID, "--device %s: give real, fake or fake:SETTING[:...]",
+                       device);
+#if defined(__APPLE__)
+    ane_surface_policy none = {0, 0};
+    ane_apple_options o = {0};
+    o.surfaces = &none; /* each case allocates as its question says */
+    return ane_apple_open(&o, dev, err);
+#else
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "--device real: the Neural Engine bridge is built only on macOS; "
+                   "use --device fake");
+#endif
+}
+
+static void close_device(const char *device, ane_device *dev) {
+    if (!strncmp(device, "fake", 4)) {
+        ane_fake_free(dev);
+        return;
+    }
+#if defined(__APPLE__)
+    ane_apple_close(dev);
+#endif
+}
+
+nc_status ane_run_probe(const char *device, const char *work, int small, int repeats,
+                        ane_probe_result **res, int *n, nc_error *err) {
+    ane_device dev;
+    NC_TRY(open_device(device, &dev, err));
+    int fake = !strncmp(device, "fake", 4);
+    ane_probe_options po = {work, fake, small >= 0 ? small : fake, repeats};
+    nc_status st = ane_probe_run(&dev, &po, res, n, err);
+    close_device(device, &dev);
+    return st;
+}
+
+/* --bundle: the bundle's own programs whole, per bucket, per function. */
+static int probe_bundle(const char *device, const char *bundle, const char *work,
+                        const char *json_path) {
+    nc_error err = {0};
+    ane_device dev;
+    if (open_device(device, &dev, &err)) return cli_fail(&err);
+    ane_bundle_probe_prog *p = NULL;
+    int n = 0, opens = 0;
+    nc_status st = ane_bundle_probe(&dev, bundle, work, &p, &n, &opens, &err);
+    close_device(device, &dev);
+    if (st) return cli_fail(&err);
+    printf("%s on the %s device%s\n", bundle, device,
+           strncmp(device, "fake", 4) ? "" : " (the MIL interpreter: nothing here runs on an ANE)");
+    ane_bundle_probe_print(p, n, stdout);
+    printf("%d programs compiled or loaded%s\nrecommended forms:\n", opens,
+           opens > ANE_REPORTED_COMPILE_BUDGET
+               ? " (above the ~119 per process public projects report: on a device, later "
+                 "ones may fail for that reason alone)"
+               : "");
+    ane_bundle_probe_recommend(p, n, stdout);
+    int rc = 0;
+    if (json_path) {
+        json_t *progs = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(
+                progs, json_pack("{s:s, s:b, s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:s}", "path",
+                                 p[i].path, "whole_ok", p[i].whole_ok, "whole_error",
+                                 p[i].whole_error, "buckets", p[i].n_buckets, "buckets_ok",
+                                 p[i].buckets_ok, "bucket_error", p[i].bucket_error, "functions",
+                                 p[i].n_fns, "functions_ok", p[i].fns_ok, "function_error",
+                                 p[i].fn_error, "refused_kernels", p[i].refused_kernels));
+        char *rec = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&rec, &len);
+        if (mf) {
+            ane_bundle_probe_recommend(p, n, mf);
+            fclose(mf);
+        }
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:s}", "nectar_version", NECTAR_VERSION,
+                                "bundle", bundle, "device", device, "compiles", opens, "programs",
+                                progs, "recommendations", rec ? rec : "");
+        free(rec);
+        rc = doc ? ane_write_json(doc, json_path) : cli_failf("out of memory");
+        json_decref(doc);
+    }
+    free(p);
+    return rc;
+}
+
 static int probe(int argc, char **argv) {
 #if defined(__APPLE__)
     const char *device = "real";
 #else
     const char *device = "fake";
 #endif
-    const char *json_path = NULL, *work = NULL;
+    const char *json_path = NULL, *work = NULL, *bundle = NULL;
     int save = 1, small = -1, repeats = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,6 +232,9 @@ static int probe(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--json") && v) {
             json_path = v;
+            i++;
+        } else if (!strcmp(a, "--bundle") && v) {
+            bundle = v;
             i++;
         } else if (!strcmp(a, "--work") && v) {
             work = v;
@@ -149,53 +253,29 @@ static int probe(int argc, char **argv) {
             return 2;
         }
     }
-    if (strcmp(device, "fake") && strcmp(device, "real"))
-        return cli_failf("--device %s: give fake or real", device);
+    if (!bundle && strcmp(device, "fake") && strcmp(device, "real"))
+        return cli_failf("--device %s: give fake or real (fake:SETTING with --bundle)", device);
     nc_error err = {0};
     char root[1024], tmpwork[1100];
     if (ane_stage_default_root(root, sizeof root, &err)) return cli_fail(&err);
     if (!work) {
-        snprintf(tmpwork, sizeof tmpwork, "%s/probe", root);
+        snprintf(tmpwork, sizeof tmpwork, "%s/%s", root, bundle ? "probe-bundle" : "probe");
         work = tmpwork;
     }
-    ane_device dev;
-    int fake = !strcmp(device, "fake");
-    if (fake) {
-        /* permissive: the probe asks the questions; the fake answers only
-         * what the interpreter can (every case the checker accepts runs) */
-        ane_fake_options o = {{0, 0}, ANE_MAX_IN_FLIGHT, 0, {0}};
-        if (ane_fake_new_with(&o, &dev, &err)) return cli_fail(&err);
-    } else {
-#if defined(__APPLE__)
-        ane_surface_policy none = {0, 0};
-        ane_apple_options o = {0};
-        o.surfaces = &none; /* each case allocates as its question says */
-        if (ane_apple_open(&o, &dev, &err)) return cli_fail(&err);
-#else
-        return cli_failf("--device real: the Neural Engine bridge is built only on macOS; "
-                         "use --device fake");
-#endif
-    }
-    ane_probe_options po = {work, fake, small >= 0 ? small : fake, repeats};
+    if (bundle) return probe_bundle(device, bundle, work, json_path);
     ane_probe_result *res = NULL;
     int n = 0;
-    nc_status st = ane_probe_run(&dev, &po, &res, &n, &err);
-    if (fake) ane_fake_free(&dev);
-#if defined(__APPLE__)
-    else
-        ane_apple_close(&dev);
-#endif
-    if (st) return cli_fail(&err);
+    if (ane_run_probe(device, work, small, repeats, &res, &n, &err)) return cli_fail(&err);
     ane_probe_print(res, n, stdout);
-    json_t *doc = to_json(res, n, device);
+    json_t *doc = ane_probe_json(res, n, device);
     free(res);
     int rc = doc ? 0 : cli_failf("out of memory");
-    if (!rc && json_path) rc = write_json(doc, json_path);
+    if (!rc && json_path) rc = ane_write_json(doc, json_path);
     char prof[1200];
     snprintf(prof, sizeof prof, "%s/profile.json", root);
     if (!rc && save) {
-        keep_ladder(doc, prof);
-        rc = ane_make_dirs(root, &err) ? cli_fail(&err) : write_json(doc, prof);
+        ane_keep_ladder(doc, prof);
+        rc = ane_make_dirs(root, &err) ? cli_fail(&err) : ane_write_json(doc, prof);
         if (!rc) printf("probe profile saved to %s\n", prof);
     }
     json_decref(doc);
@@ -208,6 +288,7 @@ int cmd_ane(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "probe")) return probe(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "doctor")) return cmd_ane_doctor(argc - 1, argv + 1);
     usage(stderr);
     return 2;
 }

@@ -93,6 +93,14 @@ int cmd_bounds(int argc, char **argv) {
         /* Qwen3.5 is the qwen3 arch with linear-attention layers */
         if (!arch) arch = p->family == MODEL_FAMILY_MODERNBERT ? "modernbert" : "qwen3";
     }
+    /* a decision-model folder is a ModernBERT-family encoder plus its head */
+    if (!arch && model_dir) {
+        char dj[4200];
+        snprintf(dj, sizeof dj, "%s/decision.json", model_dir);
+        FILE *probe = fopen(dj, "r");
+        if (probe) arch = "modernbert";
+        if (probe) fclose(probe);
+    }
     if (has_fraction != has_speedup)
         return cli_usage_error(&cmd, "--fraction and --speedup go together");
     q.has_amdahl = has_fraction;

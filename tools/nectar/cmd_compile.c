@@ -6,17 +6,22 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "cli_quantized.h"
 #include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
 #include "lower/modernbert_compile.h"
 #include "lower/qwen3_compile.h"
+#include "models/family.h"
 
 int cmd_compile(int argc, char **argv) {
     /* encoder folders have their own lowering (cmd_compile_encoder.c) */
     const char *model = cmd_encoder_model_arg(argc, argv);
-    if (model && lower_is_modernbert_dir(model)) return cmd_compile_encoder(argc, argv);
+    const model_family_row *f = NULL;
+    nc_error ferr = {0};
+    if (model && model_family_of_dir(model, &f, &ferr) == NC_OK && f->is_encoder)
+        return cmd_compile_encoder(argc, argv);
     lower_compile_options o;
     memset(&o, 0, sizeof o);
     o.progress = -1;
@@ -107,6 +112,7 @@ int cmd_compile(int argc, char **argv) {
                          o.model_dir, n_quant);
     err = (nc_error){0};
     lower_compile_report r;
+    cli_outdir_sweep(o.out_dir); /* what a killed compile left */
     if (lower_qwen3_compile(&o, &r, &err) != NC_OK) return cli_fail(&err);
     fprintf(stderr, "compiled %s -> %s in %.2f s: %d programs, %d functions, %.1f MB, ctx %d, "
            "%d kernels per token; fp16 weights: %zu values, %zu saturated to +/-65504, "

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "cli_outdir.h"
 #include "cmd_compile_palettize.h"
 #include "cmd_encoder.h"
 #include "commands.h"
@@ -59,6 +60,7 @@ int cmd_compile_encoder(int argc, char **argv) {
     mb_compile_report r;
     /* a decision folder (encoder + decision.json): the region grows the head */
     int decision = decision_is_dir(o.model_dir);
+    cli_outdir_sweep(o.out_dir); /* what a killed compile left */
     if ((decision ? decision_compile(&o, &r, &err) : lower_modernbert_compile(&o, &r, &err)) !=
         NC_OK)
         return cli_fail(&err);

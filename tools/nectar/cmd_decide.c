@@ -193,11 +193,10 @@ int cmd_decide(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((prompt != NULL) + (file != NULL) + (json != NULL) != 1)
         return cli_usage_error(&cmd, "give one of -p TEXT, -f FILE or --json FILE");
-    int mil = strcmp(backend, "cpu") != 0;
     nc_error err = {0};
     decision_model *m = NULL;
     tok_tokenizer *tok = NULL;
-    nc_status st = decision_open_backend(model, backend, device, threads, &m, &err);
+    nc_status st = decision_open_backend(model, backend, device, NULL, threads, &m, &err);
     if (st != NC_OK || tok_load(model, &tok, &err) != NC_OK) {
         decision_free(m);
         return cli_fail(&err);
@@ -215,12 +214,8 @@ int cmd_decide(int argc, char **argv) {
     if (out) fclose(out);
     if (!rc && (fwrite(text, 1, len, stdout) != len || fflush(stdout)))
         rc = cli_failf("decide: writing stdout failed");
-    decision_crossings x = decision_bundle_crossings(m);
-    if (!rc && mil) /* the copies between the engines, at fp16 and the compiled shapes */
-        fprintf(stderr,
-                "decide: %ld region calls; CPU->NE %lld bytes (x, masks, types), "
-                "NE->CPU %lld bytes (hidden)\n",
-                x.calls, x.bytes_in, x.bytes_out);
+    if (!rc) /* which parts ran where, the copies between the engines */
+        decision_crossings_print(stderr, "decide", m);
     free(text);
     tok_free(tok);
     decision_free(m);

@@ -14,6 +14,7 @@
 #include "enc_cli.h"
 #include "io/npy.h"
 #include "models/modernbert_st.h"
+#include "nectar.h"
 
 static int write_json(const char *out, const float *v, size_t n, int d, const char *pooling,
                       int normalized) {
@@ -53,6 +54,24 @@ static int write_npy(const char *out, const float *v, size_t n, int d) {
         return cli_failf("embed: %s: cannot write the file", out);
     }
     return 0;
+}
+
+/* All texts through nc_embed_batch (the folder's sentence-transformers
+ * settings, prompts and truncation included) into vecs[n_texts * d]. */
+static int embed_as_st(const enc_cli_opts *o, const enc_cli *c, int normalize, float *vecs,
+                       size_t d) {
+    char threads[32];
+    snprintf(threads, sizeof threads, "threads=%d", o->threads);
+    const char *opts[] = {threads, NULL};
+    nc_model *m = NULL;
+    nc_error err = {0};
+    nc_embed_options eo = {normalize, c->batch, NULL, NULL};
+    nc_status st = nc_model_open(o->model, "cpu", opts, &m, &err);
+    if (st == NC_OK)
+        st = nc_embed_batch(m, (const char *const *)c->texts, c->n_texts, &eo, vecs, c->n_texts * d,
+                            NULL, &err);
+    nc_model_free(m);
+    return st == NC_OK ? 0 : cli_fail(&err);
 }
 
 int cmd_embed(int argc, char **argv) {
@@ -104,16 +123,21 @@ int cmd_embed(int argc, char **argv) {
                                                                       : MODERNBERT_ST_MEAN,
                                   &st, &err) != NC_OK)
         rc = cli_fail(&err);
-    if (!rc && (st.default_prompt_name || st.max_seq_length))
-        fprintf(stderr,
-                "embed: note: %s's default prompt and sequence limit are not applied here "
-                "(they are by nc_embed_batch, Python's encode and serve's /v1/embeddings)\n",
-                o.model);
     int pooling = pooling_index >= 0 ? pooling_index : st.pooling; /* the choices' order */
     normalize = normalize || st.normalize;
+    /* a sentence-transformers folder's default prompt and sequence limit
+     * apply as SentenceTransformer.encode applies them: through the API's
+     * batch path, which Python's encode and serve's /v1/embeddings run */
+    int as_st = !rc && (st.default_prompt_name || st.max_seq_length);
+    if (as_st && (pooling_index >= 0 || strcmp(o.backend, "cpu")))
+        fprintf(stderr,
+                "embed: note: with %s, %s's default prompt and sequence limit are not applied\n",
+                pooling_index >= 0 ? "--pooling" : "--backend mil/ane", o.model);
+    as_st = as_st && pooling_index < 0 && !strcmp(o.backend, "cpu");
     float *vecs = rc ? NULL : malloc(c.n_texts * (size_t)d * sizeof *vecs);
     if (!rc && !vecs) rc = cli_failf("embed: out of memory");
-    for (size_t i0 = 0; !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
+    if (as_st && !rc) rc = embed_as_st(&o, &c, normalize, vecs, (size_t)d);
+    for (size_t i0 = 0; !as_st && !rc && i0 < c.n_texts; i0 += (size_t)c.batch) {
         size_t i1 = i0 + (size_t)c.batch < c.n_texts ? i0 + (size_t)c.batch : c.n_texts;
         rc = enc_cli_make_batch(&c, i0, i1);
         int b = (int)(i1 - i0);
@@ -127,7 +151,7 @@ int cmd_embed(int argc, char **argv) {
         free(last);
     }
     if (!rc) {
-        enc_cli_report(&c);
+        if (!as_st) enc_cli_report(&c);
         rc = is_npy ? write_npy(out, vecs, c.n_texts, d)
                     : write_json(out, vecs, c.n_texts, d, modernbert_st_pooling_name(pooling),
                                  normalize);

@@ -56,8 +56,8 @@ static void visit(void *user, const char *id, const char *snap) {
         if (c->all) printf("%-40s %-12s %s\n", id, "-", err.msg);
         return;
     }
-    char family[64], formats[160], path[4096];
-    snprintf(family, sizeof family, "%.*s", (int)strcspn(kind, "-"), kind);
+    const char *family = engine_kind_family(kind)->name;
+    char formats[160], path[4096];
     formats_of(w, formats, sizeof formats);
     snprintf(path, sizeof path, "%s/modules.json", snap);
     if (nc_file_exists(path))

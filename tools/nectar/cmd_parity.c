@@ -10,6 +10,9 @@
 #include "base/mmap.h"
 #include "cli_opts.h"
 #include "commands.h"
+#include "decide/decision_bundle.h"
+#include "decide/decision_lower.h"
+#include "decide/decision_parity.h"
 #include "engine/engine_parity.h"
 #include "io/npy.h"
 #include "text/tokenizer.h"
@@ -112,12 +115,49 @@ static nc_status read_text_ids(const char *path, const char *model_dir, int32_t 
     return st;
 }
 
+/* A decision folder (decision.json) and a bundle compiled from it: the
+ * study's gate on the whole decision (decide/decision_parity.h). */
+static int parity_decision(const char *model, const char *bundle, const char *inputs,
+                           const char *mask_path, int threads) {
+    nc_error err = {0};
+    decision_model *ref = NULL, *cand = NULL;
+    int32_t *ids = NULL, *mask = NULL;
+    int n = 0, seq = 0, rc = 1;
+    decision_parity_report rep;
+    memset(&rep, 0, sizeof rep);
+    nc_status st = decision_load(model, threads, &ref, &err);
+    if (!st) st = decision_bundle_open(bundle, threads, NULL, &cand, &err);
+    if (!st && ends_with(inputs, ".npy"))
+        st = read_npy_ids(inputs, mask_path, &ids, &mask, &n, &seq, &err);
+    else if (!st) {
+        const modernbert_config *c = modernbert_model_config(decision_model_encoder(ref));
+        st = read_text_ids(inputs, model, c->pad_token_id >= 0 ? c->pad_token_id : 0, &ids, &mask,
+                           &n, &seq, &err);
+    }
+    if (!st && (st = decision_parity_run(ref, cand, ids, mask, n, seq, &rep, &err)))
+        nc_fail_prefix(&err, "%s", bundle);
+    if (st)
+        rc = cli_fail(&err);
+    else {
+        decision_parity_print(&rep, stdout);
+        rc = rep.passed ? 0 : 1;
+    }
+    decision_parity_report_free(&rep);
+    free(ids);
+    free(mask);
+    decision_free(cand);
+    decision_free(ref);
+    return rc;
+}
+
 int cmd_parity(int argc, char **argv) {
     const char *model = NULL, *bundle = NULL, *inputs = NULL, *mask_path = NULL;
     int repeats = 2, threads = 0;
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
-                "the reference: a Hugging Face ModernBERT folder", &model, .required = 1),
+                "the reference: a Hugging Face ModernBERT folder, or a decision folder\n"
+                "(decision.json: the gate on the whole decision, docs/decision.md)",
+                &model, .required = 1),
         CLI_OPT(NULL, "--candidate", CLI_STRING, "BUNDLE", "the encoder bundle to judge", &bundle,
                 .required = 1),
         CLI_OPT(NULL, "--inputs", CLI_STRING, "FILE",
@@ -145,6 +185,7 @@ int cmd_parity(int argc, char **argv) {
         .opts = {opts}};
     int prc = cli_parse(&cmd, argc, argv);
     if (prc != CLI_GO) return prc;
+    if (decision_is_dir(model)) return parity_decision(model, bundle, inputs, mask_path, threads);
     nc_error err = {0};
     engine *ref = NULL, *cand = NULL;
     const char *ref_kind = NULL, *cand_kind = NULL;

@@ -66,6 +66,8 @@ int cmd_serve(int argc, char **argv) {
     const char *models[16];
     int n_models = 0;
     gen_cli_backend be = {0};
+    gen_cli_draft draft;
+    gen_cli_draft_defaults(&draft);
     serve_options o = {0};
     o.host = "127.0.0.1";
     o.port = 8080;
@@ -126,8 +128,14 @@ int cmd_serve(int argc, char **argv) {
                 "special-token text (<|im_end|>) in a chat message: refuse (default,\n"
                 "400: it would forge turns) or parse (the token itself, as HF)",
                 &special_mode),
+        CLI_OPT(NULL, "--context-shift", CLI_FLAG, NULL,
+                "a chat that outgrows the context drops its oldest turns (the system\n"
+                "prompt kept; header X-Context-Shift) instead of a 400; a request's\n"
+                "\"context_shift\": true/false decides for itself",
+                &o.context_shift),
         GEN_CLI_BACKEND_OPTS(&be),
         GEN_CLI_KV_OPT(&be),
+        GEN_CLI_DRAFT_OPTS(&draft),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "CPU threads for the engine (default: all cores)",
                 &threads, .min = 0, .max = 1024),
         CLI_OPT("-v", "--verbose", CLI_FLAG, NULL, "log each request", &verbose),
@@ -201,6 +209,8 @@ int cmd_serve(int argc, char **argv) {
             snprintf(gm[i]->model_id, sizeof gm[i]->model_id, "%s", cli_model_name(gens[i]));
         if (st == NC_OK && o.ctx > gm[i]->e->ctx_max) o.ctx = gm[i]->e->ctx_max;
     }
+    /* --draft speculates for the first text generator */
+    if (st == NC_OK && n_gen) st = gen_cli_draft_attach(&draft, gm[0], &eo, &err);
     const char *names[16];
     for (int i = 0; i < n_enc; i++)
         names[i] = cli_model_name(encoders[i]);

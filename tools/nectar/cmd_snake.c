@@ -19,19 +19,16 @@
 #include "commands.h"
 #include "decide/decision_batch.h"
 #include "decide/decision_bundle.h"
-#include "snake/snake.h"
+#include "snake/snake_lanes.h"
 
-#define LANES 3 /* B */
-#define SEQ 64  /* L */
-#define TEXT_CAP 256
+#define LANES SNAKE_LANES /* B */
+#define SEQ 64            /* L */
 
 typedef struct snake_run {
     decision_model *m;
     tok_tokenizer *tok;
-    snake_game games[LANES];
-    int game_of[LANES]; /* -1: the lane is idle */
-    int next_game, n_games, games_done;
-    long long score_sum, decisions, agree;
+    snake_lanes lanes;
+    long long decisions, agree;
     double *lat;
     size_t n_lat, cap_lat;
 } snake_run;
@@ -44,24 +41,14 @@ static void sleep_until(double t) {
         ;
 }
 
-static void start_game(snake_run *r, int lane, uint64_t seed) {
-    r->game_of[lane] = r->next_game < r->n_games ? r->next_game++ : -1;
-    if (r->game_of[lane] >= 0) snake_reset(&r->games[lane], seed + (uint64_t)r->game_of[lane]);
-}
-
 /* The model's moves for the active lanes (idle lanes repeat an active row so
  * the shape stays B x L; their outputs are dropped). */
 static int model_moves(snake_run *r, int *moves) {
-    char texts[LANES][TEXT_CAP];
+    char texts[LANES][SNAKE_TEXT_CAP];
     const char *rows[LANES];
-    int first = -1;
+    snake_lanes_texts(&r->lanes, texts);
     for (int l = 0; l < LANES; l++)
-        if (r->game_of[l] >= 0) {
-            snake_encode(&r->games[l], texts[l], TEXT_CAP);
-            if (first < 0) first = l;
-        }
-    for (int l = 0; l < LANES; l++)
-        rows[l] = texts[r->game_of[l] >= 0 ? l : first];
+        rows[l] = texts[l];
     const decision_config *c = decision_model_config(r->m);
     float probs[LANES * 16];
     if (c->num_actions != SNAKE_MOVES || c->num_markers != SNAKE_MOVES)
@@ -109,14 +96,15 @@ static double percentile(double *v, size_t n, double p) {
 }
 
 static void draw(const snake_run *r, int move, double lat, long long misses, long long ticks) {
+    const snake_lanes *s = &r->lanes;
     int l = 0;
-    while (l < LANES - 1 && r->game_of[l] < 0)
+    while (l < LANES - 1 && s->game_of[l] < 0)
         l++;
     char board[SNAKE_CELLS + SNAKE_H + 1];
-    snake_draw(&r->games[l], board, sizeof board);
+    snake_draw(&s->games[l], board, sizeof board);
     static const char *const names[SNAKE_MOVES] = {"up", "right", "down", "left"};
     printf("\033[H\033[2J%sgame %d  score %d  move %s  latency %.2f ms  ticks %lld  misses %lld\n",
-           board, r->game_of[l] + 1, r->games[l].score, names[move], lat * 1e3, ticks, misses);
+           board, s->game_of[l] + 1, s->games[l].score, names[move], lat * 1e3, ticks, misses);
     fflush(stdout);
 }
 
@@ -168,9 +156,9 @@ int cmd_snake(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
     if (!model == !teacher) return cli_usage_error(&cmd, "give one of -m DIR or --teacher");
-    snake_run r = {.n_games = games};
+    snake_run r = {0};
     nc_error err = {0};
-    if (model && (decision_open_backend(model, backend, device, threads, &r.m, &err) != NC_OK ||
+    if (model && (decision_open_backend(model, backend, device, NULL, threads, &r.m, &err) != NC_OK ||
                   tok_load(model, &r.tok, &err) != NC_OK)) {
         decision_free(r.m);
         return cli_fail(&err);
@@ -192,44 +180,39 @@ int cmd_snake(int argc, char **argv) {
         else if (!(df = fopen(tmp, "w")))
             rc = cli_failf("snake: %s: cannot write the file", dump);
     }
-    for (int l = 0; l < LANES; l++)
-        start_game(&r, l, (uint64_t)seed);
+    snake_lanes_start(&r.lanes, games, (uint64_t)seed);
     uint64_t explore_rng = (uint64_t)seed ^ 0x5EEDull;
     nc_power_mark(power);
     double period = rate > 0 ? 1.0 / rate : 0, next = nc_now_s(), t_start = next;
     long long misses = 0, ticks = 0;
     int board = rate > 0 && !no_board;
-    while (!rc && r.games_done < games) {
+    while (!rc && !snake_lanes_done(&r.lanes)) {
+        snake_lanes *sl = &r.lanes;
         int moves[LANES] = {0};
         double t0 = nc_now_s();
         if (r.m) rc = model_moves(&r, moves);
         for (int l = 0; l < LANES && !r.m; l++)
-            if (r.game_of[l] >= 0) moves[l] = snake_teacher(&r.games[l]);
+            if (sl->game_of[l] >= 0) moves[l] = snake_teacher(&sl->games[l]);
         double lat = nc_now_s() - t0;
         if (rc || (rc = record_latency(&r, lat))) break;
         ticks++;
         if (period > 0 && lat > period) misses++;
         for (int l = 0; l < LANES; l++) {
-            if (r.game_of[l] < 0) continue;
-            snake_game *g = &r.games[l];
+            if (sl->game_of[l] < 0) continue;
+            const snake_game *g = &sl->games[l];
             int best = snake_teacher(g);
             r.decisions++;
             r.agree += best == moves[l];
             if (df) {
-                char text[TEXT_CAP];
+                char text[SNAKE_TEXT_CAP];
                 snake_encode(g, text, sizeof text);
                 fprintf(df, "%d\t%s\n", best, text);
             }
             if (explore > 0 && (double)(snake_rand(&explore_rng) >> 11) * 0x1p-53 < explore)
                 moves[l] = (int)(snake_rand(&explore_rng) % SNAKE_MOVES);
-            snake_step(g, moves[l]);
-            if (g->over) {
-                r.score_sum += g->score;
-                r.games_done++;
-                start_game(&r, l, (uint64_t)seed);
-            }
         }
-        if (board && r.games_done < games) draw(&r, moves[0], lat, misses, ticks);
+        snake_lanes_step(sl, moves);
+        if (board && !snake_lanes_done(&r.lanes)) draw(&r, moves[0], lat, misses, ticks);
         if (period > 0) {
             next += period;
             if (next < nc_now_s()) next = nc_now_s(); /* behind: the next tick starts now */
@@ -252,19 +235,14 @@ int cmd_snake(int argc, char **argv) {
                 "%.3f ms, agreement with the teacher %.1f%%\n",
                 ticks, r.decisions, p50 * 1e3, p95 * 1e3, mx * 1e3,
                 r.decisions ? 100.0 * (double)r.agree / (double)r.decisions : 0.0);
-        decision_crossings x = r.m ? decision_bundle_crossings(r.m) : (decision_crossings){0};
-        if (x.calls) /* the copies between the engines, at fp16 and the compiled shapes */
-            fprintf(stderr,
-                    "snake: %ld region calls; CPU->NE %lld bytes (x, masks, types), NE->CPU "
-                    "%lld bytes (hidden)\n",
-                    x.calls, x.bytes_in, x.bytes_out);
+        if (r.m) decision_crossings_print(stderr, "snake", r.m);
         if (has_energy)
             fprintf(stderr,
                     "snake: energy %.3f J in %.3f s (mean power %.3f W, %.4f J per decision; %s)\n",
                     joules, t_end - t_start, joules / (t_end - t_start),
                     r.decisions ? joules / (double)r.decisions : 0.0, power->domain);
         printf("games %d, mean score %.2f, deadline misses %lld\n", games,
-               (double)r.score_sum / games, misses);
+               (double)r.lanes.score_sum / games, misses);
         fflush(stdout);
     }
     free(r.lat);

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "engine/engine_ane_device.h"
 #include "gen/layer_dump.h"
+#include "gen/sampling_params.h"
 
 void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     memset(o, 0, sizeof *o);
@@ -25,6 +26,19 @@ void gen_cli_defaults(gen_cli_opts *o, int max_new) {
     o->sampling.top_p = 0.8f;
     o->sampling.top_k = 20;
     o->sampling.seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    gen_cli_draft_defaults(&o->draft);
+}
+
+void gen_cli_draft_defaults(gen_cli_draft *d) {
+    memset(d, 0, sizeof *d);
+    d->max = GEN_SPEC_DRAFT_MAX;
+}
+
+nc_status gen_cli_draft_attach(const gen_cli_draft *d, gen_model *m, const engine_options *eo,
+                               nc_error *err) {
+    if (!d->dir) return NC_OK;
+    gen_spec_options so = {d->max, d->min, d->p_min};
+    return gen_spec_attach(m, engine_backend_at(d->backend_index), d->dir, eo, &so, err);
 }
 
 void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
@@ -42,26 +56,8 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
                 &o->ctx, .min = 1, .max = INT_MAX, .seen = &o->is_set_ctx),
         CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &o->n_threads,
                 .min = 1, .max = 1024),
-        CLI_OPT(NULL, "--temp", CLI_FLOAT, "T", "temperature, 0 = greedy (default 0.7)",
-                &o->sampling.temperature, .lo = 0, .hi = 100, .seen = &o->seen_temp),
-        CLI_OPT(NULL, "--top-k", CLI_INT, "K",
-                "keep the K most likely tokens, 0 = off (default 20)", &o->sampling.top_k, .min = 0,
-                .max = INT_MAX, .seen = &o->seen_top_k),
-        CLI_OPT(NULL, "--top-p", CLI_FLOAT, "P",
-                "nucleus: smallest set with mass >= P, 1 = off (default 0.8)", &o->sampling.top_p,
-                .lo = 0, .hi = 1, .seen = &o->seen_top_p),
-        CLI_OPT(NULL, "--min-p", CLI_FLOAT, "P",
-                "drop tokens below P x the top probability, 0 = off (default 0)",
-                &o->sampling.min_p, .lo = 0, .hi = 1, .seen = &o->seen_min_p),
-        CLI_OPT(NULL, "--repeat-penalty", CLI_FLOAT, "R",
-                "divide positive / multiply negative logits of seen tokens (1 = off)",
-                &o->sampling.repeat_penalty, .lo = 1e-3, .hi = 100, .seen = &o->seen_repeat),
-        CLI_OPT(NULL, "--presence-penalty", CLI_FLOAT, "P",
-                "subtract P from the logit of every seen token (0 = off)",
-                &o->sampling.presence_penalty, .lo = -100, .hi = 100),
-        CLI_OPT(NULL, "--frequency-penalty", CLI_FLOAT, "F",
-                "subtract F x count from the logit of seen tokens (0 = off)",
-                &o->sampling.frequency_penalty, .lo = -100, .hi = 100),
+        CLI_ENDROW};
+    const cli_opt tail[] = {
         CLI_OPT("-s", "--seed", CLI_INT64, "S",
                 "random seed: the same seed gives the same output (default: from the clock)",
                 &o->seed, .min = 0, .max = INT64_MAX, .seen = &o->has_seed),
@@ -73,12 +69,27 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
                 &o->truncate),
         GEN_CLI_BACKEND_OPTS(&o->be),
         GEN_CLI_KV_OPT(&o->be),
+        GEN_CLI_DRAFT_OPTS(&o->draft),
         CLI_OPT(NULL, "--dump-layers", CLI_STRING, "DIR",
                 "write the hidden state after each layer for every token as DIR/layer_NN.npy\n"
                 "(float32 [tokens, hidden])",
                 &o->dump_dir),
         CLI_ENDROW};
-    memcpy(rows, t, sizeof t);
+    /* the head, one row per sampling parameter (its flag, range and help
+     * from gen/sampling_params.h), then the tail */
+    int n = (int)(sizeof t / sizeof *t) - 1;
+    memcpy(rows, t, (size_t)n * sizeof *t);
+    for (int i = 0; gen_param_at(i); i++, n++) {
+        const gen_param *r = gen_param_at(i);
+        void *dst = gen_param_field(&o->sampling, r);
+        rows[n] = r->is_int ? (cli_opt)CLI_OPT(NULL, r->flag, CLI_INT, r->meta, r->help, dst,
+                                               .min = (long long)r->lo, .max = (long long)r->hi,
+                                               .seen = &o->seen[i])
+                            : (cli_opt)CLI_OPT(NULL, r->flag, CLI_FLOAT, r->meta, r->help, dst,
+                                               .lo = r->lo, .hi = r->hi, .open_lo = r->open_lo,
+                                               .seen = &o->seen[i]);
+    }
+    memcpy(rows + n, tail, sizeof tail);
 }
 
 int gen_cli_finish(const cli_command *c, gen_cli_opts *o) {
@@ -86,9 +97,9 @@ int gen_cli_finish(const cli_command *c, gen_cli_opts *o) {
         if (!*o->stops[i]) return cli_usage_error(c, "--stop: the stop string is empty");
     o->backend = gen_cli_backend_name(&o->be);
     if (o->has_seed) o->sampling.seed = (uint64_t)o->seed;
-    o->set = (o->seen_temp ? GEN_SET_TEMPERATURE : 0) | (o->seen_top_k ? GEN_SET_TOP_K : 0) |
-             (o->seen_top_p ? GEN_SET_TOP_P : 0) | (o->seen_min_p ? GEN_SET_MIN_P : 0) |
-             (o->seen_repeat ? GEN_SET_REPEAT_PENALTY : 0);
+    o->set = 0;
+    for (int i = 0; gen_param_at(i); i++)
+        if (o->seen[i]) o->set |= gen_param_at(i)->set;
     return CLI_GO;
 }
 
@@ -134,6 +145,7 @@ nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) 
     double t0 = nc_now_s();
     nc_status st =
         gen_model_open(o->backend ? o->backend : "cpu", o->model_dir, &eo, &l->model, err);
+    if (st == NC_OK) st = gen_cli_draft_attach(&o->draft, l->model, &eo, err);
     if (st == NC_OK) l->tok = l->model->tok;
     if (st == NC_OK && o->dump_dir) {
         const engine *e = l->model->e;
@@ -179,24 +191,14 @@ nc_status gen_cli_api_options(const gen_cli_opts *o, gen_cli_api *a, nc_error *e
 static nc_status api_sampling(const gen_cli_opts *o, const nc_model *m, nc_sampling *s,
                               nc_error *err) {
     const gen_sampler_params *p = &o->sampling;
-    const struct {
-        const char *name;
-        double value;
-        int seen;
-    } v[] = {{"temperature", p->temperature, o->seen_temp},
-             {"top_k", p->top_k, o->seen_top_k},
-             {"top_p", p->top_p, o->seen_top_p},
-             {"min_p", p->min_p, o->seen_min_p},
-             {"repeat_penalty", p->repeat_penalty, o->seen_repeat},
-             {"presence_penalty", p->presence_penalty, 1},
-             {"frequency_penalty", p->frequency_penalty, 1},
-             {"truncate", o->truncate, 1}};
-    const int n = (int)(sizeof v / sizeof *v);
-    for (int i = 0; i < n; i++)
-        NC_TRY(nc_sampling_set(s, v[i].name, v[i].value, err));
+    for (int i = 0; gen_param_at(i); i++)
+        NC_TRY(nc_sampling_set(s, gen_param_at(i)->name, gen_param_get(p, gen_param_at(i)), err));
+    NC_TRY(nc_sampling_set(s, "truncate", o->truncate, err));
     NC_TRY(nc_sampling_from_model(s, m, err));
-    for (int i = 0; i < n; i++)
-        if (v[i].seen) NC_TRY(nc_sampling_set(s, v[i].name, v[i].value, err));
+    for (int i = 0; gen_param_at(i); i++) /* the command line over the folder */
+        if (o->seen[i])
+            NC_TRY(
+                nc_sampling_set(s, gen_param_at(i)->name, gen_param_get(p, gen_param_at(i)), err));
     nc_sampling_set_seed(s, p->seed);
     for (int i = 0; i < o->n_stops; i++)
         NC_TRY(nc_sampling_add_stop(s, o->stops[i], err));
@@ -207,6 +209,11 @@ nc_status gen_cli_api_load(const gen_cli_opts *o, gen_cli_api *a, nc_error *err)
     if (!o->model_dir) return nc_fail(err, NC_ERR_INVALID, "no model: give -m DIR");
     double t0 = nc_now_s();
     nc_status st = api_model_open(o->model_dir, o->backend, &a->eo, &a->model, err);
+    if (st == NC_OK && o->draft.dir)
+        st = api_model_set_draft(a->model, o->draft.dir, engine_backend_at(o->draft.backend_index),
+                                 &a->eo,
+                                 &(gen_spec_options){o->draft.max, o->draft.min, o->draft.p_min},
+                                 err);
     if (st == NC_OK && nc_model_get_kind(a->model) != NC_MODEL_DECODER)
         st = nc_fail(err, NC_ERR_INVALID,
                      "%s is an encoder: generation needs a decoder (for encoders: nectar embed, "
@@ -242,9 +249,10 @@ void gen_cli_api_unload(gen_cli_api *a) {
 }
 
 gen_cli_timings gen_cli_timings_of_result(const gen_result *r) {
-    return (gen_cli_timings){
-        r->n_prompt, r->n_prompt_cached,        r->n_truncated, r->n_generated, r->prompt_s,
-        r->gen_s,    gen_finish_name(r->finish)};
+    return (gen_cli_timings){r->n_prompt,   r->n_prompt_cached,        r->n_truncated,
+                             r->n_generated, r->prompt_s,              r->gen_s,
+                             gen_finish_name(r->finish), r->n_drafted, r->n_accepted,
+                             r->n_draft_steps};
 }
 
 gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
@@ -254,7 +262,10 @@ gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f) {
                              (int)nc_sequence_stat(s, NC_STAT_GENERATED),
                              nc_sequence_stat(s, NC_STAT_PROMPT_SECONDS),
                              nc_sequence_stat(s, NC_STAT_GENERATE_SECONDS),
-                             nc_finish_name(f)};
+                             nc_finish_name(f),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_ACCEPTED),
+                             (int)nc_sequence_stat(s, NC_STAT_DRAFT_STEPS)};
 }
 
 void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
@@ -265,4 +276,8 @@ void gen_cli_print_timings(FILE *f, const gen_cli_timings *t) {
     fprintf(f, ", %.1f tok/s | generated %d tokens, %.1f tok/s | stop: %s",
             t->prompt_s > 0 ? n_run / t->prompt_s : 0.0, t->n_generated,
             t->gen_s > 0 ? t->n_generated / t->gen_s : 0.0, t->finish);
+    if (t->n_draft_steps)
+        fprintf(f, " | draft %d proposed, %d accepted (%.0f%%), %.2f tokens/step", t->n_drafted,
+                t->n_accepted, t->n_drafted ? 100.0 * t->n_accepted / t->n_drafted : 0.0,
+                (double)(t->n_accepted + t->n_draft_steps) / t->n_draft_steps);
 }

@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/engine_options.h"
 #include "gen/generate.h"
+#include "gen/sampling_params.h"
 #include "nectar.h"
 #include "text/tokenizer.h"
 
@@ -43,6 +44,39 @@ typedef struct gen_cli_backend {
             "$NECTAR_KV)",                                                                         \
             &(b)->kv)
 
+/* Speculative decoding's options, shared by run, chat and serve:
+ * GEN_CLI_DRAFT_OPTS(&d) are their table rows (llama.cpp's names). */
+typedef struct gen_cli_draft {
+    const char *dir;
+    int max, min, backend_index;
+    float p_min;
+} gen_cli_draft;
+
+#define GEN_CLI_DRAFT_OPTS(d)                                                                      \
+    CLI_OPT(NULL, "--draft", CLI_STRING, "DIR",                                                    \
+            "speculative decoding: DIR, a smaller model with the same tokenizer, proposes\n"       \
+            "tokens the model checks in one step (greedy output unchanged)",                       \
+            &(d)->dir),                                                                            \
+        CLI_OPT(NULL, "--draft-max", CLI_INT, "N", "tokens the draft proposes per step (default 6)", \
+                &(d)->max, .min = 1, .max = GEN_SPEC_DRAFT_CAP),                                   \
+        CLI_OPT(NULL, "--draft-min", CLI_INT, "N",                                                 \
+                "fewer proposed than N: a plain step instead (default 0)", &(d)->min, .min = 0,    \
+                .max = GEN_SPEC_DRAFT_CAP),                                                        \
+        CLI_OPT(NULL, "--draft-p-min", CLI_FLOAT, "P",                                             \
+                "stop proposing when the draft's top probability is below P (default 0)",          \
+                &(d)->p_min, .lo = 0, .hi = 1),                                                    \
+        CLI_OPT(NULL, "--draft-backend", CLI_CHOICE, engine_backend_choices(),                     \
+                "where the draft runs (default cpu; mil or ane: --draft names a bundle,\n"         \
+                "on the --ane-device)",                                                            \
+                &(d)->backend_index, .choices = engine_backend_choices())
+
+/* Defaults (no draft, --draft-max 6). */
+void gen_cli_draft_defaults(gen_cli_draft *d);
+/* With --draft: opens the draft beside m (its engine options: eo's, a
+ * bundle keeping its own context). Without: NC_OK, nothing done. */
+nc_status gen_cli_draft_attach(const gen_cli_draft *d, gen_model *m, const engine_options *eo,
+                               nc_error *err);
+
 /* The backend's name ("cpu", "mil", "ane"). */
 const char *gen_cli_backend_name(const gen_cli_backend *b);
 
@@ -65,7 +99,7 @@ typedef struct gen_cli_opts {
     int64_t seed; /* --seed as parsed (sampling.seed once finished) */
     gen_sampler_params sampling;
     unsigned set; /* GEN_SET_*: given on the command line (folder defaults must not override) */
-    int seen_temp, seen_top_k, seen_top_p, seen_min_p, seen_repeat;
+    int seen[GEN_N_PARAMS]; /* each sampling parameter's flag was given */
     int is_set_ctx; /* --ctx given: with a bundle it must equal the bundle's */
     gen_cli_backend be;
     const char *stops[GEN_CLI_MAX_STOPS];
@@ -73,6 +107,7 @@ typedef struct gen_cli_opts {
     int truncate;
     const char *backend;  /* "cpu" (default), "mil" or "ane": -m names an ANE bundle */
     const char *dump_dir; /* --dump-layers: hidden state after each layer as .npy, or NULL */
+    gen_cli_draft draft;  /* --draft and its options */
 } gen_cli_opts;
 
 typedef struct gen_cli_loaded {
@@ -89,7 +124,7 @@ void gen_cli_defaults(gen_cli_opts *o, int max_new);
 
 /* The shared options as cli_opts rows pointing into o, ended by
  * CLI_ENDROW; rows has room for GEN_CLI_N_ROWS. */
-#define GEN_CLI_N_ROWS 24
+#define GEN_CLI_N_ROWS 28
 void gen_cli_table(gen_cli_opts *o, cli_opt *rows);
 
 /* After cli_parse: what the table cannot check (an empty stop string) and
@@ -136,13 +171,15 @@ typedef struct gen_cli_timings {
     int n_prompt, n_prompt_cached, n_truncated, n_generated;
     double prompt_s, gen_s;
     const char *finish;
+    int n_drafted, n_accepted, n_draft_steps; /* speculative decoding */
 } gen_cli_timings;
 
 gen_cli_timings gen_cli_timings_of_result(const gen_result *r);
 gen_cli_timings gen_cli_timings_of_sequence(const nc_sequence *s, nc_finish f);
 
 /* "prompt 12 tokens (3 cached), 512.3 tok/s | generated 64 tokens, 40.1 tok/s |
- * stop: length", no newline */
+ * stop: length", then with a draft "| draft 40 proposed, 32 accepted (80%),
+ * 3.1 tokens/step", no newline */
 void gen_cli_print_timings(FILE *f, const gen_cli_timings *t);
 
 #endif
