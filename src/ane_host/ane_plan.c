@@ -60,14 +60,16 @@ static int is_mixer(const lower_fn_info *f) {
 /* The buffer name input `io` of a layer kernel reads (NULL: unknown). */
 static const char *input_buf(const ane_plan *p, const layer_flow *f, const char *io, char *buf,
                              size_t cap) {
-    static const char *const host[] = {"rope_cos", "rope_sin",        "attn_mask",
-                                       "valid",    "conv_pick_state", "conv_pick_new"};
+    /* the _local ones: a sliding-window layer's (Gemma 3, docs/lowering.md) */
+    static const char *const host[] = {"rope_cos",       "rope_sin",        "attn_mask",
+                                       "valid",          "conv_pick_state", "conv_pick_new",
+                                       "rope_cos_local", "rope_sin_local",  "attn_mask_local"};
     if (!strcmp(io, "x")) return f->x;
     for (int i = 0; i < N_CARRIED; i++)
         if (!strcmp(io, carried[i])) return f->state[i];
     for (int i = 0; i < N_PASSED; i++)
         if (!strcmp(io, passed[i])) return f->pass[i][0] ? f->pass[i] : NULL;
-    if (!strcmp(io, "kv_write")) return "kv_write";
+    if (!strcmp(io, "kv_write") || !strcmp(io, "kv_write_local")) return io;
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         if (!strcmp(io, host[i])) {
             snprintf(buf, cap, "%s@s%d", io, p->seq);

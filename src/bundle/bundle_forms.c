@@ -100,3 +100,8 @@ mil_dtype lower_palette_index_dtype(int bits) {
         return MIL_DT_INVALID;
     }
 }
+
+int lower_qwen3_window(int sliding_window, int ctx, int s_max) {
+    int64_t w = ((int64_t)sliding_window + s_max - 1 + s_max - 1) / s_max * s_max;
+    return w < ctx ? (int)w : ctx;
+}

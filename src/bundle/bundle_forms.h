@@ -24,6 +24,15 @@
 #define LOWER_MAX_BUCKETS 8
 #define MB_LOWER_MAX_SHAPES 8      /* buckets and batches, each */
 
+/* The KV length of a sliding-window layer (Gemma 3) of window
+ * sliding_window: slot p mod W holds position p, so W is a multiple of
+ * every bucket (the column rule places the token of position p in column
+ * p mod S of each), and a chunk of up to s_max tokens never overwrites a
+ * key its own earliest token still sees: W >= sliding_window + s_max - 1,
+ * rounded up to a multiple of s_max; ctx when that is not shorter
+ * (docs/lowering.md, "Other families"). */
+int lower_qwen3_window(int sliding_window, int ctx, int s_max);
+
 
 /* The four kernels of a layer, in execution order. */
 typedef enum lower_kernel {

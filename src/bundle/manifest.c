@@ -9,6 +9,7 @@
 #include "base/mmap.h"
 #include "bundle/bundle_io.h"
 #include "bundle/palettize_manifest.h"
+#include "models/family.h"
 #include "models/qwen3_config.h"
 
 static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
@@ -50,7 +51,11 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     const qwen3_config *c = &m->cfg;
     json_t *root = json_object();
     lower_json_set_header(root);
-    json_object_set_new(root, "model", qwen3_config_to_json(c));
+    /* Llama's and Gemma's configs as their own config.json objects (type,
+     * RoPE scaling, ...), which their families' readers take back */
+    const model_family_row *fam = m->family;
+    json_object_set_new(root, "model",
+                        fam && fam->write_config ? fam->write_config(c) : qwen3_config_to_json(c));
     json_t *tok = json_object();
     json_object_set_new(tok, "file", json_string("tokenizer.json"));
     json_object_set_new(tok, "config", json_string("tokenizer_config.json"));
@@ -231,7 +236,11 @@ nc_status lower_manifest_parse(const char *text, size_t len, const char *path, l
     nc_status st = lower_json_check_header(root, what, err);
     const json_t *model = st ? NULL : lower_json_member(root, "model", 0, what, err);
     if (!st && !model) st = err->code;
-    if (!st) st = qwen3_config_from_json(model, &m->cfg, what, err);
+    /* the reader of the model's family (Qwen3, Llama, Gemma 3: models/family.h) */
+    const model_family_row *fam =
+        model_family_of_type(json_string_value(json_object_get(model, "model_type")));
+    model_qwen3_reader read = fam && fam->read_config ? fam->read_config : qwen3_config_from_json;
+    if (!st) st = read(model, &m->cfg, what, err);
     const json_t *ck = st ? NULL : lower_json_member(root, "checkpoint", 0, what, err);
     if (!st && !ck) st = err->code;
     if (!st) st = lower_json_str_into(ck, "dir", m->source_dir, sizeof m->source_dir, what, err);

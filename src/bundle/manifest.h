@@ -40,8 +40,14 @@ typedef struct lower_program_info {
     lower_fn_info fns[LOWER_MAX_FUNCS];
 } lower_program_info;
 
+struct model_family_row;
+
 typedef struct lower_manifest {
     qwen3_config cfg;
+    /* the writer's: cfg is written by its family's write_config (Llama,
+     * Gemma 3: their own config.json objects); NULL or none: Qwen3's.
+     * Read back, `model`'s model_type names the reader. */
+    const struct model_family_row *family;
     int ctx, n_seqs, seqs[LOWER_MAX_BUCKETS];
     int lm_head_on_ane; /* 0: final norm + LM head on the CPU from the checkpoint */
     int n_head_chunks;

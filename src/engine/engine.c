@@ -31,9 +31,15 @@ static const engine_row rows[] = {
     {"qwen35-cpu", "qwen35", "cpu", engine_open_decoder_cpu, 1},
     {"qwen35-mil", "qwen35", "mil", engine_open_qwen35_mil, 1},
     {"qwen35-ane", "qwen35", "ane", engine_open_qwen35_ane, 1},
-    /* no lowering of Llama yet */
+    /* Llama's bundles are Qwen3's without the q/k norms: the same two engines */
     {"llama-cpu", "llama", "cpu", engine_open_decoder_cpu, 1},
+    {"llama-mil", "llama", "mil", engine_open_qwen3_mil, 1},
+    {"llama-ane", "llama", "ane", engine_open_qwen3_ane, 1},
     {"gemma3-cpu", "gemma3", "cpu", engine_open_decoder_cpu, 1},
+    /* Gemma 3's bundles: Qwen3's kernels with its norms, GELU, softcap and
+     * sliding layers' windows (docs/lowering.md, "Other families") */
+    {"gemma3-mil", "gemma3", "mil", engine_open_qwen3_mil, 1},
+    {"gemma3-ane", "gemma3", "ane", engine_open_qwen3_ane, 1},
     {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
     {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
     {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},

@@ -28,6 +28,7 @@ typedef struct ane_engine {
     ane_bundle *loaded;   /* the programs on the device, shared by every sequence */
     float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
     char placement[1280]; /* ane_bundle_placement and the forms: engine.placement */
+    char kind[64];        /* e->kind: the row's, with the device */
 } ane_engine;
 
 typedef struct ane_seq {
@@ -52,6 +53,7 @@ static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
     ane_engine *a = e->impl;
     ane_seq *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    qb_seq_init(&s->q.base, &a->h);
     nc_status st = ane_runner_new(a->loaded, &s->r, err);
     if (st == NC_OK && a->is_q35) st = q35_seq_init(&s->q, &a->h, err);
     if (st != NC_OK) {
@@ -94,6 +96,12 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     NC_TRY(ane_runner_write(r, 1, S, "rope_sin", h->sn, hd * S, err));
     NC_TRY(ane_runner_write(r, 1, S, "attn_mask", h->mask, (size_t)S * ctx, err));
     NC_TRY(ane_runner_write(r, 1, S, "kv_write", h->wr, ctx, err));
+    if (h->W) { /* Gemma 3's sliding layers */
+        NC_TRY(ane_runner_write(r, 1, S, "rope_cos_local", h->cs_l, hd * S, err));
+        NC_TRY(ane_runner_write(r, 1, S, "rope_sin_local", h->sn_l, hd * S, err));
+        NC_TRY(ane_runner_write(r, 1, S, "attn_mask_local", h->mask_l, (size_t)S * h->W, err));
+        NC_TRY(ane_runner_write(r, 1, S, "kv_write_local", h->wr_l, (size_t)h->W, err));
+    }
     /* sync unless the chip's probe profile found an async mode faster
      * (ane_device.preferred_mode, docs/ane-bridge.md) */
     NC_TRY(ane_runner_run_chunk(r, S, n, p, logits && head_on_ane ? col : -1,
@@ -190,10 +198,10 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     if (is_q35) {
         e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&a->q);
         e->dims = qwen35_dims(&a->q.cfg);
-        e->kind = a->dev.is_fake ? "qwen35-ane (fake device)" : "qwen35-ane";
-    } else {
-        e->kind = a->dev.is_fake ? "qwen3-ane (fake device)" : "qwen3-ane";
     }
+    /* the row's kind (qwen3-ane, llama-ane, qwen35-ane), and which device */
+    snprintf(a->kind, sizeof a->kind, "%s%s", e->kind, a->dev.is_fake ? " (fake device)" : "");
+    e->kind = a->kind;
     return NC_OK;
 }
 

@@ -40,14 +40,22 @@ static nc_status run_layer(mil_model *m, mil_seq *s, int l, int S, nc_error *err
     size_t D = (size_t)c->hidden_size, hd = (size_t)c->head_dim, ctx = (size_t)h->man.ctx;
     size_t kvd = (size_t)c->num_key_value_heads * hd;
     float *kc = s->kc + (size_t)l * kvd * ctx, *vc = s->vc + (size_t)l * kvd * ctx;
+    /* a sliding layer (Gemma 3): its W-long cache, the first W of its slot */
+    size_t kv_len = qwen3_layer_sliding(c, l) ? (size_t)h->W : ctx;
     bm_env env = {0};
     bm_env_put(&env, "x", h->x, D * S, h->x);
     bm_env_put(&env, "rope_cos", h->cs, hd * S, NULL);
     bm_env_put(&env, "rope_sin", h->sn, hd * S, NULL);
     bm_env_put(&env, "attn_mask", h->mask, (size_t)S * ctx, NULL);
     bm_env_put(&env, "kv_write", h->wr, ctx, NULL);
-    bm_env_put(&env, "k_cache", kc, kvd * ctx, kc);
-    bm_env_put(&env, "v_cache", vc, kvd * ctx, vc);
+    if (h->W) {
+        bm_env_put(&env, "rope_cos_local", h->cs_l, hd * S, NULL);
+        bm_env_put(&env, "rope_sin_local", h->sn_l, hd * S, NULL);
+        bm_env_put(&env, "attn_mask_local", h->mask_l, (size_t)S * h->W, NULL);
+        bm_env_put(&env, "kv_write_local", h->wr_l, (size_t)h->W, NULL);
+    }
+    bm_env_put(&env, "k_cache", kc, kvd * kv_len, kc);
+    bm_env_put(&env, "v_cache", vc, kvd * kv_len, vc);
     return bm_run_layer(&m->b, l, S, &env, err);
 }
 
@@ -79,6 +87,7 @@ static nc_status mil_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the KV cache (ctx %d)", m->b.h.dir,
                        m->b.h.man.ctx);
     }
+    qb_seq_init(&s->base, &m->b.h);
     *out = (engine_seq *)s;
     return NC_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "base/half.h"
 #include "lower/weights_fp16.h"
+#include "models/rope_scaling.h"
 
 static nc_status find_tensor(qb_host *h, const char *name, int64_t d0, int64_t d1,
                              const st_tensor **out, nc_error *err) {
@@ -36,8 +37,40 @@ void qb_host_free(qb_host *h) {
     free(h->normed);
     free(h->rows);
     free(h->hx);
+    free(h->cs_l);
+    free(h->sn_l);
+    free(h->mask_l);
+    free(h->wr_l);
+    free(h->inv_freq_l);
     lower_manifest_free(&h->man);
     memset(h, 0, sizeof *h);
+}
+
+/* Gemma 3's embedding scale, rounded to the embedding's dtype as HF's
+ * (and the CPU decoder's) is; its sliding layers' window and inputs. */
+static nc_status open_gemma(qb_host *h, nc_error *err) {
+    const qwen3_config *c = &h->man.cfg;
+    float s = c->embed_scale > 0 ? c->embed_scale : 1.0f;
+    if (h->embed->dtype == ST_BF16) s = nc_bf16_to_f32(nc_f32_to_bf16(s));
+    if (h->embed->dtype == ST_F16) s = nc_round_fp16(s);
+    h->embed_scale = s;
+    int any = 0;
+    for (int l = 0; l < c->num_hidden_layers; l++)
+        any |= qwen3_layer_sliding(c, l);
+    if (!any) return NC_OK;
+    size_t hd = (size_t)c->head_dim, S = (size_t)h->S_max;
+    h->W = lower_qwen3_window(c->sliding_window, h->man.ctx, h->S_max);
+    h->cs_l = malloc(hd * S * sizeof(float));
+    h->sn_l = malloc(hd * S * sizeof(float));
+    h->mask_l = malloc(S * (size_t)h->W * sizeof(float));
+    h->wr_l = malloc((size_t)h->W * sizeof(float));
+    h->inv_freq_l = malloc(hd / 2 * sizeof(float));
+    if (!h->cs_l || !h->sn_l || !h->mask_l || !h->wr_l || !h->inv_freq_l)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the chunk buffers", h->dir);
+    for (size_t i = 0; i < hd / 2; i++) /* the local base, never scaled */
+        h->inv_freq_l[i] =
+            (float)(1.0 / pow((double)c->rope_local_theta, (double)(2 * i) / (double)hd));
+    return NC_OK;
 }
 
 nc_status qb_host_open(qb_host *h, const char *dir, int n_threads, nc_error *err) {
@@ -74,7 +107,10 @@ nc_status qb_host_open(qb_host *h, const char *dir, int n_threads, nc_error *err
         for (size_t i = 0; !st && i < hd / 2; i++)
             h->inv_freq[i] =
                 (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / (double)hd));
+        /* Llama 3's scaled frequencies (none for Qwen3), as the CPU decoder scales them */
+        if (!st) rope_scaling_apply(h->inv_freq, (int)(hd / 2), &c->rope_scaling);
     }
+    if (!st) st = open_gemma(h, err);
     if (st) qb_host_free(h);
     return st;
 }
@@ -86,33 +122,75 @@ int qb_host_bucket(const qb_host *h, int n) {
     return b;
 }
 
+/* One set of a chunk's attention inputs: RoPE tables [hd][S] (cos 1, sin 0
+ * in unused columns), mask [S][len] (closed, but for padding rows' first
+ * key: any finite row), write mask [len] (0). */
+typedef struct chunk_set {
+    float *cs, *sn, *mask, *wr;
+    const float *inv_freq;
+    int len;
+} chunk_set;
+
+static void set_clear(const chunk_set *c, int hd, int S) {
+    for (size_t i = 0; i < (size_t)hd * S; i++) {
+        c->cs[i] = 1.0f;
+        c->sn[i] = 0.0f;
+    }
+    for (size_t i = 0; i < (size_t)S * c->len; i++)
+        c->mask[i] = (float)LOWER_MASK_NEG;
+    for (int r = 0; r < S; r++)
+        c->mask[(size_t)r * c->len] = 0.0f; /* padding rows: any finite row */
+    memset(c->wr, 0, (size_t)c->len * sizeof(float));
+}
+
+/* Column col's RoPE angles for position pos, as transformers: fp32 pos * inv_freq. */
+static void set_rope(const chunk_set *c, int hd, int S, int col, int pos) {
+    for (int d = 0; d < hd; d++) {
+        float a = (float)pos * c->inv_freq[d % (hd / 2)];
+        c->cs[(size_t)d * S + col] = (float)cos((double)a);
+        c->sn[(size_t)d * S + col] = (float)sin((double)a);
+    }
+}
+
+/* A sliding layer's inputs (Gemma 3): slot j of the W-long cache holds the
+ * latest position t = j (mod W) written so far; the token at position q
+ * sees it when t <= q and q - t < sliding_window. */
+static void chunk_inputs_local(qb_host *h, int n, int p, int S) {
+    const qwen3_config *c = &h->man.cfg;
+    int hd = c->head_dim, W = h->W, last = p + n - 1;
+    chunk_set l = {h->cs_l, h->sn_l, h->mask_l, h->wr_l, h->inv_freq_l, W};
+    set_clear(&l, hd, S);
+    for (int i = 0; i < n; i++) {
+        int pos = p + i, col = pos % S;
+        set_rope(&l, hd, S, col, pos);
+        h->mask_l[(size_t)col * W] = (float)LOWER_MASK_NEG;
+        for (int j = 0; j < W; j++) {
+            int t = last - ((last - j) % W + W) % W;
+            if (t >= 0 && t <= pos && pos - t < c->sliding_window)
+                h->mask_l[(size_t)col * W + j] = 0.0f;
+        }
+        h->wr_l[pos % W] = 1.0f;
+    }
+}
+
 void qb_host_chunk_inputs(qb_host *h, const int32_t *toks, int n, int p, int S) {
     const qwen3_config *c = &h->man.cfg;
     int D = c->hidden_size, hd = c->head_dim, ctx = h->man.ctx;
+    chunk_set g = {h->cs, h->sn, h->mask, h->wr, h->inv_freq, ctx};
     memset(h->x, 0, (size_t)D * S * sizeof(float));
-    for (size_t i = 0; i < (size_t)hd * S; i++) {
-        h->cs[i] = 1.0f;
-        h->sn[i] = 0.0f;
-    }
-    for (size_t i = 0; i < (size_t)S * ctx; i++)
-        h->mask[i] = (float)LOWER_MASK_NEG;
-    for (int r = 0; r < S; r++)
-        h->mask[(size_t)r * ctx] = 0.0f; /* padding rows: any finite row */
-    memset(h->wr, 0, (size_t)ctx * sizeof(float));
+    set_clear(&g, hd, S);
     for (int i = 0; i < n; i++) {
         int pos = p + i, col = pos % S;
         size_t row = (size_t)toks[i] * D;
         for (int d = 0; d < D; d++)
-            h->x[(size_t)d * S + col] = nc_round_fp16(lower_tensor_f32_at(h->embed, row + d));
-        for (int d = 0; d < hd; d++) {
-            float a = (float)pos * h->inv_freq[d % (hd / 2)];
-            h->cs[(size_t)d * S + col] = (float)cos((double)a);
-            h->sn[(size_t)d * S + col] = (float)sin((double)a);
-        }
+            h->x[(size_t)d * S + col] =
+                nc_round_fp16(lower_tensor_f32_at(h->embed, row + d) * h->embed_scale);
+        set_rope(&g, hd, S, col, pos);
         for (int k = 0; k <= pos; k++)
             h->mask[(size_t)col * ctx + k] = 0.0f;
         h->wr[pos] = 1.0f;
     }
+    if (h->W) chunk_inputs_local(h, n, p, S);
 }
 
 typedef struct head_task {
@@ -174,9 +252,18 @@ int qb_seq_pos(const engine *e, const engine_seq *s) {
     return ((const qb_seq *)s)->pos;
 }
 
+void qb_seq_init(qb_seq *s, const qb_host *h) {
+    s->pos = 0;
+    s->windowed = h->W > 0;
+    s->keep_span = h->W - h->man.cfg.sliding_window + 1;
+}
+
 int qb_seq_truncate(engine *e, engine_seq *s, int n_keep) {
     (void)e;
     qb_seq *q = (qb_seq *)s;
+    /* a sliding layer's window may have overwritten what position n_keep
+     * still sees: then nothing is kept (the caller recomputes) */
+    if (n_keep >= 0 && q->windowed && q->pos - n_keep > q->keep_span) n_keep = 0;
     if (n_keep >= 0 && n_keep < q->pos) q->pos = n_keep;
     return q->pos;
 }

@@ -27,6 +27,13 @@ typedef struct qb_host {
     float *x, *cs, *sn, *mask, *wr;
     float *inv_freq, *normed, *rows;
     float *hx; /* the head's input: D x LOWER_HEAD_SEQ */
+    /* Gemma 3: embedding rows times embed_scale (1 otherwise); its sliding
+     * layers' KV length W (lower_qwen3_window; 0: no sliding layers) and
+     * their inputs rope_cos_local, rope_sin_local [hd][S] (the local RoPE
+     * base), attn_mask_local [S][W], kv_write_local [W] */
+    float embed_scale;
+    int W;
+    float *cs_l, *sn_l, *mask_l, *wr_l, *inv_freq_l;
 } qb_host;
 
 /* Reads dir's manifest, opens the checkpoint it names, checks its tensors,
@@ -63,7 +70,15 @@ nc_status qb_host_check(const qb_host *h, const int32_t *tokens, int n, int pos,
  * by the next tokens, so truncating is moving it back. */
 typedef struct qb_seq {
     int pos;
+    /* with sliding-window layers (windowed, qb_seq_init): how far back a
+     * truncation keeps the cache (W - sliding_window + 1: no key a later
+     * token sees was overwritten by a dropped one); a deeper one drops it
+     * all */
+    int windowed, keep_span;
 } qb_seq;
+
+/* A new sequence of h's bundle (its position 0). */
+void qb_seq_init(qb_seq *s, const qb_host *h);
 
 int qb_seq_pos(const engine *e, const engine_seq *s);
 int qb_seq_truncate(engine *e, engine_seq *s, int n_keep);

@@ -105,3 +105,38 @@ mil_var *lower_exp_nonpos(mil_builder *b, const char *prefix, mil_var *x, lower_
     return c ? mil_build_binary(b, "real_div", prefix, s, c) : NULL;
 #undef NM
 }
+
+mil_var *lower_gelu_tanh(mil_builder *b, const char *name, mil_var *x) {
+    char n[160];
+#define NM(s) (snprintf(n, sizeof n, "%s_%s", name, s), n)
+    /* x * (c0 + c1 x^2): x^3 never formed (it would overflow fp16 from |x| 41;
+     * x^2 does from 256, where tanh is +-1 either way) */
+    const double c0 = 0.7978845608028654, c1 = c0 * 0.044715;
+    mil_var *x2 = x ? mil_build_mul(b, NM("sq"), x, x) : NULL;
+    mil_var *a = x2 ? mil_build_mul(b, NM("cubic"), x2, scalar(b, name, "c1", c1)) : NULL;
+    mil_var *p = a ? mil_build_add(b, NM("poly"), a, scalar(b, name, "c0", c0)) : NULL;
+    mil_var *u = p ? mil_build_mul(b, NM("inner"), x, p) : NULL;
+    mil_var *t = u ? mil_build_unary(b, "tanh", NM("tanh"), u) : NULL;
+    mil_var *h = t ? mil_build_mul(b, NM("half"), x, scalar(b, name, "c_half", 0.5)) : NULL;
+    mil_var *ht = h ? mil_build_mul(b, NM("half_tanh"), h, t) : NULL;
+#undef NM
+    return ht ? mil_build_add(b, name, h, ht) : NULL;
+}
+
+mil_var *lower_softcap(mil_builder *b, const char *name, mil_var *x, double cap) {
+    char n[160];
+    snprintf(n, sizeof n, "%s_scaled", name);
+    mil_var *s = x ? mil_build_mul(b, n, x, scalar(b, name, "inv_cap", 1.0 / cap)) : NULL;
+    snprintf(n, sizeof n, "%s_tanh", name);
+    mil_var *t = s ? mil_build_unary(b, "tanh", n, s) : NULL;
+    return t ? mil_build_mul(b, name, t, scalar(b, name, "cap", cap)) : NULL;
+}
+
+void lower_weight_add_one(lower_weight *w) {
+    nc_fp16 *d = (nc_fp16 *)w->data;
+    size_t n = 1;
+    for (int i = 0; i < w->rank; i++)
+        n *= (size_t)w->dims[i];
+    for (size_t i = 0; d && i < n; i++)
+        d[i] = nc_f32_to_fp16(nc_fp16_to_f32(d[i]) + 1.0f);
+}

@@ -68,4 +68,17 @@ int lower_matmul_padded(int n, lower_matmul_pad p);
 mil_var *lower_rope(mil_builder *b, const char *prefix, mil_var *q4, mil_var *rot, mil_var *cos,
                     mil_var *sin);
 
+/* A norm weight stored as w that scales by 1 + w (Gemma 3) folded: adds 1
+ * to each of w's fp16 values (its own buffer) in fp32, rounding once. */
+void lower_weight_add_one(lower_weight *w);
+
+/* GELU with the tanh approximation (Gemma 3's gelu_pytorch_tanh) written
+ * out with mul/add/tanh, as the ANE rules ask (the gelu op is reported to
+ * fail on some chips): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). The
+ * result is named `name`. */
+mil_var *lower_gelu_tanh(mil_builder *b, const char *name, mil_var *x);
+
+/* cap * tanh(x / cap) (Gemma 3's final logit softcap), named `name`. */
+mil_var *lower_softcap(mil_builder *b, const char *name, mil_var *x, double cap);
+
 #endif

@@ -18,12 +18,15 @@
 #include "bundle/bundle_io.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
+#include "models/family.h"
 
 typedef struct compile_ctx {
     const lower_compile_options *opt;
     qwen3_config cfg; /* for Qwen3.5: the shape fields of cfg35 */
     lower_plan plan;
     int is35; /* a Qwen3.5 folder: layers by qwen35_compile.c */
+    const model_family_row *family; /* Qwen3, Llama, Gemma 3 (NULL for Qwen3.5) */
+    char prefix[32];                /* of the decoder's tensors ("model.") */
     qwen35_config cfg35;
     lower_q35_src src35;
     hf_weights *w;
@@ -127,7 +130,12 @@ static nc_status emit_layer(compile_ctx *c, int l, lower_program_split split,
                          lower_qwen3_kernel_name(&c->plan, k), c->plan.seqs[s]);
             snprintf(dir, sizeof dir, "%s/%s", c->tmp, sub);
             mil_program *prog = NULL;
-            st = lower_qwen3_layer_part(&c->plan, split == LOWER_SPLIT_LAYER ? -1 : k,
+            /* a sliding-window layer (Gemma 3): its window for a cache, its own host inputs */
+            lower_plan lp = c->plan;
+            lp.local = qwen3_layer_sliding(&c->cfg, l);
+            if (lp.local)
+                lp.ctx = lower_qwen3_window(c->cfg.sliding_window, lp.ctx, lp.seqs[lp.n_seqs - 1]);
+            st = lower_qwen3_layer_part(&lp, split == LOWER_SPLIT_LAYER ? -1 : k,
                                         split == LOWER_SPLIT_FUNCTION ? s : -1, w, rope, dir,
                                         &prog, err);
             if (st == NC_OK) st = emit(c, prog, sub, l, err);
@@ -137,9 +145,11 @@ static nc_status emit_layer(compile_ctx *c, int l, lower_program_split split,
             if (bytes > *biggest) *biggest = bytes;
             /* each program has its own weight.bin */
             rope->val = NULL;
-            lower_weight *all[] = {&w->q,    &w->k,         &w->v,        &w->o,
-                                   &w->gate, &w->up,        &w->down,     &w->attn_norm,
-                                   &w->mlp_norm, &w->q_norm, &w->k_norm, &w->out_gate};
+            lower_weight *all[] = {&w->q,          &w->k,         &w->v,
+                                   &w->o,          &w->gate,      &w->up,
+                                   &w->down,       &w->attn_norm, &w->mlp_norm,
+                                   &w->q_norm,     &w->k_norm,    &w->out_gate,
+                                   &w->post_attn_norm, &w->post_mlp_norm};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 lower_weight_forget(all[i]);
         }
@@ -154,27 +164,35 @@ static nc_status compile_layer(compile_ctx *c, int l, lower_weight *rope, nc_err
     lower_layer_weights w;
     memset(&w, 0, sizeof w);
     lower_qwen3_layer_shapes(q, &w);
+    int qk = q->qk_norm, sw = q->sandwich_norm; /* Llama: no q/k norms; Gemma 3: four norms */
     struct {
         lower_weight *w;
         const char *name;
         int64_t d0, d1;
-    } t[] = {{&w.q, "self_attn.q_proj.weight", qd, D},
-             {&w.k, "self_attn.k_proj.weight", kvd, D},
-             {&w.v, "self_attn.v_proj.weight", kvd, D},
-             {&w.o, "self_attn.o_proj.weight", D, qd},
-             {&w.gate, "mlp.gate_proj.weight", I, D},
-             {&w.up, "mlp.up_proj.weight", I, D},
-             {&w.down, "mlp.down_proj.weight", D, I},
-             {&w.attn_norm, "input_layernorm.weight", D, 0},
-             {&w.mlp_norm, "post_attention_layernorm.weight", D, 0},
-             {&w.q_norm, "self_attn.q_norm.weight", hd, 0},
-             {&w.k_norm, "self_attn.k_norm.weight", hd, 0}};
+        int used;
+    } t[] = {{&w.q, "self_attn.q_proj.weight", qd, D, 1},
+             {&w.k, "self_attn.k_proj.weight", kvd, D, 1},
+             {&w.v, "self_attn.v_proj.weight", kvd, D, 1},
+             {&w.o, "self_attn.o_proj.weight", D, qd, 1},
+             {&w.gate, "mlp.gate_proj.weight", I, D, 1},
+             {&w.up, "mlp.up_proj.weight", I, D, 1},
+             {&w.down, "mlp.down_proj.weight", D, I, 1},
+             {&w.attn_norm, "input_layernorm.weight", D, 0, 1},
+             {&w.mlp_norm,
+              sw ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight", D, 0, 1},
+             {&w.q_norm, "self_attn.q_norm.weight", hd, 0, qk},
+             {&w.k_norm, "self_attn.k_norm.weight", hd, 0, qk},
+             {&w.post_attn_norm, "post_attention_layernorm.weight", D, 0, sw},
+             {&w.post_mlp_norm, "post_feedforward_layernorm.weight", D, 0, sw}};
     int n = (int)(sizeof t / sizeof t[0]);
     nc_status st = NC_OK;
     for (int i = 0; i < n && st == NC_OK; i++) {
         char name[256];
-        snprintf(name, sizeof name, "model.layers.%d.%s", l, t[i].name);
+        if (!t[i].used) continue;
+        snprintf(name, sizeof name, "%slayers.%d.%s", c->prefix, l, t[i].name);
         st = load_weight(c, name, t[i].d0, t[i].d1, t[i].w, err);
+        /* Gemma's norms scale by 1 + w: folded into the fp16 weight */
+        if (st == NC_OK && !t[i].d1 && q->norm_plus_one) lower_weight_add_one(t[i].w);
         /* the grouped attention form: q's channels in (kv head, dim, group) order */
         if (st == NC_OK && c->plan.forms.attention == LOWER_ATTN_GROUPED &&
             (t[i].w == &w.q || t[i].w == &w.o))
@@ -219,6 +237,7 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
         NC_TRY(lower_qwen35_norm1p(&c->src35, c->man.final_norm_tensor, D, &norm, err));
     else
         NC_TRY(load_weight(c, c->man.final_norm_tensor, D, 0, &norm, err));
+    if (!c->is35 && q->norm_plus_one) lower_weight_add_one(&norm); /* Gemma 3's, as Qwen3.5's */
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
     int n_chunks = (int)((V + max_rows - 1) / max_rows);
@@ -322,8 +341,13 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
             st = nc_fail(err, NC_ERR_UNSUPPORTED,
                          "--lm-head cpu: a Qwen3.5 bundle keeps its head on the ANE (the host's "
                          "CPU head applies Qwen3's norm)");
-    } else if (!st) {
-        st = qwen3_config_load(opt->model_dir, &c->cfg, err);
+    } else if (!st) { /* Qwen3, Llama, Gemma 3: the family's reader (models/family.h) */
+        st = model_family_of_dir(opt->model_dir, &c->family, err);
+        if (!st) st = model_family_qwen3_config_load(opt->model_dir, &c->cfg, err);
+        if (!st && opt->lm_head_on_cpu && c->cfg.norm_plus_one)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--lm-head cpu: a Gemma 3 bundle keeps its head on the ANE (the host's "
+                         "CPU head applies Qwen3's norm, without the final softcap)");
     }
     if (!st && (c->cfg.head_dim % 2 || c->cfg.num_attention_heads % c->cfg.num_key_value_heads))
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
@@ -374,19 +398,29 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     lower_manifest *m = &c->man;
     if (!st) {
         m->cfg = c->cfg;
+        m->family = c->family;
         m->ctx = c->plan.ctx;
         m->n_seqs = c->plan.n_seqs;
         memcpy(m->seqs, c->plan.seqs, sizeof m->seqs);
         m->lm_head_on_ane = !opt->lm_head_on_cpu;
         snprintf(m->source_dir, sizeof m->source_dir, "%s", abs_src);
-        const char *pre = c->is35 ? lower_qwen35_prefix(&c->cfg35) : "model.";
+        if (c->is35)
+            snprintf(c->prefix, sizeof c->prefix, "%s", lower_qwen35_prefix(&c->cfg35));
+        else /* "model.", or a multimodal Gemma 3's language model's */
+            qwen3_tensor_prefix(c->w, &c->cfg, c->prefix, sizeof c->prefix);
+        const char *pre = c->prefix;
         snprintf(m->embed_tensor, sizeof m->embed_tensor, "%sembed_tokens.weight", pre);
         snprintf(m->final_norm_tensor, sizeof m->final_norm_tensor, "%snorm.weight", pre);
-        /* Qwen3.5 as its CPU loader: lm_head.weight whenever it is stored */
+        /* Qwen3.5 as its CPU loader: lm_head.weight whenever it is stored;
+         * a multimodal Gemma 3's is its language model's */
+        const char *head =
+            c->cfg.multimodal && hf_weights_find(c->w, "language_model.lm_head.weight", NULL)
+                ? "language_model.lm_head.weight"
+                : "lm_head.weight";
         int own_head = !c->cfg.tie_word_embeddings ||
-                       (c->is35 && hf_weights_find(c->w, "lm_head.weight", NULL));
+                       ((c->is35 || c->cfg.multimodal) && hf_weights_find(c->w, head, NULL));
         snprintf(m->lm_head_tensor, sizeof m->lm_head_tensor, "%s",
-                 own_head ? "lm_head.weight" : m->embed_tensor);
+                 own_head ? head : m->embed_tensor);
         const st_tensor *e;
         st = lower_tensor_find(c->w, opt->model_dir, m->embed_tensor, c->cfg.vocab_size,
                                c->cfg.hidden_size, &e, err);

@@ -26,6 +26,21 @@ void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     lower_weight_shape4(&w->q_norm, 1, 1, hd, 1);
     lower_weight_shape4(&w->k_norm, 1, 1, hd, 1);
     lower_weight_shape4(&w->out_gate, qd, D, 1, 1);
+    lower_weight_shape4(&w->post_attn_norm, 1, D, 1, 1);
+    lower_weight_shape4(&w->post_mlp_norm, 1, D, 1, 1);
+}
+
+/* A host input's name: a sliding-window layer's are NAME_local. */
+static const char *host_input(const lower_plan *p, const char *name, char *buf, size_t cap) {
+    if (!p->local) return name;
+    snprintf(buf, cap, "%s_local", name);
+    return buf;
+}
+
+/* Scores scale by 1/sqrt(query_pre_attn_scalar) (Gemma 3), else 1/sqrt(head_dim). */
+static double attn_scale(const qwen3_config *c) {
+    double d = c->query_pre_attn_scalar > 0 ? c->query_pre_attn_scalar : c->head_dim;
+    return 1.0 / sqrt(d);
 }
 
 static mil_var *input4(mil_builder *b, const char *name, int64_t d0, int64_t d1, int64_t d2,
@@ -74,10 +89,11 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
     const qwen3_config *c = p->cfg;
     int64_t D = c->hidden_size, hd = c->head_dim;
     int64_t kvd = (int64_t)c->num_key_value_heads * hd, qd = (int64_t)c->num_attention_heads * hd;
+    char nm[32];
     if (stages & 1) {
         need(b, &v->x, "x", D, 1, S);
-        v->cs = input4(b, "rope_cos", 1, 1, hd, S);
-        v->sn = input4(b, "rope_sin", 1, 1, hd, S);
+        v->cs = input4(b, host_input(p, "rope_cos", nm, sizeof nm), 1, 1, hd, S);
+        v->sn = input4(b, host_input(p, "rope_sin", nm, sizeof nm), 1, 1, hd, S);
     }
     if (stages & 2) {
         need(b, &v->kc, "k_cache", kvd, 1, p->ctx);
@@ -86,7 +102,7 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
             need(b, &v->kn, "k_new", kvd, 1, S);
             need(b, &v->vn, "v_new", kvd, 1, S);
         }
-        v->wr = input4(b, "kv_write", 1, 1, 1, p->ctx);
+        v->wr = input4(b, host_input(p, "kv_write", nm, sizeof nm), 1, 1, 1, p->ctx);
     }
     if (stages & 4) {
         need(b, &v->x, "x", D, 1, S);
@@ -94,7 +110,7 @@ static void declare_inputs(mil_builder *b, const lower_plan *p, int S, int stage
         if (!(stages & 1) && gated) need(b, &v->gate, "gate", qd, 1, S);
         need(b, &v->kc, "k_cache", kvd, 1, p->ctx);
         need(b, &v->vc, "v_cache", kvd, 1, p->ctx);
-        v->mask = input4(b, "attn_mask", 1, 1, S, p->ctx);
+        v->mask = input4(b, host_input(p, "attn_mask", nm, sizeof nm), 1, 1, S, p->ctx);
     }
     if ((stages & 8) && !(stages & 4)) need(b, &v->x, "x", D, 1, S);
 }
@@ -148,11 +164,12 @@ static mil_var *grouped_norm_rope(mil_builder *b, const char *prefix, mil_var *x
     lower_weight_shape4(&nw1, 1, hd, 1, 1);
     lower_weight_forget(&nw1);
     snprintf(nm, sizeof nm, "%s_norm_weight", prefix);
-    mil_var *w = lower_shared_weight(b, nm, &nw1);
+    /* no norm weight (Llama): the heads go to RoPE as they are */
+    mil_var *w = norm->data ? lower_shared_weight(b, nm, &nw1) : x;
     snprintf(nm, sizeof nm, "%s_by_dim", prefix);
     mil_var *x4 = w ? reshape4(b, nm, x, n, hd, G, S) : NULL;
     snprintf(nm, sizeof nm, "%s_norm", prefix);
-    mil_var *xn = x4 ? lower_rmsnorm(b, nm, x4, 1, hd, eps, w) : NULL;
+    mil_var *xn = !x4 ? NULL : norm->data ? lower_rmsnorm(b, nm, x4, 1, hd, eps, w) : x4;
     snprintf(nm, sizeof nm, "%s_rope", prefix);
     mil_var *r = xn ? rope_conv(b, nm, xn, n, hd, G, S, rope, cs, sn) : NULL;
     return r ? reshape4(b, prefix, r, 1, n * hd * G, 1, S) : NULL;
@@ -192,13 +209,19 @@ static int stage_qkv(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
     }
     int conv_rope = p->forms.rope == LOWER_ROPE_CONV;
     mil_var *rot = vv && !conv_rope ? lower_shared_weight(b, "rope_rotate_half", rope) : vv;
-    mil_var *qw = rot ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : NULL;
-    mil_var *kw = qw ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : NULL;
+    /* Llama has no per-head q/k norms (q_norm.data NULL): RoPE takes the heads as they are */
+    int qkn = w->q_norm.data != NULL;
+    mil_var *qw = rot && qkn ? lower_shared_weight(b, "q_norm_weight", &w->q_norm) : rot;
+    mil_var *kw = qw && qkn ? lower_shared_weight(b, "k_norm_weight", &w->k_norm) : qw;
     /* heads on axis 1, head_dim on axis 2: [1, H, hd, S] */
     mil_var *q4 = kw ? reshape4(b, "q_heads", q, 1, H, hd, S) : NULL;
     mil_var *k4 = q4 ? reshape4(b, "k_heads", k, 1, KV, hd, S) : NULL;
-    mil_var *qn = k4 ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw) : NULL;
-    mil_var *kn = qn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw) : NULL;
+    mil_var *qn = !k4   ? NULL
+                  : qkn ? lower_rmsnorm(b, "q_norm", q4, 2, hd, c->rms_norm_eps, qw)
+                        : q4;
+    mil_var *kn = !qn   ? NULL
+                  : qkn ? lower_rmsnorm(b, "k_norm", k4, 2, hd, c->rms_norm_eps, kw)
+                        : k4;
     mil_var *qr = !kn || !cs || !sn ? NULL
                   : conv_rope       ? rope_conv(b, "q_rope", qn, H, hd, 0, S, rope, cs, sn)
                                     : lower_rope(b, "q_rope", qn, rot, cs, sn);
@@ -276,6 +299,17 @@ static int stage_kv(mil_builder *b, const lower_plan *p, int S, layer_vals *v) {
     return v->vc != NULL;
 }
 
+/* x + y, after Gemma's post-norm of y when the layer has one (post.data). */
+static mil_var *residual(mil_builder *b, const lower_plan *p, const char *prefix, mil_var *x,
+                         mil_var *y, lower_weight *post, const char *out_name) {
+    const qwen3_config *c = p->cfg;
+    char nm[64];
+    snprintf(nm, sizeof nm, "%s_weight", prefix);
+    mil_var *pw = y && post->data ? lower_shared_weight(b, nm, post) : NULL;
+    if (pw) y = lower_rmsnorm(b, prefix, y, 1, c->hidden_size, c->rms_norm_eps, pw);
+    return y ? mil_build_add(b, out_name, x, y) : NULL;
+}
+
 /* Grouped-query attention written out, then o_proj and the residual. Query
  * heads sharing a KV head form one batch entry [KV, G, ...] so the cache is
  * read once per group and never copied. */
@@ -290,10 +324,9 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     int32_t G = H / KV, ctx = p->ctx;
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
     mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, G * S) : NULL;
-    mil_var *qs =
-        q4 ? mil_build_mul(b, "q_scaled", q4,
-                           mil_build_const_scalar(b, "scale", MIL_DT_FP16, 1.0 / sqrt((double)hd)))
-           : NULL;
+    mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
+                                     mil_build_const_scalar(b, "scale", MIL_DT_FP16, attn_scale(c)))
+                     : NULL;
     mil_var *k4 = qs ? reshape4(b, "k_groups", kc, 1, KV, hd, ctx) : NULL;
     mil_var *v4 = k4 ? reshape4(b, "v_groups", vc, 1, KV, hd, ctx) : NULL;
     /* scores [1, KV, G*S, ctx] = q^T k; the mask per (group, column) */
@@ -306,7 +339,7 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     mil_var *at = p4 ? mil_build_matmul(b, "attn", v4, p4, 0, 1) : NULL;
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
-    v->x_attn = o ? mil_build_add(b, out_name, x, o) : NULL;
+    v->x_attn = residual(b, p, "post_attn_norm", x, o, &w->post_attn_norm, out_name);
     return v->x_attn != NULL;
 }
 
@@ -318,10 +351,9 @@ static int stage_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_we
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
     if (p->forms.attention == LOWER_ATTN_GROUPED) return attn_grouped(b, p, S, w, v, out_name);
     mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, KV, G, hd, S) : NULL;
-    mil_var *qs =
-        q4 ? mil_build_mul(b, "q_scaled", q4,
-                           mil_build_const_scalar(b, "scale", MIL_DT_FP16, 1.0 / sqrt((double)hd)))
-           : NULL;
+    mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
+                                     mil_build_const_scalar(b, "scale", MIL_DT_FP16, attn_scale(c)))
+                     : NULL;
     mil_var *k4 = qs ? reshape4(b, "k_groups", kc, KV, 1, hd, ctx) : NULL;
     mil_var *v4 = k4 ? reshape4(b, "v_groups", vc, KV, 1, hd, ctx) : NULL;
     /* scores [KV, G, S, ctx] = q^T k */
@@ -337,7 +369,7 @@ static int stage_attn(mil_builder *b, const lower_plan *p, int S, lower_layer_we
         a2 = sg ? mil_build_mul(b, "attn_gated", a2, sg) : NULL;
     }
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
-    v->x_attn = o ? mil_build_add(b, out_name, x, o) : NULL;
+    v->x_attn = residual(b, p, "post_attn_norm", x, o, &w->post_attn_norm, out_name);
     return v->x_attn != NULL;
 }
 
@@ -353,10 +385,12 @@ static int stage_mlp(mil_builder *b, const lower_plan *p, int S, lower_layer_wei
         nw ? lower_rmsnorm(b, "mlp_norm", x, 1, c->hidden_size, c->rms_norm_eps, nw) : NULL;
     mil_var *g = h ? conv(b, "gate_proj", h, &w->gate) : NULL;
     mil_var *u = g ? conv(b, "up_proj", h, &w->up) : NULL;
-    mil_var *a = u ? mil_build_unary(b, "silu", "gate_act", g) : NULL;
+    mil_var *a = !u                              ? NULL
+                 : c->act == QWEN3_ACT_GELU_TANH ? lower_gelu_tanh(b, "gate_act", g)
+                                                 : mil_build_unary(b, "silu", "gate_act", g);
     mil_var *gu = a ? mil_build_mul(b, "gated", a, u) : NULL;
     mil_var *d = gu ? conv(b, "down_proj", gu, &w->down) : NULL;
-    v->x_out = d ? mil_build_add(b, "x_out", x, d) : NULL;
+    v->x_out = residual(b, p, "post_mlp_norm", x, d, &w->post_mlp_norm, "x_out");
     return v->x_out != NULL;
 }
 
@@ -541,7 +575,12 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
         for (int i = 0; ok && i < n_chunks; i++) {
             char name[32];
             snprintf(name, sizeof name, "logits_%d", first + i);
-            outs[i] = conv(b, name, h, &chunks[i]);
+            /* Gemma 3's final softcap: cap * tanh(logits / cap) */
+            float cap = c->final_softcap;
+            char raw[48];
+            snprintf(raw, sizeof raw, "%s_raw", name);
+            outs[i] = cap > 0 ? lower_softcap(b, name, conv(b, raw, h, &chunks[i]), cap)
+                              : conv(b, name, h, &chunks[i]);
             ok = outs[i] != NULL;
         }
         if (ok) mil_build_done(b, outs, n_chunks);

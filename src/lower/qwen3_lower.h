@@ -33,6 +33,10 @@ typedef struct lower_layer_weights {
      * output gate, [H * hd, D, 1, 1]; data NULL for Qwen3. When set, qkv
      * also outputs `gate` and attn multiplies by sigmoid(gate) before o_proj. */
     lower_weight out_gate;
+    /* Gemma 3's sandwich norms, [1, D, 1, 1]: the attention output and the
+     * MLP output are RMSNormed before their residual adds; data NULL for
+     * the others */
+    lower_weight post_attn_norm, post_mlp_norm;
 } lower_layer_weights;
 
 /* Fills every weight's rank and dims from the config (data left as is). */
@@ -58,6 +62,10 @@ typedef struct lower_plan {
     int kernels_per_layer;       /* 4: qkv, kv, attn, mlp (0 = 4); 3: qkv, kvattn, mlp;
                                     2: qkva, mlp; 1: layer (lower_qwen3_layer_program) */
     lower_forms forms;
+    /* a sliding-window layer (Gemma 3): its host inputs are rope_cos_local,
+     * rope_sin_local, attn_mask_local and kv_write_local, and ctx is its
+     * window's length (lower_qwen3_window) */
+    int local;
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is

@@ -7,6 +7,7 @@
 #include "base/json.h"
 #include "base/mmap.h"
 #include "models/gemma3_config.h"
+#include "models/gemma3_config_write.h"
 #include "models/llama_config.h"
 #include "models/qwen3_config.h"
 
@@ -50,28 +51,32 @@ static const model_family_row rows[] = {
      .random_tokenizer = "qwen3-tokenizer"},
     /* Llama 3.x and its architecture's other configs (SmolLM2). No real
      * Llama tokenizer ships with nectar: a random Llama folder gets Qwen3's
-     * (docs/llama.md). Not lowered yet: cpu only. */
+     * (docs/llama.md). */
     {.name = "llama",
      .title = "Llama",
      .model_types = llama_types,
      .presets = MODEL_FAMILY_LLAMA,
      .read_config = llama_config_from_json,
+     .write_config = llama_config_to_json,
      .open_decoder = qwen3_decoder_open, /* Qwen3's decoder, as the config says */
      .read_dims = qwen3_dims_load,
      .chat = CHAT_LLAMA3,
      .end_tokens = {"<|eot_id|>", "<|end_of_text|>"},
+     .compiles = 1, /* Qwen3's lowering without the q/k norms (docs/lowering.md) */
      .random_tokenizer = "qwen3-tokenizer"},
     /* Gemma 3's text model (270M, 1B; the multimodal checkpoints' language
      * model). No Gemma tokenizer ships with nectar (its licence): a random
-     * Gemma folder gets Qwen3's (docs/gemma3.md). Not lowered yet: cpu only. */
+     * Gemma folder gets Qwen3's (docs/gemma3.md). */
     {.name = "gemma3",
      .title = "Gemma 3",
      .model_types = gemma3_types,
      .presets = MODEL_FAMILY_GEMMA3,
      .read_config = gemma3_config_from_json,
+     .write_config = gemma3_config_to_json,
      .open_decoder = qwen3_decoder_open, /* Qwen3's decoder, as the config says */
      .chat = CHAT_GEMMA3,
      .end_tokens = {"<end_of_turn>", "<eos>"},
+     .compiles = 1, /* Qwen3's lowering with Gemma's layers (docs/lowering.md) */
      .random_tokenizer = "qwen3-tokenizer"},
     {.name = "modernbert",
      .title = "ModernBERT",

@@ -33,6 +33,9 @@ typedef struct model_family_row {
     int is_encoder;                       /* encodes (ModernBERT) rather than generates */
     model_family presets;                 /* its rows in presets.c (gen-random, bounds) */
     model_qwen3_reader read_config;       /* Qwen3-layout decoders; NULL: the family's own loader */
+    /* its config as the config.json object read_config reads back (a
+     * bundle's manifest keeps its model so); NULL: Qwen3's writer */
+    json_t *(*write_config)(const qwen3_config *c);
     /* its CPU decoder (models/decoder.h), what the cpu engine runs; NULL
      * for encoders */
     nc_status (*open_decoder)(const char *dir, const decoder_options *o, decoder *d,

@@ -32,3 +32,18 @@ nc_status llama_config_from_json(const json_t *o, qwen3_config *c, const char *w
     c->qk_norm = 0;
     return qwen3_config_read_shape(o, c, 1, what, err);
 }
+
+json_t *llama_config_to_json(const qwen3_config *c) {
+    json_t *o = qwen3_config_to_json(c);
+    if (!o) return NULL;
+    json_object_set_new(o, "model_type", json_string("llama"));
+    const rope_scaling *s = &c->rope_scaling;
+    if (s->factor > 0)
+        json_object_set_new(o, "rope_scaling",
+                            json_pack("{s:f, s:f, s:f, s:i, s:s}", "factor", (double)s->factor,
+                                      "low_freq_factor", (double)s->low_freq_factor,
+                                      "high_freq_factor", (double)s->high_freq_factor,
+                                      "original_max_position_embeddings", s->original_max_pos,
+                                      "rope_type", "llama3"));
+    return o;
+}

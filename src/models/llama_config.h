@@ -12,4 +12,10 @@
 
 nc_status llama_config_from_json(const json_t *o, qwen3_config *c, const char *what, nc_error *err);
 
+/* c as a Llama config.json object that llama_config_from_json reads back to
+ * c: Qwen3's writer's fields with model_type "llama" and, when c scales its
+ * RoPE, a "llama3" rope_scaling (a bundle's manifest keeps its model so).
+ * NULL when out of memory. */
+json_t *llama_config_to_json(const qwen3_config *c);
+
 #endif

@@ -9,6 +9,7 @@
 #ifndef NC_MODELS_QWEN3_H
 #define NC_MODELS_QWEN3_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -57,6 +58,11 @@ typedef struct qwen3_config {
 static inline int qwen3_layer_sliding(const qwen3_config *c, int l) {
     return (c->sliding[l >> 3] >> (l & 7)) & 1;
 }
+
+/* The prefix of a checkpoint's decoder tensors ("model.", or a multimodal
+ * Gemma 3's language model's) in w, for config c, into out. */
+struct hf_weights;
+void qwen3_tensor_prefix(const struct hf_weights *w, const qwen3_config *c, char *out, size_t cap);
 
 typedef struct qwen3_model qwen3_model;
 typedef struct qwen3_state qwen3_state;

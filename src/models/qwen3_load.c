@@ -104,14 +104,14 @@ static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *e
 /* Where the decoder's tensors are: "model." ; in the hub's multimodal
  * Gemma 3 checkpoints "language_model.model." (what transformers writes
  * and the hub holds) or "model.language_model." (the module names). */
-static void find_prefix(qwen3_model *m) {
+void qwen3_tensor_prefix(const struct hf_weights *w, const qwen3_config *c, char *out, size_t cap) {
     static const char *const multimodal[] = {"language_model.model.", "model.language_model."};
-    snprintf(m->prefix, sizeof m->prefix, "model.");
-    for (int i = 0; m->cfg.multimodal && i < 2; i++) {
+    snprintf(out, cap, "model.");
+    for (int i = 0; c->multimodal && i < 2; i++) {
         char name[96];
         snprintf(name, sizeof name, "%sembed_tokens.weight", multimodal[i]);
-        if (hf_weights_find(m->b.weights, name, NULL)) {
-            snprintf(m->prefix, sizeof m->prefix, "%s", multimodal[i]);
+        if (hf_weights_find(w, name, NULL)) {
+            snprintf(out, cap, "%s", multimodal[i]);
             return;
         }
     }
@@ -144,7 +144,7 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     if (m->inv_freq_local) cpu_rope_inv_freq(m->inv_freq_local, c->head_dim, c->rope_local_theta);
     m->attn_scale =
         1.0f / sqrtf(c->query_pre_attn_scalar > 0 ? c->query_pre_attn_scalar : (float)c->head_dim);
-    find_prefix(m);
+    qwen3_tensor_prefix(m->b.weights, c, m->prefix, sizeof m->prefix);
     char name[96];
     snprintf(name, sizeof name, "%sembed_tokens.weight", m->prefix);
     NC_TRY(load_mat(m, name, c->vocab_size, c->hidden_size, &m->embed, err));
