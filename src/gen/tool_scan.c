@@ -1,4 +1,4 @@
-/* The tool-call scanner (see serve_toolcall.h). The tags and what is held
+/* The tool-call scanner (see tool_scan.h). The tags and what is held
  * back are the same for both formats; only a call's body is read by
  * family. Qwen3: a JSON object with a string "name"; "arguments" (an
  * object, or a string holding a JSON object) becomes OpenAI's arguments

@@ -37,7 +37,7 @@ typedef struct serve_delta {
     const char *content;
     size_t content_len;
     json_t *logprobs; /* borrowed array, or NULL when not requested */
-    /* Chat: calls the model made (serve_toolcall.h shape), borrowed; in a
+    /* Chat: calls the model made (gen/tool_scan.h shape), borrowed; in a
      * chunk each becomes a tool_calls delta with its index. */
     json_t *tool_calls;
     int first_call_index; /* chunks: the index of tool_calls[0] in the whole answer */
