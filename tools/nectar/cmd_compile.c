@@ -111,14 +111,15 @@ int cmd_compile(int argc, char **argv) {
         .name = "compile",
         .usage = "-m DIR -o BUNDLE [options]",
         .about =
-            "Lowers a Qwen3 model folder to an ANE bundle: MIL programs for the layers\n"
-            "(4, 3, 2 or 1 kernels per sequence bucket; one program per layer, kernel or\n"
-            "function) and for the LM head (one per chunk, or one), fp16 weights in\n"
-            "weights/weight.bin, manifest.json. Written atomically. The disputed constructs\n"
-            "are choices, each with its compile count for Qwen3-0.6B (28 layers, 3\n"
+            "Lowers a decoder folder (Qwen3, Qwen3.5, Llama, Gemma 3) to an ANE bundle: MIL\n"
+            "programs for the layers (4, 3, 2 or 1 kernels per sequence bucket; one program\n"
+            "per layer, kernel or function) and for the LM head (one per chunk, or one), fp16\n"
+            "weights in weights/weight.bin, manifest.json. Written atomically. The disputed\n"
+            "constructs are choices, each with its compile count for Qwen3-0.6B (28 layers, 3\n"
             "buckets); the defaults cost 28 + 10 = 38 compiles, under the ~119 per process\n"
             "public projects report (docs/lowering.md, \"Lowering forms\"). An encoder folder\n"
-            "(model_type modernbert) has its own options: nectar compile -m ENCODER_DIR --help.\n",
+            "(model_type modernbert) has its own options: nectar compile -m ENCODER_DIR\n"
+            "--help.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
