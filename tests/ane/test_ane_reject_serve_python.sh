@@ -9,7 +9,10 @@
 # Model.placement says where the kernels ran and in which forms. The
 # reference is `nectar run` on the cpu backend (fp32, from the checkpoint).
 BIN=${NECTAR_BIN:-build/nectar}
-LIB=${NECTAR_BUILD:-build}/libnectar.so
+# the regular build's library even in the sanitizer run: an ASan library
+# cannot be loaded into an uninstrumented python
+LIB=build/libnectar.so
+[ "$(uname)" = Darwin ] && LIB=build/libnectar.0.dylib
 T="-t 1"
 . tests/serve/serve_lib.sh
 TMP=$(mktemp -d)
