@@ -146,6 +146,20 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
 
 /* --- reading --------------------------------------------------------------- */
 
+/* plan.forms.KEY through its parser; absent, dflt (NULL: required). */
+static nc_status read_form(const json_t *o, const char *key, const char *dflt,
+                           int (*parse)(const char *), const char *noun, int *out,
+                           const char *path, const char *what, nc_error *err) {
+    char name[16];
+    snprintf(name, sizeof name, "%s", dflt ? dflt : "");
+    if (!dflt || json_object_get(o, key))
+        NC_TRY(lower_json_str_into(o, key, name, sizeof name, what, err));
+    *out = parse(name);
+    if (*out < 0)
+        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not %s", path, name, noun);
+    return NC_OK;
+}
+
 /* plan.forms; absent (bundles from before the forms): the defaults of
  * then, one program per layer and one head program of <= 65,536 rows. */
 static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path, const char *what,
@@ -160,51 +174,30 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     f->matmul_pad = LOWER_PAD_NONE;
     const json_t *o = json_object_get(plan, "forms");
     if (!o) return NC_OK;
-    char split[16] = "", head[16] = "", kv[16] = "";
-    NC_TRY(lower_json_str_into(o, "program_split", split, sizeof split, what, err));
-    NC_TRY(lower_json_str_into(o, "head_split", head, sizeof head, what, err));
-    NC_TRY(lower_json_str_into(o, "kv_update", kv, sizeof kv, what, err));
+    /* each form by its name; the ones added later ("rope" on) may be
+     * absent: then the form bundles had before the choice existed */
+    int split, head, kv, rope, attn, ex, pad;
+    NC_TRY(read_form(o, "program_split", NULL, lower_program_split_parse, "a program split",
+                     &split, path, what, err));
+    NC_TRY(read_form(o, "head_split", NULL, lower_head_split_parse, "a head split", &head, path,
+                     what, err));
+    NC_TRY(read_form(o, "kv_update", NULL, lower_kv_update_parse, "a KV update", &kv, path, what,
+                     err));
     NC_TRY(lower_json_int_in(o, "head_rows", 1, LOWER_MAX_HEAD_ROWS, &f->head_rows, what, err));
-    int a = lower_program_split_parse(split), b = lower_head_split_parse(head),
-        k = lower_kv_update_parse(kv);
-    if (a < 0 || b < 0 || k < 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not a %s", path,
-                       a < 0   ? split
-                       : b < 0 ? head
-                               : kv,
-                       a < 0   ? "program split"
-                       : b < 0 ? "head split"
-                               : "KV update");
-    f->program_split = (lower_program_split)a;
-    f->head_split = (lower_head_split)b;
-    f->kv_update = (lower_kv_update)k;
-    /* "rope" came after the others: absent, the matmul form of then */
-    char rope[16] = "matmul";
-    if (json_object_get(o, "rope"))
-        NC_TRY(lower_json_str_into(o, "rope", rope, sizeof rope, what, err));
-    int r = lower_rope_form_parse(rope);
-    if (r < 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not a RoPE form", path, rope);
-    f->rope = (lower_rope_form)r;
-    char attn[16] = "broadcast";
-    if (json_object_get(o, "attention"))
-        NC_TRY(lower_json_str_into(o, "attention", attn, sizeof attn, what, err));
-    int a2 = lower_attention_form_parse(attn);
-    if (a2 < 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not an attention form", path,
-                       attn);
-    f->attention = (lower_attention_form)a2;
-    /* "exp" and "matmul_pad" came later still: absent, the exp op, no padding */
-    char ex[16] = "op", pad[16] = "none";
-    if (json_object_get(o, "exp")) NC_TRY(lower_json_str_into(o, "exp", ex, sizeof ex, what, err));
-    if (json_object_get(o, "matmul_pad"))
-        NC_TRY(lower_json_str_into(o, "matmul_pad", pad, sizeof pad, what, err));
-    int e = lower_exp_form_parse(ex), pd = lower_matmul_pad_parse(pad);
-    if (e < 0 || pd < 0)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: plan.forms: '%s' is not %s", path, e < 0 ? ex : pad,
-                       e < 0 ? "an exp form" : "a matmul padding");
-    f->exp = (lower_exp_form)e;
-    f->matmul_pad = (lower_matmul_pad)pd;
+    NC_TRY(read_form(o, "rope", "matmul", lower_rope_form_parse, "a RoPE form", &rope, path, what,
+                     err));
+    NC_TRY(read_form(o, "attention", "broadcast", lower_attention_form_parse,
+                     "an attention form", &attn, path, what, err));
+    NC_TRY(read_form(o, "exp", "op", lower_exp_form_parse, "an exp form", &ex, path, what, err));
+    NC_TRY(read_form(o, "matmul_pad", "none", lower_matmul_pad_parse, "a matmul padding", &pad,
+                     path, what, err));
+    f->program_split = (lower_program_split)split;
+    f->head_split = (lower_head_split)head;
+    f->kv_update = (lower_kv_update)kv;
+    f->rope = (lower_rope_form)rope;
+    f->attention = (lower_attention_form)attn;
+    f->exp = (lower_exp_form)ex;
+    f->matmul_pad = (lower_matmul_pad)pad;
     if (json_object_get(o, "max_program_bytes"))
         NC_TRY(lower_json_int_in(o, "max_program_bytes", 0, INT32_MAX, &f->max_program_bytes, what,
                                  err));
