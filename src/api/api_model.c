@@ -21,20 +21,25 @@ static const char *const DRAFT_KEYS[] = {"draft",       "draft_max",     "draft_
  * hf_cache (where a hub model id is looked up: api_hub.h). */
 static nc_status engine_opts(const char *const *options, engine_options *o, nc_error *err) {
     memset(o, 0, sizeof *o);
-    const char *keys[24];
     int n = 0;
-    for (const engine_option_row *r; (r = engine_option_at(n)) && n < 14; n++)
-        keys[n] = r->key;
+    while (engine_option_at(n))
+        n++;
+    /* the table's keys, hf_cache, the draft's, NULL */
+    const char **keys = malloc(((size_t)n + 1) * sizeof *keys + sizeof DRAFT_KEYS);
+    if (!keys) return nc_fail(err, NC_ERR_NOMEM, "nc_model_open: out of memory");
+    for (int i = 0; i < n; i++)
+        keys[i] = engine_option_at(i)->key;
     keys[n] = "hf_cache";
-    memcpy(keys + n + 1, DRAFT_KEYS, sizeof DRAFT_KEYS); /* NULL-ended */
-    NC_TRY(api_opt_check(options, keys, "nc_model_open", err));
-    for (int i = 0; i < n; i++) {
+    memcpy(keys + n + 1, DRAFT_KEYS, sizeof DRAFT_KEYS);
+    nc_status st = api_opt_check(options, keys, "nc_model_open", err);
+    for (int i = 0; i < n && st == NC_OK; i++) {
         const char *v = api_opt_get(options, keys[i]);
         char what[64];
         snprintf(what, sizeof what, "nc_model_open: option %s", keys[i]);
-        if (v) NC_TRY(engine_option_set(o, keys[i], v, what, err));
+        if (v) st = engine_option_set(o, keys[i], v, what, err);
     }
-    return NC_OK;
+    free(keys);
+    return st;
 }
 
 /* The backend name (NULL: cpu) checked, and the options as the engine's. */
