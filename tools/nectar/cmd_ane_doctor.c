@@ -15,24 +15,12 @@
 #include "ane_host/ane_ladder.h"
 #include "ane_host/ane_stage.h"
 #include "bundle/bundle_io.h"
+#include "cli_opts.h"
 #include "cmd_ane.h"
 #include "commands.h"
 #include "nectar.h"
 
 #define DOCTOR_PROMPT "In the beginning"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: nectar ane doctor [-o FILE] [-m MODEL] [-n TOKENS] [-t THREADS]\n"
-               "                         [--device fake|real] [--ane-device SETTING]\n"
-               "  The first run on a machine, in one command: runs the probe (`nectar ane\n"
-               "  probe`), compiles MODEL (default models/demo) into a bundle, runs it on the\n"
-               "  ane backend through the compile ladder and on the cpu backend (greedy,\n"
-               "  TOKENS tokens, default 64, prompt \"" DOCTOR_PROMPT "\"), and writes the\n"
-               "  probe's cases, both texts, where each kernel ran and the ladder's record\n"
-               "  into FILE (default nectar-ane-doctor.json): the file to send back.\n"
-               "  --device: the probe's device (default: real on macOS, else fake).\n"
-               "  --ane-device: the model's device as run takes it (e.g. fake:reject=all).\n");
-}
 
 typedef struct text_buf {
     char *p;
@@ -80,30 +68,31 @@ int cmd_ane_doctor(int argc, char **argv) {
 #endif
     const char *out = "nectar-ane-doctor.json", *model = "models/demo", *ane_device = NULL;
     int tokens = 64, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) {
-            out = argv[++i];
-        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && v) {
-            model = argv[++i];
-        } else if (!strcmp(a, "--device") && v) {
-            device = argv[++i];
-        } else if (!strcmp(a, "--ane-device") && v) {
-            ane_device = argv[++i];
-        } else if (!strcmp(a, "-n") && v) {
-            tokens = atoi(argv[++i]);
-            if (tokens < 1 || tokens > 4096) return cli_failf("-n %s: give a count in [1, 4096]", v);
-        } else if (!strcmp(a, "-t") && v) {
-            threads = atoi(argv[++i]);
-            if (threads < 1 || threads > 1024) return cli_failf("-t %s: give a count in [1, 1024]", v);
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+    const cli_opt opts[] = {
+        CLI_OPT("-o", "--out", CLI_STRING, "FILE",
+                "the file to send back (default nectar-ane-doctor.json)", &out),
+        CLI_OPT("-m", "--model", CLI_STRING, "MODEL", "the model to compile (default models/demo)",
+                &model),
+        CLI_OPT("-n", NULL, CLI_INT, "TOKENS", "greedy tokens on each backend (default 64)",
+                &tokens, .min = 1, .max = 4096),
+        CLI_OPT("-t", "--threads", CLI_INT, "N", "threads (default: all cores)", &threads,
+                .min = 1, .max = 1024),
+        CLI_OPT(NULL, "--device", CLI_STRING, "fake|real",
+                "the probe's device (default: real on macOS, else fake)", &device),
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "SETTING",
+                "the model's device as run takes it (e.g. fake:reject=all)", &ane_device),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "ane doctor",
+        .usage = "[-o FILE] [-m MODEL] [-n TOKENS] [-t N] [--device fake|real] [--ane-device S]",
+        .about = "The first run on a machine, in one command: runs the probe (`nectar ane\n"
+                 "probe`), compiles MODEL into a bundle, runs it on the ane backend through the\n"
+                 "compile ladder and on the cpu backend (greedy, prompt \"" DOCTOR_PROMPT "\"),\n"
+                 "and writes the probe's cases, both texts, where each kernel ran and the\n"
+                 "ladder's record into FILE: the file to send back.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc != CLI_GO) return rc;
     if (strcmp(device, "fake") && strcmp(device, "real"))
         return cli_failf("--device %s: give fake or real", device);
     if (!ane_device) ane_device = device;
@@ -179,7 +168,7 @@ int cmd_ane_doctor(int argc, char **argv) {
     char prof[1300];
     if (!ane_ladder_profile_path(fake, prof, sizeof prof, &err) && prof[0])
         ane_keep_ladder(doc, prof);
-    int rc = doc ? ane_write_json(doc, out) : cli_failf("out of memory");
+    rc = doc ? ane_write_json(doc, out) : cli_failf("out of memory");
     json_decref(doc);
     if (!rc) printf("wrote %s: send this file back (docs/ane-first-run.md)\n", out);
     /* the work folder: the probe's programs and the bundle */
