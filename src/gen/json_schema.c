@@ -343,13 +343,12 @@ static int is_bound_keyword(const char *k) {
 }
 
 static int has_bounds(const json_t *s) {
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        if (is_bound_keyword(refused[i]) && json_object_get(s, refused[i])) return 1;
-    return 0;
+    return json_object_get(s, "minimum") || json_object_get(s, "maximum") ||
+           json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum");
 }
 
-/* One bound of an integer schema: the tightest of keyword `incl` and the
- * exclusive one (draft 6+: a number), rounded inward; *set = 0 when
+/* One bound of an integer schema: the tightest of minimum (maximum) and
+ * the exclusive one (draft 6+: a number), rounded inward; *set = 0 when
  * neither is given. */
 static nc_status integer_bound(ctx *c, const json_t *s, int upper, long long *v, int *set) {
     const char *names[2] = {upper ? "maximum" : "minimum",
