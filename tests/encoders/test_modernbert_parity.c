@@ -175,14 +175,15 @@ static void test_modernbert_partly_packed_matches_hf(void) {
 /* Where every product runs on packed bf16 panels (AVX-512 without AMX),
  * each thread takes a slab of whole 12-row tiles through the layer (2
  * threads above): one thread (one slab), three (slabs that end inside
- * sequences, at rows 72 and 156 of mb_hd48's 231), and five, where
- * mb_bf16's 8 tiles are too few for slabs (2 tiles a thread) and the
- * products split by columns. */
+ * sequences, at rows 72 and 156 of mb_hd48's 231), five (slabs of one
+ * and two tiles), and nine, where mb_bf16's 8 tiles are too few for a
+ * slab per thread and the products split by columns. */
 static void test_modernbert_slabs_on_other_thread_counts(void) {
     check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 1);
     check_model_on("mb_hd48", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 1);
     check_model_on("mb_hd48", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 3);
     check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 5);
+    check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 9);
 }
 
 /* A row alone (no padding) gives what it gave inside the padded batch, and
