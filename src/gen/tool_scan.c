@@ -1,6 +1,6 @@
 /* The tool-call scanner (see tool_scan.h), by the family's call form
- * (text/chat_call_form.h). With tags (Qwen3, Qwen3.5) what is held back is the same
- * for both; only a call's body is read by family. Without tags (Llama 3)
+ * (text/chat_call_form.h). With tags (Qwen3, Qwen3.5) what is held back is
+ * the same for both; only a call's body is read by family. Without tags (Llama 3)
  * a reply that may still be a call (blanks, then "{" or the lead token's
  * text) is held back whole until the output is complete, then read as one
  * call or passed on as text. A JSON body (Qwen3, Llama 3): an object with
@@ -9,9 +9,10 @@
  * object) becomes OpenAI's arguments string.
  * Qwen3.5: <function=NAME> with <parameter=KEY> elements, each value
  * stripped of the one newline the template puts on either side and typed
- * by the tool's schema (a string stays a string; a number, boolean, null,
- * object or array is read as JSON when the schema says so and it parses;
- * else it stays a string, as it does for unknown parameters). Anything
+ * by the tool's schema (tool_value.h: a string stays a string; a number,
+ * boolean, null, object or array is read as JSON when the schema says so
+ * and it parses; else it stays a string, as it does for unknown
+ * parameters). Anything
  * else between the tags is passed on as text, tags included, so no output
  * is ever lost. */
 #include "gen/tool_scan.h"
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "base/random_id.h"
+#include "gen/tool_value.h"
 #include "text/chat_call_form.h"
 #include "text/chat_tojson.h"
 
@@ -106,42 +108,6 @@ static int take_named(cursor *c, const char *tag, char *out, size_t cap) {
     return 1;
 }
 
-/* The "type" the tool's schema gives parameter key ("" when none). */
-static const char *param_type(const json_t *params, const char *key) {
-    const json_t *t =
-        json_object_get(json_object_get(json_object_get(params, "properties"), key), "type");
-    return json_is_string(t) ? json_string_value(t) : "";
-}
-
-/* A value as its schema type reads it, or as a string. The template writes
- * booleans and null as tojson does, or (Qwen3.5's first template) as
- * Python's str: True, False, None. */
-static json_t *typed_value(const char *type, const char *v, size_t n) {
-    if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
-        static const struct {
-            const char *text;
-            int kind;
-        } words[] = {{"true", 1},  {"True", 1}, {"false", 0},
-                     {"False", 0}, {"null", 2}, {"None", 2}};
-        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-            if (strlen(words[i].text) == n && !memcmp(words[i].text, v, n))
-                return words[i].kind == 2 ? json_null() : json_boolean(words[i].kind);
-    }
-    int as_json = !strcmp(type, "integer") || !strcmp(type, "number") || !strcmp(type, "object") ||
-                  !strcmp(type, "array");
-    if (as_json) {
-        json_error_t je;
-        json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-        int fits = !strcmp(type, "object")    ? json_is_object(j)
-                   : !strcmp(type, "array")   ? json_is_array(j)
-                   : !strcmp(type, "integer") ? json_is_integer(j)
-                                              : json_is_number(j);
-        if (fits) return j;
-        json_decref(j);
-    }
-    return json_stringn(v, n);
-}
-
 /* The parameters schema of the tool called name, or NULL (borrowed from
  * *defs, which the caller frees). */
 static const json_t *tool_params(const gen_tool_scan *st, const char *name, json_t **def) {
@@ -184,7 +150,9 @@ static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t 
         size_t len = (size_t)(close - v);
         if (len && v[0] == '\n') v++, len--;
         if (len && v[len - 1] == '\n') len--;
-        if (json_object_set_new(args, key, typed_value(param_type(params, key), v, len))) break;
+        if (json_object_set_new(args, key,
+                                gen_tool_value_read(gen_tool_value_type(params, key), v, len)))
+            break;
     }
     char *text = NULL;
     nc_error err;
