@@ -2,13 +2,14 @@
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is one
  * candidate per tool that may be called, in the family's call form
- * (text/chat_call_form.h): the call's start up to and with the tool's name as literal
- * bytes, then its parameters, then the call's end. Qwen3: "<tool_call>\n
- * {"name": "NAME", "arguments": " PARAMETERS "}\n</tool_call>", PARAMETERS
- * as JSON; Llama 3: "{"name": "NAME", "parameters": " PARAMETERS "}".
- * Qwen3.5: "<tool_call>\n<function=NAME>\n", the parameters in the XML form
- * (json_match.h: xml_root), then "\n</tool_call>"; a tool whose parameters
- * that form cannot hold exactly gets its literal start only. A token is allowed when some live
+ * (text/chat_call_form.h): the call's start up to and with the tool's name
+ * as literal bytes, then its parameters, then the call's end. Qwen3:
+ * "<tool_call>\n{"name": "NAME", "arguments": " PARAMETERS "}\n
+ * </tool_call>", PARAMETERS as JSON; Llama 3: "{"name": "NAME",
+ * "parameters": " PARAMETERS "}". Qwen3.5: "<tool_call>\n<function=NAME>\n",
+ * the parameters in the XML form (json_match.h: xml_root), then
+ * "\n</tool_call>"; a tool whose parameters that form cannot hold exactly
+ * gets its literal start only. A token is allowed when some live
  * candidate allows it, and a candidate that refuses one drops out, so once
  * the name is written only that tool's parameters are left (the matcher
  * alone cannot branch on a value it has read). Parameters with keywords

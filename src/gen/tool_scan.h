@@ -1,6 +1,6 @@
-/* Tool calls in generated text, in the family's form (text/chat_call_form.h): Qwen3
- * writes each as "<tool_call>\n{"name": ..., "arguments": {...}}\n
- * </tool_call>", Qwen3.5 as "<tool_call>\n<function=NAME>\n<parameter=KEY>
+/* Tool calls in generated text, in the family's form
+ * (text/chat_call_form.h): Qwen3 writes each as "<tool_call>\n{"name":
+ * ..., "arguments": {...}}\n</tool_call>", Qwen3.5 as "<tool_call>\n<function=NAME>\n<parameter=KEY>
  * \nVALUE\n</parameter>\n...</function>\n</tool_call>" (values typed by the
  * tool's JSON schema), Llama 3 a whole reply {"name": ..., "parameters":
  * {...}}. The scanner turns a growing output into the text around the calls
