@@ -93,7 +93,8 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
         snprintf(sub, sizeof sub, "%s/%s_%s", work, prog_name, pi->fns[f].name);
         st = ane_ladder_write_view(prog, &f, 1, dir, sub, err);
         if (st) break;
-        if (try_open(dev, sub, opens, &e)) {
+        r->fn_ok[f] = try_open(dev, sub, opens, &e);
+        if (r->fn_ok[f]) {
             r->fns_ok++;
             continue;
         }
@@ -138,6 +139,25 @@ nc_status ane_bundle_probe(const ane_device *dev, const char *bundle, const char
     }
     *out = r;
     *n = np;
+    return NC_OK;
+}
+
+nc_status ane_bundle_probe_forms(const char *bundle, const ane_bundle_probe_prog *p, int n,
+                                 lower_forms_tally *t, int *has, nc_error *err) {
+    *has = 0;
+    if (mb_manifest_is_encoder(bundle)) return NC_OK;
+    lower_manifest man = {0};
+    NC_TRY(lower_manifest_read(bundle, &man, err));
+    lower_forms_tally_init(t, &man);
+    for (int i = 0; i < n && i < man.n_programs; i++) {
+        const char *errs[LOWER_MAX_FUNCS];
+        for (int f = 0; f < LOWER_MAX_FUNCS; f++)
+            errs[f] = p[i].fn_error;
+        lower_forms_tally_program(t, &man.programs[i], p[i].whole_ok, p[i].whole_error,
+                                  p[i].fn_ok, errs);
+    }
+    lower_manifest_free(&man);
+    *has = 1;
     return NC_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "bundle/bundle_io.h"
 #include "mil/print.h"
 
 const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "cpu"};
@@ -152,19 +153,10 @@ int ane_ladder_listed(const char *list, const char *name) {
     return 0;
 }
 
-static json_t *child(json_t *parent, const char *key) {
-    json_t *c = json_object_get(parent, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(parent, key, c);
-    }
-    return c;
-}
-
 nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err) {
-    if (!l->profile[0] || n <= 0) return NC_OK;
+    if (!l->profile[0] || (n <= 0 && !l->recorded)) return NC_OK;
     if (!l->recorded) l->recorded = json_object();
-    json_t *dev = child(child(l->recorded, "ladder"), l->device);
+    json_t *dev = lower_json_child(lower_json_child(l->recorded, "ladder"), l->device);
     for (int i = 0; i < n; i++) {
         int same = -1; /* an earlier program of the same text: one entry, its paths listed */
         for (int k = 0; k < i && same < 0; k++)
@@ -198,6 +190,33 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
     }
     json_incref(l->recorded); /* nc_json_save takes a reference */
     return nc_json_save(l->recorded, l->profile, 1, err);
+}
+
+void ane_ladder_put_forms(ane_ladder *l, const lower_forms_tally *t) {
+    if (!l->profile[0]) return;
+    if (!l->recorded) l->recorded = json_object();
+    lower_forms_tally_put(l->recorded, l->device, t);
+}
+
+int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_all_forms *out,
+                         char *why, size_t why_cap, char *options, size_t options_cap) {
+    return lower_forms_recommend(l->recorded, l->device, cur, out, why, why_cap, options,
+                                 options_cap);
+}
+
+void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
+                      const ane_ladder_outcome *o) {
+    int whole = o->tried[ANE_RUNG_PROGRAM] && o->ok[ANE_RUNG_PROGRAM];
+    int fn_ok[LOWER_MAX_FUNCS];
+    const char *fn_err[LOWER_MAX_FUNCS];
+    for (int f = 0; f < p->n_fns && f < LOWER_MAX_FUNCS; f++) {
+        fn_ok[f] = !o->tried[ANE_RUNG_FUNCTION] ? -1
+                   : ane_ladder_listed(o->fns_refused, p->fns[f].name) ? 0
+                                                                       : 1;
+        /* this run's own refusal, else the rung's first (recorded runs keep that one) */
+        fn_err[f] = o->fn_error[f][0] ? o->fn_error[f] : o->error[ANE_RUNG_FUNCTION];
+    }
+    lower_forms_tally_program(t, p, whole, o->error[ANE_RUNG_PROGRAM], fn_ok, fn_err);
 }
 
 nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,

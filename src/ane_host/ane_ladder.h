@@ -18,6 +18,8 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "bundle/forms_profile.h"
+#include "bundle/manifest.h"
 #include "mil/ir.h"
 
 /* A rung: a form a refused program can take. */
@@ -44,6 +46,7 @@ typedef struct ane_ladder_outcome {
     char error[ANE_N_RUNGS][512]; /* the framework's text where refused */
     int n_fns, n_fns_refused;     /* the function rung */
     char fns_refused[512];        /* their names, comma-separated */
+    char fn_error[LOWER_MAX_FUNCS][200]; /* per function, this run's refusal ("": none seen) */
 } ane_ladder_outcome;
 
 /* The ladder a bundle open climbs: the order, and what the profile
@@ -77,9 +80,26 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o);
 /* 1 when name is in the comma-separated list. */
 int ane_ladder_listed(const char *list, const char *name);
 
-/* Writes the outcomes of one bundle open into the profile (atomically: the
- * other members, the probe's, are kept). A no-op without a profile. */
+/* Writes the outcomes of one bundle open (n may be 0: the forms alone)
+ * into the profile (atomically: the other members, the probe's, are
+ * kept). A no-op without a profile. */
 nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err);
+
+/* The lowering forms' outcome of one bundle open (forms_profile.h), put
+ * into the profile under this device; written by the next
+ * ane_ladder_record. A no-op without a profile. */
+void ane_ladder_put_forms(ane_ladder *l, const lower_forms_tally *t);
+
+/* What the profile says to compile instead of cur on this device
+ * (lower_forms_recommend): the options ("--attention grouped"; "" when
+ * nothing is refused) and the reasons. Returns the number of changes. */
+int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_all_forms *out,
+                         char *why, size_t why_cap, char *options, size_t options_cap);
+
+/* The outcome of program p (o: its ladder record) as lower_forms_tally_program
+ * takes it: accepted whole, else per function from the function rung. */
+void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
+                      const ane_ladder_outcome *o);
 
 /* Functions fns[0..n) of prog (parsed from program folder src) as a
  * program of their own in folder dst (created): dst/model.mil, and

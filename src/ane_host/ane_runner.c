@@ -79,6 +79,9 @@ struct ane_bundle {
      * and what each program met on the way, for the profile */
     ane_ladder ladder;
     ane_ladder_outcome *outcomes;
+    /* the compile options the profile suggests for the forms this device
+     * refused (ane_ladder_recommend), "" when none */
+    char suggest[256];
 };
 
 struct ane_runner {
@@ -288,6 +291,7 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
         NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
         if (!o->n_fns_refused++)
             snprintf(o->error[ANE_RUNG_FUNCTION], sizeof o->error[0], "%s", e.msg);
+        if (f < LOWER_MAX_FUNCS) snprintf(o->fn_error[f], sizeof o->fn_error[f], "%s", e.msg);
         int k = snprintf(o->fns_refused + used, sizeof o->fns_refused - used, "%s%s",
                          used ? "," : "", pi->fns[f].name);
         if (k > 0 && used + (size_t)k < sizeof o->fns_refused) used += (size_t)k;
@@ -401,6 +405,18 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
     if (!st) st = read_plans(b, bundle_dir, err);
     for (int i = 0; !st && i < b->n_programs; i++)
         st = open_program(b, bundle_dir, i, err);
+    if (!st && !b->is_encoder) {
+        /* the forms' outcomes beside the programs', and what they suggest */
+        lower_forms_tally t;
+        lower_forms_tally_init(&t, &b->man);
+        for (int i = 0; i < b->n_programs; i++)
+            ane_ladder_tally(&t, &b->programs[i], &b->outcomes[i]);
+        ane_ladder_put_forms(&b->ladder, &t);
+        lower_all_forms next;
+        char why[1024];
+        ane_ladder_recommend(&b->ladder, &t.of, &next, why, sizeof why, b->suggest,
+                             sizeof b->suggest);
+    }
     if (!st) {
         /* a profile that cannot be written costs the next run its head start, not this run */
         nc_error e = {0};
@@ -909,6 +925,8 @@ void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {
             ? ": above the ~119 per process public projects report before compiles fail; "
               "--program-split layer and --head-split one need fewer"
             : "");
+    if (b->suggest[0])
+        put(buf, cap, &len, "; the probe profile suggests compiling with %s", b->suggest);
 }
 
 static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {

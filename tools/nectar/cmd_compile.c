@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_forms.h"
 #include "cli_opts.h"
 #include "cli_outdir.h"
 #include "cli_quantized.h"
@@ -28,6 +29,12 @@ int cmd_compile(int argc, char **argv) {
     o.progress = -1;
     cmd_palettize_args pa;
     cmd_palettize_args_init(&pa);
+    const char *profile = NULL;
+#if defined(__APPLE__)
+    const char *device = "real";
+#else
+    const char *device = "fake";
+#endif
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR", "Hugging Face Qwen3 folder", &o.model_dir,
                 .required = 1),
@@ -105,6 +112,15 @@ int cmd_compile(int argc, char **argv) {
                 "Qwen3.5 linear layers' prefill: the chunked delta rule (default) or the\n"
                 "recurrent form unrolled over the chunk (docs/qwen35.md)",
                 &o.q35_prefill, .choices = "chunked|unrolled"),
+        CLI_OPT(NULL, "--ane-profile", CLI_STRING, "FILE",
+                "a probe profile (NECTAR_ANE_PROFILE; docs/ane-bridge.md): each lowering form\n"
+                "it records as refused on --ane-device is replaced by the next one no device\n"
+                "refused (forms named on the command line are kept)",
+                &profile),
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "DEVICE",
+                "the device of --ane-profile, as the ane backend names it: real (default on\n"
+                "macOS) or fake[:SETTING...] (default elsewhere: fake)",
+                &device),
         CMD_PALETTIZE_OPTS(&pa),
         CLI_ENDROW};
     const cli_command cmd = {
@@ -125,6 +141,15 @@ int cmd_compile(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
+    if (profile) {
+        int given[LOWER_N_FORM_KEYS], changed;
+        cli_forms_given(argc, argv, given);
+        lower_all_forms a = {o.forms, o.kernels_per_layer};
+        if (cli_forms_from_profile(profile, device, given, &a, &changed, &err))
+            return cli_fail(&err);
+        o.forms = a.forms;
+        o.kernels_per_layer = a.kernels_per_layer;
+    }
     /* q8/q4 blocks have no fp16 form the bundle could take; other failures
      * to read the weights are the compiler's to report */
     int n_quant = 0;
