@@ -29,7 +29,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: nectar ane doctor [-o FILE] ...   (the first run in one command: --help)\n"
-               "       nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
+               "       nectar ane probe [--device real|fake[:SETTING...]] [--json FILE] [--no-save]\n"
                "                        [--work DIR] [--repeats N] [--small|--full]\n"
                "       nectar ane probe --bundle DIR [--device real|fake[:SETTING...]] [--json FILE]\n"
                "                        [--no-save]\n"
@@ -293,8 +293,8 @@ static int probe(int argc, char **argv) {
             return 2;
         }
     }
-    if (!bundle && strcmp(device, "fake") && strcmp(device, "real"))
-        return cli_failf("--device %s: give fake or real (fake:SETTING with --bundle)", device);
+    if (strncmp(device, "fake", 4) && strcmp(device, "real"))
+        return cli_failf("--device %s: give real, fake or fake:SETTING[:...]", device);
     nc_error err = {0};
     char root[1024], tmpwork[1100];
     if (ane_stage_default_root(root, sizeof root, &err)) return cli_fail(&err);
