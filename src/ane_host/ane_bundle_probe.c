@@ -69,7 +69,7 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
     snprintf(sub, sizeof sub, "%s/model.mil", dir);
     NC_TRY(mil_parse_file(sub, &prog, err));
     nc_status st = NC_OK;
-    int idx[64];
+    const char *idx[64];
     /* per bucket: the functions of one S together */
     for (int f = 0; !st && f < pi->n_fns; f++) {
         int seen = 0;
@@ -78,7 +78,7 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
         if (seen) continue;
         int k = 0;
         for (int g = f; g < pi->n_fns && k < 64; g++)
-            if (pi->fns[g].seq == pi->fns[f].seq) idx[k++] = g;
+            if (pi->fns[g].seq == pi->fns[f].seq) idx[k++] = pi->fns[g].name;
         r->n_buckets++;
         snprintf(sub, sizeof sub, "%s/%s_s%d", work, prog_name, pi->fns[f].seq);
         st = ane_ladder_write_view(prog, idx, k, dir, sub, err);
@@ -88,10 +88,17 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
         else if (!r->bucket_error[0])
             snprintf(r->bucket_error, sizeof r->bucket_error, "%s", e.msg);
     }
-    /* per function */
+    /* per function (an enumerated function's entries after the first: the same one) */
     for (int f = 0; !st && f < pi->n_fns; f++) {
+        const lower_fn_info *first = lower_manifest_fn(pi, pi->fns[f].name);
+        if (first != &pi->fns[f]) {
+            r->fn_ok[f] = r->fn_ok[first - pi->fns];
+            r->fns_ok += r->fn_ok[f];
+            continue;
+        }
         snprintf(sub, sizeof sub, "%s/%s_%s", work, prog_name, pi->fns[f].name);
-        st = ane_ladder_write_view(prog, &f, 1, dir, sub, err);
+        const char *one = pi->fns[f].name;
+        st = ane_ladder_write_view(prog, &one, 1, dir, sub, err);
         if (st) break;
         r->fn_ok[f] = try_open(dev, sub, opens, &e);
         if (r->fn_ok[f]) {

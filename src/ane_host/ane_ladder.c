@@ -219,8 +219,8 @@ void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
     lower_forms_tally_program(t, p, whole, o->error[ANE_RUNG_PROGRAM], fn_ok, fn_err);
 }
 
-nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
-                                const char *dst, nc_error *err) {
+nc_status ane_ladder_write_view(const mil_program *prog, const char *const *names, int n,
+                                const char *src, const char *dst, nc_error *err) {
     char path[4600], from[4600];
     snprintf(path, sizeof path, "%s/weights", dst);
     NC_TRY(ane_make_dirs(path, err));
@@ -231,10 +231,21 @@ nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, 
         return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
     mil_function **sub = calloc((size_t)n + 1, sizeof *sub);
     if (!sub) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        sub[i] = prog->functions[fns[i]];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        mil_function *fn = mil_program_function(prog, names[i]);
+        if (!fn) {
+            free(sub);
+            return nc_fail(err, NC_ERR_NOT_FOUND, "%s: the program has no function %s", src,
+                           names[i]);
+        }
+        int seen = 0;
+        for (int j = 0; j < k; j++)
+            seen |= sub[j] == fn;
+        if (!seen) sub[k++] = fn;
+    }
     mil_program view = *prog; /* a view: the chosen functions */
-    view.n_functions = view.cap_functions = n;
+    view.n_functions = view.cap_functions = k;
     view.functions = sub;
     snprintf(path, sizeof path, "%s/model.mil", dst);
     nc_status st = mil_print_file(&view, path, err);

@@ -101,11 +101,13 @@ int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_
 void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
                       const ane_ladder_outcome *o);
 
-/* Functions fns[0..n) of prog (parsed from program folder src) as a
- * program of their own in folder dst (created): dst/model.mil, and
- * dst/weights/weight.bin the program's own file, hard-linked (else
- * symlinked: no copy). The function rung and `nectar ane probe --bundle`. */
-nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
-                                const char *dst, nc_error *err);
+/* The functions named names[0..n) of prog (parsed from program folder
+ * src; a name given twice is taken once: an enumerated function is the
+ * manifest entry of every bucket) as a program of their own in folder dst
+ * (created): dst/model.mil, and dst/weights/weight.bin the program's own
+ * file, hard-linked (else symlinked: no copy). The function rung and
+ * `nectar ane probe --bundle`. */
+nc_status ane_ladder_write_view(const mil_program *prog, const char *const *names, int n,
+                                const char *src, const char *dst, nc_error *err);
 
 #endif

@@ -252,7 +252,8 @@ static nc_status open_function(ane_bundle *b, const char *bundle, const char *di
     char sub[4500], path[4600];
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
-    NC_TRY(ane_ladder_write_view(p->cpu, &f, 1, dir, sub, err));
+    const char *one = pi->fns[f].name;
+    NC_TRY(ane_ladder_write_view(p->cpu, &one, 1, dir, sub, err));
     snprintf(path, sizeof path, "%s/model.mil", sub);
     NC_TRY(device_open(b, sub, &p->fn_models[f], err));
     const char *json;

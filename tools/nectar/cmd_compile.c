@@ -101,6 +101,12 @@ int cmd_compile(int argc, char **argv) {
                 "Qwen3-0.6B (~34 MB per layer, its mlp kernel 18.9 MB) 20000000 gives 112\n"
                 "layer compiles (+ 10 head: 122, above the ~119 per process)",
                 &o.forms.max_program_bytes, .min = 1, .max = INT32_MAX),
+        CLI_OPT(NULL, "--bucket-form", CLI_CHOICE, "per-bucket|enumerated",
+                "per-bucket: a function per kernel and sequence bucket (default; 12 per\n"
+                "layer); enumerated: a function per kernel whose inputs are an\n"
+                "EnumeratedShapes set of the buckets (3 per layer; takes --kv-update host,\n"
+                "Qwen3 and Llama; the ane runtime does not run it yet); 0 compiles",
+                &o.forms.bucket_form, .choices = "per-bucket|enumerated"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
