@@ -26,6 +26,7 @@
 typedef enum ane_rung {
     ANE_RUNG_PROGRAM,  /* the program as compiled */
     ANE_RUNG_FUNCTION, /* each of its functions as a program of its own (BUNDLE/ladder/) */
+    ANE_RUNG_OUTPUTS,  /* a function of several outputs refused alone: a program per output */
     ANE_RUNG_CPU,      /* the MIL interpreter on the same program */
     ANE_N_RUNGS
 } ane_rung;
@@ -33,7 +34,7 @@ typedef enum ane_rung {
 /* The default order, by name: the table the runner climbs. */
 extern const char *const ANE_LADDER_ORDER[ANE_N_RUNGS];
 
-const char *ane_rung_name(ane_rung r); /* "program", "function", "cpu" */
+const char *ane_rung_name(ane_rung r); /* "program", "function", "outputs", "cpu" */
 int ane_rung_parse(const char *name);  /* -1: none */
 
 /* The outcome of one program on the device, for the profile. */
@@ -46,6 +47,8 @@ typedef struct ane_ladder_outcome {
     char error[ANE_N_RUNGS][512]; /* the framework's text where refused */
     int n_fns, n_fns_refused;     /* the function rung */
     char fns_refused[512];        /* their names, comma-separated */
+    char fns_split[512];          /* the outputs rung: functions placed as a program per output */
+    int outputs_known;            /* the profile recorded the outputs rung for this program */
     char fn_error[LOWER_MAX_FUNCS][200]; /* per function, this run's refusal ("": none seen) */
 } ane_ladder_outcome;
 
@@ -100,6 +103,15 @@ int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_
  * takes it: accepted whole, else per function from the function rung. */
 void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
                       const ane_ladder_outcome *o);
+
+/* Output out_index of the function named fn of prog (parsed from program
+ * folder src) as a program of its own in folder dst: one function named
+ * piece, the same inputs, that output alone and only the ops it needs
+ * (the others pruned), weights hard-linked as ane_ladder_write_view's.
+ * The outputs rung: a device that refuses functions of several outputs. */
+nc_status ane_ladder_write_output_view(const mil_program *prog, const char *fn, int out_index,
+                                       const char *piece, const char *src, const char *dst,
+                                       nc_error *err);
 
 /* The functions named names[0..n) of prog (parsed from program folder
  * src; a name given twice is taken once: an enumerated function is the
