@@ -25,7 +25,7 @@ in turn (nectar first in odd rounds, llama.cpp first in even ones):
 
 usage: python tools/bench_big_models.py --folder DIR --gguf FILE
            [--nectar build/nectar] [--llama-bin DIR] [-t 2] [-r 2] [-p 512]
-           [-n 128] [--label "8B q4"] [--json OUT.jsonl]
+           [-n 128] [--label "8B q4"] [--json OUT.jsonl] [--llama-first]
    --llama-bin  llama.cpp's build/bin (llama-bench, llama-simple and the
                 shared libraries); default /tmp/nectar-vs-llamacpp/build/bin
 """
@@ -140,6 +140,8 @@ def main():
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--label", default="")
+    ap.add_argument("--llama-first", action="store_true",
+                    help="llama.cpp first in odd rounds (a one-round run after a nectar-first one)")
     ap.add_argument("--json", help="append one JSON line per program and round")
     a = ap.parse_args()
     a.llama_bin = os.path.abspath(a.llama_bin)
@@ -149,7 +151,7 @@ def main():
           f"{os.getloadavg()[0]:.2f}", flush=True)
     rows = []
     for r in range(a.rounds):
-        order = ("nectar", "llama.cpp") if r % 2 == 0 else ("llama.cpp", "nectar")
+        order = ("nectar", "llama.cpp") if (r + a.llama_first) % 2 == 0 else ("llama.cpp", "nectar")
         for who in order:
             prog = programs[who]
             left = evict(paths[who])
