@@ -249,9 +249,9 @@ static int probe(int argc, char **argv) {
     const char *json_path = NULL, *work = NULL, *bundle = NULL;
     int no_save = 0, small = 0, full = 0, repeats = 0;
     const cli_opt opts[] = {
-        CLI_OPT(NULL, "--device", CLI_STRING, "fake|real",
-                "the device (default: real on macOS, else fake; also fake:SETTING[:...],\n"
-                "the fake device's settings below, e.g. fake:reject=palettized)",
+        CLI_OPT(NULL, "--device", CLI_STRING, "real|fake[:SETTING...]",
+                "the device (default: real on macOS, else fake; fake:SETTING[:...]\n"
+                "sets the fake device's behaviour, below)",
                 &device),
         CLI_OPT(NULL, "--json", CLI_STRING, "FILE", "write the results to FILE", &json_path),
         CLI_OPT(NULL, "--no-save", CLI_FLAG, NULL,
@@ -277,13 +277,16 @@ static int probe(int argc, char **argv) {
         CLI_ENDROW};
     const cli_command cmd = {
         .name = "ane probe",
-        .usage = "[--device fake|real] [--json FILE] [--no-save] [--work DIR] [--repeats N]\n"
+        .usage = "[--device real|fake[:SETTING...]] [--json FILE] [--no-save] [--work DIR] [--repeats N]\n"
                  "                        [--small|--full] [--bundle DIR]",
         .about = "Runs a ladder of small programs on the Neural Engine (real, macOS) or the fake\n"
                  "device (the MIL interpreter) and reports, per case, whether it compiled, loaded\n"
                  "and evaluated, the framework's error text, the error against the interpreter\n"
                  "and the time. Unless --no-save the results are also saved as the probe profile\n"
-                 "that `nectar mil check --ane-profile` and the ANE device read.\n",
+                 "that `nectar mil check --ane-profile` and the ANE device read. With --bundle,\n"
+                 "what each lowering form met is recorded in the profile (the fake device's only\n"
+                 "in $NECTAR_ANE_PROFILE), and the compile options it then suggests are printed:\n"
+                 "`nectar compile --ane-profile` takes them.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc == 0) { /* after the help: the settings --device fake: takes */
