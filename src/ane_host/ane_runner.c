@@ -314,8 +314,11 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
     size_t used = 0;
     for (int f = 0; f < n; f++) {
         nc_error e = {0};
+        const lower_fn_info *first = lower_manifest_fn(pi, pi->fns[f].name);
         if (ane_ladder_listed(known, pi->fns[f].name))
             snprintf(e.msg, sizeof e.msg, "refused on an earlier run (the profile)");
+        else if (first != &pi->fns[f] && !p->fn_models[first - pi->fns]) /* enumerated */
+            snprintf(e.msg, sizeof e.msg, "refused as the entry of another bucket");
         else if (open_function(b, bundle, dir, i, f, &e) == NC_OK)
             continue;
         if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
@@ -850,6 +853,9 @@ static nc_status host_columns(ane_runner *r, const run_plan *rp, const ane_plan 
             ? ane_copy_columns_fp16(&src->layout, a, head_col, &dst->layout, b, 0, 1, 1, err)
         : s->kind == ANE_STEP_GATHER
             ? ane_copy_columns_fp16(&src->layout, a, col, &dst->layout, b, 0, n, 1, err)
+        : s->kind == ANE_STEP_KV /* cache[:, p + i] = new[:, (p + i) mod S] */
+            ? ane_copy_columns_fp16(&src->layout, a, col, &dst->layout, b,
+                                    p % dst->layout.width, n, 0, err)
             : ane_copy_columns_fp16(&src->layout, a, 0, &dst->layout, b, col, n, 0, err);
     ops->surface_unlock(dst->s, 0);
     ops->surface_unlock(src->s, 1);

@@ -86,6 +86,19 @@ else
     fail enumerated_mil_equals_cpu_and_per_bucket "$(tail -3 "$TMP/ee")"
 fi
 
+# the ane runtime on the fake device: the fake describes procedures by
+# static shapes, so it refuses each enumerated function and the ladder runs
+# them on the CPU (the MIL interpreter on the same program): the cpu's text
+"$BIN" run $T --backend ane --ane-device fake -m "$E" -p "In the beginning" --temp 0 -n 64 \
+    >"$TMP/en" 2>"$TMP/ee"
+"$BIN" run $T -m models/demo -p "In the beginning" --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null
+if cmp -s "$TMP/en" "$TMP/cpu" && grep -q "layers 0-$((layers - 1)): 0/$((layers * 9)) kernels on the ANE" "$TMP/ee" &&
+    grep -q "shapes must be static" "$TMP/ee"; then
+    pass enumerated_ane_fake_equals_cpu_through_the_cpu_rung
+else
+    fail enumerated_ane_fake_equals_cpu_through_the_cpu_rung "$(head -c 500 "$TMP/ee")"
+fi
+
 # the grouped attention form (G = 4): its reshapes of G*S infer S
 G4=tests/fixtures/qwen3/tiny_gqa4_tied
 "$BIN" compile -m $G4 -o "$TMP/g.ane" $T --kv-update host --attention grouped \

@@ -269,7 +269,10 @@ static int probe(int argc, char **argv) {
         CLI_OPT(NULL, "--bundle", CLI_STRING, "DIR",
                 "compile the bundle's own programs whole, per sequence bucket and per\n"
                 "function, and recommend a form for each disputed construct (the program\n"
-                "split; for a kernel refused even alone, the options of its construct)",
+                "split; for a kernel refused even alone, the options of its construct);\n"
+                "what each lowering form met goes into the probe profile (the fake\n"
+                "device's only in $NECTAR_ANE_PROFILE), and the compile options it then\n"
+                "suggests are printed (nectar compile --ane-profile takes them)",
                 &bundle),
         CLI_ENDROW};
     const cli_command cmd = {

@@ -105,7 +105,8 @@ int cmd_compile(int argc, char **argv) {
                 "per-bucket: a function per kernel and sequence bucket (default; 12 per\n"
                 "layer); enumerated: a function per kernel whose inputs are an\n"
                 "EnumeratedShapes set of the buckets (3 per layer; takes --kv-update host,\n"
-                "Qwen3 and Llama; the ane runtime does not run it yet); 0 compiles",
+                "Qwen3 and Llama; how a device selects one of the shapes is not known yet);\n"
+                "0 compiles",
                 &o.forms.bucket_form, .choices = "per-bucket|enumerated"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
