@@ -245,11 +245,16 @@ INLINE __m512i q4_head4(const uint8_t *b0) {
     return _mm512_maskz_loadu_epi16(0xfffffffeu, (const void *)(b0 - 2));
 }
 
-INLINE __m512i q4_codes4(__m512i head, const uint8_t *b0) {
+/* The codes from head and tail (bytes 20..71 in its first 13 dwords; the
+ * rest is not read). */
+INLINE __m512i q4_codes4_of(__m512i head, __m512i tail) {
     /* tail is the permute's first table (0-15) and destination: no copy */
     const __m512i idx = _mm512_set_epi32(12, 11, 10, 9, 29, 28, 27, 26, 3, 2, 1, 0, 20, 19, 18, 17);
-    __m512i tail = _mm512_maskz_loadu_epi32(0x1fff, (const void *)(b0 + 20));
     return _mm512_permutex2var_epi32(tail, idx, head);
+}
+
+INLINE __m512i q4_codes4(__m512i head, const uint8_t *b0) {
+    return q4_codes4_of(head, _mm512_maskz_loadu_epi32(0x1fff, (const void *)(b0 + 20)));
 }
 
 /* The fp32 scales of 4 rows (heads h0..h3) in the order [block 0: rows
@@ -427,13 +432,19 @@ INLINE float q8_row(const uint8_t *row, const int8_t *xq, const float *xs, const
         _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-/* Blocks j..j+3 of one Q4 row (72 bytes from b0). */
-INLINE __m512 q4_row_quad(const uint8_t *b0, const q4_quad_x *x, __m512 acc) {
+/* Blocks j..j+3 of one Q4 row (72 bytes from b0). whole: bytes b0 - 2 to
+ * b0 + 84 are the caller's to read, so the two loads need no mask (on this
+ * Zen 5, masked loads that miss left the hardware prefetcher idle: the
+ * masked row kernel streamed 7-8 GB per CPU-second without a software
+ * prefetch, 29-32 with one). */
+INLINE __m512 q4_row_quad(const uint8_t *b0, const q4_quad_x *x, __m512 acc, int whole) {
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     /* the four fp16 scales (words 1, 10, 19, 28 of head), each in 4 lanes */
     const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 28, 28, 28,
                                          28, 19, 19, 19, 19, 10, 10, 10, 10, 1, 1, 1, 1);
-    __m512i head = q4_head4(b0), c = q4_codes4(head, b0);
+    __m512i head = whole ? _mm512_loadu_si512((const void *)(b0 - 2)) : q4_head4(b0);
+    __m512i c = whole ? q4_codes4_of(head, _mm512_loadu_si512((const void *)(b0 + 20)))
+                      : q4_codes4(head, b0);
     __m512i s = _mm512_dpbusd_epi32(x->ncorr, _mm512_and_si512(c, nibble), x->lo);
     s = _mm512_dpbusd_epi32(s, _mm512_and_si512(_mm512_srli_epi16(c, 4), nibble), x->hi);
     __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, head)));
@@ -451,8 +462,9 @@ INLINE __m512 q4_row_pair(const uint8_t *b0, const int8_t *xq, const float *xs, 
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
 }
 
+/* start, end: the task's first and last + 1 bytes (what may be read). */
 INLINE float q4_row(const uint8_t *row, const int8_t *xq, const float *xs, const q4_quad_x *xp,
-                    int nbc, const uint8_t *end, const int PF) {
+                    int nbc, const uint8_t *start, const uint8_t *end, const int PF) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     int j = 0;
@@ -460,10 +472,12 @@ INLINE float q4_row(const uint8_t *row, const int8_t *xq, const float *xs, const
         _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
             const uint8_t *b0 = row + (size_t)(j + 4 * u) * CPU_Q4_BLOCK_BYTES;
             prefetch_ahead(b0, end, PF);
-            acc[u] = q4_row_quad(b0, &xp[j / 4 + u], acc[u]);
+            acc[u] = q4_row_quad(b0, &xp[j / 4 + u], acc[u], b0 >= start + 2 && end - b0 >= 84);
         }
-    for (; j + 4 <= nbc; j += 4)
-        acc[0] = q4_row_quad(row + (size_t)j * CPU_Q4_BLOCK_BYTES, &xp[j / 4], acc[0]);
+    for (; j + 4 <= nbc; j += 4) {
+        const uint8_t *b0 = row + (size_t)j * CPU_Q4_BLOCK_BYTES;
+        acc[0] = q4_row_quad(b0, &xp[j / 4], acc[0], b0 >= start + 2 && end - b0 >= 84);
+    }
     for (; j < nbc; j += 2)
         acc[1] = q4_row_pair(row + (size_t)j * CPU_Q4_BLOCK_BYTES, xq + (size_t)j * 32,
                              xs + (size_t)j * CPU_QSCALE_REP, acc[1], j + 1 < nbc);
@@ -515,14 +529,15 @@ INLINE void q8_rows(const uint8_t *w, size_t ldw, const int8_t *xq, const float 
 INLINE void q4_rows(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y,
                     int nb, int r0, int r1, const int PF) {
     q4_quad_x xp[QROW_CHUNK / 4];
+    const uint8_t *start = w + (size_t)r0 * ldw;
     const uint8_t *end = w + (size_t)(r1 - 1) * ldw + (size_t)nb * CPU_Q4_BLOCK_BYTES;
     for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
         int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
         q4_prepare(xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, nbc, xp);
         for (int r = r0; r < r1; r++) {
             float s = q4_row(w + (size_t)r * ldw + (size_t)j0 * CPU_Q4_BLOCK_BYTES,
-                             xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, xp, nbc, end,
-                             PF);
+                             xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, xp, nbc, start,
+                             end, PF);
             y[r] = j0 ? y[r] + s : s;
         }
     }
