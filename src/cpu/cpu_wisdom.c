@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -29,6 +30,12 @@
  * 1024 columns as Qwen3-0.6B's. */
 #define DECODE_K 1024
 #define DECODE_BYTES ((size_t)64 << 20)
+/* ... taken as products of this many rows each (2-6 MiB: the q, k, v, o,
+ * gate, up and down matrices of a 0.6B-1.7B model), one pool loop each:
+ * the engine's streams are that long, not 64 MiB (a kernel that needs a
+ * long stream to ramp up, the r1 ones on this Zen 5, ranked first on one
+ * 64 MiB matrix and last in the engine) */
+#define DECODE_MATRIX_ROWS 2048
 /* The prompt probe: one pool task's worth (64 rows x 1024 columns) packed
  * and run against 120 tokens, as the prompt GEMM does, 8 times. */
 #define PROMPT_K 1024
@@ -162,6 +169,20 @@ static void decode_task(void *ctx, int task, int thread) {
         j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
 }
 
+/* The decode probe's weights in 4 KiB pages, as a model's mmapped file
+ * is: hardware prefetchers stop at page boundaries, and on 2 MiB pages
+ * (transparent huge pages, what a plain allocation of 64 MiB gets) a
+ * kernel that streams one row after another ranked first here while in
+ * the engine it was the slowest. */
+static uint8_t *alloc_small_pages(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#if defined(MADV_NOHUGEPAGE)
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+#endif
+    return p;
+}
+
 /* The decode probe's weights: bf16 values, or Q8/Q4 blocks whose scales
  * are ordinary fp16 numbers (no NaN or subnormal slowing anything). */
 static void fill_weights(cpu_slot s, uint8_t *w, size_t bytes, size_t ldw) {
@@ -198,7 +219,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
         size_t ldw = cpu_wtype_row_bytes(wt, DECODE_K);
         int rows = (int)(bytes / ldw);
-        uint8_t *w = nc_alloc_aligned(bytes);
+        uint8_t *w = alloc_small_pages(bytes);
         float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
         float *xs = nc_alloc_aligned(DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
         int8_t *xq = nc_alloc_aligned(DECODE_K);
@@ -206,7 +227,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         nc_pool *pool = NULL;
         if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
             int oom = !w || !x || !xs || !xq || !y;
-            nc_free_aligned(w);
+            if (w) munmap(w, bytes);
             nc_free_aligned(x);
             nc_free_aligned(xs);
             nc_free_aligned(xq);
@@ -217,8 +238,13 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         for (int i = 0; i < DECODE_K; i++)
             x[i] = (float)(i % 7) * 0.1f - 0.3f;
         cpu_quantize_act_row(x, DECODE_K, xq, xs);
-        int th = nc_pool_threads(pool), per = (rows + th * 4 - 1) / (th * 4);
-        int tasks = (rows + per - 1) / per;
+        /* the matrix as the engine meets its weights: products of
+         * DECODE_MATRIX_ROWS rows one after another, each split into pool
+         * tasks as cpu_matmul.c splits a decode (a few per thread, whole
+         * multiples of 16 rows) */
+        int th = nc_pool_threads(pool), mrows = rows < DECODE_MATRIX_ROWS ? rows : DECODE_MATRIX_ROWS;
+        int per = ((mrows + th * 4 - 1) / (th * 4) + 15) & ~15;
+        int tasks = (mrows + per - 1) / per;
         const cpu_kernels *k = cpu_kernels_get();
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
@@ -236,12 +262,18 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
 #endif
                 double c0 = process_cpu_s();
                 for (int p = 0; p < passes; p++)
-                    nc_pool_for(pool, tasks, decode_task, &j);
+                    for (int m0 = 0; m0 + mrows <= rows; m0 += mrows) {
+                        decode_job jm = j;
+                        jm.w = w + (size_t)m0 * ldw;
+                        jm.rows = mrows;
+                        nc_pool_for(pool, tasks, decode_task, &jm);
+                    }
                 double dc = process_cpu_s() - c0;
-                r[i][round] = dc > 0 ? (double)rows * (double)ldw * passes / dc * th : 0;
+                r[i][round] =
+                    dc > 0 ? (double)(rows / mrows * mrows) * (double)ldw * passes / dc * th : 0;
             }
         nc_pool_free(pool);
-        nc_free_aligned(w);
+        munmap(w, bytes);
         nc_free_aligned(x);
         nc_free_aligned(xs);
         nc_free_aligned(xq);
