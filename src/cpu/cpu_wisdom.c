@@ -36,6 +36,11 @@
  * long stream to ramp up, the r1 ones on this Zen 5, ranked first on one
  * 64 MiB matrix and last in the engine) */
 #define DECODE_MATRIX_ROWS 2048
+/* ... starting 8 bytes past a cache line, as a safetensors file's tensors
+ * commonly do (an 8-byte length, then a JSON header of any length: every
+ * tensor of the random 0.6B here sits at 56 mod 64), so a 64-byte load of
+ * weights spans two lines in the probe as in the engine */
+#define DECODE_MISALIGN 8
 /* The prompt probe: one pool task's worth (64 rows x 1024 columns) packed
  * and run against 120 tokens, as the prompt GEMM does, 8 times. */
 #define PROMPT_K 1024
@@ -219,7 +224,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
         size_t ldw = cpu_wtype_row_bytes(wt, DECODE_K);
         int rows = (int)(bytes / ldw);
-        uint8_t *w = alloc_small_pages(bytes);
+        uint8_t *mem = alloc_small_pages(bytes + 64), *w = mem ? mem + DECODE_MISALIGN : NULL;
         float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
         float *xs = nc_alloc_aligned(DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
         int8_t *xq = nc_alloc_aligned(DECODE_K);
@@ -227,7 +232,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         nc_pool *pool = NULL;
         if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
             int oom = !w || !x || !xs || !xq || !y;
-            if (w) munmap(w, bytes);
+            if (mem) munmap(mem, bytes + 64);
             nc_free_aligned(x);
             nc_free_aligned(xs);
             nc_free_aligned(xq);
@@ -273,7 +278,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                     dc > 0 ? (double)(rows / mrows * mrows) * (double)ldw * passes / dc * th : 0;
             }
         nc_pool_free(pool);
-        munmap(w, bytes);
+        munmap(mem, bytes + 64);
         nc_free_aligned(x);
         nc_free_aligned(xs);
         nc_free_aligned(xq);
