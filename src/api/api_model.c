@@ -8,7 +8,7 @@
 #include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
-#include "cpu/cpu_wisdom.h"
+#include "api/api_wisdom.h"
 #include "engine/engine_options.h"
 
 #define DEFAULT_CTX 4096
@@ -118,18 +118,6 @@ NC_API nc_status nc_model_open(const char *path, const char *backend, const char
     return st;
 }
 
-/* The CPU's kernels chosen by measurement (cpu_wisdom.h), once per
- * process, as the command line does: the file NECTAR_WISDOM names ("off":
- * none), else $XDG_CACHE_HOME/nectar/wisdom or ~/.cache/nectar/wisdom. The
- * first open on a machine measures (~0.5 s), later ones read the file. */
-static nc_status tune_cpu_kernels(int threads, nc_error *err) {
-    char buf[1024];
-    const cpu_tuning *tuned;
-    return cpu_tune_once(cpu_wisdom_path(getenv("NECTAR_WISDOM"), getenv("XDG_CACHE_HOME"),
-                                         getenv("HOME"), buf, sizeof buf),
-                         threads, &tuned, err);
-}
-
 nc_status api_model_open(const char *path, const char *backend, const engine_options *opt,
                          nc_model **out, nc_error *err) {
     *out = NULL;
@@ -137,7 +125,7 @@ nc_status api_model_open(const char *path, const char *backend, const engine_opt
     if (!backend) backend = "cpu";
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
-    if (!strcmp(backend, "cpu")) NC_TRY(tune_cpu_kernels(eo.n_threads, err));
+    if (!strcmp(backend, "cpu")) NC_TRY(api_tune_cpu_kernels(eo.n_threads, err));
 
     nc_model *m = calloc(1, sizeof *m);
     if (!m || !(m->dir = strdup(path))) {
