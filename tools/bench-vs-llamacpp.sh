@@ -10,13 +10,16 @@
 # CPU share.
 #
 # usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
-#            [-p 512] [-n 128] [--types "bf16 q8 q4"] [--nectar build/nectar]
+#            [-p 512] [-n 128] [--types "bf16 bf16-fast q8 q4"] [--nectar build/nectar]
 #            [--llama-no-amx]
 #   MODEL_DIR  a bf16 Qwen3 folder with tokenizer.json (nectar gen-random
 #              --like qwen3-0.6b DIR, run where it finds the tokenizer)
 #   WORK       where llama.cpp is built and the GGUF/nectar folders go
 #              (default /tmp/nectar-vs-llamacpp); kept between runs, so a
 #              second run only benchmarks
+#   --types    bf16 (nectar's default, accurate contract: fp32 activations),
+#              bf16-fast (NECTAR_BF16=fast: activations rounded to bf16, as
+#              llama.cpp's bf16 path does), q8, q4 (default "bf16 q8 q4")
 #   --llama-no-amx  also build llama.cpp's CPU backend for AVX-512 with VNNI
 #              and BF16 but without AMX (what a Zen 4 gets; GGML_NATIVE off,
 #              the ISA flags named) and run llama-bench on that one. On the
@@ -120,7 +123,7 @@ import json, os, resource, statistics, subprocess, sys, time
 
 nectar, model, threads, rounds, pp, tg, types, llama_lib = sys.argv[1:9]
 threads, rounds, pp, tg = int(threads), int(rounds), int(pp), int(tg)
-folders = {"bf16": model, "q8": "nectar-q8", "q4": "nectar-q4"}
+folders = {"bf16": model, "bf16-fast": model, "q8": "nectar-q8", "q4": "nectar-q4"}
 
 
 def timed(cmd, env=None):
@@ -135,8 +138,10 @@ def timed(cmd, env=None):
 
 
 def run_nectar(t, p, n):
+    # bf16-fast: the same folder under NECTAR_BF16=fast (llama.cpp's bf16 precision)
+    env = dict(os.environ, NECTAR_BF16="fast") if t == "bf16-fast" else None
     out, _ = timed([nectar, "bench", "-m", folders[t], "-t", str(threads), "-p", str(p),
-                    "-n", str(n), "--runs", "1", "--bw-mib", "64", "--json"])
+                    "-n", str(n), "--runs", "1", "--bw-mib", "64", "--json"], env)
     j = json.loads(out)
     test = j["pp"] if p else j["tg"]
     return test["mean_tok_per_s"], test["cpu_share"], j["kernels"]
@@ -145,7 +150,8 @@ def run_nectar(t, p, n):
 def run_llama(t, p, n):
     # the whole process: its CPU share includes loading the model
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(llama_lib))
-    out, share = timed(["build/bin/llama-bench", "-m", f"gguf-{t}.gguf", "-t", str(threads),
+    g = t.split("-")[0]  # bf16-fast: the bf16 GGUF
+    out, share = timed(["build/bin/llama-bench", "-m", f"gguf-{g}.gguf", "-t", str(threads),
                         "-p", str(p), "-n", str(n), "-r", "1", "-o", "json"], env)
     j = json.loads(out)[0]
     return j["avg_ts"], share, j.get("cpu_info", "")
@@ -169,7 +175,8 @@ for t in types.split():
             runs.append(res)
             print(f"  {t} {test}{p or n} round {r + 1}: nectar ({res['nectar'][2]}) "
                   f"{res['nectar'][0]:.2f} tok/s (CPU {res['nectar'][1]:.0%}), llama.cpp "
-                  f"{res['llama'][0]:.2f} (CPU {res['llama'][1]:.0%}), ratio {ratios[-1]:.2f}",
+                  f"{res['llama'][0]:.2f} (CPU {res['llama'][1]:.0%}), ratio {ratios[-1]:.2f}, "
+                  f"load average {os.getloadavg()[0]:.2f}",
                   flush=True)
         ok = [x for x, res in zip(ratios, runs) if res["nectar"][1] >= 0.85 and res["llama"][1] >= 0.85]
         rows.append((t, f"{test}{p or n}", ratios, ok, runs))

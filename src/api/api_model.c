@@ -8,6 +8,7 @@
 #include "api/api_hub.h"
 #include "api/api_model.h"
 #include "api/api_options.h"
+#include "api/api_wisdom.h"
 #include "engine/engine_options.h"
 
 #define DEFAULT_CTX 4096
@@ -124,6 +125,7 @@ nc_status api_model_open(const char *path, const char *backend, const engine_opt
     if (!backend) backend = "cpu";
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
+    if (!strcmp(backend, "cpu")) NC_TRY(api_tune_cpu_kernels(eo.n_threads, err));
 
     nc_model *m = calloc(1, sizeof *m);
     if (!m || !(m->dir = strdup(path))) {

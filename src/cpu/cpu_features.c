@@ -270,6 +270,17 @@ void cpu_set_bf16_decode(cpu_matmul_fn decode) {
 #endif
 }
 
+void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode) {
+    pthread_once(&once, choose);
+#if defined(__x86_64__)
+    avx512_table.qmatmul[fmt] = amx_table.qmatmul[fmt] =
+        decode ? decode : cpu_kernels_avx512.qmatmul[fmt];
+#else
+    (void)fmt;
+    (void)decode;
+#endif
+}
+
 void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt) {
     pthread_once(&once, choose);
 #if defined(__x86_64__)

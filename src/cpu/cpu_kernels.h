@@ -140,6 +140,9 @@ int cpu_bf16_mode(void);
  * bf16 prompts (NULL: the fp32 GEMM) in the AVX-512/AMX (or NEON) tables. */
 void cpu_set_bf16_decode(cpu_matmul_fn decode);
 void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt);
+/* For cpu_tune: Q8 (fmt 0) or Q4 (1) decoding in the AVX-512/AMX tables
+ * (a qgemv.h kernel; NULL: the table's own). */
+void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);

@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -13,10 +15,13 @@
 
 #include "base/alloc.h"
 #include "base/half.h"
+#include "base/log.h"
 #include "base/pool.h"
 #include "base/timer.h"
+#include "cpu/cpu_quant.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/gemv_bf16.h"
+#include "cpu/qgemv.h"
 
 #define WISDOM_HEADER "# nectar kernel wisdom 1"
 #define MAX_LINES 256
@@ -25,6 +30,17 @@
  * 1024 columns as Qwen3-0.6B's. */
 #define DECODE_K 1024
 #define DECODE_BYTES ((size_t)64 << 20)
+/* ... taken as products of this many rows each (2-6 MiB: the q, k, v, o,
+ * gate, up and down matrices of a 0.6B-1.7B model), one pool loop each:
+ * the engine's streams are that long, not 64 MiB (a kernel that needs a
+ * long stream to ramp up, the r1 ones on this Zen 5, ranked first on one
+ * 64 MiB matrix and last in the engine) */
+#define DECODE_MATRIX_ROWS 2048
+/* ... starting 8 bytes past a cache line, as a safetensors file's tensors
+ * commonly do (an 8-byte length, then a JSON header of any length: every
+ * tensor of the random 0.6B here sits at 56 mod 64), so a 64-byte load of
+ * weights spans two lines in the probe as in the engine */
+#define DECODE_MISALIGN 8
 /* The prompt probe: one pool task's worth (64 rows x 1024 columns) packed
  * and run against 120 tokens, as the prompt GEMM does, 8 times. */
 #define PROMPT_K 1024
@@ -39,29 +55,41 @@
 
 typedef struct {
     const char *name;
-    cpu_matmul_fn decode;         /* decode slot */
+    cpu_matmul_fn decode;         /* bf16 decode slot */
     const cpu_gemm_kernels *gemm; /* prompt slot */
+    cpu_qmatmul_fn qdecode;       /* Q8/Q4 decode slots */
 } candidate;
+
+static int is_q_slot(cpu_slot s) {
+    return s == CPU_SLOT_DECODE_Q8 || s == CPU_SLOT_DECODE_Q4;
+}
 
 /* ---- the candidates ---- */
 
 static const char *slot_name(cpu_slot s, int mode) {
     static const char *names[CPU_SLOT_N][2] = {{"decode-bf16-accurate", "decode-bf16-fast"},
-                                               {"prompt-bf16-accurate", "prompt-bf16-fast"}};
+                                               {"prompt-bf16-accurate", "prompt-bf16-fast"},
+                                               {"decode-q8", "decode-q8"},
+                                               {"decode-q4", "decode-q4"}};
     return names[s][mode == CPU_BF16_MODE_FAST];
+}
+
+/* Whether the table in use is the AVX-512 one (or AMX, its copy), whose
+ * kernels cpu_set_bf16_decode / cpu_set_q_decode replace. */
+static int table_is_avx512(void) {
+    const char *t = cpu_kernels_get()->name;
+    return !strcmp(t, "avx512") || !strcmp(t, "amx");
 }
 
 /* Whether the table in use runs bf16 dot products: the AVX-512 and AMX
  * tables where the CPU has AVX512-BF16, the NEON ones where it has
  * FEAT_BF16 (prompts only there). */
 static int table_has_bf16_dot(void) {
-    const char *t = cpu_kernels_get()->name;
 #if defined(__x86_64__)
-    return cpu_features_get()->avx512bf16 && (!strcmp(t, "avx512") || !strcmp(t, "amx"));
+    return cpu_features_get()->avx512bf16 && table_is_avx512();
 #elif defined(__aarch64__)
-    return cpu_features_get()->bf16 && !strncmp(t, "neon", 4);
+    return cpu_features_get()->bf16 && !strncmp(cpu_kernels_get()->name, "neon", 4);
 #else
-    (void)t;
     return 0;
 #endif
 }
@@ -70,19 +98,33 @@ static int table_has_bf16_dot(void) {
  * first. The fp32 kernels keep every contract. */
 static int candidates_of(cpu_slot s, int mode, candidate *out) {
     int n = 0, fast = mode == CPU_BF16_MODE_FAST, dot = table_has_bf16_dot();
+    if (is_q_slot(s)) {
+        out[n++] = (candidate){"tile", NULL, NULL, NULL}; /* the table's own */
+#if defined(__x86_64__)
+        for (int i = 0;
+             table_is_avx512() && i < cpu_qgemv_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES; i++)
+            if (cpu_qgemv_avx512[i].fmt == (int)(s - CPU_SLOT_DECODE_Q8))
+                out[n++] = (candidate){cpu_qgemv_avx512[i].name, NULL, NULL, cpu_qgemv_avx512[i].fn};
+#endif
+        return n;
+    }
     if (s == CPU_SLOT_DECODE_BF16) {
 #if defined(__x86_64__)
-        for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count; i++)
+        /* (bounded: the fp32 candidate always fits) */
+        for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count &&
+                        n < CPU_WISDOM_MAX_CANDIDATES - 1;
+             i++)
             if (cpu_gemv_bf16_avx512[i].terms == 1)
-                out[n++] =
-                    (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn, NULL};
-        out[n++] = (candidate){"fp32-widen", NULL, NULL};
-        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count; i++)
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL, NULL};
+        out[n++] = (candidate){"fp32-widen", NULL, NULL, NULL};
+        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES;
+             i++)
             if (cpu_gemv_bf16_avx512[i].terms == 3)
-                out[n++] =
-                    (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn, NULL};
+                out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
+                                       NULL, NULL};
 #else
-        out[n++] = (candidate){"fp32-widen", NULL, NULL};
+        out[n++] = (candidate){"fp32-widen", NULL, NULL, NULL};
 #endif
         return n;
     }
@@ -95,9 +137,9 @@ static int candidates_of(cpu_slot s, int mode, candidate *out) {
     /* Two terms (16-bit activations, 2^-17 per product) are not the
      * accurate contract's exact products: tiny_bf16 parity 7.65e-5 against
      * 5.5e-6 (docs/performance.md), so only the fast contract may take them. */
-    if (dp && fast) out[n++] = (candidate){"dp1", NULL, &dp[CPU_BF16_FAST]};
-    out[n++] = (candidate){"fp32-gemm", NULL, NULL};
-    if (dp && fast) out[n++] = (candidate){"dp2", NULL, &dp[CPU_BF16_ACCURATE]};
+    if (dp && fast) out[n++] = (candidate){"dp1", NULL, &dp[CPU_BF16_FAST], NULL};
+    out[n++] = (candidate){"fp32-gemm", NULL, NULL, NULL};
+    if (dp && fast) out[n++] = (candidate){"dp2", NULL, &dp[CPU_BF16_ACCURATE], NULL};
     return n;
 }
 
@@ -110,9 +152,13 @@ static double process_cpu_s(void) {
 }
 
 typedef struct {
-    cpu_matmul_fn fn;
-    const nc_bf16 *w;
+    cpu_matmul_fn fn;   /* bf16 weights */
+    cpu_qmatmul_fn qfn; /* Q8/Q4 weights */
+    const void *w;
+    size_t ldw; /* Q8/Q4: bytes */
     const float *x;
+    const int8_t *xq; /* Q8/Q4: x quantized */
+    const float *xs;
     float *y;
     int rows, per;
 } decode_job;
@@ -121,7 +167,43 @@ static void decode_task(void *ctx, int task, int thread) {
     (void)thread;
     const decode_job *j = ctx;
     int r0 = task * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows;
-    j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
+    if (j->qfn)
+        j->qfn(j->w, j->ldw, j->xq, DECODE_K, j->xs, (size_t)DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP,
+               j->y, (size_t)j->rows, 1, DECODE_K / CPU_QBLOCK, r0, r1);
+    else
+        j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
+}
+
+/* The decode probe's weights in 4 KiB pages, as a model's mmapped file
+ * is: hardware prefetchers stop at page boundaries, and on 2 MiB pages
+ * (transparent huge pages, what a plain allocation of 64 MiB gets) a
+ * kernel that streams one row after another ranked first here while in
+ * the engine it was the slowest. */
+static uint8_t *alloc_small_pages(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#if defined(MADV_NOHUGEPAGE)
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+#endif
+    return p;
+}
+
+/* The decode probe's weights: bf16 values, or Q8/Q4 blocks whose scales
+ * are ordinary fp16 numbers (no NaN or subnormal slowing anything). */
+static void fill_weights(cpu_slot s, uint8_t *w, size_t bytes, size_t ldw) {
+    if (!is_q_slot(s)) {
+        nc_bf16 *b = (nc_bf16 *)w;
+        for (size_t i = 0; i < bytes / sizeof(nc_bf16); i++)
+            b[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
+        return;
+    }
+    size_t block = s == CPU_SLOT_DECODE_Q8 ? CPU_Q8_BLOCK_BYTES : CPU_Q4_BLOCK_BYTES;
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)(i * 37 + (i >> 7));
+    nc_fp16 d = nc_f32_to_fp16(0.0123f);
+    for (size_t r = 0; r + ldw <= bytes; r += ldw)
+        for (size_t b = 0; b + block <= ldw; b += block)
+            memcpy(w + r + b, &d, sizeof d);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -137,45 +219,69 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
     double r[CPU_WISDOM_MAX_CANDIDATES][ROUNDS];
     const int rounds = quick ? 1 : ROUNDS, passes = quick ? 1 : DECODE_PASSES;
     const size_t bytes = quick ? DECODE_BYTES / 64 : DECODE_BYTES;
-    if (s == CPU_SLOT_DECODE_BF16) {
-        int rows = (int)(bytes / (DECODE_K * sizeof(nc_bf16)));
-        nc_bf16 *w = nc_alloc_aligned(bytes);
+    if (s != CPU_SLOT_PROMPT_BF16) {
+        int fmt = s == CPU_SLOT_DECODE_Q4;
+        cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
+        size_t ldw = cpu_wtype_row_bytes(wt, DECODE_K);
+        int rows = (int)(bytes / ldw);
+        uint8_t *mem = alloc_small_pages(bytes + 64), *w = mem ? mem + DECODE_MISALIGN : NULL;
         float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
+        float *xs = nc_alloc_aligned(DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
+        int8_t *xq = nc_alloc_aligned(DECODE_K);
         float *y = nc_alloc_aligned((size_t)rows * sizeof(float));
         nc_pool *pool = NULL;
-        if (!w || !x || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
-            nc_free_aligned(w);
+        if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
+            int oom = !w || !x || !xs || !xq || !y;
+            if (mem) munmap(mem, bytes + 64);
             nc_free_aligned(x);
+            nc_free_aligned(xs);
+            nc_free_aligned(xq);
             nc_free_aligned(y);
-            return w && x && y ? NC_ERR_NOMEM
-                               : nc_fail(err, NC_ERR_NOMEM, "kernel tuning: out of memory");
+            return oom ? nc_fail(err, NC_ERR_NOMEM, "kernel tuning: out of memory") : NC_ERR_NOMEM;
         }
-        for (size_t i = 0; i < bytes / sizeof(nc_bf16); i++)
-            w[i] = nc_f32_to_bf16((float)(int)(i % 61) * 0.01f - 0.3f);
+        fill_weights(s, w, bytes, ldw);
         for (int i = 0; i < DECODE_K; i++)
             x[i] = (float)(i % 7) * 0.1f - 0.3f;
-        int th = nc_pool_threads(pool), per = (rows + th * 4 - 1) / (th * 4);
-        int tasks = (rows + per - 1) / per;
+        cpu_quantize_act_row(x, DECODE_K, xq, xs);
+        /* the matrix as the engine meets its weights: products of
+         * DECODE_MATRIX_ROWS rows one after another, each split into pool
+         * tasks as cpu_matmul.c splits a decode (a few per thread, whole
+         * multiples of 16 rows) */
+        int th = nc_pool_threads(pool), mrows = rows < DECODE_MATRIX_ROWS ? rows : DECODE_MATRIX_ROWS;
+        int per = ((mrows + th * 4 - 1) / (th * 4) + 15) & ~15;
+        int tasks = (mrows + per - 1) / per;
         const cpu_kernels *k = cpu_kernels_get();
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
-                decode_job j = {
-                    c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16], w, x, y, rows, per};
-                /* the table's bf16 entry may be a chosen dp kernel: the
-                 * fp32 candidate is the table's own widening tile */
+                decode_job j = {.fn = c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16],
+                                .w = w, .ldw = ldw, .x = x, .xq = xq, .xs = xs, .y = y,
+                                .rows = rows, .per = per};
+                if (is_q_slot(s)) j.qfn = c[i].qdecode ? c[i].qdecode : k->qmatmul[fmt];
+                /* the table's entries may be chosen kernels: the default
+                 * candidate is the AVX-512 table's own tile */
 #if defined(__x86_64__)
-                if (!c[i].decode && (!strcmp(k->name, "avx512") || !strcmp(k->name, "amx")))
+                if (!c[i].decode && table_is_avx512())
                     j.fn = cpu_kernels_avx512.matmul[CPU_W_BF16];
+                if (is_q_slot(s) && !c[i].qdecode && table_is_avx512())
+                    j.qfn = cpu_kernels_avx512.qmatmul[fmt];
 #endif
                 double c0 = process_cpu_s();
                 for (int p = 0; p < passes; p++)
-                    nc_pool_for(pool, tasks, decode_task, &j);
+                    for (int m0 = 0; m0 + mrows <= rows; m0 += mrows) {
+                        decode_job jm = j;
+                        jm.w = w + (size_t)m0 * ldw;
+                        jm.rows = mrows;
+                        nc_pool_for(pool, tasks, decode_task, &jm);
+                    }
                 double dc = process_cpu_s() - c0;
-                r[i][round] = dc > 0 ? (double)bytes * passes / dc * th : 0;
+                r[i][round] =
+                    dc > 0 ? (double)(rows / mrows * mrows) * (double)ldw * passes / dc * th : 0;
             }
         nc_pool_free(pool);
-        nc_free_aligned(w);
+        munmap(mem, bytes + 64);
         nc_free_aligned(x);
+        nc_free_aligned(xs);
+        nc_free_aligned(xq);
         nc_free_aligned(y);
     } else {
         const cpu_kernels *k = cpu_kernels_get();
@@ -348,8 +454,10 @@ static int save(const char *path, const wisdom_line *lines, int n, char *note, s
 static void apply(cpu_slot s, const candidate *c) {
     if (s == CPU_SLOT_DECODE_BF16)
         cpu_set_bf16_decode(c->decode);
-    else
+    else if (s == CPU_SLOT_PROMPT_BF16)
         cpu_set_bf16_prompt(c->gemm);
+    else
+        cpu_set_q_decode(s == CPU_SLOT_DECODE_Q4, c->qdecode);
 }
 
 /* Kernels forced by cpu_tune_force, per slot ("": none). */
@@ -386,23 +494,25 @@ nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err) {
 nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *out, nc_error *err) {
     memset(out, 0, sizeof *out);
     cpu_identity(out->cpu, sizeof out->cpu);
+    snprintf(out->file, sizeof out->file, "%s", path ? path : "off");
     int mode = cpu_bf16_mode();
     static wisdom_line lines[MAX_LINES]; /* one caller at a time: at start */
-    int nl = path && mode != CPU_BF16_MODE_OFF ? load(path, lines, out->note, sizeof out->note) : 0;
+    int nl = path ? load(path, lines, out->note, sizeof out->note) : 0;
     int dirty = 0;
     for (int s = 0; s < CPU_SLOT_N; s++) {
         cpu_slot_report *rep = &out->slot[s];
         candidate c[CPU_WISDOM_MAX_CANDIDATES];
         int n = candidates_of((cpu_slot)s, mode, c);
+        int bf16_off = mode == CPU_BF16_MODE_OFF && !is_q_slot((cpu_slot)s);
         snprintf(rep->slot, sizeof rep->slot, "%s",
-                 mode == CPU_BF16_MODE_OFF
-                     ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
-                     : slot_name((cpu_slot)s, mode));
-        rep->unit = s == CPU_SLOT_DECODE_BF16 ? "GB/s at a full CPU share" : "GFLOP per CPU-second";
+                 bf16_off ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
+                          : slot_name((cpu_slot)s, mode));
+        rep->unit =
+            s == CPU_SLOT_PROMPT_BF16 ? "GFLOP per CPU-second" : "GB/s at a full CPU share";
         int pick = 0;
-        if (mode == CPU_BF16_MODE_OFF) {
+        if (bf16_off) {
             /* the fp32 kernels, nothing measured */
-            while (pick < n && (c[pick].decode || c[pick].gemm))
+            while (pick + 1 < n && (c[pick].decode || c[pick].gemm))
                 pick++;
             rep->why = "NECTAR_BF16=off";
         } else if (forced[s][0]) {
@@ -471,4 +581,37 @@ int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, 
             : home && *home         ? snprintf(out, cap, "%s/.cache/nectar/wisdom", home)
                                     : -1;
     return n > 0 && (size_t)n < cap;
+}
+
+const char *cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
+                            size_t cap) {
+    if (setting && *setting) {
+        int off = !strcmp(setting, "off");
+        snprintf(buf, cap, "%s", setting);
+        return off || strlen(setting) >= cap ? NULL : buf;
+    }
+    if (cpu_wisdom_default_path(xdg_cache, home, buf, cap)) return buf;
+    snprintf(buf, cap, "off");
+    return NULL;
+}
+
+nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static cpu_tuning tuning;
+    static int done; /* a failure (out of memory) is tried again next time */
+    pthread_mutex_lock(&mu);
+    nc_status st = done ? NC_OK : cpu_tune(path, path != NULL, threads, &tuning, err);
+    if (st == NC_OK && !done) { /* NECTAR_LOG=debug: which kernels run and why */
+        char line[1024];
+        int used = snprintf(line, sizeof line, "kernels (wisdom %s):", tuning.file);
+        for (int s = 0; s < CPU_SLOT_N && used > 0 && (size_t)used < sizeof line; s++)
+            used += snprintf(line + used, sizeof line - (size_t)used, " %s %s (%s);",
+                             tuning.slot[s].slot, tuning.slot[s].kernel, tuning.slot[s].why);
+        nc_log(NC_LOG_DEBUG, "%s", line);
+        if (tuning.note[0]) nc_log(NC_LOG_WARN, "%s", tuning.note);
+    }
+    done = st == NC_OK;
+    pthread_mutex_unlock(&mu);
+    *out = &tuning;
+    return st;
 }

@@ -1,10 +1,11 @@
 /* Kernels chosen by measurement, FFTW-wisdom style. For each slot (bf16
- * decoding, bf16 prompts) under the precision contract NECTAR_BF16 chose
- * (cpu_select_bf16: "accurate", the default, or "fast"), the candidates
- * that keep the contract are timed on this machine the first time, and the
- * fastest is used and remembered in a wisdom file per CPU (brand, family,
- * model, stepping and the feature bits the kernels depend on). A choice
- * changes speed only: every candidate of a slot meets the same contract.
+ * decoding and prompts under the precision contract NECTAR_BF16 chose
+ * (cpu_select_bf16: "accurate", the default, or "fast"); Q8 and Q4
+ * decoding), the candidates that keep the contract are timed on this
+ * machine the first time, and the fastest is used and remembered in a
+ * wisdom file per CPU (brand, family, model, stepping and the feature bits
+ * the kernels depend on). A choice changes speed only: every candidate of
+ * a slot meets the same contract.
  *
  * The wisdom file is text, one choice per line, tab-separated:
  *   # nectar kernel wisdom 1
@@ -21,9 +22,17 @@
 #include "base/error.h"
 #include "cpu/cpu_kernels.h"
 
-typedef enum { CPU_SLOT_DECODE_BF16, CPU_SLOT_PROMPT_BF16, CPU_SLOT_N } cpu_slot;
+/* bf16 decoding and prompts (under the bf16 contract), Q8 and Q4 decoding
+ * (qgemv.h: the table's tile or a row-sequential kernel; any contract). */
+typedef enum {
+    CPU_SLOT_DECODE_BF16,
+    CPU_SLOT_PROMPT_BF16,
+    CPU_SLOT_DECODE_Q8,
+    CPU_SLOT_DECODE_Q4,
+    CPU_SLOT_N
+} cpu_slot;
 
-#define CPU_WISDOM_MAX_CANDIDATES 12
+#define CPU_WISDOM_MAX_CANDIDATES 16
 
 typedef struct cpu_slot_report {
     char slot[32];   /* "decode-bf16-accurate", ... */
@@ -42,7 +51,8 @@ typedef struct cpu_slot_report {
 } cpu_slot_report;
 
 typedef struct cpu_tuning {
-    char cpu[192]; /* the key the choices are kept under */
+    char cpu[192];  /* the key the choices are kept under */
+    char file[512]; /* the wisdom file, "off" for none */
     cpu_slot_report slot[CPU_SLOT_N];
     char note[320]; /* a wisdom file that did not parse or could not be written; "" */
 } cpu_tuning;
@@ -77,6 +87,20 @@ void cpu_tune_unforce(void);
  * NULL or empty): xdg_cache/nectar/wisdom, else home/.cache/nectar/wisdom;
  * 0 if neither is set or it does not fit. */
 int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, size_t cap);
+
+/* The wisdom file a setting names: `setting` is NECTAR_WISDOM's value (a
+ * path; "off": none; NULL or "": the default path from xdg_cache and
+ * home). Returns the path in buf, or NULL for none (buf then says "off"). */
+const char *cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
+                            size_t cap);
+
+/* cpu_tune(path, path != NULL, threads) the first time a process calls it;
+ * every later call (any path, any threads) returns that call's choices and
+ * touches neither the kernels nor the file: what every command and
+ * nc_model_open that opens a CPU model calls, so the first open on a
+ * machine measures and later ones read the file. Thread-safe. *out stays
+ * valid for the process. */
+nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err);
 
 /* This CPU's key: vendor, brand, family/model/stepping and feature bits. */
 void cpu_identity(char *out, size_t cap);

@@ -105,13 +105,16 @@ INLINE void tile(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, 
  * pattern hardware prefetchers follow best); 4 accumulators over
  * consecutive 32-column steps hide the dot product's latency. */
 INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y, int kc,
-                    int r, int accumulate, const int TERMS) {
+                    int r, int accumulate, const uint16_t *pf_end, const int TERMS, const int PF) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     const uint16_t *wr = w + (size_t)r * ldw;
     int i = 0;
     for (; i + 128 <= kc; i += 128)
         _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+            /* PF lines ahead in the task's stream, never past its end */
+            const uint16_t *ahead = wr + i + 32 * u + 32 * PF;
+            if (PF > 0 && ahead < pf_end) _mm_prefetch((const char *)ahead, _MM_HINT_T0);
             __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(wr + i + 32 * u));
             _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[u] = _mm512_dpbf16_ps(
                 acc[u], wv,
@@ -135,8 +138,9 @@ INLINE void rows_of_chunk(const uint16_t *w, size_t ldw, const uint16_t *xt, siz
                           size_t ldy, int kc, int r0, int r1, int accumulate, const int RB,
                           const int TB, const int TERMS, const int PF) {
     if (TB == 1 && RB == 1) {
+        const uint16_t *pf_end = w + (size_t)(r1 - 1) * ldw + (size_t)kc;
         for (int r = r0; r < r1; r++)
-            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, TERMS);
+            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, pf_end, TERMS, PF);
         return;
     }
     const int rb = TB == 1 ? RB : 4;
@@ -199,12 +203,18 @@ DEF_GEMV(dp1_r8_p0, 8, 1, 0)
 DEF_GEMV(dp1_r4_p2, 4, 1, 2)
 DEF_GEMV(dp3_r1_p0, 1, 3, 0)
 DEF_GEMV(dp1_r1_p0, 1, 1, 0)
+/* r1: PF counts 64-byte lines ahead in the task's stream, not tiles */
+DEF_GEMV(dp3_r1_p8, 1, 3, 8)
+DEF_GEMV(dp1_r1_p8, 1, 1, 8)
+DEF_GEMV(dp3_r1_p16, 1, 3, 16)
+DEF_GEMV(dp1_r1_p16, 1, 1, 16)
 
 const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
     {"dp3-r4-pf2", 3, dp3_r4_p2}, {"dp1-r8-pf1", 1, dp1_r8_p1}, {"dp1-r8-pf2", 1, dp1_r8_p2},
     {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
-    {"dp1-r1-pf0", 1, dp1_r1_p0},
+    {"dp1-r1-pf0", 1, dp1_r1_p0}, {"dp3-r1-pf8", 3, dp3_r1_p8}, {"dp1-r1-pf8", 1, dp1_r1_p8},
+    {"dp3-r1-pf16", 3, dp3_r1_p16}, {"dp1-r1-pf16", 1, dp1_r1_p16},
 };
 const int cpu_gemv_bf16_avx512_count =
     (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);

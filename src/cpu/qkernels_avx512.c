@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/qgemv.h"
 #include "cpu/qkernels.h"
 #include "cpu/store16_avx512.h"
 #include "cpu/transpose_avx512.h"
@@ -244,11 +245,16 @@ INLINE __m512i q4_head4(const uint8_t *b0) {
     return _mm512_maskz_loadu_epi16(0xfffffffeu, (const void *)(b0 - 2));
 }
 
-INLINE __m512i q4_codes4(__m512i head, const uint8_t *b0) {
+/* The codes from head and tail (bytes 20..71 in its first 13 dwords; the
+ * rest is not read). */
+INLINE __m512i q4_codes4_of(__m512i head, __m512i tail) {
     /* tail is the permute's first table (0-15) and destination: no copy */
     const __m512i idx = _mm512_set_epi32(12, 11, 10, 9, 29, 28, 27, 26, 3, 2, 1, 0, 20, 19, 18, 17);
-    __m512i tail = _mm512_maskz_loadu_epi32(0x1fff, (const void *)(b0 + 20));
     return _mm512_permutex2var_epi32(tail, idx, head);
+}
+
+INLINE __m512i q4_codes4(__m512i head, const uint8_t *b0) {
+    return q4_codes4_of(head, _mm512_maskz_loadu_epi32(0x1fff, (const void *)(b0 + 20)));
 }
 
 /* The fp32 scales of 4 rows (heads h0..h3) in the order [block 0: rows
@@ -371,6 +377,194 @@ INLINE void qdecode_q4_avx512(const uint8_t *w, size_t ldw, const int8_t *xq, co
 
 CPU_DEF_QMATMUL_LOOPS(q8_avx512, 8, 4, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx512, 8, 4, 4)
+
+/* ---- decoding one row at a time (qgemv.h) -------------------------------
+ * The rows of a task in address order, each from its first block to its
+ * last, so a task reads one sequential stream; 4 accumulators over
+ * consecutive steps hide the latency of the dot products. What does not
+ * depend on the weights is prepared once per call and chunk of blocks:
+ * for Q8 the correction -128 * sum(x) of each pair (the weights are the
+ * unsigned operand, w xor 0x80); for Q4 each group of 4 blocks' low and
+ * high activation halves in the lane order of q4_codes4, the correction
+ * -8 * sum(x) and the activation scales, so a row step is its own loads,
+ * the unpack, two vpdpbusd and one convert, scale product and FMA. PF:
+ * 64-byte lines prefetched ahead in the stream, at most up to `end` (the
+ * task's last byte). */
+#define QROW_CHUNK 512 /* blocks per chunk of prepared activations */
+
+typedef struct {
+    __m512i lo, hi, ncorr;
+    __m512 dx;
+} q4_quad_x;
+
+INLINE void prefetch_ahead(const uint8_t *p, const uint8_t *end, const int PF) {
+    if (PF > 0 && p + PF * 64 < end) _mm_prefetch((const char *)p + PF * 64, _MM_HINT_T0);
+}
+
+INLINE __m512 q8_row_pair(const uint8_t *b0, const int8_t *xq, const float *xs, __m512i ncorr,
+                          __m512 acc, const int two) {
+    __m512i s = _mm512_dpbusd_epi32(ncorr, q8_unsigned_2(b0, two), load_x2(xq, two));
+    __m512 sc = _mm512_mul_ps(scales2(b0, two ? b0 + CPU_Q8_BLOCK_BYTES : NULL), load_s2(xs, two));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
+}
+
+/* Blocks 0..nbc-1 of one Q8 row (row, xq and xs at the chunk's first block). */
+INLINE float q8_row(const uint8_t *row, const int8_t *xq, const float *xs, const __m512i *ncorr,
+                    int nbc, const uint8_t *end, const int PF) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    int j = 0;
+    for (; j + 8 <= nbc; j += 8)
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+            const uint8_t *b0 = row + (size_t)(j + 2 * u) * CPU_Q8_BLOCK_BYTES;
+            prefetch_ahead(b0, end, PF);
+            acc[u] = q8_row_pair(b0, xq + (size_t)(j + 2 * u) * 32,
+                                 xs + (size_t)(j + 2 * u) * CPU_QSCALE_REP, ncorr[j / 2 + u], acc[u],
+                                 1);
+        }
+    for (; j + 2 <= nbc; j += 2)
+        acc[0] = q8_row_pair(row + (size_t)j * CPU_Q8_BLOCK_BYTES, xq + (size_t)j * 32,
+                             xs + (size_t)j * CPU_QSCALE_REP, ncorr[j / 2], acc[0], 1);
+    if (j < nbc)
+        acc[0] = q8_row_pair(row + (size_t)j * CPU_Q8_BLOCK_BYTES, xq + (size_t)j * 32,
+                             xs + (size_t)j * CPU_QSCALE_REP, ncorr[j / 2], acc[0], 0);
+    return _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+/* Blocks j..j+3 of one Q4 row (72 bytes from b0). whole: bytes b0 - 2 to
+ * b0 + 84 are the caller's to read, so the two loads need no mask (on this
+ * Zen 5, masked loads that miss left the hardware prefetcher idle: the
+ * masked row kernel streamed 7-8 GB per CPU-second without a software
+ * prefetch, 29-32 with one). */
+INLINE __m512 q4_row_quad(const uint8_t *b0, const q4_quad_x *x, __m512 acc, int whole) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    /* the four fp16 scales (words 1, 10, 19, 28 of head), each in 4 lanes */
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 28, 28, 28,
+                                         28, 19, 19, 19, 19, 10, 10, 10, 10, 1, 1, 1, 1);
+    __m512i head = whole ? _mm512_loadu_si512((const void *)(b0 - 2)) : q4_head4(b0);
+    __m512i c = whole ? q4_codes4_of(head, _mm512_loadu_si512((const void *)(b0 + 20)))
+                      : q4_codes4(head, b0);
+    __m512i s = _mm512_dpbusd_epi32(x->ncorr, _mm512_and_si512(c, nibble), x->lo);
+    s = _mm512_dpbusd_epi32(s, _mm512_and_si512(_mm512_srli_epi16(c, 4), nibble), x->hi);
+    __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, head)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, x->dx), acc);
+}
+
+/* A pair of Q4 blocks (or the lone last one) of one row, unprepared. */
+INLINE __m512 q4_row_pair(const uint8_t *b0, const int8_t *xq, const float *xs, __m512 acc,
+                          const int two) {
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i xv = load_x2(xq, two);
+    __m512i ncorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(8), xv));
+    __m512i s = _mm512_dpbusd_epi32(ncorr, load_q4_2(b0, two), xv);
+    __m512 sc = _mm512_mul_ps(scales2(b0, two ? b0 + CPU_Q4_BLOCK_BYTES : NULL), load_s2(xs, two));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
+}
+
+/* start, end: the task's first and last + 1 bytes (what may be read). */
+INLINE float q4_row(const uint8_t *row, const int8_t *xq, const float *xs, const q4_quad_x *xp,
+                    int nbc, const uint8_t *start, const uint8_t *end, const int PF) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    int j = 0;
+    for (; j + 16 <= nbc; j += 16)
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+            const uint8_t *b0 = row + (size_t)(j + 4 * u) * CPU_Q4_BLOCK_BYTES;
+            prefetch_ahead(b0, end, PF);
+            acc[u] = q4_row_quad(b0, &xp[j / 4 + u], acc[u], b0 >= start + 2 && end - b0 >= 84);
+        }
+    for (; j + 4 <= nbc; j += 4) {
+        const uint8_t *b0 = row + (size_t)j * CPU_Q4_BLOCK_BYTES;
+        acc[0] = q4_row_quad(b0, &xp[j / 4], acc[0], b0 >= start + 2 && end - b0 >= 84);
+    }
+    for (; j < nbc; j += 2)
+        acc[1] = q4_row_pair(row + (size_t)j * CPU_Q4_BLOCK_BYTES, xq + (size_t)j * 32,
+                             xs + (size_t)j * CPU_QSCALE_REP, acc[1], j + 1 < nbc);
+    return _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+/* The pairs' corrections of a chunk of nbc blocks. */
+INLINE void q8_prepare(const int8_t *xq, int nbc, __m512i *ncorr) {
+    const __m512i zero = _mm512_setzero_si512(), k80 = _mm512_set1_epi8((char)0x80);
+    for (int j = 0; j < nbc; j += 2)
+        ncorr[j / 2] = _mm512_sub_epi32(
+            zero, _mm512_dpbusd_epi32(zero, k80, load_x2(xq + (size_t)j * 32, j + 1 < nbc)));
+}
+
+/* The whole groups of 4 blocks of a chunk (the rest is unprepared). */
+INLINE void q4_prepare(const int8_t *xq, const float *xs, int nbc, q4_quad_x *xp) {
+    const __m512i zero = _mm512_setzero_si512(), k8 = _mm512_set1_epi8(8);
+    for (int j = 0; j + 4 <= nbc; j += 4) {
+        __m512i xa = _mm512_loadu_si512((const void *)(xq + (size_t)j * 32)),
+                xb = _mm512_loadu_si512((const void *)(xq + (size_t)j * 32 + 64));
+        q4_quad_x *p = &xp[j / 4];
+        p->lo = _mm512_shuffle_i32x4(xa, xb, _MM_SHUFFLE(2, 0, 2, 0));
+        p->hi = _mm512_shuffle_i32x4(xa, xb, _MM_SHUFFLE(3, 1, 3, 1));
+        p->ncorr = _mm512_sub_epi32(
+            zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, p->lo), k8, p->hi));
+        const float *s = xs + (size_t)j * CPU_QSCALE_REP;
+        p->dx = _mm512_shuffle_f32x4(_mm512_loadu_ps(s), _mm512_loadu_ps(s + 16),
+                                     _MM_SHUFFLE(2, 0, 2, 0));
+    }
+}
+
+INLINE void q8_rows(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y,
+                    int nb, int r0, int r1, const int PF) {
+    __m512i ncorr[QROW_CHUNK / 2];
+    const uint8_t *end = w + (size_t)(r1 - 1) * ldw + (size_t)nb * CPU_Q8_BLOCK_BYTES;
+    for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
+        int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
+        q8_prepare(xq + (size_t)j0 * 32, nbc, ncorr);
+        for (int r = r0; r < r1; r++) {
+            float s = q8_row(w + (size_t)r * ldw + (size_t)j0 * CPU_Q8_BLOCK_BYTES,
+                             xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc,
+                             end, PF);
+            y[r] = j0 ? y[r] + s : s;
+        }
+    }
+}
+
+INLINE void q4_rows(const uint8_t *w, size_t ldw, const int8_t *xq, const float *xs, float *y,
+                    int nb, int r0, int r1, const int PF) {
+    q4_quad_x xp[QROW_CHUNK / 4];
+    const uint8_t *start = w + (size_t)r0 * ldw;
+    const uint8_t *end = w + (size_t)(r1 - 1) * ldw + (size_t)nb * CPU_Q4_BLOCK_BYTES;
+    for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
+        int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
+        q4_prepare(xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, nbc, xp);
+        for (int r = r0; r < r1; r++) {
+            float s = q4_row(w + (size_t)r * ldw + (size_t)j0 * CPU_Q4_BLOCK_BYTES,
+                             xq + (size_t)j0 * 32, xs + (size_t)j0 * CPU_QSCALE_REP, xp, nbc, start,
+                             end, PF);
+            y[r] = j0 ? y[r] + s : s;
+        }
+    }
+}
+
+/* A cpu_qmatmul_fn: one activation row one weight row at a time, more
+ * through the table's kernel. */
+#define DEF_QGEMV_R1(FMT, PF)                                                                      \
+    static void qgemv_##FMT##_r1_pf##PF(CPU_QMATMUL_ARGS) {                                        \
+        if (n != 1 || r0 >= r1) {                                                                  \
+            cpu_qmatmul_##FMT##_avx512(w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);           \
+            return;                                                                                \
+        }                                                                                          \
+        FMT##_rows((const uint8_t *)w, ldw, xq, xs, y, nb, r0, r1, PF);                            \
+    }
+DEF_QGEMV_R1(q8, 0)
+DEF_QGEMV_R1(q8, 8)
+DEF_QGEMV_R1(q8, 16)
+DEF_QGEMV_R1(q4, 0)
+DEF_QGEMV_R1(q4, 8)
+DEF_QGEMV_R1(q4, 16)
+
+const cpu_qgemv cpu_qgemv_avx512[] = {
+    {"r1-pf0", 0, qgemv_q8_r1_pf0}, {"r1-pf8", 0, qgemv_q8_r1_pf8}, {"r1-pf16", 0, qgemv_q8_r1_pf16},
+    {"r1-pf0", 1, qgemv_q4_r1_pf0}, {"r1-pf8", 1, qgemv_q4_r1_pf8}, {"r1-pf16", 1, qgemv_q4_r1_pf16},
+};
+const int cpu_qgemv_avx512_count = (int)(sizeof cpu_qgemv_avx512 / sizeof cpu_qgemv_avx512[0]);
 
 /* ---- prompts: the int8 GEMM on a task's repacked rows ------------------
  * Outer-product form, as the fp32 GEMM (kernels_driver.h), with vpdpbusd:

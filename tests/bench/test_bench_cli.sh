@@ -160,3 +160,28 @@ if "$BIN" bench -m tests/fixtures/qwen3/tiny_bf16 -n 2 --runs 1 --bw-mib 16 >"$T
 else
     fail bench_default_prompt_fits_a_short_context "$(cat "$TMP/err" "$TMP/err2" "$TMP/ctx.txt" | head -8)"
 fi
+
+# --draft: speculative decoding against plain decoding. With the target as
+# its own draft every proposal is the target's greedy token (acceptance 1,
+# draft-max + 1 tokens per verification step but the last), and in every
+# run the greedy tokens equal plain decoding's.
+M=tests/fixtures/qwen3/tiny_bf16
+if "$BIN" bench -m "$M" --draft "$M" --draft-max 3 -p 0 -n 17 --runs 2 --bw-mib 16 --json \
+    >"$TMP/d.json" 2>"$TMP/err" &&
+    jq -e '.draft | .same_output and .acceptance == 1 and .accepted == .drafted and .drafted > 0
+        and .generated == 34 and .verification_steps == 2 * 4 and .plain_tok_per_s > 0
+        and .tokens_per_step == 4 and .draft_tok_per_s > 0 and .draft_max == 3' "$TMP/d.json" >/dev/null; then
+    pass bench_draft_self_accepts_everything_same_output
+else
+    fail bench_draft_self_accepts_everything_same_output "$(cat "$TMP/err" "$TMP/d.json" | tail -8)"
+fi
+if "$BIN" quantize -m "$M" --type q4 -o "$TMP/q4" >/dev/null 2>"$TMP/err" &&
+    "$BIN" bench -m "$M" --draft "$TMP/q4" -p 0 -n 16 --runs 1 --bw-mib 16 >"$TMP/d.txt" 2>"$TMP/err" &&
+    grep -q "^| with the draft |" "$TMP/d.txt" && grep -q "greedy output identical in every run" "$TMP/d.txt" &&
+    grep -q "acceptance [0-9.]*% ([0-9]* of [0-9]* drafted tokens)" "$TMP/d.txt"; then
+    pass bench_draft_q4_of_the_same_weights
+else
+    fail bench_draft_q4_of_the_same_weights "$(cat "$TMP/err" "$TMP/d.txt" | tail -8)"
+fi
+check_error bench_draft_missing_folder "no-such-draft" bench -m "$M" --draft "$TMP/no-such-draft" -p 0 -n 2 --runs 1 --bw-mib 16
+check_usage bench_draft_cpu_only "cpu backend only" bench -m "$M" --draft "$M" --backend mil -n 2

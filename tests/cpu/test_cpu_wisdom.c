@@ -46,8 +46,9 @@ static char *read_all(void) {
  * ever measured or written). */
 static int has_choices(void) {
     const char *names[CPU_WISDOM_MAX_CANDIDATES];
-    return cpu_tune_candidates(CPU_SLOT_DECODE_BF16, names, CPU_WISDOM_MAX_CANDIDATES) > 1 ||
-           cpu_tune_candidates(CPU_SLOT_PROMPT_BF16, names, CPU_WISDOM_MAX_CANDIDATES) > 1;
+    for (int s = 0; s < CPU_SLOT_N; s++)
+        if (cpu_tune_candidates((cpu_slot)s, names, CPU_WISDOM_MAX_CANDIDATES) > 1) return 1;
+    return 0;
 }
 
 static void test_measure_then_read_back(void) {
@@ -162,11 +163,64 @@ static void test_off_and_no_wisdom_measure_nothing(void) {
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].why, "NECTAR_BF16=off"));
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
     CHECK(!strcmp(t.slot[CPU_SLOT_PROMPT_BF16].kernel, "fp32-gemm"));
+    CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err); /* no wisdom: the tables' own Q8/Q4 tiles */
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q8].kernel, "tile"));
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].kernel, "tile"));
     CHECK_OK(cpu_select_bf16("accurate", &err), &err);
     CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
     CHECK(t.slot[CPU_SLOT_DECODE_BF16].rate == 0);
     CHECK(cpu_select_bf16("half", &err) == NC_ERR_INVALID);
+}
+
+/* The Q8/Q4 decode slots are named the same under every bf16 contract,
+ * measured and kept in the file beside the bf16 ones where this CPU
+ * offers a choice (the AVX-512 table: the tile and the row kernels). */
+static void test_q_slots_measured_and_kept(void) {
+    setup();
+    nc_error err;
+    const char *names[CPU_WISDOM_MAX_CANDIDATES];
+    int n8 = cpu_tune_candidates(CPU_SLOT_DECODE_Q8, names, CPU_WISDOM_MAX_CANDIDATES);
+    CHECK(n8 >= 1 && !strcmp(names[0], "tile"));
+    if (n8 < 2) SKIP("one Q8/Q4 decode kernel on this CPU");
+    CHECK(cpu_tune_candidates(CPU_SLOT_DECODE_Q4, names, CPU_WISDOM_MAX_CANDIDATES) == n8);
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_OK(cpu_select_bf16(mode ? "fast" : "off", &err), &err);
+        cpu_tuning t;
+        CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &t, &err), &err);
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q8].slot, "decode-q8"));
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].slot, "decode-q4"));
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q8].why,
+                      mode ? "from the wisdom file" : "measured now"));
+        CHECK(!mode || t.slot[CPU_SLOT_DECODE_Q4].n_candidates == 0);
+        CHECK(!mode || t.slot[CPU_SLOT_DECODE_Q8].rate > 0);
+    }
+    char *text = read_all();
+    CHECK(strstr(text, "\tdecode-q8\t") && strstr(text, "\tdecode-q4\t"));
+    CHECK_OK(cpu_select_bf16("accurate", &err), &err);
+}
+
+/* NECTAR_WISDOM's value to a path: a path, "off", or unset (the default). */
+static void test_wisdom_path_from_the_setting(void) {
+    char b[64];
+    CHECK(!strcmp(cpu_wisdom_path("/w/file", "/x", "/h", b, sizeof b), "/w/file"));
+    CHECK(cpu_wisdom_path("off", "/x", "/h", b, sizeof b) == NULL && !strcmp(b, "off"));
+    CHECK(!strcmp(cpu_wisdom_path(NULL, "/x", "/h", b, sizeof b), "/x/nectar/wisdom"));
+    CHECK(!strcmp(cpu_wisdom_path("", NULL, "/h", b, sizeof b), "/h/.cache/nectar/wisdom"));
+    CHECK(cpu_wisdom_path(NULL, NULL, NULL, b, sizeof b) == NULL && !strcmp(b, "off"));
+}
+
+/* cpu_tune_once: the first call decides for the process; a later call
+ * with a wisdom file neither measures nor writes it. */
+static void test_tune_once_decides_once(void) {
+    setup();
+    const cpu_tuning *a, *b;
+    nc_error err;
+    CHECK_OK(cpu_tune_once(NULL, 1, &a, &err), &err);
+    CHECK(!strcmp(a->file, "off"));
+    CHECK_OK(cpu_tune_once(path, 1, &b, &err), &err);
+    CHECK(a == b && !strcmp(b->file, "off"));
+    CHECK(access(path, F_OK) != 0);
 }
 
 static void test_default_path(void) {
@@ -187,6 +241,9 @@ int main(void) {
     RUN(test_unwritable_path_keeps_the_choice);
     RUN(test_off_and_no_wisdom_measure_nothing);
     RUN(test_default_path);
+    RUN(test_q_slots_measured_and_kept);
+    RUN(test_wisdom_path_from_the_setting);
+    RUN(test_tune_once_decides_once);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);

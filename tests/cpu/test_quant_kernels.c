@@ -14,6 +14,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/qgemv.h"
 
 static uint32_t rng = 7;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -280,6 +281,42 @@ static void test_qdecode_all_tables_match_reference(void) {
     printf("  %d cases\n", cases);
 }
 
+/* The row-sequential decode kernels (qgemv.h), each in a copy of the
+ * AVX-512 table: the decode cases above (every block count mod 4 and 16,
+ * rows against an inaccessible page, sub-ranges with a padded stride), k
+ * past a chunk of prepared activations (512 blocks), and several
+ * activation rows (handed to the table's kernel). */
+static void test_qgemv_rows_match_reference(void) {
+#if defined(__x86_64__)
+    const cpu_kernels *tabs[8], *avx512 = NULL;
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(tabs[i]->name, "avx512")) avx512 = tabs[i];
+    if (!avx512) SKIP("no AVX-512 table on this CPU");
+    static const int ks[] = {20,  32,   64,   96,   128,  160,  224,         250,
+                             512, 544,  1024, 1120, 2048 + 96, 16384 + 96, 16384 + 32 * 21 + 5};
+    static const int rowss[] = {1, 2, 9, 18, 42};
+    for (int c = 0; c < cpu_qgemv_avx512_count; c++) {
+        cpu_kernels tab = *avx512;
+        tab.name = cpu_qgemv_avx512[c].name;
+        tab.qmatmul[cpu_qgemv_avx512[c].fmt] = cpu_qgemv_avx512[c].fn;
+        cpu_wtype t = cpu_qgemv_avx512[c].fmt ? CPU_W_Q4 : CPU_W_Q8;
+        for (size_t a = 0; a < sizeof ks / sizeof *ks; a++) {
+            for (size_t r = 0; r < sizeof rowss / sizeof *rowss; r++, cases++)
+                CHECKF(check_case(&tab, t, ks[a], 1, rowss[r]), "%s %s k=%d rows=%d", tab.name,
+                       cpu_wtype_name(t), ks[a], rowss[r]);
+            for (int where = ROWS_END_AT_FENCE; where <= ROWS_START_AT_FENCE; where++, cases += 2) {
+                CHECK(check_case_at(&tab, t, ks[a], 1, 16, (rows_placement)where));
+                CHECK(check_case_at(&tab, t, ks[a], 3, 9, (rows_placement)where));
+            }
+        }
+    }
+    printf("  %d cases\n", cases);
+#else
+    SKIP("x86-64 kernels");
+#endif
+}
+
 static void test_qmatmul_all_tables_match_reference_awkward_sizes(void) {
     const cpu_kernels *tabs[8];
     int nt = cpu_kernels_available(tabs, 8);
@@ -513,6 +550,7 @@ int main(void) {
     RUN(test_quantize_dequantize_error_within_half_step);
     RUN(test_act_quantizer_matches_scalar_rule);
     RUN(test_qmatmul_all_tables_match_reference_awkward_sizes);
+    RUN(test_qgemv_rows_match_reference);
     RUN(test_qdecode_all_tables_match_reference);
     RUN(test_int8_gemm_all_tables_match_reference);
     RUN(test_matmul_act_quantized_threaded);

@@ -39,6 +39,9 @@ int cli_env_init(void) {
                    "neon-dotprod, neon-i8mm)");
     if (cpu_select_bf16(value("NECTAR_BF16"), &err) != NC_OK)
         return bad("NECTAR_BF16", value("NECTAR_BF16"), "accurate, fast or off");
+    env.wisdom = value("NECTAR_WISDOM");
+    env.xdg_cache = value("XDG_CACHE_HOME");
+    env.home = value("HOME");
     const char *log = value("NECTAR_LOG");
     if (log) {
         static const char *const levels[] = {"debug", "info", "warn", "error", "quiet"};
@@ -68,4 +71,10 @@ const char *cli_env_engine(const char *key) {
     for (int i = 0; engine_option_at(i) && i < CLI_ENV_MAX_ENGINE; i++)
         if (!strcmp(engine_option_at(i)->key, key)) return env.engine[i];
     return NULL;
+}
+
+nc_status cli_env_tune_kernels(int threads, const cpu_tuning **out, nc_error *err) {
+    char buf[1024];
+    return cpu_tune_once(cpu_wisdom_path(env.wisdom, env.xdg_cache, env.home, buf, sizeof buf),
+                         threads, out, err);
 }

@@ -5,6 +5,9 @@
 #ifndef NECTAR_CLI_ENV_H
 #define NECTAR_CLI_ENV_H
 
+#include "base/error.h"
+#include "cpu/cpu_wisdom.h"
+
 #define CLI_ENV_MAX_ENGINE 16
 
 typedef struct cli_env {
@@ -12,6 +15,8 @@ typedef struct cli_env {
      * NECTAR_KV, NECTAR_ANE_DEVICE) as set, checked by the row's parser;
      * NULL: unset or empty. The flag, where given, wins (gen_cli_engine). */
     const char *engine[CLI_ENV_MAX_ENGINE];
+    /* NECTAR_WISDOM, XDG_CACHE_HOME, HOME (cli_env_tune_kernels); NULL: unset */
+    const char *wisdom, *xdg_cache, *home;
 } cli_env;
 
 /* Reads every variable and applies the process-wide ones: the kernel table
@@ -24,5 +29,13 @@ int cli_env_init(void);
 
 /* The variable of engine option `key` ("kv": NECTAR_KV) as read, or NULL. */
 const char *cli_env_engine(const char *key);
+
+/* The kernels chosen by measurement for this CPU (cpu_wisdom.h), once per
+ * process on `threads` threads (0: all cores), from the wisdom file
+ * NECTAR_WISDOM names ("off": nothing measured or read, the defaults;
+ * unset: $XDG_CACHE_HOME/nectar/wisdom, else ~/.cache/nectar/wisdom): the
+ * first command on a machine measures (~0.5 s), later ones read the file.
+ * Every command that opens a CPU model calls it (gen_cli_engine). */
+nc_status cli_env_tune_kernels(int threads, const cpu_tuning **out, nc_error *err);
 
 #endif

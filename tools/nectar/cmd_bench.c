@@ -17,6 +17,7 @@
 
 #include "base/timer.h"
 #include "bench/bounds.h"
+#include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
 #include "cpu/cpu_kernels.h"
@@ -24,6 +25,10 @@
 #include "cpu/cpu_peak.h"
 #include "cpu/cpu_wisdom.h"
 #include "engine/engine.h"
+#include "gen/generate.h"
+#include "gen/model.h"
+#include "gen/sampler.h"
+#include "gen/speculative.h"
 #include "gen_cli.h"
 
 #define MAX_RUNS 100
@@ -126,26 +131,9 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
     return 0;
 }
 
-/* Kernels chosen by measurement (cpu_wisdom.h): NECTAR_WISDOM names the
- * wisdom file, "off" measures nothing and keeps the defaults; unset, the
- * file is $XDG_CACHE_HOME/nectar/wisdom (~/.cache/nectar/wisdom). (Read
- * here until cli_env.c reads it for every command.) */
-static nc_status tune_kernels(int threads, cpu_tuning *t, char *path, size_t cap, nc_error *err) {
-    const char *v = getenv("NECTAR_WISDOM");
-    const char *use = NULL;
-    if (!v || !*v) {
-        if (cpu_wisdom_default_path(getenv("XDG_CACHE_HOME"), getenv("HOME"), path, cap))
-            use = path;
-    } else if (strcmp(v, "off")) {
-        snprintf(path, cap, "%s", v);
-        use = path;
-    }
-    if (!use) snprintf(path, cap, "off");
-    return cpu_tune(use, use != NULL, threads, t, err);
-}
-
-static void print_tuning(const cpu_tuning *t, const char *path) {
-    printf("kernel choices (wisdom %s; CPU %s):\n", path, t->cpu);
+/* The kernels chosen by measurement (cli_env_tune_kernels) and why. */
+static void print_tuning(const cpu_tuning *t) {
+    printf("kernel choices (wisdom %s; CPU %s):\n", t->file, t->cpu);
     for (int s = 0; s < CPU_SLOT_N; s++) {
         const cpu_slot_report *r = &t->slot[s];
         printf("  %-22s %-12s %s", r->slot, r->kernel, r->why);
@@ -202,12 +190,142 @@ static void print_series_json(const char *name, int n_tokens, const bench_series
     printf("]},\n");
 }
 
+/* ---- --draft: speculative decoding against plain decoding -------------- */
+
+#define DRAFT_PROMPT 16 /* prompt tokens before the generated ones */
+
+typedef struct {
+    bench_series plain, spec;
+    int drafted, accepted, steps, generated; /* the speculative runs' sums */
+    int same_output; /* every run's greedy tokens equal to the first plain run's */
+} draft_bench;
+
+typedef struct {
+    int32_t *ids;
+    int n, cap;
+} token_log;
+
+static int log_token(void *user, int32_t tok, const float *logits) {
+    (void)logits;
+    token_log *l = user;
+    if (l->n < l->cap) l->ids[l->n++] = tok;
+    return 0;
+}
+
+/* One greedy request of n_tok tokens after prompt on s from an empty cache:
+ * tokens/s of the generation (after the first token) into b's run r. */
+static nc_status draft_run(gen_seq *s, const int32_t *prompt, int n_tok, token_log *l,
+                           bench_series *b, int r, gen_result *res, nc_error *err) {
+    gen_seq_reset(s);
+    gen_request req = {0};
+    req.sampling = gen_sampler_defaults_greedy();
+    req.max_new_tokens = n_tok;
+    gen_callbacks cb = {log_token, NULL, l};
+    l->n = 0;
+    double c0 = process_cpu_s();
+    NC_TRY(gen_generate(s, prompt, DRAFT_PROMPT, &req, &cb, res, err));
+    b->cpu_s += process_cpu_s() - c0;
+    b->wall_s += res->prompt_s + res->gen_s;
+    b->tok_per_s[r] = res->gen_s > 0 ? (res->n_generated - 1) / res->gen_s : 0;
+    return NC_OK;
+}
+
+/* Greedy generation of n_tok tokens on target, without and with the
+ * draft, in alternating runs (plain, draft, draft, plain, ...) so load
+ * affects both; end-of-sequence tokens do not stop it (random weights). */
+static nc_status bench_draft(const char *target, const char *draft, const engine_options *eo,
+                             int draft_max, int n_tok, int runs, draft_bench *out, nc_error *err) {
+    memset(out, 0, sizeof *out);
+    out->plain.runs = out->spec.runs = runs;
+    gen_model *m = NULL;
+    gen_seq *plain = NULL, *spec = NULL;
+    int ctx = DRAFT_PROMPT + n_tok + draft_max + 2;
+    int32_t prompt[DRAFT_PROMPT];
+    token_log first = {malloc((size_t)n_tok * sizeof(int32_t)), 0, n_tok},
+              l = {malloc((size_t)n_tok * sizeof(int32_t)), 0, n_tok};
+    nc_status st = first.ids && l.ids ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "bench: out of memory");
+    if (st == NC_OK) st = gen_model_open("cpu", target, eo, &m, err);
+    if (st == NC_OK) {
+        m->n_eos = 0; /* run to n_tok tokens */
+        st = gen_seq_new(m, ctx, &plain, err); /* made before the draft: plain decoding */
+    }
+    gen_spec_options so = {draft_max, 0, 0.0f};
+    if (st == NC_OK) st = gen_spec_attach(m, "cpu", draft, eo, &so, err);
+    if (st == NC_OK) st = gen_seq_new(m, ctx, &spec, err);
+    uint32_t rng = 4242;
+    for (int i = 0; st == NC_OK && i < DRAFT_PROMPT; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        prompt[i] = (int32_t)((rng >> 8) % (uint32_t)m->e->n_vocab);
+    }
+    out->same_output = 1;
+    for (int r = 0; st == NC_OK && r < runs; r++)
+        for (int half = 0; half < 2 && st == NC_OK; half++) {
+            int use_draft = (r + half) % 2; /* plain, draft | draft, plain | ... */
+            gen_result res;
+            st = draft_run(use_draft ? spec : plain, prompt, n_tok, r == 0 && half == 0 ? &first : &l,
+                           use_draft ? &out->spec : &out->plain, r, &res, err);
+            if (st != NC_OK) break;
+            if (r || half)
+                out->same_output &= l.n == first.n && !memcmp(l.ids, first.ids, (size_t)l.n * 4);
+            if (use_draft) {
+                out->drafted += res.n_drafted;
+                out->accepted += res.n_accepted;
+                out->steps += res.n_draft_steps;
+                out->generated += res.n_generated;
+            }
+        }
+    gen_seq_free(plain);
+    gen_seq_free(spec);
+    gen_model_close(m);
+    free(first.ids);
+    free(l.ids);
+    if (st == NC_OK) {
+        summarize(&out->plain);
+        summarize(&out->spec);
+    }
+    return st;
+}
+
+static void print_draft(const draft_bench *d, const char *draft, int draft_max, int n_tok,
+                        int threads, int as_json) {
+    double acc = d->drafted ? (double)d->accepted / d->drafted : 0.0;
+    double speedup = d->plain.mean > 0 ? d->spec.mean / d->plain.mean : 0.0;
+    /* per verification step: the accepted proposals plus the target's own */
+    double per_step = d->steps ? (double)(d->accepted + d->steps) / d->steps : 0.0;
+    if (as_json) {
+        printf("  \"draft\": {\"model\": \"%s\", \"draft_max\": %d, \"n_tokens\": %d, "
+               "\"plain_tok_per_s\": %.3f, \"plain_sd\": %.3f, \"plain_cpu_share\": %.3f, "
+               "\"draft_tok_per_s\": %.3f, \"draft_sd\": %.3f, \"draft_cpu_share\": %.3f, "
+               "\"speedup\": %.4f, \"drafted\": %d, \"accepted\": %d, \"acceptance\": %.4f, "
+               "\"verification_steps\": %d, \"generated\": %d, \"tokens_per_step\": %.3f, "
+               "\"same_output\": %s},\n",
+               draft, draft_max, n_tok, d->plain.mean, d->plain.sd, cpu_share(&d->plain, threads),
+               d->spec.mean, d->spec.sd, cpu_share(&d->spec, threads), speedup, d->drafted,
+               d->accepted, acc, d->steps, d->generated, per_step, d->same_output ? "true" : "false");
+        return;
+    }
+    printf("speculative decoding, draft %s (--draft-max %d), greedy, %d tokens after a %d-token "
+           "prompt, %d runs each, alternating:\n",
+           draft, draft_max, n_tok, DRAFT_PROMPT, d->plain.runs);
+    printf("| decoding | tokens/s (mean +/- sd) | CPU share of %d threads |\n|---|---|---|\n",
+           threads);
+    printf("| plain | %.2f +/- %.2f | %.0f%% |\n", d->plain.mean, d->plain.sd,
+           100 * cpu_share(&d->plain, threads));
+    printf("| with the draft | %.2f +/- %.2f | %.0f%% |\n", d->spec.mean, d->spec.sd,
+           100 * cpu_share(&d->spec, threads));
+    printf("speedup %.2fx; acceptance %.1f%% (%d of %d drafted tokens), %.2f tokens per "
+           "verification step; greedy output %s\n",
+           speedup, 100 * acc, d->accepted, d->drafted, per_step,
+           d->same_output ? "identical in every run" : "DIFFERS between runs");
+}
+
 int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    int pp_given = 0, tg_given = 0;
+    int pp_given = 0, tg_given = 0, draft_max = GEN_SPEC_DRAFT_MAX;
+    const char *draft = NULL;
     gen_cli_backend be = {0};
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR",
@@ -224,6 +342,12 @@ int cmd_bench(int argc, char **argv) {
                 .min = 1, .max = 1 << 20),
         GEN_CLI_BACKEND_OPTS(&be),
         GEN_CLI_KV_OPT(&be),
+        CLI_OPT(NULL, "--draft", CLI_STRING, "DIR",
+                "then speculative decoding: -n greedy tokens without and with draft DIR, "
+                "alternating (acceptance, tokens/s)",
+                &draft),
+        CLI_OPT(NULL, "--draft-max", CLI_INT, "N", "tokens the draft proposes per step (default 6)",
+                &draft_max, .min = 1, .max = GEN_SPEC_DRAFT_CAP),
         CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "one JSON object on stdout", &as_json),
         CLI_OPT(NULL, "--bandwidth", CLI_FLAG, NULL,
                 "measure only the machine: read bandwidth, peak FMA per kernel table, AMX",
@@ -245,11 +369,13 @@ int cmd_bench(int argc, char **argv) {
     if (!dir) return cli_usage_error(&cmd, "--model DIR is required (or --bandwidth)");
     if (n_pp + n_tg == 0) return cli_usage_error(&cmd, "-p and -n are both 0: nothing to measure");
     const char *backend = gen_cli_backend_name(&be);
+    if (draft && strcmp(backend, "cpu"))
+        return cli_usage_error(&cmd, "--draft: speculative decoding is benchmarked on the cpu "
+                                     "backend only");
 
     nc_error err = {0};
-    cpu_tuning tuning;
-    char wisdom[1024];
-    if (tune_kernels(threads, &tuning, wisdom, sizeof wisdom, &err) != NC_OK) return cli_fail(&err);
+    const cpu_tuning *tuning;
+    if (cli_env_tune_kernels(threads, &tuning, &err) != NC_OK) return cli_fail(&err);
     engine_options eo;
     if (gen_cli_engine(&be, threads, 0, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
@@ -337,6 +463,12 @@ int cmd_bench(int argc, char **argv) {
         if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
     nc_pool_free(pool);
+    draft_bench db;
+    if (draft && bench_draft(dir, draft, &eo, draft_max, n_tg > 0 ? n_tg : 128, runs, &db, &err) !=
+                     NC_OK) {
+        engine_close(m);
+        return cli_fail(&err);
+    }
     double roof = bw > 0 && wbytes ? bw / (double)wbytes : 0.0;
     nc_qwen3_shape shape = nc_decoder_shape_of(c);
     double pp_work = n_pp > 0 ? pp_flops(&shape, n_pp) : 0.0;
@@ -368,14 +500,15 @@ int cmd_bench(int argc, char **argv) {
                pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
                core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx,
                probe.pattern ? probe.pattern : "");
-        print_tuning_json(&tuning);
+        if (draft) print_draft(&db, draft, draft_max, n_tg > 0 ? n_tg : 128, n_threads, 1);
+        print_tuning_json(tuning);
         printf("}\n");
     } else {
         printf("model %s: %s, %d layers, hidden %d, vocab %d; %d threads, %s kernels, %s KV "
                "cache; %s engine\n",
                dir, dtype, c->layers, c->hidden, c->vocab, n_threads, kern,
                m->is_kv_f16 ? "fp16" : "fp32", m->kind);
-        print_tuning(&tuning, wisdom);
+        print_tuning(tuning);
         printf("| test   | tokens/s (mean +/- sd over %d runs) | CPU share of %d threads |\n"
                "|--------|------|------|\n",
                runs, n_threads);
@@ -411,6 +544,7 @@ int cmd_bench(int argc, char **argv) {
         if (n_tg > 0 && bw_cpu > 0 && wbytes)
             printf("per CPU-second of a thread: read probe %.2f GB, tg weights %.2f GB = %.0f%%\n",
                    bw_cpu / 1e9, tg_bytes_cpu / 1e9, 100 * tg_frac_cpu);
+        if (draft) print_draft(&db, draft, draft_max, n_tg > 0 ? n_tg : 128, n_threads, 0);
     }
     engine_close(m);
     return 0;

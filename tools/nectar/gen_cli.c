@@ -130,6 +130,8 @@ nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engin
     }
     if (!strcmp(gen_cli_backend_name(b), "ane") && eo->ane_device == ENGINE_ANE_REAL)
         return engine_ane_real_available(err);
+    const cpu_tuning *tuned; /* the CPU's kernels, measured once per machine */
+    if (!strcmp(gen_cli_backend_name(b), "cpu")) NC_TRY(cli_env_tune_kernels(n_threads, &tuned, err));
     return NC_OK;
 }
 

@@ -1,0 +1,16 @@
+/* The wisdom file from the environment, as the command line reads it
+ * (api_wisdom.h): like the Hugging Face cache of api_hub.c, a place in the
+ * user's cache that the library looks up itself. */
+#include "api/api_wisdom.h"
+
+#include <stdlib.h>
+
+#include "cpu/cpu_wisdom.h"
+
+nc_status api_tune_cpu_kernels(int threads, nc_error *err) {
+    char buf[1024];
+    const cpu_tuning *tuned;
+    return cpu_tune_once(cpu_wisdom_path(getenv("NECTAR_WISDOM"), getenv("XDG_CACHE_HOME"),
+                                         getenv("HOME"), buf, sizeof buf),
+                         threads, &tuned, err);
+}
