@@ -244,6 +244,29 @@ static void test_bundle_context_is_fixed(void) {
     engine_close(e);
 }
 
+/* A bundle engine reads the bundle through its family's row: a kind of
+ * another family (Qwen3.5 on a Qwen3 bundle, and back) fails to open in
+ * one line naming the bundle's config.json, on both bundle backends. */
+static void test_bundle_of_another_family_is_one_line(void) {
+    const model_family_row *q35 = model_family_named("qwen35");
+    const char *b35 = q35 ? bundle_of(q35, fixture_of(q35)) : NULL;
+    CHECK(compile_bundle() && b35);
+    static const struct {
+        const char *kind;
+        int on_qwen35_bundle;
+    } cases[] = {{"qwen35-mil", 0}, {"qwen35-ane", 0}, {"qwen3-mil", 1}, {"qwen3-ane", 1}};
+    for (size_t i = 0; b35 && i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = cases[i].on_qwen35_bundle ? b35 : bundle;
+        nc_error err = {0};
+        engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+        engine *e = NULL;
+        nc_status st = engine_open(cases[i].kind, dir, &opt, &e, &err);
+        CHECKF(st != NC_OK && !e && strstr(err.msg, "config.json") && !strchr(err.msg, '\n'),
+               "%s on %s: %s", cases[i].kind, dir, st ? err.msg : "opened");
+        engine_close(e);
+    }
+}
+
 static void test_real_ane_device_off_macos_is_one_line(void) {
 #if defined(__APPLE__)
     SKIP("macOS: the real device exists here");
@@ -263,6 +286,7 @@ int main(void) {
     RUN(test_qwen3_ane_sequences_share_the_loaded_bundle);
     RUN(test_kind_for_reads_the_model_type);
     RUN(test_bundle_context_is_fixed);
+    RUN(test_bundle_of_another_family_is_one_line);
     RUN(test_real_ane_device_off_macos_is_one_line);
     nc_test_remove_root(tmp_root);
     return nc_test_exit_code();
