@@ -58,13 +58,13 @@ extern "C" {
 
 #define NECTAR_VERSION_MAJOR 0
 #define NECTAR_VERSION_MINOR 3
-#define NECTAR_VERSION_PATCH 0
-#define NECTAR_VERSION "0.3.0"
+#define NECTAR_VERSION_PATCH 1
+#define NECTAR_VERSION "0.3.1"
 /* major * 10000 + minor * 100 + patch: compare with >= */
 #define NECTAR_VERSION_NUMBER                                                                      \
     (NECTAR_VERSION_MAJOR * 10000 + NECTAR_VERSION_MINOR * 100 + NECTAR_VERSION_PATCH)
 
-/* The version of the library actually linked ("0.3.0"), and its number; a
+/* The version of the library actually linked ("0.3.1"), and its number; a
  * program built against this header can compare them with the macros. */
 NC_API const char *nc_version(void);
 NC_API int nc_version_number(void);
@@ -373,6 +373,21 @@ NC_API void nc_chat_request_restart(nc_chat_request *r);
  * (restarted at each call; none when r asks for nothing constrained); r
  * must outlive them. NULL removes it. */
 NC_API nc_status nc_sequence_constrain(nc_sequence *s, nc_chat_request *r, nc_error *err);
+
+/* Reasoning apart, as `nectar chat` and `nectar serve` split
+ * reasoning_content (the same code): with cb set, the nc_generate calls on
+ * s that follow hand the text between the model family's <think> and
+ * </think> tokens (recognised by token id, shown to neither callback) to
+ * cb, and the rest to nc_generate's callback, each piece with the token
+ * whose text it is, cb's call first; non-zero from cb cancels. Reasoning
+ * loses its leading and trailing blanks, the answer the blanks right after
+ * </think>; <think> opens reasoning only before any answer. starts_inside:
+ * the prompt ends with the opening tag (Qwen3.5's generation prompt with
+ * thinking on), so the output starts as reasoning. A family without think
+ * tokens (Llama 3, Gemma 3) never splits. NULL cb: no split (the default);
+ * the tags are then text like any other. */
+NC_API nc_status nc_sequence_split_reasoning(nc_sequence *s, nc_token_callback cb, void *user,
+                                             int starts_inside, nc_error *err);
 
 /* Log-probabilities of generated tokens, as OpenAI's "logprobs": after
  * nc_sequence_set_logprobs(s, k) with k in 0..20 (-1: off, the default),

@@ -4,8 +4,9 @@ Hugging Face reference outputs (per-position logits and greedy continuations)
 for nectar's CPU parity tests (tests/models/test_qwen3_parity.c runs them: a
 Llama is Qwen3's decoder without the q/k norms), and
 tests/fixtures/chat/llama3_cases.jsonl: conversations rendered by
-transformers' apply_chat_template with the Llama 3.1 chat template (without
-its tool parts, which nectar does not render) for tests/text/test_chat.c.
+transformers' apply_chat_template with the Llama 3.1 chat template for
+tests/text/test_chat.c, and llama3_tool_cases.jsonl: the same with tools=...,
+assistant tool calls and tool results, for tests/text/test_chat_tools.c.
 
 The two checkpoints cover what Llama adds: `tiny_llama3` has rope_scaling of
 type "llama3" (written the hub's way, top-level rope_theta + rope_scaling,
@@ -16,7 +17,7 @@ head_dim: hidden / heads) with tied embeddings, stored in bf16, written in
 transformers 5's rope_parameters style. Random init, fixed seeds, the demo
 tokenizer (models/demo), as tools/make_qwen3_fixtures.py does.
 
-Run: python3 tools/make_llama3_fixtures.py [--verify]
+Run: python3 tools/make_llama3_fixtures.py [--verify | --chat-only]
 """
 
 import argparse
@@ -34,6 +35,7 @@ import make_qwen3_fixtures as q3  # noqa: E402  (shared prompts, greedy loop, in
 ROOT = q3.ROOT
 OUT = os.path.join(ROOT, "tests", "fixtures", "llama")
 CHAT_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "llama3_cases.jsonl")
+TOOL_CHAT_OUT = os.path.join(ROOT, "tests", "fixtures", "chat", "llama3_tool_cases.jsonl")
 
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
@@ -162,13 +164,24 @@ def make_fixture(name, dtype, style, seed, fields, tk):
     q3.log("%s: seed %d, min greedy margin %.4f" % (name, s, margin))
 
 
-# The Llama 3.1 chat template (meta-llama/Llama-3.1-8B-Instruct's
-# tokenizer_config.json; Llama 3.2's differs only in taking today's date from
-# strftime_now when the renderer has it) without its tool branches: nectar
-# renders Llama 3 without tools.
+# The Llama 3.1 chat template, as meta-llama/Llama-3.1-8B-Instruct's
+# tokenizer_config.json carries it (Llama 3.2's differs only in taking today's
+# date from strftime_now when the renderer has it), transcribed in full: its
+# JSON tool calling (definitions in the first user message by default, calls
+# as {"name", "parameters"}, results as ipython turns) and the built-in tools
+# branch that nectar never renders (no caller can pass builtin_tools).
 LLAMA31_TEMPLATE = """{{- bos_token }}
+{%- if custom_tools is defined %}
+    {%- set tools = custom_tools %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
 {%- if not date_string is defined %}
     {%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
 {%- endif %}
 
 {#- This block extracts the system message, so we can slot it into the right place. #}
@@ -179,16 +192,80 @@ LLAMA31_TEMPLATE = """{{- bos_token }}
     {%- set system_message = "" %}
 {%- endif %}
 
-{#- System message #}
+{#- System message + builtin tools #}
 {{- "<|start_header_id|>system<|end_header_id|>\\n\\n" }}
+{%- if builtin_tools is defined or tools is not none %}
+    {{- "Environment: ipython\\n" }}
+{%- endif %}
+{%- if builtin_tools is defined %}
+    {{- "Tools: " + builtin_tools | reject('equalto', 'code_interpreter') | join(", ") + "\\n\\n"}}
+{%- endif %}
 {{- "Cutting Knowledge Date: December 2023\\n" }}
 {{- "Today Date: " + date_string + "\\n\\n" }}
+{%- if tools is not none and not tools_in_user_message %}
+    {{- "You have access to the following functions. To call a function, please respond with JSON for a function call." }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\\n\\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\\n\\n" }}
+    {%- endfor %}
+{%- endif %}
 {{- system_message }}
 {{- "<|eot_id|>" }}
+
+{#- Custom tools are passed in a user message with some extra guidance #}
+{%- if tools_in_user_message and not tools is none %}
+    {#- Extract the first user message so we can plug it in here #}
+    {%- if messages | length != 0 %}
+        {%- set first_user_message = messages[0]['content']|trim %}
+        {%- set messages = messages[1:] %}
+    {%- else %}
+        {{- raise_exception("Cannot put tools in the first user message when there's no first user message!") }}
+{%- endif %}
+    {{- '<|start_header_id|>user<|end_header_id|>\\n\\n' -}}
+    {{- "Given the following functions, please respond with a JSON for a function call " }}
+    {{- "with its proper arguments that best answers the given prompt.\\n\\n" }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\\n\\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\\n\\n" }}
+    {%- endfor %}
+    {{- first_user_message + "<|eot_id|>"}}
+{%- endif %}
 
 {%- for message in messages %}
     {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
         {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- elif 'tool_calls' in message %}
+        {%- if not message.tool_calls|length == 1 %}
+            {{- raise_exception("This model only supports single tool-calls at once!") }}
+        {%- endif %}
+        {%- set tool_call = message.tool_calls[0].function %}
+        {%- if builtin_tools is defined and tool_call.name in builtin_tools %}
+            {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}
+            {{- "<|python_tag|>" + tool_call.name + ".call(" }}
+            {%- for arg_name, arg_val in tool_call.arguments | items %}
+                {{- arg_name + '="' + arg_val + '"' }}
+                {%- if not loop.last %}
+                    {{- ", " }}
+                {%- endif %}
+                {%- endfor %}
+            {{- ")" }}
+        {%- else  %}
+            {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}
+            {{- '{"name": "' + tool_call.name + '", ' }}
+            {{- '"parameters": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- "}" }}
+        {%- endif %}
+        {%- if builtin_tools is defined %}
+            {#- This means we're in ipython mode #}
+            {{- "<|eom_id|>" }}
+        {%- else %}
+            {{- "<|eot_id|>" }}
+        {%- endif %}
     {%- elif message.role == "tool" or message.role == "ipython" %}
         {{- "<|start_header_id|>ipython<|end_header_id|>\\n\\n" }}
         {%- if message.content is mapping or message.content is iterable %}
@@ -254,37 +331,118 @@ def chat_rows():
     return render_cases(LLAMA31_TEMPLATE, "<|begin_of_text|>", CHAT_CASES)[1]
 
 
-def run(doc, out, fixtures, make, reference_loader, chat_out, rows_of):
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name, e.g. Paris"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}}
+# what tojson(indent=4) must get right: non-ASCII, escapes, floats, empty
+# containers, nesting
+ODD = {"type": "function", "function": {
+    "name": "mesure", "description": "Mesure «x» — ü\n\"q\"\t",
+    "parameters": {"type": "object", "properties": {
+        "n": {"type": "number", "minimum": 0.5, "maximum": 1e20, "default": 2.0},
+        "tags": {"type": "array", "items": {}},
+        "opts": {"type": "object", "properties": {}}},
+        "required": []}}}
+
+
+def call(name, arguments):
+    """An assistant's tool call in OpenAI's shape. The arguments are an
+    object here: HF's templates expect one, and nectar reads the JSON text an
+    OpenAI client sends into one (Llama 3's template writes it with tojson)."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+ASK = {"role": "user", "content": "Weather in Paris?"}
+CALL_PARIS = {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]}
+RESULT = {"role": "tool", "content": "{\"temp\": 21, \"sky\": \"clear\"}"}
+# name, messages, tools (None: none), add_generation_prompt
+TOOL_CASES = [
+    ("tools_user_gen", [ASK], [WEATHER], True),
+    ("tools_system_user_gen", [SYS, ASK], [WEATHER, ODD], True),
+    ("tools_odd_json", [{"role": "user", "content": "Mesure."}], [ODD], True),
+    ("tools_first_user_trimmed", [{"role": "user", "content": "  \n spaced  \t"}], [WEATHER], False),
+    ("tool_round_trip", [SYS, ASK, CALL_PARIS, RESULT], [WEATHER], True),
+    ("tool_round_trip_answered", [ASK, CALL_PARIS, RESULT,
+                                  {"role": "assistant", "content": "21 °C and clear."},
+                                  {"role": "user", "content": "And Rome?"}], [WEATHER], True),
+    ("call_content_is_dropped", [ASK, {"role": "assistant", "content": "Let me check.",
+                                       "tool_calls": [call("get_weather", {"city": "Lyon"})]},
+                                 RESULT], [WEATHER], False),
+    ("call_arguments_nested", [ASK, {"role": "assistant", "content": "", "tool_calls": [
+        call("search", {"q": "ünïcode \"x\"", "n": 2.0, "list": [1, {"a": None}], "flag": True,
+                        "empty": {}})]},
+        {"role": "tool", "content": "nothing"}], [WEATHER], True),
+    ("call_arguments_empty", [ASK, {"role": "assistant", "content": "",
+                                    "tool_calls": [call("get_weather", {})]}], [WEATHER], True),
+    ("history_calls_without_tools", [ASK, CALL_PARIS, RESULT,
+                                     {"role": "assistant", "content": "Done."}], None, True),
+    ("tools_first_message_not_a_user", [SYS, {"role": "assistant", "content": "Hello."}, ASK],
+     [WEATHER], True),
+    ("ipython_role_result", [ASK, CALL_PARIS, {"role": "ipython", "content": "21"}], [WEATHER],
+     True),
+]
+
+
+def tool_chat_rows():
+    """TOOL_CASES as fixture rows holding apply_chat_template(...,
+    tools=...)'s text."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(q3.TOKENIZER_DIR, "tokenizer.json"),
+                                  bos_token="<|begin_of_text|>")
+    tok.chat_template = LLAMA31_TEMPLATE
+    rows = []
+    for name, msgs, tools, gen in TOOL_CASES:
+        rows.append({"name": name, "messages": msgs, "tools": tools, "add_generation_prompt": gen,
+                     "enable_thinking": True,
+                     "expected": tok.apply_chat_template(msgs, tools=tools, tokenize=False,
+                                                         add_generation_prompt=gen)})
+    return rows
+
+
+def run(doc, out, fixtures, make, reference_loader, chat_out, rows_of, more_chat=()):
     """A family's fixture script: make every fixture (make(*row, tokenizer))
-    and the chat cases (rows_of()) unless --verify, then re-check them all
-    (q3's reload check through reference_loader)."""
+    and the chat cases (rows_of() into chat_out, and each (path, rows_of) of
+    more_chat) unless --verify, then re-check them all (q3's reload check
+    through reference_loader). --chat-only: the chat files alone."""
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verify", action="store_true", help="only re-check the existing fixtures")
+    ap.add_argument("--chat-only", action="store_true",
+                    help="write and check the chat template cases, not the checkpoints")
     args = ap.parse_args()
     torch.set_num_threads(1)
     from transformers import AutoTokenizer
 
+    chats = [(chat_out, rows_of)] + list(more_chat)
     if not args.verify:
-        tk = AutoTokenizer.from_pretrained(q3.TOKENIZER_DIR)
-        os.makedirs(out, exist_ok=True)
-        for row in fixtures:
-            make(*row, tk)
-        with open(chat_out, "w", encoding="utf-8") as f:
-            for row in rows_of():
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    q3.load_reference_model = reference_loader  # q3's reload check, on this family
-    for name, *_ in fixtures:
-        q3.verify_fixture(out, name)
-    rows = rows_of()
-    with open(chat_out, encoding="utf-8") as f:
-        if [json.loads(x) for x in f] != rows:
-            raise SystemExit("%s: differs from a fresh rendering" % chat_out)
-    q3.log("%s: %d conversations reproduce" % (chat_out, len(rows)))
+        if not args.chat_only:
+            tk = AutoTokenizer.from_pretrained(q3.TOKENIZER_DIR)
+            os.makedirs(out, exist_ok=True)
+            for row in fixtures:
+                make(*row, tk)
+        for path, rows_fn in chats:
+            with open(path, "w", encoding="utf-8") as f:
+                for row in rows_fn():
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if not args.chat_only:
+        q3.load_reference_model = reference_loader  # q3's reload check, on this family
+        for name, *_ in fixtures:
+            q3.verify_fixture(out, name)
+    for path, rows_fn in chats:
+        rows = rows_fn()
+        with open(path, encoding="utf-8") as f:
+            if [json.loads(x) for x in f] != rows:
+                raise SystemExit("%s: differs from a fresh rendering" % path)
+        q3.log("%s: %d conversations reproduce" % (path, len(rows)))
 
 
 def main():
-    run(__doc__, OUT, FIXTURES, make_fixture, load_reference_model, CHAT_OUT, chat_rows)
+    run(__doc__, OUT, FIXTURES, make_fixture, load_reference_model, CHAT_OUT, chat_rows,
+        [(TOOL_CHAT_OUT, tool_chat_rows)])
 
 
 if __name__ == "__main__":

@@ -19,8 +19,14 @@ the requests tools/test_server_agents.py --qwen35 sends and, for each, the
 prompt's token count by transformers' apply_chat_template and the HF
 tokenizer, so the server's rendering of tools and tool history is checked.
 
+And tests/fixtures/serve/fake_llama3/: the same for Llama 3's JSON tool
+calling (Llama 3.1's template, tools/make_llama3_fixtures.py; its header
+tokens added as special tokens), whose script recites one Llama call, the
+whole reply {"name": ..., "parameters": {...}}; its expected.json is read by
+tools/test_server_agents.py --llama3.
+
 Usage: python3 tools/make_serve_fixtures.py [--qwen3-tokenizer DIR]
-       python3 tools/make_serve_fixtures.py --fake35-only
+       python3 tools/make_serve_fixtures.py --fake35-only | --fake-llama3-only
 """
 import argparse
 import copy
@@ -208,12 +214,16 @@ TIME35 = {"type": "function", "function": {
         "zone": {"type": "string"}}, "required": ["zone"]}}}
 
 
+# What the call-reciting engines' agent tests ask, and the call in history.
+ASK = [{"role": "system", "content": "Be brief."},
+       {"role": "user", "content": "Weather in Paris for 3 days?"}]
+CALL_1 = {"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 3}"}}
+
+
 def requests35():
     """The conversations the --qwen35 agent test sends: (name, body)."""
-    ask = [{"role": "system", "content": "Be brief."},
-           {"role": "user", "content": "Weather in Paris for 3 days?"}]
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 3}"}}
+    ask, call = ASK, CALL_1
     history = ask + [
         {"role": "assistant", "content": None, "reasoning_content": "Call the tool.",
          "tool_calls": [call]},
@@ -253,21 +263,83 @@ def write_fake35():
     hf.chat_template = template
     script = hf.encode("".join(CALL35), add_special_tokens=False)
     assert len(set(script)) == len(script), "fake35: the script's tokens are not distinct"
+    write_requests(FAKE35, hf, requests35(), len(script))
+
+
+def write_requests(folder, hf, requests, n_script):
+    """folder/expected.json: the recited call and each request (name, body)
+    with its prompt's token count by apply_chat_template and the HF
+    tokenizer (the call arguments given to the template as a mapping, as
+    HF's templates expect)."""
     rows = []
-    for name, body in requests35():
+    for name, body in requests:
         msgs = copy.deepcopy(body["messages"])
-        for m in msgs:  # the template iterates arguments|items: a mapping
+        for m in msgs:
             for c in m.get("tool_calls") or []:
                 c["function"] = dict(c["function"], arguments=json.loads(c["function"]["arguments"]))
         text = hf.apply_chat_template(msgs, tools=body.get("tools"), tokenize=False,
-                                      add_generation_prompt=True, **body["chat_template_kwargs"])
+                                      add_generation_prompt=True,
+                                      **body.get("chat_template_kwargs", {}))
         rows.append({"name": name, "body": body,
                      "prompt_tokens": len(hf.encode(text, add_special_tokens=False))})
-    with open(os.path.join(FAKE35, "expected.json"), "w") as f:
+    with open(os.path.join(folder, "expected.json"), "w") as f:
         json.dump({"call": {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}},
                    "requests": rows}, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    print(f"wrote {FAKE35} (script {len(script)} tokens, {len(rows)} requests)")
+    print(f"wrote {folder} (script {n_script} tokens, {len(rows)} requests)")
+
+
+FAKE_LLAMA3 = os.path.join(OUT, "fake_llama3")
+# The Llama call the fake_llama3 engine recites, in pieces that become added
+# tokens so that the script's tokens stay distinct.
+CALL_LLAMA3 = ["{\"name\": \"get_weather\", \"parameters\": {\"city\": ", "\"Paris\"",
+               ", \"days\": ", "3", "}}"]
+LLAMA3_SPECIAL = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                  "<|eom_id|>", "<|python_tag|>"]
+
+
+def requests_llama3():
+    """The conversations the --llama3 agent test sends: (name, body)."""
+    ask, call = ASK, CALL_1
+    history = ask + [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\": \"clear\"}"},
+        {"role": "assistant", "content": "Clear skies."},
+        {"role": "user", "content": "And tomorrow?"}]
+    return [
+        ("auto_tools", {"messages": ask, "tools": [WEATHER35, TIME35]}),
+        ("history", {"messages": history, "tools": [WEATHER35, TIME35]}),
+        ("tool_choice_none", {"messages": ask}),
+    ]
+
+
+def write_fake_llama3():
+    """fake_llama3/: the fake tokenizer plus Llama 3's header tokens and the
+    call's pieces, Llama 3.1's template."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_llama3_fixtures import LLAMA31_TEMPLATE
+
+    os.makedirs(FAKE_LLAMA3, exist_ok=True)
+    tok = Tokenizer.from_file(os.path.join(FAKE, "tokenizer.json"))
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in LLAMA3_SPECIAL])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in CALL_LLAMA3])
+    tok.save(os.path.join(FAKE_LLAMA3, "tokenizer.json"))
+    with open(os.path.join(FAKE, "tokenizer_config.json")) as f:
+        config = json.load(f)
+    config["chat_template"] = LLAMA31_TEMPLATE
+    config["bos_token"] = "<|begin_of_text|>"
+    with open(os.path.join(FAKE_LLAMA3, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    with open(os.path.join(FAKE_LLAMA3, "fake_script.txt"), "w") as f:
+        f.write("".join(CALL_LLAMA3))
+    hf = PreTrainedTokenizerFast(tokenizer_file=os.path.join(FAKE_LLAMA3, "tokenizer.json"),
+                                 bos_token="<|begin_of_text|>", eos_token="<|im_end|>",
+                                 pad_token="<|endoftext|>")
+    hf.chat_template = LLAMA31_TEMPLATE
+    script = hf.encode("".join(CALL_LLAMA3), add_special_tokens=False)
+    assert len(script) == len(CALL_LLAMA3), "fake_llama3: the call's pieces are not one token each"
+    write_requests(FAKE_LLAMA3, hf, requests_llama3(), len(script))
 
 
 def main():
@@ -275,9 +347,12 @@ def main():
     ap.add_argument("--qwen3-tokenizer", default=os.path.join(ROOT, "tests", "fixtures",
                                                               "qwen3-tokenizer"))
     ap.add_argument("--fake35-only", action="store_true", help="only rewrite fake35/")
+    ap.add_argument("--fake-llama3-only", action="store_true", help="only rewrite fake_llama3/")
     args = ap.parse_args()
     if args.fake35_only:
         return write_fake35()
+    if args.fake_llama3_only:
+        return write_fake_llama3()
     os.makedirs(FAKE, exist_ok=True)
     tok = build_tokenizer()
     tok.save(os.path.join(FAKE, "tokenizer.json"))
@@ -335,6 +410,7 @@ def main():
     print(f"wrote {FAKE} (vocab {n_vocab}, script {len(model.script)} tokens) and "
           f"{len(cases)} cases")
     write_fake35()
+    write_fake_llama3()
 
 
 if __name__ == "__main__":

@@ -19,9 +19,18 @@ required; the prompt token counts of tool definitions and tool history
 must equal transformers' (fake35/expected.json); tool_choice none passes the
 text on; arguments that are not a JSON object are a 400.
 
-Usage: python tools/test_server_agents.py [--qwen35] http://127.0.0.1:PORT
+With --llama3 it drives `nectar serve --fake-engine -m
+tests/fixtures/serve/fake_llama3 --chat-template llama3`, whose engine
+recites one Llama 3 call, the whole reply {"name": ..., "parameters":
+{...}}: it must come back as tool_calls (auto, streamed, named, required),
+prompt token counts of tools and history must equal transformers', the
+same reply without tools is text, and two calls in one history message
+are a 400.
+
+Usage: python tools/test_server_agents.py [--qwen35 | --llama3] http://127.0.0.1:PORT
 """
 import json
+import os
 import sys
 from typing import List, Literal
 
@@ -127,26 +136,42 @@ def stream_calls(stream):
     return acc, content, finish
 
 
-def main35(base):
-    import os
+def fake_fixture(folder):
+    """A call-reciting fake engine's tests/fixtures/serve/FOLDER/expected.json
+    (tools/make_serve_fixtures.py): the call it recites, the requests by
+    name."""
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "..", "tests", "fixtures", "serve", "fake35", "expected.json"),
+    with open(os.path.join(here, "..", "tests", "fixtures", "serve", folder, "expected.json"),
               encoding="utf-8") as f:
         fx = json.load(f)
-    want = fx["call"]
-    reqs = {r["name"]: r for r in fx["requests"]}
+    return fx["call"], {r["name"]: r for r in fx["requests"]}
+
+
+def message_calls(m):
+    return [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in m.tool_calls or []]
+
+
+def check_one_call(name, want, calls, finish, content):
+    """The reply is the recited call alone, its arguments typed (days the
+    integer 3, not "3")."""
+    ok = (finish == "tool_calls" and len(calls) == 1 and calls[0]["id"]
+          and calls[0]["name"] == want["name"] and not content)
+    try:
+        ok = ok and json.loads(calls[0]["arguments"]) == want["arguments"]
+        ok = ok and type(json.loads(calls[0]["arguments"])["days"]) is int
+    except (ValueError, IndexError, KeyError):
+        ok = False
+    report(name, ok, f"{finish}: {calls!r} content {content!r}")
+
+
+def main35(base):
+    want, reqs = fake_fixture("fake35")
     client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
     model = "fake35"
 
     def one_call(name, calls, finish, content):
-        ok = (finish == "tool_calls" and len(calls) == 1 and calls[0]["id"]
-              and calls[0]["name"] == want["name"] and not content)
-        try:  # typed by the schema: days is the integer 3, not "3"
-            ok = ok and json.loads(calls[0]["arguments"]) == want["arguments"]
-            ok = ok and type(json.loads(calls[0]["arguments"])["days"]) is int
-        except (ValueError, IndexError, KeyError):
-            ok = False
-        report(name, ok, f"{finish}: {calls!r} content {content!r}")
+        check_one_call(name, want, calls, finish, content)
 
     def create(name, **kw):
         body = dict(reqs[name]["body"])
@@ -157,8 +182,7 @@ def main35(base):
 
     r = create("auto_tools")
     m = r.choices[0].message
-    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-             for c in m.tool_calls or []]
+    calls = message_calls(m)
     one_call("qwen35_auto_tool_call", calls, r.choices[0].finish_reason, m.content)
     report("qwen35_tools_prompt_tokens_match_transformers",
            r.usage.prompt_tokens == reqs["auto_tools"]["prompt_tokens"],
@@ -174,8 +198,7 @@ def main35(base):
         model=model, messages=body["messages"], tools=body["tools"], max_tokens=64, temperature=0,
         tool_choice={"type": "function", "function": {"name": "get_weather"}})
     m = r.choices[0].message
-    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-             for c in m.tool_calls or []]
+    calls = message_calls(m)
     one_call("qwen35_named_tool_call", calls, r.choices[0].finish_reason, m.content)
     acc, content, finish = stream_calls(client.chat.completions.create(
         model=model, messages=body["messages"], tools=body["tools"], max_tokens=64, temperature=0,
@@ -207,9 +230,53 @@ def main35(base):
     return 1 if failures() else 0
 
 
+def main_llama3(base):
+    """Llama 3's tagless calls: the reply is the call (a fake engine reciting
+    one, --chat-template llama3)."""
+    want, reqs = fake_fixture("fake_llama3")
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+    def create(name, **kw):
+        return client.chat.completions.create(model="fake_llama3", max_tokens=64, temperature=0,
+                                              **dict(reqs[name]["body"], **kw))
+
+    r = create("auto_tools")
+    check_one_call("llama3_auto_tool_call", want, message_calls(r.choices[0].message),
+                   r.choices[0].finish_reason, r.choices[0].message.content)
+    for name in ("auto_tools", "history", "tool_choice_none"):
+        r = create(name)
+        report(f"llama3_{name}_prompt_tokens_match_transformers",
+               r.usage.prompt_tokens == reqs[name]["prompt_tokens"],
+               f"{r.usage.prompt_tokens} vs {reqs[name]['prompt_tokens']}")
+    acc, content, finish = stream_calls(create("auto_tools", stream=True))
+    check_one_call("llama3_streamed_tool_call", want, list(acc.values()), finish, content)
+    # forced: the whole call by constrained sampling, which the recital fits
+    r = create("auto_tools", tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    check_one_call("llama3_named_tool_call", want, message_calls(r.choices[0].message),
+                   r.choices[0].finish_reason, r.choices[0].message.content)
+    acc, content, finish = stream_calls(create("auto_tools", tool_choice="required", stream=True))
+    check_one_call("llama3_streamed_required_tool_call", want, list(acc.values()), finish, content)
+    # no tools: the same reply is text
+    m = create("tool_choice_none").choices[0].message
+    report("llama3_without_tools_the_reply_is_text",
+           not m.tool_calls and (m.content or "").startswith('{"name": "get_weather"'), repr(m))
+    bad = json.loads(json.dumps(reqs["history"]["body"]["messages"]))
+    bad[2]["tool_calls"] = bad[2]["tool_calls"] * 2
+    try:
+        client.chat.completions.create(model="fake_llama3", messages=bad, max_tokens=4)
+        report("llama3_two_calls_in_a_message_are_a_400", False, "accepted")
+    except openai.BadRequestError as e:
+        report("llama3_two_calls_in_a_message_are_a_400", "one call per message" in str(e), str(e))
+
+    print(f"{failures()} failures")
+    return 1 if failures() else 0
+
+
 def main():
     if sys.argv[1] == "--qwen35":
         return main35(sys.argv[2])
+    if sys.argv[1] == "--llama3":
+        return main_llama3(sys.argv[2])
     base = sys.argv[1]
     client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60)
     model = "gpt-4o-mini"  # a client library's default name: accepted (docs/server.md)

@@ -11,7 +11,7 @@ import os
 import sys
 
 MAJOR = 0  # NECTAR_VERSION_MAJOR this package is written for
-MIN_NUMBER = 300  # and the oldest it runs on: 0.3.0, nc_chat_request and logprobs
+MIN_NUMBER = 301  # and the oldest it runs on: 0.3.1, nc_sequence_split_reasoning
 
 
 class NcError(ctypes.Structure):
@@ -99,6 +99,8 @@ _SIGNATURES = {
                                  _i]),
     "nc_token_bytes": (_p, [_p, ctypes.c_int32, ctypes.POINTER(_sz)]),
     "nc_sequence_stat": (ctypes.c_double, [_p, _i]),
+    # the reasoning split (0.3.1)
+    "nc_sequence_split_reasoning": (_st, [_p, TOKEN_CALLBACK, _p, _i, _err]),
 }
 
 

@@ -47,30 +47,6 @@ def _top(logprobs: Any, top_logprobs: Optional[int], most: int) -> Optional[int]
     return k
 
 
-def _split_thinking(text: str, starts_inside: bool):
-    """(reasoning, content) of a Qwen3 reply: the text up to </think>."""
-    body = text
-    if not starts_inside:
-        stripped = body.lstrip()
-        if not stripped.startswith("<think>"):
-            return None, text
-        body = stripped[len("<think>"):]
-    end = body.find("</think>")
-    if end < 0:
-        return body.strip("\n"), ""
-    return body[:end].strip("\n"), body[end + len("</think>"):].lstrip("\n")
-
-
-def _held(text: str, starts_inside: bool) -> bool:
-    """Whether text may still turn into a think block's start or end: its
-    split is not final yet."""
-    stripped = text.lstrip()
-    if not starts_inside and "<think>".startswith(stripped):
-        return True
-    tail = text[-len("</think>"):]
-    return any("</think>".startswith(tail[i:]) for i in range(len(tail))) or text.endswith("\n")
-
-
 def _call_chunks(calls: List[Dict[str, Any]], first: int) -> List[List[Dict[str, Any]]]:
     """Each call as the server streams it: a delta with its index, id, type
     and name (arguments ""), then one with the arguments."""
@@ -117,18 +93,22 @@ class OpenAIMixin:
                              "must be left to generate)" % (n_prompt, self.context_size()))
         return room if max_tokens is None or max_tokens < 0 or max_tokens > room else max_tokens
 
-    def _run(self, prompt: str, max_tokens, kw, request=None, top=None):
-        """(raw text bytes, logprob entries) of one generation."""
+    def _run(self, prompt: str, max_tokens, kw, request=None, top=None, starts_inside=None):
+        """(text bytes, logprob entries, reasoning bytes) of one generation;
+        the reasoning is split off (by the library, as the server splits
+        it) unless starts_inside is None."""
         from .model import _Sampling
         pieces: List[bytes] = []
+        thought: List[bytes] = []
         entries: List[Dict[str, Any]] = []
         s = _Sampling(kw, self._h)
         try:
             self._generate(self.tokenize(prompt), max_tokens, s, pieces.append, request, top,
-                           None if top is None else entries.append)
+                           None if top is None else entries.append,
+                           None if starts_inside is None else thought.append, starts_inside)
         finally:
             s.free()
-        return b"".join(pieces), entries
+        return b"".join(pieces), entries, b"".join(thought)
 
     def create_completion(self, prompt: str, max_tokens: Optional[int] = 16,
                           temperature: Optional[float] = None, top_p: Optional[float] = None,
@@ -155,7 +135,7 @@ class OpenAIMixin:
         max_tokens = self._room(n_prompt, max_tokens)
         if stream:
             return self._completion_chunks(head, prompt, max_tokens, kw, top)
-        raw, entries = self._run(prompt, max_tokens, kw, None, top)
+        raw, entries, _ = self._run(prompt, max_tokens, kw, None, top)
         return dict(head, choices=[{"text": raw.decode("utf-8", "replace"), "index": 0,
                                     "logprobs": None if top is None else legacy_logprobs(entries),
                                     "finish_reason": _FINISH_REASON[self.last_finish]}],
@@ -231,8 +211,9 @@ class OpenAIMixin:
             return self._chat_chunks(dict(head, object="chat.completion.chunk"), prompt,
                                      max_tokens, kw, req, top, starts_inside)
         try:
-            raw, entries = self._run(prompt, max_tokens, kw, req, top)
-            reasoning, content = _split_thinking(raw.decode("utf-8", "replace"), starts_inside)
+            raw, entries, thought = self._run(prompt, max_tokens, kw, req, top, starts_inside)
+            reasoning = thought.decode("utf-8", "replace")
+            content = raw.decode("utf-8", "replace")
             calls: List[Dict[str, Any]] = []
             if req.uses_tools:
                 content, calls = req.scan(content.encode("utf-8"), True)
@@ -265,11 +246,12 @@ class OpenAIMixin:
         try:
             s = _Sampling(kw, self._h)
             yield chunk({"role": "assistant", "content": ""})
-            raw = b""
+            raw = thought = b""  # the answer's and the reasoning's bytes so far
             sent_r = sent_c = 0  # reasoning and content characters sent
             n_calls = 0
             entries: List[Dict[str, Any]] = []
-            events = self._events(self.tokenize(prompt), max_tokens, s, req, top)
+            events = self._events(self.tokenize(prompt), max_tokens, s, req, top, True,
+                                  starts_inside)
             done = False
             while not done:
                 item = next(events, None)
@@ -277,12 +259,13 @@ class OpenAIMixin:
                 if item is not None and item[0] == "logprob":
                     entries.append(item[1])
                     continue
-                if item is not None:
+                if item is not None and item[0] == "reasoning":
+                    thought += item[1]
+                elif item is not None:
                     raw += item[1]
-                text = raw.decode("utf-8", "ignore" if not done else "replace")
-                if not done and _held(text, starts_inside):
-                    continue
-                reasoning, content = _split_thinking(text, starts_inside)
+                errors = "ignore" if not done else "replace"
+                reasoning = thought.decode("utf-8", errors)
+                content = raw.decode("utf-8", errors)
                 delta: Dict[str, Any] = {}
                 if reasoning and len(reasoning) > sent_r:
                     delta["reasoning_content"] = reasoning[sent_r:]

@@ -239,12 +239,15 @@ class Model(OpenAIMixin):
             return LIB.nc_sequence_context(self._sequence())
 
     def _generate(self, ids, max_tokens, sampling, on_piece, request=None, top_logprobs=None,
-                  on_logprob=None):
+                  on_logprob=None, on_reasoning=None, starts_inside=False):
         """nc_generate_tokens on the model's sequence; on_piece(bytes) gets
         each piece of final text and returns True to cancel. request: a
         _chat.ChatRequest whose constraint applies; top_logprobs (0..20):
         on_logprob(entry) gets each token's OpenAI logprobs entry before
-        its text."""
+        its text. on_reasoning(bytes): the reasoning is split off by the
+        library (nc_sequence_split_reasoning: by token id, the server's
+        rule) and goes there, the answer to on_piece; starts_inside: the
+        prompt opened the think block."""
         err = NcError()
         with self._lock:
             self._sequence()
@@ -263,11 +266,22 @@ class Model(OpenAIMixin):
                     failure.append(e)
                     return 1
 
+            def reasoning_cb(user, token, text, n):
+                try:
+                    return 1 if n and on_reasoning(ctypes.string_at(text, n)) else 0
+                except BaseException as e:
+                    failure.append(e)
+                    return 1
+
             c_cb = TOKEN_CALLBACK(cb)
+            c_reasoning = TOKEN_CALLBACK(reasoning_cb if on_reasoning is not None else 0)
             arr = (ctypes.c_int32 * len(ids))(*ids)
             finish = ctypes.c_int()
             _check(LIB.nc_sequence_constrain(self._seq, request.h if request else None,
                                              ctypes.byref(err)), err)
+            _check(LIB.nc_sequence_split_reasoning(self._seq, c_reasoning, None,
+                                                   int(bool(starts_inside)),
+                                                   ctypes.byref(err)), err)
             _check(LIB.nc_sequence_set_logprobs(
                 self._seq, -1 if top_logprobs is None else int(top_logprobs),
                 ctypes.byref(err)), err)
@@ -278,6 +292,7 @@ class Model(OpenAIMixin):
                                             ctypes.byref(err))
             finally:
                 LIB.nc_sequence_constrain(self._seq, None, None)
+                LIB.nc_sequence_split_reasoning(self._seq, TOKEN_CALLBACK(), None, 0, None)
             if failure:
                 raise failure[0]
             _check(st, err)
@@ -320,11 +335,14 @@ class Model(OpenAIMixin):
         if tail:
             yield tail
 
-    def _events(self, ids, max_tokens, s, request=None, top_logprobs=None):
-        """_generate as an iterator of ("text", bytes) and ("logprob",
-        entry) while they are made; s is freed at the end. The C call
-        blocks until the end, so it runs in a thread (ctypes releases the
-        GIL) and hands its news over through a queue."""
+    def _events(self, ids, max_tokens, s, request=None, top_logprobs=None, split=False,
+                starts_inside=False):
+        """_generate as an iterator of ("text", bytes), ("logprob", entry)
+        and, with split (the reasoning split off: _generate's
+        on_reasoning), ("reasoning", bytes) while they are made; s is freed
+        at the end. The C call blocks until the end, so it runs in a thread
+        (ctypes releases the GIL) and hands its news over through a
+        queue."""
         q = queue.Queue()
         cancel = threading.Event()
         end = object()
@@ -336,10 +354,15 @@ class Model(OpenAIMixin):
         def on_logprob(e):
             q.put(("logprob", e))
 
+        def on_reasoning(b):
+            q.put(("reasoning", b))
+            return cancel.is_set()
+
         def work():
             try:
                 self._generate(ids, max_tokens, s, on_piece, request, top_logprobs,
-                               None if top_logprobs is None else on_logprob)
+                               None if top_logprobs is None else on_logprob,
+                               on_reasoning if split else None, starts_inside)
                 q.put(end)
             except BaseException as e:
                 q.put(e)

@@ -2,7 +2,9 @@
  * pipeline (src/gen: gen_seq). The pipeline reports a token, then the text
  * that became final; the API hands both to one callback: each token goes
  * out with the text released after it, so a token's call comes when the
- * next token (or the end) arrives. */
+ * next token (or the end) arrives. With reasoning split off
+ * (nc_sequence_split_reasoning), the pipeline's reasoning text goes the
+ * same way to the second callback, just before the first's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,9 @@ struct nc_sequence {
     int top_logprobs;         /* -1: no logprobs recorded */
     lp_entry *lps;            /* the current or last nc_generate's tokens */
     size_t n_lps, cap_lps;
+    nc_token_callback reasoning_cb; /* NULL: no split (nc_sequence_split_reasoning) */
+    void *reasoning_user;
+    int starts_in_reasoning;
 };
 
 NC_API nc_status nc_sequence_new(nc_model *m, int ctx, nc_sequence **out, nc_error *err) {
@@ -72,6 +77,15 @@ NC_API nc_status nc_sequence_constrain(nc_sequence *s, nc_chat_request *r, nc_er
     return NC_OK;
 }
 
+NC_API nc_status nc_sequence_split_reasoning(nc_sequence *s, nc_token_callback cb, void *user,
+                                             int starts_inside, nc_error *err) {
+    if (!s) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_split_reasoning: NULL argument");
+    s->reasoning_cb = cb;
+    s->reasoning_user = user;
+    s->starts_in_reasoning = cb && starts_inside;
+    return NC_OK;
+}
+
 NC_API nc_status nc_sequence_set_logprobs(nc_sequence *s, int k, nc_error *err) {
     if (!s) return nc_fail(err, NC_ERR_INVALID, "nc_sequence_set_logprobs: NULL argument");
     if (k < -1 || k > GEN_MAX_TOP_LOGPROBS)
@@ -112,25 +126,37 @@ static int record_logprob(nc_sequence *s, int32_t token, const float *logits) {
     return 0;
 }
 
+/* Text released for the token waiting to go out, of one kind. */
+typedef struct piece {
+    char *text;
+    size_t len, cap;
+} piece;
+
 /* One request's delivery state: the token waiting for its text. */
 typedef struct relay {
     nc_sequence *seq;
     nc_token_callback cb;
     void *user;
     int32_t pending; /* -1: none */
-    char *text;
-    size_t len, cap;
+    piece content, reasoning;
     int nomem;
     int cancelled; /* the callback asked to stop: nothing more goes out */
 } relay;
+
+/* Hands p's text to cb with token t, emptying p; non-zero: cancel. */
+static int hand_over(nc_token_callback cb, void *user, int32_t t, piece *p) {
+    size_t n = p->len;
+    p->len = 0;
+    return cb && cb(user, t, p->text ? p->text : "", n);
+}
 
 static int deliver(relay *r) {
     if (r->pending < 0) return 0;
     int32_t t = r->pending;
     r->pending = -1;
-    size_t n = r->len;
-    r->len = 0;
-    r->cancelled = r->cb && r->cb(r->user, t, r->text ? r->text : "", n);
+    if (r->reasoning.len)
+        r->cancelled = hand_over(r->seq->reasoning_cb, r->seq->reasoning_user, t, &r->reasoning);
+    if (!r->cancelled) r->cancelled = hand_over(r->cb, r->user, t, &r->content);
     return r->cancelled;
 }
 
@@ -146,19 +172,19 @@ static int on_token(void *user, int32_t token, const float *logits) {
 }
 
 static int on_text(void *user, gen_text_kind kind, const char *text, size_t len) {
-    (void)kind;
     relay *r = user;
     if (r->cancelled) return 1;
-    if (r->len + len + 1 > r->cap) {
-        size_t cap = (r->len + len + 1) * 2;
-        char *more = realloc(r->text, cap);
+    piece *p = kind == GEN_TEXT_REASONING ? &r->reasoning : &r->content;
+    if (p->len + len + 1 > p->cap) {
+        size_t cap = (p->len + len + 1) * 2;
+        char *more = realloc(p->text, cap);
         if (!more) return r->nomem = 1;
-        r->text = more;
-        r->cap = cap;
+        p->text = more;
+        p->cap = cap;
     }
-    memcpy(r->text + r->len, text, len);
-    r->len += len;
-    r->text[r->len] = '\0';
+    memcpy(p->text + p->len, text, len);
+    p->len += len;
+    p->text[p->len] = '\0';
     return 0;
 }
 
@@ -221,9 +247,11 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
         req.truncate = sampling->truncate;
     }
     req.constraint = api_chat_request_constraint(s->request);
+    req.split_reasoning = s->reasoning_cb != NULL;
+    req.starts_in_reasoning = s->starts_in_reasoning;
     memset(&s->last, 0, sizeof s->last);
     s->n_lps = 0;
-    relay r = {s, cb, user, -1, NULL, 0, 0, 0, 0};
+    relay r = {s, cb, user, -1, {0}, {0}, 0, 0};
     gen_callbacks gcb = {on_token, on_text, &r};
     gen_result res;
     nc_status st = gen_generate(s->gs, prompt, (int)n_prompt, &req, &gcb, &res, err);
@@ -233,7 +261,8 @@ NC_API nc_status nc_generate_tokens(nc_sequence *s, const int32_t *prompt, size_
         if (!r.cancelled && !deliver(&r) && cb) cb(user, -1, "", 0);
         if (finish) *finish = finish_of(res.finish);
     }
-    free(r.text);
+    free(r.content.text);
+    free(r.reasoning.text);
     return st;
 }
 

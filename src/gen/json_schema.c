@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/tool_value.h"
+
 #define JS_MAX_REFS 256
 #define JS_MAX_ENUM 1024
 
@@ -619,14 +621,13 @@ static int plain_key(const js_prop *p) {
     return 1;
 }
 
-/* The schema type a property names as a string ("" when none). */
-static const char *prop_type(const json_t *props, const js_prop *p) {
+/* The schema type of a property, as the scanner looks it up. */
+static const char *prop_type(const json_t *schema, const js_prop *p) {
     char name[256];
     size_t n = p->key_len - 1 < sizeof name - 1 ? p->key_len - 1 : sizeof name - 1;
     memcpy(name, p->key, n);
     name[n] = '\0';
-    const json_t *t = json_object_get(json_object_get(props, name), "type");
-    return json_is_string(t) ? json_string_value(t) : "";
+    return gen_tool_value_type(schema, name);
 }
 
 /* Appends node's string literals, decoded (raw text), as a new node. */
@@ -654,7 +655,7 @@ static int unquoted_copy(js_graph *g, int node) {
 
 /* A root property in the XML form: 1 raw or JSON as it is, 2 an enum of
  * strings to store unquoted, 0 not held exactly. */
-static int xml_value_form(const js_graph *g, const json_t *props, const js_prop *p) {
+static int xml_value_form(const js_graph *g, const json_t *schema, const js_prop *p) {
     const js_node *nd = &g->nodes[p->node];
     if (!plain_key(p)) return 0;
     if (nd->kind == JS_STRING) return 1;
@@ -666,26 +667,23 @@ static int xml_value_form(const js_graph *g, const json_t *props, const js_prop 
         return 2;
     }
     /* any other value is JSON text, which the scanner reads as JSON only
-       when the property's type says so */
-    const char *type = prop_type(props, p);
-    int json_typed = *type && strcmp(type, "string") != 0;
-    return json_typed && (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER ||
-                          nd->kind == JS_NUMBER || nd->kind == JS_OBJECT ||
-                          nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
+       when the property's type says so (the scanner's own rule) */
+    return gen_tool_value_is_json(prop_type(schema, p)) &&
+           (nd->kind == JS_LITERALS || nd->kind == JS_INTEGER || nd->kind == JS_NUMBER ||
+            nd->kind == JS_OBJECT || nd->kind == JS_OBJ_ANY || nd->kind == JS_ARRAY);
 }
 
 int js_xml_call_form(js_graph *g, const char *schema_json) {
     if (g->nodes[g->root].kind != JS_OBJECT) return 0;
     json_error_t je;
     json_t *schema = json_loads(schema_json, 0, &je);
-    const json_t *props = json_object_get(schema, "properties");
     js_node root = g->nodes[g->root];
     int ok = 1;
     for (int k = 0; k < root.n && ok; k++) /* checked whole before anything changes */
-        ok = xml_value_form(g, props, &g->props[root.first + k]) != 0;
+        ok = xml_value_form(g, schema, &g->props[root.first + k]) != 0;
     for (int k = 0; k < root.n && ok; k++) {
         js_prop *p = &g->props[root.first + k];
-        if (xml_value_form(g, props, p) != 2) continue;
+        if (xml_value_form(g, schema, p) != 2) continue;
         int copy = unquoted_copy(g, p->node);
         if (copy < 0) ok = -1; /* out of memory: the graph is half changed */
         else p->node = copy;

@@ -77,8 +77,9 @@ nc_status js_compile_relaxed(const char *schema_json, const char *what, js_graph
  * unquoted, as that form writes them. Returns 1 then; 0 when the form
  * cannot hold the schema exactly (a root that is not an object with
  * properties, a key that is no plain name, an empty string in an enum, a
- * value the call scanner would not read back as the schema's type), and g
- * is unchanged; -1 out of memory (g only fit for js_free). */
+ * value the call scanner would not read back as the schema's type, by
+ * tool_value.h's rule, the scanner's own), and g is unchanged; -1 out of
+ * memory (g only fit for js_free). */
 int js_xml_call_form(js_graph *g, const char *schema_json);
 
 /* A graph whose root is any JSON object (response_format json_object). */

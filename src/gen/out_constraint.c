@@ -1,11 +1,13 @@
 /* Constrained output for one request (see out_constraint.h): the schema
  * graph, the matcher's state, and the mask/accept hooks the generation
  * pipeline calls on the scheduler thread. A forced tool call is one
- * candidate per tool that may be called: the call's start up to and with
- * the tool's name as literal bytes, then its parameters, then the call's
- * end. Qwen3: "<tool_call>\n{"name": "NAME", "arguments": " PARAMETERS
- * "}\n</tool_call>", PARAMETERS as JSON. Qwen3.5: "<tool_call>\n<function=
- * NAME>\n", the parameters in the XML form (json_match.h: xml_root), then
+ * candidate per tool that may be called, in the family's call form
+ * (text/chat_call_form.h): the call's start up to and with the tool's name
+ * as literal bytes, then its parameters, then the call's end. Qwen3:
+ * "<tool_call>\n{"name": "NAME", "arguments": " PARAMETERS "}\n
+ * </tool_call>", PARAMETERS as JSON; Llama 3: "{"name": "NAME",
+ * "parameters": " PARAMETERS "}". Qwen3.5: "<tool_call>\n<function=NAME>\n",
+ * the parameters in the XML form (json_match.h: xml_root), then
  * "\n</tool_call>"; a tool whose parameters that form cannot hold exactly
  * gets its literal start only. A token is allowed when some live
  * candidate allows it, and a candidate that refuses one drops out, so once
@@ -23,13 +25,7 @@
 #include <string.h>
 
 #include "base/timer.h"
-
-#define CALL35_HEAD "<tool_call>\n<function="
-#define CALL35_TAIL "\n</tool_call>"
-
-#define CALL_HEAD "<tool_call>\n{\"name\": "
-#define CALL_ARGS ", \"arguments\": "
-#define CALL_TAIL "}\n</tool_call>"
+#include "text/chat_call_form.h"
 
 /* One possible output: a graph between literal bytes, and the matcher's
  * state in it. */
@@ -65,21 +61,21 @@ static void candidate_free(candidate *k) {
     free(k->prefix);
 }
 
-/* The literal start of a call to tool i, up to the parameters. */
-static char *call_head(const gen_output_spec *r, size_t i, chat_family f) {
+/* The literal start of a call to tool i, up to the parameters: the name
+ * as is in an XML body, as a JSON string in a JSON one. */
+static char *call_head(const gen_output_spec *r, size_t i, const chat_call_form *form) {
     const char *name = r->tool_names[i];
-    if (f == CHAT_QWEN35) {
-        size_t n = strlen(CALL35_HEAD ">\n") + strlen(name) + 1;
-        char *p = malloc(n);
-        if (p) snprintf(p, n, "%s%s>\n", CALL35_HEAD, name);
-        return p;
+    char *quoted = NULL;
+    if (form->body == CHAT_CALL_JSON) {
+        json_t *js = json_string(name);
+        quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+        json_decref(js);
+        if (!quoted) return NULL;
+        name = quoted;
     }
-    json_t *js = json_string(name);
-    char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
-    json_decref(js);
-    size_t n = strlen(CALL_HEAD CALL_ARGS) + (quoted ? strlen(quoted) : 0) + 1;
-    char *p = quoted ? malloc(n) : NULL;
-    if (p) snprintf(p, n, "%s%s%s", CALL_HEAD, quoted, CALL_ARGS);
+    size_t n = strlen(form->head) + strlen(name) + strlen(form->mid) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s%s%s", form->head, name, form->mid);
     free(quoted);
     return p;
 }
@@ -89,19 +85,21 @@ static char *call_head(const gen_output_spec *r, size_t i, chat_family f) {
  * suffix. */
 static nc_status tool_candidate(const gen_output_spec *r, size_t i, chat_family f, candidate *k,
                                 nc_error *err) {
-    k->prefix = call_head(r, i, f);
+    const chat_call_form *form = chat_call_form_of(f);
+    int is_xml_body = form->body == CHAT_CALL_XML;
+    k->prefix = call_head(r, i, form);
     if (!k->prefix) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
     json_t *params = tool_parameters(r->tools[i]);
     char *schema = params ? json_dumps(params, JSON_COMPACT) : NULL;
     json_decref(params);
     nc_status st = schema ? js_compile(schema, "tools", &k->g, err) : NC_ERR_INVALID;
     if (st != NC_OK && schema) st = js_compile_relaxed(schema, "tools", &k->g, err);
-    int form = f == CHAT_QWEN35 && st == NC_OK ? js_xml_call_form(&k->g, schema) : 0;
-    int xml = form == 1;
+    int held = is_xml_body && st == NC_OK ? js_xml_call_form(&k->g, schema) : 0;
+    int xml = held == 1;
     free(schema);
-    if (form < 0) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
-    const char *tail = f == CHAT_QWEN35 ? CALL35_TAIL : CALL_TAIL;
-    if (f == CHAT_QWEN35 && !xml) { /* the literal start, then the model's own text */
+    if (held < 0) return nc_fail(err, NC_ERR_NOMEM, "request: out of memory");
+    const char *tail = form->tail;
+    if (is_xml_body && !xml) { /* the literal start, then the model's own text */
         if (st == NC_OK) js_free(&k->g);
         memset(&k->g, 0, sizeof k->g);
         k->gr = (jm_grammar){NULL, k->prefix, "", strlen(k->prefix), 0, 0};

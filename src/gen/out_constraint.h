@@ -2,7 +2,8 @@
  * output_spec.h): response_format json_object or
  * json_schema, or a forced tool call (tool_choice "required" or a named
  * function): for Qwen3 the whole call,
- * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>", the
+ * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>" (Llama 3:
+ * {"name": ..., "parameters": {...}}), the
  * arguments held to the parameters of the tool whose name was written; for
  * Qwen3.5, whose call body is XML rather than JSON, only its start,
  * "<tool_call>\n<function=NAME>\n" (with several candidate tools

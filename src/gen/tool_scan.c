@@ -1,13 +1,18 @@
-/* The tool-call scanner (see tool_scan.h). The tags and what is held
- * back are the same for both formats; only a call's body is read by
- * family. Qwen3: a JSON object with a string "name"; "arguments" (an
- * object, or a string holding a JSON object) becomes OpenAI's arguments
- * string.
+/* The tool-call scanner (see tool_scan.h), by the family's call form
+ * (text/chat_call_form.h). With tags (Qwen3, Qwen3.5) what is held back is
+ * the same for both; only a call's body is read by family. Without tags (Llama 3)
+ * a reply that may still be a call (blanks, then "{" or the lead token's
+ * text) is held back whole until the output is complete, then read as one
+ * call or passed on as text. A JSON body (Qwen3, Llama 3): an object with
+ * a string "name"; the arguments member (Qwen3 "arguments", Llama 3
+ * "parameters" or "arguments": an object, or a string holding a JSON
+ * object) becomes OpenAI's arguments string.
  * Qwen3.5: <function=NAME> with <parameter=KEY> elements, each value
  * stripped of the one newline the template puts on either side and typed
- * by the tool's schema (a string stays a string; a number, boolean, null,
- * object or array is read as JSON when the schema says so and it parses;
- * else it stays a string, as it does for unknown parameters). Anything
+ * by the tool's schema (tool_value.h: a string stays a string; a number,
+ * boolean, null, object or array is read as JSON when the schema says so
+ * and it parses; else it stays a string, as it does for unknown
+ * parameters). Anything
  * else between the tags is passed on as text, tags included, so no output
  * is ever lost. */
 #include "gen/tool_scan.h"
@@ -16,10 +21,9 @@
 #include <string.h>
 
 #include "base/random_id.h"
+#include "gen/tool_value.h"
+#include "text/chat_call_form.h"
 #include "text/chat_tojson.h"
-
-#define OPEN_TAG "<tool_call>"
-#define CLOSE_TAG "</tool_call>"
 
 static const char *find(const char *s, size_t n, const char *tag) {
     size_t k = strlen(tag);
@@ -55,11 +59,13 @@ static int holds_object(const json_t *s) {
     return ok;
 }
 
-/* Qwen3: the JSON body. */
-static json_t *parse_call_json(const char *body, size_t n) {
+/* A JSON body: the arguments under the form's first key present. */
+static json_t *parse_call_json(const chat_call_form *form, const char *body, size_t n) {
     json_error_t je;
     json_t *o = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
-    json_t *name = json_object_get(o, "name"), *args = json_object_get(o, "arguments");
+    json_t *name = json_object_get(o, "name"), *args = NULL;
+    for (int k = 0; k < 2 && !args && form->args_keys[k]; k++)
+        args = json_object_get(o, form->args_keys[k]);
     char *text = NULL;
     if (json_is_string(name) && (!args || json_is_object(args)))
         text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
@@ -100,42 +106,6 @@ static int take_named(cursor *c, const char *tag, char *out, size_t cap) {
     memcpy(out, s, n);
     out[n] = '\0';
     return 1;
-}
-
-/* The "type" the tool's schema gives parameter key ("" when none). */
-static const char *param_type(const json_t *params, const char *key) {
-    const json_t *t =
-        json_object_get(json_object_get(json_object_get(params, "properties"), key), "type");
-    return json_is_string(t) ? json_string_value(t) : "";
-}
-
-/* A value as its schema type reads it, or as a string. The template writes
- * booleans and null as tojson does, or (Qwen3.5's first template) as
- * Python's str: True, False, None. */
-static json_t *typed_value(const char *type, const char *v, size_t n) {
-    if (!strcmp(type, "boolean") || !strcmp(type, "null")) {
-        static const struct {
-            const char *text;
-            int kind;
-        } words[] = {{"true", 1},  {"True", 1}, {"false", 0},
-                     {"False", 0}, {"null", 2}, {"None", 2}};
-        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-            if (strlen(words[i].text) == n && !memcmp(words[i].text, v, n))
-                return words[i].kind == 2 ? json_null() : json_boolean(words[i].kind);
-    }
-    int as_json = !strcmp(type, "integer") || !strcmp(type, "number") || !strcmp(type, "object") ||
-                  !strcmp(type, "array");
-    if (as_json) {
-        json_error_t je;
-        json_t *j = json_loadb(v, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-        int fits = !strcmp(type, "object")    ? json_is_object(j)
-                   : !strcmp(type, "array")   ? json_is_array(j)
-                   : !strcmp(type, "integer") ? json_is_integer(j)
-                                              : json_is_number(j);
-        if (fits) return j;
-        json_decref(j);
-    }
-    return json_stringn(v, n);
 }
 
 /* The parameters schema of the tool called name, or NULL (borrowed from
@@ -180,7 +150,9 @@ static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t 
         size_t len = (size_t)(close - v);
         if (len && v[0] == '\n') v++, len--;
         if (len && v[len - 1] == '\n') len--;
-        if (json_object_set_new(args, key, typed_value(param_type(params, key), v, len))) break;
+        if (json_object_set_new(args, key,
+                                gen_tool_value_read(gen_tool_value_type(params, key), v, len)))
+            break;
     }
     char *text = NULL;
     nc_error err;
@@ -193,19 +165,62 @@ static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t 
 }
 
 /* The call in body[0..n), or NULL when it is not one. */
-static json_t *parse_call(const gen_tool_scan *st, const char *body, size_t n) {
-    return st->family == CHAT_QWEN35 ? parse_call_xml(st, body, n) : parse_call_json(body, n);
+static json_t *parse_call(const gen_tool_scan *st, const chat_call_form *form, const char *body,
+                          size_t n) {
+    return form->body == CHAT_CALL_XML ? parse_call_xml(st, body, n)
+                                       : parse_call_json(form, body, n);
+}
+
+/* ---- tagless: the whole reply is one call or none ----------------------- */
+
+/* out[0..len) past blanks and the lead token's text; *is_open: that much
+ * may still become a call (it is blank, a part of the lead, or starts
+ * with "{"). */
+static size_t call_start(const chat_call_form *form, const char *out, size_t len, int *is_open) {
+    cursor c = {out, out + len};
+    skip_space(&c);
+    size_t left = (size_t)(c.end - c.p), k = form->lead ? strlen(form->lead) : 0;
+    if (k && left < k && !memcmp(c.p, form->lead, left)) {
+        *is_open = 1;
+        return len;
+    }
+    if (k && take(&c, form->lead)) skip_space(&c);
+    *is_open = c.p == c.end || *c.p == '{';
+    return (size_t)(c.p - out);
+}
+
+static int scan_whole(gen_tool_scan *st, const chat_call_form *form, const char *out, size_t len,
+                      int is_final, gen_tool_news *news) {
+    if (st->pos == 0) { /* nothing passed on yet: may it be a call? */
+        int is_open;
+        size_t at = call_start(form, out, len, &is_open);
+        if (is_open && !is_final) return 0; /* wait for the whole reply */
+        json_t *call = is_open ? parse_call(st, form, out + at, len - at) : NULL;
+        if (call) {
+            json_array_append_new(news->calls, call);
+            st->n_calls++;
+            st->pos = len;
+            return 1;
+        }
+    }
+    news->text = out + st->pos; /* text, as it comes from here on */
+    news->text_len = len - st->pos;
+    st->pos = len;
+    return news->text_len > 0;
 }
 
 int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_final,
                        gen_tool_news *news) {
     memset(news, 0, sizeof *news);
     news->calls = json_array();
+    const chat_call_form *form = chat_call_form_of(st->family);
+    if (!*form->open) return scan_whole(st, form, out, len, is_final, news);
+    const char *open_tag = form->open, *close_tag = form->close;
     const char *p = out + st->pos;
     size_t n = len - st->pos;
-    const char *open = find(p, n, OPEN_TAG);
+    const char *open = find(p, n, open_tag);
     if (!open) { /* text, less what may be the start of a tag */
-        size_t keep = is_final ? 0 : partial_tag(p, n, OPEN_TAG);
+        size_t keep = is_final ? 0 : partial_tag(p, n, open_tag);
         news->text = p;
         news->text_len = n - keep;
         st->pos += news->text_len;
@@ -217,8 +232,8 @@ int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_fi
         st->pos += news->text_len;
         return 1;
     }
-    const char *body = p + strlen(OPEN_TAG);
-    const char *close = find(body, n - strlen(OPEN_TAG), CLOSE_TAG);
+    const char *body = p + strlen(open_tag);
+    const char *close = find(body, n - strlen(open_tag), close_tag);
     if (!close) {
         if (!is_final) return 0; /* wait for the end of the call */
         news->text = p;          /* unfinished: the model stopped inside it */
@@ -226,8 +241,8 @@ int gen_tool_scan_next(gen_tool_scan *st, const char *out, size_t len, int is_fi
         st->pos = len;
         return 1;
     }
-    size_t whole = (size_t)(close + strlen(CLOSE_TAG) - p);
-    json_t *call = parse_call(st, body, (size_t)(close - body));
+    size_t whole = (size_t)(close + strlen(close_tag) - p);
+    json_t *call = parse_call(st, form, body, (size_t)(close - body));
     if (call) {
         json_array_append_new(news->calls, call);
         st->n_calls++;

@@ -1,11 +1,12 @@
-/* Tool calls in generated text: Qwen3 writes each as
- * "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>", Qwen3.5 as
- * "<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
- * </function>\n</tool_call>" (values typed by the tool's JSON schema). The
- * scanner turns a growing output into the text around the calls and the
- * calls themselves, holding back text that could still be the start of a
- * call, so a stream sends each call once, complete, as OpenAI's tool_calls
- * deltas, and never shows the tags. */
+/* Tool calls in generated text, in the family's form
+ * (text/chat_call_form.h): Qwen3 writes each as "<tool_call>\n{"name":
+ * ..., "arguments": {...}}\n</tool_call>", Qwen3.5 as "<tool_call>\n<function=NAME>\n<parameter=KEY>
+ * \nVALUE\n</parameter>\n...</function>\n</tool_call>" (values typed by the
+ * tool's JSON schema), Llama 3 a whole reply {"name": ..., "parameters":
+ * {...}}. The scanner turns a growing output into the text around the calls
+ * and the calls themselves, holding back text that could still be the
+ * start of a call, so a stream sends each call once, complete, as OpenAI's
+ * tool_calls deltas, and never shows the tags. */
 #ifndef NC_GEN_TOOL_SCAN_H
 #define NC_GEN_TOOL_SCAN_H
 
@@ -17,7 +18,7 @@
 typedef struct gen_tool_scan {
     size_t pos;               /* bytes of the output consumed */
     int n_calls;              /* calls found so far */
-    chat_family family;       /* the call format (zeroed: Qwen3's) */
+    chat_family family;       /* its call form (zeroed: Qwen3's) */
     const char *const *tools; /* Qwen3.5: the request's tool definitions (JSON text), */
     size_t n_tools;           /* whose parameter types type the values */
 } gen_tool_scan;

@@ -2,8 +2,8 @@
  * (no Jinja engine): the same bytes as transformers' apply_chat_template(...,
  * tokenize=False) with the official templates, for system/user/assistant/
  * tool messages, tool definitions and assistant tool calls (Qwen3 writes a
- * call as JSON, Qwen3.5 as <function=...><parameter=...> XML; Llama 3's is
- * rendered without tools, chat_llama3.c; Gemma 3's has none,
+ * call as JSON, Qwen3.5 as <function=...><parameter=...> XML, Llama 3 as
+ * JSON with "parameters", chat_llama3.c; Gemma 3's has none,
  * chat_gemma3.c). */
 #ifndef NC_TEXT_CHAT_H
 #define NC_TEXT_CHAT_H
@@ -37,7 +37,8 @@ nc_status chat_render(const chat_message *msgs, size_t n, const chat_options *op
 typedef struct chat_tool_call {
     const char *name;
     const char *arguments; /* JSON text: Qwen3 inserts it as is (the template's string
-                            * case); Qwen3.5 needs an object and writes each member */
+                            * case); Qwen3.5 needs an object and writes each member;
+                            * Llama 3 writes it again through tojson */
 } chat_tool_call;
 
 /* The template's tool parts, beside the messages: definitions (each as
@@ -67,7 +68,7 @@ nc_status chat_render_qwen35(const chat_message *msgs, size_t n, const chat_opti
 typedef enum chat_family {
     CHAT_QWEN3,  /* Qwen3: JSON calls in <tool_call> */
     CHAT_QWEN35, /* Qwen3.5 (and Qwen3.6, the same model type): XML calls */
-    CHAT_LLAMA3, /* Llama 3.1/3.2's template without tools (chat_llama3.c) */
+    CHAT_LLAMA3, /* Llama 3.1/3.2: a JSON call is the whole reply (chat_llama3.c) */
     CHAT_GEMMA3  /* Gemma 3's template, which has no tools (chat_gemma3.c) */
 } chat_family;
 
@@ -79,7 +80,7 @@ typedef enum chat_family {
 int chat_family_by_name(const char *name);
 
 /* chat_render_tools, chat_render_qwen35, Llama 3's or Gemma 3's template,
- * by family (Llama 3's and Gemma 3's refuse tools). */
+ * by family (Gemma 3's refuses tools). */
 nc_status chat_render_family(chat_family f, const chat_message *msgs, size_t n,
                              const chat_options *opt, const chat_tools *tools, char **out,
                              nc_error *err);

@@ -4,7 +4,8 @@
  * characters as \uXXXX in lower-case hex, floats as Python's repr (the
  * shortest digits that read back to the same double). Tool definitions in a
  * rendered prompt must match HF byte for byte, so jansson's own dumper
- * (other separators, upper-case escapes, 17-digit reals) cannot be used. */
+ * (other separators, upper-case escapes, 17-digit reals) cannot be used.
+ * With an indent, the same as json.dumps(x, ensure_ascii=False, indent=N). */
 #include "text/chat_tojson.h"
 
 #include <stdio.h>
@@ -116,8 +117,18 @@ static void put_real(jbuf *b, double x) {
     put(b, out);
 }
 
-static void put_value(jbuf *b, const json_t *v) {
+/* A new line and the indentation of depth d (indent > 0 only). */
+static void put_newline(jbuf *b, int indent, int d) {
+    fputc('\n', b);
+    for (int i = 0; i < indent * d; i++)
+        fputc(' ', b);
+}
+
+/* indent < 0: one line (", " between items); else Python's indent=N: each
+ * item on its own line, "," between them, "{}" and "[]" when empty. */
+static void put_value(jbuf *b, const json_t *v, int indent, int depth) {
     char num[32];
+    const char *sep = indent < 0 ? ", " : ",";
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         put(b, "{");
@@ -125,21 +136,25 @@ static void put_value(jbuf *b, const json_t *v) {
         json_t *x;
         int first = 1;
         json_object_foreach((json_t *)v, k, x) {
-            if (!first) put(b, ", ");
+            if (!first) put(b, sep);
+            if (indent >= 0) put_newline(b, indent, depth + 1);
             first = 0;
             put_string(b, k, strlen(k));
             put(b, ": ");
-            put_value(b, x);
+            put_value(b, x, indent, depth + 1);
         }
+        if (!first && indent >= 0) put_newline(b, indent, depth);
         put(b, "}");
         break;
     }
     case JSON_ARRAY:
         put(b, "[");
         for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i) put(b, ", ");
-            put_value(b, json_array_get(v, i));
+            if (i) put(b, sep);
+            if (indent >= 0) put_newline(b, indent, depth + 1);
+            put_value(b, json_array_get(v, i), indent, depth + 1);
         }
+        if (json_array_size(v) && indent >= 0) put_newline(b, indent, depth);
         put(b, "]");
         break;
     case JSON_STRING:
@@ -164,13 +179,13 @@ static void put_value(jbuf *b, const json_t *v) {
     }
 }
 
-nc_status chat_tojson(const json_t *v, char **out, nc_error *err) {
+static nc_status dump(const json_t *v, int indent, char **out, nc_error *err) {
     char *p = NULL;
     size_t n = 0;
     *out = NULL;
     FILE *f = open_memstream(&p, &n);
     if (!f) return nc_fail(err, NC_ERR_NOMEM, "tojson: out of memory");
-    put_value(f, v);
+    put_value(f, v, indent, 0);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(p);
@@ -178,4 +193,12 @@ nc_status chat_tojson(const json_t *v, char **out, nc_error *err) {
     }
     *out = p;
     return NC_OK;
+}
+
+nc_status chat_tojson(const json_t *v, char **out, nc_error *err) {
+    return dump(v, -1, out, err);
+}
+
+nc_status chat_tojson_indent(const json_t *v, int indent, char **out, nc_error *err) {
+    return dump(v, indent < 0 ? 0 : indent, out, err);
 }

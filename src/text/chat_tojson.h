@@ -10,4 +10,9 @@
 /* *out is malloc'ed and NUL-terminated. */
 nc_status chat_tojson(const json_t *v, char **out, nc_error *err);
 
+/* json.dumps(x, ensure_ascii=False, indent=indent): the `tojson(indent=N)`
+ * of a template (Llama 3's tool definitions): one item a line, nested
+ * items indent more, "," between items and ": " after keys. */
+nc_status chat_tojson_indent(const json_t *v, int indent, char **out, nc_error *err);
+
 #endif

@@ -64,3 +64,29 @@ if [ "$(uname -s)" != Darwin ]; then
 fi
 "$BIN" ane probe --bogus >/dev/null 2>&1
 if [ $? -eq 2 ]; then pass probe_bad_flag_is_usage; else fail probe_bad_flag_is_usage "exit $?"; fi
+
+# the option table's checks (tools/nectar/cli_opts.h), before anything runs
+usage_error() { # name, expected stderr line (a grep -E pattern), arguments...
+    name=$1 want=$2
+    shift 2
+    "$BIN" ane probe "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -Eq "$want" "$TMP/err"; then
+        pass "$name"
+    else
+        fail "$name" "exit $rc, stderr '$(cat "$TMP/err")'"
+    fi
+}
+usage_error probe_repeats_range_checked "^nectar ane probe: --repeats: '0' is not an integer in \[1, 10000\]\$" \
+    --repeats 0 --no-save
+usage_error probe_small_and_full_exclude "^nectar ane probe: --small and --full exclude each other\$" \
+    --small --full --no-save
+usage_error probe_no_positional "^nectar ane probe: unexpected argument 'x'\$" x
+if "$BIN" ane probe --help >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
+    grep -q "^usage: nectar ane probe" "$TMP/out" && grep -q -- "--bundle DIR" "$TMP/out" &&
+    grep -q "fake device's settings" "$TMP/out"; then
+    pass probe_help_lists_options_and_fake_settings
+else
+    fail probe_help_lists_options_and_fake_settings "$(head -3 "$TMP/out") $(cat "$TMP/err")"
+fi

@@ -6,7 +6,8 @@
  * a compiled bundle opens on the mil backend and its embeddings stay within
  * the parity rule of HF's; greedy generation streams HF's text
  * (tools/make_gen_fixtures.py) and ids (tools/make_qwen3_fixtures.py) on
- * the cpu, mil and fake-ANE backends; cancellation, stop strings; and the
+ * the cpu, mil and fake-ANE backends; cancellation, stop strings, the
+ * reasoning split (against HF's text and ids); and the
  * errors a caller can make. */
 #include <jansson.h>
 #include <math.h>
@@ -423,20 +424,31 @@ static void test_generate_with_a_draft_is_hf_greedy_text(void) {
 
 /* Token ids of HF's greedy steps (reference.json, up to an end-of-sequence
  * id) from the prompt's ids, on a second checkpoint. */
-static void test_generate_tokens_equal_hf_greedy_ids(void) {
-    const char *dir = "tests/fixtures/qwen3/tiny_gqa4_tied";
+/* A checkpoint's reference.json (json_decref *ref): HF's first prompt,
+ * its ids into prompt[0..*n) (at most 64), and *greedy, the ids HF's greedy
+ * steps chose after them (borrowed). */
+static void load_greedy_reference(const char *dir, int32_t *prompt, size_t *n, json_t **ref,
+                                  json_t **greedy) {
     char path[256];
     snprintf(path, sizeof path, "%s/reference.json", dir);
     json_error_t je;
-    json_t *ref = json_load_file(path, 0, &je);
-    CHECK(ref);
-    json_t *p0 = json_array_get(json_object_get(ref, "prompts"), 0);
-    json_t *pid = json_object_get(p0, "ids"), *gid = json_object_get(p0, "greedy_ids");
-    int32_t prompt[64];
-    size_t n = json_array_size(pid);
-    CHECK(n > 0 && n <= 64);
-    for (size_t i = 0; i < n; i++)
+    *ref = json_load_file(path, 0, &je);
+    json_t *p0 = json_array_get(json_object_get(*ref, "prompts"), 0);
+    json_t *pid = json_object_get(p0, "ids");
+    *greedy = json_object_get(p0, "greedy_ids");
+    *n = json_array_size(pid);
+    if (*n > 64) *n = 0;
+    for (size_t i = 0; i < *n; i++)
         prompt[i] = (int32_t)json_integer_value(json_array_get(pid, i));
+    CHECKF(*n > 0 && *greedy, "%s: no prompt ids and greedy ids (at most 64)", path);
+}
+
+static void test_generate_tokens_equal_hf_greedy_ids(void) {
+    const char *dir = "tests/fixtures/qwen3/tiny_gqa4_tied";
+    int32_t prompt[64];
+    size_t n;
+    json_t *ref, *gid;
+    load_greedy_reference(dir, prompt, &n, &ref, &gid);
     nc_error err;
     nc_model *m;
     nc_sequence *seq;
@@ -459,14 +471,23 @@ static void test_generate_tokens_equal_hf_greedy_ids(void) {
 
 /* A callback that returns non-zero ends the generation at once; a stop
  * string ends it before the string, which is not emitted. */
+/* The TINY checkpoint on the cpu with a 64-token sequence, and its E2E
+ * case: the prompt and HF's greedy text. */
+static void open_tiny_case(nc_model **m, nc_sequence **seq, char **prompt, char **want) {
+    nc_error err;
+    CHECK_OK(nc_model_open(TINY, "cpu", NULL, m, &err), &err);
+    CHECK_OK(nc_sequence_new(*m, 64, seq, &err), &err);
+    *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
+    *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    CHECK(*prompt && *want);
+}
+
 static void test_generate_cancel_and_stop(void) {
     nc_error err;
     nc_model *m;
     nc_sequence *seq;
-    CHECK_OK(nc_model_open(TINY, "cpu", NULL, &m, &err), &err);
-    CHECK_OK(nc_sequence_new(m, 64, &seq, &err), &err);
-    char *prompt = read_text(E2E "run_tiny_gqa2_0.prompt", NULL);
-    char *want = read_text(E2E "run_tiny_gqa2_0.expected", NULL);
+    char *prompt, *want;
+    open_tiny_case(&m, &seq, &prompt, &want);
     CHECK(prompt && want && strlen(want) > 20);
     static stream s;
     memset(&s, 0, sizeof s);
@@ -498,6 +519,78 @@ static void test_generate_cancel_and_stop(void) {
     nc_model_free(m);
     CHECK_OK(nc_model_open(MB "mb_base", NULL, NULL, &m, &err), &err);
     CHECK(nc_sequence_new(m, 0, &seq, &err) == NC_ERR_INVALID);
+    nc_model_free(m);
+}
+
+static int is_blank(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* nc_sequence_split_reasoning, against HF's greedy text (which holds no
+ * think tag): with the prompt taken as having opened <think> the whole
+ * reply is reasoning, less the blanks at both ends (gen/think.h's rule),
+ * and nc_generate's callback still gets every token, with no text; not
+ * opened, the reply is all answer; NULL turns the split off. A family
+ * without think tokens (Llama) never splits: HF's greedy ids all go to
+ * the answer's callback. */
+static void test_split_reasoning(void) {
+    nc_error err;
+    nc_model *m;
+    nc_sequence *seq;
+    char *prompt, *want;
+    open_tiny_case(&m, &seq, &prompt, &want);
+    CHECK(prompt && want && !strstr(want, "think>"));
+    size_t from = 0, to = strlen(want);
+    while (from < to && is_blank(want[from]))
+        from++;
+    while (to > from && is_blank(want[to - 1]))
+        to--;
+    static stream r, c;
+    memset(&r, 0, sizeof r);
+    memset(&c, 0, sizeof c);
+    CHECK_OK(nc_sequence_split_reasoning(seq, collect, &r, 1, &err), &err);
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &c, NULL, &err), &err);
+    CHECKF(r.len == to - from && !memcmp(r.text, want + from, r.len), "reasoning '%s'", r.text);
+    CHECKF(c.len == 0 && c.n_ids > 0 && c.final_calls == 1, "answer '%s'", c.text);
+    /* each reasoning piece names a token the answer's callback got, in order */
+    int k = 0, in_order = r.n_ids > 0;
+    for (int i = 0; i < r.n_ids; i++, k++) {
+        while (k < c.n_ids && c.ids[k] != r.ids[i])
+            k++;
+        in_order &= k < c.n_ids;
+    }
+    CHECK(in_order);
+    memset(&r, 0, sizeof r);
+    memset(&c, 0, sizeof c);
+    CHECK_OK(nc_sequence_split_reasoning(seq, collect, &r, 0, &err), &err);
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &c, NULL, &err), &err);
+    CHECKF(!strcmp(c.text, want) && r.n_calls == 0, "answer '%s'", c.text);
+    memset(&c, 0, sizeof c);
+    CHECK_OK(nc_sequence_split_reasoning(seq, NULL, NULL, 1, &err), &err);
+    CHECK_OK(nc_generate(seq, prompt, 24, NULL, collect, &c, NULL, &err), &err);
+    CHECKF(!strcmp(c.text, want), "answer '%s'", c.text);
+    CHECK(nc_sequence_split_reasoning(NULL, NULL, NULL, 0, &err) == NC_ERR_INVALID);
+    free(prompt);
+    free(want);
+    nc_sequence_free(seq);
+    nc_model_free(m);
+
+    const char *dir = "tests/fixtures/llama/tiny_llama3";
+    int32_t ids[64];
+    size_t n;
+    json_t *ref, *gid;
+    load_greedy_reference(dir, ids, &n, &ref, &gid);
+    CHECK_OK(nc_model_open(dir, "cpu", NULL, &m, &err), &err);
+    CHECK_OK(nc_sequence_new(m, 128, &seq, &err), &err);
+    memset(&r, 0, sizeof r);
+    memset(&c, 0, sizeof c);
+    CHECK_OK(nc_sequence_split_reasoning(seq, collect, &r, 1, &err), &err);
+    CHECK_OK(nc_generate_tokens(seq, ids, n, 16, NULL, collect, &c, NULL, &err), &err);
+    CHECK(r.n_calls == 0 && c.n_ids == 16 && c.len > 0);
+    for (int i = 0; i < c.n_ids; i++)
+        CHECKF(c.ids[i] == json_integer_value(json_array_get(gid, (size_t)i)), "step %d", i);
+    json_decref(ref);
+    nc_sequence_free(seq);
     nc_model_free(m);
 }
 
@@ -704,6 +797,7 @@ int main(void) {
     RUN(test_generate_with_a_draft_is_hf_greedy_text);
     RUN(test_generate_tokens_equal_hf_greedy_ids);
     RUN(test_generate_cancel_and_stop);
+    RUN(test_split_reasoning);
     RUN(test_compiled_decoder_bundle_generates_hf_text);
     RUN(test_sampling_from_model_and_parameters);
     RUN(test_presence_penalty_avoids_seen_tokens);

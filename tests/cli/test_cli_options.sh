@@ -36,6 +36,8 @@ parity|parity|--repeats|-m|ok
 embed|embed|--runs|-m|ok
 fill-mask|fill-mask|--top-k|-m|ok
 classify|classify|-|-m|ok
+ane probe|ane probe|--repeats|--json|ok
+ane doctor|ane doctor|-n|-o|ok
 "
 
 run() { # expected exit code, command words...: sets out, err, rc

@@ -2,7 +2,8 @@
  * arbitrary conversations. Input: one options byte (bit 0 add the
  * generation prompt, bit 1 disable thinking, bit 2 leave out reasoning
  * fields, bit 3 Qwen3.5's template with a tool and each assistant message's
- * reasoning field as the arguments of one call, bit 4 preserve_thinking),
+ * reasoning field as the arguments of one call, bit 4 preserve_thinking,
+ * bit 5 (without bit 3) Llama 3's template with the same tool and calls),
  * then messages separated by 0x1E, each "role 0x1F content [0x1F
  * reasoning]". Rendering must not crash, and with Qwen3's template a user
  * message's content must appear verbatim in the output (the template
@@ -19,7 +20,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     chat_options opt = {data[0] & 1, !(data[0] & 2), (data[0] & 16) != 0};
-    int is_qwen35 = data[0] & 8;
+    int is_qwen35 = data[0] & 8, is_llama3 = data[0] & 32;
     int no_reasoning = data[0] & 4;
     char *buf = malloc(size); /* the messages, NUL-terminated in place */
     if (!buf) return 0;
@@ -60,8 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         n_calls[i] = !strcmp(msgs[i].role, "assistant") && msgs[i].reasoning_content;
     }
     chat_tools tools = {defs, 1, call_of, n_calls};
-    if (is_qwen35) {
-        if (chat_render_family(CHAT_QWEN35, msgs, n, &opt, &tools, &out, &err) == NC_OK) free(out);
+    if (is_qwen35 || is_llama3) {
+        chat_family f = is_qwen35 ? CHAT_QWEN35 : CHAT_LLAMA3;
+        if (chat_render_family(f, msgs, n, &opt, &tools, &out, &err) == NC_OK) free(out);
     } else if (chat_render(msgs, n, &opt, &out, &err) == NC_OK) {
         for (size_t i = 0; i < n; i++)
             if (!strcmp(msgs[i].role, "user") && msgs[i].content && !strstr(out, msgs[i].content))

@@ -1,6 +1,7 @@
 /* Fuzz target: the tool-call scanner (src/gen/tool_scan.c) on
  * arbitrary model output. Input: one byte (bit 0: Qwen3.5's XML format,
- * else Qwen3's JSON), then the output. Scanned whole and then fed one byte
+ * else bit 1: Llama 3's tagless JSON reply, else Qwen3's JSON), then the
+ * output. Scanned whole and then fed one byte
  * at a time as a stream is, it must give the same text and the same calls;
  * with no call the text is the output unchanged (nothing lost); every
  * Qwen3.5 call's arguments are a JSON object (Qwen3 passes a string
@@ -55,7 +56,8 @@ static void take(gen_tool_scan *st, const char *out, size_t len, int is_final, s
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    gen_tool_scan proto = {0, 0, data[0] & 1 ? CHAT_QWEN35 : CHAT_QWEN3, TOOLS, 1};
+    chat_family f = data[0] & 1 ? CHAT_QWEN35 : data[0] & 2 ? CHAT_LLAMA3 : CHAT_QWEN3;
+    gen_tool_scan proto = {0, 0, f, TOOLS, 1};
     const char *out = (const char *)data + 1;
     size_t n = size - 1;
     scan_out whole = {NULL, 0, json_array()}, bytewise = {NULL, 0, json_array()};

@@ -1,9 +1,10 @@
 /* The tool-call scanner (src/gen/tool_scan.c): fed the whole output
  * at once or one byte at a time, it yields the same text and calls; text
  * that could start a tag is held back until it cannot; malformed or
- * unfinished calls come back as text, so nothing is lost. For both formats:
- * Qwen3's JSON and Qwen3.5's XML, whose values are typed by the schema
- * (expected arguments written by hand as Python's json.dumps would). */
+ * unfinished calls come back as text, so nothing is lost. For the three
+ * formats: Qwen3's JSON, Qwen3.5's XML, whose values are typed by the schema
+ * (expected arguments written by hand as Python's json.dumps would), and
+ * Llama 3's tagless JSON reply. */
 #include <string.h>
 
 #include "../test.h"
@@ -163,6 +164,50 @@ static void test_qwen35_calls_typed_by_schema(void) {
     check_cases(&qwen35, cases, sizeof cases / sizeof *cases);
 }
 
+/* Llama 3: the whole reply is the call ("parameters", or "arguments" as
+ * models also write), after blanks and <|python_tag|>; anything else is
+ * text, a reply that starts as one held back until the end. */
+static void test_llama3_whole_reply_call(void) {
+    static const scan_case cases[] = {
+        {"Just text.", "Just text.", "", 0},
+        {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", "",
+         "get_weather({\"city\":\"Paris\"});", 1},
+        {"\n <|python_tag|>{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n", "", "a({\"x\":1});", 1},
+        {"{\"name\": \"a\", \"parameters\": \"{\\\"x\\\": 1}\"}", "", "a({\"x\": 1});", 1},
+        {"{\"name\": \"a\"}", "", "a({});", 1},
+        /* JSON that is no call, a call not alone, not first, cut short */
+        {"{\"answer\": 42}", "{\"answer\": 42}", "", 0},
+        {"{\"name\": \"a\", \"parameters\": [1]}", "{\"name\": \"a\", \"parameters\": [1]}", "", 0},
+        {"{\"name\": \"a\", \"parameters\": {}} and more",
+         "{\"name\": \"a\", \"parameters\": {}} and more", "", 0},
+        {"{\"name\": \"a\"}; {\"name\": \"b\"}", "{\"name\": \"a\"}; {\"name\": \"b\"}", "", 0},
+        {"Sure: {\"name\": \"a\", \"parameters\": {}}",
+         "Sure: {\"name\": \"a\", \"parameters\": {}}", "", 0},
+        {"{\"name\": \"a\", \"parameters\": {", "{\"name\": \"a\", \"parameters\": {", "", 0},
+        {"<|python_tag|>search.call(query=\"x\")", "<|python_tag|>search.call(query=\"x\")", "", 0},
+        {" \n", " \n", "", 0},
+        {"<|pyth", "<|pyth", "", 0},
+    };
+    gen_tool_scan llama3 = {0, 0, CHAT_LLAMA3, NULL, 0};
+    check_cases(&llama3, cases, sizeof cases / sizeof *cases);
+}
+
+/* Llama 3 streams a reply that cannot be a call at once, and holds back
+ * one that may be. */
+static void test_llama3_text_is_not_held(void) {
+    gen_tool_scan st = {0, 0, CHAT_LLAMA3, NULL, 0};
+    gen_tool_news news;
+    CHECK(!gen_tool_scan_next(&st, " {\"na", 5, 0, &news));
+    json_decref(news.calls);
+    CHECK(st.pos == 0);
+    gen_tool_scan st2 = {0, 0, CHAT_LLAMA3, NULL, 0};
+    CHECK(gen_tool_scan_next(&st2, " Hi", 3, 0, &news));
+    CHECK(news.text_len == 3 && !strncmp(news.text, " Hi", 3));
+    json_decref(news.calls);
+    CHECK(gen_tool_scan_next(&st2, " Hi {\"name", 10, 0, &news) && news.text_len == 7);
+    json_decref(news.calls);
+}
+
 /* Streaming never shows a tag: before the end, "<tool_" is held back. */
 static void test_partial_tag_is_held_back(void) {
     gen_tool_scan st = {0};
@@ -180,5 +225,7 @@ int main(void) {
     RUN(test_calls_and_text_come_apart);
     RUN(test_partial_tag_is_held_back);
     RUN(test_qwen35_calls_typed_by_schema);
+    RUN(test_llama3_whole_reply_call);
+    RUN(test_llama3_text_is_not_held);
     return nc_test_exit_code();
 }

@@ -94,6 +94,28 @@ bad = [c["name"] for c in rows if llama.apply_chat_template(
     c["messages"], c["add_generation_prompt"]) != c["expected"]]
 check("llama_chat_template_matches_hf", len(rows) >= 10 and not bad, "%r differ" % bad)
 llama.close()
+
+# reasoning_content is split off by the library, by token id, as the server
+# splits it (nc_sequence_split_reasoning). Qwen3.5's generation prompt
+# opens <think>, so the reply is reasoning up to </think>; the reference is
+# the same greedy text unsplit (generate), split here by the rule: the
+# blanks around the reasoning and after </think> go.
+q35 = nectar.Model(os.path.join(fix, "qwen35", "tiny_text_untied"), threads=1)
+hello = [{"role": "user", "content": "Hello"}]
+raw = q35.generate(q35.apply_chat_template(hello, True, True), 12, temperature=0)
+head, tag, tail = raw.partition("</think>")
+want_r, want_c = head.strip(" \n\r\t"), tail.lstrip(" \n\r\t") if tag else ""
+msg = q35.create_chat_completion(hello, max_tokens=12, temperature=0)["choices"][0]["message"]
+check("chat_completion_reasoning_split_by_token",
+      want_r and msg.get("reasoning_content") == want_r and msg["content"] == want_c,
+      "%r / %r vs %r" % (msg.get("reasoning_content"), msg["content"], raw))
+deltas = [x["choices"][0]["delta"] for x in
+          q35.create_chat_completion(hello, max_tokens=12, temperature=0, stream=True)]
+check("chat_completion_stream_reasoning_split_by_token",
+      "".join(d.get("reasoning_content", "") for d in deltas) == want_r and
+      "".join(d.get("content", "") for d in deltas) == want_c and
+      sum("reasoning_content" in d for d in deltas) > 1, repr(deltas[:4]))
+q35.close()
 reply = m.chat([{"role": "user", "content": "Hello"}], 8, temperature=0)
 want_reply = m.generate(m.apply_chat_template([{"role": "user", "content": "Hello"}]), 8,
                         temperature=0)

@@ -2,7 +2,8 @@
 # `nectar serve` ($NECTAR_BIN, fake engine) driven by the official `openai`
 # Python client as agent frameworks use it: structured output and tool
 # calls (tools/test_server_agents.py), then the same for Qwen3.5's XML tool
-# calls (a fake engine reciting one, --qwen35). The Python is $NECTAR_PYTHON, else
+# calls (a fake engine reciting one, --qwen35) and Llama 3's tagless JSON
+# ones (--llama3). The Python is $NECTAR_PYTHON, else
 # build/venv, else python3; SKIP when it lacks `openai`. Loopback only, the
 # server is always stopped at the end.
 PY=${NECTAR_PYTHON:-}
@@ -23,4 +24,9 @@ SERVE_FIXTURE=tests/fixtures/serve/fake35
 serve_start openai_agents_qwen35 --parallel 2 --ctx 2048 --chat-template qwen3.5
 timeout 300 "$PY" tools/test_server_agents.py --qwen35 "http://127.0.0.1:$PORT" || rc=1
 serve_stop openai_agents_qwen35_server_clean_shutdown || rc=1
+
+SERVE_FIXTURE=tests/fixtures/serve/fake_llama3
+serve_start openai_agents_llama3 --parallel 2 --ctx 2048 --chat-template llama3
+timeout 300 "$PY" tools/test_server_agents.py --llama3 "http://127.0.0.1:$PORT" || rc=1
+serve_stop openai_agents_llama3_server_clean_shutdown || rc=1
 exit $rc

@@ -1,5 +1,6 @@
 /* A forced call among several tools (tool_choice "required", Qwen3's JSON
- * calls and Qwen3.5's XML ones; src/gen/out_constraint.c): random
+ * calls, Qwen3.5's XML ones and Llama 3's tagless JSON reply;
+ * src/gen/out_constraint.c): random
  * walks over a real
  * vocabulary (models/demo/tokenizer.json) under the request's mask, each
  * choosing the best allowed token of random logits, must end in one call
@@ -139,8 +140,14 @@ static void test_required_call_among_tools_validates_xml(void) {
     required_call_among_tools_validates(CHAT_QWEN35);
 }
 
+/* Llama 3's tagless form: the whole reply {"name": ..., "parameters": ...} */
+static void test_required_call_among_tools_validates_llama3(void) {
+    required_call_among_tools_validates(CHAT_LLAMA3);
+}
+
 int main(void) {
     RUN(test_required_call_among_tools_validates_json);
     RUN(test_required_call_among_tools_validates_xml);
+    RUN(test_required_call_among_tools_validates_llama3);
     return nc_test_exit_code();
 }

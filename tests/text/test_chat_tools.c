@@ -1,11 +1,14 @@
-/* The tool parts of the Qwen3 and Qwen3.5 templates are byte-identical to
- * transformers' apply_chat_template(..., tools=...) over the committed cases
- * in tests/fixtures/chat/tool_cases.jsonl (tools/make_chat_tool_fixtures.py)
- * and qwen35_tool_cases.jsonl (tools/make_qwen35_fixtures.py): definitions
- * through chat_tojson (Python's json.dumps: non-ASCII, escapes, float
- * repr), assistant tool calls with string or object arguments (Qwen3.5:
- * each member as an XML parameter), tool results grouped into one user
- * turn, with and without thinking, preserve_thinking. */
+/* The tool parts of the Qwen3, Qwen3.5 and Llama 3 templates are
+ * byte-identical to transformers' apply_chat_template(..., tools=...) over
+ * the committed cases in tests/fixtures/chat/tool_cases.jsonl
+ * (tools/make_chat_tool_fixtures.py), qwen35_tool_cases.jsonl
+ * (tools/make_qwen35_fixtures.py) and llama3_tool_cases.jsonl
+ * (tools/make_llama3_fixtures.py): definitions through chat_tojson
+ * (Python's json.dumps: non-ASCII, escapes, float repr; Llama 3's with
+ * indent=4), assistant tool calls with string or object arguments (Qwen3.5:
+ * each member as an XML parameter; Llama 3: the object through tojson),
+ * tool results grouped into one user turn (Qwen) or as ipython turns
+ * (Llama 3), with and without thinking, preserve_thinking. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +104,32 @@ static void test_qwen35_tool_template_matches_transformers_byte_for_byte(void) {
     check_rows("tests/fixtures/chat/qwen35_tool_cases.jsonl", CHAT_QWEN35);
 }
 
+static void test_llama3_tool_template_matches_transformers_byte_for_byte(void) {
+    check_rows("tests/fixtures/chat/llama3_tool_cases.jsonl", CHAT_LLAMA3);
+}
+
+/* What Llama 3's template raises on, one line each naming the message:
+ * two calls in one message, arguments that are no JSON, tools with no
+ * message after the system one to carry them. */
+static void test_llama3_tool_refusals(void) {
+    chat_message m[2] = {{"user", "u", NULL}, {"assistant", "", NULL}};
+    chat_tool_call two[2] = {{"f", "{}"}, {"g", "{}"}}, bad = {"f", "{oops"};
+    const chat_tool_call *calls[2] = {NULL, two}, *bad_calls[2] = {NULL, &bad};
+    size_t n_two[2] = {0, 2}, n_one[2] = {0, 1};
+    chat_tools t = {NULL, 0, calls, n_two}, tb = {NULL, 0, bad_calls, n_one};
+    char *out = NULL;
+    nc_error err;
+    CHECK(chat_render_family(CHAT_LLAMA3, m, 2, NULL, &t, &out, &err) == NC_ERR_INVALID);
+    CHECK(out == NULL && strstr(err.msg, "message 1 has 2 tool calls"));
+    CHECK(chat_render_family(CHAT_LLAMA3, m, 2, NULL, &tb, &out, &err) == NC_ERR_INVALID);
+    CHECK(out == NULL && strstr(err.msg, "'f' in message 1 are not JSON"));
+    const char *def = "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}";
+    chat_message sys = {"system", "s", NULL};
+    chat_tools td = {&def, 1, NULL, NULL};
+    CHECK(chat_render_family(CHAT_LLAMA3, &sys, 1, NULL, &td, &out, &err) == NC_ERR_INVALID);
+    CHECK(out == NULL && strstr(err.msg, "first user message"));
+}
+
 /* Call arguments Qwen3.5 cannot write (not a JSON object): one line naming
  * the call and the message, as HF's `arguments|items` fails. */
 static void test_qwen35_non_object_arguments_refused(void) {
@@ -115,28 +144,25 @@ static void test_qwen35_non_object_arguments_refused(void) {
     CHECK(out == NULL && strstr(err.msg, "'f'") && strstr(err.msg, "message 1"));
 }
 
-/* The templates without tools (Llama 3's, Gemma 3's) render a conversation
- * whose calls array holds no call (what the server passes for every
- * chat), and refuse one with a call or tool definitions. */
+/* The template without tools (Gemma 3's) renders a conversation whose
+ * calls array holds no call (what the server passes for every chat), and
+ * refuses one with a call or tool definitions. */
 static void test_templates_without_tools_take_an_empty_calls_array(void) {
     chat_message m[2] = {{"user", "Hi", NULL}, {"assistant", "Hello", NULL}};
     const chat_tool_call call = {"f", "{}"};
     const chat_tool_call *calls[2] = {NULL, &call};
     size_t none[2] = {0, 0}, one[2] = {0, 1};
     const char *def = "{\"name\": \"f\"}";
-    static const chat_family fams[2] = {CHAT_LLAMA3, CHAT_GEMMA3};
-    for (int f = 0; f < 2; f++) {
-        char *out = NULL;
-        nc_error err;
-        chat_tools empty = {NULL, 0, calls, none}, with_call = {NULL, 0, calls, one};
-        chat_tools with_def = {&def, 1, NULL, NULL};
-        CHECK_OK(chat_render_family(fams[f], m, 2, NULL, &empty, &out, &err), &err);
-        CHECK(out && strstr(out, "Hello"));
-        free(out);
-        CHECK(chat_render_family(fams[f], m, 2, NULL, &with_call, &out, &err) ==
-              NC_ERR_UNSUPPORTED);
-        CHECK(chat_render_family(fams[f], m, 2, NULL, &with_def, &out, &err) == NC_ERR_UNSUPPORTED);
-    }
+    char *out = NULL;
+    nc_error err;
+    chat_tools empty = {NULL, 0, calls, none}, with_call = {NULL, 0, calls, one};
+    chat_tools with_def = {&def, 1, NULL, NULL};
+    CHECK_OK(chat_render_family(CHAT_GEMMA3, m, 2, NULL, &empty, &out, &err), &err);
+    CHECK(out && strstr(out, "Hello"));
+    free(out);
+    CHECK(chat_render_family(CHAT_GEMMA3, m, 2, NULL, &with_call, &out, &err) ==
+          NC_ERR_UNSUPPORTED);
+    CHECK(chat_render_family(CHAT_GEMMA3, m, 2, NULL, &with_def, &out, &err) == NC_ERR_UNSUPPORTED);
 }
 
 /* The family of a --chat-template name (an engine kind's is its family
@@ -153,6 +179,8 @@ int main(void) {
     RUN(test_tool_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_tool_template_matches_transformers_byte_for_byte);
     RUN(test_qwen35_non_object_arguments_refused);
+    RUN(test_llama3_tool_template_matches_transformers_byte_for_byte);
+    RUN(test_llama3_tool_refusals);
     RUN(test_templates_without_tools_take_an_empty_calls_array);
     RUN(test_family_by_kind_and_name);
     return nc_test_exit_code();

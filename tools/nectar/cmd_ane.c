@@ -20,6 +20,7 @@
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "cli_opts.h"
 #include "cmd_ane.h"
 #include "commands.h"
 #if defined(__APPLE__)
@@ -28,19 +29,8 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: nectar ane doctor [-o FILE] ...   (the first run in one command: --help)\n"
-               "       nectar ane probe [--device fake|real] [--json FILE] [--no-save]\n"
-               "                        [--work DIR] [--repeats N] [--small|--full]\n"
-               "       nectar ane probe --bundle DIR [--device real|fake[:SETTING...]] [--json FILE]\n"
-               "  Runs a ladder of small programs on the Neural Engine (real, macOS) or the\n"
-               "  fake device (the MIL interpreter) and reports, per case, whether it compiled,\n"
-               "  loaded and evaluated, the framework's error text, the error against the\n"
-               "  interpreter and the time. --json writes the results; unless --no-save they\n"
-               "  are also saved as the probe profile (<per-user cache>/nectar-ane/profile.json)\n"
-               "  that `nectar mil check --ane-profile` and the ANE device read.\n"
-               "  --small: speed probes at interpreter sizes (the default on the fake device).\n"
-               "  --bundle DIR: compiles the bundle's own programs whole, per sequence bucket\n"
-               "  and per function, and recommends a form for each disputed construct (the\n"
-               "  program split; for a kernel refused even alone, the options of its construct).\n"
+               "       nectar ane probe [--device fake|real] [--json FILE] ...   (--help)\n"
+               "  probe: asks the Neural Engine (or the fake device) what it accepts.\n"
                "The fake device of run/chat/serve/bench (--backend ane):\n");
     ane_fake_behaviour_help(f);
 }
@@ -221,38 +211,49 @@ static int probe(int argc, char **argv) {
     const char *device = "fake";
 #endif
     const char *json_path = NULL, *work = NULL, *bundle = NULL;
-    int save = 1, small = -1, repeats = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--device") && v) {
-            device = v;
-            i++;
-        } else if (!strcmp(a, "--json") && v) {
-            json_path = v;
-            i++;
-        } else if (!strcmp(a, "--bundle") && v) {
-            bundle = v;
-            i++;
-        } else if (!strcmp(a, "--work") && v) {
-            work = v;
-            i++;
-        } else if (!strcmp(a, "--repeats") && v) {
-            repeats = atoi(v);
-            if (repeats < 1 || repeats > 10000)
-                return cli_failf("--repeats %s: give a count in [1, 10000]", v);
-            i++;
-        } else if (!strcmp(a, "--no-save")) {
-            save = 0;
-        } else if (!strcmp(a, "--small") || !strcmp(a, "--full")) {
-            small = !strcmp(a, "--small");
-        } else {
-            usage(stderr);
-            return 2;
-        }
+    int no_save = 0, small = 0, full = 0, repeats = 0;
+    const cli_opt opts[] = {
+        CLI_OPT(NULL, "--device", CLI_STRING, "fake|real",
+                "the device (default: real on macOS, else fake; with --bundle also\n"
+                "fake:SETTING[:...], the fake device's settings below)",
+                &device),
+        CLI_OPT(NULL, "--json", CLI_STRING, "FILE", "write the results to FILE", &json_path),
+        CLI_OPT(NULL, "--no-save", CLI_FLAG, NULL,
+                "do not save the results as the probe profile\n"
+                "(<per-user cache>/nectar-ane/profile.json)",
+                &no_save),
+        CLI_OPT(NULL, "--work", CLI_STRING, "DIR",
+                "the folder of the probe's programs (default: under the per-user cache)", &work),
+        CLI_OPT(NULL, "--repeats", CLI_INT, "N", "timed evaluations per case (default 5)", &repeats,
+                .min = 1, .max = 10000),
+        CLI_OPT(NULL, "--small", CLI_FLAG, NULL,
+                "speed probes at interpreter sizes (the default on the fake device)", &small),
+        CLI_OPT(NULL, "--full", CLI_FLAG, NULL,
+                "speed probes at full size (the default on a real one)", &full),
+        CLI_OPT(NULL, "--bundle", CLI_STRING, "DIR",
+                "compile the bundle's own programs whole, per sequence bucket and per\n"
+                "function, and recommend a form for each disputed construct (the program\n"
+                "split; for a kernel refused even alone, the options of its construct)",
+                &bundle),
+        CLI_ENDROW};
+    const cli_command cmd = {
+        .name = "ane probe",
+        .usage = "[--device fake|real] [--json FILE] [--no-save] [--work DIR] [--repeats N]\n"
+                 "                        [--small|--full] [--bundle DIR]",
+        .about = "Runs a ladder of small programs on the Neural Engine (real, macOS) or the fake\n"
+                 "device (the MIL interpreter) and reports, per case, whether it compiled, loaded\n"
+                 "and evaluated, the framework's error text, the error against the interpreter\n"
+                 "and the time. Unless --no-save the results are also saved as the probe profile\n"
+                 "that `nectar mil check --ane-profile` and the ANE device read.\n",
+        .opts = {opts}};
+    int rc = cli_parse(&cmd, argc, argv);
+    if (rc == 0) { /* after the help: the settings --device fake: takes */
+        printf("\nThe fake device's settings (also run/chat/serve/bench --ane-device):\n");
+        ane_fake_behaviour_help(stdout);
     }
+    if (rc != CLI_GO) return rc;
+    if (small && full) return cli_usage_error(&cmd, "--small and --full exclude each other");
+    int save = !no_save, size = small ? 1 : full ? 0 : -1;
     if (!bundle && strcmp(device, "fake") && strcmp(device, "real"))
         return cli_failf("--device %s: give fake or real (fake:SETTING with --bundle)", device);
     nc_error err = {0};
@@ -265,11 +266,11 @@ static int probe(int argc, char **argv) {
     if (bundle) return probe_bundle(device, bundle, work, json_path);
     ane_probe_result *res = NULL;
     int n = 0;
-    if (ane_run_probe(device, work, small, repeats, &res, &n, &err)) return cli_fail(&err);
+    if (ane_run_probe(device, work, size, repeats, &res, &n, &err)) return cli_fail(&err);
     ane_probe_print(res, n, stdout);
     json_t *doc = ane_probe_json(res, n, device);
     free(res);
-    int rc = doc ? 0 : cli_failf("out of memory");
+    rc = doc ? 0 : cli_failf("out of memory");
     if (!rc && json_path) rc = ane_write_json(doc, json_path);
     char prof[1200];
     snprintf(prof, sizeof prof, "%s/profile.json", root);
