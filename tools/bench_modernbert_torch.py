@@ -58,20 +58,25 @@ def interleaved(a, name, baseline_times):
     `nectar embed --bench` one after the other in a.blocks blocks per shape, and prints both
     and their ratio."""
     for b, l in SHAPES:
-        bw, bc, nm, n50, n95, nc = [], [], [], [], [], []
+        bw, bc, bblk, nm, n50, n95, nc = [], [], [], [], [], [], []
         for _ in range(a.blocks):
             w, c = baseline_times(b, l, a.runs)
             bw += w
             bc += c
+            bblk.append(np.mean(c) / (np.mean(w) * a.threads))
             m, p50, p95, cpu = nectar_times(a.nectar, a.dir, b, l, a.runs, a.threads)
             nm.append(m), n50.append(p50), n95.append(p95), nc.append(cpu)
         bm, b50, b95 = summary(bw)
+        # CPU share: the process's CPU time over wall time x threads (1.0: it had its
+        # threads' cores all the time; less: other processes took them)
+        nshare = [c / (m * a.threads) for m, c in zip(nm, nc)]
         print(f"B={b} L={l} per input, {a.threads} threads, {a.blocks} blocks x {a.runs} runs, "
               f"load average {os.getloadavg()[0]:.2f}:")
-        print(f"  {name}: mean {bm:.2f} ms  p50 {b50:.2f}  p95 {b95:.2f}  cpu {np.mean(bc):.2f} ms")
+        print(f"  {name}: mean {bm:.2f} ms  p50 {b50:.2f}  p95 {b95:.2f}  cpu {np.mean(bc):.2f} ms  "
+              f"CPU share {['%.0f%%' % (100 * x) for x in bblk]}")
         print(f"  nectar (block means): mean {np.mean(nm):.2f} ms  p50 {np.mean(n50):.2f}  "
               f"p95 {np.mean(n95):.2f}  cpu {np.mean(nc):.2f} ms  per-block means "
-              f"{['%.1f' % x for x in nm]}")
+              f"{['%.1f' % x for x in nm]}  CPU share {['%.0f%%' % (100 * x) for x in nshare]}")
         print(f"  nectar / {name.split()[0]}: wall {np.mean(nm) / bm:.2f}, "
               f"CPU time {np.mean(nc) / np.mean(bc):.2f}")
 

@@ -69,7 +69,7 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
     snprintf(sub, sizeof sub, "%s/model.mil", dir);
     NC_TRY(mil_parse_file(sub, &prog, err));
     nc_status st = NC_OK;
-    int idx[64];
+    const char *idx[64];
     /* per bucket: the functions of one S together */
     for (int f = 0; !st && f < pi->n_fns; f++) {
         int seen = 0;
@@ -78,7 +78,7 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
         if (seen) continue;
         int k = 0;
         for (int g = f; g < pi->n_fns && k < 64; g++)
-            if (pi->fns[g].seq == pi->fns[f].seq) idx[k++] = g;
+            if (pi->fns[g].seq == pi->fns[f].seq) idx[k++] = pi->fns[g].name;
         r->n_buckets++;
         snprintf(sub, sizeof sub, "%s/%s_s%d", work, prog_name, pi->fns[f].seq);
         st = ane_ladder_write_view(prog, idx, k, dir, sub, err);
@@ -88,12 +88,20 @@ static nc_status probe_program(const ane_device *dev, const char *bundle, const 
         else if (!r->bucket_error[0])
             snprintf(r->bucket_error, sizeof r->bucket_error, "%s", e.msg);
     }
-    /* per function */
+    /* per function (an enumerated function's entries after the first: the same one) */
     for (int f = 0; !st && f < pi->n_fns; f++) {
+        const lower_fn_info *first = lower_manifest_fn(pi, pi->fns[f].name);
+        if (first != &pi->fns[f]) {
+            r->fn_ok[f] = r->fn_ok[first - pi->fns];
+            r->fns_ok += r->fn_ok[f];
+            continue;
+        }
         snprintf(sub, sizeof sub, "%s/%s_%s", work, prog_name, pi->fns[f].name);
-        st = ane_ladder_write_view(prog, &f, 1, dir, sub, err);
+        const char *one = pi->fns[f].name;
+        st = ane_ladder_write_view(prog, &one, 1, dir, sub, err);
         if (st) break;
-        if (try_open(dev, sub, opens, &e)) {
+        r->fn_ok[f] = try_open(dev, sub, opens, &e);
+        if (r->fn_ok[f]) {
             r->fns_ok++;
             continue;
         }
@@ -138,6 +146,25 @@ nc_status ane_bundle_probe(const ane_device *dev, const char *bundle, const char
     }
     *out = r;
     *n = np;
+    return NC_OK;
+}
+
+nc_status ane_bundle_probe_forms(const char *bundle, const ane_bundle_probe_prog *p, int n,
+                                 lower_forms_tally *t, int *has, nc_error *err) {
+    *has = 0;
+    if (mb_manifest_is_encoder(bundle)) return NC_OK;
+    lower_manifest man = {0};
+    NC_TRY(lower_manifest_read(bundle, &man, err));
+    lower_forms_tally_init(t, &man);
+    for (int i = 0; i < n && i < man.n_programs; i++) {
+        const char *errs[LOWER_MAX_FUNCS];
+        for (int f = 0; f < LOWER_MAX_FUNCS; f++)
+            errs[f] = p[i].fn_error;
+        lower_forms_tally_program(t, &man.programs[i], p[i].whole_ok, p[i].whole_error,
+                                  p[i].fn_ok, errs);
+    }
+    lower_manifest_free(&man);
+    *has = 1;
     return NC_OK;
 }
 

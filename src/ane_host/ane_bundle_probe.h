@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "ane_host/ane_device.h"
+#include "bundle/forms_profile.h"
 
 typedef struct ane_bundle_probe_prog {
     char path[64]; /* "layer_03/model.mil" */
@@ -21,6 +22,7 @@ typedef struct ane_bundle_probe_prog {
     char bucket_error[400], fn_error[400]; /* the first refusal at each level */
     char refused_kernels[200];          /* kernels refused alone: "kv,attn" */
     char kernel_error[4][240];          /* the first refusal of each of the first four */
+    int fn_ok[LOWER_MAX_FUNCS];         /* per function alone: 1 compiled, 0 refused */
 } ane_bundle_probe_prog;
 
 /* Probes every program of bundle (Qwen3 or encoder) on dev, building the
@@ -29,6 +31,11 @@ typedef struct ane_bundle_probe_prog {
  * bundle cannot be read or the views written. */
 nc_status ane_bundle_probe(const ane_device *dev, const char *bundle, const char *work,
                            ane_bundle_probe_prog **out, int *n, int *opens, nc_error *err);
+
+/* The outcome per lowering form (forms_profile.h) of a probe of a decoder
+ * bundle; 0 for an encoder bundle (its manifest records no such forms). */
+nc_status ane_bundle_probe_forms(const char *bundle, const ane_bundle_probe_prog *p, int n,
+                                 lower_forms_tally *t, int *has, nc_error *err);
 
 /* The recommendations, one line each, into f. */
 void ane_bundle_probe_recommend(const ane_bundle_probe_prog *p, int n, FILE *f);

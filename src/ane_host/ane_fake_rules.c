@@ -27,6 +27,9 @@ static const rule_row RULES[] = {
      "a matmul whose operands differ in batch dims (GQA by broadcast)"},
     {"wide-conv", ANE_REJECT_WIDE_CONV,
      "a conv of more than 16,384 output channels (Anemll, ironmill stay below)"},
+    {"palettized", ANE_REJECT_PALETTIZED,
+     "palettized weights, constexpr_lut_to_dense (no public runtime reports them on the ANE "
+     "for these shapes)"},
 };
 #define N_RULES (sizeof RULES / sizeof RULES[0])
 
@@ -84,7 +87,7 @@ static nc_status add_rule(const char *s, size_t len, ane_fake_behaviour *o, nc_e
     return nc_fail(err, NC_ERR_INVALID,
                    "--ane-device fake: reject=%.*s is not a rule (gather, multi-function, "
                    "mixed-shapes, multi-output, elementwise-only, broadcast-matmul, wide-conv, "
-                   "all; --ane-device help lists them)",
+                   "palettized, all; --ane-device help lists them)",
                    (int)len, s);
 }
 
@@ -164,6 +167,10 @@ static nc_status check_ops(const mil_function *fn, unsigned reject, nc_error *er
             is_broadcast_matmul(op)) {
             snprintf(d, sizeof d, "matmul '%s' broadcasts over batch dims", out);
             return refuse(err, "broadcast-matmul", "CompilationFailure", fn->name, d);
+        }
+        if ((reject & ANE_REJECT_PALETTIZED) && !strcmp(op->type, "constexpr_lut_to_dense")) {
+            snprintf(d, sizeof d, "unsupported op constexpr_lut_to_dense ('%s')", out);
+            return refuse(err, "palettized", "InvalidMILProgram", fn->name, d);
         }
         int64_t ch = !strcmp(op->type, "conv") ? conv_out_channels(op) : 0;
         if ((reject & ANE_REJECT_WIDE_CONV) && ch > ANE_FAKE_WIDE_CONV) {

@@ -29,7 +29,8 @@ typedef enum ane_fake_reject {
     ANE_REJECT_ELEMENTWISE_ONLY = 1u << 4, /* a function without conv/matmul */
     ANE_REJECT_BROADCAST_MATMUL = 1u << 5, /* matmul operands with unequal batch dims */
     ANE_REJECT_WIDE_CONV = 1u << 6,        /* a conv of more than 16,384 output channels */
-    ANE_REJECT_ALL = (1u << 7) - 1
+    ANE_REJECT_PALETTIZED = 1u << 7,       /* constexpr_lut_to_dense weights */
+    ANE_REJECT_ALL = (1u << 8) - 1
 } ane_fake_reject;
 
 /* The widest conv the public runtimes emit (Anemll splits Qwen's LM head

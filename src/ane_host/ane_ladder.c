@@ -16,9 +16,10 @@
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
 #include "base/mmap.h"
+#include "bundle/bundle_io.h"
 #include "mil/print.h"
 
-const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "cpu"};
+const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "outputs", "cpu"};
 
 const char *ane_rung_name(ane_rung r) {
     return r >= 0 && r < ANE_N_RUNGS ? ANE_LADDER_ORDER[r] : "?";
@@ -60,14 +61,16 @@ static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
     size_t i;
     const json_t *v;
     if (!json_is_array(o) || json_array_size(o) == 0 || json_array_size(o) > ANE_N_RUNGS)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s, %s, %s",
-                       l->profile, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2]);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s, %s, %s, %s",
+                       l->profile, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
+                       ANE_LADDER_ORDER[3]);
     json_array_foreach(o, i, v) {
         int r = ane_rung_parse(json_string_value(v));
         if (r < 0)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order[%zu]: not a rung (%s, %s, %s)",
-                           l->profile, i, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1],
-                           ANE_LADDER_ORDER[2]);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: ladder_order[%zu]: not a rung (%s, %s, %s, %s)", l->profile, i,
+                           ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
+                           ANE_LADDER_ORDER[3]);
         l->order[l->n_order++] = (ane_rung)r;
     }
     return NC_OK;
@@ -138,6 +141,10 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o) {
     const json_t *f = json_object_get(out, ane_rung_name(ANE_RUNG_FUNCTION));
     const char *names = json_string_value(json_object_get(f, "refused_functions"));
     snprintf(o->fns_refused, sizeof o->fns_refused, "%s", names ? names : "");
+    const json_t *s = json_object_get(out, ane_rung_name(ANE_RUNG_OUTPUTS));
+    names = json_string_value(json_object_get(s, "split_functions"));
+    snprintf(o->fns_split, sizeof o->fns_split, "%s", names ? names : "");
+    o->outputs_known = s != NULL;
     return start;
 }
 
@@ -152,19 +159,10 @@ int ane_ladder_listed(const char *list, const char *name) {
     return 0;
 }
 
-static json_t *child(json_t *parent, const char *key) {
-    json_t *c = json_object_get(parent, key);
-    if (!json_is_object(c)) {
-        c = json_object();
-        json_object_set_new(parent, key, c);
-    }
-    return c;
-}
-
 nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err) {
-    if (!l->profile[0] || n <= 0) return NC_OK;
+    if (!l->profile[0] || (n <= 0 && !l->recorded)) return NC_OK;
     if (!l->recorded) l->recorded = json_object();
-    json_t *dev = child(child(l->recorded, "ladder"), l->device);
+    json_t *dev = lower_json_child(lower_json_child(l->recorded, "ladder"), l->device);
     for (int i = 0; i < n; i++) {
         int same = -1; /* an earlier program of the same text: one entry, its paths listed */
         for (int k = 0; k < i && same < 0; k++)
@@ -183,6 +181,8 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
                 json_object_set_new(x, "refused", json_integer(o[i].n_fns_refused));
                 json_object_set_new(x, "refused_functions", json_string(o[i].fns_refused));
             }
+            if (r == ANE_RUNG_OUTPUTS)
+                json_object_set_new(x, "split_functions", json_string(o[i].fns_split));
             json_object_set_new(outs, ane_rung_name((ane_rung)r), x);
         }
         json_object_set_new(dev, o[i].key,
@@ -200,8 +200,35 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
     return nc_json_save(l->recorded, l->profile, 1, err);
 }
 
-nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
-                                const char *dst, nc_error *err) {
+void ane_ladder_put_forms(ane_ladder *l, const lower_forms_tally *t) {
+    if (!l->profile[0]) return;
+    if (!l->recorded) l->recorded = json_object();
+    lower_forms_tally_put(l->recorded, l->device, t);
+}
+
+int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_all_forms *out,
+                         char *why, size_t why_cap, char *options, size_t options_cap) {
+    return lower_forms_recommend(l->recorded, l->device, cur, out, why, why_cap, options,
+                                 options_cap);
+}
+
+void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
+                      const ane_ladder_outcome *o) {
+    int whole = o->tried[ANE_RUNG_PROGRAM] && o->ok[ANE_RUNG_PROGRAM];
+    int fn_ok[LOWER_MAX_FUNCS];
+    const char *fn_err[LOWER_MAX_FUNCS];
+    for (int f = 0; f < p->n_fns && f < LOWER_MAX_FUNCS; f++) {
+        fn_ok[f] = !o->tried[ANE_RUNG_FUNCTION] ? -1
+                   : ane_ladder_listed(o->fns_refused, p->fns[f].name) ? 0
+                                                                       : 1;
+        /* this run's own refusal, else the rung's first (recorded runs keep that one) */
+        fn_err[f] = o->fn_error[f][0] ? o->fn_error[f] : o->error[ANE_RUNG_FUNCTION];
+    }
+    lower_forms_tally_program(t, p, whole, o->error[ANE_RUNG_PROGRAM], fn_ok, fn_err);
+}
+
+/* Links src's weights into dst/weights (created): hard, else symbolic. */
+static nc_status link_weights(const char *src, const char *dst, nc_error *err) {
     char path[4600], from[4600];
     snprintf(path, sizeof path, "%s/weights", dst);
     NC_TRY(ane_make_dirs(path, err));
@@ -210,12 +237,84 @@ nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, 
     if (access(from, F_OK) == 0 && access(path, F_OK) != 0 && link(from, path) != 0 &&
         symlink(from, path) != 0)
         return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
+    return NC_OK;
+}
+
+nc_status ane_ladder_write_output_view(const mil_program *prog, const char *fn, int out_index,
+                                       const char *piece, const char *src, const char *dst,
+                                       nc_error *err) {
+    const mil_function *f = mil_program_function(prog, fn);
+    if (!f || out_index < 0 || out_index >= f->n_outputs)
+        return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no output %d of function %s", src, out_index,
+                       fn);
+    NC_TRY(link_weights(src, dst, err));
+    /* the ops the output needs: backwards from it, over every argument */
+    char *need = calloc((size_t)f->n_vars + 1, 1);
+    mil_op **ops = calloc((size_t)f->n_ops + 1, sizeof *ops);
+    if (!need || !ops) {
+        free(need);
+        free(ops);
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    }
+    need[f->outputs[out_index]->id] = 1;
+    for (int k = f->n_ops - 1; k >= 0; k--) {
+        const mil_op *op = f->ops[k];
+        int used = 0;
+        for (int o = 0; o < op->n_outputs; o++)
+            used |= need[op->outputs[o]->id];
+        if (!used) continue;
+        for (int a = 0; a < op->n_args; a++)
+            for (int j = 0; j < op->args[a].n_items; j++) {
+                int id = op->args[a].items[j]->id;
+                if (id >= 0 && id < f->n_vars) need[id] = 1;
+            }
+    }
+    int n = 0;
+    for (int k = 0; k < f->n_ops; k++) {
+        int used = 0;
+        for (int o = 0; o < f->ops[k]->n_outputs; o++)
+            used |= need[f->ops[k]->outputs[o]->id];
+        if (used) ops[n++] = f->ops[k];
+    }
+    mil_function one = *f; /* a view: the same inputs, one output, the ops it needs */
+    one.name = piece;
+    one.ops = ops;
+    one.n_ops = one.cap_ops = n;
+    one.outputs = &f->outputs[out_index];
+    one.n_outputs = 1;
+    mil_function *list[1] = {&one};
+    mil_program view = *prog;
+    view.functions = list;
+    view.n_functions = view.cap_functions = 1;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/model.mil", dst);
+    nc_status st = mil_print_file(&view, path, err);
+    free(need);
+    free(ops);
+    return st;
+}
+
+nc_status ane_ladder_write_view(const mil_program *prog, const char *const *names, int n,
+                                const char *src, const char *dst, nc_error *err) {
+    char path[4600];
+    NC_TRY(link_weights(src, dst, err));
     mil_function **sub = calloc((size_t)n + 1, sizeof *sub);
     if (!sub) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        sub[i] = prog->functions[fns[i]];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        mil_function *fn = mil_program_function(prog, names[i]);
+        if (!fn) {
+            free(sub);
+            return nc_fail(err, NC_ERR_NOT_FOUND, "%s: the program has no function %s", src,
+                           names[i]);
+        }
+        int seen = 0;
+        for (int j = 0; j < k; j++)
+            seen |= sub[j] == fn;
+        if (!seen) sub[k++] = fn;
+    }
     mil_program view = *prog; /* a view: the chosen functions */
-    view.n_functions = view.cap_functions = n;
+    view.n_functions = view.cap_functions = k;
     view.functions = sub;
     snprintf(path, sizeof path, "%s/model.mil", dst);
     nc_status st = mil_print_file(&view, path, err);

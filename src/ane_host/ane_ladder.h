@@ -18,12 +18,15 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "bundle/forms_profile.h"
+#include "bundle/manifest.h"
 #include "mil/ir.h"
 
 /* A rung: a form a refused program can take. */
 typedef enum ane_rung {
     ANE_RUNG_PROGRAM,  /* the program as compiled */
     ANE_RUNG_FUNCTION, /* each of its functions as a program of its own (BUNDLE/ladder/) */
+    ANE_RUNG_OUTPUTS,  /* a function of several outputs refused alone: a program per output */
     ANE_RUNG_CPU,      /* the MIL interpreter on the same program */
     ANE_N_RUNGS
 } ane_rung;
@@ -31,7 +34,7 @@ typedef enum ane_rung {
 /* The default order, by name: the table the runner climbs. */
 extern const char *const ANE_LADDER_ORDER[ANE_N_RUNGS];
 
-const char *ane_rung_name(ane_rung r); /* "program", "function", "cpu" */
+const char *ane_rung_name(ane_rung r); /* "program", "function", "outputs", "cpu" */
 int ane_rung_parse(const char *name);  /* -1: none */
 
 /* The outcome of one program on the device, for the profile. */
@@ -44,6 +47,9 @@ typedef struct ane_ladder_outcome {
     char error[ANE_N_RUNGS][512]; /* the framework's text where refused */
     int n_fns, n_fns_refused;     /* the function rung */
     char fns_refused[512];        /* their names, comma-separated */
+    char fns_split[512];          /* the outputs rung: functions placed as a program per output */
+    int outputs_known;            /* the profile recorded the outputs rung for this program */
+    char fn_error[LOWER_MAX_FUNCS][200]; /* per function, this run's refusal ("": none seen) */
 } ane_ladder_outcome;
 
 /* The ladder a bundle open climbs: the order, and what the profile
@@ -77,15 +83,43 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o);
 /* 1 when name is in the comma-separated list. */
 int ane_ladder_listed(const char *list, const char *name);
 
-/* Writes the outcomes of one bundle open into the profile (atomically: the
- * other members, the probe's, are kept). A no-op without a profile. */
+/* Writes the outcomes of one bundle open (n may be 0: the forms alone)
+ * into the profile (atomically: the other members, the probe's, are
+ * kept). A no-op without a profile. */
 nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, nc_error *err);
 
-/* Functions fns[0..n) of prog (parsed from program folder src) as a
- * program of their own in folder dst (created): dst/model.mil, and
- * dst/weights/weight.bin the program's own file, hard-linked (else
- * symlinked: no copy). The function rung and `nectar ane probe --bundle`. */
-nc_status ane_ladder_write_view(const mil_program *prog, const int *fns, int n, const char *src,
-                                const char *dst, nc_error *err);
+/* The lowering forms' outcome of one bundle open (forms_profile.h), put
+ * into the profile under this device; written by the next
+ * ane_ladder_record. A no-op without a profile. */
+void ane_ladder_put_forms(ane_ladder *l, const lower_forms_tally *t);
+
+/* What the profile says to compile instead of cur on this device
+ * (lower_forms_recommend): the options ("--attention grouped"; "" when
+ * nothing is refused) and the reasons. Returns the number of changes. */
+int ane_ladder_recommend(const ane_ladder *l, const lower_all_forms *cur, lower_all_forms *out,
+                         char *why, size_t why_cap, char *options, size_t options_cap);
+
+/* The outcome of program p (o: its ladder record) as lower_forms_tally_program
+ * takes it: accepted whole, else per function from the function rung. */
+void ane_ladder_tally(lower_forms_tally *t, const lower_program_info *p,
+                      const ane_ladder_outcome *o);
+
+/* Output out_index of the function named fn of prog (parsed from program
+ * folder src) as a program of its own in folder dst: one function named
+ * piece, the same inputs, that output alone and only the ops it needs
+ * (the others pruned), weights hard-linked as ane_ladder_write_view's.
+ * The outputs rung: a device that refuses functions of several outputs. */
+nc_status ane_ladder_write_output_view(const mil_program *prog, const char *fn, int out_index,
+                                       const char *piece, const char *src, const char *dst,
+                                       nc_error *err);
+
+/* The functions named names[0..n) of prog (parsed from program folder
+ * src; a name given twice is taken once: an enumerated function is the
+ * manifest entry of every bucket) as a program of their own in folder dst
+ * (created): dst/model.mil, and dst/weights/weight.bin the program's own
+ * file, hard-linked (else symlinked: no copy). The function rung and
+ * `nectar ane probe --bundle`. */
+nc_status ane_ladder_write_view(const mil_program *prog, const char *const *names, int n,
+                                const char *src, const char *dst, nc_error *err);
 
 #endif

@@ -195,6 +195,29 @@ static void add_host(ane_plan *p, ane_step_kind kind, int layer, const char *wha
     s->out[0].buf = out_buf;
 }
 
+/* --kv-update host: after the kernel that makes k_new and v_new, a host
+ * step per cache writes the chunk's columns into the layer's cache (its
+ * buffer as the layer's kernel that reads it declares it). */
+static nc_status add_host_kv(const lower_manifest *m, ane_plan *p, int cap, int layer,
+                             const lower_fn_info *fn, const layer_flow *f, nc_error *err) {
+    static const char *const news[2] = {"k_new", "v_new"};
+    for (int i = 0; i < 2; i++) {
+        if (!lower_fn_io(fn, news[i], 1)) return NC_OK;
+        const lower_io *cache = NULL;
+        for (int prog = 0; prog < m->n_programs && !cache; prog++)
+            for (int k = 0; m->programs[prog].layer == layer && k < m->programs[prog].n_fns; k++)
+                if (m->programs[prog].fns[k].seq == p->seq && !cache)
+                    cache = lower_fn_io(&m->programs[prog].fns[k], carried[i], 0);
+        int src = ane_plan_find_buf(p, f->pass[1 + i]), dst = 0;
+        if (!cache || src < 0)
+            return nc_fail(err, NC_ERR_FORMAT, "plan: layer %d: no %s for the host's %s update",
+                           layer, cache ? news[i] : carried[i], news[i]);
+        NC_TRY(use_buf(p, cap, f->state[i], cache, fn->name, &dst, err));
+        add_host(p, ANE_STEP_KV, layer, i ? "v" : "k", src, dst);
+    }
+    return NC_OK;
+}
+
 /* The mixer of program pi for the plan's form, NULL when pi has none (a
  * full-attention or Qwen3 layer). */
 static nc_status find_mixer(const ane_plan *p, const lower_program_info *pi,
@@ -251,9 +274,13 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
         snprintf(f.x, sizeof f.x, "%s", x);
         snprintf(f.x_other, sizeof f.x_other, "%s%s", strncmp(x, "x@", 2) ? "x" : "x2",
                  strchr(x, '@'));
+        /* --kv-update host: no kernel writes a cache, the host writes the
+         * chunk's columns into it in place (past the position, so a failed
+         * token leaves nothing a later one reads): one cache, no ping-pong */
+        int host_kv = m->forms.kv_update == LOWER_KV_HOST;
         for (int i = 0; i < N_CARRIED; i++)
             snprintf(f.state[i], sizeof f.state[i], "%s.%d.%c", carried[i], l,
-                     p->parity ? 'b' : 'a');
+                     p->parity && !(host_kv && i < FIRST_RECURRENT) ? 'b' : 'a');
         /* the layer's programs in manifest order: one, or one per kernel
          * or function (the program split) */
         int n = 0, n_progs = 0;
@@ -274,6 +301,7 @@ static nc_status build(const lower_manifest *m, ane_plan *p, int cap, int cap_st
                     return nc_fail(err, NC_ERR_INTERNAL, "plan: more than %d steps", cap_steps);
                 NC_TRY(add_kernel(p, cap, prog, l, &pi->fns[k], &f, err));
                 n++;
+                if (host_kv) NC_TRY(add_host_kv(m, p, cap, l, &pi->fns[k], &f, err));
             }
         }
         if (!n_progs)

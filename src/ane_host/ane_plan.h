@@ -44,7 +44,9 @@ typedef enum ane_step_kind {
     ANE_STEP_KERNEL,      /* one request: a function of a program */
     ANE_STEP_HEAD_COLUMN, /* host: last token's column of x -> column 0 of head_x */
     ANE_STEP_GATHER,      /* host: the chunk's n columns from p mod S -> columns 0..n-1 */
-    ANE_STEP_SCATTER      /* host: columns 0..n-1 -> the chunk's columns (the rest kept) */
+    ANE_STEP_SCATTER,     /* host: columns 0..n-1 -> the chunk's columns (the rest kept) */
+    ANE_STEP_KV           /* host (--kv-update host): the chunk's columns of k_new / v_new
+                             (p mod S on) -> cache columns p.. */
 } ane_step_kind;
 
 typedef enum ane_plan_form {

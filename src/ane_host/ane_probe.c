@@ -242,27 +242,38 @@ static void b_palettized(pctx *c) {
     done1(c, x && w ? mil_build_conv(c->b, "y", x, w, NULL, 1) : NULL);
 }
 
-/* The form `nectar compile --palettize 6` writes (docs/palettization.md):
- * uint6 indices into one 64-entry fp16 table per 16 output channels, lut
- * [4, 1, 1, 1, 64, 1]. The tables here are fixed ramps, not k-means
- * centres: the device judges the construct, not the values. */
-static void b_palettized6(pctx *c) {
+/* The form `nectar compile --palettize 6|8` writes (docs/palettization.md):
+ * uint6 or uint8 indices into one 2^bits-entry fp16 table per 16 output
+ * channels, lut [4, 1, 1, 1, 2^bits, 1]. The tables here are fixed ramps,
+ * not k-means centres: the device judges the construct, not the values. */
+static void palettized_grouped(pctx *c, int bits) {
     enum { C = 64, G = C / 16 };
+    const int np = 1 << bits;
     fn(c, "main");
     mil_var *x = in4(c, "x", C, 1, 32);
     uint8_t idx[C * C];
-    uint16_t lut[G * 64];
+    uint16_t lut[G * 256];
     for (int i = 0; i < C * C; i++)
-        idx[i] = (uint8_t)((unsigned)(rnd(&c->seed) * 32.0f + 32.0f) & 63u);
+        idx[i] = (uint8_t)((unsigned)((rnd(&c->seed) + 1.0f) * (float)np / 2.0f) & (unsigned)(np - 1));
     for (int g = 0; g < G; g++)
-        for (int k = 0; k < 64; k++)
-            lut[g * 64 + k] = nc_f32_to_fp16(((float)k - 31.5f) / (256.0f * (float)(g + 1)));
-    int64_t idims[4] = {C, C, 1, 1}, ldims[6] = {G, 1, 1, 1, 64, 1};
-    mil_var *iv = mil_build_const_tensor(c->b, "w_indices", MIL_DT_UINT6, 4, idims, idx);
+        for (int k = 0; k < np; k++)
+            lut[g * np + k] =
+                nc_f32_to_fp16(((float)k - (float)(np - 1) / 2.0f) / (4.0f * (float)np * (float)(g + 1)));
+    int64_t idims[4] = {C, C, 1, 1}, ldims[6] = {G, 1, 1, 1, np, 1};
+    mil_var *iv = mil_build_const_tensor(c->b, "w_indices", lower_palette_index_dtype(bits), 4,
+                                         idims, idx);
     mil_var *lv = mil_build_const_tensor(c->b, "w_lut", MIL_DT_FP16, 6, ldims, lut);
     mil_build_arg args[2] = {{"indices", iv, NULL, NULL, 0}, {"lut", lv, NULL, NULL, 0}};
     mil_var *wv = iv && lv ? mil_build_op(c->b, "constexpr_lut_to_dense", "w", args, 2) : NULL;
     done1(c, x && wv ? mil_build_conv(c->b, "y", x, wv, NULL, 1) : NULL);
+}
+
+static void b_palettized6(pctx *c) {
+    palettized_grouped(c, 6);
+}
+
+static void b_palettized8(pctx *c) {
+    palettized_grouped(c, 8);
 }
 
 #define MIXED                                                                                      \
@@ -306,6 +317,9 @@ static const probe_case cases[] = {
     {"palettized6_grouped",
      "1x1 conv with the compile's 6-bit weights: a 64-entry table per 16 output channels",
      b_palettized6, PM_SYNC, MIXED},
+    {"palettized8_grouped",
+     "1x1 conv with the compile's 8-bit weights: a 256-entry table per 16 output channels",
+     b_palettized8, PM_SYNC, MIXED},
     {"gemm_tops", "1x1-conv GEMM: tera-ops per second", b_gemm, PM_SYNC, MIXED},
     {"matvec_bandwidth", "large-weight matvec: weight bytes per second", b_matvec, PM_SYNC, MIXED},
 };

@@ -47,7 +47,17 @@ typedef struct run_prog {
      * (then it runs on the CPU). */
     ane_model **fn_models;
     ane_attrs *fn_attrs;
+    /* The outputs rung: a function of several outputs the device refused
+     * alone runs as one program per output (pieces[f], NULL where not). */
+    struct run_pieces **pieces;
 } run_prog;
+
+typedef struct run_pieces {
+    int n;                /* the function's outputs */
+    ane_model **models;   /* per output */
+    ane_attrs *attrs;
+    ane_binding *binds;   /* each: every input, the one output */
+} run_pieces;
 
 /* model_open calls (compiles, or loads of a cached compile) of every
  * bundle of the process, refused ones included: the budget is per
@@ -56,6 +66,7 @@ static atomic_long process_opens;
 
 typedef struct run_plan {
     ane_request **reqs; /* per step; NULL for host steps */
+    ane_request ***pieces; /* per step of a split function: its requests, one per output */
     int *reg;           /* plan buffer -> registry index */
 } run_plan;
 
@@ -79,6 +90,9 @@ struct ane_bundle {
      * and what each program met on the way, for the profile */
     ane_ladder ladder;
     ane_ladder_outcome *outcomes;
+    /* the compile options the profile suggests for the forms this device
+     * refused (ane_ladder_recommend), "" when none */
+    char suggest[256];
 };
 
 struct ane_runner {
@@ -121,6 +135,18 @@ const ane_plan *ane_runner_plan(const ane_runner *r, int batch, int seq) {
     return i < 0 ? NULL : &r->b->plans[current(r, i)];
 }
 
+static void free_pieces(const ane_device *dev, run_pieces *pc) {
+    if (!pc) return;
+    for (int k = 0; k < pc->n; k++) {
+        if (pc->models && pc->models[k]) dev->ops->model_close(pc->models[k]);
+        if (pc->attrs) ane_attrs_free(&pc->attrs[k]);
+    }
+    free(pc->models);
+    free(pc->attrs);
+    free(pc->binds);
+    free(pc);
+}
+
 void ane_bundle_free(ane_bundle *b) {
     if (!b) return;
     for (int i = 0; b->plans && i < b->n_plans; i++)
@@ -137,6 +163,9 @@ void ane_bundle_free(ane_bundle *b) {
             if (p->fn_models && p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
             if (p->fn_attrs) ane_attrs_free(&p->fn_attrs[f]);
         }
+        for (int f = 0; p->pieces && f < b->programs[i].n_fns; f++)
+            free_pieces(&b->dev, p->pieces[f]);
+        free(p->pieces);
         free(p->its);
         free(p->fn_models);
         free(p->fn_attrs);
@@ -156,6 +185,12 @@ void ane_runner_free(ane_runner *r) {
         run_plan *p = &r->plans[i];
         for (int s = 0; p->reqs && s < r->b->plans[i].n_steps; s++)
             if (p->reqs[s]) ops->request_free(p->reqs[s]);
+        for (int s = 0; p->pieces && s < r->b->plans[i].n_steps; s++) {
+            for (int k = 0; p->pieces[s] && p->pieces[s][k]; k++)
+                ops->request_free(p->pieces[s][k]);
+            free(p->pieces[s]);
+        }
+        free(p->pieces);
         free(p->reqs);
         free(p->reg);
     }
@@ -249,7 +284,8 @@ static nc_status open_function(ane_bundle *b, const char *bundle, const char *di
     char sub[4500], path[4600];
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
-    NC_TRY(ane_ladder_write_view(p->cpu, &f, 1, dir, sub, err));
+    const char *one = pi->fns[f].name;
+    NC_TRY(ane_ladder_write_view(p->cpu, &one, 1, dir, sub, err));
     snprintf(path, sizeof path, "%s/model.mil", sub);
     NC_TRY(device_open(b, sub, &p->fn_models[f], err));
     const char *json;
@@ -278,8 +314,11 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
     size_t used = 0;
     for (int f = 0; f < n; f++) {
         nc_error e = {0};
+        const lower_fn_info *first = lower_manifest_fn(pi, pi->fns[f].name);
         if (ane_ladder_listed(known, pi->fns[f].name))
             snprintf(e.msg, sizeof e.msg, "refused on an earlier run (the profile)");
+        else if (first != &pi->fns[f] && !p->fn_models[first - pi->fns]) /* enumerated */
+            snprintf(e.msg, sizeof e.msg, "refused as the entry of another bucket");
         else if (open_function(b, bundle, dir, i, f, &e) == NC_OK)
             continue;
         if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
@@ -288,11 +327,96 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
         NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
         if (!o->n_fns_refused++)
             snprintf(o->error[ANE_RUNG_FUNCTION], sizeof o->error[0], "%s", e.msg);
+        if (f < LOWER_MAX_FUNCS) snprintf(o->fn_error[f], sizeof o->fn_error[f], "%s", e.msg);
         int k = snprintf(o->fns_refused + used, sizeof o->fns_refused - used, "%s%s",
                          used ? "," : "", pi->fns[f].name);
         if (k > 0 && used + (size_t)k < sizeof o->fns_refused) used += (size_t)k;
     }
     o->ok[ANE_RUNG_FUNCTION] = o->n_fns_refused == 0;
+    return NC_OK;
+}
+
+static ane_model *model_of(const ane_bundle *b, int i, int f);
+
+/* Function f of program i (refused alone) as one program per output in
+ * BUNDLE/ladder/<program>_<function>__<output>/, each opened and bound;
+ * p->binds[f] gets the device's layouts of every I/O. */
+static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
+                             nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_fn_info *fi = &b->programs[i].fns[f];
+    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    run_pieces *pc = calloc(1, sizeof *pc);
+    if (!pc) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    p->pieces[f] = pc;
+    pc->n = fi->n_out;
+    pc->models = calloc((size_t)pc->n, sizeof *pc->models);
+    pc->attrs = calloc((size_t)pc->n, sizeof *pc->attrs);
+    pc->binds = calloc((size_t)pc->n, sizeof *pc->binds);
+    if (!pc->models || !pc->attrs || !pc->binds) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < pc->n; k++) {
+        char piece[128], sub[4600], path[4700];
+        snprintf(piece, sizeof piece, "%s__%s", fi->name, fi->out[k].name);
+        snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, piece);
+        NC_TRY(ane_ladder_write_output_view(p->cpu, fi->name, k, piece, dir, sub, err));
+        NC_TRY(device_open(b, sub, &pc->models[k], err));
+        const char *json;
+        size_t len;
+        NC_TRY(b->dev.ops->model_attrs(pc->models[k], &json, &len, err));
+        snprintf(path, sizeof path, "%s/model.mil", sub);
+        NC_TRY(ane_attrs_parse(json, len, path, &pc->attrs[k], err));
+        lower_fn_info one = *fi;
+        snprintf(one.name, sizeof one.name, "%s", piece);
+        one.n_out = 1;
+        one.out[0] = fi->out[k];
+        NC_TRY(ane_bind_function(&pc->attrs[k], &one, &pc->binds[k], err));
+    }
+    ane_binding *all = &p->binds[f]; /* the layouts the plan's surfaces take */
+    *all = pc->binds[0];
+    snprintf(all->fn, sizeof all->fn, "%s", fi->name);
+    all->n_out = pc->n;
+    for (int k = 0; k < pc->n; k++)
+        all->out[k] = pc->binds[k].out[0];
+    return NC_OK;
+}
+
+/* The outputs rung: each function of program i still on the CPU that has
+ * several outputs, as one program per output (a device that refuses
+ * multi-output procedures). A function this rung could not place on an
+ * earlier run (the profile) is not tried again. *placed: how many it placed. */
+static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *dir, int i,
+                               ane_ladder_outcome *o, int *placed, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_program_info *pi = &b->programs[i];
+    *placed = 0;
+    if (!p->pieces) p->pieces = calloc((size_t)pi->n_fns + 1, sizeof *p->pieces);
+    if (!p->pieces) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char known[sizeof o->fns_split];
+    snprintf(known, sizeof known, "%s", o->fns_split);
+    o->fns_split[0] = '\0';
+    int tried = 0;
+    size_t used = 0;
+    for (int f = 0; f < pi->n_fns; f++) {
+        const char *name = pi->fns[f].name;
+        if (model_of(b, i, f) || pi->fns[f].n_out < 2) continue;
+        if (o->outputs_known && !ane_ladder_listed(known, name)) continue; /* refused before */
+        tried++;
+        nc_error e = {0};
+        if (open_pieces(b, bundle, dir, i, f, &e) == NC_OK) {
+            (*placed)++;
+            int k = snprintf(o->fns_split + used, sizeof o->fns_split - used, "%s%s",
+                             used ? "," : "", name);
+            if (k > 0 && used + (size_t)k < sizeof o->fns_split) used += (size_t)k;
+            continue;
+        }
+        free_pieces(&b->dev, p->pieces[f]);
+        p->pieces[f] = NULL;
+        NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
+        if (!o->error[ANE_RUNG_OUTPUTS][0])
+            snprintf(o->error[ANE_RUNG_OUTPUTS], sizeof o->error[0], "%s", e.msg);
+    }
+    o->tried[ANE_RUNG_OUTPUTS] = 1;
+    o->ok[ANE_RUNG_OUTPUTS] = tried > 0 && *placed == tried;
     return NC_OK;
 }
 
@@ -316,9 +440,11 @@ static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error
             snprintf(why.msg, sizeof why.msg, "%s (as recorded in the profile)",
                      o->error[b->ladder.order[r]]);
     run_prog *p = &b->progs[i];
+    ane_rung stay = ANE_RUNG_CPU; /* the first rung that placed a function: the next start */
     for (int r = start; r < b->ladder.n_order; r++) {
         ane_rung rung = b->ladder.order[r];
         o->start = rung;
+        int placed = 0;
         switch (rung) {
         case ANE_RUNG_PROGRAM:
             o->tried[rung] = 1;
@@ -334,13 +460,23 @@ static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error
             if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
             o->tried[rung] = 1;
             NC_TRY(split_functions(b, bundle, dir, i, o, err));
-            if (o->n_fns_refused < o->n_fns) return NC_OK; /* some on the device: stay here */
+            if (o->n_fns_refused < o->n_fns && stay == ANE_RUNG_CPU) stay = rung;
+            if (!o->n_fns_refused) return NC_OK;
+            break;
+        case ANE_RUNG_OUTPUTS:
+            if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
+            NC_TRY(split_outputs(b, bundle, dir, i, o, &placed, err));
+            if (placed && stay == ANE_RUNG_CPU) stay = rung;
             break;
         case ANE_RUNG_CPU:
         case ANE_N_RUNGS:
             break;
         }
         if (rung == ANE_RUNG_CPU) break;
+    }
+    if (stay != ANE_RUNG_CPU) { /* some functions on the device, the rest on the CPU */
+        o->start = stay;
+        return NC_OK;
     }
     /* the CPU: the last rung, whether the order names it or not */
     o->start = ANE_RUNG_CPU;
@@ -401,6 +537,18 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
     if (!st) st = read_plans(b, bundle_dir, err);
     for (int i = 0; !st && i < b->n_programs; i++)
         st = open_program(b, bundle_dir, i, err);
+    if (!st && !b->is_encoder) {
+        /* the forms' outcomes beside the programs', and what they suggest */
+        lower_forms_tally t;
+        lower_forms_tally_init(&t, &b->man);
+        for (int i = 0; i < b->n_programs; i++)
+            ane_ladder_tally(&t, &b->programs[i], &b->outcomes[i]);
+        ane_ladder_put_forms(&b->ladder, &t);
+        lower_all_forms next;
+        char why[1024];
+        ane_ladder_recommend(&b->ladder, &t.of, &next, why, sizeof why, b->suggest,
+                             sizeof b->suggest);
+    }
     if (!st) {
         /* a profile that cannot be written costs the next run its head start, not this run */
         nc_error e = {0};
@@ -483,8 +631,45 @@ static ane_model *model_of(const ane_bundle *b, int i, int f) {
     return p->fn_models && f >= 0 ? p->fn_models[f] : NULL;
 }
 
+/* The pieces of function f of program i (the outputs rung), or NULL. */
+static const run_pieces *pieces_of(const ane_bundle *b, int i, int f) {
+    const run_prog *p = &b->progs[i];
+    return p->pieces && f >= 0 ? p->pieces[f] : NULL;
+}
+
+static int fn_on_device(const ane_bundle *b, int i, int f) {
+    return model_of(b, i, f) != NULL || pieces_of(b, i, f) != NULL;
+}
+
 static int step_on_cpu(const ane_bundle *b, const ane_plan_step *s) {
-    return s->kind == ANE_STEP_KERNEL && !model_of(b, s->program, fn_index(b, s->program, s->fn));
+    return s->kind == ANE_STEP_KERNEL && !fn_on_device(b, s->program, fn_index(b, s->program, s->fn));
+}
+
+/* The requests of a step whose function runs as one program per output
+ * (the outputs rung): piece k reads every input and writes output k, by
+ * its own model's symbols; *out is NULL-terminated. */
+static nc_status piece_requests(ane_runner *r, const ane_plan_step *s, const run_pieces *pc,
+                                ane_surface *const *in, ane_surface *const *out,
+                                ane_request ***reqs, nc_error *err) {
+    *reqs = calloc((size_t)pc->n + 1, sizeof **reqs);
+    if (!*reqs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < pc->n; k++) {
+        const ane_binding *pb = &pc->binds[k];
+        int in_idx[LOWER_MAX_IO] = {0}, out_idx = pb->out[0].symbol, o = -1;
+        for (int j = 0; j < s->n_in; j++) {
+            const ane_bound_io *bio = ane_binding_io(pb, s->in[j].name, 0);
+            if (!bio) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", pb->fn,
+                                     s->in[j].name);
+            in_idx[j] = bio->symbol;
+        }
+        for (int j = 0; j < s->n_out; j++)
+            if (!strcmp(s->out[j].name, pb->out[0].name)) o = j;
+        if (o < 0) return nc_fail(err, NC_ERR_INTERNAL, "%s: no plan output %s", pb->fn, pb->out[0].name);
+        if (r->ops->request_new(pc->models[k], pb->proc_id, s->n_in, in, in_idx, 1, &out[o],
+                                &out_idx, &(*reqs)[k], err))
+            return nc_fail_prefix(err, "request for %s", pb->fn);
+    }
+    return NC_OK;
 }
 
 /* Surfaces and prebuilt requests of one plan: pass 0, the device's steps
@@ -495,8 +680,10 @@ static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, in
                               nc_error *err) {
     if (pass == 0) {
         rp->reqs = calloc((size_t)p->n_steps + 1, sizeof *rp->reqs);
+        rp->pieces = calloc((size_t)p->n_steps + 1, sizeof *rp->pieces);
         rp->reg = malloc(((size_t)p->n_bufs + 1) * sizeof *rp->reg);
-        if (!rp->reqs || !rp->reg) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+        if (!rp->reqs || !rp->pieces || !rp->reg)
+            return nc_fail(err, NC_ERR_NOMEM, "out of memory");
         for (int i = 0; i < p->n_bufs; i++)
             rp->reg[i] = -1;
     }
@@ -523,6 +710,11 @@ static nc_status prepare_plan(ane_runner *r, const ane_plan *p, run_plan *rp, in
                 surf[k] = r->bufs[reg].s;
                 idx[k] = bio->symbol;
             }
+        }
+        const run_pieces *pc = pieces_of(r->b, s->program, fn_index(r->b, s->program, s->fn));
+        if (pass == 0 && pc) {
+            NC_TRY(piece_requests(r, s, pc, in, out, &rp->pieces[i], err));
+            continue;
         }
         if (pass == 0 &&
             r->ops->request_new(model_of(r->b, s->program, fn_index(r->b, s->program, s->fn)),
@@ -661,6 +853,9 @@ static nc_status host_columns(ane_runner *r, const run_plan *rp, const ane_plan 
             ? ane_copy_columns_fp16(&src->layout, a, head_col, &dst->layout, b, 0, 1, 1, err)
         : s->kind == ANE_STEP_GATHER
             ? ane_copy_columns_fp16(&src->layout, a, col, &dst->layout, b, 0, n, 1, err)
+        : s->kind == ANE_STEP_KV /* cache[:, p + i] = new[:, (p + i) mod S] */
+            ? ane_copy_columns_fp16(&src->layout, a, col, &dst->layout, b,
+                                    p % dst->layout.width, n, 0, err)
             : ane_copy_columns_fp16(&src->layout, a, 0, &dst->layout, b, col, n, 0, err);
     ops->surface_unlock(dst->s, 0);
     ops->surface_unlock(src->s, 1);
@@ -756,30 +951,36 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
             prev_model = NULL;
             continue;
         }
-        r->issued++;
-        if (mode == ANE_RUN_SYNC) {
-            if (ops->evaluate(rp->reqs[i], err)) st = nc_fail_prefix(err, "%s", s->fn);
-            continue;
-        }
-        /* Nothing documents that requests of different models run in
-         * submission order: without events, the previous model's requests
-         * finish first; at most max are outstanding (the framework's
-         * semaphore per QoS) */
-        const ane_model *model = model_of(r->b, s->program, fn_index(r->b, s->program, s->fn));
-        if (!events && prev_model && model != prev_model)
-            st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
-        if (!st) st = ane_wait_below(w, max, ANE_RUN_TIMEOUT_S, err);
-        if (st) break;
-        prev_model = model;
-        ane_wait_add(w, 1);
-        nc_status sst = events ? ops->submit_event(rp->reqs[i], r->event, r->ev_value,
-                                                   r->ev_value + 1, ane_wait_done, w, err)
-                               : ops->submit(rp->reqs[i], ane_wait_done, w, err);
-        if (sst) {
-            ane_wait_done(w, NC_OK, NULL); /* never submitted: not pending */
-            st = nc_fail_prefix(err, "%s", s->fn);
-        } else if (events) {
-            r->ev_value++;
+        /* the step's requests: one, or one per output (the outputs rung) */
+        int f = fn_index(r->b, s->program, s->fn);
+        const run_pieces *pc = pieces_of(r->b, s->program, f);
+        for (int k = 0; k < (pc ? pc->n : 1) && !st; k++) {
+            ane_request *req = pc ? rp->pieces[i][k] : rp->reqs[i];
+            r->issued++;
+            if (mode == ANE_RUN_SYNC) {
+                if (ops->evaluate(req, err)) st = nc_fail_prefix(err, "%s", s->fn);
+                continue;
+            }
+            /* Nothing documents that requests of different models run in
+             * submission order: without events, the previous model's requests
+             * finish first; at most max are outstanding (the framework's
+             * semaphore per QoS) */
+            const ane_model *model = pc ? pc->models[k] : model_of(r->b, s->program, f);
+            if (!events && prev_model && model != prev_model)
+                st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
+            if (!st) st = ane_wait_below(w, max, ANE_RUN_TIMEOUT_S, err);
+            if (st) break;
+            prev_model = model;
+            ane_wait_add(w, 1);
+            nc_status sst = events ? ops->submit_event(req, r->event, r->ev_value,
+                                                       r->ev_value + 1, ane_wait_done, w, err)
+                                   : ops->submit(req, ane_wait_done, w, err);
+            if (sst) {
+                ane_wait_done(w, NC_OK, NULL); /* never submitted: not pending */
+                st = nc_fail_prefix(err, "%s", s->fn);
+            } else if (events) {
+                r->ev_value++;
+            }
         }
     }
     /* always drain before the buffers are touched again */
@@ -869,7 +1070,7 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 
 /* One group of programs (the layers, or the head) into buf at *len. */
 static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
-    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, first_cpu = -1;
+    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1;
     for (int i = 0; i < b->n_programs; i++) {
         const lower_program_info *pi = &b->programs[i];
         if ((pi->layer < 0) != head) continue;
@@ -877,9 +1078,10 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         hi = pi->layer;
         fns += pi->n_fns;
         for (int f = 0; f < pi->n_fns; f++) {
-            int dev = model_of(b, i, f) != NULL;
+            int dev = fn_on_device(b, i, f), pieces = pieces_of(b, i, f) != NULL;
             on_ane += dev;
-            own += dev && b->progs[i].on_cpu; /* the function rung */
+            own += dev && !pieces && b->progs[i].on_cpu; /* the function rung */
+            split += pieces;                             /* the outputs rung */
         }
         if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }
@@ -891,6 +1093,7 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         put(buf, cap, len, "layers %d-%d: ", lo, hi);
     put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
     if (own) put(buf, cap, len, " (%d as programs of their own)", own);
+    if (split) put(buf, cap, len, " (%d as a program per output)", split);
     if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
     if (first_cpu >= 0)
         put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,
@@ -909,6 +1112,8 @@ void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {
             ? ": above the ~119 per process public projects report before compiles fail; "
               "--program-split layer and --head-split one need fewer"
             : "");
+    if (b->suggest[0])
+        put(buf, cap, &len, "; the probe profile suggests compiling with %s", b->suggest);
 }
 
 static void describe_io(FILE *f, const char *side, const ane_bound_io *io) {

@@ -21,6 +21,15 @@ static const char *const HEAD_SPLIT_NAMES[LOWER_N_HEAD_SPLITS] = {"per-chunk", "
 static const char *const KV_NAMES[LOWER_N_KV_UPDATES] = {"onehot", "gather", "host"};
 static const char *const EXP_NAMES[LOWER_N_EXP_FORMS] = {"sigmoid", "op"};
 static const char *const PAD_NAMES[LOWER_N_PADS] = {"32", "none"};
+static const char *const BUCKET_NAMES[LOWER_N_BUCKET_FORMS] = {"per-bucket", "enumerated"};
+
+const char *lower_bucket_form_name(lower_bucket_form f) {
+    return f >= 0 && f < LOWER_N_BUCKET_FORMS ? BUCKET_NAMES[f] : "?";
+}
+
+int lower_bucket_form_parse(const char *name) {
+    return find_name(BUCKET_NAMES, LOWER_N_BUCKET_FORMS, name);
+}
 
 const char *lower_exp_form_name(lower_exp_form f) {
     return f >= 0 && f < LOWER_N_EXP_FORMS ? EXP_NAMES[f] : "?";

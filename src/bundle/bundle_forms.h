@@ -95,6 +95,17 @@ typedef enum lower_matmul_pad {
 } lower_matmul_pad;
 const char *lower_matmul_pad_name(lower_matmul_pad p); /* "32", "none" */
 int lower_matmul_pad_parse(const char *name);          /* -1: none */
+/* How a layer's kernels take the sequence buckets (nectar compile
+ * --bucket-form): one function per kernel and bucket, or one function per
+ * kernel whose inputs are an EnumeratedShapes set of the buckets (`?` for
+ * S inside; docs/lowering.md, "The enumerated bucket form"). */
+typedef enum lower_bucket_form {
+    LOWER_BUCKETS_PER_BUCKET, /* the default */
+    LOWER_BUCKETS_ENUMERATED,
+    LOWER_N_BUCKET_FORMS
+} lower_bucket_form;
+const char *lower_bucket_form_name(lower_bucket_form f); /* "per-bucket", "enumerated" */
+int lower_bucket_form_parse(const char *name);          /* -1: none */
 typedef struct lower_forms {
     lower_program_split program_split;
     lower_head_split head_split;
@@ -108,6 +119,7 @@ typedef struct lower_forms {
      * layer whose programs exceed it under program_split is split finer
      * (layer -> kernel -> function) until they fit. */
     int max_program_bytes;
+    lower_bucket_form bucket_form;
 } lower_forms;
 const char *lower_program_split_name(lower_program_split s); /* "layer", "kernel", "function" */
 const char *lower_head_split_name(lower_head_split s);       /* "per-chunk", "one" */

@@ -244,3 +244,12 @@ nc_status lower_json_read_fn_io(const json_t *fo, lower_fn_info *fi, int min_ran
     NC_TRY(read_io(in, fi->in, &fi->n_in, min_rank, max_rank, max_dim, what, err));
     return read_io(out, fi->out, &fi->n_out, min_rank, max_rank, max_dim, what, err);
 }
+
+json_t *lower_json_child(json_t *parent, const char *key) {
+    json_t *c = json_object_get(parent, key);
+    if (!json_is_object(c)) {
+        c = json_object();
+        json_object_set_new(parent, key, c);
+    }
+    return c;
+}

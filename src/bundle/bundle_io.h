@@ -49,6 +49,9 @@ nc_status lower_json_write(json_t *root, const char *path, nc_error *err);
 nc_status lower_manifest_text(const char *bundle_dir, char *path, size_t path_cap, char **text,
                               size_t *len, nc_error *err);
 
+/* Member `key` of parent, an object: replaced by (or created as) an empty
+ * object when it is something else or absent. */
+json_t *lower_json_child(json_t *parent, const char *key);
 /* Required integer field in [lo, hi]. */
 nc_status lower_json_int_in(const json_t *o, const char *key, int lo, int hi, int *out,
                             const char *what, nc_error *err);

@@ -12,15 +12,50 @@
 #include "models/family.h"
 #include "models/qwen3_config.h"
 
-static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, nc_error *err) {
+/* v's name, dtype and shape, a `?` dim read as S (the enumerated bucket
+ * form's sequence axis; 0: none may be unknown). */
+static nc_status describe_var(const mil_var *v, lower_io *io, const char *fn, int S,
+                              nc_error *err) {
     const mil_type *t = v->type;
     if (!v->name || !mil_type_is_tensor(t) || t->rank < 1 || t->rank > 4)
         return nc_fail(err, NC_ERR_INTERNAL, "function %s: I/O is not a tensor of rank 1..4", fn);
     snprintf(io->name, sizeof io->name, "%s", v->name);
     snprintf(io->dtype, sizeof io->dtype, "%s", mil_dtype_name(t->dtype));
     io->rank = t->rank;
-    for (int i = 0; i < t->rank; i++)
-        io->shape[i] = t->dims[i];
+    for (int i = 0; i < t->rank; i++) {
+        io->shape[i] = t->dims[i] == MIL_DIM_UNKNOWN && S ? S : t->dims[i];
+        if (io->shape[i] < 1)
+            return nc_fail(err, NC_ERR_INTERNAL, "function %s: '%s' has a `?` dimension", fn,
+                           v->name);
+    }
+    return NC_OK;
+}
+
+/* Function fn as the manifest entry of bucket S (0: as declared). */
+static nc_status describe_fn(const mil_function *fn, int S, lower_fn_info *fi, nc_error *err) {
+    snprintf(fi->name, sizeof fi->name, "%s", fn->name);
+    const char *s = strrchr(fn->name, 's');
+    fi->seq = S ? S : s ? atoi(s + 1) : 0;
+    if (fn->n_inputs > LOWER_MAX_IO || fn->n_outputs > LOWER_MAX_IO)
+        return nc_fail(err, NC_ERR_INTERNAL, "%s: too many I/O", fn->name);
+    for (int i = 0; i < fn->n_inputs; i++)
+        NC_TRY(describe_var(fn->inputs[i], &fi->in[fi->n_in++], fn->name, S, err));
+    for (int i = 0; i < fn->n_outputs; i++)
+        NC_TRY(describe_var(fn->outputs[i], &fi->out[fi->n_out++], fn->name, S, err));
+    return NC_OK;
+}
+
+nc_status lower_describe_enumerated(const mil_program *prog, const char *path, int layer,
+                                    const int *seqs, int n_seqs, lower_program_info *out,
+                                    nc_error *err) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    out->layer = layer;
+    if (prog->n_functions * n_seqs > LOWER_MAX_FUNCS)
+        return nc_fail(err, NC_ERR_INTERNAL, "%s: too many functions", path);
+    for (int s = 0; s < n_seqs; s++)
+        for (int f = 0; f < prog->n_functions; f++)
+            NC_TRY(describe_fn(prog->functions[f], seqs[s], &out->fns[out->n_fns++], err));
     return NC_OK;
 }
 
@@ -31,19 +66,8 @@ nc_status lower_describe_program(const mil_program *prog, const char *path, int 
     out->layer = layer;
     if (prog->n_functions > LOWER_MAX_FUNCS)
         return nc_fail(err, NC_ERR_INTERNAL, "%s: too many functions", path);
-    for (int f = 0; f < prog->n_functions; f++) {
-        const mil_function *fn = prog->functions[f];
-        lower_fn_info *fi = &out->fns[out->n_fns++];
-        snprintf(fi->name, sizeof fi->name, "%s", fn->name);
-        const char *s = strrchr(fn->name, 's');
-        fi->seq = s ? atoi(s + 1) : 0;
-        if (fn->n_inputs > LOWER_MAX_IO || fn->n_outputs > LOWER_MAX_IO)
-            return nc_fail(err, NC_ERR_INTERNAL, "%s: too many I/O", fn->name);
-        for (int i = 0; i < fn->n_inputs; i++)
-            NC_TRY(describe_var(fn->inputs[i], &fi->in[fi->n_in++], fn->name, err));
-        for (int i = 0; i < fn->n_outputs; i++)
-            NC_TRY(describe_var(fn->outputs[i], &fi->out[fi->n_out++], fn->name, err));
-    }
+    for (int f = 0; f < prog->n_functions; f++)
+        NC_TRY(describe_fn(prog->functions[f], 0, &out->fns[out->n_fns++], err));
     return NC_OK;
 }
 
@@ -102,6 +126,8 @@ nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_err
     json_object_set_new(forms, "matmul_pad",
                         json_string(lower_matmul_pad_name(m->forms.matmul_pad)));
     json_object_set_new(forms, "max_program_bytes", json_integer(m->forms.max_program_bytes));
+    json_object_set_new(forms, "bucket_form",
+                        json_string(lower_bucket_form_name(m->forms.bucket_form)));
     json_object_set_new(plan, "forms", forms);
     json_object_set_new(plan, "column_rule",
                         json_string("in an S-wide function, column c holds the token at "
@@ -176,7 +202,7 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     if (!o) return NC_OK;
     /* each form by its name; the ones added later ("rope" on) may be
      * absent: then the form bundles had before the choice existed */
-    int split, head, kv, rope, attn, ex, pad;
+    int split, head, kv, rope, attn, ex, pad, buckets;
     NC_TRY(read_form(o, "program_split", NULL, lower_program_split_parse, "a program split",
                      &split, path, what, err));
     NC_TRY(read_form(o, "head_split", NULL, lower_head_split_parse, "a head split", &head, path,
@@ -191,6 +217,8 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     NC_TRY(read_form(o, "exp", "op", lower_exp_form_parse, "an exp form", &ex, path, what, err));
     NC_TRY(read_form(o, "matmul_pad", "none", lower_matmul_pad_parse, "a matmul padding", &pad,
                      path, what, err));
+    NC_TRY(read_form(o, "bucket_form", "per-bucket", lower_bucket_form_parse, "a bucket form",
+                     &buckets, path, what, err));
     f->program_split = (lower_program_split)split;
     f->head_split = (lower_head_split)head;
     f->kv_update = (lower_kv_update)kv;
@@ -198,6 +226,7 @@ static nc_status read_forms(const json_t *plan, lower_forms *f, const char *path
     f->attention = (lower_attention_form)attn;
     f->exp = (lower_exp_form)ex;
     f->matmul_pad = (lower_matmul_pad)pad;
+    f->bucket_form = (lower_bucket_form)buckets;
     if (json_object_get(o, "max_program_bytes"))
         NC_TRY(lower_json_int_in(o, "max_program_bytes", 0, INT32_MAX, &f->max_program_bytes, what,
                                  err));

@@ -69,6 +69,15 @@ typedef struct lower_manifest {
 nc_status lower_describe_program(const mil_program *prog, const char *path, int layer,
                                  lower_program_info *out, nc_error *err);
 
+/* The same for a program of the enumerated bucket form (its functions'
+ * sequence axis `?`): one entry per bucket and function, buckets outer,
+ * named as the function, its `?` read as the bucket's S. Hosts run the
+ * entries of bucket S in order, so each bucket's entries are a dataflow
+ * as in the per-bucket form. */
+nc_status lower_describe_enumerated(const mil_program *prog, const char *path, int layer,
+                                    const int *seqs, int n_seqs, lower_program_info *out,
+                                    nc_error *err);
+
 nc_status lower_manifest_write(const lower_manifest *m, const char *path, nc_error *err);
 /* Reads and validates BUNDLE/manifest.json; free with lower_manifest_free. */
 nc_status lower_manifest_read(const char *bundle_dir, lower_manifest *m, nc_error *err);

@@ -90,12 +90,14 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     NC_TRY(ane_runner_write(r, 1, S, "rope_cos", h->cs, hd * S, err));
     NC_TRY(ane_runner_write(r, 1, S, "rope_sin", h->sn, hd * S, err));
     NC_TRY(ane_runner_write(r, 1, S, "attn_mask", h->mask, (size_t)S * ctx, err));
-    NC_TRY(ane_runner_write(r, 1, S, "kv_write", h->wr, ctx, err));
+    if (ane_runner_has(r, 1, S, "kv_write")) /* --kv-update host: the runner writes the caches */
+        NC_TRY(ane_runner_write(r, 1, S, "kv_write", h->wr, ctx, err));
     if (h->W) { /* Gemma 3's sliding layers */
         NC_TRY(ane_runner_write(r, 1, S, "rope_cos_local", h->cs_l, hd * S, err));
         NC_TRY(ane_runner_write(r, 1, S, "rope_sin_local", h->sn_l, hd * S, err));
         NC_TRY(ane_runner_write(r, 1, S, "attn_mask_local", h->mask_l, (size_t)S * h->W, err));
-        NC_TRY(ane_runner_write(r, 1, S, "kv_write_local", h->wr_l, (size_t)h->W, err));
+        if (ane_runner_has(r, 1, S, "kv_write_local"))
+            NC_TRY(ane_runner_write(r, 1, S, "kv_write_local", h->wr_l, (size_t)h->W, err));
     }
     /* sync unless the chip's probe profile found an async mode faster
      * (ane_device.preferred_mode, docs/ane-bridge.md) */
@@ -152,13 +154,6 @@ nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, eng
     e->ops = &ane_ops;
     NC_TRY(engine_ane_device_open(opt, &a->dev, err));
     NC_TRY(db_host_open(&a->h, dir, e->family, opt->n_threads, err));
-    /* the runner runs a chunk's kernels back to back: no host step between them */
-    if (a->h.man.forms.kv_update == LOWER_KV_HOST)
-        return nc_fail(err, NC_ERR_UNSUPPORTED,
-                       "%s: compiled with --kv-update host, whose cache writes between qkv and "
-                       "attn the ane runtime does not make yet; run it with --backend mil, or "
-                       "compile with --kv-update onehot",
-                       dir);
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     /* where each kernel runs: programs the device refused run on the CPU */
     const lower_manifest *man = &a->h.man;

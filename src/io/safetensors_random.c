@@ -5,7 +5,7 @@
 
 #include "base/half.h"
 
-#define BLOCK ((size_t)1 << 16)
+#define BLOCK ST_RANDOM_BLOCK
 #define GOLDEN 0x9e3779b97f4a7c15ull
 
 void st_random_add(st_random_plan *p, const char *name, st_dtype dt, int64_t d0, int64_t d1,

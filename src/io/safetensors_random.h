@@ -16,6 +16,10 @@
 #include "io/safetensors_write.h"
 
 #define ST_RANDOM_MAX_TENSORS 1024
+/* A tensor's values come in blocks of this many elements, each from
+ * (seed, tensor, block) alone: st_random_fill must start at a multiple of it
+ * to give the same values as a whole-tensor fill. */
+#define ST_RANDOM_BLOCK ((size_t)1 << 16)
 
 typedef enum { ST_RANDOM_SUM4, ST_RANDOM_UNIFORM } st_random_kind;
 
@@ -34,7 +38,7 @@ typedef struct st_random_plan {
 void st_random_add(st_random_plan *p, const char *name, st_dtype dt, int64_t d0, int64_t d1,
                    int base_one);
 /* st_fill_fn with ctx = the plan: values of p->t[index], elements
- * first .. first+n-1. */
+ * first .. first+n-1 (first a multiple of ST_RANDOM_BLOCK). */
 nc_status st_random_fill(void *plan, int index, size_t first, size_t n, void *dst, nc_error *err);
 /* Bytes of every tensor of the plan. */
 size_t st_random_bytes(const st_random_plan *p);

@@ -69,8 +69,12 @@ static nc_status emit(compile_ctx *c, mil_program *prog, const char *sub, int la
     snprintf(rel, sizeof rel, "%s/model.mil", sub);
     snprintf(path, sizeof path, "%s/%s", c->tmp, rel);
     nc_status st = mil_print_file(prog, path, err);
-    if (st == NC_OK)
-        st = lower_describe_program(prog, rel, layer, &c->man.programs[c->man.n_programs++], err);
+    lower_program_info *pi = &c->man.programs[c->man.n_programs++];
+    /* the enumerated bucket form: an entry per bucket of each layer function */
+    if (st == NC_OK && layer >= 0 && c->plan.forms.bucket_form == LOWER_BUCKETS_ENUMERATED)
+        st = lower_describe_enumerated(prog, rel, layer, c->plan.seqs, c->plan.n_seqs, pi, err);
+    else if (st == NC_OK)
+        st = lower_describe_program(prog, rel, layer, pi, err);
     mil_program_free(prog);
     return st;
 }
@@ -116,6 +120,10 @@ static nc_status emit_layer(compile_ctx *c, int l, lower_program_split split,
                             nc_error *err) {
     nc_status st = NC_OK;
     *biggest = 0;
+    /* the enumerated bucket form has one function per kernel: a program per
+     * function is a program per kernel */
+    if (split == LOWER_SPLIT_FUNCTION && c->plan.forms.bucket_form == LOWER_BUCKETS_ENUMERATED)
+        split = LOWER_SPLIT_KERNEL;
     int nk = split == LOWER_SPLIT_LAYER ? 1 : lower_qwen3_kernels(&c->plan);
     int ns = split == LOWER_SPLIT_FUNCTION ? c->plan.n_seqs : 1;
     for (int k = 0; k < nk && st == NC_OK; k++)
@@ -377,11 +385,27 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
                      "--kv-update host takes --kernels-per-layer 4 or 3 (the host writes the "
                      "cache between qkv and attn, which %d kernels fuse)",
                      c->plan.kernels_per_layer);
+    if (!st && c->plan.forms.bucket_form == LOWER_BUCKETS_ENUMERATED) {
+        /* the KV spread of an S-wide function is a constant of S (the
+         * placement matrix or the gather indices j mod S), which one
+         * function over every S cannot hold: the host writes the cache */
+        if (c->plan.forms.kv_update != LOWER_KV_HOST)
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--bucket-form enumerated takes --kv-update host (the %s spread is a "
+                         "constant of the bucket's width S, which one function over every "
+                         "bucket cannot hold; docs/lowering.md)",
+                         lower_kv_update_name(c->plan.forms.kv_update));
+        else if (c->is35 || c->cfg.norm_plus_one) /* Gemma 3: sliding windows */
+            st = nc_fail(err, NC_ERR_UNSUPPORTED,
+                         "--bucket-form enumerated: Qwen3 and Llama layers only (Qwen3.5's "
+                         "mixers and Gemma 3's windows are lowered per bucket)");
+    }
     if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
         st = nc_fail(err, NC_ERR_UNSUPPORTED,
                      "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "
                      "layers' mixers and states are planned per program)",
                      lower_program_split_name(opt->forms.program_split));
+    /* enough entries for every split (the enumerated form needs no more) */
     int per_layer = c->plan.forms.max_program_bytes ? lower_qwen3_kernels(&c->plan) * c->plan.n_seqs
                     : c->plan.forms.program_split == LOWER_SPLIT_LAYER ? 1
                     : c->plan.forms.program_split == LOWER_SPLIT_KERNEL
@@ -473,8 +497,12 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
     if (!st) {
         rep->seconds = nc_now_s() - c->t0;
         rep->n_programs = m->n_programs;
-        for (int p = 0; p < m->n_programs; p++)
-            rep->n_functions += m->programs[p].n_fns;
+        for (int p = 0; p < m->n_programs; p++) {
+            /* an enumerated function has an entry per bucket: counted once */
+            const lower_program_info *pi = &m->programs[p];
+            for (int f = 0; f < pi->n_fns; f++)
+                rep->n_functions += lower_manifest_fn(pi, pi->fns[f].name) == &pi->fns[f];
+        }
         rep->kernels_per_token = m->kernels_per_token;
         rep->ctx = m->ctx;
         rep->fp16 = c->stats;

@@ -5,11 +5,13 @@
 #include "lower/qwen3_lower.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mil/check.h"
+#include "mil/parse.h"
 
 void lower_qwen3_layer_shapes(const qwen3_config *c, lower_layer_weights *w) {
     int64_t D = c->hidden_size, hd = c->head_dim, I = c->intermediate_size;
@@ -55,6 +57,11 @@ static mil_var *conv(mil_builder *b, const char *name, mil_var *x, lower_weight 
     snprintf(wn, sizeof wn, "%s_weight", name);
     mil_var *wv = lower_shared_weight(b, wn, w);
     return wv ? mil_build_conv(b, name, x, wv, NULL, 1) : NULL;
+}
+
+/* g * S, or -1 (inferred by reshape) when S is the enumerated form's `?`. */
+static int32_t times_s(int32_t g, int32_t S) {
+    return S < 0 ? -1 : g * S;
 }
 
 static mil_var *reshape4(mil_builder *b, const char *name, mil_var *x, int32_t d0, int32_t d1,
@@ -323,7 +330,7 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
     int32_t G = H / KV, ctx = p->ctx;
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
-    mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, G * S) : NULL;
+    mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, times_s(G, S)) : NULL;
     mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
                                      mil_build_const_scalar(b, "scale", MIL_DT_FP16, attn_scale(c)))
                      : NULL;
@@ -334,7 +341,7 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     mil_var *s4 = sc ? reshape4(b, "scores_heads", sc, KV, G, S, ctx) : NULL;
     mil_var *sm = s4 ? mil_build_add(b, "scores_masked", s4, mask) : NULL;
     mil_var *pr = sm ? mil_build_softmax(b, "probs", sm, -1) : NULL;
-    mil_var *p4 = pr ? reshape4(b, "probs_groups", pr, 1, KV, G * S, ctx) : NULL;
+    mil_var *p4 = pr ? reshape4(b, "probs_groups", pr, 1, KV, times_s(G, S), ctx) : NULL;
     /* out [1, KV, hd, G*S] = v p^T */
     mil_var *at = p4 ? mil_build_matmul(b, "attn", v4, p4, 0, 1) : NULL;
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
@@ -530,12 +537,81 @@ nc_status lower_qwen3_layer_program(const lower_plan *p, lower_layer_weights *w,
     return lower_qwen3_layer_part(p, -1, -1, w, rope, dir, out, err);
 }
 
+/* The enumerated form's FlexibleShapeInformation of fn (its inputs' `?`
+ * is S): the first bucket's shapes as DefaultShapes, every bucket's as
+ * EnumeratedShapes, keyed by 8 hex digits of a hash of the shapes, the
+ * attribute coremlc writes (docs/lowering.md). */
+static nc_status enumerated_attrs(mil_function *fn, const lower_plan *p, nc_error *err) {
+    size_t cap = 16384, len = 0;
+    char *t = malloc(cap);
+    if (!t) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int k_ = snprintf(t + len, cap - len, __VA_ARGS__);                                        \
+        if (k_ > 0) len = len + (size_t)k_ < cap ? len + (size_t)k_ : cap - 1;                     \
+    } while (0)
+    PUT("[FlexibleShapeInformation = tuple<tuple<string, dict<string, tensor<int32, [?]>>>, "
+        "tuple<string, dict<string, dict<string, tensor<int32, [?]>>>>>((");
+    for (int s = -1; s < p->n_seqs; s++) { /* -1: the default shapes */
+        int S = p->seqs[s < 0 ? 0 : s];
+        if (s == -1) PUT("(\"DefaultShapes\", {");
+        if (s == 0) PUT("}), (\"EnumeratedShapes\", {");
+        size_t mark = len;
+        for (int i = 0; i < fn->n_inputs; i++) {
+            const mil_type *ty = fn->inputs[i]->type;
+            PUT("%s{\"%s\", [", i ? ", " : "", fn->inputs[i]->name);
+            for (int d = 0; d < ty->rank; d++)
+                PUT("%s%lld", d ? ", " : "", (long long)(ty->dims[d] < 0 ? S : ty->dims[d]));
+            PUT("]}");
+        }
+        if (s >= 0) { /* {"<key>", {{"x", [...]}, ...}} */
+            uint32_t h = 2166136261u;
+            for (size_t i = mark; i < len; i++)
+                h = (h ^ (unsigned char)t[i]) * 16777619u;
+            char shapes[8192];
+            snprintf(shapes, sizeof shapes, "%s", t + mark);
+            len = mark;
+            PUT("%s{\"%08x\", {%s}}", s ? ", " : "", (unsigned)h, shapes);
+        }
+    }
+    PUT("})))]");
+#undef PUT
+    nc_status st = len + 1 >= cap ? nc_fail(err, NC_ERR_INTERNAL, "%s: shapes too long", fn->name)
+                                  : mil_function_parse_attrs(fn, t, err);
+    free(t);
+    return st;
+}
+
+/* The enumerated bucket form: one function per kernel (its name), S `?`. */
+static nc_status enumerated_part(mil_builder *b, const lower_plan *p, int only_k,
+                                 lower_layer_weights *w, lower_weight *rope, nc_error *err) {
+    int nk;
+    const kernel_def *ks = variant(p, &nk);
+    for (int k = 0; k < nk; k++) {
+        if (only_k >= 0 && k != only_k) continue;
+        if (mil_build_function(b, ks[k].name, "ios18") != NC_OK) break;
+        build_kernel(b, p, MIL_DIM_UNKNOWN, w, rope, ks[k].stages);
+        mil_program *prog = mil_builder_program(b);
+        if (mil_builder_error(b)->code == NC_OK)
+            NC_TRY(enumerated_attrs(prog->functions[prog->n_functions - 1], p, err));
+    }
+    return NC_OK;
+}
+
 nc_status lower_qwen3_layer_part(const lower_plan *p, int only_k, int only_s,
                                  lower_layer_weights *w, lower_weight *rope, const char *dir,
                                  mil_program **out, nc_error *err) {
     mil_builder *b;
     NC_TRY(lower_qwen3_check_ctx(p->ctx, err));
     NC_TRY(mil_builder_new(&b, dir, err));
+    if (p->forms.bucket_form == LOWER_BUCKETS_ENUMERATED) {
+        nc_status st = enumerated_part(b, p, only_k, w, rope, err);
+        if (st) {
+            mil_builder_free(b);
+            return st;
+        }
+        return lower_program_finish(b, out, err);
+    }
     int nk;
     const kernel_def *ks = variant(p, &nk);
     for (int s = 0; s < p->n_seqs; s++) {

@@ -395,6 +395,14 @@ static void r_lut(mil_ane_ctx *c) {
             mil_ane_report_sev(c, MIL_SEV_WARNING, op->line,
                                "%s: %s look-up table (joint compression) is unverified on the ANE",
                                label(op, lb, sizeof lb), mil_dtype_name(ld));
+        /* the probe case of this palette size, where the chip's profile has it failing */
+        int64_t npal = lt->rank >= 2 ? lt->dims[lt->rank - 2] : lt->rank == 1 ? lt->dims[0] : 0;
+        const char *probe = npal == 16 ? "palettized" : npal == 64 ? "palettized6_grouped"
+                            : npal == 256 ? "palettized8_grouped" : NULL;
+        if (probe && mil_ane_profile_verdict(c->profile, probe) == MIL_PROBE_FAILED)
+            mil_ane_report(c, op->line,
+                           "%s: %lld-entry palettized weights failed on this chip (probe case %s)",
+                           label(op, lb, sizeof lb), (long long)npal, probe);
         if (iv && id == MIL_DT_UINT3) /* iOS18 form: typed indices */
             mil_ane_report_sev(c, MIL_SEV_WARNING, op->line,
                                "%s: 3-bit indices are unverified on the ANE",

@@ -1072,6 +1072,26 @@ nc_status mil_parse(const char *text, size_t len, const char *source, mil_progra
     return NC_OK;
 }
 
+nc_status mil_function_parse_attrs(mil_function *fn, const char *text, nc_error *err) {
+    parser p = {0};
+    p.src = "<attributes>";
+    p.err = err;
+    p.prog = fn->prog;
+    p.fn = fn;
+    nc_status st = lex(&p, text, strlen(text));
+    mil_attr *attrs = NULL;
+    int n = 0;
+    if (st == NC_OK) st = parse_attrs(&p, &attrs, &n);
+    if (st == NC_OK && peek(&p, 0)->kind != T_EOF) st = expected(&p, "end of the attributes");
+    for (int i = 0; i < p.n; i++)
+        free(p.toks[i].str);
+    free(p.toks);
+    if (st != NC_OK) return st;
+    fn->attrs = attrs;
+    fn->n_attrs = n;
+    return NC_OK;
+}
+
 nc_status mil_parse_file(const char *path, mil_program **out, nc_error *err) {
     char *text;
     size_t len;

@@ -16,6 +16,11 @@
 nc_status mil_parse(const char *text, size_t len, const char *source, mil_program **out,
                     nc_error *err);
 
+/* Parses "[name = value, ...]" (attribute syntax, as after a function's
+ * inputs) into fn's attributes, replacing them; the values live in fn's
+ * program. What the builder cannot spell: FlexibleShapeInformation. */
+nc_status mil_function_parse_attrs(mil_function *fn, const char *text, nc_error *err);
+
 /* Reads and parses a file; model_dir becomes the file's folder, so that
  * @model_path BLOBFILE references resolve (weights are opened lazily). */
 nc_status mil_parse_file(const char *path, mil_program **out, nc_error *err);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/json.h"
+#include "cpu/cpu_kernels.h"
 #include "io/safetensors.h"
 #include "io/safetensors_random.h"
 #include "models/presets.h"
@@ -22,11 +23,15 @@ typedef struct model_random_options {
     uint64_t seed;
     int n_threads; /* <= 0: all cores */
     int dry_run;   /* plan only: fill the report, write nothing */
+    /* CPU_W_Q8 or CPU_W_Q4: every matrix stored in those blocks, as
+     * `nectar quantize` would store the dtype folder (quant_random.h); any
+     * other value: as dtype */
+    cpu_wtype quant;
 } model_random_options;
 
 typedef struct model_random_report {
     int n_tensors, n_files; /* safetensors files (shards) */
-    size_t bytes;           /* tensor data */
+    size_t bytes;           /* tensor data, as stored */
 } model_random_report;
 
 /* Writes the folder's config and weights into the existing folder out
@@ -43,13 +48,15 @@ nc_status modernbert_random_write(const model_preset *p, const char *out,
                                   const model_random_options *o, model_random_report *r,
                                   nc_error *err);
 
-/* start[0..n]: the first tensor of each shard of at most 4 GB (a bigger
- * tensor gets a shard of its own); returns the number of shards n. */
-int model_random_shards(const st_random_plan *p, int *start);
-/* The plan's tensors as model.safetensors (one shard) or HF-named shards
- * plus model.safetensors.index.json. */
-nc_status model_random_write_shards(st_random_plan *p, const char *out, const int *start,
-                                    int n_shards, nc_error *err);
+/* start[0..shards]: the first of the n tensors t in each shard of at most
+ * 4 GB (a bigger tensor gets a shard of its own); returns the number of
+ * shards. */
+int model_random_shards(const st_write_tensor *t, int n, int *start);
+/* The tensors t (bytes from fill) as model.safetensors (one shard) or
+ * HF-named shards plus model.safetensors.index.json. */
+nc_status model_random_write_shards(const st_write_tensor *t, int n, st_fill_fn fill, void *ctx,
+                                    const char *out, const int *start, int n_shards,
+                                    nc_error *err);
 
 /* What every family's writer ends with: the report for the planned
  * tensors, then (unless dry_run) cfg and gen as config.json and

@@ -7,6 +7,7 @@
  * is batch x seq rows; every matrix sees all rows at once, attention is per
  * (row, head) over the keys of the row's own sequence. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ typedef struct {
     const float *w; /* layernorm: weight */
     float *out;
     const float *in;
+    const float *qkv; /* attention: the layer's Q/K/V (qkv_head) */
 } step_ctx;
 
 static size_t dim(const modernbert_model *m) {
@@ -115,6 +117,7 @@ typedef struct {
      * activation tiles (cpu_packed_pack_tile) while it is in cache */
     const cpu_packed *next;
     float *next_tiles;
+    float *qkv; /* epi_qkv, rope_row: the layer's Q/K/V (qkv_head) */
 } epi_ctx;
 
 /* dst += y (the residual stream). */
@@ -156,17 +159,18 @@ static void rope_head(const epi_ctx *e, float *v, int pos) {
     e->m->kern->rows->rope(v, w->rope_cos + at, w->rope_sin + at, hd);
 }
 
-/* Where row r's head h of part `part` (0 q, 1 k, 2 v) lies in ws.qkv: head
- * by head, [3][heads][n][head_dim] for the pass's n rows, so attention reads
- * a head's keys and values as one contiguous run (rows 3D floats apart
- * defeated the prefetcher: 9 KiB strides at modernbert-base). */
-static float *qkv_head(const modernbert_model *m, int n, int part, int h, int r) {
+/* Where row r's head h of part `part` (0 q, 1 k, 2 v) lies in a Q/K/V
+ * buffer (ws.qkv[]): head by head, [3][heads][n][head_dim] for the pass's n
+ * rows, so attention reads a head's keys and values as one contiguous run
+ * (rows 3D floats apart defeated the prefetcher: 9 KiB strides at
+ * modernbert-base). */
+static float *qkv_head(const modernbert_model *m, const float *qkv, int n, int part, int h, int r) {
     const modernbert_config *c = &m->cfg;
     size_t head = (size_t)part * (size_t)c->num_attention_heads + (size_t)h;
-    return m->ws.qkv + (head * (size_t)n + (size_t)r) * (size_t)c->head_dim;
+    return (float *)qkv + (head * (size_t)n + (size_t)r) * (size_t)c->head_dim;
 }
 
-/* ws.qkv = y in head-major order, with RoPE on the query and key heads when
+/* e->qkv = y in head-major order, with RoPE on the query and key heads when
  * e->rope (the blocks then hold whole heads: see rope_fits). */
 static void epi_qkv(void *ctx, const cpu_packed_block *b) {
     const epi_ctx *e = ctx;
@@ -178,7 +182,7 @@ static void epi_qkv(void *ctx, const cpu_packed_block *b) {
         for (int i = 0; i < b->rows;) { /* a run of one head's elements */
             int col = b->r0 + i, part = col / d, h = col % d / hd, at = col % hd;
             int len = hd - at < b->rows - i ? hd - at : b->rows - i;
-            float *dst = qkv_head(m, n, part, h, r) + at;
+            float *dst = qkv_head(m, e->qkv, n, part, h, r) + at;
             memcpy(dst, y + i, (size_t)len * sizeof(float));
             if (e->rope && part < 2) rope_head(e, dst, r % e->io->seq);
             i += len;
@@ -198,7 +202,7 @@ static void rope_row(void *ctx, int r, int thread) {
     int n = e->io->batch * e->io->seq;
     for (int part = 0; part < 2; part++)
         for (int h = 0; h < e->m->cfg.num_attention_heads; h++)
-            rope_head(e, qkv_head(e->m, n, part, h, r), r % e->io->seq);
+            rope_head(e, qkv_head(e->m, e->qkv, n, part, h, r), r % e->io->seq);
 }
 
 /* Softmax of row p (keys klo..klo+nk-1) for query q with what it may not
@@ -222,26 +226,22 @@ static void masked_softmax(const step_ctx *s, float *p, int b, int q, int klo, i
         p[j] /= sum;
 }
 
-/* One attention task: a block of queries of one sequence and one head,
- * against the keys they may see (all of the sequence on global layers, the
+/* Attention of queries q0..q1-1 (at most MODERNBERT_ATT_QBLOCK) of
+ * sequence b and head h, against the keys they may see (all of the sequence on global layers, the
  * band around the block on local ones), on the table's attention kernels:
  * S = Q K^T, each row's softmax over the keys it sees (the band of its own
  * query: a contiguous run, so the vector softmax serves unless the row has
  * pad keys), then O = P V with the head's value rows. Pad keys get
  * probability 0, pad queries a zero output (nothing real reads them, since
  * pad keys are masked). */
-static void attention_block(void *ctx, int task, int thread) {
-    const step_ctx *s = ctx;
+static void attend(const step_ctx *s, int b, int h, int q0, int q1, int thread) {
     const modernbert_model *m = s->m;
     const modernbert_config *c = &m->cfg;
     const modernbert_io *io = s->io;
     const modernbert_workspace *w = &m->ws;
     const cpu_attn_kernels *ak = m->kern->attn;
     size_t d = dim(m);
-    int hd = c->head_dim, seq = io->seq, heads = c->num_attention_heads;
-    int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
-    int b = task / (heads * nqb), h = task / nqb % heads, q0 = task % nqb * MODERNBERT_ATT_QBLOCK;
-    int q1 = q0 + MODERNBERT_ATT_QBLOCK < seq ? q0 + MODERNBERT_ATT_QBLOCK : seq, nq = q1 - q0;
+    int hd = c->head_dim, seq = io->seq, nq = q1 - q0;
     int global = c->is_global[s->layer], half = c->local_attention / 2;
     int klo = global || q0 - half < 0 ? 0 : q0 - half;
     int khi = global || q1 - 1 + half > seq - 1 ? seq - 1 : q1 - 1 + half;
@@ -249,8 +249,9 @@ static void attention_block(void *ctx, int task, int thread) {
     for (int k = klo; k <= khi && keys_real; k++)
         keys_real = is_real(io, (size_t)b * seq + k);
     int n = io->batch * seq;
-    const float *q = qkv_head(m, n, 0, h, b * seq + q0);
-    const float *k = qkv_head(m, n, 1, h, b * seq + klo), *v = qkv_head(m, n, 2, h, b * seq + klo);
+    const float *q = qkv_head(m, s->qkv, n, 0, h, b * seq + q0);
+    const float *k = qkv_head(m, s->qkv, n, 1, h, b * seq + klo);
+    const float *v = qkv_head(m, s->qkv, n, 2, h, b * seq + klo);
     float *sc = w->scores + (size_t)thread * (size_t)MODERNBERT_ATT_QBLOCK * (size_t)w->seq_cap;
     if (ak->qk)
         ak->qk(q, (size_t)hd, k, (size_t)hd, sc, (size_t)nk, nq, nk, hd);
@@ -278,9 +279,21 @@ static void attention_block(void *ctx, int task, int thread) {
     ak->pv[0](sc, (size_t)nk, v, (size_t)hd, o, d, nq, nk, hd);
 }
 
-/* Copies n rows of x to dst, zeroing pad rows. */
-static void store_rows(const modernbert_io *io, float *dst, const float *x, size_t n, size_t d) {
-    for (size_t r = 0; r < n; r++) {
+/* One attention task: block task % nqb of queries of head task / nqb %
+ * heads of sequence task / (heads * nqb). */
+static void attention_block(void *ctx, int task, int thread) {
+    const step_ctx *s = ctx;
+    int seq = s->io->seq, heads = s->m->cfg.num_attention_heads;
+    int nqb = (seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
+    int q0 = task % nqb * MODERNBERT_ATT_QBLOCK;
+    attend(s, task / (heads * nqb), task / nqb % heads, q0,
+           q0 + MODERNBERT_ATT_QBLOCK < seq ? q0 + MODERNBERT_ATT_QBLOCK : seq, thread);
+}
+
+/* Copies rows r0..r1-1 of x to dst, zeroing pad rows. */
+static void store_rows(const modernbert_io *io, float *dst, const float *x, size_t r0, size_t r1,
+                       size_t d) {
+    for (size_t r = r0; r < r1; r++) {
         if (is_real(io, r))
             memcpy(dst + r * d, x + r * d, d * sizeof(float));
         else
@@ -394,26 +407,192 @@ static void encoder_layer(modernbert_model *m, const modernbert_io *io, int l, i
     const modernbert_layer *L = &m->layers[l];
     modernbert_workspace *w = &m->ws;
     size_t d = dim(m), ff = (size_t)c->intermediate_size;
-    step_ctx s = {.m = m, .io = io, .layer = l};
+    step_ctx s = {.m = m, .io = io, .layer = l, .qkv = w->qkv[0]};
 
     /* attention: x += Wo attn(rope(Wqkv norm(x))) */
     const float *a = L->attn_norm ? w->xn : w->x;
     const float *tiles = L->attn_norm ? norm_for(m, w->x, L->attn_norm, n, &L->pqkv) : NULL;
-    epi_ctx qkv = {m, io, l, rope_fits(m), NULL, 0, NULL, NULL}; /* into ws.qkv by head */
+    epi_ctx qkv = {m, io, l, rope_fits(m), NULL, 0, NULL, NULL, w->qkv[0]}; /* by head */
     product(m, &L->wqkv, &L->pqkv, 1, a, d, tiles, n, epi_qkv, &qkv);
     if (!qkv.rope) nc_pool_for(m->pool, n, rope_row, &qkv);
     int nqb = (io->seq + MODERNBERT_ATT_QBLOCK - 1) / MODERNBERT_ATT_QBLOCK;
     nc_pool_for(m->pool, io->batch * c->num_attention_heads * nqb, attention_block, &s);
-    epi_ctx resid = {m, io, l, 0, w->x, d, NULL, NULL};
+    epi_ctx resid = {m, io, l, 0, w->x, d, NULL, NULL, NULL};
     product(m, &L->wo, &L->pwo, 1, w->att, d, NULL, n, epi_add, &resid);
 
     /* MLP: x += Wo(act(input) * gate), input, gate = Wi(norm(x)).chunk(2);
      * the gated blocks go into Wo's tiles too where Wo takes them */
     tiles = norm_for(m, w->x, L->mlp_norm, n, &L->pwi);
     float *gated_tiles = takes_tiles(&L->pwo_mlp, n) ? w->gated_tiles : NULL;
-    epi_ctx gated = {m, io, l, 0, w->hb, ff, &L->pwo_mlp, gated_tiles};
+    epi_ctx gated = {m, io, l, 0, w->hb, ff, &L->pwo_mlp, gated_tiles, NULL};
     product(m, &L->wi, &L->pwi, 2, w->xn, d, tiles, n, epi_gated, &gated);
     product(m, &L->wo_mlp, &L->pwo_mlp, 1, w->hb, ff, gated_tiles, n, epi_add, &resid);
+}
+
+/* ---- the pass by slabs of tokens ------------------------------------------
+ * Every step of a layer but attention works row by row, so each thread can
+ * keep a slab of the rows (whole activation tiles) through the layer: its
+ * LayerNorm, its products against every weight panel, its epilogues, on
+ * rows that stay in its own cache, where the pass above splits each product
+ * by output columns and each step reads rows that the other cores wrote.
+ * One pool loop per layer instead of 7-8: a slab runs attention on its
+ * queries, the rest of the layer, then the next layer up to its Q/K/V
+ * (written to the other buffer of ws.qkv, as other slabs may still read
+ * this layer's keys); the end of the loop is the one barrier attention
+ * needs. Each thread streams every panel, from the L3 when the threads
+ * keep step. */
+
+/* Slabs need this many activation tiles per thread (else the column split
+ * of the pass above runs). One serves: at 24 tokens on 2 threads (Zen 5,
+ * load 12) slabs of one tile took 29-31 ms of CPU per pass against 66-85
+ * for the column split, which reads each panel once but waits at 8 loop
+ * ends per layer; a single tile stays split by columns, so both cores work
+ * on it. */
+#define SLAB_MIN_TILES 1
+/* Slabs (= pool threads) at most. */
+#define SLAB_MAX 64
+
+static int slab_products(const modernbert_layer *L) {
+    return cpu_packed_tiled(&L->pqkv) && cpu_packed_tiled(&L->pwo) && cpu_packed_tiled(&L->pwi) &&
+           cpu_packed_tiled(&L->pwo_mlp);
+}
+
+/* Whether the pass over n rows runs by slabs: every product on packed
+ * panels that take activation tiles, and enough tiles per thread. */
+static int by_slabs(const modernbert_model *m, int n) {
+    int tiles = (n + CPU_BF16W_TB - 1) / CPU_BF16W_TB, threads = nc_pool_threads(m->pool);
+    if (tiles < SLAB_MIN_TILES * threads || threads > SLAB_MAX) return 0;
+    for (int l = 0; l < m->cfg.num_hidden_layers; l++)
+        if (!slab_products(&m->layers[l])) return 0;
+    return 1;
+}
+
+typedef struct {
+    modernbert_model *m;
+    const modernbert_io *io;
+    int layer; /* the layer whose attention and MLP the loop runs; -1: none */
+    int slabs, n;
+    atomic_int taken[SLAB_MAX]; /* slab s claimed by a task of this loop */
+} slab_job;
+
+/* An epilogue of a product over a slab's rows, whose blocks count rows from
+ * the slab's first. */
+typedef struct {
+    cpu_packed_epilogue epi;
+    void *ctx;
+    int r0;
+} slab_epi;
+
+static void slab_block(void *ctx, const cpu_packed_block *b) {
+    const slab_epi *e = ctx;
+    cpu_packed_block at = *b;
+    at.t0 += e->r0;
+    e->epi(e->ctx, &at);
+}
+
+/* x W^T for rows r0..r1 from their tiles in xt (r0 a whole tile), on the
+ * calling thread: every group of p, blocks to epi. */
+static void slab_product(modernbert_model *m, const cpu_packed *p, const float *xt, int r0, int r1,
+                         cpu_packed_epilogue epi, void *ctx, int thread) {
+    slab_epi e = {epi, ctx, r0};
+    cpu_packed_matmul_tiles(NULL, p, xt + (size_t)r0 * (size_t)p->cols, r1 - r0, slab_block, &e,
+                            m->ws.blocks + (size_t)thread * CPU_PACKED_SCRATCH_FLOATS);
+}
+
+/* Rows r0..r1 of x into the activation tiles of p at ws.tiles, normalized
+ * by LayerNorm weight w first (into ws.xn) unless w is NULL. */
+static void slab_tiles(modernbert_model *m, const float *x, const float *w, int r0, int r1, int n,
+                       const cpu_packed *p) {
+    size_t d = dim(m);
+    for (int t0 = r0; t0 < r1; t0 += CPU_BF16W_TB) {
+        int rows = r1 - t0 < CPU_BF16W_TB ? r1 - t0 : CPU_BF16W_TB;
+        if (w) {
+            norm_tiles_ctx c = {{.m = m, .w = w, .out = m->ws.xn, .in = x}, p, m->ws.tiles, n};
+            layernorm_tile(&c, t0 / CPU_BF16W_TB, 0);
+        } else {
+            cpu_packed_pack_tile(p, x + (size_t)t0 * d, d, rows, 0, (int)d, m->ws.tiles, t0);
+        }
+    }
+}
+
+/* Layer l's Q/K/V for rows r0..r1, into ws.qkv[l % 2]. */
+static void slab_front(modernbert_model *m, const modernbert_io *io, int l, int r0, int r1,
+                       int thread) {
+    const modernbert_layer *L = &m->layers[l];
+    int n = io->batch * io->seq;
+    slab_tiles(m, m->ws.x, L->attn_norm, r0, r1, n, &L->pqkv);
+    epi_ctx qkv = {m, io, l, rope_fits(m), NULL, 0, NULL, NULL, m->ws.qkv[l % 2]};
+    slab_product(m, &L->pqkv, m->ws.tiles, r0, r1, epi_qkv, &qkv, thread);
+    for (int r = r0; r < r1 && !qkv.rope; r++)
+        rope_row(&qkv, r, thread);
+}
+
+/* Layer l from its attention on for rows r0..r1: the queries of those rows
+ * against their sequences' keys, x += Wo att, then the MLP. */
+static void slab_back(modernbert_model *m, const modernbert_io *io, int l, int r0, int r1,
+                      int thread) {
+    const modernbert_layer *L = &m->layers[l];
+    modernbert_workspace *w = &m->ws;
+    int n = io->batch * io->seq, seq = io->seq, heads = m->cfg.num_attention_heads;
+    size_t d = dim(m), ff = (size_t)m->cfg.intermediate_size;
+    step_ctx s = {.m = m, .io = io, .layer = l, .qkv = w->qkv[l % 2]};
+    for (int b = r0 / seq; b * seq < r1; b++) { /* the slab's part of each sequence */
+        int q0 = r0 - b * seq > 0 ? r0 - b * seq : 0, q1 = r1 - b * seq < seq ? r1 - b * seq : seq;
+        for (int h = 0; h < heads; h++)
+            for (int q = q0; q < q1; q += MODERNBERT_ATT_QBLOCK)
+                attend(&s, b, h, q,
+                       q1 - q < MODERNBERT_ATT_QBLOCK ? q1 : q + MODERNBERT_ATT_QBLOCK, thread);
+    }
+    slab_tiles(m, w->att, NULL, r0, r1, n, &L->pwo);
+    epi_ctx resid = {m, io, l, 0, w->x, d, NULL, NULL, NULL};
+    slab_product(m, &L->pwo, w->tiles, r0, r1, epi_add, &resid, thread);
+    slab_tiles(m, w->x, L->mlp_norm, r0, r1, n, &L->pwi);
+    epi_ctx gated = {m, io, l, 0, w->hb, ff, &L->pwo_mlp, w->gated_tiles, NULL};
+    slab_product(m, &L->pwi, w->tiles, r0, r1, epi_gated, &gated, thread);
+    slab_product(m, &L->pwo_mlp, w->gated_tiles, r0, r1, epi_add, &resid, thread);
+}
+
+/* The slab a task runs: the thread's own (slab i on thread i, so a slab's
+ * rows stay in one core's cache from layer to layer), else, where that
+ * thread has run it already, the first left. A loop has as many tasks as
+ * slabs, so every slab runs once. */
+static int slab_claim(slab_job *j, int thread) {
+    if (thread < j->slabs && !atomic_exchange(&j->taken[thread], 1)) return thread;
+    for (int s = 0; s < j->slabs; s++)
+        if (!atomic_exchange(&j->taken[s], 1)) return s;
+    return -1; /* not reached */
+}
+
+/* A slab: the rest of job->layer, then the next layer up to its Q/K/V. */
+static void slab_task(void *ctx, int task, int thread) {
+    (void)task;
+    slab_job *j = ctx;
+    int s = slab_claim(j, thread);
+    if (s < 0) return;
+    int tiles = (j->n + CPU_BF16W_TB - 1) / CPU_BF16W_TB;
+    int r0 = s * tiles / j->slabs * CPU_BF16W_TB, r1 = (s + 1) * tiles / j->slabs * CPU_BF16W_TB;
+    if (r1 > j->n) r1 = j->n;
+    if (r0 >= r1) return;
+    int nl = j->m->cfg.num_hidden_layers;
+    if (j->layer >= 0) {
+        slab_back(j->m, j->io, j->layer, r0, r1, thread);
+        if (j->io->hidden && j->layer < nl - 1) {
+            size_t d = dim(j->m), plane = (size_t)j->n * d;
+            store_rows(j->io, j->io->hidden + (size_t)(j->layer + 1) * plane, j->m->ws.x,
+                       (size_t)r0, (size_t)r1, d);
+        }
+    }
+    if (j->layer + 1 < nl) slab_front(j->m, j->io, j->layer + 1, r0, r1, thread);
+}
+
+/* The layers by slabs, a pool loop per layer (and one for layer 0's Q/K/V). */
+static void layers_by_slabs(modernbert_model *m, const modernbert_io *io, int n) {
+    slab_job j = {.m = m, .io = io, .slabs = nc_pool_threads(m->pool), .n = n};
+    for (j.layer = -1; j.layer < m->cfg.num_hidden_layers; j.layer++) {
+        for (int s = 0; s < j.slabs; s++)
+            atomic_init(&j.taken[s], 0);
+        nc_pool_for(m->pool, j.slabs, slab_task, &j);
+    }
 }
 
 nc_status modernbert_forward(modernbert_model *m, const modernbert_io *io, nc_error *err) {
@@ -426,11 +605,15 @@ nc_status modernbert_forward(modernbert_model *m, const modernbert_io *io, nc_er
     size_t d = dim(m), plane = (size_t)n * d;
 
     NC_TRY(modernbert_embed(m, io->ids, n, w->x, err));
-    if (io->hidden) store_rows(io, io->hidden, w->x, (size_t)n, d);
-    for (int l = 0; l < nl; l++) {
-        encoder_layer(m, io, l, n);
-        if (io->hidden && l < nl - 1)
-            store_rows(io, io->hidden + (size_t)(l + 1) * plane, w->x, (size_t)n, d);
+    if (io->hidden) store_rows(io, io->hidden, w->x, 0, (size_t)n, d);
+    if (by_slabs(m, n)) {
+        layers_by_slabs(m, io, n);
+    } else {
+        for (int l = 0; l < nl; l++) {
+            encoder_layer(m, io, l, n);
+            if (io->hidden && l < nl - 1)
+                store_rows(io, io->hidden + (size_t)(l + 1) * plane, w->x, 0, (size_t)n, d);
+        }
     }
     modernbert_layernorm_rows(m, w->x, w->x, m->final_norm, n);
     for (size_t r = 0; r < (size_t)n; r++) /* pad rows hold no meaning: zeros, as documented */

@@ -28,7 +28,11 @@ typedef struct modernbert_layer {
 typedef struct modernbert_workspace {
     size_t rows;                    /* capacity in token rows (batch * seq) */
     int seq_cap;                    /* RoPE tables cover positions < seq_cap */
-    float *x, *xn, *qkv, *att, *hb; /* [rows, D], [rows, D], [rows, 3D], [rows, D], [rows, I] */
+    float *x, *xn, *att, *hb; /* [rows, D], [rows, D], [rows, D], [rows, I] */
+    /* [rows, 3D] each, Q/K/V head by head; the pass by slabs alternates
+     * them by layer, so a slab can write the next layer's while another
+     * slab's attention still reads this layer's (the other pass uses [0]) */
+    float *qkv[2];
     float *raw;    /* [rows, max(3D, 2I)]: an unpacked product before its epilogue */
     float *blocks; /* cpu_packed_matmul's scratch for `rows` rows */
     /* activation tiles (gemm_bf16w.h) of `rows` rows that producers pack for

@@ -166,8 +166,8 @@ nc_status modernbert_workspace_reserve(modernbert_model *m, int batch, int seq, 
     size_t rows = (size_t)batch * (size_t)seq;
     if (rows > w->rows) {
         size_t d = (size_t)c->hidden_size, ff = (size_t)c->intermediate_size;
-        float **slots[] = {&w->x, &w->xn, &w->qkv, &w->att, &w->hb, &w->raw};
-        size_t width[] = {d, d, 3 * d, d, ff, 3 * d > 2 * ff ? 3 * d : 2 * ff};
+        float **slots[] = {&w->x, &w->xn, &w->qkv[0], &w->qkv[1], &w->att, &w->hb, &w->raw};
+        size_t width[] = {d, d, 3 * d, 3 * d, d, ff, 3 * d > 2 * ff ? 3 * d : 2 * ff};
         for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
             float **slot = slots[i];
             nc_free_aligned(*slot);
@@ -252,8 +252,9 @@ static void weights_unpack(modernbert_model *m) {
 }
 
 static void workspace_free(modernbert_workspace *w) {
-    float *bufs[] = {w->x,      w->xn,    w->qkv,         w->att,      w->hb,       w->raw,
-                     w->blocks, w->tiles, w->gated_tiles, w->rope_cos, w->rope_sin, w->scores};
+    float *bufs[] = {w->x,      w->xn,     w->qkv[0],      w->qkv[1],   w->att,
+                     w->hb,     w->raw,    w->blocks,      w->tiles,    w->gated_tiles,
+                     w->rope_cos, w->rope_sin, w->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         nc_free_aligned(bufs[i]);
     cpu_prompt_scratch_free(&w->prompt);

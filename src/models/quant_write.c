@@ -35,28 +35,46 @@ static cpu_wtype float_wtype(st_dtype d) {
     return d == ST_F32 ? CPU_W_F32 : d == ST_F16 ? CPU_W_F16 : CPU_W_BF16;
 }
 
+int quant_write_takes(int ndim, st_dtype dt, int64_t cols) {
+    return ndim == 2 && is_float(dt) && cols > 0 && cols <= INT_MAX;
+}
+
+void quant_write_stored_shape(st_write_tensor *t, cpu_wtype type) {
+    t->dtype = ST_U8;
+    t->shape[1] = (int64_t)cpu_wtype_row_bytes(type, (int)t->shape[1]);
+}
+
+void quant_write_span(cpu_wtype type, st_dtype dt, int cols, const void *src, size_t first,
+                      size_t n, float *row_f32, uint8_t *row_q, void *dst) {
+    size_t row_bytes = cpu_wtype_row_bytes(type, cols);
+    size_t in_row = (size_t)cols * st_dtype_size(dt), r0 = first / row_bytes;
+    uint8_t *o = dst;
+    for (size_t at = first; at < first + n;) {
+        size_t r = at / row_bytes, off = at % row_bytes;
+        size_t take = row_bytes - off < first + n - at ? row_bytes - off : first + n - at;
+        cpu_kernels_scalar.row_to_f32[float_wtype(dt)]((const uint8_t *)src + (r - r0) * in_row,
+                                                       row_f32, cols);
+        cpu_quantize_weight_row(type, row_f32, cols, row_q);
+        memcpy(o + (at - first), row_q + off, take);
+        at += take;
+    }
+}
+
 /* Bytes [first, first + n) of item `index` of the output. */
 static nc_status fill(void *vctx, int index, size_t first, size_t n, void *dst, nc_error *err) {
     (void)err;
     qw_ctx *c = vctx;
     const qw_item *it = &c->items[index];
-    size_t esz = st_dtype_size(it->qtype == CPU_W_N ? it->src->dtype : ST_U8);
     if (it->qtype == CPU_W_N) {
+        size_t esz = st_dtype_size(it->src->dtype);
         memcpy(dst, (const uint8_t *)it->src->data + first * esz, n * esz);
         return NC_OK;
     }
     int cols = (int)it->src->shape[1];
     size_t in_row = (size_t)cols * st_dtype_size(it->src->dtype);
-    uint8_t *o = dst;
-    for (size_t at = first; at < first + n;) {
-        size_t r = at / it->row_bytes, off = at % it->row_bytes;
-        size_t take = it->row_bytes - off < first + n - at ? it->row_bytes - off : first + n - at;
-        cpu_kernels_scalar.row_to_f32[float_wtype(it->src->dtype)](
-            (const uint8_t *)it->src->data + r * in_row, c->row_f32, cols);
-        cpu_quantize_weight_row(it->qtype, c->row_f32, cols, c->row_q);
-        memcpy(o + (at - first), c->row_q + off, take);
-        at += take;
-    }
+    quant_write_span(it->qtype, it->src->dtype, cols,
+                     (const uint8_t *)it->src->data + first / it->row_bytes * in_row, first, n,
+                     c->row_f32, c->row_q, dst);
     return NC_OK;
 }
 
@@ -121,11 +139,10 @@ nc_status quant_write_model(const char *in_dir, const char *out_dir, cpu_wtype t
             ts[i].dtype = t->dtype;
             items[i].qtype = CPU_W_N;
             sum.bytes_in += t->size_bytes;
-            if (t->ndim == 2 && is_float(t->dtype) && t->shape[1] > 0 && t->shape[1] <= INT_MAX) {
+            if (quant_write_takes(t->ndim, t->dtype, t->shape[1])) {
                 items[i].qtype = type;
                 items[i].row_bytes = cpu_wtype_row_bytes(type, (int)t->shape[1]);
-                ts[i].dtype = ST_U8;
-                ts[i].shape[1] = (int64_t)items[i].row_bytes;
+                quant_write_stored_shape(&ts[i], type);
                 if (t->shape[1] > max_cols) max_cols = (int)t->shape[1];
                 sum.n_quantized++;
             } else {

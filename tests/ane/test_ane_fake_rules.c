@@ -76,6 +76,19 @@ static void test_each_rule_refuses_its_construct_only(void) {
         {"broadcast-matmul", HEAD FN_MATMUL(1, 4) "}\n", HEAD FN_MATMUL(4, 4) "}\n",
          "CompilationFailure"},
         {"wide-conv", HEAD FN_CONV(16400) "}\n", HEAD FN_CONV(16384) "}\n", "CompilationFailure"},
+        {"palettized",
+         HEAD "    func main<ios18>(" T4(32, 4) " x) {\n"
+              "        tensor<uint8, [4, 32, 1, 1]> wi = const()[name = string(\"wi\"), val = "
+              "tensor<uint8, [4, 32, 1, 1]>(BLOBFILE(path = string(\"@model_path/weights/"
+              "weight.bin\"), offset = uint64(64)))];\n"
+              "        tensor<fp16, [1, 1, 1, 1, 256, 1]> wl = const()[name = string(\"wl\"), "
+              "val = tensor<fp16, [1, 1, 1, 1, 256, 1]>(BLOBFILE(path = string(\"@model_path/"
+              "weights/weight.bin\"), offset = uint64(256)))];\n"
+              "        tensor<fp16, [4, 32, 1, 1]> w = constexpr_lut_to_dense(indices = wi, lut = "
+              "wl)[name = string(\"w\")];\n"
+              "        " T4(4, 4) " y = conv(weight = w, x = x)[name = string(\"y\")];\n"
+              "    } -> (y);\n}\n",
+         HEAD FN_CONV(64) "}\n", "InvalidMILProgram"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ane_fake_behaviour b;

@@ -35,7 +35,7 @@ assert by["gather_int32"]["checker"].startswith("rejected [ane-gather-indices]: 
 assert by["width16"]["checker"].startswith("rejected [ane-io-width]: ")
 for ok in ("gather_uint16", "gather_int16", "softmax96", "elementwise_only", "multi_function",
            "chain4_async", "chain4_events", "surfaces_mixed", "surfaces_uniform", "surface_small",
-           "palettized", "palettized6_grouped"):
+           "palettized", "palettized6_grouped", "palettized8_grouped"):
     assert by[ok]["status"] == "ok", ok
 assert by["gemm_tops"]["tops"] > 0 and by["matvec_bandwidth"]["gbps"] > 0
 modes = {c["mode"] for c in cases}

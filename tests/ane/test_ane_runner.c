@@ -321,8 +321,10 @@ static void run_sequence(host *h, ane_runner *r, const prompt_ref *p, ane_run_mo
 }
 
 /* The sequence on `dev`: every prompt position within tolerance of HF,
- * greedy ids = HF's, async = sync bit for bit. */
-static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
+ * greedy ids = HF's, async = sync bit for bit. With `split`, the device
+ * refuses multi-output functions, which the outputs rung runs as a
+ * request per output: n_out - 1 more requests per such function. */
+static void runs_the_bundle_like_hf_split(const ane_device *dev, int is_fake, int split) {
     nc_error err = {0};
     prompt_ref p;
     CHECK(load_prompt(1, &p));
@@ -340,8 +342,11 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     CHECK(sync_l && async_l && event_l && ref.dtype == NC_NPY_F32 && ref.shape[0] == p.n_ids &&
           ref.shape[1] == h.V);
     run_sequence(&h, r, &p, ANE_RUN_SYNC, sync_l, gen_sync, &err);
-    long issued = ane_runner_requests_issued(r);
-    CHECK(issued == (long)T * h.m.kernels_per_token);
+    long issued = ane_runner_requests_issued(r), per_token = h.m.kernels_per_token;
+    for (int i = 0; split && i < h.m.n_programs; i++)
+        for (int f = 0; h.m.programs[i].layer >= 0 && f < h.m.programs[i].n_fns; f++)
+            if (h.m.programs[i].fns[f].seq == S) per_token += h.m.programs[i].fns[f].n_out - 1;
+    CHECKF(issued == (long)T * per_token, "%ld requests, want %ld", issued, (long)T * per_token);
     if (is_fake) CHECK(ane_fake_evaluations(dev) == issued);
     run_sequence(&h, r, &p, ANE_RUN_ASYNC, async_l, gen_async, &err);
     run_sequence(&h, r, &p, ANE_RUN_ASYNC_EVENTS, event_l, gen_event, &err);
@@ -375,6 +380,23 @@ static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
     nc_test_host_close(&h);
     ane_runner_free(r);
     nc_npy_free(&ref);
+}
+
+static void runs_the_bundle_like_hf(const ane_device *dev, int is_fake) {
+    runs_the_bundle_like_hf_split(dev, is_fake, 0);
+}
+
+/* The outputs rung: under reject=multi-output, qkv and kv run as one
+ * program per output, sync, async and with events, still like HF. */
+static void test_fake_device_splits_multi_output_functions(void) {
+    CHECK(compile_bundle());
+    nc_error err = {0};
+    ane_device dev;
+    ane_fake_options o = {ANE_SURFACE_POLICY_DEFAULT, ANE_MAX_IN_FLIGHT, 0, {0}};
+    o.behave.reject = ANE_REJECT_MULTI_OUTPUT;
+    CHECK_OK(ane_fake_new_with(&o, &dev, &err), &err);
+    runs_the_bundle_like_hf_split(&dev, 1, 1);
+    ane_fake_free(&dev);
 }
 
 static void test_fake_device_runs_the_bundle_like_hf(void) {
@@ -785,6 +807,7 @@ int main(void) {
     RUN(test_plan_without_the_ane_head);
     RUN(test_fake_device_reorders_symbols_and_checks_requests);
     RUN(test_fake_device_runs_the_bundle_like_hf);
+    RUN(test_fake_device_splits_multi_output_functions);
     RUN(test_plan_follows_one_kernel_per_layer);
     RUN(test_each_surface_policy_runs_like_hf);
     RUN(test_fake_enforces_the_surface_policy);

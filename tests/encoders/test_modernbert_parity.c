@@ -70,8 +70,10 @@ static double max_err_real(const float *a, const float *b, const int32_t *mask, 
 }
 
 /* pack_budget: modernbert_set_pack_budget (the default packs every layer
- * matrix where the table packs; a small one packs the first few only). */
-static void check_model_packed(const char *name, const char *sub, int head, size_t pack_budget) {
+ * matrix where the table packs; a small one packs the first few only);
+ * threads: the model's pool. */
+static void check_model_on(const char *name, const char *sub, int head, size_t pack_budget,
+                           int threads) {
     nc_error err = {0};
     ref r;
     if (ref_load(name, sub, &r, head == MODERNBERT_HEAD_NONE, head != MODERNBERT_HEAD_NONE, &err)) {
@@ -82,7 +84,7 @@ static void check_model_packed(const char *name, const char *sub, int head, size
     char dir[256];
     snprintf(dir, sizeof dir, FIX "%s", name);
     modernbert_model *m = NULL;
-    CHECK_OK(modernbert_load(dir, TEST_THREADS, &m, &err), &err);
+    CHECK_OK(modernbert_load(dir, threads, &m, &err), &err);
     modernbert_set_pack_budget(m, pack_budget);
     const modernbert_config *c = modernbert_model_config(m);
     CHECK(c->head == (modernbert_head)head);
@@ -115,8 +117,9 @@ static void check_model_packed(const char *name, const char *sub, int head, size
     if (!st && head == MODERNBERT_HEAD_CLASSIFIER)
         for (size_t i = 0; i < nlog; i++)
             eg = nc_worse(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
-    printf("  %s/%s (rows of %d): max |err| hidden (all layers) %.3g, last %.3g, logits %.3g\n",
-           name, sub, r.seq, eh, el, eg);
+    printf("  %s/%s (rows of %d, %d threads): max |err| hidden (all layers) %.3g, last %.3g, "
+           "logits %.3g\n",
+           name, sub, r.seq, threads, eh, el, eg);
     free(hidden);
     free(last);
     free(logits);
@@ -124,6 +127,10 @@ static void check_model_packed(const char *name, const char *sub, int head, size
     modernbert_free(m);
     CHECK(st == NC_OK);
     CHECK(eh <= TOL && el <= TOL && eg <= TOL);
+}
+
+static void check_model_packed(const char *name, const char *sub, int head, size_t pack_budget) {
+    check_model_on(name, sub, head, pack_budget, TEST_THREADS);
 }
 
 static void check_model(const char *name, const char *sub, int head) {
@@ -163,6 +170,20 @@ static void test_mmbert_long_rows_match_hf(void) {
 static void test_modernbert_partly_packed_matches_hf(void) {
     check_model_packed("mb_bf16", "ref", MODERNBERT_HEAD_NONE, 150000);
     check_model_packed("mb_mlm", "ref_long", MODERNBERT_HEAD_MLM, 0);
+}
+
+/* Where every product runs on packed bf16 panels (AVX-512 without AMX),
+ * each thread takes a slab of whole 12-row tiles through the layer (2
+ * threads above): one thread (one slab), three (slabs that end inside
+ * sequences, at rows 72 and 156 of mb_hd48's 231), five (slabs of one
+ * and two tiles), and nine, where mb_bf16's 8 tiles are too few for a
+ * slab per thread and the products split by columns. */
+static void test_modernbert_slabs_on_other_thread_counts(void) {
+    check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 1);
+    check_model_on("mb_hd48", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 1);
+    check_model_on("mb_hd48", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 3);
+    check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 5);
+    check_model_on("mb_bf16", "ref", MODERNBERT_HEAD_NONE, MODERNBERT_PACK_BUDGET_BYTES, 9);
 }
 
 /* A row alone (no padding) gives what it gave inside the padded batch, and
@@ -235,6 +256,7 @@ int main(void) {
     RUN(test_modernbert_long_rows_match_hf);
     RUN(test_mmbert_long_rows_match_hf);
     RUN(test_modernbert_partly_packed_matches_hf);
+    RUN(test_modernbert_slabs_on_other_thread_counts);
     RUN(test_modernbert_single_row_and_selected_mlm_rows);
     RUN(test_modernbert_rejects_bad_batches);
     return nc_test_exit_code();

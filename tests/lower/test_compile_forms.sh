@@ -60,9 +60,12 @@ function one gather matmul broadcast 65536 61
 EOF2
 
 # the kernel split keeps what the device takes: qkv (three outputs) and kv
-# (two) are refused, attn and mlp stay on the device
-"$BIN" run $T --backend ane --ane-device fake:reject=multi-output -m "$TMP/kernel-per-chunk-onehot" \
-    -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+# (two) are refused, attn and mlp stay on the device (a ladder without the
+# outputs rung, which would put qkv and kv back as a program per output:
+# tests/ane/test_ane_ladder_outputs.sh)
+echo '{"ladder_order": ["program", "function", "cpu"]}' >"$TMP/order.json"
+NECTAR_ANE_PROFILE="$TMP/order.json" "$BIN" run $T --backend ane --ane-device fake:reject=multi-output \
+    -m "$TMP/kernel-per-chunk-onehot" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
 if cmp -s "$TMP/o" "$TMP/cpu" && grep -q "layers 0-4: 30/60 kernels on the ANE, 30 on the CPU" "$TMP/e"; then
     pass kernel_split_confines_a_refusal
 else
@@ -136,11 +139,12 @@ else
 fi
 
 # --kv-update host: no kernel updates the cache (qkv, attn, mlp per bucket:
-# 5 x 3 x 3 + the head = 46 functions); the interpreter engine writes k_new
-# and v_new into the cache between qkv and attn and gives the cpu's text,
-# on models/demo and a Qwen3.5 fixture; the ane runtime, which runs a
-# chunk's kernels back to back, refuses the bundle in one line; 2 or 1
-# kernels per layer (qkv and attn fused) are refused at compile time
+# 5 x 3 x 3 + the head = 46 functions); the interpreter engine, and the ane
+# runner (a host step per cache between qkv and attn, ane_plan.c), write
+# k_new and v_new into the cache and give the cpu's text, on models/demo
+# (also with a 231-token prompt through every bucket) and a Qwen3.5
+# fixture; 2 or 1 kernels per layer (qkv and attn fused) are refused at
+# compile time
 "$BIN" compile -m $M -o "$TMP/host" $T --kv-update host >"$TMP/out" 2>&1
 if grep -q " 46 functions" "$TMP/out" && ! grep -q "func kv_s" "$TMP"/host/*/model.mil &&
     grep -q '"kv_update": "host"' "$TMP/host/manifest.json" &&
@@ -151,20 +155,34 @@ if grep -q " 46 functions" "$TMP/out" && ! grep -q "func kv_s" "$TMP"/host/*/mod
 else
     fail kv_update_host_mil_equals_cpu "$(cat "$TMP/out")"
 fi
+LONG=$(python3 -c "print(' '.join('word%d' % i for i in range(80)))")
+"$BIN" run $T -m $M -p "$LONG" --temp 0 -n 16 >"$TMP/clong" 2>/dev/null
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/host" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+"$BIN" run $T --backend ane --ane-device fake -m "$TMP/host" -p "$LONG" --temp 0 -n 16 \
+    >"$TMP/olong" 2>/dev/null
+if cmp -s "$TMP/o" "$TMP/cpu" && [ -s "$TMP/clong" ] && cmp -s "$TMP/olong" "$TMP/clong" &&
+    grep -q "layers 0-4: 45/45 kernels on the ANE" "$TMP/e"; then
+    pass kv_update_host_ane_equals_cpu
+else
+    fail kv_update_host_ane_equals_cpu "$(head -c 400 "$TMP/e")"
+fi
 Q=tests/fixtures/qwen35/tiny_vl_tied
 "$BIN" compile -m $Q -o "$TMP/host35" $T --kv-update host >/dev/null 2>&1
 "$BIN" run $T -m $Q -p "Hello there" --temp 0 -n 64 >"$TMP/c35" 2>/dev/null
-if "$BIN" run $T --backend mil -m "$TMP/host35" -p "Hello there" --temp 0 -n 64 >"$TMP/o" 2>/dev/null &&
-    [ -s "$TMP/c35" ] && cmp -s "$TMP/o" "$TMP/c35"; then
-    pass kv_update_host_qwen35_mil_equals_cpu
+ok=1
+for be in mil "ane --ane-device fake"; do
+    # shellcheck disable=SC2086
+    "$BIN" run $T --backend $be -m "$TMP/host35" -p "Hello there" --temp 0 -n 64 \
+        >"$TMP/o" 2>/dev/null && [ -s "$TMP/c35" ] && cmp -s "$TMP/o" "$TMP/c35" || ok=0
+done
+if [ $ok = 1 ]; then
+    pass kv_update_host_qwen35_mil_and_ane_equal_cpu
 else
-    fail kv_update_host_qwen35_mil_equals_cpu "differs"
+    fail kv_update_host_qwen35_mil_and_ane_equal_cpu "differs"
 fi
-if ! "$BIN" run $T --backend ane --ane-device fake -m "$TMP/host" -p "$P" -n 2 >"$TMP/o" 2>"$TMP/e" &&
-    [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "kv-update host" "$TMP/e" &&
-    ! "$BIN" compile -m $M -o "$TMP/host2" $T --kv-update host --kernels-per-layer 2 \
-        >/dev/null 2>"$TMP/e2" && [ ! -e "$TMP/host2" ] && [ "$(wc -l <"$TMP/e2")" -eq 1 ]; then
+if ! "$BIN" compile -m $M -o "$TMP/host2" $T --kv-update host --kernels-per-layer 2 \
+    >/dev/null 2>"$TMP/e2" && [ ! -e "$TMP/host2" ] && [ "$(wc -l <"$TMP/e2")" -eq 1 ]; then
     pass kv_update_host_refusals_are_one_line
 else
-    fail kv_update_host_refusals_are_one_line "$(cat "$TMP/e" "$TMP/e2")"
+    fail kv_update_host_refusals_are_one_line "$(cat "$TMP/e2")"
 fi

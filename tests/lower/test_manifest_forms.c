@@ -33,7 +33,7 @@ static void test_forms_absent_read_as_the_old_defaults(void) {
     CHECK(m.forms.program_split == LOWER_SPLIT_LAYER && m.forms.head_split == LOWER_HEAD_ONE &&
           m.forms.kv_update == LOWER_KV_GATHER && m.forms.rope == LOWER_ROPE_MATMUL &&
           m.forms.attention == LOWER_ATTN_BROADCAST && m.forms.exp == LOWER_EXP_OP &&
-          m.forms.matmul_pad == LOWER_PAD_NONE);
+          m.forms.matmul_pad == LOWER_PAD_NONE && m.forms.bucket_form == LOWER_BUCKETS_PER_BUCKET);
     lower_manifest_free(&m);
     /* the first three only: the later ones take their old forms */
     CHECK_OK(parse_with_forms("{\"program_split\":\"kernel\",\"head_split\":\"per-chunk\","
@@ -51,13 +51,15 @@ static void test_forms_read_back_as_written(void) {
     nc_error err = {0};
     CHECK_OK(parse_with_forms("{\"program_split\":\"function\",\"head_split\":\"one\","
                               "\"head_rows\":4096,\"kv_update\":\"gather\",\"rope\":\"conv\","
-                              "\"attention\":\"grouped\",\"exp\":\"sigmoid\",\"matmul_pad\":\"32\"}",
+                              "\"attention\":\"grouped\",\"exp\":\"sigmoid\",\"matmul_pad\":\"32\","
+                              "\"bucket_form\":\"enumerated\"}",
                               &m, &err),
              &err);
     CHECK(m.forms.program_split == LOWER_SPLIT_FUNCTION && m.forms.head_split == LOWER_HEAD_ONE &&
           m.forms.head_rows == 4096 && m.forms.kv_update == LOWER_KV_GATHER &&
           m.forms.rope == LOWER_ROPE_CONV && m.forms.attention == LOWER_ATTN_GROUPED &&
-          m.forms.exp == LOWER_EXP_SIGMOID && m.forms.matmul_pad == LOWER_PAD_32);
+          m.forms.exp == LOWER_EXP_SIGMOID && m.forms.matmul_pad == LOWER_PAD_32 &&
+          m.forms.bucket_form == LOWER_BUCKETS_ENUMERATED);
     lower_manifest_free(&m);
 }
 
@@ -67,7 +69,7 @@ static void test_unknown_form_names_it(void) {
     } forms[] = {{"program_split", "a program split"}, {"head_split", "a head split"},
                  {"kv_update", "a KV update"},         {"rope", "a RoPE form"},
                  {"attention", "an attention form"},   {"exp", "an exp form"},
-                 {"matmul_pad", "a matmul padding"}};
+                 {"matmul_pad", "a matmul padding"},   {"bucket_form", "a bucket form"}};
     for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
         char json[512], want[128];
         snprintf(json, sizeof json,

@@ -173,11 +173,42 @@ static void test_blobfile_resolves_against_model_folder(void) {
     rmdir(root);
 }
 
+/* Function attributes from text (what the builder cannot spell): a
+ * FlexibleShapeInformation value lands on the function, readable by name;
+ * bad text is an error naming what was expected, leaving it unchanged. */
+static void test_function_attrs_from_text(void) {
+    const char *src = "program(1.3)\n{\n    func main<ios18>(tensor<fp16, [1, ?]> x) {\n"
+                      "        tensor<fp16, [1, ?]> y = relu(x = x)[name = string(\"y\")];\n"
+                      "    } -> (y);\n}\n";
+    mil_program *p = NULL;
+    nc_error err = {0};
+    CHECK_OK(mil_parse(src, strlen(src), "t.mil", &p, &err), &err);
+    if (!p) return;
+    mil_function *fn = p->functions[0];
+    CHECK_OK(mil_function_parse_attrs(
+                 fn,
+                 "[FlexibleShapeInformation = tuple<tuple<string, dict<string, tensor<int32, "
+                 "[?]>>>, tuple<string, dict<string, dict<string, tensor<int32, [?]>>>>>(((\"Def"
+                 "aultShapes\", {{\"x\", [1, 32]}}), (\"EnumeratedShapes\", {{\"0000abcd\", "
+                 "{{\"x\", [1, 32]}}}, {\"0000abce\", {{\"x\", [1, 64]}}}})))]",
+                 &err),
+             &err);
+    const mil_value *v = mil_function_attr(fn, "FlexibleShapeInformation");
+    CHECK(v && v->kind == MIL_VALUE_TUPLE && v->n == 2);
+    CHECK(mil_function_parse_attrs(fn, "[a = int32(1), ", &err) != NC_OK);
+    CHECK(strstr(err.msg, "<attributes>") != NULL);
+    CHECK(mil_function_parse_attrs(fn, "[a = int32(1)] extra", &err) != NC_OK);
+    CHECK(strstr(err.msg, "end of the attributes") != NULL);
+    CHECK(mil_function_attr(fn, "FlexibleShapeInformation") == v);
+    mil_program_free(p);
+}
+
 int main(void) {
     RUN(test_errors_give_line_column_expected_and_found);
     RUN(test_integer_dtype_bounds_are_exact);
     RUN(test_byte_order_mark_and_crlf_are_accepted);
     RUN(test_deep_nesting_is_an_error_not_a_crash);
     RUN(test_blobfile_resolves_against_model_folder);
+    RUN(test_function_attrs_from_text);
     return nc_test_exit_code();
 }

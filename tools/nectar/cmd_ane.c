@@ -16,6 +16,7 @@
 
 #include "ane_host/ane_bundle_probe.h"
 #include "ane_host/ane_fake.h"
+#include "ane_host/ane_ladder.h"
 #include "ane_host/ane_probe.h"
 #include "ane_host/ane_stage.h"
 #include "base/json.h"
@@ -29,7 +30,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: nectar ane doctor [-o FILE] ...   (the first run in one command: --help)\n"
-               "       nectar ane probe [--device fake|real] [--json FILE] ...   (--help)\n"
+               "       nectar ane probe [--device real|fake[:SETTING...]] [--json FILE] ...   (--help)\n"
                "  probe: asks the Neural Engine (or the fake device) what it accepts.\n"
                "The fake device of run/chat/serve/bench (--backend ane):\n");
     ane_fake_behaviour_help(f);
@@ -96,14 +97,15 @@ int ane_write_json(json_t *root, const char *path) {
     return st ? cli_fail(&err) : 0;
 }
 
-/* The compile ladder's record and order in the profile being replaced
- * (ane_ladder.h) stay: a new probe answers other questions. */
+/* The compile ladder's record and order and the lowering forms' outcomes
+ * in the profile being replaced (ane_ladder.h, forms_profile.h) stay: a
+ * new probe answers other questions. */
 void ane_keep_ladder(json_t *doc, const char *prof) {
     json_t *old = NULL;
     nc_error err = {0};
     if (!nc_file_exists(prof) || nc_json_load_file(prof, &old, &err)) return;
-    const char *keys[] = {"ladder", "ladder_order"};
-    for (int i = 0; i < 2; i++) {
+    const char *keys[] = {"ladder", "ladder_order", "forms"};
+    for (int i = 0; i < 3; i++) {
         json_t *v = json_object_get(old, keys[i]);
         if (v) json_object_set(doc, keys[i], v);
     }
@@ -155,9 +157,37 @@ nc_status ane_run_probe(const char *device, const char *work, int small, int rep
     return st;
 }
 
+/* --bundle's outcome per lowering form into the probe profile (unless
+ * save is 0; the fake device's only with NECTAR_ANE_PROFILE), and the
+ * compile options the profile then suggests for this device, into
+ * options ("" when none). */
+static nc_status record_forms(const char *device, const char *bundle,
+                              const ane_bundle_probe_prog *p, int n, int save, char *options,
+                              size_t cap, nc_error *err) {
+    options[0] = '\0';
+    lower_forms_tally t;
+    int has = 0;
+    NC_TRY(ane_bundle_probe_forms(bundle, p, n, &t, &has, err));
+    if (!has) return NC_OK;
+    char prof[1024] = "";
+    if (save) NC_TRY(ane_ladder_profile_path(!strncmp(device, "fake", 4), prof, sizeof prof, err));
+    ane_ladder l;
+    NC_TRY(ane_ladder_open(&l, prof, device, err));
+    if (!l.recorded) l.recorded = json_object(); /* the suggestion, also without a file */
+    lower_forms_tally_put(l.recorded, device, &t);
+    lower_all_forms next;
+    char why[1024];
+    if (ane_ladder_recommend(&l, &t.of, &next, why, sizeof why, options, cap))
+        printf("the probe profile%s%s suggests: %s\n", prof[0] ? " " : "", prof, why);
+    nc_status st = ane_ladder_record(&l, NULL, 0, err);
+    if (!st && prof[0]) printf("lowering forms recorded in the probe profile %s\n", prof);
+    ane_ladder_close(&l);
+    return st;
+}
+
 /* --bundle: the bundle's own programs whole, per bucket, per function. */
 static int probe_bundle(const char *device, const char *bundle, const char *work,
-                        const char *json_path) {
+                        const char *json_path, int save) {
     nc_error err = {0};
     ane_device dev;
     if (open_device(device, &dev, &err)) return cli_fail(&err);
@@ -175,6 +205,11 @@ static int probe_bundle(const char *device, const char *bundle, const char *work
                  "ones may fail for that reason alone)"
                : "");
     ane_bundle_probe_recommend(p, n, stdout);
+    char options[512];
+    if (record_forms(device, bundle, p, n, save, options, sizeof options, &err)) {
+        free(p);
+        return cli_fail(&err);
+    }
     int rc = 0;
     if (json_path) {
         json_t *progs = json_array();
@@ -193,9 +228,10 @@ static int probe_bundle(const char *device, const char *bundle, const char *work
             ane_bundle_probe_recommend(p, n, mf);
             fclose(mf);
         }
-        json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:s}", "nectar_version", NECTAR_VERSION,
-                                "bundle", bundle, "device", device, "compiles", opens, "programs",
-                                progs, "recommendations", rec ? rec : "");
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:o, s:s, s:s}", "nectar_version",
+                                NECTAR_VERSION, "bundle", bundle, "device", device, "compiles",
+                                opens, "programs", progs, "recommendations", rec ? rec : "",
+                                "suggested_options", options);
         free(rec);
         rc = doc ? ane_write_json(doc, json_path) : cli_failf("out of memory");
         json_decref(doc);
@@ -213,9 +249,9 @@ static int probe(int argc, char **argv) {
     const char *json_path = NULL, *work = NULL, *bundle = NULL;
     int no_save = 0, small = 0, full = 0, repeats = 0;
     const cli_opt opts[] = {
-        CLI_OPT(NULL, "--device", CLI_STRING, "fake|real",
-                "the device (default: real on macOS, else fake; with --bundle also\n"
-                "fake:SETTING[:...], the fake device's settings below)",
+        CLI_OPT(NULL, "--device", CLI_STRING, "real|fake[:SETTING...]",
+                "the device (default: real on macOS, else fake; fake:SETTING[:...]\n"
+                "sets the fake device's behaviour, below)",
                 &device),
         CLI_OPT(NULL, "--json", CLI_STRING, "FILE", "write the results to FILE", &json_path),
         CLI_OPT(NULL, "--no-save", CLI_FLAG, NULL,
@@ -233,18 +269,24 @@ static int probe(int argc, char **argv) {
         CLI_OPT(NULL, "--bundle", CLI_STRING, "DIR",
                 "compile the bundle's own programs whole, per sequence bucket and per\n"
                 "function, and recommend a form for each disputed construct (the program\n"
-                "split; for a kernel refused even alone, the options of its construct)",
+                "split; for a kernel refused even alone, the options of its construct);\n"
+                "what each lowering form met goes into the probe profile (the fake\n"
+                "device's only in $NECTAR_ANE_PROFILE), and the compile options it then\n"
+                "suggests are printed (nectar compile --ane-profile takes them)",
                 &bundle),
         CLI_ENDROW};
     const cli_command cmd = {
         .name = "ane probe",
-        .usage = "[--device fake|real] [--json FILE] [--no-save] [--work DIR] [--repeats N]\n"
+        .usage = "[--device real|fake[:SETTING...]] [--json FILE] [--no-save] [--work DIR] [--repeats N]\n"
                  "                        [--small|--full] [--bundle DIR]",
         .about = "Runs a ladder of small programs on the Neural Engine (real, macOS) or the fake\n"
                  "device (the MIL interpreter) and reports, per case, whether it compiled, loaded\n"
                  "and evaluated, the framework's error text, the error against the interpreter\n"
                  "and the time. Unless --no-save the results are also saved as the probe profile\n"
-                 "that `nectar mil check --ane-profile` and the ANE device read.\n",
+                 "that `nectar mil check --ane-profile` and the ANE device read. With --bundle,\n"
+                 "what each lowering form met is recorded in the profile (the fake device's only\n"
+                 "in $NECTAR_ANE_PROFILE), and the compile options it then suggests are printed:\n"
+                 "`nectar compile --ane-profile` takes them.\n",
         .opts = {opts}};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc == 0) { /* after the help: the settings --device fake: takes */
@@ -254,8 +296,8 @@ static int probe(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if (small && full) return cli_usage_error(&cmd, "--small and --full exclude each other");
     int save = !no_save, size = small ? 1 : full ? 0 : -1;
-    if (!bundle && strcmp(device, "fake") && strcmp(device, "real"))
-        return cli_failf("--device %s: give fake or real (fake:SETTING with --bundle)", device);
+    if (strncmp(device, "fake", 4) && strcmp(device, "real"))
+        return cli_failf("--device %s: give real, fake or fake:SETTING[:...]", device);
     nc_error err = {0};
     char root[1024], tmpwork[1100];
     if (ane_stage_default_root(root, sizeof root, &err)) return cli_fail(&err);
@@ -263,7 +305,7 @@ static int probe(int argc, char **argv) {
         snprintf(tmpwork, sizeof tmpwork, "%s/%s", root, bundle ? "probe-bundle" : "probe");
         work = tmpwork;
     }
-    if (bundle) return probe_bundle(device, bundle, work, json_path);
+    if (bundle) return probe_bundle(device, bundle, work, json_path, save);
     ane_probe_result *res = NULL;
     int n = 0;
     if (ane_run_probe(device, work, size, repeats, &res, &n, &err)) return cli_fail(&err);

@@ -15,7 +15,10 @@
 #include "ane_host/ane_ladder.h"
 #include "ane_host/ane_stage.h"
 #include "bundle/bundle_io.h"
+#include "base/mmap.h"
+#include "cli_forms.h"
 #include "cli_opts.h"
+#include "lower/qwen3_compile.h"
 #include "cmd_ane.h"
 #include "commands.h"
 #include "nectar.h"
@@ -58,6 +61,39 @@ static nc_status generate(const char *path, const char *backend, const char *con
     nc_model_free(m);
     *text = b.p ? b.p : strdup("");
     return st;
+}
+
+/* model compiled into bundle: with the default forms, or, where the probe
+ * profile records forms this device refused, with the ones it suggests
+ * (cli_forms.h; recorded in run as "forms"), so a second doctor run
+ * starts from what the first one learnt. */
+static nc_status compile_model(const char *model, const char *bundle, const char *device,
+                               int fake, int threads, const char *const *copts, json_t *run,
+                               nc_error *err) {
+    char prof[1300];
+    lower_all_forms a = {{0}, 0};
+    int changed = 0;
+    if (!ane_ladder_profile_path(fake, prof, sizeof prof, err) && prof[0] && nc_file_exists(prof))
+        NC_TRY(cli_forms_from_profile(prof, device, NULL, &a, &changed, err));
+    if (!changed) return nc_compile(model, bundle, copts, err);
+    char opts[512] = "";
+    for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {
+        char v[32];
+        size_t n = strlen(opts);
+        lower_form_value(&a, (lower_form_key)k, v, sizeof v);
+        snprintf(opts + n, sizeof opts - n, "%s%s %s", n ? " " : "",
+                 lower_form_option((lower_form_key)k), v);
+    }
+    json_object_set_new(run, "forms", json_string(opts));
+    lower_compile_options o;
+    memset(&o, 0, sizeof o);
+    o.model_dir = model;
+    o.out_dir = bundle;
+    o.n_threads = threads;
+    o.forms = a.forms;
+    o.kernels_per_layer = a.kernels_per_layer;
+    lower_compile_report r;
+    return lower_qwen3_compile(&o, &r, err);
 }
 
 int cmd_ane_doctor(int argc, char **argv) {
@@ -136,7 +172,7 @@ int cmd_ane_doctor(int argc, char **argv) {
                             tokens);
     char *cpu_text = NULL, *cpu_where = NULL, *ane_text = NULL, *ane_where = NULL;
     nc_error e2 = {0};
-    nc_status st = nc_compile(model, bundle, copts, &e2);
+    nc_status st = compile_model(model, bundle, ane_device, fake, threads, copts, run, &e2);
     if (st) printf("compile: failed: %s\n", e2.msg);
     if (!st) st = generate(model, "cpu", copts, tokens, &cpu_text, &cpu_where, &e2);
     if (!st) st = generate(bundle, "ane", aopts, tokens, &ane_text, &ane_where, &e2);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_forms.h"
 #include "cli_opts.h"
 #include "cli_outdir.h"
 #include "cli_quantized.h"
@@ -28,6 +29,12 @@ int cmd_compile(int argc, char **argv) {
     o.progress = -1;
     cmd_palettize_args pa;
     cmd_palettize_args_init(&pa);
+    const char *profile = NULL;
+#if defined(__APPLE__)
+    const char *device = "real";
+#else
+    const char *device = "fake";
+#endif
     const cli_opt opts[] = {
         CLI_OPT("-m", "--model", CLI_STRING, "DIR", "Hugging Face Qwen3 folder", &o.model_dir,
                 .required = 1),
@@ -94,6 +101,13 @@ int cmd_compile(int argc, char **argv) {
                 "Qwen3-0.6B (~34 MB per layer, its mlp kernel 18.9 MB) 20000000 gives 112\n"
                 "layer compiles (+ 10 head: 122, above the ~119 per process)",
                 &o.forms.max_program_bytes, .min = 1, .max = INT32_MAX),
+        CLI_OPT(NULL, "--bucket-form", CLI_CHOICE, "per-bucket|enumerated",
+                "per-bucket: a function per kernel and sequence bucket (default; 12 per\n"
+                "layer); enumerated: a function per kernel whose inputs are an\n"
+                "EnumeratedShapes set of the buckets (3 per layer; takes --kv-update host,\n"
+                "Qwen3 and Llama; how a device selects one of the shapes is not known yet);\n"
+                "0 compiles",
+                &o.forms.bucket_form, .choices = "per-bucket|enumerated"),
         CLI_OPT(NULL, "--lm-head", CLI_CHOICE, "ane|cpu",
                 "where the final norm + LM head run (default ane)", &o.lm_head_on_cpu,
                 .choices = "ane|cpu"),
@@ -105,6 +119,15 @@ int cmd_compile(int argc, char **argv) {
                 "Qwen3.5 linear layers' prefill: the chunked delta rule (default) or the\n"
                 "recurrent form unrolled over the chunk (docs/qwen35.md)",
                 &o.q35_prefill, .choices = "chunked|unrolled"),
+        CLI_OPT(NULL, "--ane-profile", CLI_STRING, "FILE",
+                "a probe profile (NECTAR_ANE_PROFILE; docs/ane-bridge.md): each lowering form\n"
+                "it records as refused on --ane-device is replaced by the next one no device\n"
+                "refused (forms named on the command line are kept)",
+                &profile),
+        CLI_OPT(NULL, "--ane-device", CLI_STRING, "DEVICE",
+                "the device of --ane-profile, as the ane backend names it: real (default on\n"
+                "macOS) or fake[:SETTING...] (default elsewhere: fake)",
+                &device),
         CMD_PALETTIZE_OPTS(&pa),
         CLI_ENDROW};
     const cli_command cmd = {
@@ -125,6 +148,15 @@ int cmd_compile(int argc, char **argv) {
     if (rc != CLI_GO) return rc;
     if ((rc = cmd_palettize_options(&cmd, &pa, &o.palettize))) return rc;
     nc_error err = {0};
+    if (profile) {
+        int given[LOWER_N_FORM_KEYS], changed;
+        cli_forms_given(argc, argv, given);
+        lower_all_forms a = {o.forms, o.kernels_per_layer};
+        if (cli_forms_from_profile(profile, device, given, &a, &changed, &err))
+            return cli_fail(&err);
+        o.forms = a.forms;
+        o.kernels_per_layer = a.kernels_per_layer;
+    }
     /* q8/q4 blocks have no fp16 form the bundle could take; other failures
      * to read the weights are the compiler's to report */
     int n_quant = 0;

@@ -2,7 +2,9 @@
  * preset's shape (src/models/presets.c: Qwen3, Qwen3.5, Llama and
  * ModernBERT-family rows),
  * written by src/models/model_random.h, plus the tokenizer files copied from
- * --tokenizer DIR; --dry-run only says what it would write. */
+ * --tokenizer DIR; --type q8|q4 writes a decoder's matrices straight into
+ * `nectar quantize`'s blocks (the same bytes, no float copy on disk);
+ * --dry-run only says what it would write. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,11 +73,13 @@ static void warn_tokenizer_size(const char *out, const model_preset *p) {
 
 int cmd_gen_random(int argc, char **argv) {
     const char *out = NULL, *tok_dir = NULL;
-    int like = 0, dtype = 0, dry_run = 0;
+    int like = 0, dtype = 0, dry_run = 0, type = -1;
     int64_t seed = 1;
     model_random_options o = {0};
     static const st_dtype dtypes[] = {ST_BF16, ST_F16, ST_F32};
     static const char *const dtype_names[] = {"bf16", "f16", "f32"};
+    static const cpu_wtype types[] = {CPU_W_Q8, CPU_W_Q4};
+    static const char *const type_names[] = {"q8", "q4"};
     char names[512], list[512];
     model_preset_names(-1, "|", names, sizeof names);
     model_preset_names(-1, ", ", list, sizeof list);
@@ -83,6 +87,11 @@ int cmd_gen_random(int argc, char **argv) {
         CLI_OPT(NULL, "--like", CLI_CHOICE, "NAME", list, &like, .choices = names, .required = 1),
         CLI_OPT(NULL, "--dtype", CLI_CHOICE, "bf16|f16|f32", "weight type (default bf16)", &dtype,
                 .choices = "bf16|f16|f32"),
+        CLI_OPT(NULL, "--type", CLI_CHOICE, "q8|q4",
+                "write the matrices in nectar quantize's blocks: the\n"
+                "bytes `nectar quantize` makes of the --dtype folder\n"
+                "(text generators only)",
+                &type, .choices = "q8|q4"),
         CLI_OPT(NULL, "--seed", CLI_INT64, "S", "random seed (default 1)", &seed, .min = 0,
                 .max = INT64_MAX),
         CLI_OPT(NULL, "--tokenizer", CLI_STRING, "DIR",
@@ -111,11 +120,15 @@ int cmd_gen_random(int argc, char **argv) {
     o.dtype = dtypes[dtype];
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;
+    o.quant = type >= 0 ? types[type] : CPU_W_N;
     char data[4200];
     /* the family's default tokenizer (models/family.h) for a real model's
      * vocabulary size; a toy decoder shape ("tiny", 512 ids) gets a small
      * byte-level one with the same chat tokens, so every random folder runs */
     const model_family_row *f = model_family_of_presets(p->family);
+    if (type >= 0 && (!f || f->is_encoder))
+        return cli_failf("--type %s: %s is an encoder shape; only text generators load q8/q4",
+                         type_names[type], p->name);
     if (!tok_dir && f && f->random_tokenizer) {
         const char *name =
             f->is_encoder || p->vocab >= 32000 ? f->random_tokenizer : "small-tokenizer";
@@ -134,7 +147,8 @@ int cmd_gen_random(int argc, char **argv) {
     }
     if (dry_run) {
         printf("would write %s: %s shape, %s, %d tensors in %d file%s, %zu bytes\n", out, p->name,
-               dtype_names[dtype], r.n_tensors, r.n_files, r.n_files == 1 ? "" : "s", r.bytes);
+               type >= 0 ? type_names[type] : dtype_names[dtype], r.n_tensors, r.n_files,
+               r.n_files == 1 ? "" : "s", r.bytes);
         if (tok_dir) printf("would copy the tokenizer from %s\n", tok_dir);
         return 0;
     }
@@ -145,7 +159,7 @@ int cmd_gen_random(int argc, char **argv) {
     }
     if (tok_dir) warn_tokenizer_size(out, p);
     fprintf(stderr, "wrote %s: %s shape, %s, %d tensors, %.2f GB in %.1f s%s\n", out, p->name,
-            dtype_names[dtype], r.n_tensors, (double)r.bytes / 1e9, nc_now_s() - t0,
+            type >= 0 ? type_names[type] : dtype_names[dtype], r.n_tensors, (double)r.bytes / 1e9, nc_now_s() - t0,
             tok_dir ? "" : " (no tokenizer copied)");
     return 0;
 }
