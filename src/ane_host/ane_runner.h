@@ -94,7 +94,7 @@ nc_status ane_runner_run(ane_runner *r, int batch, int seq, int head_col, ane_ru
                          nc_error *err);
 
 /* The same for a chunk of n tokens of a Qwen3 or Qwen3.5 bundle at
- * position p (in columns p mod seq ...: qwen3_bundle_host.h): a Qwen3.5
+ * position p (in columns p mod seq ...: engine/decoder_bundle_host.h): a Qwen3.5
  * linear layer runs its one-token mixer for n == 1, else its chunk mixer,
  * on the chunk's columns gathered into order (ane_plan.h). */
 nc_status ane_runner_run_chunk(ane_runner *r, int seq, int n, int p, int head_col,

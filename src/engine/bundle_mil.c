@@ -35,15 +35,8 @@ void bm_free(bm_model *m) {
     free(m->its);
     free(m->progs);
     free(m->layer_prog);
-    qb_host_free(&m->h);
+    db_host_free(&m->h);
     memset(m, 0, sizeof *m);
-}
-
-static size_t io_count(const lower_io *io) {
-    size_t n = 1;
-    for (int i = 0; i < io->rank; i++)
-        n *= (size_t)io->shape[i];
-    return n;
 }
 
 static nc_status interp_of(bm_model *m, int prog, int fn, mil_interp **out, nc_error *err) {
@@ -66,7 +59,7 @@ static void host_kv_update(bm_model *m, const lower_fn_info *f, bm_env *env) {
         bm_named *fresh = env_get(env, pairs[i][0]), *cache = env_get(env, pairs[i][1]);
         if (!fresh || !cache || !cache->owned_dst || !f->seq) continue;
         size_t C = fresh->count / (size_t)f->seq;
-        qb_host_kv_write(&m->h, cache->owned_dst, fresh->data, C, f->seq);
+        db_host_kv_write(&m->h, cache->owned_dst, fresh->data, C, f->seq);
         cache->data = cache->owned_dst;
     }
 }
@@ -81,10 +74,10 @@ nc_status bm_run_fn(bm_model *m, int prog, int fn, bm_env *env, nc_error *err) {
         if (!v || !v->data)
             return nc_fail(err, NC_ERR_FORMAT, "%s: function %s takes '%s', which nothing provides",
                            m->h.dir, f->name, io->name);
-        if (v->count != io_count(io))
+        if (v->count != db_io_count(io))
             return nc_fail(err, NC_ERR_FORMAT,
                            "function %s: input '%s' holds %zu values, the host has %zu", f->name,
-                           io->name, io_count(io), v->count);
+                           io->name, db_io_count(io), v->count);
         NC_TRY(mil_interp_set_input(it, io->name, MIL_DT_FP32, io->rank, io->shape, v->data, err));
     }
     NC_TRY(mil_interp_run(it, err));
@@ -92,10 +85,10 @@ nc_status bm_run_fn(bm_model *m, int prog, int fn, bm_env *env, nc_error *err) {
         const lower_io *io = &f->out[i];
         mil_interp_view view;
         NC_TRY(mil_interp_get(it, io->name, &view, err));
-        if (!view.f32 || view.count != io_count(io))
+        if (!view.f32 || view.count != db_io_count(io))
             return nc_fail(err, NC_ERR_FORMAT,
                            "function %s: output '%s' has %zu values, expected %zu", f->name,
-                           io->name, view.count, io_count(io));
+                           io->name, view.count, db_io_count(io));
         size_t len = strlen(io->name);
         if (len > 4 && !strcmp(io->name + len - 4, "_out")) {
             char base[48];
@@ -171,7 +164,7 @@ static nc_status head_ane(bm_model *m, int col, int S, float *logits, nc_error *
 
 nc_status bm_head(bm_model *m, int col, int S, float *logits, nc_error *err) {
     if (!m->h.man.lm_head_on_ane) {
-        qb_host_head_cpu(&m->h, m->h.x, col, S, logits);
+        db_host_head_cpu(&m->h, m->h.x, col, S, logits);
         return NC_OK;
     }
     return head_ane(m, col, S, logits, err);
@@ -183,10 +176,11 @@ void bm_set_layer_hook(engine *e, engine_layer_hook hook, void *user) {
     m->hook_user = user;
 }
 
-nc_status bm_open(bm_model *m, const char *dir, int n_threads, nc_error *err) {
+nc_status bm_open(bm_model *m, const char *dir, const model_family_row *family, int n_threads,
+                  nc_error *err) {
     memset(m, 0, sizeof *m);
     m->head_prog = -1;
-    NC_TRY(qb_host_open(&m->h, dir, n_threads, err));
+    NC_TRY(db_host_open(&m->h, dir, family, n_threads, err));
     const lower_manifest *man = &m->h.man;
     m->L = man->cfg.num_hidden_layers;
     m->progs = calloc((size_t)man->n_programs, sizeof *m->progs);

@@ -1,14 +1,14 @@
-/* The MIL-interpreter side of a lowered decoder bundle, shared by qwen3-mil
- * and qwen35-mil: the manifest's programs parsed once, one fp16 interpreter
+/* The MIL-interpreter side of a lowered decoder bundle (the mil engine of
+ * every decoder family): the manifest's programs parsed once, one fp16 interpreter
  * per function (prepared on first use), and a function run as a dataflow
  * over named buffers: an input is bound from the buffer of its name; an
  * output NAME_out is copied into buffer NAME (the host's x, a cache or a
  * recurrent state), any other output becomes a buffer for the functions
- * after it (q, gate, ...). The engines bind their sequence's buffers. */
+ * after it (q, gate, ...). The engine binds its sequence's buffers. */
 #ifndef NC_ENGINE_BUNDLE_MIL_H
 #define NC_ENGINE_BUNDLE_MIL_H
 
-#include "engine/qwen3_bundle_host.h"
+#include "engine/decoder_bundle_host.h"
 #include "mil/interp.h"
 
 #define BM_MAX_NAMED 48
@@ -29,7 +29,7 @@ typedef struct bm_env {
 void bm_env_put(bm_env *e, const char *name, const float *data, size_t count, float *dst);
 
 typedef struct bm_model {
-    qb_host h;
+    db_host h;
     int L;
     mil_program **progs;    /* per manifest program */
     int *layer_prog;        /* layer -> its (last) program's index */
@@ -42,9 +42,10 @@ typedef struct bm_model {
 /* engine_ops.set_layer_hook of an engine whose impl starts with a bm_model. */
 void bm_set_layer_hook(engine *e, engine_layer_hook hook, void *user);
 
-/* Opens the host side (qb_host_open) and parses every program. On failure
+/* Opens the host side (db_host_open) and parses every program. On failure
  * the caller still calls bm_free. */
-nc_status bm_open(bm_model *m, const char *dir, int n_threads, nc_error *err);
+nc_status bm_open(bm_model *m, const char *dir, const model_family_row *family, int n_threads,
+                  nc_error *err);
 void bm_free(bm_model *m);
 
 /* Runs function fn of program prog over env: inputs by name, outputs back. */

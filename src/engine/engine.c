@@ -1,10 +1,13 @@
 /* engine_open and the table of engine kinds: the one place where a backend
- * is chosen. A row names the kind, the model family (a row of
- * models/family.h, which matches config.json's model_type) and the backend
- * it serves; adding a model family or a backend is adding a row and its
- * open function (docs/engine.md). */
+ * is chosen. A kind is a model family (a row of models/family.h, which
+ * matches config.json's model_type) on a backend; the backends' table says
+ * what opens a decoder family on it and what opens the encoder, and the
+ * family row whether it has a lowering (the bundle backends run only
+ * those). So adding a decoder family adds no row here, and adding a
+ * backend is one row and its openers (docs/engine.md). */
 #include "engine/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,56 +18,74 @@
 #include "engine/engine_options.h"
 #include "engine/engines.h"
 
-/* A kind: a family (models/family.h) on a backend. The family row says
- * what the kind matches (model_type), whether it encodes, and its chat
- * template and end tokens; this table only says who opens it. */
+/* A backend: its name (`--backend`), the opener of every decoder family's
+ * kind on it and the encoder's. */
+typedef struct engine_backend {
+    const char *name;
+    engine_open_fn open_decoder, open_encoder;
+    int runs_bundles; /* a compiled bundle: families with a lowering (family.compiles) only */
+} engine_backend;
+
+static const engine_backend backends[] = {
+    {"cpu", engine_open_decoder_cpu, engine_open_modernbert_cpu, 0},
+    {"mil", engine_open_bundle_mil, engine_open_modernbert_mil, 1},
+    {"ane", engine_open_bundle_ane, engine_open_modernbert_ane, 1},
+};
+#define N_BACKENDS (int)(sizeof backends / sizeof backends[0])
+
+/* A kind: "<family>-<backend>", made once from the two tables. */
 typedef struct engine_row {
-    const char *kind, *family, *backend;
+    char kind[32];
+    const char *family, *backend;
     engine_open_fn open;
     int chosen; /* engine_kind_for may pick it for a folder of its family */
 } engine_row;
 
-static const engine_row rows[] = {
-    {"qwen3-cpu", "qwen3", "cpu", engine_open_decoder_cpu, 1},
-    {"qwen3-mil", "qwen3", "mil", engine_open_qwen3_mil, 1},
-    {"qwen3-ane", "qwen3", "ane", engine_open_qwen3_ane, 1},
-    {"qwen35-cpu", "qwen35", "cpu", engine_open_decoder_cpu, 1},
-    {"qwen35-mil", "qwen35", "mil", engine_open_qwen35_mil, 1},
-    {"qwen35-ane", "qwen35", "ane", engine_open_qwen35_ane, 1},
-    /* Llama's bundles are Qwen3's without the q/k norms: the same two engines */
-    {"llama-cpu", "llama", "cpu", engine_open_decoder_cpu, 1},
-    {"llama-mil", "llama", "mil", engine_open_qwen3_mil, 1},
-    {"llama-ane", "llama", "ane", engine_open_qwen3_ane, 1},
-    {"gemma3-cpu", "gemma3", "cpu", engine_open_decoder_cpu, 1},
-    /* Gemma 3's bundles: Qwen3's kernels with its norms, GELU, softcap and
-     * sliding layers' windows (docs/lowering.md, "Other families") */
-    {"gemma3-mil", "gemma3", "mil", engine_open_qwen3_mil, 1},
-    {"gemma3-ane", "gemma3", "ane", engine_open_qwen3_ane, 1},
-    {"modernbert-cpu", "modernbert", "cpu", engine_open_modernbert_cpu, 1},
-    {"modernbert-mil", "modernbert", "mil", engine_open_modernbert_mil, 1},
-    {"modernbert-ane", "modernbert", "ane", engine_open_modernbert_ane, 1},
+#define MAX_ROWS 64
+static engine_row rows[MAX_ROWS];
+static int n_rows;
+static pthread_once_t rows_made = PTHREAD_ONCE_INIT;
+
+static engine_row *add_row(const char *family, const char *backend, engine_open_fn open,
+                           int chosen) {
+    if (n_rows == MAX_ROWS) return NULL; /* test_engine checks that every family has its kinds */
+    engine_row *r = &rows[n_rows++];
+    snprintf(r->kind, sizeof r->kind, "%s-%s", family, backend);
+    r->family = family;
+    r->backend = backend;
+    r->open = open;
+    r->chosen = chosen;
+    return r;
+}
+
+static void make_rows(void) {
+    const model_family_row *f;
+    for (int i = 0; (f = model_family_at(i)); i++)
+        for (int b = 0; b < N_BACKENDS; b++)
+            if (f->compiles || !backends[b].runs_bundles)
+                add_row(f->name, backends[b].name,
+                        f->is_encoder ? backends[b].open_encoder : backends[b].open_decoder, 1);
     /* tests: a deterministic stand-in model (engine_script.c) with Qwen3's
      * tokenizer, template and end token */
-    {"script", "qwen3", "script", engine_open_script, 0},
-};
-#define N_ROWS (int)(sizeof rows / sizeof rows[0])
+    engine_row *script = add_row("qwen3", "script", engine_open_script, 0);
+    if (script) snprintf(script->kind, sizeof script->kind, "script");
+}
+
+static void ensure_rows(void) {
+    pthread_once(&rows_made, make_rows);
+}
 
 const char *const *engine_kinds(void) {
-    static const char *names[N_ROWS + 1];
-    for (int i = 0; i < N_ROWS; i++)
+    static const char *names[MAX_ROWS + 1];
+    ensure_rows();
+    for (int i = 0; i < n_rows; i++)
         names[i] = rows[i].kind;
     return names;
 }
 
-/* The i-th distinct backend of the rows engine_kind_for may pick. */
+/* The i-th backend (`--backend`'s choices), NULL past the last. */
 const char *engine_backend_at(int i) {
-    for (int r = 0; r < N_ROWS; r++) {
-        int seen = !rows[r].chosen;
-        for (int k = 0; k < r && !seen; k++)
-            seen = rows[k].chosen && !strcmp(rows[k].backend, rows[r].backend);
-        if (!seen && i-- == 0) return rows[r].backend;
-    }
-    return NULL;
+    return i >= 0 && i < N_BACKENDS ? backends[i].name : NULL;
 }
 
 /* "cpu|mil|ane" (sep "|", last "|"), "cpu, mil or ane" (", ", " or ") */
@@ -90,7 +111,8 @@ nc_status engine_backend_check(const char *name, const char *what, nc_error *err
 }
 
 static const engine_row *row_of(const char *kind) {
-    for (int i = 0; i < N_ROWS; i++)
+    ensure_rows();
+    for (int i = 0; i < n_rows; i++)
         if (!strcmp(rows[i].kind, kind)) return &rows[i];
     return NULL;
 }
@@ -101,7 +123,8 @@ const model_family_row *engine_kind_family(const char *kind) {
 }
 
 const char *engine_family_kind(const model_family_row *f, const char *backend) {
-    for (int i = 0; f && i < N_ROWS; i++)
+    ensure_rows();
+    for (int i = 0; f && i < n_rows; i++)
         if (rows[i].chosen && !strcmp(rows[i].family, f->name) && !strcmp(rows[i].backend, backend))
             return rows[i].kind;
     return NULL;
@@ -149,7 +172,8 @@ static nc_status kind_for(const char *backend, const char *dir, int want, const 
                           nc_error *err) {
     *kind = NULL;
     int known = 0; /* a backend of any row: "script" has rows, none chosen for a folder */
-    for (int i = 0; i < N_ROWS; i++)
+    ensure_rows();
+    for (int i = 0; i < n_rows; i++)
         known |= !strcmp(rows[i].backend, backend);
     if (!known) return engine_backend_check(backend, "--backend", err);
     char path[4200];
@@ -220,25 +244,4 @@ void engine_set_eos(engine *e, const int32_t *ids, int n) {
             seen |= e->eos_ids[k] == ids[i];
         if (!seen) e->eos_ids[e->n_eos++] = ids[i];
     }
-}
-
-nc_status engine_bundle_fill(engine *e, const char *dir, const lower_manifest *man,
-                             const engine_options *opt, nc_error *err) {
-    if (opt->ctx > 0 && opt->ctx != man->ctx)
-        return nc_fail(err, NC_ERR_INVALID,
-                       "--ctx %d: the bundle %s was compiled for a context of %d tokens "
-                       "(leave --ctx out, or recompile with nectar compile --ctx %d)",
-                       opt->ctx, dir, man->ctx, opt->ctx);
-    const qwen3_config *c = &man->cfg;
-    e->dims = qwen3_dims(c);
-    e->n_vocab = c->vocab_size;
-    e->ctx_max = man->ctx;
-    e->n_layers = c->num_hidden_layers;
-    e->hidden = c->hidden_size;
-    e->weight_dtype = "fp16";
-    e->is_kv_f16 = 1;
-    e->n_threads = opt->n_threads;
-    e->kv_bytes_per_token = decoder_kv_bytes_per_token(&e->dims, 1);
-    engine_set_eos(e, c->eos_token_ids, c->n_eos);
-    return NC_OK;
 }

@@ -44,7 +44,7 @@ typedef struct engine_options {
     engine_kv kv;  /* KV cache element type (cpu engines) */
     /* No kernel table here: the table is one per process, chosen before any
      * engine opens (cpu_select_table, from NECTAR_SIMD in tools/nectar/cli_env.c) */
-    engine_ane_device ane_device; /* qwen3-ane */
+    engine_ane_device ane_device; /* the ane engines */
     char ane_fake[128];           /* after "fake:": what the fake refuses (engine_ane_device.h) */
     int fake_step_ms;             /* the scripted test engine: sleep per step */
 } engine_options;
@@ -94,7 +94,7 @@ typedef struct engine_ops {
 struct engine {
     const engine_ops *ops;
     void *impl;
-    const char *kind; /* "qwen3-cpu", "qwen3-mil", "qwen3-ane", "modernbert-cpu", ... */
+    const char *kind; /* "<family>-<backend>": "qwen3-cpu", "llama-mil", "qwen35-ane", ... */
     const model_family_row *family; /* its chat template, end tokens, ... (never NULL) */
     int is_encoder;
     int n_vocab; /* length of a logits row */
@@ -139,7 +139,7 @@ nc_status engine_kind_for_encoder(const char *backend, const char *dir, const ch
 
 /* NC_OK where this build has the real Neural Engine bridge (macOS); else
  * NC_ERR_UNSUPPORTED with one line saying so (commands check it up front,
- * as a usage error, and the qwen3-ane engine again). */
+ * as a usage error, and the ane engines again). */
 nc_status engine_ane_real_available(nc_error *err);
 
 /* Every kind, NULL-terminated (help text, tests). */

@@ -1,7 +1,7 @@
 /* The Neural Engine device an ANE engine runs on, as engine_options names
  * it: the real one (src/ane, macOS only) or the fake one backed by the MIL
  * interpreter (every OS), told what to refuse ("fake:reject=gather,...",
- * ane_fake_rules.h). One place for the choice, shared by the Qwen3 and
+ * ane_fake_rules.h). One place for the choice, shared by the decoder and
  * encoder ANE engines, the command line and the API. */
 #ifndef NC_ENGINE_ENGINE_ANE_DEVICE_H
 #define NC_ENGINE_ENGINE_ANE_DEVICE_H

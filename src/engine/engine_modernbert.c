@@ -2,7 +2,7 @@
  * encoder bundle through the host side of src/engine/modernbert_bundle_host (the
  * checkpoint's CPU engine around the island) modernbert-mil (the island
  * run by the MIL interpreter) and modernbert-ane (the island run by the
- * ane_host runner on a device, fake or real, as qwen3-ane). All answer
+ * ane_host runner on a device, fake or real, as the decoders' ane engine). All answer
  * encode with modernbert_io's contract. */
 #include <stdlib.h>
 

@@ -21,6 +21,7 @@ decoder_dims qwen35_dims(const qwen35_config *c) {
     qwen35_config_shape(c, &q);
     decoder_dims d = qwen3_dims(&q);
     d.no_qk_norm = 0; /* its full-attention layers have q/k norms */
+    d.rotary_dim = c->rotary_dim;
     d.n_linear = c->num_hidden_layers - c->n_full;
     d.lin_k_heads = c->linear_num_key_heads;
     d.lin_v_heads = c->linear_num_value_heads;

@@ -54,6 +54,7 @@ typedef struct decoder_dims {
     int tied;       /* tie_word_embeddings: the head shares the embedding table */
     int no_qk_norm; /* attention without q/k norms (Llama) */
     int sandwich_norms; /* two more norms a layer, after attention and MLP (Gemma 3) */
+    int rotary_dim;     /* the width of a head RoPE rotates (Qwen3.5: a part); 0: head_dim */
     /* A hybrid's linear-attention layers (Qwen3.5's Gated DeltaNet: their
      * heads, head widths and conv window); 0 where every layer attends. */
     int n_linear, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv_kernel;

@@ -74,6 +74,7 @@ static const model_family_row rows[] = {
      .read_config = gemma3_config_from_json,
      .write_config = gemma3_config_to_json,
      .open_decoder = qwen3_decoder_open, /* Qwen3's decoder, as the config says */
+     .read_dims = qwen3_dims_load,
      .chat = CHAT_GEMMA3,
      .end_tokens = {"<end_of_turn>", "<eos>"},
      .compiles = 1, /* Qwen3's lowering with Gemma's layers (docs/lowering.md) */

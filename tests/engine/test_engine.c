@@ -1,11 +1,12 @@
-/* The engine seam over every model family and every Qwen3 backend: for
- * each row of the family table (models/family.h) a fixture of that family
- * is given the cpu kind engine_kind_for picks, and a decoder driven token
- * by token through engine_step gives HF transformers' greedy ids
- * (reference.json, independent of nectar); qwen3-mil and qwen3-ane (fake
- * device) do the same on a bundle compiled here. Also: several sequences
- * in one step equal each run alone, prefix truncation, engine_kind_for's
- * table, and that a real device on Linux is refused in one line. */
+/* The engine seam over every model family on every backend: for each row
+ * of the family table (models/family.h) and each backend of the engine
+ * table, a fixture of that family (on mil and ane: the bundle compiled
+ * here from it) is given the kind engine_kind_for picks, and a decoder
+ * driven token by token through engine_step gives HF transformers' greedy
+ * ids (reference.json, independent of nectar); the ane kinds on the fake
+ * device. Also: several sequences in one step, prefix truncation,
+ * engine_kind_for's table, and that a real device on Linux is refused in
+ * one line. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "../test.h"
 #include "ane_host/ane_fake.h"
 #include "engine/engine.h"
+#include "engine/engine_options.h"
 #include "bundle/manifest.h"
 
 #define FIXTURE "tests/fixtures/qwen3/tiny_gqa2"
@@ -96,10 +98,6 @@ static void greedy_matches_hf_on(const char *kind, const char *dir, const char *
     CHECK(ok);
 }
 
-static void greedy_matches_hf(const char *kind, const char *dir) {
-    greedy_matches_hf_on(kind, dir, FIXTURE);
-}
-
 /* A fixture of each family (HF folders with reference.json for decoders). */
 static const struct {
     const char *family, *dir;
@@ -117,28 +115,57 @@ static const char *fixture_of(const model_family_row *f) {
     return NULL;
 }
 
-/* Every family of the table on the cpu backend: its folder gets the cpu
- * kind of its family, the engine says which family it is (its template and
- * end tokens), and a decoder's greedy ids equal HF's. A family added to the
- * table without a fixture here fails. */
-static void test_every_family_on_the_cpu_engine(void) {
+/* The bundle of family f's fixture (compiled once, into the test's root). */
+static const char *bundle_of(const model_family_row *f, const char *fixture) {
+    static char dirs[8][256];
+    static const model_family_row *of[8];
+    if (!strcmp(fixture, FIXTURE)) return compile_bundle() ? bundle : NULL;
+    int i = 0;
+    while (i < 8 && of[i] && of[i] != f)
+        i++;
+    if (i == 8) return NULL;
+    if (!of[i] && !nc_test_compile_bundle(tmp_root, sizeof tmp_root, "engine", fixture, f->name,
+                                          dirs[i], sizeof dirs[i], 64, 4, 0, 0))
+        return NULL;
+    of[i] = f;
+    return dirs[i];
+}
+
+/* Every family of the table on every backend: its folder (or its bundle)
+ * gets the kind of its family on that backend, the engine says which
+ * family it is (its template and end tokens), and a decoder's greedy ids
+ * equal HF's. A family added to the table without a fixture here fails,
+ * as does one with a lowering but no bundle kind. */
+static void test_every_family_on_every_backend(void) {
     int n = 0;
     for (const model_family_row *f; (f = model_family_at(n)); n++) {
-        const char *dir = fixture_of(f), *kind = NULL;
-        CHECKF(dir, "family %s has no fixture in test_engine.c", f->name);
-        nc_error err = {0};
-        CHECK_OK(engine_kind_for("cpu", dir, &kind, &err), &err);
-        CHECKF(kind == engine_family_kind(f, "cpu") && engine_kind_family(kind) == f, "%s: kind %s",
-               f->name, kind);
-        if (f->is_encoder) {
-            engine *e = NULL;
-            CHECK_OK(engine_open(kind, dir, NULL, &e, &err), &err);
-            CHECK(e->is_encoder && e->family == f && e->encoder);
-            engine_close(e);
-        } else {
-            greedy_matches_hf_on(kind, dir, dir);
+        const char *fixture = fixture_of(f);
+        CHECKF(fixture, "family %s has no fixture in test_engine.c", f->name);
+        for (int b = 0; fixture && engine_backend_at(b); b++) {
+            const char *backend = engine_backend_at(b), *kind = engine_family_kind(f, backend);
+            int on_bundle = strcmp(backend, "cpu") != 0;
+            CHECKF(kind || (on_bundle && !f->compiles), "family %s has no %s kind", f->name,
+                   backend);
+            if (!kind) continue;
+            CHECKF(engine_kind_family(kind) == f, "%s: kind %s", f->name, kind);
+            /* an encoder's bundle kinds: engine_kind_for reads the folder's
+             * model_type (its bundles are opened in the encoder tests) */
+            const char *dir = on_bundle && !f->is_encoder ? bundle_of(f, fixture) : fixture;
+            CHECKF(dir, "%s: no bundle of %s", f->name, fixture);
+            const char *picked = NULL;
+            nc_error err = {0};
+            if (dir) CHECK_OK(engine_kind_for(backend, dir, &picked, &err), &err);
+            CHECKF(picked == kind, "%s on %s: engine_kind_for picks %s, the table has %s", f->name,
+                   backend, picked ? picked : "none", kind);
+            if (dir && !f->is_encoder) greedy_matches_hf_on(kind, dir, fixture);
+            if (f->is_encoder && !on_bundle) {
+                engine *e = NULL;
+                CHECK_OK(engine_open(kind, dir, NULL, &e, &err), &err);
+                CHECK(e && e->is_encoder && e->family == f && e->encoder);
+                engine_close(e);
+            }
+            printf("  %s on %s: %s\n", f->name, backend, kind);
         }
-        printf("  %s: %s\n", f->name, kind);
     }
     CHECK(n >= 4);
     CHECK(!model_family_of_kind("script") &&
@@ -146,19 +173,9 @@ static void test_every_family_on_the_cpu_engine(void) {
     CHECK(!engine_kind_family("no-such-kind") && !engine_kind_family(NULL));
 }
 
-static void test_qwen3_mil_engine_greedy_matches_hf(void) {
-    CHECK(compile_bundle());
-    greedy_matches_hf("qwen3-mil", bundle);
-}
-
-static void test_qwen3_ane_fake_engine_greedy_matches_hf(void) {
-    CHECK(compile_bundle());
-    greedy_matches_hf("qwen3-ane", bundle);
-}
-
 /* The bundle's programs are opened (compiled and loaded, on a real ANE) once
  * per engine: three sequences open nothing more, and each still decodes
- * like HF on its own surfaces (greedy_matches_hf runs two interleaved). */
+ * like HF on its own surfaces (greedy_matches_hf_on runs two interleaved). */
 static void test_qwen3_ane_sequences_share_the_loaded_bundle(void) {
     CHECK(compile_bundle());
     nc_error err = {0};
@@ -227,6 +244,29 @@ static void test_bundle_context_is_fixed(void) {
     engine_close(e);
 }
 
+/* A bundle engine reads the bundle through its family's row: a kind of
+ * another family (Qwen3.5 on a Qwen3 bundle, and back) fails to open in
+ * one line naming the bundle's config.json, on both bundle backends. */
+static void test_bundle_of_another_family_is_one_line(void) {
+    const model_family_row *q35 = model_family_named("qwen35");
+    const char *b35 = q35 ? bundle_of(q35, fixture_of(q35)) : NULL;
+    CHECK(compile_bundle() && b35);
+    static const struct {
+        const char *kind;
+        int on_qwen35_bundle;
+    } cases[] = {{"qwen35-mil", 0}, {"qwen35-ane", 0}, {"qwen3-mil", 1}, {"qwen3-ane", 1}};
+    for (size_t i = 0; b35 && i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = cases[i].on_qwen35_bundle ? b35 : bundle;
+        nc_error err = {0};
+        engine_options opt = {.n_threads = 1, .ane_device = ENGINE_ANE_FAKE};
+        engine *e = NULL;
+        nc_status st = engine_open(cases[i].kind, dir, &opt, &e, &err);
+        CHECKF(st != NC_OK && !e && strstr(err.msg, "config.json") && !strchr(err.msg, '\n'),
+               "%s on %s: %s", cases[i].kind, dir, st ? err.msg : "opened");
+        engine_close(e);
+    }
+}
+
 static void test_real_ane_device_off_macos_is_one_line(void) {
 #if defined(__APPLE__)
     SKIP("macOS: the real device exists here");
@@ -242,12 +282,11 @@ static void test_real_ane_device_off_macos_is_one_line(void) {
 }
 
 int main(void) {
-    RUN(test_every_family_on_the_cpu_engine);
-    RUN(test_qwen3_mil_engine_greedy_matches_hf);
-    RUN(test_qwen3_ane_fake_engine_greedy_matches_hf);
+    RUN(test_every_family_on_every_backend);
     RUN(test_qwen3_ane_sequences_share_the_loaded_bundle);
     RUN(test_kind_for_reads_the_model_type);
     RUN(test_bundle_context_is_fixed);
+    RUN(test_bundle_of_another_family_is_one_line);
     RUN(test_real_ane_device_off_macos_is_one_line);
     nc_test_remove_root(tmp_root);
     return nc_test_exit_code();

@@ -1,29 +1,31 @@
-/* qwen3-ane and qwen35-ane: a lowered Qwen3 or Qwen3.5 bundle on a Neural
- * Engine device through the ane_host runner -- bundle open, modelAttributes parsing, binding by
- * name, surface layouts, the per-token request plan, asynchronous completion waits. The device is
- * the real ANE (src/ane, macOS) or the fake one backed by the MIL interpreter (ane_fake.h, every
- * OS), chosen by engine_options.ane_device. The bundle's programs are opened (compiled, loaded) on
- * the device once per engine; the KV cache lives in a runner's surfaces, so a sequence is a runner
- * of its own on that shared bundle (surfaces and requests, nothing opened) plus its position; the
- * host side (chunk inputs, the CPU head when the bundle leaves it to the CPU) is shared too
- * (qwen3_bundle_host.h), and for Qwen3.5 the partial RoPE, the prefill chunk's inputs and the
- * replay after a truncation are qwen35-mil's (qwen35_bundle_host.h); the runner's plan gathers each
- * chunk into order for the linear layers' mixers and keeps their states in surfaces. */
+/* The ane engine of every decoder family (qwen3-ane, llama-ane,
+ * gemma3-ane, qwen35-ane): a lowered bundle on a Neural Engine device
+ * through the ane_host runner -- bundle open, modelAttributes parsing,
+ * binding by name, surface layouts, the per-token request plan,
+ * asynchronous completion waits. The device is the real ANE (src/ane,
+ * macOS) or the fake one backed by the MIL interpreter (ane_fake.h, every
+ * OS), chosen by engine_options.ane_device. The bundle's programs are
+ * opened (compiled, loaded) on the device once per engine; what each layer
+ * carries (KV caches, a recurrent layer's conv window and delta state)
+ * lives in a runner's surfaces, so a sequence is a runner of its own on
+ * that shared bundle (surfaces and requests, nothing opened) plus its
+ * position. The host side (chunk inputs, the CPU head when the bundle
+ * leaves it to the CPU, the reset and replay of recurrent states after a
+ * truncation) is the mil engine's (decoder_bundle_host.h); the runner's
+ * plan gathers each chunk into order for the recurrent layers' mixers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ane_host/ane_runner.h"
 #include "base/log.h"
+#include "engine/decoder_bundle_host.h"
 #include "engine/engine_ane_device.h"
 #include "engine/engines.h"
-#include "engine/qwen35_bundle_host.h"
 #include "lower/qwen35_lower.h"
 
 typedef struct ane_engine {
-    qb_host h;
-    q35_host q; /* Qwen3.5 */
-    int is_q35;
+    db_host h;
     engine_ane_dev dev;
     ane_bundle *loaded;   /* the programs on the device, shared by every sequence */
     float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
@@ -32,7 +34,7 @@ typedef struct ane_engine {
 } ane_engine;
 
 typedef struct ane_seq {
-    q35_seq q; /* the position (and for Qwen3.5 the token history); first */
+    db_seq base; /* the position (and with recurrent layers the token history); first */
     ane_runner *r;
 } ane_seq;
 
@@ -41,11 +43,18 @@ static void ane_close(engine *e) {
     if (!a) return;
     ane_bundle_free(a->loaded);
     engine_ane_device_close(&a->dev);
-    qb_host_free(&a->h);
-    q35_host_free(&a->q);
+    db_host_free(&a->h);
     free(a->x_out);
     free(a);
     e->impl = NULL;
+}
+
+static void ane_seq_free(engine *e, engine_seq *seq) {
+    (void)e;
+    ane_seq *s = (ane_seq *)seq;
+    ane_runner_free(s->r);
+    db_seq_release(&s->base);
+    free(s);
 }
 
 static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err) {
@@ -53,43 +62,29 @@ static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
     ane_engine *a = e->impl;
     ane_seq *s = calloc(1, sizeof *s);
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    qb_seq_init(&s->q.base, &a->h);
     nc_status st = ane_runner_new(a->loaded, &s->r, err);
-    if (st == NC_OK && a->is_q35) st = q35_seq_init(&s->q, &a->h, err);
+    if (st == NC_OK) st = db_seq_init(&s->base, &a->h, err);
     if (st != NC_OK) {
-        ane_runner_free(s->r);
-        free(s);
+        ane_seq_free(e, (engine_seq *)s);
         return st;
     }
     *out = (engine_seq *)s;
     return NC_OK;
 }
 
-static void ane_seq_free(engine *e, engine_seq *seq) {
-    (void)e;
-    ane_seq *s = (ane_seq *)seq;
-    ane_runner_free(s->r);
-    q35_seq_release(&s->q);
-    free(s);
-}
-
 static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, float *logits,
                            nc_error *err) {
     ane_engine *a = user;
     ane_runner *r = ((ane_seq *)seq)->r;
-    qb_host *h = &a->h;
+    db_host *h = &a->h;
     const qwen3_config *cfg = &h->man.cfg;
     size_t D = (size_t)cfg->hidden_size, hd = (size_t)cfg->head_dim, ctx = (size_t)h->man.ctx;
     int col = (p + n - 1) % S, head_on_ane = h->man.lm_head_on_ane;
-    if (a->is_q35) {
+    if (h->n_recurrent && n > 1) { /* the chunk mixers' inputs (the one-token mixer has none) */
         size_t W = LOWER_STEP_SEQ;
-        q35_host_rope(&a->q, h, n, p, S);
-        if (n > 1) { /* the chunk mixers' inputs (the one-token mixer has none) */
-            q35_host_chunk_picks(&a->q, n, S);
-            NC_TRY(ane_runner_write(r, 1, S, "valid", a->q.valid, (size_t)S, err));
-            NC_TRY(ane_runner_write(r, 1, S, "conv_pick_state", a->q.pick_state, W * W, err));
-            NC_TRY(ane_runner_write(r, 1, S, "conv_pick_new", a->q.pick_new, (size_t)S * W, err));
-        }
+        NC_TRY(ane_runner_write(r, 1, S, "valid", h->valid, (size_t)S, err));
+        NC_TRY(ane_runner_write(r, 1, S, "conv_pick_state", h->pick_state, W * W, err));
+        NC_TRY(ane_runner_write(r, 1, S, "conv_pick_new", h->pick_new, (size_t)S * W, err));
     }
     NC_TRY(ane_runner_write(r, 1, S, "x", h->x, D * S, err));
     NC_TRY(ane_runner_write(r, 1, S, "rope_cos", h->cs, hd * S, err));
@@ -111,7 +106,7 @@ static nc_status run_chunk(void *user, engine_seq *seq, int n, int p, int S, flo
     if (!logits) return NC_OK;
     if (!head_on_ane) {
         NC_TRY(ane_runner_read(r, 1, S, "x", a->x_out, D * S, err));
-        qb_host_head_cpu(h, a->x_out, col, S, logits);
+        db_host_head_cpu(h, a->x_out, col, S, logits);
         return NC_OK;
     }
     int64_t off = 0;
@@ -139,39 +134,26 @@ static nc_status reset_states(void *user, engine_seq *seq, nc_error *err) {
 static nc_status ane_step(engine *e, engine_step_item *items, int n_items, nc_error *err) {
     (void)err;
     ane_engine *a = e->impl;
-    if (a->is_q35) return q35_host_step(&a->q, &a->h, items, n_items, run_chunk, reset_states, a);
-    return qb_host_step(&a->h, items, n_items, run_chunk, a);
+    return db_host_step(&a->h, items, n_items, run_chunk, reset_states, a);
 }
 
 static const engine_ops ane_ops = {
     .seq_new = ane_seq_new,
     .seq_free = ane_seq_free,
-    .seq_pos = qb_seq_pos,
-    .seq_truncate = qb_seq_truncate,
+    .seq_pos = db_seq_pos,
+    .seq_truncate = db_seq_truncate,
     .step = ane_step,
     .close = ane_close,
 };
 
-/* Qwen3.5: a truncation resets the recurrent states (q35_seq_truncate) */
-static const engine_ops ane35_ops = {
-    .seq_new = ane_seq_new,
-    .seq_free = ane_seq_free,
-    .seq_pos = qb_seq_pos,
-    .seq_truncate = q35_seq_truncate,
-    .step = ane_step,
-    .close = ane_close,
-};
-
-static nc_status open_ane(const char *dir, const engine_options *opt, engine *e, int is_q35,
-                          nc_error *err) {
+nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, engine *e,
+                                 nc_error *err) {
     ane_engine *a = calloc(1, sizeof *a);
     if (!a) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     e->impl = a;
-    e->ops = is_q35 ? &ane35_ops : &ane_ops;
-    a->is_q35 = is_q35;
+    e->ops = &ane_ops;
     NC_TRY(engine_ane_device_open(opt, &a->dev, err));
-    NC_TRY(qb_host_open(&a->h, dir, opt->n_threads, err));
-    if (is_q35) NC_TRY(q35_host_open(&a->q, dir, &a->h, err));
+    NC_TRY(db_host_open(&a->h, dir, e->family, opt->n_threads, err));
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     /* where each kernel runs: programs the device refused run on the CPU */
     const lower_manifest *man = &a->h.man;
@@ -189,23 +171,9 @@ static nc_status open_ane(const char *dir, const engine_options *opt, engine *e,
     nc_log(NC_LOG_INFO, "%s", a->placement);
     a->x_out = malloc((size_t)man->cfg.hidden_size * a->h.S_max * sizeof(float));
     if (!a->x_out) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    NC_TRY(engine_bundle_fill(e, dir, man, opt, err));
-    if (is_q35) {
-        e->kv_bytes_per_token = q35_host_kv_bytes_per_token(&a->q);
-        e->dims = qwen35_dims(&a->q.cfg);
-    }
+    NC_TRY(db_host_fill_engine(&a->h, e, opt, 1, err)); /* fp16 surfaces */
     /* the row's kind (qwen3-ane, llama-ane, qwen35-ane), and which device */
     snprintf(a->kind, sizeof a->kind, "%s%s", e->kind, a->dev.is_fake ? " (fake device)" : "");
     e->kind = a->kind;
     return NC_OK;
-}
-
-nc_status engine_open_qwen3_ane(const char *dir, const engine_options *opt, engine *e,
-                                nc_error *err) {
-    return open_ane(dir, opt, e, 0, err);
-}
-
-nc_status engine_open_qwen35_ane(const char *dir, const engine_options *opt, engine *e,
-                                 nc_error *err) {
-    return open_ane(dir, opt, e, 1, err);
 }
