@@ -23,7 +23,10 @@
 #include "cpu/gemv_bf16.h"
 #include "cpu/qgemv.h"
 
-#define WISDOM_HEADER "# nectar kernel wisdom 1"
+/* The format's number also names the probe: raised whenever the probe
+ * changes what it ranks (2: weights 8 bytes past a cache line, as a
+ * model's tensors sit), so a file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 2"
 #define MAX_LINES 256
 /* The decode probe's matrix: 64 MiB of bf16 weights (more than the L3 of
  * most CPUs, so it streams from memory as a model's weights do), rows of
