@@ -77,12 +77,14 @@ static const char *slot_name(cpu_slot s, int mode) {
     return names[s][mode == CPU_BF16_MODE_FAST];
 }
 
+#if defined(__x86_64__)
 /* Whether the table in use is the AVX-512 one (or AMX, its copy), whose
  * kernels cpu_set_bf16_decode / cpu_set_q_decode replace. */
 static int table_is_avx512(void) {
     const char *t = cpu_kernels_get()->name;
     return !strcmp(t, "avx512") || !strcmp(t, "amx");
 }
+#endif
 
 /* Whether the table in use runs bf16 dot products: the AVX-512 and AMX
  * tables where the CPU has AVX512-BF16, the NEON ones where it has
