@@ -59,7 +59,8 @@ static void host_kv_update(bm_model *m, const lower_fn_info *f, bm_env *env) {
         bm_named *fresh = env_get(env, pairs[i][0]), *cache = env_get(env, pairs[i][1]);
         if (!fresh || !cache || !cache->owned_dst || !f->seq) continue;
         size_t C = fresh->count / (size_t)f->seq;
-        db_host_kv_write(&m->h, cache->owned_dst, fresh->data, C, f->seq);
+        if (!C) continue;
+        db_host_kv_write(&m->h, cache->owned_dst, cache->count / C, fresh->data, C, f->seq);
         cache->data = cache->owned_dst;
     }
 }

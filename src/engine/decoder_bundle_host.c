@@ -338,12 +338,13 @@ void db_host_rows(db_host *h, const float *x, int n, int p, int S) {
             h->rows[(size_t)i * D + d] = x[(size_t)d * S + (p + i) % S];
 }
 
-void db_host_kv_write(const db_host *h, float *cache, const float *fresh, size_t C, int S) {
+void db_host_kv_write(const db_host *h, float *cache, size_t width, const float *fresh, size_t C,
+                      int S) {
     size_t ctx = (size_t)h->man.ctx;
     for (size_t j = 0; j < ctx; j++) {
         if (h->wr[j] < 0.5f) continue;
         for (size_t c = 0; c < C; c++)
-            cache[c * ctx + j] = fresh[c * (size_t)S + j % (size_t)S];
+            cache[c * width + j % width] = fresh[c * (size_t)S + j % (size_t)S];
     }
 }
 

@@ -87,10 +87,12 @@ static inline int db_host_recurrent(const db_host *h, int l) {
 void db_host_chunk_inputs(db_host *h, const int32_t *toks, int n, int p, int S);
 
 /* --kv-update host (docs/lowering.md, "Lowering forms"): the cache update
- * no kernel makes. cache [C][ctx] takes column j mod S of fresh [C][S]
- * at every slot j where the chunk's kv_write is 1 (the kv kernel's
- * select(kv_write, spread, cache), on the CPU). */
-void db_host_kv_write(const db_host *h, float *cache, const float *fresh, size_t C, int S);
+ * no kernel makes. cache [C][width] takes column j mod S of fresh [C][S]
+ * at slot j mod width for every position j where the chunk's kv_write is 1
+ * (the kv kernel's select(kv_write, spread, cache), on the CPU); width is
+ * ctx, or a sliding layer's window, where position p sits in slot p mod W. */
+void db_host_kv_write(const db_host *h, float *cache, size_t width, const float *fresh, size_t C,
+                      int S);
 
 /* Final norm + LM head (fp32, on the CPU) of column col of x [D][S]. */
 void db_host_head_cpu(db_host *h, const float *x, int col, int S, float *logits);

@@ -87,6 +87,16 @@ report gemma3_sliding_layers_have_window_caches $? "k_cache lengths: $shapes"
 same_as_cpu run_gemma3_text_ane_reject_all_equals_cpu "$TMP/b_gemma3_text" In --backend ane \
     --ane-device fake:reject=all
 
+# --kv-update host on Gemma: the host writes a sliding layer's new columns
+# into its window (position p in slot p mod W), not at p of a full-context
+# cache: 64 tokens wrap the window of this fixture (sliding_window 4);
+# writing at p ran past the window's buffer
+B="$TMP/b_gemma3_host"
+"$BIN" compile -m tests/fixtures/gemma3/tiny_gemma3_text -o "$B" --buckets 32 --kv-update host \
+    >/dev/null 2>&1
+same_as_cpu run_gemma3_host_kv_mil_equals_cpu "$B" In --backend mil
+same_as_cpu run_gemma3_host_kv_ane_equals_cpu "$B" In --backend ane --ane-device fake
+
 # the grouped attention form and one kernel per layer on the Llama layout
 # (no q/k norm before the grouped RoPE)
 B="$TMP/b_grouped"
