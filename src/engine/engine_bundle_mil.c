@@ -176,10 +176,15 @@ static nc_status mil_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
     mil_model *m = e->impl;
     mil_seq *s = calloc(1, sizeof *s);
     if (s) s->state = calloc(m->n_state + 1, sizeof(float));
-    if (!s || !s->state || db_seq_init(&s->base, &m->b.h, err)) {
+    if (!s || !s->state) {
         mil_seq_free(e, (engine_seq *)s);
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for a sequence (ctx %d)", m->b.h.dir,
                        m->b.h.man.ctx);
+    }
+    nc_status st = db_seq_init(&s->base, &m->b.h, err);
+    if (st != NC_OK) { /* its own message */
+        mil_seq_free(e, (engine_seq *)s);
+        return st;
     }
     *out = (engine_seq *)s;
     return NC_OK;
