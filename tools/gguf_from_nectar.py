@@ -125,39 +125,44 @@ def main():
         die(f"{a.folder}: embedding rows of {row_bytes} bytes are neither q8 nor q4 of {hidden}")
 
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN3, n_layers)
-    with tempfile.TemporaryDirectory() as work:
-        reader = gguf.GGUFReader(vocab_gguf(a.folder, a.llama_src, work))
-        writer = gguf.GGUFWriter(a.out + ".tmp", "qwen3")
-        for field in reader.fields.values():
-            if (field.name.startswith("GGUF.") or field.name in
-                    (gguf.Keys.General.ARCHITECTURE, gguf.Keys.General.FILE_TYPE)):
-                continue
-            vtype = field.types[0]
-            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
-        writer.add_file_type(ftype)
-        plan = []
-        for name, dtype, shape, path, offset, nbytes in tensors:
-            gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
-            if gname is None:
-                die(f"{name}: no GGUF name for this tensor")
-            if dtype == "U8" and len(shape) == 2:
-                if shape[1] % block:
-                    die(f"{name}: rows of {shape[1]} bytes are not {block}-byte blocks")
-                writer.add_tensor_info(gname, shape, np.dtype(np.uint8), nbytes, raw_dtype=qtype)
-                plan.append((gname, None, path, offset, nbytes))
-            elif len(shape) == 1:
-                writer.add_tensor_info(gname, shape, np.dtype(np.float32), shape[0] * 4)
-                plan.append((gname, dtype, path, offset, nbytes))
-            else:
-                die(f"{name}: {dtype} {shape} is neither q8/q4 blocks nor a norm")
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_ti_data_to_file()
-        for gname, dtype, path, offset, nbytes in plan:
-            raw = tensor_bytes(path, offset, nbytes)
-            writer.write_tensor_data(raw if dtype is None else as_f32(dtype, raw))
-        writer.close()
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            reader = gguf.GGUFReader(vocab_gguf(a.folder, a.llama_src, work))
+            writer = gguf.GGUFWriter(a.out + ".tmp", "qwen3")
+            for field in reader.fields.values():
+                if (field.name.startswith("GGUF.") or field.name in
+                        (gguf.Keys.General.ARCHITECTURE, gguf.Keys.General.FILE_TYPE)):
+                    continue
+                vtype = field.types[0]
+                sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+                writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
+            writer.add_file_type(ftype)
+            plan = []
+            for name, dtype, shape, path, offset, nbytes in tensors:
+                gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+                if gname is None:
+                    die(f"{name}: no GGUF name for this tensor")
+                if dtype == "U8" and len(shape) == 2:
+                    if shape[1] % block:
+                        die(f"{name}: rows of {shape[1]} bytes are not {block}-byte blocks")
+                    writer.add_tensor_info(gname, shape, np.dtype(np.uint8), nbytes, raw_dtype=qtype)
+                    plan.append((gname, None, path, offset, nbytes))
+                elif len(shape) == 1:
+                    writer.add_tensor_info(gname, shape, np.dtype(np.float32), shape[0] * 4)
+                    plan.append((gname, dtype, path, offset, nbytes))
+                else:
+                    die(f"{name}: {dtype} {shape} is neither q8/q4 blocks nor a norm")
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_ti_data_to_file()
+            for gname, dtype, path, offset, nbytes in plan:
+                raw = tensor_bytes(path, offset, nbytes)
+                writer.write_tensor_data(raw if dtype is None else as_f32(dtype, raw))
+            writer.close()
+    except BaseException:  # die(), an error, ^C: no partial output is left
+        if os.path.exists(a.out + ".tmp"):
+            os.remove(a.out + ".tmp")
+        raise
     os.replace(a.out + ".tmp", a.out)
     print(f"wrote {a.out}: {len(plan)} tensors, {qtype.name}, {os.path.getsize(a.out) / 1e9:.2f} GB")
 
