@@ -19,7 +19,8 @@
 #include "bundle/bundle_io.h"
 #include "mil/print.h"
 
-const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "outputs", "cpu"};
+const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "outputs", "relower",
+                                                   "cpu"};
 
 const char *ane_rung_name(ane_rung r) {
     return r >= 0 && r < ANE_N_RUNGS ? ANE_LADDER_ORDER[r] : "?";
@@ -52,6 +53,10 @@ nc_status ane_ladder_profile_path(int is_fake, char *buf, size_t cap, nc_error *
 /* The order: the profile's "ladder_order" (rung names) or the default. */
 static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
     const json_t *o = doc ? json_object_get(doc, "ladder_order") : NULL;
+    char names[128] = ""; /* for messages: "program, function, ..." */
+    for (int i = 0; i < ANE_N_RUNGS; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 ANE_LADDER_ORDER[i]);
     l->n_order = 0;
     if (!o) {
         for (int i = 0; i < ANE_N_RUNGS; i++)
@@ -61,16 +66,13 @@ static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
     size_t i;
     const json_t *v;
     if (!json_is_array(o) || json_array_size(o) == 0 || json_array_size(o) > ANE_N_RUNGS)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s, %s, %s, %s",
-                       l->profile, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
-                       ANE_LADDER_ORDER[3]);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s", l->profile,
+                       names);
     json_array_foreach(o, i, v) {
         int r = ane_rung_parse(json_string_value(v));
         if (r < 0)
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: ladder_order[%zu]: not a rung (%s, %s, %s, %s)", l->profile, i,
-                           ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
-                           ANE_LADDER_ORDER[3]);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order[%zu]: not a rung (%s)",
+                           l->profile, i, names);
         l->order[l->n_order++] = (ane_rung)r;
     }
     return NC_OK;
@@ -145,6 +147,10 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o) {
     names = json_string_value(json_object_get(s, "split_functions"));
     snprintf(o->fns_split, sizeof o->fns_split, "%s", names ? names : "");
     o->outputs_known = s != NULL;
+    const json_t *rl = json_object_get(out, ane_rung_name(ANE_RUNG_RELOWER));
+    names = json_string_value(json_object_get(rl, "relowered_functions"));
+    snprintf(o->fns_relowered, sizeof o->fns_relowered, "%s", names ? names : "");
+    o->relower_known = rl != NULL;
     return start;
 }
 
@@ -183,6 +189,10 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
             }
             if (r == ANE_RUNG_OUTPUTS)
                 json_object_set_new(x, "split_functions", json_string(o[i].fns_split));
+            if (r == ANE_RUNG_RELOWER) {
+                json_object_set_new(x, "relowered_functions", json_string(o[i].fns_relowered));
+                json_object_set_new(x, "forms", json_string(o[i].relowered_forms));
+            }
             json_object_set_new(outs, ane_rung_name((ane_rung)r), x);
         }
         json_object_set_new(dev, o[i].key,

@@ -16,6 +16,7 @@
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_ladder.h"
+#include "ane_host/ane_relower.h"
 #include "ane_host/ane_wait.h"
 #include "base/log.h"
 #include "bundle/modernbert_manifest.h"
@@ -50,6 +51,9 @@ typedef struct run_prog {
     /* The outputs rung: a function of several outputs the device refused
      * alone runs as one program per output (pieces[f], NULL where not). */
     struct run_pieces **pieces;
+    /* The relower rung: relowered[f] names the form function f was lowered
+     * again into (its model in fn_models[f]), "" where not. */
+    char (*relowered)[64];
 } run_prog;
 
 typedef struct run_pieces {
@@ -166,6 +170,7 @@ void ane_bundle_free(ane_bundle *b) {
         for (int f = 0; p->pieces && f < b->programs[i].n_fns; f++)
             free_pieces(&b->dev, p->pieces[f]);
         free(p->pieces);
+        free(p->relowered);
         free(p->its);
         free(p->fn_models);
         free(p->fn_attrs);
@@ -274,6 +279,20 @@ static nc_status fall_back(ane_bundle *b, const char *dir, int i, const nc_error
     return NC_OK;
 }
 
+/* Function f of program i as the program in folder sub (a ladder rung's),
+ * opened and bound on the device by the manifest's I/O. */
+static nc_status open_fn_program(ane_bundle *b, const char *sub, int i, int f, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    char path[4600];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
+    const char *json;
+    size_t len;
+    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
+    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
+    return ane_bind_function(&p->fn_attrs[f], &b->programs[i].fns[f], &p->binds[f], err);
+}
+
 /* Function f of the refused program (parsed in p->cpu, folder dir) as a
  * program of its own in BUNDLE/ladder/<program>_<function>/, opened and
  * bound on the device. */
@@ -281,18 +300,12 @@ static nc_status open_function(ane_bundle *b, const char *bundle, const char *di
                                nc_error *err) {
     run_prog *p = &b->progs[i];
     const lower_program_info *pi = &b->programs[i];
-    char sub[4500], path[4600];
+    char sub[4500];
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
     const char *one = pi->fns[f].name;
     NC_TRY(ane_ladder_write_view(p->cpu, &one, 1, dir, sub, err));
-    snprintf(path, sizeof path, "%s/model.mil", sub);
-    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
-    const char *json;
-    size_t len;
-    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
-    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
-    return ane_bind_function(&p->fn_attrs[f], &pi->fns[f], &p->binds[f], err);
+    return open_fn_program(b, sub, i, f, err);
 }
 
 /* The function rung: each function of refused program i on the device as
@@ -337,6 +350,7 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
 }
 
 static ane_model *model_of(const ane_bundle *b, int i, int f);
+static const struct run_pieces *pieces_of(const ane_bundle *b, int i, int f);
 
 /* Function f of program i (refused alone) as one program per output in
  * BUNDLE/ladder/<program>_<function>__<output>/, each opened and bound;
@@ -420,6 +434,68 @@ static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *di
     return NC_OK;
 }
 
+/* Appends name to the comma-separated list (cap bytes), once. */
+static void list_add(char *list, size_t cap, const char *name) {
+    if (ane_ladder_listed(list, name)) return;
+    size_t used = strlen(list);
+    snprintf(list + used, cap - used, "%s%s", used ? "," : "", name);
+}
+
+/* The relower rung: each function of program i still on the CPU, lowered
+ * again by the engine's hook (ane_relower.h) into a form that avoids what
+ * it holds, from the bundle alone, written to
+ * BUNDLE/ladder/<program>_<function>_relowered/, opened and bound by the
+ * manifest's I/O (the plan and the host are unchanged). A function this
+ * rung could not place on an earlier run (the profile) is not tried
+ * again. *placed: how many it placed. */
+static nc_status relower_functions(ane_bundle *b, const char *bundle, const char *dir, int i,
+                                   ane_ladder_outcome *o, int *placed, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_program_info *pi = &b->programs[i];
+    int n = pi->n_fns;
+    *placed = 0;
+    if (!b->dev.relower || !b->has_man) return NC_OK; /* no hook: the rung is skipped */
+    if (!p->fn_models) p->fn_models = calloc((size_t)n + 1, sizeof *p->fn_models);
+    if (!p->fn_attrs) p->fn_attrs = calloc((size_t)n + 1, sizeof *p->fn_attrs);
+    if (!p->relowered) p->relowered = calloc((size_t)n + 1, sizeof *p->relowered);
+    if (!p->fn_models || !p->fn_attrs || !p->relowered)
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char known[sizeof o->fns_relowered];
+    snprintf(known, sizeof known, "%s", o->fns_relowered);
+    o->fns_relowered[0] = o->relowered_forms[0] = '\0';
+    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    int tried = 0;
+    for (int f = 0; f < n; f++) {
+        const char *name = pi->fns[f].name;
+        if (model_of(b, i, f) || pieces_of(b, i, f)) continue;       /* on the device */
+        if (lower_manifest_fn(pi, name) != &pi->fns[f]) continue;    /* enumerated: one entry */
+        if (o->relower_known && !ane_ladder_listed(known, name)) continue; /* refused before */
+        tried++;
+        char sub[4500], form[64] = "";
+        snprintf(sub, sizeof sub, "%s/ladder/%s_%s_relowered", bundle, prog_name, name);
+        const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
+        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub};
+        nc_error e = {0};
+        if (b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e) == NC_OK &&
+            open_fn_program(b, sub, i, f, &e) == NC_OK) {
+            (*placed)++;
+            snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
+            list_add(o->fns_relowered, sizeof o->fns_relowered, name);
+            list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f]);
+            continue;
+        }
+        if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+        p->fn_models[f] = NULL;
+        ane_attrs_free(&p->fn_attrs[f]);
+        NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
+        if (!o->error[ANE_RUNG_RELOWER][0])
+            snprintf(o->error[ANE_RUNG_RELOWER], sizeof o->error[0], "%s: %s", name, e.msg);
+    }
+    o->tried[ANE_RUNG_RELOWER] = 1;
+    o->ok[ANE_RUNG_RELOWER] = tried > 0 && *placed == tried;
+    return NC_OK;
+}
+
 /* Program i down the ladder (b->ladder.order), from where the profile says
  * it ended last time on this device: on the device as compiled; where the
  * device refuses it (to compile, load, or describe it in a way the host
@@ -466,6 +542,11 @@ static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error
         case ANE_RUNG_OUTPUTS:
             if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
             NC_TRY(split_outputs(b, bundle, dir, i, o, &placed, err));
+            if (placed && stay == ANE_RUNG_CPU) stay = rung;
+            break;
+        case ANE_RUNG_RELOWER:
+            if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
+            NC_TRY(relower_functions(b, bundle, dir, i, o, &placed, err));
             if (placed && stay == ANE_RUNG_CPU) stay = rung;
             break;
         case ANE_RUNG_CPU:
@@ -635,6 +716,14 @@ static ane_model *model_of(const ane_bundle *b, int i, int f) {
 static const run_pieces *pieces_of(const ane_bundle *b, int i, int f) {
     const run_prog *p = &b->progs[i];
     return p->pieces && f >= 0 ? p->pieces[f] : NULL;
+}
+
+/* The form function f of program i was re-lowered into (the relower
+ * rung), or NULL. */
+static const char *relowered_of(const ane_bundle *b, int i, int f) {
+    const run_prog *p = &b->progs[i];
+    return p->relowered && f >= 0 && p->relowered[f][0] && p->fn_models[f] ? p->relowered[f]
+                                                                           : NULL;
 }
 
 static int fn_on_device(const ane_bundle *b, int i, int f) {
@@ -1070,7 +1159,8 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 
 /* One group of programs (the layers, or the head) into buf at *len. */
 static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
-    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1;
+    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1, re = 0;
+    char forms[256] = ""; /* the relower rung's forms */
     for (int i = 0; i < b->n_programs; i++) {
         const lower_program_info *pi = &b->programs[i];
         if ((pi->layer < 0) != head) continue;
@@ -1079,9 +1169,12 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         fns += pi->n_fns;
         for (int f = 0; f < pi->n_fns; f++) {
             int dev = fn_on_device(b, i, f), pieces = pieces_of(b, i, f) != NULL;
+            const char *form = relowered_of(b, i, f);
             on_ane += dev;
-            own += dev && !pieces && b->progs[i].on_cpu; /* the function rung */
-            split += pieces;                             /* the outputs rung */
+            own += dev && !pieces && !form && b->progs[i].on_cpu; /* the function rung */
+            split += pieces;                                      /* the outputs rung */
+            re += form != NULL;                                   /* the relower rung */
+            if (form) list_add(forms, sizeof forms, form);
         }
         if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }
@@ -1094,6 +1187,7 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
     put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
     if (own) put(buf, cap, len, " (%d as programs of their own)", own);
     if (split) put(buf, cap, len, " (%d as a program per output)", split);
+    if (re) put(buf, cap, len, " (%d re-lowered: %s)", re, forms);
     if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
     if (first_cpu >= 0)
         put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,

@@ -628,9 +628,47 @@ nc_status lower_qwen3_layer_part(const lower_plan *p, int only_k, int only_s,
     return lower_program_finish(b, out, err);
 }
 
+/* Chunk w's logits named `name`: one conv, or, when slice_rows > 0 and
+ * the chunk is wider, convs over row slices of its weight (each a blob of
+ * its own: a row slice of [rows, D, 1, 1] is a contiguous range) joined
+ * along the channels into the same [1, rows, 1, S] output. */
+static mil_var *head_conv(mil_builder *b, const char *name, mil_var *h, lower_weight *w,
+                          int64_t slice_rows) {
+    int64_t R = w->dims[0], D = w->dims[1];
+    if (slice_rows <= 0 || R <= slice_rows || !h) return h ? conv(b, name, h, w) : NULL;
+    if (w->pal) return NULL; /* palettized: the tables are per chunk, not per slice */
+    int n = (int)((R + slice_rows - 1) / slice_rows);
+    int64_t per = (R + n - 1) / n;
+    lower_weight *sl = calloc((size_t)n, sizeof *sl);
+    mil_var **parts = calloc((size_t)n, sizeof *parts);
+    mil_var *y = NULL;
+    int ok = sl && parts;
+    for (int j = 0; ok && j < n; j++) {
+        int64_t lo = j * per, rows = lo + per > R ? R - lo : per;
+        char nm[96];
+        sl[j].data = w->data + lo * D;
+        lower_weight_shape4(&sl[j], rows, D, 1, 1);
+        snprintf(nm, sizeof nm, "%s_rows%d", name, j);
+        parts[j] = conv(b, nm, h, &sl[j]);
+        ok = parts[j] != NULL;
+    }
+    if (ok) y = mil_build_concat(b, name, parts, n, 1);
+    free(sl);
+    free(parts);
+    return y;
+}
+
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
                                    lower_weight *chunks, int n_chunks, int first, const char *dir,
                                    mil_program **out, nc_error *err) {
+    return lower_qwen3_head_program_sliced(p, final_norm, chunks, n_chunks, first, 0, dir, out,
+                                           err);
+}
+
+nc_status lower_qwen3_head_program_sliced(const lower_plan *p, lower_weight *final_norm,
+                                          lower_weight *chunks, int n_chunks, int first,
+                                          int64_t slice_rows, const char *dir, mil_program **out,
+                                          nc_error *err) {
     const qwen3_config *c = p->cfg;
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));
@@ -655,8 +693,9 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
             float cap = c->final_softcap;
             char raw[48];
             snprintf(raw, sizeof raw, "%s_raw", name);
-            outs[i] = cap > 0 ? lower_softcap(b, name, conv(b, raw, h, &chunks[i]), cap)
-                              : conv(b, name, h, &chunks[i]);
+            outs[i] = cap > 0 ? lower_softcap(b, name,
+                                              head_conv(b, raw, h, &chunks[i], slice_rows), cap)
+                              : head_conv(b, name, h, &chunks[i], slice_rows);
             ok = outs[i] != NULL;
         }
         if (ok) mil_build_done(b, outs, n_chunks);
