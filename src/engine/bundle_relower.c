@@ -86,6 +86,112 @@ static nc_status relower_head(const ane_relower_ask *ask, const mil_function *fn
     return finish(prog, ask->dst, err);
 }
 
+/* The layer weights fn holds, read back from the bundle by the names
+ * the lowering gives their consts (a fused kernel holds more of them);
+ * those it does not hold stay NULL, as its stages do not read them. The
+ * shapes are the config's (a weight stored in another view, such as the
+ * grouped form's q_norm [1, hd, 1, 1], must hold as many values). */
+static nc_status bundle_layer_weights(const mil_program *prog, const mil_function *fn,
+                                      const qwen3_config *c, lower_layer_weights *w,
+                                      nc_error *err) {
+    struct {
+        lower_weight *w;
+        const char *name;
+    } t[] = {{&w->attn_norm, "attn_norm_weight"}, {&w->q, "q_proj_weight"},
+             {&w->k, "k_proj_weight"},            {&w->v, "v_new_weight"},
+             {&w->q_norm, "q_norm_weight"},       {&w->k_norm, "k_norm_weight"},
+             {&w->out_gate, "gate_weight"},       {&w->o, "o_proj_weight"},
+             {&w->mlp_norm, "mlp_norm_weight"},   {&w->gate, "gate_proj_weight"},
+             {&w->up, "up_proj_weight"},          {&w->down, "down_proj_weight"},
+             {&w->post_attn_norm, "post_attn_norm_weight"},
+             {&w->post_mlp_norm, "post_mlp_norm_weight"}};
+    int64_t held[sizeof t / sizeof t[0]];
+    memset(w, 0, sizeof *w);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int found;
+        NC_TRY(bundle_weight(prog, fn, t[i].name, t[i].w, &found, err));
+        held[i] = t[i].w->dims[0] * t[i].w->dims[1] * t[i].w->dims[2] * t[i].w->dims[3];
+    }
+    lower_qwen3_layer_shapes(c, w);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const lower_weight *x = t[i].w;
+        if (x->data && held[i] != x->dims[0] * x->dims[1] * x->dims[2] * x->dims[3])
+            return nc_fail(err, NC_ERR_UNSUPPORTED,
+                           "%s: '%s' holds %lld values, the config gives %lld", fn->name,
+                           t[i].name, (long long)held[i],
+                           (long long)(x->dims[0] * x->dims[1] * x->dims[2] * x->dims[3]));
+    }
+    return NC_OK;
+}
+
+/* The rotate-half matrix R [1, 1, hd, hd] fn's RoPE uses, read back (the
+ * matmul form's rope_rotate_half, or the first group of the conv form's
+ * weight: Qwen3.5's partial rotary is in it); data NULL when fn has no
+ * RoPE. */
+static nc_status bundle_rope(const mil_program *prog, const mil_function *fn, int hd,
+                             lower_weight *r, nc_error *err) {
+    int found;
+    NC_TRY(bundle_weight(prog, fn, "rope_rotate_half", r, &found, err));
+    if (!found) NC_TRY(bundle_weight(prog, fn, "q_rope_rot_weight", r, &found, err));
+    if (found && r->dims[0] * r->dims[1] * r->dims[2] * r->dims[3] < (int64_t)hd * hd)
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: its RoPE matrix is smaller than %d x %d",
+                       fn->name, hd, hd);
+    lower_weight_shape4(r, 1, 1, hd, hd);
+    return NC_OK;
+}
+
+/* The other value of a form a layer kernel holds, for a device that
+ * refused the kernel: the KV update's (onehot <-> gather; `host` has no
+ * update in a kernel). 0 when there is none. */
+static int other_form(const char *kernel, lower_forms *f, char *form, size_t cap) {
+    int kv = !strcmp(kernel, "kv") || !strcmp(kernel, "kvattn") || !strcmp(kernel, "qkva") ||
+             !strcmp(kernel, "layer");
+    if (!kv || f->kv_update == LOWER_KV_HOST) return 0;
+    f->kv_update = f->kv_update == LOWER_KV_GATHER ? LOWER_KV_ONEHOT : LOWER_KV_GATHER;
+    snprintf(form, cap, "kv update %s", lower_kv_update_name(f->kv_update));
+    return 1;
+}
+
+/* A layer function (kernel_sS) lowered again in another form: the same
+ * kernel and bucket, its cache length and host inputs as the function's
+ * own (a sliding layer's window, its *_local inputs), the weights and the
+ * RoPE matrix it holds read back from the program. */
+static nc_status relower_layer(const ane_relower_ask *ask, const mil_function *fn, char *form,
+                               size_t form_cap, nc_error *err) {
+    const lower_manifest *man = ask->man;
+    const char *us = strrchr(fn->name, '_');
+    int S = 0;
+    char kernel[64];
+    if (!us || sscanf(us, "_s%d", &S) != 1 || S < 1 || (size_t)(us - fn->name) >= sizeof kernel ||
+        man->forms.bucket_form == LOWER_BUCKETS_ENUMERATED)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "%s: not a per-bucket layer function (the enumerated form is not "
+                       "re-lowered)",
+                       fn->name);
+    snprintf(kernel, sizeof kernel, "%.*s", (int)(us - fn->name), fn->name);
+    lower_plan plan = {.cfg = &man->cfg, .ctx = man->ctx, .n_seqs = 1, .seqs = {S},
+                       .kernels_per_layer = man->kernels_per_layer, .forms = man->forms};
+    for (int i = 0; i < fn->n_inputs; i++) {
+        const char *in = fn->inputs[i]->name;
+        size_t n = strlen(in);
+        if (n > 6 && !strcmp(in + n - 6, "_local")) plan.local = 1;
+        if (!strcmp(in, "k_cache")) plan.ctx = (int)fn->inputs[i]->type->dims[3];
+    }
+    int k = -1;
+    for (int i = 0; i < lower_qwen3_kernels(&plan); i++)
+        if (!strcmp(lower_qwen3_kernel_name(&plan, i), kernel)) k = i;
+    if (k < 0 || !other_form(kernel, &plan.forms, form, form_cap))
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: no other form of kernel %s is re-lowered",
+                       fn->name, kernel);
+    lower_layer_weights w;
+    lower_weight rope;
+    NC_TRY(bundle_layer_weights(ask->prog, fn, &man->cfg, &w, err));
+    NC_TRY(bundle_rope(ask->prog, fn, man->cfg.head_dim, &rope, err));
+    mil_program *prog = NULL;
+    NC_TRY(lower_qwen3_layer_part(&plan, k, 0, &w, &rope, ask->dst, &prog, err));
+    return finish(prog, ask->dst, err);
+}
+
 nc_status engine_bundle_relower(void *user, const ane_relower_ask *ask, char *form,
                                 size_t form_cap, nc_error *err) {
     (void)user;
@@ -94,6 +200,5 @@ nc_status engine_bundle_relower(void *user, const ane_relower_ask *ask, char *fo
     if (!fn) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no function %s", pi->path, ask->fn);
     NC_TRY(ane_make_dirs(ask->dst, err));
     if (pi->layer < 0) return relower_head(ask, fn, form, form_cap, err);
-    return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: no other form of %s is re-lowered from the bundle",
-                   pi->path, ask->fn);
+    return relower_layer(ask, fn, form, form_cap, err);
 }

@@ -6,8 +6,10 @@
 # is wider than 16,384 channels (a random tiny shape with a 40,000-row
 # vocabulary, compiled --head-rows 65536) under fake:reject=wide-conv: the
 # head is re-lowered as convs over row slices of its weight concatenated
-# into the same logits_0 (before the rung: the head ran on the CPU). The
-# text is the cpu backend's (fp32 from the checkpoint) every time.
+# into the same logits_0 (before the rung: the head ran on the CPU). And a
+# KV update refused for its gather (reject=gather, elementwise-only) goes
+# back on the device in the onehot form. The text is the cpu backend's
+# (fp32 from the checkpoint) every time.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
 TMP=$(mktemp -d)
@@ -99,3 +101,40 @@ if ! "$BIN" gen-random --like qwen3-0.6b --vocab 1000 "$TMP/bad" >"$TMP/o" 2>"$T
 else
     fail gen_random_vocab_below_special_ids_is_one_line "$(cat "$TMP/e")"
 fi
+
+# The KV update: a bundle compiled --kv-update gather under reject=gather
+# (and elementwise-only: a gather and a select) gets its kv functions
+# re-lowered in the onehot form, which has the same I/O; with three
+# kernels per layer the fused kvattn, whose weights (o_proj, ...) are read
+# back from its program's weight.bin
+"$BIN" run $T -m models/demo -p "$P" --temp 0 -n $N >"$TMP/demo.cpu" 2>/dev/null
+for kpl in 4 3; do
+    B="$TMP/g$kpl.ane"
+    if ! "$BIN" compile -m models/demo -o "$B" --kv-update gather --kernels-per-layer $kpl $T \
+        >/dev/null 2>"$TMP/ce"; then
+        fail "compile_gather_$kpl" "$(cat "$TMP/ce")"
+        continue
+    fi
+    fns=$((kpl * 15)) # 5 layers x 3 buckets
+    kern=$([ $kpl = 4 ] && echo kv || echo kvattn)
+    run_ane reject=gather "$TMP/order.json"
+    without=$(sed -n 's/.*layers 0-4: \([0-9]*\)\/[0-9]* kernels on the ANE.*/\1/p' "$TMP/e")
+    ok_without=$(cmp -s "$TMP/o" "$TMP/demo.cpu" && echo y)
+    for r in gather elementwise-only; do
+        [ $kpl = 3 ] && [ $r = elementwise-only ] && continue # kvattn holds a matmul
+        run_ane reject=$r
+        if [ "$ok_without" = y ] && [ "$without" = $((fns - 15)) ] && cmp -s "$TMP/o" "$TMP/demo.cpu" &&
+            grep -q "layers 0-4: $fns/$fns kernels on the ANE ([0-9]* as programs of their own) (15 re-lowered: kv update onehot) (layer_00/model.mil refused: .*function '${kern}_s32'" "$TMP/e"; then
+            pass "reject_${r}_kv_relowered_onehot_kpl${kpl} ($fns/$fns on the ANE, $without without the rung)"
+        else
+            fail "reject_${r}_kv_relowered_onehot_kpl${kpl}" "without $without: $(head -c 600 "$TMP/e")"
+        fi
+    done
+    V="$B/ladder/layer_00_${kern}_s32_relowered/model.mil"
+    if [ -f "$V" ] && ! grep -q "gather(" "$V" && grep -q "k_spread_placed = matmul(" "$V" &&
+        { [ $kpl = 4 ] || grep -q "o_proj = conv(" "$V"; }; then
+        pass "relowered_${kern}_is_onehot"
+    else
+        fail "relowered_${kern}_is_onehot" "$(ls "$B/ladder" 2>&1 | head -3)"
+    fi
+done
