@@ -352,14 +352,21 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
 static ane_model *model_of(const ane_bundle *b, int i, int f);
 static const struct run_pieces *pieces_of(const ane_bundle *b, int i, int f);
 
-/* Function f of program i (refused alone) as one program per output in
- * BUNDLE/ladder/<program>_<function>__<output>/, each opened and bound;
- * p->binds[f] gets the device's layouts of every I/O. */
-static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
-                             nc_error *err) {
+static int same_layout(const ane_layout *a, const ane_layout *b) {
+    return a->rows == b->rows && a->width == b->width && a->row_bytes == b->row_bytes &&
+           a->elem == b->elem;
+}
+
+/* Function f of program i as one program per output, written from the
+ * parsed program src (folder src_dir) into <prefix><function>__<output>/,
+ * each opened and bound: a piece binds only the inputs its model reports
+ * (a device may drop those its output does not read). p->binds[f] gets the
+ * device's layouts of every I/O: an input that pieces bind with different
+ * layouts, or that no piece binds, fails (one surface serves them all). */
+static nc_status open_pieces(ane_bundle *b, const mil_program *src, const char *src_dir,
+                             const char *prefix, int i, int f, nc_error *err) {
     run_prog *p = &b->progs[i];
     const lower_fn_info *fi = &b->programs[i].fns[f];
-    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     run_pieces *pc = calloc(1, sizeof *pc);
     if (!pc) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     p->pieces[f] = pc;
@@ -371,8 +378,8 @@ static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir,
     for (int k = 0; k < pc->n; k++) {
         char piece[128], sub[4600], path[4700];
         snprintf(piece, sizeof piece, "%s__%s", fi->name, fi->out[k].name);
-        snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, piece);
-        NC_TRY(ane_ladder_write_output_view(p->cpu, fi->name, k, piece, dir, sub, err));
+        snprintf(sub, sizeof sub, "%s%s", prefix, piece);
+        NC_TRY(ane_ladder_write_output_view(src, fi->name, k, piece, src_dir, sub, err));
         NC_TRY(device_open(b, sub, &pc->models[k], err));
         const char *json;
         size_t len;
@@ -383,11 +390,35 @@ static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir,
         snprintf(one.name, sizeof one.name, "%s", piece);
         one.n_out = 1;
         one.out[0] = fi->out[k];
+        const ane_attr_proc *ap = ane_attrs_proc(&pc->attrs[k], piece);
+        one.n_in = 0;
+        for (int j = 0; j < fi->n_in; j++)
+            if (!ap || ane_attrs_io(ap, fi->in[j].name, 0)) one.in[one.n_in++] = fi->in[j];
         NC_TRY(ane_bind_function(&pc->attrs[k], &one, &pc->binds[k], err));
     }
     ane_binding *all = &p->binds[f]; /* the layouts the plan's surfaces take */
-    *all = pc->binds[0];
+    memset(all, 0, sizeof *all);
     snprintf(all->fn, sizeof all->fn, "%s", fi->name);
+    all->proc_id = pc->binds[0].proc_id;
+    all->n_in = fi->n_in;
+    for (int j = 0; j < fi->n_in; j++) {
+        const ane_bound_io *first = NULL;
+        for (int k = 0; k < pc->n; k++) {
+            const ane_bound_io *io = ane_binding_io(&pc->binds[k], fi->in[j].name, 0);
+            if (!io) continue;
+            if (!first) first = io;
+            if (!same_layout(&first->layout, &io->layout))
+                return nc_fail(err, NC_ERR_FORMAT,
+                               "%s: its pieces bind input %s with different layouts (%zu and %zu "
+                               "bytes per row)",
+                               fi->name, fi->in[j].name, first->layout.row_bytes,
+                               io->layout.row_bytes);
+        }
+        if (!first)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: no piece binds input %s", fi->name,
+                           fi->in[j].name);
+        all->in[j] = *first;
+    }
     all->n_out = pc->n;
     for (int k = 0; k < pc->n; k++)
         all->out[k] = pc->binds[k].out[0];
@@ -416,7 +447,10 @@ static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *di
         if (o->outputs_known && !ane_ladder_listed(known, name)) continue; /* refused before */
         tried++;
         nc_error e = {0};
-        if (open_pieces(b, bundle, dir, i, f, &e) == NC_OK) {
+        char prefix[4400];
+        snprintf(prefix, sizeof prefix, "%s/ladder/%s_", bundle,
+                 strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+        if (open_pieces(b, p->cpu, dir, prefix, i, f, &e) == NC_OK) {
             (*placed)++;
             int k = snprintf(o->fns_split + used, sizeof o->fns_split - used, "%s%s",
                              used ? "," : "", name);
@@ -439,6 +473,33 @@ static void list_add(char *list, size_t cap, const char *name) {
     if (ane_ladder_listed(list, name)) return;
     size_t used = strlen(list);
     snprintf(list + used, cap - used, "%s%s", used ? "," : "", name);
+}
+
+/* 1 when the ladder's order has the outputs rung. */
+static int outputs_in_order(const ane_bundle *b) {
+    for (int r = 0; r < b->ladder.n_order; r++)
+        if (b->ladder.order[r] == ANE_RUNG_OUTPUTS) return 1;
+    return 0;
+}
+
+/* Function f of program i re-lowered into folder sub and refused there
+ * too, as one program per output of the re-lowered program
+ * (<sub>__<function>__<output>/): the two rungs composed. */
+static nc_status relowered_pieces(ane_bundle *b, const char *sub, int i, int f, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+    p->fn_models[f] = NULL;
+    ane_attrs_free(&p->fn_attrs[f]);
+    if (!p->pieces) p->pieces = calloc((size_t)b->programs[i].n_fns + 1, sizeof *p->pieces);
+    if (!p->pieces) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char path[4600], prefix[4600];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    snprintf(prefix, sizeof prefix, "%s__", sub);
+    mil_program *prog = NULL;
+    NC_TRY(mil_parse_file(path, &prog, err));
+    nc_status st = open_pieces(b, prog, sub, prefix, i, f, err);
+    mil_program_free(prog);
+    return st;
 }
 
 /* The relower rung: each function of program i still on the CPU, lowered
@@ -476,8 +537,12 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
         ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub};
         nc_error e = {0};
-        if (b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e) == NC_OK &&
-            open_fn_program(b, sub, i, f, &e) == NC_OK) {
+        nc_status st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
+        int written = st == NC_OK;
+        if (written) st = open_fn_program(b, sub, i, f, &e);
+        if (st && written && pi->fns[f].n_out > 1 && outputs_in_order(b))
+            st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung on it */
+        if (st == NC_OK) {
             (*placed)++;
             snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
             list_add(o->fns_relowered, sizeof o->fns_relowered, name);
@@ -487,6 +552,8 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
         p->fn_models[f] = NULL;
         ane_attrs_free(&p->fn_attrs[f]);
+        if (p->pieces) free_pieces(&b->dev, p->pieces[f]);
+        if (p->pieces) p->pieces[f] = NULL;
         NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
         if (!o->error[ANE_RUNG_RELOWER][0])
             snprintf(o->error[ANE_RUNG_RELOWER], sizeof o->error[0], "%s: %s", name, e.msg);
@@ -722,8 +789,10 @@ static const run_pieces *pieces_of(const ane_bundle *b, int i, int f) {
  * rung), or NULL. */
 static const char *relowered_of(const ane_bundle *b, int i, int f) {
     const run_prog *p = &b->progs[i];
-    return p->relowered && f >= 0 && p->relowered[f][0] && p->fn_models[f] ? p->relowered[f]
-                                                                           : NULL;
+    return p->relowered && f >= 0 && p->relowered[f][0] &&
+                   (p->fn_models[f] || (p->pieces && p->pieces[f]))
+               ? p->relowered[f]
+               : NULL;
 }
 
 static int fn_on_device(const ane_bundle *b, int i, int f) {
@@ -735,8 +804,9 @@ static int step_on_cpu(const ane_bundle *b, const ane_plan_step *s) {
 }
 
 /* The requests of a step whose function runs as one program per output
- * (the outputs rung): piece k reads every input and writes output k, by
- * its own model's symbols; *out is NULL-terminated. */
+ * (the outputs rung): piece k reads the inputs it binds (every one, unless
+ * its device dropped some its output does not read) and writes output k,
+ * by its own model's symbols; *out is NULL-terminated. */
 static nc_status piece_requests(ane_runner *r, const ane_plan_step *s, const run_pieces *pc,
                                 ane_surface *const *in, ane_surface *const *out,
                                 ane_request ***reqs, nc_error *err) {
@@ -744,17 +814,21 @@ static nc_status piece_requests(ane_runner *r, const ane_plan_step *s, const run
     if (!*reqs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int k = 0; k < pc->n; k++) {
         const ane_binding *pb = &pc->binds[k];
-        int in_idx[LOWER_MAX_IO] = {0}, out_idx = pb->out[0].symbol, o = -1;
-        for (int j = 0; j < s->n_in; j++) {
+        int in_idx[LOWER_MAX_IO] = {0}, out_idx = pb->out[0].symbol, o = -1, n_in = 0;
+        ane_surface *ins[LOWER_MAX_IO] = {0};
+        for (int j = 0; j < s->n_in; j++) { /* the inputs this piece binds */
             const ane_bound_io *bio = ane_binding_io(pb, s->in[j].name, 0);
-            if (!bio) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", pb->fn,
-                                     s->in[j].name);
-            in_idx[j] = bio->symbol;
+            if (!bio) continue;
+            ins[n_in] = in[j];
+            in_idx[n_in++] = bio->symbol;
         }
+        if (n_in != pb->n_in)
+            return nc_fail(err, NC_ERR_INTERNAL, "%s: binds %d inputs, the plan step has %d of them",
+                           pb->fn, pb->n_in, n_in);
         for (int j = 0; j < s->n_out; j++)
             if (!strcmp(s->out[j].name, pb->out[0].name)) o = j;
         if (o < 0) return nc_fail(err, NC_ERR_INTERNAL, "%s: no plan output %s", pb->fn, pb->out[0].name);
-        if (r->ops->request_new(pc->models[k], pb->proc_id, s->n_in, in, in_idx, 1, &out[o],
+        if (r->ops->request_new(pc->models[k], pb->proc_id, n_in, ins, in_idx, 1, &out[o],
                                 &out_idx, &(*reqs)[k], err))
             return nc_fail_prefix(err, "request for %s", pb->fn);
     }

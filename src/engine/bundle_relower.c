@@ -80,6 +80,7 @@ static nc_status relower_head(const ane_relower_ask *ask, const mil_function *fn
                        fn->name, LOWER_HEAD_ROWS_DEFAULT);
     lower_plan plan = {.cfg = &man->cfg, .ctx = man->ctx};
     mil_program *prog = NULL;
+    NC_TRY(ane_make_dirs(ask->dst, err));
     NC_TRY(lower_qwen3_head_program_sliced(&plan, &norm, chunks, n, first, LOWER_HEAD_ROWS_DEFAULT,
                                            ask->dst, &prog, err));
     snprintf(form, form_cap, "head rows %d", LOWER_HEAD_ROWS_DEFAULT);
@@ -188,6 +189,7 @@ static nc_status relower_layer(const ane_relower_ask *ask, const mil_function *f
     NC_TRY(bundle_layer_weights(ask->prog, fn, &man->cfg, &w, err));
     NC_TRY(bundle_rope(ask->prog, fn, man->cfg.head_dim, &rope, err));
     mil_program *prog = NULL;
+    NC_TRY(ane_make_dirs(ask->dst, err));
     NC_TRY(lower_qwen3_layer_part(&plan, k, 0, &w, &rope, ask->dst, &prog, err));
     return finish(prog, ask->dst, err);
 }
@@ -198,7 +200,6 @@ nc_status engine_bundle_relower(void *user, const ane_relower_ask *ask, char *fo
     const lower_program_info *pi = &ask->man->programs[ask->program];
     const mil_function *fn = ask->prog ? mil_program_function(ask->prog, ask->fn) : NULL;
     if (!fn) return nc_fail(err, NC_ERR_NOT_FOUND, "%s: no function %s", pi->path, ask->fn);
-    NC_TRY(ane_make_dirs(ask->dst, err));
     if (pi->layer < 0) return relower_head(ask, fn, form, form_cap, err);
     return relower_layer(ask, fn, form, form_cap, err);
 }

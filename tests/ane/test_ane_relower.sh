@@ -130,6 +130,18 @@ for kpl in 4 3; do
             fail "reject_${r}_kv_relowered_onehot_kpl${kpl}" "without $without: $(head -c 600 "$TMP/e")"
         fi
     done
+    # every rule: the re-lowered kv (two outputs) is refused too, and goes
+    # on the device as a program per output of the re-lowered program
+    if [ $kpl = 4 ]; then
+        run_ane reject=all
+        if cmp -s "$TMP/o" "$TMP/demo.cpu" &&
+            grep -q "layers 0-4: 45/60 kernels on the ANE (15 as programs of their own) (30 as a program per output) (15 re-lowered: kv update onehot), 15 on the CPU" "$TMP/e" &&
+            [ -f "$B/ladder/layer_00_kv_s32_relowered__kv_s32__v_cache_out/model.mil" ]; then
+            pass reject_all_relowered_kv_split_per_output
+        else
+            fail reject_all_relowered_kv_split_per_output "$(head -c 600 "$TMP/e")"
+        fi
+    fi
     V="$B/ladder/layer_00_${kern}_s32_relowered/model.mil"
     if [ -f "$V" ] && ! grep -q "gather(" "$V" && grep -q "k_spread_placed = matmul(" "$V" &&
         { [ $kpl = 4 ] || grep -q "o_proj = conv(" "$V"; }; then
