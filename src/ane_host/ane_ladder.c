@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ane_host/ane_stage.h"
@@ -244,8 +245,11 @@ static nc_status link_weights(const char *src, const char *dst, nc_error *err) {
     NC_TRY(ane_make_dirs(path, err));
     snprintf(from, sizeof from, "%s/weights/weight.bin", src);
     snprintf(path, sizeof path, "%s/weights/weight.bin", dst);
-    if (access(from, F_OK) == 0 && access(path, F_OK) != 0 && link(from, path) != 0 &&
-        symlink(from, path) != 0)
+    struct stat a, b;
+    if (stat(from, &a) != 0) return NC_OK; /* a program without weights */
+    if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return NC_OK;
+    /* absent, or a link to an older file (a folder written again: the relower rung) */
+    if ((unlink(path) != 0 && errno != ENOENT) || (link(from, path) != 0 && symlink(from, path) != 0))
         return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
     return NC_OK;
 }

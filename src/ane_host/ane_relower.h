@@ -27,11 +27,15 @@ typedef struct ane_relower_ask {
     const char *fn;            /* the refused function */
     const char *why;           /* the device's refusal, for messages */
     const char *dst;           /* where the re-lowered program goes */
+    int attempt;               /* 0, 1, ...: the runner asks again while the device refuses
+                                  what the hook wrote */
 } ane_relower_ask;
 
-/* Writes the re-lowered program and names its form in `form` ("head rows
- * 16,384"); NC_ERR_UNSUPPORTED with a reason when no form the hook knows
- * avoids what the function holds (it stays on the CPU). */
+/* Writes the re-lowered program of candidate form `attempt` (a device does
+ * not say which construct it refused, so the hook offers each form that
+ * avoids one the function holds, in turn) and names it in `form` ("head
+ * rows 16384", "kv update onehot"); NC_ERR_UNSUPPORTED with a reason past
+ * the last candidate (the function stays on the CPU). */
 typedef nc_status (*ane_relower_fn)(void *user, const ane_relower_ask *ask, char *form,
                                     size_t form_cap, nc_error *err);
 

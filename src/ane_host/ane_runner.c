@@ -468,11 +468,26 @@ static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *di
     return NC_OK;
 }
 
-/* Appends name to the comma-separated list (cap bytes), once. */
-static void list_add(char *list, size_t cap, const char *name) {
-    if (ane_ladder_listed(list, name)) return;
-    size_t used = strlen(list);
-    snprintf(list + used, cap - used, "%s%s", used ? "," : "", name);
+/* Appends name to the list (cap bytes) of items joined by sep, once. */
+static void list_add(char *list, size_t cap, const char *name, const char *sep) {
+    size_t used = strlen(list), n = strlen(name), k = strlen(sep);
+    for (const char *p = list; p && *p;) { /* already listed? */
+        const char *end = strstr(p, sep);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return;
+        p = end ? end + k : NULL;
+    }
+    snprintf(list + used, cap - used, "%s%s", used ? sep : "", name);
+}
+
+/* Closes what a relower candidate of function f of program i opened. */
+static void close_fn_program(ane_bundle *b, int i, int f) {
+    run_prog *p = &b->progs[i];
+    if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+    p->fn_models[f] = NULL;
+    ane_attrs_free(&p->fn_attrs[f]);
+    if (p->pieces) free_pieces(&b->dev, p->pieces[f]);
+    if (p->pieces) p->pieces[f] = NULL;
 }
 
 /* 1 when the ladder's order has the outputs rung. */
@@ -535,25 +550,27 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         char sub[4500], form[64] = "";
         snprintf(sub, sizeof sub, "%s/ladder/%s_%s_relowered", bundle, prog_name, name);
         const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
-        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub};
-        nc_error e = {0};
-        nc_status st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
-        int written = st == NC_OK;
-        if (written) st = open_fn_program(b, sub, i, f, &e);
-        if (st && written && pi->fns[f].n_out > 1 && outputs_in_order(b))
-            st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung on it */
+        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub, 0};
+        nc_error e = {0}, first = {0};
+        nc_status st = NC_ERR_UNSUPPORTED;
+        for (; st && ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
+            memset(&e, 0, sizeof e);
+            st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
+            if (st) break; /* no more candidates */
+            st = open_fn_program(b, sub, i, f, &e);
+            if (st && pi->fns[f].n_out > 1 && outputs_in_order(b))
+                st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung */
+            if (st && !first.msg[0]) first = e;
+            if (st) close_fn_program(b, i, f);
+        }
+        if (st && first.msg[0]) e = first; /* the first candidate's refusal */
         if (st == NC_OK) {
             (*placed)++;
             snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
-            list_add(o->fns_relowered, sizeof o->fns_relowered, name);
-            list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f]);
+            list_add(o->fns_relowered, sizeof o->fns_relowered, name, ",");
+            list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f], ", ");
             continue;
         }
-        if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
-        p->fn_models[f] = NULL;
-        ane_attrs_free(&p->fn_attrs[f]);
-        if (p->pieces) free_pieces(&b->dev, p->pieces[f]);
-        if (p->pieces) p->pieces[f] = NULL;
         NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
         if (!o->error[ANE_RUNG_RELOWER][0])
             snprintf(o->error[ANE_RUNG_RELOWER], sizeof o->error[0], "%s: %s", name, e.msg);
@@ -1248,7 +1265,7 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
             own += dev && !pieces && !form && b->progs[i].on_cpu; /* the function rung */
             split += pieces;                                      /* the outputs rung */
             re += form != NULL;                                   /* the relower rung */
-            if (form) list_add(forms, sizeof forms, form);
+            if (form) list_add(forms, sizeof forms, form, ", ");
         }
         if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }

@@ -54,6 +54,8 @@ static nc_status relower_head(const ane_relower_ask *ask, const mil_function *fn
                               size_t form_cap, nc_error *err) {
     const lower_manifest *man = ask->man;
     lower_weight norm, chunks[LOWER_MAX_HEAD_CHUNKS];
+    if (ask->attempt) /* one form */
+        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: no other head form to try", fn->name);
     int found, first = -1, wide = 0, n = fn->n_outputs;
     NC_TRY(bundle_weight(ask->prog, fn, "final_norm_weight", &norm, &found, err));
     if (!found || n < 1 || n > LOWER_MAX_HEAD_CHUNKS ||
@@ -141,27 +143,78 @@ static nc_status bundle_rope(const mil_program *prog, const mil_function *fn, in
     return NC_OK;
 }
 
-/* The other value of a form a layer kernel holds, for a device that
- * refused the kernel: the KV update's (onehot <-> gather; `host` has no
- * update in a kernel). 0 when there is none. */
-static int other_form(const char *kernel, lower_forms *f, char *form, size_t cap) {
-    int kv = !strcmp(kernel, "kv") || !strcmp(kernel, "kvattn") || !strcmp(kernel, "qkva") ||
-             !strcmp(kernel, "layer");
-    if (!kv || f->kv_update == LOWER_KV_HOST) return 0;
-    f->kv_update = f->kv_update == LOWER_KV_GATHER ? LOWER_KV_ONEHOT : LOWER_KV_GATHER;
-    snprintf(form, cap, "kv update %s", lower_kv_update_name(f->kv_update));
-    return 1;
+/* The stages a layer kernel fuses (bits: 1 qkv, 2 kv, 4 attn, 8 mlp), as
+ * the lowering names its kernels; 0 for a name it does not write. */
+static int kernel_stages(const char *kernel) {
+    static const struct {
+        const char *name;
+        int stages;
+    } K[] = {{"qkv", 1}, {"kv", 2},     {"attn", 4},      {"mlp", 8},
+             {"kvattn", 6}, {"qkva", 7}, {"layer", 15}};
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+        if (!strcmp(K[i].name, kernel)) return K[i].stages;
+    return 0;
+}
+
+/* The form changes a kernel can be lowered again in, each avoiding a
+ * construct a device may refuse: the KV update's other form (gather <->
+ * onehot: the same I/O; `host` has no update in a kernel), RoPE as a conv
+ * instead of a broadcast matmul, the grouped attention instead of the
+ * broadcast one. */
+enum { CHANGE_KV = 1, CHANGE_ROPE = 2, CHANGE_ATTN = 4 };
+
+static int changes_for(int stages, const lower_forms *f, int gated, int groups) {
+    int c = 0;
+    if ((stages & 2) && f->kv_update != LOWER_KV_HOST) c |= CHANGE_KV;
+    if ((stages & 1) && f->rope == LOWER_ROPE_MATMUL) c |= CHANGE_ROPE;
+    if ((stages & 4) && f->attention == LOWER_ATTN_BROADCAST && !gated && groups > 1)
+        c |= CHANGE_ATTN;
+    return c;
+}
+
+/* Candidate `attempt` (0, 1, ...): each change alone, then all of them
+ * together; 0 past the last. */
+static int candidate(int changes, int attempt) {
+    int n = 0;
+    for (int bit = 1; bit <= CHANGE_ATTN; bit <<= 1)
+        if ((changes & bit) && n++ == attempt) return bit;
+    return n > 1 && attempt == n ? changes : 0;
+}
+
+/* Applies change set c to the plan's forms and names it in form. */
+static void apply(int c, int stages, lower_plan *p, char *form, size_t cap) {
+    lower_forms *f = &p->forms;
+    form[0] = '\0';
+    if (c & CHANGE_KV) {
+        f->kv_update = f->kv_update == LOWER_KV_GATHER ? LOWER_KV_ONEHOT : LOWER_KV_GATHER;
+        snprintf(form, cap, "kv update %s", lower_kv_update_name(f->kv_update));
+    }
+    /* the grouped form's q takes RoPE as a conv: a kernel computing q changes both */
+    int rope = (c & CHANGE_ROPE) || ((c & CHANGE_ATTN) && (stages & 1) && f->rope != LOWER_ROPE_CONV);
+    if (rope) f->rope = LOWER_ROPE_CONV;
+    if (rope)
+        snprintf(form + strlen(form), cap - strlen(form), "%srope conv", form[0] ? " + " : "");
+    if (c & CHANGE_ATTN) {
+        f->attention = LOWER_ATTN_GROUPED;
+        p->attn_q_by_head = !(stages & 1); /* q comes in as qkv wrote it */
+        snprintf(form + strlen(form), cap - strlen(form), "%sattention grouped",
+                 form[0] ? " + " : "");
+    }
 }
 
 /* A layer function (kernel_sS) lowered again in another form: the same
  * kernel and bucket, its cache length and host inputs as the function's
  * own (a sliding layer's window, its *_local inputs), the weights and the
- * RoPE matrix it holds read back from the program. */
+ * RoPE matrix it holds read back from the program. The grouped attention
+ * in a kernel that also computes q permutes copies of q_proj's rows and
+ * o_proj's columns (lower_qwen3_group_order); an attn kernel alone
+ * transposes q inside instead (lower_plan.attn_q_by_head). */
 static nc_status relower_layer(const ane_relower_ask *ask, const mil_function *fn, char *form,
                                size_t form_cap, nc_error *err) {
     const lower_manifest *man = ask->man;
+    const qwen3_config *c = &man->cfg;
     const char *us = strrchr(fn->name, '_');
-    int S = 0;
+    int S = 0, gated = 0;
     char kernel[64];
     if (!us || sscanf(us, "_s%d", &S) != 1 || S < 1 || (size_t)(us - fn->name) >= sizeof kernel ||
         man->forms.bucket_form == LOWER_BUCKETS_ENUMERATED)
@@ -170,28 +223,54 @@ static nc_status relower_layer(const ane_relower_ask *ask, const mil_function *f
                        "re-lowered)",
                        fn->name);
     snprintf(kernel, sizeof kernel, "%.*s", (int)(us - fn->name), fn->name);
-    lower_plan plan = {.cfg = &man->cfg, .ctx = man->ctx, .n_seqs = 1, .seqs = {S},
+    lower_plan plan = {.cfg = c, .ctx = man->ctx, .n_seqs = 1, .seqs = {S},
                        .kernels_per_layer = man->kernels_per_layer, .forms = man->forms};
     for (int i = 0; i < fn->n_inputs; i++) {
         const char *in = fn->inputs[i]->name;
         size_t n = strlen(in);
         if (n > 6 && !strcmp(in + n - 6, "_local")) plan.local = 1;
         if (!strcmp(in, "k_cache")) plan.ctx = (int)fn->inputs[i]->type->dims[3];
+        gated |= !strcmp(in, "gate");
     }
     int k = -1;
     for (int i = 0; i < lower_qwen3_kernels(&plan); i++)
         if (!strcmp(lower_qwen3_kernel_name(&plan, i), kernel)) k = i;
-    if (k < 0 || !other_form(kernel, &plan.forms, form, form_cap))
-        return nc_fail(err, NC_ERR_UNSUPPORTED, "%s: no other form of kernel %s is re-lowered",
+    int stages = kernel_stages(kernel);
+    gated |= mil_function_var(fn, "gate_weight") != NULL; /* Qwen3.5's output gate */
+    int groups = c->num_key_value_heads > 0 ? c->num_attention_heads / c->num_key_value_heads : 1;
+    int change = k < 0 ? 0 : candidate(changes_for(stages, &plan.forms, gated, groups), ask->attempt);
+    if (!change)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       ask->attempt ? "%s: no other form of kernel %s to try"
+                                    : "%s: no other form of kernel %s is re-lowered",
                        fn->name, kernel);
+    apply(change, stages, &plan, form, form_cap);
     lower_layer_weights w;
     lower_weight rope;
-    NC_TRY(bundle_layer_weights(ask->prog, fn, &man->cfg, &w, err));
-    NC_TRY(bundle_rope(ask->prog, fn, man->cfg.head_dim, &rope, err));
+    NC_TRY(bundle_layer_weights(ask->prog, fn, c, &w, err));
+    NC_TRY(bundle_rope(ask->prog, fn, c->head_dim, &rope, err));
+    nc_fp16 *q = NULL, *o = NULL; /* the grouped order's copies */
+    nc_status st = NC_OK;
+    if ((change & CHANGE_ATTN) && (stages & 1)) {
+        size_t nq = (size_t)(w.q.dims[0] * w.q.dims[1]), no = (size_t)(w.o.dims[0] * w.o.dims[1]);
+        q = w.q.data ? malloc(nq * sizeof *q) : NULL;
+        o = w.o.data ? malloc(no * sizeof *o) : NULL;
+        if (!q || !o) st = nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", fn->name);
+        if (!st) {
+            memcpy(q, w.q.data, nq * sizeof *q);
+            memcpy(o, w.o.data, no * sizeof *o);
+            w.q.data = q;
+            w.o.data = o;
+            st = lower_qwen3_group_order(c, &w.q, 1, err);
+        }
+        if (!st) st = lower_qwen3_group_order(c, &w.o, 0, err);
+    }
     mil_program *prog = NULL;
-    NC_TRY(ane_make_dirs(ask->dst, err));
-    NC_TRY(lower_qwen3_layer_part(&plan, k, 0, &w, &rope, ask->dst, &prog, err));
-    return finish(prog, ask->dst, err);
+    if (!st) st = ane_make_dirs(ask->dst, err);
+    if (!st) st = lower_qwen3_layer_part(&plan, k, 0, &w, &rope, ask->dst, &prog, err);
+    free(q);
+    free(o);
+    return st ? st : finish(prog, ask->dst, err);
 }
 
 nc_status engine_bundle_relower(void *user, const ane_relower_ask *ask, char *form,

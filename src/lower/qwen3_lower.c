@@ -330,6 +330,11 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
     int32_t G = H / KV, ctx = p->ctx;
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
+    static const int32_t swap12[4] = {0, 2, 1, 3};
+    if (p->attn_q_by_head && q) { /* (kv head, group, dim) -> (kv head, dim, group) */
+        mil_var *qh = reshape4(b, "q_by_head", q, KV, G, hd, S);
+        q = qh ? mil_build_transpose(b, "q_by_dim", qh, 4, swap12) : NULL;
+    }
     mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, times_s(G, S)) : NULL;
     mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
                                      mil_build_const_scalar(b, "scale", MIL_DT_FP16, attn_scale(c)))
@@ -344,6 +349,10 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     mil_var *p4 = pr ? reshape4(b, "probs_groups", pr, 1, KV, times_s(G, S), ctx) : NULL;
     /* out [1, KV, hd, G*S] = v p^T */
     mil_var *at = p4 ? mil_build_matmul(b, "attn", v4, p4, 0, 1) : NULL;
+    if (at && p->attn_q_by_head) { /* back to (kv head, group, dim): o_proj as compiled */
+        mil_var *ad = reshape4(b, "attn_by_dim", at, KV, hd, G, S);
+        at = ad ? mil_build_transpose(b, "attn_by_head", ad, 4, swap12) : NULL;
+    }
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
     v->x_attn = residual(b, p, "post_attn_norm", x, o, &w->post_attn_norm, out_name);

@@ -66,6 +66,11 @@ typedef struct lower_plan {
      * rope_sin_local, attn_mask_local and kv_write_local, and ctx is its
      * window's length (lower_qwen3_window) */
     int local;
+    /* the grouped attention over q in the broadcast form's channel order
+     * (kv head, group, dim), transposed to (kv head, dim, group) inside
+     * attn and its output back, so qkv and o_proj stay as compiled: the
+     * relower rung re-lowers an attn kernel alone (engine/bundle_relower.h) */
+    int attn_q_by_head;
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is

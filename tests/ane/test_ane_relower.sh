@@ -131,11 +131,12 @@ for kpl in 4 3; do
         fi
     done
     # every rule: the re-lowered kv (two outputs) is refused too, and goes
-    # on the device as a program per output of the re-lowered program
+    # on the device as a program per output of the re-lowered program (and
+    # attn re-lowered grouped: every kernel on the device)
     if [ $kpl = 4 ]; then
         run_ane reject=all
         if cmp -s "$TMP/o" "$TMP/demo.cpu" &&
-            grep -q "layers 0-4: 45/60 kernels on the ANE (15 as programs of their own) (30 as a program per output) (15 re-lowered: kv update onehot), 15 on the CPU" "$TMP/e" &&
+            grep -q "layers 0-4: 60/60 kernels on the ANE (15 as programs of their own) (30 as a program per output) (30 re-lowered: kv update onehot, attention grouped) " "$TMP/e" &&
             [ -f "$B/ladder/layer_00_kv_s32_relowered__kv_s32__v_cache_out/model.mil" ]; then
             pass reject_all_relowered_kv_split_per_output
         else
@@ -150,3 +151,40 @@ for kpl in 4 3; do
         fail "relowered_${kern}_is_onehot" "$(ls "$B/ladder" 2>&1 | head -3)"
     fi
 done
+
+# RoPE and the attention layout: a broadcast matmul refused
+# (reject=broadcast-matmul) -- the attn kernel is re-lowered in the grouped
+# form with q transposed in and out (qkv and o_proj as compiled), a qkv in
+# the --rope matmul form as a conv, a fused qkva in the grouped form with
+# q_proj's rows and o_proj's columns permuted from the bundle's weights.
+# With every rule, every layer kernel of the default bundle on the device.
+compile_demo() { # label, options
+    "$BIN" compile -m models/demo -o "$TMP/$1.ane" $2 $T >/dev/null 2>"$TMP/ce" ||
+        fail "compile_$1" "$(cat "$TMP/ce")"
+}
+compile_demo d ""
+compile_demo rm "--rope matmul"
+compile_demo k2 "--kernels-per-layer 2 --rope matmul"
+# label, rule, expected placement
+check_relower() {
+    B="$TMP/$1.ane"
+    run_ane "reject=$2"
+    if cmp -s "$TMP/o" "$TMP/demo.cpu" && grep -q "layers 0-4: $3" "$TMP/e"; then
+        pass "reject_${2}_relowered_$1 ($3)"
+    else
+        fail "reject_${2}_relowered_$1" "$(head -c 700 "$TMP/e")"
+    fi
+}
+check_relower d broadcast-matmul "60/60 kernels on the ANE (45 as programs of their own) (15 re-lowered: attention grouped) "
+check_relower rm broadcast-matmul "60/60 kernels on the ANE (30 as programs of their own) (30 re-lowered: rope conv, attention grouped) "
+check_relower k2 broadcast-matmul "30/30 kernels on the ANE (15 as programs of their own) (15 re-lowered: rope conv + attention grouped) "
+check_relower d all "60/60 kernels on the ANE (15 as programs of their own) (30 as a program per output) (15 re-lowered: attention grouped) "
+A="$TMP/d.ane/ladder/layer_00_attn_s32_relowered/model.mil"
+K="$TMP/k2.ane/ladder/layer_00_qkva_s32_relowered/model.mil"
+if grep -q "q_by_dim = transpose(" "$A" && grep -q "attn_by_head = transpose(" "$A" &&
+    ! grep -q "transpose(" "$K" && grep -q "q_rope_rot_flat = conv(" "$K" &&
+    grep -q "tensor<fp16, \[1, 2, 64, 64\]> q_groups = reshape(" "$K"; then
+    pass relowered_attention_is_grouped
+else
+    fail relowered_attention_is_grouped "$(grep -c transpose "$A" "$K" 2>&1)"
+fi
