@@ -75,7 +75,24 @@ static void test_api_open_measures_then_reads(void) {
     nc_model_free(m);
 }
 
+/* A NECTAR_WISDOM path longer than the library keeps (1023 characters)
+ * fails the open in one line naming the variable; it used to open with no
+ * wisdom at all, unnoticed. Run first: nothing is tuned in this process. */
+static void test_api_open_refuses_a_wisdom_path_too_long(void) {
+    char longpath[1100];
+    memset(longpath, 'w', sizeof longpath);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = 0;
+    setenv("NECTAR_WISDOM", longpath, 1);
+    nc_model *m = NULL;
+    nc_error err = {0};
+    CHECK(nc_model_open(MODEL, "cpu", NULL, &m, &err) != NC_OK && m == NULL);
+    CHECKF(!strncmp(err.msg, "NECTAR_WISDOM: ", 15) && !strchr(err.msg, '\n'), "'%s'", err.msg);
+    unsetenv("NECTAR_WISDOM");
+}
+
 int main(void) {
+    RUN(test_api_open_refuses_a_wisdom_path_too_long);
     RUN(test_api_open_measures_then_reads);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -64,3 +64,16 @@ if [ -e "$W" ]; then
         fail wisdom_chat_reads_the_file "$(cat "$TMP/errc" | head -5)"
     fi
 fi
+
+# a NECTAR_WISDOM path too long to keep (1023 characters fit) stops the
+# command in one line naming the variable, exit 2, no output; it used to run
+# with no wisdom, unnoticed
+long=$(printf '%1100s' '' | tr ' ' w)
+NECTAR_WISDOM="/$long" "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 4 >"$TMP/long.txt" 2>"$TMP/errl"
+rc=$?
+if [ $rc = 2 ] && [ ! -s "$TMP/long.txt" ] && [ "$(wc -l <"$TMP/errl")" = 1 ] &&
+    grep -q '^nectar: NECTAR_WISDOM: .* 1101 characters' "$TMP/errl"; then
+    pass wisdom_path_too_long_is_one_line
+else
+    fail wisdom_path_too_long_is_one_line "exit $rc: $(cat "$TMP/errl" "$TMP/long.txt" | head -3)"
+fi
