@@ -65,6 +65,32 @@ if [ -e "$W" ]; then
     fi
 fi
 
+# encoder commands tune no decoder slots: embed and classify on a fresh
+# NECTAR_WISDOM neither measure nor write it (they used to, ~1 s on a
+# machine's first use), while run on a decoder does (where the CPU has a
+# choice to make: "measured now")
+E="$TMP/enc/nectar/wisdom"
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" embed -t 2 -m tests/fixtures/modernbert/mb_base -p "hello world" \
+    >"$TMP/emb.txt" 2>"$TMP/erre"
+rce=$?
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" classify -t 2 -m tests/fixtures/modernbert/mm_cls -p "hello world" \
+    >"$TMP/cls.txt" 2>"$TMP/errk"
+rck=$?
+if [ $rce = 0 ] && [ $rck = 0 ] && [ -s "$TMP/emb.txt" ] && [ -s "$TMP/cls.txt" ] && [ ! -e "$E" ] &&
+    ! grep -q "measured now\|kernels (wisdom" "$TMP/erre" "$TMP/errk"; then
+    pass wisdom_encoder_commands_measure_nothing
+else
+    fail wisdom_encoder_commands_measure_nothing "exit $rce/$rck, $(ls "$TMP/enc/nectar" 2>&1) $(cat "$TMP/erre" "$TMP/errk" | head -4)"
+fi
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 4 >/dev/null 2>"$TMP/errr"
+if ! grep -q "measured now" "$TMP/errr"; then
+    echo "SKIP wisdom_decoder_after_encoder_measures: one candidate per slot on this CPU"
+elif [ -s "$E" ]; then
+    pass wisdom_decoder_after_encoder_measures
+else
+    fail wisdom_decoder_after_encoder_measures "$(head -3 "$TMP/errr")"
+fi
+
 # a NECTAR_WISDOM path too long to keep (1023 characters fit) stops the
 # command in one line naming the variable, exit 2, no output; it used to run
 # with no wisdom, unnoticed
