@@ -111,6 +111,31 @@ static void test_tally_charges_the_forms_a_kernel_holds(void) {
           t.key[LOWER_FK_HEAD_SPLIT].ok == 0);
 }
 
+/* The model the rules see, from a manifest: Qwen3.5 by its linear layers'
+ * functions (qwen35_lower.c names them step_sN, prefill_sN), Gemma 3's
+ * windows by its config, the head's rows when the head is on the ANE. */
+static void test_tally_reads_the_model_from_the_manifest(void) {
+    static lower_program_info progs[2];
+    static lower_manifest m;
+    memset(&m, 0, sizeof m);
+    layer_program(&progs[0]);
+    m.programs = progs;
+    m.n_programs = 1;
+    m.cfg.vocab_size = 151936;
+    m.lm_head_on_ane = 1;
+    lower_forms_tally t;
+    lower_forms_tally_init(&t, &m);
+    CHECK(!t.of.model.recurrent && !t.of.model.windows && t.of.model.vocab == 151936);
+    memset(&progs[1], 0, sizeof progs[1]);
+    fn(&progs[1], "step_s1", 1);
+    fn(&progs[1], "prefill_s64", 1);
+    m.n_programs = 2;
+    m.lm_head_on_ane = 0;
+    m.cfg.norm_plus_one = 1;
+    lower_forms_tally_init(&t, &m);
+    CHECK(t.of.model.recurrent && t.of.model.windows && t.of.model.vocab == 0);
+}
+
 static void test_recommend_moves_refused_forms_only(void) {
     static lower_program_info p;
     layer_program(&p);
@@ -285,6 +310,7 @@ static void test_every_single_refusal_recommends_what_compile_takes(void) {
 int main(void) {
     RUN(test_every_value_round_trips);
     RUN(test_tally_charges_the_forms_a_kernel_holds);
+    RUN(test_tally_reads_the_model_from_the_manifest);
     RUN(test_recommend_moves_refused_forms_only);
     RUN(test_recommend_respects_compile_rules);
     RUN(test_every_single_refusal_recommends_what_compile_takes);
