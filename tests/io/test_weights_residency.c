@@ -81,40 +81,38 @@ static void test_resident_after_dropping_the_page_cache(void) {
 static void test_policy_settings(void) {
     weights_residency r;
     nc_error err;
-    setenv("NECTAR_WEIGHTS", "mmap", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK_OK(weights_residency_select("mmap", &err), &err);
+    weights_residency_choose(1 << 20, &r);
     CHECK(!r.resident && strstr(r.why, "mmap"));
-    setenv("NECTAR_WEIGHTS", "resident", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
-    CHECK(r.resident && strstr(r.why, "memory"));
-    setenv("NECTAR_WEIGHTS", "auto", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK_OK(weights_residency_select("resident", &err), &err);
+    weights_residency_choose(1 << 20, &r);
+    CHECK(r.resident && !r.drop_page_cache && strstr(r.why, "memory"));
+    /* more than the machine has: read, dropping the file's cache as read */
+    weights_residency_choose(SIZE_MAX / 2, &r);
+    CHECK(r.resident && r.drop_page_cache);
+    CHECK_OK(weights_residency_select(NULL, &err), &err); /* auto */
+    weights_residency_choose(1 << 20, &r);
     CHECK(r.resident == nc_huge_pages_available());
-    /* more than any machine has: mapped */
-    CHECK_OK(weights_residency_choose(SIZE_MAX / 2, &r, &err), &err);
+    weights_residency_choose(SIZE_MAX / 2, &r);
     CHECK(!r.resident);
-    setenv("NECTAR_WEIGHTS", "huge", 1);
-    CHECK(weights_residency_choose(1 << 20, &r, &err) == NC_ERR_INVALID);
-    CHECK(strstr(err.msg, "NECTAR_WEIGHTS") && strstr(err.msg, "huge") && !strchr(err.msg, '\n'));
-    unsetenv("NECTAR_WEIGHTS");
+    CHECK(weights_residency_select("huge", &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "huge") && strstr(err.msg, "mmap") && !strchr(err.msg, '\n'));
+    CHECK_OK(weights_residency_select("auto", &err), &err);
 }
 
 static void test_open_to_run_follows_the_setting(void) {
     if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
     nc_error err;
     hf_weights *w;
-    setenv("NECTAR_WEIGHTS", "resident", 1);
+    CHECK_OK(weights_residency_select("resident", &err), &err);
     CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
     CHECK(w->residency.resident && w->shards[0]->map.region != NULL);
     hf_weights_close(w);
-    setenv("NECTAR_WEIGHTS", "mmap", 1);
+    CHECK_OK(weights_residency_select("mmap", &err), &err);
     CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
     CHECK(!w->residency.resident && w->shards[0]->map.region == NULL);
     hf_weights_close(w);
-    setenv("NECTAR_WEIGHTS", "no", 1);
-    CHECK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err) == NC_ERR_INVALID);
-    CHECK(w == NULL);
-    unsetenv("NECTAR_WEIGHTS");
+    CHECK_OK(weights_residency_select(NULL, &err), &err);
 }
 
 int main(void) {

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "cpu/cpu_kernels.h"
 #include "engine/engine_options.h"
+#include "io/weights_residency.h"
 
 static cli_env env;
 
@@ -39,6 +40,8 @@ int cli_env_init(void) {
                    "neon-dotprod, neon-i8mm)");
     if (cpu_select_bf16(value("NECTAR_BF16"), &err) != NC_OK)
         return bad("NECTAR_BF16", value("NECTAR_BF16"), "accurate, fast or off");
+    if (weights_residency_select(value("NECTAR_WEIGHTS"), &err) != NC_OK)
+        return bad("NECTAR_WEIGHTS", value("NECTAR_WEIGHTS"), "mmap, resident or auto");
     /* a wisdom path that does not fit stops here, before any command runs */
     if (cpu_wisdom_path(value("NECTAR_WISDOM"), value("XDG_CACHE_HOME"), value("HOME"),
                         env.wisdom_buf, sizeof env.wisdom_buf, &env.wisdom, &err) != NC_OK) {
