@@ -538,7 +538,9 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     char known[sizeof o->fns_relowered];
     snprintf(known, sizeof known, "%s", o->fns_relowered);
-    o->fns_relowered[0] = o->relowered_forms[0] = '\0';
+    char attempts[sizeof o->relowered_attempts];
+    snprintf(attempts, sizeof attempts, "%s", o->relowered_attempts);
+    o->fns_relowered[0] = o->relowered_forms[0] = o->relowered_attempts[0] = '\0';
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     int tried = 0;
     for (int f = 0; f < n; f++) {
@@ -550,24 +552,30 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         char sub[4500], form[64] = "";
         snprintf(sub, sizeof sub, "%s/ladder/%s_%s_relowered", bundle, prog_name, name);
         const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
-        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub, 0};
+        /* the candidate that placed it on an earlier run first (the profile) */
+        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub,
+                               ane_ladder_relower_attempt(known, attempts, name)};
         nc_error e = {0}, first = {0};
         nc_status st = NC_ERR_UNSUPPORTED;
-        for (; st && ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
+        for (; ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
             memset(&e, 0, sizeof e);
             st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
             if (st) break; /* no more candidates */
             st = open_fn_program(b, sub, i, f, &e);
             if (st && pi->fns[f].n_out > 1 && outputs_in_order(b))
                 st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung */
-            if (st && !first.msg[0]) first = e;
-            if (st) close_fn_program(b, i, f);
+            if (!st) break;
+            if (!first.msg[0]) first = e;
+            close_fn_program(b, i, f);
         }
         if (st && first.msg[0]) e = first; /* the first candidate's refusal */
         if (st == NC_OK) {
             (*placed)++;
             snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
             list_add(o->fns_relowered, sizeof o->fns_relowered, name, ",");
+            size_t used = strlen(o->relowered_attempts);
+            snprintf(o->relowered_attempts + used, sizeof o->relowered_attempts - used, "%s%d",
+                     used ? "," : "", ask.attempt);
             list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f], ", ");
             continue;
         }
