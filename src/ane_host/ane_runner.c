@@ -693,6 +693,56 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
 }
 
 static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s);
+static const char *relowered_of(const ane_bundle *b, int i, int f);
+
+/* The form key a part of a relower rung's form names ("attention grouped":
+ * the key's name with spaces, then its value), or -1. */
+static int form_part_key(const char *part, const char **value) {
+    for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", lower_form_key_name((lower_form_key)k));
+        for (char *c = name; *c; c++)
+            if (*c == '_') *c = ' ';
+        size_t n = strlen(name);
+        if (!strncmp(part, name, n) && part[n] == ' ') {
+            *value = part + n + 1;
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* The forms the relower rung placed kernels in, as accepted in the
+ * profile's "forms" (what `nectar compile --ane-profile` reads): per form
+ * part ("kv update onehot" of "kv update onehot + attention grouped"), the
+ * kernels it placed. */
+static void put_relowered_forms(ane_bundle *b) {
+    char done[1024] = "";
+    for (int i = 0; i < b->n_programs; i++)
+        for (int f = 0; f < b->programs[i].n_fns; f++) {
+            const char *form = relowered_of(b, i, f);
+            for (const char *p = form; p && *p;) {
+                const char *end = strstr(p, " + ");
+                char part[64];
+                snprintf(part, sizeof part, "%.*s", (int)(end ? end - p : (long)strlen(p)), p);
+                p = end ? end + 3 : NULL;
+                const char *v;
+                int k = form_part_key(part, &v);
+                if (k < 0 || strstr(done, part)) continue;
+                list_add(done, sizeof done, part, "|");
+                lower_forms_tally t;
+                lower_forms_tally_init(&t, &b->man);
+                memset(t.key, 0, sizeof t.key);
+                if (lower_form_set(&t.of, (lower_form_key)k, v) < 0) continue;
+                for (int i2 = 0; i2 < b->n_programs; i2++) /* every kernel placed in it */
+                    for (int f2 = 0; f2 < b->programs[i2].n_fns; f2++) {
+                        const char *g = relowered_of(b, i2, f2);
+                        t.key[k].ok += g && strstr(g, part) != NULL;
+                    }
+                ane_ladder_put_forms(&b->ladder, &t);
+            }
+        }
+}
 
 /* ane_bound_bytes_fn: the bytes the binding of a step's I/O needs. */
 static size_t bound_bytes(void *user, const ane_plan_step *s, const char *io, int is_output) {
@@ -717,6 +767,7 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
         for (int i = 0; i < b->n_programs; i++)
             ane_ladder_tally(&t, &b->programs[i], &b->outcomes[i]);
         ane_ladder_put_forms(&b->ladder, &t);
+        put_relowered_forms(b);
         lower_all_forms next;
         char why[1024];
         ane_ladder_recommend(&b->ladder, &t.of, &next, why, sizeof why, b->suggest,
