@@ -22,12 +22,18 @@ static size_t available_bytes(void) {
 nc_status weights_residency_choose(size_t total_bytes, weights_residency *out, nc_error *err) {
     const char *env = getenv("NECTAR_WEIGHTS");
     out->resident = 0;
+    out->drop_page_cache = 0;
     if (env && !strcmp(env, "mmap")) {
         out->why = "mmapped (NECTAR_WEIGHTS=mmap)";
         return NC_OK;
     }
+    size_t avail = available_bytes();
+    /* A model of more than half the memory would otherwise sit there
+     * twice while it loads: the copy, and the file in the page cache. */
+    int drop = total_bytes > avail / 2;
     if (env && !strcmp(env, "resident")) {
         out->resident = 1;
+        out->drop_page_cache = drop;
         out->why = "read into memory (NECTAR_WEIGHTS=resident)";
         return NC_OK;
     }
@@ -38,12 +44,14 @@ nc_status weights_residency_choose(size_t total_bytes, weights_residency *out, n
         out->why = "mmapped (auto: no huge pages on this system)";
         return NC_OK;
     }
-    size_t avail = available_bytes();
-    if (total_bytes > avail / 2) {
-        out->why = "mmapped (auto: more than half of the available memory)";
+    if (total_bytes > avail / 4 * 3) {
+        out->why = "mmapped (auto: more than 3/4 of the available memory)";
         return NC_OK;
     }
     out->resident = 1;
-    out->why = "read into memory on huge pages (auto)";
+    out->drop_page_cache = drop;
+    out->why = out->drop_page_cache
+                   ? "read into memory on huge pages (auto; the file's page cache dropped as read)"
+                   : "read into memory on huge pages (auto)";
     return NC_OK;
 }

@@ -8,8 +8,12 @@
  * page cache cannot reclaim.
  *
  * NECTAR_WEIGHTS=mmap | resident | auto (default): auto reads the weights
- * into memory when the system grants huge pages and they take at most half
- * of the available memory, and maps them otherwise. */
+ * into memory when the system grants huge pages and they take at most 3/4
+ * of the available memory (MemAvailable: free memory and the page cache the
+ * kernel can drop), and maps them otherwise. A mapped model that runs needs
+ * the same memory, in the page cache; what differs is only the load, when
+ * the copy and the file's cached pages would coexist: beyond half of the
+ * available memory the file's pages are dropped from the cache as read. */
 #ifndef NC_IO_WEIGHTS_RESIDENCY_H
 #define NC_IO_WEIGHTS_RESIDENCY_H
 
@@ -18,7 +22,8 @@
 #include "base/error.h"
 
 typedef struct weights_residency {
-    int resident;    /* 1: read into memory; 0: mmapped */
+    int resident;        /* 1: read into memory; 0: mmapped */
+    int drop_page_cache; /* resident: drop the file's pages from the page cache as read */
     const char *why; /* static text saying where and why, for bench and the log */
 } weights_residency;
 

@@ -31,7 +31,7 @@ static void test_resident_tensors_hold_the_files_bytes(void) {
     st_file *f;
     nc_error err;
     CHECK_OK(st_open(FIXTURE, &f, &err), &err);
-    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK_OK(st_make_resident(f, 0, &err), &err);
     CHECK(f->map.region != NULL);
     FILE *raw = fopen(FIXTURE, "rb");
     CHECK(raw != NULL);
@@ -56,9 +56,26 @@ static void test_resident_tensors_hold_the_files_bytes(void) {
     fclose(raw);
     /* twice is a no-op */
     const void *before = f->tensors[0].data;
-    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK_OK(st_make_resident(f, 0, &err), &err);
     CHECK(f->tensors[0].data == before);
     st_close(f);
+}
+
+/* The same with the file's pages dropped from the page cache as read. */
+static void test_resident_after_dropping_the_page_cache(void) {
+    if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
+    st_file *a, *b;
+    nc_error err;
+    CHECK_OK(st_open(FIXTURE, &a, &err), &err);
+    CHECK_OK(st_open(FIXTURE, &b, &err), &err);
+    CHECK_OK(st_make_resident(b, 1, &err), &err);
+    CHECK(a->n_tensors == b->n_tensors && b->map.region != NULL);
+    int bad = 0;
+    for (int i = 0; i < a->n_tensors; i++)
+        bad += memcmp(a->tensors[i].data, b->tensors[i].data, a->tensors[i].size_bytes) != 0;
+    CHECKF(bad == 0, "%d tensors differ from the mapped file", bad);
+    st_close(a);
+    st_close(b);
 }
 
 static void test_policy_settings(void) {
@@ -102,6 +119,7 @@ static void test_open_to_run_follows_the_setting(void) {
 
 int main(void) {
     RUN(test_resident_tensors_hold_the_files_bytes);
+    RUN(test_resident_after_dropping_the_page_cache);
     RUN(test_policy_settings);
     RUN(test_open_to_run_follows_the_setting);
     return nc_test_exit_code();
