@@ -151,6 +151,8 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o) {
     const json_t *rl = json_object_get(out, ane_rung_name(ANE_RUNG_RELOWER));
     names = json_string_value(json_object_get(rl, "relowered_functions"));
     snprintf(o->fns_relowered, sizeof o->fns_relowered, "%s", names ? names : "");
+    names = json_string_value(json_object_get(rl, "attempts"));
+    snprintf(o->relowered_attempts, sizeof o->relowered_attempts, "%s", names ? names : "");
     o->relower_known = rl != NULL;
     return start;
 }
@@ -161,6 +163,24 @@ int ane_ladder_listed(const char *list, const char *name) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n && !strncmp(p, name, n)) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int ane_ladder_relower_attempt(const char *names, const char *attempts, const char *name) {
+    size_t n = strlen(name);
+    int pos = 0;
+    for (const char *p = names; p && *p; pos++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) {
+            const char *a = attempts;
+            for (int k = 0; k < pos && a; k++)
+                a = strchr(a, ',') ? strchr(a, ',') + 1 : NULL;
+            int v = a ? atoi(a) : 0;
+            return v > 0 && v < 8 ? v : 0;
+        }
         p = end ? end + 1 : NULL;
     }
     return 0;
@@ -193,6 +213,7 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
             if (r == ANE_RUNG_RELOWER) {
                 json_object_set_new(x, "relowered_functions", json_string(o[i].fns_relowered));
                 json_object_set_new(x, "forms", json_string(o[i].relowered_forms));
+                json_object_set_new(x, "attempts", json_string(o[i].relowered_attempts));
             }
             json_object_set_new(outs, ane_rung_name((ane_rung)r), x);
         }

@@ -53,6 +53,7 @@ typedef struct ane_ladder_outcome {
     int outputs_known;            /* the profile recorded the outputs rung for this program */
     char fns_relowered[512];      /* the relower rung: functions placed re-lowered */
     char relowered_forms[256];    /* and the forms they took ("kv update onehot") */
+    char relowered_attempts[128]; /* and which candidate of the hook each was, in order */
     int relower_known;            /* the profile recorded the relower rung for this program */
     char fn_error[LOWER_MAX_FUNCS][200]; /* per function, this run's refusal ("": none seen) */
 } ane_ladder_outcome;
@@ -87,6 +88,11 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o);
 
 /* 1 when name is in the comma-separated list. */
 int ane_ladder_listed(const char *list, const char *name);
+
+/* The relower rung's candidate that placed function name on an earlier
+ * run: the entry of `attempts` at name's position in `names` (both
+ * comma-separated, as recorded); 0 when name is not listed. */
+int ane_ladder_relower_attempt(const char *names, const char *attempts, const char *name);
 
 /* Writes the outcomes of one bundle open (n may be 0: the forms alone)
  * into the profile (atomically: the other members, the probe's, are

@@ -538,7 +538,9 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     char known[sizeof o->fns_relowered];
     snprintf(known, sizeof known, "%s", o->fns_relowered);
-    o->fns_relowered[0] = o->relowered_forms[0] = '\0';
+    char attempts[sizeof o->relowered_attempts];
+    snprintf(attempts, sizeof attempts, "%s", o->relowered_attempts);
+    o->fns_relowered[0] = o->relowered_forms[0] = o->relowered_attempts[0] = '\0';
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     int tried = 0;
     for (int f = 0; f < n; f++) {
@@ -550,24 +552,30 @@ static nc_status relower_functions(ane_bundle *b, const char *bundle, const char
         char sub[4500], form[64] = "";
         snprintf(sub, sizeof sub, "%s/ladder/%s_%s_relowered", bundle, prog_name, name);
         const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
-        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub, 0};
+        /* the candidate that placed it on an earlier run first (the profile) */
+        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub,
+                               ane_ladder_relower_attempt(known, attempts, name)};
         nc_error e = {0}, first = {0};
         nc_status st = NC_ERR_UNSUPPORTED;
-        for (; st && ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
+        for (; ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
             memset(&e, 0, sizeof e);
             st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
             if (st) break; /* no more candidates */
             st = open_fn_program(b, sub, i, f, &e);
             if (st && pi->fns[f].n_out > 1 && outputs_in_order(b))
                 st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung */
-            if (st && !first.msg[0]) first = e;
-            if (st) close_fn_program(b, i, f);
+            if (!st) break;
+            if (!first.msg[0]) first = e;
+            close_fn_program(b, i, f);
         }
         if (st && first.msg[0]) e = first; /* the first candidate's refusal */
         if (st == NC_OK) {
             (*placed)++;
             snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
             list_add(o->fns_relowered, sizeof o->fns_relowered, name, ",");
+            size_t used = strlen(o->relowered_attempts);
+            snprintf(o->relowered_attempts + used, sizeof o->relowered_attempts - used, "%s%d",
+                     used ? "," : "", ask.attempt);
             list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f], ", ");
             continue;
         }
@@ -685,6 +693,56 @@ static nc_status read_plans(ane_bundle *b, const char *dir, nc_error *err) {
 }
 
 static const ane_binding *binding_of(const ane_bundle *b, const ane_plan_step *s);
+static const char *relowered_of(const ane_bundle *b, int i, int f);
+
+/* The form key a part of a relower rung's form names ("attention grouped":
+ * the key's name with spaces, then its value), or -1. */
+static int form_part_key(const char *part, const char **value) {
+    for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", lower_form_key_name((lower_form_key)k));
+        for (char *c = name; *c; c++)
+            if (*c == '_') *c = ' ';
+        size_t n = strlen(name);
+        if (!strncmp(part, name, n) && part[n] == ' ') {
+            *value = part + n + 1;
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* The forms the relower rung placed kernels in, as accepted in the
+ * profile's "forms" (what `nectar compile --ane-profile` reads): per form
+ * part ("kv update onehot" of "kv update onehot + attention grouped"), the
+ * kernels it placed. */
+static void put_relowered_forms(ane_bundle *b) {
+    char done[1024] = "";
+    for (int i = 0; i < b->n_programs; i++)
+        for (int f = 0; f < b->programs[i].n_fns; f++) {
+            const char *form = relowered_of(b, i, f);
+            for (const char *p = form; p && *p;) {
+                const char *end = strstr(p, " + ");
+                char part[64];
+                snprintf(part, sizeof part, "%.*s", (int)(end ? end - p : (long)strlen(p)), p);
+                p = end ? end + 3 : NULL;
+                const char *v;
+                int k = form_part_key(part, &v);
+                if (k < 0 || strstr(done, part)) continue;
+                list_add(done, sizeof done, part, "|");
+                lower_forms_tally t;
+                lower_forms_tally_init(&t, &b->man);
+                memset(t.key, 0, sizeof t.key);
+                if (lower_form_set(&t.of, (lower_form_key)k, v) < 0) continue;
+                for (int i2 = 0; i2 < b->n_programs; i2++) /* every kernel placed in it */
+                    for (int f2 = 0; f2 < b->programs[i2].n_fns; f2++) {
+                        const char *g = relowered_of(b, i2, f2);
+                        t.key[k].ok += g && strstr(g, part) != NULL;
+                    }
+                ane_ladder_put_forms(&b->ladder, &t);
+            }
+        }
+}
 
 /* ane_bound_bytes_fn: the bytes the binding of a step's I/O needs. */
 static size_t bound_bytes(void *user, const ane_plan_step *s, const char *io, int is_output) {
@@ -709,6 +767,7 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
         for (int i = 0; i < b->n_programs; i++)
             ane_ladder_tally(&t, &b->programs[i], &b->outcomes[i]);
         ane_ladder_put_forms(&b->ladder, &t);
+        put_relowered_forms(b);
         lower_all_forms next;
         char why[1024];
         ane_ladder_recommend(&b->ladder, &t.of, &next, why, sizeof why, b->suggest,

@@ -143,6 +143,27 @@ for kpl in 4 3; do
             fail reject_all_relowered_kv_split_per_output "$(head -c 600 "$TMP/e")"
         fi
     fi
+    # every rule on kvattn (gather, the broadcast attention, two outputs):
+    # the hook's third candidate, both changes, as a program per output;
+    # remembered, so the next run starts at that candidate, and the forms
+    # it took recorded as accepted (what compile --ane-profile reads)
+    if [ $kpl = 3 ]; then
+        PR3="$TMP/p3.json"
+        run_ane reject=all "$PR3"
+        first=$(compiles)
+        ok1=$(cmp -s "$TMP/o" "$TMP/demo.cpu" && echo y)
+        run_ane reject=all "$PR3"
+        second=$(compiles)
+        if [ "$ok1" = y ] && cmp -s "$TMP/o" "$TMP/demo.cpu" &&
+            grep -q "layers 0-4: 45/45 kernels on the ANE (15 as programs of their own) (30 as a program per output) (15 re-lowered: kv update onehot + attention grouped) " "$TMP/e" &&
+            grep -q '"attempts": "2,2,2"' "$PR3" && [ -n "$first" ] && [ "$second" -lt "$first" ] &&
+            grep -A1 '"onehot": {' "$PR3" | grep -q '"ok": 15' &&
+            grep -A1 '"grouped": {' "$PR3" | grep -q '"ok": 15'; then
+            pass "reject_all_kvattn_relowered_both_forms_remembered ($first then $second compiles)"
+        else
+            fail reject_all_kvattn_relowered_both_forms_remembered "first $first second $second: $(head -c 500 "$TMP/e")"
+        fi
+    fi
     V="$B/ladder/layer_00_${kern}_s32_relowered/model.mil"
     if [ -f "$V" ] && ! grep -q "gather(" "$V" && grep -q "k_spread_placed = matmul(" "$V" &&
         { [ $kpl = 4 ] || grep -q "o_proj = conv(" "$V"; }; then
