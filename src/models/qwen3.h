@@ -140,6 +140,19 @@ typedef struct qwen3_batch_item {
 
 nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count, nc_error *err);
 
+/* The CPU half of a partition with a device (docs/engine.md, "A refused
+ * layer on the CPU engine's kernels"): a state whose KV cache holds only
+ * the layers whose layers[l] is set, and one decoder layer's forward over
+ * rows [n][hidden] fp32 in place (the residual stream in, the layer's
+ * output out) for n tokens at positions pos.. of that state: their K and V
+ * go into its cache at pos.., their queries see positions 0..their own
+ * (a truncation is the caller passing a smaller pos). Only qwen3_state_free
+ * and qwen3_layer_forward take such a state. */
+nc_status qwen3_state_new_layers(const qwen3_model *m, int ctx, const unsigned char *layers,
+                                 qwen3_state **out, nc_error *err);
+nc_status qwen3_layer_forward(qwen3_model *m, qwen3_state *s, int layer, float *rows, int n,
+                              int pos, nc_error *err);
+
 /* Rows (tokens, over all sequences) per pass through the weights. */
 #define QWEN3_MAX_BATCH 256
 

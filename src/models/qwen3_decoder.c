@@ -56,8 +56,28 @@ static void model_free(void *model) {
     free(q);
 }
 
-static const decoder_ops ops = {state_new, state_free,     state_pos,  state_ctx, state_truncate,
-                                forward,   set_layer_hook, model_free, NULL};
+static nc_status layer_state_new(void *model, int ctx, const unsigned char *layers, void **out,
+                                 nc_error *err) {
+    qwen3_state *s;
+    NC_TRY(qwen3_state_new_layers(((q3 *)model)->m, ctx, layers, &s, err));
+    *out = s;
+    return NC_OK;
+}
+static nc_status layer_forward(void *model, void *state, int layer, float *rows, int n, int pos,
+                               nc_error *err) {
+    return qwen3_layer_forward(((q3 *)model)->m, state, layer, rows, n, pos, err);
+}
+
+static const decoder_ops ops = {.state_new = state_new,
+                                .state_free = state_free,
+                                .state_pos = state_pos,
+                                .state_ctx = state_ctx,
+                                .state_truncate = state_truncate,
+                                .forward = forward,
+                                .set_layer_hook = set_layer_hook,
+                                .free = model_free,
+                                .layer_state_new = layer_state_new,
+                                .layer_forward = layer_forward};
 
 nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err) {
     q3 *q = calloc(1, sizeof *q);

@@ -59,6 +59,7 @@ struct qwen3_state {
     int ctx, pos;
     int batch;               /* at most this many of its rows per internal batch */
     void *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim], fp32 or fp16 */
+    int *slot; /* a layer state's: layer -> its rows of the caches (-1: none); NULL: all */
 };
 
 #endif

@@ -265,6 +265,11 @@ void qwen3_free(qwen3_model *m) {
 /* ---- per-sequence state ----------------------------------------------- */
 
 nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err) {
+    return qwen3_state_new_layers(m, ctx, NULL, out, err);
+}
+
+nc_status qwen3_state_new_layers(const qwen3_model *m, int ctx, const unsigned char *layers,
+                                 qwen3_state **out, nc_error *err) {
     *out = NULL;
     const qwen3_config *c = &m->cfg;
     if (ctx <= 0 || ctx > c->max_position_embeddings) ctx = c->max_position_embeddings;
@@ -273,18 +278,29 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     s->m = m;
     s->ctx = ctx;
     s->batch = QWEN3_MAX_BATCH;
+    int kept = c->num_hidden_layers;
+    if (layers) { /* a layer state: caches for the marked layers only */
+        s->slot = malloc((size_t)c->num_hidden_layers * sizeof *s->slot);
+        if (!s->slot) {
+            free(s);
+            return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
+        }
+        kept = 0;
+        for (int l = 0; l < c->num_hidden_layers; l++)
+            s->slot[l] = layers[l] ? kept++ : -1;
+    }
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     int ovf = 0;
     size_t cache_bytes =
-        nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
+        nc_mul_size(nc_mul_size((size_t)kept * (size_t)ctx, kvd, &ovf),
                     m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096
          * context costs memory only as it fills. (The kernels do unaligned
          * loads; 16-byte alignment is enough.) */
-        s->k_cache = calloc(1, cache_bytes);
-        s->v_cache = calloc(1, cache_bytes);
+        s->k_cache = calloc(1, cache_bytes + 1);
+        s->v_cache = calloc(1, cache_bytes + 1);
     }
     if (!s->k_cache || !s->v_cache) {
         qwen3_state_free(s);
@@ -300,6 +316,7 @@ void qwen3_state_free(qwen3_state *s) {
     if (!s) return;
     free(s->k_cache);
     free(s->v_cache);
+    free(s->slot);
     free(s);
 }
 

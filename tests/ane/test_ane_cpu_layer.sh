@@ -1,0 +1,70 @@
+#!/bin/sh
+# A layer the device refuses at every rung runs whole on the CPU engine's
+# kernels (docs/engine.md, "A refused layer on the CPU engine's kernels"):
+# `nectar run --backend ane --ane-device fake:reject=RULE` on a Qwen3.5
+# fixture with linear and full-attention layers (a 201-token prompt: four
+# chunks, then 64 greedy tokens) prints the cpu backend's text (fp32 from
+# the checkpoint, an engine sharing no code with the bundle path) for every
+# rule alone and all together, and says which layers ran on the CPU
+# engine's kernels. A device that refuses one layer only (layer 1, as a
+# probe profile recorded it) keeps the others: "layers 0, 2: .. on the
+# ANE; layer 1: CPU engine kernels". models/demo under every rule:
+# tests/ane/test_fake_reject.sh.
+BIN=${NECTAR_BIN:-build/nectar}
+T="-t 1"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+M=tests/fixtures/qwen35/tiny_vl_tied
+B="$TMP/q35.ane"
+P=$(cat "$M/run_2.prompt")
+if ! "$BIN" compile -m "$M" -o "$B" --ctx 512 --buckets 32,64 $T >/dev/null 2>"$TMP/e"; then
+    fail compile_q35 "$(cat "$TMP/e")"
+    exit 0
+fi
+"$BIN" run $T -m "$M" -p "$P" --temp 0 -n 64 >"$TMP/cpu" 2>"$TMP/e"
+if ! grep -q "generated 64 tokens" "$TMP/e"; then
+    fail cpu_reference_has_64_tokens "$(tail -1 "$TMP/e")"
+fi
+export NECTAR_ANE_PROFILE="$TMP/profile.json"
+for r in gather multi-function mixed-shapes multi-output elementwise-only broadcast-matmul wide-conv all; do
+    "$BIN" run $T --backend ane --ane-device "fake:reject=$r" -m "$B" -p "$P" --temp 0 -n 64 \
+        >"$TMP/o" 2>"$TMP/e"
+    used=no
+    grep -q "layers 0-2: CPU engine kernels (layer_00/model.mil refused: " "$TMP/e" && used=yes
+    # the rules that refuse some function at every rung: all, broadcast-matmul
+    want=no
+    case $r in all | broadcast-matmul) want=yes ;; esac
+    if cmp -s "$TMP/o" "$TMP/cpu" && [ $used = $want ] && ! grep -q " on the CPU (" "$TMP/e"; then
+        pass "reject_${r}_gives_cpu_text_cpu_kernels_$used"
+    else
+        fail "reject_${r}_gives_cpu_text_cpu_kernels_$want" "$(head -c 600 "$TMP/e")"
+    fi
+done
+
+# one refused layer: layer 1's outcome under reject=all, as the profile of
+# a device that takes layers 0 and 2 would hold it
+if command -v jq >/dev/null 2>&1; then
+    jq '.ladder["fake:reject=all"] | with_entries(select(.value.paths[0] == "layer_01/model.mil"))
+        | {ladder: {fake: .}}' "$NECTAR_ANE_PROFILE" >"$TMP/one.json"
+    NECTAR_ANE_PROFILE="$TMP/one.json" "$BIN" run $T --backend ane --ane-device fake -m "$B" -p "$P" \
+        --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+    if cmp -s "$TMP/o" "$TMP/cpu" &&
+        grep -q "layers 0, 2: 10/10 kernels on the ANE; layer 1: CPU engine kernels (layer_01/model.mil refused: .*(as recorded in the profile))" "$TMP/e"; then
+        pass one_refused_layer_on_cpu_kernels_between_device_layers
+    else
+        fail one_refused_layer_on_cpu_kernels_between_device_layers "$(head -c 600 "$TMP/e")"
+    fi
+else
+    echo "SKIP one_refused_layer_on_cpu_kernels_between_device_layers: jq is missing"
+fi
+
+# --dump-layers: every layer on the CPU engine's kernels can be reported
+"$BIN" run $T --backend ane --ane-device fake:reject=all -m "$B" -p "$P" --temp 0 -n 4 \
+    --dump-layers "$TMP/dump" >/dev/null 2>"$TMP/e"
+if [ -s "$TMP/dump/layer_02.npy" ]; then
+    pass dump_layers_with_every_layer_on_cpu_kernels
+else
+    fail dump_layers_with_every_layer_on_cpu_kernels "$(tail -2 "$TMP/e")"
+fi
