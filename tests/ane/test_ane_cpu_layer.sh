@@ -8,7 +8,9 @@
 # rule alone and all together, and says which layers ran on the CPU
 # engine's kernels. A device that refuses one layer only (layer 1, as a
 # probe profile recorded it) keeps the others: "layers 0, 2: .. on the
-# ANE; layer 1: CPU engine kernels". models/demo under every rule:
+# ANE; layer 1: CPU engine kernels"; the same on Gemma 3 (Qwen3's decoder,
+# sliding-window layers) for its global or its sliding layers' program.
+# models/demo under every rule:
 # tests/ane/test_fake_reject.sh.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
@@ -56,6 +58,27 @@ if command -v jq >/dev/null 2>&1; then
     else
         fail one_refused_layer_on_cpu_kernels_between_device_layers "$(head -c 600 "$TMP/e")"
     fi
+    # the same on Qwen3's decoder: Gemma 3's global layer 2 (its program
+    # differs from the sliding layers'), or the sliding layers 0, 1 and 3
+    G=tests/fixtures/gemma3/tiny_gemma3_text
+    "$BIN" compile -m "$G" -o "$TMP/g.ane" --buckets 32 $T >/dev/null 2>&1
+    "$BIN" run $T -m "$G" -p In --temp 0 -n 64 >"$TMP/g.cpu" 2>/dev/null
+    NECTAR_ANE_PROFILE="$TMP/g.json" "$BIN" run $T --backend ane --ane-device fake:reject=all \
+        -m "$TMP/g.ane" -p In --temp 0 -n 2 >/dev/null 2>&1
+    for keep in "layer_02:layers 0-1, 3: 12/12 kernels on the ANE; layer 2: CPU engine kernels" \
+        "layer_00:layer 2: 4/4 kernels on the ANE; layers 0-1, 3: CPU engine kernels"; do
+        jq --arg k "${keep%%:*}/model.mil" '.ladder["fake:reject=all"]
+            | with_entries(select(.value.paths[0] == $k)) | {ladder: {fake: .}}' \
+            "$TMP/g.json" >"$TMP/gone.json"
+        NECTAR_ANE_PROFILE="$TMP/gone.json" "$BIN" run $T --backend ane --ane-device fake \
+            -m "$TMP/g.ane" -p In --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
+        if [ -s "$TMP/g.cpu" ] && cmp -s "$TMP/o" "$TMP/g.cpu" && grep -q "${keep#*:}" "$TMP/e"; then
+            pass "gemma3_refused_${keep%%:*}_program_on_cpu_kernels_between_device_layers"
+        else
+            fail "gemma3_refused_${keep%%:*}_program_on_cpu_kernels_between_device_layers" \
+                "$(head -c 600 "$TMP/e")"
+        fi
+    done
 else
     echo "SKIP one_refused_layer_on_cpu_kernels_between_device_layers: jq is missing"
 fi
