@@ -221,10 +221,12 @@ nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, eng
     char where[900];
     ane_bundle_placement(a->loaded, where, sizeof where);
     const lower_forms *f = &man->forms;
+    char from[96] = "";
+    if (a->cpu.open) snprintf(from, sizeof from, "; CPU engine kernels on %s", a->cpu.source);
     snprintf(a->placement, sizeof a->placement,
-             "%s: %s; forms: %d kernels per layer, program split %s, kv update %s, rope %s, "
+             "%s: %s%s; forms: %d kernels per layer, program split %s, kv update %s, rope %s, "
              "attention %s, head %s",
-             a->dev.is_fake ? "ane (fake device)" : "ane", where, man->kernels_per_layer,
+             a->dev.is_fake ? "ane (fake device)" : "ane", where, from, man->kernels_per_layer,
              lower_program_split_name(f->program_split), lower_kv_update_name(f->kv_update),
              lower_rope_form_name(f->rope), lower_attention_form_name(f->attention),
              man->lm_head_on_ane ? lower_head_split_name(f->head_split) : "on the CPU");

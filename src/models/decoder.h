@@ -110,6 +110,11 @@ typedef struct decoder_options {
  * what needs freeing, decoder_close frees it). */
 nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
 nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
+/* Qwen3's decoder for layer_forward alone, the marked layers' tensors from
+ * src (qwen3_load_layers; config.json from config_dir), fp32 caches. */
+nc_status qwen3_decoder_open_layers(const char *config_dir, const qwen3_tensor_source *src,
+                                    const unsigned char *layers, int n_threads, decoder *d,
+                                    nc_error *err);
 
 void decoder_close(decoder *d);
 

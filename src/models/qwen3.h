@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "cpu/cpu_matmul.h"
 #include "models/rope_scaling.h"
 
 #define QWEN3_MAX_EOS 8
@@ -152,6 +153,26 @@ nc_status qwen3_state_new_layers(const qwen3_model *m, int ctx, const unsigned c
                                  qwen3_state **out, nc_error *err);
 nc_status qwen3_layer_forward(qwen3_model *m, qwen3_state *s, int layer, float *rows, int n,
                               int pos, nc_error *err);
+
+/* Layer tensors from elsewhere than a folder's safetensors (an ANE
+ * bundle's weight.bin): mat fills *out with layer `layer`'s tensor that a
+ * checkpoint names "<prefix>layers.<layer>.<name>" ("self_attn.q_proj.weight",
+ * "input_layernorm.weight", ...) as a [rows, cols] matrix (a norm: [n, 1],
+ * holding what the model multiplies by: Gemma's 1 + w). Its data must
+ * outlive the model. */
+typedef struct qwen3_tensor_source {
+    nc_status (*mat)(void *user, int layer, const char *name, int rows, int cols, cpu_mat *out,
+                     nc_error *err);
+    void *user;
+} qwen3_tensor_source;
+
+/* A model of config_dir's config.json whose layers marked in layers[] come
+ * from src (the others, the embedding and the head are empty): what
+ * qwen3_layer_forward needs, and nothing else may be called on it but
+ * qwen3_state_new_layers and qwen3_free. */
+nc_status qwen3_load_layers(const char *config_dir, const qwen3_tensor_source *src,
+                            const unsigned char *layers, int n_threads, qwen3_model **out,
+                            nc_error *err);
 
 /* Rows (tokens, over all sequences) per pass through the weights. */
 #define QWEN3_MAX_BATCH 256

@@ -99,3 +99,19 @@ nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder 
     s->n_eos = c->n_eos;
     return NC_OK;
 }
+
+nc_status qwen3_decoder_open_layers(const char *config_dir, const qwen3_tensor_source *src,
+                                    const unsigned char *layers, int n_threads, decoder *d,
+                                    nc_error *err) {
+    q3 *q = calloc(1, sizeof *q);
+    if (!q) return nc_fail(err, NC_ERR_NOMEM, "qwen3 decoder: out of memory");
+    d->ops = &ops;
+    d->model = q;
+    NC_TRY(qwen3_load_layers(config_dir, src, layers, n_threads, &q->m, err));
+    const qwen3_config *c = qwen3_model_config(q->m);
+    d->shape.dims = qwen3_dims(c);
+    d->shape.ctx_max = c->max_position_embeddings;
+    d->shape.dtype = "f16";
+    d->shape.n_threads = qwen3_model_threads(q->m);
+    return NC_OK;
+}

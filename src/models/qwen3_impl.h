@@ -52,6 +52,9 @@ struct qwen3_model {
     qwen3_workspace ws;
     qwen3_layer_hook layer_hook; /* NULL: off */
     void *layer_hook_user;
+    /* qwen3_load_layers: where the marked layers come from (else NULL) */
+    const qwen3_tensor_source *src;
+    const unsigned char *src_layers;
 };
 
 struct qwen3_state {

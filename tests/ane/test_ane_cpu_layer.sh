@@ -83,6 +83,36 @@ else
     echo "SKIP one_refused_layer_on_cpu_kernels_between_device_layers: jq is missing"
 fi
 
+# Qwen3's decoder reads the bundle's own fp16 weight.bin blobs, the
+# grouped attention form's q_proj rows and o_proj columns put back in order
+# (every program sent to the CPU: a ladder of the program rung alone under
+# reject=multi-function); a palettized bundle's are not fp16 blobs, and
+# Qwen3.5's decoder reads the checkpoint
+"$BIN" run $T -m models/demo -p "In the beginning" --temp 0 -n 64 >"$TMP/demo.cpu" 2>/dev/null
+for form in "--attention grouped:bundle's fp16" "--palettize 8:checkpoint's"; do
+    opts=${form%%:*}
+    rm -rf "$TMP/d.ane"
+    echo '{"ladder_order": ["program", "cpu"]}' >"$TMP/order.json"
+    "$BIN" compile -m models/demo -o "$TMP/d.ane" $opts $T >/dev/null 2>&1
+    NECTAR_ANE_PROFILE="$TMP/order.json" "$BIN" run $T --backend ane \
+        --ane-device fake:reject=multi-function -m "$TMP/d.ane" -p "In the beginning" --temp 0 \
+        -n 64 >"$TMP/o" 2>"$TMP/e"
+    name=$(echo "demo_${opts#--}_layers_on_the_${form#*:}_weights" | tr -d "'" | tr ' ' _)
+    if cmp -s "$TMP/o" "$TMP/demo.cpu" && grep -q "layers 0-4: CPU engine kernels" "$TMP/e" &&
+        grep -q "CPU engine kernels on the ${form#*:} weights" "$TMP/e"; then
+        pass "$name"
+    else
+        fail "$name" "$(head -c 600 "$TMP/e")"
+    fi
+done
+"$BIN" run $T --backend ane --ane-device fake:reject=all -m "$B" -p "$P" --temp 0 -n 2 \
+    >/dev/null 2>"$TMP/e"
+if grep -q "CPU engine kernels on the checkpoint's weights" "$TMP/e"; then
+    pass qwen35_layers_on_the_checkpoints_weights
+else
+    fail qwen35_layers_on_the_checkpoints_weights "$(head -c 600 "$TMP/e")"
+fi
+
 # --dump-layers: every layer on the CPU engine's kernels can be reported
 "$BIN" run $T --backend ane --ane-device fake:reject=all -m "$B" -p "$P" --temp 0 -n 4 \
     --dump-layers "$TMP/dump" >/dev/null 2>"$TMP/e"

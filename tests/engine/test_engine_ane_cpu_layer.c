@@ -1,8 +1,9 @@
 /* A layer the device refuses at every rung runs whole on the CPU engine's
  * kernels (docs/engine.md, "A refused layer on the CPU engine's kernels"):
- * under fake:reject=all every layer of models/demo (Qwen3) and of a Qwen3.5
- * fixture (linear and full-attention layers) is on the family's CPU
- * decoder, fp32, between the fake device's fp16 surfaces. Checked against
+ * under fake:reject=all every layer of models/demo (Qwen3, on the bundle's
+ * own fp16 weight.bin blobs) and of a Qwen3.5 fixture (linear and
+ * full-attention layers, on the checkpoint's weights) is on the family's
+ * CPU decoder, fp32 arithmetic, between the fake device's fp16 surfaces. Checked against
  * independent references: the cpu engine's hidden state after every layer
  * (fp32 from the checkpoint, itself tested against HF) within the fp16
  * rounding of each layer's output surface, and HF transformers' greedy ids
@@ -113,7 +114,8 @@ static double worst_layer_error(const layer_rec *a, const layer_rec *b, int laye
 #define LAYER_TOL 1e-2
 
 static void layers_match_cpu(const char *model, const char *bundle, const char *kind_cpu,
-                             const char *kind_ane, const int32_t *ids, int n, int total) {
+                             const char *kind_ane, const char *source, const int32_t *ids, int n,
+                             int total) {
     layer_rec cpu = {0}, ane = {0};
     int gen_cpu[MAX_ROWS] = {0}, gen_ane[MAX_ROWS] = {0}, worst = -1;
     engine *c = open_engine(kind_cpu, model, NULL, NULL);
@@ -122,6 +124,7 @@ static void layers_match_cpu(const char *model, const char *bundle, const char *
     CHECKF(strstr(a->placement, "CPU engine kernels (layer_00/model.mil refused: ") &&
                !strstr(a->placement, "on the CPU ("),
            "placement: %s", a->placement);
+    CHECKF(strstr(a->placement, source), "placement: %s", a->placement);
     CHECK(run_greedy(c, ids, n, total, &cpu, gen_cpu, NULL));
     CHECK(run_greedy(a, ids, n, total, &ane, gen_ane, NULL));
     double w = worst_layer_error(&ane, &cpu, c->n_layers, &worst);
@@ -145,7 +148,8 @@ static void test_qwen3_refused_layers_on_cpu_kernels_match_cpu_engine(void) {
     int32_t ids[40];
     for (int i = 0; i < 40; i++) /* a prompt over two chunks of 32 once decoding */
         ids[i] = (int32_t)(7 + 37 * i) % 1000;
-    layers_match_cpu("models/demo", demo_bundle, "qwen3-cpu", "qwen3-ane", ids, 40, 72);
+    layers_match_cpu("models/demo", demo_bundle, "qwen3-cpu", "qwen3-ane",
+                     "CPU engine kernels on the bundle's fp16 weights", ids, 40, 72);
 }
 
 static int compile_q35(void) {
@@ -167,7 +171,8 @@ static void test_qwen35_refused_layers_on_cpu_kernels_match_cpu_engine_and_hf(vo
     int32_t in[64];
     int n = 0, greedy[24];
     CHECK(q35_prompt(1, 24, in, &n, greedy));
-    layers_match_cpu(Q35, q35_bundle, "qwen35-cpu", "qwen35-ane", in, n, n + 24);
+    layers_match_cpu(Q35, q35_bundle, "qwen35-cpu", "qwen35-ane",
+                     "CPU engine kernels on the checkpoint's weights", in, n, n + 24);
     /* HF's greedy ids, an independent reference */
     engine *a = open_engine("qwen35-ane", q35_bundle, "fake:reject=all", NULL);
     int gen[MAX_ROWS] = {0};
