@@ -5,36 +5,90 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-nc_status nc_map_file(const char *path, nc_mapped_file *out, nc_error *err) {
-    out->data = NULL;
-    out->size_bytes = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+#include "base/alloc.h"
+
+/* Opens path for reading, checks it is a regular file and gives its size;
+ * clears out. */
+static nc_status open_regular(const char *path, nc_mapped_file *out, int *fd, size_t *size,
+                              nc_error *err) {
+    memset(out, 0, sizeof *out);
+    *fd = open(path, O_RDONLY);
+    if (*fd < 0) return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
         return nc_fail(err, NC_ERR_IO, "%s: not a regular file", path);
     }
-    if (st.st_size > 0) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    *size = (size_t)st.st_size;
+    return NC_OK;
+}
+
+nc_status nc_map_file(const char *path, nc_mapped_file *out, nc_error *err) {
+    int fd;
+    size_t size;
+    NC_TRY(open_regular(path, out, &fd, &size, err));
+    if (size > 0) {
+        void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             close(fd);
             return nc_fail(err, NC_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
         }
         out->data = p;
-        out->size_bytes = (size_t)st.st_size;
+        out->size_bytes = size;
     }
     close(fd);
     return NC_OK;
 }
 
+nc_status nc_load_file_resident(const char *path, size_t aligned_offset, nc_mapped_file *out,
+                                nc_error *err) {
+    int fd;
+    size_t size;
+    NC_TRY(open_regular(path, out, &fd, &size, err));
+    if (size == 0) {
+        close(fd);
+        return NC_OK;
+    }
+    size_t lead = (NC_ALIGN - aligned_offset % NC_ALIGN) % NC_ALIGN;
+    nc_huge h;
+    uint8_t *base = nc_huge_alloc(size + lead, &h);
+    if (!base) {
+        close(fd);
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu bytes", path, size);
+    }
+    size_t done = 0;
+    while (done < size) {
+        size_t want = size - done < ((size_t)64 << 20) ? size - done : (size_t)64 << 20;
+        ssize_t n = pread(fd, base + lead + done, want, (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const char *why = n < 0 ? strerror(errno) : "the file shrank while being read";
+            nc_huge_free(&h);
+            close(fd);
+            return nc_fail(err, NC_ERR_IO, "%s: read failed: %s", path, why);
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    mprotect(h.region, h.region_bytes, PROT_READ);
+    out->data = base + lead;
+    out->size_bytes = size;
+    out->region = h.region;
+    out->region_bytes = h.region_bytes;
+    return NC_OK;
+}
+
 void nc_unmap_file(nc_mapped_file *m) {
-    if (m->data) munmap((void *)m->data, m->size_bytes);
+    if (m->region) munmap(m->region, m->region_bytes);
+    else if (m->data) munmap((void *)m->data, m->size_bytes);
+    m->region = NULL;
+    m->region_bytes = 0;
     m->data = NULL;
     m->size_bytes = 0;
 }

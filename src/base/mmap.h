@@ -11,10 +11,19 @@
 typedef struct nc_mapped_file {
     const unsigned char *data; /* NULL for an empty file */
     size_t size_bytes;
+    void *region; /* set when the file was read into memory, not mapped */
+    size_t region_bytes;
 } nc_mapped_file;
 
 nc_status nc_map_file(const char *path, nc_mapped_file *out, nc_error *err);
 void nc_unmap_file(nc_mapped_file *m);
+
+/* Reads a whole file into private memory instead of mapping it (read-only
+ * after): on huge pages where the system grants them (nc_huge_alloc), with
+ * the file's byte at aligned_offset on a 64-byte boundary. Freed by
+ * nc_unmap_file. */
+nc_status nc_load_file_resident(const char *path, size_t aligned_offset, nc_mapped_file *out,
+                                nc_error *err);
 
 /* Reads a whole (small) file into a NUL-terminated heap buffer. */
 nc_status nc_read_file(const char *path, char **out, size_t *size_bytes, nc_error *err);

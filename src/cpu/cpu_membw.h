@@ -10,7 +10,9 @@
 
 #include "base/pool.h"
 
-#define CPU_MEMBW_PATTERNS 5
+/* five access patterns, on 4 KiB pages then on 2 MiB pages (the second
+ * half only where the system has huge pages) */
+#define CPU_MEMBW_PATTERNS 10
 #define CPU_MEMBW_MAX_RUNS 100
 
 typedef struct cpu_membw {
@@ -29,7 +31,8 @@ typedef struct cpu_membw {
 } cpu_membw;
 
 /* `reps` rounds, each timing every pattern once over a buffer of
- * size_bytes (much larger than the caches) read by the pool's threads;
+ * size_bytes (much larger than the caches; two of them where there are
+ * huge pages) read by the pool's threads;
  * returns out->best, or 0 if the buffer cannot be allocated. */
 double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out);
 

@@ -25,8 +25,9 @@
 
 /* The format's number also names the probe: raised whenever the probe
  * changes what it ranks (2: weights 8 bytes past a cache line, as a
- * model's tensors sit), so a file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 2"
+ * model's tensors sit; 3: on huge pages and aligned where the engine reads
+ * the weights into memory), so a file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 3"
 #define MAX_LINES 256
 /* The decode probe's matrix: 64 MiB of bf16 weights (more than the L3 of
  * most CPUs, so it streams from memory as a model's weights do), rows of
@@ -39,10 +40,15 @@
  * long stream to ramp up, the r1 ones on this Zen 5, ranked first on one
  * 64 MiB matrix and last in the engine) */
 #define DECODE_MATRIX_ROWS 2048
-/* ... starting 8 bytes past a cache line, as a safetensors file's tensors
- * commonly do (an 8-byte length, then a JSON header of any length: every
- * tensor of the random 0.6B here sits at 56 mod 64), so a 64-byte load of
- * weights spans two lines in the probe as in the engine */
+/* ... held as the engine will hold a model's weights (io/weights_residency.h):
+ * where the system has huge pages, read into memory on them with the data
+ * 64-byte aligned; elsewhere mmapped in 4 KiB pages, starting 8 bytes past a
+ * cache line as a safetensors file's tensors commonly do (an 8-byte length,
+ * then a JSON header of any length: every tensor of the random 0.6B here
+ * sits at 56 mod 64), so a 64-byte load spans two lines as in the engine.
+ * Which kernel streams fastest differs between the two: on 2 MiB pages a
+ * kernel that streams one row after another ranked first, on the mmapped
+ * file it was the slowest. */
 #define DECODE_MISALIGN 8
 /* The prompt probe: one pool task's worth (64 rows x 1024 columns) packed
  * and run against 120 tokens, as the prompt GEMM does, 8 times. */
@@ -179,18 +185,30 @@ static void decode_task(void *ctx, int task, int thread) {
         j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
 }
 
-/* The decode probe's weights in 4 KiB pages, as a model's mmapped file
- * is: hardware prefetchers stop at page boundaries, and on 2 MiB pages
- * (transparent huge pages, what a plain allocation of 64 MiB gets) a
- * kernel that streams one row after another ranked first here while in
- * the engine it was the slowest. */
-static uint8_t *alloc_small_pages(size_t bytes) {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+/* The decode probe's weights, where DECODE_MISALIGN's comment says. */
+typedef struct probe_memory {
+    nc_huge huge;
+    void *small;
+    size_t small_bytes;
+} probe_memory;
+
+static uint8_t *probe_memory_alloc(probe_memory *m, size_t bytes) {
+    memset(m, 0, sizeof *m);
+    if (nc_huge_pages_available()) return nc_huge_alloc(bytes, &m->huge);
+    void *p = mmap(NULL, bytes + 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
 #if defined(MADV_NOHUGEPAGE)
-    madvise(p, bytes, MADV_NOHUGEPAGE);
+    madvise(p, bytes + 64, MADV_NOHUGEPAGE);
 #endif
-    return p;
+    m->small = p;
+    m->small_bytes = bytes + 64;
+    return (uint8_t *)p + DECODE_MISALIGN;
+}
+
+static void probe_memory_free(probe_memory *m) {
+    nc_huge_free(&m->huge);
+    if (m->small) munmap(m->small, m->small_bytes);
+    m->small = NULL;
 }
 
 /* The decode probe's weights: bf16 values, or Q8/Q4 blocks whose scales
@@ -229,7 +247,8 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
         size_t ldw = cpu_wtype_row_bytes(wt, DECODE_K);
         int rows = (int)(bytes / ldw);
-        uint8_t *mem = alloc_small_pages(bytes + 64), *w = mem ? mem + DECODE_MISALIGN : NULL;
+        probe_memory mem;
+        uint8_t *w = probe_memory_alloc(&mem, bytes);
         float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
         float *xs = nc_alloc_aligned(DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
         int8_t *xq = nc_alloc_aligned(DECODE_K);
@@ -237,7 +256,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         nc_pool *pool = NULL;
         if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
             int oom = !w || !x || !xs || !xq || !y;
-            if (mem) munmap(mem, bytes + 64);
+            probe_memory_free(&mem);
             nc_free_aligned(x);
             nc_free_aligned(xs);
             nc_free_aligned(xq);
@@ -283,7 +302,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                     dc > 0 ? (double)(rows / mrows * mrows) * (double)ldw * passes / dc * th : 0;
             }
         nc_pool_free(pool);
-        munmap(mem, bytes + 64);
+        probe_memory_free(&mem);
         nc_free_aligned(x);
         nc_free_aligned(xs);
         nc_free_aligned(xq);

@@ -116,6 +116,7 @@ struct engine {
     /* For reports (bench): 0 / NULL where the backend does not know. */
     const char *weight_dtype;
     size_t weight_bytes_per_token;
+    const char *weights_residency; /* "read into memory on huge pages (auto)", "mmapped (...)" */
     int n_threads;
     int is_kv_f16;
     /* A decoder's sizes in config.json's terms, whatever its family (bench,

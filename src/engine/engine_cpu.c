@@ -134,6 +134,7 @@ nc_status engine_open_decoder_cpu(const char *dir, const engine_options *opt, en
     e->kv_bytes_per_token = s->kv_bytes_per_token;
     e->weight_dtype = s->dtype;
     e->weight_bytes_per_token = s->weight_bytes_per_token;
+    e->weights_residency = s->weights_residency;
     e->n_threads = s->n_threads;
     engine_set_eos(e, s->eos_ids, s->n_eos);
     return NC_OK;

@@ -103,6 +103,19 @@ nc_status hf_weights_open(const char *dir, hf_weights **out, nc_error *err) {
     return NC_OK;
 }
 
+nc_status hf_weights_open_to_run(const char *dir, hf_weights **out, nc_error *err) {
+    NC_TRY(hf_weights_open(dir, out, err));
+    hf_weights *w = *out;
+    nc_status st = weights_residency_choose(w->total_bytes, &w->residency, err);
+    for (int i = 0; st == NC_OK && w->residency.resident && i < w->n_shards; i++)
+        st = st_make_resident(w->shards[i], err);
+    if (st != NC_OK) {
+        hf_weights_close(w);
+        *out = NULL;
+    }
+    return st;
+}
+
 const st_tensor *hf_weights_find(const hf_weights *w, const char *name, const char **file) {
     for (int i = 0; i < w->n_shards; i++) {
         const st_tensor *t = st_find(w->shards[i], name);

@@ -6,14 +6,20 @@
 #define NC_IO_HF_WEIGHTS_H
 
 #include "io/safetensors.h"
+#include "io/weights_residency.h"
 
 typedef struct hf_weights {
     st_file **shards;
     int n_shards;
     size_t total_bytes; /* sum of the shard file sizes */
+    weights_residency residency;
 } hf_weights;
 
 nc_status hf_weights_open(const char *dir, hf_weights **out, nc_error *err);
+
+/* hf_weights_open for a model that will run from these weights: then read
+ * into memory where weights_residency_choose says so (NECTAR_WEIGHTS). */
+nc_status hf_weights_open_to_run(const char *dir, hf_weights **out, nc_error *err);
 void hf_weights_close(hf_weights *w);
 
 /* NULL when no shard holds it; *file (if non-NULL) gets the shard's path. */

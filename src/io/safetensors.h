@@ -1,6 +1,6 @@
 /* safetensors files: an 8-byte little-endian header length, a JSON header
  * mapping tensor names to {dtype, shape, data_offsets}, then the data block.
- * The file is mmapped and every header entry is validated (dtype known,
+ * The file is mmapped (or read into memory: st_make_resident) and every header entry is validated (dtype known,
  * shape x dtype size == byte span, span inside the data block, no overlaps)
  * before any tensor is handed out, so callers can trust the pointers. */
 #ifndef NC_IO_SAFETENSORS_H
@@ -65,6 +65,12 @@ void st_tensors_free(st_tensor *t, int n);
 
 nc_status st_open(const char *path, st_file **out, nc_error *err);
 void st_close(st_file *f);
+
+/* Moves an open file's bytes from the mmap into private memory
+ * (nc_load_file_resident: huge pages, the data block 64-byte aligned) and
+ * points its tensors there. The header is not parsed again: the file must
+ * not have changed since st_open, which the size check catches in part. */
+nc_status st_make_resident(st_file *f, nc_error *err);
 
 /* NULL when absent. */
 const st_tensor *st_find(const st_file *f, const char *name);

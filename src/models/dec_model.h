@@ -54,6 +54,9 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
                          const dec_load_steps *steps, nc_error *err);
 void dec_model_free(dec_model *b);
 
+/* Where the weights live ("read into memory on huge pages (auto)", ...). */
+const char *dec_model_residency(const dec_model *b);
+
 /* The row parts of a workspace for `rows` rows whose widest matrix input
  * is `widest`; sets b->dec. */
 nc_status dec_rows_ws_new(dec_model *b, int rows, int widest, nc_error *err);

@@ -90,6 +90,7 @@ typedef struct decoder_shape {
     size_t kv_bytes_per_token; /* one sequence's cache cost per token */
     const char *dtype;         /* the matrices' ("bf16", "q8", ...) */
     size_t weight_bytes_per_token;
+    const char *weights_residency; /* where the weights live, why (NULL: not known) */
     int n_threads;
     const int32_t *eos_ids; /* config.json + generation_config.json */
     int n_eos;

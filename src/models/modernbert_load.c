@@ -270,7 +270,7 @@ nc_status modernbert_load(const char *dir, int n_threads, modernbert_model **out
     m->kern = cpu_kernels_get();
     m->pack_budget_bytes = MODERNBERT_PACK_BUDGET_BYTES;
     nc_status st = modernbert_config_load(dir, &m->cfg, err);
-    if (st == NC_OK) st = hf_weights_open(dir, &m->weights, err);
+    if (st == NC_OK) st = hf_weights_open_to_run(dir, &m->weights, err);
     if (st == NC_OK) st = load_weights(m, err);
     if (st == NC_OK) st = nc_pool_new(n_threads, &m->pool, err);
     if (st != NC_OK) {

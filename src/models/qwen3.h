@@ -90,6 +90,7 @@ const qwen3_config *qwen3_model_config(const qwen3_model *m);
 const char *qwen3_model_dtype(const qwen3_model *m);
 /* Bytes of matrix weights read per generated token (all layers + LM head). */
 size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m);
+const char *qwen3_model_residency(const qwen3_model *m);
 int qwen3_model_threads(const qwen3_model *m);
 
 /* KV caches of states created from now on in fp16 (on) or fp32 (off, the

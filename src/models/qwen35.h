@@ -62,6 +62,7 @@ void qwen35_free(qwen35_model *m);
 const qwen35_config *qwen35_model_config(const qwen35_model *m);
 const char *qwen35_model_dtype(const qwen35_model *m);
 size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m);
+const char *qwen35_model_residency(const qwen35_model *m);
 int qwen35_model_threads(const qwen35_model *m);
 /* fp16 KV caches for states created from now on (fp32 until this is
  * called); the linear-attention states stay fp32. */

@@ -47,6 +47,10 @@ size_t qwen35_rec_floats(const qwen35_config *c) {
     return (size_t)c->linear_num_value_heads * c->linear_key_head_dim * c->linear_value_head_dim;
 }
 
+const char *qwen35_model_residency(const qwen35_model *m) {
+    return dec_model_residency(&m->b);
+}
+
 size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m) {
     size_t b = cpu_mat_bytes(&m->lm_head);
     for (int l = 0; l < m->cfg.num_hidden_layers; l++) {

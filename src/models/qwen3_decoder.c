@@ -94,6 +94,7 @@ nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder 
     s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
     s->dtype = qwen3_model_dtype(q->m);
     s->weight_bytes_per_token = qwen3_model_weight_bytes_per_token(q->m);
+    s->weights_residency = qwen3_model_residency(q->m);
     s->n_threads = qwen3_model_threads(q->m);
     s->eos_ids = c->eos_token_ids;
     s->n_eos = c->n_eos;

@@ -36,6 +36,10 @@ const char *qwen3_model_dtype(const qwen3_model *m) {
     return m->cfg.num_hidden_layers ? cpu_wtype_name(m->layers[0].q.type) : "?";
 }
 
+const char *qwen3_model_residency(const qwen3_model *m) {
+    return dec_model_residency(&m->b);
+}
+
 size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
     size_t b = cpu_mat_bytes(&m->lm_head);
     for (int l = 0; l < m->cfg.num_hidden_layers; l++) {

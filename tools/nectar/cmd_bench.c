@@ -116,7 +116,7 @@ static int bench_machine(int threads, int runs, size_t bw_bytes, int as_json) {
                n_threads, bw_bytes >> 20, best / 1e9, mean / 1e9, sd / 1e9, runs);
         printf("the ceiling is the fastest of %d patterns: %s\n", bw.n_patterns, bw.pattern);
         for (int i = 0; i < bw.n_patterns; i++)
-            printf("  %-36s best %.2f GB/s\n", bw.name[i], bw.best_of[i] / 1e9);
+            printf("  %-48s best %.2f GB/s\n", bw.name[i], bw.best_of[i] / 1e9);
         printf("per CPU-second of a reading thread: %.2f GB (%s)\n", bw_cpu / 1e9,
                bw.pattern_per_cpu_s);
         for (int i = 0; i < nt; i++)
@@ -483,8 +483,10 @@ int cmd_bench(int argc, char **argv) {
 
     if (as_json) {
         printf("{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"threads\": %d,\n"
-               "  \"kernels\": \"%s\",\n  \"load_s\": %.4f,\n  \"first_token_s\": %.4f,\n",
-               dir, dtype, n_threads, kern, load_s, first_s);
+               "  \"kernels\": \"%s\",\n  \"load_s\": %.4f,\n  \"first_token_s\": %.4f,\n"
+               "  \"weights\": \"%s\",\n",
+               dir, dtype, n_threads, kern, load_s, first_s,
+               m->weights_residency ? m->weights_residency : "mmapped");
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
         printf("  \"pp_flops\": %.0f,\n", pp_work);
@@ -518,9 +520,9 @@ int cmd_bench(int argc, char **argv) {
         if (n_tg > 0)
             printf("| tg%-4d | %.2f +/- %.2f | %.0f%% |\n", n_tg, tg.mean, tg.sd,
                    100 * cpu_share(&tg, n_threads));
-        printf("load %.3f s (mmap + validation), first token %.3f s (pages the weights in), "
-               "peak RSS %.1f MiB\n",
-               load_s, first_s, (double)rss / (1 << 20));
+        printf("load %.3f s (validation, weights %s), first token %.3f s, peak RSS %.1f MiB\n",
+               load_s, m->weights_residency ? m->weights_residency : "mmapped", first_s,
+               (double)rss / (1 << 20));
         if (wbytes) {
             printf("weights read per token %.3f GB; read bandwidth %.1f GB/s (the fastest of %d "
                    "patterns: %s) -> tg roofline %.1f tok/s",

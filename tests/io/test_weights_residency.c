@@ -1,0 +1,108 @@
+/* Weights read into memory (st_make_resident, io/weights_residency.h): the
+ * same bytes as the file holds, read back here with stdio at the offsets
+ * the header names, with the data block 64-byte aligned; the
+ * NECTAR_WEIGHTS policy's three settings and its one-line error. (The
+ * decoders' parity tests run on whatever the default gives the machine:
+ * tests/models/test_weights_residency_parity.sh runs one under both.) */
+#include "../test.h"
+#include "base/alloc.h"
+#include "base/mmap.h"
+#include "io/hf_weights.h"
+#include "io/safetensors.h"
+#include "io/weights_residency.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static const char *FIXTURE = "tests/fixtures/qwen3/tiny_gqa2/model.safetensors";
+
+/* The data block's start: 8 + the header length, read with stdio. */
+static long data_start(FILE *f) {
+    unsigned char b8[8];
+    if (fseek(f, 0, SEEK_SET) != 0 || fread(b8, 1, 8, f) != 8) return -1;
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--)
+        h = h << 8 | b8[i];
+    return (long)(8 + h);
+}
+
+static void test_resident_tensors_hold_the_files_bytes(void) {
+    if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
+    st_file *f;
+    nc_error err;
+    CHECK_OK(st_open(FIXTURE, &f, &err), &err);
+    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK(f->map.region != NULL);
+    FILE *raw = fopen(FIXTURE, "rb");
+    CHECK(raw != NULL);
+    long start = data_start(raw);
+    CHECK(start > 8);
+    int bad = 0, misaligned = 0;
+    for (int i = 0; i < f->n_tensors; i++) {
+        const st_tensor *t = &f->tensors[i];
+        if (!t->size_bytes) continue;
+        unsigned char *want = malloc(t->size_bytes);
+        CHECK(want != NULL);
+        CHECK(fseek(raw, start + (long)t->offset_bytes, SEEK_SET) == 0);
+        CHECK(fread(want, 1, t->size_bytes, raw) == t->size_bytes);
+        bad += memcmp(want, t->data, t->size_bytes) != 0;
+        /* the data block starts on a line, so each tensor sits at its
+         * offset modulo 64 */
+        misaligned += ((uintptr_t)t->data - t->offset_bytes) % NC_ALIGN != 0;
+        free(want);
+    }
+    CHECKF(bad == 0, "%d tensors differ from the file", bad);
+    CHECKF(misaligned == 0, "%d tensors' data blocks off a 64-byte line", misaligned);
+    fclose(raw);
+    /* twice is a no-op */
+    const void *before = f->tensors[0].data;
+    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK(f->tensors[0].data == before);
+    st_close(f);
+}
+
+static void test_policy_settings(void) {
+    weights_residency r;
+    nc_error err;
+    setenv("NECTAR_WEIGHTS", "mmap", 1);
+    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK(!r.resident && strstr(r.why, "mmap"));
+    setenv("NECTAR_WEIGHTS", "resident", 1);
+    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK(r.resident && strstr(r.why, "memory"));
+    setenv("NECTAR_WEIGHTS", "auto", 1);
+    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK(r.resident == nc_huge_pages_available());
+    /* more than any machine has: mapped */
+    CHECK_OK(weights_residency_choose(SIZE_MAX / 2, &r, &err), &err);
+    CHECK(!r.resident);
+    setenv("NECTAR_WEIGHTS", "huge", 1);
+    CHECK(weights_residency_choose(1 << 20, &r, &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "NECTAR_WEIGHTS") && strstr(err.msg, "huge") && !strchr(err.msg, '\n'));
+    unsetenv("NECTAR_WEIGHTS");
+}
+
+static void test_open_to_run_follows_the_setting(void) {
+    if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
+    nc_error err;
+    hf_weights *w;
+    setenv("NECTAR_WEIGHTS", "resident", 1);
+    CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
+    CHECK(w->residency.resident && w->shards[0]->map.region != NULL);
+    hf_weights_close(w);
+    setenv("NECTAR_WEIGHTS", "mmap", 1);
+    CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
+    CHECK(!w->residency.resident && w->shards[0]->map.region == NULL);
+    hf_weights_close(w);
+    setenv("NECTAR_WEIGHTS", "no", 1);
+    CHECK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err) == NC_ERR_INVALID);
+    CHECK(w == NULL);
+    unsetenv("NECTAR_WEIGHTS");
+}
+
+int main(void) {
+    RUN(test_resident_tensors_hold_the_files_bytes);
+    RUN(test_policy_settings);
+    RUN(test_open_to_run_follows_the_setting);
+    return nc_test_exit_code();
+}
