@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "base/log.h"
+#include "lower/qwen3_lower.h"
 #include "mil/parse.h"
 
 /* A layer's tensors read back from its programs' weight.bin. */
@@ -65,27 +66,6 @@ static const mil_value *find_blob(const mil_program *p, const char *name) {
     return NULL;
 }
 
-/* The grouped attention form's q channel order (kv head, dim, group) back
- * to the checkpoint's (kv head, group, dim): q_proj's rows (rows = 1) or
- * o_proj's columns of d [H*hd, other] / [other, H*hd], into a copy. */
-static nc_fp16 *ungroup(const qwen3_config *c, const nc_fp16 *d, int64_t other, int rows) {
-    int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim, G = H / KV;
-    int64_t n = H * hd;
-    nc_fp16 *out = malloc((size_t)(n * other) * sizeof *out);
-    if (!out) return NULL;
-    for (int64_t kv = 0; kv < KV; kv++)
-        for (int64_t g = 0; g < G; g++)
-            for (int64_t i = 0; i < hd; i++) {
-                int64_t orig = (kv * G + g) * hd + i, stored = (kv * hd + i) * G + g;
-                if (rows)
-                    memcpy(out + orig * other, d + stored * other, (size_t)other * sizeof *out);
-                else
-                    for (int64_t o = 0; o < other; o++)
-                        out[o * n + orig] = d[o * n + stored];
-            }
-    return out;
-}
-
 /* qwen3_tensor_source.mat over the bundle. */
 static nc_status bundle_mat(void *user, int layer, const char *name, int rows, int cols,
                             cpu_mat *out, nc_error *err) {
@@ -117,9 +97,11 @@ static nc_status bundle_mat(void *user, int layer, const char *name, int rows, i
             nc_fp16 **more = realloc(w->owned, ((size_t)w->n_owned + 1) * sizeof *more);
             if (!more) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
             w->owned = more;
-            data = w->owned[w->n_owned] = ungroup(&man->cfg, data, q ? cols : rows, q);
-            if (!data) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-            w->n_owned++;
+            /* the grouped form's q channel order back to the checkpoint's */
+            nc_fp16 *back = malloc((size_t)rows * cols * sizeof *back);
+            if (!back) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+            lower_qwen3_group_copy(&man->cfg, data, back, q ? cols : rows, q, 1);
+            data = w->owned[w->n_owned++] = back;
         }
         *out = (cpu_mat){CPU_W_F16, data, rows, cols};
         return NC_OK;
