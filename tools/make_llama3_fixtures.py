@@ -17,7 +17,11 @@ head_dim: hidden / heads) with tied embeddings, stored in bf16, written in
 transformers 5's rope_parameters style. Random init, fixed seeds, the demo
 tokenizer (models/demo), as tools/make_qwen3_fixtures.py does.
 
-Run: python3 tools/make_llama3_fixtures.py [--verify | --chat-only]
+`tiny_llama3_eom.json`: HF's greedy generate() on tiny_llama3 with one added
+token renamed <|eom_id|>, with and without its id in generation_config's
+eos_token_id (tests/models/test_llama_eom.sh; --eom-only writes it alone).
+
+Run: python3 tools/make_llama3_fixtures.py [--verify | --chat-only | --eom-only]
 """
 
 import argparse
@@ -440,9 +444,71 @@ def run(doc, out, fixtures, make, reference_loader, chat_out, rows_of, more_chat
         q3.log("%s: %d conversations reproduce" % (path, len(rows)))
 
 
+EOM_OUT = os.path.join(OUT, "tiny_llama3_eom.json")
+EOM_ID = 4095  # the demo tokenizer's </think>, renamed <|eom_id|> (greedy reaches it at step 8)
+EOM_PROMPT = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def eom_folder(dst):
+    """tiny_llama3 with added token EOM_ID renamed <|eom_id|>: the same byte
+    substitutions tests/models/test_llama_eom.sh makes with sed."""
+    shutil.copytree(os.path.join(OUT, "tiny_llama3"), dst)
+    for name, old, new in [("tokenizer.json", '"content":"</think>"', '"content":"<|eom_id|>"'),
+                           ("tokenizer_config.json", '"content": "</think>"',
+                            '"content": "<|eom_id|>"')]:
+        path = os.path.join(dst, name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        assert text.count(old) == 1, (name, old)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace(old, new))
+
+
+def write_eom_reference():
+    """tiny_llama3_eom.json: HF's greedy generate() on the renamed folder,
+    once with generation_config's eos_token_id listing <|eom_id|> (as Llama
+    3.1's [128001, 128008, 128009] does: it stops there, the token included)
+    and once without it (it runs on to max_new_tokens)."""
+    import tempfile
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "eom")
+        eom_folder(d)
+        tk = AutoTokenizer.from_pretrained(d)
+        assert tk.convert_tokens_to_ids("<|eom_id|>") == EOM_ID
+        model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+        ids = tk(EOM_PROMPT, return_tensors="pt", add_special_tokens=False).input_ids
+        cases = []
+        for eos in ([4093, 4091, EOM_ID], [4093, 4091]):
+            gc = GenerationConfig(do_sample=False, max_new_tokens=16, eos_token_id=eos,
+                                  pad_token_id=4091)
+            with torch.no_grad():
+                out = model.generate(ids, generation_config=gc)[0, ids.shape[1]:].tolist()
+            stopped = out[-1] == EOM_ID and EOM_ID in eos
+            text_ids = out[:-1] if stopped else out
+            cases.append({"eos_token_id": eos, "generated_ids": out, "stopped_at_eom": stopped,
+                          "text": tk.decode(text_ids, skip_special_tokens=False)})
+    doc = {"comment": "HF transformers %s greedy generate() on tiny_llama3 with token %d "
+                      "renamed <|eom_id|> (make_llama3_fixtures.eom_folder), max_new_tokens 16, "
+                      "generation_config eos_token_id as given" % (
+                          __import__("transformers").__version__, EOM_ID),
+           "prompt": EOM_PROMPT, "eom_id": EOM_ID, "cases": cases}
+    with open(EOM_OUT, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    q3.log("%s: stops after %d tokens with <|eom_id|> listed, %d without" % (
+        EOM_OUT, len(cases[0]["generated_ids"]), len(cases[1]["generated_ids"])))
+
+
 def main():
+    if "--eom-only" in sys.argv:
+        return write_eom_reference()
     run(__doc__, OUT, FIXTURES, make_fixture, load_reference_model, CHAT_OUT, chat_rows,
         [(TOOL_CHAT_OUT, tool_chat_rows)])
+    if "--chat-only" not in sys.argv:
+        write_eom_reference()
 
 
 if __name__ == "__main__":

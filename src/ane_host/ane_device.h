@@ -96,6 +96,8 @@ typedef struct ane_surface_policy {
 #define ANE_SURFACE_POLICY_DEFAULT                                                                 \
     { 1, ANE_REPORTED_MIN_SURFACE_BYTES }
 
+struct ane_relower_ask;
+
 typedef struct ane_device {
     const ane_device_ops *ops;
     void *impl;
@@ -106,6 +108,11 @@ typedef struct ane_device {
      * outcomes go to ("": none) and this device's key in it. */
     char ladder_profile[1024];
     char ladder_device[160];
+    /* The ladder's relower rung (ane_relower.h), installed by the engine;
+     * NULL: the rung is skipped. */
+    nc_status (*relower)(void *user, const struct ane_relower_ask *ask, char *form,
+                         size_t form_cap, nc_error *err);
+    void *relower_user;
 } ane_device;
 
 #endif

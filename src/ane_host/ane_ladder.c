@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ane_host/ane_stage.h"
@@ -19,7 +20,8 @@
 #include "bundle/bundle_io.h"
 #include "mil/print.h"
 
-const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "outputs", "cpu"};
+const char *const ANE_LADDER_ORDER[ANE_N_RUNGS] = {"program", "function", "outputs", "relower",
+                                                   "cpu"};
 
 const char *ane_rung_name(ane_rung r) {
     return r >= 0 && r < ANE_N_RUNGS ? ANE_LADDER_ORDER[r] : "?";
@@ -52,6 +54,10 @@ nc_status ane_ladder_profile_path(int is_fake, char *buf, size_t cap, nc_error *
 /* The order: the profile's "ladder_order" (rung names) or the default. */
 static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
     const json_t *o = doc ? json_object_get(doc, "ladder_order") : NULL;
+    char names[128] = ""; /* for messages: "program, function, ..." */
+    for (int i = 0; i < ANE_N_RUNGS; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 ANE_LADDER_ORDER[i]);
     l->n_order = 0;
     if (!o) {
         for (int i = 0; i < ANE_N_RUNGS; i++)
@@ -61,16 +67,13 @@ static nc_status read_order(ane_ladder *l, const json_t *doc, nc_error *err) {
     size_t i;
     const json_t *v;
     if (!json_is_array(o) || json_array_size(o) == 0 || json_array_size(o) > ANE_N_RUNGS)
-        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s, %s, %s, %s",
-                       l->profile, ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
-                       ANE_LADDER_ORDER[3]);
+        return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order: give a list of %s", l->profile,
+                       names);
     json_array_foreach(o, i, v) {
         int r = ane_rung_parse(json_string_value(v));
         if (r < 0)
-            return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: ladder_order[%zu]: not a rung (%s, %s, %s, %s)", l->profile, i,
-                           ANE_LADDER_ORDER[0], ANE_LADDER_ORDER[1], ANE_LADDER_ORDER[2],
-                           ANE_LADDER_ORDER[3]);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: ladder_order[%zu]: not a rung (%s)",
+                           l->profile, i, names);
         l->order[l->n_order++] = (ane_rung)r;
     }
     return NC_OK;
@@ -145,6 +148,10 @@ int ane_ladder_start(const ane_ladder *l, ane_ladder_outcome *o) {
     names = json_string_value(json_object_get(s, "split_functions"));
     snprintf(o->fns_split, sizeof o->fns_split, "%s", names ? names : "");
     o->outputs_known = s != NULL;
+    const json_t *rl = json_object_get(out, ane_rung_name(ANE_RUNG_RELOWER));
+    names = json_string_value(json_object_get(rl, "relowered_functions"));
+    snprintf(o->fns_relowered, sizeof o->fns_relowered, "%s", names ? names : "");
+    o->relower_known = rl != NULL;
     return start;
 }
 
@@ -183,6 +190,10 @@ nc_status ane_ladder_record(ane_ladder *l, const ane_ladder_outcome *o, int n, n
             }
             if (r == ANE_RUNG_OUTPUTS)
                 json_object_set_new(x, "split_functions", json_string(o[i].fns_split));
+            if (r == ANE_RUNG_RELOWER) {
+                json_object_set_new(x, "relowered_functions", json_string(o[i].fns_relowered));
+                json_object_set_new(x, "forms", json_string(o[i].relowered_forms));
+            }
             json_object_set_new(outs, ane_rung_name((ane_rung)r), x);
         }
         json_object_set_new(dev, o[i].key,
@@ -234,8 +245,11 @@ static nc_status link_weights(const char *src, const char *dst, nc_error *err) {
     NC_TRY(ane_make_dirs(path, err));
     snprintf(from, sizeof from, "%s/weights/weight.bin", src);
     snprintf(path, sizeof path, "%s/weights/weight.bin", dst);
-    if (access(from, F_OK) == 0 && access(path, F_OK) != 0 && link(from, path) != 0 &&
-        symlink(from, path) != 0)
+    struct stat a, b;
+    if (stat(from, &a) != 0) return NC_OK; /* a program without weights */
+    if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return NC_OK;
+    /* absent, or a link to an older file (a folder written again: the relower rung) */
+    if ((unlink(path) != 0 && errno != ENOENT) || (link(from, path) != 0 && symlink(from, path) != 0))
         return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
     return NC_OK;
 }

@@ -27,6 +27,8 @@ typedef enum ane_rung {
     ANE_RUNG_PROGRAM,  /* the program as compiled */
     ANE_RUNG_FUNCTION, /* each of its functions as a program of its own (BUNDLE/ladder/) */
     ANE_RUNG_OUTPUTS,  /* a function of several outputs refused alone: a program per output */
+    ANE_RUNG_RELOWER,  /* a function still refused, lowered again from the bundle into a form
+                          that avoids what it holds (ane_relower.h; the engine's hook) */
     ANE_RUNG_CPU,      /* the MIL interpreter on the same program */
     ANE_N_RUNGS
 } ane_rung;
@@ -34,7 +36,7 @@ typedef enum ane_rung {
 /* The default order, by name: the table the runner climbs. */
 extern const char *const ANE_LADDER_ORDER[ANE_N_RUNGS];
 
-const char *ane_rung_name(ane_rung r); /* "program", "function", "outputs", "cpu" */
+const char *ane_rung_name(ane_rung r); /* "program", "function", "outputs", "relower", "cpu" */
 int ane_rung_parse(const char *name);  /* -1: none */
 
 /* The outcome of one program on the device, for the profile. */
@@ -49,6 +51,9 @@ typedef struct ane_ladder_outcome {
     char fns_refused[512];        /* their names, comma-separated */
     char fns_split[512];          /* the outputs rung: functions placed as a program per output */
     int outputs_known;            /* the profile recorded the outputs rung for this program */
+    char fns_relowered[512];      /* the relower rung: functions placed re-lowered */
+    char relowered_forms[256];    /* and the forms they took ("kv update onehot") */
+    int relower_known;            /* the profile recorded the relower rung for this program */
     char fn_error[LOWER_MAX_FUNCS][200]; /* per function, this run's refusal ("": none seen) */
 } ane_ladder_outcome;
 

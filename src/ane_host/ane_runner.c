@@ -16,6 +16,7 @@
 
 #include "ane_host/ane_bind.h"
 #include "ane_host/ane_ladder.h"
+#include "ane_host/ane_relower.h"
 #include "ane_host/ane_wait.h"
 #include "base/log.h"
 #include "bundle/modernbert_manifest.h"
@@ -50,6 +51,9 @@ typedef struct run_prog {
     /* The outputs rung: a function of several outputs the device refused
      * alone runs as one program per output (pieces[f], NULL where not). */
     struct run_pieces **pieces;
+    /* The relower rung: relowered[f] names the form function f was lowered
+     * again into (its model in fn_models[f]), "" where not. */
+    char (*relowered)[64];
 } run_prog;
 
 typedef struct run_pieces {
@@ -172,6 +176,7 @@ void ane_bundle_free(ane_bundle *b) {
         for (int f = 0; p->pieces && f < b->programs[i].n_fns; f++)
             free_pieces(&b->dev, p->pieces[f]);
         free(p->pieces);
+        free(p->relowered);
         free(p->its);
         free(p->fn_models);
         free(p->fn_attrs);
@@ -281,6 +286,20 @@ static nc_status fall_back(ane_bundle *b, const char *dir, int i, const nc_error
     return NC_OK;
 }
 
+/* Function f of program i as the program in folder sub (a ladder rung's),
+ * opened and bound on the device by the manifest's I/O. */
+static nc_status open_fn_program(ane_bundle *b, const char *sub, int i, int f, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    char path[4600];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
+    const char *json;
+    size_t len;
+    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
+    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
+    return ane_bind_function(&p->fn_attrs[f], &b->programs[i].fns[f], &p->binds[f], err);
+}
+
 /* Function f of the refused program (parsed in p->cpu, folder dir) as a
  * program of its own in BUNDLE/ladder/<program>_<function>/, opened and
  * bound on the device. */
@@ -288,18 +307,12 @@ static nc_status open_function(ane_bundle *b, const char *bundle, const char *di
                                nc_error *err) {
     run_prog *p = &b->progs[i];
     const lower_program_info *pi = &b->programs[i];
-    char sub[4500], path[4600];
+    char sub[4500];
     const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, pi->fns[f].name);
     const char *one = pi->fns[f].name;
     NC_TRY(ane_ladder_write_view(p->cpu, &one, 1, dir, sub, err));
-    snprintf(path, sizeof path, "%s/model.mil", sub);
-    NC_TRY(device_open(b, sub, &p->fn_models[f], err));
-    const char *json;
-    size_t len;
-    NC_TRY(b->dev.ops->model_attrs(p->fn_models[f], &json, &len, err));
-    NC_TRY(ane_attrs_parse(json, len, path, &p->fn_attrs[f], err));
-    return ane_bind_function(&p->fn_attrs[f], &pi->fns[f], &p->binds[f], err);
+    return open_fn_program(b, sub, i, f, err);
 }
 
 /* The function rung: each function of refused program i on the device as
@@ -344,15 +357,23 @@ static nc_status split_functions(ane_bundle *b, const char *bundle, const char *
 }
 
 static ane_model *model_of(const ane_bundle *b, int i, int f);
+static const struct run_pieces *pieces_of(const ane_bundle *b, int i, int f);
 
-/* Function f of program i (refused alone) as one program per output in
- * BUNDLE/ladder/<program>_<function>__<output>/, each opened and bound;
- * p->binds[f] gets the device's layouts of every I/O. */
-static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir, int i, int f,
-                             nc_error *err) {
+static int same_layout(const ane_layout *a, const ane_layout *b) {
+    return a->rows == b->rows && a->width == b->width && a->row_bytes == b->row_bytes &&
+           a->elem == b->elem;
+}
+
+/* Function f of program i as one program per output, written from the
+ * parsed program src (folder src_dir) into <prefix><function>__<output>/,
+ * each opened and bound: a piece binds only the inputs its model reports
+ * (a device may drop those its output does not read). p->binds[f] gets the
+ * device's layouts of every I/O: an input that pieces bind with different
+ * layouts, or that no piece binds, fails (one surface serves them all). */
+static nc_status open_pieces(ane_bundle *b, const mil_program *src, const char *src_dir,
+                             const char *prefix, int i, int f, nc_error *err) {
     run_prog *p = &b->progs[i];
     const lower_fn_info *fi = &b->programs[i].fns[f];
-    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     run_pieces *pc = calloc(1, sizeof *pc);
     if (!pc) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     p->pieces[f] = pc;
@@ -364,8 +385,8 @@ static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir,
     for (int k = 0; k < pc->n; k++) {
         char piece[128], sub[4600], path[4700];
         snprintf(piece, sizeof piece, "%s__%s", fi->name, fi->out[k].name);
-        snprintf(sub, sizeof sub, "%s/ladder/%s_%s", bundle, prog_name, piece);
-        NC_TRY(ane_ladder_write_output_view(p->cpu, fi->name, k, piece, dir, sub, err));
+        snprintf(sub, sizeof sub, "%s%s", prefix, piece);
+        NC_TRY(ane_ladder_write_output_view(src, fi->name, k, piece, src_dir, sub, err));
         NC_TRY(device_open(b, sub, &pc->models[k], err));
         const char *json;
         size_t len;
@@ -376,11 +397,35 @@ static nc_status open_pieces(ane_bundle *b, const char *bundle, const char *dir,
         snprintf(one.name, sizeof one.name, "%s", piece);
         one.n_out = 1;
         one.out[0] = fi->out[k];
+        const ane_attr_proc *ap = ane_attrs_proc(&pc->attrs[k], piece);
+        one.n_in = 0;
+        for (int j = 0; j < fi->n_in; j++)
+            if (!ap || ane_attrs_io(ap, fi->in[j].name, 0)) one.in[one.n_in++] = fi->in[j];
         NC_TRY(ane_bind_function(&pc->attrs[k], &one, &pc->binds[k], err));
     }
     ane_binding *all = &p->binds[f]; /* the layouts the plan's surfaces take */
-    *all = pc->binds[0];
+    memset(all, 0, sizeof *all);
     snprintf(all->fn, sizeof all->fn, "%s", fi->name);
+    all->proc_id = pc->binds[0].proc_id;
+    all->n_in = fi->n_in;
+    for (int j = 0; j < fi->n_in; j++) {
+        const ane_bound_io *first = NULL;
+        for (int k = 0; k < pc->n; k++) {
+            const ane_bound_io *io = ane_binding_io(&pc->binds[k], fi->in[j].name, 0);
+            if (!io) continue;
+            if (!first) first = io;
+            if (!same_layout(&first->layout, &io->layout))
+                return nc_fail(err, NC_ERR_FORMAT,
+                               "%s: its pieces bind input %s with different layouts (%zu and %zu "
+                               "bytes per row)",
+                               fi->name, fi->in[j].name, first->layout.row_bytes,
+                               io->layout.row_bytes);
+        }
+        if (!first)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: no piece binds input %s", fi->name,
+                           fi->in[j].name);
+        all->in[j] = *first;
+    }
     all->n_out = pc->n;
     for (int k = 0; k < pc->n; k++)
         all->out[k] = pc->binds[k].out[0];
@@ -409,7 +454,10 @@ static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *di
         if (o->outputs_known && !ane_ladder_listed(known, name)) continue; /* refused before */
         tried++;
         nc_error e = {0};
-        if (open_pieces(b, bundle, dir, i, f, &e) == NC_OK) {
+        char prefix[4400];
+        snprintf(prefix, sizeof prefix, "%s/ladder/%s_", bundle,
+                 strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+        if (open_pieces(b, p->cpu, dir, prefix, i, f, &e) == NC_OK) {
             (*placed)++;
             int k = snprintf(o->fns_split + used, sizeof o->fns_split - used, "%s%s",
                              used ? "," : "", name);
@@ -424,6 +472,118 @@ static nc_status split_outputs(ane_bundle *b, const char *bundle, const char *di
     }
     o->tried[ANE_RUNG_OUTPUTS] = 1;
     o->ok[ANE_RUNG_OUTPUTS] = tried > 0 && *placed == tried;
+    return NC_OK;
+}
+
+/* Appends name to the list (cap bytes) of items joined by sep, once. */
+static void list_add(char *list, size_t cap, const char *name, const char *sep) {
+    size_t used = strlen(list), n = strlen(name), k = strlen(sep);
+    for (const char *p = list; p && *p;) { /* already listed? */
+        const char *end = strstr(p, sep);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return;
+        p = end ? end + k : NULL;
+    }
+    snprintf(list + used, cap - used, "%s%s", used ? sep : "", name);
+}
+
+/* Closes what a relower candidate of function f of program i opened. */
+static void close_fn_program(ane_bundle *b, int i, int f) {
+    run_prog *p = &b->progs[i];
+    if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+    p->fn_models[f] = NULL;
+    ane_attrs_free(&p->fn_attrs[f]);
+    if (p->pieces) free_pieces(&b->dev, p->pieces[f]);
+    if (p->pieces) p->pieces[f] = NULL;
+}
+
+/* 1 when the ladder's order has the outputs rung. */
+static int outputs_in_order(const ane_bundle *b) {
+    for (int r = 0; r < b->ladder.n_order; r++)
+        if (b->ladder.order[r] == ANE_RUNG_OUTPUTS) return 1;
+    return 0;
+}
+
+/* Function f of program i re-lowered into folder sub and refused there
+ * too, as one program per output of the re-lowered program
+ * (<sub>__<function>__<output>/): the two rungs composed. */
+static nc_status relowered_pieces(ane_bundle *b, const char *sub, int i, int f, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    if (p->fn_models[f]) b->dev.ops->model_close(p->fn_models[f]);
+    p->fn_models[f] = NULL;
+    ane_attrs_free(&p->fn_attrs[f]);
+    if (!p->pieces) p->pieces = calloc((size_t)b->programs[i].n_fns + 1, sizeof *p->pieces);
+    if (!p->pieces) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char path[4600], prefix[4600];
+    snprintf(path, sizeof path, "%s/model.mil", sub);
+    snprintf(prefix, sizeof prefix, "%s__", sub);
+    mil_program *prog = NULL;
+    NC_TRY(mil_parse_file(path, &prog, err));
+    nc_status st = open_pieces(b, prog, sub, prefix, i, f, err);
+    mil_program_free(prog);
+    return st;
+}
+
+/* The relower rung: each function of program i still on the CPU, lowered
+ * again by the engine's hook (ane_relower.h) into a form that avoids what
+ * it holds, from the bundle alone, written to
+ * BUNDLE/ladder/<program>_<function>_relowered/, opened and bound by the
+ * manifest's I/O (the plan and the host are unchanged). A function this
+ * rung could not place on an earlier run (the profile) is not tried
+ * again. *placed: how many it placed. */
+static nc_status relower_functions(ane_bundle *b, const char *bundle, const char *dir, int i,
+                                   ane_ladder_outcome *o, int *placed, nc_error *err) {
+    run_prog *p = &b->progs[i];
+    const lower_program_info *pi = &b->programs[i];
+    int n = pi->n_fns;
+    *placed = 0;
+    if (!b->dev.relower || !b->has_man) return NC_OK; /* no hook: the rung is skipped */
+    if (!p->fn_models) p->fn_models = calloc((size_t)n + 1, sizeof *p->fn_models);
+    if (!p->fn_attrs) p->fn_attrs = calloc((size_t)n + 1, sizeof *p->fn_attrs);
+    if (!p->relowered) p->relowered = calloc((size_t)n + 1, sizeof *p->relowered);
+    if (!p->fn_models || !p->fn_attrs || !p->relowered)
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    char known[sizeof o->fns_relowered];
+    snprintf(known, sizeof known, "%s", o->fns_relowered);
+    o->fns_relowered[0] = o->relowered_forms[0] = '\0';
+    const char *prog_name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    int tried = 0;
+    for (int f = 0; f < n; f++) {
+        const char *name = pi->fns[f].name;
+        if (model_of(b, i, f) || pieces_of(b, i, f)) continue;       /* on the device */
+        if (lower_manifest_fn(pi, name) != &pi->fns[f]) continue;    /* enumerated: one entry */
+        if (o->relower_known && !ane_ladder_listed(known, name)) continue; /* refused before */
+        tried++;
+        char sub[4500], form[64] = "";
+        snprintf(sub, sizeof sub, "%s/ladder/%s_%s_relowered", bundle, prog_name, name);
+        const char *why = f < LOWER_MAX_FUNCS && o->fn_error[f][0] ? o->fn_error[f] : p->why;
+        ane_relower_ask ask = {bundle, &b->man, i, dir, p->cpu, name, why, sub, 0};
+        nc_error e = {0}, first = {0};
+        nc_status st = NC_ERR_UNSUPPORTED;
+        for (; st && ask.attempt < 8; ask.attempt++) { /* each candidate form in turn */
+            memset(&e, 0, sizeof e);
+            st = b->dev.relower(b->dev.relower_user, &ask, form, sizeof form, &e);
+            if (st) break; /* no more candidates */
+            st = open_fn_program(b, sub, i, f, &e);
+            if (st && pi->fns[f].n_out > 1 && outputs_in_order(b))
+                st = relowered_pieces(b, sub, i, f, &e); /* refused again: the outputs rung */
+            if (st && !first.msg[0]) first = e;
+            if (st) close_fn_program(b, i, f);
+        }
+        if (st && first.msg[0]) e = first; /* the first candidate's refusal */
+        if (st == NC_OK) {
+            (*placed)++;
+            snprintf(p->relowered[f], sizeof p->relowered[f], "%s", form[0] ? form : "?");
+            list_add(o->fns_relowered, sizeof o->fns_relowered, name, ",");
+            list_add(o->relowered_forms, sizeof o->relowered_forms, p->relowered[f], ", ");
+            continue;
+        }
+        NC_TRY(bind_on_cpu(&pi->fns[f], &p->binds[f], err));
+        if (!o->error[ANE_RUNG_RELOWER][0])
+            snprintf(o->error[ANE_RUNG_RELOWER], sizeof o->error[0], "%s: %s", name, e.msg);
+    }
+    o->tried[ANE_RUNG_RELOWER] = 1;
+    o->ok[ANE_RUNG_RELOWER] = tried > 0 && *placed == tried;
     return NC_OK;
 }
 
@@ -473,6 +633,11 @@ static nc_status open_program(ane_bundle *b, const char *bundle, int i, nc_error
         case ANE_RUNG_OUTPUTS:
             if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
             NC_TRY(split_outputs(b, bundle, dir, i, o, &placed, err));
+            if (placed && stay == ANE_RUNG_CPU) stay = rung;
+            break;
+        case ANE_RUNG_RELOWER:
+            if (!p->on_cpu) NC_TRY(fall_back(b, dir, i, &why, err));
+            NC_TRY(relower_functions(b, bundle, dir, i, o, &placed, err));
             if (placed && stay == ANE_RUNG_CPU) stay = rung;
             break;
         case ANE_RUNG_CPU:
@@ -660,6 +825,16 @@ static const run_pieces *pieces_of(const ane_bundle *b, int i, int f) {
     return p->pieces && f >= 0 ? p->pieces[f] : NULL;
 }
 
+/* The form function f of program i was re-lowered into (the relower
+ * rung), or NULL. */
+static const char *relowered_of(const ane_bundle *b, int i, int f) {
+    const run_prog *p = &b->progs[i];
+    return p->relowered && f >= 0 && p->relowered[f][0] &&
+                   (p->fn_models[f] || (p->pieces && p->pieces[f]))
+               ? p->relowered[f]
+               : NULL;
+}
+
 static int fn_on_device(const ane_bundle *b, int i, int f) {
     return model_of(b, i, f) != NULL || pieces_of(b, i, f) != NULL;
 }
@@ -669,8 +844,9 @@ static int step_on_cpu(const ane_bundle *b, const ane_plan_step *s) {
 }
 
 /* The requests of a step whose function runs as one program per output
- * (the outputs rung): piece k reads every input and writes output k, by
- * its own model's symbols; *out is NULL-terminated. */
+ * (the outputs rung): piece k reads the inputs it binds (every one, unless
+ * its device dropped some its output does not read) and writes output k,
+ * by its own model's symbols; *out is NULL-terminated. */
 static nc_status piece_requests(ane_runner *r, const ane_plan_step *s, const run_pieces *pc,
                                 ane_surface *const *in, ane_surface *const *out,
                                 ane_request ***reqs, nc_error *err) {
@@ -678,17 +854,21 @@ static nc_status piece_requests(ane_runner *r, const ane_plan_step *s, const run
     if (!*reqs) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     for (int k = 0; k < pc->n; k++) {
         const ane_binding *pb = &pc->binds[k];
-        int in_idx[LOWER_MAX_IO] = {0}, out_idx = pb->out[0].symbol, o = -1;
-        for (int j = 0; j < s->n_in; j++) {
+        int in_idx[LOWER_MAX_IO] = {0}, out_idx = pb->out[0].symbol, o = -1, n_in = 0;
+        ane_surface *ins[LOWER_MAX_IO] = {0};
+        for (int j = 0; j < s->n_in; j++) { /* the inputs this piece binds */
             const ane_bound_io *bio = ane_binding_io(pb, s->in[j].name, 0);
-            if (!bio) return nc_fail(err, NC_ERR_INTERNAL, "%s: '%s' is not bound", pb->fn,
-                                     s->in[j].name);
-            in_idx[j] = bio->symbol;
+            if (!bio) continue;
+            ins[n_in] = in[j];
+            in_idx[n_in++] = bio->symbol;
         }
+        if (n_in != pb->n_in)
+            return nc_fail(err, NC_ERR_INTERNAL, "%s: binds %d inputs, the plan step has %d of them",
+                           pb->fn, pb->n_in, n_in);
         for (int j = 0; j < s->n_out; j++)
             if (!strcmp(s->out[j].name, pb->out[0].name)) o = j;
         if (o < 0) return nc_fail(err, NC_ERR_INTERNAL, "%s: no plan output %s", pb->fn, pb->out[0].name);
-        if (r->ops->request_new(pc->models[k], pb->proc_id, s->n_in, in, in_idx, 1, &out[o],
+        if (r->ops->request_new(pc->models[k], pb->proc_id, n_in, ins, in_idx, 1, &out[o],
                                 &out_idx, &(*reqs)[k], err))
             return nc_fail_prefix(err, "request for %s", pb->fn);
     }
@@ -1203,7 +1383,9 @@ static void put_layers(const ane_bundle *b, int cpu, char *buf, size_t cap, size
 
 /* One group of programs (the layers, or the head) into buf at *len. */
 static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
-    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1, whole = -1;
+    int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1, re = 0;
+    int whole = -1;       /* the first program of a layer run whole on the caller's kernels */
+    char forms[256] = ""; /* the relower rung's forms */
     for (int i = 0; i < b->n_programs; i++) {
         const lower_program_info *pi = &b->programs[i];
         if ((pi->layer < 0) != head) continue;
@@ -1216,9 +1398,12 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         fns += pi->n_fns;
         for (int f = 0; f < pi->n_fns; f++) {
             int dev = fn_on_device(b, i, f), pieces = pieces_of(b, i, f) != NULL;
+            const char *form = relowered_of(b, i, f);
             on_ane += dev;
-            own += dev && !pieces && b->progs[i].on_cpu; /* the function rung */
-            split += pieces;                             /* the outputs rung */
+            own += dev && !pieces && !form && b->progs[i].on_cpu; /* the function rung */
+            split += pieces;                                      /* the outputs rung */
+            re += form != NULL;                                   /* the relower rung */
+            if (form) list_add(forms, sizeof forms, form, ", ");
         }
         if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }
@@ -1233,6 +1418,7 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
         if (own) put(buf, cap, len, " (%d as programs of their own)", own);
         if (split) put(buf, cap, len, " (%d as a program per output)", split);
+        if (re) put(buf, cap, len, " (%d re-lowered: %s)", re, forms);
         if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
         if (first_cpu >= 0)
             put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,

@@ -125,7 +125,9 @@ nc_status api_model_open(const char *path, const char *backend, const engine_opt
     if (!backend) backend = "cpu";
     const char *kind;
     NC_TRY(engine_kind_for(backend, path, &kind, err));
-    if (!strcmp(backend, "cpu")) NC_TRY(api_tune_cpu_kernels(eo.n_threads, err));
+    /* the decoder slots' kernels; an encoder runs on its own panels */
+    if (!strcmp(backend, "cpu") && !engine_kind_family(kind)->is_encoder)
+        NC_TRY(api_tune_cpu_kernels(eo.n_threads, err));
 
     nc_model *m = calloc(1, sizeof *m);
     if (!m || !(m->dir = strdup(path))) {

@@ -8,9 +8,10 @@
 #include "cpu/cpu_wisdom.h"
 
 nc_status api_tune_cpu_kernels(int threads, nc_error *err) {
-    char buf[1024];
+    char buf[CPU_WISDOM_PATH_MAX];
+    const char *path;
     const cpu_tuning *tuned;
-    return cpu_tune_once(cpu_wisdom_path(getenv("NECTAR_WISDOM"), getenv("XDG_CACHE_HOME"),
-                                         getenv("HOME"), buf, sizeof buf),
-                         threads, &tuned, err);
+    NC_TRY(cpu_wisdom_path(getenv("NECTAR_WISDOM"), getenv("XDG_CACHE_HOME"), getenv("HOME"), buf,
+                           sizeof buf, &path, err));
+    return cpu_tune_once(path, threads, &tuned, err);
 }

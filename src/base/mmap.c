@@ -46,8 +46,8 @@ nc_status nc_map_file(const char *path, nc_mapped_file *out, nc_error *err) {
     return NC_OK;
 }
 
-nc_status nc_load_file_resident(const char *path, size_t aligned_offset, nc_mapped_file *out,
-                                nc_error *err) {
+nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int drop_page_cache,
+                                nc_mapped_file *out, nc_error *err) {
     int fd;
     size_t size;
     NC_TRY(open_regular(path, out, &fd, &size, err));
@@ -73,6 +73,11 @@ nc_status nc_load_file_resident(const char *path, size_t aligned_offset, nc_mapp
             close(fd);
             return nc_fail(err, NC_ERR_IO, "%s: read failed: %s", path, why);
         }
+#if defined(POSIX_FADV_DONTNEED)
+        if (drop_page_cache) posix_fadvise(fd, (off_t)done, (off_t)n, POSIX_FADV_DONTNEED);
+#else
+        (void)drop_page_cache;
+#endif
         done += (size_t)n;
     }
     close(fd);

@@ -20,10 +20,11 @@ void nc_unmap_file(nc_mapped_file *m);
 
 /* Reads a whole file into private memory instead of mapping it (read-only
  * after): on huge pages where the system grants them (nc_huge_alloc), with
- * the file's byte at aligned_offset on a 64-byte boundary. Freed by
- * nc_unmap_file. */
-nc_status nc_load_file_resident(const char *path, size_t aligned_offset, nc_mapped_file *out,
-                                nc_error *err);
+ * the file's byte at aligned_offset on a 64-byte boundary; drop_page_cache:
+ * asks the kernel to drop the file's cached pages once read (so the file is
+ * not held twice). Freed by nc_unmap_file. */
+nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int drop_page_cache,
+                                nc_mapped_file *out, nc_error *err);
 
 /* Reads a whole (small) file into a NUL-terminated heap buffer. */
 nc_status nc_read_file(const char *path, char **out, size_t *size_bytes, nc_error *err);

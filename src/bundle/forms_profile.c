@@ -130,10 +130,19 @@ int lower_form_set(lower_all_forms *a, lower_form_key k, const char *value) {
     return -1;
 }
 
+static unsigned keys_of(const lower_fn_info *fn);
+
 void lower_forms_tally_init(lower_forms_tally *t, const lower_manifest *m) {
     memset(t, 0, sizeof *t);
     t->of.forms = m->forms;
     t->of.kernels_per_layer = m->kernels_per_layer;
+    /* the model, as compile's rules see it: Qwen3.5 by its linear layers'
+     * programs (step, prefill: the forms of exp) */
+    for (int p = 0; p < m->n_programs && m->programs; p++)
+        for (int f = 0; f < m->programs[p].n_fns; f++)
+            t->of.model.recurrent |= (keys_of(&m->programs[p].fns[f]) & BIT(LOWER_FK_EXP)) != 0;
+    t->of.model.windows = m->cfg.norm_plus_one; /* Gemma 3 */
+    t->of.model.vocab = m->lm_head_on_ane ? m->cfg.vocab_size : 0;
 }
 
 /* The forms function fn holds: its kernel's row ("attn_s64" -> attn), and
@@ -209,6 +218,26 @@ static void append(char *buf, size_t cap, const char *sep, const char *text) {
     if (n + 1 < cap) snprintf(buf + n, cap - n, "%s%s", n ? sep : "", text);
 }
 
+/* The first value of key k's order, other than v, whose record for the
+ * device is `pass` (1 accepted, 0 not tried) and that out's other forms
+ * allow (lower_forms_check); NULL when none. */
+static const char *next_value(const json_t *dev, lower_form_key k, const char *v, int pass,
+                              const lower_all_forms *out) {
+    const struct form_row *row = &FORM_KEYS[k];
+    for (int i = 0; i < 7 && row->order[i]; i++) {
+        const char *e;
+        lower_all_forms trial = *out;
+        nc_error ignored;
+        if (strcmp(row->order[i], v) && verdict(dev, k, row->order[i], &e) == pass &&
+            (pass || !json_object_get(json_object_get(dev, row->name), row->order[i])) &&
+            !lower_form_set(&trial, k, row->order[i]) &&
+            lower_forms_check(&trial.forms, trial.kernels_per_layer, &trial.model, &ignored) ==
+                NC_OK)
+            return row->order[i];
+    }
+    return NULL;
+}
+
 int lower_forms_recommend(const json_t *profile, const char *device, const lower_all_forms *cur,
                           lower_all_forms *out, char *why, size_t why_cap, char *options,
                           size_t options_cap) {
@@ -217,28 +246,28 @@ int lower_forms_recommend(const json_t *profile, const char *device, const lower
     if (options_cap) options[0] = '\0';
     const json_t *dev = json_object_get(json_object_get(profile, "forms"), device);
     if (!json_is_object(dev)) return 0;
-    int changes = 0;
-    for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {
-        const struct form_row *row = &FORM_KEYS[k];
-        char v[32];
-        const char *error;
-        lower_form_value(cur, (lower_form_key)k, v, sizeof v);
-        if (verdict(dev, (lower_form_key)k, v, &error) >= 0) continue;
-        const char *pick = NULL, *e2;
-        for (int pass = 1; pass >= 0 && !pick; pass--) /* accepted first, then untried */
-            for (int i = 0; i < 7 && row->order[i] && !pick; i++)
-                if (strcmp(row->order[i], v) &&
-                    verdict(dev, (lower_form_key)k, row->order[i], &e2) == pass &&
-                    (pass || !json_object_get(json_object_get(dev, row->name), row->order[i])))
-                    pick = row->order[i];
-        if (!pick || lower_form_set(out, (lower_form_key)k, pick)) continue;
-        changes++;
-        char line[400];
-        snprintf(line, sizeof line, "%s %s (%s refused: %.240s)", row->option, pick, v,
-                 error ? error : "");
-        append(why, why_cap, "; ", line);
-        snprintf(line, sizeof line, "%s %s", row->option, pick);
-        append(options, options_cap, " ", line);
+    int changes = 0, changed_in_round = 1;
+    /* a key's move may be what lets another move (grouped attention once
+     * the RoPE is conv again): go round while something changes */
+    for (int round = 0; changed_in_round && round < LOWER_N_FORM_KEYS; round++) {
+        changed_in_round = 0;
+        for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {
+            char v[32];
+            const char *error;
+            lower_form_value(out, (lower_form_key)k, v, sizeof v);
+            if (verdict(dev, (lower_form_key)k, v, &error) >= 0) continue;
+            const char *pick = next_value(dev, (lower_form_key)k, v, 1, out); /* accepted */
+            if (!pick) pick = next_value(dev, (lower_form_key)k, v, 0, out);  /* untried */
+            if (!pick || lower_form_set(out, (lower_form_key)k, pick)) continue;
+            changes++;
+            changed_in_round = 1;
+            char line[400];
+            snprintf(line, sizeof line, "%s %s (%s refused: %.240s)", FORM_KEYS[k].option, pick,
+                     v, error ? error : "");
+            append(why, why_cap, "; ", line);
+            snprintf(line, sizeof line, "%s %s", FORM_KEYS[k].option, pick);
+            append(options, options_cap, " ", line);
+        }
     }
     return changes;
 }

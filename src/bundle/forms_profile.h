@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "base/json.h"
+#include "bundle/forms_rules.h"
 #include "bundle/manifest.h"
 
 typedef enum lower_form_key {
@@ -42,10 +43,13 @@ typedef enum lower_form_key {
 } lower_form_key;
 
 /* Every form of a bundle: the manifest's plan.forms and its kernels per
- * layer (0 in either: the default). */
+ * layer (0 in either: the default), and the model they lower, which the
+ * rules between forms depend on (forms_rules.h; all 0: Qwen3 or Llama, the
+ * head's rows not checked). */
 typedef struct lower_all_forms {
     lower_forms forms;
     int kernels_per_layer;
+    lower_forms_model model;
 } lower_all_forms;
 
 const char *lower_form_key_name(lower_form_key k); /* "program_split" (the manifest's and profile's key) */
@@ -79,8 +83,10 @@ void lower_forms_tally_put(json_t *profile, const char *device, const lower_form
 
 /* What the profile says for device about cur: for each key whose value
  * there is refused, the first value of the key's order that a device
- * accepted, else the first not tried yet (never a refused one; none left:
- * the key stays). *out = cur with those changes; `why` gets one
+ * accepted, else the first not tried yet (never a refused one, never one
+ * that makes a set lower_forms_check refuses for cur's model; none left:
+ * the key stays; the keys are gone through again while one changes, so a
+ * value another change allows is found). *out = cur with those changes; `why` gets one
  * "--option value (old refused: error)" per change, "; "-separated, and
  * `options` the bare options ("--attention grouped ..."). Returns the
  * number of changes. A profile member of the wrong shape is skipped. */

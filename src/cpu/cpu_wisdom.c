@@ -600,23 +600,30 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
     return NC_OK;
 }
 
-int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, size_t cap) {
-    int n = xdg_cache && *xdg_cache ? snprintf(out, cap, "%s/nectar/wisdom", xdg_cache)
-            : home && *home         ? snprintf(out, cap, "%s/.cache/nectar/wisdom", home)
-                                    : -1;
-    return n > 0 && (size_t)n < cap;
-}
-
-const char *cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
-                            size_t cap) {
-    if (setting && *setting) {
-        int off = !strcmp(setting, "off");
-        snprintf(buf, cap, "%s", setting);
-        return off || strlen(setting) >= cap ? NULL : buf;
+nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
+                          size_t cap, const char **path, nc_error *err) {
+    *path = NULL;
+    const char *var = "NECTAR_WISDOM";
+    int n = -1;
+    if (setting && *setting)
+        n = strcmp(setting, "off") ? snprintf(buf, cap, "%s", setting) : -1;
+    else if (xdg_cache && *xdg_cache) {
+        var = "XDG_CACHE_HOME";
+        n = snprintf(buf, cap, "%s/nectar/wisdom", xdg_cache);
+    } else if (home && *home) {
+        var = "HOME";
+        n = snprintf(buf, cap, "%s/.cache/nectar/wisdom", home);
     }
-    if (cpu_wisdom_default_path(xdg_cache, home, buf, cap)) return buf;
+    if (n >= 0 && (size_t)n < cap) {
+        *path = buf;
+        return NC_OK;
+    }
     snprintf(buf, cap, "off");
-    return NULL;
+    if (n < 0) return NC_OK; /* "off", or nowhere to keep it */
+    return nc_fail(err, NC_ERR_INVALID,
+                   "%s: the wisdom file's path is %d characters, at most %zu fit (set "
+                   "NECTAR_WISDOM to a shorter path, or to off)",
+                   var, n, cap - 1);
 }
 
 nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err) {

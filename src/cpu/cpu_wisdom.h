@@ -34,6 +34,10 @@ typedef enum {
 
 #define CPU_WISDOM_MAX_CANDIDATES 16
 
+/* The longest wisdom path, its NUL included: the size of the callers'
+ * buffers and of cpu_tuning.file. */
+#define CPU_WISDOM_PATH_MAX 1024
+
 typedef struct cpu_slot_report {
     char slot[32];   /* "decode-bf16-accurate", ... */
     char kernel[24]; /* the one in use */
@@ -52,7 +56,7 @@ typedef struct cpu_slot_report {
 
 typedef struct cpu_tuning {
     char cpu[192];  /* the key the choices are kept under */
-    char file[512]; /* the wisdom file, "off" for none */
+    char file[CPU_WISDOM_PATH_MAX]; /* the wisdom file, "off" for none */
     cpu_slot_report slot[CPU_SLOT_N];
     char note[320]; /* a wisdom file that did not parse or could not be written; "" */
 } cpu_tuning;
@@ -83,16 +87,16 @@ int cpu_tune_candidates(cpu_slot s, const char **names, int cap);
 nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err);
 void cpu_tune_unforce(void);
 
-/* The default wisdom path from the environment's values (either may be
- * NULL or empty): xdg_cache/nectar/wisdom, else home/.cache/nectar/wisdom;
- * 0 if neither is set or it does not fit. */
-int cpu_wisdom_default_path(const char *xdg_cache, const char *home, char *out, size_t cap);
-
 /* The wisdom file a setting names: `setting` is NECTAR_WISDOM's value (a
  * path; "off": none; NULL or "": the default path from xdg_cache and
- * home). Returns the path in buf, or NULL for none (buf then says "off"). */
-const char *cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
-                            size_t cap);
+ * home, either NULL or empty when unset: xdg_cache/nectar/wisdom, else
+ * home/.cache/nectar/wisdom, else none). *path is the path in buf, or NULL for none (buf then says "off").
+ * A path of cap bytes or more (cap - 1 characters fit) is NC_ERR_INVALID in
+ * one line naming NECTAR_WISDOM, or XDG_CACHE_HOME / HOME for a default
+ * path made from them: a path that does not fit is refused, never turned
+ * into "no wisdom" unnoticed. */
+nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
+                          size_t cap, const char **path, nc_error *err);
 
 /* cpu_tune(path, path != NULL, threads) the first time a process calls it;
  * every later call (any path, any threads) returns that call's choices and

@@ -559,10 +559,16 @@ DEF_QGEMV_R1(q8, 16)
 DEF_QGEMV_R1(q4, 0)
 DEF_QGEMV_R1(q4, 8)
 DEF_QGEMV_R1(q4, 16)
+DEF_QGEMV_R1(q8, 32)
+DEF_QGEMV_R1(q8, 64)
+DEF_QGEMV_R1(q4, 32)
+DEF_QGEMV_R1(q4, 64)
 
 const cpu_qgemv cpu_qgemv_avx512[] = {
     {"r1-pf0", 0, qgemv_q8_r1_pf0}, {"r1-pf8", 0, qgemv_q8_r1_pf8}, {"r1-pf16", 0, qgemv_q8_r1_pf16},
     {"r1-pf0", 1, qgemv_q4_r1_pf0}, {"r1-pf8", 1, qgemv_q4_r1_pf8}, {"r1-pf16", 1, qgemv_q4_r1_pf16},
+    {"r1-pf32", 0, qgemv_q8_r1_pf32}, {"r1-pf64", 0, qgemv_q8_r1_pf64},
+    {"r1-pf32", 1, qgemv_q4_r1_pf32}, {"r1-pf64", 1, qgemv_q4_r1_pf64},
 };
 const int cpu_qgemv_avx512_count = (int)(sizeof cpu_qgemv_avx512 / sizeof cpu_qgemv_avx512[0]);
 

@@ -20,6 +20,7 @@
 #include "ane_host/ane_runner.h"
 #include "base/log.h"
 #include "engine/bundle_cpu_layer.h"
+#include "engine/bundle_relower.h"
 #include "engine/decoder_bundle_host.h"
 #include "engine/engine_ane_device.h"
 #include "engine/engines.h"
@@ -214,6 +215,7 @@ nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, eng
     e->ops = &ane_ops;
     NC_TRY(engine_ane_device_open(opt, &a->dev, err));
     NC_TRY(db_host_open(&a->h, dir, e->family, opt->n_threads, err));
+    a->dev.dev.relower = engine_bundle_relower; /* the ladder's relower rung */
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
     NC_TRY(open_cpu_layers(a, e, opt, err));
     /* where each kernel runs: programs the device refused run on the CPU */

@@ -106,9 +106,10 @@ nc_status hf_weights_open(const char *dir, hf_weights **out, nc_error *err) {
 nc_status hf_weights_open_to_run(const char *dir, hf_weights **out, nc_error *err) {
     NC_TRY(hf_weights_open(dir, out, err));
     hf_weights *w = *out;
-    nc_status st = weights_residency_choose(w->total_bytes, &w->residency, err);
+    weights_residency_choose(w->total_bytes, &w->residency);
+    nc_status st = NC_OK;
     for (int i = 0; st == NC_OK && w->residency.resident && i < w->n_shards; i++)
-        st = st_make_resident(w->shards[i], err);
+        st = st_make_resident(w->shards[i], w->residency.drop_page_cache, err);
     if (st != NC_OK) {
         hf_weights_close(w);
         *out = NULL;

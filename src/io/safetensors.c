@@ -214,14 +214,14 @@ nc_status st_open(const char *path, st_file **out, nc_error *err) {
     return NC_OK;
 }
 
-nc_status st_make_resident(st_file *f, nc_error *err) {
+nc_status st_make_resident(st_file *f, int drop_page_cache, nc_error *err) {
     if (f->map.region || f->map.size_bytes < 8) return NC_OK;
     const uint8_t *old = f->map.data;
     uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; i--)
         header_bytes = header_bytes << 8 | old[i];
     nc_mapped_file mem;
-    NC_TRY(nc_load_file_resident(f->path, (size_t)(8 + header_bytes), &mem, err));
+    NC_TRY(nc_load_file_resident(f->path, (size_t)(8 + header_bytes), drop_page_cache, &mem, err));
     if (mem.size_bytes != f->map.size_bytes) {
         nc_unmap_file(&mem);
         return nc_fail(err, NC_ERR_IO, "%s: the file changed size while being loaded", f->path);

@@ -69,8 +69,9 @@ void st_close(st_file *f);
 /* Moves an open file's bytes from the mmap into private memory
  * (nc_load_file_resident: huge pages, the data block 64-byte aligned) and
  * points its tensors there. The header is not parsed again: the file must
- * not have changed since st_open, which the size check catches in part. */
-nc_status st_make_resident(st_file *f, nc_error *err);
+ * not have changed since st_open, which the size check catches in part.
+ * drop_page_cache: as nc_load_file_resident. */
+nc_status st_make_resident(st_file *f, int drop_page_cache, nc_error *err);
 
 /* NULL when absent. */
 const st_tensor *st_find(const st_file *f, const char *name);

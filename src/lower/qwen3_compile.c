@@ -16,6 +16,7 @@
 #include "base/timer.h"
 #include "io/hf_weights.h"
 #include "bundle/bundle_io.h"
+#include "bundle/forms_rules.h"
 #include "lower/qwen35_compile.h"
 #include "mil/print.h"
 #include "models/family.h"
@@ -249,10 +250,8 @@ static nc_status compile_head(compile_ctx *c, nc_error *err) {
     const st_tensor *t;
     nc_status st = lower_tensor_find(c->w, c->opt->model_dir, c->man.lm_head_tensor, V, D, &t, err);
     int n_chunks = (int)((V + max_rows - 1) / max_rows);
-    if (n_chunks > LOWER_MAX_HEAD_CHUNKS)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "--head-rows %lld: a vocabulary of %lld rows needs %d chunks (at most %d)",
-                     (long long)max_rows, (long long)V, n_chunks, LOWER_MAX_HEAD_CHUNKS);
+    if (n_chunks > LOWER_MAX_HEAD_CHUNKS) /* lower_forms_check refused it before */
+        st = nc_fail(err, NC_ERR_UNSUPPORTED, "LM head: %d chunks", n_chunks);
     int64_t per = n_chunks ? (V + n_chunks - 1) / n_chunks : V;
     for (int i = 0; st == NC_OK && i < n_chunks; i++) {
         int64_t lo = i * per, rows = lo + per > V ? V - lo : per;
@@ -332,6 +331,28 @@ static nc_status plan_buckets(compile_ctx *c, nc_error *err) {
     return NC_OK;
 }
 
+/* The model's side of the forms' rules (forms_rules.h). */
+static lower_forms_model forms_model(int is35, const qwen3_config *cfg, int lm_head_on_cpu) {
+    return (lower_forms_model){.recurrent = is35,
+                               .windows = cfg->norm_plus_one, /* Gemma 3 */
+                               .vocab = lm_head_on_cpu ? 0 : cfg->vocab_size};
+}
+
+nc_status lower_forms_model_of_dir(const char *dir, int lm_head_on_cpu, lower_forms_model *m,
+                                   nc_error *err) {
+    int is35 = qwen35_is_qwen35_dir(dir);
+    qwen3_config *cfg = malloc(sizeof *cfg);
+    qwen35_config *cfg35 = is35 ? malloc(sizeof *cfg35) : NULL;
+    nc_status st = !cfg || (is35 && !cfg35) ? nc_fail(err, NC_ERR_NOMEM, "out of memory")
+                   : is35 ? qwen35_config_load(dir, cfg35, err)
+                          : model_family_qwen3_config_load(dir, cfg, err);
+    if (!st && is35) qwen35_config_shape(cfg35, cfg);
+    if (!st) *m = forms_model(is35, cfg, lm_head_on_cpu);
+    free(cfg);
+    free(cfg35);
+    return st;
+}
+
 nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,
                               nc_error *err) {
     compile_ctx *c = calloc(1, sizeof *c);
@@ -370,41 +391,8 @@ nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_re
                                &opt->palettize, &c->pal};
     int L = c->cfg.num_hidden_layers;
     c->plan.forms = opt->forms;
-    /* Qwen3.5's full-attention layers load q_proj with the output gate's
-     * rows (qwen35_compile.c): the grouped order is not written there */
-    if (!st && c->is35 && c->plan.forms.attention == LOWER_ATTN_GROUPED)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "--attention grouped: a Qwen3.5 bundle has the broadcast form only");
-    if (!st && c->plan.forms.attention == LOWER_ATTN_GROUPED &&
-        c->plan.forms.rope != LOWER_ROPE_CONV)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "--attention grouped takes --rope conv (the matmul form broadcasts over the "
-                     "per-head view)");
-    if (!st && c->plan.forms.kv_update == LOWER_KV_HOST && c->plan.kernels_per_layer < 3)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "--kv-update host takes --kernels-per-layer 4 or 3 (the host writes the "
-                     "cache between qkv and attn, which %d kernels fuse)",
-                     c->plan.kernels_per_layer);
-    if (!st && c->plan.forms.bucket_form == LOWER_BUCKETS_ENUMERATED) {
-        /* the KV spread of an S-wide function is a constant of S (the
-         * placement matrix or the gather indices j mod S), which one
-         * function over every S cannot hold: the host writes the cache */
-        if (c->plan.forms.kv_update != LOWER_KV_HOST)
-            st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                         "--bucket-form enumerated takes --kv-update host (the %s spread is a "
-                         "constant of the bucket's width S, which one function over every "
-                         "bucket cannot hold; docs/lowering.md)",
-                         lower_kv_update_name(c->plan.forms.kv_update));
-        else if (c->is35 || c->cfg.norm_plus_one) /* Gemma 3: sliding windows */
-            st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                         "--bucket-form enumerated: Qwen3 and Llama layers only (Qwen3.5's "
-                         "mixers and Gemma 3's windows are lowered per bucket)");
-    }
-    if (!st && c->is35 && opt->forms.program_split != LOWER_SPLIT_LAYER)
-        st = nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "--program-split %s: a Qwen3.5 bundle has one program per layer (its linear "
-                     "layers' mixers and states are planned per program)",
-                     lower_program_split_name(opt->forms.program_split));
+    lower_forms_model fm = forms_model(c->is35, &c->cfg, opt->lm_head_on_cpu);
+    if (!st) st = lower_forms_check(&c->plan.forms, c->plan.kernels_per_layer, &fm, err);
     /* enough entries for every split (the enumerated form needs no more) */
     int per_layer = c->plan.forms.max_program_bytes ? lower_qwen3_kernels(&c->plan) * c->plan.n_seqs
                     : c->plan.forms.program_split == LOWER_SPLIT_LAYER ? 1

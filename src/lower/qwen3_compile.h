@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "bundle/forms_rules.h"
 #include "lower/palettize.h"
 #include "lower/qwen3_lower.h"
 #include "lower/weights_fp16.h"
@@ -36,5 +37,11 @@ typedef struct lower_compile_report {
 
 nc_status lower_qwen3_compile(const lower_compile_options *opt, lower_compile_report *rep,
                               nc_error *err);
+
+/* The model of folder dir as the rules between forms see it (forms_rules.h:
+ * Qwen3.5, Gemma 3's windows, the LM head's rows unless lm_head_on_cpu),
+ * from its config: what `compile --ane-profile` passes the recommendation. */
+nc_status lower_forms_model_of_dir(const char *dir, int lm_head_on_cpu, lower_forms_model *m,
+                                   nc_error *err);
 
 #endif

@@ -330,6 +330,11 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     int32_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim;
     int32_t G = H / KV, ctx = p->ctx;
     mil_var *x = v->x, *q = v->q, *kc = v->kc, *vc = v->vc, *mask = v->mask;
+    static const int32_t swap12[4] = {0, 2, 1, 3};
+    if (p->attn_q_by_head && q) { /* (kv head, group, dim) -> (kv head, dim, group) */
+        mil_var *qh = reshape4(b, "q_by_head", q, KV, G, hd, S);
+        q = qh ? mil_build_transpose(b, "q_by_dim", qh, 4, swap12) : NULL;
+    }
     mil_var *q4 = x && q && kc && vc && mask ? reshape4(b, "q_groups", q, 1, KV, hd, times_s(G, S)) : NULL;
     mil_var *qs = q4 ? mil_build_mul(b, "q_scaled", q4,
                                      mil_build_const_scalar(b, "scale", MIL_DT_FP16, attn_scale(c)))
@@ -344,6 +349,10 @@ static int attn_grouped(mil_builder *b, const lower_plan *p, int S, lower_layer_
     mil_var *p4 = pr ? reshape4(b, "probs_groups", pr, 1, KV, times_s(G, S), ctx) : NULL;
     /* out [1, KV, hd, G*S] = v p^T */
     mil_var *at = p4 ? mil_build_matmul(b, "attn", v4, p4, 0, 1) : NULL;
+    if (at && p->attn_q_by_head) { /* back to (kv head, group, dim): o_proj as compiled */
+        mil_var *ad = reshape4(b, "attn_by_dim", at, KV, hd, G, S);
+        at = ad ? mil_build_transpose(b, "attn_by_head", ad, 4, swap12) : NULL;
+    }
     mil_var *a2 = at ? reshape4(b, "attn_flat", at, 1, H * hd, 1, S) : NULL;
     mil_var *o = a2 ? conv(b, "o_proj", a2, &w->o) : NULL;
     v->x_attn = residual(b, p, "post_attn_norm", x, o, &w->post_attn_norm, out_name);
@@ -635,9 +644,47 @@ nc_status lower_qwen3_layer_part(const lower_plan *p, int only_k, int only_s,
     return lower_program_finish(b, out, err);
 }
 
+/* Chunk w's logits named `name`: one conv, or, when slice_rows > 0 and
+ * the chunk is wider, convs over row slices of its weight (each a blob of
+ * its own: a row slice of [rows, D, 1, 1] is a contiguous range) joined
+ * along the channels into the same [1, rows, 1, S] output. */
+static mil_var *head_conv(mil_builder *b, const char *name, mil_var *h, lower_weight *w,
+                          int64_t slice_rows) {
+    int64_t R = w->dims[0], D = w->dims[1];
+    if (slice_rows <= 0 || R <= slice_rows || !h) return h ? conv(b, name, h, w) : NULL;
+    if (w->pal) return NULL; /* palettized: the tables are per chunk, not per slice */
+    int n = (int)((R + slice_rows - 1) / slice_rows);
+    int64_t per = (R + n - 1) / n;
+    lower_weight *sl = calloc((size_t)n, sizeof *sl);
+    mil_var **parts = calloc((size_t)n, sizeof *parts);
+    mil_var *y = NULL;
+    int ok = sl && parts;
+    for (int j = 0; ok && j < n; j++) {
+        int64_t lo = j * per, rows = lo + per > R ? R - lo : per;
+        char nm[96];
+        sl[j].data = w->data + lo * D;
+        lower_weight_shape4(&sl[j], rows, D, 1, 1);
+        snprintf(nm, sizeof nm, "%s_rows%d", name, j);
+        parts[j] = conv(b, nm, h, &sl[j]);
+        ok = parts[j] != NULL;
+    }
+    if (ok) y = mil_build_concat(b, name, parts, n, 1);
+    free(sl);
+    free(parts);
+    return y;
+}
+
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
                                    lower_weight *chunks, int n_chunks, int first, const char *dir,
                                    mil_program **out, nc_error *err) {
+    return lower_qwen3_head_program_sliced(p, final_norm, chunks, n_chunks, first, 0, dir, out,
+                                           err);
+}
+
+nc_status lower_qwen3_head_program_sliced(const lower_plan *p, lower_weight *final_norm,
+                                          lower_weight *chunks, int n_chunks, int first,
+                                          int64_t slice_rows, const char *dir, mil_program **out,
+                                          nc_error *err) {
     const qwen3_config *c = p->cfg;
     mil_builder *b;
     NC_TRY(mil_builder_new(&b, dir, err));
@@ -662,8 +709,9 @@ nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm
             float cap = c->final_softcap;
             char raw[48];
             snprintf(raw, sizeof raw, "%s_raw", name);
-            outs[i] = cap > 0 ? lower_softcap(b, name, conv(b, raw, h, &chunks[i]), cap)
-                              : conv(b, name, h, &chunks[i]);
+            outs[i] = cap > 0 ? lower_softcap(b, name,
+                                              head_conv(b, raw, h, &chunks[i], slice_rows), cap)
+                              : head_conv(b, name, h, &chunks[i], slice_rows);
             ok = outs[i] != NULL;
         }
         if (ok) mil_build_done(b, outs, n_chunks);

@@ -71,6 +71,11 @@ typedef struct lower_plan {
      * rope_sin_local, attn_mask_local and kv_write_local, and ctx is its
      * window's length (lower_qwen3_window) */
     int local;
+    /* the grouped attention over q in the broadcast form's channel order
+     * (kv head, group, dim), transposed to (kv head, dim, group) inside
+     * attn and its output back, so qkv and o_proj stay as compiled: the
+     * relower rung re-lowers an attn kernel alone (engine/bundle_relower.h) */
+    int attn_q_by_head;
 } lower_plan;
 
 /* Builds the layer program into folder dir (dir/weights/weight.bin is
@@ -106,5 +111,14 @@ nc_status lower_program_finish(mil_builder *b, mil_program **out, nc_error *err)
 nc_status lower_qwen3_head_program(const lower_plan *p, lower_weight *final_norm,
                                    lower_weight *chunks, int n_chunks, int first, const char *dir,
                                    mil_program **out, nc_error *err);
+/* The same with every chunk wider than slice_rows (> 0) written as convs
+ * over row slices of its weight, concatenated into its one output: for a
+ * device that refuses wide convs, re-lowering a head from its bundle
+ * (the relower rung, engine/bundle_relower.h). Palettized chunks are not
+ * sliced (an error). */
+nc_status lower_qwen3_head_program_sliced(const lower_plan *p, lower_weight *final_norm,
+                                          lower_weight *chunks, int n_chunks, int first,
+                                          int64_t slice_rows, const char *dir, mil_program **out,
+                                          nc_error *err);
 
 #endif

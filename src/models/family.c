@@ -89,6 +89,8 @@ static const model_family_row rows[] = {
      .random_tokenizer = "encoder-tokenizer"},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
+_Static_assert(N_ROWS == MODEL_FAMILY_ROWS,
+               "family.h: MODEL_FAMILY_ROWS must be the number of rows of family.c");
 
 const model_family_row *model_family_at(int i) {
     return i >= 0 && i < N_ROWS ? &rows[i] : NULL;

@@ -56,6 +56,10 @@ typedef struct model_family_row {
                                              share/nectar/small-tokenizer */
 } model_family_row;
 
+/* How many rows family.c has (a build-time check there keeps it so): what
+ * tables built from this one are sized by (the engine's kinds). */
+#define MODEL_FAMILY_ROWS 5
+
 /* The i-th row (0, 1, ...), NULL past the last. */
 const model_family_row *model_family_at(int i);
 /* The row named `name` ("qwen35"), or NULL. */

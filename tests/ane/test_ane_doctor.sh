@@ -25,7 +25,7 @@ assert d["device"] == "fake:reject=all" and "nothing here ran on an ANE" in d["n
 assert [c["id"] for c in d["probe"]["cases"]] == [c["id"] for c in p["cases"]]
 assert r["cpu_text"] == cpu, r["cpu_text"][:80]
 assert r["ane_text"] == cpu and r["same_text"] is True and r["tokens"] == 64
-assert "CPU engine kernels (layer_00/model.mil refused: compileModel: ANECCompile() FAILED" in r["placement"]
+assert "(layer_00/model.mil refused: compileModel: ANECCompile() FAILED" in r["placement"]
 PY
 then
     pass "doctor_writes_probe_and_cpu_matching_run ($(sed -n 's/^probe: //p' "$TMP/o"))"

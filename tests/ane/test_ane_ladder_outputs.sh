@@ -5,7 +5,8 @@
 # the ops it needs, the program's weight.bin hard-linked: a re-lowering from
 # the bundle alone. On the fake device: under reject=multi-output every
 # kernel of models/demo and of a Qwen3.5 fixture goes back on the device;
-# under reject=all qkv and kv do (45/60 instead of 15/60 without the rung).
+# under reject=all qkv and kv do (45/60 instead of 15/60 without the rung,
+# the ladder stopping before the relower rung).
 # The text is the cpu backend's (fp32 from the checkpoint) every time.
 BIN=${NECTAR_BIN:-build/nectar}
 T="-t 1"
@@ -57,7 +58,10 @@ else
     fail pieces_hold_one_output_and_the_ops_it_needs "$(ls "$B/ladder" | head -5)"
 fi
 
-run_ane "$B" reject=all
+# the outputs rung's own share: the ladder up to it, with and without it
+# (the relower rung after it places the rest: tests/ane/test_ane_relower.sh)
+echo '{"ladder_order": ["program", "function", "outputs", "cpu"]}' >"$TMP/with.json"
+run_ane "$B" reject=all "$TMP/with.json"
 all_with=$(sed -n 's/.*layers 0-[0-9]*: \([0-9]*\)\/[0-9]* kernels on the ANE.*/\1/p' "$TMP/e")
 ok_with=$(cmp -s "$TMP/o" "$B.cpu" && echo y)
 echo '{"ladder_order": ["program", "function", "cpu"]}' >"$TMP/order.json"

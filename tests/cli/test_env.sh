@@ -39,7 +39,7 @@ avx512) check env_simd_avx2_caps "avx2 kernels" NECTAR_SIMD=avx2 ;;
 *) echo "SKIP env_simd_caps: the best table here is $best" ;;
 esac
 
-for bad in NECTAR_SIMD=sse4 NECTAR_KV=f8 NECTAR_LOG=loud NECTAR_BF16=half; do
+for bad in NECTAR_SIMD=sse4 NECTAR_KV=f8 NECTAR_LOG=loud NECTAR_BF16=half NECTAR_WEIGHTS=huge; do
     env "$bad" "$BIN" bench -m $M -p 8 -n 2 --runs 1 >"$TMP/out" 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^nectar: ${bad%%=*}: '${bad#*=}' is not" "$TMP/err"; then

@@ -3,6 +3,7 @@
 
 #include "../test.h"
 #include "cpu/cpu_kernels.h"
+#include "io/weights_residency.h"
 
 int nc_test_failed_, nc_test_skipped_;
 char nc_test_skip_reason_[256];
@@ -12,7 +13,7 @@ static int is_on(const char *v) {
     return v && *v && strcmp(v, "0");
 }
 
-/* The kernel table the shell tests ask for (test_qwen3_scalar.sh runs a
+/* The kernel table (and where the weights live: NECTAR_WEIGHTS) the shell tests ask for (test_qwen3_scalar.sh runs a
  * binary under NECTAR_NO_SIMD=1, NECTAR_SIMD=avx2, ...), chosen the way
  * `nectar` does it (tools/nectar/cli_env.c): the library reads no
  * environment, it is told. */
@@ -24,7 +25,8 @@ static void select_kernels(void) {
                                                      : NULL;
     nc_error err;
     if (cpu_select_table(t, &err) != NC_OK ||
-        cpu_select_bf16(getenv("NECTAR_BF16"), &err) != NC_OK) {
+        cpu_select_bf16(getenv("NECTAR_BF16"), &err) != NC_OK ||
+        weights_residency_select(getenv("NECTAR_WEIGHTS"), &err) != NC_OK) {
         printf("FAIL kernel_table_from_the_environment: %s\n", err.msg);
         exit(1);
     }

@@ -200,14 +200,50 @@ static void test_q_slots_measured_and_kept(void) {
     CHECK_OK(cpu_select_bf16("accurate", &err), &err);
 }
 
-/* NECTAR_WISDOM's value to a path: a path, "off", or unset (the default). */
+/* NECTAR_WISDOM's value to a path: a path, "off", or unset (the default
+ * from XDG_CACHE_HOME, else HOME, else none). */
 static void test_wisdom_path_from_the_setting(void) {
     char b[64];
-    CHECK(!strcmp(cpu_wisdom_path("/w/file", "/x", "/h", b, sizeof b), "/w/file"));
-    CHECK(cpu_wisdom_path("off", "/x", "/h", b, sizeof b) == NULL && !strcmp(b, "off"));
-    CHECK(!strcmp(cpu_wisdom_path(NULL, "/x", "/h", b, sizeof b), "/x/nectar/wisdom"));
-    CHECK(!strcmp(cpu_wisdom_path("", NULL, "/h", b, sizeof b), "/h/.cache/nectar/wisdom"));
-    CHECK(cpu_wisdom_path(NULL, NULL, NULL, b, sizeof b) == NULL && !strcmp(b, "off"));
+    const char *p = NULL;
+    nc_error err;
+    CHECK_OK(cpu_wisdom_path("/w/file", "/x", "/h", b, sizeof b, &p, &err), &err);
+    CHECK(p && !strcmp(p, "/w/file"));
+    CHECK_OK(cpu_wisdom_path("off", "/x", "/h", b, sizeof b, &p, &err), &err);
+    CHECK(p == NULL && !strcmp(b, "off"));
+    CHECK_OK(cpu_wisdom_path(NULL, "/x", "/h", b, sizeof b, &p, &err), &err);
+    CHECK(p && !strcmp(p, "/x/nectar/wisdom"));
+    CHECK_OK(cpu_wisdom_path("", "", "/h", b, sizeof b, &p, &err), &err);
+    CHECK(p && !strcmp(p, "/h/.cache/nectar/wisdom"));
+    CHECK_OK(cpu_wisdom_path(NULL, NULL, NULL, b, sizeof b, &p, &err), &err);
+    CHECK(p == NULL && !strcmp(b, "off"));
+}
+
+/* A path that does not fit the buffer is an error naming the variable it
+ * came from, not a silent "off": 63 characters fit in 64 bytes, 64 do not
+ * (the old code gave NULL, i.e. no wisdom, for the 64). */
+static void test_wisdom_path_too_long_is_an_error(void) {
+    char b[64], name[80];
+    const char *p = NULL;
+    nc_error err = {0};
+    memset(name, 'w', sizeof name);
+    name[0] = '/';
+    name[63] = 0;
+    CHECK_OK(cpu_wisdom_path(name, NULL, NULL, b, sizeof b, &p, &err), &err);
+    CHECK(p && strlen(p) == 63);
+    name[63] = 'w';
+    name[64] = 0;
+    CHECK(cpu_wisdom_path(name, NULL, NULL, b, sizeof b, &p, &err) == NC_ERR_INVALID);
+    CHECKF(p == NULL && !strncmp(err.msg, "NECTAR_WISDOM: ", 15) && strstr(err.msg, " 64 ") &&
+               !strchr(err.msg, '\n'),
+           "'%s'", err.msg);
+    name[40] = 0; /* 40 + "/nectar/wisdom" = 54 fits; + "/.cache/nectar/wisdom" = 61 fits */
+    CHECK_OK(cpu_wisdom_path(NULL, name, NULL, b, sizeof b, &p, &err), &err);
+    name[40] = 'w';
+    name[50] = 0;
+    CHECK(cpu_wisdom_path("", name, "/h", b, sizeof b, &p, &err) == NC_ERR_INVALID);
+    CHECKF(p == NULL && !strncmp(err.msg, "XDG_CACHE_HOME: ", 16), "'%s'", err.msg);
+    CHECK(cpu_wisdom_path(NULL, NULL, name, b, sizeof b, &p, &err) == NC_ERR_INVALID);
+    CHECKF(p == NULL && !strncmp(err.msg, "HOME: ", 6), "'%s'", err.msg);
 }
 
 /* cpu_tune_once: the first call decides for the process; a later call
@@ -223,26 +259,15 @@ static void test_tune_once_decides_once(void) {
     CHECK(access(path, F_OK) != 0);
 }
 
-static void test_default_path(void) {
-    char p[64];
-    CHECK(cpu_wisdom_default_path("/x/cache", "/home/u", p, sizeof p));
-    CHECK(!strcmp(p, "/x/cache/nectar/wisdom"));
-    CHECK(cpu_wisdom_default_path("", "/home/u", p, sizeof p));
-    CHECK(!strcmp(p, "/home/u/.cache/nectar/wisdom"));
-    CHECK(!cpu_wisdom_default_path(NULL, NULL, p, sizeof p));
-    CHECK(!cpu_wisdom_default_path("/a-path-longer-than-the-buffer-of-sixty-four-bytes/x", NULL, p,
-                                   sizeof p));
-}
-
 int main(void) {
     RUN(test_measure_then_read_back);
     RUN(test_unknown_kernel_remeasured_other_cpus_kept);
     RUN(test_corrupted_files_are_reported_and_replaced);
     RUN(test_unwritable_path_keeps_the_choice);
     RUN(test_off_and_no_wisdom_measure_nothing);
-    RUN(test_default_path);
     RUN(test_q_slots_measured_and_kept);
     RUN(test_wisdom_path_from_the_setting);
+    RUN(test_wisdom_path_too_long_is_an_error);
     RUN(test_tune_once_decides_once);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -64,3 +64,42 @@ if [ -e "$W" ]; then
         fail wisdom_chat_reads_the_file "$(cat "$TMP/errc" | head -5)"
     fi
 fi
+
+# encoder commands tune no decoder slots: embed and classify on a fresh
+# NECTAR_WISDOM neither measure nor write it (they used to, ~1 s on a
+# machine's first use), while run on a decoder does (where the CPU has a
+# choice to make: "measured now")
+E="$TMP/enc/nectar/wisdom"
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" embed -t 2 -m tests/fixtures/modernbert/mb_base -p "hello world" \
+    >"$TMP/emb.txt" 2>"$TMP/erre"
+rce=$?
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" classify -t 2 -m tests/fixtures/modernbert/mm_cls -p "hello world" \
+    >"$TMP/cls.txt" 2>"$TMP/errk"
+rck=$?
+if [ $rce = 0 ] && [ $rck = 0 ] && [ -s "$TMP/emb.txt" ] && [ -s "$TMP/cls.txt" ] && [ ! -e "$E" ] &&
+    ! grep -q "measured now\|kernels (wisdom" "$TMP/erre" "$TMP/errk"; then
+    pass wisdom_encoder_commands_measure_nothing
+else
+    fail wisdom_encoder_commands_measure_nothing "exit $rce/$rck, $(ls "$TMP/enc/nectar" 2>&1) $(cat "$TMP/erre" "$TMP/errk" | head -4)"
+fi
+NECTAR_LOG=debug NECTAR_WISDOM="$E" "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 4 >/dev/null 2>"$TMP/errr"
+if ! grep -q "measured now" "$TMP/errr"; then
+    echo "SKIP wisdom_decoder_after_encoder_measures: one candidate per slot on this CPU"
+elif [ -s "$E" ]; then
+    pass wisdom_decoder_after_encoder_measures
+else
+    fail wisdom_decoder_after_encoder_measures "$(head -3 "$TMP/errr")"
+fi
+
+# a NECTAR_WISDOM path too long to keep (1023 characters fit) stops the
+# command in one line naming the variable, exit 2, no output; it used to run
+# with no wisdom, unnoticed
+long=$(printf '%1100s' '' | tr ' ' w)
+NECTAR_WISDOM="/$long" "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 4 >"$TMP/long.txt" 2>"$TMP/errl"
+rc=$?
+if [ $rc = 2 ] && [ ! -s "$TMP/long.txt" ] && [ "$(wc -l <"$TMP/errl")" = 1 ] &&
+    grep -q '^nectar: NECTAR_WISDOM: .* 1101 characters' "$TMP/errl"; then
+    pass wisdom_path_too_long_is_one_line
+else
+    fail wisdom_path_too_long_is_one_line "exit $rc: $(cat "$TMP/errl" "$TMP/long.txt" | head -3)"
+fi

@@ -173,6 +173,35 @@ static void test_every_family_on_every_backend(void) {
     CHECK(!engine_kind_family("no-such-kind") && !engine_kind_family(NULL));
 }
 
+/* The kinds are exactly what the two tables make: every family on the cpu
+ * backend, the families with a lowering on each bundle backend, and the
+ * script kind, each once; the family count the kind table is sized by
+ * (MODEL_FAMILY_ROWS) is the family table's. */
+static void test_kinds_are_families_times_backends(void) {
+    int families = 0, want = 1; /* + "script" */
+    for (const model_family_row *f; (f = model_family_at(families)); families++)
+        for (int b = 0; engine_backend_at(b); b++)
+            want += f->compiles || !strcmp(engine_backend_at(b), "cpu");
+    CHECKF(families == MODEL_FAMILY_ROWS, "%d families, MODEL_FAMILY_ROWS %d", families,
+           MODEL_FAMILY_ROWS);
+    const char *const *kinds = engine_kinds();
+    int n = 0;
+    while (kinds[n])
+        n++;
+    CHECKF(n == want, "%d kinds, the tables make %d", n, want);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            CHECKF(strcmp(kinds[i], kinds[j]), "kind %s twice", kinds[i]);
+    for (int i = 0; i < n; i++) {
+        const model_family_row *f = engine_kind_family(kinds[i]);
+        CHECKF(f, "kind %s has no family", kinds[i]);
+        int found = !strcmp(kinds[i], "script");
+        for (int b = 0; f && engine_backend_at(b); b++)
+            found |= engine_family_kind(f, engine_backend_at(b)) == kinds[i];
+        CHECKF(found, "kind %s is no family's on any backend", kinds[i]);
+    }
+}
+
 /* The bundle's programs are opened (compiled and loaded, on a real ANE) once
  * per engine: three sequences open nothing more, and each still decodes
  * like HF on its own surfaces (greedy_matches_hf_on runs two interleaved). */
@@ -283,6 +312,7 @@ static void test_real_ane_device_off_macos_is_one_line(void) {
 
 int main(void) {
     RUN(test_every_family_on_every_backend);
+    RUN(test_kinds_are_families_times_backends);
     RUN(test_qwen3_ane_sequences_share_the_loaded_bundle);
     RUN(test_kind_for_reads_the_model_type);
     RUN(test_bundle_context_is_fixed);

@@ -31,7 +31,7 @@ static void test_resident_tensors_hold_the_files_bytes(void) {
     st_file *f;
     nc_error err;
     CHECK_OK(st_open(FIXTURE, &f, &err), &err);
-    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK_OK(st_make_resident(f, 0, &err), &err);
     CHECK(f->map.region != NULL);
     FILE *raw = fopen(FIXTURE, "rb");
     CHECK(raw != NULL);
@@ -56,52 +56,68 @@ static void test_resident_tensors_hold_the_files_bytes(void) {
     fclose(raw);
     /* twice is a no-op */
     const void *before = f->tensors[0].data;
-    CHECK_OK(st_make_resident(f, &err), &err);
+    CHECK_OK(st_make_resident(f, 0, &err), &err);
     CHECK(f->tensors[0].data == before);
     st_close(f);
+}
+
+/* The same with the file's pages dropped from the page cache as read. */
+static void test_resident_after_dropping_the_page_cache(void) {
+    if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
+    st_file *a, *b;
+    nc_error err;
+    CHECK_OK(st_open(FIXTURE, &a, &err), &err);
+    CHECK_OK(st_open(FIXTURE, &b, &err), &err);
+    CHECK_OK(st_make_resident(b, 1, &err), &err);
+    CHECK(a->n_tensors == b->n_tensors && b->map.region != NULL);
+    int bad = 0;
+    for (int i = 0; i < a->n_tensors; i++)
+        bad += memcmp(a->tensors[i].data, b->tensors[i].data, a->tensors[i].size_bytes) != 0;
+    CHECKF(bad == 0, "%d tensors differ from the mapped file", bad);
+    st_close(a);
+    st_close(b);
 }
 
 static void test_policy_settings(void) {
     weights_residency r;
     nc_error err;
-    setenv("NECTAR_WEIGHTS", "mmap", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK_OK(weights_residency_select("mmap", &err), &err);
+    weights_residency_choose(1 << 20, &r);
     CHECK(!r.resident && strstr(r.why, "mmap"));
-    setenv("NECTAR_WEIGHTS", "resident", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
-    CHECK(r.resident && strstr(r.why, "memory"));
-    setenv("NECTAR_WEIGHTS", "auto", 1);
-    CHECK_OK(weights_residency_choose(1 << 20, &r, &err), &err);
+    CHECK_OK(weights_residency_select("resident", &err), &err);
+    weights_residency_choose(1 << 20, &r);
+    CHECK(r.resident && !r.drop_page_cache && strstr(r.why, "memory"));
+    /* more than the machine has: read, dropping the file's cache as read */
+    weights_residency_choose(SIZE_MAX / 2, &r);
+    CHECK(r.resident && r.drop_page_cache);
+    CHECK_OK(weights_residency_select(NULL, &err), &err); /* auto */
+    weights_residency_choose(1 << 20, &r);
     CHECK(r.resident == nc_huge_pages_available());
-    /* more than any machine has: mapped */
-    CHECK_OK(weights_residency_choose(SIZE_MAX / 2, &r, &err), &err);
+    weights_residency_choose(SIZE_MAX / 2, &r);
     CHECK(!r.resident);
-    setenv("NECTAR_WEIGHTS", "huge", 1);
-    CHECK(weights_residency_choose(1 << 20, &r, &err) == NC_ERR_INVALID);
-    CHECK(strstr(err.msg, "NECTAR_WEIGHTS") && strstr(err.msg, "huge") && !strchr(err.msg, '\n'));
-    unsetenv("NECTAR_WEIGHTS");
+    CHECK(weights_residency_select("huge", &err) == NC_ERR_INVALID);
+    CHECK(strstr(err.msg, "huge") && strstr(err.msg, "mmap") && !strchr(err.msg, '\n'));
+    CHECK_OK(weights_residency_select("auto", &err), &err);
 }
 
 static void test_open_to_run_follows_the_setting(void) {
     if (!nc_file_exists(FIXTURE)) SKIP("%s missing", FIXTURE);
     nc_error err;
     hf_weights *w;
-    setenv("NECTAR_WEIGHTS", "resident", 1);
+    CHECK_OK(weights_residency_select("resident", &err), &err);
     CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
     CHECK(w->residency.resident && w->shards[0]->map.region != NULL);
     hf_weights_close(w);
-    setenv("NECTAR_WEIGHTS", "mmap", 1);
+    CHECK_OK(weights_residency_select("mmap", &err), &err);
     CHECK_OK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err), &err);
     CHECK(!w->residency.resident && w->shards[0]->map.region == NULL);
     hf_weights_close(w);
-    setenv("NECTAR_WEIGHTS", "no", 1);
-    CHECK(hf_weights_open_to_run("tests/fixtures/qwen3/tiny_gqa2", &w, &err) == NC_ERR_INVALID);
-    CHECK(w == NULL);
-    unsetenv("NECTAR_WEIGHTS");
+    CHECK_OK(weights_residency_select(NULL, &err), &err);
 }
 
 int main(void) {
     RUN(test_resident_tensors_hold_the_files_bytes);
+    RUN(test_resident_after_dropping_the_page_cache);
     RUN(test_policy_settings);
     RUN(test_open_to_run_follows_the_setting);
     return nc_test_exit_code();

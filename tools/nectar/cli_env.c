@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "cpu/cpu_kernels.h"
 #include "engine/engine_options.h"
+#include "io/weights_residency.h"
 
 static cli_env env;
 
@@ -39,9 +40,14 @@ int cli_env_init(void) {
                    "neon-dotprod, neon-i8mm)");
     if (cpu_select_bf16(value("NECTAR_BF16"), &err) != NC_OK)
         return bad("NECTAR_BF16", value("NECTAR_BF16"), "accurate, fast or off");
-    env.wisdom = value("NECTAR_WISDOM");
-    env.xdg_cache = value("XDG_CACHE_HOME");
-    env.home = value("HOME");
+    if (weights_residency_select(value("NECTAR_WEIGHTS"), &err) != NC_OK)
+        return bad("NECTAR_WEIGHTS", value("NECTAR_WEIGHTS"), "mmap, resident or auto");
+    /* a wisdom path that does not fit stops here, before any command runs */
+    if (cpu_wisdom_path(value("NECTAR_WISDOM"), value("XDG_CACHE_HOME"), value("HOME"),
+                        env.wisdom_buf, sizeof env.wisdom_buf, &env.wisdom, &err) != NC_OK) {
+        fprintf(stderr, "nectar: %s\n", err.msg);
+        return 2;
+    }
     const char *log = value("NECTAR_LOG");
     if (log) {
         static const char *const levels[] = {"debug", "info", "warn", "error", "quiet"};
@@ -74,7 +80,5 @@ const char *cli_env_engine(const char *key) {
 }
 
 nc_status cli_env_tune_kernels(int threads, const cpu_tuning **out, nc_error *err) {
-    char buf[1024];
-    return cpu_tune_once(cpu_wisdom_path(env.wisdom, env.xdg_cache, env.home, buf, sizeof buf),
-                         threads, out, err);
+    return cpu_tune_once(env.wisdom, threads, out, err);
 }

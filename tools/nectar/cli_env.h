@@ -15,16 +15,20 @@ typedef struct cli_env {
      * NECTAR_KV, NECTAR_ANE_DEVICE) as set, checked by the row's parser;
      * NULL: unset or empty. The flag, where given, wins (gen_cli_engine). */
     const char *engine[CLI_ENV_MAX_ENGINE];
-    /* NECTAR_WISDOM, XDG_CACHE_HOME, HOME (cli_env_tune_kernels); NULL: unset */
-    const char *wisdom, *xdg_cache, *home;
+    /* the wisdom file NECTAR_WISDOM, XDG_CACHE_HOME or HOME name
+     * (cpu_wisdom_path, in wisdom_buf); NULL: none */
+    const char *wisdom;
+    char wisdom_buf[CPU_WISDOM_PATH_MAX];
 } cli_env;
 
 /* Reads every variable and applies the process-wide ones: the kernel table
  * (NECTAR_NO_SIMD=1: scalar; NECTAR_SIMD=NAME: at most NAME; NECTAR_NO_AMX=1:
  * at most avx512; NECTAR_BF16=accurate|fast|off: bf16 prompts) and the log level
  * (NECTAR_LOG=debug|info|warn|error|quiet); and the engine options' variables
- * (NECTAR_KV, NECTAR_ANE_DEVICE), checked. 0, or 2 after one line naming the
- * variable whose value is wrong. */
+ * (NECTAR_KV, NECTAR_ANE_DEVICE), checked; and the wisdom file's path
+ * (NECTAR_WISDOM, else from XDG_CACHE_HOME or HOME: cpu_wisdom_path refuses
+ * one of CPU_WISDOM_PATH_MAX bytes or more). 0, or 2 after one line naming
+ * the variable whose value is wrong. */
 int cli_env_init(void);
 
 /* The variable of engine option `key` ("kv": NECTAR_KV) as read, or NULL. */

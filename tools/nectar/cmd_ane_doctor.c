@@ -71,10 +71,12 @@ static nc_status compile_model(const char *model, const char *bundle, const char
                                int fake, int threads, const char *const *copts, json_t *run,
                                nc_error *err) {
     char prof[1300];
-    lower_all_forms a = {{0}, 0};
+    lower_all_forms a = {{0}, 0, {0}};
     int changed = 0;
-    if (!ane_ladder_profile_path(fake, prof, sizeof prof, err) && prof[0] && nc_file_exists(prof))
+    if (!ane_ladder_profile_path(fake, prof, sizeof prof, err) && prof[0] && nc_file_exists(prof)) {
+        NC_TRY(lower_forms_model_of_dir(model, 0, &a.model, err));
         NC_TRY(cli_forms_from_profile(prof, device, NULL, &a, &changed, err));
+    }
     if (!changed) return nc_compile(model, bundle, copts, err);
     char opts[512] = "";
     for (int k = 0; k < LOWER_N_FORM_KEYS; k++) {

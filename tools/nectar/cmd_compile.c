@@ -151,8 +151,11 @@ int cmd_compile(int argc, char **argv) {
     if (profile) {
         int given[LOWER_N_FORM_KEYS], changed;
         cli_forms_given(argc, argv, given);
-        lower_all_forms a = {o.forms, o.kernels_per_layer};
-        if (cli_forms_from_profile(profile, device, given, &a, &changed, &err))
+        lower_all_forms a = {o.forms, o.kernels_per_layer, {0}};
+        /* what the rules between forms need of the model: suggestions
+         * compile then lowers */
+        if (lower_forms_model_of_dir(o.model_dir, o.lm_head_on_cpu, &a.model, &err) ||
+            cli_forms_from_profile(profile, device, given, &a, &changed, &err))
             return cli_fail(&err);
         o.forms = a.forms;
         o.kernels_per_layer = a.kernels_per_layer;

@@ -73,7 +73,7 @@ static void warn_tokenizer_size(const char *out, const model_preset *p) {
 
 int cmd_gen_random(int argc, char **argv) {
     const char *out = NULL, *tok_dir = NULL;
-    int like = 0, dtype = 0, dry_run = 0, type = -1;
+    int like = 0, dtype = 0, dry_run = 0, type = -1, vocab = 0;
     int64_t seed = 1;
     model_random_options o = {0};
     static const st_dtype dtypes[] = {ST_BF16, ST_F16, ST_F32};
@@ -92,6 +92,10 @@ int cmd_gen_random(int argc, char **argv) {
                 "bytes `nectar quantize` makes of the --dtype folder\n"
                 "(text generators only)",
                 &type, .choices = "q8|q4"),
+        CLI_OPT(NULL, "--vocab", CLI_INT, "N",
+                "the vocabulary size instead of the shape's (a small\n"
+                "shape with a large LM head, for tests)",
+                &vocab, .min = 1, .max = 1 << 24),
         CLI_OPT(NULL, "--seed", CLI_INT64, "S", "random seed (default 1)", &seed, .min = 0,
                 .max = INT64_MAX),
         CLI_OPT(NULL, "--tokenizer", CLI_STRING, "DIR",
@@ -116,7 +120,16 @@ int cmd_gen_random(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_GO) return rc;
     nc_error err = {0};
-    const model_preset *p = model_preset_at(like); /* the choices are the rows in order */
+    model_preset shape = *model_preset_at(like); /* the choices are the rows in order */
+    if (vocab) {
+        int top = shape.bos > shape.eos ? shape.bos : shape.eos;
+        if (shape.eos_extra > top) top = shape.eos_extra;
+        if (shape.pad > top) top = shape.pad;
+        if (vocab <= top)
+            return cli_failf("--vocab %d: %s's special ids reach %d", vocab, shape.name, top);
+        shape.vocab = vocab;
+    }
+    const model_preset *p = &shape;
     o.dtype = dtypes[dtype];
     o.seed = (uint64_t)seed;
     o.dry_run = dry_run;

@@ -186,6 +186,7 @@ int cmd_serve(int argc, char **argv) {
     int n_gen = 0, n_enc = 0;
     rc = split_models(&cmd, models, n_models, is_fake, gens, &n_gen, encoders, &n_enc);
     if (rc != CLI_GO) return rc;
+    if (n_gen && gen_cli_tune_decoder_kernels(&be, threads, &err) != NC_OK) return cli_fail(&err);
     o.model_path = n_gen ? gens[0] : NULL;
     o.n_aliases = n_aliases;
 

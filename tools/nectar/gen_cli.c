@@ -132,13 +132,18 @@ nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engin
     }
     if (!strcmp(gen_cli_backend_name(b), "ane") && eo->ane_device == ENGINE_ANE_REAL)
         return engine_ane_real_available(err);
-    const cpu_tuning *tuned; /* the CPU's kernels, measured once per machine */
-    if (!strcmp(gen_cli_backend_name(b), "cpu")) NC_TRY(cli_env_tune_kernels(n_threads, &tuned, err));
     return NC_OK;
 }
 
+nc_status gen_cli_tune_decoder_kernels(const gen_cli_backend *b, int n_threads, nc_error *err) {
+    const cpu_tuning *tuned; /* the CPU's kernels, measured once per machine */
+    return strcmp(gen_cli_backend_name(b), "cpu") ? NC_OK
+                                                   : cli_env_tune_kernels(n_threads, &tuned, err);
+}
+
 nc_status gen_cli_engine_options(const gen_cli_opts *o, engine_options *eo, nc_error *err) {
-    return gen_cli_engine(&o->be, o->n_threads, o->is_set_ctx ? o->ctx : 0, eo, err);
+    NC_TRY(gen_cli_engine(&o->be, o->n_threads, o->is_set_ctx ? o->ctx : 0, eo, err));
+    return gen_cli_tune_decoder_kernels(&o->be, o->n_threads, err);
 }
 
 nc_status gen_cli_load(const gen_cli_opts *o, gen_cli_loaded *l, nc_error *err) {

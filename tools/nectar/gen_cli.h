@@ -92,9 +92,18 @@ const char *gen_cli_backend_name(const gen_cli_backend *b);
  * given, its environment variable, through the option table's parser (a bad
  * value is one line naming the flag or the variable). `--ane-device help`
  * prints the settings and exits. With backend ane, a real device this build
- * cannot reach is refused: callers report a failure as a usage error. */
+ * cannot reach is refused: callers report a failure as a usage error. The
+ * kernels are not tuned here: see gen_cli_tune_decoder_kernels. */
 nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engine_options *eo,
                          nc_error *err);
+
+/* On the cpu backend, the kernels chosen by measurement for the decoder
+ * slots (cli_env_tune_kernels: the first command on a machine measures,
+ * ~1 s). Only commands that open a decoder call it: an encoder's layers
+ * run on its own packed panels (or AMX tiles), its heads and inputs under 8
+ * tokens on the table's defaults, which every candidate equals but for
+ * speed (docs/performance.md). */
+nc_status gen_cli_tune_decoder_kernels(const gen_cli_backend *b, int n_threads, nc_error *err);
 
 typedef struct gen_cli_opts {
     const char *model_dir;
