@@ -10,10 +10,14 @@
  * (reference.json). A truncation of the Qwen3.5 sequence (reset + replay
  * from position 0) gives the first pass's logits again bit for bit. With
  * ane_cpu = interp the same layers run on the MIL interpreter instead
- * (the placement says which). */
+ * (the placement says which). The ladder stops before its relower rung
+ * (a probe profile's ladder_order), which would put models/demo's refused
+ * kernels back on the fake device in another form. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/bundle_ref.h"
 #include "../test.h"
@@ -231,11 +235,30 @@ static void test_interp_option_keeps_the_interpreter(void) {
     CHECKF(strstr(err.msg, "NECTAR_ANE_CPU: 'fast' is not one of kernels|interp"), "%s", err.msg);
 }
 
+/* A probe profile whose ladder stops before the relower rung (which puts
+ * models/demo's refused attn back on the fake device): the refused layers
+ * stay refused. Returns 1 on success. */
+static int profile_without_relower(char *path, size_t cap) {
+    snprintf(path, cap, "/tmp/nectar_cpulayer_profile_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return 0;
+    static const char order[] = "{\"ladder_order\": [\"program\", \"function\", \"outputs\", \"cpu\"]}";
+    int ok = write(fd, order, sizeof order - 1) == (ssize_t)(sizeof order - 1);
+    close(fd);
+    return ok && setenv("NECTAR_ANE_PROFILE", path, 1) == 0;
+}
+
 int main(void) {
+    char profile[64];
+    if (!profile_without_relower(profile, sizeof profile)) {
+        printf("FAIL cannot write a probe profile\n");
+        return 1;
+    }
     RUN(test_qwen3_refused_layers_on_cpu_kernels_match_cpu_engine);
     RUN(test_qwen35_refused_layers_on_cpu_kernels_match_cpu_engine_and_hf);
     RUN(test_qwen35_truncation_replays_cpu_layers);
     RUN(test_interp_option_keeps_the_interpreter);
     nc_test_remove_root(root);
+    unlink(profile);
     return nc_test_exit_code();
 }
