@@ -171,7 +171,9 @@ typedef enum nc_model_kind {
  * Options: "threads=N" (0: all cores, the default), "ctx=N" (decoder
  * folder: the context of new sequences, default 4096; a bundle's is fixed
  * when compiled), "kv=f16|f32" (decoder KV cache precision, default f32),
- * "ane_device=real|fake". The model type comes from config.json
+ * "ane_device=real|fake", "ane_cpu=kernels|interp" (what runs a layer the
+ * device refuses: the CPU engine's kernels, the default, or the MIL
+ * interpreter). The model type comes from config.json
  * (qwen3: a decoder; modernbert: an encoder).
  * A path that does not exist and reads "ORG/NAME" or "ORG/NAME@REV" is a
  * Hugging Face model id, opened from the hub cache as transformers finds it

@@ -114,7 +114,8 @@ class Model(OpenAIMixin):
 
     backend: "cpu" (a folder), "mil" (a bundle, the fp16 MIL interpreter) or
     "ane" (a bundle on the Neural Engine; ane_device="fake" elsewhere).
-    options: threads=N, ctx=N, kv="f16"|"f32", ane_device="real"|"fake";
+    options: threads=N, ctx=N, kv="f16"|"f32", ane_device="real"|"fake",
+    ane_cpu="kernels"|"interp" (what runs a layer the device refuses);
     speculative decoding: draft=DIR (a smaller model of the same tokenizer
     proposes tokens this one checks in one step; greedy output unchanged),
     draft_max=N, draft_min=N, draft_p_min=P, draft_backend="cpu"|"mil"|"ane".

@@ -97,6 +97,10 @@ struct ane_bundle {
     /* the compile options the profile suggests for the forms this device
      * refused (ane_ladder_recommend), "" when none */
     char suggest[256];
+    /* per layer: a function on the CPU (ane_bundle_layer_on_cpu), and
+     * whether the caller runs such layers whole (ane_bundle_set_cpu_layers) */
+    unsigned char *layer_cpu;
+    int n_layers, cpu_layers;
 };
 
 struct ane_runner {
@@ -113,6 +117,8 @@ struct ane_runner {
     ane_event *event; /* ANE_RUN_ASYNC_EVENTS: the chain, created on first use */
     unsigned long long ev_value;
     int broken; /* a wait timed out: requests may still be in flight */
+    ane_cpu_layer_fn cpu_layer; /* the caller's whole-layer fallback, or NULL */
+    void *cpu_layer_user;
 };
 
 /* A device that stops calling completion handlers must not hang the host. */
@@ -177,6 +183,7 @@ void ane_bundle_free(ane_bundle *b) {
         mil_program_free(p->cpu);
     }
     free(b->progs);
+    free(b->layer_cpu);
     free(b->outcomes);
     ane_ladder_close(&b->ladder);
     if (b->has_man) lower_manifest_free(&b->man);
@@ -751,6 +758,21 @@ static size_t bound_bytes(void *user, const ane_plan_step *s, const char *io, in
     return bio ? bio->layout.bytes : 0;
 }
 
+static int fn_on_device(const ane_bundle *b, int i, int f);
+
+/* The layers with a function on the CPU after the ladder. */
+static nc_status mark_cpu_layers(ane_bundle *b, nc_error *err) {
+    b->n_layers = b->man.cfg.num_hidden_layers;
+    b->layer_cpu = calloc((size_t)b->n_layers + 1, 1);
+    if (!b->layer_cpu) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < b->n_programs; i++) {
+        int l = b->programs[i].layer;
+        for (int f = 0; l >= 0 && l < b->n_layers && f < b->programs[i].n_fns; f++)
+            if (!fn_on_device(b, i, f)) b->layer_cpu[l] = 1;
+    }
+    return NC_OK;
+}
+
 nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bundle **out,
                           nc_error *err) {
     ane_bundle *b = calloc(1, sizeof *b);
@@ -760,6 +782,7 @@ nc_status ane_bundle_open(const ane_device *dev, const char *bundle_dir, ane_bun
     if (!st) st = read_plans(b, bundle_dir, err);
     for (int i = 0; !st && i < b->n_programs; i++)
         st = open_program(b, bundle_dir, i, err);
+    if (!st && !b->is_encoder) st = mark_cpu_layers(b, err);
     if (!st && !b->is_encoder) {
         /* the forms' outcomes beside the programs', and what they suggest */
         lower_forms_tally t;
@@ -1152,6 +1175,64 @@ static nc_status cpu_kernel(ane_runner *r, const run_plan *rp, const ane_plan_st
     return st ? nc_fail_prefix(err, "%s on the CPU", s->fn) : NC_OK;
 }
 
+/* Buffer index of step s's input (is_output 0) or output named `io`, or -1. */
+static int step_buf(const ane_plan_step *s, const char *io, int is_output) {
+    for (int k = 0; k < (is_output ? s->n_out : s->n_in); k++)
+        if (!strcmp((is_output ? s->out : s->in)[k].name, io))
+            return (is_output ? s->out : s->in)[k].buf;
+    return -1;
+}
+
+/* Steps first..last (one layer) as one host step: the layer's x in (the
+ * buffer its first step reads) through the caller's CPU layer into the
+ * buffer its last x_out names (a mixer's own xs pair and the gather and
+ * scatter around it are inside the layer); the chunk's columns only, the
+ * others copied. */
+static nc_status cpu_layer_step(ane_runner *r, const run_plan *rp, const ane_plan *plan,
+                                int first, int last, int n, int p, nc_error *err) {
+    const ane_plan_step *s0 = &plan->steps[first];
+    int in = s0->kind == ANE_STEP_GATHER ? s0->in[0].buf : step_buf(s0, "x", 0), cur = in;
+    for (int i = first; i <= last; i++) {
+        const ane_plan_step *s = &plan->steps[i];
+        int xo = s->kind == ANE_STEP_KERNEL ? step_buf(s, "x_out", 1) : -1;
+        if (xo >= 0 && step_buf(s, "x", 0) == cur) cur = xo;
+    }
+    if (in < 0)
+        return nc_fail(err, NC_ERR_INTERNAL, "layer %d: its first step reads no x", s0->layer);
+    run_buf *bi = &r->bufs[rp->reg[in]], *bo = &r->bufs[rp->reg[cur]];
+    size_t D = (size_t)bi->layout.rows, S = (size_t)bi->layout.width;
+    if (bo->layout.rows != bi->layout.rows || bo->layout.width != bi->layout.width ||
+        S != (size_t)plan->seq || n > plan->seq)
+        return nc_fail(err, NC_ERR_INTERNAL, "layer %d: x buffers %s and %s differ", s0->layer,
+                       bi->name, bo->name);
+    float *x = malloc((D * S + (size_t)n * D) * sizeof *x), *rows = x + D * S;
+    if (!x) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_status st = NC_OK;
+    void *base = r->ops->surface_lock(bi->s, 1, err);
+    if (!base) st = nc_fail_prefix(err, "buffer %s", bi->name);
+    if (!st) {
+        ane_unpad_f32(&bi->layout, base, x);
+        r->ops->surface_unlock(bi->s, 1);
+        for (int i = 0; i < n; i++) /* token i sits in column (p + i) mod S */
+            for (size_t d = 0; d < D; d++)
+                rows[(size_t)i * D + d] = x[d * S + (size_t)(p + i) % S];
+        st = r->cpu_layer(r->cpu_layer_user, s0->layer, rows, n, p, err);
+    }
+    if (!st) {
+        for (int i = 0; i < n; i++)
+            for (size_t d = 0; d < D; d++)
+                x[d * S + (size_t)(p + i) % S] = rows[(size_t)i * D + d];
+        base = r->ops->surface_lock(bo->s, 0, err);
+        if (!base) st = nc_fail_prefix(err, "buffer %s", bo->name);
+    }
+    if (!st) {
+        ane_pad_f32(&bo->layout, x, base); /* rounded to fp16, as a kernel writes it */
+        r->ops->surface_unlock(bo->s, 0);
+    }
+    free(x);
+    return st ? nc_fail_prefix(err, "layer %d on the CPU engine's kernels", s0->layer) : NC_OK;
+}
+
 /* Issues plan pi (at parity 0) over a chunk of n tokens at position p. */
 static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, ane_run_mode mode,
                             nc_error *err) {
@@ -1177,6 +1258,17 @@ static nc_status issue_plan(ane_runner *r, int pi, int n, int p, int head_col, a
     }
     for (int i = 0; i < plan->n_steps && !st; i++) {
         const ane_plan_step *s = &plan->steps[i];
+        if (r->cpu_layer && s->layer >= 0 && r->b->layer_cpu && r->b->layer_cpu[s->layer]) {
+            /* the whole layer on the caller's kernels, after the device's requests it reads */
+            if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
+            int last = i;
+            while (last + 1 < plan->n_steps && plan->steps[last + 1].layer == s->layer)
+                last++;
+            if (!st) st = cpu_layer_step(r, rp, plan, i, last, n, p, err);
+            prev_model = NULL;
+            i = last;
+            continue;
+        }
         if (s->kind != ANE_STEP_KERNEL) {
             if (s->kind == ANE_STEP_HEAD_COLUMN && head_col < 0) break; /* the plan's tail */
             if (mode != ANE_RUN_SYNC) st = ane_wait_all(w, ANE_RUN_TIMEOUT_S, err);
@@ -1274,6 +1366,25 @@ nc_status ane_runner_reset(ane_runner *r, nc_error *err) {
     return NC_OK;
 }
 
+void ane_runner_set_cpu_layer(ane_runner *r, ane_cpu_layer_fn fn, void *user) {
+    r->cpu_layer = fn;
+    r->cpu_layer_user = user;
+}
+
+int ane_bundle_layer_on_cpu(const ane_bundle *b, int layer, const char **why) {
+    if (!b->layer_cpu || layer < 0 || layer >= b->n_layers || !b->layer_cpu[layer]) return 0;
+    for (int i = 0; why && i < b->n_programs; i++)
+        if (b->programs[i].layer == layer && b->progs[i].on_cpu) {
+            *why = b->progs[i].why;
+            break;
+        }
+    return 1;
+}
+
+void ane_bundle_set_cpu_layers(ane_bundle *b, int on) {
+    b->cpu_layers = on;
+}
+
 long ane_runner_requests_issued(const ane_runner *r) {
     return r->issued;
 }
@@ -1307,13 +1418,40 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
     if (k > 0) *len = *len + (size_t)k < cap ? *len + (size_t)k : cap - 1;
 }
 
+/* Layer l runs whole on the caller's kernels. */
+static int whole_on_cpu(const ane_bundle *b, int l) {
+    return b->cpu_layers && b->layer_cpu && l >= 0 && l < b->n_layers && b->layer_cpu[l];
+}
+
+/* "layer 3", "layers 0-4" or "layers 0-2, 5, 7-9": the layers whose
+ * whole_on_cpu is `cpu`. */
+static void put_layers(const ane_bundle *b, int cpu, char *buf, size_t cap, size_t *len) {
+    int count = 0, runs = 0;
+    for (int l = 0; l < b->n_layers; l++)
+        count += whole_on_cpu(b, l) == cpu;
+    put(buf, cap, len, "layer%s ", count > 1 ? "s" : "");
+    for (int l = 0; l < b->n_layers; l++) {
+        if (whole_on_cpu(b, l) != cpu) continue;
+        int e = l;
+        while (e + 1 < b->n_layers && whole_on_cpu(b, e + 1) == cpu)
+            e++;
+        put(buf, cap, len, e > l ? "%s%d-%d" : "%s%d", runs++ ? ", " : "", l, e);
+        l = e;
+    }
+}
+
 /* One group of programs (the layers, or the head) into buf at *len. */
 static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, size_t *len) {
     int lo = -1, hi = -1, fns = 0, on_ane = 0, own = 0, split = 0, first_cpu = -1, re = 0;
+    int whole = -1;       /* the first program of a layer run whole on the caller's kernels */
     char forms[256] = ""; /* the relower rung's forms */
     for (int i = 0; i < b->n_programs; i++) {
         const lower_program_info *pi = &b->programs[i];
         if ((pi->layer < 0) != head) continue;
+        if (whole_on_cpu(b, pi->layer)) { /* said apart, below */
+            if (whole < 0 && b->progs[i].on_cpu) whole = i;
+            continue;
+        }
         if (lo < 0) lo = pi->layer;
         hi = pi->layer;
         fns += pi->n_fns;
@@ -1328,20 +1466,28 @@ static void place_group(const ane_bundle *b, int head, char *buf, size_t cap, si
         }
         if (b->progs[i].on_cpu && first_cpu < 0) first_cpu = i;
     }
-    if (!fns) return;
+    if (fns) {
+        if (*len) put(buf, cap, len, "; ");
+        if (head)
+            put(buf, cap, len, "%s: ", b->is_encoder ? "encoder" : "head");
+        else if (whole >= 0)
+            put_layers(b, 0, buf, cap, len), put(buf, cap, len, ": ");
+        else
+            put(buf, cap, len, "layers %d-%d: ", lo, hi);
+        put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
+        if (own) put(buf, cap, len, " (%d as programs of their own)", own);
+        if (split) put(buf, cap, len, " (%d as a program per output)", split);
+        if (re) put(buf, cap, len, " (%d re-lowered: %s)", re, forms);
+        if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
+        if (first_cpu >= 0)
+            put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,
+                b->progs[first_cpu].why);
+    }
+    if (whole < 0) return;
     if (*len) put(buf, cap, len, "; ");
-    if (head)
-        put(buf, cap, len, "%s: ", b->is_encoder ? "encoder" : "head");
-    else
-        put(buf, cap, len, "layers %d-%d: ", lo, hi);
-    put(buf, cap, len, "%d/%d kernels on the ANE", on_ane, fns);
-    if (own) put(buf, cap, len, " (%d as programs of their own)", own);
-    if (split) put(buf, cap, len, " (%d as a program per output)", split);
-    if (re) put(buf, cap, len, " (%d re-lowered: %s)", re, forms);
-    if (first_cpu >= 0 && on_ane < fns) put(buf, cap, len, ", %d on the CPU", fns - on_ane);
-    if (first_cpu >= 0)
-        put(buf, cap, len, " (%s refused: %.240s)", b->programs[first_cpu].path,
-            b->progs[first_cpu].why);
+    put_layers(b, 1, buf, cap, len);
+    put(buf, cap, len, ": CPU engine kernels (%s refused: %.240s)", b->programs[whole].path,
+        b->progs[whole].why);
 }
 
 void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap) {

@@ -51,6 +51,15 @@ int ane_bundle_on_cpu(const ane_bundle *b, int program, const char **why);
  * ...)". */
 void ane_bundle_placement(const ane_bundle *b, char *buf, size_t cap);
 
+/* The whole-layer CPU fallback (docs/engine.md, "A refused layer on the
+ * CPU engine's kernels"). A layer with any function the device refused at
+ * every rung of the ladder: 1 (why: the refusal), else 0. */
+int ane_bundle_layer_on_cpu(const ane_bundle *b, int layer, const char **why);
+/* on: the caller runs those layers whole on its own kernels
+ * (ane_runner_set_cpu_layer on every runner of b); the placement names
+ * them so. */
+void ane_bundle_set_cpu_layers(ane_bundle *b, int on);
+
 /* A runner: one set of surfaces (a Qwen3 sequence's KV cache lives in
  * them) and the requests prebuilt over them, on a loaded bundle that must
  * outlive it. Opens nothing on the device. */
@@ -105,6 +114,19 @@ nc_status ane_runner_run_chunk(ane_runner *r, int seq, int n, int p, int head_co
 nc_status ane_runner_reset(ane_runner *r, nc_error *err);
 
 long ane_runner_requests_issued(const ane_runner *r);
+
+/* The caller's CPU half of a partition: layer `layer` over rows [n][hidden]
+ * fp32 in place, for a chunk of n tokens at position p (the layer's input
+ * in, its output out). */
+typedef nc_status (*ane_cpu_layer_fn)(void *user, int layer, float *rows, int n, int p,
+                                      nc_error *err);
+/* With fn set, a Qwen3 or Qwen3.5 bundle's layer that ane_bundle_layer_on_cpu
+ * names runs as one host step instead of its kernels: after the device's
+ * earlier requests, the layer's x surface unpadded into rows, fn, and the
+ * rows padded (fp16) into the surface the layer's last kernel would write;
+ * its caches and states on the surfaces stay unused (fn keeps its own).
+ * NULL: its refused kernels run in the MIL interpreter (cpu_kernel). */
+void ane_runner_set_cpu_layer(ane_runner *r, ane_cpu_layer_fn fn, void *user);
 
 /* Diagnostics for a first run on new hardware: the modelAttributes JSON the
  * device reported for manifest program i (owned by the device model), and

@@ -34,6 +34,14 @@ typedef enum engine_kv {
     ENGINE_KV_F16
 } engine_kv;
 
+/* What runs a layer the device refused at every rung of the ladder
+ * (docs/engine.md): the CPU engine's kernels, or the MIL interpreter on
+ * its refused kernels. */
+typedef enum engine_ane_cpu {
+    ENGINE_ANE_CPU_KERNELS, /* the whole layer on the family's CPU decoder (the default) */
+    ENGINE_ANE_CPU_INTERP   /* the refused functions in the interpreter, fp16 */
+} engine_ane_cpu;
+
 /* Everything that can change how a model runs, as plain values: tools/
  * read the command line and the environment once and fill this in; nothing
  * below tools/ reads the environment for it. */
@@ -46,6 +54,7 @@ typedef struct engine_options {
      * engine opens (cpu_select_table, from NECTAR_SIMD in tools/nectar/cli_env.c) */
     engine_ane_device ane_device; /* the ane engines */
     char ane_fake[128];           /* after "fake:": what the fake refuses (engine_ane_device.h) */
+    engine_ane_cpu ane_cpu;       /* the ane engines' refused layers */
     int fake_step_ms;             /* the scripted test engine: sleep per step */
 } engine_options;
 

@@ -19,6 +19,7 @@
 
 #include "ane_host/ane_runner.h"
 #include "base/log.h"
+#include "engine/bundle_cpu_layer.h"
 #include "engine/bundle_relower.h"
 #include "engine/decoder_bundle_host.h"
 #include "engine/engine_ane_device.h"
@@ -32,17 +33,22 @@ typedef struct ane_engine {
     float *x_out;         /* [D][S_max]: the last layer's x, for the CPU head */
     char placement[1280]; /* ane_bundle_placement and the forms: engine.placement */
     char kind[64];        /* e->kind: the row's, with the device */
+    bundle_cpu_layers cpu; /* the refused layers on the CPU decoder (cpu.open), docs/engine.md */
+    engine_layer_hook hook; /* --dump-layers: every layer on the CPU decoder */
+    void *hook_user;
 } ane_engine;
 
 typedef struct ane_seq {
     db_seq base; /* the position (and with recurrent layers the token history); first */
     ane_runner *r;
+    bundle_cpu_seq cpu; /* its refused layers' state, with cpu.open */
 } ane_seq;
 
 static void ane_close(engine *e) {
     ane_engine *a = e->impl;
     if (!a) return;
     ane_bundle_free(a->loaded);
+    bundle_cpu_layers_close(&a->cpu);
     engine_ane_device_close(&a->dev);
     db_host_free(&a->h);
     free(a->x_out);
@@ -54,6 +60,7 @@ static void ane_seq_free(engine *e, engine_seq *seq) {
     (void)e;
     ane_seq *s = (ane_seq *)seq;
     ane_runner_free(s->r);
+    bundle_cpu_seq_release(&s->cpu);
     db_seq_release(&s->base);
     free(s);
 }
@@ -65,6 +72,12 @@ static nc_status ane_seq_new(engine *e, int ctx, engine_seq **out, nc_error *err
     if (!s) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
     nc_status st = ane_runner_new(a->loaded, &s->r, err);
     if (st == NC_OK) st = db_seq_init(&s->base, &a->h, err);
+    if (st == NC_OK && a->cpu.open) {
+        st = bundle_cpu_seq_init(&s->cpu, &a->cpu, err);
+        s->cpu.hook = a->hook;
+        s->cpu.hook_user = a->hook_user;
+        ane_runner_set_cpu_layer(s->r, bundle_cpu_layer_run, &s->cpu);
+    }
     if (st != NC_OK) {
         ane_seq_free(e, (engine_seq *)s);
         return st;
@@ -138,6 +151,14 @@ static nc_status ane_step(engine *e, engine_step_item *items, int n_items, nc_er
     return db_host_step(&a->h, items, n_items, run_chunk, reset_states, a);
 }
 
+/* Sequences made from now on report their layers (every layer is on the
+ * CPU decoder: ane_ops_layers). */
+static void ane_set_layer_hook(engine *e, engine_layer_hook hook, void *user) {
+    ane_engine *a = e->impl;
+    a->hook = hook;
+    a->hook_user = user;
+}
+
 static const engine_ops ane_ops = {
     .seq_new = ane_seq_new,
     .seq_free = ane_seq_free,
@@ -146,6 +167,45 @@ static const engine_ops ane_ops = {
     .step = ane_step,
     .close = ane_close,
 };
+
+/* The same where every layer runs on the CPU decoder, which can report
+ * them (--dump-layers); the device's layers cannot. */
+static const engine_ops ane_ops_layers = {
+    .seq_new = ane_seq_new,
+    .seq_free = ane_seq_free,
+    .seq_pos = db_seq_pos,
+    .seq_truncate = db_seq_truncate,
+    .step = ane_step,
+    .set_layer_hook = ane_set_layer_hook,
+    .close = ane_close,
+};
+
+/* The layers the device refused at every rung, on the family's CPU
+ * decoder (unless opt says the interpreter); where that decoder cannot
+ * open, the interpreter keeps them, with a warning. */
+static nc_status open_cpu_layers(ane_engine *a, engine *e, const engine_options *opt,
+                                 nc_error *err) {
+    int L = a->h.man.cfg.num_hidden_layers, n = 0;
+    unsigned char *mark = calloc((size_t)L + 1, 1);
+    if (!mark) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < L; l++)
+        n += mark[l] = (unsigned char)ane_bundle_layer_on_cpu(a->loaded, l, NULL);
+    if (n && opt->ane_cpu == ENGINE_ANE_CPU_KERNELS) {
+        nc_error e2 = {0};
+        if (bundle_cpu_layers_open(&a->cpu, &a->h, e->family, mark, opt->n_threads, &e2)) {
+            nc_log(NC_LOG_WARN,
+                   "ane: the refused layers stay on the MIL interpreter: the CPU engine's "
+                   "kernels cannot run them: %s",
+                   e2.msg);
+            bundle_cpu_layers_close(&a->cpu);
+        } else {
+            ane_bundle_set_cpu_layers(a->loaded, 1);
+            if (n == L) e->ops = &ane_ops_layers;
+        }
+    }
+    free(mark);
+    return NC_OK;
+}
 
 nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, engine *e,
                                  nc_error *err) {
@@ -157,15 +217,18 @@ nc_status engine_open_bundle_ane(const char *dir, const engine_options *opt, eng
     NC_TRY(db_host_open(&a->h, dir, e->family, opt->n_threads, err));
     a->dev.dev.relower = engine_bundle_relower; /* the ladder's relower rung */
     NC_TRY(ane_bundle_open(&a->dev.dev, dir, &a->loaded, err));
+    NC_TRY(open_cpu_layers(a, e, opt, err));
     /* where each kernel runs: programs the device refused run on the CPU */
     const lower_manifest *man = &a->h.man;
     char where[900];
     ane_bundle_placement(a->loaded, where, sizeof where);
     const lower_forms *f = &man->forms;
+    char from[96] = "";
+    if (a->cpu.open) snprintf(from, sizeof from, "; CPU engine kernels on %s", a->cpu.source);
     snprintf(a->placement, sizeof a->placement,
-             "%s: %s; forms: %d kernels per layer, program split %s, kv update %s, rope %s, "
+             "%s: %s%s; forms: %d kernels per layer, program split %s, kv update %s, rope %s, "
              "attention %s, head %s",
-             a->dev.is_fake ? "ane (fake device)" : "ane", where, man->kernels_per_layer,
+             a->dev.is_fake ? "ane (fake device)" : "ane", where, from, man->kernels_per_layer,
              lower_program_split_name(f->program_split), lower_kv_update_name(f->kv_update),
              lower_rope_form_name(f->rope), lower_attention_form_name(f->attention),
              man->lm_head_on_ane ? lower_head_split_name(f->head_split) : "on the CPU");

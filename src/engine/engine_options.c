@@ -12,6 +12,7 @@ static const engine_option_row rows[] = {
     {"ctx", "--ctx", NULL, "N", 1, 1 << 24},
     {"kv", "--kv", "NECTAR_KV", "f32|f16", 0, 0},
     {"ane_device", "--ane-device", "NECTAR_ANE_DEVICE", "real|fake|fake:SETTING[:...]", 0, 0},
+    {"ane_cpu", "--ane-cpu", "NECTAR_ANE_CPU", "kernels|interp", 0, 0},
 };
 #define N_ROWS (int)(sizeof rows / sizeof rows[0])
 
@@ -48,6 +49,13 @@ nc_status engine_option_set(engine_options *o, const char *key, const char *valu
         if (strcmp(value, "f32") && strcmp(value, "f16"))
             return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not one of f32|f16", what, value);
         o->kv = !strcmp(value, "f16") ? ENGINE_KV_F16 : ENGINE_KV_F32;
+        return NC_OK;
+    }
+    if (!strcmp(key, "ane_cpu")) {
+        if (strcmp(value, "kernels") && strcmp(value, "interp"))
+            return nc_fail(err, NC_ERR_INVALID, "%s: '%s' is not one of kernels|interp", what,
+                           value);
+        o->ane_cpu = !strcmp(value, "interp") ? ENGINE_ANE_CPU_INTERP : ENGINE_ANE_CPU_KERNELS;
         return NC_OK;
     }
     return engine_ane_device_parse(value, what, o, err); /* ane_device */

@@ -508,22 +508,29 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err) {
     return NC_OK;
 }
 
-nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err) {
+void lower_qwen3_group_copy(const qwen3_config *c, const nc_fp16 *src, nc_fp16 *dst,
+                            int64_t other, int rows, int inverse) {
     int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, hd = c->head_dim, G = H / KV;
-    int64_t n = H * hd, other = rows ? w->dims[1] : w->dims[0];
-    nc_fp16 *tmp = malloc((size_t)(n * other) * sizeof *tmp);
-    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-    nc_fp16 *d = (nc_fp16 *)w->data;
+    int64_t n = H * hd;
     for (int64_t kv = 0; kv < KV; kv++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t i = 0; i < hd; i++) {
-                int64_t from = (kv * G + g) * hd + i, to = (kv * hd + i) * G + g;
+                int64_t orig = (kv * G + g) * hd + i, grouped = (kv * hd + i) * G + g;
+                int64_t from = inverse ? grouped : orig, to = inverse ? orig : grouped;
                 if (rows)
-                    memcpy(tmp + to * other, d + from * other, (size_t)other * sizeof *tmp);
+                    memcpy(dst + to * other, src + from * other, (size_t)other * sizeof *dst);
                 else
                     for (int64_t o = 0; o < other; o++)
-                        tmp[o * n + to] = d[o * n + from];
+                        dst[o * n + to] = src[o * n + from];
             }
+}
+
+nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err) {
+    int64_t n = (int64_t)c->num_attention_heads * c->head_dim, other = rows ? w->dims[1] : w->dims[0];
+    nc_fp16 *tmp = malloc((size_t)(n * other) * sizeof *tmp);
+    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    nc_fp16 *d = (nc_fp16 *)w->data;
+    lower_qwen3_group_copy(c, d, tmp, other, rows, 0);
     memcpy(d, tmp, (size_t)(n * other) * sizeof *tmp);
     free(tmp);
     return NC_OK;

@@ -53,6 +53,11 @@ nc_status lower_qwen3_check_ctx(int ctx, nc_error *err);
  * 1) or o_proj's columns (rows = 0) of w [H*hd, D] / [D, H*hd] in place
  * (fp16 data, before palettization). */
 nc_status lower_qwen3_group_order(const qwen3_config *c, lower_weight *w, int rows, nc_error *err);
+/* The same from src into dst ([H*hd, other] rows = 1, [other, H*hd] rows =
+ * 0); inverse: from the grouped order back to the checkpoint's (a bundle's
+ * weights read back: engine/bundle_cpu_layer.c). */
+void lower_qwen3_group_copy(const qwen3_config *c, const nc_fp16 *src, nc_fp16 *dst,
+                            int64_t other, int rows, int inverse);
 
 typedef struct lower_plan {
     const qwen3_config *cfg;

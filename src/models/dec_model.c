@@ -13,7 +13,7 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
     b->kern = cpu_kernels_get();
     b->kv_f16 = 0; /* fp32 unless the caller asks */
     NC_TRY(steps->config(model, err));
-    NC_TRY(hf_weights_open_to_run(dir, &b->weights, err));
+    if (!steps->no_safetensors) NC_TRY(hf_weights_open_to_run(dir, &b->weights, err));
     NC_TRY(steps->weights(model, err));
     NC_TRY(nc_pool_new(n_threads, &b->pool, err));
     return steps->workspace(model, err);

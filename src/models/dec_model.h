@@ -44,6 +44,7 @@ typedef struct dec_load_steps {
     nc_status (*config)(void *model, nc_error *err);    /* before the weights open */
     nc_status (*weights)(void *model, nc_error *err);   /* after */
     nc_status (*workspace)(void *model, nc_error *err); /* after the pool */
+    int no_safetensors; /* the weights step reads another source: dir has config.json only */
 } dec_load_steps;
 
 /* Fills b (inside `model`) for dir: kernels, then config, safetensors,

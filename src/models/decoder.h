@@ -45,6 +45,18 @@ typedef struct decoder_ops {
      * recurrent state at the current position, so that a truncation back
      * to it soon (a rejected draft) need not replay from further back. */
     void (*state_checkpoint)(void *state);
+    /* The CPU half of a partition with a device (docs/engine.md, "A
+     * refused layer on the CPU engine's kernels"); NULL where the family
+     * cannot run one layer. layer_state_new: a state holding only the
+     * layers whose layers[l] is set (freed by state_free; only
+     * layer_forward takes it). layer_forward: decoder layer `layer` over
+     * rows [n][hidden] fp32 in place, for n tokens at positions pos.. (a
+     * KV cache is written at pos..; a recurrent layer at pos 0 starts from
+     * the empty state). */
+    nc_status (*layer_state_new)(void *model, int ctx, const unsigned char *layers, void **out,
+                                 nc_error *err);
+    nc_status (*layer_forward)(void *model, void *state, int layer, float *rows, int n, int pos,
+                               nc_error *err);
 } decoder_ops;
 
 /* A decoder's sizes in config.json's terms, whatever its family: what the
@@ -99,6 +111,11 @@ typedef struct decoder_options {
  * what needs freeing, decoder_close frees it). */
 nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
 nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err);
+/* Qwen3's decoder for layer_forward alone, the marked layers' tensors from
+ * src (qwen3_load_layers; config.json from config_dir), fp32 caches. */
+nc_status qwen3_decoder_open_layers(const char *config_dir, const qwen3_tensor_source *src,
+                                    const unsigned char *layers, int n_threads, decoder *d,
+                                    nc_error *err);
 
 void decoder_close(decoder *d);
 

@@ -51,30 +51,19 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
     const dec_rows_ws *R = &lc->m->b.rows;
     qwen3_state *s = w->row_state[i];
     dec_kv kv = {kvd, s->ctx, lc->m->b.kv_f16};
-    dec_kv_store(&kv, s->k_cache, s->v_cache, lc->layer, R->row_pos[i], k, w->v + (size_t)i * kvd,
+    dec_kv_store(&kv, s->k_cache, s->v_cache, s->slot ? s->slot[lc->layer] : lc->layer,
+                 R->row_pos[i], k, w->v + (size_t)i * kvd,
                  &R->row_k[i], &R->row_v[i]);
 }
 
-/* The decoder over the n rows planned in the workspace (row_token,
- * row_state, row_pos); leaves the final hidden states in ws.x. */
-static void decoder_rows(qwen3_model *m, int n) {
+/* The RoPE angles of each planned row's position (and a sliding layer's
+ * first key). */
+static void rows_rope(qwen3_model *m, int n) {
     const qwen3_config *c = &m->cfg;
-    const cpu_kernels *K = m->b.kern;
     dec_rows_ws *R = &m->b.rows;
     qwen3_workspace *w = &m->ws;
-    nc_pool *pool = m->b.pool;
-    int d = c->hidden_size, hd = c->head_dim;
-    size_t qd = (size_t)c->num_attention_heads * hd, kvd = kv_dim(c);
-
-    /* token embeddings, and the RoPE angles of each row's position */
+    int hd = c->head_dim;
     for (int i = 0; i < n; i++) {
-        const unsigned char *row = (const unsigned char *)m->embed.data +
-                                   (size_t)R->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        float *x = w->x + (size_t)i * d;
-        K->row_to_f32[m->embed.type](row, x, d); /* any type, Q8/Q4 too */
-        if (m->embed_scale)
-            for (int j = 0; j < d; j++)
-                x[j] *= m->embed_scale;
         cpu_rope_angles(w->rope_cos + (size_t)i * hd / 2, w->rope_sin + (size_t)i * hd / 2,
                         m->inv_freq, hd, R->row_pos[i]);
         R->row_n_keys[i] = R->row_pos[i] + 1;
@@ -85,51 +74,82 @@ static void decoder_rows(qwen3_model *m, int n) {
         w->first_key[i] =
             R->row_pos[i] < c->sliding_window ? 0 : R->row_pos[i] - c->sliding_window + 1;
     }
+}
 
+/* Decoder layer l over the n planned rows of ws.x, in place. */
+static void layer_rows(qwen3_model *m, int l, int n) {
+    const qwen3_config *c = &m->cfg;
+    const cpu_kernels *K = m->b.kern;
+    dec_rows_ws *R = &m->b.rows;
+    qwen3_workspace *w = &m->ws;
+    nc_pool *pool = m->b.pool;
+    int d = c->hidden_size, hd = c->head_dim;
+    size_t qd = (size_t)c->num_attention_heads * hd, kvd = kv_dim(c);
+    const qwen3_layer *L = &m->layers[l];
+    layer_ctx lc = {m, l};
+
+    /* attention */
+    /* norm (and int8 blocks) of every row in one pass and dispatch */
+    cpu_act xa =
+        dec_act_rows_q(&m->b.dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
+    dec_row_steps(
+        &m->b.dec,
+        &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0}, n);
+    /* q, k, v: one input, one dispatch */
+    cpu_matmul_many(pool, K, &xa, 3,
+                    (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
+    nc_pool_for(pool, n, qk_norm_rope_store_row, &lc);
+    cpu_attention_args aa = {.q = w->q,
+                             .out = w->att,
+                             .ldq = qd,
+                             .ldo = qd,
+                             .k_cache = R->row_k,
+                             .v_cache = R->row_v,
+                             .kv_f16 = m->b.kv_f16,
+                             .n_keys = R->row_n_keys,
+                             .first_key = qwen3_layer_sliding(c, l) ? w->first_key : NULL,
+                             .n = n,
+                             .n_heads = c->num_attention_heads,
+                             .n_kv_heads = c->num_key_value_heads,
+                             .head_dim = hd,
+                             .scale = m->attn_scale,
+                             .scores = w->scores,
+                             .scores_stride = (size_t)c->max_position_embeddings};
+    cpu_attention(pool, K, &aa);
+    cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
+    cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
+    if (L->post_attn_norm)
+        dec_norm_rows(&m->b.dec, w->xb, n, d, L->post_attn_norm, c->rms_norm_eps);
+
+    /* MLP: down(silu(gate(x)) * up(x)), after the residual add of the
+     * attention output */
+    dec_mlp mlp = {L->mlp_norm,     &L->gate,        &L->up,
+                   &L->down,        c->rms_norm_eps, c->act == QWEN3_ACT_GELU_TANH,
+                   L->post_mlp_norm};
+    dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+}
+
+/* The decoder over the n rows planned in the workspace (row_token,
+ * row_state, row_pos); leaves the final hidden states in ws.x. */
+static void decoder_rows(qwen3_model *m, int n) {
+    const qwen3_config *c = &m->cfg;
+    const cpu_kernels *K = m->b.kern;
+    dec_rows_ws *R = &m->b.rows;
+    int d = c->hidden_size;
+    /* token embeddings, and the RoPE angles of each row's position */
+    for (int i = 0; i < n; i++) {
+        const unsigned char *row = (const unsigned char *)m->embed.data +
+                                   (size_t)R->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+        float *x = m->ws.x + (size_t)i * d;
+        K->row_to_f32[m->embed.type](row, x, d); /* any type, Q8/Q4 too */
+        if (m->embed_scale)
+            for (int j = 0; j < d; j++)
+                x[j] *= m->embed_scale;
+    }
+    rows_rope(m, n);
     for (int l = 0; l < c->num_hidden_layers; l++) {
-        const qwen3_layer *L = &m->layers[l];
-        layer_ctx lc = {m, l};
-
-        /* attention */
-        /* norm (and int8 blocks) of every row in one pass and dispatch */
-        cpu_act xa =
-            dec_act_rows_q(&m->b.dec, w->xb, n, d, (const cpu_mat *[]){&L->q, &L->k, &L->v}, 3);
-        dec_row_steps(
-            &m->b.dec,
-            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0}, n);
-        /* q, k, v: one input, one dispatch */
-        cpu_matmul_many(pool, K, &xa, 3,
-                        (cpu_product[]){{&L->q, w->q, qd}, {&L->k, w->k, kvd}, {&L->v, w->v, kvd}});
-        nc_pool_for(pool, n, qk_norm_rope_store_row, &lc);
-        cpu_attention_args aa = {.q = w->q,
-                                 .out = w->att,
-                                 .ldq = qd,
-                                 .ldo = qd,
-                                 .k_cache = R->row_k,
-                                 .v_cache = R->row_v,
-                                 .kv_f16 = m->b.kv_f16,
-                                 .n_keys = R->row_n_keys,
-                                 .first_key = qwen3_layer_sliding(c, l) ? w->first_key : NULL,
-                                 .n = n,
-                                 .n_heads = c->num_attention_heads,
-                                 .n_kv_heads = c->num_key_value_heads,
-                                 .head_dim = hd,
-                                 .scale = m->attn_scale,
-                                 .scores = w->scores,
-                                 .scores_stride = (size_t)c->max_position_embeddings};
-        cpu_attention(pool, K, &aa);
-        cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
-        cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);
-        if (L->post_attn_norm)
-            dec_norm_rows(&m->b.dec, w->xb, n, d, L->post_attn_norm, c->rms_norm_eps);
-
-        /* MLP: down(silu(gate(x)) * up(x)), after the residual add of the
-         * attention output */
-        dec_mlp mlp = {L->mlp_norm,     &L->gate,        &L->up,
-                       &L->down,        c->rms_norm_eps, c->act == QWEN3_ACT_GELU_TANH,
-                       L->post_mlp_norm};
-        dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
-        if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, w->x, n, d);
+        layer_rows(m, l, n);
+        if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, m->ws.x, n, d);
     }
 }
 
@@ -205,4 +225,34 @@ nc_status qwen3_forward(qwen3_model *m, qwen3_state *s, const int32_t *tokens, i
 void qwen3_set_layer_hook(qwen3_model *m, qwen3_layer_hook hook, void *user) {
     m->layer_hook = hook;
     m->layer_hook_user = user;
+}
+
+nc_status qwen3_layer_forward(qwen3_model *m, qwen3_state *s, int layer, float *rows, int n,
+                              int pos, nc_error *err) {
+    const qwen3_config *c = &m->cfg;
+    if (!s || s->m != m || layer < 0 || layer >= c->num_hidden_layers ||
+        (s->slot && s->slot[layer] < 0))
+        return nc_fail(err, NC_ERR_INVALID, "Qwen3 layer %d: the state holds no cache for it",
+                       layer);
+    if (n < 0 || pos < 0 || pos > s->ctx - n)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "Qwen3 layer %d: %d tokens at position %d outside a context of %d", layer,
+                       n, pos, s->ctx);
+    dec_rows_ws *R = &m->b.rows;
+    size_t d = (size_t)c->hidden_size;
+    for (int done = 0; done < n;) {
+        int take = n - done < QWEN3_MAX_BATCH ? n - done : QWEN3_MAX_BATCH;
+        for (int i = 0; i < take; i++) {
+            m->ws.row_state[i] = s;
+            R->row_pos[i] = pos + done + i;
+            R->logit_dst[i] = NULL;
+        }
+        rows_rope(m, take);
+        memcpy(m->ws.x, rows + (size_t)done * d, (size_t)take * d * sizeof(float));
+        layer_rows(m, layer, take);
+        memcpy(rows + (size_t)done * d, m->ws.x, (size_t)take * d * sizeof(float));
+        done += take;
+    }
+    if (pos + n > s->pos) s->pos = pos + n;
+    return NC_OK;
 }

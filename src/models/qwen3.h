@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "cpu/cpu_matmul.h"
 #include "models/rope_scaling.h"
 
 #define QWEN3_MAX_EOS 8
@@ -140,6 +141,39 @@ typedef struct qwen3_batch_item {
 } qwen3_batch_item;
 
 nc_status qwen3_forward_batch(qwen3_model *m, qwen3_batch_item *items, int count, nc_error *err);
+
+/* The CPU half of a partition with a device (docs/engine.md, "A refused
+ * layer on the CPU engine's kernels"): a state whose KV cache holds only
+ * the layers whose layers[l] is set, and one decoder layer's forward over
+ * rows [n][hidden] fp32 in place (the residual stream in, the layer's
+ * output out) for n tokens at positions pos.. of that state: their K and V
+ * go into its cache at pos.., their queries see positions 0..their own
+ * (a truncation is the caller passing a smaller pos). Only qwen3_state_free
+ * and qwen3_layer_forward take such a state. */
+nc_status qwen3_state_new_layers(const qwen3_model *m, int ctx, const unsigned char *layers,
+                                 qwen3_state **out, nc_error *err);
+nc_status qwen3_layer_forward(qwen3_model *m, qwen3_state *s, int layer, float *rows, int n,
+                              int pos, nc_error *err);
+
+/* Layer tensors from elsewhere than a folder's safetensors (an ANE
+ * bundle's weight.bin): mat fills *out with layer `layer`'s tensor that a
+ * checkpoint names "<prefix>layers.<layer>.<name>" ("self_attn.q_proj.weight",
+ * "input_layernorm.weight", ...) as a [rows, cols] matrix (a norm: [n, 1],
+ * holding what the model multiplies by: Gemma's 1 + w). Its data must
+ * outlive the model. */
+typedef struct qwen3_tensor_source {
+    nc_status (*mat)(void *user, int layer, const char *name, int rows, int cols, cpu_mat *out,
+                     nc_error *err);
+    void *user;
+} qwen3_tensor_source;
+
+/* A model of config_dir's config.json whose layers marked in layers[] come
+ * from src (the others, the embedding and the head are empty): what
+ * qwen3_layer_forward needs, and nothing else may be called on it but
+ * qwen3_state_new_layers and qwen3_free. */
+nc_status qwen3_load_layers(const char *config_dir, const qwen3_tensor_source *src,
+                            const unsigned char *layers, int n_threads, qwen3_model **out,
+                            nc_error *err);
 
 /* Rows (tokens, over all sequences) per pass through the weights. */
 #define QWEN3_MAX_BATCH 256

@@ -46,6 +46,12 @@ static size_t kv_dim(const qwen35_config *c) {
     return (size_t)c->num_key_value_heads * c->head_dim;
 }
 
+/* Layer L's index into s's caches or recurrent states: its slot among the
+ * model's full or linear layers, or (a layer state) among those s keeps. */
+static int slot_of(const qwen35_state *s, const qwen35_model *m, const qwen35_layer *L) {
+    return s->slot ? s->slot[L - m->layers] : L->slot;
+}
+
 /* ---- gated full attention ------------------------------------------------ */
 
 /* Row i: split q_proj's output into the query and the gate of each head,
@@ -75,7 +81,7 @@ static void attn_row_prep(void *ctx, int i, int thread) {
                         cs, sn, rd);
     qwen35_state *s = w->row_state[i];
     dec_kv kv = {kvd, s->ctx, m->b.kv_f16};
-    dec_kv_store(&kv, s->k_cache, s->v_cache, L->slot, m->b.rows.row_pos[i], k,
+    dec_kv_store(&kv, s->k_cache, s->v_cache, slot_of(s, m, L), m->b.rows.row_pos[i], k,
                  w->v + (size_t)i * kvd, &m->b.rows.row_k[i], &m->b.rows.row_v[i]);
 }
 
@@ -154,7 +160,7 @@ static void linear_conv_task(void *ctx, int seg, int thread) {
     size_t cd = qwen35_conv_dim(c);
     cpu_conv1d_silu(lc->m->ws.big + (size_t)sg->first * cd, cd, sg->n, (int)cd, lc->L->conv_w,
                     c->linear_conv_kernel_dim,
-                    sg->s->conv + (size_t)lc->L->slot * qwen35_conv_floats(c));
+                    sg->s->conv + (size_t)slot_of(sg->s, lc->m, lc->L) * qwen35_conv_floats(c));
 }
 
 /* Task (segment, value head): the delta rule over the segment's rows. */
@@ -180,7 +186,8 @@ static void linear_delta_task(void *ctx, int task, int thread) {
         .ldgb = 2 * (size_t)nv,
         .ldo = vd,
         .out = w->core + (size_t)sg->first * vd + (size_t)h * dv,
-        .state = sg->s->rec + (size_t)lc->L->slot * qwen35_rec_floats(c) + (size_t)h * dk * dv,
+        .state = sg->s->rec + (size_t)slot_of(sg->s, lc->m, lc->L) * qwen35_rec_floats(c) +
+                 (size_t)h * dk * dv,
         .n = sg->n,
         .dk = dk,
         .dv = dv,
@@ -230,36 +237,58 @@ static void linear_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa
 
 /* ---- the decoder ----------------------------------------------------------- */
 
-static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs) {
-    const qwen35_config *c = &m->cfg;
+/* The RoPE angles of each planned row's position. */
+static void rows_rope(qwen35_model *m, int n) {
     qwen35_workspace *w = &m->ws;
-    int d = c->hidden_size, rd = c->rotary_dim;
+    int rd = m->cfg.rotary_dim;
     for (int i = 0; i < n; i++) {
-        const unsigned char *row =
-            (const unsigned char *)m->embed.data +
-            (size_t)m->b.rows.row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        m->b.kern->row_to_f32[m->embed.type](row, w->x + (size_t)i * d, d);
         cpu_rope_angles(w->rope_cos + (size_t)i * rd / 2, w->rope_sin + (size_t)i * rd / 2,
                         m->inv_freq, rd, m->b.rows.row_pos[i]);
         m->b.rows.row_n_keys[i] = m->b.rows.row_pos[i] + 1;
     }
-    for (int l = 0; l < c->num_hidden_layers; l++) {
-        const qwen35_layer *L = &m->layers[l];
-        const cpu_mat *reads[4] = {&L->q, &L->k, &L->v, NULL};
-        if (!L->is_full) {
-            reads[0] = &L->qkv, reads[1] = &L->z, reads[2] = &L->b, reads[3] = &L->a;
-        }
-        cpu_act xa = dec_act_rows_q(&m->b.dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
-        dec_row_steps(
-            &m->b.dec,
-            &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0}, n);
-        if (L->is_full)
-            full_attention(m, L, &xa, n);
-        else
-            linear_attention(m, L, &xa, n, segs, n_segs);
-        dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps, 0, NULL};
-        dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+}
+
+/* Decoder layer l over the n planned rows of ws.x, in place. */
+static void layer_rows(qwen35_model *m, int l, int n, const segment *segs, int n_segs) {
+    const qwen35_config *c = &m->cfg;
+    qwen35_workspace *w = &m->ws;
+    int d = c->hidden_size;
+    const qwen35_layer *L = &m->layers[l];
+    const cpu_mat *reads[4] = {&L->q, &L->k, &L->v, NULL};
+    if (!L->is_full) {
+        reads[0] = &L->qkv, reads[1] = &L->z, reads[2] = &L->b, reads[3] = &L->a;
     }
+    cpu_act xa = dec_act_rows_q(&m->b.dec, w->xb, n, d, reads, L->is_full ? 3 : 4);
+    dec_row_steps(&m->b.dec,
+                  &(dec_row_step){w->x, NULL, L->attn_norm, w->xb, NULL, d, c->rms_norm_eps, &xa, 0},
+                  n);
+    if (L->is_full)
+        full_attention(m, L, &xa, n);
+    else
+        linear_attention(m, L, &xa, n, segs, n_segs);
+    dec_mlp mlp = {L->mlp_norm, &L->gate, &L->up, &L->down, c->rms_norm_eps, 0, NULL};
+    dec_mlp_rows(&m->b.dec, &mlp, w->x, w->xb, w->xb, w->hb, w->hb2, n);
+}
+
+static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs) {
+    const qwen35_config *c = &m->cfg;
+    int d = c->hidden_size;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *row =
+            (const unsigned char *)m->embed.data +
+            (size_t)m->b.rows.row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
+        m->b.kern->row_to_f32[m->embed.type](row, m->ws.x + (size_t)i * d, d);
+    }
+    rows_rope(m, n);
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        layer_rows(m, l, n, segs, n_segs);
+        if (m->layer_hook) m->layer_hook(m->layer_hook_user, l, m->ws.x, n, d);
+    }
+}
+
+void qwen35_set_layer_hook(qwen35_model *m, qwen35_layer_hook hook, void *user) {
+    m->layer_hook = hook;
+    m->layer_hook_user = user;
 }
 
 /* Final norm and LM head for the rows that want logits. */
@@ -354,4 +383,40 @@ nc_status qwen35_forward(qwen35_model *m, qwen35_state *s, const int32_t *tokens
                          float *logits_last, float *logits_all, nc_error *err) {
     qwen35_batch_item it = {s, tokens, n, logits_last, logits_all};
     return qwen35_forward_batch(m, &it, 1, err);
+}
+
+nc_status qwen35_layer_forward(qwen35_model *m, qwen35_state *s, int layer, float *rows, int n,
+                               int pos, nc_error *err) {
+    const qwen35_config *c = &m->cfg;
+    if (!s || s->m != m || layer < 0 || layer >= c->num_hidden_layers ||
+        (s->slot && s->slot[layer] < 0))
+        return nc_fail(err, NC_ERR_INVALID, "Qwen3.5 layer %d: the state holds nothing for it",
+                       layer);
+    if (n < 0 || pos < 0 || pos > s->ctx - n)
+        return nc_fail(err, NC_ERR_RANGE,
+                       "Qwen3.5 layer %d: %d tokens at position %d outside a context of %d",
+                       layer, n, pos, s->ctx);
+    const qwen35_layer *L = &m->layers[layer];
+    if (!L->is_full && pos == 0) { /* a recurrent layer at position 0 starts empty */
+        size_t slot = (size_t)slot_of(s, m, L);
+        memset(s->conv + slot * qwen35_conv_floats(c), 0, qwen35_conv_floats(c) * sizeof(float));
+        memset(s->rec + slot * qwen35_rec_floats(c), 0, qwen35_rec_floats(c) * sizeof(float));
+    }
+    dec_rows_ws *R = &m->b.rows;
+    size_t d = (size_t)c->hidden_size;
+    for (int done = 0; done < n;) {
+        int take = n - done < QWEN35_MAX_BATCH ? n - done : QWEN35_MAX_BATCH;
+        for (int i = 0; i < take; i++) {
+            m->ws.row_state[i] = s;
+            R->row_pos[i] = pos + done + i;
+            R->logit_dst[i] = NULL;
+        }
+        rows_rope(m, take);
+        segment seg = {s, 0, take};
+        memcpy(m->ws.x, rows + (size_t)done * d, (size_t)take * d * sizeof(float));
+        layer_rows(m, layer, take, &seg, 1);
+        memcpy(rows + (size_t)done * d, m->ws.x, (size_t)take * d * sizeof(float));
+        done += take;
+    }
+    return NC_OK;
 }

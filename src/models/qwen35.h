@@ -88,6 +88,24 @@ void qwen35_state_checkpoint(qwen35_state *s);
  * what a server keeps to reuse a prefix. */
 nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error *err);
 
+/* The CPU half of a partition with a device (docs/engine.md): a state
+ * holding caches and recurrent states for the layers whose layers[l] is
+ * set only, and one decoder layer's forward over rows [n][hidden] fp32 in
+ * place for n tokens at positions pos.. (a full-attention layer: K and V
+ * into the cache at pos..; a linear one: its state advances, and at pos 0
+ * it starts from the empty state, so a replay from 0 after a truncation
+ * needs no reset). Only qwen35_state_free and qwen35_layer_forward take
+ * such a state. */
+nc_status qwen35_state_new_layers(const qwen35_model *m, int ctx, const unsigned char *layers,
+                                  qwen35_state **out, nc_error *err);
+nc_status qwen35_layer_forward(qwen35_model *m, qwen35_state *s, int layer, float *rows, int n,
+                               int pos, nc_error *err);
+
+/* Called after each decoder layer with the hidden states of the rows just
+ * processed ([n_rows, width] fp32, row-major): --dump-layers. NULL: off. */
+typedef void (*qwen35_layer_hook)(void *user, int layer, const float *rows, int n_rows, int width);
+void qwen35_set_layer_hook(qwen35_model *m, qwen35_layer_hook hook, void *user);
+
 typedef struct qwen35_batch_item {
     qwen35_state *state;
     const int32_t *tokens;

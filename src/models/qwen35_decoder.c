@@ -44,6 +44,10 @@ static nc_status forward(void *model, const decoder_item *items, int n, nc_error
     return qwen35_forward_batch(q->m, q->items, n, err);
 }
 
+static void set_layer_hook(void *model, qwen3_layer_hook hook, void *user) {
+    qwen35_set_layer_hook(((q35 *)model)->m, hook, user);
+}
+
 static void model_free(void *model) {
     q35 *q = model;
     qwen35_free(q->m);
@@ -55,14 +59,29 @@ static void state_checkpoint(void *s) {
     qwen35_state_checkpoint(s);
 }
 
+static nc_status layer_state_new(void *model, int ctx, const unsigned char *layers, void **out,
+                                 nc_error *err) {
+    qwen35_state *s;
+    NC_TRY(qwen35_state_new_layers(((q35 *)model)->m, ctx, layers, &s, err));
+    *out = s;
+    return NC_OK;
+}
+static nc_status layer_forward(void *model, void *state, int layer, float *rows, int n, int pos,
+                               nc_error *err) {
+    return qwen35_layer_forward(((q35 *)model)->m, state, layer, rows, n, pos, err);
+}
+
 static const decoder_ops ops = {.state_new = state_new,
                                 .state_free = state_free,
                                 .state_pos = state_pos,
                                 .state_ctx = state_ctx,
                                 .state_truncate = state_truncate,
                                 .forward = forward,
+                                .set_layer_hook = set_layer_hook,
                                 .free = model_free,
-                                .state_checkpoint = state_checkpoint};
+                                .state_checkpoint = state_checkpoint,
+                                .layer_state_new = layer_state_new,
+                                .layer_forward = layer_forward};
 
 nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder *d,
                               nc_error *err) {

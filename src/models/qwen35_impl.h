@@ -60,6 +60,8 @@ struct qwen35_model {
     float *small;    /* every fp32 vector (norms, conv weights, A, dt_bias) */
     float *inv_freq; /* rotary_dim / 2 */
     qwen35_workspace ws;
+    qwen35_layer_hook layer_hook; /* NULL: off */
+    void *layer_hook_user;
 };
 
 /* Sequence state. The linear layers' states have absorbed tokens
@@ -79,6 +81,10 @@ struct qwen35_state {
     /* qwen35_state_checkpoint: the next forward snapshots at this position
      * (after its replay rows) instead of at its end; -1: none */
     int snap_at;
+    /* a layer state's (qwen35_state_new_layers): layer -> its index among
+     * the full or the linear layers it keeps (-1: none); NULL: all */
+    int *slot;
+    int n_kv, n_lin; /* the full and linear layers it keeps */
 };
 
 /* Keeps the linear states at lin_pos as the snapshot. */

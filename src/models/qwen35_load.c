@@ -271,7 +271,7 @@ nc_status qwen35_load(const char *dir, int n_threads, qwen35_model **out, nc_err
     *out = NULL;
     qwen35_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
-    static const dec_load_steps steps = {config_step, weights_step, workspace_step};
+    static const dec_load_steps steps = {config_step, weights_step, workspace_step, 0};
     nc_status st = dec_model_load(&m->b, m, dir, n_threads, &steps, err);
     if (st != NC_OK) {
         qwen35_free(m);

@@ -56,8 +56,28 @@ static void model_free(void *model) {
     free(q);
 }
 
-static const decoder_ops ops = {state_new, state_free,     state_pos,  state_ctx, state_truncate,
-                                forward,   set_layer_hook, model_free, NULL};
+static nc_status layer_state_new(void *model, int ctx, const unsigned char *layers, void **out,
+                                 nc_error *err) {
+    qwen3_state *s;
+    NC_TRY(qwen3_state_new_layers(((q3 *)model)->m, ctx, layers, &s, err));
+    *out = s;
+    return NC_OK;
+}
+static nc_status layer_forward(void *model, void *state, int layer, float *rows, int n, int pos,
+                               nc_error *err) {
+    return qwen3_layer_forward(((q3 *)model)->m, state, layer, rows, n, pos, err);
+}
+
+static const decoder_ops ops = {.state_new = state_new,
+                                .state_free = state_free,
+                                .state_pos = state_pos,
+                                .state_ctx = state_ctx,
+                                .state_truncate = state_truncate,
+                                .forward = forward,
+                                .set_layer_hook = set_layer_hook,
+                                .free = model_free,
+                                .layer_state_new = layer_state_new,
+                                .layer_forward = layer_forward};
 
 nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder *d, nc_error *err) {
     q3 *q = calloc(1, sizeof *q);
@@ -78,5 +98,21 @@ nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder 
     s->n_threads = qwen3_model_threads(q->m);
     s->eos_ids = c->eos_token_ids;
     s->n_eos = c->n_eos;
+    return NC_OK;
+}
+
+nc_status qwen3_decoder_open_layers(const char *config_dir, const qwen3_tensor_source *src,
+                                    const unsigned char *layers, int n_threads, decoder *d,
+                                    nc_error *err) {
+    q3 *q = calloc(1, sizeof *q);
+    if (!q) return nc_fail(err, NC_ERR_NOMEM, "qwen3 decoder: out of memory");
+    d->ops = &ops;
+    d->model = q;
+    NC_TRY(qwen3_load_layers(config_dir, src, layers, n_threads, &q->m, err));
+    const qwen3_config *c = qwen3_model_config(q->m);
+    d->shape.dims = qwen3_dims(c);
+    d->shape.ctx_max = c->max_position_embeddings;
+    d->shape.dtype = "f16";
+    d->shape.n_threads = qwen3_model_threads(q->m);
     return NC_OK;
 }

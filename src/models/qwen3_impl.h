@@ -52,6 +52,9 @@ struct qwen3_model {
     qwen3_workspace ws;
     qwen3_layer_hook layer_hook; /* NULL: off */
     void *layer_hook_user;
+    /* qwen3_load_layers: where the marked layers come from (else NULL) */
+    const qwen3_tensor_source *src;
+    const unsigned char *src_layers;
 };
 
 struct qwen3_state {
@@ -59,6 +62,7 @@ struct qwen3_state {
     int ctx, pos;
     int batch;               /* at most this many of its rows per internal batch */
     void *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim], fp32 or fp16 */
+    int *slot; /* a layer state's: layer -> its rows of the caches (-1: none); NULL: all */
 };
 
 #endif

@@ -69,39 +69,60 @@ static nc_status load_norm(const qwen3_model *m, const char *name, int n, float 
     return NC_OK;
 }
 
+/* Layer l's matrix `name` (a checkpoint's "<prefix>layers.<l>.<name>"),
+ * from the safetensors or the model's source. */
+static nc_status layer_mat(qwen3_model *m, int l, const char *name, int rows, int cols,
+                           cpu_mat *out, nc_error *err) {
+    if (m->src) return m->src->mat(m->src->user, l, name, rows, cols, out, err);
+    char n[160];
+    snprintf(n, sizeof n, "%slayers.%d.%s", m->prefix, l, name);
+    return load_mat(m, n, rows, cols, out, err);
+}
+
+/* The same for a norm vector of n, widened to fp32 into *dst (a source
+ * gives it as the model multiplies by it). */
+static nc_status layer_norm(qwen3_model *m, int l, const char *name, int n, float **dst,
+                            const float **out, nc_error *err) {
+    if (!m->src) {
+        char nm[160];
+        snprintf(nm, sizeof nm, "%slayers.%d.%s", m->prefix, l, name);
+        return load_norm(m, nm, n, dst, out, err);
+    }
+    cpu_mat v;
+    NC_TRY(m->src->mat(m->src->user, l, name, n, 1, &v, err));
+    m->b.kern->row_to_f32[v.type](v.data, *dst, n);
+    *out = *dst;
+    *dst += n;
+    return NC_OK;
+}
+
 static nc_status load_layer(qwen3_model *m, int l, float **norm_dst, nc_error *err) {
     const qwen3_config *c = &m->cfg;
     qwen3_layer *L = &m->layers[l];
     int d = c->hidden_size, qd = c->num_attention_heads * c->head_dim,
         kvd = c->num_key_value_heads * c->head_dim, ff = c->intermediate_size;
-    char n[160];
-#define NAME(suffix) (snprintf(n, sizeof n, "%slayers.%d.%s", m->prefix, l, suffix), n)
-    NC_TRY(load_norm(m, NAME("input_layernorm.weight"), d, norm_dst, &L->attn_norm, err));
+    NC_TRY(layer_norm(m, l, "input_layernorm.weight", d, norm_dst, &L->attn_norm, err));
     if (c->sandwich_norm) { /* Gemma: post_attention_layernorm follows the attention */
-        NC_TRY(load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst,
-                         &L->post_attn_norm, err));
-        NC_TRY(
-            load_norm(m, NAME("pre_feedforward_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
-        NC_TRY(load_norm(m, NAME("post_feedforward_layernorm.weight"), d, norm_dst,
-                         &L->post_mlp_norm, err));
+        NC_TRY(layer_norm(m, l, "post_attention_layernorm.weight", d, norm_dst, &L->post_attn_norm,
+                          err));
+        NC_TRY(layer_norm(m, l, "pre_feedforward_layernorm.weight", d, norm_dst, &L->mlp_norm,
+                          err));
+        NC_TRY(layer_norm(m, l, "post_feedforward_layernorm.weight", d, norm_dst,
+                          &L->post_mlp_norm, err));
     } else {
-        NC_TRY(
-            load_norm(m, NAME("post_attention_layernorm.weight"), d, norm_dst, &L->mlp_norm, err));
+        NC_TRY(layer_norm(m, l, "post_attention_layernorm.weight", d, norm_dst, &L->mlp_norm, err));
     }
     if (c->qk_norm) { /* Qwen3's; Llama has none (q_norm, k_norm stay NULL) */
-        NC_TRY(
-            load_norm(m, NAME("self_attn.q_norm.weight"), c->head_dim, norm_dst, &L->q_norm, err));
-        NC_TRY(
-            load_norm(m, NAME("self_attn.k_norm.weight"), c->head_dim, norm_dst, &L->k_norm, err));
+        NC_TRY(layer_norm(m, l, "self_attn.q_norm.weight", c->head_dim, norm_dst, &L->q_norm, err));
+        NC_TRY(layer_norm(m, l, "self_attn.k_norm.weight", c->head_dim, norm_dst, &L->k_norm, err));
     }
-    NC_TRY(load_mat(m, NAME("self_attn.q_proj.weight"), qd, d, &L->q, err));
-    NC_TRY(load_mat(m, NAME("self_attn.k_proj.weight"), kvd, d, &L->k, err));
-    NC_TRY(load_mat(m, NAME("self_attn.v_proj.weight"), kvd, d, &L->v, err));
-    NC_TRY(load_mat(m, NAME("self_attn.o_proj.weight"), d, qd, &L->o, err));
-    NC_TRY(load_mat(m, NAME("mlp.gate_proj.weight"), ff, d, &L->gate, err));
-    NC_TRY(load_mat(m, NAME("mlp.up_proj.weight"), ff, d, &L->up, err));
-    NC_TRY(load_mat(m, NAME("mlp.down_proj.weight"), d, ff, &L->down, err));
-#undef NAME
+    NC_TRY(layer_mat(m, l, "self_attn.q_proj.weight", qd, d, &L->q, err));
+    NC_TRY(layer_mat(m, l, "self_attn.k_proj.weight", kvd, d, &L->k, err));
+    NC_TRY(layer_mat(m, l, "self_attn.v_proj.weight", kvd, d, &L->v, err));
+    NC_TRY(layer_mat(m, l, "self_attn.o_proj.weight", d, qd, &L->o, err));
+    NC_TRY(layer_mat(m, l, "mlp.gate_proj.weight", ff, d, &L->gate, err));
+    NC_TRY(layer_mat(m, l, "mlp.up_proj.weight", ff, d, &L->up, err));
+    NC_TRY(layer_mat(m, l, "mlp.down_proj.weight", d, ff, &L->down, err));
     return NC_OK;
 }
 
@@ -148,12 +169,17 @@ static nc_status load_weights(qwen3_model *m, nc_error *err) {
     if (m->inv_freq_local) cpu_rope_inv_freq(m->inv_freq_local, c->head_dim, c->rope_local_theta);
     m->attn_scale =
         1.0f / sqrtf(c->query_pre_attn_scalar > 0 ? c->query_pre_attn_scalar : (float)c->head_dim);
+    float *dst = m->norms;
+    if (m->src) { /* the marked layers only */
+        for (int l = 0; l < nl; l++)
+            if (m->src_layers[l]) NC_TRY(load_layer(m, l, &dst, err));
+        return NC_OK;
+    }
     qwen3_tensor_prefix(m->b.weights, c, m->prefix, sizeof m->prefix);
     char name[96];
     snprintf(name, sizeof name, "%sembed_tokens.weight", m->prefix);
     NC_TRY(load_mat(m, name, c->vocab_size, c->hidden_size, &m->embed, err));
     m->embed_scale = embed_scale_of(c->embed_scale, m->embed.type);
-    float *dst = m->norms;
     for (int l = 0; l < nl; l++)
         NC_TRY(load_layer(m, l, &dst, err));
     snprintf(name, sizeof name, "%snorm.weight", m->prefix);
@@ -245,8 +271,27 @@ nc_status qwen3_load(const char *dir, const qwen3_load_options *opt, qwen3_model
     *out = NULL;
     qwen3_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", dir);
-    static const dec_load_steps steps = {config_step, weights_step, workspace_step};
+    static const dec_load_steps steps = {config_step, weights_step, workspace_step, 0};
     nc_status st = dec_model_load(&m->b, m, dir, opt ? opt->n_threads : 0, &steps, err);
+    if (st != NC_OK) {
+        qwen3_free(m);
+        return st;
+    }
+    *out = m;
+    return NC_OK;
+}
+
+nc_status qwen3_load_layers(const char *config_dir, const qwen3_tensor_source *src,
+                            const unsigned char *layers, int n_threads, qwen3_model **out,
+                            nc_error *err) {
+    *out = NULL;
+    qwen3_model *m = calloc(1, sizeof *m);
+    if (!m) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", config_dir);
+    m->src = src;
+    m->src_layers = layers;
+    static const dec_load_steps steps = {config_step, weights_step, workspace_step, 1};
+    nc_status st = dec_model_load(&m->b, m, config_dir, n_threads, &steps, err);
+    m->src_layers = NULL; /* the caller's, read during the load only */
     if (st != NC_OK) {
         qwen3_free(m);
         return st;
@@ -269,6 +314,11 @@ void qwen3_free(qwen3_model *m) {
 /* ---- per-sequence state ----------------------------------------------- */
 
 nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err) {
+    return qwen3_state_new_layers(m, ctx, NULL, out, err);
+}
+
+nc_status qwen3_state_new_layers(const qwen3_model *m, int ctx, const unsigned char *layers,
+                                 qwen3_state **out, nc_error *err) {
     *out = NULL;
     const qwen3_config *c = &m->cfg;
     if (ctx <= 0 || ctx > c->max_position_embeddings) ctx = c->max_position_embeddings;
@@ -277,18 +327,29 @@ nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_e
     s->m = m;
     s->ctx = ctx;
     s->batch = QWEN3_MAX_BATCH;
+    int kept = c->num_hidden_layers;
+    if (layers) { /* a layer state: caches for the marked layers only */
+        s->slot = malloc((size_t)c->num_hidden_layers * sizeof *s->slot);
+        if (!s->slot) {
+            free(s);
+            return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
+        }
+        kept = 0;
+        for (int l = 0; l < c->num_hidden_layers; l++)
+            s->slot[l] = layers[l] ? kept++ : -1;
+    }
     size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
     int ovf = 0;
     size_t cache_bytes =
-        nc_mul_size(nc_mul_size((size_t)c->num_hidden_layers * (size_t)ctx, kvd, &ovf),
+        nc_mul_size(nc_mul_size((size_t)kept * (size_t)ctx, kvd, &ovf),
                     m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float), &ovf);
     if (!ovf) {
         /* calloc, not nc_alloc_aligned: large callocs are fresh zero pages
          * that become resident only when a position is written, so a 4096
          * context costs memory only as it fills. (The kernels do unaligned
          * loads; 16-byte alignment is enough.) */
-        s->k_cache = calloc(1, cache_bytes);
-        s->v_cache = calloc(1, cache_bytes);
+        s->k_cache = calloc(1, cache_bytes + 1);
+        s->v_cache = calloc(1, cache_bytes + 1);
     }
     if (!s->k_cache || !s->v_cache) {
         qwen3_state_free(s);
@@ -304,6 +365,7 @@ void qwen3_state_free(qwen3_state *s) {
     if (!s) return;
     free(s->k_cache);
     free(s->v_cache);
+    free(s->slot);
     free(s);
 }
 

@@ -16,6 +16,10 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 N=32
 P="In the beginning"
+# the refused functions on the MIL interpreter, so that the placement counts
+# them per function (by default a layer with one runs whole on the CPU
+# engine's kernels: tests/engine/test_engine_ane_cpu_layer.c)
+export NECTAR_ANE_CPU=interp
 # model, bundle: compile, and the cpu backend's text into $2.cpu
 prepare() {
     "$BIN" compile -m "$1" -o "$2" $T >/dev/null 2>"$TMP/ce" || return 1

@@ -18,6 +18,10 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 N=32
 P="In the beginning"
+# the refused functions on the MIL interpreter, so that the placement
+# counts them per function (by default a layer with one runs whole on the
+# CPU engine's kernels: tests/ane/test_ane_cpu_layer.sh)
+export NECTAR_ANE_CPU=interp
 M="$TMP/wide"
 B="$TMP/wide.ane"
 if ! "$BIN" gen-random --like tiny --vocab 40000 --tokenizer tests/fixtures/qwen3-tokenizer \

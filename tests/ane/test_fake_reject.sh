@@ -39,13 +39,31 @@ check_model() {
     # functions that break no rule alone (mlp) go back on the device, those
     # refused for their several outputs as a program per output, and those
     # refused for a construct another form avoids re-lowered (models/demo:
-    # every kernel; a Qwen3.5 fixture's mixers stay on the CPU)
-    NECTAR_ANE_DEVICE=fake:reject=all "$BIN" run $T --backend ane -m "$B" -p "In the beginning" \
-        --temp 0 -n 4 >/dev/null 2>"$TMP/e"
-    if grep -q "layers 0-[0-9]*: [1-9][0-9]*/[0-9]* kernels on the ANE ([0-9]* as programs of their own) ([0-9]* as a program per output)\( ([0-9]* re-lowered: [a-z0-9 ,+]*)\)\?\(, [0-9]* on the CPU\)\? (layer_00/model.mil refused: compileModel: ANECCompile() FAILED <- " "$TMP/e"; then
+    # every kernel; a Qwen3.5 fixture's mixers stay on the CPU: counted per
+    # function with the interpreter, NECTAR_ANE_CPU=interp or --ane-cpu interp)
+    NECTAR_ANE_CPU=interp NECTAR_ANE_DEVICE=fake:reject=all "$BIN" run $T --backend ane -m "$B" \
+        -p "In the beginning" --temp 0 -n "$N" >"$TMP/o" 2>"$TMP/e"
+    NECTAR_ANE_DEVICE=fake:reject=all "$BIN" run $T --backend ane --ane-cpu interp -m "$B" \
+        -p "In the beginning" --temp 0 -n 4 >/dev/null 2>"$TMP/e2"
+    if cmp -s "$TMP/o" "$TMP/$L.cpu" &&
+        grep -q "layers 0-[0-9]*: [1-9][0-9]*/[0-9]* kernels on the ANE ([0-9]* as programs of their own) ([0-9]* as a program per output)\( ([0-9]* re-lowered: [a-z0-9 ,+]*)\)\?\(, [0-9]* on the CPU\)\? (layer_00/model.mil refused: compileModel: ANECCompile() FAILED <- " "$TMP/e" &&
+        grep -q " (layer_00/model.mil refused: " "$TMP/e2" && ! grep -q "CPU engine kernels" "$TMP/e" "$TMP/e2"; then
         pass "reject_all_reports_placement_$L"
     else
-        fail "reject_all_reports_placement_$L" "$(cat "$TMP/e")"
+        fail "reject_all_reports_placement_$L" "$(cat "$TMP/e" "$TMP/e2")"
+    fi
+    # by default a layer with a function refused at every rung runs whole
+    # on the CPU engine's kernels (the interpreter runs nothing): every
+    # layer, with a ladder that stops before the relower rung
+    echo '{"ladder_order": ["program", "function", "outputs", "cpu"]}' >"$TMP/norelower.json"
+    NECTAR_ANE_PROFILE="$TMP/norelower.json" NECTAR_ANE_DEVICE=fake:reject=all "$BIN" run $T \
+        --backend ane -m "$B" -p "In the beginning" --temp 0 -n "$N" >"$TMP/o" 2>"$TMP/e"
+    if cmp -s "$TMP/o" "$TMP/$L.cpu" &&
+        grep -q "layers 0-[0-9]*: CPU engine kernels (layer_00/model.mil refused: compileModel: ANECCompile() FAILED <- " "$TMP/e" &&
+        ! grep -q " on the CPU (" "$TMP/e"; then
+        pass "reject_all_without_relower_runs_layers_on_cpu_engine_kernels_$L"
+    else
+        fail "reject_all_without_relower_runs_layers_on_cpu_engine_kernels_$L" "$(cat "$TMP/e")"
     fi
     # a program refused for holding several functions is compiled function
     # by function: every kernel back on the device

@@ -89,7 +89,7 @@ fi
 # the ane runtime on the fake device: the fake describes procedures by
 # static shapes, so it refuses each enumerated function and the ladder runs
 # them on the CPU (the MIL interpreter on the same program): the cpu's text
-"$BIN" run $T --backend ane --ane-device fake -m "$E" -p "In the beginning" --temp 0 -n 64 \
+NECTAR_ANE_CPU=interp "$BIN" run $T --backend ane --ane-device fake -m "$E" -p "In the beginning" --temp 0 -n 64 \
     >"$TMP/en" 2>"$TMP/ee"
 "$BIN" run $T -m models/demo -p "In the beginning" --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null
 if cmp -s "$TMP/en" "$TMP/cpu" && grep -q "layers 0-$((layers - 1)): 0/$((layers * 9)) kernels on the ANE" "$TMP/ee" &&

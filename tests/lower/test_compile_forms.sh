@@ -62,9 +62,10 @@ EOF2
 # the kernel split keeps what the device takes: qkv (three outputs) and kv
 # (two) are refused, attn and mlp stay on the device (a ladder without the
 # outputs rung, which would put qkv and kv back as a program per output:
-# tests/ane/test_ane_ladder_outputs.sh)
+# tests/ane/test_ane_ladder_outputs.sh), per function with the interpreter
+# (by default the layer with a refused kernel runs whole on the CPU engine)
 echo '{"ladder_order": ["program", "function", "cpu"]}' >"$TMP/order.json"
-NECTAR_ANE_PROFILE="$TMP/order.json" "$BIN" run $T --backend ane --ane-device fake:reject=multi-output \
+NECTAR_ANE_CPU=interp NECTAR_ANE_PROFILE="$TMP/order.json" "$BIN" run $T --backend ane --ane-device fake:reject=multi-output \
     -m "$TMP/kernel-per-chunk-onehot" -p "$P" --temp 0 -n 64 >"$TMP/o" 2>"$TMP/e"
 if cmp -s "$TMP/o" "$TMP/cpu" && grep -q "layers 0-4: 30/60 kernels on the ANE, 30 on the CPU" "$TMP/e"; then
     pass kernel_split_confines_a_refusal

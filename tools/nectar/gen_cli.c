@@ -119,7 +119,9 @@ nc_status gen_cli_engine(const gen_cli_backend *b, int n_threads, int ctx, engin
     eo->ctx = ctx;
     const struct {
         const char *key, *given;
-    } flags[] = {{"kv", b->kv}, {"ane_device", b->is_set_device ? b->device : NULL}};
+    } flags[] = {{"kv", b->kv},
+                 {"ane_device", b->is_set_device ? b->device : NULL},
+                 {"ane_cpu", b->ane_cpu}};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
         const engine_option_row *r = engine_option_named(flags[i].key);
         const char *v = flags[i].given ? flags[i].given : cli_env_engine(r->key);

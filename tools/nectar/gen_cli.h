@@ -25,6 +25,7 @@ typedef struct gen_cli_backend {
     int backend_index, is_set_device;
     const char *device; /* --ane-device as given */
     const char *kv;     /* --kv as given, or NULL */
+    const char *ane_cpu; /* --ane-cpu as given, or NULL */
 } gen_cli_backend;
 
 #define GEN_CLI_BACKEND_OPTS(b)                                                                    \
@@ -37,7 +38,12 @@ typedef struct gen_cli_backend {
                 "request path against a device backed by the MIL interpreter (any OS);\n"          \
                 "fake:reject=RULE,.. refuses constructs (`--ane-device help`);\n"                  \
                 "default from $NECTAR_ANE_DEVICE",                                                 \
-                &(b)->device, .seen = &(b)->is_set_device)
+                &(b)->device, .seen = &(b)->is_set_device),                                        \
+        CLI_OPT(NULL, "--ane-cpu", CLI_STRING, "kernels|interp",                                   \
+                "with --backend ane: a layer the device refuses runs whole on the CPU\n"           \
+                "engine's kernels (kernels, the default), or its refused kernels in the\n"         \
+                "MIL interpreter (interp); default from $NECTAR_ANE_CPU",                          \
+                &(b)->ane_cpu)
 #define GEN_CLI_KV_OPT(b)                                                                          \
     CLI_OPT(NULL, "--kv", CLI_STRING, "f32|f16",                                                   \
             "the KV cache's element type on the cpu engine (default: f32, or\n"                    \
