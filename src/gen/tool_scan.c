@@ -96,16 +96,17 @@ static int take(cursor *c, const char *lit) {
 }
 
 /* "<tag=NAME>": NAME (1..256 bytes, no '<', '>' or newline) into out. */
-static int take_named(cursor *c, const char *tag, char *out, size_t cap) {
-    if (!take(c, tag)) return 0;
+/* tag, then a name up to '>' (no '<' or newline in it), as a new string:
+ * any length, since a schema may name a key of any length and the
+ * constraint then makes the model write it whole (NULL: not there). */
+static char *take_named(cursor *c, const char *tag) {
+    if (!take(c, tag)) return NULL;
     const char *s = c->p;
     while (c->p < c->end && *c->p != '>' && *c->p != '<' && *c->p != '\n')
         c->p++;
     size_t n = (size_t)(c->p - s);
-    if (n == 0 || n >= cap || !take(c, ">")) return 0;
-    memcpy(out, s, n);
-    out[n] = '\0';
-    return 1;
+    if (n == 0 || !take(c, ">")) return NULL;
+    return strndup(s, n);
 }
 
 /* The parameters schema of the tool called name, or NULL (borrowed from
@@ -128,9 +129,9 @@ static const json_t *tool_params(const gen_tool_scan *st, const char *name, json
 
 static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t n) {
     cursor c = {body, body + n};
-    char name[257], key[257];
     skip_space(&c);
-    if (!take_named(&c, "<function=", name, sizeof name)) return NULL;
+    char *name = take_named(&c, "<function=");
+    if (!name) return NULL;
     json_t *def, *args = json_object();
     const json_t *params = tool_params(st, name, &def);
     int ok = 0;
@@ -141,24 +142,30 @@ static json_t *parse_call_xml(const gen_tool_scan *st, const char *body, size_t 
             ok = c.p == c.end;
             break;
         }
-        if (!take_named(&c, "<parameter=", key, sizeof key)) break;
+        char *key = take_named(&c, "<parameter=");
+        if (!key) break;
         const char *v = c.p, *close = NULL;
         for (const char *q = v; q + 12 <= c.end && !close; q++)
             if (!memcmp(q, "</parameter>", 12)) close = q;
-        if (!close || json_object_get(args, key)) break; /* unclosed, or a key twice */
-        c.p = close + 12;
-        size_t len = (size_t)(close - v);
-        if (len && v[0] == '\n') v++, len--;
-        if (len && v[len - 1] == '\n') len--;
-        if (json_object_set_new(args, key,
-                                gen_tool_value_read(gen_tool_value_type(params, key), v, len)))
-            break;
+        int bad = !close || json_object_get(args, key); /* unclosed, or a key twice */
+        if (!bad) {
+            c.p = close + 12;
+            size_t len = (size_t)(close - v);
+            if (len && v[0] == '\n') v++, len--;
+            if (len && v[len - 1] == '\n') len--;
+            bad = json_object_set_new(args, key,
+                                      gen_tool_value_read(gen_tool_value_type(params, key), v,
+                                                          len)) != 0;
+        }
+        free(key);
+        if (bad) break;
     }
     char *text = NULL;
     nc_error err;
     json_t *call = NULL;
     if (ok && chat_tojson(args, &text, &err) == NC_OK) call = make_call(name, text);
     free(text);
+    free(name);
     json_decref(args);
     json_decref(def);
     return call;

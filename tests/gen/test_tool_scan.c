@@ -164,6 +164,25 @@ static void test_qwen35_calls_typed_by_schema(void) {
     check_cases(&qwen35, cases, sizeof cases / sizeof *cases);
 }
 
+/* A key (or name) of any length is read back whole: the constraint makes
+ * the model write a schema's key however long it is (fuzz_json_schema
+ * found a 298-byte key the scanner, capped at 256, turned into no call). */
+static void test_qwen35_long_key_read_whole(void) {
+    char key[601], out[1024], want[1024];
+    for (int i = 0; i < 600; i++)
+        key[i] = (char)('a' + i % 26);
+    key[600] = '\0';
+    snprintf(out, sizeof out, "<tool_call>\n<function=search>\n<parameter=%s>\nfast\n</parameter>\n</function>\n</tool_call>", key);
+    snprintf(want, sizeof want, "search({\"%s\": \"fast\"});", key);
+    gen_tool_scan qwen35 = {0, 0, CHAT_QWEN35, TOOLS35, 2};
+    result w, b;
+    scan_whole(&qwen35, out, &w);
+    scan_bytewise(&qwen35, out, &b);
+    CHECKF(w.n_calls == 1 && !strcmp(w.calls, want) && !w.text[0], "calls '%.40s...' (%d)",
+           w.calls, w.n_calls);
+    CHECK(b.n_calls == 1 && !strcmp(b.calls, want));
+}
+
 /* Llama 3: the whole reply is the call ("parameters", or "arguments" as
  * models also write), after blanks and <|python_tag|>; anything else is
  * text, a reply that starts as one held back until the end. */
@@ -225,6 +244,7 @@ int main(void) {
     RUN(test_calls_and_text_come_apart);
     RUN(test_partial_tag_is_held_back);
     RUN(test_qwen35_calls_typed_by_schema);
+    RUN(test_qwen35_long_key_read_whole);
     RUN(test_llama3_whole_reply_call);
     RUN(test_llama3_text_is_not_held);
     return nc_test_exit_code();
