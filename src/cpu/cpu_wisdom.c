@@ -26,20 +26,29 @@
 /* The format's number also names the probe: raised whenever the probe
  * changes what it ranks (2: weights 8 bytes past a cache line, as a
  * model's tensors sit; 3: on huge pages and aligned where the engine reads
- * the weights into memory), so a file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 3"
+ * the weights into memory; 4: a layer's products, not 2048-row ones), so a
+ * file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 4"
 #define MAX_LINES 256
-/* The decode probe's matrix: 64 MiB of bf16 weights (more than the L3 of
- * most CPUs, so it streams from memory as a model's weights do), rows of
- * 1024 columns as Qwen3-0.6B's. */
-#define DECODE_K 1024
+/* The decode probe's weights: 64 MiB (more than the L3 of most CPUs, so
+ * they stream from memory as a model's weights do) ... */
 #define DECODE_BYTES ((size_t)64 << 20)
-/* ... taken as products of this many rows each (2-6 MiB: the q, k, v, o,
- * gate, up and down matrices of a 0.6B-1.7B model), one pool loop each:
- * the engine's streams are that long, not 64 MiB (a kernel that needs a
- * long stream to ramp up, the r1 ones on this Zen 5, ranked first on one
- * 64 MiB matrix and last in the engine) */
-#define DECODE_MATRIX_ROWS 2048
+/* ... cut into the products of Qwen3-0.6B's layers one after another (q,
+ * k, v, o, gate, up, down: rows x columns), each one pool loop split into
+ * tasks as cpu_matmul.c splits a decode: the engine's streams are that
+ * long and that many, not one 64 MiB matrix (a kernel that needs a long
+ * stream to ramp up, the r1 ones on this Zen 5, ranked first on one 64 MiB
+ * matrix and last in the engine), and its rows are 1024, 2048 and 3072
+ * columns wide (with every product 2048 rows of 1024 columns the Q4 tile
+ * ranked level with r1-pf64, which then decoded 20% faster in the engine:
+ * docs/performance.md) */
+static const struct {
+    int rows, cols;
+} DECODE_PRODUCTS[] = {{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048},
+                       {3072, 1024}, {3072, 1024}, {1024, 3072}};
+#define DECODE_N_PRODUCTS ((int)(sizeof DECODE_PRODUCTS / sizeof DECODE_PRODUCTS[0]))
+#define DECODE_K_MAX 3072
+#define DECODE_ROWS_MAX 3072
 /* ... held as the engine will hold a model's weights (io/weights_residency.h):
  * where the system has huge pages, read into memory on them with the data
  * 64-byte aligned; elsewhere mmapped in 4 KiB pages, starting 8 bytes past a
@@ -171,18 +180,41 @@ typedef struct {
     const int8_t *xq; /* Q8/Q4: x quantized */
     const float *xs;
     float *y;
-    int rows, per;
+    int rows, cols, per;
 } decode_job;
 
 static void decode_task(void *ctx, int task, int thread) {
     (void)thread;
     const decode_job *j = ctx;
-    int r0 = task * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows;
+    int r0 = task * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows, k = j->cols;
     if (j->qfn)
-        j->qfn(j->w, j->ldw, j->xq, DECODE_K, j->xs, (size_t)DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP,
-               j->y, (size_t)j->rows, 1, DECODE_K / CPU_QBLOCK, r0, r1);
+        j->qfn(j->w, j->ldw, j->xq, (size_t)k, j->xs, (size_t)k / CPU_QBLOCK * CPU_QSCALE_REP,
+               j->y, (size_t)j->rows, 1, k / CPU_QBLOCK, r0, r1);
     else
-        j->fn(j->w, DECODE_K, j->x, DECODE_K, j->y, (size_t)j->rows, 1, DECODE_K, r0, r1);
+        j->fn(j->w, (size_t)k, j->x, (size_t)k, j->y, (size_t)j->rows, 1, k, r0, r1);
+}
+
+/* Where each product of the probe lies in its buffer of `bytes`: the
+ * layer's products over and over while they fit (fewer rows for the last
+ * one); returns how many (at most cap) and their total bytes in *total. */
+typedef struct {
+    size_t offset, ldw;
+    int rows, cols;
+} probe_product;
+
+static int plan_products(cpu_wtype wt, size_t bytes, probe_product *out, int cap, size_t *total) {
+    size_t off = 0;
+    int n = 0;
+    for (int i = 0; n < cap; i = (i + 1) % DECODE_N_PRODUCTS) {
+        size_t ldw = cpu_wtype_row_bytes(wt, DECODE_PRODUCTS[i].cols);
+        size_t fit = (bytes - off) / ldw;
+        int rows = fit < (size_t)DECODE_PRODUCTS[i].rows ? (int)fit : DECODE_PRODUCTS[i].rows;
+        if (rows < 16) break;
+        out[n++] = (probe_product){off, ldw, rows, DECODE_PRODUCTS[i].cols};
+        off += (size_t)rows * ldw;
+    }
+    *total = off;
+    return n;
 }
 
 /* The decode probe's weights, where DECODE_MISALIGN's comment says. */
@@ -245,14 +277,15 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
     if (s != CPU_SLOT_PROMPT_BF16) {
         int fmt = s == CPU_SLOT_DECODE_Q4;
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
-        size_t ldw = cpu_wtype_row_bytes(wt, DECODE_K);
-        int rows = (int)(bytes / ldw);
+        probe_product prod[128];
+        size_t total;
+        int n_prod = plan_products(wt, bytes, prod, 128, &total);
         probe_memory mem;
         uint8_t *w = probe_memory_alloc(&mem, bytes);
-        float *x = nc_alloc_aligned(DECODE_K * sizeof(float));
-        float *xs = nc_alloc_aligned(DECODE_K / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
-        int8_t *xq = nc_alloc_aligned(DECODE_K);
-        float *y = nc_alloc_aligned((size_t)rows * sizeof(float));
+        float *x = nc_alloc_aligned(DECODE_K_MAX * sizeof(float));
+        float *xs = nc_alloc_aligned(DECODE_K_MAX / CPU_QBLOCK * CPU_QSCALE_REP * sizeof(float));
+        int8_t *xq = nc_alloc_aligned(DECODE_K_MAX);
+        float *y = nc_alloc_aligned((size_t)DECODE_ROWS_MAX * sizeof(float));
         nc_pool *pool = NULL;
         if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
             int oom = !w || !x || !xs || !xq || !y;
@@ -263,23 +296,18 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
             nc_free_aligned(y);
             return oom ? nc_fail(err, NC_ERR_NOMEM, "kernel tuning: out of memory") : NC_ERR_NOMEM;
         }
-        fill_weights(s, w, bytes, ldw);
-        for (int i = 0; i < DECODE_K; i++)
+        for (int p = 0; p < n_prod; p++)
+            fill_weights(s, w + prod[p].offset, (size_t)prod[p].rows * prod[p].ldw, prod[p].ldw);
+        for (int i = 0; i < DECODE_K_MAX; i++)
             x[i] = (float)(i % 7) * 0.1f - 0.3f;
-        cpu_quantize_act_row(x, DECODE_K, xq, xs);
-        /* the matrix as the engine meets its weights: products of
-         * DECODE_MATRIX_ROWS rows one after another, each split into pool
-         * tasks as cpu_matmul.c splits a decode (a few per thread, whole
-         * multiples of 16 rows) */
-        int th = nc_pool_threads(pool), mrows = rows < DECODE_MATRIX_ROWS ? rows : DECODE_MATRIX_ROWS;
-        int per = ((mrows + th * 4 - 1) / (th * 4) + 15) & ~15;
-        int tasks = (mrows + per - 1) / per;
+        /* blockwise: the first k/32 blocks are x[0..k)'s own */
+        cpu_quantize_act_row(x, DECODE_K_MAX, xq, xs);
+        int th = nc_pool_threads(pool);
         const cpu_kernels *k = cpu_kernels_get();
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
                 decode_job j = {.fn = c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16],
-                                .w = w, .ldw = ldw, .x = x, .xq = xq, .xs = xs, .y = y,
-                                .rows = rows, .per = per};
+                                .x = x, .xq = xq, .xs = xs, .y = y};
                 if (is_q_slot(s)) j.qfn = c[i].qdecode ? c[i].qdecode : k->qmatmul[fmt];
                 /* the table's entries may be chosen kernels: the default
                  * candidate is the AVX-512 table's own tile */
@@ -290,16 +318,21 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                     j.qfn = cpu_kernels_avx512.qmatmul[fmt];
 #endif
                 double c0 = process_cpu_s();
-                for (int p = 0; p < passes; p++)
-                    for (int m0 = 0; m0 + mrows <= rows; m0 += mrows) {
+                for (int pass = 0; pass < passes; pass++)
+                    for (int p = 0; p < n_prod; p++) {
+                        /* split as cpu_matmul.c splits a decode: a few
+                         * tasks per thread, whole multiples of 16 rows */
                         decode_job jm = j;
-                        jm.w = w + (size_t)m0 * ldw;
-                        jm.rows = mrows;
-                        nc_pool_for(pool, tasks, decode_task, &jm);
+                        jm.w = w + prod[p].offset;
+                        jm.ldw = prod[p].ldw;
+                        jm.rows = prod[p].rows;
+                        jm.cols = prod[p].cols;
+                        jm.per = ((jm.rows + th * 4 - 1) / (th * 4) + 15) & ~15;
+                        if (jm.per < 16) jm.per = 16;
+                        nc_pool_for(pool, (jm.rows + jm.per - 1) / jm.per, decode_task, &jm);
                     }
                 double dc = process_cpu_s() - c0;
-                r[i][round] =
-                    dc > 0 ? (double)(rows / mrows * mrows) * (double)ldw * passes / dc * th : 0;
+                r[i][round] = dc > 0 ? (double)total * passes / dc * th : 0;
             }
         nc_pool_free(pool);
         probe_memory_free(&mem);
