@@ -28,6 +28,7 @@ CFLAGS_A64="-O1 -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -Iinclude 
 # they use, each with the Makefile's flags for its name
 SRC="$(ls src/cpu/*.c | grep -v -e '_avx2\.c$' -e '_avx512\.c$' -e '_amx\.c$' | tr '\n' ' ')
      src/base/pool.c src/base/error.c src/base/half.c src/base/alloc.c src/base/timer.c src/base/log.c
+     src/io/weights_residency.c
      tests/common/harness.c tests/common/weights.c"
 OBJ=
 for f in $SRC; do
