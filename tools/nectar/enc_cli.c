@@ -25,6 +25,7 @@ void enc_cli_table(enc_cli_opts *o, cli_opt *rows) {
                 .min = 1, .max = 1024),
         GEN_CLI_BACKEND_OPTS(&o->be),
         CLI_ENDROW};
+    _Static_assert(sizeof t / sizeof *t <= ENC_CLI_N_ROWS, "raise ENC_CLI_N_ROWS");
     memcpy(rows, t, sizeof t);
 }
 

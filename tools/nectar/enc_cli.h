@@ -38,7 +38,7 @@ typedef struct enc_cli_opts {
 
 /* Their cli_opts rows (-m, -p, -f, -t, --batch, --backend, --ane-device)
  * pointing into o, ended by CLI_ENDROW; rows has room for ENC_CLI_N_ROWS. */
-#define ENC_CLI_N_ROWS 8
+#define ENC_CLI_N_ROWS 9
 void enc_cli_table(enc_cli_opts *o, cli_opt *rows);
 
 /* After cli_parse: exactly one of -p and -f, the backend's name and device

@@ -77,6 +77,9 @@ void gen_cli_table(gen_cli_opts *o, cli_opt *rows) {
         CLI_ENDROW};
     /* the head, one row per sampling parameter (its flag, range and help
      * from gen/sampling_params.h), then the tail */
+    _Static_assert(sizeof t / sizeof *t - 1 + GEN_N_PARAMS + sizeof tail / sizeof *tail <=
+                       GEN_CLI_N_ROWS,
+                   "raise GEN_CLI_N_ROWS");
     int n = (int)(sizeof t / sizeof *t) - 1;
     memcpy(rows, t, (size_t)n * sizeof *t);
     for (int i = 0; gen_param_at(i); i++, n++) {
