@@ -318,13 +318,22 @@ static void ten_bodies(const char *shape, const char *pre, char (*fill)(size_t),
     for (int i = 0; i < 50 && after >= before + 64; i++, sleep_ms(100))
         after = status_mib(main_srv.pid, "VmRSS");
     free(req);
-    int n_ok = 0;
-    for (int i = 0; i < N; i++)
+    /* each gets the expected JSON error, or the parse budget's JSON 503
+     * when more bodies overlap than it holds (which happens depends on
+     * how the ten interleave: a loaded machine overlapped them more) */
+    int n_ok = 0, n_busy = 0;
+    char seen[128] = "";
+    for (int i = 0; i < N; i++) {
         n_ok += a[i].status == status && a[i].is_json;
+        n_busy += a[i].status == 503 && a[i].is_json;
+        size_t l = strlen(seen);
+        snprintf(seen + l, sizeof seen - l, "%s%d", i ? " " : "", a[i].status);
+    }
     printf("  ten 8 MB bodies (%s): peak RSS %.0f MiB (%.0f before), %.0f MiB after, answered in "
            "%.2f s\n",
            shape, peak, before, after, dt);
-    CHECKF(n_ok == N, "%d of %d got a JSON %d (first: HTTP %d)", n_ok, N, status, a[0].status);
+    CHECKF(n_ok + n_busy == N && n_ok > 0, "%d of %d got a JSON %d, %d a JSON 503 (HTTP %s)", n_ok,
+           N, status, n_busy, seen);
     /* ASan's quarantine and redzones are not the server's memory. */
     if (getenv("NECTAR_SANITIZED")) SKIP("memory bound not checked under sanitizers");
     CHECKF(peak < 400, "peak RSS %.0f MiB", peak);
