@@ -1,6 +1,8 @@
 /* What every decoder behind models/decoder.h shares. */
 #include "models/decoder.h"
 
+#include "base/pool.h"
+#include "models/dec_model.h"
 #include "models/family.h"
 
 decoder_dims qwen3_dims(const qwen3_config *c) {
@@ -48,6 +50,21 @@ nc_status qwen35_dims_load(const char *dir, decoder_dims *d, nc_error *err) {
 size_t decoder_kv_bytes_per_token(const decoder_dims *d, int kv_f16) {
     return 2 * (kv_f16 ? 2 : sizeof(float)) * (size_t)(d->layers - d->n_linear) *
            (size_t)d->kv_heads * (size_t)d->head_dim;
+}
+
+void decoder_shape_fill(decoder_shape *s, const dec_model *b, decoder_dims dims, int ctx_max,
+                        const int32_t *eos_ids, int n_eos, const char *dtype,
+                        size_t weight_bytes_per_token) {
+    s->dims = dims;
+    s->ctx_max = ctx_max;
+    s->kv_f16 = b->kv_f16;
+    s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
+    s->dtype = dtype;
+    s->weight_bytes_per_token = weight_bytes_per_token;
+    s->weights_residency = dec_model_residency(b);
+    s->n_threads = nc_pool_threads(b->pool);
+    s->eos_ids = eos_ids;
+    s->n_eos = n_eos;
 }
 
 void decoder_close(decoder *d) {

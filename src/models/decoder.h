@@ -96,6 +96,13 @@ typedef struct decoder_shape {
     int n_eos;
 } decoder_shape;
 
+/* The shape every family's open fills alike: its config's sizes, context
+ * and EOS ids, its matrices' type and bytes read per token, and the KV
+ * type, residency and threads of its dec_model (qwen3_model_base). */
+void decoder_shape_fill(decoder_shape *s, const struct dec_model *b, decoder_dims dims, int ctx_max,
+                        const int32_t *eos_ids, int n_eos, const char *dtype,
+                        size_t weight_bytes_per_token);
+
 typedef struct decoder {
     const decoder_ops *ops;
     void *model;

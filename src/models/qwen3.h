@@ -90,8 +90,11 @@ const qwen3_config *qwen3_model_config(const qwen3_model *m);
 const char *qwen3_model_dtype(const qwen3_model *m);
 /* Bytes of matrix weights read per generated token (all layers + LM head). */
 size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m);
-const char *qwen3_model_residency(const qwen3_model *m);
 int qwen3_model_threads(const qwen3_model *m);
+/* What every CPU decoder model holds (models/dec_model.h): its KV type,
+ * weights' residency and pool, which models/decoder.h's shape reports. */
+struct dec_model;
+const struct dec_model *qwen3_model_base(const qwen3_model *m);
 
 /* KV caches of states created from now on in fp16 (on) or fp32 (off, the
  * default; the command line turns it on for NECTAR_KV=f16): fp16 halves the cache's
@@ -99,7 +102,6 @@ int qwen3_model_threads(const qwen3_model *m);
  * and V; fp32 is exact against the fp32 reference. Not while states of the
  * model exist. */
 void qwen3_model_set_kv_f16(qwen3_model *m, int on);
-int qwen3_model_kv_f16(const qwen3_model *m);
 
 /* ctx <= 0 or above max_position_embeddings is capped to it. */
 nc_status qwen3_state_new(const qwen3_model *m, int ctx, qwen3_state **out, nc_error *err);

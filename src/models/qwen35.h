@@ -62,12 +62,11 @@ void qwen35_free(qwen35_model *m);
 const qwen35_config *qwen35_model_config(const qwen35_model *m);
 const char *qwen35_model_dtype(const qwen35_model *m);
 size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m);
-const char *qwen35_model_residency(const qwen35_model *m);
-int qwen35_model_threads(const qwen35_model *m);
+/* Its dec_model (as qwen3_model_base). */
+const struct dec_model *qwen35_model_base(const qwen35_model *m);
 /* fp16 KV caches for states created from now on (fp32 until this is
  * called); the linear-attention states stay fp32. */
 void qwen35_model_set_kv_f16(qwen35_model *m, int on);
-int qwen35_model_kv_f16(const qwen35_model *m);
 
 nc_status qwen35_state_new(const qwen35_model *m, int ctx, qwen35_state **out, nc_error *err);
 void qwen35_state_free(qwen35_state *s);

@@ -92,17 +92,9 @@ nc_status qwen35_decoder_open(const char *dir, const decoder_options *o, decoder
     NC_TRY(qwen35_load(dir, o->n_threads, &q->m, err));
     if (o->kv_f16 >= 0) qwen35_model_set_kv_f16(q->m, o->kv_f16);
     const qwen35_config *c = qwen35_model_config(q->m);
-    decoder_shape *s = &d->shape;
-    s->dims = qwen35_dims(c);
-    s->ctx_max = c->max_position_embeddings;
-    s->kv_f16 = qwen35_model_kv_f16(q->m);
-    /* only the full-attention layers keep K and V per token */
-    s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
-    s->dtype = qwen35_model_dtype(q->m);
-    s->weight_bytes_per_token = qwen35_model_weight_bytes_per_token(q->m);
-    s->weights_residency = qwen35_model_residency(q->m);
-    s->n_threads = qwen35_model_threads(q->m);
-    s->eos_ids = c->eos_token_ids;
-    s->n_eos = c->n_eos;
+    /* the KV bytes count only the full-attention layers (dims' n_linear) */
+    decoder_shape_fill(&d->shape, qwen35_model_base(q->m), qwen35_dims(c),
+                       c->max_position_embeddings, c->eos_token_ids, c->n_eos,
+                       qwen35_model_dtype(q->m), qwen35_model_weight_bytes_per_token(q->m));
     return NC_OK;
 }

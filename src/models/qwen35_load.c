@@ -23,14 +23,11 @@
 const qwen35_config *qwen35_model_config(const qwen35_model *m) {
     return &m->cfg;
 }
-int qwen35_model_threads(const qwen35_model *m) {
-    return nc_pool_threads(m->b.pool);
-}
 void qwen35_model_set_kv_f16(qwen35_model *m, int on) {
     m->b.kv_f16 = on != 0;
 }
-int qwen35_model_kv_f16(const qwen35_model *m) {
-    return m->b.kv_f16;
+const dec_model *qwen35_model_base(const qwen35_model *m) {
+    return &m->b;
 }
 const char *qwen35_model_dtype(const qwen35_model *m) {
     return cpu_wtype_name(m->layers[0].gate.type);
@@ -45,10 +42,6 @@ size_t qwen35_conv_floats(const qwen35_config *c) {
 }
 size_t qwen35_rec_floats(const qwen35_config *c) {
     return (size_t)c->linear_num_value_heads * c->linear_key_head_dim * c->linear_value_head_dim;
-}
-
-const char *qwen35_model_residency(const qwen35_model *m) {
-    return dec_model_residency(&m->b);
 }
 
 size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m) {

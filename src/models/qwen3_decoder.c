@@ -87,17 +87,9 @@ nc_status qwen3_decoder_open(const char *dir, const decoder_options *o, decoder 
     NC_TRY(qwen3_load(dir, &(qwen3_load_options){o->n_threads}, &q->m, err));
     if (o->kv_f16 >= 0) qwen3_model_set_kv_f16(q->m, o->kv_f16);
     const qwen3_config *c = qwen3_model_config(q->m);
-    decoder_shape *s = &d->shape;
-    s->dims = qwen3_dims(c);
-    s->ctx_max = c->max_position_embeddings;
-    s->kv_f16 = qwen3_model_kv_f16(q->m);
-    s->kv_bytes_per_token = decoder_kv_bytes_per_token(&s->dims, s->kv_f16);
-    s->dtype = qwen3_model_dtype(q->m);
-    s->weight_bytes_per_token = qwen3_model_weight_bytes_per_token(q->m);
-    s->weights_residency = qwen3_model_residency(q->m);
-    s->n_threads = qwen3_model_threads(q->m);
-    s->eos_ids = c->eos_token_ids;
-    s->n_eos = c->n_eos;
+    decoder_shape_fill(&d->shape, qwen3_model_base(q->m), qwen3_dims(c), c->max_position_embeddings,
+                       c->eos_token_ids, c->n_eos, qwen3_model_dtype(q->m),
+                       qwen3_model_weight_bytes_per_token(q->m));
     return NC_OK;
 }
 

@@ -28,16 +28,12 @@ int qwen3_model_threads(const qwen3_model *m) {
 void qwen3_model_set_kv_f16(qwen3_model *m, int on) {
     m->b.kv_f16 = on != 0;
 }
-int qwen3_model_kv_f16(const qwen3_model *m) {
-    return m->b.kv_f16;
+const dec_model *qwen3_model_base(const qwen3_model *m) {
+    return &m->b;
 }
 
 const char *qwen3_model_dtype(const qwen3_model *m) {
     return m->cfg.num_hidden_layers ? cpu_wtype_name(m->layers[0].q.type) : "?";
-}
-
-const char *qwen3_model_residency(const qwen3_model *m) {
-    return dec_model_residency(&m->b);
 }
 
 size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
