@@ -12,12 +12,8 @@
 # sliding-window layers) for its global or its sliding layers' program.
 # models/demo under every rule:
 # tests/ane/test_fake_reject.sh.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 M=tests/fixtures/qwen35/tiny_vl_tied
 B="$TMP/q35.ane"
 P=$(cat "$M/run_2.prompt")

@@ -5,11 +5,7 @@
 # independent outputs: the probe's case list (`nectar ane probe --json`),
 # the cpu text of `nectar run`; a refusing device still gives that text;
 # an unwritable output is one line and leaves no file.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP doctor: no python3"; exit 0; fi
 export NECTAR_ANE_CACHE="$TMP/cache"
 "$BIN" run -t 1 -m models/demo -p "In the beginning" --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null

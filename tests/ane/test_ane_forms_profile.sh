@@ -6,12 +6,8 @@
 # refused, and a bundle in that form runs with every kernel on the device.
 # Shown on the fake device's reject rules (docs/ane-bridge.md); the text is
 # the cpu backend's (fp32 from the checkpoint) every time.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP forms_profile: no python3"; exit 0; fi
 export NECTAR_ANE_CACHE="$TMP/cache"
 N=16

@@ -8,12 +8,8 @@
 # under reject=all qkv and kv do (45/60 instead of 15/60 without the rung,
 # the ladder stopping before the relower rung).
 # The text is the cpu backend's (fp32 from the checkpoint) every time.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 N=32
 P="In the beginning"
 # the refused functions on the MIL interpreter, so that the placement counts

@@ -8,12 +8,8 @@
 # function on the first run, and only the functions on the second. The
 # text is the cpu backend's (fp32 from the checkpoint) every time. The
 # ladder's order is data: a profile's "ladder_order" changes it.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 N=16
 B="$TMP/demo.ane"
 if ! "$BIN" compile -m models/demo -o "$B" $T >/dev/null 2>"$TMP/err"; then

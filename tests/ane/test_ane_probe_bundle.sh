@@ -5,11 +5,7 @@
 # for each disputed construct. The compile count is checked against the
 # manifest (per program: 1 + its buckets + its functions, counted here in
 # Python from manifest.json).
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP probe_bundle: no python3"; exit 0; fi
 export NECTAR_ANE_CACHE="$TMP/cache"
 B="$TMP/demo.ane"

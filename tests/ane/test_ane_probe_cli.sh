@@ -5,11 +5,7 @@
 # interpreter (status ok), every case it rejects is reported as rejected
 # with the rule (int32 gather indices, a 16-wide last axis); --device real
 # off macOS and a bad flag are one-line errors. python3 reads the JSON.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 
 if "$BIN" ane probe --device fake --work "$TMP/w" --json "$TMP/p.json" --no-save >"$TMP/out" 2>"$TMP/err"; then
     pass probe_fake_runs

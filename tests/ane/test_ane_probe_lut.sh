@@ -7,11 +7,7 @@
 # framework's text, and a profile saying so makes `mil check --ane-profile`
 # refuse an 8-bit bundle naming the case, where the permissive profile
 # passes it. python3 reads the JSON.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP probe_lut: no python3"; exit 0; fi
 export NECTAR_ANE_CACHE="$TMP/cache"
 

@@ -10,12 +10,8 @@
 # KV update refused for its gather (reject=gather, elementwise-only) goes
 # back on the device in the onehot form. The text is the cpu backend's
 # (fp32 from the checkpoint) every time.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 N=32
 P="In the beginning"
 # the refused functions on the MIL interpreter, so that the placement

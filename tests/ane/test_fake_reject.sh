@@ -9,12 +9,8 @@
 # behaviours (status lists shuffled or without names, padded strides) give
 # the same text. The reference text is the cpu engine's (fp32, from the
 # checkpoint), an engine that shares no code with the bundle path.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 RULES="gather multi-function mixed-shapes multi-output elementwise-only broadcast-matmul wide-conv all"
 
 # model folder, bundle options, tokens, label
