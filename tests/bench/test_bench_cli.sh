@@ -7,13 +7,9 @@
 # bench's kernel choices: measured into the wisdom file NECTAR_WISDOM names,
 # then read back, a corrupted file reported in one line and replaced; the
 # bandwidth probe names the pattern it took.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 # no measuring into the user's cache from the cases that do not test it
 export NECTAR_WISDOM=off
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 FIX=tests/fixtures/bench
 
 if "$BIN" bounds --arch modernbert -N 22 -D 768 -I 1152 -H 2 --bandwidth 400 --format fp16 --json \

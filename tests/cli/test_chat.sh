@@ -4,13 +4,9 @@
 # greedy generation on apply_chat_template of the same history
 # (tests/fixtures/gen/e2e/chat_*, from tools/make_gen_fixtures.py), which also
 # shows the KV-cache prefix reuse changes nothing; /reset forgets the history.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 FIX=tests/fixtures/gen/e2e
 T="-t 1" # the tiny models gain nothing from threads; see test_run.sh
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 chat() { # model, extra args... (stdin: the user lines)
     m=$1; shift
     "$BIN" chat $T -m "tests/fixtures/qwen3/$m" --no-think --temp 0 -n 16 "$@"

@@ -4,11 +4,7 @@
 # unknown option, a garbage number and a missing value each exit 2 with
 # exactly one line on stderr in the one wording of tools/nectar/cli_opts.h
 # and nothing on stdout. Adding a command is adding a row.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 ENC=tests/fixtures/modernbert/mb_mlm
 
 # name shown in errors | words before the options | a numeric option ("-": none) |

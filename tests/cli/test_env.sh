@@ -4,12 +4,8 @@
 # (NECTAR_NO_SIMD, NECTAR_SIMD, NECTAR_NO_AMX, NECTAR_BF16) and the KV cache type
 # (NECTAR_KV), read off `nectar bench`'s model line; a bad value is one line,
 # exit 2. The library itself calls no getenv (checked on the sources).
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 M=tests/fixtures/qwen3/tiny_gqa2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 model_line() { # env assignments...: the "model ..." line of a tiny bench
     env "$@" "$BIN" bench -m $M -p 8 -n 2 --runs 1 -t 1 2>&1 | grep '^model '

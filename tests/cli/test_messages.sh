@@ -3,11 +3,7 @@
 # that says what to do, no internal function name; `nectar help CMD`;
 # test-only options out of --help; compile's -c; --json on the encoder
 # commands; build summaries on stderr (stdout stays for results).
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 DEMO=models/demo
 ENC=tests/fixtures/modernbert/mb_mlm
 

@@ -6,12 +6,8 @@
 # tools/make_qwen35_fixtures.py; tiny_eos_mid's greedy text runs on through
 # <|endoftext|>, which its config does not name as eos), with fp32 and fp16 KV caches and after
 # `nectar quantize` (q8: runs and stays close, not byte-identical).
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 for m in tests/fixtures/qwen35/tiny_text_untied tests/fixtures/qwen35/tiny_vl_tied \
     tests/fixtures/qwen35/tiny_eos_mid; do

@@ -4,15 +4,11 @@
 # written by tools/make_gen_fixtures.py), seeds, stop strings, context
 # overflow, and one-line errors for bad input. The demo model is checked
 # against its reference.json by tests/cli/test_demo_reference.c.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 # one thread: the tiny models gain nothing from more, and the run stays
 # independent of the machine (the thread pool has its own tests)
 T="-t 1"
 FIX=tests/fixtures/gen/e2e
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 # greedy continuation == HF's, for every fixture prompt
 for p in "$FIX"/run_*.prompt; do

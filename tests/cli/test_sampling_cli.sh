@@ -4,12 +4,8 @@
 # one line naming the flag and the same range nc_sampling_set and
 # generation_config.json give (tests/serve/test_sampling_surfaces.c), exit
 # 2, nothing on stdout. The ranges are written out here from that spec.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 M=tests/fixtures/qwen3/tiny_gqa2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 # flag | out-of-range value | the message after "nectar CMD: "
 rows="

@@ -7,11 +7,7 @@
 # it was), and the greedy text on bf16 and q8 weights equals the default
 # kernels' (NECTAR_WISDOM=off). On a CPU with one candidate per slot there
 # is nothing to measure or write: the output check still runs.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 M=tests/fixtures/qwen3/tiny_bf16
 W="$TMP/cache/nectar/wisdom"
 

@@ -5,13 +5,9 @@
 # (tests/fixtures/gen/e2e, independent of nectar) and to the cpu backend,
 # --dump-layers from both backends, chat through a bundle, and one-line
 # errors with no partial bundle for bad input.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
 FIX=tests/fixtures/gen/e2e
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 M=tests/fixtures/qwen3/tiny_gqa2
 
 if "$BIN" compile -m $M -o "$TMP/b" --ctx 128 --buckets 32,64 $T >"$TMP/out" 2>"$TMP/err" &&

@@ -8,12 +8,8 @@
 # through the interpreter (--backend mil) is the cpu backend's (fp32 from
 # the checkpoint) and the per-bucket form's, with a prompt that runs every
 # bucket (128, 64 and 32-wide chunks). What it refuses is one line.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP compile_enumerated: no python3"; exit 0; fi
 E="$TMP/en.ane"
 if ! "$BIN" compile -m models/demo -o "$E" $T --bucket-form enumerated --kv-update host \

@@ -8,12 +8,8 @@
 # split confines a refusal to the kernels that hold the refused construct;
 # --max-program-bytes splits layers; --kv-update host leaves the cache
 # update to the host.
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 M=models/demo
 P="In the beginning"
 "$BIN" run $T -m $M -p "$P" --temp 0 -n 64 >"$TMP/cpu" 2>/dev/null

@@ -12,12 +12,8 @@
 # rule (the default) and, compiled with --q35-prefill unrolled, the
 # recurrent form unrolled over the chunk (that bundle also takes the gather
 # KV update, whose indices are checked to be uint16).
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 1"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 for name in tiny_text_untied tiny_vl_tied; do
     M=tests/fixtures/qwen35/$name

@@ -7,11 +7,7 @@
 # warnings the new defaults remove (so the check can fail); and the new
 # Qwen3.5 forms give the cpu backend's greedy text through the interpreter
 # and the fake device. docs/lowering.md, "Lowering forms".
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 P="In the beginning"
 
 # name, model folder, the summary line mil check must print

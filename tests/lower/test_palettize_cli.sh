@@ -8,12 +8,8 @@
 # `nectar parity` passes it at 8 and 6 bits and refuses it at 4; usage
 # errors are one line, exit 2, and leave no bundle; Qwen3.5 bundles
 # palettize too (value-head padding included).
-BIN=${NECTAR_BIN:-build/nectar}
+. "$(dirname "$0")/../common/sh_test.sh"
 T="-t 2"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
 M=models/demo
 REF=$M/reference.json
 

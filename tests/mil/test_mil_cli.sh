@@ -4,11 +4,7 @@
 # values 1..4), written here with printf; the bundle must copy it unchanged,
 # rewrite a relative @model_path/../ path and refuse bad input without
 # leaving a partial folder.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 
 mk_blob() {
     {

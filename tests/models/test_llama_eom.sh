@@ -8,11 +8,7 @@
 # generated ids (tests/fixtures/llama/tiny_llama3_eom.json): listed, it
 # stops on it after 8 tokens ("stop: eos", the token not printed); left out,
 # it runs on through it to -n 16, printing it.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 REF=tests/fixtures/llama/tiny_llama3_eom.json
 if ! command -v jq >/dev/null 2>&1; then
     echo "SKIP llama_eom: jq is missing (sh scripts/install-deps.sh --test)"

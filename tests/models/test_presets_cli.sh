@@ -9,11 +9,7 @@
 # Every preset's random folder gets a tokenizer (the family's, or the small
 # one for a toy vocabulary), and the tiny decoder and an encoder shape,
 # written for real, run on text.
-BIN=${NECTAR_BIN:-build/nectar}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/../common/sh_test.sh"
 
 # the --like line of the help and its continuation lines, names separated by ", "
 names=$("$BIN" gen-random --help | sed -n '/^ *--like NAME /,/^ *--dtype/p' | sed '$d; s/.*--like NAME//' |
