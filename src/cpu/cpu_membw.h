@@ -11,20 +11,25 @@
 #include "base/pool.h"
 
 /* five access patterns, on 4 KiB pages then on 2 MiB pages (the second
- * half only where the system has huge pages) */
-#define CPU_MEMBW_PATTERNS 10
+ * half only where the system has huge pages), then the bf16 decode kernels
+ * (cpu_wisdom.h: cpu_decode_stream) reading a layer's products, on the
+ * huge pages where there are */
+#define CPU_MEMBW_PLAIN_PATTERNS 10
+#define CPU_MEMBW_KERNEL_PATTERNS 16
+#define CPU_MEMBW_PATTERNS (CPU_MEMBW_PLAIN_PATTERNS + CPU_MEMBW_KERNEL_PATTERNS)
 #define CPU_MEMBW_MAX_RUNS 100
+#define CPU_MEMBW_NAME 80
 
 typedef struct cpu_membw {
-    double best;         /* bytes/s: the fastest pass of any pattern */
-    const char *pattern; /* which pattern gave it */
+    double best;                   /* bytes/s: the fastest pass of any pattern */
+    char pattern[CPU_MEMBW_NAME]; /* which pattern gave it */
     /* the best bytes per second of CPU time the reading threads got (what
      * one running thread streams, whatever else shares the machine), and
      * the pattern that gave it */
     double per_cpu_s;
-    const char *pattern_per_cpu_s;
+    char pattern_per_cpu_s[CPU_MEMBW_NAME];
     int n_patterns;
-    const char *name[CPU_MEMBW_PATTERNS];
+    char name[CPU_MEMBW_PATTERNS][CPU_MEMBW_NAME];
     double best_of[CPU_MEMBW_PATTERNS]; /* each pattern's best bytes/s */
     int runs_n;
     double runs[CPU_MEMBW_MAX_RUNS]; /* each round's fastest pattern, bytes/s */

@@ -501,7 +501,7 @@ int cmd_bench(int argc, char **argv) {
                rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
                pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
                core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx,
-               probe.pattern ? probe.pattern : "");
+               probe.pattern);
         if (draft) print_draft(&db, draft, draft_max, n_tg > 0 ? n_tg : 128, n_threads, 1);
         print_tuning_json(tuning);
         printf("}\n");
@@ -527,7 +527,7 @@ int cmd_bench(int argc, char **argv) {
             printf("weights read per token %.3f GB; read bandwidth %.1f GB/s (the fastest of %d "
                    "patterns: %s) -> tg roofline %.1f tok/s",
                    (double)wbytes / 1e9, bw / 1e9, probe.n_patterns,
-                   probe.pattern ? probe.pattern : "?", roof);
+                   probe.pattern[0] ? probe.pattern : "?", roof);
             if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
             printf("\n");
         }
