@@ -26,13 +26,16 @@
 /* The format's number also names the probe: raised whenever the probe
  * changes what it ranks (2: weights 8 bytes past a cache line, as a
  * model's tensors sit; 3: on huge pages and aligned where the engine reads
- * the weights into memory; 4: a layer's products, not 2048-row ones), so a
- * file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 4"
+ * the weights into memory; 4: a layer's products, not 2048-row ones; 5:
+ * 512 MiB of them, not 64), so a file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 5"
 #define MAX_LINES 256
-/* The decode probe's weights: 64 MiB (more than the L3 of most CPUs, so
- * they stream from memory as a model's weights do) ... */
-#define DECODE_BYTES ((size_t)64 << 20)
+/* The decode probe's weights: 512 MiB (16x the L3 of this Zen 5 VM, so
+ * they stream from memory as a model's weights do; at 64 MiB, twice that
+ * L3, the probe ranked the bf16 accurate `dp3-r4-pf2` level with or above
+ * `dp3-r1-pf16`, which decoded 20% faster in the engine, and 1-2 GiB
+ * passes of `bench --bandwidth` rank them as the engine does) ... */
+#define DECODE_BYTES ((size_t)512 << 20)
 /* ... cut into the products of Qwen3-0.6B's layers one after another (q,
  * k, v, o, gate, up, down: rows x columns), each one pool loop split into
  * tasks as cpu_matmul.c splits a decode: the engine's streams are that
@@ -66,10 +69,10 @@ static const struct {
 #define PROMPT_TOKENS 120
 #define PROMPT_REPS 8
 /* Interleaved rounds per measurement, the median rate deciding; passes
- * over the decode matrix per round (~10 ms at 25 GB/s, a few scheduler
- * time slices). */
+ * over the decode weights per round (one: ~10 ms at 50 GB/s, a few
+ * scheduler time slices). */
 #define ROUNDS 7
-#define DECODE_PASSES 4
+#define DECODE_PASSES 1
 
 typedef struct {
     const char *name;
