@@ -30,7 +30,8 @@
  * 512 MiB of them, not 64), so a file of an older probe is measured again. */
 #define WISDOM_HEADER "# nectar kernel wisdom 5"
 #define MAX_LINES 256
-/* The decode probe's weights: 512 MiB (16x the L3 of this Zen 5 VM, so
+/* The decode probe's weights: 512 MiB (at most an eighth of the memory:
+ * decode_bytes; 16x the L3 of this Zen 5 VM, so
  * they stream from memory as a model's weights do; at 64 MiB, twice that
  * L3, the probe ranked the bf16 accurate `dp3-r4-pf2` level with or above
  * `dp3-r1-pf16`, which decoded 20% faster in the engine, and 1-2 GiB
@@ -299,6 +300,15 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* DECODE_BYTES, or an eighth of the machine's memory where that is less
+ * (a small board must not swap to choose a kernel), at least 64 MiB. */
+static size_t decode_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t eighth = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : DECODE_BYTES;
+    size_t floor = (size_t)64 << 20;
+    return eighth >= DECODE_BYTES ? DECODE_BYTES : eighth > floor ? eighth : floor;
+}
+
 /* Bytes (decode) or flops (prompt) per CPU-second of each candidate, the
  * median of ROUNDS interleaved rounds: per CPU-second, so another process
  * taking the cores between rounds does not decide. */
@@ -306,7 +316,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                          double *rate, nc_error *err) {
     double r[CPU_WISDOM_MAX_CANDIDATES][ROUNDS];
     const int rounds = quick ? 1 : ROUNDS, passes = quick ? 1 : DECODE_PASSES;
-    const size_t bytes = quick ? DECODE_BYTES / 64 : DECODE_BYTES;
+    const size_t bytes = quick ? DECODE_BYTES / 64 : decode_bytes();
     if (s != CPU_SLOT_PROMPT_BF16) {
         int fmt = s == CPU_SLOT_DECODE_Q4;
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
