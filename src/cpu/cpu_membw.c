@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -160,44 +161,76 @@ static double kernel_pass(nc_pool *pool, int k, const void *buf, size_t bytes, d
     return dt > 0 ? (double)read / dt : 0.0;
 }
 
-double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out) {
+struct cpu_membw_probe {
+    uint64_t *buf;  /* 4 KiB pages */
+    uint64_t *hbuf; /* 2 MiB pages, or NULL */
+    nc_huge huge;
+    size_t n_words;
+    int n_plain;
+};
+
+cpu_membw_probe *cpu_membw_open(size_t size_bytes, cpu_membw *out) {
     size_t n_words = size_bytes / 64 * 8; /* whole lines */
     memset(out, 0, sizeof *out);
-    uint64_t *buf = n_words ? small_pages(n_words * 8) : NULL;
-    if (!buf) return 0.0;
-    nc_huge huge = {0};
-    uint64_t *hbuf = nc_huge_pages_available() ? nc_huge_alloc(n_words * 8, &huge) : NULL;
-    if (hbuf) fill_distinct(hbuf, n_words);
-    int n_plain = hbuf ? CPU_MEMBW_PLAIN_PATTERNS : CPU_MEMBW_PLAIN_PATTERNS / 2;
+    cpu_membw_probe *pr = calloc(1, sizeof *pr);
+    if (!pr) return NULL;
+    pr->n_words = n_words;
+    pr->buf = n_words ? small_pages(n_words * 8) : NULL;
+    if (!pr->buf) {
+        free(pr);
+        return NULL;
+    }
+    pr->hbuf = nc_huge_pages_available() ? nc_huge_alloc(n_words * 8, &pr->huge) : NULL;
+    if (pr->hbuf) fill_distinct(pr->hbuf, n_words);
+    pr->n_plain = pr->hbuf ? CPU_MEMBW_PLAIN_PATTERNS : CPU_MEMBW_PLAIN_PATTERNS / 2;
     const char *kernels[CPU_MEMBW_KERNEL_PATTERNS];
     int n_kernels = cpu_decode_stream_kernels(kernels, CPU_MEMBW_KERNEL_PATTERNS);
-    out->n_patterns = n_plain + n_kernels;
+    out->n_patterns = pr->n_plain + n_kernels;
     for (int p = 0; p < out->n_patterns; p++)
-        if (p < n_plain)
+        if (p < pr->n_plain)
             snprintf(out->name[p], CPU_MEMBW_NAME, "%s", patterns[p].name);
         else
             snprintf(out->name[p], CPU_MEMBW_NAME, "decode kernel %s, a layer's products%s",
-                     kernels[p - n_plain], hbuf ? ", 2 MiB pages" : "");
-    for (int r = 0; r < reps; r++)
-        for (int p = 0; p < out->n_patterns; p++) {
-            double per_cpu,
-                bw = p < n_plain
-                         ? plain_pass(pool, p, patterns[p].huge ? hbuf : buf, n_words, &per_cpu)
-                         : kernel_pass(pool, p - n_plain, hbuf ? (void *)hbuf : (void *)buf,
-                                       n_words * 8, &per_cpu);
-            if (bw > out->best_of[p]) out->best_of[p] = bw;
-            if (r < CPU_MEMBW_MAX_RUNS && bw > out->runs[r]) out->runs[r] = bw;
-            if (bw > out->best) {
-                out->best = bw;
-                snprintf(out->pattern, CPU_MEMBW_NAME, "%s", out->name[p]);
-            }
-            if (per_cpu > out->per_cpu_s) {
-                out->per_cpu_s = per_cpu;
-                snprintf(out->pattern_per_cpu_s, CPU_MEMBW_NAME, "%s", out->name[p]);
-            }
+                     kernels[p - pr->n_plain], pr->hbuf ? ", 2 MiB pages" : "");
+    return pr;
+}
+
+double cpu_membw_round(cpu_membw_probe *pr, nc_pool *pool, cpu_membw *out) {
+    double round_best = 0.0;
+    for (int p = 0; p < out->n_patterns; p++) {
+        double per_cpu,
+            bw = p < pr->n_plain ? plain_pass(pool, p, patterns[p].huge ? pr->hbuf : pr->buf,
+                                              pr->n_words, &per_cpu)
+                                 : kernel_pass(pool, p - pr->n_plain,
+                                               pr->hbuf ? (void *)pr->hbuf : (void *)pr->buf,
+                                               pr->n_words * 8, &per_cpu);
+        if (bw > out->best_of[p]) out->best_of[p] = bw;
+        if (bw > round_best) round_best = bw;
+        if (bw > out->best) {
+            out->best = bw;
+            snprintf(out->pattern, CPU_MEMBW_NAME, "%s", out->name[p]);
         }
-    out->runs_n = reps < CPU_MEMBW_MAX_RUNS ? reps : CPU_MEMBW_MAX_RUNS;
-    munmap(buf, n_words * 8);
-    nc_huge_free(&huge);
+        if (per_cpu > out->per_cpu_s) {
+            out->per_cpu_s = per_cpu;
+            snprintf(out->pattern_per_cpu_s, CPU_MEMBW_NAME, "%s", out->name[p]);
+        }
+    }
+    if (out->runs_n < CPU_MEMBW_MAX_RUNS) out->runs[out->runs_n++] = round_best;
+    return round_best;
+}
+
+void cpu_membw_close(cpu_membw_probe *pr) {
+    if (!pr) return;
+    munmap(pr->buf, pr->n_words * 8);
+    nc_huge_free(&pr->huge);
+    free(pr);
+}
+
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out) {
+    cpu_membw_probe *pr = cpu_membw_open(size_bytes, out);
+    if (!pr) return 0.0;
+    for (int r = 0; r < reps; r++)
+        cpu_membw_round(pr, pool, out);
+    cpu_membw_close(pr);
     return out->best;
 }

@@ -41,6 +41,17 @@ typedef struct cpu_membw {
  * returns out->best, or 0 if the buffer cannot be allocated. */
 double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out);
 
+/* The same in steps, for a caller that pairs each round with its own
+ * measurement (bench: a round after each tg run, since the bandwidth of a
+ * shared VM can move between them): open allocates and fills the buffers
+ * and names the patterns in *out (NULL: no memory); each round times every
+ * pattern once, folds it into *out (best, best_of, per_cpu_s, runs) and
+ * returns that round's fastest pass. */
+typedef struct cpu_membw_probe cpu_membw_probe;
+cpu_membw_probe *cpu_membw_open(size_t size_bytes, cpu_membw *out);
+double cpu_membw_round(cpu_membw_probe *p, nc_pool *pool, cpu_membw *out);
+void cpu_membw_close(cpu_membw_probe *p);
+
 #define CPU_MEMBW_DEFAULT_BYTES ((size_t)2 << 30)
 
 #endif

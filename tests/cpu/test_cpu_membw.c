@@ -39,6 +39,22 @@ static void test_ceiling_is_the_fastest_named_pattern(void) {
                "pattern %s, want %s", bw.name[bw.n_patterns - n_kernels + i], want);
     }
     CHECK(bw.per_cpu_s > 0 && bw.pattern_per_cpu_s[0]);
+    /* each round's fastest pass, the best of them the figure */
+    CHECK(bw.runs_n == 2 && bw.runs[0] > 0 && bw.runs[1] > 0);
+    CHECK((bw.runs[0] > bw.runs[1] ? bw.runs[0] : bw.runs[1]) == best);
+}
+
+/* The probe in steps (bench's rounds after each tg run): a round returns
+ * its own fastest pass and folds it into the totals. */
+static void test_rounds_fold_into_the_totals(void) {
+    cpu_membw bw;
+    cpu_membw_probe *pr = cpu_membw_open((size_t)4 << 20, &bw);
+    CHECK(pr != NULL && bw.n_patterns > 0 && bw.runs_n == 0 && bw.best == 0);
+    double a = cpu_membw_round(pr, pool, &bw), b = cpu_membw_round(pr, pool, &bw);
+    cpu_membw_close(pr);
+    CHECK(a > 0 && b > 0 && bw.runs_n == 2 && bw.runs[0] == a && bw.runs[1] == b);
+    CHECK(bw.best == (a > b ? a : b));
+    cpu_membw_close(NULL);
 }
 
 /* Bytes a pass reads of a buffer of `bytes`. */
@@ -76,6 +92,7 @@ int main(void) {
     }
     RUN(test_ceiling_is_the_fastest_named_pattern);
     RUN(test_kernel_pass_reads_whole_products_in_order);
+    RUN(test_rounds_fold_into_the_totals);
     nc_pool_free(pool);
     return nc_test_exit_code();
 }
