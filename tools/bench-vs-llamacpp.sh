@@ -6,8 +6,9 @@
 # convert_hf_to_gguf.py (bf16), quantizes it with llama-quantize (Q8_0 and
 # --pure Q4_0: every matrix of the same type and bytes as nectar's q8/q4),
 # then runs `nectar bench` and `llama-bench` in interleaved rounds, pp and tg
-# each, and prints nectar/llama.cpp ratios with their spread and each run's
-# CPU share.
+# each (a round: A B B A, each program's two runs averaged; the lower CPU
+# share of the two is reported), and prints nectar/llama.cpp ratios with
+# their spread and each run's CPU share.
 #
 # usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
 #            [-p 512] [-n 128] [--types "bf16 bf16-fast q8 q4"] [--nectar build/nectar]
@@ -166,16 +167,24 @@ for t in types.split():
             continue
         ratios, runs = [], []
         for r in range(rounds):
-            # alternate which goes first, so neither always meets the other's leftovers
+            # A B B A within a round (which one leads alternates between
+            # rounds), each program's two runs averaged: the memory
+            # bandwidth of a shared VM moves between two levels a minute
+            # or more apart, and a change between two single runs decided
+            # a round's ratio (docs/performance.md)
             order = ("nectar", "llama") if r % 2 == 0 else ("llama", "nectar")
-            res = {}
-            for who in order:
-                res[who] = run_nectar(t, p, n) if who == "nectar" else run_llama(t, p, n)
+            got = {"nectar": [], "llama": []}
+            for who in order + order[::-1]:
+                got[who].append(run_nectar(t, p, n) if who == "nectar" else run_llama(t, p, n))
+            res = {who: (statistics.mean(g[0] for g in got[who]),
+                         min(g[1] for g in got[who]), got[who][0][2]) for who in got}
             ratios.append(res["nectar"][0] / res["llama"][0])
             runs.append(res)
+            each = {who: " / ".join(f"{g[0]:.2f}" for g in got[who]) for who in got}
             print(f"  {t} {test}{p or n} round {r + 1}: nectar ({res['nectar'][2]}) "
-                  f"{res['nectar'][0]:.2f} tok/s (CPU {res['nectar'][1]:.0%}), llama.cpp "
-                  f"{res['llama'][0]:.2f} (CPU {res['llama'][1]:.0%}), ratio {ratios[-1]:.2f}, "
+                  f"{res['nectar'][0]:.2f} tok/s ({each['nectar']}; CPU {res['nectar'][1]:.0%}), "
+                  f"llama.cpp {res['llama'][0]:.2f} ({each['llama']}; CPU {res['llama'][1]:.0%}), "
+                  f"ratio {ratios[-1]:.2f}, "
                   f"load average {os.getloadavg()[0]:.2f}",
                   flush=True)
         ok = [x for x, res in zip(ratios, runs) if res["nectar"][1] >= 0.85 and res["llama"][1] >= 0.85]

@@ -6,17 +6,22 @@
  * free (threads interleave through the buffer) or one contiguous part per
  * thread; and on 4 KiB pages or, where the system has them, 2 MiB pages
  * (the engine reads a model's weights onto those: io/weights_residency.h;
- * streaming them beat the 4 KiB probe by up to 1.5x on a Zen 5 VM). The
- * ceiling is the fastest. */
+ * streaming them beat the 4 KiB probe by up to 1.5x on a Zen 5 VM); and
+ * the bf16 decode kernels themselves, which read a GEMV's rows with their
+ * own prefetch distances and out-read every plain loop there. The ceiling
+ * is the fastest. */
 #include "cpu/cpu_membw.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "base/alloc.h"
 #include "base/timer.h"
+#include "cpu/cpu_wisdom.h"
 
 #define SLICE_BYTES ((size_t)1 << 22)
 /* Software prefetch distance of the *-pf patterns. */
@@ -82,7 +87,7 @@ static void read_part(void *ctx, int task, int thread) {
 static const struct {
     const char *name;
     int lines, prefetch, halves, huge;
-} patterns[CPU_MEMBW_PATTERNS] = {
+} patterns[CPU_MEMBW_PLAIN_PATTERNS] = {
     {"words, 4 MiB slices", 0, 0, 0, 0},
     {"lines, 4 MiB slices", 1, 0, 0, 0},
     {"lines + prefetch, 4 MiB slices", 1, 1, 0, 0},
@@ -95,62 +100,137 @@ static const struct {
     {"lines + prefetch, a part per thread, 2 MiB pages", 1, 1, 1, 1},
 };
 
-/* The buffer on 4 KiB pages (as a mmapped file is), touched. */
+/* The probe's bytes: bf16 weights near 0.0115 (0x3c3c, a normal number, so
+ * a decode kernel meets no subnormal products), each page different from
+ * the others (a hypervisor that merges identical pages, or a memory that
+ * compresses them, must not serve the reads from one page). */
+static void fill_distinct(uint64_t *w, size_t n_words) {
+    for (size_t i = 0; i < n_words; i++)
+        w[i] = 0x3c3c3c3c3c3c3c3cull ^ (uint64_t)(i & 0x3f) ^ (uint64_t)((i >> 6) & 0x3f) << 16 ^
+               (uint64_t)((i >> 12) & 0x3f) << 32 ^ (uint64_t)((i >> 18) & 0x3f) << 48;
+}
+
+/* The buffer on 4 KiB pages (as a mmapped file is), filled. */
 static uint64_t *small_pages(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
 #if defined(MADV_NOHUGEPAGE)
     madvise(p, bytes, MADV_NOHUGEPAGE);
 #endif
-    memset(p, 1, bytes);
+    fill_distinct(p, bytes / 8);
     return p;
 }
 
-double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out) {
-    size_t n_words = size_bytes / 64 * 8; /* whole lines */
-    memset(out, 0, sizeof *out);
-    uint64_t *buf = n_words ? small_pages(n_words * 8) : NULL;
-    if (!buf) return 0.0;
-    nc_huge huge = {0};
-    uint64_t *hbuf = nc_huge_pages_available() ? nc_huge_alloc(n_words * 8, &huge) : NULL;
-    if (hbuf) memset(hbuf, 1, n_words * 8);
-    int threads = nc_pool_threads(pool);
+static double process_cpu_s(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
+                                                            : 0.0;
+}
+
+/* One timed pass of plain pattern p over buf: bytes/s of wall time, and
+ * bytes per CPU-second of the reading threads in *per_cpu. */
+static double plain_pass(nc_pool *pool, int p, const uint64_t *buf, size_t n_words,
+                         double *per_cpu) {
     static bw_job j; /* 4 KiB of sums: off the stack */
+    int threads = nc_pool_threads(pool);
     memset(&j, 0, sizeof j);
     j.n_words = n_words;
-    out->n_patterns = hbuf ? CPU_MEMBW_PATTERNS : CPU_MEMBW_PATTERNS / 2;
-    for (int r = 0; r < reps; r++)
-        for (int p = 0; p < out->n_patterns; p++) {
-            j.buf = patterns[p].huge ? hbuf : buf;
-            j.lines = patterns[p].lines;
-            j.prefetch = patterns[p].prefetch;
-            /* a part per thread: whole lines, the last part the rest */
-            j.words_per_task = patterns[p].halves
-                                   ? (n_words / 8 + (size_t)threads - 1) / (size_t)threads * 8
-                                   : SLICE_BYTES / 8;
-            int tasks = (int)((n_words + j.words_per_task - 1) / j.words_per_task);
-            for (int i = 0; i < threads && i < 256; i++)
-                j.cpu_s[i] = 0;
-            double t0 = nc_now_s();
-            nc_pool_for(pool, tasks, read_part, &j);
-            double dt = nc_now_s() - t0, bw = dt > 0 ? (double)(n_words * 8) / dt : 0.0, c = 0;
-            for (int i = 0; i < threads && i < 256; i++)
-                c += j.cpu_s[i];
-            double per_cpu = c > 0 ? (double)(n_words * 8) / c : 0.0;
-            out->name[p] = patterns[p].name;
-            if (bw > out->best_of[p]) out->best_of[p] = bw;
-            if (r < CPU_MEMBW_MAX_RUNS && bw > out->runs[r]) out->runs[r] = bw;
-            if (bw > out->best) {
-                out->best = bw;
-                out->pattern = patterns[p].name;
-            }
-            if (per_cpu > out->per_cpu_s) {
-                out->per_cpu_s = per_cpu;
-                out->pattern_per_cpu_s = patterns[p].name;
-            }
+    j.buf = buf;
+    j.lines = patterns[p].lines;
+    j.prefetch = patterns[p].prefetch;
+    /* a part per thread: whole lines, the last part the rest */
+    j.words_per_task = patterns[p].halves
+                           ? (n_words / 8 + (size_t)threads - 1) / (size_t)threads * 8
+                           : SLICE_BYTES / 8;
+    int tasks = (int)((n_words + j.words_per_task - 1) / j.words_per_task);
+    double t0 = nc_now_s();
+    nc_pool_for(pool, tasks, read_part, &j);
+    double dt = nc_now_s() - t0, c = 0;
+    for (int i = 0; i < threads && i < 256; i++)
+        c += j.cpu_s[i];
+    *per_cpu = c > 0 ? (double)(n_words * 8) / c : 0.0;
+    return dt > 0 ? (double)(n_words * 8) / dt : 0.0;
+}
+
+/* One timed pass of bf16 decode kernel k over buf (as plain_pass). */
+static double kernel_pass(nc_pool *pool, int k, const void *buf, size_t bytes, double *per_cpu) {
+    double t0 = nc_now_s(), c0 = process_cpu_s();
+    size_t read = cpu_decode_stream(pool, k, buf, bytes);
+    double dt = nc_now_s() - t0, c = process_cpu_s() - c0;
+    *per_cpu = c > 0 ? (double)read / c : 0.0;
+    return dt > 0 ? (double)read / dt : 0.0;
+}
+
+struct cpu_membw_probe {
+    uint64_t *buf;  /* 4 KiB pages */
+    uint64_t *hbuf; /* 2 MiB pages, or NULL */
+    nc_huge huge;
+    size_t n_words;
+    int n_plain;
+};
+
+cpu_membw_probe *cpu_membw_open(size_t size_bytes, cpu_membw *out) {
+    size_t n_words = size_bytes / 64 * 8; /* whole lines */
+    memset(out, 0, sizeof *out);
+    cpu_membw_probe *pr = calloc(1, sizeof *pr);
+    if (!pr) return NULL;
+    pr->n_words = n_words;
+    pr->buf = n_words ? small_pages(n_words * 8) : NULL;
+    if (!pr->buf) {
+        free(pr);
+        return NULL;
+    }
+    pr->hbuf = nc_huge_pages_available() ? nc_huge_alloc(n_words * 8, &pr->huge) : NULL;
+    if (pr->hbuf) fill_distinct(pr->hbuf, n_words);
+    pr->n_plain = pr->hbuf ? CPU_MEMBW_PLAIN_PATTERNS : CPU_MEMBW_PLAIN_PATTERNS / 2;
+    const char *kernels[CPU_MEMBW_KERNEL_PATTERNS];
+    int n_kernels = cpu_decode_stream_kernels(kernels, CPU_MEMBW_KERNEL_PATTERNS);
+    out->n_patterns = pr->n_plain + n_kernels;
+    for (int p = 0; p < out->n_patterns; p++)
+        if (p < pr->n_plain)
+            snprintf(out->name[p], CPU_MEMBW_NAME, "%s", patterns[p].name);
+        else
+            snprintf(out->name[p], CPU_MEMBW_NAME, "decode kernel %s, a layer's products%s",
+                     kernels[p - pr->n_plain], pr->hbuf ? ", 2 MiB pages" : "");
+    return pr;
+}
+
+double cpu_membw_round(cpu_membw_probe *pr, nc_pool *pool, cpu_membw *out) {
+    double round_best = 0.0;
+    for (int p = 0; p < out->n_patterns; p++) {
+        double per_cpu,
+            bw = p < pr->n_plain ? plain_pass(pool, p, patterns[p].huge ? pr->hbuf : pr->buf,
+                                              pr->n_words, &per_cpu)
+                                 : kernel_pass(pool, p - pr->n_plain,
+                                               pr->hbuf ? (void *)pr->hbuf : (void *)pr->buf,
+                                               pr->n_words * 8, &per_cpu);
+        if (bw > out->best_of[p]) out->best_of[p] = bw;
+        if (bw > round_best) round_best = bw;
+        if (bw > out->best) {
+            out->best = bw;
+            snprintf(out->pattern, CPU_MEMBW_NAME, "%s", out->name[p]);
         }
-    out->runs_n = reps < CPU_MEMBW_MAX_RUNS ? reps : CPU_MEMBW_MAX_RUNS;
-    munmap(buf, n_words * 8);
-    nc_huge_free(&huge);
+        if (per_cpu > out->per_cpu_s) {
+            out->per_cpu_s = per_cpu;
+            snprintf(out->pattern_per_cpu_s, CPU_MEMBW_NAME, "%s", out->name[p]);
+        }
+    }
+    if (out->runs_n < CPU_MEMBW_MAX_RUNS) out->runs[out->runs_n++] = round_best;
+    return round_best;
+}
+
+void cpu_membw_close(cpu_membw_probe *pr) {
+    if (!pr) return;
+    munmap(pr->buf, pr->n_words * 8);
+    nc_huge_free(&pr->huge);
+    free(pr);
+}
+
+double cpu_read_bandwidth(nc_pool *pool, size_t size_bytes, int reps, cpu_membw *out) {
+    cpu_membw_probe *pr = cpu_membw_open(size_bytes, out);
+    if (!pr) return 0.0;
+    for (int r = 0; r < reps; r++)
+        cpu_membw_round(pr, pool, out);
+    cpu_membw_close(pr);
     return out->best;
 }

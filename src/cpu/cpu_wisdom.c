@@ -26,13 +26,17 @@
 /* The format's number also names the probe: raised whenever the probe
  * changes what it ranks (2: weights 8 bytes past a cache line, as a
  * model's tensors sit; 3: on huge pages and aligned where the engine reads
- * the weights into memory; 4: a layer's products, not 2048-row ones), so a
- * file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 4"
+ * the weights into memory; 4: a layer's products, not 2048-row ones; 5:
+ * 512 MiB of them, not 64), so a file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 5"
 #define MAX_LINES 256
-/* The decode probe's weights: 64 MiB (more than the L3 of most CPUs, so
- * they stream from memory as a model's weights do) ... */
-#define DECODE_BYTES ((size_t)64 << 20)
+/* The decode probe's weights: 512 MiB (at most an eighth of the memory:
+ * decode_bytes; 16x the L3 of this Zen 5 VM, so
+ * they stream from memory as a model's weights do; at 64 MiB, twice that
+ * L3, the probe ranked the bf16 accurate `dp3-r4-pf2` level with or above
+ * `dp3-r1-pf16`, which decoded 20% faster in the engine, and 1-2 GiB
+ * passes of `bench --bandwidth` rank them as the engine does) ... */
+#define DECODE_BYTES ((size_t)512 << 20)
 /* ... cut into the products of Qwen3-0.6B's layers one after another (q,
  * k, v, o, gate, up, down: rows x columns), each one pool loop split into
  * tasks as cpu_matmul.c splits a decode: the engine's streams are that
@@ -66,10 +70,10 @@ static const struct {
 #define PROMPT_TOKENS 120
 #define PROMPT_REPS 8
 /* Interleaved rounds per measurement, the median rate deciding; passes
- * over the decode matrix per round (~10 ms at 25 GB/s, a few scheduler
- * time slices). */
+ * over the decode weights per round (one: ~10 ms at 50 GB/s, a few
+ * scheduler time slices). */
 #define ROUNDS 7
-#define DECODE_PASSES 4
+#define DECODE_PASSES 1
 
 typedef struct {
     const char *name;
@@ -165,6 +169,18 @@ static int candidates_of(cpu_slot s, int mode, candidate *out) {
 
 /* ---- measuring ---- */
 
+/* A bf16 decode candidate's kernel. The table's entries may be chosen
+ * kernels (cpu_set_bf16_decode), so the default candidate is the AVX-512
+ * table's own tile, not whatever the table holds now. */
+static cpu_matmul_fn bf16_decode_fn(const candidate *c) {
+    if (c->decode) return c->decode;
+#if defined(__x86_64__)
+    if (table_is_avx512()) return cpu_kernels_avx512.matmul[CPU_W_BF16];
+#endif
+    return cpu_kernels_get()->matmul[CPU_W_BF16];
+}
+
+
 static double process_cpu_s(void) {
     struct timespec t;
     return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
@@ -217,6 +233,24 @@ static int plan_products(cpu_wtype wt, size_t bytes, probe_product *out, int cap
     return n;
 }
 
+/* One pass of j's kernel over the products at w, each split as
+ * cpu_matmul.c splits a decode: a few tasks per thread, whole multiples of
+ * 16 rows, one pool loop per product. */
+static void stream_products(nc_pool *pool, const decode_job *j, const uint8_t *w,
+                            const probe_product *prod, int n_prod) {
+    int th = nc_pool_threads(pool);
+    for (int p = 0; p < n_prod; p++) {
+        decode_job jm = *j;
+        jm.w = w + prod[p].offset;
+        jm.ldw = prod[p].ldw;
+        jm.rows = prod[p].rows;
+        jm.cols = prod[p].cols;
+        jm.per = ((jm.rows + th * 4 - 1) / (th * 4) + 15) & ~15;
+        if (jm.per < 16) jm.per = 16;
+        nc_pool_for(pool, (jm.rows + jm.per - 1) / jm.per, decode_task, &jm);
+    }
+}
+
 /* The decode probe's weights, where DECODE_MISALIGN's comment says. */
 typedef struct probe_memory {
     nc_huge huge;
@@ -266,6 +300,15 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* DECODE_BYTES, or an eighth of the machine's memory where that is less
+ * (a small board must not swap to choose a kernel), at least 64 MiB. */
+static size_t decode_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t eighth = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : DECODE_BYTES;
+    size_t floor = (size_t)64 << 20;
+    return eighth >= DECODE_BYTES ? DECODE_BYTES : eighth > floor ? eighth : floor;
+}
+
 /* Bytes (decode) or flops (prompt) per CPU-second of each candidate, the
  * median of ROUNDS interleaved rounds: per CPU-second, so another process
  * taking the cores between rounds does not decide. */
@@ -273,7 +316,7 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                          double *rate, nc_error *err) {
     double r[CPU_WISDOM_MAX_CANDIDATES][ROUNDS];
     const int rounds = quick ? 1 : ROUNDS, passes = quick ? 1 : DECODE_PASSES;
-    const size_t bytes = quick ? DECODE_BYTES / 64 : DECODE_BYTES;
+    const size_t bytes = quick ? DECODE_BYTES / 64 : decode_bytes();
     if (s != CPU_SLOT_PROMPT_BF16) {
         int fmt = s == CPU_SLOT_DECODE_Q4;
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
@@ -306,31 +349,16 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         const cpu_kernels *k = cpu_kernels_get();
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
-                decode_job j = {.fn = c[i].decode ? c[i].decode : k->matmul[CPU_W_BF16],
-                                .x = x, .xq = xq, .xs = xs, .y = y};
+                decode_job j = {.fn = bf16_decode_fn(&c[i]), .x = x, .xq = xq, .xs = xs, .y = y};
                 if (is_q_slot(s)) j.qfn = c[i].qdecode ? c[i].qdecode : k->qmatmul[fmt];
-                /* the table's entries may be chosen kernels: the default
-                 * candidate is the AVX-512 table's own tile */
 #if defined(__x86_64__)
-                if (!c[i].decode && table_is_avx512())
-                    j.fn = cpu_kernels_avx512.matmul[CPU_W_BF16];
+                /* as bf16_decode_fn says */
                 if (is_q_slot(s) && !c[i].qdecode && table_is_avx512())
                     j.qfn = cpu_kernels_avx512.qmatmul[fmt];
 #endif
                 double c0 = process_cpu_s();
                 for (int pass = 0; pass < passes; pass++)
-                    for (int p = 0; p < n_prod; p++) {
-                        /* split as cpu_matmul.c splits a decode: a few
-                         * tasks per thread, whole multiples of 16 rows */
-                        decode_job jm = j;
-                        jm.w = w + prod[p].offset;
-                        jm.ldw = prod[p].ldw;
-                        jm.rows = prod[p].rows;
-                        jm.cols = prod[p].cols;
-                        jm.per = ((jm.rows + th * 4 - 1) / (th * 4) + 15) & ~15;
-                        if (jm.per < 16) jm.per = 16;
-                        nc_pool_for(pool, (jm.rows + jm.per - 1) / jm.per, decode_task, &jm);
-                    }
+                    stream_products(pool, &j, w, prod, n_prod);
                 double dc = process_cpu_s() - c0;
                 r[i][round] = dc > 0 ? (double)total * passes / dc * th : 0;
             }
@@ -383,6 +411,49 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         rate[i] = r[i][rounds / 2];
     }
     return NC_OK;
+}
+
+/* ---- the decode kernels as read patterns (cpu_membw.h) ---- */
+
+/* The bf16 decode candidates of both contracts: the fast contract's list
+ * holds every one (one-term, fp32-widen, three-term). */
+int cpu_decode_stream_kernels(const char **names, int cap) {
+    candidate c[CPU_WISDOM_MAX_CANDIDATES];
+    int n = candidates_of(CPU_SLOT_DECODE_BF16, CPU_BF16_MODE_FAST, c);
+    for (int i = 0; i < n && i < cap; i++)
+        names[i] = c[i].name;
+    return n < cap ? n : cap;
+}
+
+size_t cpu_decode_stream(nc_pool *pool, int kernel, const void *w, size_t bytes) {
+    candidate c[CPU_WISDOM_MAX_CANDIDATES];
+    int n = candidates_of(CPU_SLOT_DECODE_BF16, CPU_BF16_MODE_FAST, c);
+    if (kernel < 0 || kernel >= n) return 0;
+    decode_job j = {.fn = bf16_decode_fn(&c[kernel])};
+    float *x = nc_alloc_aligned(DECODE_K_MAX * sizeof(float));
+    float *y = nc_alloc_aligned((size_t)DECODE_ROWS_MAX * sizeof(float));
+    if (!x || !y) {
+        nc_free_aligned(x);
+        nc_free_aligned(y);
+        return 0;
+    }
+    for (int i = 0; i < DECODE_K_MAX; i++)
+        x[i] = (float)(i % 7) * 0.1f - 0.3f;
+    j.x = x;
+    j.y = y;
+    /* the layer's products one after another, as the wisdom probe lays
+     * them, until the buffer ends: at most one per 16 rows of 1024 columns */
+    int cap = (int)(bytes / (16 * cpu_wtype_row_bytes(CPU_W_BF16, 1024)) + 1);
+    probe_product *prod = malloc((size_t)cap * sizeof *prod);
+    size_t total = 0;
+    if (prod) {
+        int n_prod = plan_products(CPU_W_BF16, bytes, prod, cap, &total);
+        stream_products(pool, &j, w, prod, n_prod);
+        free(prod);
+    }
+    nc_free_aligned(x);
+    nc_free_aligned(y);
+    return total;
 }
 
 /* ---- the wisdom file ---- */

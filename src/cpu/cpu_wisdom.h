@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "cpu/cpu_kernels.h"
 
 /* bf16 decoding and prompts (under the bf16 contract), Q8 and Q4 decoding
@@ -105,6 +106,18 @@ nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char
  * machine measures and later ones read the file. Thread-safe. *out stays
  * valid for the process. */
 nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err);
+
+/* The bf16 decode kernels as read patterns of the bandwidth probe
+ * (cpu_membw.h): a program reads its weights through such a kernel, and on
+ * a Zen 5 VM the engine's decode out-read every plain loop of the probe
+ * (125% of it), so the ceiling must include them. cpu_decode_stream_kernels
+ * names them (both contracts' candidates, at most cap); cpu_decode_stream
+ * runs kernel number `kernel` once over `bytes` of bf16 rows at w (Qwen3-
+ * 0.6B's layer products one after another, one pool loop each, as a decode
+ * runs them) and returns the bytes it read (0: no such kernel, or no
+ * memory for its vectors). */
+int cpu_decode_stream_kernels(const char **names, int cap);
+size_t cpu_decode_stream(nc_pool *pool, int kernel, const void *w, size_t bytes);
 
 /* This CPU's key: vendor, brand, family/model/stepping and feature bits. */
 void cpu_identity(char *out, size_t cap);

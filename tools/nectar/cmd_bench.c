@@ -40,6 +40,11 @@ typedef struct {
     double wall_s, cpu_s; /* totals over the runs: CPU share = cpu_s / (wall_s * threads) */
 } bench_series;
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* User + system CPU seconds of this process (all threads). On a shared
  * machine the CPU share says how much of the wall time the engine ran. */
 static double process_cpu_s(void) {
@@ -428,6 +433,18 @@ int cmd_bench(int argc, char **argv) {
         pp.wall_s += nc_now_s() - t;
         pp.cpu_s += process_cpu_s() - c0;
     }
+    /* The bandwidth probe on its own pool (the model's sleeps between
+     * forwards): a round right after each tg run, so that each run is set
+     * against the bandwidth of its own minute (a shared VM's moves between
+     * levels minutes apart: docs/performance.md), then rounds up to three. */
+    size_t wbytes = m->weight_bytes_per_token; /* 0: not known (bundles) */
+    int n_threads = m->n_threads > 0 ? m->n_threads : 1;
+    nc_pool *pool = NULL;
+    cpu_membw probe = {0};
+    cpu_membw_probe *pr = NULL;
+    double tg_frac[MAX_RUNS];
+    int n_frac = 0;
+    if (nc_pool_new(n_threads, &pool, &err) == NC_OK) pr = cpu_membw_open((size_t)bw_mib << 20, &probe);
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
         engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
@@ -436,8 +453,12 @@ int cmd_bench(int argc, char **argv) {
         tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
         tg.wall_s += nc_now_s() - t;
         tg.cpu_s += process_cpu_s() - c0;
+        double round_bw = pr && wbytes ? cpu_membw_round(pr, pool, &probe) : 0.0;
+        if (round_bw > 0) tg_frac[n_frac++] = tg.tok_per_s[r] * (double)wbytes / round_bw;
     }
     if (st != NC_OK) {
+        cpu_membw_close(pr);
+        nc_pool_free(pool);
         engine_seq_free(m, s);
         engine_close(m);
         free(logits);
@@ -447,22 +468,27 @@ int cmd_bench(int argc, char **argv) {
     if (n_pp > 0) summarize(&pp);
     if (n_tg > 0) summarize(&tg);
     size_t rss = nc_peak_rss_bytes();
-    size_t wbytes = m->weight_bytes_per_token; /* 0: not known (bundles) */
-    int n_threads = m->n_threads > 0 ? m->n_threads : 1;
     engine_seq_free(m, s);
     free(logits);
     free(tokens);
-    /* Probe the machine with the model's pool gone from the caches' way. */
-    nc_pool *pool = NULL;
     double bw = 0.0, peak = 0.0, core = 0.0, bw_cpu = 0.0, amx = 0.0;
-    cpu_membw probe = {0};
-    if (nc_pool_new(n_threads, &pool, &err) == NC_OK) {
-        bw = cpu_read_bandwidth(pool, (size_t)bw_mib << 20, 3, &probe);
+    if (pool) {
+        while (pr && probe.runs_n < 3)
+            cpu_membw_round(pr, pool, &probe);
+        bw = probe.best;
         bw_cpu = probe.per_cpu_s;
         peak = cpu_peak_fma_flops(pool, cpu_kernels_get(), 0.3, 3, &core);
         if (cpu_kernels_get()->amx) amx = cpu_peak_amx_flops(pool, 0.3, 3, NULL);
     }
+    cpu_membw_close(pr);
     nc_pool_free(pool);
+    /* tg against the probe round after each run: the median */
+    double tg_frac_paired = 0.0;
+    if (n_frac > 0) {
+        qsort(tg_frac, (size_t)n_frac, sizeof tg_frac[0], cmp_double);
+        tg_frac_paired = n_frac % 2 ? tg_frac[n_frac / 2]
+                                    : (tg_frac[n_frac / 2 - 1] + tg_frac[n_frac / 2]) / 2;
+    }
     draft_bench db;
     if (draft && bench_draft(dir, draft, &eo, draft_max, n_tg > 0 ? n_tg : 128, runs, &db, &err) !=
                      NC_OK) {
@@ -490,6 +516,7 @@ int cmd_bench(int argc, char **argv) {
         if (n_pp > 0) print_series_json("pp", n_pp, &pp, n_threads);
         if (n_tg > 0) print_series_json("tg", n_tg, &tg, n_threads);
         printf("  \"pp_flops\": %.0f,\n", pp_work);
+        if (n_frac > 0) printf("  \"tg_fraction_of_roofline_paired\": %.4f,\n", tg_frac_paired);
         printf("  \"peak_rss_bytes\": %zu,\n  \"weight_bytes_per_token\": %zu,\n"
                "  \"read_bandwidth_bytes_per_s\": %.0f,\n  \"tg_roofline_tok_per_s\": %.2f,\n"
                "  \"tg_fraction_of_roofline\": %.4f,\n  \"peak_fma_flops_per_s\": %.0f,\n"
@@ -501,7 +528,7 @@ int cmd_bench(int argc, char **argv) {
                rss, wbytes, bw, roof, n_tg > 0 && roof > 0 ? tg.mean / roof : 0.0, peak,
                pp_gflops * 1e9, peak > 0 ? pp_gflops * 1e9 / peak : 0.0, core, pp_gflop_cpu * 1e9,
                core > 0 ? pp_gflop_cpu * 1e9 / core : 0.0, bw_cpu, tg_bytes_cpu, tg_frac_cpu, amx,
-               probe.pattern ? probe.pattern : "");
+               probe.pattern);
         if (draft) print_draft(&db, draft, draft_max, n_tg > 0 ? n_tg : 128, n_threads, 1);
         print_tuning_json(tuning);
         printf("}\n");
@@ -527,8 +554,11 @@ int cmd_bench(int argc, char **argv) {
             printf("weights read per token %.3f GB; read bandwidth %.1f GB/s (the fastest of %d "
                    "patterns: %s) -> tg roofline %.1f tok/s",
                    (double)wbytes / 1e9, bw / 1e9, probe.n_patterns,
-                   probe.pattern ? probe.pattern : "?", roof);
+                   probe.pattern[0] ? probe.pattern : "?", roof);
             if (n_tg > 0 && roof > 0) printf(", tg reached %.0f%% of it", 100 * tg.mean / roof);
+            if (n_frac > 0)
+                printf(" (each run against the probe round right after it: median %.0f%%)",
+                       100 * tg_frac_paired);
             printf("\n");
         }
         printf("peak fp32 FMA rate (%s, %d threads) %.1f GFLOP/s", kern, n_threads, peak / 1e9);
