@@ -444,7 +444,8 @@ int cmd_bench(int argc, char **argv) {
     cpu_membw_probe *pr = NULL;
     double tg_frac[MAX_RUNS];
     int n_frac = 0;
-    if (nc_pool_new(n_threads, &pool, &err) == NC_OK) pr = cpu_membw_open((size_t)bw_mib << 20, &probe);
+    if (nc_pool_new(n_threads, &pool, &err) == NC_OK)
+        pr = cpu_membw_open((size_t)bw_mib << 20, &probe);
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
         engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
