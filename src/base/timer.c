@@ -1,8 +1,10 @@
 /* Clocks and resource usage. */
 #include "base/timer.h"
 
+#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 double nc_now_s(void) {
     struct timespec ts;
@@ -17,5 +19,19 @@ size_t nc_peak_rss_bytes(void) {
     return (size_t)ru.ru_maxrss; /* bytes on Darwin */
 #else
     return (size_t)ru.ru_maxrss * 1024; /* KiB on Linux */
+#endif
+}
+
+size_t nc_current_rss_bytes(void) {
+#if defined(__linux__)
+    /* statm: total and resident pages */
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long total = 0, resident = 0;
+    int ok = f && fscanf(f, "%lu %lu", &total, &resident) == 2;
+    if (f) fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return ok && page > 0 ? (size_t)resident * (size_t)page : 0;
+#else
+    return 0;
 #endif
 }

@@ -7,5 +7,6 @@
 
 double nc_now_s(void);            /* monotonic seconds */
 size_t nc_peak_rss_bytes(void);   /* peak resident set size of this process */
+size_t nc_current_rss_bytes(void); /* resident now; 0 where the system does not say (Linux only) */
 
 #endif

@@ -439,6 +439,10 @@ int cmd_bench(int argc, char **argv) {
      * levels minutes apart: docs/performance.md), then rounds up to three. */
     size_t wbytes = m->weight_bytes_per_token; /* 0: not known (bundles) */
     int n_threads = m->n_threads > 0 ? m->n_threads : 1;
+    /* The engine's peak RSS, not the probe's buffers: the peak so far, plus
+     * what the engine's resident memory grows by during tg (its KV cache's
+     * pages are touched as tokens are written), where the system says. */
+    size_t rss = nc_peak_rss_bytes();
     nc_pool *pool = NULL;
     cpu_membw probe = {0};
     cpu_membw_probe *pr = NULL;
@@ -446,6 +450,7 @@ int cmd_bench(int argc, char **argv) {
     int n_frac = 0;
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK)
         pr = cpu_membw_open((size_t)bw_mib << 20, &probe);
+    size_t rss_before_tg = nc_current_rss_bytes();
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
         engine_seq_truncate(m, s, 0);
         double t = nc_now_s(), c0 = process_cpu_s();
@@ -468,7 +473,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if (n_pp > 0) summarize(&pp);
     if (n_tg > 0) summarize(&tg);
-    size_t rss = nc_peak_rss_bytes();
+    size_t rss_after_tg = nc_current_rss_bytes();
+    if (rss_before_tg && rss_after_tg > rss_before_tg) rss += rss_after_tg - rss_before_tg;
     engine_seq_free(m, s);
     free(logits);
     free(tokens);
