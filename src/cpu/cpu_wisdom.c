@@ -69,11 +69,10 @@ static const struct {
 #define PROMPT_ROWS 64
 #define PROMPT_TOKENS 120
 #define PROMPT_REPS 8
-/* Interleaved rounds per measurement, the median rate deciding; passes
- * over the decode weights per round (one: ~10 ms at 50 GB/s, a few
- * scheduler time slices). */
+/* Interleaved rounds per measurement, the median rate deciding; one pass
+ * over the decode weights per round (~10 ms at 50 GB/s, a few scheduler
+ * time slices). */
 #define ROUNDS 7
-#define DECODE_PASSES 1
 
 typedef struct {
     const char *name;
@@ -180,7 +179,6 @@ static cpu_matmul_fn bf16_decode_fn(const candidate *c) {
     return cpu_kernels_get()->matmul[CPU_W_BF16];
 }
 
-
 static double process_cpu_s(void) {
     struct timespec t;
     return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
@@ -212,25 +210,29 @@ static void decode_task(void *ctx, int task, int thread) {
 
 /* Where each product of the probe lies in its buffer of `bytes`: the
  * layer's products over and over while they fit (fewer rows for the last
- * one); returns how many (at most cap) and their total bytes in *total. */
+ * one). Returns a malloc'd array of *n of them (NULL: no memory), their
+ * total bytes in *total. */
 typedef struct {
     size_t offset, ldw;
     int rows, cols;
 } probe_product;
 
-static int plan_products(cpu_wtype wt, size_t bytes, probe_product *out, int cap, size_t *total) {
+static probe_product *plan_products(cpu_wtype wt, size_t bytes, int *n, size_t *total) {
+    /* at most one product per 16 of the narrowest rows */
+    size_t cap = bytes / (16 * cpu_wtype_row_bytes(wt, 1024)) + 1;
+    probe_product *out = malloc(cap * sizeof *out);
     size_t off = 0;
-    int n = 0;
-    for (int i = 0; n < cap; i = (i + 1) % DECODE_N_PRODUCTS) {
+    *n = 0;
+    for (int i = 0; out && (size_t)*n < cap; i = (i + 1) % DECODE_N_PRODUCTS) {
         size_t ldw = cpu_wtype_row_bytes(wt, DECODE_PRODUCTS[i].cols);
         size_t fit = (bytes - off) / ldw;
         int rows = fit < (size_t)DECODE_PRODUCTS[i].rows ? (int)fit : DECODE_PRODUCTS[i].rows;
         if (rows < 16) break;
-        out[n++] = (probe_product){off, ldw, rows, DECODE_PRODUCTS[i].cols};
+        out[(*n)++] = (probe_product){off, ldw, rows, DECODE_PRODUCTS[i].cols};
         off += (size_t)rows * ldw;
     }
     *total = off;
-    return n;
+    return out;
 }
 
 /* One pass of j's kernel over the products at w, each split as
@@ -315,14 +317,14 @@ static size_t decode_bytes(void) {
 static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int quick,
                          double *rate, nc_error *err) {
     double r[CPU_WISDOM_MAX_CANDIDATES][ROUNDS];
-    const int rounds = quick ? 1 : ROUNDS, passes = quick ? 1 : DECODE_PASSES;
+    const int rounds = quick ? 1 : ROUNDS;
     const size_t bytes = quick ? DECODE_BYTES / 64 : decode_bytes();
     if (s != CPU_SLOT_PROMPT_BF16) {
         int fmt = s == CPU_SLOT_DECODE_Q4;
         cpu_wtype wt = s == CPU_SLOT_DECODE_BF16 ? CPU_W_BF16 : fmt ? CPU_W_Q4 : CPU_W_Q8;
-        probe_product prod[128];
         size_t total;
-        int n_prod = plan_products(wt, bytes, prod, 128, &total);
+        int n_prod;
+        probe_product *prod = plan_products(wt, bytes, &n_prod, &total);
         probe_memory mem;
         uint8_t *w = probe_memory_alloc(&mem, bytes);
         float *x = nc_alloc_aligned(DECODE_K_MAX * sizeof(float));
@@ -330,8 +332,9 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         int8_t *xq = nc_alloc_aligned(DECODE_K_MAX);
         float *y = nc_alloc_aligned((size_t)DECODE_ROWS_MAX * sizeof(float));
         nc_pool *pool = NULL;
-        if (!w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
-            int oom = !w || !x || !xs || !xq || !y;
+        if (!prod || !w || !x || !xs || !xq || !y || nc_pool_new(threads, &pool, err) != NC_OK) {
+            int oom = !prod || !w || !x || !xs || !xq || !y;
+            free(prod);
             probe_memory_free(&mem);
             nc_free_aligned(x);
             nc_free_aligned(xs);
@@ -357,12 +360,12 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                     j.qfn = cpu_kernels_avx512.qmatmul[fmt];
 #endif
                 double c0 = process_cpu_s();
-                for (int pass = 0; pass < passes; pass++)
-                    stream_products(pool, &j, w, prod, n_prod);
+                stream_products(pool, &j, w, prod, n_prod);
                 double dc = process_cpu_s() - c0;
-                r[i][round] = dc > 0 ? (double)total * passes / dc * th : 0;
+                r[i][round] = dc > 0 ? (double)total / dc * th : 0;
             }
         nc_pool_free(pool);
+        free(prod);
         probe_memory_free(&mem);
         nc_free_aligned(x);
         nc_free_aligned(xs);
@@ -442,15 +445,13 @@ size_t cpu_decode_stream(nc_pool *pool, int kernel, const void *w, size_t bytes)
     j.x = x;
     j.y = y;
     /* the layer's products one after another, as the wisdom probe lays
-     * them, until the buffer ends: at most one per 16 rows of 1024 columns */
-    int cap = (int)(bytes / (16 * cpu_wtype_row_bytes(CPU_W_BF16, 1024)) + 1);
-    probe_product *prod = malloc((size_t)cap * sizeof *prod);
+     * them, until the buffer ends */
     size_t total = 0;
-    if (prod) {
-        int n_prod = plan_products(CPU_W_BF16, bytes, prod, cap, &total);
-        stream_products(pool, &j, w, prod, n_prod);
-        free(prod);
-    }
+    int n_prod;
+    probe_product *prod = plan_products(CPU_W_BF16, bytes, &n_prod, &total);
+    if (prod) stream_products(pool, &j, w, prod, n_prod);
+    else total = 0;
+    free(prod);
     nc_free_aligned(x);
     nc_free_aligned(y);
     return total;
