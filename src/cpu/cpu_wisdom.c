@@ -31,11 +31,12 @@
 #define WISDOM_HEADER "# nectar kernel wisdom 5"
 #define MAX_LINES 256
 /* The decode probe's weights: 512 MiB (at most an eighth of the memory:
- * decode_bytes; 16x the L3 of this Zen 5 VM, so
- * they stream from memory as a model's weights do; at 64 MiB, twice that
- * L3, the probe ranked the bf16 accurate `dp3-r4-pf2` level with or above
- * `dp3-r1-pf16`, which decoded 20% faster in the engine, and 1-2 GiB
- * passes of `bench --bandwidth` rank them as the engine does) ... */
+ * decode_bytes; 16x the L3 of this Zen 5 VM, so they stream from memory as
+ * a model's weights do, not partly from a 32 MiB L3 as 64 MiB did). Which
+ * bf16 accurate kernel wins there depends on the VM's bandwidth level:
+ * `dp3-r4-pf2` at the high one (54 against 46-51 tok/s in the engine),
+ * `dp3-r1-pf16` at the low one (40 against 33); the probe measures the
+ * level it meets (docs/performance.md) ... */
 #define DECODE_BYTES ((size_t)512 << 20)
 /* ... cut into the products of Qwen3-0.6B's layers one after another (q,
  * k, v, o, gate, up, down: rows x columns), each one pool loop split into
