@@ -75,6 +75,9 @@ typedef struct cpu_kernels {
     /* prompts against bf16 weights packed once into bf16 panels
      * (gemm_bf16w.h, for cpu_packed.c); NULL: fp32 panels from gemm */
     const struct cpu_gemm_bf16w *gemm_bf16w;
+    /* the same panels on bf16 dot products, for the fast contract where
+     * gemm_bf16 is set (cpu_select_bf16); NULL: none */
+    const struct cpu_gemm_bf16w *gemm_bf16w_fast;
     const struct cpu_attn_kernels *attn;         /* softmax, q.k, P.V (attn_kernels.h) */
     double (*fma_burn)(long iters, float *sink); /* peak-rate probe (cpu_peak.h) */
     /* a stored row of n weights of each type as fp32 (Q8/Q4 dequantized as

@@ -15,9 +15,13 @@ static const cpu_gemm_kernels *gemm_of(const cpu_kernels *kern, cpu_wtype t) {
 }
 
 /* bf16 panels (gemm_bf16w.h) where the table has them and bf16 dot
- * products (cpu_select_bf16) are not chosen; NULL: the panels of gemm_of. */
-static const cpu_gemm_bf16w *bf16w_of(const cpu_kernels *kern, cpu_wtype t) {
-    return t == CPU_W_BF16 && !kern->gemm_bf16 ? kern->gemm_bf16w : NULL;
+ * products (cpu_select_bf16) are not chosen; under the fast contract, with
+ * the dot products chosen, the panels that run on them (an even k); NULL:
+ * the panels of gemm_of. */
+static const cpu_gemm_bf16w *bf16w_of(const cpu_kernels *kern, cpu_wtype t, int k) {
+    if (t != CPU_W_BF16) return NULL;
+    if (!kern->gemm_bf16) return kern->gemm_bf16w;
+    return cpu_bf16_mode() == CPU_BF16_MODE_FAST && k % 2 == 0 ? kern->gemm_bf16w_fast : NULL;
 }
 
 /* Only bf16 panels pay: fp32 panels, twice the bytes of bf16 weights,
@@ -26,7 +30,7 @@ static const cpu_gemm_bf16w *bf16w_of(const cpu_kernels *kern, cpu_wtype t) {
  * B=1 L=96: the tile's share of the CPU time went from 48% to 64%, no net
  * gain) for twice the memory. */
 int cpu_packed_wanted(const cpu_kernels *kern, cpu_wtype t) {
-    return !kern->amx && bf16w_of(kern, t) != NULL;
+    return !kern->amx && bf16w_of(kern, t, 0) != NULL;
 }
 
 static int group_rows(int parts) {
@@ -43,7 +47,7 @@ static int groups_of(const cpu_mat *w, int parts) {
 
 /* Bytes of one part of a group's panel. */
 static size_t part_bytes(const cpu_kernels *kern, const cpu_mat *w, int parts) {
-    if (bf16w_of(kern, w->type))
+    if (bf16w_of(kern, w->type, w->cols))
         return (size_t)group_rows(parts) * (size_t)w->cols * sizeof(uint16_t);
     return cpu_gemm_panel_floats(gemm_of(kern, w->type), group_rows(parts), w->cols) *
            sizeof(float);
@@ -85,7 +89,7 @@ static void pack_group(void *ctx, int g, int thread) {
 nc_status cpu_packed_init(cpu_packed *p, nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
                           int parts, const char *what, nc_error *err) {
     memset(p, 0, sizeof *p);
-    const cpu_gemm_bf16w *w16 = bf16w_of(kern, w->type);
+    const cpu_gemm_bf16w *w16 = bf16w_of(kern, w->type, w->cols);
     int nr = w16 ? CPU_BF16W_NR : gemm_of(kern, w->type)->nr;
     if (parts < 1 || w->rows % parts || group_rows(parts) % nr)
         return nc_fail(err, NC_ERR_INVALID, "%s: %d rows do not split into %d packed parts", what,
@@ -182,8 +186,7 @@ int cpu_packed_tiled(const cpu_packed *p) {
 
 void cpu_packed_pack_tile(const cpu_packed *p, const float *x, size_t ldx, int rows, int c0,
                           int cols, float *xt, int t0) {
-    p->w16->pack_x(x, ldx, rows, cols,
-                   xt + (size_t)t0 * (size_t)p->cols + (size_t)c0 * CPU_BF16W_TB);
+    p->w16->pack_x(x, ldx, rows, c0, cols, xt + (size_t)t0 * (size_t)p->cols);
 }
 
 typedef struct {

@@ -25,14 +25,16 @@
  * rows of each part. */
 typedef struct cpu_packed {
     const cpu_gemm_kernels *g;        /* fp32 panels (or bf16 dot products) */
-    const struct cpu_gemm_bf16w *w16; /* else bf16 panels (gemm_bf16w.h) */
+    const struct cpu_gemm_bf16w *w16; /* else bf16 panels (gemm_bf16w.h, either table) */
     unsigned char *panel;             /* NULL: not packed */
     int rows, cols, parts, part_rows, group_rows, groups;
     size_t part_bytes; /* panel bytes per part of a group */
 } cpu_packed;
 
 /* Whether a packed copy of weights of type t pays on kern: bf16 weights on
- * a table with bf16 panels (AVX-512 without AMX; the bytes of the weights).
+ * a table with bf16 panels (AVX-512 without AMX; the bytes of the weights),
+ * on bf16 dot products where the fast contract chose them (NECTAR_BF16=fast:
+ * gemm_bf16w_fast), else widened to fp32.
  * AMX tables read bf16 tiles in place; fp32 panels (the other tables and
  * types) cost twice the bytes and gained nothing measurable, so callers
  * leave those to cpu_matmul.c. cpu_packed_init itself packs for any table

@@ -107,6 +107,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .qpanel = &cpu_qpanel_avx512,
     .gemm = {32, gemm_pack, gemm_run},
     .gemm_bf16w = &cpu_gemm_bf16w_avx512,
+    .gemm_bf16w_fast = &cpu_gemm_bf16w_fast_avx512,
     .attn = &cpu_attn_avx512,
     .fma_burn = cpu_fma_burn_avx512,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

@@ -14,10 +14,12 @@
 
 #include "../common/weights.h"
 #include "../test.h"
+#include "base/half.h"
 #include "base/pool.h"
 #include "cpu/cpu_packed.h"
 #include "cpu/cpu_scratch.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/gemm_bf16w.h"
 
 static uint32_t rng = 7;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -28,6 +30,10 @@ static float frand_at(int i) {
     (void)i;
     return frand();
 }
+
+/* The reference rounds the activations to bf16 first (the fast contract's
+ * own product, to fp32 accuracy), where set. */
+static int reference_rounds_x;
 
 /* The epilogue under test: block outputs back into y[n][rows] in W's row
  * order, counting how often each is written. */
@@ -91,20 +97,23 @@ static int check_packed(nc_pool *pool, const cpu_kernels *kern, const char *name
          * tests/cpu/test_gemm_amx.c, relative to sum |x w| */
         double tol = t == CPU_W_BF16 && kern->gemm_bf16 ? 1e-5 * k : 1e-5 * sqrt((double)k);
         if (kern->amx) tol = 4e-7 * sqrt((double)k) * k;
-        /* NECTAR_BF16=fast: activations rounded to bf16, 2^-8 of each |x w| <= 1 */
+        /* NECTAR_BF16=fast: activations rounded to bf16, 2^-8 of each |x w| <= 1
+         * (the packed panels of any bf16 dot-product table round them too) */
+        int fast = t == CPU_W_BF16 && kern->gemm_bf16 && cpu_bf16_mode() == CPU_BF16_MODE_FAST;
 #if defined(__x86_64__)
-        if (t == CPU_W_BF16 && kern->gemm_bf16 == &cpu_gemm_bf16_avx512[CPU_BF16_FAST])
-            tol = k / 256.0;
+        fast |= t == CPU_W_BF16 && kern->gemm_bf16 == &cpu_gemm_bf16_avx512[CPU_BF16_FAST];
 #elif defined(__aarch64__)
-        if (t == CPU_W_BF16 && kern->gemm_bf16 == &cpu_gemm_bf16_neon[CPU_BF16_FAST])
-            tol = k / 256.0;
+        fast |= t == CPU_W_BF16 && kern->gemm_bf16 == &cpu_gemm_bf16_neon[CPU_BF16_FAST];
 #endif
+        if (fast) tol = reference_rounds_x ? 1e-5 * k : k / 256.0;
         for (int tok = 0; ok == 1 && tok < n; tok++)
             for (int r = 0; ok && r < rows; r++) {
                 double ref = 0;
-                for (int i = 0; i < k; i++)
-                    ref += (double)x[(size_t)tok * ldx + (size_t)i] *
-                           (double)wf[(size_t)r * (size_t)k + (size_t)i];
+                for (int i = 0; i < k; i++) {
+                    float xi = x[(size_t)tok * ldx + (size_t)i];
+                    if (reference_rounds_x) xi = nc_bf16_to_f32(nc_f32_to_bf16(xi));
+                    ref += (double)xi * (double)wf[(size_t)r * (size_t)k + (size_t)i];
+                }
                 size_t at = (size_t)tok * (size_t)rows + (size_t)r;
                 if (seen[at] != 1 || !(fabs(y[at] - ref) <= tol)) {
                     printf("  %s %s rows %d k %d n %d parts %d: y[%d][%d] = %g (seen %d), ref "
@@ -164,15 +173,64 @@ static void test_packed_products_all_tables_match_double_reference(void) {
     CHECK(cases > 0);
 }
 
+/* Under NECTAR_BF16=fast, with the bf16 dot products chosen, the packed
+ * panels run on them (gemm_bf16w_fast): the activations rounded to bf16
+ * and nothing else, so the products equal a double-precision product of
+ * the rounded activations to fp32 accuracy (k even; an odd k keeps the
+ * dot-product GEMM's own panels). */
+static void test_fast_contract_packs_dot_product_tiles(void) {
+#if defined(__x86_64__)
+    if (!cpu_features_get()->avx512bf16) {
+        SKIP("no AVX512-BF16");
+        return;
+    }
+    nc_error err = {0};
+    nc_pool *pool;
+    CHECK_OK(nc_pool_new(3, &pool, &err), &err);
+    CHECK_OK(cpu_select_bf16("fast", &err), &err);
+    cpu_kernels bf = cpu_kernels_avx512;
+    bf.gemm_bf16 = &cpu_gemm_bf16_avx512[CPU_BF16_FAST];
+    static const int sizes[][3] = {/* rows, k, n */
+                                   {74, 46, 131}, {130, 1030, 19}, {40, 2100, 3},
+                                   {96, 300, 264}, {64, 512, 12}, {34, 258, 25}};
+    int ok = 1;
+    reference_rounds_x = 1;
+    CHECK(cpu_packed_wanted(&bf, CPU_W_BF16));
+    for (size_t s = 0; ok && s < sizeof sizes / sizeof *sizes; s++)
+        for (int parts = 1; ok && parts <= 2; parts++)
+            ok = check_packed(pool, &bf, "fast tiles", CPU_W_BF16, sizes[s][0], sizes[s][1],
+                              sizes[s][2], parts);
+    /* the layout check: the packed matrix takes the dot-product tiles */
+    uint16_t w[64 * 46] = {0};
+    cpu_mat m = {CPU_W_BF16, w, 64, 46};
+    cpu_packed p = {0};
+    CHECK_OK(cpu_packed_init(&p, pool, &bf, &m, 1, "fast tiles", &err), &err);
+    CHECK(p.w16 == &cpu_gemm_bf16w_fast_avx512 && cpu_packed_tiled(&p));
+    cpu_packed_free(&p);
+    m.cols = 45;
+    CHECK_OK(cpu_packed_init(&p, pool, &bf, &m, 1, "fast tiles", &err), &err);
+    CHECK(p.w16 == NULL && p.g == bf.gemm_bf16);
+    cpu_packed_free(&p);
+    reference_rounds_x = 0;
+    CHECK_OK(cpu_select_bf16(getenv("NECTAR_BF16"), &err), &err);
+    nc_pool_free(pool);
+    CHECK(ok);
+#else
+    SKIP("x86-64 only");
+#endif
+}
+
 static void test_only_bf16_weights_without_amx_are_packed(void) {
     const cpu_kernels *tabs[8];
     int nt = cpu_kernels_available(tabs, 8);
+    int fast = cpu_bf16_mode() == CPU_BF16_MODE_FAST;
     for (int ti = 0; ti < nt; ti++) {
-        CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_Q8));
-        CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_Q4));
-        CHECK(!cpu_packed_wanted(tabs[ti], CPU_W_F32));
-        CHECK(cpu_packed_wanted(tabs[ti], CPU_W_BF16) ==
-              (!tabs[ti]->amx && tabs[ti]->gemm_bf16w && !tabs[ti]->gemm_bf16));
+        const cpu_kernels *k = tabs[ti];
+        CHECK(!cpu_packed_wanted(k, CPU_W_Q8));
+        CHECK(!cpu_packed_wanted(k, CPU_W_Q4));
+        CHECK(!cpu_packed_wanted(k, CPU_W_F32));
+        CHECK(cpu_packed_wanted(k, CPU_W_BF16) ==
+              (!k->amx && (k->gemm_bf16 ? fast && k->gemm_bf16w_fast : k->gemm_bf16w != NULL)));
     }
 }
 
@@ -208,6 +266,7 @@ static void test_epilogue_over_a_whole_product(void) {
 
 int main(void) {
     RUN(test_packed_products_all_tables_match_double_reference);
+    RUN(test_fast_contract_packs_dot_product_tiles);
     RUN(test_only_bf16_weights_without_amx_are_packed);
     RUN(test_epilogue_over_a_whole_product);
     return nc_test_exit_code();

@@ -7,15 +7,22 @@
  * keys, two thetas, tied decoder), classifier logits (v5 rope_parameters,
  * mean pooling), bf16 stored weights, a batch of one equal to its row in the padded batch, and
  * MLM logits for selected positions only. Tolerance 1e-4 absolute (fp32 on
- * both sides; measured worst errors are printed). */
+ * both sides; measured worst errors are printed), or under the fast bf16
+ * contract FAST_REL_TOL per row. */
 #include <math.h>
 
 #include "../test.h"
+#include "cpu/cpu_kernels.h"
 #include "io/npy.h"
 #include "models/modernbert.h"
 
 #define FIX "tests/fixtures/modernbert/"
 #define TOL 1e-4
+/* Under NECTAR_BF16=fast (tests/encoders/test_modernbert_kernels.sh): the
+ * worst row's ||nectar - HF|| / ||HF||, any layer; measured 0.015 (mb_bf16)
+ * and 0.021 (mb_hd48) on these tiny random models, 1.4e-6 with fp32
+ * weights, which the contract leaves alone. */
+#define FAST_REL_TOL 0.03
 #define TEST_THREADS 2
 
 typedef struct ref {
@@ -53,18 +60,25 @@ static int ref_load(const char *model, const char *sub, ref *r, int has_last, in
     return 0;
 }
 
-/* Max |a - b| over real positions of [planes][batch][seq][width] arrays. */
+/* Over real positions of [planes][batch][seq][width] arrays: the worst
+ * |a - b| of an element, or (relative) the worst ||a - b|| / ||b|| of a
+ * row. */
 static double max_err_real(const float *a, const float *b, const int32_t *mask, int planes,
-                           int rows, size_t width) {
+                           int rows, size_t width, int relative) {
     double e = 0;
     for (int p = 0; p < planes; p++)
         for (int r = 0; r < rows; r++) {
             if (!mask[r]) continue;
             size_t at = ((size_t)p * rows + r) * width;
+            double dd = 0, bb = 0, row = 0;
             for (size_t i = 0; i < width; i++) {
                 double d = fabs((double)a[at + i] - b[at + i]);
-                if (d > e || isnan(d)) e = isnan(d) ? INFINITY : d;
+                if (d > row || isnan(d)) row = isnan(d) ? INFINITY : d;
+                dd += d * d;
+                bb += (double)b[at + i] * b[at + i];
             }
+            if (relative) row = bb > 0 ? sqrt(dd / bb) : sqrt(dd);
+            if (row > e || isnan(row)) e = isnan(row) ? INFINITY : row;
         }
     return e;
 }
@@ -107,26 +121,37 @@ static void check_model_on(const char *name, const char *sub, int head, size_t p
     if (head == MODERNBERT_HEAD_CLASSIFIER) io.cls_logits = logits;
     nc_status st = modernbert_forward(m, &io, &err);
     if (st != NC_OK) printf("  %s\n", err.msg);
-    double eh = st ? INFINITY : max_err_real(hidden, r.hidden.data, r.mask.data, nl + 1, n, d);
+    double eh = st ? INFINITY : max_err_real(hidden, r.hidden.data, r.mask.data, nl + 1, n, d, 0);
     double el = head == MODERNBERT_HEAD_NONE && !st
-                    ? max_err_real(last, r.last.data, r.mask.data, 1, n, d)
+                    ? max_err_real(last, r.last.data, r.mask.data, 1, n, d, 0)
                     : 0;
     double eg = 0;
     if (!st && head == MODERNBERT_HEAD_MLM)
-        eg = max_err_real(logits, r.logits.data, r.mask.data, 1, n, (size_t)c->vocab_size);
+        eg = max_err_real(logits, r.logits.data, r.mask.data, 1, n, (size_t)c->vocab_size, 0);
     if (!st && head == MODERNBERT_HEAD_CLASSIFIER)
         for (size_t i = 0; i < nlog; i++)
             eg = nc_worse(eg, fabs(logits[i] - ((float *)r.logits.data)[i]));
     printf("  %s/%s (rows of %d, %d threads): max |err| hidden (all layers) %.3g, last %.3g, "
            "logits %.3g\n",
            name, sub, r.seq, threads, eh, el, eg);
+    /* NECTAR_BF16=fast rounds the activations of products against bf16
+     * weights to bf16: those rows are held to FAST_REL_TOL instead */
+    double rh = st ? INFINITY : max_err_real(hidden, r.hidden.data, r.mask.data, nl + 1, n, d, 1);
+    double rl = head == MODERNBERT_HEAD_NONE && !st
+                    ? max_err_real(last, r.last.data, r.mask.data, 1, n, d, 1)
+                    : 0;
+    int fast = cpu_bf16_mode() == CPU_BF16_MODE_FAST;
+    if (fast) printf("  fast contract: worst relative row error hidden %.3g, last %.3g\n", rh, rl);
     free(hidden);
     free(last);
     free(logits);
     ref_free(&r);
     modernbert_free(m);
     CHECK(st == NC_OK);
-    CHECK(eh <= TOL && el <= TOL && eg <= TOL);
+    if (fast)
+        CHECK(rh <= FAST_REL_TOL && rl <= FAST_REL_TOL && eg <= TOL);
+    else
+        CHECK(eh <= TOL && el <= TOL && eg <= TOL);
 }
 
 static void check_model_packed(const char *name, const char *sub, int head, size_t pack_budget) {
