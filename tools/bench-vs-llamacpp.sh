@@ -8,7 +8,8 @@
 # then runs `nectar bench` and `llama-bench` in interleaved rounds, pp and tg
 # each (a round: A B B A, each program's two runs averaged; the lower CPU
 # share of the two is reported), and prints nectar/llama.cpp ratios with
-# their spread and each run's CPU share.
+# their spread and each run's CPU share over its timed test (llama.cpp's
+# sampled from /proc every 20 ms, so its load is left out as nectar's is).
 #
 # usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
 #            [-p 512] [-n 128] [--types "bf16 bf16-fast q8 q4"] [--nectar build/nectar]
@@ -120,28 +121,68 @@ done
 
 # 3. interleaved rounds
 "$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" <<'EOF'
-import json, os, resource, statistics, subprocess, sys, time
+import json, os, resource, statistics, subprocess, sys, threading, time
 
 nectar, model, threads, rounds, pp, tg, types, llama_lib = sys.argv[1:9]
 threads, rounds, pp, tg = int(threads), int(rounds), int(pp), int(tg)
 folders = {"bf16": model, "bf16-fast": model, "q8": "nectar-q8", "q4": "nectar-q4"}
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ticks(pid):
+    """utime + stime of the whole process (every thread) from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def timed(cmd, env=None):
-    """stdout of cmd, and its CPU time / (wall time x threads)."""
+    """stdout of cmd, its CPU time / (wall time x threads), and the samples
+    (seconds since start, CPU ticks) of its CPU time, taken every 20 ms."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          env=env) as proc:
+        out = []  # read while the process runs, so a full pipe cannot stall it
+        reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
+        reader.start()
+        ticks = []
+        while proc.poll() is None:
+            c = cpu_ticks(proc.pid)
+            if c is not None:
+                ticks.append((time.perf_counter() - t0, c))
+            time.sleep(0.02)
+        reader.join()
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return out, cpu / (wall * threads)
+    return out[0], cpu / (wall * threads), ticks
+
+
+def share_of_last(ticks, seconds):
+    """CPU share over the last `seconds` of the samples (the timed test at
+    the end of a run), or None when the samples cover too little of it."""
+    if len(ticks) < 2 or seconds <= 0:
+        return None
+    t_end, c_end = ticks[-1]
+    start = [tc for tc in ticks if tc[0] <= t_end - seconds]
+    if not start:
+        return None
+    t_start, c_start = start[-1]
+    return (c_end - c_start) / TICK / ((t_end - t_start) * threads)
 
 
 def run_nectar(t, p, n):
     # bf16-fast: the same folder under NECTAR_BF16=fast (llama.cpp's bf16 precision)
     env = dict(os.environ, NECTAR_BF16="fast") if t == "bf16-fast" else None
-    out, _ = timed([nectar, "bench", "-m", folders[t], "-t", str(threads), "-p", str(p),
+    out, _, _ = timed([nectar, "bench", "-m", folders[t], "-t", str(threads), "-p", str(p),
                     "-n", str(n), "--runs", "1", "--bw-mib", "64", "--json"], env)
     j = json.loads(out)
     test = j["pp"] if p else j["tg"]
@@ -149,13 +190,17 @@ def run_nectar(t, p, n):
 
 
 def run_llama(t, p, n):
-    # the whole process: its CPU share includes loading the model
+    # the CPU share over the timed test, the last avg_ns of the run (its
+    # load, Q4_0's repacking among it, and the warm-up run come before):
+    # nectar's bench reports its own the same way; the whole process's
+    # share where the samples do not cover the test
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(llama_lib))
     g = t.split("-")[0]  # bf16-fast: the bf16 GGUF
-    out, share = timed(["build/bin/llama-bench", "-m", f"gguf-{g}.gguf", "-t", str(threads),
-                        "-p", str(p), "-n", str(n), "-r", "1", "-o", "json"], env)
+    out, whole, ticks = timed(["build/bin/llama-bench", "-m", f"gguf-{g}.gguf", "-t", str(threads),
+                               "-p", str(p), "-n", str(n), "-r", "1", "-o", "json"], env)
     j = json.loads(out)[0]
-    return j["avg_ts"], share, j.get("cpu_info", "")
+    share = share_of_last(ticks, j["avg_ns"] / 1e9)
+    return j["avg_ts"], whole if share is None else share, j.get("cpu_info", "")
 
 
 print(f"load average {os.getloadavg()[0]:.2f}, {threads} threads, {rounds} rounds, "
