@@ -189,6 +189,19 @@ typedef enum nc_model_kind {
  * "draft_backend=cpu|mil|ane" (a bundle draft; ane_device applies). */
 NC_API nc_status nc_model_open(const char *path, const char *backend, const char *const *options,
                                nc_model **out, nc_error *err);
+
+/* The precision contract for bf16 weights on the CPU, for the whole
+ * process (the command line's NECTAR_BF16): "accurate" (NULL or "" too,
+ * the default: fp32 activations, each product within 2^-17 of the exact
+ * one), "fast" (activations rounded to bf16, as llama.cpp's bf16 path and
+ * PyTorch's bf16 autocast do; vdpbf16ps or bfmmla where the CPU has them,
+ * about 1.7x the accurate contract's speed for encoders on AVX512-BF16),
+ * or "off" (fp32 kernels only); optionally followed by ",decode=KERNEL"
+ * and ",prompt=KERNEL" to force a kernel. Call it before opening models
+ * and not while one runs: the kernels are the process's, and an encoder
+ * keeps the panels it packed when it was opened. A contract that is none
+ * of these is NC_ERR_INVALID, and leaves the contract as it was. */
+NC_API nc_status nc_set_bf16_contract(const char *contract, nc_error *err);
 NC_API void nc_model_free(nc_model *m);
 
 /* Whether this build on this machine can run backend with these options,

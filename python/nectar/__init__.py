@@ -13,7 +13,7 @@ with the library's one-line message.
 
 from ._lib import LIB as _LIB
 from .decision import Decision
-from .model import Model, NectarError, compile
+from .model import Model, NectarError, compile, set_bf16_contract
 
 __version__ = _LIB.nc_version().decode()
-__all__ = ["Decision", "Model", "NectarError", "compile", "__version__"]
+__all__ = ["Decision", "Model", "NectarError", "compile", "set_bf16_contract", "__version__"]

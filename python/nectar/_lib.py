@@ -58,6 +58,7 @@ _SIGNATURES = {
                                      ctypes.POINTER(_p), _err]),
     "nc_model_open": (_st, [_s, _s, ctypes.POINTER(_s), ctypes.POINTER(_p), _err]),
     "nc_model_free": (None, [_p]),
+    "nc_set_bf16_contract": (_st, [_s, _err]),
     "nc_model_get_kind": (_i, [_p]),
     "nc_model_tokenizer": (_p, [_p]),
     "nc_model_vocab_size": (_i, [_p]),

@@ -64,6 +64,16 @@ def compile(model_dir: str, out_dir: str, **options: Any) -> None:
                           ctypes.byref(err)), err)
 
 
+def set_bf16_contract(contract: str) -> None:
+    """nc_set_bf16_contract: the precision of bf16 weights' products on the
+    CPU, for the whole process (the command line's NECTAR_BF16): "accurate"
+    (the default), "fast" (activations rounded to bf16, as llama.cpp and
+    PyTorch's bf16 autocast; vdpbf16ps where the CPU has it) or "off". Call
+    it before opening models."""
+    err = NcError()
+    _check(LIB.nc_set_bf16_contract(contract.encode(), ctypes.byref(err)), err)
+
+
 class _Sampling:
     """An nc_sampling from keyword arguments over the model folder's
     generation_config.json defaults (as the command line; greedy where the

@@ -732,13 +732,20 @@ nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char
                    var, n, cap - 1);
 }
 
+static pthread_mutex_t once_mu = PTHREAD_MUTEX_INITIALIZER;
+static int once_done; /* a failure (out of memory) is tried again next time */
+
+void cpu_tune_once_again(void) {
+    pthread_mutex_lock(&once_mu);
+    once_done = 0;
+    pthread_mutex_unlock(&once_mu);
+}
+
 nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err) {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static cpu_tuning tuning;
-    static int done; /* a failure (out of memory) is tried again next time */
-    pthread_mutex_lock(&mu);
-    nc_status st = done ? NC_OK : cpu_tune(path, path != NULL, threads, &tuning, err);
-    if (st == NC_OK && !done) { /* NECTAR_LOG=debug: which kernels run and why */
+    pthread_mutex_lock(&once_mu);
+    nc_status st = once_done ? NC_OK : cpu_tune(path, path != NULL, threads, &tuning, err);
+    if (st == NC_OK && !once_done) { /* NECTAR_LOG=debug: which kernels run and why */
         char line[1024];
         int used = snprintf(line, sizeof line, "kernels (wisdom %s):", tuning.file);
         for (int s = 0; s < CPU_SLOT_N && used > 0 && (size_t)used < sizeof line; s++)
@@ -747,8 +754,8 @@ nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, n
         nc_log(NC_LOG_DEBUG, "%s", line);
         if (tuning.note[0]) nc_log(NC_LOG_WARN, "%s", tuning.note);
     }
-    done = st == NC_OK;
-    pthread_mutex_unlock(&mu);
+    once_done = st == NC_OK;
+    pthread_mutex_unlock(&once_mu);
     *out = &tuning;
     return st;
 }

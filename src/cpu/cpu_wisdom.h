@@ -106,6 +106,9 @@ nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char
  * machine measures and later ones read the file. Thread-safe. *out stays
  * valid for the process. */
 nc_status cpu_tune_once(const char *path, int threads, const cpu_tuning **out, nc_error *err);
+/* The next cpu_tune_once tunes again (the bf16 contract changed:
+ * nc_set_bf16_contract). */
+void cpu_tune_once_again(void);
 
 /* The bf16 decode kernels as read patterns of the bandwidth probe
  * (cpu_membw.h): a program reads its weights through such a kernel, and on

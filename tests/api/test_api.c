@@ -210,6 +210,75 @@ static void test_embed_equals_hf(void) {
     nc_model_free(m);
 }
 
+static double cosine(const float *a, const float *b, int n) {
+    double dot = 0, na = 0, nb = 0;
+    for (int i = 0; i < n; i++) {
+        dot += (double)a[i] * b[i];
+        na += (double)a[i] * a[i];
+        nb += (double)b[i] * b[i];
+    }
+    return dot / sqrt(na * nb);
+}
+
+/* mb_bf16 (bf16 weights) with mb_base's tokenizer (the same vocabulary),
+ * as a folder in dir: its embedding of "Hello" into v[64] under the bf16
+ * contract now in force. */
+static nc_status embed_bf16_hello(const char *dir, float *v, nc_error *err) {
+    static const char *const links[][2] = {{MB "mb_bf16/config.json", "config.json"},
+                                           {MB "mb_bf16/model.safetensors", "model.safetensors"},
+                                           {MB "mb_base/tokenizer.json", "tokenizer.json"}};
+    char to[512], at[1024];
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        snprintf(at, sizeof at, "%s/%s", dir, links[i][1]);
+        if (access(at, F_OK) != 0 &&
+            (!realpath(links[i][0], to) || symlink(to, at) != 0))
+            return NC_ERR_IO;
+    }
+    nc_model *m;
+    nc_status st = nc_model_open(dir, "cpu", NULL, &m, err);
+    if (st != NC_OK) return st;
+    st = nc_embed(m, "Hello", v, 64, err);
+    nc_model_free(m);
+    return st;
+}
+
+/* The bf16 contract is the process's: under "fast" the bf16 model's
+ * embedding stays within cosine 0.999 of the exact one (the tiny fixture's
+ * rows are 1.5-2.1% off HF per layer where the CPU has bf16 dot products;
+ * elsewhere both are the same), "accurate" gives the exact vector back
+ * (to fp32 accuracy), and a contract that is none, or a kernel that is
+ * none, is refused naming it and leaves the contract as it was. */
+static void test_bf16_contract_is_set_for_the_process(void) {
+    char dir[] = "/tmp/nc_api_bf16_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    nc_error err;
+    float exact[64], fast[64], again[64], after_bad[64];
+    CHECK_OK(embed_bf16_hello(dir, exact, &err), &err);
+    CHECK_OK(nc_set_bf16_contract("fast", &err), &err);
+    CHECK_OK(embed_bf16_hello(dir, fast, &err), &err);
+    CHECK(nc_set_bf16_contract("half", &err) == NC_ERR_INVALID && strstr(err.msg, "'half'"));
+    CHECK(nc_set_bf16_contract("fast,prompt=nonsense", &err) == NC_ERR_INVALID &&
+          strstr(err.msg, "nonsense"));
+    CHECK_OK(nc_set_bf16_contract("accurate", &err), &err);
+    CHECK_OK(embed_bf16_hello(dir, again, &err), &err);
+    CHECK(nc_set_bf16_contract("off,decode=nonsense", &err) == NC_ERR_INVALID);
+    CHECK_OK(embed_bf16_hello(dir, after_bad, &err), &err);
+    double c = cosine(exact, fast, 64);
+    printf("  fast against accurate: cosine %.7f\n", c);
+    CHECK(c > 0.999);
+    /* within the accurate contract: the kernels that serve it may differ
+     * (the first decoder opened measured them; switching resets them) */
+    CHECK(cosine(exact, again, 64) > 1 - 1e-9 && cosine(exact, after_bad, 64) > 1 - 1e-9);
+    CHECK_OK(nc_set_bf16_contract(NULL, &err), &err);
+    char path[1100];
+    static const char *const names[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 static void test_fill_mask_equals_hf(void) {
     nc_error err;
     nc_model *m;
@@ -788,6 +857,7 @@ int main(void) {
     RUN(test_tokenize_equals_hf_and_decodes_back);
     RUN(test_chat_template_equals_transformers);
     RUN(test_embed_equals_hf);
+    RUN(test_bf16_contract_is_set_for_the_process);
     RUN(test_fill_mask_equals_hf);
     RUN(test_classify_equals_hf);
     RUN(test_open_errors_name_the_fault);

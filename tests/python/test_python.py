@@ -128,6 +128,21 @@ with open(embed_json) as f:
 vec = [float(x) for x in e.embed("Hello")]
 check("embed_equals_nectar_embed", close(vec, want_vec, 1e-5), "%r vs %r" % (vec[:3], want_vec[:3]))
 
+# the bf16 contract is the process's: a bad one is refused naming it; under
+# "fast" this fp32-weight encoder is unchanged (only bf16 weights' products
+# round their activations)
+try:
+    nectar.set_bf16_contract("half")
+    check("bf16_contract_refuses_a_bad_name", False, "no error")
+except nectar.NectarError as ex:
+    check("bf16_contract_refuses_a_bad_name", ex.status == "invalid" and "'half'" in str(ex),
+          str(ex))
+nectar.set_bf16_contract("fast")
+vec_fast = [float(x) for x in nectar.Model(enc_dir, threads=1).embed("Hello")]
+nectar.set_bf16_contract("accurate")
+check("bf16_contract_fast_leaves_fp32_weights", close(vec_fast, want_vec, 1e-5),
+      "%r vs %r" % (vec_fast[:3], want_vec[:3]))
+
 mlm = os.path.join(fix, "modernbert", "mb_mlm")
 with open(os.path.join(mlm, "ref", "fill_mask.json")) as f:
     fm = json.load(f)
