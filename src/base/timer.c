@@ -35,3 +35,17 @@ size_t nc_current_rss_bytes(void) {
     return 0;
 #endif
 }
+
+size_t nc_available_memory_bytes(void) {
+#if defined(__linux__)
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    if (kib) return (size_t)kib * 1024;
+#endif
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}

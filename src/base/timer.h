@@ -8,5 +8,8 @@
 double nc_now_s(void);            /* monotonic seconds */
 size_t nc_peak_rss_bytes(void);   /* peak resident set size of this process */
 size_t nc_current_rss_bytes(void); /* resident now; 0 where the system does not say (Linux only) */
+/* Memory the system could give this process now without swapping (Linux:
+ * MemAvailable); elsewhere the physical memory's size; 0 if unknown. */
+size_t nc_available_memory_bytes(void);
 
 #endif

@@ -93,19 +93,17 @@ static void matmul_task(void *ctx, int task, int thread) {
     }
 }
 
+int cpu_matmul_decode_rows_per_task(int rows, int threads) {
+    /* Decoding is bandwidth bound: a few large tasks per thread balance
+     * the load without paying a dispatch per few rows. */
+    int per = ((rows + threads * 4 - 1) / (threads * 4) + 15) & ~15;
+    return per < 16 ? 16 : per;
+}
+
 /* One product as pool tasks: rows per task and the task count. */
 static int plan_job(matmul_job *j, int threads, const cpu_kernels *kern, const cpu_mat *w,
                     const float *x, size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
-    int per;
-    if (n == 1) {
-        /* Decoding is bandwidth bound: a few large tasks per thread balance
-         * the load without paying a dispatch per few rows. */
-        per = (w->rows + threads * 4 - 1) / (threads * 4);
-        per = (per + 15) & ~15;
-    } else {
-        per = ROWS_PER_TASK_BATCH;
-    }
-    if (per < 16) per = 16;
+    int per = n == 1 ? cpu_matmul_decode_rows_per_task(w->rows, threads) : ROWS_PER_TASK_BATCH;
     matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act, uses_gemm(kern, w, act, n)};
     *j = jj;
     return n > 0 && w->rows > 0 ? (w->rows + per - 1) / per : 0;

@@ -84,4 +84,9 @@ void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int cou
 
 size_t cpu_mat_bytes(const cpu_mat *w);
 
+/* Weight rows per pool task of a one-row product (decoding) of `rows` rows
+ * on `threads` threads: about 4 tasks per thread, whole 16-row steps; the
+ * bandwidth probe's kernel patterns split their products the same way. */
+int cpu_matmul_decode_rows_per_task(int rows, int threads);
+
 #endif

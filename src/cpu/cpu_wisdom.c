@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/pool.h"
 #include "base/timer.h"
+#include "cpu/cpu_matmul.h"
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/gemv_bf16.h"
@@ -248,8 +249,7 @@ static void stream_products(nc_pool *pool, const decode_job *j, const uint8_t *w
         jm.ldw = prod[p].ldw;
         jm.rows = prod[p].rows;
         jm.cols = prod[p].cols;
-        jm.per = ((jm.rows + th * 4 - 1) / (th * 4) + 15) & ~15;
-        if (jm.per < 16) jm.per = 16;
+        jm.per = cpu_matmul_decode_rows_per_task(jm.rows, th);
         nc_pool_for(pool, (jm.rows + jm.per - 1) / jm.per, decode_task, &jm);
     }
 }

@@ -1,9 +1,11 @@
 /* Resident memory (base/timer.h): touching 64 MiB raises the current and
  * the peak figure by about that much; freeing it lowers the current one,
- * not the peak. bench subtracts its probe's buffers with these. */
+ * not the peak. bench subtracts its probe's buffers with these, and sizes
+ * them by the memory available. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "base/timer.h"
@@ -30,7 +32,18 @@ static void test_touching_memory_shows_in_rss(void) {
     CHECK(nc_peak_rss_bytes() >= peak);
 }
 
+/* The memory bench sizes its probe by: known here, and no more than the
+ * machine has. */
+static void test_available_memory_is_within_the_machine(void) {
+    size_t avail = nc_available_memory_bytes();
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    CHECK(pages > 0 && page > 0);
+    CHECKF(avail > 0 && avail <= (size_t)pages * (size_t)page, "available %zu of %ld pages", avail,
+           pages);
+}
+
 int main(void) {
     RUN(test_touching_memory_shows_in_rss);
+    RUN(test_available_memory_is_within_the_machine);
     return nc_test_exit_code();
 }

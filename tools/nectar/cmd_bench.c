@@ -329,7 +329,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
-    int pp_given = 0, tg_given = 0, draft_max = GEN_SPEC_DRAFT_MAX;
+    int pp_given = 0, tg_given = 0, bw_given = 0, draft_max = GEN_SPEC_DRAFT_MAX;
     const char *draft = NULL;
     gen_cli_backend be = {0};
     const cli_opt opts[] = {
@@ -343,8 +343,10 @@ int cmd_bench(int argc, char **argv) {
                 .min = 0, .max = 1 << 20, .seen = &tg_given),
         CLI_OPT(NULL, "--runs", CLI_INT, "N", "repetitions of each test (default 5)", &runs,
                 .min = 1, .max = MAX_RUNS),
-        CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB", "bandwidth probe buffer (default 2048)", &bw_mib,
-                .min = 1, .max = 1 << 20),
+        CLI_OPT(NULL, "--bw-mib", CLI_INT, "MIB",
+                "bandwidth probe buffer (default 2048; with a model, at most an eighth of the "
+                "memory available once it is open, at least 256)",
+                &bw_mib, .min = 1, .max = 1 << 20, .seen = &bw_given),
         GEN_CLI_BACKEND_OPTS(&be),
         GEN_CLI_KV_OPT(&be),
         CLI_OPT(NULL, "--draft", CLI_STRING, "DIR",
@@ -448,6 +450,11 @@ int cmd_bench(int argc, char **argv) {
     cpu_membw_probe *pr = NULL;
     double tg_frac[MAX_RUNS];
     int n_frac = 0;
+    if (!bw_given) { /* its two buffers, held through tg: a quarter of what is left at most */
+        size_t cap = nc_available_memory_bytes() / 8 >> 20;
+        if (cap < 256) cap = 256;
+        if ((size_t)bw_mib > cap) bw_mib = (int)cap;
+    }
     if (nc_pool_new(n_threads, &pool, &err) == NC_OK)
         pr = cpu_membw_open((size_t)bw_mib << 20, &probe);
     size_t rss_before_tg = nc_current_rss_bytes();
