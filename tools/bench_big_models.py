@@ -25,7 +25,7 @@ in turn (nectar first in odd rounds, llama.cpp first in even ones):
 
 usage: python tools/bench_big_models.py --folder DIR --gguf FILE
            [--nectar build/nectar] [--llama-bin DIR] [-t 2] [-r 2] [-p 512]
-           [-n 128] [--label "8B q4"] [--json OUT.jsonl] [--llama-first]
+           [-n 128] [--label "8B q4"] [--json OUT.jsonl] [--llama-first] [--llama-repack 0]
    --llama-bin  llama.cpp's build/bin (llama-bench, llama-simple and the
                 shared libraries); default /tmp/nectar-vs-llamacpp/build/bin
 """
@@ -110,19 +110,25 @@ class Llama:
     name = "llama.cpp"
 
     def __init__(self, a):
-        self.bin, self.gguf, self.t = a.llama_bin, a.gguf, a.threads
+        self.bin, self.gguf, self.t, self.repack = a.llama_bin, a.gguf, a.threads, a.llama_repack
         self.env = dict(os.environ, LD_LIBRARY_PATH=a.llama_bin)
 
     def one_token(self):
+        if not self.repack:  # llama-simple has no switch for it: llama-bench's one-token test
+            _, err, wall, share, rss = timed(self.llama_bench(0, 1) + ["--no-warmup"], self.t,
+                                             self.env)
+            return wall, None, rss
         _, err, wall, share, rss = timed([os.path.join(self.bin, "llama-simple"), "-m", self.gguf,
                                           "-n", "1", "Hi"], self.t, self.env)
         m = re.search(r"load time =\s*([0-9.]+) ms", err)
         return wall, float(m.group(1)) / 1e3 if m else None, rss
 
+    def llama_bench(self, p, n):
+        return [os.path.join(self.bin, "llama-bench"), "-m", self.gguf, "-t", str(self.t), "-p",
+                str(p), "-n", str(n), "-r", "1", "-o", "json", "--repack", str(self.repack)]
+
     def bench(self, p, n):
-        out, _, wall, share, rss = timed([os.path.join(self.bin, "llama-bench"), "-m", self.gguf,
-                                          "-t", str(self.t), "-p", str(p), "-n", str(n), "-r", "1",
-                                          "-o", "json"], self.t, self.env)
+        out, _, wall, share, rss = timed(self.llama_bench(p, n), self.t, self.env)
         rows = json.loads(out)
         pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
         tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
@@ -143,6 +149,10 @@ def main():
     ap.add_argument("--llama-first", action="store_true",
                     help="llama.cpp first in odd rounds (a one-round run after a nectar-first one)")
     ap.add_argument("--json", help="append one JSON line per program and round")
+    ap.add_argument("--llama-repack", type=int, choices=(0, 1), default=1,
+                    help="llama.cpp's --repack (default 1, its own default): 0 keeps only the "
+                         "mapped file, for a Q4_0 model over half the memory (its repacked copy "
+                         "would double it); the one-token runs are then llama-bench -p 0 -n 1")
     a = ap.parse_args()
     a.llama_bin = os.path.abspath(a.llama_bin)
     programs = {"nectar": Nectar(a), "llama.cpp": Llama(a)}
