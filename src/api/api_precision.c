@@ -7,16 +7,7 @@
 #include "nectar.h"
 
 NC_API nc_status nc_set_bf16_contract(const char *contract, nc_error *err) {
-    int before = cpu_bf16_mode();
-    nc_status st = cpu_select_bf16(contract, err);
-    if (st != NC_OK) { /* cpu_select_bf16 may have set the mode before it refused a kernel */
-        nc_error ignored;
-        cpu_select_bf16(before == CPU_BF16_MODE_FAST  ? "fast"
-                        : before == CPU_BF16_MODE_OFF ? "off"
-                                                      : "accurate",
-                        &ignored);
-        return st;
-    }
+    NC_TRY(cpu_select_bf16(contract, err));
     cpu_tune_once_again();
     return NC_OK;
 }

@@ -210,9 +210,11 @@ nc_status cpu_select_table(const char *cap, nc_error *err) {
 static int bf16_mode = CPU_BF16_MODE_ACCURATE;
 
 /* "MODE[,decode=KERNEL][,prompt=KERNEL]": the contract, and optionally the
- * kernels that serve it (forced: cpu_tune then measures only the rest). */
-nc_status cpu_select_bf16(const char *spec, nc_error *err) {
-    pthread_once(&once, choose);
+ * kernels that serve it (forced: cpu_tune then measures only the rest). A
+ * kernel is checked against the candidates of the new contract, so a bad
+ * one is found after the contract has changed: cpu_select_bf16 puts the
+ * last accepted spec back. */
+static nc_status select_bf16(const char *spec, nc_error *err) {
     char buf[128], *mode = buf;
     snprintf(buf, sizeof buf, "%s", spec ? spec : "");
     char *rest = strchr(buf, ',');
@@ -253,6 +255,19 @@ nc_status cpu_select_bf16(const char *spec, nc_error *err) {
         rest = next;
     }
     return NC_OK;
+}
+
+nc_status cpu_select_bf16(const char *spec, nc_error *err) {
+    static char accepted[128]; /* "": the default contract */
+    pthread_once(&once, choose);
+    nc_status st = select_bf16(spec, err);
+    if (st == NC_OK) {
+        snprintf(accepted, sizeof accepted, "%s", spec ? spec : "");
+    } else {
+        nc_error ignored;
+        select_bf16(accepted, &ignored);
+    }
+    return st;
 }
 
 int cpu_bf16_mode(void) {

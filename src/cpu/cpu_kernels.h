@@ -133,7 +133,9 @@ nc_status cpu_select_table(const char *cap, nc_error *err);
  * (AVX512-BF16) or bfmmla (arm64 FEAT_BF16) where the CPU has them; "off":
  * the tables' fp32 kernels only. Which kernel serves a contract is chosen
  * by cpu_tune (cpu_wisdom.h); until then accurate uses the fp32 kernels,
- * fast the first bf16 dot-product ones. */
+ * fast the first bf16 dot-product ones. A spec that is refused
+ * (NC_ERR_INVALID: a mode or forced kernel that is none) leaves the
+ * contract and kernels as they were. */
 #define CPU_BF16_MODE_OFF 0
 #define CPU_BF16_MODE_ACCURATE 1
 #define CPU_BF16_MODE_FAST 2

@@ -171,6 +171,16 @@ static void test_off_and_no_wisdom_measure_nothing(void) {
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
     CHECK(t.slot[CPU_SLOT_DECODE_BF16].rate == 0);
     CHECK(cpu_select_bf16("half", &err) == NC_ERR_INVALID);
+    /* a refused kernel leaves the contract and its forced kernels as they were */
+    CHECK_OK(cpu_select_bf16("off,decode=fp32-widen", &err), &err);
+    CHECK(cpu_select_bf16("accurate,decode=nonsense", &err) == NC_ERR_INVALID &&
+          strstr(err.msg, "nonsense"));
+    CHECK(cpu_bf16_mode() == CPU_BF16_MODE_OFF);
+    CHECK(cpu_select_bf16("half", &err) == NC_ERR_INVALID);
+    CHECK(cpu_bf16_mode() == CPU_BF16_MODE_OFF);
+    CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].why, "NECTAR_BF16=off"));
+    CHECK_OK(cpu_select_bf16("accurate", &err), &err);
 }
 
 /* The Q8/Q4 decode slots are named the same under every bf16 contract,
