@@ -1,5 +1,6 @@
-/* Monotonic wall-clock time and peak resident memory, for load times,
- * tokens/s and the measurement harness. */
+/* Monotonic wall-clock time, and the process's and the system's memory,
+ * for load times, tokens/s, the measurement harness and the weights'
+ * residency (io/weights_residency.h). */
 #ifndef NC_BASE_TIMER_H
 #define NC_BASE_TIMER_H
 

@@ -1,22 +1,10 @@
 /* The NECTAR_WEIGHTS policy (see weights_residency.h). */
 #include "io/weights_residency.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
-
-/* MemAvailable from /proc/meminfo in bytes; 0 where there is none. */
-static size_t available_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-    fclose(f);
-    return (size_t)kib * 1024;
-}
+#include "base/timer.h"
 
 typedef enum { MODE_AUTO, MODE_MMAP, MODE_RESIDENT } residency_mode;
 static residency_mode mode = MODE_AUTO;
@@ -41,7 +29,7 @@ void weights_residency_choose(size_t total_bytes, weights_residency *out) {
         out->why = "mmapped (as set: mmap)";
         return;
     }
-    size_t avail = available_bytes();
+    size_t avail = nc_available_memory_bytes();
     /* A model of more than half the memory would otherwise sit there
      * twice while it loads: the copy, and the file in the page cache. */
     int drop = total_bytes > avail / 2;
