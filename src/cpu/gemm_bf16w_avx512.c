@@ -80,24 +80,6 @@ INLINE void tile(const uint16_t *p, int k0, int k1, const float *xt, float *y, s
     acc_store(acc, y, ldy, m0, m1, tb);
 }
 
-static void run(const uint16_t *panel, int k, int rows, const float *xt, float *y, size_t ldy,
-                int n, const void *pf_end) {
-    int nt = (n + TB - 1) / TB;
-    size_t block = (size_t)CPU_BF16W_NR * (size_t)k;
-    for (int r = 0; r < rows; r += CPU_BF16W_NR) {
-        const uint16_t *p = panel + (size_t)r * (size_t)k;
-        const char *next = (const char *)(p + block);
-        if (next + block * sizeof(uint16_t) > (const char *)pf_end) next = (const char *)p;
-        int valid = rows - r < CPU_BF16W_NR ? rows - r : CPU_BF16W_NR;
-        for (int k0 = 0; k0 < k; k0 += KC) {
-            int k1 = k - k0 < KC ? k : k0 + KC;
-            for (int t = 0, tt = 0; t < n; t += TB, tt++)
-                tile(p, k0, k1, xt + (size_t)t * (size_t)k, y + (size_t)t * ldy + (size_t)r, ldy,
-                     valid, n - t < TB ? n - t : TB, next, tt, nt);
-        }
-    }
-}
-
 /* The columns of a 16 x 16 block of 32-bit values (after the transpose:
  * m[c] holds column c, its first TB lanes the tile's rows) into out + c *
  * TB for c < w. The 12 valid lanes of each 4 columns make 3 whole vectors
@@ -138,8 +120,6 @@ static void pack_x(const float *x, size_t ldx, int rows, int c0, int k, float *t
         store_columns(m, w, tile + (size_t)(c0 + i) * TB);
     }
 }
-
-const cpu_gemm_bf16w cpu_gemm_bf16w_avx512 = {cpu_bf16w_pack, pack_x, run};
 
 /* ---- the fast table: vdpbf16ps on bf16 activation pairs ---- */
 
@@ -195,23 +175,46 @@ INLINE void tile_pairs(const uint16_t *p, int c0, int c1, const uint32_t *xt, fl
     acc_store(acc, y, ldy, m0, m1, tb);
 }
 
-static void run_pairs(const uint16_t *panel, int k, int rows, const float *xt, float *y,
-                      size_t ldy, int n, const void *pf_end) {
-    int nt = (n + TB - 1) / TB, pairs = k / 2;
+/* ---- both tables ---- */
+
+/* Every 32-row block of the panel, KC columns at a time, against every
+ * tile: tile() on columns, or tile_pairs() on column pairs (PAIRS, the fast
+ * table). Each block's tiles prefetch the next block (pf_end: past the
+ * last block the caller runs; there, the block itself). */
+INLINE void run_blocks(const uint16_t *panel, int k, int rows, const float *xt, float *y,
+                       size_t ldy, int n, const void *pf_end, const int PAIRS) {
+    int nt = (n + TB - 1) / TB, steps = PAIRS ? k / 2 : k, kc = PAIRS ? KC / 2 : KC;
     size_t block = (size_t)CPU_BF16W_NR * (size_t)k;
     for (int r = 0; r < rows; r += CPU_BF16W_NR) {
         const uint16_t *p = panel + (size_t)r * (size_t)k;
         const char *next = (const char *)(p + block);
         if (next + block * sizeof(uint16_t) > (const char *)pf_end) next = (const char *)p;
         int valid = rows - r < CPU_BF16W_NR ? rows - r : CPU_BF16W_NR;
-        for (int c0 = 0; c0 < pairs; c0 += KC / 2) {
-            int c1 = pairs - c0 < KC / 2 ? pairs : c0 + KC / 2;
-            for (int t = 0, tt = 0; t < n; t += TB, tt++)
-                tile_pairs(p, c0, c1, (const uint32_t *)(const void *)(xt + (size_t)t * (size_t)k),
-                           y + (size_t)t * ldy + (size_t)r, ldy, valid, n - t < TB ? n - t : TB,
-                           next, tt, nt);
+        for (int s0 = 0; s0 < steps; s0 += kc) {
+            int s1 = steps - s0 < kc ? steps : s0 + kc;
+            for (int t = 0, tt = 0; t < n; t += TB, tt++) {
+                const float *x = xt + (size_t)t * (size_t)k;
+                float *yt = y + (size_t)t * ldy + (size_t)r;
+                int tb = n - t < TB ? n - t : TB;
+                if (PAIRS)
+                    tile_pairs(p, s0, s1, (const uint32_t *)(const void *)x, yt, ldy, valid, tb,
+                               next, tt, nt);
+                else
+                    tile(p, s0, s1, x, yt, ldy, valid, tb, next, tt, nt);
+            }
         }
     }
 }
 
+static void run(const uint16_t *panel, int k, int rows, const float *xt, float *y, size_t ldy,
+                int n, const void *pf_end) {
+    run_blocks(panel, k, rows, xt, y, ldy, n, pf_end, 0);
+}
+
+static void run_pairs(const uint16_t *panel, int k, int rows, const float *xt, float *y,
+                      size_t ldy, int n, const void *pf_end) {
+    run_blocks(panel, k, rows, xt, y, ldy, n, pf_end, 1);
+}
+
+const cpu_gemm_bf16w cpu_gemm_bf16w_avx512 = {cpu_bf16w_pack, pack_x, run};
 const cpu_gemm_bf16w cpu_gemm_bf16w_fast_avx512 = {cpu_bf16w_pack_pairs, pack_x_pairs, run_pairs};
