@@ -220,6 +220,21 @@ static double cosine(const float *a, const float *b, int n) {
     return dot / sqrt(na * nb);
 }
 
+/* Whether the kernel's /proc/cpuinfo lists this CPU flag (0 where there
+ * is no such file). */
+static int cpu_lists_flag(const char *flag) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    int found = 0;
+    size_t n = strlen(flag);
+    while (f && !found && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5))
+            for (const char *p = strstr(line, flag); p && !found; p = strstr(p + 1, flag))
+                found = p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n');
+    if (f) fclose(f);
+    return found;
+}
+
 /* mb_bf16 (bf16 weights) with mb_base's tokenizer (the same vocabulary),
  * as a folder in dir: its embedding of "Hello" into v[64] under the bf16
  * contract now in force. */
@@ -244,9 +259,9 @@ static nc_status embed_bf16_hello(const char *dir, float *v, nc_error *err) {
 
 /* The bf16 contract is the process's: under "fast" the bf16 model's
  * embedding stays within cosine 0.999 of the exact one (the tiny fixture's
- * rows are 1.5-2.1% off HF per layer where the CPU has bf16 dot products;
- * elsewhere both are the same), "accurate" gives the exact vector back
- * (to fp32 accuracy), and a contract that is none, or a kernel that is
+ * rows are 1.5-2.1% off HF per layer where the CPU has bf16 dot products,
+ * and differ from the exact vector there; elsewhere both are the same),
+ * "accurate" gives the exact vector back (to fp32 accuracy), and a contract that is none, or a kernel that is
  * none, is refused naming it and leaves the contract as it was. */
 static void test_bf16_contract_is_set_for_the_process(void) {
     char dir[] = "/tmp/nc_api_bf16_XXXXXX";
@@ -266,6 +281,9 @@ static void test_bf16_contract_is_set_for_the_process(void) {
     double c = cosine(exact, fast, 64);
     printf("  fast against accurate: cosine %.7f\n", c);
     CHECK(c > 0.999);
+    /* where the CPU has bf16 dot products (the kernel's own flag list says
+     * so), "fast" must have changed the products */
+    if (cpu_lists_flag("avx512_bf16")) CHECK(memcmp(exact, fast, sizeof exact) != 0);
     /* within the accurate contract: the kernels that serve it may differ
      * (the first decoder opened measured them; switching resets them) */
     CHECK(cosine(exact, again, 64) > 1 - 1e-9 && cosine(exact, after_bad, 64) > 1 - 1e-9);
