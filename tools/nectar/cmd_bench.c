@@ -3,12 +3,13 @@
  * seam. pp<P>: one batched forward of a P-token prompt from an empty cache;
  * tg<N>: N single-token forwards from an empty cache, each producing logits.
  * Each is repeated --runs times (after one untimed warm-up token that pages
- * the weights in, and one untimed pp run, as llama-bench warms up) and printed as mean +/- sd tokens/s, with the load time,
- * peak RSS, the share of the threads' time the process got, and the two
- * rooflines: tg against memory bandwidth / weight bytes per token, pp's
- * GFLOP/s against the measured peak FMA rate. `--bandwidth` measures only
- * the machine (read bandwidth, peak FMA per kernel table, AMX tile rate). `--compare`
- * hands over to cmd_bench_compare. */
+ * the weights in, and one untimed pp run, as llama-bench warms up) and
+ * printed as mean +/- sd tokens/s, with the load time, peak RSS, the share
+ * of the threads' time the process got, and the two rooflines: tg against
+ * memory bandwidth / weight bytes per token, pp's GFLOP/s against the
+ * measured peak FMA rate. `--bandwidth` measures only the machine (read
+ * bandwidth, peak FMA per kernel table, AMX tile rate). `--compare` hands
+ * over to cmd_bench_compare. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
