@@ -63,8 +63,18 @@ nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int dro
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for %zu bytes", path, size);
     }
     size_t done = 0;
+    const size_t chunk = (size_t)64 << 20;
+#if defined(POSIX_FADV_WILLNEED)
+    posix_fadvise(fd, 0, (off_t)(size < chunk ? size : chunk), POSIX_FADV_WILLNEED);
+#endif
     while (done < size) {
-        size_t want = size - done < ((size_t)64 << 20) ? size - done : (size_t)64 << 20;
+        size_t want = size - done < chunk ? size - done : chunk;
+#if defined(POSIX_FADV_WILLNEED)
+        /* the disk reads the next chunk while this one is copied (a lone
+         * pread of 64 MiB waits for its pages, then copies them) */
+        if (done + want < size)
+            posix_fadvise(fd, (off_t)(done + want), (off_t)chunk, POSIX_FADV_WILLNEED);
+#endif
         ssize_t n = pread(fd, base + lead + done, want, (off_t)done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {

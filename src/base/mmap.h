@@ -22,7 +22,9 @@ void nc_unmap_file(nc_mapped_file *m);
  * after): on huge pages where the system grants them (nc_huge_alloc), with
  * the file's byte at aligned_offset on a 64-byte boundary; drop_page_cache:
  * asks the kernel to drop the file's cached pages once read (so the file is
- * not held twice). Freed by nc_unmap_file. */
+ * not held twice). Reads 64 MiB at a time, each after asking the kernel to
+ * read the next one ahead (POSIX_FADV_WILLNEED), so the disk and the copy
+ * overlap. Freed by nc_unmap_file. */
 nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int drop_page_cache,
                                 nc_mapped_file *out, nc_error *err);
 
