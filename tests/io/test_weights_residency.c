@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const char *FIXTURE = "tests/fixtures/qwen3/tiny_gqa2/model.safetensors";
 
@@ -78,6 +79,50 @@ static void test_resident_after_dropping_the_page_cache(void) {
     st_close(b);
 }
 
+/* The pattern byte at file offset i: not a multiple of any chunk or page
+ * size, so a chunk read from or to the wrong place shows. */
+static unsigned char pattern_at(size_t i) {
+    return (unsigned char)((i * 2654435761u) >> 13 ^ i / 4099);
+}
+
+/* A file past two of the reader's 64 MiB pieces (the fixtures above are
+ * one piece), read with and without dropping its cache: every byte where
+ * the file has it, the first at the requested alignment. */
+static void test_load_resident_reads_every_piece(void) {
+    char path[] = "/tmp/nectar_resident_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    const size_t size = ((size_t)128 << 20) + 4099, buf_bytes = (size_t)1 << 20;
+    unsigned char *buf = malloc(buf_bytes);
+    CHECK(buf != NULL);
+    int wrote = buf != NULL;
+    for (size_t at = 0; wrote && at < size; at += buf_bytes) {
+        size_t n = size - at < buf_bytes ? size - at : buf_bytes;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = pattern_at(at + i);
+        wrote = write(fd, buf, n) == (ssize_t)n;
+    }
+    close(fd);
+    free(buf);
+    CHECK(wrote);
+    for (int drop = 0; wrote && drop <= 1; drop++) {
+        nc_mapped_file m;
+        nc_error err;
+        CHECK_OK(nc_load_file_resident(path, 13, drop, &m, &err), &err);
+        CHECK(m.size_bytes == size && m.region != NULL);
+        CHECK(((uintptr_t)m.data + 13) % NC_ALIGN == 0);
+        size_t bad = 0, first_bad = 0;
+        const unsigned char *d = m.data;
+        for (size_t i = 0; i < m.size_bytes; i++)
+            if (d[i] != pattern_at(i) && !bad++) first_bad = i;
+        CHECKF(bad == 0, "drop %d: %zu bytes differ from the file, the first at %zu", drop, bad,
+               first_bad);
+        nc_unmap_file(&m);
+    }
+    unlink(path);
+}
+
 static void test_policy_settings(void) {
     weights_residency r;
     nc_error err;
@@ -118,6 +163,7 @@ static void test_open_to_run_follows_the_setting(void) {
 int main(void) {
     RUN(test_resident_tensors_hold_the_files_bytes);
     RUN(test_resident_after_dropping_the_page_cache);
+    RUN(test_load_resident_reads_every_piece);
     RUN(test_policy_settings);
     RUN(test_open_to_run_follows_the_setting);
     return nc_test_exit_code();
