@@ -109,7 +109,9 @@ static void test_load_resident_reads_every_piece(void) {
     for (int drop = 0; wrote && drop <= 1; drop++) {
         nc_mapped_file m;
         nc_error err;
-        CHECK_OK(nc_load_file_resident(path, 13, drop, &m, &err), &err);
+        nc_status st = nc_load_file_resident(path, 13, drop, &m, &err);
+        CHECKF(st == NC_OK, "drop %d: %s", drop, err.msg);
+        if (st != NC_OK) continue; /* on to the unlink */
         CHECK(m.size_bytes == size && m.region != NULL);
         CHECK(((uintptr_t)m.data + 13) % NC_ALIGN == 0);
         size_t bad = 0, first_bad = 0;
