@@ -99,6 +99,11 @@ nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int dro
     return NC_OK;
 }
 
+int nc_mapped_set_writable(nc_mapped_file *m, int on) {
+    if (!m->region) return 0;
+    return mprotect(m->region, m->region_bytes, on ? PROT_READ | PROT_WRITE : PROT_READ) == 0;
+}
+
 void nc_unmap_file(nc_mapped_file *m) {
     if (m->region) munmap(m->region, m->region_bytes);
     else if (m->data) munmap((void *)m->data, m->size_bytes);

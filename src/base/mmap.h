@@ -28,6 +28,11 @@ void nc_unmap_file(nc_mapped_file *m);
 nc_status nc_load_file_resident(const char *path, size_t aligned_offset, int drop_page_cache,
                                 nc_mapped_file *out, nc_error *err);
 
+/* A file read into memory made writable (on) or read-only again (off), for
+ * loaders that rearrange weights in place; returns 0 for a mapped file
+ * (or an empty one), which stays read-only, and 1 otherwise. */
+int nc_mapped_set_writable(nc_mapped_file *m, int on);
+
 /* Reads a whole (small) file into a NUL-terminated heap buffer. */
 nc_status nc_read_file(const char *path, char **out, size_t *size_bytes, nc_error *err);
 

@@ -285,6 +285,15 @@ void cpu_set_bf16_decode(cpu_matmul_fn decode) {
 #endif
 }
 
+void cpu_set_q4_interleave(int on) {
+    pthread_once(&once, choose);
+#if defined(__x86_64__)
+    avx512_table.qmatmul[2] = amx_table.qmatmul[2] = on ? cpu_kernels_avx512.qmatmul[2] : NULL;
+#else
+    (void)on;
+#endif
+}
+
 void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode) {
     pthread_once(&once, choose);
 #if defined(__x86_64__)
@@ -367,10 +376,10 @@ size_t cpu_wtype_size(cpu_wtype t) {
 size_t cpu_wtype_row_bytes(cpu_wtype t, int cols) {
     size_t nb = ((size_t)cols + 31) / 32;
     return t == CPU_W_Q8   ? nb * CPU_Q8_BLOCK_BYTES
-           : t == CPU_W_Q4 ? nb * CPU_Q4_BLOCK_BYTES
+           : t == CPU_W_Q4 || t == CPU_W_Q4X16 ? nb * CPU_Q4_BLOCK_BYTES
                            : (size_t)cols * cpu_wtype_size(t);
 }
 const char *cpu_wtype_name(cpu_wtype t) {
-    static const char *names[CPU_W_N] = {"f32", "f16", "bf16", "q8", "q4"};
+    static const char *names[CPU_W_N] = {"f32", "f16", "bf16", "q8", "q4", "q4"};
     return (unsigned)t < CPU_W_N ? names[t] : "?";
 }

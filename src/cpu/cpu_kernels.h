@@ -12,8 +12,19 @@
 
 /* Storage type of a weight matrix, read straight from the mmap. The float
  * types are CPU_W_FLOAT_N first; Q8/Q4 are block-quantized rows (cpu_quant.h:
- * 32 weights per block, an fp16 scale each; a row is ceil(cols/32) blocks). */
-typedef enum { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_Q8, CPU_W_Q4, CPU_W_N } cpu_wtype;
+ * 32 weights per block, an fp16 scale each; a row is ceil(cols/32) blocks).
+ * Q4X16 is Q4 rearranged at load into groups of 16 rows (q4_interleave.h)
+ * for the tables that have a kernel for it (qmatmul[2]): the same bytes,
+ * but no row of it starts at a row pointer (cpu_mat_row_to_f32 reads one). */
+typedef enum {
+    CPU_W_F32,
+    CPU_W_F16,
+    CPU_W_BF16,
+    CPU_W_Q8,
+    CPU_W_Q4,
+    CPU_W_Q4X16,
+    CPU_W_N
+} cpu_wtype;
 #define CPU_W_FLOAT_N 3
 
 /* Y[t*ldy + r] = sum_k X[t*ldx + k] * W[r*ldw + k]  for t in [0, n), r in
@@ -33,13 +44,14 @@ typedef void (*cpu_qmatmul_fn)(const void *w, size_t ldw_bytes, const int8_t *xq
                                int r0, int r1);
 
 /* Optional prompt path for quantized weights, the int8 GEMM: pack[] repacks
- * rows r0..r1 of a Q8 ([0]) or Q4 ([1]) matrix (nb blocks per row) into a
+ * rows r0..r1 of a Q8 ([0]), Q4 ([1]) or Q4X16 ([2], r0 and r1 multiples
+ * of 16) matrix (nb blocks per row) into a
  * panel of panel_bytes(r1 - r0, nb) bytes, once per pool task; matmul then
  * runs n activation rows, quantized as for cpu_qmatmul_fn, against the
  * panel's rows: y[t*ldy + row] for row < rows. Tables that have it use it
  * for every prompt (8 rows on) instead of the fp32 GEMM. */
 typedef struct cpu_qpanel_kernels {
-    void (*pack[2])(const void *w, size_t ldw, int nb, int r0, int r1, void *panel);
+    void (*pack[3])(const void *w, size_t ldw, int nb, int r0, int r1, void *panel);
     void (*matmul)(const void *panel, int nb, const int8_t *xq, size_t ldq, const float *xs,
                    size_t lds, float *y, size_t ldy, int n, int rows);
     size_t (*panel_bytes)(int rows, int nb);
@@ -66,7 +78,10 @@ static inline size_t cpu_gemm_panel_floats(const cpu_gemm_kernels *g, int rows, 
 typedef struct cpu_kernels {
     const char *name; /* "scalar", "avx2", "avx2-vnni", "avx512", "amx", "neon", ... */
     cpu_matmul_fn matmul[CPU_W_FLOAT_N];
-    cpu_qmatmul_fn qmatmul[2];        /* [0] Q8, [1] Q4 */
+    /* [0] Q8, [1] Q4, [2] Q4X16 (NULL where the table has none: its Q4
+     * matrices keep their rows; the rows r0..r1 of a call are multiples of
+     * 16) */
+    cpu_qmatmul_fn qmatmul[3];
     const cpu_qpanel_kernels *qpanel; /* NULL: prompts use qmatmul too */
     cpu_gemm_kernels gemm;            /* prompts (many activation rows), every type */
     /* prompts against bf16 weights on bf16 dot products (gemm_bf16.h), where
@@ -148,6 +163,10 @@ void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt);
 /* For cpu_tune: Q8 (fmt 0) or Q4 (1) decoding in the AVX-512/AMX tables
  * (a qgemv.h kernel; NULL: the table's own). */
 void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode);
+/* For cpu_tune: whether models loaded from now on interleave their Q4 rows
+ * (q4_interleave.h) in the AVX-512/AMX tables: their qmatmul[2], the
+ * interleaved kernel or NULL (on by default). */
+void cpu_set_q4_interleave(int on);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);
@@ -157,7 +176,7 @@ size_t cpu_wtype_size(cpu_wtype t);
 /* Bytes of one stored row of `cols` weights. */
 size_t cpu_wtype_row_bytes(cpu_wtype t, int cols);
 static inline int cpu_wtype_is_quant(cpu_wtype t) {
-    return t == CPU_W_Q8 || t == CPU_W_Q4;
+    return t == CPU_W_Q8 || t == CPU_W_Q4 || t == CPU_W_Q4X16;
 }
 const char *cpu_wtype_name(cpu_wtype t);
 

@@ -3,6 +3,7 @@
 
 #include "cpu/cpu_amx_dispatch.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/q4_interleave.h"
 
 /* Activation rows per inner call of the row-tile kernels when n > 1: 16
  * rows of fp32 activations (16 x 4 KiB at k = 1024) stay in L1/L2 while a
@@ -45,6 +46,7 @@ static const cpu_gemm_kernels *gemm_for(const cpu_kernels *kern, const cpu_mat *
 static int uses_gemm(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a, int n) {
     const cpu_gemm_kernels *g = gemm_for(kern, w);
     if (cpu_wtype_is_quant(w->type) && kern->qpanel) return 0; /* the int8 GEMM */
+    if (w->type == CPU_W_Q4X16) return 0; /* no row pointers for the fp32 packing */
     int min_tokens = cpu_wtype_is_quant(w->type) ? GEMM_MIN_TOKENS_QUANT : PANEL_MIN_TOKENS;
     return g->run && n >= min_tokens && a && a->panels &&
            a->panel_floats >= cpu_gemm_panel_floats(g, ROWS_PER_TASK_BATCH, w->cols);
@@ -167,6 +169,15 @@ void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int cou
                                                p[i].y, p[i].ldy, a->n, a);
     }
     nc_pool_for(pool, m.first[count], many_task, &m);
+}
+
+void cpu_mat_row_to_f32(const cpu_kernels *kern, const cpu_mat *w, int r, float *dst) {
+    if (w->type == CPU_W_Q4X16) {
+        cpu_q4x16_row_to_f32(w->data, w->cols, r, dst);
+        return;
+    }
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * cpu_wtype_row_bytes(w->type, w->cols);
+    kern->row_to_f32[w->type](row, dst, w->cols);
 }
 
 size_t cpu_mat_bytes(const cpu_mat *w) {

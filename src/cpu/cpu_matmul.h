@@ -84,6 +84,9 @@ void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int cou
 
 size_t cpu_mat_bytes(const cpu_mat *w);
 
+/* Row r of w as fp32 (Q8/Q4 dequantized as d * code): embedding lookups. */
+void cpu_mat_row_to_f32(const cpu_kernels *kern, const cpu_mat *w, int r, float *dst);
+
 /* Weight rows per pool task of a one-row product (decoding) of `rows` rows
  * on `threads` threads: about 4 tasks per thread, whole 16-row steps; the
  * bandwidth probe's kernel patterns split their products the same way. */

@@ -22,14 +22,16 @@
 #include "cpu/cpu_quant.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/gemv_bf16.h"
+#include "cpu/q4_interleave.h"
 #include "cpu/qgemv.h"
 
 /* The format's number also names the probe: raised whenever the probe
  * changes what it ranks (2: weights 8 bytes past a cache line, as a
  * model's tensors sit; 3: on huge pages and aligned where the engine reads
  * the weights into memory; 4: a layer's products, not 2048-row ones; 5:
- * 512 MiB of them, not 64), so a file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 5"
+ * 512 MiB of them, not 64; 6: Q4 rows interleaved at load among the Q4
+ * candidates), so a file of an older probe is measured again. */
+#define WISDOM_HEADER "# nectar kernel wisdom 6"
 #define MAX_LINES 256
 /* The decode probe's weights: 512 MiB (at most an eighth of the memory:
  * decode_bytes; 16x the L3 of this Zen 5 VM, so they stream from memory as
@@ -124,6 +126,12 @@ static int table_has_bf16_dot(void) {
 static int candidates_of(cpu_slot s, int mode, candidate *out) {
     int n = 0, fast = mode == CPU_BF16_MODE_FAST, dot = table_has_bf16_dot();
     if (is_q_slot(s)) {
+#if defined(__x86_64__)
+        /* Q4 rows interleaved at load (q4_interleave.h), the default where
+         * the table has it */
+        if (s == CPU_SLOT_DECODE_Q4 && table_is_avx512())
+            out[n++] = (candidate){"x16", NULL, NULL, cpu_kernels_avx512.qmatmul[2]};
+#endif
         out[n++] = (candidate){"tile", NULL, NULL, NULL}; /* the table's own */
 #if defined(__x86_64__)
         for (int i = 0;
@@ -229,6 +237,7 @@ static probe_product *plan_products(cpu_wtype wt, size_t bytes, int *n, size_t *
         size_t ldw = cpu_wtype_row_bytes(wt, DECODE_PRODUCTS[i].cols);
         size_t fit = (bytes - off) / ldw;
         int rows = fit < (size_t)DECODE_PRODUCTS[i].rows ? (int)fit : DECODE_PRODUCTS[i].rows;
+        rows -= rows % 16; /* whole groups for the interleaved Q4 kernel */
         if (rows < 16) break;
         out[(*n)++] = (probe_product){off, ldw, rows, DECODE_PRODUCTS[i].cols};
         off += (size_t)rows * ldw;
@@ -296,6 +305,12 @@ static void fill_weights(cpu_slot s, uint8_t *w, size_t bytes, size_t ldw) {
     for (size_t r = 0; r + ldw <= bytes; r += ldw)
         for (size_t b = 0; b + block <= ldw; b += block)
             memcpy(w + r + b, &d, sizeof d);
+    if (s == CPU_SLOT_DECODE_Q4) /* where the interleaved layout keeps them too */
+        for (size_t g = 0; g + CPU_Q4X16_ROWS * ldw <= bytes; g += CPU_Q4X16_ROWS * ldw)
+            for (size_t p = 0; p + CPU_Q4X16_PAIR_BYTES <= CPU_Q4X16_ROWS * ldw;
+                 p += CPU_Q4X16_PAIR_BYTES)
+                for (int i = 0; i < 2 * CPU_Q4X16_ROWS; i++)
+                    memcpy(w + g + p + 2 * i, &d, sizeof d);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -586,8 +601,13 @@ static void apply(cpu_slot s, const candidate *c) {
         cpu_set_bf16_decode(c->decode);
     else if (s == CPU_SLOT_PROMPT_BF16)
         cpu_set_bf16_prompt(c->gemm);
-    else
+    else if (s == CPU_SLOT_DECODE_Q4 && !strcmp(c->name, "x16")) {
+        cpu_set_q_decode(1, NULL); /* for matrices that keep their rows */
+        cpu_set_q4_interleave(1);
+    } else {
         cpu_set_q_decode(s == CPU_SLOT_DECODE_Q4, c->qdecode);
+        if (s == CPU_SLOT_DECODE_Q4) cpu_set_q4_interleave(0);
+    }
 }
 
 /* Kernels forced by cpu_tune_force, per slot ("": none). */

@@ -103,7 +103,7 @@ CPU_DEF_ROW(q4, 16, _mm512_storeu_ps)
 const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
-    .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512},
+    .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512, cpu_qmatmul_q4x16_avx512},
     .qpanel = &cpu_qpanel_avx512,
     .gemm = {32, gemm_pack, gemm_run},
     .gemm_bf16w = &cpu_gemm_bf16w_avx512,

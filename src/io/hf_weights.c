@@ -127,3 +127,24 @@ const st_tensor *hf_weights_find(const hf_weights *w, const char *name, const ch
     }
     return NULL;
 }
+
+void hf_weights_writable(hf_weights *w, int on) {
+    for (int i = 0; w && i < w->n_shards; i++)
+        w->shards[i]->writable = nc_mapped_set_writable(&w->shards[i]->map, on) && on;
+}
+
+void *hf_weights_rewritable(hf_weights *w, const char *name, int *earlier) {
+    *earlier = 0;
+    for (int i = 0; w && i < w->n_shards; i++) {
+        st_tensor *t = (st_tensor *)st_find(w->shards[i], name);
+        if (!t) continue;
+        if (t->rewritten) {
+            *earlier = 1;
+            return NULL;
+        }
+        if (!w->shards[i]->writable) return NULL;
+        t->rewritten = 1;
+        return (void *)t->data;
+    }
+    return NULL;
+}

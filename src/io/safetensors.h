@@ -43,6 +43,7 @@ typedef struct st_tensor {
     size_t offset_bytes; /* from the start of the data block */
     size_t size_bytes;
     const void *data; /* into the mmap (NULL until the data block is known) */
+    int rewritten;    /* a loader rearranged its bytes (hf_weights_rewritable) */
 } st_tensor;
 
 typedef struct st_file {
@@ -50,6 +51,7 @@ typedef struct st_file {
     nc_mapped_file map;
     st_tensor *tensors; /* sorted by name */
     int n_tensors;
+    int writable; /* hf_weights_writable made the resident copy writable */
 } st_file;
 
 const char *st_dtype_name(st_dtype t); /* "BF16", ... */

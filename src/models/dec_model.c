@@ -6,6 +6,8 @@
 
 #include "base/alloc.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/q4_interleave.h"
+#include "models/hf_tensors.h"
 
 nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threads,
                          const dec_load_steps *steps, nc_error *err) {
@@ -14,9 +16,26 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
     b->kv_f16 = 0; /* fp32 unless the caller asks */
     NC_TRY(steps->config(model, err));
     if (!steps->no_safetensors) NC_TRY(hf_weights_open_to_run(dir, &b->weights, err));
-    NC_TRY(steps->weights(model, err));
+    /* the pool first: the weights step interleaves Q4 rows on it */
     NC_TRY(nc_pool_new(n_threads, &b->pool, err));
+    hf_weights_writable(b->weights, 1);
+    nc_status st = steps->weights(model, err);
+    hf_weights_writable(b->weights, 0);
+    NC_TRY(st);
     return steps->workspace(model, err);
+}
+
+nc_status dec_model_load_mat(const dec_model *b, const char *name, int rows, int cols,
+                             cpu_mat *out, nc_error *err) {
+    NC_TRY(hft_load_mat(b->weights, b->dir, name, rows, cols, out, err));
+    if (out->type != CPU_W_Q4 || !b->kern->qmatmul[2] || !cpu_q4x16_fits(rows, cols))
+        return NC_OK;
+    int earlier;
+    void *data = hf_weights_rewritable(b->weights, name, &earlier);
+    if (data && cpu_q4x16_interleave(b->pool, data, rows, cols, err) != NC_OK)
+        return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory interleaving '%s'", b->dir, name);
+    if (data || earlier) out->type = CPU_W_Q4X16;
+    return NC_OK;
 }
 
 nc_status dec_rows_ws_new(dec_model *b, int rows, int widest, nc_error *err) {

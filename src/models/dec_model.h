@@ -54,6 +54,12 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
                          const dec_load_steps *steps, nc_error *err);
 void dec_model_free(dec_model *b);
 
+/* A [rows, cols] matrix of the weights step (hft_load_mat), its Q4 rows
+ * interleaved in place (q4_interleave.h) where the table decodes that
+ * layout and the weights were read into memory. */
+nc_status dec_model_load_mat(const dec_model *b, const char *name, int rows, int cols,
+                             cpu_mat *out, nc_error *err);
+
 /* Where the weights live ("read into memory on huge pages (auto)", ...). */
 const char *dec_model_residency(const dec_model *b);
 

@@ -138,10 +138,8 @@ static void decoder_rows(qwen3_model *m, int n) {
     int d = c->hidden_size;
     /* token embeddings, and the RoPE angles of each row's position */
     for (int i = 0; i < n; i++) {
-        const unsigned char *row = (const unsigned char *)m->embed.data +
-                                   (size_t)R->row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
         float *x = m->ws.x + (size_t)i * d;
-        K->row_to_f32[m->embed.type](row, x, d); /* any type, Q8/Q4 too */
+        cpu_mat_row_to_f32(K, &m->embed, R->row_token[i], x); /* any type, Q8/Q4 too */
         if (m->embed_scale)
             for (int j = 0; j < d; j++)
                 x[j] *= m->embed_scale;

@@ -274,10 +274,7 @@ static void decoder_rows(qwen35_model *m, int n, const segment *segs, int n_segs
     const qwen35_config *c = &m->cfg;
     int d = c->hidden_size;
     for (int i = 0; i < n; i++) {
-        const unsigned char *row =
-            (const unsigned char *)m->embed.data +
-            (size_t)m->b.rows.row_token[i] * cpu_wtype_row_bytes(m->embed.type, d);
-        m->b.kern->row_to_f32[m->embed.type](row, m->ws.x + (size_t)i * d, d);
+        cpu_mat_row_to_f32(m->b.kern, &m->embed, m->b.rows.row_token[i], m->ws.x + (size_t)i * d);
     }
     rows_rope(m, n);
     for (int l = 0; l < c->num_hidden_layers; l++) {

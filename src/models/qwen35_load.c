@@ -58,7 +58,7 @@ size_t qwen35_model_weight_bytes_per_token(const qwen35_model *m) {
 
 static nc_status load_mat(const qwen35_model *m, const char *name, int rows, int cols, cpu_mat *out,
                           nc_error *err) {
-    return hft_load_mat(m->b.weights, m->b.dir, name, rows, cols, out, err);
+    return dec_model_load_mat(&m->b, name, rows, cols, out, err);
 }
 
 static nc_status load_vec(const qwen35_model *m, const char *name, int ndim, const int64_t *shape,

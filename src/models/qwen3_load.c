@@ -49,7 +49,7 @@ size_t qwen3_model_weight_bytes_per_token(const qwen3_model *m) {
 
 static nc_status load_mat(const qwen3_model *m, const char *name, int rows, int cols, cpu_mat *out,
                           nc_error *err) {
-    return hft_load_mat(m->b.weights, m->b.dir, name, rows, cols, out, err);
+    return dec_model_load_mat(&m->b, name, rows, cols, out, err);
 }
 
 /* Norm weights are small: widen them to fp32 once, into *dst; Gemma's

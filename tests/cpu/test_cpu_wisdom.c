@@ -63,7 +63,7 @@ static void test_measure_then_read_back(void) {
         measured += !strcmp(t.slot[s].why, "measured now");
     CHECK(measured >= 1);
     char *text = read_all();
-    CHECK(!strncmp(text, "# nectar kernel wisdom 5\n", 25));
+    CHECK(!strncmp(text, "# nectar kernel wisdom 6\n", 25));
     CHECK(strstr(text, t.cpu) && strstr(text, "decode-bf16-accurate"));
     cpu_tuning again;
     CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &again, &err), &err);
@@ -82,7 +82,7 @@ static void test_unknown_kernel_remeasured_other_cpus_kept(void) {
     char key[192], text[1024];
     cpu_identity(key, sizeof key);
     int n = snprintf(text, sizeof text,
-                     "# nectar kernel wisdom 5\nOther CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"
+                     "# nectar kernel wisdom 6\nOther CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"
                      "%s\tdecode-bf16-accurate\tkernel-from-the-future\t99\n",
                      key);
     write_file(text, (size_t)n);
@@ -105,16 +105,16 @@ static void test_corrupted_files_are_reported_and_replaced(void) {
         const char *where;
     } bad[] = {
         {"# some other format\n", 0, ":1:"},
-        {"# nectar kernel wisdom 5\ncpu\tdecode-bf16-accurate\tfp32-widen\n", 0, ":2:"},
-        {"# nectar kernel wisdom 5\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
-        {"# nectar kernel wisdom 5\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
-        {"# nectar kernel wisdom 5\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
-        {"# nectar kernel wisdom 5\ncpu\tslot\t\t1\n", 0, ":2:"},
+        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\n", 0, ":2:"},
+        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
+        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
+        {"# nectar kernel wisdom 6\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
+        {"# nectar kernel wisdom 6\ncpu\tslot\t\t1\n", 0, ":2:"},
         {"\x7f\x45LF\x02\x01\x01\0\0\0garbage", 16, ":1:"},
-        {"# nectar kernel wisdom 5\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
+        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
     };
     char longline[2048];
-    memcpy(longline, "# nectar kernel wisdom 5\n", 25);
+    memcpy(longline, "# nectar kernel wisdom 6\n", 25);
     memset(longline + 25, 'x', sizeof longline - 27);
     longline[sizeof longline - 2] = '\n';
     longline[sizeof longline - 1] = 0;
@@ -163,9 +163,21 @@ static void test_off_and_no_wisdom_measure_nothing(void) {
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].why, "NECTAR_BF16=off"));
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
     CHECK(!strcmp(t.slot[CPU_SLOT_PROMPT_BF16].kernel, "fp32-gemm"));
-    CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err); /* no wisdom: the tables' own Q8/Q4 tiles */
+    /* no wisdom: the tables' own Q8/Q4 tiles; Q4 rows interleaved at load
+     * where the table decodes them so (q4_interleave.h) */
+    CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q8].kernel, "tile"));
-    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].kernel, "tile"));
+    int x16 = cpu_kernels_get()->qmatmul[2] != NULL;
+    CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].kernel, x16 ? "x16" : "tile"));
+    if (x16) { /* the choice decides the layout of the next models */
+        CHECK_OK(cpu_tune_force(CPU_SLOT_DECODE_Q4, "tile", &err), &err);
+        CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].kernel, "tile") && !cpu_kernels_get()->qmatmul[2]);
+        CHECK_OK(cpu_tune_force(CPU_SLOT_DECODE_Q4, "x16", &err), &err);
+        CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
+        CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_Q4].kernel, "x16") && cpu_kernels_get()->qmatmul[2]);
+        cpu_tune_unforce();
+    }
     CHECK_OK(cpu_select_bf16("accurate", &err), &err);
     CHECK_OK(cpu_tune(NULL, 0, 1, &t, &err), &err);
     CHECK(!strcmp(t.slot[CPU_SLOT_DECODE_BF16].kernel, "fp32-widen"));
@@ -193,7 +205,10 @@ static void test_q_slots_measured_and_kept(void) {
     int n8 = cpu_tune_candidates(CPU_SLOT_DECODE_Q8, names, CPU_WISDOM_MAX_CANDIDATES);
     CHECK(n8 >= 1 && !strcmp(names[0], "tile"));
     if (n8 < 2) SKIP("one Q8/Q4 decode kernel on this CPU");
-    CHECK(cpu_tune_candidates(CPU_SLOT_DECODE_Q4, names, CPU_WISDOM_MAX_CANDIDATES) == n8);
+    /* Q4: the interleaved layout first, where the table has it */
+    int n4 = cpu_tune_candidates(CPU_SLOT_DECODE_Q4, names, CPU_WISDOM_MAX_CANDIDATES);
+    CHECK(n4 == n8 + (cpu_kernels_get()->qmatmul[2] != NULL));
+    CHECK(!strcmp(names[0], n4 > n8 ? "x16" : "tile"));
     for (int mode = 0; mode < 2; mode++) {
         CHECK_OK(cpu_select_bf16(mode ? "fast" : "off", &err), &err);
         cpu_tuning t;

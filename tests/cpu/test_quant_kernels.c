@@ -14,6 +14,7 @@
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/q4_interleave.h"
 #include "cpu/qgemv.h"
 
 static uint32_t rng = 7;
@@ -176,8 +177,11 @@ static void test_act_quantizer_matches_scalar_rule(void) {
 static int check_case_with(const cpu_kernels *tab, cpu_wtype t, int k, int n, int rows,
                            rows_placement where, int panel) {
     int nb = cpu_qblocks(k), pad = 3;
+    int x16 = t == CPU_W_Q4X16; /* quantized as Q4 rows, then interleaved */
+    cpu_wtype qt = x16 ? CPU_W_Q4 : t;
     size_t rb = cpu_wtype_row_bytes(t, k);
-    size_t ldw = where == ROWS_PADDED ? rb + 5 : rb; /* padded: an odd row stride */
+    /* padded: an odd row stride (Q4X16 has none: its groups are packed) */
+    size_t ldw = where == ROWS_PADDED && !x16 ? rb + 5 : rb;
     size_t ldq = (size_t)nb * 32 + 64, lds = (size_t)nb * CPU_QSCALE_REP + 16;
     size_t ldy = (size_t)rows + pad;
     void *map;
@@ -191,9 +195,11 @@ static int check_case_with(const cpu_kernels *tab, cpu_wtype t, int k, int n, in
     for (int r = 0; r < rows; r++) {
         for (int i = 0; i < k; i++)
             wf[(size_t)r * k + i] = frand() * (r % 3 == 0 ? 10.0f : 0.1f);
-        cpu_quantize_weight_row(t, wf + (size_t)r * k, k, w + (size_t)r * ldw);
-        cpu_dequantize_row(t, w + (size_t)r * ldw, wd + (size_t)r * k, k);
+        cpu_quantize_weight_row(qt, wf + (size_t)r * k, k, w + (size_t)r * ldw);
+        cpu_dequantize_row(qt, w + (size_t)r * ldw, wd + (size_t)r * k, k);
     }
+    nc_error err;
+    if (x16 && cpu_q4x16_interleave(NULL, w, rows, k, &err) != NC_OK) return 0;
     for (int b = 0; b < n; b++) {
         for (int i = 0; i < k; i++)
             xf[i] = frand() * (float)(b + 1);
@@ -205,6 +211,10 @@ static int check_case_with(const cpu_kernels *tab, cpu_wtype t, int k, int n, in
     /* padded: a row sub-range; fenced: every row, up to the fences */
     int r0 = where == ROWS_PADDED && rows > 2 ? 1 : 0;
     int r1 = where == ROWS_PADDED && rows > 3 ? rows - 1 : rows;
+    if (x16) { /* whole groups of 16 rows */
+        r0 = where == ROWS_PADDED && rows >= 48 ? 16 : 0;
+        r1 = where == ROWS_PADDED && rows >= 48 ? rows - 16 : rows;
+    }
     if (panel) {
         void *p = malloc(tab->qpanel->panel_bytes(r1 - r0, nb));
         tab->qpanel->pack[t - CPU_W_Q8](w, ldw, nb, r0, r1, p);
@@ -369,6 +379,85 @@ static void test_int8_gemm_all_tables_match_reference(void) {
             }
         }
     }
+    printf("  %d cases\n", cases);
+}
+
+/* The interleaved layout as q4_interleave.h writes it out, byte by byte:
+ * per group of 16 rows and pair of blocks, 16 scales of each block, then
+ * each block's codes as [chunk c][row a][code bytes 4c..4c+3]; rows read
+ * back equal the Q4 rows they came from; which shapes fit. */
+static void test_q4x16_layout_by_hand(void) {
+    int rows = 32, k = 128, nb = 4;
+    size_t rb = cpu_wtype_row_bytes(CPU_W_Q4, k);
+    uint8_t *w = malloc(rows * rb), *orig = malloc(rows * rb);
+    float x[128], back[128], want[128];
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < k; i++)
+            x[i] = frand() * (float)(r + 1);
+        cpu_quantize_weight_row(CPU_W_Q4, x, k, orig + (size_t)r * rb);
+    }
+    memcpy(w, orig, rows * rb);
+    nc_error err;
+    CHECK_OK(cpu_q4x16_interleave(NULL, w, rows, k, &err), &err);
+    int bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < nb; j++) {
+            const uint8_t *blk = orig + (size_t)r * rb + (size_t)j * CPU_Q4_BLOCK_BYTES;
+            const uint8_t *pair = w + (size_t)(r / 16) * 16 * rb + (size_t)(j / 2) * 576;
+            int a = r % 16, h = j % 2;
+            bad |= memcmp(pair + 32 * h + 2 * a, blk, 2) != 0;
+            for (int i = 0; i < 16; i++)
+                bad |= pair[64 + 256 * h + 64 * (i / 4) + 4 * a + i % 4] != blk[2 + i];
+        }
+    CHECK(!bad);
+    cpu_mat m = {CPU_W_Q4X16, w, rows, k};
+    for (int r = 0; r < rows; r++) {
+        cpu_dequantize_row(CPU_W_Q4, orig + (size_t)r * rb, want, k);
+        cpu_q4x16_row_to_f32(w, k, r, back);
+        CHECK(!memcmp(back, want, sizeof want));
+        cpu_mat_row_to_f32(cpu_kernels_get(), &m, r, back);
+        CHECK(!memcmp(back, want, sizeof want));
+    }
+    CHECK(cpu_q4x16_fits(16, 64) && cpu_q4x16_fits(151936, 1024));
+    CHECK(!cpu_q4x16_fits(15, 64) && !cpu_q4x16_fits(16, 32) && !cpu_q4x16_fits(16, 96) &&
+          !cpu_q4x16_fits(24, 64) && !cpu_q4x16_fits(0, 64));
+    CHECK(cpu_wtype_row_bytes(CPU_W_Q4X16, k) == rb && cpu_wtype_is_quant(CPU_W_Q4X16));
+    free(w);
+    free(orig);
+}
+
+/* The Q4X16 kernels (tables with qmatmul[2]) against the double reference
+ * over the Q4 rows before interleaving: decoding and a few activation
+ * rows, the int8 prompt GEMM from its own packer; block counts around the
+ * 512-block chunk of prepared activations, whole-group sub-ranges, and
+ * groups against an inaccessible page. */
+static void test_q4x16_tables_match_reference(void) {
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
+    static const int ks[] = {64, 128, 192, 1024, 3072, 2048 + 64, 16384 + 64, 16384 + 32 * 22};
+    static const int rowss[] = {16, 32, 48, 80};
+    static const int ns[] = {1, 2, 3, 7};
+    for (int ti = 0; ti < nt; ti++) {
+        if (!tabs[ti]->qmatmul[2]) continue;
+        for (size_t a = 0; a < sizeof ks / sizeof *ks; a++) {
+            for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
+                for (size_t b = 0; b < sizeof ns / sizeof *ns; b++, cases++)
+                    CHECKF(check_case(tabs[ti], CPU_W_Q4X16, ks[a], ns[b], rowss[c]),
+                           "%s k=%d n=%d rows=%d", tabs[ti]->name, ks[a], ns[b], rowss[c]);
+            for (int where = ROWS_END_AT_FENCE; where <= ROWS_START_AT_FENCE; where++, cases += 2) {
+                CHECK(check_case_at(tabs[ti], CPU_W_Q4X16, ks[a], 1, 32, (rows_placement)where));
+                CHECK(check_case_at(tabs[ti], CPU_W_Q4X16, ks[a], 3, 16, (rows_placement)where));
+            }
+            if (!tabs[ti]->qpanel || ks[a] > 4096 + 64) continue;
+            for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
+                for (int n = 1; n <= 13; n += 4, cases++)
+                    CHECKF(check_case_with(tabs[ti], CPU_W_Q4X16, ks[a], n, rowss[c], ROWS_PADDED, 1),
+                           "%s panel k=%d n=%d rows=%d", tabs[ti]->name, ks[a], n, rowss[c]);
+            cases++;
+            CHECK(check_case_with(tabs[ti], CPU_W_Q4X16, ks[a], 9, 48, ROWS_END_AT_FENCE, 1));
+        }
+    }
+    if (!cases) SKIP("no table decodes Q4X16 on this CPU");
     printf("  %d cases\n", cases);
 }
 
@@ -556,5 +645,7 @@ int main(void) {
     RUN(test_matmul_act_quantized_threaded);
     RUN(test_panel_prompt_path_matches_scalar);
     RUN(test_matmul_many_equals_one_at_a_time);
+    RUN(test_q4x16_layout_by_hand);
+    RUN(test_q4x16_tables_match_reference);
     return nc_test_exit_code();
 }

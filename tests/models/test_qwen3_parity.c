@@ -14,6 +14,9 @@
 #include "io/npy.h"
 #include "models/quant_write.h"
 #include "models/qwen3.h"
+#include "models/qwen3_impl.h"
+#include "cpu/q4_interleave.h"
+#include "io/weights_residency.h"
 
 #define FIX "tests/fixtures/qwen3/"
 #define FIXTURES "tests/fixtures/"
@@ -283,6 +286,63 @@ static void test_gemma3_q8_and_q4_follow_hf(void) {
                         COS_Q8_GEMMA3, COS_Q4_GEMMA3);
 }
 
+/* Q4 rows interleaved at load (q4_interleave.h: weights read into memory,
+ * a table that decodes the layout) give the logits of the same q4 folder
+ * mapped, whose rows stay as stored and run on the row kernels: the
+ * integer sums are exact in both, so only fp32 rounding of the sums over
+ * blocks differs. tiny_gqa4_tied has a tied embedding (interleaved once,
+ * read by the lookup and the head); tiny_llama3's o and down matrices
+ * (96 columns: 3 blocks) keep their rows beside interleaved ones. */
+static void q4_interleaved_equals_rows(const char *name, const char *out) {
+    fixture f;
+    nc_error err;
+    if (fixture_load(name, &f, &err) != 0) SKIP("%s", err.msg);
+    CHECK_OK(quant_write_model(f.dir, out, CPU_W_Q4, NULL, &err), &err);
+    static const char *const modes[2] = {"mmap", "resident"};
+    float *logits[2] = {NULL, NULL};
+    cpu_wtype q_type[2] = {CPU_W_N, CPU_W_N}, down_type[2] = {CPU_W_N, CPU_W_N};
+    cpu_wtype head_type[2] = {CPU_W_N, CPU_W_N};
+    const prompt_ref *r = &f.p[f.n_prompts - 1];
+    int V = 0;
+    for (int i = 0; i < 2; i++) {
+        qwen3_model *m = NULL;
+        qwen3_state *st = NULL;
+        CHECK_OK(weights_residency_select(modes[i], &err), &err);
+        CHECK_OK(qwen3_load(out, &(qwen3_load_options){TEST_THREADS}, &m, &err), &err);
+        V = qwen3_model_config(m)->vocab_size;
+        q_type[i] = m->layers[0].q.type;
+        down_type[i] = m->layers[0].down.type;
+        head_type[i] = m->lm_head.type;
+        logits[i] = malloc(sizeof(float) * (size_t)r->n_ids * V);
+        CHECK_OK(qwen3_state_new(m, 64, &st, &err), &err);
+        CHECK_OK(qwen3_forward(m, st, r->ids, r->n_ids, NULL, logits[i], &err), &err);
+        qwen3_state_free(st);
+        qwen3_free(m);
+    }
+    weights_residency_select(getenv("NECTAR_WEIGHTS"), &err);
+    CHECK(q_type[0] == CPU_W_Q4 && down_type[0] == CPU_W_Q4 && head_type[0] == CPU_W_Q4);
+    double worst = 0, mag = 0;
+    for (size_t i = 0; i < (size_t)r->n_ids * V; i++) {
+        double d = fabs((double)logits[0][i] - logits[1][i]);
+        worst = d > worst ? d : worst;
+        mag = fabs(logits[0][i]) > mag ? fabs(logits[0][i]) : mag;
+    }
+    printf("  %s: %d positions, max |logit| %.3g, max difference %.3g\n", name, r->n_ids, mag,
+           worst);
+    CHECK(worst <= 1e-5 * mag + 1e-6);
+    free(logits[0]);
+    free(logits[1]);
+    fixture_free(&f);
+    if (!cpu_kernels_get()->qmatmul[2]) SKIP("the %s table has no Q4X16 kernel", cpu_kernels_get()->name);
+    CHECK(q_type[1] == CPU_W_Q4X16 && head_type[1] == CPU_W_Q4X16);
+    CHECK(down_type[1] == (cpu_q4x16_fits(64, 96) ? CPU_W_Q4X16 : CPU_W_Q4));
+}
+
+static void test_q4_interleaved_equals_rows(void) {
+    q4_interleaved_equals_rows("qwen3/tiny_gqa4_tied", "build/test_q4x16_tied");
+    q4_interleaved_equals_rows("llama/tiny_llama3", "build/test_q4x16_llama");
+}
+
 /* The longest prompt one token at a time, then split in two batches, then
  * truncated back and recomputed: every position's logits still match HF. */
 static void incremental_split_and_truncate_match_hf(const char *name) {
@@ -467,6 +527,7 @@ int main(void) {
     RUN(test_gemma3_text_bf16_logits_and_greedy_match_hf);
     RUN(test_gemma3_multimodal_layout_logits_and_greedy_match_hf);
     RUN(test_gemma3_q8_and_q4_follow_hf);
+    RUN(test_q4_interleaved_equals_rows);
     RUN(test_incremental_split_and_truncate_match_hf);
     RUN(test_gemma3_incremental_split_and_truncate_match_hf);
     RUN(test_prompt_longer_than_a_batch_is_chunked_exactly);
