@@ -10,6 +10,10 @@
 # share of the two is reported), and prints nectar/llama.cpp ratios with
 # their spread and each run's CPU share over its timed test (llama.cpp's
 # sampled from /proc every 20 ms, so its load is left out as nectar's is).
+# Before each run it reads the machine's memory bandwidth level
+# (tools/membw_level.c, 0.2 s): a round whose four readings differ by more
+# than a quarter straddled a change of level, and the summary gives the
+# ratio over the rounds that did not as well.
 #
 # usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
 #            [-p 512] [-n 128] [--types "bf16 bf16-fast q8 q4"] [--nectar build/nectar]
@@ -38,6 +42,7 @@ die() {
     exit 1
 }
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 MODEL=""
 WORK=/tmp/nectar-vs-llamacpp
 THREADS=2
@@ -119,11 +124,20 @@ for t in q8 q4; do
     [ -f "nectar-$t/model.safetensors" ] || "$NECTAR" quantize -m "$MODEL" --type "$t" -o "nectar-$t" >/dev/null
 done
 
+# the bandwidth level reader (none where it does not build: rounds then
+# carry no level)
+LEVEL=""
+if ${CC:-cc} -O3 -march=native -pthread "$HERE/membw_level.c" -o membw_level 2>membw_level.log; then
+    LEVEL=$WORK/membw_level
+else
+    echo "note: tools/membw_level.c did not build (see $WORK/membw_level.log); no level readings"
+fi
+
 # 3. interleaved rounds
-"$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" <<'EOF'
+"$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" "$LEVEL" <<'EOF'
 import json, os, resource, statistics, subprocess, sys, threading, time
 
-nectar, model, threads, rounds, pp, tg, types, llama_lib = sys.argv[1:9]
+nectar, model, threads, rounds, pp, tg, types, llama_lib, level_bin = sys.argv[1:10]
 threads, rounds, pp, tg = int(threads), int(rounds), int(pp), int(tg)
 folders = {"bf16": model, "bf16-fast": model, "q8": "nectar-q8", "q4": "nectar-q4"}
 
@@ -203,6 +217,22 @@ def run_llama(t, p, n):
     return j["avg_ts"], whole if share is None else share, j.get("cpu_info", "")
 
 
+def level():
+    """The memory read bandwidth now (GB/s, membw_level over 256 MiB), or None."""
+    if not level_bin:
+        return None
+    try:
+        return float(subprocess.run([level_bin, str(threads), "256"], capture_output=True,
+                                    text=True, check=True).stdout)
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return None
+
+
+def one_level(levels):
+    """Whether a round's readings agree within a quarter (no reading: unknown, no)."""
+    return None not in levels and max(levels) <= 1.25 * min(levels)
+
+
 print(f"load average {os.getloadavg()[0]:.2f}, {threads} threads, {rounds} rounds, "
       f"llama.cpp CPU backend from {llama_lib}")
 rows = []
@@ -219,29 +249,39 @@ for t in types.split():
             # a round's ratio (docs/performance.md)
             order = ("nectar", "llama") if r % 2 == 0 else ("llama", "nectar")
             got = {"nectar": [], "llama": []}
+            levels = []
             for who in order + order[::-1]:
+                levels.append(level())
                 got[who].append(run_nectar(t, p, n) if who == "nectar" else run_llama(t, p, n))
             res = {who: (statistics.mean(g[0] for g in got[who]),
                          min(g[1] for g in got[who]), got[who][0][2]) for who in got}
             ratios.append(res["nectar"][0] / res["llama"][0])
+            res["one_level"] = one_level(levels)
             runs.append(res)
+            lv = "/".join("?" if x is None else f"{x:.0f}" for x in levels)
             each = {who: " / ".join(f"{g[0]:.2f}" for g in got[who]) for who in got}
             print(f"  {t} {test}{p or n} round {r + 1}: nectar ({res['nectar'][2]}) "
                   f"{res['nectar'][0]:.2f} tok/s ({each['nectar']}; CPU {res['nectar'][1]:.0%}), "
                   f"llama.cpp {res['llama'][0]:.2f} ({each['llama']}; CPU {res['llama'][1]:.0%}), "
-                  f"ratio {ratios[-1]:.2f}, "
+                  f"ratio {ratios[-1]:.2f}, levels {lv} GB/s"
+                  f"{'' if res['one_level'] else ' (level changed)' if None not in levels else ''}, "
                   f"load average {os.getloadavg()[0]:.2f}",
                   flush=True)
         ok = [x for x, res in zip(ratios, runs) if res["nectar"][1] >= 0.85 and res["llama"][1] >= 0.85]
-        rows.append((t, f"{test}{p or n}", ratios, ok, runs))
+        steady = [x for x, res in zip(ratios, runs)
+                  if res["nectar"][1] >= 0.85 and res["llama"][1] >= 0.85 and res["one_level"]]
+        rows.append((t, f"{test}{p or n}", ratios, ok, runs, steady))
 
 print(f"\nload average {os.getloadavg()[0]:.2f}")
-print("| weights | test | nectar tok/s | llama.cpp tok/s | nectar / llama.cpp (min-max) | rounds with both >= 85% CPU |")
-print("|---|---|---|---|---|---|")
-for t, test, ratios, ok, runs in rows:
+print("| weights | test | nectar tok/s | llama.cpp tok/s | nectar / llama.cpp (min-max) "
+      "| rounds with both >= 85% CPU | and at one level (min-max) |")
+print("|---|---|---|---|---|---|---|")
+for t, test, ratios, ok, runs, steady in rows:
     nm = statistics.mean(r["nectar"][0] for r in runs)
     lm = statistics.mean(r["llama"][0] for r in runs)
     okm = f"{statistics.mean(ok):.2f} ({len(ok)})" if ok else "none"
+    stm = (f"{statistics.mean(steady):.2f} ({len(steady)}; {min(steady):.2f}-{max(steady):.2f})"
+           if steady else "none")
     print(f"| {t} | {test} | {nm:.2f} | {lm:.2f} | {statistics.median(ratios):.2f} "
-          f"({min(ratios):.2f}-{max(ratios):.2f}) | {okm} |")
+          f"({min(ratios):.2f}-{max(ratios):.2f}) | {okm} | {stm} |")
 EOF
