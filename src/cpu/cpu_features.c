@@ -4,6 +4,7 @@
  * says which extensions user code may run (HWCAP bits on Linux, sysctl on
  * macOS); elsewhere only the baseline NEON table is used. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,13 +286,18 @@ void cpu_set_bf16_decode(cpu_matmul_fn decode) {
 #endif
 }
 
+/* Whether models loaded from now on interleave their Q4 rows. The tables'
+ * qmatmul[2] stays set whatever the choice: a model loaded before the
+ * choice changed (a later tuning under another bf16 contract) still runs
+ * its interleaved matrices. */
+static atomic_int q4_interleave = 1;
+
 void cpu_set_q4_interleave(int on) {
-    pthread_once(&once, choose);
-#if defined(__x86_64__)
-    avx512_table.qmatmul[2] = amx_table.qmatmul[2] = on ? cpu_kernels_avx512.qmatmul[2] : NULL;
-#else
-    (void)on;
-#endif
+    atomic_store(&q4_interleave, on != 0);
+}
+
+int cpu_q4_interleave_wanted(const cpu_kernels *k) {
+    return k->qmatmul[2] && atomic_load(&q4_interleave);
 }
 
 void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode) {

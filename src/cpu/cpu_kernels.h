@@ -164,9 +164,10 @@ void cpu_set_bf16_prompt(const cpu_gemm_kernels *prompt);
  * (a qgemv.h kernel; NULL: the table's own). */
 void cpu_set_q_decode(int fmt, cpu_qmatmul_fn decode);
 /* For cpu_tune: whether models loaded from now on interleave their Q4 rows
- * (q4_interleave.h) in the AVX-512/AMX tables: their qmatmul[2], the
- * interleaved kernel or NULL (on by default). */
+ * (q4_interleave.h) where the table has a kernel for them (qmatmul[2]);
+ * on by default. Models already loaded keep their layout and kernels. */
 void cpu_set_q4_interleave(int on);
+int cpu_q4_interleave_wanted(const cpu_kernels *k);
 
 /* Every table this CPU can run (scalar first), for tests comparing them. */
 int cpu_kernels_available(const cpu_kernels **out, int cap);

@@ -72,7 +72,7 @@ static void matmul_task(void *ctx, int task, int thread) {
         int nb = cpu_qblocks(j->w->cols);
         size_t ldq = (size_t)nb * CPU_QBLOCK, lds = (size_t)nb * CPU_QSCALE_REP;
         const cpu_qpanel_kernels *qp = j->kern->qpanel;
-        if (qp && j->n >= PANEL_MIN_TOKENS && a->panels &&
+        if (qp && qp->pack[j->w->type - CPU_W_Q8] && j->n >= PANEL_MIN_TOKENS && a->panels &&
             a->panel_floats * sizeof(float) >= qp->panel_bytes(r1 - r0, nb)) {
             /* Repack this task's rows once; every activation row reuses them. */
             float *p = a->panels + (size_t)thread * a->panel_floats;
