@@ -176,7 +176,8 @@ void cpu_mat_row_to_f32(const cpu_kernels *kern, const cpu_mat *w, int r, float 
         cpu_q4x16_row_to_f32(w->data, w->cols, r, dst);
         return;
     }
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * cpu_wtype_row_bytes(w->type, w->cols);
+    const uint8_t *row =
+        (const uint8_t *)w->data + (size_t)r * cpu_wtype_row_bytes(w->type, w->cols);
     kern->row_to_f32[w->type](row, dst, w->cols);
 }
 

@@ -38,7 +38,8 @@ static void interleave_group(uint8_t *dst, uint8_t *tmp, int nb) {
         for (int h = 0; h < 2; h++)
             for (int q = 0; q < 4; q++)
                 for (int a = 0; a < CPU_Q4X16_ROWS; a++, o += 4)
-                    memcpy(o, tmp + (size_t)a * ldw + (size_t)(j + h) * CPU_Q4_BLOCK_BYTES + 2 + 4 * q,
+                    memcpy(o,
+                           tmp + (size_t)a * ldw + (size_t)(j + h) * CPU_Q4_BLOCK_BYTES + 2 + 4 * q,
                            4);
     }
 }

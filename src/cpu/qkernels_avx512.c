@@ -6,8 +6,9 @@
  * signed weights and starts the sum at -128 * sum(w) lane by lane; Q4 uses
  * its unsigned nibbles against signed x and starts at -8 * sum(x).
  * Decoding (one activation row) has its own 8-row kernels further down,
- * which reduce integer sums across rows before any float work; prompts
- * use qtile or the repacked panels at the end. */
+ * which reduce integer sums across rows before any float work, and one
+ * for Q4 rows interleaved by 16 at load (q4_interleave.h); prompts use
+ * qtile or the repacked panels at the end. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -641,8 +642,8 @@ INLINE void q4x16_rows(const uint8_t *w, size_t ldw, const int8_t *xq, size_t ld
             x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);
             for (int g = r0; g < r1; g += CPU_Q4X16_ROWS) {
                 const uint8_t *e = w + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES;
-                __m512 v = x16_group(e, x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP,
-                                     ncorr, nbc);
+                __m512 v =
+                    x16_group(e, x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc);
                 if (j0) v = _mm512_add_ps(v, _mm512_loadu_ps(yt + g));
                 _mm512_storeu_ps(yt + g, v);
             }
@@ -769,9 +770,10 @@ static void qpanel_q4x16_avx512(const void *w, size_t ldw, int nb, int r0, int r
                 _mm512_storeu_si512((void *)(o + (q + 4) * 64), hi);
                 sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum, k80, lo), k80, hi);
             }
-            _mm512_storeu_ps((float *)(o + QP_SCALES),
-                             _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(e + (j % 2) * 32))));
-            _mm512_storeu_si512((void *)(o + QP_CORR), _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+            __m256i d = _mm256_loadu_si256((const __m256i *)(e + (j % 2) * 32));
+            _mm512_storeu_ps((float *)(o + QP_SCALES), _mm512_cvtph_ps(d));
+            _mm512_storeu_si512((void *)(o + QP_CORR),
+                                _mm512_sub_epi32(_mm512_setzero_si512(), sum));
         }
     }
 }

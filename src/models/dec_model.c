@@ -25,8 +25,8 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
     return steps->workspace(model, err);
 }
 
-nc_status dec_model_load_mat(const dec_model *b, const char *name, int rows, int cols,
-                             cpu_mat *out, nc_error *err) {
+nc_status dec_model_load_mat(const dec_model *b, const char *name, int rows, int cols, cpu_mat *out,
+                             nc_error *err) {
     NC_TRY(hft_load_mat(b->weights, b->dir, name, rows, cols, out, err));
     if (out->type != CPU_W_Q4 || !cpu_q4_interleave_wanted(b->kern) || !cpu_q4x16_fits(rows, cols))
         return NC_OK;

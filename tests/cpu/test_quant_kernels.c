@@ -451,8 +451,9 @@ static void test_q4x16_tables_match_reference(void) {
             if (!tabs[ti]->qpanel || ks[a] > 4096 + 64) continue;
             for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
                 for (int n = 1; n <= 13; n += 4, cases++)
-                    CHECKF(check_case_with(tabs[ti], CPU_W_Q4X16, ks[a], n, rowss[c], ROWS_PADDED, 1),
-                           "%s panel k=%d n=%d rows=%d", tabs[ti]->name, ks[a], n, rowss[c]);
+                    CHECKF(
+                        check_case_with(tabs[ti], CPU_W_Q4X16, ks[a], n, rowss[c], ROWS_PADDED, 1),
+                        "%s panel k=%d n=%d rows=%d", tabs[ti]->name, ks[a], n, rowss[c]);
             cases++;
             CHECK(check_case_with(tabs[ti], CPU_W_Q4X16, ks[a], 9, 48, ROWS_END_AT_FENCE, 1));
         }

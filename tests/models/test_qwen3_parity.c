@@ -11,12 +11,12 @@
 #include "../test.h"
 #include "base/json.h"
 #include "cpu/cpu_kernels.h"
+#include "cpu/q4_interleave.h"
 #include "io/npy.h"
+#include "io/weights_residency.h"
 #include "models/quant_write.h"
 #include "models/qwen3.h"
 #include "models/qwen3_impl.h"
-#include "cpu/q4_interleave.h"
-#include "io/weights_residency.h"
 
 #define FIX "tests/fixtures/qwen3/"
 #define FIXTURES "tests/fixtures/"
@@ -340,7 +340,8 @@ static void q4_interleaved_equals_rows(const char *name, const char *out) {
     for (int m = 0; m < 3; m++)
         free(logits[m]);
     fixture_free(&f);
-    if (!cpu_kernels_get()->qmatmul[2]) SKIP("the %s table has no Q4X16 kernel", cpu_kernels_get()->name);
+    if (!cpu_kernels_get()->qmatmul[2])
+        SKIP("the %s table has no Q4X16 kernel", cpu_kernels_get()->name);
     CHECK(q_type[1] == CPU_W_Q4X16 && head_type[1] == CPU_W_Q4X16);
     CHECK(down_type[1] == (cpu_q4x16_fits(64, 96) ? CPU_W_Q4X16 : CPU_W_Q4));
 }
