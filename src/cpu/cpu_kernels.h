@@ -26,6 +26,8 @@ typedef enum {
     CPU_W_N
 } cpu_wtype;
 #define CPU_W_FLOAT_N 3
+/* The types a file holds (every one but Q4X16, which only loading makes). */
+#define CPU_W_STORED_N CPU_W_Q4X16
 
 /* Y[t*ldy + r] = sum_k X[t*ldx + k] * W[r*ldw + k]  for t in [0, n), r in
  * [r0, r1): n activation rows against rows r0..r1 of W ([rows, k], row

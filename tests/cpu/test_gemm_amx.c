@@ -86,7 +86,7 @@ static void test_amx_matches_double_reference_all_types(void) {
     static const int ns[] = {1, 5, 16, 17, 33, 70};
     static const int rowss[] = {1, 15, 16, 17, 32, 33, 64, 100, 130};
     int cases = 0;
-    for (int t = CPU_W_F32; t < CPU_W_N; t++)
+    for (int t = CPU_W_F32; t < CPU_W_STORED_N; t++)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
             for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
                 for (size_t ri = 0; ri < sizeof rowss / sizeof *rowss; ri++) {

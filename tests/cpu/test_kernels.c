@@ -193,7 +193,7 @@ static void test_gemm_every_token_count_all_tables_all_types(void) {
     const cpu_kernels *tabs[8];
     int nt = cpu_kernels_available(tabs, 8), cases = 0;
     for (int ti = 0; ti < nt; ti++)
-        for (int t = 0; t < CPU_W_N; t++)
+        for (int t = 0; t < CPU_W_STORED_N; t++)
             for (int n = 1; n <= 40; n++, cases++)
                 CHECK(check_gemm(tabs[ti], (cpu_wtype)t, 37, n, 45));
     printf("  %d tables, %d cases\n", nt, cases);
@@ -206,14 +206,14 @@ static void test_gemm_awkward_k_and_rows_all_tables_all_types(void) {
     static const int rowss[] = {1, 5, 8, 16, 31, 32, 33, 70};
     static const int ns[] = {1, 12, 13, 29};
     for (int ti = 0; ti < nt; ti++)
-        for (int t = 0; t < CPU_W_N; t++)
+        for (int t = 0; t < CPU_W_STORED_N; t++)
             for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
                 for (size_t c = 0; c < sizeof rowss / sizeof *rowss; c++)
                     for (size_t b = 0; b < sizeof ns / sizeof *ns; b++, cases++)
                         CHECK(check_gemm(tabs[ti], (cpu_wtype)t, ks[a], ns[b], rowss[c]));
     /* large: two K blocks, two token chunks, rows past a 64-row task */
     for (int ti = 0; ti < nt; ti++)
-        for (int t = 0; t < CPU_W_N; t++, cases++)
+        for (int t = 0; t < CPU_W_STORED_N; t++, cases++)
             CHECK(check_gemm(tabs[ti], (cpu_wtype)t, 1029, 250, 130));
     printf("  %d cases\n", cases);
 }
@@ -240,7 +240,7 @@ static void test_matmul_act_prompts_use_the_gemms(void) {
     for (int i = 0; i < n * k; i++)
         x[i] = frand();
     for (int ti = 0; ti < nt; ti++)
-        for (int t = 0; t < CPU_W_N; t++) {
+        for (int t = 0; t < CPU_W_STORED_N; t++) {
             size_t ldw; /* unpadded rows, as a cpu_mat's */
             void *w = nc_test_stored_weights((cpu_wtype)t, rows, k, 0, frand_at, wf, &ldw);
             cpu_mat m = {(cpu_wtype)t, w, rows, k};
@@ -306,7 +306,7 @@ static void test_row_conversion_all_tables_all_types(void) {
     int nt = cpu_kernels_available(tabs, 8), cases = 0;
     float wf[67], r[67];
     for (int ti = 0; ti < nt; ti++)
-        for (int t = 0; t < CPU_W_N; t++)
+        for (int t = 0; t < CPU_W_STORED_N; t++)
             for (int n = 1; n <= 67; n++, cases++) {
                 size_t ldw;
                 void *w = nc_test_stored_weights((cpu_wtype)t, 1, n, 0, frand_at, wf, &ldw);
