@@ -795,11 +795,14 @@ static void shutdown_ends_requests_cleanly(int sig) {
     int stream_ok =
         strstr(r1.body, "\"code\":\"shutting_down\"") && !strcmp(tail, "data: [DONE]\n\n");
     int json_ok = r2.status == 503 && strstr(r2.body, "shutting_down");
+    char json_got[160]; /* what it got instead, for the failure line */
+    snprintf(json_got, sizeof json_got, "status %d, %.*s", r2.status,
+             (int)(r2.body_len < 120 ? r2.body_len : 120), r2.body ? r2.body : "");
     reply_free(&r1);
     reply_free(&r2);
     CHECKF(busy, "the two requests never ran together");
     CHECKF(stream_ok, "the stream did not end with an error event and [DONE]");
-    CHECKF(json_ok, "the JSON request did not get a 503");
+    CHECKF(json_ok, "the JSON request did not get a 503 (%s)", json_got);
     CHECKF(rc == 0, "server exit status %d (see %s)", rc, s.log_path);
     char *log = slurp(s.log_path, NULL);
     CHECKF(log && strstr(log, "shutting down"), "no shutdown line in %s", s.log_path);
