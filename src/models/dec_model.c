@@ -16,11 +16,14 @@ nc_status dec_model_load(dec_model *b, void *model, const char *dir, int n_threa
     b->kv_f16 = 0; /* fp32 unless the caller asks */
     NC_TRY(steps->config(model, err));
     if (!steps->no_safetensors) NC_TRY(hf_weights_open_to_run(dir, &b->weights, err));
-    /* the pool first: the weights step interleaves Q4 rows on it */
+    /* the pool first: the weights step interleaves Q4 rows on it, in
+     * weights made writable only where that can happen (mprotect walks
+     * the whole copy twice) */
     NC_TRY(nc_pool_new(n_threads, &b->pool, err));
-    hf_weights_writable(b->weights, 1);
+    int rewrite = cpu_q4_interleave_wanted(b->kern);
+    if (rewrite) hf_weights_writable(b->weights, 1);
     nc_status st = steps->weights(model, err);
-    hf_weights_writable(b->weights, 0);
+    if (rewrite) hf_weights_writable(b->weights, 0);
     NC_TRY(st);
     return steps->workspace(model, err);
 }
