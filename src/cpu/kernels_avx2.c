@@ -118,7 +118,7 @@ CPU_DEF_ROW(q4, 8, _mm256_storeu_ps)
 const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
-    .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2},
+    .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2, cpu_qmatmul_q4x16_avx2},
     .gemm = {16, gemm_pack, gemm_run},
     .attn = &cpu_attn_avx2,
     .fma_burn = cpu_fma_burn_avx2,

@@ -19,6 +19,7 @@ void cpu_qmatmul_q4_avx2(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q8_avx512(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4_avx512(CPU_QMATMUL_ARGS);
 /* Q4X16 (q4_interleave.h): rows r0..r1 multiples of 16 */
+void cpu_qmatmul_q4x16_avx2(CPU_QMATMUL_ARGS);
 void cpu_qmatmul_q4x16_avx512(CPU_QMATMUL_ARGS);
 extern const cpu_qpanel_kernels cpu_qpanel_avx512;
 extern const cpu_qpanel_kernels cpu_qpanel_avxvnni; /* qkernels_vnni_avx2.c */

@@ -6,9 +6,11 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/q4_interleave.h"
 #include "cpu/qkernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
+#define QROW_CHUNK 512 /* blocks per chunk of prepared activations (x16) */
 
 INLINE float scale_of(const uint8_t *blk) {
     uint16_t h;
@@ -164,3 +166,92 @@ INLINE void qdecode_q4_avx2(const uint8_t *w, size_t ldw, const int8_t *xq, cons
 
 CPU_DEF_QMATMUL_LOOPS(q8_avx2, 4, 2, 4)
 CPU_DEF_QMATMUL_LOOPS(q4_avx2, 4, 2, 4)
+
+/* ---- decoding Q4 interleaved by 16 rows (q4_interleave.h) ----------------
+ * The AVX-512 kernel's layout at half the width: a 32-byte load of a 64-byte
+ * code chunk is 8 rows x 4 codes, so a group is two halves of 8 rows, each
+ * row a 32-bit lane: no sums across lanes and no permutes. Without
+ * vpdpbusd, vpmaddubsw multiplies the unsigned nibbles (0..15) by the
+ * activation bytes broadcast, and the block's 8 products per half (4 chunks,
+ * low and high nibbles) add up in int16: each is at most 2 * 15 * 128 in
+ * magnitude, the 8 at most 30720 < 2^15. One vpmaddwd per half and block
+ * then gives the rows' int32 sums, which start from the block's correction
+ * -8 * sum(x). */
+INLINE __m256i x_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* -8 * sum(x) of blocks 0..nbc-1 into ncorr. */
+INLINE void x16_prepare(const int8_t *xq, int nbc, int32_t *ncorr) {
+    const __m256i k80 = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    for (int j = 0; j < nbc; j++) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(xq + (size_t)j * 32)), k80);
+        uint64_t q[4];
+        _mm256_storeu_si256((__m256i *)q, _mm256_sad_epu8(v, zero));
+        /* the sums of x + 128: 32 * 128 more than those of x */
+        ncorr[j] = -8 * ((int32_t)(q[0] + q[1] + q[2] + q[3]) - 32 * 128);
+    }
+}
+
+/* One block's sums for the 8 rows of half h (codes at c, activations at x,
+ * xb: x's 8 groups of 4 bytes broadcast). */
+INLINE __m256i x16_half(const uint8_t *c, const __m256i *xb, int h, int32_t ncorr) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    __m256i p = _mm256_setzero_si256();
+    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(c + q * 64 + h * 32));
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), xb[q]));
+        p = _mm256_add_epi16(
+            p, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), xb[q + 4]));
+    }
+    return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_set1_epi32(ncorr));
+}
+
+/* Blocks 0..nbc-1 (nbc even) of one group (e at its first pair) against
+ * one activation row: the 16 rows' sums into acc[0] (rows 0-7), acc[1]. */
+INLINE void x16_group(const uint8_t *e, const int8_t *xq, const float *xs, const int32_t *ncorr,
+                      int nbc, __m256 acc[2]) {
+    acc[0] = acc[1] = _mm256_setzero_ps();
+    for (int j = 0; j < nbc; j++) {
+        const uint8_t *pair = e + (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES;
+        const int8_t *x = xq + (size_t)j * 32;
+        __m256i xb[8];
+        for (int q = 0; q < 4; q++) {
+            xb[q] = x_bcast4(x + 4 * q);
+            xb[q + 4] = x_bcast4(x + 16 + 4 * q);
+        }
+        __m256 dx = _mm256_set1_ps(xs[(size_t)j * CPU_QSCALE_REP]);
+        const uint8_t *codes = pair + 64 + (j % 2) * 256;
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m256 dw = _mm256_cvtph_ps(
+                _mm_loadu_si128((const __m128i *)(pair + (j % 2) * 32 + h * 16)));
+            __m256 s = _mm256_cvtepi32_ps(x16_half(codes, xb, h, ncorr[j]));
+            acc[h] = _mm256_fmadd_ps(s, _mm256_mul_ps(dw, dx), acc[h]);
+        }
+    }
+}
+
+void cpu_qmatmul_q4x16_avx2(CPU_QMATMUL_ARGS) {
+    const uint8_t *wb = (const uint8_t *)w;
+    int32_t ncorr[QROW_CHUNK];
+    for (int t = 0; t < n; t++) {
+        const int8_t *x = xq + (size_t)t * ldq;
+        const float *s = xs + (size_t)t * lds;
+        float *yt = y + (size_t)t * ldy;
+        for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
+            int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
+            x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);
+            for (int g = r0; g < r1; g += CPU_Q4X16_ROWS) {
+                const uint8_t *e = wb + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES;
+                __m256 v[2];
+                x16_group(e, x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc, v);
+                for (int h = 0; h < 2; h++) {
+                    float *o = yt + g + 8 * h;
+                    _mm256_storeu_ps(o, j0 ? _mm256_add_ps(v[h], _mm256_loadu_ps(o)) : v[h]);
+                }
+            }
+        }
+    }
+}
