@@ -79,4 +79,27 @@ extern const cpu_qpanel_kernels cpu_qpanel_neon_i8mm;
         }                                                                                          \
     }
 
+/* cpu_qmatmul_q4x16_<SUF> (q4_interleave.h): per activation row and chunk
+ * of CHUNK blocks (an even count), x16_prepare(x, nbc, ncorr) writes each
+ * block's correction -8 * sum(x), then x16_group_to(e, x, xs, ncorr, nbc,
+ * y, accumulate) writes (or adds to) the 16 sums of the group at e. */
+#define CPU_DEF_Q4X16_LOOPS(SUF, CHUNK)                                                            \
+    void cpu_qmatmul_q4x16_##SUF(CPU_QMATMUL_ARGS) {                                               \
+        const uint8_t *wb = (const uint8_t *)w;                                                    \
+        int32_t ncorr[CHUNK];                                                                      \
+        for (int t = 0; t < n; t++) {                                                              \
+            const int8_t *x = xq + (size_t)t * ldq;                                                \
+            const float *s = xs + (size_t)t * lds;                                                 \
+            float *yt = y + (size_t)t * ldy;                                                       \
+            for (int j0 = 0; j0 < nb; j0 += CHUNK) {                                               \
+                int nbc = nb - j0 < CHUNK ? nb - j0 : CHUNK;                                       \
+                x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);                                      \
+                for (int g = r0; g < r1; g += CPU_Q4X16_ROWS)                                      \
+                    x16_group_to(wb + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES,     \
+                                 x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc, \
+                                 yt + g, j0 > 0);                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
 #endif

@@ -187,7 +187,8 @@ INLINE __m256i x_bcast4(const int8_t *p) {
 INLINE void x16_prepare(const int8_t *xq, int nbc, int32_t *ncorr) {
     const __m256i k80 = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
     for (int j = 0; j < nbc; j++) {
-        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(xq + (size_t)j * 32)), k80);
+        __m256i v =
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(xq + (size_t)j * 32)), k80);
         uint64_t q[4];
         _mm256_storeu_si256((__m256i *)q, _mm256_sad_epu8(v, zero));
         /* the sums of x + 128: 32 * 128 more than those of x */
@@ -210,10 +211,11 @@ INLINE __m256i x16_half(const uint8_t *c, const __m256i *xb, int h, int32_t ncor
 }
 
 /* Blocks 0..nbc-1 (nbc even) of one group (e at its first pair) against
- * one activation row: the 16 rows' sums into acc[0] (rows 0-7), acc[1]. */
-INLINE void x16_group(const uint8_t *e, const int8_t *xq, const float *xs, const int32_t *ncorr,
-                      int nbc, __m256 acc[2]) {
-    acc[0] = acc[1] = _mm256_setzero_ps();
+ * one activation row: the 16 rows' sums into y (added to y when
+ * accumulate). */
+INLINE void x16_group_to(const uint8_t *e, const int8_t *xq, const float *xs, const int32_t *ncorr,
+                         int nbc, float *y, int accumulate) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int j = 0; j < nbc; j++) {
         const uint8_t *pair = e + (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES;
         const int8_t *x = xq + (size_t)j * 32;
@@ -225,33 +227,15 @@ INLINE void x16_group(const uint8_t *e, const int8_t *xq, const float *xs, const
         __m256 dx = _mm256_set1_ps(xs[(size_t)j * CPU_QSCALE_REP]);
         const uint8_t *codes = pair + 64 + (j % 2) * 256;
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            __m256 dw = _mm256_cvtph_ps(
-                _mm_loadu_si128((const __m128i *)(pair + (j % 2) * 32 + h * 16)));
+            __m256 dw =
+                _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pair + (j % 2) * 32 + h * 16)));
             __m256 s = _mm256_cvtepi32_ps(x16_half(codes, xb, h, ncorr[j]));
             acc[h] = _mm256_fmadd_ps(s, _mm256_mul_ps(dw, dx), acc[h]);
         }
     }
+    for (int h = 0; h < 2; h++)
+        _mm256_storeu_ps(y + 8 * h,
+                         accumulate ? _mm256_add_ps(acc[h], _mm256_loadu_ps(y + 8 * h)) : acc[h]);
 }
 
-void cpu_qmatmul_q4x16_avx2(CPU_QMATMUL_ARGS) {
-    const uint8_t *wb = (const uint8_t *)w;
-    int32_t ncorr[QROW_CHUNK];
-    for (int t = 0; t < n; t++) {
-        const int8_t *x = xq + (size_t)t * ldq;
-        const float *s = xs + (size_t)t * lds;
-        float *yt = y + (size_t)t * ldy;
-        for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
-            int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
-            x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);
-            for (int g = r0; g < r1; g += CPU_Q4X16_ROWS) {
-                const uint8_t *e = wb + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES;
-                __m256 v[2];
-                x16_group(e, x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc, v);
-                for (int h = 0; h < 2; h++) {
-                    float *o = yt + g + 8 * h;
-                    _mm256_storeu_ps(o, j0 ? _mm256_add_ps(v[h], _mm256_loadu_ps(o)) : v[h]);
-                }
-            }
-        }
-    }
-}
+CPU_DEF_Q4X16_LOOPS(avx2, QROW_CHUNK)

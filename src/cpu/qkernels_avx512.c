@@ -610,9 +610,9 @@ INLINE __m512i x16_block(const uint8_t *c, const int8_t *x, int32_t ncorr) {
 }
 
 /* Blocks 0..nbc-1 of one group (e at its first pair) against one
- * activation row: the 16 rows' sums. */
-INLINE __m512 x16_group(const uint8_t *e, const int8_t *xq, const float *xs, const int32_t *ncorr,
-                        int nbc) {
+ * activation row: the 16 rows' sums into y (added to y when accumulate). */
+INLINE void x16_group_to(const uint8_t *e, const int8_t *xq, const float *xs, const int32_t *ncorr,
+                         int nbc, float *y, int accumulate) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (int j = 0; j < nbc; j += 2, e += CPU_Q4X16_PAIR_BYTES) {
         __m512i sc = _mm512_loadu_si512((const void *)e);
@@ -627,33 +627,11 @@ INLINE __m512 x16_group(const uint8_t *e, const int8_t *xq, const float *xs, con
             _mm512_cvtepi32_ps(s1),
             _mm512_mul_ps(dw1, _mm512_set1_ps(xs[(size_t)(j + 1) * CPU_QSCALE_REP])), acc1);
     }
-    return _mm512_add_ps(acc0, acc1);
+    __m512 v = _mm512_add_ps(acc0, acc1);
+    _mm512_storeu_ps(y, accumulate ? _mm512_add_ps(v, _mm512_loadu_ps(y)) : v);
 }
 
-INLINE void q4x16_rows(const uint8_t *w, size_t ldw, const int8_t *xq, size_t ldq, const float *xs,
-                       size_t lds, float *y, size_t ldy, int n, int nb, int r0, int r1) {
-    int32_t ncorr[QROW_CHUNK];
-    for (int t = 0; t < n; t++) {
-        const int8_t *x = xq + (size_t)t * ldq;
-        const float *s = xs + (size_t)t * lds;
-        float *yt = y + (size_t)t * ldy;
-        for (int j0 = 0; j0 < nb; j0 += QROW_CHUNK) {
-            int nbc = nb - j0 < QROW_CHUNK ? nb - j0 : QROW_CHUNK;
-            x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);
-            for (int g = r0; g < r1; g += CPU_Q4X16_ROWS) {
-                const uint8_t *e = w + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES;
-                __m512 v =
-                    x16_group(e, x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc);
-                if (j0) v = _mm512_add_ps(v, _mm512_loadu_ps(yt + g));
-                _mm512_storeu_ps(yt + g, v);
-            }
-        }
-    }
-}
-
-void cpu_qmatmul_q4x16_avx512(CPU_QMATMUL_ARGS) {
-    q4x16_rows((const uint8_t *)w, ldw, xq, ldq, xs, lds, y, ldy, n, nb, r0, r1);
-}
+CPU_DEF_Q4X16_LOOPS(avx512, QROW_CHUNK)
 
 const cpu_qgemv cpu_qgemv_avx512[] = {
     {"r1-pf0", 0, qgemv_q8_r1_pf0}, {"r1-pf8", 0, qgemv_q8_r1_pf8}, {"r1-pf16", 0, qgemv_q8_r1_pf16},
