@@ -46,7 +46,6 @@ static const cpu_gemm_kernels *gemm_for(const cpu_kernels *kern, const cpu_mat *
 static int uses_gemm(const cpu_kernels *kern, const cpu_mat *w, const cpu_act *a, int n) {
     const cpu_gemm_kernels *g = gemm_for(kern, w);
     if (cpu_wtype_is_quant(w->type) && kern->qpanel) return 0; /* the int8 GEMM */
-    if (w->type == CPU_W_Q4X16) return 0; /* no row pointers for the fp32 packing */
     int min_tokens = cpu_wtype_is_quant(w->type) ? GEMM_MIN_TOKENS_QUANT : PANEL_MIN_TOKENS;
     return g->run && n >= min_tokens && a && a->panels &&
            a->panel_floats >= cpu_gemm_panel_floats(g, ROWS_PER_TASK_BATCH, w->cols);

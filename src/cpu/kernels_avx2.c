@@ -61,14 +61,31 @@ INLINE __m256 ldv_q8(const void *row, size_t i) {
     return _mm256_mul_ps(_mm256_set1_ps(block_scale(b)),
                          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
 }
+/* The low nibbles of q's first 8 bytes as d * (code - 8). */
+INLINE __m256 widen_q4(__m128i q, float d) {
+    __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
+                                 _mm256_set1_epi32(8));
+    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(c));
+}
 INLINE __m256 ldv_q4(const void *row, size_t i) {
     const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q4_BLOCK_BYTES;
     size_t e = i % CPU_QBLOCK;
     __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + e % 16));
     if (e >= 16) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
-    __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
-                                 _mm256_set1_epi32(8));
-    return _mm256_mul_ps(_mm256_set1_ps(block_scale(b)), _mm256_cvtepi32_ps(c));
+    return widen_q4(q, block_scale(b));
+}
+/* 8 weights of row r of a Q4X16 matrix from column i (i % 8 == 0): the
+ * row's code bytes i % 16.. are two 4-byte runs 64 bytes apart. */
+INLINE __m256 ldv_q4x16(const void *w, size_t ldw, int r, size_t i) {
+    const uint8_t *g = cpu_q4x16_group(w, ldw, r);
+    int j = (int)(i / CPU_QBLOCK), e = (int)(i % CPU_QBLOCK), a = r % CPU_Q4X16_ROWS;
+    const uint8_t *c = g + cpu_q4x16_code_at(j, a, e % 16);
+    int32_t lo, hi;
+    memcpy(&lo, c, 4);
+    memcpy(&hi, c + 64, 4);
+    __m128i q = _mm_setr_epi32(lo, hi, 0, 0);
+    if (e >= 16) q = _mm_srli_epi16(q, 4);
+    return widen_q4(q, block_scale(g + cpu_q4x16_scale_at(j, a)));
 }
 
 /* The prompt GEMM: 16-row panel blocks (2 ymm) x 6 activation rows, 12 of

@@ -57,13 +57,30 @@ INLINE __m512 ldv_q8(const void *row, size_t i) {
     return _mm512_mul_ps(_mm512_set1_ps(block_scale(b)),
                          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
 }
+/* The low nibbles of q's 16 bytes as d * (code - 8). */
+INLINE __m512 widen_q4(__m128i q, float d) {
+    __m512i c = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
+                                 _mm512_set1_epi32(8));
+    return _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(c));
+}
 INLINE __m512 ldv_q4(const void *row, size_t i) {
     const uint8_t *b = (const uint8_t *)row + i / CPU_QBLOCK * CPU_Q4_BLOCK_BYTES;
     __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
     if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
-    __m512i c = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15))),
-                                 _mm512_set1_epi32(8));
-    return _mm512_mul_ps(_mm512_set1_ps(block_scale(b)), _mm512_cvtepi32_ps(c));
+    return widen_q4(q, block_scale(b));
+}
+/* 16 weights of row r of a Q4X16 matrix from column i (i % 16 == 0): the
+ * row's 16 code bytes are four 4-byte runs 64 bytes apart. */
+INLINE __m512 ldv_q4x16(const void *w, size_t ldw, int r, size_t i) {
+    const uint8_t *g = cpu_q4x16_group(w, ldw, r);
+    int j = (int)(i / CPU_QBLOCK), a = r % CPU_Q4X16_ROWS;
+    const uint8_t *c = g + cpu_q4x16_code_at(j, a, 0);
+    int32_t v[4];
+    for (int q = 0; q < 4; q++)
+        memcpy(&v[q], c + 64 * q, 4);
+    __m128i q = _mm_setr_epi32(v[0], v[1], v[2], v[3]);
+    if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4);
+    return widen_q4(q, block_scale(g + cpu_q4x16_scale_at(j, a)));
 }
 
 /* The prompt GEMM: 32-row panel blocks (2 zmm) x 12 activation rows, 24

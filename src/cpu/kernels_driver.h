@@ -16,6 +16,7 @@
 #include "base/half.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/q4_interleave.h"
 
 /* Bytes per weight of each type, for addresses. */
 #define CPU_ESZ_f32 4
@@ -284,21 +285,51 @@ static inline float ld1_q4(const void *row, size_t i) {
                 (dst)[c_ * 2 * WIDTH + a_] = (src)[a_ * (stride) + c_];                            \
     } while (0)
 
-/* The table's pack entry: one panel packer per weight type. */
+/* gemm_pack_q4x16: rows r0..r1 of a Q4X16 matrix (q4_interleave.h) into
+ * panel blocks as gemm_pack_<SUF> does for rows, ldv_q4x16(w, ldw, r, i)
+ * giving WIDTH weights of row r from column i. A run is a pair of blocks,
+ * whose codes and scales are 576 contiguous bytes per group, read in order
+ * (the hardware prefetcher follows them). */
+#define CPU_DEF_GEMM_PACK_Q4X16(WIDTH, STOREV, TRANSPOSE)                                          \
+    static void gemm_pack_q4x16(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {  \
+        enum { NR = 2 * WIDTH, RUN = 2 * CPU_QBLOCK };                                             \
+        float run[NR][RUN] __attribute__((aligned(64)));                                           \
+        for (int rb = r0; rb < r1; rb += NR) {                                                     \
+            int valid = r1 - rb < NR ? r1 - rb : NR;                                               \
+            float *blk = panel + (size_t)(rb - r0) * (size_t)k;                                    \
+            for (int i = 0; i < k; i += RUN) {                                                     \
+                int cols = k - i < RUN ? k - i : RUN;                                              \
+                for (int a = 0; a < NR; a++)                                                       \
+                    for (int c = 0; c < RUN; c += WIDTH)                                           \
+                        if (a < valid)                                                             \
+                            STOREV(&run[a][c], ldv_q4x16(w, ldw, rb + a, (size_t)(i + c)));        \
+                        else                                                                       \
+                            memset(&run[a][c], 0, WIDTH * sizeof(float));                          \
+                int c = 0;                                                                         \
+                for (; c + WIDTH <= cols; c += WIDTH)                                              \
+                    TRANSPOSE(&run[0][c], RUN, blk + (size_t)(i + c) * NR, WIDTH);                 \
+                for (; c < cols; c++) /* a partial last block */                                   \
+                    for (int a = 0; a < NR; a++)                                                   \
+                        blk[(size_t)(i + c) * NR + (size_t)a] = run[a][c];                         \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* The table's pack entry: one panel packer per weight type (the file
+ * defines ldv_q4x16 too). */
 #define CPU_DEF_GEMM_PACK_ALL(WIDTH, STOREV, TRANSPOSE)                                            \
     CPU_DEF_GEMM_PACK(f32, WIDTH, STOREV, TRANSPOSE)                                               \
     CPU_DEF_GEMM_PACK(f16, WIDTH, STOREV, TRANSPOSE)                                               \
     CPU_DEF_GEMM_PACK(bf16, WIDTH, STOREV, TRANSPOSE)                                              \
     CPU_DEF_GEMM_PACK(q8, WIDTH, STOREV, TRANSPOSE)                                                \
     CPU_DEF_GEMM_PACK(q4, WIDTH, STOREV, TRANSPOSE)                                                \
+    CPU_DEF_GEMM_PACK_Q4X16(WIDTH, STOREV, TRANSPOSE)                                              \
     static void gemm_pack(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,           \
                           float *panel) {                                                          \
-        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int,                 \
-                                              float *) = {[CPU_W_F32] = gemm_pack_f32,             \
-                                                          [CPU_W_F16] = gemm_pack_f16,             \
-                                                          [CPU_W_BF16] = gemm_pack_bf16,           \
-                                                          [CPU_W_Q8] = gemm_pack_q8,               \
-                                                          [CPU_W_Q4] = gemm_pack_q4};              \
+        static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int, float *) = {    \
+            [CPU_W_F32] = gemm_pack_f32,   [CPU_W_F16] = gemm_pack_f16,                            \
+            [CPU_W_BF16] = gemm_pack_bf16, [CPU_W_Q8] = gemm_pack_q8,                              \
+            [CPU_W_Q4] = gemm_pack_q4,     [CPU_W_Q4X16] = gemm_pack_q4x16};                       \
         by_type[t](w, ldw, k, r0, r1, panel);                                                      \
     }
 

@@ -48,6 +48,20 @@ INLINE float32x4_t ldv_q4(const void *row, size_t i) {
     float v[4] = {ld1_q4(row, i), ld1_q4(row, i + 1), ld1_q4(row, i + 2), ld1_q4(row, i + 3)};
     return vld1q_f32(v);
 }
+/* 4 weights of row r of a Q4X16 matrix from column i (for the packer
+ * table; no NEON table decodes the layout, so none is loaded with it). */
+INLINE float32x4_t ldv_q4x16(const void *w, size_t ldw, int r, size_t i) {
+    const uint8_t *g = cpu_q4x16_group(w, ldw, r);
+    int j = (int)(i / CPU_QBLOCK), e = (int)(i % CPU_QBLOCK), a = r % CPU_Q4X16_ROWS;
+    nc_fp16 h;
+    memcpy(&h, g + cpu_q4x16_scale_at(j, a), 2);
+    float d = nc_fp16_to_f32(h), v[4];
+    for (int t = 0; t < 4; t++) {
+        uint8_t c = g[cpu_q4x16_code_at(j, a, e % 16 + t)];
+        v[t] = d * (float)((e < 16 ? c & 15 : c >> 4) - 8);
+    }
+    return vld1q_f32(v);
+}
 
 /* The prompt GEMM: 8-row panel blocks (2 q registers) x 12 activation rows,
  * 24 of the 32 registers accumulating. */

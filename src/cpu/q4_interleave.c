@@ -10,16 +10,6 @@ int cpu_q4x16_fits(int rows, int cols) {
     return rows > 0 && cols > 0 && rows % CPU_Q4X16_ROWS == 0 && cpu_qblocks(cols) % 2 == 0;
 }
 
-/* The offsets of block j's scale and of code byte i (0..15) of row a
- * within a group. */
-static size_t scale_at(int j, int a) {
-    return (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES + (size_t)(j % 2) * 32 + (size_t)a * 2;
-}
-static size_t code_at(int j, int a, int i) {
-    return (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES + 64 + (size_t)(j % 2) * 256 +
-           (size_t)(i / 4) * 64 + (size_t)a * 4 + (size_t)(i % 4);
-}
-
 typedef struct {
     uint8_t *data, *tmp; /* tmp: a group per thread */
     int nb, groups, per_task;
@@ -64,15 +54,14 @@ nc_status cpu_q4x16_interleave(nc_pool *pool, void *data, int rows, int cols, nc
 
 void cpu_q4x16_row_to_f32(const void *data, int cols, int r, float *dst) {
     int nb = cpu_qblocks(cols);
-    const uint8_t *g = (const uint8_t *)data + (size_t)(r / CPU_Q4X16_ROWS) * CPU_Q4X16_ROWS *
-                                                   (size_t)nb * CPU_Q4_BLOCK_BYTES;
+    const uint8_t *g = cpu_q4x16_group(data, (size_t)nb * CPU_Q4_BLOCK_BYTES, r);
     int a = r % CPU_Q4X16_ROWS;
     for (int j = 0; j < nb; j++) {
         nc_fp16 dh;
-        memcpy(&dh, g + scale_at(j, a), 2);
+        memcpy(&dh, g + cpu_q4x16_scale_at(j, a), 2);
         float d = nc_fp16_to_f32(dh);
         for (int e = 0; e < CPU_QBLOCK && j * CPU_QBLOCK + e < cols; e++) {
-            uint8_t c = g[code_at(j, a, e % 16)];
+            uint8_t c = g[cpu_q4x16_code_at(j, a, e % 16)];
             dst[j * CPU_QBLOCK + e] = d * (float)((e < 16 ? c & 15 : c >> 4) - 8);
         }
     }

@@ -22,6 +22,7 @@
 #define NC_CPU_Q4_INTERLEAVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "base/pool.h"
@@ -29,6 +30,21 @@
 
 #define CPU_Q4X16_ROWS 16
 #define CPU_Q4X16_PAIR_BYTES (2 * CPU_Q4X16_ROWS * CPU_Q4_BLOCK_BYTES) /* 576 */
+
+/* The offsets within a group of block j's scale and of code byte i
+ * (0..15) of row a. */
+static inline size_t cpu_q4x16_scale_at(int j, int a) {
+    return (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES + (size_t)(j % 2) * 32 + (size_t)a * 2;
+}
+static inline size_t cpu_q4x16_code_at(int j, int a, int i) {
+    return (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES + 64 + (size_t)(j % 2) * 256 +
+           (size_t)(i / 4) * 64 + (size_t)a * 4 + (size_t)(i % 4);
+}
+
+/* The group that holds row r (ldw: the bytes of a row, as for Q4 rows). */
+static inline const uint8_t *cpu_q4x16_group(const void *data, size_t ldw, int r) {
+    return (const uint8_t *)data + (size_t)(r / CPU_Q4X16_ROWS) * CPU_Q4X16_ROWS * ldw;
+}
 
 /* Whether a [rows, cols] Q4 matrix can be interleaved. */
 int cpu_q4x16_fits(int rows, int cols);
