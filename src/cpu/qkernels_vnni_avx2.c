@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "cpu/q4_interleave.h"
 #include "cpu/qkernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -77,6 +78,41 @@ INLINE void codes_q4(const uint8_t *blk, int8_t *codes) {
     }
 DEF_QPANEL_PACK(q8, CPU_Q8_BLOCK_BYTES)
 DEF_QPANEL_PACK(q4, CPU_Q4_BLOCK_BYTES)
+
+/* Rows r0..r1 (multiples of 16) of a Q4X16 matrix into panels: the 32
+ * bytes of half h of a group's code chunk c are panel group h's
+ * [row][4 bytes], so their low nibbles are step c and their high ones step
+ * c + 4. The signed codes' sums per row come from vpmaddubsw by 1 (at most
+ * 8 * 2 * 8 in int16), times -128 by vpmaddwd. */
+static void qpanel_q4x16_avxvnni(const void *w, size_t ldw, int nb, int r0, int r1, void *panel) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f), k8 = _mm256_set1_epi8(8),
+                  one = _mm256_set1_epi8(1);
+    for (int g = r0; g < r1; g += CPU_Q4X16_ROWS) {
+        const uint8_t *src = (const uint8_t *)w + (size_t)g * ldw;
+        for (int j = 0; j < nb; j++)
+            for (int h = 0; h < 2; h++) {
+                int pg = (g - r0) / QV_ROWS + h;
+                uint8_t *o = (uint8_t *)panel + ((size_t)pg * nb + (size_t)j) * QV_BLOCK_BYTES;
+                const uint8_t *sc = src + cpu_q4x16_scale_at(j, 0) + h * 16;
+                const uint8_t *c = src + cpu_q4x16_code_at(j, 0, 0) + h * 32;
+                __m256i sum = _mm256_setzero_si256();
+                for (int q = 0; q < 4; q++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(c + q * 64));
+                    __m256i lo = _mm256_sub_epi8(_mm256_and_si256(v, nibble), k8);
+                    __m256i hi =
+                        _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), k8);
+                    _mm256_storeu_si256((__m256i *)(o + q * 32), lo);
+                    _mm256_storeu_si256((__m256i *)(o + (q + 4) * 32), hi);
+                    sum = _mm256_add_epi16(sum, _mm256_add_epi16(_mm256_maddubs_epi16(one, lo),
+                                                                 _mm256_maddubs_epi16(one, hi)));
+                }
+                _mm256_storeu_ps((float *)(o + QV_SCALES),
+                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)sc)));
+                _mm256_storeu_si256((__m256i *)(o + QV_CORR),
+                                    _mm256_madd_epi16(sum, _mm256_set1_epi16(-128)));
+            }
+    }
+}
 
 /* The first `valid` rows of v into y (added to y when accumulate). */
 INLINE void store8(float *y, __m256 v, int valid) {
@@ -172,7 +208,7 @@ static void qmatmul_panel_avxvnni(const void *panel, int nb, const int8_t *xq, s
 }
 
 const cpu_qpanel_kernels cpu_qpanel_avxvnni = {
-    .pack = {qpanel_q8_avxvnni, qpanel_q4_avxvnni},
+    .pack = {qpanel_q8_avxvnni, qpanel_q4_avxvnni, qpanel_q4x16_avxvnni},
     .matmul = qmatmul_panel_avxvnni,
     .panel_bytes = qpanel_bytes_avxvnni,
 };
