@@ -126,12 +126,10 @@ static int table_has_bf16_dot(void) {
 static int candidates_of(cpu_slot s, int mode, candidate *out) {
     int n = 0, fast = mode == CPU_BF16_MODE_FAST, dot = table_has_bf16_dot();
     if (is_q_slot(s)) {
-#if defined(__x86_64__)
         /* Q4 rows interleaved at load (q4_interleave.h), the default where
-         * the table has it */
-        if (s == CPU_SLOT_DECODE_Q4 && table_is_avx512())
-            out[n++] = (candidate){"x16", NULL, NULL, cpu_kernels_avx512.qmatmul[2]};
-#endif
+         * the table has a kernel for them */
+        cpu_qmatmul_fn x16 = cpu_kernels_get()->qmatmul[2];
+        if (s == CPU_SLOT_DECODE_Q4 && x16) out[n++] = (candidate){"x16", NULL, NULL, x16};
         out[n++] = (candidate){"tile", NULL, NULL, NULL}; /* the table's own */
 #if defined(__x86_64__)
         for (int i = 0;
