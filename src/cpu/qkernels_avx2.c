@@ -196,18 +196,24 @@ INLINE void x16_prepare(const int8_t *xq, int nbc, int32_t *ncorr) {
     }
 }
 
-/* One block's sums for the 8 rows of half h (codes at c, activations at x,
- * xb: x's 8 groups of 4 bytes broadcast). */
-INLINE __m256i x16_half(const uint8_t *c, const __m256i *xb, int h, int32_t ncorr) {
+/* One block's sums for the 16 rows, rows 0-7 into s[0] (codes at c,
+ * activations at x): both halves of a chunk against the same 4 activation
+ * bytes broadcast, so 2 broadcasts per chunk stay in registers. */
+INLINE void x16_block(const uint8_t *c, const int8_t *x, int32_t ncorr, __m256i s[2]) {
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    __m256i p = _mm256_setzero_si256();
+    __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(c + q * 64 + h * 32));
-        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), xb[q]));
-        p = _mm256_add_epi16(
-            p, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), xb[q + 4]));
+        __m256i xl = x_bcast4(x + 4 * q), xh = x_bcast4(x + 16 + 4 * q);
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(c + q * 64 + h * 32));
+            p[h] = _mm256_add_epi16(p[h], _mm256_maddubs_epi16(_mm256_and_si256(v, nibble), xl));
+            p[h] = _mm256_add_epi16(
+                p[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), xh));
+        }
     }
-    return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_set1_epi32(ncorr));
+    for (int h = 0; h < 2; h++)
+        s[h] = _mm256_add_epi32(_mm256_madd_epi16(p[h], _mm256_set1_epi16(1)),
+                                _mm256_set1_epi32(ncorr));
 }
 
 /* Blocks 0..nbc-1 (nbc even) of one group (e at its first pair) against
@@ -218,19 +224,13 @@ INLINE void x16_group_to(const uint8_t *e, const int8_t *xq, const float *xs, co
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int j = 0; j < nbc; j++) {
         const uint8_t *pair = e + (size_t)(j / 2) * CPU_Q4X16_PAIR_BYTES;
-        const int8_t *x = xq + (size_t)j * 32;
-        __m256i xb[8];
-        for (int q = 0; q < 4; q++) {
-            xb[q] = x_bcast4(x + 4 * q);
-            xb[q + 4] = x_bcast4(x + 16 + 4 * q);
-        }
         __m256 dx = _mm256_set1_ps(xs[(size_t)j * CPU_QSCALE_REP]);
-        const uint8_t *codes = pair + 64 + (j % 2) * 256;
+        __m256i s[2];
+        x16_block(pair + 64 + (j % 2) * 256, xq + (size_t)j * 32, ncorr[j], s);
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
             __m256 dw =
                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pair + (j % 2) * 32 + h * 16)));
-            __m256 s = _mm256_cvtepi32_ps(x16_half(codes, xb, h, ncorr[j]));
-            acc[h] = _mm256_fmadd_ps(s, _mm256_mul_ps(dw, dx), acc[h]);
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[h]), _mm256_mul_ps(dw, dx), acc[h]);
         }
     }
     for (int h = 0; h < 2; h++)
