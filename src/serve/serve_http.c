@@ -84,7 +84,7 @@ struct serve_server {
     int port;
     long long started;
     atomic_ulong id_counter; /* ids when no random bytes can be read */
-    atomic_int n_inflight;   /* completion requests holding a job */
+    atomic_int n_inflight;   /* completion requests not yet answered in full */
     atomic_size_t mem_used;  /* bodies in flight and parses under way, estimated */
     size_t mem_budget;       /* beyond it new bodies and parses get 503 */
 };
@@ -112,12 +112,6 @@ static void trim_after(size_t n) {
 #endif
 }
 
-/* Drops the connection's reference to its job. */
-static void release_job(serve_server *s, serve_job *j) {
-    serve_job_release(j);
-    atomic_fetch_sub(&s->n_inflight, 1);
-}
-
 typedef struct conn_ctx {
     char what[80]; /* "METHOD /path" for the request log */
     serve_text body;
@@ -127,8 +121,9 @@ typedef struct conn_ctx {
     double t_start;
     serve_route route;
     int status;
-    char origin[256]; /* Access-Control-Allow-Origin to send, "" for none */
-    int n_shifted;    /* chat: messages a context shift dropped (X-Context-Shift) */
+    char origin[256];   /* Access-Control-Allow-Origin to send, "" for none */
+    int n_shifted;      /* chat: messages a context shift dropped (X-Context-Shift) */
+    int holds_inflight; /* counted in n_inflight until on_completed: the answer sent */
 } conn_ctx;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -705,7 +700,7 @@ static void stream_free(void *cls) {
     int done = sc->job->state == SERVE_JOB_DONE;
     pthread_mutex_unlock(&sc->job->mu);
     if (!done) serve_sched_cancel(sc->g->sched, sc->job);
-    release_job(sc->s, sc->job);
+    serve_job_release(sc->job);
     free(sc->out.p);
     free(sc);
 }
@@ -820,7 +815,10 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         return send_error(c, cc, 404, msg, "model", "model_not_found");
     }
     serve_job *j = serve_job_new(&req);
-    if (j) atomic_fetch_add(&s->n_inflight, 1);
+    if (j) {
+        atomic_fetch_add(&s->n_inflight, 1);
+        cc->holds_inflight = 1;
+    }
     if (!j) {
         serve_request_free(&req);
         return send_error(c, cc, 500, "out of memory", NULL, NULL);
@@ -830,12 +828,12 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
     const char *param, *code;
     int status = prepare_job(s, g, j, msg, sizeof msg, param_buf, sizeof param_buf, &param, &code);
     if (status != 200) {
-        release_job(s, j);
+        serve_job_release(j);
         return send_error(c, cc, status, msg, param, code ? code : "invalid_value");
     }
     cc->n_shifted = j->n_shifted;
     if (serve_sched_submit(g->sched, j, &err) != NC_OK) {
-        release_job(s, j);
+        serve_job_release(j);
         return send_error(
             c, cc, 429,
             "the server is busy: all slots are generating and the queue is full; retry later", NULL,
@@ -856,7 +854,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         int w = nc_now_s() > deadline ? 2 : wait_job(j, &seen, fd, j->req.stream, deadline);
         if (w != 0) {
             serve_sched_cancel(g->sched, j);
-            release_job(s, j);
+            serve_job_release(j);
             if (w == 1) return MHD_NO; /* nobody to answer */
             return send_error(c, cc, 504, "timed out waiting for a free slot", NULL, "timeout");
         }
@@ -874,7 +872,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         if (done) break;
         if (wait_job(j, &seen, fd, 0, 0) == 1) {
             serve_sched_cancel(g->sched, j);
-            release_job(s, j);
+            serve_job_release(j);
             return MHD_NO;
         }
     }
@@ -913,7 +911,7 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
         json_decref(d.tool_calls);
         free(text.p);
     }
-    release_job(s, j);
+    serve_job_release(j);
     return ret;
 }
 
@@ -1099,6 +1097,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     serve_server *s = cls;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (cc->holds_inflight) atomic_fetch_sub(&s->n_inflight, 1);
     double dt = nc_now_s() - cc->t_start;
     /* 499 (nginx's "client closed request"): nothing was answered, or the
      * answer could not be delivered (a stream whose client went away). */
