@@ -69,11 +69,10 @@ INLINE __m512 ldv_q4(const void *row, size_t i) {
     if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
     return widen_q4(q, block_scale(b));
 }
-/* 16 weights of row r of a Q4X16 matrix from column i (i % 16 == 0): the
+/* 16 weights of row a of a Q4X16 group at g from column i (i % 16 == 0): the
  * row's 16 code bytes are four 4-byte runs 64 bytes apart. */
-INLINE __m512 ldv_q4x16(const void *w, size_t ldw, int r, size_t i) {
-    const uint8_t *g = cpu_q4x16_group(w, ldw, r);
-    int j = (int)(i / CPU_QBLOCK), a = r % CPU_Q4X16_ROWS;
+INLINE __m512 ldv_q4x16(const uint8_t *g, int a, size_t i) {
+    int j = (int)(i / CPU_QBLOCK);
     const uint8_t *c = g + cpu_q4x16_code_at(j, a, 0);
     int32_t v[4];
     for (int q = 0; q < 4; q++)

@@ -286,8 +286,8 @@ static inline float ld1_q4(const void *row, size_t i) {
     } while (0)
 
 /* gemm_pack_q4x16: rows r0..r1 of a Q4X16 matrix (q4_interleave.h) into
- * panel blocks as gemm_pack_<SUF> does for rows, ldv_q4x16(w, ldw, r, i)
- * giving WIDTH weights of row r from column i. A run is a pair of blocks,
+ * panel blocks as gemm_pack_<SUF> does for rows, ldv_q4x16(g, a, i)
+ * giving WIDTH weights of row a of the group at g from column i. A run is a pair of blocks,
  * whose codes and scales are 576 contiguous bytes per group, read in order
  * (the hardware prefetcher follows them). */
 #define CPU_DEF_GEMM_PACK_Q4X16(WIDTH, STOREV, TRANSPOSE)                                          \
@@ -299,12 +299,15 @@ static inline float ld1_q4(const void *row, size_t i) {
             float *blk = panel + (size_t)(rb - r0) * (size_t)k;                                    \
             for (int i = 0; i < k; i += RUN) {                                                     \
                 int cols = k - i < RUN ? k - i : RUN;                                              \
-                for (int a = 0; a < NR; a++)                                                       \
+                for (int a = 0; a < NR; a++) {                                                     \
+                    const uint8_t *g = cpu_q4x16_group(w, ldw, rb + a);                            \
                     for (int c = 0; c < RUN; c += WIDTH)                                           \
                         if (a < valid)                                                             \
-                            STOREV(&run[a][c], ldv_q4x16(w, ldw, rb + a, (size_t)(i + c)));        \
+                            STOREV(&run[a][c],                                                     \
+                                   ldv_q4x16(g, (rb + a) % CPU_Q4X16_ROWS, (size_t)(i + c)));      \
                         else                                                                       \
                             memset(&run[a][c], 0, WIDTH * sizeof(float));                          \
+                }                                                                                  \
                 int c = 0;                                                                         \
                 for (; c + WIDTH <= cols; c += WIDTH)                                              \
                     TRANSPOSE(&run[0][c], RUN, blk + (size_t)(i + c) * NR, WIDTH);                 \

@@ -48,11 +48,10 @@ INLINE float32x4_t ldv_q4(const void *row, size_t i) {
     float v[4] = {ld1_q4(row, i), ld1_q4(row, i + 1), ld1_q4(row, i + 2), ld1_q4(row, i + 3)};
     return vld1q_f32(v);
 }
-/* 4 weights of row r of a Q4X16 matrix from column i (for the packer
+/* 4 weights of row a of a Q4X16 group at g from column i (for the packer
  * table; no NEON table decodes the layout, so none is loaded with it). */
-INLINE float32x4_t ldv_q4x16(const void *w, size_t ldw, int r, size_t i) {
-    const uint8_t *g = cpu_q4x16_group(w, ldw, r);
-    int j = (int)(i / CPU_QBLOCK), e = (int)(i % CPU_QBLOCK), a = r % CPU_Q4X16_ROWS;
+INLINE float32x4_t ldv_q4x16(const uint8_t *g, int a, size_t i) {
+    int j = (int)(i / CPU_QBLOCK), e = (int)(i % CPU_QBLOCK);
     nc_fp16 h;
     memcpy(&h, g + cpu_q4x16_scale_at(j, a), 2);
     float d = nc_fp16_to_f32(h), v[4];
