@@ -87,6 +87,46 @@ INLINE __m256 ldv_q4x16(const uint8_t *g, int a, size_t i) {
     return widen_q4(q, block_scale(g + cpu_q4x16_scale_at(j, a)));
 }
 
+/* Rows r0..r1 of a Q4X16 matrix straight from its groups into the GEMM's
+ * 16-row panel blocks, where r0, r1 are whole groups and k whole blocks
+ * (else 0: gemm_pack_q4x16 packs them row by row). The 32 bytes of half h
+ * of a code chunk c are 8 rows x code bytes 4c..4c+3: regrouped by code
+ * byte (vpshufb, vpermd), each byte b gives those rows' lanes of panel rows
+ * 4c + b (its low nibbles) and 16 + 4c + b (its high ones). */
+static int q4x16_pack_groups(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
+    if (r0 % CPU_Q4X16_ROWS || r1 % CPU_Q4X16_ROWS || k % CPU_QBLOCK) return 0;
+    const __m256i by_byte = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m256i qwords = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i nibble = _mm256_set1_epi32(15), eight = _mm256_set1_epi32(8);
+    enum { NR = CPU_Q4X16_ROWS };
+    for (int rb = r0; rb < r1; rb += NR) {
+        const uint8_t *g = (const uint8_t *)w + (size_t)rb * ldw;
+        float *blk = panel + (size_t)(rb - r0) * (size_t)k;
+        for (int j = 0; j < k / CPU_QBLOCK; j++)
+            for (int h = 0; h < 2; h++) {
+                __m256 d = _mm256_cvtph_ps(
+                    _mm_loadu_si128((const __m128i *)(g + cpu_q4x16_scale_at(j, 8 * h))));
+                for (int c = 0; c < 4; c++) {
+                    __m256i v = _mm256_loadu_si256(
+                        (const __m256i *)(g + cpu_q4x16_code_at(j, 8 * h, 4 * c)));
+                    v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, by_byte), qwords);
+                    __m128i half[2] = {_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)};
+                    _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
+                        __m128i q = half[b / 2];
+                        __m256i x = _mm256_cvtepu8_epi32(b % 2 ? _mm_srli_si128(q, 8) : q);
+                        float *o = blk + (size_t)(j * CPU_QBLOCK + 4 * c + b) * NR + 8 * h;
+                        __m256i lo = _mm256_sub_epi32(_mm256_and_si256(x, nibble), eight);
+                        __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(x, 4), eight);
+                        _mm256_storeu_ps(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
+                        _mm256_storeu_ps(o + 16 * NR, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
+                    }
+                }
+            }
+    }
+    return 1;
+}
+
 /* The prompt GEMM: 16-row panel blocks (2 ymm) x 6 activation rows, 12 of
  * the 16 registers accumulating. */
 #define BCAST8(p) _mm256_broadcast_ss(p)

@@ -103,6 +103,11 @@ INLINE void transpose16(const float *src, size_t stride, float *dst) {
         transpose16(src, stride, dst);                                                             \
         transpose16((src) + 16 * (stride), stride, (dst) + 16);                                    \
     } while (0)
+/* gemm_pack_q4x16 packs row by row here */
+static int q4x16_pack_groups(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
+    (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)panel;
+    return 0;
+}
 CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16)
 
 #define DEF_MATMUL(SUF)                                                                            \

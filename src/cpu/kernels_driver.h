@@ -287,11 +287,14 @@ static inline float ld1_q4(const void *row, size_t i) {
 
 /* gemm_pack_q4x16: rows r0..r1 of a Q4X16 matrix (q4_interleave.h) into
  * panel blocks as gemm_pack_<SUF> does for rows, ldv_q4x16(g, a, i)
- * giving WIDTH weights of row a of the group at g from column i. A run is a pair of blocks,
+ * giving WIDTH weights of row a of the group at g from column i, after
+ * the file's q4x16_pack_groups(w, ldw, k, r0, r1, panel), which may do the
+ * whole job faster from whole groups (returns 1) or leave it (0). A run is a pair of blocks,
  * whose codes and scales are 576 contiguous bytes per group, read in order
  * (the hardware prefetcher follows them). */
 #define CPU_DEF_GEMM_PACK_Q4X16(WIDTH, STOREV, TRANSPOSE)                                          \
     static void gemm_pack_q4x16(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {  \
+        if (q4x16_pack_groups(w, ldw, k, r0, r1, panel)) return;                                   \
         enum { NR = 2 * WIDTH, RUN = 2 * CPU_QBLOCK };                                             \
         float run[NR][RUN] __attribute__((aligned(64)));                                           \
         for (int rb = r0; rb < r1; rb += NR) {                                                     \

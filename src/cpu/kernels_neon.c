@@ -66,6 +66,11 @@ INLINE float32x4_t ldv_q4x16(const uint8_t *g, int a, size_t i) {
  * 24 of the 32 registers accumulating. */
 #define BCAST4(p) vld1q_dup_f32(p)
 CPU_DEF_GEMM(float32x4_t, 4, 12, ZERO4, vld1q_f32, vst1q_f32, vaddq_f32, BCAST4, FMA4)
+/* gemm_pack_q4x16 packs row by row here */
+static int q4x16_pack_groups(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
+    (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)panel;
+    return 0;
+}
 CPU_DEF_GEMM_PACK_ALL(4, vst1q_f32, CPU_GEMM_TRANSPOSE_PLAIN)
 
 #define DEF_MATMUL(SUF)                                                                            \
