@@ -70,6 +70,13 @@ typedef struct cpu_gemm_kernels {
     void (*pack)(cpu_wtype t, const void *w, size_t ldw_bytes, int k, int r0, int r1, float *panel);
     void (*run)(const float *panel, int k, int rows, const float *x, size_t ldx, float *y,
                 size_t ldy, int n);
+    /* Optional (NULL: run converts the activations it reads, in every
+     * task): x_prep converts row t of n (x: its k values) into the
+     * x_bytes(n, k) bytes at xb, once per product, and run_x is run on
+     * them. */
+    size_t (*x_bytes)(int n, int k);
+    void (*x_prep)(const float *x, int n, int k, int t, void *xb);
+    void (*run_x)(const float *panel, int k, int rows, const void *xb, int n, float *y, size_t ldy);
 } cpu_gemm_kernels;
 
 /* Floats of the panel that cpu_gemm_kernels.pack fills for `rows` rows. */

@@ -34,6 +34,7 @@ typedef struct {
     int n, rows_per_task;
     const cpu_act *act; /* quantized weights: the int8 rows; panel scratch */
     int is_gemm;        /* uses_gemm() */
+    const void *gemm_x; /* the GEMM's activations converted once (x_prep), or NULL */
 } matmul_job;
 
 /* The prompt GEMM for w's type: bf16 dot products where the table has them. */
@@ -63,7 +64,10 @@ static void matmul_task(void *ctx, int task, int thread) {
         float *p = a->panels + (size_t)thread * a->panel_floats;
         const cpu_gemm_kernels *g = gemm_for(j->kern, j->w);
         g->pack(j->w->type, j->w->data, ldw, j->w->cols, r0, r1, p);
-        g->run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
+        if (j->gemm_x)
+            g->run_x(p, j->w->cols, r1 - r0, j->gemm_x, j->n, j->y + r0, j->ldy);
+        else
+            g->run(p, j->w->cols, r1 - r0, j->x, j->ldx, j->y + r0, j->ldy, j->n);
         return;
     }
     if (cpu_wtype_is_quant(j->w->type)) {
@@ -101,19 +105,46 @@ int cpu_matmul_decode_rows_per_task(int rows, int threads) {
     return per < 16 ? 16 : per;
 }
 
+typedef struct {
+    const cpu_gemm_kernels *g;
+    cpu_act *a;
+} gemm_x_job;
+
+static void gemm_x_row_task(void *ctx, int t, int thread) {
+    (void)thread;
+    const gemm_x_job *j = ctx;
+    j->g->x_prep(j->a->x + (size_t)t * j->a->ldx, j->a->n, j->a->k, t, j->a->gemm_x);
+}
+
+/* The activations as GEMM g reads them, converted once for every task of
+ * every product over them (NULL where g converts in each task itself, or
+ * the scratch is too small). */
+static const void *gemm_x_once(nc_pool *pool, const cpu_gemm_kernels *g, cpu_act *a) {
+    if (!g->x_prep || !a->gemm_x || a->gemm_x_bytes < g->x_bytes(a->n, a->k)) return NULL;
+    if (a->gemm_x_of != g) {
+        gemm_x_job j = {g, a};
+        nc_pool_for(pool, a->n, gemm_x_row_task, &j);
+        a->gemm_x_of = g;
+    }
+    return a->gemm_x;
+}
+
 /* One product as pool tasks: rows per task and the task count. */
-static int plan_job(matmul_job *j, int threads, const cpu_kernels *kern, const cpu_mat *w,
-                    const float *x, size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
-    int per = n == 1 ? cpu_matmul_decode_rows_per_task(w->rows, threads) : ROWS_PER_TASK_BATCH;
-    matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act, uses_gemm(kern, w, act, n)};
+static int plan_job(matmul_job *j, nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w,
+                    const float *x, size_t ldx, float *y, size_t ldy, int n, cpu_act *act) {
+    int per = n == 1 ? cpu_matmul_decode_rows_per_task(w->rows, nc_pool_threads(pool))
+                     : ROWS_PER_TASK_BATCH;
+    int is_gemm = uses_gemm(kern, w, act, n);
+    const void *gemm_x = is_gemm ? gemm_x_once(pool, gemm_for(kern, w), act) : NULL;
+    matmul_job jj = {kern, w, x, ldx, ldy, y, n, per, act, is_gemm, gemm_x};
     *j = jj;
     return n > 0 && w->rows > 0 ? (w->rows + per - 1) / per : 0;
 }
 
 static void run_matmul(nc_pool *pool, const cpu_kernels *kern, const cpu_mat *w, const float *x,
-                       size_t ldx, float *y, size_t ldy, int n, const cpu_act *act) {
+                       size_t ldx, float *y, size_t ldy, int n, cpu_act *act) {
     matmul_job j;
-    int tasks = plan_job(&j, nc_pool_threads(pool), kern, w, x, ldx, y, ldy, n, act);
+    int tasks = plan_job(&j, pool, kern, w, x, ldx, y, ldy, n, act);
     nc_pool_for(pool, tasks, matmul_task, &j);
 }
 
@@ -159,13 +190,12 @@ void cpu_matmul_many(nc_pool *pool, const cpu_kernels *kern, cpu_act *a, int cou
                      const cpu_product *p) {
     if (cpu_matmul_amx(pool, kern, a, count, p)) return;
     many_job m;
-    int threads = nc_pool_threads(pool);
     if (count > CPU_MATMUL_MAX_MANY) count = CPU_MATMUL_MAX_MANY;
     m.first[0] = 0;
     for (int i = 0; i < count; i++) {
         if (cpu_matmul_reads_int8(kern, p[i].w, a)) quantize_once(pool, a);
-        m.first[i + 1] = m.first[i] + plan_job(&m.jobs[i], threads, kern, p[i].w, a->x, a->ldx,
-                                               p[i].y, p[i].ldy, a->n, a);
+        m.first[i + 1] = m.first[i] + plan_job(&m.jobs[i], pool, kern, p[i].w, a->x, a->ldx, p[i].y,
+                                               p[i].ldy, a->n, a);
     }
     nc_pool_for(pool, m.first[count], many_task, &m);
 }

@@ -41,12 +41,18 @@ typedef struct cpu_act {
     int amx_packed;
     void *amx_scratch;
     size_t amx_scratch_bytes;
+    /* Optional scratch for the prompt GEMMs that convert the activations
+     * once per product (cpu_gemm_kernels.x_prep): gemm_x_bytes bytes, and
+     * the GEMM whose conversion they hold (NULL: none yet). */
+    void *gemm_x;
+    size_t gemm_x_bytes;
+    const cpu_gemm_kernels *gemm_x_of;
 } cpu_act;
 
 #define CPU_MATMUL_PANEL_ROWS 64
 
 static inline cpu_act cpu_act_rows(const float *x, size_t ldx, int n, int k, int8_t *q, float *s) {
-    cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0, NULL, 0, 0, NULL, 0};
+    cpu_act a = {x, ldx, n, k, q, s, 0, NULL, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL};
     return a;
 }
 

@@ -13,6 +13,8 @@ typedef struct cpu_prompt_scratch {
     void *amx_x;       /* AMX tables only, else NULL */
     void *amx_scratch; /* per pool thread */
     size_t amx_x_bytes, amx_scratch_bytes;
+    void *gemm_x; /* tables with bf16 dot products (cpu_act.gemm_x), else NULL */
+    size_t gemm_x_bytes;
 } cpu_prompt_scratch;
 
 /* Allocates (or grows) s for kern on `threads` pool threads; on failure s is

@@ -21,7 +21,7 @@ extern const cpu_gemm_kernels cpu_gemm_bf16_neon[2]; /* same two variants */
 
 /* For the kernel files: the two-entry table NAME of NR-row panels from
  * PACK and RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, terms). */
-#define CPU_DEF_BF16_GEMMS(NAME, NR, PACK, RUN_TERMS)                                              \
+#define CPU_DEF_BF16_RUNS(RUN_TERMS)                                                               \
     static void run_2terms(const float *panel, int k, int rows, const float *x, size_t ldx,        \
                            float *y, size_t ldy, int n) {                                          \
         RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, 2);                                           \
@@ -29,7 +29,32 @@ extern const cpu_gemm_kernels cpu_gemm_bf16_neon[2]; /* same two variants */
     static void run_1term(const float *panel, int k, int rows, const float *x, size_t ldx,         \
                           float *y, size_t ldy, int n) {                                           \
         RUN_TERMS(panel, k, rows, x, ldx, y, ldy, n, 1);                                           \
-    }                                                                                              \
+    }
+#define CPU_DEF_BF16_GEMMS(NAME, NR, PACK, RUN_TERMS)                                              \
+    CPU_DEF_BF16_RUNS(RUN_TERMS)                                                                   \
     const cpu_gemm_kernels NAME[2] = {{NR, PACK, run_2terms}, {NR, PACK, run_1term}};
+
+/* The same with activations converted once per product (cpu_gemm_kernels
+ * x_bytes, x_prep, run_x): X_PREP_TERMS(x, n, k, t, xb, terms) and
+ * RUN_X_TERMS(panel, k, rows, xb, n, y, ldy, terms). */
+#define CPU_DEF_BF16_GEMMS_X(NAME, NR, PACK, RUN_TERMS, X_BYTES, X_PREP_TERMS, RUN_X_TERMS)        \
+    CPU_DEF_BF16_RUNS(RUN_TERMS)                                                                   \
+    static void x_prep_2terms(const float *x, int n, int k, int t, void *xb) {                     \
+        X_PREP_TERMS(x, n, k, t, xb, 2);                                                           \
+    }                                                                                              \
+    static void x_prep_1term(const float *x, int n, int k, int t, void *xb) {                      \
+        X_PREP_TERMS(x, n, k, t, xb, 1);                                                           \
+    }                                                                                              \
+    static void run_x_2terms(const float *panel, int k, int rows, const void *xb, int n, float *y, \
+                             size_t ldy) {                                                         \
+        RUN_X_TERMS(panel, k, rows, xb, n, y, ldy, 2);                                             \
+    }                                                                                              \
+    static void run_x_1term(const float *panel, int k, int rows, const void *xb, int n, float *y,  \
+                            size_t ldy) {                                                          \
+        RUN_X_TERMS(panel, k, rows, xb, n, y, ldy, 1);                                             \
+    }                                                                                              \
+    const cpu_gemm_kernels NAME[2] = {                                                             \
+        {NR, PACK, run_2terms, X_BYTES, x_prep_2terms, run_x_2terms},                              \
+        {NR, PACK, run_1term, X_BYTES, x_prep_1term, run_x_1term}};
 
 #endif

@@ -104,9 +104,10 @@ static void *make_stored_weights(cpu_wtype t, int rows, int k, float *wf, size_t
 }
 
 /* Packs rows r0..r0+rows of a (r0 + rows + 2)-row matrix with g and runs n
- * tokens into a padded y; every output within tol * (k + 1) of the double
- * product and every padding cell untouched. Returns 0 and prints the case
- * if not. */
+ * tokens into a padded y, through run and, where g has them, through
+ * x_prep (every row into one buffer) and run_x; every output within
+ * tol * (k + 1) of the double product and every padding cell untouched.
+ * Returns 0 and prints the case if not. */
 static int check_gemm_with(const cpu_gemm_kernels *g, const char *name, cpu_wtype t, int k, int n,
                            int rows, double tol) {
     const int r0 = 3, all_rows = r0 + rows + 2, ldx = k + 5, ldy = all_rows + 4;
@@ -116,33 +117,44 @@ static int check_gemm_with(const cpu_gemm_kernels *g, const char *name, cpu_wtyp
     float *x = malloc(sizeof(float) * (size_t)n * ldx);
     float *y = malloc(sizeof(float) * (size_t)n * ldy);
     float *panel = malloc(sizeof(float) * cpu_gemm_panel_floats(g, rows, k));
+    void *xb = g->x_prep ? malloc(g->x_bytes(n, k)) : NULL;
     for (int i = 0; i < n * ldx; i++)
         x[i] = frand();
-    for (int i = 0; i < n * ldy; i++)
-        y[i] = 12345.0f;
     g->pack(t, w, ldw, k, r0, r0 + rows, panel);
-    g->run(panel, k, rows, x, (size_t)ldx, y + r0, (size_t)ldy, n);
     int ok = 1;
-    for (int b = 0; b < n && ok; b++)
-        for (int r = 0; r < ldy && ok; r++) {
-            float got = y[(size_t)b * ldy + r];
-            if (r < r0 || r >= r0 + rows) {
-                ok = got == 12345.0f;
-            } else {
-                double ref = 0;
-                for (int i = 0; i < k; i++)
-                    ref += (double)x[(size_t)b * ldx + i] * wf[(size_t)r * k + i];
-                ok = fabs(got - ref) <= tol * (k + 1);
-            }
-            if (!ok)
-                printf("  %s %s k=%d n=%d rows=%d: token %d row %d got %g\n", name,
-                       cpu_wtype_name(t), k, n, rows, b, r, got);
+    for (int path = 0; path < (xb ? 2 : 1) && ok; path++) {
+        for (int i = 0; i < n * ldy; i++)
+            y[i] = 12345.0f;
+        if (path == 0) {
+            g->run(panel, k, rows, x, (size_t)ldx, y + r0, (size_t)ldy, n);
+        } else {
+            for (int b = 0; b < n; b++)
+                g->x_prep(x + (size_t)b * ldx, n, k, b, xb);
+            g->run_x(panel, k, rows, xb, n, y + r0, (size_t)ldy);
         }
+        for (int b = 0; b < n && ok; b++)
+            for (int r = 0; r < ldy && ok; r++) {
+                float got = y[(size_t)b * ldy + r];
+                if (r < r0 || r >= r0 + rows) {
+                    ok = got == 12345.0f;
+                } else {
+                    double ref = 0;
+                    for (int i = 0; i < k; i++)
+                        ref += (double)x[(size_t)b * ldx + i] * wf[(size_t)r * k + i];
+                    ok = fabs(got - ref) <= tol * (k + 1);
+                }
+                if (!ok)
+                    printf("  %s %s%s k=%d n=%d rows=%d: token %d row %d got %g\n", name,
+                           cpu_wtype_name(t), path ? " (x_prep, run_x)" : "", k, n, rows, b, r,
+                           got);
+            }
+    }
     free(wf);
     free(w);
     free(x);
     free(y);
     free(panel);
+    free(xb);
     return ok;
 }
 
@@ -276,6 +288,84 @@ static void test_matmul_act_prompts_use_the_gemms(void) {
     free(s);
 }
 
+/* The bf16 GEMMs that convert the activations once per product (x_prep,
+ * run_x) through cpu_matmul_many on a pool: three products over one act,
+ * then a second act over other rows in the same scratch (a conversion kept
+ * from the first would be read for it), both contracts, every output
+ * within the GEMM's bound of the double product (as in
+ * test_bf16_dot_gemm_matches_reference); and an act whose scratch is too
+ * small for its rows takes the converting run. */
+static void test_bf16_gemm_converts_activations_once_per_act(void) {
+#if defined(__x86_64__)
+    if (!cpu_features_get()->avx512bf16) {
+        SKIP("no AVX512-BF16 on this CPU");
+    }
+    const int k = 200, n = 40, rows[3] = {96, 64, 40};
+    nc_error err;
+    nc_pool *pool;
+    CHECK_OK(nc_pool_new(2, &pool, &err), &err);
+    size_t pf = (size_t)CPU_MATMUL_PANEL_ROWS * k;
+    float *panels = malloc(2 * pf * sizeof(float));
+    float *wf[3], *y[3], *x = malloc(sizeof(float) * 2 * n * k);
+    void *w[3];
+    for (int i = 0; i < 2 * n * k; i++)
+        x[i] = frand();
+    for (int p = 0; p < 3; p++) {
+        size_t ldw;
+        wf[p] = malloc(sizeof(float) * (size_t)rows[p] * k);
+        w[p] = nc_test_stored_weights(CPU_W_BF16, rows[p], k, 0, frand_at, wf[p], &ldw);
+        y[p] = malloc(sizeof(float) * (size_t)n * rows[p]);
+    }
+    for (int v = CPU_BF16_ACCURATE; v <= CPU_BF16_FAST; v++) {
+        cpu_kernels kt = *cpu_kernels_get();
+        kt.gemm_bf16 = &cpu_gemm_bf16_avx512[v];
+        size_t xb_bytes = kt.gemm_bf16->x_bytes(n, k);
+        void *xb = malloc(xb_bytes);
+        double tol = v == CPU_BF16_FAST ? 1.0 / 256 : 1e-5;
+        for (int round = 0; round < 3; round++) {
+            /* rounds 0, 1: the two acts; 2: the first again, scratch short */
+            const float *xr = x + (size_t)(round == 1) * n * k;
+            cpu_act a = cpu_act_rows(xr, (size_t)k, n, k, NULL, NULL);
+            a.panels = panels;
+            a.panel_floats = pf;
+            a.gemm_x = xb;
+            a.gemm_x_bytes = round == 2 ? xb_bytes - 1 : xb_bytes;
+            cpu_mat m[3];
+            cpu_product prod[3];
+            for (int p = 0; p < 3; p++) {
+                m[p] = (cpu_mat){CPU_W_BF16, w[p], rows[p], k};
+                prod[p] = (cpu_product){&m[p], y[p], (size_t)rows[p]};
+            }
+            cpu_matmul_many(pool, &kt, &a, 3, prod);
+            CHECK((a.gemm_x_of == kt.gemm_bf16) == (round < 2));
+            double worst = 0; /* error over the bound */
+            for (int p = 0; p < 3; p++)
+                for (int b = 0; b < n; b++)
+                    for (int r = 0; r < rows[p]; r++) {
+                        double ref = 0;
+                        for (int i = 0; i < k; i++)
+                            ref += (double)xr[b * k + i] * wf[p][r * k + i];
+                        worst = nc_worse(worst, fabs(y[p][(size_t)b * rows[p] + r] - ref) /
+                                                    (tol * (k + 1)));
+                    }
+            CHECKF(worst <= 1, "%s, act %d: worst error %g of the bound",
+                   v == CPU_BF16_FAST ? "fast" : "accurate", round, worst);
+        }
+        free(xb);
+    }
+    for (int p = 0; p < 3; p++) {
+        free(wf[p]);
+        free(w[p]);
+        free(y[p]);
+    }
+    nc_pool_free(pool);
+    free(panels);
+    free(x);
+#else
+    SKIP("x86-64 only");
+#endif
+}
+
 /* cpu_matmul_reads_int8 says which products need quantized activations:
  * Q8/Q4 weights, unless the prompt is long enough for the fp32 GEMM and
  * there is panel scratch (tables with the int8 GEMM: always); never float
@@ -397,6 +487,7 @@ int main(void) {
     RUN(test_gemm_awkward_k_and_rows_all_tables_all_types);
     RUN(test_bf16_dot_gemm_matches_reference);
     RUN(test_matmul_act_prompts_use_the_gemms);
+    RUN(test_bf16_gemm_converts_activations_once_per_act);
     RUN(test_reads_int8_only_for_short_quantized_products);
     RUN(test_rope_pairs_i_with_i_plus_half);
     RUN(test_rmsnorm_softmax_silu_values);
