@@ -32,7 +32,8 @@ extern const cpu_gemm_kernels cpu_gemm_bf16_neon[2]; /* same two variants */
     }
 #define CPU_DEF_BF16_GEMMS(NAME, NR, PACK, RUN_TERMS)                                              \
     CPU_DEF_BF16_RUNS(RUN_TERMS)                                                                   \
-    const cpu_gemm_kernels NAME[2] = {{NR, PACK, run_2terms}, {NR, PACK, run_1term}};
+    const cpu_gemm_kernels NAME[2] = {{.nr = NR, .pack = PACK, .run = run_2terms},                 \
+                                      {.nr = NR, .pack = PACK, .run = run_1term}};
 
 /* The same with activations converted once per product (cpu_gemm_kernels
  * x_bytes, x_prep, run_x): X_PREP_TERMS(x, n, k, t, xb, terms) and

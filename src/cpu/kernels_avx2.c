@@ -175,7 +175,7 @@ const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx2, cpu_qmatmul_q4_avx2, cpu_qmatmul_q4x16_avx2},
-    .gemm = {16, gemm_pack, gemm_run},
+    .gemm = {.nr = 16, .pack = gemm_pack, .run = gemm_run},
     .attn = &cpu_attn_avx2,
     .fma_burn = cpu_fma_burn_avx2,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

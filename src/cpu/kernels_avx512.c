@@ -126,7 +126,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_avx512, cpu_qmatmul_q4_avx512, cpu_qmatmul_q4x16_avx512},
     .qpanel = &cpu_qpanel_avx512,
-    .gemm = {32, gemm_pack, gemm_run},
+    .gemm = {.nr = 32, .pack = gemm_pack, .run = gemm_run},
     .gemm_bf16w = &cpu_gemm_bf16w_avx512,
     .gemm_bf16w_fast = &cpu_gemm_bf16w_fast_avx512,
     .attn = &cpu_attn_avx512,

@@ -87,7 +87,7 @@ const cpu_kernels cpu_kernels_neon = {
     .name = "neon",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {cpu_qmatmul_q8_neon, cpu_qmatmul_q4_neon},
-    .gemm = {8, gemm_pack, gemm_run},
+    .gemm = {.nr = 8, .pack = gemm_pack, .run = gemm_run},
     .attn = &cpu_attn_neon,
     .fma_burn = cpu_fma_burn_neon,
     .row_to_f32 = {[CPU_W_F32] = row_f32,

@@ -124,7 +124,7 @@ const cpu_kernels cpu_kernels_scalar = {
     .name = "scalar",
     .matmul = {[CPU_W_F32] = matmul_f32, [CPU_W_F16] = matmul_f16, [CPU_W_BF16] = matmul_bf16},
     .qmatmul = {qmatmul_q8, qmatmul_q4},
-    .gemm = {GEMM_NR, gemm_pack_scalar, gemm_run_scalar},
+    .gemm = {.nr = GEMM_NR, .pack = gemm_pack_scalar, .run = gemm_run_scalar},
     .attn = &cpu_attn_scalar,
     .fma_burn = cpu_fma_burn_scalar,
     .row_to_f32 = {[CPU_W_F32] = row_f32,
