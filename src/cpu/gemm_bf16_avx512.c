@@ -30,26 +30,49 @@
  * less or no better. */
 #define PACK_PREFETCH 512
 
+/* Prefetches the PACK_PREFETCH bytes from `at` of rows a0..a1 (row stride
+ * ldw), where the pack reads next. */
+INLINE void prefetch_rows(const uint8_t *at, size_t ldw, int a0, int a1) {
+    for (int a = a0; a < a1; a++)
+        for (int b = 0; b < PACK_PREFETCH; b += 64)
+            _mm_prefetch((const char *)(at + (size_t)a * ldw + b), _MM_HINT_T0);
+}
+
 /* The panel: group g (rows r0 + 16g..) at g * pairs * 64 bytes, column pair
  * c of its 16 rows at + c * 64 ([row][2 bf16]); rows past r1 and the
  * column past an odd k are zero. */
 static void pack_bf16(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
     (void)t; /* bf16 only (cpu_kernels.gemm_bf16) */
     int pairs = (k + 1) / 2;
+    size_t row_bytes = (size_t)k * 2;
+    /* the first group's row starts: nothing ahead of them brought them in */
+    prefetch_rows((const uint8_t *)w + (size_t)r0 * ldw, ldw, 0,
+                  r1 - r0 < BG_ROWS ? r1 - r0 : BG_ROWS);
     for (int g = r0; g < r1; g += BG_ROWS) {
         int valid = r1 - g < BG_ROWS ? r1 - g : BG_ROWS;
+        int next = r1 - g - BG_ROWS < BG_ROWS ? r1 - g - BG_ROWS : BG_ROWS; /* <= 0: none */
         uint8_t *dst = (uint8_t *)panel + (size_t)((g - r0) / BG_ROWS) * (size_t)pairs * 64;
         const uint8_t *row0 = (const uint8_t *)w + (size_t)g * ldw;
         for (int i = 0; i < k; i += 32) { /* 32 columns = 16 pairs = one transpose */
             int cols = k - i < 32 ? k - i : 32;
             __mmask32 m = cols == 32 ? ~0u : (1u << cols) - 1;
             __m512i v[16];
+            size_t ahead = (size_t)i * 2 + PACK_PREFETCH;
+            /* ahead in each row, then past its end: the next group's row
+             * starts (a miss a masked load makes leaves the prefetcher idle) */
             for (int a = 0; a < valid; a++)
-                _mm_prefetch((const char *)(row0 + (size_t)a * ldw + (size_t)i * 2) + PACK_PREFETCH, _MM_HINT_T0);
-            for (int a = 0; a < BG_ROWS; a++)
-                v[a] = a < valid
-                           ? _mm512_maskz_loadu_epi16(m, row0 + (size_t)a * ldw + (size_t)i * 2)
-                           : _mm512_setzero_si512();
+                if (ahead < row_bytes)
+                    _mm_prefetch((const char *)(row0 + (size_t)a * ldw + ahead), _MM_HINT_T0);
+                else if (a < next)
+                    _mm_prefetch(
+                        (const char *)(row0 + (size_t)(BG_ROWS + a) * ldw + (ahead - row_bytes)),
+                        _MM_HINT_T0);
+            for (int a = 0; a < BG_ROWS; a++) {
+                const void *src = row0 + (size_t)a * ldw + (size_t)i * 2;
+                v[a] = a >= valid   ? _mm512_setzero_si512()
+                       : cols == 32 ? _mm512_loadu_si512(src)
+                                    : _mm512_maskz_loadu_epi16(m, src);
+            }
             cpu_transpose16_epi32(v);
             for (int c = 0; c < (cols + 1) / 2; c++)
                 _mm512_storeu_si512((void *)(dst + (size_t)(i / 2 + c) * 64), v[c]);
