@@ -79,10 +79,22 @@ extern const cpu_qpanel_kernels cpu_qpanel_neon_i8mm;
         }                                                                                          \
     }
 
+/* Each block's correction -8 * sum(x) for the x16 kernels (the codes are
+ * stored as 0..15, the weights are code - 8): plain C, which each kernel
+ * file's compiler vectorizes for its own instruction set. */
+static inline void cpu_q4x16_corrections(const int8_t *xq, int nbc, int32_t *ncorr) {
+    for (int j = 0; j < nbc; j++) {
+        int32_t sum = 0;
+        for (int i = 0; i < 32; i++)
+            sum += xq[(size_t)j * 32 + (size_t)i];
+        ncorr[j] = -8 * sum;
+    }
+}
+
 /* cpu_qmatmul_q4x16_<SUF> (q4_interleave.h): per activation row and chunk
- * of CHUNK blocks (an even count), x16_prepare(x, nbc, ncorr) writes each
- * block's correction -8 * sum(x), then x16_group_to(e, x, xs, ncorr, nbc,
- * y, accumulate) writes (or adds to) the 16 sums of the group at e. */
+ * of CHUNK blocks (an even count), the blocks' corrections, then
+ * x16_group_to(e, x, xs, ncorr, nbc, y, accumulate) writes (or adds to) the
+ * 16 sums of the group at e. */
 #define CPU_DEF_Q4X16_LOOPS(SUF, CHUNK)                                                            \
     void cpu_qmatmul_q4x16_##SUF(CPU_QMATMUL_ARGS) {                                               \
         const uint8_t *wb = (const uint8_t *)w;                                                    \
@@ -93,7 +105,7 @@ extern const cpu_qpanel_kernels cpu_qpanel_neon_i8mm;
             float *yt = y + (size_t)t * ldy;                                                       \
             for (int j0 = 0; j0 < nb; j0 += CHUNK) {                                               \
                 int nbc = nb - j0 < CHUNK ? nb - j0 : CHUNK;                                       \
-                x16_prepare(x + (size_t)j0 * 32, nbc, ncorr);                                      \
+                cpu_q4x16_corrections(x + (size_t)j0 * 32, nbc, ncorr);                            \
                 for (int g = r0; g < r1; g += CPU_Q4X16_ROWS)                                      \
                     x16_group_to(wb + (size_t)g * ldw + (size_t)j0 / 2 * CPU_Q4X16_PAIR_BYTES,     \
                                  x + (size_t)j0 * 32, s + (size_t)j0 * CPU_QSCALE_REP, ncorr, nbc, \

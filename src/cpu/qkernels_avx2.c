@@ -183,19 +183,6 @@ INLINE __m256i x_bcast4(const int8_t *p) {
     return _mm256_set1_epi32(v);
 }
 
-/* -8 * sum(x) of blocks 0..nbc-1 into ncorr. */
-INLINE void x16_prepare(const int8_t *xq, int nbc, int32_t *ncorr) {
-    const __m256i k80 = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
-    for (int j = 0; j < nbc; j++) {
-        __m256i v =
-            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(xq + (size_t)j * 32)), k80);
-        uint64_t q[4];
-        _mm256_storeu_si256((__m256i *)q, _mm256_sad_epu8(v, zero));
-        /* the sums of x + 128: 32 * 128 more than those of x */
-        ncorr[j] = -8 * ((int32_t)(q[0] + q[1] + q[2] + q[3]) - 32 * 128);
-    }
-}
-
 /* One block's sums for the 16 rows, rows 0-7 into s[0] (codes at c,
  * activations at x): both halves of a chunk against the same 4 activation
  * bytes broadcast, so 2 broadcasts per chunk stay in registers. */

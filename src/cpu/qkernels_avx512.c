@@ -572,7 +572,7 @@ DEF_QGEMV_R1(q4, 64)
  * block's x[4c..4c+3]) and the high ones (x[16+4c..]) to a vpdpbusd, then
  * one convert and scale product and FMA for the 16 rows: no sums across
  * lanes and no permutes. The correction -8 * sum(x) of each block starts
- * its sums (x + 128's sums of absolute differences, once per call). A task
+ * its sums (cpu_q4x16_corrections, once per chunk). A task
  * reads its groups as one sequential stream, which the hardware prefetcher
  * follows: one thread from DRAM on this Zen 4 streamed 29.6 GB/s without a
  * software prefetch and 23.4 with one 1 KiB ahead (k = 2048; from L2 55.8
@@ -581,19 +581,6 @@ INLINE __m512i x_bcast4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
-}
-
-/* -8 * sum(x) of blocks 0..nbc-1 (nbc even) into ncorr. */
-INLINE void x16_prepare(const int8_t *xq, int nbc, int32_t *ncorr) {
-    const __m512i k80 = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
-    for (int j = 0; j < nbc; j += 2) {
-        __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xq + (size_t)j * 32)), k80);
-        uint64_t q[8];
-        _mm512_storeu_si512((void *)q, _mm512_sad_epu8(v, zero));
-        /* the sums of x + 128: 32 * 128 more than those of x */
-        ncorr[j] = -8 * ((int32_t)(q[0] + q[1] + q[2] + q[3]) - 32 * 128);
-        ncorr[j + 1] = -8 * ((int32_t)(q[4] + q[5] + q[6] + q[7]) - 32 * 128);
-    }
 }
 
 /* One block's 16 row sums (codes at c, activations at x) from ncorr. */
