@@ -159,7 +159,8 @@ INLINE void transpose8(const float *src, size_t stride, float *dst) {
         transpose8(src, stride, dst);                                                              \
         transpose8((src) + 8 * (stride), stride, (dst) + 8);                                       \
     } while (0)
-CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, TRANSPOSE16x8)
+CPU_DEF_GEMM_PACK_Q4X16(8, _mm256_storeu_ps, TRANSPOSE16x8)
+CPU_DEF_GEMM_PACK_ALL(8, _mm256_storeu_ps, TRANSPOSE16x8, gemm_pack_q4x16)
 
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m256, 8, 4, 4, _mm256_setzero_ps, _mm256_loadu_ps, FMA8, hsum8)            \

@@ -69,18 +69,6 @@ INLINE __m512 ldv_q4(const void *row, size_t i) {
     if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4); /* weights 16..31: the high nibbles */
     return widen_q4(q, block_scale(b));
 }
-/* 16 weights of row a of a Q4X16 group at g from column i (i % 16 == 0): the
- * row's 16 code bytes are four 4-byte runs 64 bytes apart. */
-INLINE __m512 ldv_q4x16(const uint8_t *g, int a, size_t i) {
-    int j = (int)(i / CPU_QBLOCK);
-    const uint8_t *c = g + cpu_q4x16_code_at(j, a, 0);
-    int32_t v[4];
-    for (int q = 0; q < 4; q++)
-        memcpy(&v[q], c + 64 * q, 4);
-    __m128i q = _mm_setr_epi32(v[0], v[1], v[2], v[3]);
-    if (i % CPU_QBLOCK) q = _mm_srli_epi16(q, 4);
-    return widen_q4(q, block_scale(g + cpu_q4x16_scale_at(j, a)));
-}
 
 /* The prompt GEMM: 32-row panel blocks (2 zmm) x 12 activation rows, 24
  * accumulators. */
@@ -103,12 +91,7 @@ INLINE void transpose16(const float *src, size_t stride, float *dst) {
         transpose16(src, stride, dst);                                                             \
         transpose16((src) + 16 * (stride), stride, (dst) + 16);                                    \
     } while (0)
-/* gemm_pack_q4x16 packs row by row here */
-static int q4x16_pack_groups(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
-    (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)panel;
-    return 0;
-}
-CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16)
+CPU_DEF_GEMM_PACK_ALL(16, _mm512_storeu_ps, TRANSPOSE32x16, NULL)
 
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, __m512, 16, 8, 4, _mm512_setzero_ps, _mm512_loadu_ps, FMA16,                 \

@@ -321,21 +321,22 @@ static inline float ld1_q4(const void *row, size_t i) {
         }                                                                                          \
     }
 
-/* The table's pack entry: one panel packer per weight type (the file
- * defines ldv_q4x16 too). */
-#define CPU_DEF_GEMM_PACK_ALL(WIDTH, STOREV, TRANSPOSE)                                            \
+/* The table's pack entry: one panel packer per weight type. PACK_Q4X16 is
+ * the Q4X16 one (CPU_DEF_GEMM_PACK_Q4X16) for a table that decodes the
+ * layout (qmatmul[2]) without int8 panels, whose quantized prompts come
+ * here; NULL for the others, which never send it here. */
+#define CPU_DEF_GEMM_PACK_ALL(WIDTH, STOREV, TRANSPOSE, PACK_Q4X16)                                \
     CPU_DEF_GEMM_PACK(f32, WIDTH, STOREV, TRANSPOSE)                                               \
     CPU_DEF_GEMM_PACK(f16, WIDTH, STOREV, TRANSPOSE)                                               \
     CPU_DEF_GEMM_PACK(bf16, WIDTH, STOREV, TRANSPOSE)                                              \
     CPU_DEF_GEMM_PACK(q8, WIDTH, STOREV, TRANSPOSE)                                                \
     CPU_DEF_GEMM_PACK(q4, WIDTH, STOREV, TRANSPOSE)                                                \
-    CPU_DEF_GEMM_PACK_Q4X16(WIDTH, STOREV, TRANSPOSE)                                              \
     static void gemm_pack(cpu_wtype t, const void *w, size_t ldw, int k, int r0, int r1,           \
                           float *panel) {                                                          \
         static void (*const by_type[CPU_W_N])(const void *, size_t, int, int, int, float *) = {    \
             [CPU_W_F32] = gemm_pack_f32,   [CPU_W_F16] = gemm_pack_f16,                            \
             [CPU_W_BF16] = gemm_pack_bf16, [CPU_W_Q8] = gemm_pack_q8,                              \
-            [CPU_W_Q4] = gemm_pack_q4,     [CPU_W_Q4X16] = gemm_pack_q4x16};                       \
+            [CPU_W_Q4] = gemm_pack_q4,     [CPU_W_Q4X16] = PACK_Q4X16};                       \
         by_type[t](w, ldw, k, r0, r1, panel);                                                      \
     }
 

@@ -48,30 +48,12 @@ INLINE float32x4_t ldv_q4(const void *row, size_t i) {
     float v[4] = {ld1_q4(row, i), ld1_q4(row, i + 1), ld1_q4(row, i + 2), ld1_q4(row, i + 3)};
     return vld1q_f32(v);
 }
-/* 4 weights of row a of a Q4X16 group at g from column i (for the packer
- * table; no NEON table decodes the layout, so none is loaded with it). */
-INLINE float32x4_t ldv_q4x16(const uint8_t *g, int a, size_t i) {
-    int j = (int)(i / CPU_QBLOCK), e = (int)(i % CPU_QBLOCK);
-    nc_fp16 h;
-    memcpy(&h, g + cpu_q4x16_scale_at(j, a), 2);
-    float d = nc_fp16_to_f32(h), v[4];
-    for (int t = 0; t < 4; t++) {
-        uint8_t c = g[cpu_q4x16_code_at(j, a, e % 16 + t)];
-        v[t] = d * (float)((e < 16 ? c & 15 : c >> 4) - 8);
-    }
-    return vld1q_f32(v);
-}
 
 /* The prompt GEMM: 8-row panel blocks (2 q registers) x 12 activation rows,
  * 24 of the 32 registers accumulating. */
 #define BCAST4(p) vld1q_dup_f32(p)
 CPU_DEF_GEMM(float32x4_t, 4, 12, ZERO4, vld1q_f32, vst1q_f32, vaddq_f32, BCAST4, FMA4)
-/* gemm_pack_q4x16 packs row by row here */
-static int q4x16_pack_groups(const void *w, size_t ldw, int k, int r0, int r1, float *panel) {
-    (void)w, (void)ldw, (void)k, (void)r0, (void)r1, (void)panel;
-    return 0;
-}
-CPU_DEF_GEMM_PACK_ALL(4, vst1q_f32, CPU_GEMM_TRANSPOSE_PLAIN)
+CPU_DEF_GEMM_PACK_ALL(4, vst1q_f32, CPU_GEMM_TRANSPOSE_PLAIN, NULL)
 
 #define DEF_MATMUL(SUF)                                                                            \
     CPU_DEF_TILE(SUF, float32x4_t, 4, 8, 4, ZERO4, vld1q_f32, FMA4, vaddvq_f32)                    \
