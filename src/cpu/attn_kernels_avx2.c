@@ -22,20 +22,6 @@ INLINE __m256 pv_ldv_f16(const void *v, size_t i) {
 CPU_DEF_ATTN_PV(f32, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
 CPU_DEF_ATTN_PV(f16, __m256, 8, 4, 3, _mm256_loadu_ps, _mm256_set1_ps, FMA8, _mm256_storeu_ps)
 
-/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n built in the exponent field
- * (n >= -126 after the clamp, so the result is a normal number). */
-INLINE __m256 exp_nonpositive(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(CPU_EXP_MIN_X));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(CPU_EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CPU_EXP_LN2_LO), r);
-    __m256i e2n =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(CPU_EXP_TAYLOR7(r, _mm256_fmadd_ps, _mm256_set1_ps),
-                         _mm256_castsi256_ps(e2n));
-}
-
 static void softmax_avx2(float *s, int n, int n_pad, float scale) {
     int n8 = n / 8 * 8;
     __m256 mx8 = _mm256_set1_ps(-INFINITY);
@@ -51,7 +37,7 @@ static void softmax_avx2(float *s, int n, int n_pad, float scale) {
     __m256 sv = _mm256_set1_ps(scale), mv = _mm256_set1_ps(mx);
     __m256d sum4 = _mm256_setzero_pd();
     for (int i = 0; i < n8; i += 8) {
-        __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), sv), mv));
+        __m256 e = cpu_exp_nonpositive8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), sv), mv));
         _mm256_storeu_ps(s + i, e);
         sum4 = _mm256_add_pd(sum4, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         sum4 = _mm256_add_pd(sum4, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));

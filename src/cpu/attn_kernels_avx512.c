@@ -118,16 +118,6 @@ static void qk_avx512(const float *q, size_t ldq, const float *k, size_t ldk, fl
         qk_rows(q + (size_t)r * ldq, ldq, k, ldk, s + (size_t)r * lds, lds, keys, dim, 1);
 }
 
-/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n applied by scalef. */
-INLINE __m512 exp_nonpositive(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(CPU_EXP_MIN_X));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(CPU_EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_HI), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CPU_EXP_LN2_LO), r);
-    return _mm512_scalef_ps(CPU_EXP_TAYLOR7(r, _mm512_fmadd_ps, _mm512_set1_ps), n);
-}
-
 static void softmax_avx512(float *s, int n, int n_pad, float scale) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)
@@ -138,7 +128,7 @@ static void softmax_avx512(float *s, int n, int n_pad, float scale) {
     for (int i = 0; i < n; i += 16) {
         __mmask16 m = tail_mask(n - i);
         __m512 x = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), sv), mv);
-        __m512 e = _mm512_maskz_mov_ps(m, exp_nonpositive(x));
+        __m512 e = _mm512_maskz_mov_ps(m, cpu_exp_nonpositive16(x));
         _mm512_mask_storeu_ps(s + i, m, e);
         sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm256_castpd_ps(

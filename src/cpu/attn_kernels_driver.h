@@ -1,6 +1,6 @@
 /* The P.V register tiles and the loops around them, shared by the SIMD
  * attention kernel files (attn_kernels_avx2.c, _avx512.c, _neon.c), and the
- * constants and polynomial of their exp. Each file defines pv_ldv_<SUF>(v, i)
+ * exp they share (vexp.h). Each file defines pv_ldv_<SUF>(v, i)
  * (WIDTH values from element i, widened to fp32 in a register) for SUF f32
  * and f16, then expands CPU_DEF_ATTN_PV into the kernel pv_<SUF>
  * (attn_kernels.h). Kernel files only. */
@@ -9,24 +9,8 @@
 
 #include "base/half.h"
 
-/* e^x for x <= 0 in every SIMD file: x = n ln2 + r with |r| <= ln2/2 (ln2 in
- * two parts, the first with few bits, so n * LN2_HI is exact), e^r by its
- * Taylor series to r^7 (truncation < 1e-8 relative), times 2^n. Below
- * CPU_EXP_MIN_X (e^x < 2e-38, nothing next to a softmax row's largest term,
- * which is 1) the files return e^CPU_EXP_MIN_X instead of a subnormal. The
- * result is within 2 ulp of expf. */
-#define CPU_EXP_MIN_X (-87.0f)
-#define CPU_EXP_LOG2E 1.44269504088896341f
-#define CPU_EXP_LN2_HI 0.693359375f
-#define CPU_EXP_LN2_LO (-2.12194440e-4f)
-/* e^r by Horner's rule; FMA(a, b, c) = a * b + c, SET1(f) a vector of f. */
-#define CPU_EXP_TAYLOR7(r, FMA, SET1)                                                              \
-    FMA(FMA(FMA(FMA(FMA(FMA(FMA(SET1(1.0f / 5040), r, SET1(1.0f / 720)), r, SET1(1.0f / 120)), r,  \
-                        SET1(1.0f / 24)),                                                          \
-                    r, SET1(1.0f / 6)),                                                            \
-                r, SET1(0.5f)),                                                                    \
-            r, SET1(1.0f)),                                                                        \
-        r, SET1(1.0f))
+/* The softmax exp: cpu/vexp.h. */
+#include "cpu/vexp.h"
 
 /* One value of a row as fp32 (the scalar column tail). */
 static inline float pv_ld1_f32(const void *v, size_t i) {

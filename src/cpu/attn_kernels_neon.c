@@ -22,18 +22,6 @@ INLINE float32x4_t pv_ldv_f16(const void *v, size_t i) {
 CPU_DEF_ATTN_PV(f32, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 CPU_DEF_ATTN_PV(f16, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 
-/* e^x for x <= 0 (see CPU_EXP_TAYLOR7), 2^n built in the exponent field
- * (n >= -126 after the clamp, so the result is a normal number). */
-#define FMA_ABC(a, b, c) vfmaq_f32(c, a, b) /* a * b + c */
-INLINE float32x4_t exp_nonpositive(float32x4_t x) {
-    x = vmaxq_f32(x, vdupq_n_f32(CPU_EXP_MIN_X));
-    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(CPU_EXP_LOG2E)));
-    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(CPU_EXP_LN2_HI));
-    r = vfmsq_f32(r, n, vdupq_n_f32(CPU_EXP_LN2_LO));
-    int32x4_t e2n = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-    return vmulq_f32(CPU_EXP_TAYLOR7(r, FMA_ABC, vdupq_n_f32), vreinterpretq_f32_s32(e2n));
-}
-
 static void softmax_neon(float *s, int n, int n_pad, float scale) {
     int n4 = n / 4 * 4;
     float32x4_t mx4 = vdupq_n_f32(-INFINITY);
@@ -46,7 +34,7 @@ static void softmax_neon(float *s, int n, int n_pad, float scale) {
     float32x4_t sv = vdupq_n_f32(scale), mv = vdupq_n_f32(mx);
     float64x2_t sum2 = vdupq_n_f64(0.0);
     for (int i = 0; i < n4; i += 4) {
-        float32x4_t e = exp_nonpositive(vsubq_f32(vmulq_f32(vld1q_f32(s + i), sv), mv));
+        float32x4_t e = cpu_exp_nonpositive4(vsubq_f32(vmulq_f32(vld1q_f32(s + i), sv), mv));
         vst1q_f32(s + i, e);
         sum2 = vaddq_f64(sum2, vcvt_f64_f32(vget_low_f32(e)));
         sum2 = vaddq_f64(sum2, vcvt_high_f64_f32(e));

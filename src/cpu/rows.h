@@ -1,11 +1,13 @@
 /* Per-row kernels of the kernel table (cpu_kernels.rows): the LayerNorm and
  * residual add that the encoders run on every token row between products,
- * and the rotate-half RoPE of every head (encoders and decoders). The scalar reference is
+ * the rotate-half RoPE of every head (encoders and decoders), and the
+ * decoders' RMSNorm and gated MLP activations. The scalar reference is
  * rows_scalar.c; the SIMD files instantiate CPU_DEF_ROWS, one vector body per instruction set. */
 #ifndef NC_CPU_ROWS_H
 #define NC_CPU_ROWS_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef struct cpu_row_kernels {
     /* out = (x - mean(x)) / sqrt(var(x) + eps) * w over n values (biased
@@ -18,6 +20,15 @@ typedef struct cpu_row_kernels {
      * / 2: v[i], v[i + h] by the angle of cos_t[i], sin_t[i] (cpu_ops.h's
      * cpu_rope_angles). */
     void (*rope)(float *v, const float *cos_t, const float *sin_t, int head_dim);
+    /* out = x / sqrt(mean(x^2) + eps) * w over n values (HF's RMSNorm in
+     * fp32); out may be x. The sum of squares is fp32 in vector lanes. */
+    void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
+    /* out[i] = silu(g[i]) * u[i] (SwiGLU), and = gelu_tanh(g[i]) * u[i]
+     * (GeGLU with the tanh GELU, Gemma). Both are x * sigmoid(y), sigmoid
+     * from e^-|y| (vexp.h: within 2 ulp of expf; the scalar table calls
+     * expf), so nothing overflows; out may be g or u. */
+    void (*silu_mul)(float *out, const float *g, const float *u, size_t n);
+    void (*gelu_tanh_mul)(float *out, const float *g, const float *u, size_t n);
 } cpu_row_kernels;
 
 extern const cpu_row_kernels cpu_rows_scalar;
@@ -30,10 +41,13 @@ extern const cpu_row_kernels cpu_rows_neon;
 #endif
 
 /* Defines the const cpu_row_kernels NAME on vectors VEC of WIDTH floats:
- * SET1(f), LOAD(p), STORE(p, v), ADD, SUB, MUL, FMA(a, b, c) = a * b + c,
- * REDUCE(v) = the sum of v's lanes as a float. Tails past the last whole
- * vector run as scalar code. */
-#define CPU_DEF_ROWS(NAME, VEC, WIDTH, SET1, LOAD, STORE, ADD, SUB, MUL, FMA, REDUCE)              \
+ * SET1(f), LOAD(p), STORE(p, v), ADD, SUB, MUL, DIV, MIN, FMA(a, b, c) =
+ * a * b + c, REDUCE(v) = the sum of v's lanes as a float, EXPNP(v) = e^v
+ * for v <= 0, BLEND_LT(v, lim, r, y) = per lane y where v < lim, else r.
+ * Tails past the last whole vector run as scalar code, except the gates':
+ * theirs run through a padded copy, so every element gets the same exp. */
+#define CPU_DEF_ROWS(NAME, VEC, WIDTH, SET1, LOAD, STORE, ADD, SUB, MUL, DIV, MIN, FMA, REDUCE,    \
+                     EXPNP, BLEND_LT)                                                              \
     static void NAME##_layernorm(float *out, const float *x, const float *w, int n, float eps) {   \
         int i = 0;                                                                                 \
         float shift = x[0]; /* sums of x - x[0]: a common offset costs no bits */                  \
@@ -79,6 +93,54 @@ extern const cpu_row_kernels cpu_rows_neon;
             v[i + h] = b * cos_t[i] + a * sin_t[i];                                                \
         }                                                                                          \
     }                                                                                              \
-    const cpu_row_kernels NAME = {NAME##_layernorm, NAME##_add, NAME##_rope};
+    static void NAME##_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {     \
+        int i = 0;                                                                                 \
+        VEC q = SET1(0.0f);                                                                        \
+        for (; i + WIDTH <= n; i += WIDTH) {                                                       \
+            VEC v = LOAD(x + i);                                                                   \
+            q = FMA(v, v, q);                                                                      \
+        }                                                                                          \
+        float sq = REDUCE(q);                                                                      \
+        for (; i < n; i++)                                                                         \
+            sq += x[i] * x[i];                                                                     \
+        float r = 1.0f / sqrtf(sq / (float)n + eps);                                               \
+        VEC rv = SET1(r);                                                                          \
+        for (i = 0; i + WIDTH <= n; i += WIDTH)                                                    \
+            STORE(out + i, MUL(LOAD(w + i), MUL(LOAD(x + i), rv)));                                \
+        for (; i < n; i++)                                                                         \
+            out[i] = w[i] * (x[i] * r);                                                            \
+    }                                                                                              \
+    /* 1 / (1 + e^-y) from t = e^-|y| <= 1: 1 / (1 + t) for y >= 0, t / (1 + t) below */            \
+    static inline __attribute__((always_inline)) VEC NAME##_sigmoid(VEC y) {                       \
+        VEC t = EXPNP(MIN(y, SUB(SET1(0.0f), y)));                                                 \
+        return DIV(BLEND_LT(y, SET1(0.0f), SET1(1.0f), t), ADD(SET1(1.0f), t));                    \
+    }                                                                                              \
+    static inline __attribute__((always_inline)) VEC NAME##_silu(VEC x) {                          \
+        return MUL(x, NAME##_sigmoid(x));                                                          \
+    }                                                                                              \
+    /* 0.5 x (1 + tanh(y)) = x sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3) */                   \
+    static inline __attribute__((always_inline)) VEC NAME##_gelu_tanh(VEC x) {                     \
+        VEC y = MUL(SET1(1.5957691216057308f), FMA(MUL(SET1(0.044715f), MUL(x, x)), x, x));        \
+        return MUL(x, NAME##_sigmoid(y));                                                          \
+    }                                                                                              \
+    CPU_DEF_ROWS_GATE(NAME##_silu_mul, NAME##_silu, VEC, WIDTH, SET1, LOAD, STORE, MUL)            \
+    CPU_DEF_ROWS_GATE(NAME##_gelu_tanh_mul, NAME##_gelu_tanh, VEC, WIDTH, SET1, LOAD, STORE, MUL)  \
+    const cpu_row_kernels NAME = {NAME##_layernorm,    NAME##_add,      NAME##_rope,               \
+                                  NAME##_rmsnorm,      NAME##_silu_mul, NAME##_gelu_tanh_mul};
+
+/* out[i] = ACT(g[i]) * u[i] for CPU_DEF_ROWS; the tail through a padded copy. */
+#define CPU_DEF_ROWS_GATE(FN, ACT, VEC, WIDTH, SET1, LOAD, STORE, MUL)                             \
+    static void FN(float *out, const float *g, const float *u, size_t n) {                         \
+        size_t i = 0;                                                                              \
+        for (; i + WIDTH <= n; i += WIDTH)                                                         \
+            STORE(out + i, MUL(ACT(LOAD(g + i)), LOAD(u + i)));                                    \
+        if (i < n) {                                                                               \
+            float gb[WIDTH] = {0}, ub[WIDTH] = {0};                                                \
+            memcpy(gb, g + i, (n - i) * sizeof *gb);                                               \
+            memcpy(ub, u + i, (n - i) * sizeof *ub);                                               \
+            STORE(gb, MUL(ACT(LOAD(gb)), LOAD(ub)));                                               \
+            memcpy(out + i, gb, (n - i) * sizeof *gb);                                             \
+        }                                                                                          \
+    }
 
 #endif

@@ -37,7 +37,7 @@ void dec_norm_rope_heads(const cpu_row_kernels *rows, float *x, int heads, int h
                          int rot_dim) {
     for (int h = 0; h < heads; h++) {
         float *xh = x + (size_t)h * head_dim;
-        if (w) cpu_rmsnorm(xh, xh, w, head_dim, eps);
+        if (w) rows->rmsnorm(xh, xh, w, head_dim, eps);
         rows->rope(xh, cos, sin, rot_dim);
     }
 }

@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/rows.h"
 
 cpu_act dec_act_rows(const dec_ctx *d, const float *x, size_t ldx, int n, int k) {
     cpu_act a = cpu_act_rows(x, ldx, n, k, d->xq, d->xs);
@@ -23,9 +24,15 @@ cpu_act dec_act_rows_q(const dec_ctx *d, const float *x, int n, int k, const cpu
     return a;
 }
 
+typedef struct {
+    const dec_row_step *r;
+    const cpu_row_kernels *rows;
+} row_step_job;
+
 static void row_step_task(void *ctx, int i, int thread) {
     (void)thread;
-    const dec_row_step *r = ctx;
+    const row_step_job *j = ctx;
+    const dec_row_step *r = j->r;
     size_t wd = (size_t)r->width;
     float *out = r->out + (size_t)i * wd;
     if (r->norm) {
@@ -35,11 +42,11 @@ static void row_step_task(void *ctx, int i, int thread) {
             for (size_t j = 0; j < wd; j++)
                 x[j] += y[j];
         }
-        cpu_rmsnorm(out, x, r->norm, r->width, r->eps);
+        j->rows->rmsnorm(out, x, r->norm, r->width, r->eps);
     } else if (r->gelu_tanh) {
-        cpu_gelu_tanh_mul(out, r->mul + (size_t)i * wd, r->width);
+        j->rows->gelu_tanh_mul(out, out, r->mul + (size_t)i * wd, wd);
     } else {
-        cpu_silu_mul(out, r->mul + (size_t)i * wd, r->width);
+        j->rows->silu_mul(out, out, r->mul + (size_t)i * wd, wd);
     }
     if (r->act->q) {
         size_t nb = (size_t)cpu_qblocks(r->width);
@@ -50,11 +57,13 @@ static void row_step_task(void *ctx, int i, int thread) {
 
 /* Inline for one row: a few microseconds of work, not worth a dispatch. */
 void dec_row_steps(const dec_ctx *d, dec_row_step *r, int n) {
-    nc_pool_for(n > 1 ? d->pool : NULL, n, row_step_task, r);
+    row_step_job j = {r, d->kern->rows};
+    nc_pool_for(n > 1 ? d->pool : NULL, n, row_step_task, &j);
     if (r->act->q) r->act->is_quantized = 1;
 }
 
 typedef struct norm_rows {
+    const cpu_row_kernels *rows;
     float *x;
     const float *w;
     int width;
@@ -65,11 +74,11 @@ static void norm_row_task(void *ctx, int i, int thread) {
     (void)thread;
     const norm_rows *r = ctx;
     float *x = r->x + (size_t)i * r->width;
-    cpu_rmsnorm(x, x, r->w, r->width, r->eps);
+    r->rows->rmsnorm(x, x, r->w, r->width, r->eps);
 }
 
 void dec_norm_rows(const dec_ctx *d, float *x, int n, int width, const float *w, float eps) {
-    norm_rows r = {x, w, width, eps};
+    norm_rows r = {d->kern->rows, x, w, width, eps};
     nc_pool_for(n > 1 ? d->pool : NULL, n, norm_row_task, &r);
 }
 
@@ -98,7 +107,7 @@ void dec_head_rows(const dec_ctx *d, const dec_head *h, const float *x, float *c
     int rows[DEC_LOGIT_ROWS], k = 0;
     for (int i = 0; i <= n; i++) {
         if (i < n && dst[i]) {
-            cpu_rmsnorm(xb + (size_t)k * w, x + (size_t)i * w, h->norm, h->width, h->eps);
+            d->kern->rows->rmsnorm(xb + (size_t)k * w, x + (size_t)i * w, h->norm, h->width, h->eps);
             rows[k++] = i;
         }
         if (k == DEC_LOGIT_ROWS || (i == n && k > 0)) {

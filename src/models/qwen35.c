@@ -209,10 +209,10 @@ static void linear_row_gate(void *ctx, int i, int thread) {
     size_t vd = (size_t)c->linear_num_value_heads * dv;
     float *o = w->core + (size_t)i * vd;
     const float *z = w->z + (size_t)i * vd;
+    const cpu_row_kernels *rows = lc->m->b.kern->rows;
     for (int h = 0; h < c->linear_num_value_heads; h++)
-        cpu_rmsnorm(o + (size_t)h * dv, o + (size_t)h * dv, lc->L->gnorm, dv, c->rms_norm_eps);
-    for (size_t j = 0; j < vd; j++)
-        o[j] *= z[j] / (1.0f + expf(-z[j]));
+        rows->rmsnorm(o + (size_t)h * dv, o + (size_t)h * dv, lc->L->gnorm, dv, c->rms_norm_eps);
+    rows->silu_mul(o, z, o, vd);
 }
 
 static void linear_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, int n,

@@ -1,10 +1,11 @@
 /* The kernel tables' row kernels (rows.h) on every table this CPU runs,
- * against LayerNorm, residual add and rotate-half RoPE computed here in
- * double: every length from 1 to 80 (the vector tails), the real widths
+ * against LayerNorm, residual add, rotate-half RoPE, RMSNorm and the SiLU
+ * and GELU-tanh gates computed here in double: every length from 1 to 80 (the vector tails), the real widths
  * (768, 1152, heads of 64 and 128), rows with a large common offset (the
  * variance must be taken around the mean), in and out of place, with the
  * element past the end left untouched. */
 #include <math.h>
+#include <string.h>
 
 #include "../test.h"
 #include "cpu/cpu_kernels.h"
@@ -111,8 +112,55 @@ static void test_add_and_rope_exact_all_tables(void) {
     }
 }
 
+/* Every table's RMSNorm and gates against double formulas: lengths around
+ * each vector width (the tails), values from 0 to where e^-|x| leaves
+ * fp32, both signs; out aliased to an input as the decoders call them. */
+static void test_rmsnorm_and_gates_match_double(void) {
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8);
+    enum { N = 131 };
+    float x[N], w[N], u[N], out[N];
+    for (int ti = 0; ti < nt; ti++) {
+        const cpu_row_kernels *rk = tabs[ti]->rows;
+        for (int n = 1; n <= N; n += n < 40 ? 1 : 13) {
+            for (int i = 0; i < n; i++) {
+                /* |x| up to ~110 (e^-110 is below fp32's smallest normal) */
+                x[i] = (float)((i % 2 ? -1 : 1) * ((i * 37 % 101) * 0.01 + (i % 7 == 0) * i * 0.8));
+                w[i] = 0.5f + (float)(i % 5) * 0.25f;
+                u[i] = 1.0f - (float)(i % 3) * 0.75f;
+            }
+            double ss = 0;
+            for (int i = 0; i < n; i++)
+                ss += (double)x[i] * x[i];
+            double r = 1 / sqrt(ss / n + 1e-6);
+            rk->rmsnorm(out, x, w, n, 1e-6f);
+            for (int i = 0; i < n; i++)
+                CHECK_NEAR(out[i], w[i] * x[i] * r, 2e-6 * fabs(w[i] * x[i] * r) + 1e-30);
+            memcpy(out, x, sizeof(float) * (size_t)n);
+            rk->silu_mul(out, out, u, (size_t)n); /* in place, as the MLP calls it */
+            for (int i = 0; i < n; i++) {
+                double want = x[i] / (1 + exp(-(double)x[i])) * u[i];
+                CHECK_NEAR(out[i], want, 2e-6 * fabs(want) + 1e-30);
+            }
+            memcpy(out, u, sizeof(float) * (size_t)n);
+            rk->gelu_tanh_mul(out, x, out, (size_t)n); /* out aliases u */
+            for (int i = 0; i < n; i++) {
+                double xd = x[i], y = sqrt(2 / M_PI) * (xd + 0.044715 * xd * xd * xd);
+                double want = 0.5 * xd * (1 + tanh(y)) * u[i];
+                /* where the GELU is e^2y small, y's own fp32 rounding
+                 * (torch's too) moves it by ~|2y| ulp */
+                CHECK_NEAR(out[i], want, (2e-6 + 2.4e-7 * fabs(2 * y)) * fabs(want) + 1e-30);
+            }
+        }
+        float g[3] = {0, -0.0f, 2}, one[3] = {1, 1, 1};
+        rk->silu_mul(g, g, one, 3);
+        CHECK(g[0] == 0.0f && g[1] == 0.0f && g[2] > 1.76f);
+    }
+}
+
 int main(void) {
     RUN(test_layernorm_all_lengths_and_offsets_all_tables);
     RUN(test_add_and_rope_exact_all_tables);
+    RUN(test_rmsnorm_and_gates_match_double);
     return nc_test_exit_code();
 }
