@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "cpu/cpu_ops.h"
 
 static size_t elem_size(const dec_kv *kv) {
     return kv->f16 ? sizeof(nc_fp16) : sizeof(float);

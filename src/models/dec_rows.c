@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/cpu_ops.h"
 #include "cpu/cpu_quant.h"
 #include "cpu/rows.h"
 

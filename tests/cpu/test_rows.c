@@ -136,6 +136,10 @@ static void test_rmsnorm_and_gates_match_double(void) {
             rk->rmsnorm(out, x, w, n, 1e-6f);
             for (int i = 0; i < n; i++)
                 CHECK_NEAR(out[i], w[i] * x[i] * r, 2e-6 * fabs(w[i] * x[i] * r) + 1e-30);
+            float in_place[N];
+            memcpy(in_place, x, sizeof(float) * (size_t)n);
+            rk->rmsnorm(in_place, in_place, w, n, 1e-6f); /* as the QK norm calls it */
+            CHECK(!memcmp(in_place, out, sizeof(float) * (size_t)n));
             memcpy(out, x, sizeof(float) * (size_t)n);
             rk->silu_mul(out, out, u, (size_t)n); /* in place, as the MLP calls it */
             for (int i = 0; i < n; i++) {
