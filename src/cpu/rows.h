@@ -29,6 +29,9 @@ typedef struct cpu_row_kernels {
      * expf), so nothing overflows; out may be g or u. */
     void (*silu_mul)(float *out, const float *g, const float *u, size_t n);
     void (*gelu_tanh_mul)(float *out, const float *g, const float *u, size_t n);
+    /* out[i] = sigmoid(g[i]) * u[i] (Qwen3.5's gated attention output),
+     * the same sigmoid; out may be g or u. */
+    void (*sigmoid_mul)(float *out, const float *g, const float *u, size_t n);
 } cpu_row_kernels;
 
 extern const cpu_row_kernels cpu_rows_scalar;
@@ -125,8 +128,10 @@ extern const cpu_row_kernels cpu_rows_neon;
     }                                                                                              \
     CPU_DEF_ROWS_GATE(NAME##_silu_mul, NAME##_silu, VEC, WIDTH, SET1, LOAD, STORE, MUL)            \
     CPU_DEF_ROWS_GATE(NAME##_gelu_tanh_mul, NAME##_gelu_tanh, VEC, WIDTH, SET1, LOAD, STORE, MUL)  \
+    CPU_DEF_ROWS_GATE(NAME##_sigmoid_mul, NAME##_sigmoid, VEC, WIDTH, SET1, LOAD, STORE, MUL)      \
     const cpu_row_kernels NAME = {NAME##_layernorm,    NAME##_add,      NAME##_rope,               \
-                                  NAME##_rmsnorm,      NAME##_silu_mul, NAME##_gelu_tanh_mul};
+                                  NAME##_rmsnorm,      NAME##_silu_mul, NAME##_gelu_tanh_mul,      \
+                                  NAME##_sigmoid_mul};
 
 /* out[i] = ACT(g[i]) * u[i] for CPU_DEF_ROWS; the tail through a padded copy. */
 #define CPU_DEF_ROWS_GATE(FN, ACT, VEC, WIDTH, SET1, LOAD, STORE, MUL)                             \

@@ -91,9 +91,7 @@ static void attn_row_gate(void *ctx, int i, int thread) {
     qwen35_workspace *w = &lc->m->ws;
     size_t qd = (size_t)lc->m->cfg.num_attention_heads * lc->m->cfg.head_dim;
     float *o = w->att + (size_t)i * qd;
-    const float *g = w->gate + (size_t)i * qd;
-    for (size_t j = 0; j < qd; j++)
-        o[j] *= sigmoidf(g[j]);
+    lc->m->b.kern->rows->sigmoid_mul(o, w->gate + (size_t)i * qd, o, qd);
 }
 
 /* xb (normed rows) -> xb (the attention block's output). */

@@ -1,6 +1,7 @@
 /* The kernel tables' row kernels (rows.h) on every table this CPU runs,
- * against LayerNorm, residual add, rotate-half RoPE, RMSNorm and the SiLU
- * and GELU-tanh gates computed here in double: every length from 1 to 80 (the vector tails), the real widths
+ * against LayerNorm, residual add, rotate-half RoPE, RMSNorm and the SiLU,
+ * GELU-tanh and sigmoid gates computed here in double: every length from 1
+ * to 80 (the vector tails), the real widths
  * (768, 1152, heads of 64 and 128), rows with a large common offset (the
  * variance must be taken around the mean), in and out of place, with the
  * element past the end left untouched. */
@@ -154,6 +155,12 @@ static void test_rmsnorm_and_gates_match_double(void) {
                 /* where the GELU is e^2y small, y's own fp32 rounding
                  * (torch's too) moves it by ~|2y| ulp */
                 CHECK_NEAR(out[i], want, (2e-6 + 2.4e-7 * fabs(2 * y)) * fabs(want) + 1e-30);
+            }
+            memcpy(out, u, sizeof(float) * (size_t)n);
+            rk->sigmoid_mul(out, x, out, (size_t)n); /* out aliases u, as Qwen3.5's gate */
+            for (int i = 0; i < n; i++) {
+                double want = u[i] / (1 + exp(-(double)x[i]));
+                CHECK_NEAR(out[i], want, 2e-6 * fabs(want) + 1e-30);
             }
         }
         float g[3] = {0, -0.0f, 2}, one[3] = {1, 1, 1};
