@@ -30,22 +30,19 @@ typedef struct {
 
 static void row_step_task(void *ctx, int i, int thread) {
     (void)thread;
-    const row_step_job *j = ctx;
-    const dec_row_step *r = j->r;
+    const row_step_job *job = ctx;
+    const dec_row_step *r = job->r;
+    const cpu_row_kernels *rows = job->rows;
     size_t wd = (size_t)r->width;
     float *out = r->out + (size_t)i * wd;
     if (r->norm) {
         float *x = r->x + (size_t)i * wd;
-        if (r->add) {
-            const float *y = r->add + (size_t)i * wd;
-            for (size_t j = 0; j < wd; j++)
-                x[j] += y[j];
-        }
-        j->rows->rmsnorm(out, x, r->norm, r->width, r->eps);
+        if (r->add) rows->add(x, r->add + (size_t)i * wd, wd);
+        rows->rmsnorm(out, x, r->norm, r->width, r->eps);
     } else if (r->gelu_tanh) {
-        j->rows->gelu_tanh_mul(out, out, r->mul + (size_t)i * wd, wd);
+        rows->gelu_tanh_mul(out, out, r->mul + (size_t)i * wd, wd);
     } else {
-        j->rows->silu_mul(out, out, r->mul + (size_t)i * wd, wd);
+        rows->silu_mul(out, out, r->mul + (size_t)i * wd, wd);
     }
     if (r->act->q) {
         size_t nb = (size_t)cpu_qblocks(r->width);
