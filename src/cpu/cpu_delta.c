@@ -32,10 +32,6 @@ static void restore_subnormals(unsigned csr) {
 #endif
 }
 
-static inline float silu(float x) {
-    return x / (1.0f + expf(-x));
-}
-
 void cpu_gemm_acc_scalar(int m, int n, int k, const float *x, size_t ldx, const float *B,
                          size_t ldb, float beta, float *y, size_t ldy) {
     for (int i = 0; i < m; i++) {
@@ -62,42 +58,38 @@ cpu_gemm_acc_fn cpu_delta_gemm_for(const cpu_kernels *kern) {
     return cpu_gemm_acc_scalar;
 }
 
-void cpu_conv1d_silu(float *x, size_t ldx, int n, int channels, const float *w_t, int K,
-                     float *window) {
+void cpu_conv1d_silu(const cpu_row_kernels *rows, float *x, size_t ldx, int n, int channels,
+                     int c0, const float *w_t, int K, float *window) {
     size_t cs = (size_t)channels;
     int hist = K - 1;
+    int cw = channels - c0 < CPU_CONV_BLOCK ? channels - c0 : CPU_CONV_BLOCK;
     /* Backwards, so each row is overwritten only after every later row
      * (which reads it) is done; the new window is saved first. */
-    float save[CPU_CONV_MAX_HIST * 1024];
+    float save[CPU_CONV_MAX_HIST * CPU_CONV_BLOCK];
     int keep = n < hist ? n : hist; /* inputs of this call that stay in the window */
-    for (int c0 = 0; c0 < channels; c0 += 1024) {
-        int cw = channels - c0 < 1024 ? channels - c0 : 1024;
-        for (int r = 0; r < keep; r++)
-            memcpy(save + (size_t)r * 1024, x + (size_t)(n - keep + r) * ldx + c0,
-                   (size_t)cw * sizeof(float));
-        for (int t = n - 1; t >= 0; t--) {
-            float *o = x + (size_t)t * ldx + c0;
-            float acc[1024];
-            memset(acc, 0, (size_t)cw * sizeof(float));
-            for (int j = 0; j < K; j++) {
-                int src = t - hist + j; /* input row; < 0: from the window */
-                const float *in =
-                    src >= 0 ? x + (size_t)src * ldx + c0 : window + (size_t)(hist + src) * cs + c0;
-                const float *wj = w_t + (size_t)j * cs + c0;
-                for (int c = 0; c < cw; c++)
-                    acc[c] += wj[c] * in[c];
-            }
+    for (int r = 0; r < keep; r++)
+        memcpy(save + (size_t)r * CPU_CONV_BLOCK, x + (size_t)(n - keep + r) * ldx + c0,
+               (size_t)cw * sizeof(float));
+    for (int t = n - 1; t >= 0; t--) {
+        float acc[CPU_CONV_BLOCK];
+        memset(acc, 0, (size_t)cw * sizeof(float));
+        for (int j = 0; j < K; j++) {
+            int src = t - hist + j; /* input row; < 0: from the window */
+            const float *in =
+                src >= 0 ? x + (size_t)src * ldx + c0 : window + (size_t)(hist + src) * cs + c0;
+            const float *wj = w_t + (size_t)j * cs + c0;
             for (int c = 0; c < cw; c++)
-                o[c] = silu(acc[c]);
+                acc[c] += wj[c] * in[c];
         }
-        /* advance the window: drop the oldest `keep`, append the saved rows */
-        for (int r = 0; r < hist - keep; r++)
-            memcpy(window + (size_t)r * cs + c0, window + (size_t)(r + keep) * cs + c0,
-                   (size_t)cw * sizeof(float));
-        for (int r = 0; r < keep; r++)
-            memcpy(window + (size_t)(hist - keep + r) * cs + c0, save + (size_t)r * 1024,
-                   (size_t)cw * sizeof(float));
+        rows->silu(x + (size_t)t * ldx + c0, acc, (size_t)cw);
     }
+    /* advance the window: drop the oldest `keep`, append the saved rows */
+    for (int r = 0; r < hist - keep; r++)
+        memcpy(window + (size_t)r * cs + c0, window + (size_t)(r + keep) * cs + c0,
+               (size_t)cw * sizeof(float));
+    for (int r = 0; r < keep; r++)
+        memcpy(window + (size_t)(hist - keep + r) * cs + c0, save + (size_t)r * CPU_CONV_BLOCK,
+               (size_t)cw * sizeof(float));
 }
 
 void cpu_l2norm_scale(float *x, int n, float eps, float scale) {

@@ -12,9 +12,12 @@
 #include <stddef.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/rows.h"
 
 /* Longest conv window (K - 1) and value head (dv) the kernels take. */
 #define CPU_CONV_MAX_HIST 8
+/* Channels one cpu_conv1d_silu call covers: a task's share of the conv. */
+#define CPU_CONV_BLOCK 1024
 #define CPU_DELTA_MAX_DV 512
 
 /* y[i][0:n] = beta * y[i][0:n] + sum_a x[i][a] * B[a][0:n], i < m, a < k
@@ -37,9 +40,11 @@ void cpu_gemm_acc_avx512(int m, int n, int k, const float *x, size_t ldx, const 
  * silu(conv(x)): out[t][c] = sum_j w_t[j][c] * in[t - (K-1) + j][c], where
  * inputs before row 0 come from window ([K-1][channels], oldest first; the
  * last K-1 inputs of the sequence so far), which is then advanced past the
- * n rows. w_t is the weight transposed to [K][channels]. */
-void cpu_conv1d_silu(float *x, size_t ldx, int n, int channels, const float *w_t, int K,
-                     float *window);
+ * n rows. w_t is the weight transposed to [K][channels]. One call does the
+ * channels [c0, c0 + CPU_CONV_BLOCK) (fewer at the end), so that blocks
+ * can run as separate tasks; the SiLU is the row table's. */
+void cpu_conv1d_silu(const cpu_row_kernels *rows, float *x, size_t ldx, int n, int channels,
+                     int c0, const float *w_t, int K, float *window);
 
 /* x * 1/sqrt(sum(x^2) + eps) * scale over n elements, in place (the fla
  * library's l2norm, eps 1e-6, then the query's 1/sqrt(dk)). */

@@ -1,7 +1,7 @@
 /* Per-row kernels of the kernel table (cpu_kernels.rows): the LayerNorm and
  * residual add that the encoders run on every token row between products,
  * the rotate-half RoPE of every head (encoders and decoders), and the
- * decoders' RMSNorm and gated MLP activations. The scalar reference is
+ * decoders' RMSNorm, gated MLP activations and Qwen3.5's conv SiLU. The scalar reference is
  * rows_scalar.c; the SIMD files instantiate CPU_DEF_ROWS, one vector body per instruction set. */
 #ifndef NC_CPU_ROWS_H
 #define NC_CPU_ROWS_H
@@ -32,6 +32,9 @@ typedef struct cpu_row_kernels {
     /* out[i] = sigmoid(g[i]) * u[i] (Qwen3.5's gated attention output),
      * the same sigmoid; out may be g or u. */
     void (*sigmoid_mul)(float *out, const float *g, const float *u, size_t n);
+    /* out[i] = silu(x[i]) (Qwen3.5's conv output), the same SiLU; out may
+     * be x. */
+    void (*silu)(float *out, const float *x, size_t n);
 } cpu_row_kernels;
 
 extern const cpu_row_kernels cpu_rows_scalar;
@@ -47,8 +50,8 @@ extern const cpu_row_kernels cpu_rows_neon;
  * SET1(f), LOAD(p), STORE(p, v), ADD, SUB, MUL, DIV, MIN, FMA(a, b, c) =
  * a * b + c, REDUCE(v) = the sum of v's lanes as a float, EXPNP(v) = e^v
  * for v <= 0, BLEND_LT(v, lim, r, y) = per lane y where v < lim, else r.
- * Tails past the last whole vector run as scalar code, except the gates':
- * theirs run through a padded copy, so every element gets the same exp. */
+ * Tails past the last whole vector run as scalar code, except the gates'
+ * and the SiLU's: theirs run through a padded copy, so every element gets the same exp. */
 #define CPU_DEF_ROWS(NAME, VEC, WIDTH, SET1, LOAD, STORE, ADD, SUB, MUL, DIV, MIN, FMA, REDUCE,    \
                      EXPNP, BLEND_LT)                                                              \
     static void NAME##_layernorm(float *out, const float *x, const float *w, int n, float eps) {   \
@@ -129,9 +132,10 @@ extern const cpu_row_kernels cpu_rows_neon;
     CPU_DEF_ROWS_GATE(NAME##_silu_mul, NAME##_silu, VEC, WIDTH, SET1, LOAD, STORE, MUL)            \
     CPU_DEF_ROWS_GATE(NAME##_gelu_tanh_mul, NAME##_gelu_tanh, VEC, WIDTH, SET1, LOAD, STORE, MUL)  \
     CPU_DEF_ROWS_GATE(NAME##_sigmoid_mul, NAME##_sigmoid, VEC, WIDTH, SET1, LOAD, STORE, MUL)      \
+    CPU_DEF_ROWS_MAP(NAME##_silu_row, NAME##_silu, WIDTH, LOAD, STORE)                             \
     const cpu_row_kernels NAME = {NAME##_layernorm,    NAME##_add,      NAME##_rope,               \
                                   NAME##_rmsnorm,      NAME##_silu_mul, NAME##_gelu_tanh_mul,      \
-                                  NAME##_sigmoid_mul};
+                                  NAME##_sigmoid_mul,  NAME##_silu_row};
 
 /* out[i] = ACT(g[i]) * u[i] for CPU_DEF_ROWS; the tail through a padded copy. */
 #define CPU_DEF_ROWS_GATE(FN, ACT, VEC, WIDTH, SET1, LOAD, STORE, MUL)                             \
@@ -145,6 +149,20 @@ extern const cpu_row_kernels cpu_rows_neon;
             memcpy(ub, u + i, (n - i) * sizeof *ub);                                               \
             STORE(gb, MUL(ACT(LOAD(gb)), LOAD(ub)));                                               \
             memcpy(out + i, gb, (n - i) * sizeof *gb);                                             \
+        }                                                                                          \
+    }
+
+/* out[i] = ACT(x[i]) for CPU_DEF_ROWS; the tail through a padded copy. */
+#define CPU_DEF_ROWS_MAP(FN, ACT, WIDTH, LOAD, STORE)                                              \
+    static void FN(float *out, const float *x, size_t n) {                                         \
+        size_t i = 0;                                                                              \
+        for (; i + WIDTH <= n; i += WIDTH)                                                         \
+            STORE(out + i, ACT(LOAD(x + i)));                                                      \
+        if (i < n) {                                                                               \
+            float xb[WIDTH] = {0};                                                                 \
+            memcpy(xb, x + i, (n - i) * sizeof *xb);                                               \
+            STORE(xb, ACT(LOAD(xb)));                                                              \
+            memcpy(out + i, xb, (n - i) * sizeof *xb);                                             \
         }                                                                                          \
     }
 

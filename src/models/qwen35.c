@@ -149,15 +149,20 @@ static void linear_row_prep(void *ctx, int i, int thread) {
     }
 }
 
-/* Conv over each sequence's rows, in order, with its window. */
-static void linear_conv_task(void *ctx, int seg, int thread) {
+/* Task (segment, block of channels): the conv over the segment's rows, in
+ * order, with its window. */
+static int conv_blocks(const qwen35_config *c) {
+    return (int)((qwen35_conv_dim(c) + CPU_CONV_BLOCK - 1) / CPU_CONV_BLOCK);
+}
+static void linear_conv_task(void *ctx, int task, int thread) {
     (void)thread;
     const layer_ctx *lc = ctx;
     const qwen35_config *c = &lc->m->cfg;
-    const segment *sg = &lc->segs[seg];
+    int nb = conv_blocks(c);
+    const segment *sg = &lc->segs[task / nb];
     size_t cd = qwen35_conv_dim(c);
-    cpu_conv1d_silu(lc->m->ws.big + (size_t)sg->first * cd, cd, sg->n, (int)cd, lc->L->conv_w,
-                    c->linear_conv_kernel_dim,
+    cpu_conv1d_silu(lc->m->b.kern->rows, lc->m->ws.big + (size_t)sg->first * cd, cd, sg->n,
+                    (int)cd, task % nb * CPU_CONV_BLOCK, lc->L->conv_w, c->linear_conv_kernel_dim,
                     sg->s->conv + (size_t)slot_of(sg->s, lc->m, lc->L) * qwen35_conv_floats(c));
 }
 
@@ -225,7 +230,7 @@ static void linear_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa
                                     {&L->b, w->ba, 2 * nv},
                                     {&L->a, w->ba + nv, 2 * nv}});
     layer_ctx lc = {m, L, segs};
-    nc_pool_for(n_segs > 1 ? m->b.pool : NULL, n_segs, linear_conv_task, &lc);
+    nc_pool_for(n > 1 ? m->b.pool : NULL, n_segs * conv_blocks(c), linear_conv_task, &lc);
     nc_pool_for(n > 1 ? m->b.pool : NULL, n, linear_row_prep, &lc);
     nc_pool_for(m->b.pool, n_segs * (int)nv, linear_delta_task, &lc);
     nc_pool_for(n > 1 ? m->b.pool : NULL, n, linear_row_gate, &lc);

@@ -1,6 +1,6 @@
 /* The kernel tables' row kernels (rows.h) on every table this CPU runs,
- * against LayerNorm, residual add, rotate-half RoPE, RMSNorm and the SiLU,
- * GELU-tanh and sigmoid gates computed here in double: every length from 1
+ * against LayerNorm, residual add, rotate-half RoPE, RMSNorm, the SiLU,
+ * GELU-tanh and sigmoid gates and the SiLU alone computed here in double: every length from 1
  * to 80 (the vector tails), the real widths
  * (768, 1152, heads of 64 and 128), rows with a large common offset (the
  * variance must be taken around the mean), in and out of place, with the
@@ -160,6 +160,12 @@ static void test_rmsnorm_and_gates_match_double(void) {
             rk->sigmoid_mul(out, x, out, (size_t)n); /* out aliases u, as Qwen3.5's gate */
             for (int i = 0; i < n; i++) {
                 double want = u[i] / (1 + exp(-(double)x[i]));
+                CHECK_NEAR(out[i], want, 2e-6 * fabs(want) + 1e-30);
+            }
+            memcpy(out, x, sizeof(float) * (size_t)n);
+            rk->silu(out, out, (size_t)n); /* in place, as the conv calls it */
+            for (int i = 0; i < n; i++) {
+                double want = x[i] / (1 + exp(-(double)x[i]));
                 CHECK_NEAR(out[i], want, 2e-6 * fabs(want) + 1e-30);
             }
         }
