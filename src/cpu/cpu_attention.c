@@ -6,16 +6,23 @@
  * where register tiles of its query rows take the scores; then the value rows
  * likewise, where register tiles of its rows' probabilities take the output,
  * instead of the whole cache being read again for every row. One row
- * (decoding) reads the cache in place. */
+ * (decoding) reads the cache in place. A prompt (one sequence's rows, more
+ * than a block) with a kv_pack copies each head once for all its blocks. */
 #include "cpu/cpu_attention.h"
 
 #include <string.h>
 
+#include "base/alloc.h"
 #include "cpu/attn_kernels.h"
 
 typedef struct {
     const cpu_kernels *kern;
     const cpu_attention_args *a;
+    /* a prompt's heads copied once (kv_pack), or NULL: keys [lo0, lo0 +
+     * keys) of the cache, head kvh's keys at packed + kvh * keys * head_dim,
+     * its values n_kv_heads * keys * head_dim further */
+    float *packed;
+    int lo0, keys;
 } attn_job;
 
 /* Floats of the per-task copy of a chunk of one KV head's key or value rows.
@@ -70,6 +77,11 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     size_t s_step = nb == 1 ? ss : (size_t)group * ss;
     int chunk = nb == 1 ? 0 : chunk_keys(hd);
     float pack[PACK_FLOATS];
+    const float *kh = NULL, *vh = NULL; /* the head copied once, at key lo */
+    if (chunk && j->packed) {
+        kh = j->packed + ((size_t)kvh * j->keys + (size_t)(lo - j->lo0)) * hd;
+        vh = kh + (size_t)a->n_kv_heads * j->keys * hd;
+    }
 
     /* q.k: the query rows as activation rows, the key rows as the weights */
     for (int g = 0; !chunk && g < calls; g++)
@@ -78,13 +90,14 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
                                                         hd, 0, n_max);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
-        pack_rows(kern, kc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        const float *kp = kh ? kh + (size_t)t0 * hd : pack;
+        if (!kh) pack_rows(kern, kc, a->kv_f16, kv_dim, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
             if (kern->attn->qk)
-                kern->attn->qk(q + (size_t)g * hd, q_step, pack, (size_t)hd,
+                kern->attn->qk(q + (size_t)g * hd, q_step, kp, (size_t)hd,
                                s + (size_t)g * ss + t0, s_step, rows, n, hd);
             else
-                kern->matmul[CPU_W_F32](pack, (size_t)hd, q + (size_t)g * hd, q_step,
+                kern->matmul[CPU_W_F32](kp, (size_t)hd, q + (size_t)g * hd, q_step,
                                         s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
     }
     /* softmax over each row's own keys; the zeros past them (the keys after
@@ -106,9 +119,10 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
                                        out + (size_t)g * hd, o_step, rows, n_max, hd);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
-        pack_rows(kern, vc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        const float *vp = vh ? vh + (size_t)t0 * hd : pack;
+        if (!vh) pack_rows(kern, vc, a->kv_f16, kv_dim, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
-            kern->attn->pv[0](s + (size_t)g * ss + t0, s_step, pack, (size_t)hd,
+            kern->attn->pv[0](s + (size_t)g * ss + t0, s_step, vp, (size_t)hd,
                               out + (size_t)g * hd, o_step, rows, n, hd);
     }
 }
@@ -140,8 +154,48 @@ static void attention_task(void *ctx, int task, int thread) {
     }
 }
 
+/* Task (K or V, KV head): that head's keys [lo0, lo0 + keys) into the pack. */
+static void pack_head_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const attn_job *j = ctx;
+    const cpu_attention_args *a = j->a;
+    int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, kvh = task % a->n_kv_heads;
+    size_t esz = a->kv_f16 ? 2 : 4;
+    const char *src = (const char *)(task < a->n_kv_heads ? a->k_cache[0] : a->v_cache[0]) +
+                      ((size_t)j->lo0 * kv_dim + (size_t)kvh * hd) * esz;
+    pack_rows(j->kern, src, a->kv_f16, kv_dim, 0, j->keys, hd,
+              j->packed + (size_t)task * j->keys * hd);
+}
+
+/* Whether the rows are one sequence's, over more than one block, with a
+ * pack that holds (or can grow to hold) its heads; grows it. */
+static int pack_once(const cpu_attention_args *a, int *lo0, int *keys) {
+    if (!a->kv_pack || a->n <= CPU_ATTENTION_BLOCK || !chunk_keys(a->head_dim) ||
+        same_sequence_run(a, 0, a->n) < a->n)
+        return 0;
+    *lo0 = a->first_key ? a->first_key[0] : 0;
+    *keys = a->n_keys[a->n - 1] - *lo0;
+    size_t need = (size_t)2 * a->n_kv_heads * (size_t)*keys * a->head_dim;
+    if (need > CPU_KV_PACK_MAX_BYTES / sizeof(float)) return 0;
+    if (need > a->kv_pack->floats) {
+        size_t grown = need + need / 2; /* room for the next prompts' growth */
+        if (grown > CPU_KV_PACK_MAX_BYTES / sizeof(float))
+            grown = CPU_KV_PACK_MAX_BYTES / sizeof(float);
+        float *buf = nc_alloc_aligned(grown * sizeof(float));
+        if (!buf) return 0; /* the per-block copies need no memory */
+        nc_free_aligned(a->kv_pack->buf);
+        a->kv_pack->buf = buf;
+        a->kv_pack->floats = grown;
+    }
+    return 1;
+}
+
 void cpu_attention(nc_pool *pool, const cpu_kernels *kern, const cpu_attention_args *a) {
-    attn_job j = {kern, a};
+    attn_job j = {kern, a, NULL, 0, 0};
+    if (pack_once(a, &j.lo0, &j.keys)) {
+        j.packed = a->kv_pack->buf;
+        nc_pool_for(pool, 2 * a->n_kv_heads, pack_head_task, &j);
+    }
     int windows = (a->n + CPU_ATTENTION_BLOCK - 1) / CPU_ATTENTION_BLOCK;
     nc_pool_for(pool, windows * a->n_kv_heads, attention_task, &j);
 }

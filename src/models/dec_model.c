@@ -67,6 +67,7 @@ void dec_model_free(dec_model *b) {
     nc_free_aligned(r->xq);
     nc_free_aligned(r->xs);
     cpu_prompt_scratch_free(&r->prompt);
+    nc_free_aligned(b->kv_pack.buf);
     free(r->row_pos);
     free(r->row_n_keys);
     free(r->row_token);

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/pool.h"
+#include "cpu/cpu_attention.h"
 #include "cpu/cpu_matmul.h"
 #include "cpu/cpu_scratch.h"
 #include "io/hf_weights.h"
@@ -36,7 +37,8 @@ typedef struct dec_model {
     const cpu_kernels *kern;
     int kv_f16; /* KV caches of new states in fp16 */
     dec_rows_ws rows;
-    dec_ctx dec; /* pool, kernels and the rows' activation scratch for dec_rows */
+    dec_ctx dec;         /* pool, kernels and the rows' activation scratch for dec_rows */
+    cpu_kv_pack kv_pack; /* where a prompt's attention copies each KV head once */
 } dec_model;
 
 /* A family's load steps, each given the family's model. */

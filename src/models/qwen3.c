@@ -114,7 +114,8 @@ static void layer_rows(qwen3_model *m, int l, int n) {
                              .head_dim = hd,
                              .scale = m->attn_scale,
                              .scores = w->scores,
-                             .scores_stride = (size_t)c->max_position_embeddings};
+                             .scores_stride = (size_t)c->max_position_embeddings,
+                             .kv_pack = &m->b.kv_pack};
     cpu_attention(pool, K, &aa);
     cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);
     cpu_matmul_act(pool, K, &L->o, &att, w->xb, d);

@@ -118,7 +118,8 @@ static void full_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, 
                              .head_dim = c->head_dim,
                              .scale = 1.0f / sqrtf((float)c->head_dim),
                              .scores = w->scores,
-                             .scores_stride = (size_t)c->max_position_embeddings};
+                             .scores_stride = (size_t)c->max_position_embeddings,
+                             .kv_pack = &m->b.kv_pack};
     cpu_attention(m->b.pool, m->b.kern, &aa);
     nc_pool_for(n > 1 ? m->b.pool : NULL, n, attn_row_gate, &lc);
     cpu_act att = dec_act_rows(&m->b.dec, w->att, qd, n, (int)qd);

@@ -4,10 +4,11 @@
  * attention through cpu_attention on awkward sizes (head_dim 24/64/128, key
  * counts that are no multiple of the vector width, 1..40 query rows, groups
  * 1/2/4, fp32 and fp16 caches, padded strides, rows of several sequences in
- * one batch, a pool). */
+ * one batch, a pool), each case with and without a kv_pack. */
 #include <math.h>
 
 #include "../test.h"
+#include "base/alloc.h"
 #include "base/half.h"
 #include "base/pool.h"
 #include "cpu/attn_kernels.h"
@@ -205,10 +206,12 @@ typedef struct {
     int window; /* keys a row sees, its own included (a sliding window); 0: all */
 } attn_case;
 
-/* Runs one case on table `kern` (through `pool`, may be NULL); returns the
- * largest error against the double reference, or -1 when memory outside the
- * output heads was written. */
-static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
+/* Runs one case on table `kern` (through `pool`, may be NULL; with `pack`,
+ * may be NULL, as the decoders' kv_pack); returns the largest error against
+ * the double reference, or -1 when memory outside the output heads was
+ * written. */
+static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc,
+                       cpu_kv_pack *pack) {
     const int n_kv = 2, hd = tc->head_dim, n_heads = n_kv * tc->group, n = tc->n_rows;
     const int kv_dim = n_kv * hd, qd = n_heads * hd;
     const size_t ldq = (size_t)qd + 3, ldo = (size_t)qd + 5;
@@ -251,7 +254,8 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
                             .head_dim = hd,
                             .scale = scale,
                             .scores = scores,
-                            .scores_stride = ss};
+                            .scores_stride = ss,
+                            .kv_pack = pack};
     cpu_attention(pool, kern, &a);
 
     double worst = 0, *p = malloc(sizeof(double) * positions);
@@ -293,14 +297,24 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
     return worst;
 }
 
+/* One pack for every case, as a model keeps one: it grows with the longer
+ * prompts and serves the shorter ones after them. */
+static cpu_kv_pack shared_pack;
+
+/* The case with each block copying its own chunks, then with the heads
+ * copied once (one sequence's rows over more than one block). */
 static int check_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
-    double err = run_case(kern, pool, tc);
-    if (err >= 0 && err <= 2e-6) return 1;
-    printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d window=%d %s: %s %g\n", kern->name,
-           tc->head_dim, tc->group, tc->n_rows, tc->first_pos, tc->n_seqs, tc->window,
-           tc->is_f16 ? "fp16" : "fp32",
-           err < 0 ? "wrote outside the heads" : "max abs error", err);
-    return 0;
+    int ok = 1;
+    for (int packed = 0; packed < 2; packed++) {
+        double err = run_case(kern, pool, tc, packed ? &shared_pack : NULL);
+        if (err >= 0 && err <= 2e-6) continue;
+        printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d window=%d %s%s: %s %g\n",
+               kern->name, tc->head_dim, tc->group, tc->n_rows, tc->first_pos, tc->n_seqs,
+               tc->window, tc->is_f16 ? "fp16" : "fp32", packed ? " kv_pack" : "",
+               err < 0 ? "wrote outside the heads" : "max abs error", err);
+        ok = 0;
+    }
+    return ok;
 }
 
 static void test_attention_all_tables_match_double_reference(void) {
@@ -378,6 +392,27 @@ static void test_attention_mixed_sequences_long_context_wide_head_threads(void) 
     nc_pool_free(pool);
 }
 
+/* The pack is taken by one sequence's rows over more than one block, and
+ * grows to hold their heads; rows of several sequences, or a single block,
+ * leave it alone (and are right either way, above). */
+static void test_kv_pack_grows_for_one_sequences_prompts_only(void) {
+    const cpu_kernels *tabs[8];
+    cpu_kernels_available(tabs, 8);
+    cpu_kv_pack pack = {0};
+    attn_case mixed = {64, 2, 40, 0, 2, 0, 0}, one_block = {64, 2, 16, 30, 1, 0, 0};
+    CHECK(run_case(tabs[0], NULL, &mixed, &pack) <= 2e-6);
+    CHECK(run_case(tabs[0], NULL, &one_block, &pack) <= 2e-6);
+    CHECK(pack.floats == 0 && !pack.buf);
+    attn_case prompt = {64, 2, 17, 5, 1, 1, 0}, longer = {64, 2, 40, 300, 1, 0, 0};
+    CHECK(run_case(tabs[0], NULL, &prompt, &pack) <= 2e-6);
+    CHECK(pack.floats >= (size_t)2 * 2 * (5 + 17) * 64); /* [k|v][2 heads][22 keys][64] */
+    size_t first = pack.floats;
+    CHECK(run_case(tabs[0], NULL, &longer, &pack) <= 2e-6);
+    CHECK(pack.floats >= (size_t)2 * 2 * (300 + 40) * 64 && pack.floats > first);
+    nc_free_aligned(pack.buf);
+    CHECK(shared_pack.floats > 0); /* the cases above copied heads once too */
+}
+
 int main(void) {
     RUN(test_softmax_all_tables_match_double_reference);
     RUN(test_pv_qk_kernels_all_tables_match_double_reference);
@@ -385,5 +420,7 @@ int main(void) {
     RUN(test_attention_all_tables_match_double_reference);
     RUN(test_sliding_window_rows_see_only_their_window);
     RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
+    RUN(test_kv_pack_grows_for_one_sequences_prompts_only);
+    nc_free_aligned(shared_pack.buf);
     return nc_test_exit_code();
 }
