@@ -45,14 +45,14 @@ for f in $SRC; do
     OBJ="$OBJ $o"
 done
 status=0
-for t in test_kernels test_quant_kernels test_attention test_rows; do
+for t in test_kernels test_quant_kernels test_attention test_rows test_conv1d; do
     if ! $CC_A64 $CFLAGS_A64 -static -o "$T/$t" tests/cpu/$t.c $OBJ -lm -lpthread 2>"$T/err"; then
         echo "FAIL neon_build_$t:"; head -20 "$T/err"; status=1; continue
     fi
     # cpu: the tables its run must list (cpu_kernels_available), and must not;
-    # attention and the row kernels have no per-extension kernels: max alone
+    # attention, the row kernels and the conv have no per-extension kernels: max alone
     cpus="max:neon-i8mm: cortex-a76:neon-dotprod:neon-i8mm cortex-a53:neon:neon-dotprod"
-    case $t in test_attention | test_rows) cpus=max:neon: ;; esac
+    case $t in test_attention | test_rows | test_conv1d) cpus=max:neon: ;; esac
     for cpu in $cpus; do
         model=${cpu%%:*} want=$(echo "$cpu" | cut -d: -f2) absent=$(echo "$cpu" | cut -d: -f3)
         if ! qemu-aarch64 -cpu help | grep -qw -- "$model"; then
