@@ -77,9 +77,7 @@ void cpu_conv1d_silu(const cpu_row_kernels *rows, float *x, size_t ldx, int n, i
             int src = t - hist + j; /* input row; < 0: from the window */
             const float *in =
                 src >= 0 ? x + (size_t)src * ldx + c0 : window + (size_t)(hist + src) * cs + c0;
-            const float *wj = w_t + (size_t)j * cs + c0;
-            for (int c = 0; c < cw; c++)
-                acc[c] += wj[c] * in[c];
+            rows->mul_add(acc, w_t + (size_t)j * cs + c0, in, (size_t)cw);
         }
         rows->silu(x + (size_t)t * ldx + c0, acc, (size_t)cw);
     }

@@ -16,6 +16,8 @@ typedef struct cpu_row_kernels {
     void (*layernorm)(float *out, const float *x, const float *w, int n, float eps);
     /* dst[i] += src[i] */
     void (*add)(float *dst, const float *src, size_t n);
+    /* dst[i] += a[i] * b[i] (Qwen3.5's depthwise conv) */
+    void (*mul_add)(float *dst, const float *a, const float *b, size_t n);
     /* Rotate-half RoPE on one head of head_dim values in place, h = head_dim
      * / 2: v[i], v[i + h] by the angle of cos_t[i], sin_t[i] (cpu_ops.h's
      * cpu_rope_angles). */
@@ -86,6 +88,13 @@ extern const cpu_row_kernels cpu_rows_neon;
         for (; i < n; i++)                                                                         \
             dst[i] += src[i];                                                                      \
     }                                                                                              \
+    static void NAME##_mul_add(float *dst, const float *a, const float *b, size_t n) {             \
+        size_t i = 0;                                                                              \
+        for (; i + WIDTH <= n; i += WIDTH)                                                         \
+            STORE(dst + i, FMA(LOAD(a + i), LOAD(b + i), LOAD(dst + i)));                          \
+        for (; i < n; i++)                                                                         \
+            dst[i] += a[i] * b[i];                                                                 \
+    }                                                                                              \
     static void NAME##_rope(float *v, const float *cos_t, const float *sin_t, int head_dim) {      \
         int h = head_dim / 2, i = 0;                                                               \
         for (; i + WIDTH <= h; i += WIDTH) {                                                       \
@@ -133,9 +142,15 @@ extern const cpu_row_kernels cpu_rows_neon;
     CPU_DEF_ROWS_GATE(NAME##_gelu_tanh_mul, NAME##_gelu_tanh, VEC, WIDTH, SET1, LOAD, STORE, MUL)  \
     CPU_DEF_ROWS_GATE(NAME##_sigmoid_mul, NAME##_sigmoid, VEC, WIDTH, SET1, LOAD, STORE, MUL)      \
     CPU_DEF_ROWS_MAP(NAME##_silu_row, NAME##_silu, WIDTH, LOAD, STORE)                             \
-    const cpu_row_kernels NAME = {NAME##_layernorm,    NAME##_add,      NAME##_rope,               \
-                                  NAME##_rmsnorm,      NAME##_silu_mul, NAME##_gelu_tanh_mul,      \
-                                  NAME##_sigmoid_mul,  NAME##_silu_row};
+    const cpu_row_kernels NAME = {.layernorm = NAME##_layernorm,                                   \
+                                  .add = NAME##_add,                                               \
+                                  .mul_add = NAME##_mul_add,                                       \
+                                  .rope = NAME##_rope,                                             \
+                                  .rmsnorm = NAME##_rmsnorm,                                       \
+                                  .silu_mul = NAME##_silu_mul,                                     \
+                                  .gelu_tanh_mul = NAME##_gelu_tanh_mul,                           \
+                                  .sigmoid_mul = NAME##_sigmoid_mul,                               \
+                                  .silu = NAME##_silu_row};
 
 /* out[i] = ACT(g[i]) * u[i] for CPU_DEF_ROWS; the tail through a padded copy. */
 #define CPU_DEF_ROWS_GATE(FN, ACT, VEC, WIDTH, SET1, LOAD, STORE, MUL)                             \

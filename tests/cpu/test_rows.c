@@ -1,10 +1,10 @@
 /* The kernel tables' row kernels (rows.h) on every table this CPU runs,
  * against LayerNorm, residual add, rotate-half RoPE, RMSNorm, the SiLU,
- * GELU-tanh and sigmoid gates and the SiLU alone computed here in double: every length from 1
- * to 80 (the vector tails), the real widths
- * (768, 1152, heads of 64 and 128), rows with a large common offset (the
- * variance must be taken around the mean), in and out of place, with the
- * element past the end left untouched. */
+ * GELU-tanh and sigmoid gates, the multiply-add and the SiLU alone computed
+ * here in double: every length from 1 to 80 (the vector tails), the real
+ * widths (768, 1152, heads of 64 and 128), rows with a large common offset
+ * (the variance must be taken around the mean), in and out of place, with
+ * the element past the end left untouched. */
 #include <math.h>
 #include <string.h>
 
@@ -161,6 +161,12 @@ static void test_rmsnorm_and_gates_match_double(void) {
             for (int i = 0; i < n; i++) {
                 double want = u[i] / (1 + exp(-(double)x[i]));
                 CHECK_NEAR(out[i], want, 2e-6 * fabs(want) + 1e-30);
+            }
+            memcpy(out, u, sizeof(float) * (size_t)n);
+            rk->mul_add(out, x, w, (size_t)n); /* the conv's accumulation */
+            for (int i = 0; i < n; i++) {
+                double prod = (double)x[i] * w[i], want = u[i] + prod;
+                CHECK_NEAR(out[i], want, 1.2e-7 * (fabs(u[i]) + fabs(prod)) + 1e-30);
             }
             memcpy(out, x, sizeof(float) * (size_t)n);
             rk->silu(out, out, (size_t)n); /* in place, as the conv calls it */
