@@ -1,8 +1,9 @@
 /* Per-row kernels of the kernel table (cpu_kernels.rows): the LayerNorm and
  * residual add that the encoders run on every token row between products,
- * the rotate-half RoPE of every head (encoders and decoders), and the
- * decoders' RMSNorm, gated MLP activations and Qwen3.5's conv SiLU. The scalar reference is
- * rows_scalar.c; the SIMD files instantiate CPU_DEF_ROWS, one vector body per instruction set. */
+ * the rotate-half RoPE of every head (encoders and decoders), the decoders'
+ * RMSNorm and gated MLP activations, and Qwen3.5's conv (its multiply-add
+ * and SiLU). The scalar reference is rows_scalar.c; the SIMD files
+ * instantiate CPU_DEF_ROWS, one vector body per instruction set. */
 #ifndef NC_CPU_ROWS_H
 #define NC_CPU_ROWS_H
 
@@ -53,7 +54,8 @@ extern const cpu_row_kernels cpu_rows_neon;
  * a * b + c, REDUCE(v) = the sum of v's lanes as a float, EXPNP(v) = e^v
  * for v <= 0, BLEND_LT(v, lim, r, y) = per lane y where v < lim, else r.
  * Tails past the last whole vector run as scalar code, except the gates'
- * and the SiLU's: theirs run through a padded copy, so every element gets the same exp. */
+ * and the SiLU's: theirs run through a padded copy, so every element gets
+ * the same exp. */
 #define CPU_DEF_ROWS(NAME, VEC, WIDTH, SET1, LOAD, STORE, ADD, SUB, MUL, DIV, MIN, FMA, REDUCE,    \
                      EXPNP, BLEND_LT)                                                              \
     static void NAME##_layernorm(float *out, const float *x, const float *w, int n, float eps) {   \
