@@ -43,8 +43,9 @@ typedef struct cpu_attention_args {
     size_t scores_stride; /* >= every n_keys */
     /* Optional (NULL: every block copies its own chunks of the cache): where
      * the rows of one sequence, more than one block of them, copy each KV
-     * head once instead of once per block (a 571-token prompt copied each
-     * head 36 times over, 2.3% of its time). */
+     * head once instead of each block copying the keys up to its own rows
+     * (for a 571-token prompt, ~18 whole copies of every head: 2.3% of its
+     * time). */
     cpu_kv_pack *kv_pack;
 } cpu_attention_args;
 

@@ -150,11 +150,13 @@ static void linear_row_prep(void *ctx, int i, int thread) {
     }
 }
 
-/* Task (segment, block of channels): the conv over the segment's rows, in
- * order, with its window. */
+/* Channel blocks of the conv: one task each per sequence. */
 static int conv_blocks(const qwen35_config *c) {
     return (int)((qwen35_conv_dim(c) + CPU_CONV_BLOCK - 1) / CPU_CONV_BLOCK);
 }
+
+/* Task (segment, block of channels): the conv over the segment's rows, in
+ * order, with its window. */
 static void linear_conv_task(void *ctx, int task, int thread) {
     (void)thread;
     const layer_ctx *lc = ctx;
