@@ -1,8 +1,9 @@
 /* Read-bandwidth probe (see cpu_membw.h). Each task sums its part so the
  * reads cannot be optimised away. Several patterns, because which one a
- * CPU streams fastest depends on its prefetchers and on how the threads'
- * streams interleave: 8-byte words or whole 64-byte lines, with or without
- * software prefetch, in 4 MiB slices handed out to whichever thread is
+ * CPU streams fastest depends on its load width, its prefetchers and on
+ * how the threads' streams interleave: 8-byte words, 32-byte loads (AVX2
+ * where there is, else the compiler's vectors) or whole 64-byte lines,
+ * with or without software prefetch, in 4 MiB slices handed out to whichever thread is
  * free (threads interleave through the buffer) or one contiguous part per
  * thread; and on 4 KiB pages or, where the system has them, 2 MiB pages
  * (the engine reads a model's weights onto those: io/weights_residency.h;
@@ -21,6 +22,7 @@
 
 #include "base/alloc.h"
 #include "base/timer.h"
+#include "cpu/cpu_kernels.h"
 #include "cpu/cpu_wisdom.h"
 
 #define SLICE_BYTES ((size_t)1 << 22)
@@ -28,12 +30,16 @@
 #define PREFETCH_BYTES 1024
 
 typedef uint64_t line64 __attribute__((vector_size(64)));
+typedef uint64_t half64 __attribute__((vector_size(32)));
+
+/* How a pattern reads its words. */
+enum { READ_WORDS, READ_32, READ_LINES };
 
 typedef struct {
     const uint64_t *buf;
     size_t n_words;
     size_t words_per_task;
-    int lines, prefetch;
+    int reads, prefetch;
     uint64_t sums[256];
     double cpu_s[256]; /* CPU time each thread spent reading */
 } bw_job;
@@ -72,32 +78,53 @@ static uint64_t sum_lines(const uint64_t *p, size_t n, int prefetch) {
     return s;
 }
 
+/* 32 bytes per load, four independent sums; p 64-byte aligned. */
+static uint64_t sum_32(const uint64_t *p, size_t n) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (cpu_features_get()->avx2) return cpu_membw_sum_avx2(p, n);
+#endif
+    const half64 *h = (const half64 *)p;
+    size_t nh = n / 4;
+    half64 a = {0}, b = {0}, c = {0}, d = {0};
+    for (size_t i = 0; i + 4 <= nh; i += 4) {
+        a += h[i];
+        b += h[i + 1];
+        c += h[i + 2];
+        d += h[i + 3];
+    }
+    a += b + c + d;
+    return a[0] + a[1] + a[2] + a[3];
+}
+
 static void read_part(void *ctx, int task, int thread) {
     bw_job *j = ctx;
     double c0 = thread_cpu_s();
     size_t w0 = (size_t)task * j->words_per_task, w1 = w0 + j->words_per_task;
     if (w1 > j->n_words) w1 = j->n_words;
-    uint64_t s = w1 > w0 ? j->lines ? sum_lines(j->buf + w0, w1 - w0, j->prefetch)
-                                    : sum_words(j->buf + w0, w1 - w0)
-                         : 0;
+    uint64_t s = w1 <= w0                ? 0
+                 : j->reads == READ_LINES ? sum_lines(j->buf + w0, w1 - w0, j->prefetch)
+                 : j->reads == READ_32    ? sum_32(j->buf + w0, w1 - w0)
+                                          : sum_words(j->buf + w0, w1 - w0);
     j->sums[thread & 255] += s;
     j->cpu_s[thread & 255] += thread_cpu_s() - c0;
 }
 
 static const struct {
     const char *name;
-    int lines, prefetch, halves, huge;
+    int reads, prefetch, halves, huge;
 } patterns[CPU_MEMBW_PLAIN_PATTERNS] = {
-    {"words, 4 MiB slices", 0, 0, 0, 0},
-    {"lines, 4 MiB slices", 1, 0, 0, 0},
-    {"lines + prefetch, 4 MiB slices", 1, 1, 0, 0},
-    {"lines, a part per thread", 1, 0, 1, 0},
-    {"lines + prefetch, a part per thread", 1, 1, 1, 0},
-    {"words, 4 MiB slices, 2 MiB pages", 0, 0, 0, 1},
-    {"lines, 4 MiB slices, 2 MiB pages", 1, 0, 0, 1},
-    {"lines + prefetch, 4 MiB slices, 2 MiB pages", 1, 1, 0, 1},
-    {"lines, a part per thread, 2 MiB pages", 1, 0, 1, 1},
-    {"lines + prefetch, a part per thread, 2 MiB pages", 1, 1, 1, 1},
+    {"words, 4 MiB slices", READ_WORDS, 0, 0, 0},
+    {"32-byte loads, 4 MiB slices", READ_32, 0, 0, 0},
+    {"lines, 4 MiB slices", READ_LINES, 0, 0, 0},
+    {"lines + prefetch, 4 MiB slices", READ_LINES, 1, 0, 0},
+    {"lines, a part per thread", READ_LINES, 0, 1, 0},
+    {"lines + prefetch, a part per thread", READ_LINES, 1, 1, 0},
+    {"words, 4 MiB slices, 2 MiB pages", READ_WORDS, 0, 0, 1},
+    {"32-byte loads, 4 MiB slices, 2 MiB pages", READ_32, 0, 0, 1},
+    {"lines, 4 MiB slices, 2 MiB pages", READ_LINES, 0, 0, 1},
+    {"lines + prefetch, 4 MiB slices, 2 MiB pages", READ_LINES, 1, 0, 1},
+    {"lines, a part per thread, 2 MiB pages", READ_LINES, 0, 1, 1},
+    {"lines + prefetch, a part per thread, 2 MiB pages", READ_LINES, 1, 1, 1},
 };
 
 /* The probe's bytes: bf16 weights near 0.0115 (0x3c3c, a normal number, so
@@ -136,7 +163,7 @@ static double plain_pass(nc_pool *pool, int p, const uint64_t *buf, size_t n_wor
     memset(&j, 0, sizeof j);
     j.n_words = n_words;
     j.buf = buf;
-    j.lines = patterns[p].lines;
+    j.reads = patterns[p].reads;
     j.prefetch = patterns[p].prefetch;
     /* a part per thread: whole lines, the last part the rest */
     j.words_per_task = patterns[p].halves

@@ -7,15 +7,16 @@
 #define NC_CPU_MEMBW_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/pool.h"
 
-/* five access patterns, on 4 KiB pages then on 2 MiB pages (the second
+/* six access patterns, on 4 KiB pages then on 2 MiB pages (the second
  * half only where the system has huge pages), then the bf16 decode kernels
  * (cpu_wisdom.h: cpu_decode_stream) reading a layer's products, on the
  * huge pages where there are */
-#define CPU_MEMBW_PLAIN_PATTERNS 10
-#define CPU_MEMBW_KERNEL_PATTERNS 16
+#define CPU_MEMBW_PLAIN_PATTERNS 12
+#define CPU_MEMBW_KERNEL_PATTERNS 20
 #define CPU_MEMBW_PATTERNS (CPU_MEMBW_PLAIN_PATTERNS + CPU_MEMBW_KERNEL_PATTERNS)
 #define CPU_MEMBW_MAX_RUNS 100
 #define CPU_MEMBW_NAME 80
@@ -53,5 +54,11 @@ double cpu_membw_round(cpu_membw_probe *p, nc_pool *pool, cpu_membw *out);
 void cpu_membw_close(cpu_membw_probe *p);
 
 #define CPU_MEMBW_DEFAULT_BYTES ((size_t)2 << 30)
+
+#if defined(__x86_64__) || defined(_M_X64)
+/* The sum of n_words words at p (32-byte aligned) in 32-byte loads
+ * (membw_avx2.c); only where the CPU has AVX2. */
+uint64_t cpu_membw_sum_avx2(const uint64_t *p, size_t n_words);
+#endif
 
 #endif

@@ -31,7 +31,7 @@
  * the weights into memory; 4: a layer's products, not 2048-row ones; 5:
  * 512 MiB of them, not 64; 6: Q4 rows interleaved at load among the Q4
  * candidates), so a file of an older probe is measured again. */
-#define WISDOM_HEADER "# nectar kernel wisdom 6"
+#define WISDOM_HEADER "# nectar kernel wisdom 7"
 #define MAX_LINES 256
 /* The decode probe's weights: 512 MiB (at most an eighth of the memory:
  * decode_bytes; 16x the L3 of this Zen 5 VM, so they stream from memory as

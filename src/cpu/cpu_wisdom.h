@@ -33,7 +33,7 @@ typedef enum {
     CPU_SLOT_N
 } cpu_slot;
 
-#define CPU_WISDOM_MAX_CANDIDATES 16
+#define CPU_WISDOM_MAX_CANDIDATES 20
 
 /* The longest wisdom path, its NUL included: the size of the callers'
  * buffers and of cpu_tuning.file. */

@@ -100,22 +100,36 @@ INLINE void tile(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, 
         }
 }
 
+/* 32 weights of a row: one 64-byte load, or (YL) two 32-byte loads joined. */
+INLINE __m512bh load_w(const uint16_t *w, const int YL) {
+    if (!YL) return (__m512bh)_mm512_loadu_si512((const void *)w);
+    __m256i lo = _mm256_loadu_si256((const __m256i *)w),
+            hi = _mm256_loadu_si256((const __m256i *)(w + 16));
+    return (__m512bh)_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
 /* One row, one activation row, whole lines in order: with rows read one
  * after another a task's weights are a single sequential stream (the
  * pattern hardware prefetchers follow best); 4 accumulators over
- * consecutive 32-column steps hide the dot product's latency. */
+ * consecutive 32-column steps hide the dot product's latency. YL: each
+ * step's weights in two 32-byte loads, two steps per iteration. On a Zen 4
+ * VM at its higher memory level that streamed 15% faster from DRAM with
+ * one term (as a plain sum streams faster in 32-byte loads than in 64-byte
+ * ones), and no faster with three (docs/performance.md). */
 INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y, int kc,
-                    int r, int accumulate, const uint16_t *pf_end, const int TERMS, const int PF) {
+                    int r, int accumulate, const uint16_t *pf_end, const int TERMS, const int PF,
+                    const int YL) {
+    const int U = YL ? 2 : 4; /* steps per iteration, an accumulator each */
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     const uint16_t *wr = w + (size_t)r * ldw;
     int i = 0;
-    for (; i + 128 <= kc; i += 128)
-        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+    for (; i + 32 * U <= kc; i += 32 * U)
+        _Pragma("GCC unroll 4") for (int u = 0; u < U; u++) {
             /* PF lines ahead in the task's stream, never past its end */
             const uint16_t *ahead = wr + i + 32 * u + 32 * PF;
             if (PF > 0 && ahead < pf_end) _mm_prefetch((const char *)ahead, _MM_HINT_T0);
-            __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(wr + i + 32 * u));
+            __m512bh wv = load_w(wr + i + 32 * u, YL);
             _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[u] = _mm512_dpbf16_ps(
                 acc[u], wv,
                 (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i + 32 * u)));
@@ -126,8 +140,9 @@ INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ld
         _Pragma("GCC unroll 3") for (int j = 0; j < TERMS; j++) acc[0] = _mm512_dpbf16_ps(
             acc[0], wv, (__m512bh)_mm512_load_si512((const void *)(xt + (size_t)j * ldt + i)));
     }
-    float s = _mm512_reduce_add_ps(
-        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    __m512 sum = YL ? _mm512_add_ps(acc[0], acc[1])
+                    : _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    float s = _mm512_reduce_add_ps(sum);
     y[r] = accumulate ? y[r] + s : s;
 }
 
@@ -136,11 +151,11 @@ INLINE void row_seq(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ld
  * rows. */
 INLINE void rows_of_chunk(const uint16_t *w, size_t ldw, const uint16_t *xt, size_t ldt, float *y,
                           size_t ldy, int kc, int r0, int r1, int accumulate, const int RB,
-                          const int TB, const int TERMS, const int PF) {
+                          const int TB, const int TERMS, const int PF, const int YL) {
     if (TB == 1 && RB == 1) {
         const uint16_t *pf_end = w + (size_t)(r1 - 1) * ldw + (size_t)kc;
         for (int r = r0; r < r1; r++)
-            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, pf_end, TERMS, PF);
+            row_seq(w, ldw, xt, ldt, y, kc, r, accumulate, pf_end, TERMS, PF, YL);
         return;
     }
     const int rb = TB == 1 ? RB : 4;
@@ -152,7 +167,8 @@ INLINE void rows_of_chunk(const uint16_t *w, size_t ldw, const uint16_t *xt, siz
 }
 
 INLINE void gemv(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy, int n,
-                 int k, int r0, int r1, const int RB, const int TERMS, const int PF) {
+                 int k, int r0, int r1, const int RB, const int TERMS, const int PF,
+                 const int YL) {
     uint16_t xt[XT_VALUES] __attribute__((aligned(64)));
     const uint16_t *wb = (const uint16_t *)w;
     for (int t0 = 0; t0 < n; t0 += TB_MAX) {
@@ -169,30 +185,31 @@ INLINE void gemv(const void *w, size_t ldw, const float *x, size_t ldx, float *y
             switch (tb) {
             case 1:
                 rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 1, TERMS,
-                              PF);
+                              PF, YL);
                 break;
             case 2:
                 rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 2, TERMS,
-                              PF);
+                              PF, YL);
                 break;
             case 3:
                 rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 3, TERMS,
-                              PF);
+                              PF, YL);
                 break;
             default:
                 rows_of_chunk(wk, ldw, xt, (size_t)kch, yt, ldy, kc, r0, r1, k0 > 0, RB, 4, TERMS,
-                              PF);
+                              PF, YL);
                 break;
             }
         }
     }
 }
 
-#define DEF_GEMV(NAME, RB, TERMS, PF)                                                              \
+#define DEF_GEMV_L(NAME, RB, TERMS, PF, YL)                                                        \
     static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
                      int n, int k, int r0, int r1) {                                               \
-        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, RB, TERMS, PF);                                 \
+        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, RB, TERMS, PF, YL);                             \
     }
+#define DEF_GEMV(NAME, RB, TERMS, PF) DEF_GEMV_L(NAME, RB, TERMS, PF, 0)
 DEF_GEMV(dp3_r8_p1, 8, 3, 1)
 DEF_GEMV(dp3_r8_p2, 8, 3, 2)
 DEF_GEMV(dp3_r8_p0, 8, 3, 0)
@@ -208,13 +225,15 @@ DEF_GEMV(dp3_r1_p8, 1, 3, 8)
 DEF_GEMV(dp1_r1_p8, 1, 1, 8)
 DEF_GEMV(dp3_r1_p16, 1, 3, 16)
 DEF_GEMV(dp1_r1_p16, 1, 1, 16)
+/* r1y: row_seq's 32-byte loads */
+DEF_GEMV_L(dp1_r1y_p0, 1, 1, 0, 1)
 
 const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
     {"dp3-r4-pf2", 3, dp3_r4_p2}, {"dp1-r8-pf1", 1, dp1_r8_p1}, {"dp1-r8-pf2", 1, dp1_r8_p2},
     {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
     {"dp1-r1-pf0", 1, dp1_r1_p0}, {"dp3-r1-pf8", 3, dp3_r1_p8}, {"dp1-r1-pf8", 1, dp1_r1_p8},
-    {"dp3-r1-pf16", 3, dp3_r1_p16}, {"dp1-r1-pf16", 1, dp1_r1_p16},
+    {"dp3-r1-pf16", 3, dp3_r1_p16}, {"dp1-r1-pf16", 1, dp1_r1_p16}, {"dp1-r1y-pf0", 1, dp1_r1y_p0},
 };
 const int cpu_gemv_bf16_avx512_count =
     (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);

@@ -131,10 +131,10 @@ if NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 --json
 else
     fail bench_kernel_choices_measured_then_read_back "$(cat "$TMP/err") $k1 $k2 $why"
 fi
-printf '# nectar kernel wisdom 6\nnot enough fields\n' >"$W"
+printf '# nectar kernel wisdom 7\nnot enough fields\n' >"$W"
 if NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 >"$TMP/w3.txt" 2>"$TMP/err" &&
     grep -q "wisdom $W:2: not 4 tab-separated fields; measuring again" "$TMP/w3.txt" &&
-    head -1 "$W" | grep -q '^# nectar kernel wisdom 6$' && ! grep -q 'not enough' "$W"; then
+    head -1 "$W" | grep -q '^# nectar kernel wisdom 7$' && ! grep -q 'not enough' "$W"; then
     pass bench_corrupted_wisdom_named_and_replaced
 else
     fail bench_corrupted_wisdom_named_and_replaced "$(cat "$TMP/err" "$TMP/w3.txt" | head -12)"

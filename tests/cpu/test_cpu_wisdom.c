@@ -72,7 +72,7 @@ static void test_measure_then_read_back(void) {
         measured += !strcmp(t.slot[s].why, "measured now");
     CHECK(measured >= 1);
     char *text = read_all();
-    CHECK(!strncmp(text, "# nectar kernel wisdom 6\n", 25));
+    CHECK(!strncmp(text, "# nectar kernel wisdom 7\n", 25));
     const char *slot;
     slot_with_choices(&slot);
     CHECK(strstr(text, t.cpu) && strstr(text, slot));
@@ -95,7 +95,7 @@ static void test_unknown_kernel_remeasured_other_cpus_kept(void) {
     cpu_slot s = slot_with_choices(&slot);
     cpu_identity(key, sizeof key);
     int n = snprintf(text, sizeof text,
-                     "# nectar kernel wisdom 6\nOther CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"
+                     "# nectar kernel wisdom 7\nOther CPU 1\tdecode-bf16-accurate\tdp9\t1.5\n"
                      "%s\t%s\tkernel-from-the-future\t99\n",
                      key, slot);
     write_file(text, (size_t)n);
@@ -116,16 +116,16 @@ static void test_corrupted_files_are_reported_and_replaced(void) {
         const char *where;
     } bad[] = {
         {"# some other format\n", 0, ":1:"},
-        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\n", 0, ":2:"},
-        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
-        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
-        {"# nectar kernel wisdom 6\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
-        {"# nectar kernel wisdom 6\ncpu\tslot\t\t1\n", 0, ":2:"},
+        {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-accurate\tfp32-widen\n", 0, ":2:"},
+        {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
+        {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
+        {"# nectar kernel wisdom 7\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
+        {"# nectar kernel wisdom 7\ncpu\tslot\t\t1\n", 0, ":2:"},
         {"\x7f\x45LF\x02\x01\x01\0\0\0garbage", 16, ":1:"},
-        {"# nectar kernel wisdom 6\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
+        {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
     };
     char longline[2048];
-    memcpy(longline, "# nectar kernel wisdom 6\n", 25);
+    memcpy(longline, "# nectar kernel wisdom 7\n", 25);
     memset(longline + 25, 'x', sizeof longline - 27);
     longline[sizeof longline - 2] = '\n';
     longline[sizeof longline - 1] = 0;

@@ -66,7 +66,7 @@ static void test_api_open_measures_then_reads(void) {
     }
     char before[8192];
     snprintf(before, sizeof before, "%s", read_all());
-    CHECKF(!strncmp(before, "# nectar kernel wisdom 6\n", 25), "'%s'", before);
+    CHECKF(!strncmp(before, "# nectar kernel wisdom 7\n", 25), "'%s'", before);
     nc_model *m = NULL;
     nc_error err;
     CHECK_OK(nc_model_open(MODEL, "cpu", NULL, &m, &err), &err);

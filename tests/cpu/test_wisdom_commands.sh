@@ -34,7 +34,7 @@ for m in bf16 q8; do
         continue
     fi
     key=$(sed -n 2p "$W" | cut -f1)
-    if head -1 "$W" | grep -q '^# nectar kernel wisdom 6$' && [ -n "$key" ] &&
+    if head -1 "$W" | grep -q '^# nectar kernel wisdom 7$' && [ -n "$key" ] &&
         grep -q "	decode-q8	" "$W" && grep -q "	decode-bf16-accurate	" "$W" &&
         ! grep -q "measured now" "$TMP/err2" && grep -q "decode-q8 [a-z0-9-]* (from the wisdom file)" "$TMP/err2" &&
         cmp -s "$W" "$TMP/after1"; then
