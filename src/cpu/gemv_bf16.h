@@ -16,7 +16,9 @@
 
 typedef struct cpu_gemv_bf16 {
     const char *name; /* "dp3", "dp1", "dp3-pf2", ... */
-    int terms;        /* 3: exact products (accurate), 1: activations rounded (fast) */
+    /* 3: exact products (accurate: three bf16 terms, or eo-r1y's fp32
+     * FMAs), 1: activations rounded (fast) */
+    int terms;
     cpu_matmul_fn fn;
 } cpu_gemv_bf16;
 

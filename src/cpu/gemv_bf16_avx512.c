@@ -204,6 +204,83 @@ INLINE void gemv(const void *w, size_t ldw, const float *x, size_t ldx, float *y
     }
 }
 
+/* ---- exact products in fp32 FMAs, weights split even/odd ----
+ * The accurate contract without bf16 dot products: a 32-bit lane of 32
+ * loaded weights holds columns 2l (low half) and 2l+1 (high half), so one
+ * shift and one mask make both exact fp32 values in place, multiplied by
+ * the activations split once per call into even and odd columns. Per 64
+ * bytes of weights: two 32-byte loads, two integer ops and two FMAs,
+ * against three vdpbf16ps and their three activation loads for dp3. On a
+ * Zen 4 VM at its higher memory level it streamed 0.87 of a plain 32-byte
+ * sum from DRAM, dp3-r1-pf0 0.75 (docs/performance.md). */
+
+/* x[0..kc) as even columns at xe and odd ones at xo, 16 of each per 32
+ * columns, zero past kc up to the next multiple of 32. */
+INLINE void split_even_odd(const float *x, int kc, float *xe, float *xo) {
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int i = 0; i < kc; i += 32) {
+        int left = kc - i;
+        __mmask16 m0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+        __mmask16 m1 = left >= 32 ? 0xffff : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+        __m512 a = _mm512_maskz_loadu_ps(m0, x + i), b = _mm512_maskz_loadu_ps(m1, x + i + 16);
+        _mm512_store_ps(xe + i / 2, _mm512_permutex2var_ps(a, even, b));
+        _mm512_store_ps(xo + i / 2, _mm512_permutex2var_ps(a, odd, b));
+    }
+}
+
+/* acc_even, acc_odd += 32 columns of weights wv against their activations. */
+INLINE void eo_step(__m512i wv, const float *xe, const float *xo, __m512 *acc_even,
+                    __m512 *acc_odd) {
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    *acc_odd = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(wv, high)), _mm512_load_ps(xo),
+                               *acc_odd);
+    *acc_even = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(wv, 16)), _mm512_load_ps(xe),
+                                *acc_even);
+}
+
+/* One row as row_seq reads it: 4 steps per iteration, an even and an odd
+ * accumulator each. */
+INLINE void row_eo(const uint16_t *wr, const float *xe, const float *xo, float *y, int kc,
+                   int accumulate) {
+    __m512 acc[8];
+    _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) acc[a] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 128 <= kc; i += 128)
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) eo_step(
+            (__m512i)load_w(wr + i + 32 * u, 1), xe + (i + 32 * u) / 2, xo + (i + 32 * u) / 2,
+            &acc[u], &acc[4 + u]);
+    for (; i < kc; i += 32) { /* the last steps; the last columns masked */
+        __mmask32 m = kc - i >= 32 ? ~0u : (__mmask32)((1ull << (kc - i)) - 1);
+        eo_step(_mm512_maskz_loadu_epi16(m, wr + i), xe + i / 2, xo + i / 2, &acc[0], &acc[4]);
+    }
+    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) acc[a] = _mm512_add_ps(acc[a], acc[4 + a]);
+    float s = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    *y = accumulate ? *y + s : s;
+}
+
+/* One activation row: rows r0..r1 one after another per K chunk (the even
+ * and odd halves fill the stack buffer as two bf16 terms would). Several
+ * activation rows take dp3's tiles, whose products are exact too. */
+static void eo_r1y(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,
+                   int n, int k, int r0, int r1) {
+    if (n != 1) {
+        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, 1, 3, 0, 0);
+        return;
+    }
+    float xeo[XT_VALUES / 2] __attribute__((aligned(64)));
+    const int kch = XT_VALUES / 2 / 32 * 32;
+    const uint16_t *wb = (const uint16_t *)w;
+    for (int k0 = 0; k0 < k; k0 += kch) {
+        int kc = k - k0 < kch ? k - k0 : kch;
+        split_even_odd(x + k0, kc, xeo, xeo + kch / 2);
+        for (int r = r0; r < r1; r++)
+            row_eo(wb + (size_t)r * ldw + (size_t)k0, xeo, xeo + kch / 2, y + r, kc, k0 > 0);
+    }
+}
+
 #define DEF_GEMV_L(NAME, RB, TERMS, PF, YL)                                                        \
     static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
                      int n, int k, int r0, int r1) {                                               \
@@ -234,6 +311,7 @@ const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
     {"dp1-r1-pf0", 1, dp1_r1_p0}, {"dp3-r1-pf8", 3, dp3_r1_p8}, {"dp1-r1-pf8", 1, dp1_r1_p8},
     {"dp3-r1-pf16", 3, dp3_r1_p16}, {"dp1-r1-pf16", 1, dp1_r1_p16}, {"dp1-r1y-pf0", 1, dp1_r1y_p0},
+    {"eo-r1y", 3, eo_r1y},
 };
 const int cpu_gemv_bf16_avx512_count =
     (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);
