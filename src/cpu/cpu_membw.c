@@ -3,14 +3,14 @@
  * CPU streams fastest depends on its load width, its prefetchers and on
  * how the threads' streams interleave: 8-byte words, 32-byte loads (AVX2
  * where there is, else the compiler's vectors) or whole 64-byte lines,
- * with or without software prefetch, in 4 MiB slices handed out to whichever thread is
- * free (threads interleave through the buffer) or one contiguous part per
- * thread; and on 4 KiB pages or, where the system has them, 2 MiB pages
- * (the engine reads a model's weights onto those: io/weights_residency.h;
- * streaming them beat the 4 KiB probe by up to 1.5x on a Zen 5 VM); and
- * the bf16 decode kernels themselves, which read a GEMV's rows with their
- * own prefetch distances and out-read every plain loop there. The ceiling
- * is the fastest. */
+ * with or without software prefetch, in 4 MiB slices handed out to
+ * whichever thread is free (threads interleave through the buffer) or one
+ * contiguous part per thread; and on 4 KiB pages or, where the system has
+ * them, 2 MiB pages (the engine reads a model's weights onto those:
+ * io/weights_residency.h; streaming them beat the 4 KiB probe by up to
+ * 1.5x on a Zen 5 VM); and the bf16 decode kernels themselves, which read
+ * a GEMV's rows with their own prefetch distances and out-read every plain
+ * loop there. The ceiling is the fastest. */
 #include "cpu/cpu_membw.h"
 
 #include <stdint.h>
