@@ -11,7 +11,9 @@
  * or 4 rows x up to 4 activation rows, each weight vector serving every
  * token of the tile. Software prefetch PF tiles ahead (0: the hardware's
  * alone), never past the range's last row: the right distance depends on
- * the CPU's prefetchers, which is what cpu_wisdom measures. */
+ * the CPU's prefetchers, which is what cpu_wisdom measures. Two variants
+ * read each 64 bytes as two 32-byte loads (r1y: a Zen 4 streamed those
+ * faster), one of them (eo-r1y) with fp32 FMAs instead of dot products. */
 #include <immintrin.h>
 #include <stdint.h>
 
