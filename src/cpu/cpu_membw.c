@@ -109,22 +109,19 @@ static void read_part(void *ctx, int task, int thread) {
     j->cpu_s[thread & 255] += thread_cpu_s() - c0;
 }
 
+/* The plain patterns on 4 KiB pages; the probe runs each again on 2 MiB
+ * pages (pattern p >= PER_PAGE_SIZE: patterns[p - PER_PAGE_SIZE]). */
+#define PER_PAGE_SIZE (CPU_MEMBW_PLAIN_PATTERNS / 2)
 static const struct {
     const char *name;
-    int reads, prefetch, halves, huge;
-} patterns[CPU_MEMBW_PLAIN_PATTERNS] = {
-    {"words, 4 MiB slices", READ_WORDS, 0, 0, 0},
-    {"32-byte loads, 4 MiB slices", READ_32, 0, 0, 0},
-    {"lines, 4 MiB slices", READ_LINES, 0, 0, 0},
-    {"lines + prefetch, 4 MiB slices", READ_LINES, 1, 0, 0},
-    {"lines, a part per thread", READ_LINES, 0, 1, 0},
-    {"lines + prefetch, a part per thread", READ_LINES, 1, 1, 0},
-    {"words, 4 MiB slices, 2 MiB pages", READ_WORDS, 0, 0, 1},
-    {"32-byte loads, 4 MiB slices, 2 MiB pages", READ_32, 0, 0, 1},
-    {"lines, 4 MiB slices, 2 MiB pages", READ_LINES, 0, 0, 1},
-    {"lines + prefetch, 4 MiB slices, 2 MiB pages", READ_LINES, 1, 0, 1},
-    {"lines, a part per thread, 2 MiB pages", READ_LINES, 0, 1, 1},
-    {"lines + prefetch, a part per thread, 2 MiB pages", READ_LINES, 1, 1, 1},
+    int reads, prefetch, halves;
+} patterns[PER_PAGE_SIZE] = {
+    {"words, 4 MiB slices", READ_WORDS, 0, 0},
+    {"32-byte loads, 4 MiB slices", READ_32, 0, 0},
+    {"lines, 4 MiB slices", READ_LINES, 0, 0},
+    {"lines + prefetch, 4 MiB slices", READ_LINES, 1, 0},
+    {"lines, a part per thread", READ_LINES, 0, 1},
+    {"lines + prefetch, a part per thread", READ_LINES, 1, 1},
 };
 
 /* The probe's bytes: bf16 weights near 0.0115 (0x3c3c, a normal number, so
@@ -163,6 +160,7 @@ static double plain_pass(nc_pool *pool, int p, const uint64_t *buf, size_t n_wor
     memset(&j, 0, sizeof j);
     j.n_words = n_words;
     j.buf = buf;
+    p %= PER_PAGE_SIZE;
     j.reads = patterns[p].reads;
     j.prefetch = patterns[p].prefetch;
     /* a part per thread: whole lines, the last part the rest */
@@ -215,7 +213,8 @@ cpu_membw_probe *cpu_membw_open(size_t size_bytes, cpu_membw *out) {
     out->n_patterns = pr->n_plain + n_kernels;
     for (int p = 0; p < out->n_patterns; p++)
         if (p < pr->n_plain)
-            snprintf(out->name[p], CPU_MEMBW_NAME, "%s", patterns[p].name);
+            snprintf(out->name[p], CPU_MEMBW_NAME, "%s%s", patterns[p % PER_PAGE_SIZE].name,
+                     p >= PER_PAGE_SIZE ? ", 2 MiB pages" : "");
         else
             snprintf(out->name[p], CPU_MEMBW_NAME, "decode kernel %s, a layer's products%s",
                      kernels[p - pr->n_plain], pr->hbuf ? ", 2 MiB pages" : "");
@@ -226,7 +225,7 @@ double cpu_membw_round(cpu_membw_probe *pr, nc_pool *pool, cpu_membw *out) {
     double round_best = 0.0;
     for (int p = 0; p < out->n_patterns; p++) {
         double per_cpu,
-            bw = p < pr->n_plain ? plain_pass(pool, p, patterns[p].huge ? pr->hbuf : pr->buf,
+            bw = p < pr->n_plain ? plain_pass(pool, p, p >= PER_PAGE_SIZE ? pr->hbuf : pr->buf,
                                               pr->n_words, &per_cpu)
                                  : kernel_pass(pool, p - pr->n_plain,
                                                pr->hbuf ? (void *)pr->hbuf : (void *)pr->buf,

@@ -263,26 +263,6 @@ INLINE void row_eo(const uint16_t *wr, const float *xe, const float *xo, float *
     *y = accumulate ? *y + s : s;
 }
 
-/* One activation row: rows r0..r1 one after another per K chunk (the even
- * and odd halves fill the stack buffer as two bf16 terms would). Several
- * activation rows take dp3's tiles, whose products are exact too. */
-static void eo_r1y(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,
-                   int n, int k, int r0, int r1) {
-    if (n != 1) {
-        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, 1, 3, 0, 0);
-        return;
-    }
-    float xeo[XT_VALUES / 2] __attribute__((aligned(64)));
-    const int kch = XT_VALUES / 2 / 32 * 32;
-    const uint16_t *wb = (const uint16_t *)w;
-    for (int k0 = 0; k0 < k; k0 += kch) {
-        int kc = k - k0 < kch ? k - k0 : kch;
-        split_even_odd(x + k0, kc, xeo, xeo + kch / 2);
-        for (int r = r0; r < r1; r++)
-            row_eo(wb + (size_t)r * ldw + (size_t)k0, xeo, xeo + kch / 2, y + r, kc, k0 > 0);
-    }
-}
-
 #define DEF_GEMV_L(NAME, RB, TERMS, PF, YL)                                                        \
     static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
                      int n, int k, int r0, int r1) {                                               \
@@ -306,6 +286,26 @@ DEF_GEMV(dp3_r1_p16, 1, 3, 16)
 DEF_GEMV(dp1_r1_p16, 1, 1, 16)
 /* r1y: row_seq's 32-byte loads */
 DEF_GEMV_L(dp1_r1y_p0, 1, 1, 0, 1)
+
+/* One activation row: rows r0..r1 one after another per K chunk (the even
+ * and odd halves fill the stack buffer as two bf16 terms would). Several
+ * activation rows take dp3's tiles, whose products are exact too. */
+static void eo_r1y(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,
+                   int n, int k, int r0, int r1) {
+    if (n != 1) {
+        dp3_r1_p0(w, ldw, x, ldx, y, ldy, n, k, r0, r1);
+        return;
+    }
+    float xeo[XT_VALUES / 2] __attribute__((aligned(64)));
+    const int kch = XT_VALUES / 2 / 32 * 32;
+    const uint16_t *wb = (const uint16_t *)w;
+    for (int k0 = 0; k0 < k; k0 += kch) {
+        int kc = k - k0 < kch ? k - k0 : kch;
+        split_even_odd(x + k0, kc, xeo, xeo + kch / 2);
+        for (int r = r0; r < r1; r++)
+            row_eo(wb + (size_t)r * ldw + (size_t)k0, xeo, xeo + kch / 2, y + r, kc, k0 > 0);
+    }
+}
 
 const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
