@@ -78,10 +78,13 @@ static uint64_t sum_lines(const uint64_t *p, size_t n, int prefetch) {
     return s;
 }
 
-/* 32 bytes per load, four independent sums; p 64-byte aligned. */
-static uint64_t sum_32(const uint64_t *p, size_t n) {
+/* 32 bytes per load, four independent sums; p 64-byte aligned. AVX2
+ * where the kernel table in use is AVX2 or wider (not under
+ * NECTAR_NO_SIMD, so the portable loop below is tested too). */
+uint64_t cpu_membw_sum_32(const uint64_t *p, size_t n) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (cpu_features_get()->avx2) return cpu_membw_sum_avx2(p, n);
+    if (cpu_features_get()->avx2 && strcmp(cpu_kernels_get()->name, "scalar"))
+        return cpu_membw_sum_avx2(p, n);
 #endif
     const half64 *h = (const half64 *)p;
     size_t nh = n / 4;
@@ -103,7 +106,7 @@ static void read_part(void *ctx, int task, int thread) {
     if (w1 > j->n_words) w1 = j->n_words;
     uint64_t s = w1 <= w0                ? 0
                  : j->reads == READ_LINES ? sum_lines(j->buf + w0, w1 - w0, j->prefetch)
-                 : j->reads == READ_32    ? sum_32(j->buf + w0, w1 - w0)
+                 : j->reads == READ_32    ? cpu_membw_sum_32(j->buf + w0, w1 - w0)
                                           : sum_words(j->buf + w0, w1 - w0);
     j->sums[thread & 255] += s;
     j->cpu_s[thread & 255] += thread_cpu_s() - c0;

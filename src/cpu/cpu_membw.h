@@ -55,6 +55,12 @@ void cpu_membw_close(cpu_membw_probe *p);
 
 #define CPU_MEMBW_DEFAULT_BYTES ((size_t)2 << 30)
 
+/* The sum of n_words words at p (64-byte aligned; whole groups of 16
+ * words, a shorter tail is left out) read in 32-byte loads: the probe's
+ * fastest plain loop, AVX2 where the kernel table in use has it, else
+ * portable. */
+uint64_t cpu_membw_sum_32(const uint64_t *p, size_t n_words);
+
 #if defined(__x86_64__) || defined(_M_X64)
 /* The sum of n_words words at p (32-byte aligned) in 32-byte loads
  * (membw_avx2.c); only where the CPU has AVX2. */

@@ -84,6 +84,30 @@ static void test_kernel_pass_reads_whole_products_in_order(void) {
     CHECK(cpu_decode_stream(pool, n, NULL, 0) == 0);
 }
 
+/* The 32-byte-load sum against a word-by-word one, over lengths with and
+ * without a tail (which it leaves out): on AVX2 normally, on the portable
+ * loop under NECTAR_NO_SIMD=1 (tests/cpu/test_no_simd.sh). */
+static void test_sum_32_adds_whole_groups_of_16_words(void) {
+    enum { WORDS = 4096 };
+    uint64_t *w = nc_alloc_aligned(WORDS * sizeof *w);
+    CHECK(w != NULL);
+    if (!w) return;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < WORDS; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        w[i] = x;
+    }
+    const size_t lengths[] = {0, 15, 16, 17, 31, 32, 48, 1000, 4080, 4095, 4096};
+    for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
+        size_t n = lengths[l];
+        uint64_t want = 0;
+        for (size_t i = 0; i < n / 16 * 16; i++)
+            want += w[i];
+        CHECKF(cpu_membw_sum_32(w, n) == want, "%zu words", n);
+    }
+    nc_free_aligned(w);
+}
+
 int main(void) {
     nc_error err;
     if (nc_pool_new(2, &pool, &err) != NC_OK) {
@@ -93,6 +117,7 @@ int main(void) {
     RUN(test_ceiling_is_the_fastest_named_pattern);
     RUN(test_kernel_pass_reads_whole_products_in_order);
     RUN(test_rounds_fold_into_the_totals);
+    RUN(test_sum_32_adds_whole_groups_of_16_words);
     nc_pool_free(pool);
     return nc_test_exit_code();
 }
