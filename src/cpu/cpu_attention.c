@@ -26,8 +26,9 @@ typedef struct {
 } attn_job;
 
 /* Floats of the per-task copy of a chunk of one KV head's key or value rows.
- * In the cache a head's rows are kv_dim apart, 4 KiB for Qwen3-0.6B and
- * 1.7B, so every row of a head falls in the same few L1 sets and a tile
+ * In a position-major cache a head's rows are kv_dim apart, 4 KiB for
+ * Qwen3-0.6B and 1.7B, so every row of a head falls in the same few L1 sets
+ * and a tile
  * pass over them misses L1 (P.V ran at half the speed it reaches on
  * contiguous rows); a prompt block copies chunk_keys rows at a time into
  * this contiguous fp32 buffer (fp16 widened once here), 32 KiB on the
@@ -40,11 +41,29 @@ static int chunk_keys(int head_dim) {
     return PACK_FLOATS / head_dim / 12 * 12;
 }
 
+/* Elements from one position of a KV head to the next (the cache layout:
+ * cpu_attention_args.kv_head_stride). */
+static size_t row_stride(const cpu_attention_args *a) {
+    return a->kv_head_stride ? (size_t)a->head_dim : (size_t)a->n_kv_heads * a->head_dim;
+}
+
+/* Bytes from row i's cache to KV head kvh's row of position t. */
+static size_t head_row_at(const cpu_attention_args *a, int i, int kvh, int t) {
+    size_t head = a->kv_head_stride ? a->kv_head_stride[i] : (size_t)a->head_dim;
+    return ((size_t)t * row_stride(a) + (size_t)kvh * head) * (a->kv_f16 ? 2 : 4);
+}
+
+/* Whether a head's rows are already contiguous fp32 (head-major): then
+ * prompt blocks read them in place instead of copying chunks. */
+static int heads_contiguous(const cpu_attention_args *a) {
+    return a->kv_head_stride && !a->kv_f16;
+}
+
 /* Rows t0..t0+n-1 of one head of a cache (row stride kv_dim elements) into
  * dst as [n][hd] fp32. */
-static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, int kv_dim, int t0,
+static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, size_t kv_dim, int t0,
                       int n, int hd, float *dst) {
-    size_t esz = kv_f16 ? 2 : 4, stride = (size_t)kv_dim * esz;
+    size_t esz = kv_f16 ? 2 : 4, stride = kv_dim * esz;
     for (int t = 0; t < n; t++)
         kern->row_to_f32[kv_f16 ? CPU_W_F16 : CPU_W_F32](src + (size_t)(t0 + t) * stride,
                                                          dst + (size_t)t * hd, hd);
@@ -55,13 +74,13 @@ static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, int 
 static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     const cpu_attention_args *a = j->a;
     const cpu_kernels *kern = j->kern;
-    int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, group = a->n_heads / a->n_kv_heads;
+    int hd = a->head_dim, group = a->n_heads / a->n_kv_heads;
+    size_t kv_dim = row_stride(a); /* between a head's positions */
     /* keys [lo, lo + n_max) of the cache: a sliding window starts past 0,
      * the block's first row earliest; the last row sees the most keys */
     int lo = a->first_key ? a->first_key[i0] : 0;
     int n_max = a->n_keys[i0 + nb - 1] - lo;
-    size_t esz = a->kv_f16 ? 2 : 4; /* cache element bytes */
-    size_t at = ((size_t)lo * kv_dim + (size_t)kvh * hd) * esz;
+    size_t at = head_row_at(a, i0, kvh, lo);
     const char *kc = (const char *)a->k_cache[i0] + at;
     const char *vc = (const char *)a->v_cache[i0] + at;
     size_t ss = a->scores_stride;
@@ -81,11 +100,14 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     if (chunk && j->packed) {
         kh = j->packed + ((size_t)kvh * j->keys + (size_t)(lo - j->lo0)) * hd;
         vh = kh + (size_t)a->n_kv_heads * j->keys * hd;
+    } else if (chunk && heads_contiguous(a)) {
+        kh = (const float *)kc;
+        vh = (const float *)vc;
     }
 
     /* q.k: the query rows as activation rows, the key rows as the weights */
     for (int g = 0; !chunk && g < calls; g++)
-        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, (size_t)kv_dim, q + (size_t)g * hd,
+        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, kv_dim, q + (size_t)g * hd,
                                                         q_step, s + (size_t)g * ss, s_step, rows,
                                                         hd, 0, n_max);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
@@ -115,7 +137,7 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     for (int b = 0; b < nb; b++)
         memset(out + (size_t)b * a->ldo, 0, (size_t)group * hd * sizeof(float));
     for (int g = 0; !chunk && g < calls; g++)
-        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, (size_t)kv_dim,
+        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, kv_dim,
                                        out + (size_t)g * hd, o_step, rows, n_max, hd);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
@@ -159,18 +181,18 @@ static void pack_head_task(void *ctx, int task, int thread) {
     (void)thread;
     const attn_job *j = ctx;
     const cpu_attention_args *a = j->a;
-    int hd = a->head_dim, kv_dim = a->n_kv_heads * hd, kvh = task % a->n_kv_heads;
-    size_t esz = a->kv_f16 ? 2 : 4;
+    int hd = a->head_dim, kvh = task % a->n_kv_heads;
     const char *src = (const char *)(task < a->n_kv_heads ? a->k_cache[0] : a->v_cache[0]) +
-                      ((size_t)j->lo0 * kv_dim + (size_t)kvh * hd) * esz;
-    pack_rows(j->kern, src, a->kv_f16, kv_dim, 0, j->keys, hd,
+                      head_row_at(a, 0, kvh, j->lo0);
+    pack_rows(j->kern, src, a->kv_f16, row_stride(a), 0, j->keys, hd,
               j->packed + (size_t)task * j->keys * hd);
 }
 
 /* Whether the rows are one sequence's, over more than one block, with a
  * pack that holds (or can grow to hold) its heads; grows it. */
 static int pack_once(const cpu_attention_args *a, int *lo0, int *keys) {
-    if (!a->kv_pack || a->n <= CPU_ATTENTION_BLOCK || !chunk_keys(a->head_dim) ||
+    if (!a->kv_pack || heads_contiguous(a) || a->n <= CPU_ATTENTION_BLOCK ||
+        !chunk_keys(a->head_dim) ||
         same_sequence_run(a, 0, a->n) < a->n)
         return 0;
     *lo0 = a->first_key ? a->first_key[0] : 0;

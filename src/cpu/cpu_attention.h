@@ -27,8 +27,15 @@ typedef struct cpu_attention_args {
     const float *q; /* [n, n_heads * head_dim], row stride ldq */
     float *out;     /* [n, n_heads * head_dim], row stride ldo */
     size_t ldq, ldo;
-    const void *const *k_cache; /* per row: [positions, n_kv_heads * head_dim] */
+    const void *const *k_cache; /* per row: its cache (the layout below) */
     const void *const *v_cache; /* same layout */
+    /* NULL: position-major caches, [positions][n_kv_heads * head_dim]. Else
+     * head-major, per row the elements from one KV head's rows to the
+     * next's: [n_kv_heads][kv_head_stride / head_dim][head_dim], a head's
+     * positions head_dim apart. Decoding reads a head's keys in one
+     * contiguous run there, where position-major puts each in its own
+     * 4 KiB page (Qwen3-0.6B), out of the hardware prefetchers' reach. */
+    const size_t *kv_head_stride;
     int kv_f16;                 /* the caches hold fp16 (else fp32) */
     const int *n_keys;          /* per row */
     /* per row, the first cache row it sees (a sliding window: Gemma 3's

@@ -14,21 +14,40 @@ char *dec_kv_layer(const dec_kv *kv, void *cache, int layer) {
     return (char *)cache + (size_t)layer * kv->ctx * kv->dim * elem_size(kv);
 }
 
-static void store_row(const dec_kv *kv, char *dst, const float *src) {
-    if (kv->f16)
-        nc_f32_to_fp16_n(src, (nc_fp16 *)dst, kv->dim);
-    else
-        memcpy(dst, src, kv->dim * sizeof(float));
+size_t dec_kv_head_stride(const dec_kv *kv) {
+    return (size_t)kv->ctx * kv->head_dim;
+}
+
+/* Each head of src (dim floats) to its place for position pos in a layer. */
+static void store_row(const dec_kv *kv, char *layer_rows, int pos, const float *src) {
+    size_t hd = (size_t)kv->head_dim, esz = elem_size(kv);
+    for (size_t h = 0; h < kv->dim / hd; h++) {
+        char *dst = layer_rows + (h * dec_kv_head_stride(kv) + (size_t)pos * hd) * esz;
+        if (kv->f16)
+            nc_f32_to_fp16_n(src + h * hd, (nc_fp16 *)dst, hd);
+        else
+            memcpy(dst, src + h * hd, hd * sizeof(float));
+    }
 }
 
 void dec_kv_store(const dec_kv *kv, void *k_cache, void *v_cache, int layer, int pos,
                   const float *k, const float *v, const void **k_rows, const void **v_rows) {
     char *kl = dec_kv_layer(kv, k_cache, layer), *vl = dec_kv_layer(kv, v_cache, layer);
-    size_t at = (size_t)pos * kv->dim * elem_size(kv);
-    store_row(kv, kl + at, k);
-    store_row(kv, vl + at, v);
+    store_row(kv, kl, pos, k);
+    store_row(kv, vl, pos, v);
     *k_rows = kl;
     *v_rows = vl;
+}
+
+void dec_kv_copy(const dec_kv *to, void *dst, const dec_kv *from, const void *src, int layers,
+                 int n) {
+    size_t hd = (size_t)from->head_dim, esz = elem_size(from);
+    for (int l = 0; l < layers; l++) {
+        const char *from_layer = (const char *)src + (size_t)l * from->ctx * from->dim * esz;
+        for (size_t h = 0; h < from->dim / hd; h++)
+            memcpy(dec_kv_layer(to, dst, l) + h * dec_kv_head_stride(to) * esz,
+                   from_layer + h * dec_kv_head_stride(from) * esz, (size_t)n * hd * esz);
+    }
 }
 
 void dec_norm_rope_heads(const cpu_row_kernels *rows, float *x, int heads, int head_dim,

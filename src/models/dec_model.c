@@ -53,9 +53,10 @@ nc_status dec_rows_ws_new(dec_model *b, int rows, int widest, nc_error *err) {
     r->row_token = calloc(n, sizeof *r->row_token);
     r->row_k = calloc(n, sizeof *r->row_k);
     r->row_v = calloc(n, sizeof *r->row_v);
+    r->row_kv_head_stride = calloc(n, sizeof *r->row_kv_head_stride);
     r->logit_dst = calloc(n, sizeof *r->logit_dst);
     if (!r->xq || !r->xs || !r->row_pos || !r->row_n_keys || !r->row_token || !r->row_k ||
-        !r->row_v || !r->logit_dst)
+        !r->row_v || !r->row_kv_head_stride || !r->logit_dst)
         return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory for the batch workspace", b->dir);
     b->dec = (dec_ctx){b->pool, b->kern, r->xq, r->xs, &r->prompt};
     return NC_OK;
@@ -73,6 +74,7 @@ void dec_model_free(dec_model *b) {
     free(r->row_token);
     free(r->row_k);
     free(r->row_v);
+    free(r->row_kv_head_stride);
     free(r->logit_dst);
     hf_weights_close(b->weights);
     free(b->dir);

@@ -27,6 +27,7 @@ typedef struct dec_rows_ws {
     int *row_n_keys;           /* row_pos + 1 */
     int32_t *row_token;
     const void **row_k, **row_v; /* the row's cache for the current layer */
+    size_t *row_kv_head_stride;  /* its layout (dec_kv_head_stride) */
     float **logit_dst;           /* where a row's logits go (NULL: none) */
 } dec_rows_ws;
 

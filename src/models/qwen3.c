@@ -9,7 +9,7 @@
  * one token of some sequence at some position: every matrix sees all rows at once (a prompt, or one
  * new token of each of several sequences), only attention and the KV cache are per sequence.
  * Weights stay in the mmap in their stored dtype (float, or Q8/Q4 blocks read with int8
- * activations); the KV cache is fp32, [layer][position][kv_dim]. */
+ * activations); the KV cache is fp32, [layer][kv head][position][head_dim]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +50,11 @@ static void qk_norm_rope_store_row(void *ctx, int i, int thread) {
                         c->rms_norm_eps, cs, sn, hd);
     const dec_rows_ws *R = &lc->m->b.rows;
     qwen3_state *s = w->row_state[i];
-    dec_kv kv = {kvd, s->ctx, lc->m->b.kv_f16};
+    dec_kv kv = {kvd, hd, s->ctx, lc->m->b.kv_f16};
     dec_kv_store(&kv, s->k_cache, s->v_cache, s->slot ? s->slot[lc->layer] : lc->layer,
                  R->row_pos[i], k, w->v + (size_t)i * kvd,
                  &R->row_k[i], &R->row_v[i]);
+    R->row_kv_head_stride[i] = dec_kv_head_stride(&kv);
 }
 
 /* The RoPE angles of each planned row's position (and a sliding layer's
@@ -105,6 +106,7 @@ static void layer_rows(qwen3_model *m, int l, int n) {
                              .ldo = qd,
                              .k_cache = R->row_k,
                              .v_cache = R->row_v,
+                             .kv_head_stride = R->row_kv_head_stride,
                              .kv_f16 = m->b.kv_f16,
                              .n_keys = R->row_n_keys,
                              .first_key = qwen3_layer_sliding(c, l) ? w->first_key : NULL,

@@ -80,9 +80,10 @@ static void attn_row_prep(void *ctx, int i, int thread) {
     dec_norm_rope_heads(m->b.kern->rows, k, c->num_key_value_heads, hd, L->k_norm, c->rms_norm_eps,
                         cs, sn, rd);
     qwen35_state *s = w->row_state[i];
-    dec_kv kv = {kvd, s->ctx, m->b.kv_f16};
+    dec_kv kv = {kvd, hd, s->ctx, m->b.kv_f16};
     dec_kv_store(&kv, s->k_cache, s->v_cache, slot_of(s, m, L), m->b.rows.row_pos[i], k,
                  w->v + (size_t)i * kvd, &m->b.rows.row_k[i], &m->b.rows.row_v[i]);
+    m->b.rows.row_kv_head_stride[i] = dec_kv_head_stride(&kv);
 }
 
 static void attn_row_gate(void *ctx, int i, int thread) {
@@ -109,6 +110,7 @@ static void full_attention(qwen35_model *m, const qwen35_layer *L, cpu_act *xa, 
                              .ldq = qd,
                              .ldo = qd,
                              .k_cache = m->b.rows.row_k,
+                             .kv_head_stride = m->b.rows.row_kv_head_stride,
                              .v_cache = m->b.rows.row_v,
                              .kv_f16 = m->b.kv_f16,
                              .n_keys = m->b.rows.row_n_keys,

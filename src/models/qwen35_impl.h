@@ -71,7 +71,7 @@ struct qwen35_state {
     const qwen35_model *m;
     int ctx, pos, lin_pos;
     int32_t *tokens;         /* [ctx]: the sequence so far */
-    void *k_cache, *v_cache; /* [full layers, ctx, kv_dim] */
+    void *k_cache, *v_cache; /* [full layers, kv heads, ctx, head_dim] (dec_kv.h) */
     float *conv;             /* [linear layers, K - 1, conv_dim] */
     float *rec;              /* [linear layers, v heads, dk, dv] */
     /* the linear states as they were after snap_pos tokens (the end of the

@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/half.h"
+#include "models/dec_kv.h"
 #include "models/qwen35_impl.h"
 
 static size_t lin_conv_bytes(const qwen35_state *s) {
@@ -140,13 +141,11 @@ nc_status qwen35_state_copy(qwen35_state *dst, const qwen35_state *src, nc_error
                        dst->ctx, src->pos);
     const qwen35_model *m = src->m;
     const qwen35_config *c = &m->cfg;
-    size_t esz = m->b.kv_f16 ? sizeof(nc_fp16) : sizeof(float);
-    size_t row = (size_t)c->num_key_value_heads * c->head_dim * esz;
-    for (int l = 0; l < c->n_full; l++) {
-        size_t so = (size_t)l * src->ctx * row, dof = (size_t)l * dst->ctx * row;
-        memcpy((char *)dst->k_cache + dof, (const char *)src->k_cache + so, (size_t)src->pos * row);
-        memcpy((char *)dst->v_cache + dof, (const char *)src->v_cache + so, (size_t)src->pos * row);
-    }
+    size_t kvd = (size_t)c->num_key_value_heads * c->head_dim;
+    dec_kv from = {kvd, c->head_dim, src->ctx, m->b.kv_f16}, to = from;
+    to.ctx = dst->ctx;
+    dec_kv_copy(&to, dst->k_cache, &from, src->k_cache, c->n_full, src->pos);
+    dec_kv_copy(&to, dst->v_cache, &from, src->v_cache, c->n_full, src->pos);
     memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof *src->tokens);
     memcpy(dst->conv, src->conv, lin_conv_bytes(src));
     memcpy(dst->rec, src->rec, lin_rec_bytes(src));

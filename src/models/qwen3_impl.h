@@ -61,7 +61,7 @@ struct qwen3_state {
     const qwen3_model *m;
     int ctx, pos;
     int batch;               /* at most this many of its rows per internal batch */
-    void *k_cache, *v_cache; /* [layers, ctx, kv_heads * head_dim], fp32 or fp16 */
+    void *k_cache, *v_cache; /* [layers, kv heads, ctx, head_dim] (dec_kv.h), fp32 or fp16 */
     int *slot; /* a layer state's: layer -> its rows of the caches (-1: none); NULL: all */
 };
 

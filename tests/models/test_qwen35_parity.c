@@ -245,7 +245,8 @@ static void test_batch_of_sequences_and_state_copy(void) {
     CHECK_OK(qwen35_state_new(m, 512, &sb, &err), &err);
     CHECK_OK(qwen35_state_new(m, 512, &sc, &err), &err);
     CHECK_OK(qwen35_state_new(m, 512, &sd, &err), &err);
-    CHECK_OK(qwen35_state_new(m, 512, &se, &err), &err);
+    /* a copy into a longer context: each KV head starts elsewhere */
+    CHECK_OK(qwen35_state_new(m, 640, &se, &err), &err);
     int kb = pb->n_ids / 2;
     float *la = malloc(sizeof(float) * (size_t)pa->n_ids * V);
     float *lb = malloc(sizeof(float) * (size_t)pb->n_ids * V);
