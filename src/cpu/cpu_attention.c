@@ -28,11 +28,11 @@ typedef struct {
 /* Floats of the per-task copy of a chunk of one KV head's key or value rows.
  * In a position-major cache a head's rows are kv_dim apart, 4 KiB for
  * Qwen3-0.6B and 1.7B, so every row of a head falls in the same few L1 sets
- * and a tile
- * pass over them misses L1 (P.V ran at half the speed it reaches on
- * contiguous rows); a prompt block copies chunk_keys rows at a time into
+ * and a tile pass over them misses L1 (P.V ran at half the speed it reaches
+ * on contiguous rows); a prompt block copies chunk_keys rows at a time into
  * this contiguous fp32 buffer (fp16 widened once here), 32 KiB on the
- * stack, and every tile of the block then reads them from L1. */
+ * stack, and every tile of the block then reads them from L1. Head-major
+ * fp32 rows are contiguous already and are read in place. */
 #define PACK_FLOATS 8192
 
 /* Key rows per packed chunk: a multiple of 12 (the matmul tiles take 4 or 6
@@ -59,8 +59,8 @@ static int heads_contiguous(const cpu_attention_args *a) {
     return a->kv_head_stride && !a->kv_f16;
 }
 
-/* Rows t0..t0+n-1 of one head of a cache (row stride kv_dim elements) into
- * dst as [n][hd] fp32. */
+/* Rows t0..t0+n-1 of one head of a cache (kv_dim elements from one to the
+ * next: row_stride) into dst as [n][hd] fp32. */
 static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, size_t kv_dim, int t0,
                       int n, int hd, float *dst) {
     size_t esz = kv_f16 ? 2 : 4, stride = kv_dim * esz;

@@ -13,10 +13,10 @@
 
 /* The shape of one sequence's cache. */
 typedef struct dec_kv {
-    size_t dim;   /* kv_heads * head_dim */
+    size_t dim; /* kv_heads * head_dim */
     int head_dim;
-    int ctx;      /* positions per layer */
-    int f16;    /* elements are fp16 (else fp32) */
+    int ctx; /* positions per layer */
+    int f16; /* elements are fp16 (else fp32) */
 } dec_kv;
 
 /* Layer `layer`'s rows of `cache`, from position 0. */
