@@ -1,18 +1,20 @@
 /* Causal GQA attention (see cpu_attention.h): scores = q.k * scale,
  * softmax in fp32, then the weighted sum of value rows, through the kernel
  * table's attention kernels (attn_kernels.h). Consecutive rows of one
- * sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: the block
- * copies a KV head's key rows, a chunk at a time, into a contiguous buffer,
- * where register tiles of its query rows take the scores; then the value rows
- * likewise, where register tiles of its rows' probabilities take the output,
- * instead of the whole cache being read again for every row. One row
- * (decoding) reads the cache in place. A prompt (one sequence's rows, more
- * than a block) with a kv_pack copies each head once for all its blocks. */
+ * sequence (a prompt) go through in blocks of CPU_ATTENTION_BLOCK: register
+ * tiles of the block's query rows take the scores over a chunk of a KV
+ * head's key rows, then register tiles of its rows' probabilities take the
+ * output over the value rows likewise, instead of the whole cache being read
+ * again for every row. fp32 heads are read in place (each is contiguous);
+ * fp16 chunks are widened into a contiguous fp32 buffer first, or, for a
+ * prompt (one sequence's rows, more than a block) with a kv_pack, each head
+ * once for all its blocks. One row (decoding) reads the cache in place. */
 #include "cpu/cpu_attention.h"
 
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/half.h"
 #include "cpu/attn_kernels.h"
 
 typedef struct {
@@ -25,14 +27,12 @@ typedef struct {
     int lo0, keys;
 } attn_job;
 
-/* Floats of the per-task copy of a chunk of one KV head's key or value rows.
- * In a position-major cache a head's rows are kv_dim apart, 4 KiB for
- * Qwen3-0.6B and 1.7B, so every row of a head falls in the same few L1 sets
- * and a tile pass over them misses L1 (P.V ran at half the speed it reaches
- * on contiguous rows); a prompt block copies chunk_keys rows at a time into
- * this contiguous fp32 buffer (fp16 widened once here), 32 KiB on the
- * stack, and every tile of the block then reads them from L1. Head-major
- * fp32 rows are contiguous already and are read in place. */
+/* Floats of the per-task copy of a chunk of one KV head's fp16 key or value
+ * rows: a prompt block widens chunk_keys rows at a time into this fp32
+ * buffer, 32 KiB on the stack, and every tile of the block then reads them
+ * from L1. (Before the caches were head-major, fp32 rows were copied too: a
+ * head's rows 4 KiB apart fell into the same few L1 sets and P.V ran at half
+ * the speed it reaches on contiguous rows.) */
 #define PACK_FLOATS 8192
 
 /* Key rows per packed chunk: a multiple of 12 (the matmul tiles take 4 or 6
@@ -41,32 +41,15 @@ static int chunk_keys(int head_dim) {
     return PACK_FLOATS / head_dim / 12 * 12;
 }
 
-/* Elements from one position of a KV head to the next (the cache layout:
- * cpu_attention_args.kv_head_stride). */
-static size_t row_stride(const cpu_attention_args *a) {
-    return a->kv_head_stride ? (size_t)a->head_dim : (size_t)a->n_kv_heads * a->head_dim;
-}
-
 /* Bytes from row i's cache to KV head kvh's row of position t. */
 static size_t head_row_at(const cpu_attention_args *a, int i, int kvh, int t) {
-    size_t head = a->kv_head_stride ? a->kv_head_stride[i] : (size_t)a->head_dim;
-    return ((size_t)t * row_stride(a) + (size_t)kvh * head) * (a->kv_f16 ? 2 : 4);
+    return ((size_t)kvh * a->kv_head_stride[i] + (size_t)t * a->head_dim) * (a->kv_f16 ? 2 : 4);
 }
 
-/* Whether a head's rows are already contiguous fp32 (head-major): then
- * prompt blocks read them in place instead of copying chunks. */
-static int heads_contiguous(const cpu_attention_args *a) {
-    return a->kv_head_stride && !a->kv_f16;
-}
-
-/* Rows t0..t0+n-1 of one head of a cache (kv_dim elements from one to the
- * next: row_stride) into dst as [n][hd] fp32. */
-static void pack_rows(const cpu_kernels *kern, const char *src, int kv_f16, size_t kv_dim, int t0,
-                      int n, int hd, float *dst) {
-    size_t esz = kv_f16 ? 2 : 4, stride = kv_dim * esz;
-    for (int t = 0; t < n; t++)
-        kern->row_to_f32[kv_f16 ? CPU_W_F16 : CPU_W_F32](src + (size_t)(t0 + t) * stride,
-                                                         dst + (size_t)t * hd, hd);
+/* Rows t0..t0+n-1 of one head of an fp16 cache into dst as [n][hd] fp32. */
+static void pack_rows(const cpu_kernels *kern, const char *src, int t0, int n, int hd,
+                      float *dst) {
+    kern->row_to_f32[CPU_W_F16](src + (size_t)t0 * hd * sizeof(nc_fp16), dst, n * hd);
 }
 
 /* Rows i0..i0+nb-1 of one sequence at consecutive positions, KV head kvh.
@@ -75,7 +58,6 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     const cpu_attention_args *a = j->a;
     const cpu_kernels *kern = j->kern;
     int hd = a->head_dim, group = a->n_heads / a->n_kv_heads;
-    size_t kv_dim = row_stride(a); /* between a head's positions */
     /* keys [lo, lo + n_max) of the cache: a sliding window starts past 0,
      * the block's first row earliest; the last row sees the most keys */
     int lo = a->first_key ? a->first_key[i0] : 0;
@@ -100,20 +82,20 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     if (chunk && j->packed) {
         kh = j->packed + ((size_t)kvh * j->keys + (size_t)(lo - j->lo0)) * hd;
         vh = kh + (size_t)a->n_kv_heads * j->keys * hd;
-    } else if (chunk && heads_contiguous(a)) {
+    } else if (chunk && !a->kv_f16) {
         kh = (const float *)kc;
         vh = (const float *)vc;
     }
 
     /* q.k: the query rows as activation rows, the key rows as the weights */
     for (int g = 0; !chunk && g < calls; g++)
-        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, kv_dim, q + (size_t)g * hd,
+        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, (size_t)hd, q + (size_t)g * hd,
                                                         q_step, s + (size_t)g * ss, s_step, rows,
                                                         hd, 0, n_max);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
         const float *kp = kh ? kh + (size_t)t0 * hd : pack;
-        if (!kh) pack_rows(kern, kc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        if (!kh) pack_rows(kern, kc, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
             if (kern->attn->qk)
                 kern->attn->qk(q + (size_t)g * hd, q_step, kp, (size_t)hd,
@@ -137,12 +119,12 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
     for (int b = 0; b < nb; b++)
         memset(out + (size_t)b * a->ldo, 0, (size_t)group * hd * sizeof(float));
     for (int g = 0; !chunk && g < calls; g++)
-        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, kv_dim,
+        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, (size_t)hd,
                                        out + (size_t)g * hd, o_step, rows, n_max, hd);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
         const float *vp = vh ? vh + (size_t)t0 * hd : pack;
-        if (!vh) pack_rows(kern, vc, a->kv_f16, kv_dim, t0, n, hd, pack);
+        if (!vh) pack_rows(kern, vc, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
             kern->attn->pv[0](s + (size_t)g * ss + t0, s_step, vp, (size_t)hd,
                               out + (size_t)g * hd, o_step, rows, n, hd);
@@ -184,15 +166,13 @@ static void pack_head_task(void *ctx, int task, int thread) {
     int hd = a->head_dim, kvh = task % a->n_kv_heads;
     const char *src = (const char *)(task < a->n_kv_heads ? a->k_cache[0] : a->v_cache[0]) +
                       head_row_at(a, 0, kvh, j->lo0);
-    pack_rows(j->kern, src, a->kv_f16, row_stride(a), 0, j->keys, hd,
-              j->packed + (size_t)task * j->keys * hd);
+    pack_rows(j->kern, src, 0, j->keys, hd, j->packed + (size_t)task * j->keys * hd);
 }
 
-/* Whether the rows are one sequence's, over more than one block, with a
- * pack that holds (or can grow to hold) its heads; grows it. */
+/* Whether the rows are one sequence's, over more than one block, of an fp16
+ * cache, with a pack that holds (or can grow to hold) its heads; grows it. */
 static int pack_once(const cpu_attention_args *a, int *lo0, int *keys) {
-    if (!a->kv_pack || heads_contiguous(a) || a->n <= CPU_ATTENTION_BLOCK ||
-        !chunk_keys(a->head_dim) ||
+    if (!a->kv_pack || !a->kv_f16 || a->n <= CPU_ATTENTION_BLOCK || !chunk_keys(a->head_dim) ||
         same_sequence_run(a, 0, a->n) < a->n)
         return 0;
     *lo0 = a->first_key ? a->first_key[0] : 0;

@@ -14,8 +14,8 @@
 /* Rows per attention block (a prompt's rows share each cache pass). */
 #define CPU_ATTENTION_BLOCK 16
 
-/* Room where a prompt's KV heads are copied once (fp32, [k|v][head][key]
- * [head_dim]); cpu_attention grows it as prompts need, up to
+/* Room where a prompt's fp16 KV heads are widened once (fp32, [k|v][head]
+ * [key][head_dim]); cpu_attention grows it as prompts need, up to
  * CPU_KV_PACK_MAX_BYTES. Zero-initialize; free buf with nc_free_aligned. */
 typedef struct cpu_kv_pack {
     float *buf;
@@ -27,17 +27,17 @@ typedef struct cpu_attention_args {
     const float *q; /* [n, n_heads * head_dim], row stride ldq */
     float *out;     /* [n, n_heads * head_dim], row stride ldo */
     size_t ldq, ldo;
-    const void *const *k_cache; /* per row: its cache (the layout below) */
+    /* per row: its cache, head-major, [n_kv_heads][kv_head_stride[row] /
+     * head_dim][head_dim] (kv_head_stride: that state's context x
+     * head_dim, since states of one batch may differ), a head's positions
+     * head_dim apart. Decoding reads a head's keys in one contiguous run;
+     * position-major, each 512-byte key of Qwen3-0.6B sat in its own 4 KiB
+     * page, out of the hardware prefetchers' reach. */
+    const void *const *k_cache;
     const void *const *v_cache; /* same layout */
-    /* NULL: position-major caches, [positions][n_kv_heads * head_dim]. Else
-     * head-major, per row the elements from one KV head's rows to the
-     * next's: [n_kv_heads][kv_head_stride / head_dim][head_dim], a head's
-     * positions head_dim apart. Decoding reads a head's keys in one
-     * contiguous run there, where position-major puts each in its own
-     * 4 KiB page (Qwen3-0.6B), out of the hardware prefetchers' reach. */
     const size_t *kv_head_stride;
-    int kv_f16;                 /* the caches hold fp16 (else fp32) */
-    const int *n_keys;          /* per row */
+    int kv_f16;        /* the caches hold fp16 (else fp32) */
+    const int *n_keys; /* per row */
     /* per row, the first cache row it sees (a sliding window: Gemma 3's
      * local layers); NULL: 0. Rows of one sequence come in position
      * order, so a run's first row has the smallest. */
@@ -48,9 +48,10 @@ typedef struct cpu_attention_args {
                              scores + ((thread * CPU_ATTENTION_BLOCK + b) * group
                              + g) * scores_stride */
     size_t scores_stride; /* >= every n_keys */
-    /* Optional (NULL: every block copies its own chunks of the cache): where
-     * the rows of one sequence, more than one block of them, copy each KV
-     * head once instead of each block copying the keys up to its own rows
+    /* Optional (NULL: every block widens its own chunks of an fp16 cache):
+     * where the rows of one sequence, more than one block of them, widen
+     * each fp16 KV head once instead of each block widening the keys up to
+     * its own rows
      * (for a 571-token prompt, ~18 whole copies of every head: 2.3% of its
      * time). */
     cpu_kv_pack *kv_pack;

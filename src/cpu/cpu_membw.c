@@ -83,7 +83,7 @@ static uint64_t sum_lines(const uint64_t *p, size_t n, int prefetch) {
  * NECTAR_NO_SIMD, so the portable loop below is tested too). */
 uint64_t cpu_membw_sum_32(const uint64_t *p, size_t n) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (cpu_features_get()->avx2 && strcmp(cpu_kernels_get()->name, "scalar"))
+    if (cpu_features_get()->avx2 && cpu_kernels_get() != &cpu_kernels_scalar)
         return cpu_membw_sum_avx2(p, n);
 #endif
     const half64 *h = (const half64 *)p;

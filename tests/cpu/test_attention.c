@@ -4,7 +4,8 @@
  * attention through cpu_attention on awkward sizes (head_dim 24/64/128, key
  * counts that are no multiple of the vector width, 1..40 query rows, groups
  * 1/2/4, fp32 and fp16 caches, padded strides, rows of several sequences in
- * one batch, a pool), each case with and without a kv_pack. */
+ * one batch, a pool), each case with and without a kv_pack, over head-major
+ * caches (the decoders' layout) whose sequences differ in context. */
 #include <math.h>
 
 #include "../test.h"
@@ -220,11 +221,12 @@ static void *head_major(const void *src, int positions, int ctx, int n_kv, int h
 }
 
 /* Runs one case on table `kern` (through `pool`, may be NULL; with `pack`,
- * may be NULL, as the decoders' kv_pack; on head-major copies of the caches
- * when heads_first); returns the largest error against the double reference,
- * or -1 when memory outside the output heads was written. */
+ * may be NULL, as the decoders' kv_pack) over head-major copies of the
+ * caches; returns the largest error against the double reference (which
+ * reads the position-major originals), or -1 when memory outside the output
+ * heads was written. */
 static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc,
-                       cpu_kv_pack *pack, int heads_first) {
+                       cpu_kv_pack *pack) {
     const int n_kv = 2, hd = tc->head_dim, n_heads = n_kv * tc->group, n = tc->n_rows;
     const int kv_dim = n_kv * hd, qd = n_heads * hd;
     const size_t ldq = (size_t)qd + 3, ldo = (size_t)qd + 5;
@@ -235,7 +237,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
     /* each sequence's cache its own context, as states of one model may be */
     int ctx[3];
     void *hk[3] = {0}, *hv[3] = {0};
-    for (int c = 0; heads_first && c < tc->n_seqs; c++) {
+    for (int c = 0; c < tc->n_seqs; c++) {
         ctx[c] = positions + 7 + 5 * c;
         hk[c] = head_major(caches[c].k, positions, ctx[c], n_kv, hd, tc->is_f16);
         hv[c] = head_major(caches[c].v, positions, ctx[c], n_kv, hd, tc->is_f16);
@@ -248,9 +250,9 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
         next_pos[c] = tc->first_pos + c; /* sequences at different lengths */
     for (int i = 0; i < n; i++) {
         int c = i % tc->n_seqs;
-        kp[i] = heads_first ? hk[c] : caches[c].k;
-        vp[i] = heads_first ? hv[c] : caches[c].v;
-        head_stride[i] = heads_first ? (size_t)ctx[c] * hd : 0;
+        kp[i] = hk[c];
+        vp[i] = hv[c];
+        head_stride[i] = (size_t)ctx[c] * hd;
         n_keys[i] = ++next_pos[c];
         first[i] = tc->window && n_keys[i] > tc->window ? n_keys[i] - tc->window : 0;
     }
@@ -268,7 +270,7 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
                             .ldo = ldo,
                             .k_cache = kp,
                             .v_cache = vp,
-                            .kv_head_stride = heads_first ? head_stride : NULL,
+                            .kv_head_stride = head_stride,
                             .kv_f16 = tc->is_f16,
                             .n_keys = n_keys,
                             .first_key = tc->window ? first : NULL,
@@ -329,22 +331,19 @@ static double run_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *
  * prompts and serves the shorter ones after them. */
 static cpu_kv_pack shared_pack;
 
-/* The case with each block copying its own chunks, then with the heads
- * copied once (one sequence's rows over more than one block); on
- * position-major caches, then on head-major ones. */
+/* The case with each block widening its own fp16 chunks, then with the
+ * heads widened once (one sequence's rows over more than one block). */
 static int check_case(const cpu_kernels *kern, nc_pool *pool, const attn_case *tc) {
     int ok = 1;
-    for (int heads_first = 0; heads_first < 2; heads_first++)
-        for (int packed = 0; packed < 2; packed++) {
-            double err = run_case(kern, pool, tc, packed ? &shared_pack : NULL, heads_first);
-            if (err >= 0 && err <= 2e-6) continue;
-            printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d window=%d %s%s%s: %s %g\n",
-                   kern->name, tc->head_dim, tc->group, tc->n_rows, tc->first_pos, tc->n_seqs,
-                   tc->window, tc->is_f16 ? "fp16" : "fp32", packed ? " kv_pack" : "",
-                   heads_first ? " head-major" : "",
-                   err < 0 ? "wrote outside the heads" : "max abs error", err);
-            ok = 0;
-        }
+    for (int packed = 0; packed < 2; packed++) {
+        double err = run_case(kern, pool, tc, packed ? &shared_pack : NULL);
+        if (err >= 0 && err <= 2e-6) continue;
+        printf("  %s hd=%d group=%d rows=%d first_pos=%d seqs=%d window=%d %s%s: %s %g\n",
+               kern->name, tc->head_dim, tc->group, tc->n_rows, tc->first_pos, tc->n_seqs,
+               tc->window, tc->is_f16 ? "fp16" : "fp32", packed ? " kv_pack" : "",
+               err < 0 ? "wrote outside the heads" : "max abs error", err);
+        ok = 0;
+    }
     return ok;
 }
 
@@ -423,25 +422,25 @@ static void test_attention_mixed_sequences_long_context_wide_head_threads(void) 
     nc_pool_free(pool);
 }
 
-/* The pack is taken by one sequence's rows over more than one block, and
- * grows to hold their heads; rows of several sequences, a single block, or
- * head-major fp32 caches leave it alone (and are right either way, above). */
+/* The pack is taken by one sequence's rows over more than one block of an
+ * fp16 cache, and grows to hold their heads; rows of several sequences, a
+ * single block, or fp32 caches (read in place) leave it alone (and are right
+ * either way, above). */
 static void test_kv_pack_grows_for_one_sequences_prompts_only(void) {
     const cpu_kernels *tabs[8];
     cpu_kernels_available(tabs, 8);
     cpu_kv_pack pack = {0};
-    attn_case mixed = {64, 2, 40, 0, 2, 0, 0}, one_block = {64, 2, 16, 30, 1, 0, 0};
-    CHECK(run_case(tabs[0], NULL, &mixed, &pack, 0) <= 2e-6);
-    CHECK(run_case(tabs[0], NULL, &one_block, &pack, 0) <= 2e-6);
+    attn_case mixed = {64, 2, 40, 0, 2, 1, 0}, one_block = {64, 2, 16, 30, 1, 1, 0};
+    attn_case fp32 = {64, 2, 40, 300, 1, 0, 0};
+    CHECK(run_case(tabs[0], NULL, &mixed, &pack) <= 2e-6);
+    CHECK(run_case(tabs[0], NULL, &one_block, &pack) <= 2e-6);
+    CHECK(run_case(tabs[0], NULL, &fp32, &pack) <= 2e-6);
     CHECK(pack.floats == 0 && !pack.buf);
-    attn_case prompt = {64, 2, 17, 5, 1, 1, 0}, longer = {64, 2, 40, 300, 1, 0, 0};
-    /* head-major fp32 heads are read in place: nothing to copy */
-    CHECK(run_case(tabs[0], NULL, &longer, &pack, 1) <= 2e-6);
-    CHECK(pack.floats == 0 && !pack.buf);
-    CHECK(run_case(tabs[0], NULL, &prompt, &pack, 0) <= 2e-6);
+    attn_case prompt = {64, 2, 17, 5, 1, 1, 0}, longer = {64, 2, 40, 300, 1, 1, 0};
+    CHECK(run_case(tabs[0], NULL, &prompt, &pack) <= 2e-6);
     CHECK(pack.floats >= (size_t)2 * 2 * (5 + 17) * 64); /* [k|v][2 heads][22 keys][64] */
     size_t first = pack.floats;
-    CHECK(run_case(tabs[0], NULL, &longer, &pack, 0) <= 2e-6);
+    CHECK(run_case(tabs[0], NULL, &longer, &pack) <= 2e-6);
     CHECK(pack.floats >= (size_t)2 * 2 * (300 + 40) * 64 && pack.floats > first);
     nc_free_aligned(pack.buf);
     CHECK(shared_pack.floats > 0); /* the cases above copied heads once too */
