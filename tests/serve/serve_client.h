@@ -215,12 +215,13 @@ static inline json_t *parse_json(const char *text) {
     return json_loads(text ? text : "", 0, &je);
 }
 
-/* Dotted path with numeric indices: "choices.0.message.content". */
+/* Dotted path with numeric indices: "choices.0.message.content". Tests
+ * call it from several client threads at once, so strtok_r, not strtok. */
 static inline json_t *jget(json_t *o, const char *path) {
-    char buf[256];
+    char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", path);
     json_t *cur = o;
-    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) {
+    for (char *tok = strtok_r(buf, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save)) {
         if (json_is_array(cur))
             cur = json_array_get(cur, (size_t)atoi(tok));
         else
