@@ -24,6 +24,16 @@ typedef struct cpu_attn_kernels {
      * come in chunks. */
     void (*pv[2])(const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo,
                   int rows, int keys, int cols);
+    /* qk and pv for one query row's group heads (decoding), the key or value
+     * rows fp32 ([0]) or fp16 ([1]) read once from memory, not from a copy:
+     * each row whole and in order, or with its lines asked for ahead, since
+     * the hardware prefetchers of some CPUs (AMD Zen 4) do not follow the
+     * tiles' interleaved rows. Optional: NULL where the table's matmul and
+     * pv serve. */
+    void (*qk_stream[2])(const float *q, size_t ldq, const void *k, size_t ldk, float *s,
+                         size_t lds, int rows, int keys, int dim);
+    void (*pv_stream[2])(const float *p, size_t ldp, const void *v, size_t ldv, float *o,
+                         size_t ldo, int rows, int keys, int cols);
 } cpu_attn_kernels;
 
 extern const cpu_attn_kernels cpu_attn_scalar;

@@ -2,8 +2,11 @@
  * attention kernel files (attn_kernels_avx2.c, _avx512.c, _neon.c), and the
  * exp they share (vexp.h). Each file defines pv_ldv_<SUF>(v, i)
  * (WIDTH values from element i, widened to fp32 in a register) for SUF f32
- * and f16, then expands CPU_DEF_ATTN_PV into the kernel pv_<SUF>
- * (attn_kernels.h). Kernel files only. */
+ * and f16, then expands CPU_DEF_ATTN_PV into a kernel pv_<NAME> of
+ * attn_kernels.h reading SUF values (a file may expand it more than once,
+ * with tiles of other sizes). The streaming P.V's loop over blocks of
+ * value rows with their lines asked for ahead (cpu_pv_blocks) is here too.
+ * Kernel files only. */
 #ifndef NC_CPU_ATTN_KERNELS_DRIVER_H
 #define NC_CPU_ATTN_KERNELS_DRIVER_H
 
@@ -36,19 +39,19 @@ static inline float pv_ld1_f16(const void *v, size_t i) {
 #define CPU_PV_IN_REGISTER(x) (void)0
 #endif
 
-/* pv_tile_<SUF>: rows 0..R-1 of o, columns c0 .. c0 + NV * WIDTH - 1. R and
+/* pv_tile_<NAME>: rows 0..R-1 of o, columns c0 .. c0 + NV * WIDTH - 1. R and
  * NV are constants after inlining, so acc[][] lives in registers: per key,
  * NV value vectors are loaded once and each feeds R FMAs, one broadcast
  * probability per row feeds NV; o is loaded once at the start and stored
  * once at the end (the old one-row axpy did both for every key).
  *
- * pv_cols_<SUF>: the full width of R rows in MAXV-vector tiles, a narrower
+ * pv_cols_<NAME>: the full width of R rows in MAXV-vector tiles, a narrower
  * tile for the leftover whole vectors, a scalar loop for cols % WIDTH.
- * pv_<SUF>: rows in tiles of MAXR, then one tile of the leftover rows.
+ * pv_<NAME>: rows in tiles of MAXR, then one tile of the leftover rows.
  * MAXR <= CPU_PV_ROWS_CAP, MAXV <= CPU_PV_VECS_CAP.
  * LOADO(ptr), BCAST(f), FMA(a, b, acc) = acc + a * b, STORE(ptr, v). */
-#define CPU_DEF_ATTN_PV(SUF, VEC, WIDTH, MAXR, MAXV, LOADO, BCAST, FMA, STORE)                     \
-    static inline __attribute__((always_inline)) void pv_tile_##SUF(                               \
+#define CPU_DEF_ATTN_PV(NAME, SUF, VEC, WIDTH, MAXR, MAXV, LOADO, BCAST, FMA, STORE)               \
+    static inline __attribute__((always_inline)) void pv_tile_##NAME(                              \
         const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
         int c0, const int R, const int NV) {                                                       \
         VEC acc[CPU_PV_ROWS_CAP][CPU_PV_VECS_CAP];                                                 \
@@ -70,35 +73,35 @@ static inline float pv_ld1_f16(const void *v, size_t i) {
             _Pragma("GCC unroll 8") for (int a = 0; a < NV; a++)                                   \
                 STORE(o + (size_t)r * ldo + (size_t)(c0 + a * WIDTH), acc[r][a]);                  \
     }                                                                                              \
-    static inline __attribute__((always_inline)) void pv_cols_##SUF(                               \
+    static inline __attribute__((always_inline)) void pv_cols_##NAME(                              \
         const float *p, size_t ldp, const void *v, size_t ldv, float *o, size_t ldo, int keys,     \
         int cols, const int R) {                                                                   \
         int c = 0;                                                                                 \
         for (; c + MAXV * WIDTH <= cols; c += MAXV * WIDTH)                                        \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, MAXV);                               \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, MAXV);                              \
         switch ((cols - c) / WIDTH) { /* < MAXV whole vectors left */                              \
         case 0:                                                                                    \
             break;                                                                                 \
         case 1:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 1);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 1);                                 \
             break;                                                                                 \
         case 2:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 2);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 2);                                 \
             break;                                                                                 \
         case 3:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 3);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 3);                                 \
             break;                                                                                 \
         case 4:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 4);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 4);                                 \
             break;                                                                                 \
         case 5:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 5);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 5);                                 \
             break;                                                                                 \
         case 6:                                                                                    \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 6);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 6);                                 \
             break;                                                                                 \
         default:                                                                                   \
-            pv_tile_##SUF(p, ldp, v, ldv, o, ldo, keys, c, R, 7);                                  \
+            pv_tile_##NAME(p, ldp, v, ldv, o, ldo, keys, c, R, 7);                                 \
             break;                                                                                 \
         }                                                                                          \
         for (c += (cols - c) / WIDTH * WIDTH; c < cols; c++)                                       \
@@ -110,28 +113,76 @@ static inline float pv_ld1_f16(const void *v, size_t i) {
                 o[(size_t)r * ldo + (size_t)c] = acc1;                                             \
             }                                                                                      \
     }                                                                                              \
-    static void pv_##SUF(const float *p, size_t ldp, const void *v, size_t ldv, float *o,          \
-                         size_t ldo, int rows, int keys, int cols) {                               \
+    static void pv_##NAME(const float *p, size_t ldp, const void *v, size_t ldv, float *o,         \
+                          size_t ldo, int rows, int keys, int cols) {                              \
         int r = 0;                                                                                 \
         for (; r + MAXR <= rows; r += MAXR)                                                        \
-            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
-                          MAXR);                                                                   \
+            pv_cols_##NAME(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols, \
+                           MAXR);                                                                  \
         switch (rows - r) { /* < MAXR rows left */                                                 \
         case 0:                                                                                    \
             break;                                                                                 \
         case 1:                                                                                    \
-            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
-                          1);                                                                      \
+            pv_cols_##NAME(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols, \
+                           1);                                                                     \
             break;                                                                                 \
         case 2:                                                                                    \
-            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
-                          2);                                                                      \
+            pv_cols_##NAME(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols, \
+                           2);                                                                     \
             break;                                                                                 \
         default:                                                                                   \
-            pv_cols_##SUF(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols,  \
-                          3);                                                                      \
+            pv_cols_##NAME(p + (size_t)r * ldp, ldp, v, ldv, o + (size_t)r * ldo, ldo, keys, cols, \
+                           3);                                                                     \
             break;                                                                                 \
         }                                                                                          \
     }
+
+/* How far ahead of the keys or values in use the streaming kernels
+ * (qk_stream, pv_stream) ask for cache lines, into L2 (prefetcht1 on x86):
+ * on Zen 4 16 KiB read best, 8 and 32 about as well, 1-4 KiB less. */
+#define CPU_STREAM_AHEAD 16384
+
+/* Asks for the lines of [at, at + n) of base, clipped to [0, end): nothing
+ * past the rows in use (the unused context, or the cache's end). */
+static inline void cpu_prefetch_lines(const char *base, size_t at, size_t n, size_t end) {
+    for (size_t b = at; b < at + n && b < end; b += 64)
+        __builtin_prefetch(base + b, 0, 2);
+}
+
+/* The P.V's block for a streaming pv: the value rows of 2 KiB go through
+ * the tiles together (their passes over the block then read from L1), the
+ * lines CPU_STREAM_AHEAD on asked for first. For tiles that read each row
+ * in pieces (AVX2's 3 vectors of a 128-value row, AVX-512's 8 of a
+ * 256-value row), which the hardware prefetchers of Zen 4 do not follow.
+ * One core, fp32 values from memory: blocks of 1, 2, 4 and 16 KiB read
+ * 22-24, 24-25, 21 and 11 GB/s with the AVX2 tiles (the larger blocks ask
+ * for their lines in one burst). */
+#define CPU_PV_BLOCK_BYTES 2048
+
+typedef void (*cpu_pv_fn)(const float *p, size_t ldp, const void *v, size_t ldv, float *o,
+                          size_t ldo, int rows, int keys, int cols);
+
+/* pv (a table's kernel on elt-byte values) over the keys in blocks of
+ * CPU_PV_BLOCK_BYTES of value rows, each block's lines ahead asked for
+ * first; rows of at most whole_cols values (a width pv's tiles read whole
+ * and in order, which the prefetchers follow) in one call, unblocked. pv
+ * accumulates into o and each tile loads o, adds its keys in order and
+ * stores it, so the blocks give the same sums as one call. */
+static inline void cpu_pv_blocks(cpu_pv_fn pv, size_t elt, int whole_cols, const float *p,
+                                 size_t ldp, const void *v, size_t ldv, float *o, size_t ldo,
+                                 int rows, int keys, int cols) {
+    if (cols <= whole_cols) {
+        pv(p, ldp, v, ldv, o, ldo, rows, keys, cols);
+        return;
+    }
+    size_t row_bytes = ldv * elt, end = ((size_t)(keys - 1) * ldv + (size_t)cols) * elt;
+    int block = row_bytes >= CPU_PV_BLOCK_BYTES ? 1 : (int)(CPU_PV_BLOCK_BYTES / row_bytes);
+    const char *vb = (const char *)v;
+    for (int t = 0; t < keys; t += block) {
+        int n = keys - t < block ? keys - t : block;
+        cpu_prefetch_lines(vb, t * row_bytes + CPU_STREAM_AHEAD, (size_t)n * row_bytes, end);
+        pv(p + t, ldp, vb + t * row_bytes, ldv, o, ldo, rows, n, cols);
+    }
+}
 
 #endif

@@ -19,8 +19,8 @@ INLINE float32x4_t pv_ldv_f16(const void *v, size_t i) {
 }
 
 #define FMA4(a, b, acc) vfmaq_f32(acc, a, b)
-CPU_DEF_ATTN_PV(f32, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
-CPU_DEF_ATTN_PV(f16, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
+CPU_DEF_ATTN_PV(f32, f32, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
+CPU_DEF_ATTN_PV(f16, f16, float32x4_t, 4, 4, 6, vld1q_f32, vdupq_n_f32, FMA4, vst1q_f32)
 
 static void softmax_neon(float *s, int n, int n_pad, float scale) {
     int n4 = n / 4 * 4;

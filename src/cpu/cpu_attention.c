@@ -8,7 +8,9 @@
  * again for every row. fp32 heads are read in place (each is contiguous);
  * fp16 chunks are widened into a contiguous fp32 buffer first, or, for a
  * prompt (one sequence's rows, more than a block) with a kv_pack, each head
- * once for all its blocks. One row (decoding) reads the cache in place. */
+ * once for all its blocks. One row (decoding) reads the cache in place,
+ * through the table's streaming kernels where it has them (attn_kernels.h:
+ * read patterns the hardware prefetchers follow, or lines asked for). */
 #include "cpu/cpu_attention.h"
 
 #include <string.h>
@@ -47,8 +49,7 @@ static size_t head_row_at(const cpu_attention_args *a, int i, int kvh, int t) {
 }
 
 /* Rows t0..t0+n-1 of one head of an fp16 cache into dst as [n][hd] fp32. */
-static void pack_rows(const cpu_kernels *kern, const char *src, int t0, int n, int hd,
-                      float *dst) {
+static void pack_rows(const cpu_kernels *kern, const char *src, int t0, int n, int hd, float *dst) {
     kern->row_to_f32[CPU_W_F16](src + (size_t)t0 * hd * sizeof(nc_fp16), dst, n * hd);
 }
 
@@ -87,19 +88,27 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
         vh = (const float *)vc;
     }
 
-    /* q.k: the query rows as activation rows, the key rows as the weights */
+    /* q.k: the streaming kernel, or the query rows as activation rows and
+     * the key rows as the weights */
+    const cpu_attn_kernels *ak = kern->attn;
+    int f16 = a->kv_f16 != 0;
+    int qk_stream = nb == 1 && ak->qk_stream[f16], pv_stream = nb == 1 && ak->pv_stream[f16];
     for (int g = 0; !chunk && g < calls; g++)
-        kern->matmul[a->kv_f16 ? CPU_W_F16 : CPU_W_F32](kc, (size_t)hd, q + (size_t)g * hd,
-                                                        q_step, s + (size_t)g * ss, s_step, rows,
-                                                        hd, 0, n_max);
+        if (qk_stream)
+            ak->qk_stream[f16](q + (size_t)g * hd, q_step, kc, (size_t)hd, s + (size_t)g * ss,
+                               s_step, rows, n_max, hd);
+        else
+            kern->matmul[f16 ? CPU_W_F16 : CPU_W_F32](kc, (size_t)hd, q + (size_t)g * hd, q_step,
+                                                      s + (size_t)g * ss, s_step, rows, hd, 0,
+                                                      n_max);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
         const float *kp = kh ? kh + (size_t)t0 * hd : pack;
         if (!kh) pack_rows(kern, kc, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
-            if (kern->attn->qk)
-                kern->attn->qk(q + (size_t)g * hd, q_step, kp, (size_t)hd,
-                               s + (size_t)g * ss + t0, s_step, rows, n, hd);
+            if (ak->qk)
+                ak->qk(q + (size_t)g * hd, q_step, kp, (size_t)hd, s + (size_t)g * ss + t0, s_step,
+                       rows, n, hd);
             else
                 kern->matmul[CPU_W_F32](kp, (size_t)hd, q + (size_t)g * hd, q_step,
                                         s + (size_t)g * ss + t0, s_step, rows, hd, 0, n);
@@ -112,22 +121,22 @@ static void attend_block(const attn_job *j, int i0, int nb, int kvh, float *s) {
         for (int g = 0; g < group; g++) {
             float *sr = s + (size_t)(b * group + g) * ss;
             memset(sr, 0, (size_t)skip * sizeof(float));
-            kern->attn->softmax(sr + skip, a->n_keys[i0 + b] - lo - skip, n_max - skip, a->scale);
+            ak->softmax(sr + skip, a->n_keys[i0 + b] - lo - skip, n_max - skip, a->scale);
         }
     }
     /* P.V, accumulated into the zeroed output */
     for (int b = 0; b < nb; b++)
         memset(out + (size_t)b * a->ldo, 0, (size_t)group * hd * sizeof(float));
     for (int g = 0; !chunk && g < calls; g++)
-        kern->attn->pv[a->kv_f16 != 0](s + (size_t)g * ss, s_step, vc, (size_t)hd,
-                                       out + (size_t)g * hd, o_step, rows, n_max, hd);
+        (pv_stream ? ak->pv_stream : ak->pv)[f16](s + (size_t)g * ss, s_step, vc, (size_t)hd,
+                                                  out + (size_t)g * hd, o_step, rows, n_max, hd);
     for (int t0 = 0; chunk && t0 < n_max; t0 += chunk) {
         int n = n_max - t0 < chunk ? n_max - t0 : chunk;
         const float *vp = vh ? vh + (size_t)t0 * hd : pack;
         if (!vh) pack_rows(kern, vc, t0, n, hd, pack);
         for (int g = 0; g < calls; g++)
-            kern->attn->pv[0](s + (size_t)g * ss + t0, s_step, vp, (size_t)hd,
-                              out + (size_t)g * hd, o_step, rows, n, hd);
+            ak->pv[0](s + (size_t)g * ss + t0, s_step, vp, (size_t)hd, out + (size_t)g * hd, o_step,
+                      rows, n, hd);
     }
 }
 

@@ -64,6 +64,24 @@ static void test_softmax_all_tables_match_double_reference(void) {
     print_tables(tabs, nt);
 }
 
+/* The q.k forms a table may have: qk on fp32 keys, then qk_stream on fp32
+ * and on fp16 keys (kf holds kh's values, so one reference serves all). */
+enum { QK_FORMS = 3 };
+static const char *const qk_form_name[QK_FORMS] = {"qk", "qk_stream fp32", "qk_stream fp16"};
+
+/* Runs q.k form `form` of table ak; 0 where the table lacks it. */
+static int run_qk_form(const cpu_attn_kernels *ak, int form, const float *q, size_t ldq,
+                       const float *kf, const nc_fp16 *kh, size_t ldk, float *s, size_t lds,
+                       int rows, int keys, int dim) {
+    if (form == 0 ? !ak->qk : !ak->qk_stream[form - 1]) return 0;
+    if (form == 0)
+        ak->qk(q, ldq, kf, ldk, s, lds, rows, keys, dim);
+    else
+        ak->qk_stream[form - 1](q, ldq, form == 1 ? (const void *)kf : kh, ldk, s, lds, rows, keys,
+                                dim);
+    return 1;
+}
+
 /* pv accumulates probabilities times value rows into o, and qk (where a
  * table has one) computes dot products of rows: both against double sums on
  * every shape of tile and tail (1..9 rows, 1..13 keys, 1..70 columns or
@@ -86,87 +104,156 @@ static void test_pv_qk_kernels_all_tables_match_double_reference(void) {
         for (int rows = 1; rows <= ROWS; rows += 2)
             for (int keys = 1; keys <= KEYS; keys += 3)
                 for (int cols = 1; cols <= COLS; cols++) {
-                    for (int is_f16 = 0; is_f16 < 2; is_f16++) {
+                    for (int form = 0; form < 4; form++) {
+                        int is_f16 = form % 2, stream = form / 2;
+                        const cpu_attn_kernels *ak = tabs[ti]->attn;
+                        if (stream && !ak->pv_stream[is_f16]) continue;
                         memcpy(o, o0, sizeof o);
-                        tabs[ti]->attn->pv[is_f16](p, LD, is_f16 ? (const void *)vh : vf, LD, o, LD,
-                                                   rows, keys, cols);
+                        (stream ? ak->pv_stream : ak->pv)[is_f16](
+                            p, LD, is_f16 ? (const void *)vh : vf, LD, o, LD, rows, keys, cols);
                         for (int r = 0; r < ROWS; r++)
                             for (int c = 0; c < LD; c++) {
                                 double ref = o0[r * LD + c];
                                 for (int t = 0; r < rows && c < cols && t < keys; t++)
                                     ref += (double)p[r * LD + t] * vf[t * LD + c];
                                 CHECKF(fabs(o[r * LD + c] - ref) <= 1e-5,
-                                       "%s pv %s rows=%d keys=%d cols=%d at %d,%d: %g vs %g",
-                                       tabs[ti]->name, is_f16 ? "fp16" : "fp32", rows, keys, cols,
-                                       r, c, o[r * LD + c], ref);
+                                       "%s pv%s %s rows=%d keys=%d cols=%d at %d,%d: %g vs %g",
+                                       tabs[ti]->name, stream ? "_stream" : "",
+                                       is_f16 ? "fp16" : "fp32", rows, keys, cols, r, c,
+                                       o[r * LD + c], ref);
                             }
                         cases++;
                     }
-                    if (!tabs[ti]->attn->qk) continue;
-                    int dim = cols; /* rows of p as queries, rows of vf as keys */
-                    memcpy(o, o0, sizeof o);
-                    tabs[ti]->attn->qk(p, LD, vf, LD, o, LD, rows, keys, dim);
-                    for (int r = 0; r < ROWS; r++)
-                        for (int t = 0; t < LD; t++) {
-                            double ref = o0[r * LD + t];
-                            if (r < rows && t < keys) {
-                                ref = 0;
-                                for (int d = 0; d < dim; d++)
-                                    ref += (double)p[r * LD + d] * vf[t * LD + d];
+                    /* rows of p as queries, rows of vf (or vh) as keys: qk, then the
+                     * streaming forms on fp32 and fp16 keys */
+                    for (int form = 0; form < QK_FORMS; form++) {
+                        int dim = cols;
+                        memcpy(o, o0, sizeof o);
+                        if (!run_qk_form(tabs[ti]->attn, form, p, LD, vf, vh, LD, o, LD, rows, keys,
+                                         dim))
+                            continue;
+                        for (int r = 0; r < ROWS; r++)
+                            for (int t = 0; t < LD; t++) {
+                                double ref = o0[r * LD + t];
+                                if (r < rows && t < keys) {
+                                    ref = 0;
+                                    for (int d = 0; d < dim; d++)
+                                        ref += (double)p[r * LD + d] * vf[t * LD + d];
+                                }
+                                CHECKF(fabs(o[r * LD + t] - ref) <= 1e-5,
+                                       "%s %s rows=%d keys=%d dim=%d at %d,%d: %g vs %g",
+                                       tabs[ti]->name, qk_form_name[form], rows, keys, dim, r, t,
+                                       o[r * LD + t], ref);
                             }
-                            CHECKF(fabs(o[r * LD + t] - ref) <= 1e-5,
-                                   "%s qk rows=%d keys=%d dim=%d at %d,%d: %g vs %g",
-                                   tabs[ti]->name, rows, keys, dim, r, t, o[r * LD + t], ref);
-                        }
-                    cases++;
+                        cases++;
+                    }
                 }
     print_tables(tabs, nt);
     printf("  %d cases\n", cases);
 }
 
-/* qk past the short shapes above: key counts across 4-key tiles and 16-key
- * vectors up to 211, heads from 1 to 200 elements (whole and partial
- * 16-element steps), query rows around 4, strided rows; every score
- * against a double sum, nothing written past the keys. */
+/* qk and the streaming qk (fp32 and fp16 keys) past the short shapes above:
+ * key counts across 4-key tiles and 16-key vectors up to 211, heads from 1
+ * to 200 elements (whole and partial 16-element steps), query rows around 4,
+ * strided rows; every score against a double sum, nothing written past the
+ * keys. */
 static void test_qk_long_keys_and_wide_heads_all_tables(void) {
     const cpu_kernels *tabs[8];
     int nt = cpu_kernels_available(tabs, 8), cases = 0;
     enum { ROWS = 7, KEYS = 211, DIM = 200, LDQ = DIM + 5, LDK = DIM + 11, LDS = KEYS + 2 };
     static float q[ROWS * LDQ], k[KEYS * LDK], s[ROWS * LDS];
+    static nc_fp16 kh[KEYS * LDK]; /* the streaming form's fp16 keys: k's values */
     for (int i = 0; i < ROWS * LDQ; i++)
         q[i] = frand();
     for (int i = 0; i < KEYS * LDK; i++)
-        k[i] = frand();
+        k[i] = nc_fp16_to_f32(kh[i] = nc_f32_to_fp16(frand()));
     static const int keys_of[] = {1, 15, 16, 17, 95, 96, 97, 150, 192, 211};
     static const int dims[] = {1, 16, 63, 64, 127, 128, 129, 200};
-    for (int ti = 0; ti < nt; ti++) {
-        if (!tabs[ti]->attn->qk) continue;
-        for (size_t a = 0; a < sizeof keys_of / sizeof *keys_of; a++)
-            for (size_t b = 0; b < sizeof dims / sizeof *dims; b++)
-                for (int rows = 1; rows <= ROWS; rows += 3, cases++) {
-                    int keys = keys_of[a], dim = dims[b];
-                    for (int i = 0; i < ROWS * LDS; i++)
-                        s[i] = 12345.0f;
-                    tabs[ti]->attn->qk(q, LDQ, k, LDK, s, LDS, rows, keys, dim);
-                    double worst = 0;
-                    int past = 0;
-                    for (int r = 0; r < ROWS; r++)
-                        for (int t = 0; t < LDS; t++) {
-                            if (r >= rows || t >= keys) {
-                                past |= s[r * LDS + t] != 12345.0f;
-                                continue;
+    for (int ti = 0; ti < nt; ti++)
+        for (int form = 0; form < QK_FORMS; form++)
+            for (size_t a = 0; a < sizeof keys_of / sizeof *keys_of; a++)
+                for (size_t b = 0; b < sizeof dims / sizeof *dims; b++)
+                    for (int rows = 1; rows <= ROWS; rows += 3) {
+                        int keys = keys_of[a], dim = dims[b];
+                        for (int i = 0; i < ROWS * LDS; i++)
+                            s[i] = 12345.0f;
+                        if (!run_qk_form(tabs[ti]->attn, form, q, LDQ, k, kh, LDK, s, LDS, rows,
+                                         keys, dim))
+                            continue;
+                        cases++;
+                        double worst = 0;
+                        int past = 0;
+                        for (int r = 0; r < ROWS; r++)
+                            for (int t = 0; t < LDS; t++) {
+                                if (r >= rows || t >= keys) {
+                                    past |= s[r * LDS + t] != 12345.0f;
+                                    continue;
+                                }
+                                double ref = 0;
+                                for (int d = 0; d < dim; d++)
+                                    ref += (double)q[r * LDQ + d] * k[t * LDK + d];
+                                worst = nc_worse(worst, fabs(s[r * LDS + t] - ref));
                             }
-                            double ref = 0;
-                            for (int d = 0; d < dim; d++)
-                                ref += (double)q[r * LDQ + d] * k[t * LDK + d];
-                            worst = nc_worse(worst, fabs(s[r * LDS + t] - ref));
-                        }
-                    CHECKF(worst <= 1e-5 * sqrt((double)dim) && !past,
-                           "%s qk rows=%d keys=%d dim=%d: off by %g%s", tabs[ti]->name, rows, keys,
-                           dim, worst, past ? ", wrote past the keys" : "");
-                }
-    }
+                        CHECKF(worst <= 1e-5 * sqrt((double)dim) && !past,
+                               "%s %s rows=%d keys=%d dim=%d: off by %g%s", tabs[ti]->name,
+                               qk_form_name[form], rows, keys, dim, worst,
+                               past ? ", wrote past the keys" : "");
+                    }
     if (cases == 0) SKIP("no kernel table here has a qk kernel");
+    printf("  %d cases\n", cases);
+}
+
+/* pv and the streaming pv (fp32 and fp16 values) past the short shapes
+ * above: key counts up to 211 (several of the streaming forms' 2 KiB
+ * blocks), rows from 1 to 256 values (AVX-512's streaming P.V reads rows
+ * wider than its 128-value tile in blocks), query rows around 4, strided
+ * rows; every output against o's start plus a double sum, nothing written
+ * past the rows and columns. */
+static void test_pv_long_keys_and_wide_rows_all_tables(void) {
+    const cpu_kernels *tabs[8];
+    int nt = cpu_kernels_available(tabs, 8), cases = 0;
+    enum { ROWS = 7, KEYS = 211, COLS = 256, LDP = KEYS + 3, LDV = COLS + 9, LDO = COLS + 5 };
+    static float p[ROWS * LDP], vf[KEYS * LDV], o[ROWS * LDO], o0[ROWS * LDO];
+    static nc_fp16 vh[KEYS * LDV]; /* the fp16 forms' values: vf's values */
+    for (int i = 0; i < ROWS * LDP; i++)
+        p[i] = frand();
+    for (int i = 0; i < KEYS * LDV; i++)
+        vf[i] = nc_fp16_to_f32(vh[i] = nc_f32_to_fp16(frand()));
+    for (int i = 0; i < ROWS * LDO; i++)
+        o0[i] = frand();
+    static const int keys_of[] = {1, 4, 5, 17, 96, 97, 211};
+    static const int cols_of[] = {1, 16, 63, 128, 129, 200, 256};
+    for (int ti = 0; ti < nt; ti++)
+        for (int form = 0; form < 4; form++)
+            for (size_t a = 0; a < sizeof keys_of / sizeof *keys_of; a++)
+                for (size_t b = 0; b < sizeof cols_of / sizeof *cols_of; b++)
+                    for (int rows = 1; rows <= ROWS; rows += 3) {
+                        int is_f16 = form % 2, stream = form / 2;
+                        int keys = keys_of[a], cols = cols_of[b];
+                        const cpu_attn_kernels *ak = tabs[ti]->attn;
+                        if (stream && !ak->pv_stream[is_f16]) continue;
+                        memcpy(o, o0, sizeof o);
+                        (stream ? ak->pv_stream : ak->pv)[is_f16](
+                            p, LDP, is_f16 ? (const void *)vh : vf, LDV, o, LDO, rows, keys, cols);
+                        cases++;
+                        double worst = 0;
+                        int past = 0;
+                        for (int r = 0; r < ROWS; r++)
+                            for (int c = 0; c < LDO; c++) {
+                                if (r >= rows || c >= cols) {
+                                    past |= o[r * LDO + c] != o0[r * LDO + c];
+                                    continue;
+                                }
+                                double ref = o0[r * LDO + c];
+                                for (int t = 0; t < keys; t++)
+                                    ref += (double)p[r * LDP + t] * vf[t * LDV + c];
+                                worst = nc_worse(worst, fabs(o[r * LDO + c] - ref));
+                            }
+                        CHECKF(worst <= 1e-5 * sqrt((double)keys) && !past,
+                               "%s pv%s %s rows=%d keys=%d cols=%d: off by %g%s", tabs[ti]->name,
+                               stream ? "_stream" : "", is_f16 ? "fp16" : "fp32", rows, keys, cols,
+                               worst, past ? ", wrote past the rows" : "");
+                    }
     printf("  %d cases\n", cases);
 }
 
@@ -450,6 +537,7 @@ int main(void) {
     RUN(test_softmax_all_tables_match_double_reference);
     RUN(test_pv_qk_kernels_all_tables_match_double_reference);
     RUN(test_qk_long_keys_and_wide_heads_all_tables);
+    RUN(test_pv_long_keys_and_wide_rows_all_tables);
     RUN(test_attention_all_tables_match_double_reference);
     RUN(test_sliding_window_rows_see_only_their_window);
     RUN(test_attention_mixed_sequences_long_context_wide_head_threads);
