@@ -93,8 +93,8 @@ INLINE void qk_tile(const float *q, size_t ldq, const char *k, size_t row_bytes,
 INLINE void qk_rows(const float *q, size_t ldq, const void *k, size_t ldk, float *s, size_t lds,
                     int keys, int dim, const int R, const int f16) {
     const int KB = R <= 2 ? 4 : 2;
-    size_t row_bytes = ldk << (f16 ? 1 : 2);
-    size_t end = ((size_t)(keys - 1) * ldk + (size_t)dim) << (f16 ? 1 : 2);
+    size_t elt = f16 ? sizeof(nc_fp16) : sizeof(float), row_bytes = ldk * elt;
+    size_t end = cpu_rows_end(keys, ldk, dim, elt);
     const char *kt = (const char *)k;
     int t = 0;
     for (; t + KB <= keys; t += KB) {

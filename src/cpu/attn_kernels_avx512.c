@@ -127,14 +127,9 @@ INLINE void qk_step(const float *q, size_t ldq, const char *k, size_t row_bytes,
 
 /* s[r * lds + c] = q row r . key row c for r < R, c < KB (constants after
  * inlining, <= 4): 16-wide partial sums in registers over dim, then all 16
- * summed together (sum_4x4, the rows and keys the tile lacks as zeros).
- * With ahead, the lines that many bytes past the KB rows are asked for
- * first. */
+ * summed together (sum_4x4, the rows and keys the tile lacks as zeros). */
 INLINE void qk_tile(const float *q, size_t ldq, const char *k, size_t row_bytes, float *s,
-                    size_t lds, int dim, const int R, const int KB, const int f16,
-                    const size_t ahead) {
-    for (size_t b = 0; ahead && b < KB * row_bytes; b += 64)
-        _mm_prefetch(k + b + ahead, _MM_HINT_T1);
+                    size_t lds, int dim, const int R, const int KB, const int f16) {
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
@@ -157,19 +152,20 @@ INLINE void qk_tile(const float *q, size_t ldq, const char *k, size_t row_bytes,
     }
 }
 
-/* R query rows (a constant after inlining, <= 4) against all the keys. */
+/* R query rows (a constant after inlining, <= 4) against all the keys; with
+ * ahead, each tile first asks for the lines that many bytes past its keys. */
 INLINE void qk_rows(const float *q, size_t ldq, const void *k, size_t ldk, float *s, size_t lds,
                     int keys, int dim, const int R, const int f16, const size_t ahead) {
-    size_t row_bytes = ldk << (f16 ? 1 : 2), end = (size_t)keys * row_bytes;
+    size_t elt = f16 ? sizeof(nc_fp16) : sizeof(float), row_bytes = ldk * elt;
+    size_t end = cpu_rows_end(keys, ldk, dim, elt);
     const char *kt = (const char *)k;
     int t = 0;
-    /* the lines asked for stay inside the keys: nothing past the head (the
-     * unused context, or past the cache) */
-    for (; t + 4 <= keys; t += 4)
-        qk_tile(q, ldq, kt + t * row_bytes, row_bytes, s + t, lds, dim, R, 4, f16,
-                (t + 4) * row_bytes + ahead <= end ? ahead : 0);
+    for (; t + 4 <= keys; t += 4) {
+        if (ahead) cpu_prefetch_lines(kt, t * row_bytes + ahead, 4 * row_bytes, end);
+        qk_tile(q, ldq, kt + t * row_bytes, row_bytes, s + t, lds, dim, R, 4, f16);
+    }
     for (; t < keys; t++) /* 1-3 keys left, past any prefetch */
-        qk_tile(q, ldq, kt + t * row_bytes, row_bytes, s + t, lds, dim, R, 1, f16, 0);
+        qk_tile(q, ldq, kt + t * row_bytes, row_bytes, s + t, lds, dim, R, 1, f16);
 }
 
 /* Rows in groups of four (each group reads the keys once), then the rest. */

@@ -142,6 +142,12 @@ static inline float pv_ld1_f16(const void *v, size_t i) {
  * on Zen 4 16 KiB read best, 8 and 32 about as well, 1-4 KiB less. */
 #define CPU_STREAM_AHEAD 16384
 
+/* The bytes from the first of n rows (ld elements of elt bytes apart) to the
+ * end of the last one's cols: the end cpu_prefetch_lines clips to. */
+static inline size_t cpu_rows_end(int n, size_t ld, int cols, size_t elt) {
+    return ((size_t)(n - 1) * ld + (size_t)cols) * elt;
+}
+
 /* Asks for the lines of [at, at + n) of base, clipped to [0, end): nothing
  * past the rows in use (the unused context, or the cache's end). */
 static inline void cpu_prefetch_lines(const char *base, size_t at, size_t n, size_t end) {
@@ -175,7 +181,7 @@ static inline void cpu_pv_blocks(cpu_pv_fn pv, size_t elt, int whole_cols, const
         pv(p, ldp, v, ldv, o, ldo, rows, keys, cols);
         return;
     }
-    size_t row_bytes = ldv * elt, end = ((size_t)(keys - 1) * ldv + (size_t)cols) * elt;
+    size_t row_bytes = ldv * elt, end = cpu_rows_end(keys, ldv, cols, elt);
     int block = row_bytes >= CPU_PV_BLOCK_BYTES ? 1 : (int)(CPU_PV_BLOCK_BYTES / row_bytes);
     const char *vb = (const char *)v;
     for (int t = 0; t < keys; t += block) {
