@@ -12,6 +12,13 @@ double nc_now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double nc_process_cpu_s(void) {
+    struct timespec ts;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0
+               ? (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9
+               : 0.0;
+}
+
 size_t nc_peak_rss_bytes(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;

@@ -6,8 +6,11 @@
 
 #include <stddef.h>
 
-double nc_now_s(void);            /* monotonic seconds */
-size_t nc_peak_rss_bytes(void);   /* peak resident set size of this process */
+double nc_now_s(void); /* monotonic seconds */
+/* CPU seconds of this process, all its threads: against the wall time, the
+ * share of the cores it got (shared machines); 0 if the system cannot say. */
+double nc_process_cpu_s(void);
+size_t nc_peak_rss_bytes(void);    /* peak resident set size of this process */
 size_t nc_current_rss_bytes(void); /* resident now; 0 where the system does not say (Linux only) */
 /* Memory the system could give this process now without swapping (Linux:
  * MemAvailable); elsewhere the physical memory's size; 0 if unknown. */

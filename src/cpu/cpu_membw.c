@@ -148,12 +148,6 @@ static uint64_t *small_pages(size_t bytes) {
     return p;
 }
 
-static double process_cpu_s(void) {
-    struct timespec t;
-    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
-                                                            : 0.0;
-}
-
 /* One timed pass of plain pattern p over buf: bytes/s of wall time, and
  * bytes per CPU-second of the reading threads in *per_cpu. */
 static double plain_pass(nc_pool *pool, int p, const uint64_t *buf, size_t n_words,
@@ -182,9 +176,9 @@ static double plain_pass(nc_pool *pool, int p, const uint64_t *buf, size_t n_wor
 
 /* One timed pass of bf16 decode kernel k over buf (as plain_pass). */
 static double kernel_pass(nc_pool *pool, int k, const void *buf, size_t bytes, double *per_cpu) {
-    double t0 = nc_now_s(), c0 = process_cpu_s();
+    double t0 = nc_now_s(), c0 = nc_process_cpu_s();
     size_t read = cpu_decode_stream(pool, k, buf, bytes);
-    double dt = nc_now_s() - t0, c = process_cpu_s() - c0;
+    double dt = nc_now_s() - t0, c = nc_process_cpu_s() - c0;
     *per_cpu = c > 0 ? (double)read / c : 0.0;
     return dt > 0 ? (double)read / dt : 0.0;
 }

@@ -10,7 +10,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -135,22 +134,22 @@ static int candidates_of(cpu_slot s, int mode, candidate *out) {
         for (int i = 0;
              table_is_avx512() && i < cpu_qgemv_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES; i++)
             if (cpu_qgemv_avx512[i].fmt == (int)(s - CPU_SLOT_DECODE_Q8))
-                out[n++] = (candidate){cpu_qgemv_avx512[i].name, NULL, NULL, cpu_qgemv_avx512[i].fn};
+                out[n++] =
+                    (candidate){cpu_qgemv_avx512[i].name, NULL, NULL, cpu_qgemv_avx512[i].fn};
 #endif
         return n;
     }
     if (s == CPU_SLOT_DECODE_BF16) {
 #if defined(__x86_64__)
         /* (bounded: the fp32 candidate always fits) */
-        for (int i = 0; dot && fast && i < cpu_gemv_bf16_avx512_count &&
-                        n < CPU_WISDOM_MAX_CANDIDATES - 1;
+        for (int i = 0;
+             dot && fast && i < cpu_gemv_bf16_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES - 1;
              i++)
             if (cpu_gemv_bf16_avx512[i].terms == 1)
                 out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
                                        NULL, NULL};
         out[n++] = (candidate){"fp32-widen", NULL, NULL, NULL};
-        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES;
-             i++)
+        for (int i = 0; dot && i < cpu_gemv_bf16_avx512_count && n < CPU_WISDOM_MAX_CANDIDATES; i++)
             if (cpu_gemv_bf16_avx512[i].terms == 3)
                 out[n++] = (candidate){cpu_gemv_bf16_avx512[i].name, cpu_gemv_bf16_avx512[i].fn,
                                        NULL, NULL};
@@ -187,12 +186,6 @@ static cpu_matmul_fn bf16_decode_fn(const candidate *c) {
     return cpu_kernels_get()->matmul[CPU_W_BF16];
 }
 
-static double process_cpu_s(void) {
-    struct timespec t;
-    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + t.tv_nsec * 1e-9
-                                                            : 0.0;
-}
-
 typedef struct {
     cpu_matmul_fn fn;   /* bf16 weights */
     cpu_qmatmul_fn qfn; /* Q8/Q4 weights */
@@ -210,8 +203,8 @@ static void decode_task(void *ctx, int task, int thread) {
     const decode_job *j = ctx;
     int r0 = task * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows, k = j->cols;
     if (j->qfn)
-        j->qfn(j->w, j->ldw, j->xq, (size_t)k, j->xs, (size_t)k / CPU_QBLOCK * CPU_QSCALE_REP,
-               j->y, (size_t)j->rows, 1, k / CPU_QBLOCK, r0, r1);
+        j->qfn(j->w, j->ldw, j->xq, (size_t)k, j->xs, (size_t)k / CPU_QBLOCK * CPU_QSCALE_REP, j->y,
+               (size_t)j->rows, 1, k / CPU_QBLOCK, r0, r1);
     else
         j->fn(j->w, (size_t)k, j->x, (size_t)k, j->y, (size_t)j->rows, 1, k, r0, r1);
 }
@@ -373,9 +366,9 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
                 if (is_q_slot(s) && !c[i].qdecode && table_is_avx512())
                     j.qfn = cpu_kernels_avx512.qmatmul[fmt];
 #endif
-                double c0 = process_cpu_s();
+                double c0 = nc_process_cpu_s();
                 stream_products(pool, &j, w, prod, n_prod);
-                double dc = process_cpu_s() - c0;
+                double dc = nc_process_cpu_s() - c0;
                 r[i][round] = dc > 0 ? (double)total / dc * th : 0;
             }
         nc_pool_free(pool);
@@ -408,14 +401,14 @@ static nc_status measure(cpu_slot s, const candidate *c, int n, int threads, int
         for (int round = 0; round < rounds; round++)
             for (int i = 0; i < n; i++) {
                 const cpu_gemm_kernels *g = c[i].gemm ? c[i].gemm : &k->gemm;
-                double c0 = process_cpu_s();
+                double c0 = nc_process_cpu_s();
                 for (int rep = 0; rep < (quick ? 1 : PROMPT_REPS); rep++) {
                     g->pack(CPU_W_BF16, w, PROMPT_K * sizeof(nc_bf16), PROMPT_K, 0, PROMPT_ROWS,
                             panel);
                     g->run(panel, PROMPT_K, PROMPT_ROWS, x, PROMPT_K, y, PROMPT_ROWS,
                            PROMPT_TOKENS);
                 }
-                double dc = process_cpu_s() - c0;
+                double dc = nc_process_cpu_s() - c0;
                 r[i][round] = dc > 0 ? flops / dc : 0;
             }
         free(w);
@@ -463,8 +456,10 @@ size_t cpu_decode_stream(nc_pool *pool, int kernel, const void *w, size_t bytes)
     size_t total = 0;
     int n_prod;
     probe_product *prod = plan_products(CPU_W_BF16, bytes, &n_prod, &total);
-    if (prod) stream_products(pool, &j, w, prod, n_prod);
-    else total = 0;
+    if (prod)
+        stream_products(pool, &j, w, prod, n_prod);
+    else
+        total = 0;
     free(prod);
     nc_free_aligned(x);
     nc_free_aligned(y);
@@ -476,7 +471,12 @@ size_t cpu_decode_stream(nc_pool *pool, int kernel, const void *w, size_t bytes)
 typedef struct {
     char cpu[192], slot[32], kernel[24];
     double rate;
+    int engine; /* chosen by timing the engine (cpu_wisdom_keep), not the probe */
 } wisdom_line;
+
+/* A line's optional fifth field: how the choice was made, where it was not
+ * the probe's. */
+#define WISDOM_ENGINE "engine"
 
 /* Reads path into lines. A missing file is empty; a file that does not
  * parse is reported in note and treated as empty (measured again). */
@@ -508,14 +508,14 @@ static int load(const char *path, wisdom_line *lines, char *note, size_t note_ca
             continue;
         }
         if (!len || buf[0] == '#') continue;
-        char *field[4];
+        char *field[5];
         int nf = 0, extra = 0;
         char *p = buf;
         for (;;) {
             field[nf++] = p;
             char *tab = strchr(p, '\t');
             if (!tab) break;
-            if (nf == 4) {
+            if (nf == 5) {
                 extra = 1;
                 break;
             }
@@ -523,9 +523,10 @@ static int load(const char *path, wisdom_line *lines, char *note, size_t note_ca
             p = tab + 1;
         }
         char *end = NULL;
-        double rate = nf == 4 && !extra ? strtod(field[3], &end) : 0;
+        double rate = nf >= 4 && !extra ? strtod(field[3], &end) : 0;
         const char *what =
-            nf != 4 || extra                                         ? "not 4 tab-separated fields"
+            nf < 4 || extra                              ? "not 4 tab-separated fields"
+            : nf == 5 && strcmp(field[4], WISDOM_ENGINE) ? "the fifth field is not 'engine'"
             : end == field[3] || *end || !isfinite(rate) || rate < 0 ? "the rate is not a number"
             : strlen(field[0]) >= sizeof lines->cpu || !*field[0]    ? "bad cpu key"
             : strlen(field[1]) >= sizeof lines->slot                 ? "bad slot"
@@ -542,6 +543,7 @@ static int load(const char *path, wisdom_line *lines, char *note, size_t note_ca
         strcpy(l->slot, field[1]);
         strcpy(l->kernel, field[2]);
         l->rate = rate;
+        l->engine = nf == 5;
     }
     if (ok && ferror(f)) {
         snprintf(note, note_cap, "wisdom %s: read error; measuring again", path);
@@ -578,8 +580,8 @@ static int save(const char *path, const wisdom_line *lines, int n, char *note, s
     if (ok) {
         fprintf(f, "%s\n", WISDOM_HEADER);
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s\t%s\t%s\t%.6g\n", lines[i].cpu, lines[i].slot, lines[i].kernel,
-                    lines[i].rate);
+            fprintf(f, "%s\t%s\t%s\t%.6g%s\n", lines[i].cpu, lines[i].slot, lines[i].kernel,
+                    lines[i].rate, lines[i].engine ? "\t" WISDOM_ENGINE : "");
         ok = !ferror(f);
         ok = fclose(f) == 0 && ok;
     }
@@ -590,6 +592,23 @@ static int save(const char *path, const wisdom_line *lines, int n, char *note, s
         unlink(tmp);
     }
     return ok;
+}
+
+/* Replaces cpu's line for slot in lines[0..*n), or adds one; 0 when the
+ * lines are full. */
+static int keep_line(wisdom_line *lines, int *n, const char *cpu, const char *slot,
+                     const char *kernel, double rate, int engine) {
+    int at = 0;
+    while (at < *n && (strcmp(lines[at].cpu, cpu) || strcmp(lines[at].slot, slot)))
+        at++;
+    if (at >= MAX_LINES) return 0;
+    if (at == *n) (*n)++;
+    snprintf(lines[at].cpu, sizeof lines[at].cpu, "%s", cpu);
+    snprintf(lines[at].slot, sizeof lines[at].slot, "%s", slot);
+    snprintf(lines[at].kernel, sizeof lines[at].kernel, "%s", kernel);
+    lines[at].rate = rate;
+    lines[at].engine = engine;
+    return 1;
 }
 
 /* ---- choosing ---- */
@@ -624,6 +643,10 @@ int cpu_tune_candidates(cpu_slot s, const char **names, int cap) {
 }
 
 nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err) {
+    if (!name) {
+        forced[s][0] = 0;
+        return NC_OK;
+    }
     candidate c[CPU_WISDOM_MAX_CANDIDATES];
     int n = candidates_of(s, cpu_bf16_mode(), c);
     char known[256] = "";
@@ -637,6 +660,59 @@ nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err) {
         snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", c[i].name);
     }
     return nc_fail(err, NC_ERR_INVALID, "kernel '%s' is not a candidate here (%s)", name, known);
+}
+
+const char *cpu_tune_forced(cpu_slot s) {
+    return forced[s][0] ? forced[s] : NULL;
+}
+
+nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const char **names,
+                             double *rates, int *n, nc_error *err) {
+    candidate c[CPU_WISDOM_MAX_CANDIDATES];
+    int mode = cpu_bf16_mode(), nc = candidates_of(s, mode, c);
+    double rate[CPU_WISDOM_MAX_CANDIDATES] = {0};
+    *n = 0;
+    if (mode == CPU_BF16_MODE_OFF && !is_q_slot(s)) { /* the fp32 kernel alone */
+        while (nc > 1 && (c[0].decode || c[0].gemm)) {
+            memmove(c, c + 1, (size_t)(nc - 1) * sizeof c[0]);
+            nc--;
+        }
+        nc = 1;
+    }
+    if (nc > 1) NC_TRY(measure(s, c, nc, threads, quick, rate, err));
+    /* the default, then the others by the probe's rate, fastest first */
+    int taken[CPU_WISDOM_MAX_CANDIDATES] = {1};
+    for (int k = 0; k < cap && k < nc; k++) {
+        int best = 0;
+        for (int i = 1; i < nc && k > 0; i++)
+            if (!taken[i] && (taken[best] || rate[i] > rate[best])) best = i;
+        taken[best] = 1;
+        names[k] = c[best].name;
+        rates[k] = rate[best] / 1e9;
+        (*n)++;
+    }
+    return NC_OK;
+}
+
+int cpu_wisdom_keep(const char *path, cpu_slot s, const char *kernel, double rate, char *note,
+                    size_t note_cap) {
+    wisdom_line *lines = malloc(MAX_LINES * sizeof *lines);
+    char cpu[sizeof lines->cpu];
+    if (!lines) {
+        snprintf(note, note_cap, "wisdom %s: out of memory", path);
+        return 0;
+    }
+    cpu_identity(cpu, sizeof cpu);
+    note[0] = 0;
+    int n = load(path, lines, note, note_cap);
+    note[0] = 0; /* a file that did not parse is replaced */
+    int ok = keep_line(lines, &n, cpu, slot_name(s, cpu_bf16_mode()), kernel, rate, 1);
+    if (!ok)
+        snprintf(note, note_cap, "wisdom %s: too many lines", path);
+    else
+        ok = save(path, lines, n, note, note_cap);
+    free(lines);
+    return ok;
 }
 
 nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *out, nc_error *err) {
@@ -655,8 +731,7 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
         snprintf(rep->slot, sizeof rep->slot, "%s",
                  bf16_off ? (s == CPU_SLOT_DECODE_BF16 ? "decode-bf16" : "prompt-bf16")
                           : slot_name((cpu_slot)s, mode));
-        rep->unit =
-            s == CPU_SLOT_PROMPT_BF16 ? "GFLOP per CPU-second" : "GB/s at a full CPU share";
+        rep->unit = s == CPU_SLOT_PROMPT_BF16 ? "GFLOP per CPU-second" : "GB/s at a full CPU share";
         int pick = 0;
         if (bf16_off) {
             /* the fp32 kernels, nothing measured */
@@ -670,17 +745,19 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
         } else if (n == 1) {
             rep->why = "the only candidate";
         } else {
-            int found = -1;
+            int found = -1, from_engine = 0;
             for (int i = 0; i < nl && found < 0; i++)
                 if (!strcmp(lines[i].cpu, out->cpu) && !strcmp(lines[i].slot, rep->slot))
                     for (int j = 0; j < n; j++)
                         if (!strcmp(c[j].name, lines[i].kernel)) {
                             found = j;
                             rep->rate = lines[i].rate;
+                            from_engine = lines[i].engine;
                         }
             if (found >= 0) {
                 pick = found;
-                rep->why = "from the wisdom file";
+                rep->why = from_engine ? "from the wisdom file (timed in the engine)"
+                                       : "from the wisdom file";
             } else if (measure_now || path) {
                 double rate[CPU_WISDOM_MAX_CANDIDATES];
                 nc_status st =
@@ -694,19 +771,7 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
                 rep->n_candidates = n;
                 rep->rate = rate[pick] / 1e9;
                 rep->why = "measured now";
-                /* replace this CPU's line for the slot, or add one */
-                int at = 0;
-                while (at < nl &&
-                       (strcmp(lines[at].cpu, out->cpu) || strcmp(lines[at].slot, rep->slot)))
-                    at++;
-                if (at < MAX_LINES) {
-                    if (at == nl) nl++;
-                    snprintf(lines[at].cpu, sizeof lines[at].cpu, "%s", out->cpu);
-                    snprintf(lines[at].slot, sizeof lines[at].slot, "%s", rep->slot);
-                    snprintf(lines[at].kernel, sizeof lines[at].kernel, "%s", c[pick].name);
-                    lines[at].rate = rep->rate;
-                    dirty = 1;
-                }
+                dirty |= keep_line(lines, &nl, out->cpu, rep->slot, c[pick].name, rep->rate, 0);
             } else {
                 rep->why = "not measured (no wisdom)";
             }

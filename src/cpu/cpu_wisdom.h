@@ -8,8 +8,10 @@
  * a slot meets the same contract.
  *
  * The wisdom file is text, one choice per line, tab-separated:
- *   # nectar kernel wisdom 1
- *   <cpu key> <TAB> <slot> <TAB> <kernel> <TAB> <rate>
+ *   # nectar kernel wisdom 7
+ *   <cpu key> <TAB> <slot> <TAB> <kernel> <TAB> <rate> [<TAB> engine]
+ * where "engine" marks a choice made by timing a model's decoding in the
+ * engine (cpu_wisdom_keep: `nectar bench --tune`), not the probe.
  * A file that does not parse is reported in one line (file:line: what),
  * ignored, measured again and rewritten; a kernel this build does not know
  * is measured again. The library reads no environment: the command line
@@ -56,7 +58,7 @@ typedef struct cpu_slot_report {
 } cpu_slot_report;
 
 typedef struct cpu_tuning {
-    char cpu[192];  /* the key the choices are kept under */
+    char cpu[192];                  /* the key the choices are kept under */
     char file[CPU_WISDOM_PATH_MAX]; /* the wisdom file, "off" for none */
     cpu_slot_report slot[CPU_SLOT_N];
     char note[320]; /* a wisdom file that did not parse or could not be written; "" */
@@ -87,15 +89,33 @@ int cpu_tune_candidates(cpu_slot s, const char **names, int cap);
  * (cpu_tune_unforce) before it applies its own. */
 nc_status cpu_tune_force(cpu_slot s, const char *name, nc_error *err);
 void cpu_tune_unforce(void);
+/* name NULL to cpu_tune_force: slot s is no longer forced (the kernel in
+ * use stays until the next cpu_tune). cpu_tune_forced: the kernel forced
+ * for slot s, NULL for none. */
+const char *cpu_tune_forced(cpu_slot s);
+
+/* The probe's ranking is not the engine's on every CPU (docs/performance.md:
+ * on one Emerald Rapids VM the probe ranked `dp3-r4-pf2` 7% above
+ * `fp32-widen`, which then decoded 4% faster), so a choice can be made by
+ * timing a model's decoding instead: cpu_tune_shortlist gives the
+ * candidates worth timing, slot s's default first, then the others by the
+ * probe's rate (measured now, on `threads` threads; quick: one short round,
+ * for tests), fastest first, at most cap (names[i], rates[i] in the slot's
+ * unit; *n of them; one where the contract leaves no choice). cpu_wisdom_keep then writes the
+ * engine's choice for this CPU and slot (under the current contract) to the wisdom file at path,
+ * marked "engine", replacing the probe's line: 1 on success, 0 with the reason in note. */
+nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const char **names,
+                             double *rates, int *n, nc_error *err);
+int cpu_wisdom_keep(const char *path, cpu_slot s, const char *kernel, double rate, char *note,
+                    size_t note_cap);
 
 /* The wisdom file a setting names: `setting` is NECTAR_WISDOM's value (a
  * path; "off": none; NULL or "": the default path from xdg_cache and
  * home, either NULL or empty when unset: xdg_cache/nectar/wisdom, else
- * home/.cache/nectar/wisdom, else none). *path is the path in buf, or NULL for none (buf then says "off").
- * A path of cap bytes or more (cap - 1 characters fit) is NC_ERR_INVALID in
- * one line naming NECTAR_WISDOM, or XDG_CACHE_HOME / HOME for a default
- * path made from them: a path that does not fit is refused, never turned
- * into "no wisdom" unnoticed. */
+ * home/.cache/nectar/wisdom, else none). *path is the path in buf, or NULL for none (buf then says
+ * "off"). A path of cap bytes or more (cap - 1 characters fit) is NC_ERR_INVALID in one line naming
+ * NECTAR_WISDOM, or XDG_CACHE_HOME / HOME for a default path made from them: a path that does not
+ * fit is refused, never turned into "no wisdom" unnoticed. */
 nc_status cpu_wisdom_path(const char *setting, const char *xdg_cache, const char *home, char *buf,
                           size_t cap, const char **path, nc_error *err);
 

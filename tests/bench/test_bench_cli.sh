@@ -139,6 +139,63 @@ if NECTAR_WISDOM="$W" "$BIN" bench -m "$M" -p 8 -n 2 --runs 1 --bw-mib 16 >"$TMP
 else
     fail bench_corrupted_wisdom_named_and_replaced "$(cat "$TMP/err" "$TMP/w3.txt" | head -12)"
 fi
+# --tune: the decode kernel chosen by timing the model's decoding with the
+# probe's shortlist, kept in the wisdom file marked "engine" and read back
+# by the next run (where this CPU has a choice; else one line saying there
+# is nothing to time); the greedy text is the default kernels'; --json
+# keeps stdout one JSON object; no wisdom file to keep it in is a usage
+# error; Q4 weights have nothing to time.
+T="$TMP/tune/wisdom"
+if NECTAR_WISDOM="$T" "$BIN" bench -m "$M" --tune -p 0 -n 2 --runs 1 --bw-mib 16 >"$TMP/t1.txt" 2>"$TMP/err"; then
+    if grep -q "^engine tuning of decode-bf16-accurate" "$TMP/t1.txt"; then
+        chosen=$(sed -n 's/^  \([a-z0-9-]*\) .*<- chosen$/\1/p' "$TMP/t1.txt")
+        kept=$(grep "	decode-bf16-accurate	" "$T" | cut -f3,5)
+        NECTAR_WISDOM="$T" "$BIN" bench -m "$M" -p 0 -n 2 --runs 1 --bw-mib 16 --json >"$TMP/t2.json" 2>>"$TMP/err"
+        why=$(jq -r '.kernel_choices["decode-bf16-accurate"] | .why + ":" + .kernel' "$TMP/t2.json")
+        if [ -n "$chosen" ] && [ "$kept" = "$chosen	engine" ] &&
+            [ "$why" = "from the wisdom file (timed in the engine):$chosen" ] &&
+            grep -q "decode-bf16-accurate *$chosen *from the wisdom file (timed in the engine)" "$TMP/t1.txt"; then
+            pass bench_tune_keeps_the_engines_choice
+        else
+            fail bench_tune_keeps_the_engines_choice "chosen '$chosen' kept '$kept' why '$why' $(cat "$TMP/err" "$TMP/t1.txt" | head -12)"
+        fi
+        NECTAR_WISDOM=off "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 24 >"$TMP/off.txt" 2>"$TMP/err0"
+        NECTAR_WISDOM="$T" "$BIN" run -t 2 -m "$M" -p "In the beginning" --temp 0 -n 24 >"$TMP/tuned.txt" 2>>"$TMP/err0"
+        if [ -s "$TMP/off.txt" ] && cmp -s "$TMP/off.txt" "$TMP/tuned.txt"; then
+            pass bench_tune_greedy_text_unchanged
+        else
+            fail bench_tune_greedy_text_unchanged "'$(cat "$TMP/off.txt")' '$(cat "$TMP/tuned.txt")' $(head -3 "$TMP/err0")"
+        fi
+    elif grep -q "^--tune: decode-bf16-accurate has one candidate here" "$TMP/t1.txt"; then
+        echo "SKIP bench_tune_keeps_the_engines_choice: one bf16 decode kernel on this CPU"
+    else
+        fail bench_tune_keeps_the_engines_choice "$(cat "$TMP/err" "$TMP/t1.txt" | head -12)"
+    fi
+else
+    fail bench_tune_keeps_the_engines_choice "exit $?: $(cat "$TMP/err" | head -5)"
+fi
+if NECTAR_WISDOM="$TMP/tune/w2" "$BIN" bench -m "$M" --tune -p 0 -n 2 --runs 1 --bw-mib 16 --json \
+    >"$TMP/t3.json" 2>"$TMP/t3.err" && jq -e '.kernel_choices' "$TMP/t3.json" >/dev/null &&
+    grep -q "^engine tuning of\|^--tune: .*nothing to time" "$TMP/t3.err"; then
+    pass bench_tune_json_stays_one_object
+else
+    fail bench_tune_json_stays_one_object "$(head -c 600 "$TMP/t3.json") $(head -5 "$TMP/t3.err")"
+fi
+NECTAR_WISDOM=off "$BIN" bench -m "$M" --tune -p 0 -n 2 --runs 1 >"$TMP/t4.txt" 2>"$TMP/t4.err"
+rc=$?
+if [ $rc = 2 ] && [ ! -s "$TMP/t4.txt" ] && [ "$(wc -l <"$TMP/t4.err")" -ge 1 ] &&
+    head -1 "$TMP/t4.err" | grep -q -- "--tune: no wisdom file to keep the choice in (NECTAR_WISDOM is off)"; then
+    pass bench_tune_without_wisdom_is_a_usage_error
+else
+    fail bench_tune_without_wisdom_is_a_usage_error "exit $rc: $(cat "$TMP/t4.err" "$TMP/t4.txt" | head -4)"
+fi
+if "$BIN" quantize -m "$M" --type q4 -o "$TMP/q4" >/dev/null 2>"$TMP/err" &&
+    NECTAR_WISDOM="$TMP/tune/w3" "$BIN" bench -m "$TMP/q4" --tune -p 0 -n 2 --runs 1 --bw-mib 16 >"$TMP/t5.txt" 2>"$TMP/err" &&
+    grep -q "^--tune: nothing to time on q4 weights" "$TMP/t5.txt" && grep -q "^| tg2 " "$TMP/t5.txt"; then
+    pass bench_tune_q4_has_nothing_to_time
+else
+    fail bench_tune_q4_has_nothing_to_time "$(cat "$TMP/err" "$TMP/t5.txt" | head -6)"
+fi
 if "$BIN" bench --bandwidth --bw-mib 16 --runs 1 --json >"$TMP/bw.json" 2>"$TMP/err" &&
     p=$(jq -r '.read_bandwidth_bytes_per_s.pattern' "$TMP/bw.json") &&
     jq -e --arg p "$p" '.read_bandwidth_bytes_per_s | .best == (.patterns | to_entries | map(.value) | max) and (.patterns[$p] == .best)' "$TMP/bw.json" >/dev/null; then

@@ -5,7 +5,8 @@
  * corrupted file (bad header, missing fields, a rate that is not a number,
  * an overlong line, binary bytes, a truncated line) gives one line naming
  * file:line, is measured again and rewritten as a file that parses; an
- * unwritable path is reported and the choice still holds. Also the default
+ * unwritable path is reported and the choice still holds; the engine's
+ * choice (cpu_wisdom_keep) kept, marked and read back. Also the default
  * path from XDG_CACHE_HOME / HOME, and "off" measuring nothing. Measuring
  * uses CPU_TUNE_QUICK: the choices are noise here, the file is the test. */
 #include <sys/stat.h>
@@ -120,6 +121,7 @@ static void test_corrupted_files_are_reported_and_replaced(void) {
         {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-accurate\tfp32-widen\tfast\n", 0, ":2:"},
         {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-accurate\tfp32-widen\tnan\n", 0, ":2:"},
         {"# nectar kernel wisdom 7\n\ncpu\ta\tb\t1\textra\n", 0, ":3:"},
+        {"# nectar kernel wisdom 7\ncpu\ta\tb\t1\tengine\tmore\n", 0, ":2:"},
         {"# nectar kernel wisdom 7\ncpu\tslot\t\t1\n", 0, ":2:"},
         {"\x7f\x45LF\x02\x01\x01\0\0\0garbage", 16, ":1:"},
         {"# nectar kernel wisdom 7\ncpu\tdecode-bf16-acc", 0, ":2:"}, /* cut off */
@@ -285,6 +287,65 @@ static void test_wisdom_path_too_long_is_an_error(void) {
     CHECKF(p == NULL && !strncmp(err.msg, "HOME: ", 6), "'%s'", err.msg);
 }
 
+/* The engine's choice (`nectar bench --tune`): the shortlist starts with the
+ * slot's default and holds distinct candidates, the others by the probe's
+ * rate, fastest first; cpu_wisdom_keep replaces this CPU's line for the
+ * slot with one marked "engine" and keeps other CPUs' lines; cpu_tune reads
+ * it back as timed in the engine; a fifth field other than "engine" is a
+ * corrupted file (above); forcing a slot and unforcing it. */
+static void test_engine_choice_kept_and_read_back(void) {
+    setup();
+    const char *cand[CPU_WISDOM_MAX_CANDIDATES], *slot;
+    cpu_slot s = slot_with_choices(&slot);
+    int nc = cpu_tune_candidates(s, cand, CPU_WISDOM_MAX_CANDIDATES);
+    if (nc < 2) SKIP("one candidate per slot on this CPU");
+    const char *names[3];
+    double rates[3];
+    int n = 0;
+    nc_error err;
+    CHECK_OK(cpu_tune_shortlist(s, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
+    CHECKF(n == (nc < 3 ? nc : 3), "%d of %d", n, nc);
+    CHECK(!strcmp(names[0], cand[0]));
+    for (int i = 0; i < n; i++) {
+        int known = 0;
+        for (int j = 0; j < nc; j++)
+            known += !strcmp(names[i], cand[j]);
+        CHECKF(known == 1, "%s", names[i]);
+        for (int j = 0; j < i; j++)
+            CHECKF(strcmp(names[i], names[j]), "%s twice", names[i]);
+        CHECK(rates[i] > 0);
+    }
+    if (n == 3) CHECKF(rates[1] >= rates[2], "%g < %g", rates[1], rates[2]);
+
+    char key[192], text[1024], note[320], want[400];
+    cpu_identity(key, sizeof key);
+    int len = snprintf(text, sizeof text,
+                       "# nectar kernel wisdom 7\nOther CPU 1\t%s\tdp9\t1.5\n%s\t%s\t%s\t3\n", slot,
+                       key, slot, cand[0]);
+    write_file(text, (size_t)len);
+    CHECKF(cpu_wisdom_keep(path, s, names[1], 12.5, note, sizeof note), "%s", note);
+    char *after = read_all();
+    snprintf(want, sizeof want, "%s\t%s\t%s\t12.5\tengine\n", key, slot, names[1]);
+    CHECKF(strstr(after, want), "%s", after);
+    snprintf(want, sizeof want, "Other CPU 1\t%s\tdp9\t1.5\n", slot);
+    CHECKF(strstr(after, want), "%s", after);
+    snprintf(want, sizeof want, "%s\t%s\t%s\t3\n", key, slot, cand[0]);
+    CHECKF(!strstr(after, want), "%s", after);
+
+    cpu_tuning t;
+    CHECK_OK(cpu_tune(path, CPU_TUNE_QUICK, 1, &t, &err), &err);
+    CHECKF(!t.note[0], "%s", t.note);
+    CHECKF(!strcmp(t.slot[s].why, "from the wisdom file (timed in the engine)"), "%s",
+           t.slot[s].why);
+    CHECK(!strcmp(t.slot[s].kernel, names[1]) && t.slot[s].rate == 12.5);
+
+    CHECK(cpu_tune_forced(s) == NULL);
+    CHECK_OK(cpu_tune_force(s, names[0], &err), &err);
+    CHECK(cpu_tune_forced(s) && !strcmp(cpu_tune_forced(s), names[0]));
+    CHECK_OK(cpu_tune_force(s, NULL, &err), &err);
+    CHECK(cpu_tune_forced(s) == NULL);
+}
+
 /* cpu_tune_once: the first call decides for the process; a later call
  * with a wisdom file neither measures nor writes it. */
 static void test_tune_once_decides_once(void) {
@@ -307,6 +368,7 @@ int main(void) {
     RUN(test_q_slots_measured_and_kept);
     RUN(test_wisdom_path_from_the_setting);
     RUN(test_wisdom_path_too_long_is_an_error);
+    RUN(test_engine_choice_kept_and_read_back);
     RUN(test_tune_once_decides_once);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

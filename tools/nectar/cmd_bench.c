@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "base/timer.h"
 #include "bench/bounds.h"
+#include "bench_tune.h"
 #include "cli_env.h"
 #include "cli_opts.h"
 #include "commands.h"
@@ -44,15 +44,6 @@ typedef struct {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-/* User + system CPU seconds of this process (all threads). On a shared
- * machine the CPU share says how much of the wall time the engine ran. */
-static double process_cpu_s(void) {
-    struct rusage u;
-    if (getrusage(RUSAGE_SELF, &u) != 0) return 0.0;
-    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
-           u.ru_stime.tv_usec * 1e-6;
 }
 
 static void summarize(bench_series *b) {
@@ -228,9 +219,9 @@ static nc_status draft_run(gen_seq *s, const int32_t *prompt, int n_tok, token_l
     req.max_new_tokens = n_tok;
     gen_callbacks cb = {log_token, NULL, l};
     l->n = 0;
-    double c0 = process_cpu_s();
+    double c0 = nc_process_cpu_s();
     NC_TRY(gen_generate(s, prompt, DRAFT_PROMPT, &req, &cb, res, err));
-    b->cpu_s += process_cpu_s() - c0;
+    b->cpu_s += nc_process_cpu_s() - c0;
     b->wall_s += res->prompt_s + res->gen_s;
     b->tok_per_s[r] = res->gen_s > 0 ? (res->n_generated - 1) / res->gen_s : 0;
     return NC_OK;
@@ -252,7 +243,7 @@ static nc_status bench_draft(const char *target, const char *draft, const engine
     nc_status st = first.ids && l.ids ? NC_OK : nc_fail(err, NC_ERR_NOMEM, "bench: out of memory");
     if (st == NC_OK) st = gen_model_open("cpu", target, eo, &m, err);
     if (st == NC_OK) {
-        m->n_eos = 0; /* run to n_tok tokens */
+        m->n_eos = 0;                          /* run to n_tok tokens */
         st = gen_seq_new(m, ctx, &plain, err); /* made before the draft: plain decoding */
     }
     gen_spec_options so = {draft_max, 0, 0.0f};
@@ -268,8 +259,9 @@ static nc_status bench_draft(const char *target, const char *draft, const engine
         for (int half = 0; half < 2 && st == NC_OK; half++) {
             int use_draft = (r + half) % 2; /* plain, draft | draft, plain | ... */
             gen_result res;
-            st = draft_run(use_draft ? spec : plain, prompt, n_tok, r == 0 && half == 0 ? &first : &l,
-                           use_draft ? &out->spec : &out->plain, r, &res, err);
+            st = draft_run(use_draft ? spec : plain, prompt, n_tok,
+                           r == 0 && half == 0 ? &first : &l, use_draft ? &out->spec : &out->plain,
+                           r, &res, err);
             if (st != NC_OK) break;
             if (r || half)
                 out->same_output &= l.n == first.n && !memcmp(l.ids, first.ids, (size_t)l.n * 4);
@@ -307,7 +299,8 @@ static void print_draft(const draft_bench *d, const char *draft, int draft_max, 
                "\"same_output\": %s},\n",
                draft, draft_max, n_tok, d->plain.mean, d->plain.sd, cpu_share(&d->plain, threads),
                d->spec.mean, d->spec.sd, cpu_share(&d->spec, threads), speedup, d->drafted,
-               d->accepted, acc, d->steps, d->generated, per_step, d->same_output ? "true" : "false");
+               d->accepted, acc, d->steps, d->generated, per_step,
+               d->same_output ? "true" : "false");
         return;
     }
     printf("speculative decoding, draft %s (--draft-max %d), greedy, %d tokens after a %d-token "
@@ -330,6 +323,7 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--compare")) return cmd_bench_compare(argc, argv);
     const char *dir = NULL;
     int threads = 0, n_pp = 512, n_tg = 128, runs = 5, as_json = 0, machine = 0, bw_mib = 2048;
+    int tune = 0;
     int pp_given = 0, tg_given = 0, bw_given = 0, draft_max = GEN_SPEC_DRAFT_MAX;
     const char *draft = NULL;
     gen_cli_backend be = {0};
@@ -356,6 +350,10 @@ int cmd_bench(int argc, char **argv) {
                 &draft),
         CLI_OPT(NULL, "--draft-max", CLI_INT, "N", "tokens the draft proposes per step (default 6)",
                 &draft_max, .min = 1, .max = GEN_SPEC_DRAFT_CAP),
+        CLI_OPT(NULL, "--tune", CLI_FLAG, NULL,
+                "first choose the decode kernel by timing this model's decoding with the "
+                "probe's shortlist, and keep it in the wisdom file (bf16, q8)",
+                &tune),
         CLI_OPT(NULL, "--json", CLI_FLAG, NULL, "one JSON object on stdout", &as_json),
         CLI_OPT(NULL, "--bandwidth", CLI_FLAG, NULL,
                 "measure only the machine: read bandwidth, peak FMA per kernel table, AMX",
@@ -377,6 +375,8 @@ int cmd_bench(int argc, char **argv) {
     if (!dir) return cli_usage_error(&cmd, "--model DIR is required (or --bandwidth)");
     if (n_pp + n_tg == 0) return cli_usage_error(&cmd, "-p and -n are both 0: nothing to measure");
     const char *backend = gen_cli_backend_name(&be);
+    if (tune && strcmp(backend, "cpu"))
+        return cli_usage_error(&cmd, "--tune: the decode kernels are the cpu backend's");
     if (draft && strcmp(backend, "cpu"))
         return cli_usage_error(&cmd, "--draft: speculative decoding is benchmarked on the cpu "
                                      "backend only");
@@ -384,6 +384,9 @@ int cmd_bench(int argc, char **argv) {
     nc_error err = {0};
     const cpu_tuning *tuning;
     if (cli_env_tune_kernels(threads, &tuning, &err) != NC_OK) return cli_fail(&err);
+    if (tune && !strcmp(tuning->file, "off"))
+        return cli_usage_error(&cmd, "--tune: no wisdom file to keep the choice in "
+                                     "(NECTAR_WISDOM is off)");
     engine_options eo;
     if (gen_cli_engine(&be, threads, 0, &eo, &err) != NC_OK)
         return cli_usage_error(&cmd, "%s", err.msg);
@@ -403,10 +406,13 @@ int cmd_bench(int argc, char **argv) {
     if (!pp_given && n_pp >= m->ctx_max) n_pp = m->ctx_max - 1;
     if (!tg_given && n_tg >= m->ctx_max) n_tg = m->ctx_max - 1;
     int ctx = (n_pp > n_tg ? n_pp : n_tg) + 1;
+    if (tune && ctx < BENCH_TUNE_TOKENS + 1) ctx = BENCH_TUNE_TOKENS + 1;
     if (ctx > m->ctx_max) {
         int ctx_max = m->ctx_max;
         engine_close(m);
-        return cli_failf("bench: -p/-n %d exceeds the context of %d tokens", ctx - 1, ctx_max);
+        return cli_failf("bench: %s %d exceeds the context of %d tokens",
+                         ctx - 1 > n_pp && ctx - 1 > n_tg ? "--tune's decode of" : "-p/-n", ctx - 1,
+                         ctx_max);
     }
     engine_seq *s = NULL;
     float *logits = malloc((size_t)c->vocab * sizeof(float));
@@ -427,6 +433,8 @@ int cmd_bench(int argc, char **argv) {
     double tw = nc_now_s(); /* warm-up: the first forward pages the mmapped weights in */
     nc_status st = engine_forward(m, s, tokens, 1, logits, &err);
     double first_s = nc_now_s() - tw;
+    if (st == NC_OK && tune)
+        st = bench_tune(m, s, tokens, logits, threads, as_json ? stderr : stdout, &tuning, &err);
     if (st == NC_OK && n_pp > 1) { /* and the prompt once, untimed, as llama-bench warms up */
         engine_seq_truncate(m, s, 0);
         st = engine_forward(m, s, tokens, n_pp, logits, &err);
@@ -434,11 +442,11 @@ int cmd_bench(int argc, char **argv) {
     bench_series pp = {.runs = runs}, tg = {.runs = runs};
     for (int r = 0; r < runs && st == NC_OK && n_pp > 0; r++) {
         engine_seq_truncate(m, s, 0);
-        double t = nc_now_s(), c0 = process_cpu_s();
+        double t = nc_now_s(), c0 = nc_process_cpu_s();
         st = engine_forward(m, s, tokens, n_pp, logits, &err);
         pp.tok_per_s[r] = n_pp / (nc_now_s() - t);
         pp.wall_s += nc_now_s() - t;
-        pp.cpu_s += process_cpu_s() - c0;
+        pp.cpu_s += nc_process_cpu_s() - c0;
     }
     /* The bandwidth probe on its own pool (the model's sleeps between
      * forwards): a round right after each tg run, so that each run is set
@@ -465,12 +473,12 @@ int cmd_bench(int argc, char **argv) {
     size_t rss_before_tg = nc_current_rss_bytes();
     for (int r = 0; r < runs && st == NC_OK && n_tg > 0; r++) {
         engine_seq_truncate(m, s, 0);
-        double t = nc_now_s(), c0 = process_cpu_s();
+        double t = nc_now_s(), c0 = nc_process_cpu_s();
         for (int i = 0; i < n_tg && st == NC_OK; i++)
             st = engine_forward(m, s, tokens + i, 1, logits, &err);
         tg.tok_per_s[r] = n_tg / (nc_now_s() - t);
         tg.wall_s += nc_now_s() - t;
-        tg.cpu_s += process_cpu_s() - c0;
+        tg.cpu_s += nc_process_cpu_s() - c0;
         double round_bw = pr && wbytes ? cpu_membw_round(pr, pool, &probe) : 0.0;
         if (round_bw > 0) tg_frac[n_frac++] = tg.tok_per_s[r] * (double)wbytes / round_bw;
     }
@@ -505,12 +513,12 @@ int cmd_bench(int argc, char **argv) {
     double tg_frac_paired = 0.0;
     if (n_frac > 0) {
         qsort(tg_frac, (size_t)n_frac, sizeof tg_frac[0], cmp_double);
-        tg_frac_paired = n_frac % 2 ? tg_frac[n_frac / 2]
-                                    : (tg_frac[n_frac / 2 - 1] + tg_frac[n_frac / 2]) / 2;
+        tg_frac_paired =
+            n_frac % 2 ? tg_frac[n_frac / 2] : (tg_frac[n_frac / 2 - 1] + tg_frac[n_frac / 2]) / 2;
     }
     draft_bench db;
-    if (draft && bench_draft(dir, draft, &eo, draft_max, n_tg > 0 ? n_tg : 128, runs, &db, &err) !=
-                     NC_OK) {
+    if (draft &&
+        bench_draft(dir, draft, &eo, draft_max, n_tg > 0 ? n_tg : 128, runs, &db, &err) != NC_OK) {
         engine_close(m);
         return cli_fail(&err);
     }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/timer.h"
 #include "bench/stats.h"
@@ -17,11 +16,6 @@
 
 #define MAX_SHAPES 8
 
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 #define WARMUP 2
 
 static int parse_shapes(const char *s, int *b, int *l, int *n) {
@@ -69,11 +63,11 @@ int enc_cli_bench(const char *model, const char *shapes, int runs, int threads) 
             .ids = ids, .batch = B[s], .seq = L[s], .pooled = pooled, .pooling = -1};
         double cpu = 0;
         for (int r = -WARMUP; r < runs && !rc; r++) {
-            double t0 = nc_now_s(), c0 = cpu_s();
+            double t0 = nc_now_s(), c0 = nc_process_cpu_s();
             if (engine_encode(m, &io, &err) != NC_OK) rc = cli_fail(&err);
             if (r < 0) continue; /* warm-up */
             t[r] = (nc_now_s() - t0) * 1e3 / B[s];
-            cpu += (cpu_s() - c0) * 1e3 / B[s] / runs;
+            cpu += (nc_process_cpu_s() - c0) * 1e3 / B[s] / runs;
         }
         nc_summary sm;
         if (!rc && nc_summarize(t, (size_t)runs, &sm, &err) != NC_OK) rc = cli_fail(&err);
