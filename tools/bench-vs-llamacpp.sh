@@ -17,7 +17,7 @@
 #
 # usage: tools/bench-vs-llamacpp.sh MODEL_DIR [-w WORK] [-t THREADS] [-r ROUNDS]
 #            [-p 512] [-n 128] [--types "bf16 bf16-fast q8 q4"] [--nectar build/nectar]
-#            [--llama-no-amx]
+#            [--llama-no-amx] [--tune]
 #   MODEL_DIR  a bf16 Qwen3 folder with tokenizer.json (nectar gen-random
 #              --like qwen3-0.6b DIR, run where it finds the tokenizer)
 #   WORK       where llama.cpp is built and the GGUF/nectar folders go
@@ -31,6 +31,10 @@
 #              the ISA flags named) and run llama-bench on that one. On the
 #              Sapphire Rapids VM this was written on, the native build's AMX
 #              path died in ldtilecfg on Q8_0/Q4_0 (bf16 ran).
+#   --tune     first `nectar bench --tune` once per type (bf16, bf16-fast, q8):
+#              the decode kernel chosen by timing the model in the engine and
+#              kept in nectar's wisdom file (NECTAR_WISDOM, else the user's
+#              cache), which every later run reads
 # Environment: PYTHON (default python3; the converter needs torch, numpy,
 # sentencepiece, transformers: pip install them there), NECTAR_SIMD /
 # NECTAR_NO_AMX as for nectar (llama.cpp built native uses the CPU's AMX
@@ -52,6 +56,7 @@ TG=128
 TYPES="bf16 q8 q4"
 NECTAR=build/nectar
 NOAMX=0
+TUNE=0
 PYTHON=${PYTHON:-python3}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -63,6 +68,7 @@ while [ $# -gt 0 ]; do
     --types) TYPES=$2; shift 2 ;;
     --nectar) NECTAR=$2; shift 2 ;;
     --llama-no-amx) NOAMX=1; shift ;;
+    --tune) TUNE=1; shift ;;
     -*) die "unknown option $1" ;;
     *) MODEL=$1; shift ;;
     esac
@@ -134,10 +140,10 @@ else
 fi
 
 # 3. interleaved rounds
-"$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" "$LEVEL" <<'EOF'
+"$PYTHON" - "$NECTAR" "$MODEL" "$THREADS" "$ROUNDS" "$PP" "$TG" "$TYPES" "$LLAMA_LIB" "$LEVEL" "$TUNE" <<'EOF'
 import json, os, resource, statistics, subprocess, sys, threading, time
 
-nectar, model, threads, rounds, pp, tg, types, llama_lib, level_bin = sys.argv[1:10]
+nectar, model, threads, rounds, pp, tg, types, llama_lib, level_bin, tune = sys.argv[1:11]
 threads, rounds, pp, tg = int(threads), int(rounds), int(pp), int(tg)
 folders = {"bf16": model, "bf16-fast": model, "q8": "nectar-q8", "q4": "nectar-q4"}
 
@@ -232,6 +238,21 @@ def one_level(levels):
     """Whether a round's readings agree within a quarter (no reading: unknown, no)."""
     return None not in levels and max(levels) <= 1.25 * min(levels)
 
+
+if tune == "1":
+    for t in types.split():
+        if t == "q4":  # its rows are laid out for its kernel at load: nothing to time
+            continue
+        env = dict(os.environ, NECTAR_BF16="fast") if t == "bf16-fast" else None
+        out = subprocess.run([nectar, "bench", "-m", folders[t], "-t", str(threads), "--tune",
+                              "-p", "0", "-n", "1", "--runs", "1", "--bw-mib", "64"],
+                             capture_output=True, text=True, env=env, check=True).stdout
+        # its report: the table, or the line saying there is nothing to time
+        table = False
+        for line in out.splitlines():
+            table = line.startswith("engine tuning") or (table and line.startswith("  "))
+            if table or line.startswith("--tune"):
+                print(line)
 
 print(f"load average {os.getloadavg()[0]:.2f}, {threads} threads, {rounds} rounds, "
       f"llama.cpp CPU backend from {llama_lib}")
