@@ -13,7 +13,10 @@
  * alone), never past the range's last row: the right distance depends on
  * the CPU's prefetchers, which is what cpu_wisdom measures. Two variants
  * read each 64 bytes as two 32-byte loads (r1y: a Zen 4 streamed those
- * faster), one of them (eo-r1y) with fp32 FMAs instead of dot products. */
+ * faster), one of them (eo-r1y) with fp32 FMAs instead of dot products;
+ * eo-r4-pf2 and eo-r8-pf1 take those FMAs in dp3's row tiles (on an
+ * Emerald Rapids VM they decoded 2-3% faster than the fp32-widening tile,
+ * which reads in the same order: docs/performance.md). */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -263,6 +266,59 @@ INLINE void row_eo(const uint16_t *wr, const float *xe, const float *xo, float *
     *y = accumulate ? *y + s : s;
 }
 
+/* RB rows side by side, as dp3's tiles read them (a 64-byte load of each
+ * row per step; the same columns of the tile PF tiles ahead asked for),
+ * an even and an odd accumulator per row: the fp32-widening tile's reading
+ * order with the even/odd widening. */
+INLINE void tile_eo(const uint16_t *w, size_t ldw, const float *xe, const float *xo, float *y,
+                    int kc, int r, int r_end, int accumulate, const int RB, const int PF) {
+    __m512 acc_even[8], acc_odd[8];
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) acc_even[a] = acc_odd[a] =
+        _mm512_setzero_ps();
+    const uint16_t *wr = w + (size_t)r * ldw;
+    int prefetch = PF > 0 && r + (PF + 1) * RB <= r_end;
+    int i = 0;
+    for (; i < kc; i += 32) {
+        /* the last columns: masked loads never touch past the row */
+        __mmask32 m = kc - i >= 32 ? ~0u : (__mmask32)((1ull << (kc - i)) - 1);
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
+            if (prefetch) __builtin_prefetch(wr + ((size_t)(a + PF * RB) * ldw + (size_t)i));
+            __m512i wv = kc - i >= 32
+                             ? _mm512_loadu_si512((const void *)(wr + (size_t)a * ldw + (size_t)i))
+                             : _mm512_maskz_loadu_epi16(m, wr + (size_t)a * ldw + (size_t)i);
+            eo_step(wv, xe + i / 2, xo + i / 2, &acc_even[a], &acc_odd[a]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(acc_even[a], acc_odd[a]));
+        y[r + a] = accumulate ? y[r + a] + s : s;
+    }
+}
+
+/* One activation row through the even/odd split, per K chunk: rows r0..r1
+ * one after another (RB 1: row_eo, 32-byte loads) or in RB-row tiles (the
+ * rows left over one at a time). Several activation rows take dp3's
+ * tiles, whose products are exact too. */
+INLINE void gemv_eo(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,
+                    int n, int k, int r0, int r1, const int RB, const int PF) {
+    if (n != 1) {
+        gemv(w, ldw, x, ldx, y, ldy, n, k, r0, r1, 1, 3, 0, 0);
+        return;
+    }
+    float xeo[XT_VALUES / 2] __attribute__((aligned(64)));
+    const int kch = XT_VALUES / 2 / 32 * 32;
+    const uint16_t *wb = (const uint16_t *)w;
+    for (int k0 = 0; k0 < k; k0 += kch) {
+        int kc = k - k0 < kch ? k - k0 : kch;
+        split_even_odd(x + k0, kc, xeo, xeo + kch / 2);
+        int r = r0;
+        for (; RB > 1 && r + RB <= r1; r += RB)
+            tile_eo(wb + k0, ldw, xeo, xeo + kch / 2, y, kc, r, r1, k0 > 0, RB, PF);
+        for (; r < r1; r++)
+            row_eo(wb + (size_t)r * ldw + (size_t)k0, xeo, xeo + kch / 2, y + r, kc, k0 > 0);
+    }
+}
+
 #define DEF_GEMV_L(NAME, RB, TERMS, PF, YL)                                                        \
     static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
                      int n, int k, int r0, int r1) {                                               \
@@ -287,25 +343,15 @@ DEF_GEMV(dp1_r1_p16, 1, 1, 16)
 /* r1y: row_seq's 32-byte loads */
 DEF_GEMV_L(dp1_r1y_p0, 1, 1, 0, 1)
 
-/* One activation row: rows r0..r1 one after another per K chunk (the even
- * and odd halves fill the stack buffer as two bf16 terms would). Several
- * activation rows take dp3's tiles, whose products are exact too. */
-static void eo_r1y(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,
-                   int n, int k, int r0, int r1) {
-    if (n != 1) {
-        dp3_r1_p0(w, ldw, x, ldx, y, ldy, n, k, r0, r1);
-        return;
+/* the even and odd halves fill the stack buffer as two bf16 terms would */
+#define DEF_GEMV_EO(NAME, RB, PF)                                                                  \
+    static void NAME(const void *w, size_t ldw, const float *x, size_t ldx, float *y, size_t ldy,  \
+                     int n, int k, int r0, int r1) {                                               \
+        gemv_eo(w, ldw, x, ldx, y, ldy, n, k, r0, r1, RB, PF);                                     \
     }
-    float xeo[XT_VALUES / 2] __attribute__((aligned(64)));
-    const int kch = XT_VALUES / 2 / 32 * 32;
-    const uint16_t *wb = (const uint16_t *)w;
-    for (int k0 = 0; k0 < k; k0 += kch) {
-        int kc = k - k0 < kch ? k - k0 : kch;
-        split_even_odd(x + k0, kc, xeo, xeo + kch / 2);
-        for (int r = r0; r < r1; r++)
-            row_eo(wb + (size_t)r * ldw + (size_t)k0, xeo, xeo + kch / 2, y + r, kc, k0 > 0);
-    }
-}
+DEF_GEMV_EO(eo_r1y, 1, 0)
+DEF_GEMV_EO(eo_r4_p2, 4, 2)
+DEF_GEMV_EO(eo_r8_p1, 8, 1)
 
 const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp3-r8-pf1", 3, dp3_r8_p1}, {"dp3-r8-pf2", 3, dp3_r8_p2}, {"dp3-r8-pf0", 3, dp3_r8_p0},
@@ -313,7 +359,7 @@ const cpu_gemv_bf16 cpu_gemv_bf16_avx512[] = {
     {"dp1-r8-pf0", 1, dp1_r8_p0}, {"dp1-r4-pf2", 1, dp1_r4_p2}, {"dp3-r1-pf0", 3, dp3_r1_p0},
     {"dp1-r1-pf0", 1, dp1_r1_p0}, {"dp3-r1-pf8", 3, dp3_r1_p8}, {"dp1-r1-pf8", 1, dp1_r1_p8},
     {"dp3-r1-pf16", 3, dp3_r1_p16}, {"dp1-r1-pf16", 1, dp1_r1_p16}, {"dp1-r1y-pf0", 1, dp1_r1y_p0},
-    {"eo-r1y", 3, eo_r1y},
+    {"eo-r1y", 3, eo_r1y},       {"eo-r4-pf2", 3, eo_r4_p2},   {"eo-r8-pf1", 3, eo_r8_p1},
 };
 const int cpu_gemv_bf16_avx512_count =
     (int)(sizeof cpu_gemv_bf16_avx512 / sizeof cpu_gemv_bf16_avx512[0]);
