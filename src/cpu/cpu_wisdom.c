@@ -627,6 +627,15 @@ static void apply(cpu_slot s, const candidate *c) {
     }
 }
 
+/* The fp32 kernel among a bf16 slot's candidates (NECTAR_BF16=off runs it
+ * alone). */
+static int fp32_candidate(const candidate *c, int n) {
+    int i = 0;
+    while (i + 1 < n && (c[i].decode || c[i].gemm))
+        i++;
+    return i;
+}
+
 /* Kernels forced by cpu_tune_force, per slot ("": none). */
 static char forced[CPU_SLOT_N][24];
 
@@ -673,10 +682,7 @@ nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const 
     double rate[CPU_WISDOM_MAX_CANDIDATES] = {0};
     *n = 0;
     if (mode == CPU_BF16_MODE_OFF && !is_q_slot(s)) { /* the fp32 kernel alone */
-        while (nc > 1 && (c[0].decode || c[0].gemm)) {
-            memmove(c, c + 1, (size_t)(nc - 1) * sizeof c[0]);
-            nc--;
-        }
+        c[0] = c[fp32_candidate(c, nc)];
         nc = 1;
     }
     if (nc > 1) NC_TRY(measure(s, c, nc, threads, quick, rate, err));
@@ -735,8 +741,7 @@ nc_status cpu_tune(const char *path, int measure_now, int threads, cpu_tuning *o
         int pick = 0;
         if (bf16_off) {
             /* the fp32 kernels, nothing measured */
-            while (pick + 1 < n && (c[pick].decode || c[pick].gemm))
-                pick++;
+            pick = fp32_candidate(c, n);
             rep->why = "NECTAR_BF16=off";
         } else if (forced[s][0]) {
             while (pick + 1 < n && strcmp(c[pick].name, forced[s]))

@@ -278,16 +278,17 @@ INLINE void tile_eo(const uint16_t *w, size_t ldw, const float *xe, const float 
     const uint16_t *wr = w + (size_t)r * ldw;
     int prefetch = PF > 0 && r + (PF + 1) * RB <= r_end;
     int i = 0;
-    for (; i < kc; i += 32) {
-        /* the last columns: masked loads never touch past the row */
-        __mmask32 m = kc - i >= 32 ? ~0u : (__mmask32)((1ull << (kc - i)) - 1);
+    for (; i + 32 <= kc; i += 32)
         _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
             if (prefetch) __builtin_prefetch(wr + ((size_t)(a + PF * RB) * ldw + (size_t)i));
-            __m512i wv = kc - i >= 32
-                             ? _mm512_loadu_si512((const void *)(wr + (size_t)a * ldw + (size_t)i))
-                             : _mm512_maskz_loadu_epi16(m, wr + (size_t)a * ldw + (size_t)i);
-            eo_step(wv, xe + i / 2, xo + i / 2, &acc_even[a], &acc_odd[a]);
+            eo_step(_mm512_loadu_si512((const void *)(wr + (size_t)a * ldw + (size_t)i)),
+                    xe + i / 2, xo + i / 2, &acc_even[a], &acc_odd[a]);
         }
+    if (i < kc) { /* the last columns: masked loads never touch past the row */
+        __mmask32 m = (__mmask32)((1ull << (kc - i)) - 1);
+        _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) eo_step(
+            _mm512_maskz_loadu_epi16(m, wr + (size_t)a * ldw + (size_t)i), xe + i / 2, xo + i / 2,
+            &acc_even[a], &acc_odd[a]);
     }
     _Pragma("GCC unroll 8") for (int a = 0; a < RB; a++) {
         float s = _mm512_reduce_add_ps(_mm512_add_ps(acc_even[a], acc_odd[a]));

@@ -1,18 +1,13 @@
 /* The decode kernel chosen in the engine (bench_tune.h). */
 #include "bench_tune.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/timer.h"
+#include "bench/stats.h"
 #include "cli_env.h"
 
 #define SHORTLIST 4
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* One timed decode of BENCH_TUNE_TOKENS tokens from an empty cache: weight
  * bytes per CPU-second of the process, times its threads (the probe's
@@ -32,9 +27,6 @@ static nc_status decode_rate(engine *m, engine_seq *s, const int32_t *tokens, fl
 nc_status bench_tune(engine *m, engine_seq *s, const int32_t *tokens, float *logits, int threads,
                      FILE *out, const cpu_tuning **tuning, nc_error *err) {
     const char *path = (*tuning)->file;
-    if (!strcmp(path, "off"))
-        return nc_fail(err, NC_ERR_INVALID,
-                       "--tune: no wisdom file to keep the choice in (NECTAR_WISDOM is off)");
     const char *dtype = m->weight_dtype ? m->weight_dtype : "?";
     cpu_slot slot = !strcmp(dtype, "bf16") ? CPU_SLOT_DECODE_BF16
                     : !strcmp(dtype, "q8") ? CPU_SLOT_DECODE_Q8
@@ -74,8 +66,9 @@ nc_status bench_tune(engine *m, engine_seq *s, const int32_t *tokens, float *log
     if (st != NC_OK) return st;
     int best = 0;
     for (int i = 0; i < n; i++) {
-        qsort(r[i], BENCH_TUNE_ROUNDS, sizeof r[i][0], cmp_double);
-        med[i] = r[i][BENCH_TUNE_ROUNDS / 2];
+        nc_summary sum;
+        NC_TRY(nc_summarize(r[i], BENCH_TUNE_ROUNDS, &sum, err));
+        med[i] = sum.p50;
         if (med[i] > med[best]) best = i;
     }
     char slot_name[sizeof rep->slot];

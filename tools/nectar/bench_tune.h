@@ -30,9 +30,9 @@
  * afterwards, so it says what the rest of the run uses. Nothing to choose
  * (a Q4 or fp32 model, one candidate, a kernel forced by NECTAR_BF16) is a
  * line in out, not a failure; so is a wisdom file that cannot be written
- * (the choice then holds for this run). Fails on an engine error, or with
- * NC_ERR_INVALID when there is no wisdom file to keep the choice in
- * (NECTAR_WISDOM=off). */
+ * (the choice then holds for this run). Fails on an engine error. The
+ * caller has refused a run with no wisdom file to keep the choice in
+ * ((*tuning)->file "off": NECTAR_WISDOM=off), before opening the model. */
 nc_status bench_tune(engine *m, engine_seq *s, const int32_t *tokens, float *logits, int threads,
                      FILE *out, const cpu_tuning **tuning, nc_error *err);
 
