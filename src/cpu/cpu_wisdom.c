@@ -675,8 +675,16 @@ const char *cpu_tune_forced(cpu_slot s) {
     return forced[s][0] ? forced[s] : NULL;
 }
 
-nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const char **names,
-                             double *rates, int *n, nc_error *err) {
+/* Whether report r holds a rate for each of the n candidates c, in order. */
+static int report_has_rates(const cpu_slot_report *r, const candidate *c, int n) {
+    if (!r || r->n_candidates != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(r->cand_name[i], c[i].name) || !(r->cand_rate[i] > 0)) return 0;
+    return 1;
+}
+
+nc_status cpu_tune_shortlist(cpu_slot s, const cpu_slot_report *known, int threads, int quick,
+                             int cap, const char **names, double *rates, int *n, nc_error *err) {
     candidate c[CPU_WISDOM_MAX_CANDIDATES];
     int mode = cpu_bf16_mode(), nc = candidates_of(s, mode, c);
     double rate[CPU_WISDOM_MAX_CANDIDATES] = {0};
@@ -685,7 +693,11 @@ nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const 
         c[0] = c[fp32_candidate(c, nc)];
         nc = 1;
     }
-    if (nc > 1) NC_TRY(measure(s, c, nc, threads, quick, rate, err));
+    if (nc > 1 && report_has_rates(known, c, nc))
+        for (int i = 0; i < nc; i++)
+            rate[i] = known->cand_rate[i] * 1e9;
+    else if (nc > 1)
+        NC_TRY(measure(s, c, nc, threads, quick, rate, err));
     /* the default, then the others by the probe's rate, fastest first */
     int taken[CPU_WISDOM_MAX_CANDIDATES] = {1};
     for (int k = 0; k < cap && k < nc; k++) {

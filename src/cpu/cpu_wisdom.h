@@ -35,7 +35,10 @@ typedef enum {
     CPU_SLOT_N
 } cpu_slot;
 
-#define CPU_WISDOM_MAX_CANDIDATES 20
+/* Candidates per slot at most. A slot's list stops there, so a list that
+ * reaches it may have lost kernels (test_cpu_wisdom fails on one that
+ * does): the fast contract's bf16 decoding had 19 of 20 in December 2026. */
+#define CPU_WISDOM_MAX_CANDIDATES 32
 
 /* The longest wisdom path, its NUL included: the size of the callers'
  * buffers and of cpu_tuning.file. */
@@ -99,13 +102,16 @@ const char *cpu_tune_forced(cpu_slot s);
  * `fp32-widen`, which then decoded 4% faster), so a choice can be made by
  * timing a model's decoding instead: cpu_tune_shortlist gives the
  * candidates worth timing, slot s's default first, then the others by the
- * probe's rate (measured now, on `threads` threads; quick: one short round,
- * for tests), fastest first, at most cap (names[i], rates[i] in the slot's
- * unit; *n of them; one where the contract leaves no choice). cpu_wisdom_keep then writes the
+ * probe's rate, fastest first, at most cap (names[i], rates[i] in the slot's
+ * unit; *n of them; one where the contract leaves no choice). The rates are
+ * `known`'s where it holds every candidate's, measured under the current
+ * contract (cpu_tune's report of the slot, "measured now": a fresh wisdom
+ * file was just probed), else measured now on `threads` threads (quick: one
+ * short round, for tests). cpu_wisdom_keep then writes the
  * engine's choice for this CPU and slot (under the current contract) to the wisdom file at path,
  * marked "engine", replacing the probe's line: 1 on success, 0 with the reason in note. */
-nc_status cpu_tune_shortlist(cpu_slot s, int threads, int quick, int cap, const char **names,
-                             double *rates, int *n, nc_error *err);
+nc_status cpu_tune_shortlist(cpu_slot s, const cpu_slot_report *known, int threads, int quick,
+                             int cap, const char **names, double *rates, int *n, nc_error *err);
 int cpu_wisdom_keep(const char *path, cpu_slot s, const char *kernel, double rate, char *note,
                     size_t note_cap);
 

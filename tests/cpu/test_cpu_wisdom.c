@@ -303,7 +303,7 @@ static void test_engine_choice_kept_and_read_back(void) {
     double rates[3];
     int n = 0;
     nc_error err;
-    CHECK_OK(cpu_tune_shortlist(s, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
+    CHECK_OK(cpu_tune_shortlist(s, NULL, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
     CHECKF(n == (nc < 3 ? nc : 3), "%d of %d", n, nc);
     CHECK(!strcmp(names[0], cand[0]));
     for (int i = 0; i < n; i++) {
@@ -346,6 +346,58 @@ static void test_engine_choice_kept_and_read_back(void) {
     CHECK(cpu_tune_forced(s) == NULL);
 }
 
+/* The shortlist takes a report's rates where it holds every candidate's
+ * (bench --tune on a fresh wisdom file: the probe ran at start): the
+ * default first, then the others by those rates, fastest first, exactly;
+ * a report that misses a candidate is not used. */
+static void test_shortlist_reuses_the_start_rates(void) {
+    const char *cand[CPU_WISDOM_MAX_CANDIDATES], *slot;
+    cpu_slot s = slot_with_choices(&slot);
+    int nc = cpu_tune_candidates(s, cand, CPU_WISDOM_MAX_CANDIDATES);
+    if (nc < 3) SKIP("fewer than 3 candidates for a slot on this CPU");
+    cpu_slot_report r;
+    memset(&r, 0, sizeof r);
+    r.n_candidates = nc;
+    /* the last candidate fastest, then the one before it; rates no memory
+     * reaches (a PB/s), so a measured one cannot pass for them */
+    for (int i = 0; i < nc; i++) {
+        snprintf(r.cand_name[i], sizeof r.cand_name[i], "%s", cand[i]);
+        r.cand_rate[i] = 1e6 + i;
+    }
+    const char *names[3];
+    double rates[3];
+    int n = 0;
+    nc_error err;
+    CHECK_OK(cpu_tune_shortlist(s, &r, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
+    CHECKF(n == 3, "%d", n);
+    CHECKF(!strcmp(names[0], cand[0]) && rates[0] == 1e6, "%s %g", names[0], rates[0]);
+    CHECKF(!strcmp(names[1], cand[nc - 1]) && rates[1] == 1e6 + nc - 1, "%s %g", names[1],
+           rates[1]);
+    CHECKF(!strcmp(names[2], cand[nc - 2]) && rates[2] == 1e6 + nc - 2, "%s %g", names[2],
+           rates[2]);
+    r.n_candidates = nc - 1; /* not every candidate's: measured instead */
+    CHECK_OK(cpu_tune_shortlist(s, &r, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
+    CHECK(n == 3 && !strcmp(names[0], cand[0]));
+    for (int i = 0; i < n; i++)
+        CHECKF(rates[i] > 0 && rates[i] < 1e5, "%s %g: the report's rate", names[i], rates[i]);
+}
+
+/* No slot's list reaches CPU_WISDOM_MAX_CANDIDATES under any contract: the
+ * lists stop there, so one that reached it may have lost kernels. */
+static void test_no_candidate_list_is_cut(void) {
+    const char *modes[] = {"accurate", "fast", "off"}, *names[CPU_WISDOM_MAX_CANDIDATES];
+    nc_error err;
+    for (int m = 0; m < 3; m++) {
+        CHECK_OK(cpu_select_bf16(modes[m], &err), &err);
+        for (int s = 0; s < CPU_SLOT_N; s++) {
+            int n = cpu_tune_candidates((cpu_slot)s, names, CPU_WISDOM_MAX_CANDIDATES);
+            CHECKF(n >= 1 && n < CPU_WISDOM_MAX_CANDIDATES, "%s slot %d: %d candidates", modes[m],
+                   s, n);
+        }
+    }
+    CHECK_OK(cpu_select_bf16("accurate", &err), &err);
+}
+
 /* cpu_tune_once: the first call decides for the process; a later call
  * with a wisdom file neither measures nor writes it. */
 static void test_tune_once_decides_once(void) {
@@ -369,6 +421,8 @@ int main(void) {
     RUN(test_wisdom_path_from_the_setting);
     RUN(test_wisdom_path_too_long_is_an_error);
     RUN(test_engine_choice_kept_and_read_back);
+    RUN(test_shortlist_reuses_the_start_rates);
+    RUN(test_no_candidate_list_is_cut);
     RUN(test_tune_once_decides_once);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

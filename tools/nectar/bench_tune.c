@@ -47,7 +47,8 @@ nc_status bench_tune(engine *m, engine_seq *s, const int32_t *tokens, float *log
     const char *names[SHORTLIST];
     double probe[SHORTLIST];
     int n = 0;
-    NC_TRY(cpu_tune_shortlist(slot, threads, 0, SHORTLIST, names, probe, &n, err));
+    /* a wisdom file probed at this run's start has the rates already */
+    NC_TRY(cpu_tune_shortlist(slot, rep, threads, 0, SHORTLIST, names, probe, &n, err));
     if (n < 2) {
         fprintf(out, "--tune: %s has one candidate here (%s); nothing to time\n", rep->slot,
                 n ? names[0] : "?");
