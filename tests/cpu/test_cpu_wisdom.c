@@ -354,7 +354,8 @@ static void test_shortlist_reuses_the_start_rates(void) {
     const char *cand[CPU_WISDOM_MAX_CANDIDATES], *slot;
     cpu_slot s = slot_with_choices(&slot);
     int nc = cpu_tune_candidates(s, cand, CPU_WISDOM_MAX_CANDIDATES);
-    if (nc < 3) SKIP("fewer than 3 candidates for a slot on this CPU");
+    if (nc < 2) SKIP("one candidate per slot on this CPU");
+    int want = nc < 3 ? nc : 3;
     cpu_slot_report r;
     memset(&r, 0, sizeof r);
     r.n_candidates = nc;
@@ -369,15 +370,14 @@ static void test_shortlist_reuses_the_start_rates(void) {
     int n = 0;
     nc_error err;
     CHECK_OK(cpu_tune_shortlist(s, &r, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
-    CHECKF(n == 3, "%d", n);
+    CHECKF(n == want, "%d of %d", n, want);
     CHECKF(!strcmp(names[0], cand[0]) && rates[0] == 1e6, "%s %g", names[0], rates[0]);
-    CHECKF(!strcmp(names[1], cand[nc - 1]) && rates[1] == 1e6 + nc - 1, "%s %g", names[1],
-           rates[1]);
-    CHECKF(!strcmp(names[2], cand[nc - 2]) && rates[2] == 1e6 + nc - 2, "%s %g", names[2],
-           rates[2]);
+    for (int k = 1; k < n; k++) /* then the last candidate, the one before it */
+        CHECKF(!strcmp(names[k], cand[nc - k]) && rates[k] == 1e6 + nc - k, "%d: %s %g", k,
+               names[k], rates[k]);
     r.n_candidates = nc - 1; /* not every candidate's: measured instead */
     CHECK_OK(cpu_tune_shortlist(s, &r, 1, CPU_TUNE_QUICK, 3, names, rates, &n, &err), &err);
-    CHECK(n == 3 && !strcmp(names[0], cand[0]));
+    CHECK(n == want && !strcmp(names[0], cand[0]));
     for (int i = 0; i < n; i++)
         CHECKF(rates[i] > 0 && rates[i] < 1e5, "%s %g: the report's rate", names[i], rates[i]);
 }
